@@ -1,0 +1,116 @@
+# bascule -- the front door: make | make run | make test | make bench | make clean
+#
+#   make                 optimized build/bascule and build/bascule-sim
+#   make test            sanitizer build in build/san, then unit + integration tests
+#   make run             the demo: bascule-sim + bascule on 127.0.0.1:8080
+#   make bench           benchmarks against nginx and a peer gateway (bench/)
+#   make fuzz            libFuzzer targets (clang), a short run each
+#   SANITIZE=address,undefined   sanitizers for the main build too
+#   WERROR=1             warnings are errors (always on in the test build)
+
+CC      ?= cc
+PKGS    := libuv libcurl json-c yaml-0.1
+CSTD    := -std=c11 -D_GNU_SOURCE
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wvla -Wformat=2 -Wno-format-nonliteral \
+           -Wno-missing-field-initializers
+OPT     ?= -O2 -g
+SANITIZE ?=
+WERROR  ?= 0
+
+# Install the Debian packages on a fresh machine before pkg-config is asked anything.
+DEPS_OK := $(shell pkg-config --exists $(PKGS) cmocka 2>/dev/null && \
+             test -f /usr/include/http_parser.h && echo yes)
+ifneq ($(DEPS_OK),yes)
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+$(info bascule: installing build dependencies (scripts/install-deps))
+$(shell scripts/install-deps >&2)
+endif
+endif
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
+
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+ifneq ($(SANITIZE),)
+SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+endif
+
+CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN_FLAGS) -Isrc -Isim $(PKG_CFLAGS) -MMD -MP $(EXTRA_CFLAGS)
+LDFLAGS_ALL = $(SAN_FLAGS) $(PKG_LIBS)
+
+BUILD   ?= build
+LIB_SRC := $(sort $(wildcard src/*/*.c))
+SIM_SRC := $(sort $(wildcard sim/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+SIM_OBJ := $(SIM_SRC:%.c=$(BUILD)/obj/%.o)
+MAIN_OBJ := $(BUILD)/obj/src/main.o
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all run test test-unit test-integration bench fuzz clean check-layering format
+.DEFAULT_GOAL := all
+
+all: $(BUILD)/bascule $(BUILD)/bascule-sim
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/libbascule.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/bascule: $(MAIN_OBJ) $(BUILD)/libbascule.a
+	$(CC) -o $@ $^ $(LDFLAGS_ALL)
+
+$(BUILD)/bascule-sim: $(SIM_OBJ) $(BUILD)/libbascule.a
+	$(CC) -o $@ $^ $(LDFLAGS_ALL)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libbascule.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libbascule.a $(LDFLAGS_ALL) -lcmocka
+
+unit-bins: $(UNIT_BIN)
+
+# ---- tests: a sanitizer build of everything in build/san -----------------------------------
+SAN_MAKE = $(MAKE) --no-print-directory BUILD=build/san OPT="-O1 -g" SANITIZE=address,undefined \
+           WERROR=1 EXTRA_CFLAGS=-DBSC_UNIT_TEST
+
+test: check-layering
+	$(SAN_MAKE) all unit-bins
+	$(MAKE) --no-print-directory test-unit test-integration
+
+test-unit:
+	@scripts/run-unit build/san/tests
+
+test-integration: tests/node_modules/.package-lock.json
+	cd tests && BASCULE_BIN=$(CURDIR)/build/san/bascule BASCULE_SIM_BIN=$(CURDIR)/build/san/bascule-sim \
+	  node --test --test-concurrency=2 integration/ e2e/
+
+tests/node_modules/.package-lock.json: tests/package.json tests/package-lock.json
+	cd tests && npm ci --no-audit --no-fund
+	@touch $@
+
+check-layering:
+	@scripts/check-layering
+
+# ---- demo, benchmarks, fuzzing --------------------------------------------------------------
+run: all
+	@scripts/demo
+
+bench: all
+	@bench/run
+
+fuzz:
+	@scripts/fuzz
+
+format:
+	clang-format -i $(LIB_SRC) src/main.c $(SIM_SRC) $(UNIT_SRC)
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d) $(SIM_OBJ:.o=.d) $(MAIN_OBJ:.o=.d)

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/* config.h -- the validated, immutable, refcounted configuration snapshot (DESIGN §12).
+ * cfg_load() turns one YAML file into a struct cfg or into a list of errors, each with
+ * file:line:column. A snapshot never changes after load: a reload builds a new one and
+ * swaps the pointer (cfg_current_swap); each request holds a ref to the one it began
+ * with. Lookups by id are linear over small arrays; routes are few. */
+#ifndef BSC_CONFIG_CONFIG_H
+#define BSC_CONFIG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/str.h"
+
+enum cfg_provider_kind {
+    CFG_PROV_OPENAI = 0,
+    CFG_PROV_ANTHROPIC,
+    CFG_PROV_GEMINI,
+    CFG_PROV_DASHSCOPE,
+    CFG_PROV_AZURE,
+    CFG_PROV_OPENAI_COMPATIBLE,
+    CFG_PROV_COUNT
+};
+
+enum cfg_probe { CFG_PROBE_MODELS = 0, CFG_PROBE_COMPLETION, CFG_PROBE_NONE, CFG_PROBE_COUNT };
+
+enum cfg_balance {
+    CFG_BALANCE_PRIORITY = 0,
+    CFG_BALANCE_WEIGHTED,
+    CFG_BALANCE_LEAST_LATENCY,
+    CFG_BALANCE_CHEAPEST,
+    CFG_BALANCE_COUNT
+};
+
+enum cfg_side_effects { CFG_SE_NONE = 0, CFG_SE_READ_ONLY, CFG_SE_WRITE_POSSIBLE, CFG_SE_COUNT };
+enum cfg_stream_failure { CFG_SF_FAIL = 0, CFG_SF_BUFFER, CFG_SF_COUNT };
+enum cfg_store_kind { CFG_STORE_MEMORY = 0, CFG_STORE_SQLITE, CFG_STORE_REDIS, CFG_STORE_COUNT };
+
+/* Capability bits, for targets' `capabilities` and routes' `requires.capabilities`. */
+enum cfg_cap {
+    CFG_CAP_TEXT = 1u << 0,
+    CFG_CAP_VISION = 1u << 1,
+    CFG_CAP_STREAMING = 1u << 2,
+    CFG_CAP_TOOLS = 1u << 3,
+    CFG_CAP_PARALLEL_TOOL_CALLS = 1u << 4,
+    CFG_CAP_JSON_SCHEMA = 1u << 5,
+    CFG_CAP_JSON_OBJECT = 1u << 6,
+    CFG_CAP_EMBEDDINGS = 1u << 7
+};
+
+/* Breaker dimensions for `breaker.key`. */
+enum cfg_breaker_dim {
+    CFG_BRK_PROVIDER = 1u << 0,
+    CFG_BRK_MODEL = 1u << 1,
+    CFG_BRK_REGION = 1u << 2,
+    CFG_BRK_DEPLOYMENT = 1u << 3,
+    CFG_BRK_KEY = 1u << 4
+};
+
+struct cfg_header {
+    char *name;  /* owned */
+    char *value; /* owned */
+};
+
+struct cfg_health {
+    uint32_t interval_ms; /* default 30000 */
+    enum cfg_probe probe; /* default models */
+};
+
+struct cfg_breaker {
+    uint32_t key_dims; /* enum cfg_breaker_dim bits; default provider|model|region|key */
+    uint32_t window_ms;          /* 30000 */
+    uint32_t min_requests;       /* 20 */
+    double failure_rate;         /* 0.5, in (0, 1] */
+    uint32_t consecutive_failures; /* 5 */
+    uint32_t open_ms;            /* 60000 */
+    uint32_t half_open_probes;   /* 1 */
+    uint32_t success_threshold;  /* 3 */
+    uint32_t ramp_ms;            /* 30000 */
+};
+
+struct cfg_provider {
+    char *id; /* owned; the map key */
+    enum cfg_provider_kind kind;
+    char *base_url; /* owned; no trailing slash */
+    char **keys;    /* owned array of owned strings; may be empty (n_keys == 0) */
+    size_t n_keys;
+    char *region;      /* owned; NULL when unset */
+    char *api_version; /* owned; azure only; NULL when unset */
+    struct cfg_header *headers; /* owned */
+    size_t n_headers;
+    uint32_t connect_timeout_ms; /* 2000 */
+    uint32_t max_concurrency;    /* 256 */
+    uint32_t rpm;                /* 0 = unlimited */
+    uint32_t tpm;                /* 0 = unlimited */
+    struct cfg_health health;
+    bool disabled;
+    bool has_breaker; /* an override of the top-level breaker */
+    struct cfg_breaker breaker;
+};
+
+struct cfg_price {
+    double input_per_mtok;  /* USD per million input tokens; 0 when unknown */
+    double output_per_mtok;
+};
+
+struct cfg_target {
+    char *id; /* owned; the map key, e.g. "gpt-4.1@openai-us" */
+    struct cfg_provider *provider; /* borrowed from the same snapshot */
+    char *model;      /* owned; the upstream model name */
+    char *deployment; /* owned; NULL when unset */
+    uint32_t capabilities; /* enum cfg_cap bits; default text|streaming */
+    uint64_t context_window;    /* 0 = unknown */
+    uint64_t max_output_tokens; /* 0 = unknown */
+    struct cfg_price price;
+    bool disabled;
+    uint32_t canary_percent; /* 0..100, default 100 */
+    bool has_breaker;
+    struct cfg_breaker breaker;
+};
+
+struct cfg_requires {
+    uint32_t capabilities;
+    uint64_t context_window_min;
+    uint64_t max_output_tokens_min;
+};
+
+struct cfg_envelope {
+    uint32_t deadline_ms;              /* 30000 */
+    uint32_t max_attempts;             /* 3 */
+    uint32_t max_same_target_attempts; /* 2 */
+    uint32_t reserve_for_fallback_ms;  /* 5000 */
+    uint32_t max_added_latency_ms;     /* 10000 */
+    double max_cost_usd;               /* < 0 when unset (null) */
+    bool allow_equivalent_failover;    /* true */
+    bool allow_cross_model_fallback;   /* false */
+    enum cfg_side_effects side_effects;
+    enum cfg_stream_failure on_stream_failure;
+};
+
+struct cfg_tier {
+    struct cfg_target **targets; /* owned array of borrowed targets */
+    uint32_t *weights;           /* owned; parallel to targets; default 1 */
+    size_t n;
+    bool disabled; /* a kill switch for the whole tier */
+};
+
+struct cfg_route {
+    char *id; /* owned; what clients send as "model" */
+    struct cfg_requires requires;
+    struct cfg_tier primary, equivalent, fallback;
+    enum cfg_balance balance;
+    struct cfg_envelope envelope;
+};
+
+struct cfg_limits {
+    uint64_t max_body_bytes;    /* 8388608 */
+    uint32_t max_header_bytes;  /* 65536 */
+    uint32_t header_timeout_ms; /* 10000 */
+    uint32_t idle_timeout_ms;   /* 75000 */
+    uint32_t max_connections;   /* 20000 */
+    uint32_t max_stream_buffer_bytes; /* 1048576: pending output before upstream pauses */
+    uint32_t drain_timeout_ms;  /* 10000: SIGTERM waits this long for in-flight work */
+};
+
+struct cfg_log {
+    int level;   /* enum bsc_log_level; default info */
+    bool json;   /* format: json (default) | text */
+    bool prompts;
+};
+
+struct cfg_retry {
+    uint32_t base_ms;    /* 250 */
+    uint32_t max_ms;     /* 4000 */
+    double jitter;       /* 0.3, in [0, 1] */
+    double budget_ratio; /* 0.2 */
+    uint32_t budget_min_per_s; /* 10 */
+    uint32_t budget_window_ms; /* 10000 */
+};
+
+struct cfg_store {
+    enum cfg_store_kind kind;
+    char *path; /* owned; sqlite */
+    char *url;  /* owned; redis */
+};
+
+struct cfg {
+    int refs; /* atomic; see cfg_ref/cfg_unref */
+    char *file; /* owned; the path it was loaded from */
+    char *listen_host; /* owned; "127.0.0.1" or "::1" */
+    uint16_t listen_port;
+    uint32_t workers; /* 0 = one per core */
+    struct cfg_log log;
+    struct cfg_limits limits;
+    char *admin_key; /* owned; empty string = admin API off */
+    struct cfg_store store;
+    struct cfg_provider *providers; /* owned array */
+    size_t n_providers;
+    struct cfg_target *targets; /* owned array */
+    size_t n_targets;
+    struct cfg_route *routes; /* owned array, in file order */
+    size_t n_routes;
+    struct cfg_breaker breaker;
+    struct cfg_retry retry;
+};
+
+/* One problem found while loading. */
+struct cfg_diag {
+    char *file; /* owned */
+    unsigned line, column; /* 1-based; 0 when not tied to a place */
+    bool warning; /* a warning does not fail the load */
+    char *message; /* owned */
+};
+
+struct cfg_diags {
+    struct cfg_diag *items; /* owned */
+    size_t n;
+};
+
+/* Loads and validates <path>. On success returns BSC_OK and *<out> is a snapshot with
+ * one ref owned by the caller. On failure returns BSC_EINVAL (or BSC_EIO when the file
+ * cannot be read) and *<out> is NULL. In both cases every problem found (all of them,
+ * not just the first) is appended to <diags>, which the caller frees with
+ * cfg_diags_cleanup(). Never calls back; reads the environment for ${VAR}. */
+enum bsc_err cfg_load(const char *path, struct cfg **out, struct cfg_diags *diags);
+
+/* The same from a string, for tests; <name> appears in diagnostics as the file. */
+enum bsc_err cfg_load_string(const char *name, const char *yaml, size_t len, struct cfg **out,
+                             struct cfg_diags *diags);
+
+/* Formats each diagnostic as "file:line:column: error: message" on its own line to <f>. */
+void cfg_diags_print(const struct cfg_diags *diags, void *file /* FILE * */);
+void cfg_diags_cleanup(struct cfg_diags *diags);
+
+struct cfg *cfg_ref(struct cfg *cfg);
+/* Drops one ref; frees the snapshot when it was the last. NULL is fine. */
+void cfg_unref(struct cfg *cfg);
+
+/* Lookups; NULL when absent. The results are borrowed from <cfg>. */
+const struct cfg_route *cfg_route_find(const struct cfg *cfg, struct bsc_str id);
+const struct cfg_target *cfg_target_find(const struct cfg *cfg, struct bsc_str id);
+const struct cfg_provider *cfg_provider_find(const struct cfg *cfg, struct bsc_str id);
+
+/* Names for enum values (as written in YAML). */
+const char *cfg_provider_kind_name(enum cfg_provider_kind kind);
+const char *cfg_balance_name(enum cfg_balance b);
+
+/* The process-wide current snapshot (one of the three commented globals, STYLE §11).
+ * cfg_current_get returns a new ref (caller unrefs); cfg_current_swap takes ownership of
+ * <next>'s ref and drops the old snapshot's. Both are safe from any thread. */
+struct cfg *cfg_current_get(void);
+void cfg_current_swap(struct cfg *next);
+
+#endif

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* buf.h -- a growable byte buffer with a hard maximum set at init (curl's dynbuf).
+ * It is always NUL-terminated past <len> when allocated, so text can be used as a
+ * C string; the terminator does not count against <max>. */
+#ifndef BSC_CORE_BUF_H
+#define BSC_CORE_BUF_H
+
+#include <stddef.h>
+
+#include "core/compat.h"
+#include "core/err.h"
+#include "core/str.h"
+
+struct bsc_buf {
+    char *p;    /* owned; NULL until the first append */
+    size_t len; /* bytes in use */
+    size_t cap; /* bytes allocated, terminator excluded */
+    size_t max; /* appends past this fail with BSC_ELIMIT */
+};
+
+/* Cannot fail; allocates nothing. */
+void bsc_buf_init(struct bsc_buf *b, size_t max);
+/* Frees the storage; <b> is empty and reusable afterwards. */
+void bsc_buf_cleanup(struct bsc_buf *b);
+/* Keeps the storage, drops the contents. */
+void bsc_buf_reset(struct bsc_buf *b);
+
+/* Appends <len> bytes. BSC_ELIMIT leaves <b> unchanged; BSC_ENOMEM too. */
+enum bsc_err bsc_buf_append(struct bsc_buf *b, const void *p, size_t len);
+enum bsc_err bsc_buf_append_str(struct bsc_buf *b, struct bsc_str s);
+enum bsc_err bsc_buf_append_cstr(struct bsc_buf *b, const char *s);
+enum bsc_err bsc_buf_append_char(struct bsc_buf *b, char c);
+/* printf-style append; on error <b> is unchanged. */
+enum bsc_err bsc_buf_appendf(struct bsc_buf *b, const char *fmt, ...) BSC_PRINTF(2, 3);
+/* Appends <s> as a JSON string literal, quotes included, escaping as RFC 8259 asks. */
+enum bsc_err bsc_buf_append_json_str(struct bsc_buf *b, struct bsc_str s);
+
+/* Removes the first <n> bytes (n <= len). */
+void bsc_buf_consume(struct bsc_buf *b, size_t n);
+
+/* Hands the storage to the caller (who frees it) and leaves <b> empty. May be NULL. */
+char *bsc_buf_take(struct bsc_buf *b, size_t *len);
+
+static inline struct bsc_str bsc_buf_str(const struct bsc_buf *b)
+{
+    return bsc_str_make(b->p, b->len);
+}
+
+#endif

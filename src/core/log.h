@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* log.h -- leveled logging to stderr, one write(2) per line so lines from several
+ * worker threads never interleave. The macro tests the level before evaluating its
+ * arguments (Redis serverLog). Structured JSON lines (access, attempt) are built by
+ * their owners and written with bsc_log_line(). */
+#ifndef BSC_CORE_LOG_H
+#define BSC_CORE_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/compat.h"
+
+enum bsc_log_level { BSC_LOG_ERR = 0, BSC_LOG_WARN, BSC_LOG_INFO, BSC_LOG_DEBUG, BSC_LOG_COUNT };
+
+/* The log sink's settings: one of the three commented globals (STYLE §11). */
+extern int bsc_log_verbosity;
+extern bool bsc_log_json;
+
+/* Parses "err|warn|info|debug"; returns -1 when unknown. */
+int bsc_log_level_parse(const char *s);
+
+void bsc_log_write(enum bsc_log_level lvl, const char *fmt, ...) BSC_PRINTF(2, 3);
+/* Writes <line> (<len> bytes, without newline) plus a newline in one write to stdout. */
+void bsc_log_line(const char *line, size_t len);
+
+#define bsc_log(lvl, ...)                                                                  \
+    do {                                                                                   \
+        if ((int)(lvl) <= bsc_log_verbosity)                                               \
+            bsc_log_write((lvl), __VA_ARGS__);                                             \
+    } while (0)
+
+#define LOG_ERR(...)   bsc_log(BSC_LOG_ERR, __VA_ARGS__)
+#define LOG_WARN(...)  bsc_log(BSC_LOG_WARN, __VA_ARGS__)
+#define LOG_INFO(...)  bsc_log(BSC_LOG_INFO, __VA_ARGS__)
+#define LOG_DEBUG(...) bsc_log(BSC_LOG_DEBUG, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/* str.h -- string slices passed by value (not NUL-terminated unless named _cstr),
+ * after h2o's h2o_iovec_t and HAProxy's ist. */
+#ifndef BSC_CORE_STR_H
+#define BSC_CORE_STR_H
+
+#include "core/compat.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+#include <strings.h>
+
+struct bsc_str {
+    const char *p;
+    size_t len;
+};
+
+#define BSC_STR(lit) ((struct bsc_str){(lit), sizeof(lit) - 1})
+#define BSC_STR_NULL ((struct bsc_str){NULL, 0})
+/* For printf: printf("%.*s", BSC_STR_FMT(s)). */
+#define BSC_STR_FMT(s) (int)(s).len, (s).p
+
+static inline struct bsc_str bsc_str_make(const char *p, size_t len)
+{
+    return (struct bsc_str){p, len};
+}
+
+static inline struct bsc_str bsc_str_cstr(const char *s)
+{
+    return (struct bsc_str){s, s ? strlen(s) : 0};
+}
+
+static inline bool bsc_str_eq(struct bsc_str a, struct bsc_str b)
+{
+    return a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0);
+}
+
+/* ASCII case-insensitive equality, for header names. */
+static inline bool bsc_str_ieq(struct bsc_str a, struct bsc_str b)
+{
+    return a.len == b.len && (a.len == 0 || strncasecmp(a.p, b.p, a.len) == 0);
+}
+
+static inline bool bsc_str_starts(struct bsc_str s, struct bsc_str prefix)
+{
+    return s.len >= prefix.len && memcmp(s.p, prefix.p, prefix.len) == 0;
+}
+
+/* Strips ASCII spaces and tabs from both ends. */
+struct bsc_str bsc_str_trim(struct bsc_str s);
+
+/* Parses a decimal unsigned integer that fills all of <s>. Returns false on empty
+ * input, a non-digit, or overflow of UINT64_MAX; *<out> is untouched then. */
+bool bsc_str_to_u64(struct bsc_str s, unsigned long long *out);
+
+/* Returns a malloc'd NUL-terminated copy of <s> (caller owns), or NULL on ENOMEM. */
+char *bsc_str_dup(struct bsc_str s);
+
+#endif

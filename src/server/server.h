@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/* server.h -- the inbound HTTP/1.1 server of one worker loop (libuv + http-parser).
+ * It owns connections and requests: keep-alive, Content-Length and chunked bodies,
+ * pipelined requests answered in order, Expect: 100-continue, and the limits of
+ * DESIGN §12 (413, 431, 408, idle close, connection cap), each protocol error answered
+ * with an OpenAI-shaped JSON error body carrying the request id. It knows nothing of
+ * LLMs: a complete request (head and body) is handed to one handler callback, which
+ * answers through srv_resp_*, at once or later, streaming or not.
+ * See docs/internals/server.md. */
+#ifndef BSC_SERVER_SERVER_H
+#define BSC_SERVER_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "core/err.h"
+#include "core/str.h"
+
+struct srv;     /* one per worker loop; opaque */
+struct srv_req; /* one inbound request; owned by the server; opaque */
+
+struct srv_limits {
+    uint64_t max_body_bytes;     /* body (after de-chunking) over this: 413 */
+    uint32_t max_header_bytes;   /* request line + headers over this: 431 */
+    uint32_t header_timeout_ms;  /* head not complete in time, or a body stalls this long: 408 */
+    uint32_t idle_timeout_ms;    /* keep-alive connection with no request this long: closed */
+    uint32_t max_connections;    /* open connections of this server; past it: 503 and close */
+    uint32_t max_pending_output; /* a response's unsent bytes; srv_req_pending() vs this */
+};
+
+struct srv_header {
+    struct bsc_str name;
+    struct bsc_str value;
+};
+
+/* Called once per complete request, in arrival order per connection; the next pipelined
+ * request of the same connection is not dispatched before this one's response ends. */
+typedef void srv_handler_fn(struct srv_req *req, void *ud);
+typedef void srv_req_cb(struct srv_req *req, void *ud);
+typedef void srv_closed_cb(struct srv *srv, void *ud);
+
+/* Creates a listening socket for <host>:<port> (IPv4 or IPv6 literal) with SO_REUSEADDR
+ * and SO_REUSEPORT, bound and listening, non-blocking. Each worker makes its own, so the
+ * kernel spreads connections. Returns BSC_OK and *<fd>, or BSC_EIO (message in <errbuf>). */
+enum bsc_err srv_listen_socket(const char *host, uint16_t port, int *fd, char *errbuf,
+                               size_t errlen);
+
+/* Starts serving on <loop> from <listen_fd> (ownership taken: closed by the server).
+ * <limits> is copied. <handler> gets each request. Returns BSC_OK and *<out>. */
+enum bsc_err srv_new(uv_loop_t *loop, int listen_fd, const struct srv_limits *limits,
+                     srv_handler_fn *handler, void *ud, struct srv **out);
+
+/* New limits for connections and requests that start from now on (config reload). */
+void srv_set_limits(struct srv *srv, const struct srv_limits *limits);
+
+/* Stops accepting. Idle connections close at once; busy ones close after their current
+ * response. <cb> runs once (deferred, on the loop) when the last connection has closed;
+ * then the caller may srv_free(). srv_close_all() instead closes every connection now
+ * (in-flight requests get their abort callback) and then calls <cb> the same way. */
+void srv_drain(struct srv *srv, srv_closed_cb *cb, void *ud);
+void srv_close_all(struct srv *srv, srv_closed_cb *cb, void *ud);
+void srv_free(struct srv *srv);
+
+/* Open connections right now. */
+size_t srv_conn_count(const struct srv *srv);
+
+/* ---- the request: everything borrowed from <req>, valid until its response ends ---- */
+struct bsc_str srv_req_method(const struct srv_req *req);
+struct bsc_str srv_req_path(const struct srv_req *req);  /* the URL path, no query */
+struct bsc_str srv_req_query(const struct srv_req *req); /* after '?', may be empty */
+/* First header named <name> (ASCII case-insensitive); {NULL,0} when absent. */
+struct bsc_str srv_req_header(const struct srv_req *req, struct bsc_str name);
+size_t srv_req_header_count(const struct srv_req *req);
+struct srv_header srv_req_header_at(const struct srv_req *req, size_t i);
+struct bsc_str srv_req_body(const struct srv_req *req); /* complete, de-chunked */
+/* The request id: the client's X-Request-Id when it is 1..128 printable ASCII chars,
+ * else a generated "req_..." id. NUL-terminated. */
+const char *srv_req_id(const struct srv_req *req);
+/* Monotonic microseconds when the first byte of this request arrived. */
+uint64_t srv_req_start_us(const struct srv_req *req);
+/* The loop this request runs on. */
+uv_loop_t *srv_req_loop(const struct srv_req *req);
+/* Opaque pointer for the handler's own state. */
+void srv_req_set_data(struct srv_req *req, void *data);
+void *srv_req_data(const struct srv_req *req);
+
+/* ---- the response ---- */
+
+/* Starts the response: status line, <n> headers, and Content-Length when
+ * <content_length> >= 0, else Transfer-Encoding: chunked. The server adds Date,
+ * Server, Connection, and X-Request-Id unless <h> has one. BSC_ESTATE if already started. */
+enum bsc_err srv_resp_head(struct srv_req *req, int status, const struct srv_header *h, size_t n,
+                           int64_t content_length);
+/* Queues <len> bytes of body (copied; framed as a chunk when chunked) and starts writing.
+ * Never blocks and never calls back. Check srv_req_pending() for back-pressure. */
+enum bsc_err srv_resp_body(struct srv_req *req, const void *p, size_t len);
+/* Finishes the response (the last chunk when chunked). <req> must not be used after.
+ * The next pipelined request, if any, is dispatched once the bytes are written. */
+void srv_resp_end(struct srv_req *req);
+/* Head, body and end in one call; <content_type> may be NULL. */
+void srv_resp_send(struct srv_req *req, int status, const char *content_type,
+                   const struct srv_header *h, size_t n, const void *body, size_t len);
+/* Sends an OpenAI-shaped error, {"error":{"message","type","param":null,"code"},
+ * "request_id"}, with <status>; <code> may be NULL. Ends the response. */
+void srv_resp_error(struct srv_req *req, int status, const char *type, const char *code,
+                    const char *message);
+/* Ends the response by closing the connection after what is queued (a stream that
+ * must not look complete). <req> must not be used after. */
+void srv_resp_abort(struct srv_req *req);
+/* Ends the response and the connection at once with a TCP RST (tests, fault injection). */
+void srv_resp_reset(struct srv_req *req);
+/* Asks for Connection: close after this response (call before srv_resp_head). */
+void srv_req_set_close(struct srv_req *req);
+bool srv_resp_started(const struct srv_req *req);
+
+/* Body bytes queued but not yet written to the socket. */
+size_t srv_req_pending(const struct srv_req *req);
+/* <cb> runs once, later, when pending output falls to max_pending_output / 2 or less.
+ * Setting it again replaces it; NULL clears it. */
+void srv_req_on_drain(struct srv_req *req, srv_req_cb *cb, void *ud);
+/* <cb> runs once, later, if the client goes away (or the server is closed) before the
+ * response ends. <req> is freed right after <cb> returns: the handler must drop every
+ * pointer to it and cancel its work there. Never called after srv_resp_end/abort. */
+void srv_req_on_abort(struct srv_req *req, srv_req_cb *cb, void *ud);
+
+#endif
