@@ -7,6 +7,7 @@
 #ifndef BSC_CONFIG_CONFIG_H
 #define BSC_CONFIG_CONFIG_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -187,7 +188,7 @@ struct cfg_store {
 };
 
 struct cfg {
-    int refs; /* atomic; see cfg_ref/cfg_unref */
+    atomic_int refs; /* see cfg_ref/cfg_unref */
     char *file; /* owned; the path it was loaded from */
     char *listen_host; /* owned; "127.0.0.1" or "::1" */
     uint16_t listen_port;

@@ -1,0 +1,657 @@
+// SPDX-License-Identifier: MIT
+// bench.mjs -- the benchmark driver behind bench/run (which sets the temp dir, the fd
+// limit and the PID ledger, and cleans up on exit). Three parts, one table:
+//   1. throughput: wrk, closed loop, the same chat request direct to a static nginx
+//      upstream, through nginx proxy_pass, through bascule and through the Portkey gateway;
+//   2. paced: the same targets at a moderate constant load, added latency over direct;
+//   3. streams: N concurrent SSE streams through bascule from bascule-sim (streams.mjs).
+// A column whose binary is missing or does not come up is skipped with the reason.
+// Results: stdout table (report.mjs) and build/bench/results.json.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import os from 'node:os';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import {
+  ProcSet, freePort, snapshot, childrenOf, httpRequest, waitReady, sleep, statusKiB,
+} from './proc.mjs';
+import { printReport } from './report.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '..');
+
+function envNum(name, dflt) {
+  const v = process.env[name];
+  if (v === undefined || v === '') return dflt;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name}=${v}: not a non-negative number`);
+  return n;
+}
+
+const C = {
+  seconds: envNum('BENCH_SECONDS', 10),
+  rounds: envNum('BENCH_ROUNDS', 3),
+  warmup: envNum('BENCH_WARMUP', 2),
+  connections: envNum('BENCH_CONNECTIONS', 50),
+  threads: envNum('BENCH_THREADS', 2),
+  workers: envNum('BENCH_WORKERS', 2),
+  pacedConnections: envNum('BENCH_PACED_CONNECTIONS', 10),
+  pacedRate: envNum('BENCH_PACED_RATE', 100), // requests/s per connection
+  streams: envNum('BENCH_STREAMS', 5000),
+  streamProbes: envNum('BENCH_STREAM_PROBES', 200),
+  streamTokenMs: envNum('BENCH_STREAM_TOKEN_MS', 200),
+  streamOpenConcurrency: envNum('BENCH_STREAM_OPEN_CONCURRENCY', 500),
+  streamRampSeconds: envNum('BENCH_STREAM_RAMP_S', 30),
+  nofile: envNum('BENCH_NOFILE', 1024),
+  strict: process.env.BENCH_STRICT === '1',
+  parts: new Set((process.env.BENCH_PARTS || 'throughput,paced,streams').split(',').map((s) => s.trim())),
+  targets: new Set((process.env.BENCH_TARGETS || 'direct,nginx,bascule,portkey').split(',').map((s) => s.trim())),
+  tmp: process.env.BENCH_TMP || fs.mkdtempSync(path.join(os.tmpdir(), 'bascule-bench-')),
+  out: process.env.BENCH_OUT || path.join(ROOT, 'build', 'bench'),
+  bascule: process.env.BASCULE_BIN || path.join(ROOT, 'build', 'bascule'),
+  sim: process.env.BASCULE_SIM_BIN || path.join(ROOT, 'build', 'bascule-sim'),
+  simApiPrefix: process.env.BENCH_SIM_PREFIX || '/v1', // where bascule-sim serves the OpenAI API
+};
+
+const REQUEST = path.join(HERE, 'request.json');
+const REQUEST_BODY = fs.readFileSync(REQUEST, 'utf8');
+const RESPONSE = fs.readFileSync(path.join(HERE, 'upstream-response.json'), 'utf8').trim();
+const EXPECTED_CONTENT = JSON.parse(RESPONSE).choices[0].message.content;
+const PORTKEY_ENTRY = path.join(HERE, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js');
+
+const procs = new ProcSet(process.env.BENCH_LEDGER);
+process.on('exit', () => procs.killAllSync());
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(sig, () => {
+    procs.killAllSync();
+    process.exit(130);
+  });
+}
+
+const log = (msg) => process.stderr.write(`bench: ${msg}\n`);
+const round = (x, d = 3) => (x === null || x === undefined ? null : Math.round(x * 10 ** d) / 10 ** d);
+
+function fill(template, vars) {
+  return template.replace(/@([A-Z_]+)@/g, (m, k) => {
+    if (!(k in vars)) throw new Error(`template marker ${m} has no value`);
+    return String(vars[k]);
+  });
+}
+
+function tail(file, n = 15) {
+  try {
+    return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-n).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+function which(cmd) {
+  for (const dir of (process.env.PATH || '').split(':')) {
+    for (const d of [dir, '/usr/sbin', '/sbin']) {
+      const p = path.join(d, cmd);
+      try {
+        fs.accessSync(p, fs.constants.X_OK);
+        return p;
+      } catch {
+        /* next */
+      }
+    }
+  }
+  return null;
+}
+
+function isExecutable(p) {
+  try {
+    fs.accessSync(p, fs.constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Runs a command to completion with a time bound; resolves { code, stdout, stderr }. */
+function runBounded(name, cmd, args, timeoutMs) {
+  return new Promise((resolve) => {
+    const rec = procs.start(name, cmd, args, { stdout: 'pipe', stderr: 'pipe' });
+    let stdout = '';
+    let stderr = '';
+    rec.child.stdout?.on('data', (d) => (stdout += d));
+    rec.child.stderr?.on('data', (d) => (stderr += d));
+    const t = setTimeout(() => {
+      stderr += `\n(killed after ${timeoutMs} ms)`;
+      procs.stop(rec, 1000);
+    }, timeoutMs);
+    rec.exited.then(({ code, signal, error }) => {
+      clearTimeout(t);
+      resolve({ code: error ? -1 : code, signal, stdout, stderr: error ? String(error) : stderr });
+    });
+  });
+}
+
+// ---------------------------------------------------------------- the processes under test
+
+async function startNginx(name, templateFile, vars, readyProbe = null) {
+  const nginx = which('nginx');
+  if (!nginx) return { skip: 'nginx not found (apt-get install nginx-light)' };
+  const dir = path.join(C.tmp, name);
+  fs.mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  const conf = path.join(dir, 'nginx.conf');
+  const workerConnections = Math.max(1024, Math.min(C.nofile - 64, 65536));
+  fs.writeFileSync(conf, fill(fs.readFileSync(path.join(HERE, templateFile), 'utf8'), {
+    DIR: dir, PORT: port, NOFILE: C.nofile, WORKER_CONNECTIONS: workerConnections, ...vars,
+  }));
+  const errlog = path.join(dir, 'error.log');
+  const rec = procs.start(name, nginx, ['-p', dir, '-c', conf, '-e', errlog], { stderr: path.join(dir, 'stderr.log') });
+  const url = `http://127.0.0.1:${port}`;
+  const probe = readyProbe ?? (async (u) => (await httpRequest(`${u}/v1/models`, { timeoutMs: 1000 })).status === 200);
+  const why = await waitReady(rec, () => probe(url), 10000);
+  if (why) {
+    await procs.stop(rec);
+    return { skip: `${name} did not start: ${why}\n${tail(errlog)}${tail(path.join(dir, 'stderr.log'))}` };
+  }
+  const workers = childrenOf(rec.pid);
+  procs.adopt(workers, `${name}-worker`);
+  return { rec, port, url, pids: () => [rec.pid, ...childrenOf(rec.pid)], log: errlog };
+}
+
+function basculeYaml(port, providers, targets, routes) {
+  // DESIGN §12. Limits are raised so that they never shape a benchmark: no rpm/tpm cap,
+  // upstream concurrency above the stream count, no health probes hitting the upstream.
+  const lines = [
+    `# generated by bench/bench.mjs`,
+    `listen: "127.0.0.1:${port}"`,
+    `workers: ${C.workers}`,
+    `log: { level: warn }`,
+    `limits:`,
+    `  max_connections: ${Math.max(20000, C.streams * 2 + 1000)}`,
+    `providers:`,
+  ];
+  for (const p of providers) {
+    lines.push(
+      `  ${p.id}:`,
+      `    kind: openai_compatible`,
+      `    base_url: "${p.baseUrl}"`,
+      `    keys: ["sk-bench-upstream-key"]`,
+      `    max_concurrency: ${Math.max(20000, C.streams * 2 + 1000)}`,
+      `    rpm: 0`,
+      `    tpm: 0`,
+      `    health: { probe: none }`,
+    );
+  }
+  lines.push(`targets:`);
+  for (const t of targets) {
+    lines.push(
+      `  ${t.id}:`,
+      `    provider: ${t.provider}`,
+      `    model: ${t.model}`,
+      `    capabilities: [text, streaming, tools]`,
+    );
+  }
+  lines.push(`routes:`);
+  for (const r of routes) {
+    lines.push(`  ${r.id}:`, `    primary: [${r.target}]`, `    envelope: { deadline_ms: 120000 }`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+async function startBascule(name, yaml, readyProbe) {
+  if (!isExecutable(C.bascule)) return { skip: `${path.relative(ROOT, C.bascule)} not built (make)` };
+  const dir = path.join(C.tmp, name);
+  fs.mkdirSync(dir, { recursive: true });
+  const conf = path.join(dir, 'bascule.yaml');
+  fs.writeFileSync(conf, yaml);
+  const check = await runBounded(`${name}-check`, C.bascule, ['--check-config', conf], 10000);
+  if (check.code !== 0) {
+    return { skip: `bascule --check-config rejected the generated config (${conf}):\n${(check.stdout + check.stderr).trim()}` };
+  }
+  const port = Number(yaml.match(/listen: "127\.0\.0\.1:(\d+)"/)[1]);
+  const errlog = path.join(dir, 'stderr.log');
+  // The access log goes to stdout: discarded, so that writing it is not what we measure.
+  const rec = procs.start(name, C.bascule, ['--config', conf], { stdout: 'ignore', stderr: errlog });
+  const url = `http://127.0.0.1:${port}`;
+  const why = await waitReady(rec, () => readyProbe(url), 10000);
+  if (why) {
+    await procs.stop(rec);
+    return { skip: `bascule did not come up: ${why}\n${tail(errlog)}` };
+  }
+  return { rec, port, url, pids: () => [rec.pid], log: errlog };
+}
+
+async function startPortkey(upstreamPort) {
+  if (!fs.existsSync(PORTKEY_ENTRY)) return { skip: 'Portkey gateway not installed (cd bench && npm ci)' };
+  const dir = path.join(C.tmp, 'portkey');
+  fs.mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  const errlog = path.join(dir, 'output.log');
+  const rec = procs.start('portkey', process.execPath, [
+    '--import', path.join(HERE, 'portkey-loopback.mjs'), PORTKEY_ENTRY, `--port=${port}`, '--headless',
+  ], { stdout: errlog, stderr: errlog, env: { ...process.env, NODE_ENV: 'production' } });
+  const url = `http://127.0.0.1:${port}`;
+  const headers = portkeyHeaders(upstreamPort);
+  const why = await waitReady(rec, () => chatOk(url, headers), 15000);
+  if (why) {
+    await procs.stop(rec);
+    return { skip: `Portkey did not come up: ${why}\n${tail(errlog)}` };
+  }
+  return { rec, port, url, pids: () => [rec.pid], headers, log: errlog };
+}
+
+function portkeyHeaders(upstreamPort) {
+  // Portkey routes by headers: provider "openai" at a custom host (its base URL, to which
+  // it appends /chat/completions); the Authorization header is passed on as the key.
+  return { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `http://127.0.0.1:${upstreamPort}/v1` };
+}
+
+/** True when a POST of the benchmark request returns the static upstream's answer. */
+async function chatOk(url, extraHeaders = {}) {
+  const r = await httpRequest(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    body: REQUEST_BODY,
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench-not-a-real-key', ...extraHeaders },
+    timeoutMs: 3000,
+  });
+  if (r.status !== 200) throw new Error(`HTTP ${r.status}: ${r.body.slice(0, 300)}`);
+  const content = JSON.parse(r.body)?.choices?.[0]?.message?.content;
+  if (content !== EXPECTED_CONTENT) throw new Error(`unexpected answer: ${r.body.slice(0, 300)}`);
+  return true;
+}
+
+// ---------------------------------------------------------------- wrk
+
+async function runWrk(url, seconds, { connections, threads, delayMs = 0, headers = {} }) {
+  const args = [
+    '-t', String(threads), '-c', String(connections), '-d', `${seconds}s`, '--latency', '--timeout', '5s',
+    '-s', path.join(HERE, 'chat.lua'), `${url}/v1/chat/completions`, '--', REQUEST,
+  ];
+  if (delayMs > 0) args.push(String(delayMs));
+  for (const [k, v] of Object.entries(headers)) args.push(`${k}: ${v}`);
+  const r = await runBounded('wrk', which('wrk'), args, (seconds + 20) * 1000);
+  const line = r.stdout.split('\n').find((l) => l.startsWith('BENCH_RESULT '));
+  if (r.code !== 0 || !line) throw new Error(`wrk failed (code ${r.code}): ${r.stderr.trim()} ${r.stdout.trim()}`);
+  return JSON.parse(line.slice('BENCH_RESULT '.length));
+}
+
+/** One measured wrk run, with the CPU time of the measured processes around it. */
+async function measureRound(target, upstream, seconds, wrkOpts) {
+  const upPids = upstream && upstream !== target ? upstream.pids() : [];
+  const before = snapshot(target.pids());
+  const upBefore = snapshot(upPids);
+  const w = await runWrk(target.url, seconds, { ...wrkOpts, headers: target.headers ?? {} });
+  const after = snapshot(target.pids());
+  const upAfter = snapshot(upPids);
+  return { w, cpu: after.cpu - before.cpu, upCpu: upPids.length ? upAfter.cpu - upBefore.cpu : null, hwmKiB: after.hwmKiB };
+}
+
+const median = (xs) => {
+  const v = xs.filter((x) => x !== null && x !== undefined).sort((a, b) => a - b);
+  if (!v.length) return null;
+  return v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+};
+
+/**
+ * Folds the rounds of one target into one entry: totals for requests, errors and CPU;
+ * the median over rounds for each latency percentile (a burst of noise from the shared
+ * machine in one round does not decide the figure); the worst round's max.
+ */
+function aggregate(rounds, label, pids) {
+  const req = rounds.reduce((a, r) => a + r.w.requests, 0);
+  const dur = rounds.reduce((a, r) => a + r.w.duration_us, 0) / 1e6;
+  const cpu = rounds.reduce((a, r) => a + r.cpu, 0);
+  const up = rounds.every((r) => r.upCpu !== null) ? rounds.reduce((a, r) => a + r.upCpu, 0) : null;
+  const lat = (k) => round(median(rounds.map((r) => r.w.latency_us[k])) / 1000);
+  return {
+    label,
+    rounds: rounds.length,
+    requests: req,
+    duration_s: round(dur),
+    rps: round(req / dur, 1),
+    non_2xx: rounds.reduce((a, r) => a + r.w.errors.status, 0),
+    socket_errors: rounds.reduce((a, r) => a + r.w.errors.connect + r.w.errors.read + r.w.errors.write + r.w.errors.timeout, 0),
+    latency_ms: {
+      mean: lat('mean'), p50: lat('p50'), p90: lat('p90'), p99: lat('p99'), p999: lat('p999'),
+      max: round(Math.max(...rounds.map((r) => r.w.latency_us.max)) / 1000),
+    },
+    p99_by_round_ms: rounds.map((r) => round(r.w.latency_us.p99 / 1000)),
+    cpu_s: round(cpu, 2),
+    cpu_us_per_req: req > 0 ? round((cpu / req) * 1e6, 1) : null,
+    upstream_cpu_us_per_req: up !== null && req > 0 ? round((up / req) * 1e6, 1) : null,
+    peak_rss_kib: Math.max(...rounds.map((r) => r.hwmKiB)),
+    processes: pids.length,
+  };
+}
+
+// ---------------------------------------------------------------- parts 1 and 2
+
+async function throughputAndPaced(results) {
+  const doThroughput = C.parts.has('throughput');
+  const doPaced = C.parts.has('paced');
+  if (!doThroughput && !doPaced) return;
+  if (!which('wrk')) {
+    results.skipped.push({ part: 'throughput+paced', reason: 'wrk not found (apt-get install wrk)' });
+    return;
+  }
+  const upstream = await startNginx('nginx-static', 'nginx-static.conf.in', { RESPONSE: nginxQuote(RESPONSE) });
+  if (upstream.skip) {
+    results.skipped.push({ part: 'throughput+paced', reason: upstream.skip });
+    return;
+  }
+  const defs = [
+    { key: 'direct', label: 'direct (static nginx, 1 worker)', start: async () => upstream },
+    {
+      key: 'nginx', label: `nginx proxy_pass (${C.workers} workers)`,
+      start: () => startNginx('nginx-proxy', 'nginx-proxy.conf.in', {
+        WORKERS: C.workers, UPSTREAM_PORT: upstream.port, BUFFERING: 'on',
+      }),
+    },
+    {
+      key: 'bascule', label: `bascule (${C.workers} workers)`,
+      start: async () => startBascule('bascule', basculeYaml(await freePort(),
+        [{ id: 'bench-upstream', baseUrl: `http://127.0.0.1:${upstream.port}/v1` }],
+        [{ id: 'bench-model@bench-upstream', provider: 'bench-upstream', model: 'gpt-4o-mini' }],
+        [{ id: 'bench-chat', target: 'bench-model@bench-upstream' }]), (url) => chatOk(url)),
+    },
+    { key: 'portkey', label: 'Portkey gateway 1.15 (Node, 1 process)', start: () => startPortkey(upstream.port) },
+  ];
+
+  // Everything is started first; the rounds then interleave the targets so that a burst
+  // of load from elsewhere on the machine is spread over all of them.
+  const live = [];
+  for (const d of defs) {
+    if (!C.targets.has(d.key)) continue;
+    log(`${d.key}: starting`);
+    const t = await d.start();
+    if (t.skip) {
+      log(`${d.key}: SKIPPED: ${t.skip}`);
+      results.skipped.push({ part: 'throughput+paced', target: d.key, reason: t.skip });
+      continue;
+    }
+    try {
+      await chatOk(t.url, t.headers);
+      live.push({ ...d, t, rounds: { throughput: [], paced: [] }, failed: null });
+    } catch (e) {
+      log(`${d.key}: SKIPPED: wrong answer: ${e.message}`);
+      results.skipped.push({ part: 'throughput+paced', target: d.key, reason: `wrong answer: ${e.message}` });
+      if (t !== upstream) await procs.stop(t.rec);
+    }
+  }
+
+  const R = Math.max(1, Math.round(C.rounds));
+  const per = Math.max(1, Math.round(C.seconds / R));
+  const closed = { connections: C.connections, threads: C.threads };
+  const pacedDelay = Math.max(1, Math.round(1000 / C.pacedRate));
+  const paced = { connections: C.pacedConnections, threads: Math.min(C.threads, C.pacedConnections), delayMs: pacedDelay };
+  const phases = [];
+  if (doThroughput) phases.push(['throughput', closed]);
+  if (doPaced) phases.push(['paced', paced]);
+
+  if (C.warmup > 0) {
+    for (const x of live) {
+      log(`${x.key}: warm-up, ${C.warmup} s`);
+      try {
+        await runWrk(x.t.url, C.warmup, { ...closed, headers: x.t.headers ?? {} });
+      } catch (e) {
+        x.failed = e.message;
+      }
+    }
+  }
+  for (const [phase, wrkOpts] of phases) {
+    for (let r = 0; r < R; r++) {
+      // Rotate the order each round so no target always runs right after another.
+      const order = live.map((_, i) => live[(i + r) % live.length]);
+      for (const x of order) {
+        if (x.failed) continue;
+        log(`${phase} round ${r + 1}/${R}: ${x.key}, ${per} s`);
+        try {
+          x.rounds[phase].push(await measureRound(x.t, upstream, per, wrkOpts));
+        } catch (e) {
+          log(`${x.key}: FAILED: ${e.message}`);
+          x.failed = e.message;
+        }
+      }
+    }
+  }
+
+  for (const x of live) {
+    if (x.failed) {
+      results.skipped.push({ part: 'throughput+paced', target: x.key, reason: `failed: ${x.failed}` });
+    } else {
+      if (x.rounds.throughput.length) results.throughput[x.key] = aggregate(x.rounds.throughput, x.label, x.t.pids());
+      if (x.rounds.paced.length) {
+        results.paced[x.key] = aggregate(x.rounds.paced, x.label, x.t.pids());
+        results.paced[x.key].target_rps = C.pacedConnections * (1000 / pacedDelay);
+      }
+    }
+    if (x.t !== upstream) {
+      // What a proxy logged during the runs is worth knowing (Portkey's log also has its
+      // banner: only its error lines are kept).
+      let errs = tail(x.t.log, 200).split('\n');
+      if (x.key === 'portkey') errs = errs.filter((l) => /error|exception|rejection/i.test(l));
+      errs = errs.filter((l) => l.trim()).slice(-5).join('\n');
+      if (errs) results.notes.push(`${x.key} log tail:\n${errs}`);
+      const how = await procs.stop(x.t.rec);
+      if (x.key === 'bascule') results.bascule_exit = { ...how, killed: !!x.t.rec.killed };
+    }
+  }
+  await procs.stop(upstream.rec);
+}
+
+function nginxQuote(s) {
+  if (/['\\$]/.test(s)) throw new Error("upstream-response.json must not contain ', \\ or $ (nginx string)");
+  return s;
+}
+
+// ---------------------------------------------------------------- part 3
+
+async function startSim() {
+  if (!isExecutable(C.sim)) return { skip: `${path.relative(ROOT, C.sim)} not built (make)` };
+  const dir = path.join(C.tmp, 'sim');
+  fs.mkdirSync(dir, { recursive: true });
+  const outLog = fs.createWriteStream(path.join(dir, 'stdout.log'));
+  const errlog = path.join(dir, 'stderr.log');
+  // --quiet: no log line per request (thousands of streams).
+  const rec = procs.start('bascule-sim', C.sim, ['--listen', '127.0.0.1:0', '--quiet'], { stdout: 'pipe', stderr: errlog });
+  const port = await new Promise((resolve) => {
+    let buf = '';
+    let found = false;
+    const t = setTimeout(() => resolve(null), 10000);
+    rec.child.stdout.on('data', (d) => {
+      outLog.write(d); // keep draining: a full pipe would stall the sim
+      if (found) return;
+      buf += d;
+      const m = buf.match(/bascule-sim listening on 127\.0\.0\.1:(\d+)/);
+      if (m) {
+        found = true;
+        clearTimeout(t);
+        resolve(Number(m[1]));
+      }
+    });
+    rec.exited.then(() => resolve(null));
+  });
+  if (!port) {
+    await procs.stop(rec);
+    return { skip: `bascule-sim did not print its port: ${tail(errlog)}` };
+  }
+  return { rec, port, url: `http://127.0.0.1:${port}`, pids: () => [rec.pid], log: errlog };
+}
+
+async function simModel(sim, model, spec) {
+  const r = await httpRequest(`${sim.url}/_sim/models/${model}`, {
+    method: 'PUT', body: JSON.stringify(spec), headers: { 'content-type': 'application/json' },
+  });
+  if (r.status < 200 || r.status > 299) throw new Error(`PUT /_sim/models/${model}: HTTP ${r.status} ${r.body.slice(0, 200)}`);
+}
+
+async function streamOk(url, model) {
+  const r = await httpRequest(`${url}/chat/completions`, {
+    method: 'POST',
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], stream: true }),
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench-not-a-real-key' },
+    timeoutMs: 5000,
+  });
+  if (r.status !== 200 || !r.body.includes('[DONE]')) throw new Error(`HTTP ${r.status}: ${r.body.slice(0, 300)}`);
+  return true;
+}
+
+/** Runs streams.mjs against one gateway; resolves its result object. */
+async function streamRun(gw, simApi, n, holdModel, probeModel) {
+  const rampTimeoutMs = C.streamRampSeconds * 1000;
+  const arg = JSON.stringify({
+    gateway: `${gw.url}/v1/chat/completions`,
+    direct: `${simApi}/chat/completions`,
+    holdModel,
+    probeModelGateway: probeModel,
+    probeModelDirect: 'sim-probe',
+    streams: n,
+    openConcurrency: C.streamOpenConcurrency,
+    probes: C.streamProbes,
+    pids: gw.pids(),
+    rampTimeoutMs,
+  });
+  // After the ramp: probes (~probes x 20 ms, then at most 15 s), the close (at most 5 + 5 s).
+  const boundMs = rampTimeoutMs + C.streamProbes * 20 + 45000;
+  const r = await runBounded('streams-client', process.execPath, [path.join(HERE, 'streams.mjs'), arg], boundMs);
+  const line = r.stdout.trim().split('\n').pop();
+  let s;
+  try {
+    s = JSON.parse(line);
+  } catch {
+    throw new Error(`streams client: ${r.stderr.trim() || r.stdout.trim() || `exit ${r.code}`}`);
+  }
+  if (s.fatal) throw new Error(`streams client: ${s.fatal}`);
+  delete s.options;
+  return s;
+}
+
+async function streams(results) {
+  if (!C.parts.has('streams') || C.streams === 0) return;
+  let n = C.streams;
+  // A gateway holds a client and an upstream socket per stream; the sim and the client one.
+  const maxByFd = Math.floor((C.nofile - 1000) / 2);
+  if (n > maxByFd) {
+    results.notes.push(`streams: fd limit ${C.nofile} allows ${maxByFd} streams, not ${n}; raise the hard limit (ulimit -Hn)`);
+    n = maxByFd;
+  }
+  results.settings.streams = n;
+  const sim = await startSim();
+  if (sim.skip) {
+    log(`streams: SKIPPED: ${sim.skip}`);
+    results.skipped.push({ part: 'streams', reason: sim.skip });
+    return;
+  }
+  const simApi = `${sim.url}${C.simApiPrefix}`;
+  try {
+    // Held streams outlast the ramp, the probes and the hold; the client closes them.
+    const holdMs = C.streamRampSeconds * 1000 + C.streamProbes * 20 + 30000;
+    const tokens = Math.min(4096, Math.ceil(holdMs / Math.max(1, C.streamTokenMs))); // the sim caps at 4096
+    await simModel(sim, 'sim-hold', { tokens, token_delay_ms: C.streamTokenMs });
+    await simModel(sim, 'sim-probe', { tokens: 5, token_delay_ms: 10 });
+    await streamOk(simApi, 'sim-probe');
+  } catch (e) {
+    log(`streams: SKIPPED: ${e.message}`);
+    results.skipped.push({ part: 'streams', reason: `bascule-sim: ${e.message}` });
+    await procs.stop(sim.rec);
+    return;
+  }
+  const gateways = [
+    {
+      key: 'nginx', label: `nginx proxy_pass (${C.workers} workers, proxy_buffering off)`, hold: 'sim-hold', probe: 'sim-probe',
+      start: () => startNginx('nginx-stream', 'nginx-proxy.conf.in', {
+        WORKERS: C.workers, UPSTREAM_PORT: sim.port, BUFFERING: 'off',
+      }, (url) => streamOk(`${url}/v1`, 'sim-probe')),
+    },
+    {
+      key: 'bascule', label: `bascule (${C.workers} workers)`, hold: 'bench-hold', probe: 'bench-probe',
+      start: async () => startBascule('bascule-streams', basculeYaml(await freePort(),
+        [{ id: 'sim', baseUrl: simApi }],
+        [{ id: 'hold@sim', provider: 'sim', model: 'sim-hold' }, { id: 'probe@sim', provider: 'sim', model: 'sim-probe' }],
+        [{ id: 'bench-hold', target: 'hold@sim' }, { id: 'bench-probe', target: 'probe@sim' }]),
+      (url) => streamOk(`${url}/v1`, 'bench-probe')),
+    },
+  ];
+  for (const g of gateways) {
+    if (!C.targets.has(g.key)) continue;
+    log(`streams: ${g.key}: starting`);
+    const gw = await g.start();
+    if (gw.skip) {
+      log(`streams: ${g.key}: SKIPPED: ${gw.skip}`);
+      results.skipped.push({ part: 'streams', target: g.key, reason: gw.skip });
+      continue;
+    }
+    try {
+      log(`streams: ${g.key}: ${n} streams`);
+      const s = await streamRun(gw, simApi, n, g.hold, g.probe);
+      s.label = g.label;
+      results.streams[g.key] = s;
+    } catch (e) {
+      log(`streams: ${g.key}: FAILED: ${e.message}`);
+      results.skipped.push({ part: 'streams', target: g.key, reason: `failed: ${e.message}` });
+    }
+    const how = await procs.stop(gw.rec, 12000);
+    if (g.key === 'bascule') results.bascule_streams_exit = { ...how, killed: !!gw.rec.killed };
+  }
+  results.sim_peak_rss_kib = statusKiB(sim.rec.pid, 'VmHWM');
+  await procs.stop(sim.rec);
+}
+
+// ---------------------------------------------------------------- main
+
+async function main() {
+  const t0 = Date.now();
+  fs.mkdirSync(C.out, { recursive: true });
+  const results = {
+    when: new Date().toISOString(),
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, kernel: os.release(), node: process.version },
+    settings: {
+      seconds: C.seconds, rounds: C.rounds, warmup: C.warmup, connections: C.connections, threads: C.threads, workers: C.workers,
+      paced_connections: C.pacedConnections, paced_rate_per_connection: C.pacedRate,
+      streams: C.streams, stream_probes: C.streamProbes, stream_token_ms: C.streamTokenMs,
+      request_bytes: Buffer.byteLength(REQUEST_BODY), response_bytes: Buffer.byteLength(RESPONSE), nofile: C.nofile,
+    },
+    throughput: {},
+    paced: {},
+    streams: {},
+    skipped: [],
+    notes: [],
+  };
+  await throughputAndPaced(results);
+  await streams(results);
+  results.elapsed_s = Math.round((Date.now() - t0) / 1000);
+  results.verdicts = verdicts(results);
+  const file = path.join(C.out, 'results.json');
+  fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
+  printReport(results);
+  process.stdout.write(`\nresults: ${path.relative(process.cwd(), file) || file}  (${results.elapsed_s} s)\n`);
+  if (C.strict && results.verdicts.some((v) => v.pass === false)) process.exitCode = 1;
+}
+
+/** The bars of the brief, each { what, value, bar, pass } (pass null when not measured). */
+function verdicts(r) {
+  const out = [];
+  const tb = r.throughput.bascule;
+  const tn = r.throughput.nginx;
+  const ratio = tb && tn ? tb.rps / tn.rps : null;
+  out.push({ what: 'bascule / nginx-proxy throughput', value: round(ratio, 2), unit: 'x', bar: '>= 0.5 (aim 0.8)', pass: ratio === null ? null : ratio >= 0.5 });
+  const pb = r.paced.bascule;
+  const pd = r.paced.direct;
+  const added = pb && pd ? pb.latency_ms.p99 - pd.latency_ms.p99 : null;
+  out.push({ what: 'bascule added p99 at paced load', value: round(added), unit: 'ms', bar: '<= 0.5', pass: added === null ? null : added <= 0.5 });
+  const s = r.streams.bascule;
+  if (s) {
+    const all = s.streams_failed === 0 && s.held_open === s.streams_requested;
+    out.push({ what: 'streams held open through bascule', value: `${s.held_open}/${s.streams_requested}`, unit: '', bar: 'all, 0 failed', pass: all });
+    const leak = s.fds_after_close !== null && s.fds_idle !== null ? s.fds_after_close - s.fds_idle : null;
+    out.push({ what: 'bascule fds released after clients close', value: leak, unit: 'fds over idle', bar: '<= 16', pass: leak === null ? null : leak <= 16 });
+  } else {
+    out.push({ what: 'streams held open through bascule', value: null, unit: '', bar: 'all, 0 failed', pass: null });
+  }
+  return out;
+}
+
+main().catch((e) => {
+  log(`fatal: ${e.stack ?? e}`);
+  procs.killAllSync();
+  process.exitCode = 2;
+});

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+// report.mjs -- prints the benchmark results as plain-text tables. Used by bench.mjs at
+// the end of a run, and on its own to re-print a saved run:
+//   node bench/report.mjs build/bench/results.json
+
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const ORDER = ['direct', 'nginx', 'bascule', 'portkey'];
+
+function fmt(v, d = 2) {
+  if (v === null || v === undefined || Number.isNaN(v)) return '-';
+  if (typeof v !== 'number') return String(v);
+  return v.toFixed(d);
+}
+
+function table(head, rows) {
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+  const line = (cells) => cells.map((c, i) => (i === 0 ? String(c).padEnd(w[i]) : String(c).padStart(w[i]))).join('  ');
+  return [line(head), w.map((n) => '-'.repeat(n)).join('  '), ...rows.map(line)].join('\n');
+}
+
+const mib = (kib) => (kib ? kib / 1024 : null);
+
+export function printReport(r) {
+  const out = [];
+  const s = r.settings;
+  out.push(`bascule benchmarks  ${r.when}  (${r.machine.cpus} cores, ${r.machine.model ?? '?'}; a shared box: compare ratios, not absolutes)`);
+  out.push(`request ${s.request_bytes} B POST /v1/chat/completions, response ${s.response_bytes} B; ${s.seconds} s per target and load, ` +
+    `in ${s.rounds} interleaved rounds (latencies: median over rounds), after ${s.warmup} s warm-up`);
+
+  const tp = r.throughput;
+  if (Object.keys(tp).length) {
+    const base = tp.nginx?.rps;
+    const direct = tp.direct;
+    out.push('', `1. Throughput, closed loop: wrk ${s.threads} threads x ${s.connections} connections`);
+    out.push(table(
+      ['target', 'req/s', 'x nginx', 'p50 ms', 'p99 ms', '+p99 ms', 'CPU us/req', 'upstream us/req', 'peak RSS MiB', 'errors'],
+      ORDER.filter((k) => tp[k]).map((k) => {
+        const t = tp[k];
+        return [
+          t.label, fmt(t.rps, 0), base ? fmt(t.rps / base) : '-', fmt(t.latency_ms.p50), fmt(t.latency_ms.p99),
+          k === 'direct' || !direct ? '-' : fmt(t.latency_ms.p99 - direct.latency_ms.p99),
+          fmt(t.cpu_us_per_req, 1), fmt(t.upstream_cpu_us_per_req, 1), fmt(mib(t.peak_rss_kib), 1),
+          t.non_2xx + t.socket_errors,
+        ];
+      }),
+    ));
+    out.push('CPU us/req: user+system time of the process(es) under test (all nginx workers, all bascule threads) per request.');
+  }
+
+  const pc = r.paced;
+  if (Object.keys(pc).length) {
+    const d = pc.direct;
+    out.push('', `2. Paced load: ${s.paced_connections} connections x ~${s.paced_rate_per_connection} req/s each (wrk with a per-request delay)`);
+    out.push(table(
+      ['target', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', '+p50 ms', '+p99 ms', 'CPU us/req', 'errors'],
+      ORDER.filter((k) => pc[k]).map((k) => {
+        const t = pc[k];
+        const add = (p) => (k === 'direct' || !d ? '-' : fmt(t.latency_ms[p] - d.latency_ms[p], 3));
+        return [
+          t.label, fmt(t.rps, 0), fmt(t.latency_ms.p50, 3), fmt(t.latency_ms.p99, 3), fmt(t.latency_ms.p999, 3),
+          fmt(t.latency_ms.max, 2), add('p50'), add('p99'), fmt(t.cpu_us_per_req, 1), t.non_2xx + t.socket_errors,
+        ];
+      }),
+    ));
+  }
+
+  const gws = ['nginx', 'bascule'].filter((k) => r.streams?.[k]);
+  if (gws.length) {
+    const g = gws.map((k) => r.streams[k]);
+    const row = (name, f) => [name, ...g.map((st) => f(st))];
+    out.push('', `3. Streaming: ${s.streams} concurrent SSE streams from bascule-sim (${s.stream_token_ms} ms/token), held open, then ` +
+      `${s.stream_probes} probe pairs (direct vs through the gateway, interleaved) while they are held`);
+    out.push(table(['figure', ...g.map((st) => st.label)], [
+      row('streams with a first token / failed', (st) => `${st.streams_first_token} / ${st.streams_failed}`),
+      row('held open at once (after ramp / at end)', (st) => `${st.held_open} / ${st.held_open_at_end}`),
+      row('ramp to all open', (st) => `${fmt(st.ramp_ms / 1000, 1)} s`),
+      row('RSS idle -> all open (peak), MiB', (st) => `${fmt(mib(st.rss_idle_kib), 1)} -> ${fmt(mib(st.rss_all_open_kib), 1)} (${fmt(mib(st.rss_peak_held_kib), 1)})`),
+      row('RSS per held stream', (st) => `${fmt(st.rss_per_stream_kib, 1)} KiB`),
+      row('fds idle / all open / after close', (st) => `${st.fds_idle} / ${st.fds_all_open} / ${st.fds_after_close}`),
+      row('TTFT of the held streams p50 / p99', (st) => `${fmt(st.ttft_held_ms.p50)} / ${fmt(st.ttft_held_ms.p99)} ms`),
+      row('probe TTFT direct p50 / p99', (st) => `${fmt(st.ttft_probe_direct_ms.p50, 3)} / ${fmt(st.ttft_probe_direct_ms.p99, 3)} ms`),
+      row('probe TTFT via gateway p50 / p99', (st) => `${fmt(st.ttft_probe_gateway_ms.p50, 3)} / ${fmt(st.ttft_probe_gateway_ms.p99, 3)} ms`),
+      row('TTFT added p50 / p99', (st) => `${fmt(st.ttft_added_ms.p50, 3)} / ${fmt(st.ttft_added_ms.p99, 3)} ms`),
+      row('probe failures direct / via gateway', (st) => `${st.probe_failed.direct} / ${st.probe_failed.gateway}`),
+    ]));
+    out.push('RSS: all processes of the gateway (nginx: master + workers). Held streams are closed by the client at the end;');
+    out.push('"after close" is the gateway\'s fd count once it has noticed (both sides should be released).');
+    for (const st of g) if (st.errors?.length) out.push(`errors (${st.label}): ` + st.errors.map((e) => `${e.n}x ${e.msg}`).join('; '));
+  }
+
+  if (r.verdicts?.length) {
+    out.push('', 'Bars');
+    out.push(table(['what', 'value', 'bar', 'result'], r.verdicts.map((v) => [
+      v.what, v.value === null ? '-' : `${v.value} ${v.unit}`.trim(), v.bar, v.pass === null ? 'not measured' : v.pass ? 'PASS' : 'FAIL',
+    ])));
+  }
+  for (const k of r.skipped ?? []) {
+    out.push(`SKIPPED ${k.part}${k.target ? ` / ${k.target}` : ''}: ${k.reason}`);
+  }
+  for (const n of r.notes ?? []) out.push(`note: ${n}`);
+  process.stdout.write(out.join('\n') + '\n');
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  printReport(JSON.parse(fs.readFileSync(process.argv[2] ?? 'build/bench/results.json', 'utf8')));
+}

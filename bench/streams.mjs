@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: MIT
+// streams.mjs -- the streaming load of bench/run: N concurrent SSE chat streams held open
+// through a gateway, plus paired probe streams (direct to the upstream vs through the
+// gateway, interleaved, while the N are held) to measure the time to first token the
+// gateway adds under that load.
+//
+//   node bench/streams.mjs '{"gateway": "http://127.0.0.1:P/v1/chat/completions", ...}'
+//
+// Options (JSON, first argument):
+//   gateway, direct        chat-completions URLs (loopback only)
+//   holdModel              "model" sent to the gateway for the N held streams
+//   probeModelGateway      "model" for probes through the gateway
+//   probeModelDirect       "model" for probes sent straight to the upstream
+//   streams                N held streams (default 5000)
+//   openConcurrency        at most this many held streams waiting for their first token
+//   probes                 probe pairs (default 200)
+//   probeIntervalMs        a new pair every this many ms (default 20)
+//   holdMs                 keep the N open at least this long once all are open (default 2000)
+//   pids                   gateway PIDs whose VmRSS is sampled every 100 ms
+//   rampTimeoutMs          stop waiting for all N to be open after this long (default
+//                          30000); streams still waiting count as not open. The probes,
+//                          the hold and the close that follow are bounded too.
+// Prints one JSON object on stdout. Held streams are closed by the client at the end (the
+// gateway must cancel their upstream transfers); fd counts before and after show whether
+// it did.
+
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { statusKiB, fdCount, sleep } from './proc.mjs';
+
+const opts = {
+  streams: 5000,
+  openConcurrency: 500,
+  probes: 200,
+  probeIntervalMs: 20,
+  holdMs: 2000,
+  pids: [],
+  rampTimeoutMs: 30000,
+  ...JSON.parse(process.argv[2] ?? '{}'),
+};
+
+for (const u of [opts.gateway, opts.direct]) {
+  if (u && new URL(u).hostname !== '127.0.0.1') throw new Error(`streams.mjs: loopback only, got ${u}`);
+}
+
+const MESSAGES = [
+  { role: 'system', content: 'You are a concise assistant.' },
+  { role: 'user', content: 'Write a short paragraph about suspension bridges.' },
+];
+
+function body(model) {
+  // max_tokens above any stream length the benchmark asks of the sim.
+  return JSON.stringify({ model, messages: MESSAGES, stream: true, max_tokens: 4096 });
+}
+
+/** Nearest-rank percentile of an array of numbers (ms); null when empty. */
+function pct(values, p) {
+  if (values.length === 0) return null;
+  const s = [...values].sort((a, b) => a - b);
+  const i = Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1));
+  return s[i];
+}
+
+function summary(values) {
+  const r = (x) => (x === null ? null : Math.round(x * 1000) / 1000);
+  return { n: values.length, p50: r(pct(values, 50)), p90: r(pct(values, 90)), p99: r(pct(values, 99)), max: r(pct(values, 100)) };
+}
+
+/**
+ * One streaming request. `full` parses every event (probes: checks [DONE] and counts
+ * content deltas); otherwise parsing stops at the first token and the rest of the stream
+ * is only watched for an error event or an early end.
+ * Returns { req, first: Promise<ttftMs>, done: Promise<result> }.
+ */
+function openStream(url, model, agent, full) {
+  const u = new URL(url);
+  const st = { ttft: null, tokens: 0, sawDone: false, error: null, status: 0, ended: false, closedByUs: false };
+  let resolveFirst;
+  let resolveDone;
+  const first = new Promise((r) => (resolveFirst = r));
+  const done = new Promise((r) => (resolveDone = r));
+  const t0 = performance.now();
+  const payload = body(model);
+  let buf = '';
+  let parsing = true;
+
+  const fail = (msg) => {
+    if (!st.error) st.error = msg;
+    resolveFirst(null);
+  };
+
+  const onEvent = (ev) => {
+    let data = '';
+    for (const line of ev.split(/\r?\n/)) {
+      if (line.startsWith('data:')) data += (data ? '\n' : '') + line.slice(5).trimStart();
+    }
+    if (!data) return;
+    if (data === '[DONE]') {
+      st.sawDone = true;
+      return;
+    }
+    let obj;
+    try {
+      obj = JSON.parse(data);
+    } catch {
+      fail(`bad SSE data: ${data.slice(0, 80)}`);
+      return;
+    }
+    if (obj.error) {
+      fail(`error event: ${JSON.stringify(obj.error).slice(0, 160)}`);
+      return;
+    }
+    const c = obj.choices?.[0]?.delta?.content;
+    if (typeof c === 'string' && c.length > 0) {
+      st.tokens++;
+      if (st.ttft === null) {
+        st.ttft = performance.now() - t0;
+        resolveFirst(st.ttft);
+        if (!full) parsing = false;
+      }
+    }
+  };
+
+  const req = http.request(
+    {
+      host: u.hostname,
+      port: u.port,
+      path: u.pathname,
+      method: 'POST',
+      agent,
+      headers: {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(payload),
+        authorization: 'Bearer sk-bench-not-a-real-key',
+        accept: 'text/event-stream',
+      },
+    },
+    (res) => {
+      st.status = res.statusCode;
+      if (res.statusCode !== 200) fail(`HTTP ${res.statusCode}`);
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => {
+        if (!parsing) {
+          if (chunk.includes('data: {"error"')) fail('error event after first token');
+          if (chunk.includes('[DONE]')) st.sawDone = true;
+          return;
+        }
+        buf += chunk;
+        let i;
+        while ((i = buf.search(/\r?\n\r?\n/)) >= 0) {
+          const ev = buf.slice(0, i);
+          buf = buf.slice(buf[i] === '\r' ? i + 4 : i + 2);
+          onEvent(ev);
+          if (!parsing) {
+            buf = '';
+            break;
+          }
+        }
+      });
+      res.on('end', () => {
+        st.ended = true;
+        if (!st.closedByUs) st.endedBeforeClose = true;
+        if (st.ttft === null) fail('stream ended before the first token');
+        resolveDone(st);
+      });
+      res.on('error', (e) => {
+        if (!st.closedByUs) fail(`response error: ${e.message}`);
+        resolveDone(st);
+      });
+      res.on('close', () => resolveDone(st));
+    },
+  );
+  req.on('error', (e) => {
+    if (!st.closedByUs) fail(`request error: ${e.code ?? e.message}`);
+    resolveDone(st);
+  });
+  req.end(payload);
+  return { req, st, first, done, close: () => { st.closedByUs = true; req.destroy(); } };
+}
+
+/** A timer that does not keep the process alive: for bounding a wait in Promise.race. */
+function idle(ms) {
+  return new Promise((r) => setTimeout(r, ms).unref());
+}
+
+/** Open descriptors of all the gateway's processes; null when there are none to look at. */
+function fds() {
+  if (!opts.pids.length) return null;
+  return opts.pids.reduce((a, pid) => a + Math.max(0, fdCount(pid)), 0);
+}
+
+function rssKiB() {
+  return opts.pids.reduce((a, pid) => a + statusKiB(pid, 'VmRSS'), 0);
+}
+
+async function main() {
+  const started = performance.now();
+  const out = { options: { ...opts }, errors: [] };
+  let rampTimedOut = false;
+  const rampTimer = setTimeout(() => {
+    rampTimedOut = true;
+  }, opts.rampTimeoutMs);
+  const timeLeft = () => !rampTimedOut;
+
+  out.rss_idle_kib = rssKiB();
+  out.fds_idle = fds();
+  let peakRss = out.rss_idle_kib;
+  let peakHeld = 0;
+  let allOpen = false;
+  const sampler = setInterval(() => {
+    const r = rssKiB();
+    if (r > peakRss) peakRss = r;
+    if (allOpen && r > peakHeld) peakHeld = r;
+  }, 100);
+
+  // ---- ramp up N held streams, at most openConcurrency waiting for a first token ----
+  const holdAgent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+  const held = [];
+  const heldTtft = [];
+  let failed = 0;
+  let inFlight = 0;
+  let next = 0;
+  const errorSamples = new Map();
+  const noteError = (msg) => errorSamples.set(msg, (errorSamples.get(msg) ?? 0) + 1);
+  const rampStart = performance.now();
+  await new Promise((resolve) => {
+    const launch = () => {
+      while (inFlight < opts.openConcurrency && next < opts.streams && timeLeft()) {
+        const s = openStream(opts.gateway, opts.holdModel, holdAgent, false);
+        held.push(s);
+        next++;
+        inFlight++;
+        s.first.then((ttft) => {
+          inFlight--;
+          if (ttft === null) {
+            failed++;
+            noteError(s.st.error);
+          } else heldTtft.push(ttft);
+          if (heldTtft.length + failed >= opts.streams) resolve();
+          else launch();
+        });
+      }
+      if (!timeLeft() && inFlight === 0) resolve();
+    };
+    launch();
+    const guard = setInterval(() => {
+      if (!timeLeft()) {
+        clearInterval(guard);
+        resolve();
+      }
+      if (heldTtft.length + failed >= opts.streams) clearInterval(guard);
+    }, 200);
+  });
+  const rampMs = performance.now() - rampStart;
+  // Streams that already ended (completed or failed after their first token) are not held.
+  const openNow = () => held.filter((s) => s.st.ttft !== null && !s.st.ended && !s.st.error).length;
+  allOpen = true;
+  out.ramp_ms = Math.round(rampMs);
+  out.held_open = openNow();
+  out.rss_all_open_kib = rssKiB();
+  peakHeld = out.rss_all_open_kib;
+  out.fds_all_open = fds();
+
+  // ---- probe pairs while the N are held ----
+  const agents = {
+    direct: new http.Agent({ keepAlive: true, maxSockets: Infinity }),
+    gateway: new http.Agent({ keepAlive: true, maxSockets: Infinity }),
+  };
+  const probe = { direct: [], gateway: [] };
+  const probeDone = [];
+  const probeStreams = [];
+  const probeBad = { direct: 0, gateway: 0 };
+  const holdUntil = performance.now() + opts.holdMs;
+  clearTimeout(rampTimer);
+  for (let i = 0; i < opts.probes; i++) {
+    const order = i % 2 === 0 ? ['direct', 'gateway'] : ['gateway', 'direct'];
+    for (const which of order) {
+      const url = which === 'direct' ? opts.direct : opts.gateway;
+      const model = which === 'direct' ? opts.probeModelDirect : opts.probeModelGateway;
+      const s = openStream(url, model, agents[which], true);
+      probeStreams.push(s);
+      probeDone.push(
+        s.done.then((st) => {
+          if (st.ttft !== null && st.sawDone && !st.error) probe[which].push(st.ttft);
+          else {
+            probeBad[which]++;
+            noteError(`probe ${which}: ${st.error ?? (st.sawDone ? 'no token' : 'no [DONE]')}`);
+          }
+        }),
+      );
+    }
+    await sleep(opts.probeIntervalMs);
+  }
+  await Promise.race([Promise.all(probeDone), idle(15000)]);
+  while (performance.now() < holdUntil) await sleep(50);
+  out.held_open_at_end = openNow();
+  out.rss_peak_held_kib = Math.max(peakHeld, rssKiB());
+  out.rss_peak_kib = Math.max(peakRss, out.rss_peak_held_kib);
+  out.hwm_kib = opts.pids.reduce((a, pid) => a + statusKiB(pid, 'VmHWM'), 0);
+
+  // ---- close the held streams; the gateway must cancel their upstream transfers ----
+  allOpen = false;
+  for (const s of held) s.close();
+  for (const s of probeStreams) if (!s.st.ended) s.close();
+  await Promise.race([Promise.all(held.map((s) => s.done)), idle(5000)]);
+  holdAgent.destroy();
+  agents.direct.destroy();
+  agents.gateway.destroy();
+  let fdsAfter = null;
+  if (opts.pids.length) {
+    // Give the gateway up to 5 s to notice the closes and release both sides.
+    for (let i = 0; i < 50; i++) {
+      fdsAfter = fds();
+      if (out.fds_idle !== null && fdsAfter <= out.fds_idle + 16) break;
+      await sleep(100);
+    }
+  }
+  out.fds_after_close = fdsAfter;
+  clearInterval(sampler);
+
+  out.streams_requested = opts.streams;
+  out.streams_started = next;
+  out.streams_first_token = heldTtft.length;
+  out.streams_failed = failed;
+  out.ttft_held_ms = summary(heldTtft);
+  out.ttft_probe_direct_ms = summary(probe.direct);
+  out.ttft_probe_gateway_ms = summary(probe.gateway);
+  out.probe_failed = probeBad;
+  const add = (p) =>
+    out.ttft_probe_gateway_ms[p] === null || out.ttft_probe_direct_ms[p] === null
+      ? null
+      : Math.round((out.ttft_probe_gateway_ms[p] - out.ttft_probe_direct_ms[p]) * 1000) / 1000;
+  out.ttft_added_ms = { p50: add('p50'), p99: add('p99') };
+  out.rss_per_stream_kib =
+    out.held_open > 0 ? Math.round(((out.rss_peak_held_kib - out.rss_idle_kib) / out.held_open) * 100) / 100 : null;
+  out.errors = [...errorSamples.entries()].slice(0, 10).map(([msg, n]) => ({ msg, n }));
+  out.ramp_timed_out = rampTimedOut;
+  // Why a held stream is not open: still waiting for its first token when the ramp gave
+  // up, or ended / failed after its first token (before the client closed it).
+  out.held_waiting = held.filter((s) => s.st.ttft === null && !s.st.error).length;
+  out.held_ended_early = held.filter((s) => s.st.ttft !== null && s.st.endedBeforeClose).length;
+  out.held_error_after_first = held.filter((s) => s.st.ttft !== null && s.st.error).length;
+  out.ttft_held_over_1s = heldTtft.filter((t) => t > 1000).length;
+  out.elapsed_ms = Math.round(performance.now() - started);
+  process.stdout.write(JSON.stringify(out) + '\n');
+}
+
+main().catch((e) => {
+  process.stdout.write(JSON.stringify({ fatal: e.stack ?? String(e) }) + '\n');
+  process.exitCode = 1;
+});

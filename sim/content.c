@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/* content.c -- deterministic completion text, tool arguments and embeddings for
+ * bascule-sim. The token list mixes ASCII with 2-, 3- and 4-byte UTF-8 so every relay
+ * that splits, buffers or re-encodes text is exercised. It knows no wire format.
+ * See docs/internals/sim.md. */
+#include "content.h"
+
+#include <math.h>
+
+#include "core/compat.h"
+
+/* Tokens 0..11 are the default answer: "Hello héllo wörld! This is bascule-sim ✓
+ * streaming 🚀 tokens". Every entry must stay valid UTF-8 (the unit test checks). */
+static const char *const token_list[] = {
+    "Hello", " h\xc3\xa9llo", " w\xc3\xb6rld", "!",   " This", " is", " bascule", "-sim",
+    " \xe2\x9c\x93", " streaming", " \xf0\x9f\x9a\x80", " tokens", " \xc3\xbc" "ber",
+    " caf\xc3\xa9", " na\xc3\xafve", ".",
+};
+
+struct bsc_str sim_content_token(uint32_t i)
+{
+    return bsc_str_cstr(token_list[i % BSC_ARRAY_LEN(token_list)]);
+}
+
+enum bsc_err sim_content_text(uint32_t n, struct bsc_buf *out)
+{
+    enum bsc_err err = BSC_OK;
+
+    for (uint32_t i = 0; i < n && !err; i++)
+        err = bsc_buf_append_str(out, sim_content_token(i));
+    return err;
+}
+
+uint32_t sim_content_prompt_tokens(size_t text_bytes, size_t messages)
+{
+    uint64_t t = (text_bytes + 3) / 4 + 4 * (uint64_t)messages;
+
+    if (t == 0)
+        return 1;
+    return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
+
+/* ---- UTF-8 ---- */
+
+size_t sim_utf8_char_len(struct bsc_str s)
+{
+    const unsigned char *p = (const unsigned char *)s.p;
+    size_t need;
+    uint32_t cp, min;
+
+    if (s.len == 0)
+        return 0;
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+        need = 2, cp = p[0] & 0x1f, min = 0x80;
+    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+        need = 3, cp = p[0] & 0x0f, min = 0x800;
+    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        need = 4, cp = p[0] & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (s.len < need)
+        return 0;
+    for (size_t i = 1; i < need; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return need;
+}
+
+bool sim_utf8_valid(struct bsc_str s)
+{
+    size_t off = 0;
+
+    while (off < s.len) {
+        size_t n = sim_utf8_char_len(bsc_str_make(s.p + off, s.len - off));
+        if (n == 0)
+            return false;
+        off += n;
+    }
+    return true;
+}
+
+size_t sim_utf8_piece(struct bsc_str s, size_t max_bytes)
+{
+    size_t off = 0;
+
+    while (off < s.len) {
+        size_t n = sim_utf8_char_len(bsc_str_make(s.p + off, s.len - off));
+        if (n == 0) /* an ill-formed byte travels alone, so other pieces stay valid */
+            return off ? off : 1;
+        if (off > 0 && off + n > max_bytes)
+            break;
+        off += n;
+        if (off >= max_bytes)
+            break;
+    }
+    return off;
+}
+
+/* ---- tool arguments ---- */
+
+enum bsc_err sim_content_tool_args(struct bsc_str user_text, struct bsc_buf *out)
+{
+    struct bsc_buf prefix;
+    size_t off = 0;
+    enum bsc_err err = BSC_OK;
+
+    bsc_buf_init(&prefix, SIM_ECHO_CHARS * 4);
+    for (uint32_t chars = 0; chars < SIM_ECHO_CHARS && off < user_text.len && !err; chars++) {
+        struct bsc_str rest = bsc_str_make(user_text.p + off, user_text.len - off);
+        size_t n = sim_utf8_char_len(rest);
+
+        if (n == 0) {
+            err = bsc_buf_append(&prefix, "\xef\xbf\xbd", 3); /* U+FFFD */
+            off += 1;
+        } else {
+            err = bsc_buf_append(&prefix, rest.p, n);
+            off += n;
+        }
+    }
+    if (!err)
+        err = bsc_buf_append_cstr(out, "{\"echo\":");
+    if (!err)
+        err = bsc_buf_append_json_str(out, bsc_buf_str(&prefix));
+    if (!err)
+        err = bsc_buf_append_char(out, '}');
+    bsc_buf_cleanup(&prefix);
+    return err;
+}
+
+/* ---- embeddings ---- */
+
+/* FNV-1a over <s>, started from a basis perturbed by <salt>, then a final avalanche so
+ * nearby salts give unrelated values. */
+static uint64_t hash_salted(struct bsc_str s, uint32_t salt)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)salt * 0x9e3779b97f4a7c15ull);
+
+    for (size_t i = 0; i < s.len; i++) {
+        h ^= (unsigned char)s.p[i];
+        h *= 0x100000001b3ull;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+void sim_content_embedding(struct bsc_str input, float out[SIM_EMBED_DIM])
+{
+    double sum = 0;
+
+    for (uint32_t k = 0; k < SIM_EMBED_DIM; k++) {
+        /* 53 high bits to [0,1), then to [-1,1). */
+        double v = (double)(hash_salted(input, k) >> 11) * (1.0 / 9007199254740992.0);
+        out[k] = (float)(2.0 * v - 1.0);
+        sum += (double)out[k] * (double)out[k];
+    }
+    if (sum <= 0) {
+        out[0] = 1.0f;
+        return;
+    }
+    sum = sqrt(sum);
+    for (uint32_t k = 0; k < SIM_EMBED_DIM; k++)
+        out[k] = (float)((double)out[k] / sum);
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* content.h -- the deterministic things bascule-sim says: completion text made of a fixed
+ * token list (with multi-byte UTF-8 tokens on purpose), tool-call arguments echoing the
+ * user, embedding vectors hashed from the input, and the UTF-8 helpers they need.
+ * Pure: no I/O, no clock, no globals; every dialect renders from these.
+ * See docs/internals/sim.md. */
+#ifndef BSC_SIM_CONTENT_H
+#define BSC_SIM_CONTENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/str.h"
+
+#define SIM_TOKENS_DEFAULT   12u   /* completion tokens when neither script nor client says */
+#define SIM_TOKENS_MAX       4096u /* upper bound of a model's "tokens" */
+#define SIM_EMBED_DIM        8u    /* floats per embedding vector */
+#define SIM_ECHO_CHARS       32u   /* code points of the user message echoed in tool args */
+#define SIM_ARG_PIECE_BYTES  8u    /* max bytes of one streamed tool-argument fragment */
+
+/* Returns the <i>-th completion token (the fixed list repeats past its end). Borrowed from
+ * static storage; always valid UTF-8, never empty. */
+struct bsc_str sim_content_token(uint32_t i);
+
+/* Appends tokens 0..<n>-1 to <out>. BSC_ELIMIT/BSC_ENOMEM leave <out> partly appended. */
+enum bsc_err sim_content_text(uint32_t n, struct bsc_buf *out);
+
+/* Estimated prompt tokens for <text_bytes> bytes of message text in <messages> messages:
+ * ceil(bytes / 4) + 4 per message, at least 1. */
+uint32_t sim_content_prompt_tokens(size_t text_bytes, size_t messages);
+
+/* Appends the tool-call arguments for <user_text>: {"echo":"<first SIM_ECHO_CHARS code
+ * points>"} as compact JSON text (not quoted as a string). Invalid UTF-8 bytes in the
+ * prefix are replaced by U+FFFD so the result is always valid UTF-8 JSON. */
+enum bsc_err sim_content_tool_args(struct bsc_str user_text, struct bsc_buf *out);
+
+/* Fills <out> with a unit-length vector derived only from the bytes of <input>. */
+void sim_content_embedding(struct bsc_str input, float out[SIM_EMBED_DIM]);
+
+/* True when <s> is well-formed UTF-8 (no overlongs, surrogates or values past U+10FFFF). */
+bool sim_utf8_valid(struct bsc_str s);
+
+/* Length of the well-formed code point at the start of <s>, or 0 when <s> is empty or
+ * starts with an ill-formed sequence. */
+size_t sim_utf8_char_len(struct bsc_str s);
+
+/* Byte length of the longest prefix of <s> of at most <max_bytes> bytes that ends on a
+ * code-point boundary, but at least one code point, so a loop over pieces always
+ * advances. An ill-formed byte is a piece of its own: every other piece of valid text is
+ * valid. 0 only when <s> is empty. */
+size_t sim_utf8_piece(struct bsc_str s, size_t max_bytes);
+
+#endif

@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: MIT */
+/* script.c -- parsing and sequencing of bascule-sim fault scripts. Validation is strict
+ * and names the step and field at fault; sequencing is a cursor over (step, times used).
+ * It does not know HTTP: the runtime (exchange.c) carries a step out.
+ * See docs/internals/sim.md. */
+#include "script.h"
+
+#include <ctype.h>
+
+#include "content.h"
+#include "sjson.h"
+
+#include "core/compat.h"
+
+static const char *const action_names[SIM_ACT_COUNT] = {
+#define X(NAME, name, doc) [SIM_ACT_##NAME] = name,
+    SIM_ACTIONS(X)
+#undef X
+};
+
+const char *sim_action_name(enum sim_action action)
+{
+    return (unsigned)action < SIM_ACT_COUNT ? action_names[action] : "?";
+}
+
+static bool action_parse(struct bsc_str s, enum sim_action *out)
+{
+    for (int i = 0; i < SIM_ACT_COUNT; i++) {
+        if (bsc_str_eq(s, bsc_str_cstr(action_names[i]))) {
+            *out = (enum sim_action)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+void sim_step_init_ok(struct sim_step *step)
+{
+    memset(step, 0, sizeof(*step));
+    step->action = SIM_ACT_OK;
+    step->times = 1;
+}
+
+void sim_step_cleanup(struct sim_step *step)
+{
+    for (size_t i = 0; i < step->n_headers; i++) {
+        BSC_FREE(step->headers[i].name);
+        BSC_FREE(step->headers[i].value);
+    }
+    step->n_headers = 0;
+    BSC_FREE(step->body);
+    BSC_FREE(step->error_type);
+    BSC_FREE(step->error_code);
+    BSC_FREE(step->message);
+}
+
+void sim_spec_cleanup(struct sim_spec *spec)
+{
+    for (size_t i = 0; i < spec->n_steps; i++)
+        sim_step_cleanup(&spec->steps[i]);
+    BSC_FREE(spec->steps);
+    spec->n_steps = 0;
+}
+
+/* Copies <s> into a new NUL-terminated string at *<dst>; NULL stays NULL. */
+static enum bsc_err dup_opt(char **dst, const char *s)
+{
+    *dst = NULL;
+    if (!s)
+        return BSC_OK;
+    *dst = bsc_str_dup(bsc_str_cstr(s));
+    return *dst ? BSC_OK : BSC_ENOMEM;
+}
+
+enum bsc_err sim_step_copy(struct sim_step *dst, const struct sim_step *src)
+{
+    enum bsc_err err = BSC_OK;
+
+    *dst = *src;
+    dst->n_headers = 0;
+    dst->body = dst->error_type = dst->error_code = dst->message = NULL;
+    for (size_t i = 0; i < src->n_headers && !err; i++) {
+        err = dup_opt(&dst->headers[i].name, src->headers[i].name);
+        if (!err) {
+            err = dup_opt(&dst->headers[i].value, src->headers[i].value);
+            dst->n_headers = i + 1; /* the name is owned now, whatever the value did */
+        }
+    }
+    if (!err)
+        err = dup_opt(&dst->body, src->body);
+    if (!err)
+        err = dup_opt(&dst->error_type, src->error_type);
+    if (!err)
+        err = dup_opt(&dst->error_code, src->error_code);
+    if (!err)
+        err = dup_opt(&dst->message, src->message);
+    if (err)
+        sim_step_cleanup(dst);
+    return err;
+}
+
+/* ---- parsing ---- */
+
+struct perr {
+    char *buf;
+    size_t len;
+};
+
+static bool header_name_ok(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && !strchr("!#$%&'*+-.^_`|~", *s))
+            return false;
+    return true;
+}
+
+static bool header_value_ok(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 && *s != '\t')
+            return false;
+    return true;
+}
+
+static enum bsc_err parse_headers(struct json_object *hdrs, struct sim_step *step, size_t idx,
+                                  struct perr *pe)
+{
+    if (!json_object_is_type(hdrs, json_type_object)) {
+        snprintf(pe->buf, pe->len, "script[%zu]: \"headers\" must be an object", idx);
+        return BSC_EINVAL;
+    }
+    json_object_object_foreach(hdrs, key, val)
+    {
+        struct sim_step_header *h;
+        const char *v;
+
+        if (step->n_headers == SIM_STEP_MAX_HEADERS) {
+            snprintf(pe->buf, pe->len, "script[%zu]: more than %u headers", idx,
+                     SIM_STEP_MAX_HEADERS);
+            return BSC_EINVAL;
+        }
+        if (!json_object_is_type(val, json_type_string) &&
+            !json_object_is_type(val, json_type_int) &&
+            !json_object_is_type(val, json_type_double)) {
+            snprintf(pe->buf, pe->len, "script[%zu]: header \"%s\" must be a string or number",
+                     idx, key);
+            return BSC_EINVAL;
+        }
+        v = json_object_get_string(val);
+        if (!header_name_ok(key) || !header_value_ok(v)) {
+            snprintf(pe->buf, pe->len, "script[%zu]: header \"%s\" is not a valid HTTP header",
+                     idx, key);
+            return BSC_EINVAL;
+        }
+        h = &step->headers[step->n_headers];
+        h->name = bsc_str_dup(bsc_str_cstr(key));
+        h->value = bsc_str_dup(bsc_str_cstr(v));
+        step->n_headers++;
+        if (!h->name || !h->value)
+            return BSC_ENOMEM;
+        for (char *c = h->name; *c; c++)
+            *c = (char)tolower((unsigned char)*c);
+    }
+    return BSC_OK;
+}
+
+static enum bsc_err parse_body(struct json_object *body, struct sim_step *step)
+{
+    struct bsc_buf b;
+    enum bsc_err err;
+
+    if (json_object_is_type(body, json_type_string)) {
+        /* A string is sent as its bytes: tests can serve HTML or plain-text error pages. */
+        step->body = bsc_str_dup(bsc_str_make(json_object_get_string(body),
+                                              (size_t)json_object_get_string_len(body)));
+        return step->body ? BSC_OK : BSC_ENOMEM;
+    }
+    bsc_buf_init(&b, SIM_SPEC_MAX_BYTES);
+    err = sim_json_append(&b, body);
+    if (!err) {
+        step->body = bsc_buf_take(&b, NULL);
+        if (!step->body)
+            err = BSC_ENOMEM;
+    }
+    bsc_buf_cleanup(&b);
+    return err;
+}
+
+static enum bsc_err parse_opt_str(struct json_object *obj, const char *key, char **out,
+                                  size_t idx, struct perr *pe)
+{
+    struct json_object *v;
+
+    if (!json_object_object_get_ex(obj, key, &v) || json_object_is_type(v, json_type_null))
+        return BSC_OK;
+    if (!json_object_is_type(v, json_type_string)) {
+        snprintf(pe->buf, pe->len, "script[%zu]: \"%s\" must be a string", idx, key);
+        return BSC_EINVAL;
+    }
+    *out = bsc_str_dup(bsc_str_make(json_object_get_string(v),
+                                    (size_t)json_object_get_string_len(v)));
+    return *out ? BSC_OK : BSC_ENOMEM;
+}
+
+static bool step_key_known(const char *key)
+{
+    static const char *const keys[] = {"action",     "times",        "delay_ms", "status",
+                                       "headers",    "body",         "error_type",
+                                       "error_code", "message",      "after_events",
+                                       "interval_ms"};
+
+    for (size_t i = 0; i < BSC_ARRAY_LEN(keys); i++)
+        if (strcmp(key, keys[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The fields a step may carry beyond the common ones, by action. */
+static enum bsc_err check_fields(struct json_object *o, const struct sim_step *step, size_t idx,
+                                 struct perr *pe)
+{
+    bool uses_after = step->action == SIM_ACT_CUT || step->action == SIM_ACT_ERROR_200 ||
+                      step->action == SIM_ACT_MALFORMED;
+    const char *bad = NULL;
+
+    json_object_object_foreach(o, key, val)
+    {
+        (void)val;
+        if (!step_key_known(key)) {
+            snprintf(pe->buf, pe->len, "script[%zu]: unknown field \"%s\"", idx, key);
+            return BSC_EINVAL;
+        }
+    }
+    if (step->action != SIM_ACT_STATUS && json_object_object_get_ex(o, "status", NULL))
+        bad = "status";
+    else if (!uses_after && json_object_object_get_ex(o, "after_events", NULL))
+        bad = "after_events";
+    else if (step->action != SIM_ACT_TRICKLE && json_object_object_get_ex(o, "interval_ms", NULL))
+        bad = "interval_ms";
+    if (bad) {
+        snprintf(pe->buf, pe->len, "script[%zu]: \"%s\" does not apply to action \"%s\"", idx,
+                 bad, sim_action_name(step->action));
+        return BSC_EINVAL;
+    }
+    return BSC_OK;
+}
+
+static enum bsc_err parse_step(struct json_object *o, struct sim_step *step, size_t idx,
+                               struct perr *pe)
+{
+    struct json_object *v;
+    struct bsc_str act;
+    uint32_t status = 0;
+    enum bsc_err err;
+
+    sim_step_init_ok(step);
+    if (!json_object_is_type(o, json_type_object)) {
+        snprintf(pe->buf, pe->len, "script[%zu] must be an object", idx);
+        return BSC_EINVAL;
+    }
+    act = sim_json_get_str(o, "action");
+    if (!act.p) {
+        snprintf(pe->buf, pe->len, "script[%zu]: \"action\" (a string) is required", idx);
+        return BSC_EINVAL;
+    }
+    if (!action_parse(act, &step->action)) {
+        snprintf(pe->buf, pe->len, "script[%zu]: unknown action \"%.*s\"", idx,
+                 BSC_STR_FMT(act));
+        return BSC_EINVAL;
+    }
+    err = check_fields(o, step, idx, pe);
+    if (!err)
+        err = sim_json_get_u32(o, "times", 1, SIM_STEP_MAX_TIMES, &step->times, NULL, pe->buf,
+                               pe->len);
+    if (!err)
+        err = sim_json_get_u32(o, "delay_ms", 0, SIM_DELAY_MAX_MS, &step->delay_ms, NULL,
+                               pe->buf, pe->len);
+    if (!err)
+        err = sim_json_get_u32(o, "after_events", 0, SIM_STEP_MAX_TIMES, &step->after_events,
+                               &step->has_after_events, pe->buf, pe->len);
+    step->interval_ms = SIM_TRICKLE_DEFAULT_MS;
+    if (!err)
+        err = sim_json_get_u32(o, "interval_ms", 0, SIM_DELAY_MAX_MS, &step->interval_ms, NULL,
+                               pe->buf, pe->len);
+    if (!err && step->action == SIM_ACT_STATUS) {
+        bool present;
+        err = sim_json_get_u32(o, "status", 100, 599, &status, &present, pe->buf, pe->len);
+        if (!err && !present) {
+            snprintf(pe->buf, pe->len, "script[%zu]: action \"status\" needs \"status\"", idx);
+            err = BSC_EINVAL;
+        }
+        step->status = (int)status;
+    }
+    if (err == BSC_EINVAL && strncmp(pe->buf, "script[", 7) != 0) {
+        char inner[200];
+        snprintf(inner, sizeof(inner), "%s", pe->buf);
+        snprintf(pe->buf, pe->len, "script[%zu]: %s", idx, inner);
+    }
+    if (!err && json_object_object_get_ex(o, "headers", &v))
+        err = parse_headers(v, step, idx, pe);
+    if (!err && json_object_object_get_ex(o, "body", &v) && !json_object_is_type(v, json_type_null))
+        err = parse_body(v, step);
+    if (!err)
+        err = parse_opt_str(o, "error_type", &step->error_type, idx, pe);
+    if (!err)
+        err = parse_opt_str(o, "error_code", &step->error_code, idx, pe);
+    if (!err)
+        err = parse_opt_str(o, "message", &step->message, idx, pe);
+    return err;
+}
+
+static enum bsc_err parse_steps(struct json_object *arr, struct sim_spec *spec, struct perr *pe)
+{
+    size_t n;
+
+    if (!json_object_is_type(arr, json_type_array)) {
+        snprintf(pe->buf, pe->len, "\"script\" must be an array of steps");
+        return BSC_EINVAL;
+    }
+    n = json_object_array_length(arr);
+    if (n > SIM_SCRIPT_MAX_STEPS) {
+        snprintf(pe->buf, pe->len, "\"script\" has %zu steps; at most %u", n,
+                 SIM_SCRIPT_MAX_STEPS);
+        return BSC_EINVAL;
+    }
+    if (n == 0)
+        return BSC_OK;
+    spec->steps = calloc(n, sizeof(*spec->steps));
+    if (!spec->steps)
+        return BSC_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        enum bsc_err err = parse_step(json_object_array_get_idx(arr, i), &spec->steps[i], i, pe);
+        spec->n_steps = i + 1; /* the step owns what it parsed, even on error */
+        if (err)
+            return err;
+    }
+    return BSC_OK;
+}
+
+static enum bsc_err parse_spec_obj(struct json_object *o, struct sim_spec *spec, struct perr *pe)
+{
+    static const char *const keys[] = {"tokens", "token_delay_ms", "script", "repeat"};
+    struct json_object *v;
+    uint32_t delay = 0;
+    bool present = false;
+    enum bsc_err err;
+
+    if (!json_object_is_type(o, json_type_object)) {
+        snprintf(pe->buf, pe->len, "a model spec must be a JSON object");
+        return BSC_EINVAL;
+    }
+    json_object_object_foreach(o, key, val)
+    {
+        bool known = false;
+        (void)val;
+        for (size_t i = 0; i < BSC_ARRAY_LEN(keys); i++)
+            known = known || strcmp(key, keys[i]) == 0;
+        if (!known) {
+            snprintf(pe->buf, pe->len, "unknown field \"%s\"", key);
+            return BSC_EINVAL;
+        }
+    }
+    err = sim_json_get_u32(o, "tokens", 1, SIM_TOKENS_MAX, &spec->tokens, NULL, pe->buf,
+                           pe->len);
+    if (!err)
+        err = sim_json_get_u32(o, "token_delay_ms", 0, SIM_DELAY_MAX_MS, &delay, &present,
+                               pe->buf, pe->len);
+    if (!err && present)
+        spec->token_delay_ms = (int32_t)delay;
+    if (!err && json_object_object_get_ex(o, "repeat", &v)) {
+        if (!json_object_is_type(v, json_type_boolean)) {
+            snprintf(pe->buf, pe->len, "\"repeat\" must be true or false");
+            return BSC_EINVAL;
+        }
+        spec->repeat = json_object_get_boolean(v);
+    }
+    if (!err && json_object_object_get_ex(o, "script", &v) &&
+        !json_object_is_type(v, json_type_null))
+        err = parse_steps(v, spec, pe);
+    return err;
+}
+
+enum bsc_err sim_spec_parse(struct bsc_str json, struct sim_spec *spec, char *errbuf,
+                            size_t errlen)
+{
+    struct perr pe = {errbuf, errlen};
+    struct json_object *o;
+    enum bsc_err err;
+
+    memset(spec, 0, sizeof(*spec));
+    spec->tokens = SIM_TOKENS_DEFAULT;
+    spec->token_delay_ms = -1;
+    if (json.len > SIM_SPEC_MAX_BYTES) {
+        snprintf(errbuf, errlen, "spec larger than %u bytes", SIM_SPEC_MAX_BYTES);
+        return BSC_EINVAL;
+    }
+    o = sim_json_parse(json, errbuf, errlen);
+    if (!o)
+        return BSC_EPARSE;
+    err = parse_spec_obj(o, spec, &pe);
+    json_object_put(o);
+    if (err == BSC_ENOMEM)
+        snprintf(errbuf, errlen, "out of memory");
+    if (err) {
+        sim_spec_cleanup(spec);
+        spec->tokens = SIM_TOKENS_DEFAULT;
+        spec->token_delay_ms = -1;
+        spec->repeat = false;
+    }
+    return err;
+}
+
+/* ---- sequencing ---- */
+
+const struct sim_step *sim_script_next(const struct sim_spec *spec, struct sim_cursor *cur)
+{
+    const struct sim_step *step;
+
+    if (spec->n_steps == 0)
+        return NULL;
+    if (cur->step >= spec->n_steps) {
+        if (!spec->repeat)
+            return NULL;
+        cur->step = 0;
+        cur->used = 0;
+    }
+    step = &spec->steps[cur->step];
+    if (++cur->used >= step->times) {
+        cur->step++;
+        cur->used = 0;
+    }
+    return step;
+}

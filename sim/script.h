@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/* script.h -- the fault engine of bascule-sim: a model's spec ({"tokens", "token_delay_ms",
+ * "script": [step, ...], "repeat"}) parsed from JSON, validated strictly (unknown fields
+ * and actions are errors, so a typo in a test fails loudly), and the step sequencing
+ * that decides what the next call to that model gets. Pure: no I/O, no clock.
+ * See docs/internals/sim.md for the step catalogue. */
+#ifndef BSC_SIM_SCRIPT_H
+#define BSC_SIM_SCRIPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/str.h"
+
+#define SIM_SCRIPT_MAX_STEPS   256u
+#define SIM_STEP_MAX_HEADERS   16u
+#define SIM_STEP_MAX_TIMES     1000000u
+#define SIM_DELAY_MAX_MS       600000u /* ten minutes: any longer is a hang */
+#define SIM_SPEC_MAX_BYTES     (256u * 1024u)
+#define SIM_TRICKLE_DEFAULT_MS 100u
+
+/* The list of actions: the enum and the name table come from it and cannot drift. */
+#define SIM_ACTIONS(X)                                                                     \
+    X(OK, "ok", "a normal answer")                                                         \
+    X(STATUS, "status", "an HTTP error status with optional headers and body")            \
+    X(DELAY, "delay", "wait delay_ms before the head, then a normal answer")               \
+    X(RESET, "reset", "TCP reset before any response byte")                               \
+    X(HANG, "hang", "never answer; only the client going away ends it")                    \
+    X(CUT, "cut", "200, then the stream stops after after_events events (body: halfway)") \
+    X(ERROR_200, "error_200", "HTTP 200 carrying an error object (in-band for streams)")   \
+    X(MALFORMED, "malformed", "200 with invalid JSON, or a malformed SSE data line")       \
+    X(TRICKLE, "trickle", "a normal answer paced at interval_ms per chunk")
+
+enum sim_action {
+#define X(NAME, name, doc) SIM_ACT_##NAME,
+    SIM_ACTIONS(X)
+#undef X
+        SIM_ACT_COUNT
+};
+
+struct sim_step_header {
+    char *name;  /* owned, NUL-terminated, lower-cased */
+    char *value; /* owned, NUL-terminated */
+};
+
+struct sim_step {
+    enum sim_action action;
+    uint32_t times;        /* consecutive calls this step covers, >= 1 */
+    uint32_t delay_ms;     /* wait before the response head (every action but hang) */
+    int status;            /* SIM_ACT_STATUS: 100..599; 0 otherwise */
+    struct sim_step_header headers[SIM_STEP_MAX_HEADERS];
+    size_t n_headers;
+    char *body;          /* owned; the body to send verbatim (JSON text, or the string's
+                          * bytes when "body" was a JSON string); NULL: dialect default */
+    char *error_type;    /* owned or NULL: overrides the default error body's type */
+    char *error_code;    /* owned or NULL: overrides its code */
+    char *message;       /* owned or NULL: overrides its message */
+    uint32_t after_events; /* cut/error_200/malformed: events before the fault */
+    bool has_after_events; /* false: the action's own default applies */
+    uint32_t interval_ms;  /* trickle: ms between chunks */
+};
+
+struct sim_spec {
+    uint32_t tokens;        /* completion tokens (1..SIM_TOKENS_MAX) */
+    int32_t token_delay_ms; /* ms between stream chunks; -1 when the spec does not say */
+    bool repeat;            /* restart the script when it is exhausted */
+    struct sim_step *steps; /* owned array of <n_steps> */
+    size_t n_steps;
+};
+
+/* Where a model is in its script: the step and how many of its <times> were used. */
+struct sim_cursor {
+    size_t step;
+    uint32_t used;
+};
+
+/* Parses <json> into <spec> (which the caller then owns: sim_spec_cleanup). Missing
+ * fields take defaults (tokens 12, token_delay_ms -1, no steps, repeat false). On error
+ * returns BSC_EPARSE (not JSON) or BSC_EINVAL (a bad field), writes a one-line reason
+ * into <errbuf> and leaves <spec> empty. */
+enum bsc_err sim_spec_parse(struct bsc_str json, struct sim_spec *spec, char *errbuf,
+                            size_t errlen);
+
+/* Frees what <spec> owns; <spec> is empty afterwards. */
+void sim_spec_cleanup(struct sim_spec *spec);
+
+/* Returns the step that applies to the next call and advances <cur>, or NULL when the
+ * script is exhausted (the call behaves as "ok"). With <spec>->repeat the script starts
+ * over instead of being exhausted (an empty script is always exhausted). The step is
+ * borrowed from <spec>. */
+const struct sim_step *sim_script_next(const struct sim_spec *spec, struct sim_cursor *cur);
+
+/* Deep-copies <src> into <dst> (which the caller owns: sim_step_cleanup). BSC_ENOMEM
+ * leaves <dst> empty. */
+enum bsc_err sim_step_copy(struct sim_step *dst, const struct sim_step *src);
+void sim_step_cleanup(struct sim_step *step);
+
+/* The step an unscripted call gets: action ok, times 1, nothing else. */
+void sim_step_init_ok(struct sim_step *step);
+
+/* "ok", "status", ...; "?" for a value out of range. */
+const char *sim_action_name(enum sim_action action);
+
+#endif

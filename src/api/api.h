@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* api.h -- the inbound surfaces: one handler that dispatches each complete request by
+ * method and path to the file that owns that surface (chat, models, health, ...). The
+ * api layer validates and normalizes client input; the router does the rest. */
+#ifndef BSC_API_API_H
+#define BSC_API_API_H
+
+#include "server/server.h"
+
+/* The srv handler of every worker; <ud> is the struct worker. */
+void api_handle(struct srv_req *req, void *ud);
+
+#endif

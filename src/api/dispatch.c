@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* dispatch.c -- method + path -> the handler of that surface. Unknown paths get an
+ * OpenAI-shaped 404, a known path with the wrong method a 405. */
+#include <string.h>
+
+#include "api/api.h"
+#include "api/internal.h"
+#include "core/buf.h"
+
+static bool is(struct bsc_str s, const char *lit)
+{
+    return bsc_str_eq(s, bsc_str_cstr(lit));
+}
+
+static void method_not_allowed(struct srv_req *req, const char *allow)
+{
+    char msg[128];
+    struct srv_header h = {BSC_STR("Allow"), bsc_str_cstr(allow)};
+
+    (void)h;
+    snprintf(msg, sizeof(msg), "method not allowed; use %s", allow);
+    srv_resp_error(req, 405, "invalid_request_error", "method_not_allowed", msg);
+}
+
+void api_handle(struct srv_req *req, void *ud)
+{
+    struct worker *w = ud;
+    struct bsc_str m = srv_req_method(req), path = srv_req_path(req);
+    bool get = is(m, "GET"), post = is(m, "POST");
+    char msg[300];
+
+    if (is(path, "/v1/chat/completions") || is(path, "/chat/completions")) {
+        if (post)
+            return api__chat_completions(w, req);
+        return method_not_allowed(req, "POST");
+    }
+    if (is(path, "/v1/models") || is(path, "/models")) {
+        if (get)
+            return api__models(w, req, BSC_STR_NULL);
+        return method_not_allowed(req, "GET");
+    }
+    if (bsc_str_starts(path, BSC_STR("/v1/models/")) && get)
+        return api__models(w, req, bsc_str_make(path.p + 11, path.len - 11));
+    if (is(path, "/health/live") || is(path, "/healthz"))
+        return api__health_live(w, req);
+    if (is(path, "/health/ready") || is(path, "/readyz"))
+        return api__health_ready(w, req);
+    snprintf(msg, sizeof(msg), "no such endpoint: %.*s %.*s", BSC_STR_FMT(m),
+             (int)(path.len > 200 ? 200 : path.len), path.p);
+    srv_resp_error(req, 404, "invalid_request_error", "unknown_url", msg);
+}

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/* snapshot.c -- the life of a loaded snapshot: refcount (C11 atomics), free, lookups by
+ * id, and the process-wide current pointer that a reload swaps. The current pointer is one
+ * of the three commented globals (STYLE §11); a mutex makes get-and-ref atomic against a
+ * concurrent swap-and-unref, at one uncontended lock per request. See
+ * docs/internals/config.md. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "config/internal.h"
+#include "core/compat.h"
+#include "core/str.h"
+
+/* ---- free ----------------------------------------------------------------------------- */
+
+void cfg__provider_cleanup(struct cfg_provider *p)
+{
+    BSC_FREE(p->id);
+    BSC_FREE(p->base_url);
+    for (size_t i = 0; i < p->n_keys; i++)
+        free(p->keys[i]);
+    BSC_FREE(p->keys);
+    p->n_keys = 0;
+    BSC_FREE(p->region);
+    BSC_FREE(p->api_version);
+    for (size_t i = 0; i < p->n_headers; i++) {
+        free(p->headers[i].name);
+        free(p->headers[i].value);
+    }
+    BSC_FREE(p->headers);
+    p->n_headers = 0;
+}
+
+void cfg__target_cleanup(struct cfg_target *t)
+{
+    BSC_FREE(t->id);
+    BSC_FREE(t->model);
+    BSC_FREE(t->deployment);
+    t->provider = NULL;
+}
+
+static void tier_cleanup(struct cfg_tier *t)
+{
+    BSC_FREE(t->targets);
+    BSC_FREE(t->weights);
+    t->n = 0;
+}
+
+void cfg__route_cleanup(struct cfg_route *r)
+{
+    BSC_FREE(r->id);
+    tier_cleanup(&r->primary);
+    tier_cleanup(&r->equivalent);
+    tier_cleanup(&r->fallback);
+}
+
+void cfg__free(struct cfg *cfg)
+{
+    if (!cfg)
+        return;
+    for (size_t i = 0; i < cfg->n_providers; i++)
+        cfg__provider_cleanup(&cfg->providers[i]);
+    free(cfg->providers);
+    for (size_t i = 0; i < cfg->n_targets; i++)
+        cfg__target_cleanup(&cfg->targets[i]);
+    free(cfg->targets);
+    for (size_t i = 0; i < cfg->n_routes; i++)
+        cfg__route_cleanup(&cfg->routes[i]);
+    free(cfg->routes);
+    free(cfg->file);
+    free(cfg->listen_host);
+    free(cfg->admin_key);
+    free(cfg->store.path);
+    free(cfg->store.url);
+    free(cfg);
+}
+
+/* ---- refcount ------------------------------------------------------------------------- */
+
+struct cfg *cfg_ref(struct cfg *cfg)
+{
+    /* Relaxed is enough to take a ref: the caller already holds one, so the object is
+     * alive and nothing is published by the increment. */
+    if (cfg)
+        atomic_fetch_add_explicit(&cfg->refs, 1, memory_order_relaxed);
+    return cfg;
+}
+
+void cfg_unref(struct cfg *cfg)
+{
+    int before;
+
+    if (!cfg)
+        return;
+    /* Release on every drop and acquire before the free, so every thread's reads of the
+     * snapshot happen before it is freed (the usual shared_ptr ordering). */
+    before = atomic_fetch_sub_explicit(&cfg->refs, 1, memory_order_release);
+    BSC_BUG_ON(before <= 0);
+    if (before == 1) {
+        atomic_thread_fence(memory_order_acquire);
+        cfg__free(cfg);
+    }
+}
+
+/* ---- lookups -------------------------------------------------------------------------- */
+
+static bool id_is(const char *id, struct bsc_str want)
+{
+    return id && strlen(id) == want.len && memcmp(id, want.p, want.len) == 0;
+}
+
+const struct cfg_route *cfg_route_find(const struct cfg *cfg, struct bsc_str id)
+{
+    for (size_t i = 0; cfg && i < cfg->n_routes; i++)
+        if (id_is(cfg->routes[i].id, id))
+            return &cfg->routes[i];
+    return NULL;
+}
+
+const struct cfg_target *cfg_target_find(const struct cfg *cfg, struct bsc_str id)
+{
+    for (size_t i = 0; cfg && i < cfg->n_targets; i++)
+        if (id_is(cfg->targets[i].id, id))
+            return &cfg->targets[i];
+    return NULL;
+}
+
+const struct cfg_provider *cfg_provider_find(const struct cfg *cfg, struct bsc_str id)
+{
+    for (size_t i = 0; cfg && i < cfg->n_providers; i++)
+        if (id_is(cfg->providers[i].id, id))
+            return &cfg->providers[i];
+    return NULL;
+}
+
+/* ---- the current snapshot ------------------------------------------------------------- */
+
+/* Global by design (STYLE §11): the one snapshot new requests start from. The lock covers
+ * only the pointer read plus the ref increment, and the pointer write; the old snapshot
+ * is unreffed outside it. */
+static pthread_mutex_t current_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cfg *current;
+
+struct cfg *cfg_current_get(void)
+{
+    struct cfg *c;
+
+    pthread_mutex_lock(&current_lock);
+    c = cfg_ref(current);
+    pthread_mutex_unlock(&current_lock);
+    return c;
+}
+
+void cfg_current_swap(struct cfg *next)
+{
+    struct cfg *old;
+
+    pthread_mutex_lock(&current_lock);
+    old = current;
+    current = next;
+    pthread_mutex_unlock(&current_lock);
+    cfg_unref(old);
+}

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/* keys.h -- round-robin rotation over one provider's API keys, with per-key cooldowns
+ * (DESIGN §4, §7). A key that is rate-limited, out of quota or refused cools down on its own
+ * instead of opening the provider's circuit. Pure: no I/O, no clock reads, no allocation,
+ * never calls back. Keys are named by index only; the secrets themselves live in the config
+ * snapshot and never pass through here. Not thread-safe: one pool per worker, or the caller
+ * serialises access. See docs/internals/breaker.md. */
+#ifndef BSC_HEALTH_KEYS_H
+#define BSC_HEALTH_KEYS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+
+/* The most keys one provider may have; config validation must reject more. */
+#define KEYS_MAX 64
+
+/* Cooldowns when the caller has no better figure (keys_cooldown_until()). A rate limit is
+ * short-lived, so a missing Retry-After means "try again in a second". Quota exhaustion and
+ * refused credentials need a human or a billing cycle: probing them every second would only
+ * burn requests, so they rest for minutes. */
+#define KEYS_RATE_LIMIT_DEFAULT_MS 1000u
+#define KEYS_QUOTA_COOLDOWN_MS     (5u * 60u * 1000u)
+#define KEYS_AUTH_COOLDOWN_MS      (10u * 60u * 1000u)
+/* A Retry-After longer than this is clipped: a buggy or hostile header must not take a key
+ * out of rotation for days. */
+#define KEYS_MAX_COOLDOWN_MS (60u * 60u * 1000u)
+
+enum key_reason {
+    KEY_RATE_LIMITED = 0, /* 429 or a throttling code: comes back after Retry-After */
+    KEY_QUOTA,            /* billing quota exhausted */
+    KEY_AUTH,             /* the provider refused the key (401/403) */
+    KEY_REASON_COUNT
+};
+
+/* Monotonic per-key counters for metrics (label: provider and key index). */
+struct key_stats {
+    uint64_t picks;                       /* times keys_next() returned this key */
+    uint64_t cooldowns[KEY_REASON_COUNT]; /* keys_cooldown() calls, by reason */
+};
+
+struct key_slot {
+    uint64_t cool_until_ms; /* available again at this time; 0 = never cooled */
+    enum key_reason reason; /* of the latest cooldown */
+    struct key_stats stats;
+};
+
+/* Public layout for embedding; fields are private to keys.c. */
+struct keypool {
+    uint32_t n;    /* keys in use, <= KEYS_MAX */
+    uint32_t next; /* where the next round-robin scan starts */
+    struct key_slot keys[KEYS_MAX];
+};
+
+/* Initialises <pool> for <n> keys, all available, counters zero. A <n> above KEYS_MAX is
+ * clipped to KEYS_MAX (config validation rejects it first); keys_count() tells the result.
+ * <n> = 0 is a valid empty pool (a provider without keys). Cannot fail. */
+void keys_init(struct keypool *pool, size_t n);
+
+/* The number of keys in the pool. */
+size_t keys_count(const struct keypool *pool);
+
+/* Returns the index of the next key, in round-robin order, that is not cooling down at
+ * <now_ms>, and advances the rotation past it; -1 when the pool is empty or every key is
+ * cooling (see keys_soonest_ms()). */
+int keys_next(struct keypool *pool, uint64_t now_ms);
+
+/* Takes key <idx> out of rotation until <until_ms> for <reason>. A cooldown never shortens
+ * an existing one (a key refused for auth stays out even if it is later rate-limited).
+ * Returns BSC_OK, or BSC_EINVAL for an index out of range (nothing changes). */
+enum bsc_err keys_cooldown(struct keypool *pool, int idx, uint64_t until_ms,
+                           enum key_reason reason);
+
+/* The time at which a key failing at <now_ms> for <reason> should come back.
+ * <retry_after_ms> is the provider's Retry-After (0 when absent). Rate limit: Retry-After or
+ * KEYS_RATE_LIMIT_DEFAULT_MS. Quota: the longer of Retry-After and KEYS_QUOTA_COOLDOWN_MS.
+ * Auth: KEYS_AUTH_COOLDOWN_MS (a Retry-After on a refusal means nothing). Every delay is
+ * clipped to KEYS_MAX_COOLDOWN_MS. */
+uint64_t keys_cooldown_until(uint64_t now_ms, enum key_reason reason, uint64_t retry_after_ms);
+
+/* The earliest time any key of the pool is available: <= now when one already is;
+ * UINT64_MAX for an empty pool. */
+uint64_t keys_soonest_ms(const struct keypool *pool);
+
+/* True when key <idx> is cooling at <now_ms>; false for an index out of range. */
+bool keys_is_cooling(const struct keypool *pool, int idx, uint64_t now_ms);
+
+/* The number of keys not cooling at <now_ms>; for a gauge. */
+size_t keys_available(const struct keypool *pool, uint64_t now_ms);
+
+/* The reason of key <idx>'s latest cooldown; meaningful only while it is cooling. */
+enum key_reason keys_reason(const struct keypool *pool, int idx);
+
+/* The counters of key <idx>, borrowed from <pool>; NULL for an index out of range. */
+const struct key_stats *keys_stats(const struct keypool *pool, int idx);
+
+/* "rate_limited", "quota", "auth"; "unknown" out of range. Never NULL. */
+const char *keys_reason_name(enum key_reason reason);
+
+#endif

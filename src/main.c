@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/* main.c -- the bascule process: command line, config load, one worker thread per loop
+ * (each with its own SO_REUSEPORT listener and libcurl multi), and the main thread's
+ * signal loop: SIGHUP reloads the config atomically (a bad file is rejected and the old
+ * snapshot keeps serving), SIGTERM/SIGINT drain in-flight work up to a timeout. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <uv.h>
+
+#include "api/api.h"
+#include "config/config.h"
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "router/gateway.h"
+#include "router/state.h"
+#include "router/worker.h"
+#include "server/server.h"
+#include "upstream/upstream.h"
+
+#ifndef BASCULE_VERSION
+#define BASCULE_VERSION "0.1.0"
+#endif
+
+struct main_ctx {
+    struct gateway gw;
+    uv_loop_t *loop;
+    uv_signal_t sig_hup, sig_term, sig_int;
+    uv_timer_t drain_timer;
+    bool stopping;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: bascule --config FILE      serve\n"
+               "       bascule --check-config FILE  validate FILE and exit (0 ok, 1 errors)\n"
+               "       bascule --version\n");
+}
+
+static void apply_log_settings(const struct cfg *cfg)
+{
+    bsc_log_verbosity = cfg->log.level;
+    bsc_log_json = cfg->log.json;
+}
+
+static struct srv_limits srv_limits_of(const struct cfg *cfg, unsigned n_workers)
+{
+    return (struct srv_limits){
+        .max_body_bytes = cfg->limits.max_body_bytes,
+        .max_header_bytes = cfg->limits.max_header_bytes,
+        .header_timeout_ms = cfg->limits.header_timeout_ms,
+        .idle_timeout_ms = cfg->limits.idle_timeout_ms,
+        .max_connections = (cfg->limits.max_connections + n_workers - 1) / n_workers,
+        .max_pending_output = cfg->limits.max_stream_buffer_bytes,
+    };
+}
+
+/* Loads <path>, printing every diagnostic. Returns the snapshot or NULL. */
+static struct cfg *load_config(const char *path)
+{
+    struct cfg_diags diags = {0};
+    struct cfg *cfg = NULL;
+
+    cfg_load(path, &cfg, &diags);
+    cfg_diags_print(&diags, stderr);
+    cfg_diags_cleanup(&diags);
+    return cfg;
+}
+
+/* ---- worker side ---- */
+
+static void worker_closed(struct srv *srv, void *ud)
+{
+    struct worker *w = ud;
+
+    (void)srv;
+    w->drained = true;
+    up_multi_free(w->up);
+    w->up = NULL;
+    uv_close((uv_handle_t *)&w->wake, NULL);
+}
+
+static void worker_on_wake(uv_async_t *h)
+{
+    struct worker *w = h->data;
+    unsigned cmd = atomic_exchange(&w->pending, 0);
+
+    if (cmd & WORKER_CMD_RELOAD) {
+        struct cfg *cfg = cfg_current_get();
+        struct srv_limits lim = srv_limits_of(cfg, w->gw->n_workers);
+        srv_set_limits(w->srv, &lim);
+        cfg_unref(cfg);
+    }
+    if ((cmd & WORKER_CMD_DRAIN) && !w->draining) {
+        w->draining = true;
+        srv_drain(w->srv, worker_closed, w);
+    }
+    if ((cmd & WORKER_CMD_STOP) && !w->drained) {
+        w->draining = true;
+        srv_close_all(w->srv, worker_closed, w);
+    }
+}
+
+static void worker_main(void *arg)
+{
+    struct worker *w = arg;
+
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+}
+
+static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const struct cfg *cfg)
+{
+    struct srv_limits lim = srv_limits_of(cfg, gw->n_workers);
+    struct up_limits ul = {.max_host_connections = 0,
+                           .max_total_connections = 0,
+                           .max_cached_connections = 1024};
+    char errbuf[256];
+    int fd;
+
+    w->idx = idx;
+    w->gw = gw;
+    uv_loop_init(&w->loop);
+    if (srv_listen_socket(cfg->listen_host, cfg->listen_port, &fd, errbuf, sizeof(errbuf))) {
+        LOG_ERR("cannot listen on %s:%u: %s", cfg->listen_host, cfg->listen_port, errbuf);
+        return -1;
+    }
+    if (srv_new(&w->loop, fd, &lim, api_handle, w, &w->srv) ||
+        up_multi_new(&w->loop, &ul, &w->up)) {
+        LOG_ERR("worker %u: out of memory", idx);
+        return -1;
+    }
+    uv_async_init(&w->loop, &w->wake, worker_on_wake);
+    w->wake.data = w;
+    return 0;
+}
+
+static void workers_send(struct gateway *gw, unsigned cmd)
+{
+    for (unsigned i = 0; i < gw->n_workers; i++) {
+        atomic_fetch_or(&gw->workers[i].pending, cmd);
+        uv_async_send(&gw->workers[i].wake);
+    }
+}
+
+/* ---- main thread: signals ---- */
+
+static void on_hup(uv_signal_t *h, int signum)
+{
+    struct main_ctx *mc = h->data;
+    struct cfg *next;
+
+    (void)signum;
+    LOG_INFO("SIGHUP: reloading %s", mc->gw.config_path);
+    next = load_config(mc->gw.config_path);
+    if (!next) {
+        atomic_fetch_add(&mc->gw.reloads_failed, 1);
+        LOG_ERR("config reload rejected: %s has errors; the previous config keeps serving",
+                mc->gw.config_path);
+        return;
+    }
+    apply_log_settings(next);
+    cfg_current_swap(next);
+    atomic_fetch_add(&mc->gw.reloads_ok, 1);
+    workers_send(&mc->gw, WORKER_CMD_RELOAD);
+    LOG_INFO("config reloaded from %s", mc->gw.config_path);
+}
+
+static void on_drain_timeout(uv_timer_t *h)
+{
+    struct main_ctx *mc = h->data;
+
+    LOG_WARN("drain timeout: closing the remaining connections");
+    workers_send(&mc->gw, WORKER_CMD_STOP);
+}
+
+static void on_term(uv_signal_t *h, int signum)
+{
+    struct main_ctx *mc = h->data;
+    struct cfg *cfg;
+
+    if (mc->stopping) {
+        workers_send(&mc->gw, WORKER_CMD_STOP);
+        return;
+    }
+    mc->stopping = true;
+    cfg = cfg_current_get();
+    LOG_INFO("%s: draining (up to %u ms)", signum == SIGINT ? "SIGINT" : "SIGTERM",
+             cfg->limits.drain_timeout_ms);
+    workers_send(&mc->gw, WORKER_CMD_DRAIN);
+    uv_timer_start(&mc->drain_timer, on_drain_timeout, cfg->limits.drain_timeout_ms, 0);
+    cfg_unref(cfg);
+    /* The main loop ends once its handles are closed; the threads are joined after. */
+    uv_signal_stop(&mc->sig_hup);
+    uv_unref((uv_handle_t *)&mc->drain_timer);
+    uv_close((uv_handle_t *)&mc->sig_hup, NULL);
+    uv_close((uv_handle_t *)&mc->sig_term, NULL);
+    uv_close((uv_handle_t *)&mc->sig_int, NULL);
+}
+
+static int check_config(const char *path)
+{
+    struct cfg *cfg = load_config(path);
+
+    if (!cfg) {
+        fprintf(stderr, "%s: invalid\n", path);
+        return 1;
+    }
+    printf("%s: ok (%zu providers, %zu targets, %zu routes)\n", path, cfg->n_providers,
+           cfg->n_targets, cfg->n_routes);
+    cfg_unref(cfg);
+    return 0;
+}
+
+static unsigned worker_count(const struct cfg *cfg)
+{
+    long n = cfg->workers ? (long)cfg->workers : sysconf(_SC_NPROCESSORS_ONLN);
+
+    return n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
+}
+
+static int serve(const char *path)
+{
+    struct main_ctx mc = {0};
+    struct cfg *cfg = load_config(path);
+    unsigned i;
+
+    if (!cfg)
+        return 1;
+    apply_log_settings(cfg);
+    cfg_current_swap(cfg_ref(cfg));
+    mc.gw.config_path = path;
+    mc.gw.started_ms = bsc_wall_ms();
+    mc.gw.hs = hstate_new();
+    mc.gw.n_workers = worker_count(cfg);
+    mc.gw.workers = bsc_xcalloc(mc.gw.n_workers, sizeof(struct worker));
+    for (i = 0; i < mc.gw.n_workers; i++)
+        if (worker_init(&mc.gw.workers[i], &mc.gw, i, cfg) != 0)
+            return 1;
+    for (i = 0; i < mc.gw.n_workers; i++)
+        uv_thread_create(&mc.gw.workers[i].thread, worker_main, &mc.gw.workers[i]);
+    LOG_INFO("bascule %s listening on http://%s%s%s:%u with %u workers, %zu routes",
+             BASCULE_VERSION, strchr(cfg->listen_host, ':') ? "[" : "", cfg->listen_host,
+             strchr(cfg->listen_host, ':') ? "]" : "", cfg->listen_port, mc.gw.n_workers,
+             cfg->n_routes);
+    cfg_unref(cfg);
+
+    mc.loop = uv_default_loop();
+    uv_signal_init(mc.loop, &mc.sig_hup);
+    uv_signal_init(mc.loop, &mc.sig_term);
+    uv_signal_init(mc.loop, &mc.sig_int);
+    uv_timer_init(mc.loop, &mc.drain_timer);
+    mc.sig_hup.data = mc.sig_term.data = mc.sig_int.data = mc.drain_timer.data = &mc;
+    uv_signal_start(&mc.sig_hup, on_hup, SIGHUP);
+    uv_signal_start(&mc.sig_term, on_term, SIGTERM);
+    uv_signal_start(&mc.sig_int, on_term, SIGINT);
+    uv_run(mc.loop, UV_RUN_DEFAULT);
+
+    for (i = 0; i < mc.gw.n_workers; i++) {
+        struct worker *w = &mc.gw.workers[i];
+        uv_thread_join(&w->thread);
+        srv_free(w->srv);
+        uv_run(&w->loop, UV_RUN_DEFAULT); /* close callbacks */
+        uv_loop_close(&w->loop);
+    }
+    uv_close((uv_handle_t *)&mc.drain_timer, NULL);
+    uv_run(mc.loop, UV_RUN_DEFAULT);
+    uv_loop_close(mc.loop);
+    free(mc.gw.workers);
+    hstate_free(mc.gw.hs);
+    cfg_current_swap(NULL);
+    LOG_INFO("bascule stopped");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'}, {"check-config", required_argument, NULL, 'k'},
+        {"version", no_argument, NULL, 'v'},       {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *config = NULL;
+    int c, rc;
+
+    while ((c = getopt_long(argc, argv, "c:k:vh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': config = optarg; break;
+        case 'k': return check_config(optarg);
+        case 'v':
+            printf("bascule %s (libuv %s, %s)\n", BASCULE_VERSION, uv_version_string(),
+                   curl_version());
+            return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!config || optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "bascule: libcurl initialisation failed\n");
+        return 1;
+    }
+    rc = serve(config);
+    curl_global_cleanup();
+    return rc;
+}

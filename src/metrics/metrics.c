@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: MIT */
+/* metrics.c -- the registry: the family table, one series hash table per shard, the update
+ * path, and the snapshot that sums the shards for a scrape. Text formatting lives in
+ * prom.c; nothing here does I/O or reads a clock. See docs/internals/metrics.md. */
+#include "metrics/metrics.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/compat.h"
+
+/* ---- the family table ------------------------------------------------------------------- */
+
+static const struct metrics_family families[METRIC_COUNT] = {
+#define X(ID, TYPE, BUCKETS, NAME, LABELS, HELP)                                               \
+    [METRIC_##ID] = {NAME, HELP, METRIC_##TYPE, LABELS, METRIC_BUCKETS_##BUCKETS},
+    METRICS_FAMILIES(X)
+#undef X
+};
+
+/* LLM latency spans milliseconds (a cached refusal) to minutes (a long reasoning answer):
+ * fine steps below a second, coarse ones up to the longest deadline we expect. */
+static const double latency_bounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                        1,     2.5,  5,     10,   30,  60,   120};
+
+static const struct {
+    const double *bounds;
+    size_t n;
+} bucket_sets[METRIC_BUCKETS_COUNT] = {
+    [METRIC_BUCKETS_NONE] = {NULL, 0},
+    [METRIC_BUCKETS_LATENCY] = {latency_bounds, BSC_ARRAY_LEN(latency_bounds)},
+};
+
+_Static_assert(BSC_ARRAY_LEN(latency_bounds) <= METRICS_MAX_BUCKETS, "too many buckets");
+_Static_assert(METRICS_LABEL_MAX <= UINT16_MAX, "label lengths are stored in 16 bits");
+
+const struct metrics_family *metrics_family(enum metric_id id)
+{
+    return (unsigned)id < METRIC_COUNT ? &families[id] : NULL;
+}
+
+const double *metrics_bucket_bounds(enum metric_id id, size_t *n)
+{
+    const struct metrics_family *f = metrics_family(id);
+
+    *n = 0;
+    if (!f || f->type != METRIC_HISTOGRAM)
+        return NULL;
+    *n = bucket_sets[f->buckets].n;
+    return bucket_sets[f->buckets].bounds;
+}
+
+const char *metrics_type_name(enum metric_type type)
+{
+    static const char *const names[METRIC_TYPE_COUNT] = {
+        [METRIC_COUNTER] = "counter",
+        [METRIC_GAUGE] = "gauge",
+        [METRIC_HISTOGRAM] = "histogram",
+    };
+
+    return (unsigned)type < METRIC_TYPE_COUNT ? names[type] : "untyped";
+}
+
+/* Finite bounds plus the +Inf bucket; 0 for counters and gauges. */
+static size_t slot_count(const struct metrics_family *f)
+{
+    return f->type == METRIC_HISTOGRAM ? bucket_sets[f->buckets].n + 1 : 0;
+}
+
+/* ---- shards and series ------------------------------------------------------------------ */
+
+/* One (family, label values) pair in one shard. Allocated once, never moved or freed before
+ * metrics_free(), and its labels never change: a snapshot may keep pointers to them after
+ * the shard's lock is released. */
+struct series {
+    uint64_t hash;
+    enum metric_id id;
+    const char *label[METRICS_MAX_LABELS]; /* into this allocation; NULL past n_labels */
+    uint16_t len[METRICS_MAX_LABELS];
+    double value;       /* counter, gauge; histogram: sum of observations */
+    uint64_t count;     /* histogram: observations */
+    uint64_t buckets[]; /* histogram: slot_count() non-cumulative counts; label bytes follow */
+};
+
+/* A per-worker shard. The mutex is taken by the owning worker on every update, where it is
+ * uncontended (an atomic exchange on lock and on unlock), and by a scrape for the time of
+ * one copy. A lock-free scheme would still need a lock, or RCU, to insert into the hash
+ * table; a mutex keeps both paths obvious at a cost far below anything else on the request
+ * path. The alignment keeps two workers' shards off the same cache line. */
+struct shard {
+    _Alignas(64) pthread_mutex_t lock;
+    struct series **slots; /* owned, and so is every series in it; open addressing */
+    size_t cap;            /* slots: a power of two, or 0 before the first series */
+    size_t n;              /* series held, at most METRICS_MAX_SERIES */
+    size_t n_hist;         /* of which histograms */
+    uint64_t dropped;      /* updates not recorded */
+};
+
+struct metrics {
+    struct shard *shards; /* owned: n_shards + 1, the last one shared by non-workers */
+    unsigned n_shards;
+};
+
+/* The lookup key of an update: label values borrowed from the caller. */
+struct key {
+    uint64_t hash;
+    enum metric_id id;
+    unsigned n;
+    const char *p[METRICS_MAX_LABELS];
+    uint16_t len[METRICS_MAX_LABELS];
+};
+
+enum op { OP_INC = 0, OP_ADD, OP_SET, OP_OBSERVE };
+
+/* Length of label value <s>, cut to METRICS_LABEL_MAX bytes without splitting a UTF-8
+ * character: the cut moves back while the first dropped byte is a continuation byte. */
+static uint16_t label_len(const char *s)
+{
+    size_t n = strnlen(s, METRICS_LABEL_MAX + 1);
+
+    if (n > METRICS_LABEL_MAX) {
+        n = METRICS_LABEL_MAX;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+    }
+    return (uint16_t)n;
+}
+
+/* FNV-1a: the keys are a few short strings, so a simple byte hash is fast enough. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ c[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static void key_make(struct key *k, enum metric_id id, const char *const l[METRICS_MAX_LABELS])
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    k->id = id;
+    k->n = families[id].n_labels;
+    h = fnv(h, &k->id, sizeof(k->id));
+    for (unsigned i = 0; i < k->n; i++) {
+        k->p[i] = l[i] ? l[i] : "";
+        k->len[i] = label_len(k->p[i]);
+        /* The length goes in first so ("ab", "") and ("a", "b") differ. */
+        h = fnv(h, &k->len[i], sizeof(k->len[i]));
+        h = fnv(h, k->p[i], k->len[i]);
+    }
+    k->hash = h;
+}
+
+static bool key_eq(const struct series *s, const struct key *k)
+{
+    if (s->hash != k->hash || s->id != k->id)
+        return false;
+    for (unsigned i = 0; i < k->n; i++)
+        if (s->len[i] != k->len[i] || memcmp(s->label[i], k->p[i], k->len[i]) != 0)
+            return false;
+    return true;
+}
+
+/* Returns a new series for <k> with zero values (caller owns), or NULL on ENOMEM. */
+static struct series *series_new(const struct key *k)
+{
+    size_t slots = slot_count(&families[k->id]);
+    size_t size = sizeof(struct series) + slots * sizeof(uint64_t);
+    struct series *s;
+    char *tail;
+
+    for (unsigned i = 0; i < k->n; i++)
+        size += (size_t)k->len[i] + 1;
+    s = calloc(1, size);
+    if (!s)
+        return NULL;
+    s->hash = k->hash;
+    s->id = k->id;
+    tail = (char *)(s->buckets + slots);
+    for (unsigned i = 0; i < k->n; i++) {
+        memcpy(tail, k->p[i], k->len[i]);
+        tail[k->len[i]] = '\0';
+        s->label[i] = tail;
+        s->len[i] = k->len[i];
+        tail += k->len[i] + 1;
+    }
+    return s;
+}
+
+/* Puts <s> in the first free slot of its probe sequence. The table has a free slot. */
+static void place(struct series **slots, size_t cap, struct series *s)
+{
+    size_t i = s->hash & (cap - 1);
+
+    while (slots[i])
+        i = (i + 1) & (cap - 1);
+    slots[i] = s;
+}
+
+/* Doubles the table (64 slots the first time). BSC_ENOMEM leaves it as it was. */
+static enum bsc_err grow(struct shard *sh)
+{
+    size_t cap = sh->cap ? sh->cap * 2 : 64;
+    struct series **slots = calloc(cap, sizeof(*slots));
+
+    if (!slots)
+        return BSC_ENOMEM;
+    for (size_t i = 0; i < sh->cap; i++)
+        if (sh->slots[i])
+            place(slots, cap, sh->slots[i]);
+    free(sh->slots);
+    sh->slots = slots;
+    sh->cap = cap;
+    return BSC_OK;
+}
+
+/* Finds the series for <k> in <sh>, creating it when there is room. NULL when the shard is
+ * full or memory is short. The caller holds the shard's lock. */
+static struct series *lookup(struct shard *sh, const struct key *k)
+{
+    struct series *s;
+
+    if (sh->cap) {
+        size_t mask = sh->cap - 1;
+
+        for (size_t i = k->hash & mask; (s = sh->slots[i]); i = (i + 1) & mask)
+            if (key_eq(s, k))
+                return s;
+    }
+    if (sh->n >= METRICS_MAX_SERIES)
+        return NULL;
+    /* The load factor stays at or under 1/2, so probe sequences stay short. */
+    if ((sh->n + 1) * 2 > sh->cap && grow(sh) != BSC_OK)
+        return NULL;
+    s = series_new(k);
+    if (!s)
+        return NULL;
+    place(sh->slots, sh->cap, s);
+    sh->n++;
+    if (families[k->id].type == METRIC_HISTOGRAM)
+        sh->n_hist++;
+    return s;
+}
+
+/* Whether <op> with <v> is a valid update of family <f>. */
+static bool update_ok(const struct metrics_family *f, enum op op, double v)
+{
+    if (!isfinite(v))
+        return false;
+    switch (op) {
+    case OP_INC:
+        return f->type == METRIC_GAUGE || (f->type == METRIC_COUNTER && v >= 0);
+    case OP_ADD:
+    case OP_SET:
+        return f->type == METRIC_GAUGE;
+    case OP_OBSERVE:
+        return f->type == METRIC_HISTOGRAM;
+    }
+    return false;
+}
+
+static void apply(struct series *s, enum op op, double v)
+{
+    const struct metrics_family *f = &families[s->id];
+    const double *bounds = bucket_sets[f->buckets].bounds;
+    size_t n = bucket_sets[f->buckets].n, i = 0;
+
+    switch (op) {
+    case OP_INC:
+    case OP_ADD:
+        s->value += v;
+        break;
+    case OP_SET:
+        s->value = v;
+        break;
+    case OP_OBSERVE:
+        while (i < n && v > bounds[i])
+            i++;
+        s->buckets[i]++; /* i == n is the +Inf bucket */
+        s->count++;
+        s->value += v;
+        break;
+    }
+}
+
+static struct shard *shard_at(struct metrics *m, unsigned shard)
+{
+    return &m->shards[shard < m->n_shards ? shard : m->n_shards];
+}
+
+static void update(struct metrics *m, unsigned shard, enum metric_id id,
+                   const char *const l[METRICS_MAX_LABELS], enum op op, double v)
+{
+    struct shard *sh;
+    struct series *s = NULL;
+    struct key k;
+    bool ok;
+
+    if (!m)
+        return;
+    sh = shard_at(m, shard);
+    ok = (unsigned)id < METRIC_COUNT && update_ok(&families[id], op, v);
+    if (ok)
+        key_make(&k, id, l); /* hashing needs no lock */
+    pthread_mutex_lock(&sh->lock);
+    if (ok)
+        s = lookup(sh, &k);
+    if (s)
+        apply(s, op, v);
+    else
+        sh->dropped++;
+    pthread_mutex_unlock(&sh->lock);
+}
+
+void metrics_inc(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                 const char *l2, double v)
+{
+    const char *l[METRICS_MAX_LABELS] = {l1, l2, NULL};
+
+    update(m, shard, id, l, OP_INC, v);
+}
+
+void metrics_inc3(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                  const char *l2, const char *l3, double v)
+{
+    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3};
+
+    update(m, shard, id, l, OP_INC, v);
+}
+
+void metrics_gauge_set(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                       const char *l2, double v)
+{
+    const char *l[METRICS_MAX_LABELS] = {l1, l2, NULL};
+
+    update(m, shard, id, l, OP_SET, v);
+}
+
+void metrics_gauge_add(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                       const char *l2, double v)
+{
+    const char *l[METRICS_MAX_LABELS] = {l1, l2, NULL};
+
+    update(m, shard, id, l, OP_ADD, v);
+}
+
+void metrics_observe(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                     const char *l2, double value)
+{
+    const char *l[METRICS_MAX_LABELS] = {l1, l2, NULL};
+
+    update(m, shard, id, l, OP_OBSERVE, value);
+}
+
+/* ---- lifetime --------------------------------------------------------------------------- */
+
+static void shard_cleanup(struct shard *sh)
+{
+    for (size_t i = 0; i < sh->cap; i++)
+        free(sh->slots[i]);
+    BSC_FREE(sh->slots);
+    pthread_mutex_destroy(&sh->lock);
+}
+
+struct metrics *metrics_new(unsigned n_shards)
+{
+    struct metrics *m = calloc(1, sizeof(*m));
+    size_t count = (size_t)n_shards + 1;
+    unsigned ready = 0;
+
+    if (!m)
+        return NULL;
+    /* aligned_alloc wants a multiple of the alignment; sizeof(struct shard) is one. */
+    m->shards = aligned_alloc(_Alignof(struct shard), count * sizeof(struct shard));
+    if (!m->shards)
+        goto fail;
+    memset(m->shards, 0, count * sizeof(struct shard));
+    for (; ready < count; ready++)
+        if (pthread_mutex_init(&m->shards[ready].lock, NULL) != 0)
+            goto fail;
+    m->n_shards = n_shards;
+    return m;
+fail:
+    while (ready > 0)
+        pthread_mutex_destroy(&m->shards[--ready].lock);
+    free(m->shards);
+    free(m);
+    return NULL;
+}
+
+void metrics_free(struct metrics *m)
+{
+    if (!m)
+        return;
+    for (unsigned i = 0; i <= m->n_shards; i++)
+        shard_cleanup(&m->shards[i]);
+    free(m->shards);
+    free(m);
+}
+
+unsigned metrics_shared_shard(const struct metrics *m)
+{
+    return m ? m->n_shards : 0;
+}
+
+/* ---- snapshot --------------------------------------------------------------------------- */
+
+/* Makes room for <more> samples and <more_slots> bucket counters. */
+static enum bsc_err snap_reserve(struct metrics_snapshot *snap, size_t *cap, size_t *bcap,
+                                 size_t *blen, size_t more, size_t more_slots)
+{
+    if (snap->n + more > *cap) {
+        size_t ncap = snap->n + more;
+        struct metrics_sample *v = realloc(snap->samples, ncap * sizeof(*v));
+
+        if (!v)
+            return BSC_ENOMEM;
+        snap->samples = v;
+        *cap = ncap;
+    }
+    if (*blen + more_slots > *bcap) {
+        size_t ncap = *blen + more_slots;
+        uint64_t *b = realloc(snap->bucket_store, ncap * sizeof(*b));
+
+        if (!b)
+            return BSC_ENOMEM;
+        snap->bucket_store = b;
+        *bcap = ncap;
+    }
+    return BSC_OK;
+}
+
+/* Appends a copy of <s> from shard <idx>; its counters go to the bucket store at *<blen>. */
+static void snap_add(struct metrics_snapshot *snap, size_t *blen, const struct series *s,
+                     unsigned idx)
+{
+    struct metrics_sample *out = &snap->samples[snap->n++];
+    size_t slots = slot_count(&families[s->id]);
+
+    memset(out, 0, sizeof(*out));
+    out->id = s->id;
+    for (unsigned i = 0; i < families[s->id].n_labels; i++)
+        out->labels[i] = s->label[i];
+    out->value = s->value;
+    out->count = s->count;
+    out->shard = idx;
+    out->bucket_off = *blen;
+    if (slots)
+        memcpy(snap->bucket_store + *blen, s->buckets, slots * sizeof(uint64_t));
+    *blen += slots;
+}
+
+/* Copies shard <idx> into <snap> under its lock and adds its drop count to *<dropped>. */
+static enum bsc_err snap_shard(struct metrics *m, unsigned idx, struct metrics_snapshot *snap,
+                               size_t *cap, size_t *bcap, size_t *blen, uint64_t *dropped)
+{
+    struct shard *sh = &m->shards[idx];
+    enum bsc_err err;
+
+    pthread_mutex_lock(&sh->lock);
+    err = snap_reserve(snap, cap, bcap, blen, sh->n, sh->n_hist * (METRICS_MAX_BUCKETS + 1));
+    if (!err) {
+        for (size_t i = 0; i < sh->cap; i++)
+            if (sh->slots[i])
+                snap_add(snap, blen, sh->slots[i], idx);
+        *dropped += sh->dropped;
+    }
+    pthread_mutex_unlock(&sh->lock);
+    return err;
+}
+
+/* Family order, then label values bytewise, then shard so that float sums always add in
+ * the same order. */
+static int sample_cmp(const void *pa, const void *pb)
+{
+    const struct metrics_sample *a = pa, *b = pb;
+
+    if (a->id != b->id)
+        return a->id < b->id ? -1 : 1;
+    for (unsigned i = 0; i < families[a->id].n_labels; i++) {
+        int c = strcmp(a->labels[i], b->labels[i]);
+
+        if (c)
+            return c;
+    }
+    return a->shard < b->shard ? -1 : a->shard > b->shard;
+}
+
+static bool same_series(const struct metrics_sample *a, const struct metrics_sample *b)
+{
+    if (a->id != b->id)
+        return false;
+    for (unsigned i = 0; i < families[a->id].n_labels; i++)
+        if (strcmp(a->labels[i], b->labels[i]) != 0)
+            return false;
+    return true;
+}
+
+/* Sums runs of the same series (adjacent once sorted) into their first sample, then points
+ * each histogram at its counters. */
+static void snap_merge(struct metrics_snapshot *snap)
+{
+    size_t w = 0;
+
+    for (size_t r = 0; r < snap->n; r++) {
+        const struct metrics_sample *src = &snap->samples[r];
+        struct metrics_sample *dst = w > 0 ? &snap->samples[w - 1] : NULL;
+        size_t slots = slot_count(&families[src->id]);
+
+        if (!dst || !same_series(dst, src)) {
+            snap->samples[w++] = *src;
+            continue;
+        }
+        dst->value += src->value;
+        dst->count += src->count;
+        for (size_t i = 0; i < slots; i++)
+            snap->bucket_store[dst->bucket_off + i] += snap->bucket_store[src->bucket_off + i];
+    }
+    snap->n = w;
+    for (size_t i = 0; i < snap->n; i++)
+        if (slot_count(&families[snap->samples[i].id]))
+            snap->samples[i].buckets = snap->bucket_store + snap->samples[i].bucket_off;
+}
+
+enum bsc_err metrics_snapshot_take(struct metrics *m, struct metrics_snapshot *snap)
+{
+    size_t cap = 0, bcap = 0, blen = 0;
+    uint64_t dropped = 0;
+    enum bsc_err err = BSC_OK;
+
+    memset(snap, 0, sizeof(*snap));
+    for (unsigned i = 0; !err && i <= m->n_shards; i++)
+        err = snap_shard(m, i, snap, &cap, &bcap, &blen, &dropped);
+    if (!err)
+        err = snap_reserve(snap, &cap, &bcap, &blen, 1, 0);
+    if (err) {
+        metrics_snapshot_cleanup(snap);
+        return err;
+    }
+    /* The drop count is a sample like the others, so it merges with (and sorts among) any
+     * series a caller created for the family. */
+    snap->samples[snap->n++] = (struct metrics_sample){
+        .id = METRIC_METRICS_DROPPED,
+        .value = (double)dropped,
+        .shard = m->n_shards + 1,
+    };
+    qsort(snap->samples, snap->n, sizeof(*snap->samples), sample_cmp);
+    snap_merge(snap);
+    return BSC_OK;
+}
+
+void metrics_snapshot_cleanup(struct metrics_snapshot *snap)
+{
+    BSC_FREE(snap->samples);
+    BSC_FREE(snap->bucket_store);
+    snap->n = 0;
+}

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/* metrics.h -- the process-wide metrics registry: one shard per worker thread plus one for
+ * everybody else, counters, gauges and histograms keyed by (family, label values), summed
+ * across shards when scraped and rendered as Prometheus text (metrics_render, prom.c).
+ * Every family is declared once, in METRICS_FAMILIES below. The registry knows nothing of
+ * HTTP: the /metrics handler calls metrics_render() and sends the buffer.
+ * See docs/internals/metrics.md. */
+#ifndef BSC_METRICS_METRICS_H
+#define BSC_METRICS_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/compat.h"
+#include "core/err.h"
+
+/* A family has 0 to METRICS_MAX_LABELS label names. */
+#define METRICS_MAX_LABELS 3
+/* Distinct series one shard may hold. Past it, an update that would create a series is
+ * dropped and counted in bascule_metrics_dropped_total; existing series keep updating. */
+#define METRICS_MAX_SERIES 10000u
+/* Label values longer than this many bytes are cut (at a UTF-8 character boundary). */
+#define METRICS_LABEL_MAX 128u
+/* The Content-Type of what metrics_render() produces. */
+#define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+/* Upper bounds of a histogram's finite buckets; +Inf comes on top. */
+#define METRICS_MAX_BUCKETS 16u
+
+enum metric_type {
+    METRIC_COUNTER = 0, /* only goes up; metrics_inc() / metrics_inc3() */
+    METRIC_GAUGE,       /* metrics_gauge_set() / metrics_gauge_add(); summed across shards */
+    METRIC_HISTOGRAM,   /* metrics_observe() */
+    METRIC_TYPE_COUNT
+};
+
+/* Bucket layouts a histogram family may use (metrics.c holds the bounds). */
+enum metric_buckets {
+    METRIC_BUCKETS_NONE = 0, /* counters and gauges */
+    METRIC_BUCKETS_LATENCY,  /* seconds, 0.005 .. 120: request duration, TTFT */
+    METRIC_BUCKETS_COUNT
+};
+
+/* Label-name lists for the table below: the count and the names come from one place. */
+#define METRICS_L0()        0, { NULL, NULL, NULL }
+#define METRICS_L1(a)       1, { a, NULL, NULL }
+#define METRICS_L2(a, b)    2, { a, b, NULL }
+#define METRICS_L3(a, b, c) 3, { a, b, c }
+
+/* Every metric family, in exposition order. One entry each:
+ *   X(ID, TYPE, BUCKETS, "name", METRICS_Ln(label names...), "help")
+ * The enum, the names, the help, the types and the label names are all generated from this
+ * list, so they cannot drift; adding a family is adding an entry. Names and label names are
+ * a contract with dashboards and alerts: do not rename. */
+#define METRICS_FAMILIES(X)                                                                    \
+    X(REQUESTS, COUNTER, NONE, "bascule_requests_total", METRICS_L2("route", "outcome"),       \
+      "Client requests by route and final outcome (ok, error, client_abort, ...).")            \
+    X(ATTEMPTS, COUNTER, NONE, "bascule_attempts_total", METRICS_L2("target", "kind"),         \
+      "Upstream attempts by target and result: ok or the normalized failure kind.")            \
+    X(RETRIES, COUNTER, NONE, "bascule_retries_total", METRICS_L1("route"),                    \
+      "Attempts that replayed a request on the same target.")                                  \
+    X(FAILOVERS, COUNTER, NONE, "bascule_failovers_total", METRICS_L1("route"),                \
+      "Attempts moved to an equivalent target after a failure.")                               \
+    X(FALLBACKS, COUNTER, NONE, "bascule_fallbacks_total", METRICS_L1("route"),                \
+      "Attempts moved to an approved fallback model.")                                         \
+    X(BREAKER_STATE, GAUGE, NONE, "bascule_breaker_state", METRICS_L1("target"),               \
+      "Circuit state per target: 0 closed, 1 open, 2 half_open, 3 ramping.")                   \
+    X(BREAKER_TRANSITIONS, COUNTER, NONE, "bascule_breaker_transitions_total",                 \
+      METRICS_L2("target", "to"), "Circuit state changes by target and new state.")            \
+    X(RETRY_BUDGET_REJECTIONS, COUNTER, NONE, "bascule_retry_budget_rejections_total",         \
+      METRICS_L0(), "Retries and failovers refused by the gateway-wide retry budget.")         \
+    X(RETRY_BUDGET_SPENT, COUNTER, NONE, "bascule_retry_budget_spent_total", METRICS_L0(),     \
+      "Retries and failovers granted by the gateway-wide retry budget.")                       \
+    X(REQUEST_DURATION, HISTOGRAM, LATENCY, "bascule_request_duration_seconds",                \
+      METRICS_L1("route"), "Client request duration, head received to last byte sent.")        \
+    X(TTFT, HISTOGRAM, LATENCY, "bascule_ttft_seconds", METRICS_L1("route"),                   \
+      "Time from request head to the first output token sent to the client.")                  \
+    X(UPSTREAM_INFLIGHT, GAUGE, NONE, "bascule_upstream_inflight", METRICS_L1("target"),       \
+      "Upstream transfers in progress per target.")                                            \
+    X(QUEUE_DEPTH, GAUGE, NONE, "bascule_queue_depth", METRICS_L1("target"),                   \
+      "Requests waiting for a target's concurrency slot.")                                     \
+    X(TOKENS, COUNTER, NONE, "bascule_tokens_total", METRICS_L2("route", "direction"),         \
+      "Tokens by route and direction (input, output).")                                        \
+    X(COST, COUNTER, NONE, "bascule_cost_usd_total", METRICS_L1("route"),                      \
+      "Estimated spend in US dollars, from usage and the price table.")                        \
+    X(KEY_COOLDOWNS, COUNTER, NONE, "bascule_key_cooldowns_total",                             \
+      METRICS_L2("provider", "reason"), "Provider API keys put into cooldown, by reason.")     \
+    X(OUTCOMES, COUNTER, NONE, "bascule_outcomes_total",                                       \
+      METRICS_L3("route", "layer", "result"),                                                  \
+      "Request outcomes by checking layer (transport, contract, task) and result.")            \
+    X(CONFIG_RELOADS, COUNTER, NONE, "bascule_config_reloads_total", METRICS_L1("result"),     \
+      "Configuration reloads by result (ok, failed).")                                         \
+    X(CONNECTIONS, GAUGE, NONE, "bascule_connections", METRICS_L0(),                           \
+      "Open client connections.")                                                              \
+    X(METRICS_DROPPED, COUNTER, NONE, "bascule_metrics_dropped_total", METRICS_L0(),           \
+      "Metric updates not recorded: series limit reached, out of memory or invalid value.")
+
+enum metric_id {
+#define X(ID, TYPE, BUCKETS, NAME, LABELS, HELP) METRIC_##ID,
+    METRICS_FAMILIES(X)
+#undef X
+    METRIC_COUNT
+};
+
+/* One family, as declared above. */
+struct metrics_family {
+    const char *name;
+    const char *help;
+    enum metric_type type;
+    unsigned n_labels;
+    const char *label_names[METRICS_MAX_LABELS]; /* NULL past n_labels */
+    enum metric_buckets buckets;
+};
+
+/* Returns the declaration of <id>, or NULL when <id> is out of range. Static storage. */
+const struct metrics_family *metrics_family(enum metric_id id);
+
+/* Returns the finite upper bounds of <id>'s buckets (ascending) and sets *<n>; NULL and 0
+ * for a family that is not a histogram. Static storage. */
+const double *metrics_bucket_bounds(enum metric_id id, size_t *n);
+
+/* "counter", "gauge", "histogram"; "untyped" when out of range. Never NULL. */
+const char *metrics_type_name(enum metric_type type);
+
+struct metrics;
+
+/* Creates the registry with <n_shards> + 1 shards: shard i belongs to worker i, shard
+ * <n_shards> is shared by every other thread (main, reload, health probes). Boot only.
+ * Returns NULL when out of memory or when a mutex cannot be created. Caller owns it. */
+struct metrics *metrics_new(unsigned n_shards);
+/* Frees <m> and every series. No thread may be using it. NULL is fine. */
+void metrics_free(struct metrics *m);
+/* The shard for threads that are not workers (== the n_shards given to metrics_new()); 0
+ * for a NULL <m>. */
+unsigned metrics_shared_shard(const struct metrics *m);
+
+/* Updates. Common rules:
+ *  - <shard> is the calling worker's index, or metrics_shared_shard() from other threads. A
+ *    shard may be used from several threads (each update takes its mutex), but a worker
+ *    should use its own so that updates never contend. An index past the shared shard is
+ *    treated as the shared shard.
+ *  - Label values are borrowed for the call and copied on first use of a series. NULL means
+ *    the empty value. Values past the family's label count are ignored.
+ *  - Never fails loudly: an update that cannot be recorded (series limit, out of memory, a
+ *    non-finite value, a negative counter increment, the wrong call for the family's type)
+ *    is dropped and counted in bascule_metrics_dropped_total.
+ *  - <m> may be NULL: the update is a no-op (handy for unit tests of other modules).
+ *  - Thread-safe, never blocks on I/O, never calls back. */
+
+/* Adds <v> (>= 0) to counter <id>; on a gauge it behaves as metrics_gauge_add(). */
+void metrics_inc(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                 const char *l2, double v);
+/* metrics_inc() for a family with three labels (bascule_outcomes_total). */
+void metrics_inc3(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                  const char *l2, const char *l3, double v);
+/* Sets this shard's contribution to gauge <id>. The exported value is the sum over shards,
+ * so a process-wide quantity (bascule_breaker_state) must always be set on the same shard,
+ * normally metrics_shared_shard(). */
+void metrics_gauge_set(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                       const char *l2, double v);
+/* Adds <v> (may be negative) to this shard's contribution to gauge <id>. */
+void metrics_gauge_add(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                       const char *l2, double v);
+/* Records one observation <value> in histogram <id>. A bucket counts values <= its bound. */
+void metrics_observe(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                     const char *l2, double value);
+
+/* A series summed over all shards. */
+struct metrics_sample {
+    enum metric_id id;
+    /* Borrowed from the registry (valid until metrics_free()); "" for an empty value, NULL
+     * past the family's label count. */
+    const char *labels[METRICS_MAX_LABELS];
+    double value;             /* counter or gauge; for a histogram the sum of observations */
+    uint64_t count;           /* histogram: number of observations */
+    const uint64_t *buckets;  /* histogram: per-bucket (not cumulative) counts, finite bounds
+                               * then +Inf; points into the snapshot. NULL otherwise. */
+    /* Internal to metrics.c: the sort tie-break and where the counters sit while the
+     * snapshot is built. */
+    unsigned shard;
+    size_t bucket_off;
+};
+
+struct metrics_snapshot {
+    struct metrics_sample *samples; /* owned; sorted by family, then label values */
+    size_t n;
+    uint64_t *bucket_store;         /* owned; what samples[].buckets point into */
+};
+
+/* Copies every series of <m> into <snap>, summed across shards, families in declaration
+ * order and series sorted bytewise by label values. bascule_metrics_dropped_total is always
+ * present. Each shard is locked once, for the time of a copy. Returns BSC_OK, or
+ * BSC_ENOMEM with <snap> empty. Release with metrics_snapshot_cleanup(). */
+enum bsc_err metrics_snapshot_take(struct metrics *m, struct metrics_snapshot *snap);
+/* Frees what <snap> owns; <snap> is empty afterwards. */
+void metrics_snapshot_cleanup(struct metrics_snapshot *snap);
+
+/* Appends the Prometheus text exposition (format 0.0.4) of <m> to <out>: HELP and TYPE for
+ * every family in declaration order, then its series; histograms as cumulative _bucket
+ * lines with le="+Inf", _sum and _count. A family without labels always has a sample (0
+ * before any update). Returns BSC_OK; BSC_ENOMEM, or BSC_ELIMIT when <out>'s maximum is
+ * reached, with <out> unchanged. Thread-safe; never calls back. Implemented in prom.c. */
+enum bsc_err metrics_render(struct metrics *m, struct bsc_buf *out);
+
+#endif

@@ -1,0 +1,517 @@
+/* SPDX-License-Identifier: MIT */
+/* openai_errors.c -- classifies OpenAI-style error responses and stream error events into
+ * enum fail_kind (providers.md §1.7, §5, §6). The body is parsed with a bounded json-c
+ * tokener and never trusted: any shape, size or encoding problem degrades to "classify by
+ * status". Dialects are rows in the profile tables below. Does not decide what to do about
+ * a failure (router/taxonomy.c) nor read headers off the wire (the adapter passes them).
+ * See docs/internals/taxonomy.md. */
+#include "providers/openai_errors.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "core/compat.h"
+#include "core/str.h"
+#include "providers/retry_after.h"
+#include "router/taxonomy.h"
+
+/* Error bodies are small; a larger one is not worth parsing (it is classified by status). */
+#define ERR_BODY_MAX 65536
+#define ERR_JSON_DEPTH 16
+
+/* ---- profiles: the dialects, as data ------------------------------------------------------ */
+
+static const struct prov_err_rule deepseek_rules[] = {
+    {402, NULL, NULL, FAIL_QUOTA_EXHAUSTED}, /* "Insufficient Balance" */
+    {422, NULL, NULL, FAIL_INVALID_REQUEST}, /* "Invalid Parameters" */
+};
+
+static const struct prov_err_rule mistral_rules[] = {
+    /* The service tier is full, not our account's limit: capacity, fail over. */
+    {429, NULL, "capacity exceeded", FAIL_OVERLOADED},
+};
+
+static const struct prov_err_rule groq_rules[] = {
+    /* One request above the key's TPM: a rate limit that waiting does not cure. */
+    {413, NULL, "tokens per min", FAIL_RATE_LIMITED},
+    {413, "rate_limit_exceeded", NULL, FAIL_RATE_LIMITED},
+    {0, "capacity_exceeded", NULL, FAIL_OVERLOADED}, /* 498, flex tier full */
+};
+
+static const struct prov_err_rule openrouter_rules[] = {
+    {403, NULL, "moderation", FAIL_CONTENT_POLICY},
+    {403, NULL, "flagged", FAIL_CONTENT_POLICY},
+    {402, NULL, NULL, FAIL_QUOTA_EXHAUSTED}, /* out of credits */
+};
+
+#define PROFILE(nm, host, rules) {(nm), (host), (rules), BSC_ARRAY_LEN(rules)}
+static const struct prov_openai_profile profiles[] = {
+    {"openai", "api.openai.com", NULL, 0}, /* first: the default */
+    PROFILE("deepseek", "api.deepseek.com", deepseek_rules),
+    PROFILE("mistral", "api.mistral.ai", mistral_rules),
+    PROFILE("groq", "api.groq.com", groq_rules),
+    PROFILE("openrouter", "openrouter.ai", openrouter_rules),
+};
+#undef PROFILE
+
+/* Overrides every dialect shares, tried after the profile's (providers.md §6.5 step 3). */
+static const struct prov_err_rule generic_rules[] = {
+    {0, "insufficient_quota", NULL, FAIL_QUOTA_EXHAUSTED},
+    {0, "billing_hard_limit_reached", NULL, FAIL_QUOTA_EXHAUSTED},
+    {0, "billing_not_active", NULL, FAIL_QUOTA_EXHAUSTED},
+    {0, "credit_balance_exhausted", NULL, FAIL_QUOTA_EXHAUSTED},
+    {0, "organization_spend_limit_exceeded", NULL, FAIL_QUOTA_EXHAUSTED},
+    {0, "project_spend_limit_exceeded", NULL, FAIL_QUOTA_EXHAUSTED},
+    {0, "billing_error", NULL, FAIL_QUOTA_EXHAUSTED},
+    {429, NULL, "exceeded your current quota", FAIL_QUOTA_EXHAUSTED},
+    {0, "context_length_exceeded", NULL, FAIL_CONTEXT_OVERFLOW},
+    {0, "content_policy_violation", NULL, FAIL_CONTENT_POLICY},
+    {0, "content_filter", NULL, FAIL_CONTENT_POLICY},
+    {0, "ResponsibleAIPolicyViolation", NULL, FAIL_CONTENT_POLICY},
+    {0, "model_not_found", NULL, FAIL_NOT_FOUND},
+    {0, "DeploymentNotFound", NULL, FAIL_NOT_FOUND},
+    {0, "invalid_api_key", NULL, FAIL_AUTH},
+};
+
+/* Context-overflow wording (providers.md §6.4); a row matches when both parts occur. */
+static const struct {
+    const char *a, *b;
+} overflow_phrases[] = {
+    {"maximum context length", NULL},
+    {"prompt is too long", NULL},
+    {"exceeds the maximum number of tokens allowed", NULL},
+    {"input token count", "exceeds"},
+    {"range of input length should be", NULL},
+    {"exceed context limit", NULL},
+    {"maximum context limit", NULL},
+    {"is longer than the model's context length", NULL},
+    {"input tokens exceed the configured limit", NULL},
+    {"exceeds the available context size", NULL},
+    {"current length is", "while limit is"},
+    {"maximum input length is", NULL},
+};
+
+/* Parameter errors and TPM limits that use overflow-like words but are not overflow. */
+static const char *const overflow_exclusions[] = {
+    "string too long",
+    "tokens per min",
+    "rate limit",
+};
+
+/* For errors without a usable status (hidden in a 200, stream events): code/type -> kind. */
+static const struct {
+    const char *code;
+    enum fail_kind kind;
+} code_kinds[] = {
+    {"rate_limit_exceeded", FAIL_RATE_LIMITED},
+    {"rate_limit_error", FAIL_RATE_LIMITED},
+    {"rate_limited", FAIL_RATE_LIMITED},
+    {"slow_down", FAIL_RATE_LIMITED},
+    {"server_is_overloaded", FAIL_OVERLOADED},
+    {"overloaded_error", FAIL_OVERLOADED},
+    {"overloaded", FAIL_OVERLOADED},
+    {"service_unavailable", FAIL_OVERLOADED},
+    {"server_error", FAIL_SERVER_ERROR},
+    {"api_error", FAIL_SERVER_ERROR},
+    {"internal_error", FAIL_SERVER_ERROR},
+    {"internal_server_error", FAIL_SERVER_ERROR},
+    {"timeout_error", FAIL_TIMEOUT},
+    {"timeout", FAIL_TIMEOUT},
+    {"request_timeout", FAIL_TIMEOUT},
+    {"invalid_request_error", FAIL_INVALID_REQUEST},
+    {"BadRequestError", FAIL_INVALID_REQUEST},
+    {"authentication_error", FAIL_AUTH},
+    {"permission_error", FAIL_PERMISSION},
+    {"permission_denied", FAIL_PERMISSION},
+    {"not_found_error", FAIL_NOT_FOUND},
+    {"NotFoundError", FAIL_NOT_FOUND},
+};
+
+const struct prov_openai_profile *prov_openai_profile_find(struct bsc_str name)
+{
+    for (size_t i = 0; i < BSC_ARRAY_LEN(profiles); i++) {
+        if (bsc_str_ieq(name, bsc_str_cstr(profiles[i].name)))
+            return &profiles[i];
+    }
+    return NULL;
+}
+
+/* The host part of a URL: after "scheme://" and any "userinfo@", before ':', '/', '?'. */
+static struct bsc_str url_host(struct bsc_str url)
+{
+    const char *end = url.p + url.len, *p = url.p, *h;
+
+    for (const char *q = url.p; q + 3 <= end; q++) {
+        if (memcmp(q, "://", 3) == 0) {
+            p = q + 3;
+            break;
+        }
+    }
+    h = p;
+    for (const char *q = p; q < end && *q != '/' && *q != '?' && *q != '#'; q++) {
+        if (*q == '@')
+            h = q + 1;
+    }
+    p = h;
+    while (p < end && *p != ':' && *p != '/' && *p != '?' && *p != '#')
+        p++;
+    return bsc_str_make(h, (size_t)(p - h));
+}
+
+/* <host> is <domain> or a subdomain of it. */
+static bool host_in_domain(struct bsc_str host, struct bsc_str domain)
+{
+    struct bsc_str tail;
+
+    if (host.len < domain.len)
+        return false;
+    tail = bsc_str_make(host.p + host.len - domain.len, domain.len);
+    if (!bsc_str_ieq(tail, domain))
+        return false;
+    return host.len == domain.len || host.p[host.len - domain.len - 1] == '.';
+}
+
+const struct prov_openai_profile *prov_openai_profile_for_url(struct bsc_str base_url)
+{
+    struct bsc_str host = url_host(base_url);
+
+    for (size_t i = 0; host.len && i < BSC_ARRAY_LEN(profiles); i++) {
+        if (profiles[i].host && host_in_domain(host, bsc_str_cstr(profiles[i].host)))
+            return &profiles[i];
+    }
+    return &profiles[0];
+}
+
+/* ---- the error object ---------------------------------------------------------------------- */
+
+/* What was found in a body or event. Slices borrow from the json tree. */
+struct err_fields {
+    bool present;          /* an `error` object or string, or a flat {"object":"error"} */
+    struct bsc_str code, type, message;
+    char code_num[24];     /* an integer code as text; <code> then points here */
+    int status_hint;       /* an integer or all-digit code in 400..599; 0 = none */
+};
+
+static bool is_2xx(int status)
+{
+    return status >= 200 && status <= 299;
+}
+
+static char lower(char c)
+{
+    return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+/* <needle> (lower case, non-empty) occurs in <hay>, ASCII case-insensitively. */
+static bool contains_icase(struct bsc_str hay, const char *needle)
+{
+    size_t n = strlen(needle);
+
+    for (size_t i = 0; i + n <= hay.len; i++) {
+        size_t k = 0;
+
+        while (k < n && lower(hay.p[i + k]) == needle[k])
+            k++;
+        if (k == n)
+            return true;
+    }
+    return false;
+}
+
+static struct bsc_str json_str(struct json_object *o)
+{
+    if (!o || !json_object_is_type(o, json_type_string))
+        return BSC_STR_NULL;
+    return bsc_str_make(json_object_get_string(o), (size_t)json_object_get_string_len(o));
+}
+
+static struct json_object *json_get(struct json_object *o, const char *key)
+{
+    struct json_object *v = NULL;
+
+    if (!o || !json_object_is_type(o, json_type_object))
+        return NULL;
+    if (!json_object_object_get_ex(o, key, &v))
+        return NULL;
+    return v; /* NULL for a JSON null */
+}
+
+/* Parses at most ERR_BODY_MAX bytes of <s> as one JSON value; NULL when it is not JSON,
+ * too big, too deep, or memory ran out. The caller puts the result. */
+static struct json_object *parse_bounded(struct bsc_str s)
+{
+    struct json_tokener *tok;
+    struct json_object *root;
+
+    if (s.len >= 3 && memcmp(s.p, "\xef\xbb\xbf", 3) == 0)
+        s = bsc_str_make(s.p + 3, s.len - 3);
+    /* DeepSeek sends blank lines while a request waits; skip all leading whitespace. */
+    while (s.len && (s.p[0] == ' ' || s.p[0] == '\t' || s.p[0] == '\r' || s.p[0] == '\n'))
+        s = bsc_str_make(s.p + 1, s.len - 1);
+    if (s.len == 0 || s.len > ERR_BODY_MAX || (s.p[0] != '{' && s.p[0] != '['))
+        return NULL;
+    tok = json_tokener_new_ex(ERR_JSON_DEPTH);
+    if (!tok)
+        return NULL;
+    root = json_tokener_parse_ex(tok, s.p, (int)s.len);
+    if (json_tokener_get_error(tok) != json_tokener_success) {
+        json_object_put(root);
+        root = NULL;
+    }
+    json_tokener_free(tok);
+    return root;
+}
+
+static int status_from_digits(struct bsc_str s)
+{
+    unsigned long long v;
+
+    if (s.len == 0 || s.len > 3 || !bsc_str_to_u64(s, &v))
+        return 0;
+    return v >= 400 && v <= 599 ? (int)v : 0;
+}
+
+/* Reads code, type and message from the error object <e>. */
+static void read_fields(struct json_object *e, struct err_fields *f)
+{
+    struct json_object *code = json_get(e, "code");
+
+    f->type = json_str(json_get(e, "type"));
+    f->message = json_str(json_get(e, "message"));
+    if (f->message.len == 0)
+        f->message = json_str(json_get(e, "detail")); /* FastAPI-based servers */
+    if (code && json_object_is_type(code, json_type_int)) {
+        int64_t v = json_object_get_int64(code);
+
+        snprintf(f->code_num, sizeof(f->code_num), "%lld", (long long)v);
+        f->code = bsc_str_cstr(f->code_num);
+        f->status_hint = v >= 400 && v <= 599 ? (int)v : 0;
+    } else {
+        f->code = json_str(code);
+        f->status_hint = status_from_digits(f->code);
+    }
+}
+
+/* Finds the error in <root>. With <top_level_ok> (an error status), a body without an
+ * `error` key still lends its top-level message/code/type (DashScope-like shapes). */
+static void find_error(struct json_object *root, bool top_level_ok, struct err_fields *f)
+{
+    struct json_object *err;
+
+    memset(f, 0, sizeof(*f));
+    if (root && json_object_is_type(root, json_type_array) &&
+        json_object_array_length(root) > 0)
+        root = json_object_array_get_idx(root, 0); /* Google-style [{"error":...}] */
+    if (!root || !json_object_is_type(root, json_type_object))
+        return;
+    err = json_get(root, "error");
+    if (err && json_object_is_type(err, json_type_object)) {
+        f->present = true;
+        read_fields(err, f);
+    } else if (err && json_object_is_type(err, json_type_string)) {
+        f->present = true;
+        f->message = json_str(err);
+    } else if (bsc_str_eq(json_str(json_get(root, "object")), BSC_STR("error"))) {
+        f->present = true; /* vLLM's old flat shape */
+        read_fields(root, f);
+    } else if (top_level_ok) {
+        read_fields(root, f);
+    }
+}
+
+/* ---- the decision ---------------------------------------------------------------------------- */
+
+static bool rule_matches(const struct prov_err_rule *r, int status, const struct err_fields *f)
+{
+    if (r->status && r->status != status)
+        return false;
+    if (r->code) {
+        struct bsc_str c = bsc_str_cstr(r->code);
+
+        if (!bsc_str_ieq(f->code, c) && !bsc_str_ieq(f->type, c))
+            return false;
+    }
+    return !r->needle || contains_icase(f->message, r->needle);
+}
+
+static enum fail_kind match_rules(const struct prov_err_rule *rules, size_t n, int status,
+                                  const struct err_fields *f)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (rule_matches(&rules[i], status, f))
+            return rules[i].kind;
+    }
+    return FAIL_KIND_COUNT;
+}
+
+/* providers.md §6.4: wording, never on a 429 or a 5xx, with LiteLLM's exclusions. */
+static bool overflow_by_message(int status, const struct err_fields *f)
+{
+    if (status == 429 || status >= 500 || f->message.len == 0)
+        return false;
+    if (bsc_str_ieq(f->code, BSC_STR("string_above_max_length")))
+        return false;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(overflow_exclusions); i++) {
+        if (contains_icase(f->message, overflow_exclusions[i]))
+            return false;
+    }
+    for (size_t i = 0; i < BSC_ARRAY_LEN(overflow_phrases); i++) {
+        if (contains_icase(f->message, overflow_phrases[i].a) &&
+            (!overflow_phrases[i].b || contains_icase(f->message, overflow_phrases[i].b)))
+            return true;
+    }
+    return false;
+}
+
+static enum fail_kind kind_from_code(const struct err_fields *f)
+{
+    for (size_t i = 0; i < BSC_ARRAY_LEN(code_kinds); i++) {
+        if (bsc_str_ieq(f->code, bsc_str_cstr(code_kinds[i].code)))
+            return code_kinds[i].kind;
+    }
+    for (size_t i = 0; i < BSC_ARRAY_LEN(code_kinds); i++) {
+        if (bsc_str_ieq(f->type, bsc_str_cstr(code_kinds[i].code)))
+            return code_kinds[i].kind;
+    }
+    return FAIL_KIND_COUNT;
+}
+
+static enum fail_kind decide(int status, const struct err_fields *f,
+                             const struct prov_openai_profile *profile)
+{
+    int eff = status;
+    enum fail_kind kind;
+
+    /* In a 200 (or with no status) the error's own integer code is the real status. */
+    if ((is_2xx(status) || status < 100) && f->status_hint)
+        eff = f->status_hint;
+    kind = match_rules(profile->rules, profile->n_rules, eff, f);
+    if (kind != FAIL_KIND_COUNT)
+        return kind;
+    kind = match_rules(generic_rules, BSC_ARRAY_LEN(generic_rules), eff, f);
+    if (kind != FAIL_KIND_COUNT)
+        return kind;
+    if (overflow_by_message(eff, f))
+        return FAIL_CONTEXT_OVERFLOW;
+    if (eff >= 100 && !is_2xx(eff))
+        return fail_kind_from_status(eff);
+    kind = kind_from_code(f);
+    return kind != FAIL_KIND_COUNT ? kind : FAIL_UNKNOWN;
+}
+
+static void copy_fields(const struct err_fields *f, struct fail_info *out)
+{
+    fail_copy_text(out->code, sizeof(out->code), f->code);
+    fail_copy_text(out->type, sizeof(out->type), f->type);
+    fail_copy_text(out->message, sizeof(out->message), f->message);
+}
+
+/* A message for logs when the body was not a JSON error: a note for HTML pages (CDN
+ * error pages are long and useless), the text itself otherwise (Envoy, nginx, ...). */
+static void describe_raw_body(const struct prov_err_input *in, struct fail_info *out)
+{
+    struct bsc_str body = bsc_str_trim(in->body);
+
+    if (contains_icase(in->content_type, "html") || (body.len && body.p[0] == '<')) {
+        fail_copy_text(out->message, sizeof(out->message),
+                       BSC_STR("upstream returned an HTML error page"));
+        return;
+    }
+    fail_copy_text(out->message, sizeof(out->message), body);
+}
+
+void prov_openai_classify_profile(const struct prov_err_input *in,
+                                  const struct prov_openai_profile *profile,
+                                  struct fail_info *out)
+{
+    bool hidden = is_2xx(in->status);
+    struct json_object *root;
+    struct err_fields f;
+
+    if (!profile)
+        profile = &profiles[0];
+    fail_info_init(out);
+    out->status = in->status;
+    root = parse_bounded(in->body);
+    find_error(root, !hidden, &f);
+    if (hidden && !f.present) {
+        json_object_put(root);
+        return; /* a normal 2xx */
+    }
+    out->kind = decide(in->status, &f, profile);
+    copy_fields(&f, out);
+    if (!root && !hidden)
+        describe_raw_body(in, out);
+    out->retry_after_ms = prov_parse_retry_after(in->retry_after, in->retry_after_ms,
+                                                 in->now_wall_ms);
+    if (out->retry_after_ms < 0)
+        out->retry_after_ms = prov_parse_retry_hint_text(f.message);
+    json_object_put(root);
+}
+
+void prov_openai_classify(const struct prov_err_input *in, struct fail_info *out)
+{
+    prov_openai_classify_profile(in, NULL, out);
+}
+
+/* A choice with finish_reason "error" (OpenRouter's terminal chunk). */
+static bool has_error_finish(struct json_object *root)
+{
+    struct json_object *choices = json_get(root, "choices");
+    size_t n;
+
+    if (!choices || !json_object_is_type(choices, json_type_array))
+        return false;
+    n = json_object_array_length(choices);
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *fr = json_get(json_object_array_get_idx(choices, i), "finish_reason");
+
+        if (bsc_str_eq(json_str(fr), BSC_STR("error")))
+            return true;
+    }
+    return false;
+}
+
+bool prov_openai_classify_event_profile(struct bsc_str data,
+                                        const struct prov_openai_profile *profile,
+                                        struct fail_info *out)
+{
+    struct json_object *root;
+    struct err_fields f;
+    bool finish_error;
+
+    if (!profile)
+        profile = &profiles[0];
+    fail_info_init(out);
+    root = parse_bounded(data); /* "[DONE]" and other non-objects come back NULL */
+    if (!root || !json_object_is_type(root, json_type_object)) {
+        json_object_put(root);
+        return false;
+    }
+    find_error(root, false, &f);
+    finish_error = has_error_finish(root);
+    if (!f.present && !finish_error) {
+        json_object_put(root);
+        return false;
+    }
+    out->status = 200;
+    out->kind = f.present ? decide(200, &f, profile) : FAIL_SERVER_ERROR;
+    if (out->kind == FAIL_UNKNOWN && finish_error)
+        out->kind = FAIL_SERVER_ERROR; /* the upstream itself ended the stream in error */
+    copy_fields(&f, out);
+    if (!f.present)
+        fail_copy_text(out->message, sizeof(out->message),
+                       BSC_STR("the upstream ended the stream with finish_reason \"error\""));
+    out->retry_after_ms = prov_parse_retry_hint_text(f.message);
+    json_object_put(root);
+    return true;
+}
+
+bool prov_openai_classify_event(struct bsc_str data, struct fail_info *out)
+{
+    return prov_openai_classify_event_profile(data, NULL, out);
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/* openai_errors.h -- the error classifier for the `openai` and `openai_compatible` provider
+ * kinds: HTTP status + body (error.code / error.type / message) + retry headers -> one
+ * struct fail_info (DESIGN §4, providers.md §6). Upstream dialects (DeepSeek, Mistral, Groq,
+ * OpenRouter, ...) are profiles: tables of rules tried before the generic ones, so adding
+ * one is data, not code. Pure: no I/O, no clock (the wall time is an input), no globals.
+ * Design notes: docs/internals/taxonomy.md. */
+#ifndef BSC_PROVIDERS_OPENAI_ERRORS_H
+#define BSC_PROVIDERS_OPENAI_ERRORS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/compat.h"
+#include "core/str.h"
+#include "router/taxonomy.h"
+
+/* What an adapter saw of a failed (or suspicious 200) response. Every slice is borrowed
+ * for the duration of the call only; empty = absent. */
+struct prov_err_input {
+    int status;                    /* upstream HTTP status */
+    struct bsc_str body;           /* the response body (may be cut short: then unparsable) */
+    struct bsc_str content_type;   /* the Content-Type header value */
+    struct bsc_str retry_after;    /* the Retry-After header value */
+    struct bsc_str retry_after_ms; /* retry-after-ms (or Azure x-ms-retry-after-ms) */
+    uint64_t now_wall_ms;          /* wall clock, for an HTTP-date Retry-After */
+};
+
+/* One override rule: when every set field matches, the failure is <kind>. */
+struct prov_err_rule {
+    int status;         /* the (effective) HTTP status; 0 = any */
+    const char *code;   /* equals error.code or error.type, ASCII case-insensitive; NULL = any */
+    const char *needle; /* lower-case substring of error.message, case-insensitive; NULL = any */
+    enum fail_kind kind;
+};
+
+/* An upstream dialect of the OpenAI wire format. */
+struct prov_openai_profile {
+    const char *name;                  /* "openai", "deepseek", ... */
+    const char *host;                  /* base_url host (or a parent domain) that selects it;
+                                          NULL: selected only by name */
+    const struct prov_err_rule *rules; /* tried first, in order; the first match wins */
+    size_t n_rules;
+};
+
+/* The profile named <name> (ASCII case-insensitive), or NULL. Static data, never freed. */
+const struct prov_openai_profile *prov_openai_profile_find(struct bsc_str name);
+
+/* The profile for a provider's <base_url> by its host ("https://api.deepseek.com/v1" ->
+ * deepseek); the plain "openai" profile when no other matches. Never NULL. */
+const struct prov_openai_profile *prov_openai_profile_for_url(struct bsc_str base_url);
+
+/* Classifies one response with the plain OpenAI profile; see prov_openai_classify_profile. */
+void prov_openai_classify(const struct prov_err_input *in, struct fail_info *out);
+
+/* Classifies one response into *<out> (always fully written). Order (providers.md §6.5):
+ * the body is parsed leniently and never trusted (OpenAI {"error":{...}}, a bare
+ * {"error":"text"}, vLLM's flat {"object":"error",...}, a one-element array, an integer
+ * code); then <profile>'s rules, the generic overrides (quota and billing codes,
+ * context_length_exceeded and the §6.4 message patterns, content-policy codes,
+ * model_not_found, invalid_api_key), then the status map (fail_kind_from_status). A 2xx
+ * status is an error only when the body carries a non-null `error` object (errors hidden in
+ * a 200): its integer code or code/type then decide, FAIL_UNKNOWN when nothing does; a 2xx
+ * without one is FAIL_NONE. An HTML or unparsable body is classified by the status alone.
+ * out->retry_after_ms comes from the headers (prov_parse_retry_after), else from "try again
+ * in Ns" in the message, else -1. <profile> NULL means plain OpenAI. Allocates only inside
+ * the JSON parser (released before return); on allocation failure the body is treated as
+ * unparsable. */
+void prov_openai_classify_profile(const struct prov_err_input *in,
+                                  const struct prov_openai_profile *profile,
+                                  struct fail_info *out);
+
+/* Examines one SSE data payload of an OpenAI-style stream. Returns true, with *<out>
+ * filled (status 200, kind from the error's code/type/integer code, FAIL_UNKNOWN when
+ * nothing matches), when the JSON carries a non-null `error` (or is a flat
+ * {"object":"error"}), or when a choice has finish_reason "error" (FAIL_SERVER_ERROR unless
+ * an error object says otherwise). Returns false, *<out> reset to FAIL_NONE, for a normal
+ * chunk, "[DONE]" and anything that is not JSON (framing problems are the SSE layer's).
+ * Uses the plain OpenAI profile, or <profile> with the _profile variant. */
+bool prov_openai_classify_event(struct bsc_str data, struct fail_info *out);
+bool prov_openai_classify_event_profile(struct bsc_str data,
+                                        const struct prov_openai_profile *profile,
+                                        struct fail_info *out);
+
+#endif

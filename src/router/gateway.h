@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* gateway.h -- the process-wide object: workers, the config path, and the state that
+ * outlives one request and is shared by every worker (keys, breakers, stats, budget). */
+#ifndef BSC_ROUTER_GATEWAY_H
+#define BSC_ROUTER_GATEWAY_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "router/worker.h"
+
+struct hstate;
+
+struct gateway {
+    const char *config_path; /* borrowed from argv */
+    struct worker *workers;  /* owned array */
+    unsigned n_workers;
+    struct hstate *hs;       /* owned: shared health and routing state */
+    uint64_t started_ms;     /* wall clock */
+    atomic_ullong reloads_ok, reloads_failed;
+};
+
+#endif

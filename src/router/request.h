@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* request.h -- the lifecycle of one proxied LLM request: the state machine of DESIGN §3,
+ * the only owner of retries. The api layer parses and validates the client's request
+ * into a struct chat_in and hands it over; from then on the request belongs to the
+ * router until its access-log line is written. See docs/internals/request-lifecycle.md. */
+#ifndef BSC_ROUTER_REQUEST_H
+#define BSC_ROUTER_REQUEST_H
+
+#include <stdbool.h>
+
+#include <json-c/json.h>
+
+#include "config/config.h"
+#include "core/str.h"
+#include "router/worker.h"
+#include "server/server.h"
+
+/* What the api layer extracted from the client's request. */
+struct chat_in {
+    struct cfg *cfg;                /* a ref, taken over by the router */
+    const struct cfg_route *route;  /* borrowed from <cfg> */
+    struct json_object *json;       /* owned; taken over by the router */
+    struct bsc_str body;            /* the raw body, borrowed from the srv_req */
+    struct bsc_str model_span;      /* the raw "model" value inside <body> */
+    bool stream;
+    bool include_usage;
+};
+
+/* Starts the request on <w>. Takes ownership of in->cfg's ref and in->json. Always
+ * answers <sreq> eventually (or sees it aborted). */
+void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in);
+
+#endif

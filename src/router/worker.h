@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* worker.h -- one worker: a thread with its own libuv loop, its own listener socket
+ * (SO_REUSEPORT) and its own libcurl multi. Shared-nothing except the config snapshot
+ * pointer and the process-wide health state (router/state.h). */
+#ifndef BSC_ROUTER_WORKER_H
+#define BSC_ROUTER_WORKER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "config/config.h"
+#include "server/server.h"
+#include "upstream/upstream.h"
+
+struct gateway; /* the process: config, health state, metrics (router/gateway.h) */
+
+struct worker {
+    unsigned idx;
+    uv_loop_t loop;
+    uv_thread_t thread;
+    uv_async_t wake;           /* main -> worker: reload limits, drain, stop */
+    atomic_uint pending;       /* WORKER_CMD_* bits set by main before waking */
+    struct srv *srv;           /* owned */
+    struct up_multi *up;       /* owned */
+    struct gateway *gw;        /* borrowed */
+    size_t inflight;           /* requests being handled on this loop */
+    bool draining;
+    bool drained;              /* the server reported every connection closed */
+    uv_timer_t drain_timer;
+};
+
+enum worker_cmd {
+    WORKER_CMD_RELOAD = 1u << 0,
+    WORKER_CMD_DRAIN = 1u << 1,
+    WORKER_CMD_STOP = 1u << 2
+};
+
+#endif

@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: MIT */
+/* h1_parse.c -- a thin, pure wrapper over http-parser for one request at a time. It copies
+ * the URL and header fields once into a bounded head buffer, de-chunks the body into a
+ * bounded body buffer, counts head bytes itself (http_parser_set_max_header_size is
+ * process-wide) and classifies failures into enum srv__h1_err. It does no I/O and reads no
+ * clock, so it is fuzzed on its own (tests/fuzz/fuzz_http_request.c). Trailers are
+ * counted against the head limit and dropped. See docs/internals/server.md. */
+#include <http_parser.h>
+
+#include "core/buf.h"
+#include "core/compat.h"
+#include "core/str.h"
+#include "server/internal.h"
+
+enum { CB_NONE = 0, CB_FIELD, CB_VALUE };
+
+/* Head bytes not reported by callbacks, for canonical formatting: the request line's two
+ * spaces, "HTTP/1.1" and CRLF; ": " and CRLF per field; the empty line. */
+#define LINE_EXTRA  12u
+#define FIELD_EXTRA 4u
+#define END_EXTRA   2u
+
+static struct srv__h1 *h1_of(http_parser *hp)
+{
+    return hp->data;
+}
+
+/* Records the first failure; returns non-zero so http-parser stops. */
+static int fail(struct srv__h1 *h, enum srv__h1_err err, const char *why)
+{
+    if (!h->err) {
+        h->err = err;
+        h->why = why;
+    }
+    return -1;
+}
+
+static int count_head(struct srv__h1 *h, size_t n)
+{
+    if (n > h->max_head || h->head_bytes > h->max_head - n)
+        return fail(h, SRV__H1_E_HEAD_TOO_LARGE, "request line and headers are too large");
+    h->head_bytes += (uint32_t)n;
+    return 0;
+}
+
+static int keep(struct srv__h1 *h, const char *at, size_t len)
+{
+    enum bsc_err err = bsc_buf_append(&h->head, at, len);
+
+    if (err == BSC_ENOMEM)
+        return fail(h, SRV__H1_E_NOMEM, "out of memory");
+    if (err)
+        return fail(h, SRV__H1_E_HEAD_TOO_LARGE, "request line and headers are too large");
+    return 0;
+}
+
+static int on_url(http_parser *hp, const char *at, size_t len)
+{
+    struct srv__h1 *h = h1_of(hp);
+
+    if (h->head_bytes == 0 && count_head(h, strlen(http_method_str(hp->method)) + LINE_EXTRA))
+        return -1;
+    if (count_head(h, len) || keep(h, at, len))
+        return -1;
+    h->url_len += (uint32_t)len;
+    return 0;
+}
+
+static int add_field(struct srv__h1 *h)
+{
+    struct srv__h1_hdr *hdr;
+
+    if (h->n_hdrs == SRV__H1_MAX_HEADERS)
+        return fail(h, SRV__H1_E_HEAD_TOO_LARGE, "too many header fields");
+    if (h->n_hdrs == h->hdrs_cap) {
+        uint32_t cap = h->hdrs_cap ? h->hdrs_cap * 2 : 16;
+        struct srv__h1_hdr *p = realloc(h->hdrs, cap * sizeof(*p));
+
+        if (!p)
+            return fail(h, SRV__H1_E_NOMEM, "out of memory");
+        h->hdrs = p;
+        h->hdrs_cap = cap;
+    }
+    hdr = &h->hdrs[h->n_hdrs++];
+    hdr->name_off = (uint32_t)h->head.len;
+    hdr->name_len = 0;
+    hdr->value_off = (uint32_t)h->head.len;
+    hdr->value_len = 0;
+    return 0;
+}
+
+static int on_header_field(http_parser *hp, const char *at, size_t len)
+{
+    struct srv__h1 *h = h1_of(hp);
+    bool first = h->last_cb != CB_FIELD;
+
+    h->last_cb = CB_FIELD;
+    if (first && count_head(h, FIELD_EXTRA))
+        return -1;
+    if (count_head(h, len))
+        return -1;
+    if (h->head_done) /* a trailer: counted, not kept */
+        return 0;
+    if (first && add_field(h))
+        return -1;
+    if (keep(h, at, len))
+        return -1;
+    h->hdrs[h->n_hdrs - 1].name_len += (uint32_t)len;
+    return 0;
+}
+
+static int on_header_value(http_parser *hp, const char *at, size_t len)
+{
+    struct srv__h1 *h = h1_of(hp);
+    struct srv__h1_hdr *hdr;
+
+    if (count_head(h, len))
+        return -1;
+    if (h->head_done) {
+        h->last_cb = CB_VALUE;
+        return 0;
+    }
+    hdr = &h->hdrs[h->n_hdrs - 1];
+    if (h->last_cb != CB_VALUE) {
+        hdr->value_off = (uint32_t)h->head.len;
+        hdr->value_len = 0;
+    }
+    h->last_cb = CB_VALUE;
+    if (keep(h, at, len))
+        return -1;
+    hdr->value_len += (uint32_t)len;
+    return 0;
+}
+
+/* http-parser strips leading whitespace from values but not trailing. */
+static void trim_values(struct srv__h1 *h)
+{
+    for (uint32_t i = 0; i < h->n_hdrs; i++) {
+        struct srv__h1_hdr *hdr = &h->hdrs[i];
+
+        while (hdr->value_len) {
+            char ch = h->head.p[hdr->value_off + hdr->value_len - 1];
+
+            if (ch != ' ' && ch != '\t')
+                break;
+            hdr->value_len--;
+        }
+    }
+}
+
+/* Origin-form ("/p?q"), asterisk-form ("*") or absolute-form ("http://h/p?q"). */
+static int split_url(struct srv__h1 *h)
+{
+    struct bsc_str url = bsc_str_make(h->head.p, h->url_len);
+    struct http_parser_url u;
+    size_t end = url.len;
+    const char *q, *frag;
+
+    if (url.len && url.p[0] != '/' && !(url.len == 1 && url.p[0] == '*')) {
+        if (url.len > UINT16_MAX) /* http_parser_url offsets are 16-bit */
+            return fail(h, SRV__H1_E_BAD_REQUEST, "request target is too long");
+        http_parser_url_init(&u);
+        if (http_parser_parse_url(url.p, url.len, 0, &u))
+            return fail(h, SRV__H1_E_BAD_REQUEST, "invalid request target");
+        h->path = BSC_STR("/");
+        if (u.field_set & (1u << UF_PATH))
+            h->path = bsc_str_make(url.p + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
+        h->query = BSC_STR("");
+        if (u.field_set & (1u << UF_QUERY))
+            h->query = bsc_str_make(url.p + u.field_data[UF_QUERY].off,
+                                    u.field_data[UF_QUERY].len);
+        return 0;
+    }
+    frag = url.len ? memchr(url.p, '#', url.len) : NULL;
+    if (frag)
+        end = (size_t)(frag - url.p);
+    q = end ? memchr(url.p, '?', end) : NULL;
+    if (q) {
+        h->path = bsc_str_make(url.p, (size_t)(q - url.p));
+        h->query = bsc_str_make(q + 1, end - (size_t)(q - url.p) - 1);
+    } else {
+        h->path = bsc_str_make(url.p, end);
+        h->query = bsc_str_make(url.p + end, 0);
+    }
+    return 0;
+}
+
+/* Only "chunked" is implemented; anything else (gzip, a list, ...) gets 501. */
+static int check_framing(struct srv__h1 *h)
+{
+    http_parser *hp = &h->hp;
+    size_t n_te = 0;
+
+    for (uint32_t i = 0; i < h->n_hdrs; i++) {
+        struct srv_header f = srv__h1_header_at(h, i);
+
+        if (!bsc_str_ieq(f.name, BSC_STR("transfer-encoding")))
+            continue;
+        if (++n_te > 1)
+            return fail(h, SRV__H1_E_BAD_REQUEST, "repeated Transfer-Encoding");
+        if (!bsc_str_ieq(f.value, BSC_STR("chunked")))
+            return fail(h, SRV__H1_E_NOT_IMPLEMENTED, "unsupported Transfer-Encoding");
+    }
+    if ((hp->flags & F_CONTENTLENGTH) && hp->content_length > h->max_body)
+        return fail(h, SRV__H1_E_BODY_TOO_LARGE, "request body is too large");
+    return 0;
+}
+
+static int on_headers_complete(http_parser *hp)
+{
+    struct srv__h1 *h = h1_of(hp);
+    struct bsc_str expect;
+
+    h->head_done = true;
+    h->last_cb = CB_NONE;
+    if (count_head(h, END_EXTRA))
+        return -1;
+    if (hp->method == HTTP_CONNECT)
+        return fail(h, SRV__H1_E_NOT_IMPLEMENTED, "CONNECT is not supported");
+    trim_values(h);
+    if (split_url(h))
+        return -1;
+    h->http10 = hp->http_major < 1 || (hp->http_major == 1 && hp->http_minor == 0);
+    h->keep_alive = http_should_keep_alive(hp) != 0;
+    expect = srv__h1_header(h, BSC_STR("expect"));
+    h->expect_continue = !h->http10 && bsc_str_ieq(expect, BSC_STR("100-continue"));
+    return check_framing(h) ? -1 : 0;
+}
+
+static int on_body(http_parser *hp, const char *at, size_t len)
+{
+    struct srv__h1 *h = h1_of(hp);
+    enum bsc_err err = bsc_buf_append(&h->body, at, len);
+
+    if (err == BSC_ENOMEM)
+        return fail(h, SRV__H1_E_NOMEM, "out of memory");
+    if (err)
+        return fail(h, SRV__H1_E_BODY_TOO_LARGE, "request body is too large");
+    return 0;
+}
+
+/* A chunk that cannot fit is refused before its bytes arrive. */
+static int on_chunk_header(http_parser *hp)
+{
+    struct srv__h1 *h = h1_of(hp);
+
+    if (hp->content_length > h->max_body - h->body.len)
+        return fail(h, SRV__H1_E_BODY_TOO_LARGE, "request body is too large");
+    return 0;
+}
+
+static int on_message_complete(http_parser *hp)
+{
+    struct srv__h1 *h = h1_of(hp);
+
+    h->complete = true;
+    h->keep_alive = http_should_keep_alive(hp) != 0;
+    http_parser_pause(hp, 1); /* stop right after this message: the rest is the next one */
+    return 0;
+}
+
+static const http_parser_settings h1_settings = {
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+    .on_chunk_header = on_chunk_header,
+};
+
+static void reset_message(struct srv__h1 *h, uint32_t max_head, uint64_t max_body)
+{
+    http_parser_init(&h->hp, HTTP_REQUEST);
+    h->hp.data = h;
+    h->head.max = max_head;
+    h->body.max = max_body > SIZE_MAX ? SIZE_MAX : (size_t)max_body;
+    h->max_head = max_head;
+    h->max_body = max_body;
+    h->n_hdrs = 0;
+    h->url_len = 0;
+    h->path = BSC_STR_NULL;
+    h->query = BSC_STR_NULL;
+    h->head_bytes = 0;
+    h->err = SRV__H1_OK;
+    h->why = NULL;
+    h->last_cb = CB_NONE;
+    h->head_done = false;
+    h->complete = false;
+    h->keep_alive = false;
+    h->expect_continue = false;
+    h->http10 = false;
+}
+
+void srv__h1_init(struct srv__h1 *h, uint32_t max_head, uint64_t max_body)
+{
+    bsc_buf_init(&h->head, max_head);
+    bsc_buf_init(&h->body, 0);
+    h->hdrs = NULL;
+    h->hdrs_cap = 0;
+    reset_message(h, max_head, max_body);
+}
+
+void srv__h1_cleanup(struct srv__h1 *h)
+{
+    bsc_buf_cleanup(&h->head);
+    bsc_buf_cleanup(&h->body);
+    BSC_FREE(h->hdrs);
+    h->hdrs_cap = 0;
+    h->n_hdrs = 0;
+}
+
+void srv__h1_next(struct srv__h1 *h, uint32_t max_head, uint64_t max_body)
+{
+    if (h->head.cap > SRV__KEEP_BUF)
+        bsc_buf_cleanup(&h->head);
+    if (h->body.cap > SRV__KEEP_BUF)
+        bsc_buf_cleanup(&h->body);
+    if (h->hdrs_cap > 64) {
+        BSC_FREE(h->hdrs);
+        h->hdrs_cap = 0;
+    }
+    bsc_buf_reset(&h->head);
+    bsc_buf_reset(&h->body);
+    reset_message(h, max_head, max_body);
+}
+
+static enum srv__h1_err classify(enum http_errno e)
+{
+    switch (e) {
+    case HPE_HEADER_OVERFLOW:
+        return SRV__H1_E_HEAD_TOO_LARGE;
+    default:
+        return SRV__H1_E_BAD_REQUEST;
+    }
+}
+
+int srv__h1_feed(struct srv__h1 *h, const char *p, size_t len, size_t *consumed)
+{
+    enum http_errno e;
+    size_t n;
+
+    *consumed = 0;
+    if (h->err)
+        return -1;
+    if (h->complete)
+        return 1;
+    if (len == 0) /* http-parser reads a zero-length call as EOF */
+        return 0;
+    n = http_parser_execute(&h->hp, &h1_settings, p, len);
+    *consumed = n;
+    if (h->complete && !h->err)
+        return 1;
+    e = HTTP_PARSER_ERRNO(&h->hp);
+    if (h->err || e != HPE_OK) {
+        fail(h, classify(e), http_errno_description(e));
+        return -1;
+    }
+    if (n != len) /* http-parser stops early only on error or pause */
+        return fail(h, SRV__H1_E_BAD_REQUEST, "request could not be parsed");
+    return 0;
+}
+
+struct srv_header srv__h1_header_at(const struct srv__h1 *h, size_t i)
+{
+    const struct srv__h1_hdr *hdr;
+
+    if (i >= h->n_hdrs)
+        return (struct srv_header){BSC_STR_NULL, BSC_STR_NULL};
+    hdr = &h->hdrs[i];
+    return (struct srv_header){bsc_str_make(h->head.p + hdr->name_off, hdr->name_len),
+                               bsc_str_make(h->head.p + hdr->value_off, hdr->value_len)};
+}
+
+struct bsc_str srv__h1_header(const struct srv__h1 *h, struct bsc_str name)
+{
+    for (uint32_t i = 0; i < h->n_hdrs; i++) {
+        const struct srv__h1_hdr *hdr = &h->hdrs[i];
+
+        if (hdr->name_len == name.len &&
+            strncasecmp(h->head.p + hdr->name_off, name.p, name.len) == 0)
+            return bsc_str_make(h->head.p + hdr->value_off, hdr->value_len);
+    }
+    return BSC_STR_NULL;
+}
+
+struct bsc_str srv__h1_method(const struct srv__h1 *h)
+{
+    return bsc_str_cstr(http_method_str((enum http_method)h->hp.method));
+}
+
+bool srv__h1_is_head(const struct srv__h1 *h)
+{
+    return h->hp.method == HTTP_HEAD;
+}

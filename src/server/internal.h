@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/* internal.h -- types and helpers shared by the files of src/server/ only (and by their
+ * unit tests and fuzz target). h1_parse.c is the pure http-parser wrapper; conn.c the
+ * per-connection state machine; resp.c response framing and the JSON errors; req.c the
+ * request accessors; listener.c the socket, accept, drain and the deferred-work pass.
+ * Never included from outside src/server/. See docs/internals/server.md. */
+#ifndef BSC_SERVER_INTERNAL_H
+#define BSC_SERVER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <http_parser.h>
+#include <uv.h>
+
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/str.h"
+#include "server/server.h"
+
+/* ---- h1_parse.c: one request at a time, no I/O ------------------------------------------ */
+
+#define SRV__H1_MAX_HEADERS 256 /* more header fields than this: 431 */
+
+enum srv__h1_err {
+    SRV__H1_OK = 0,
+    SRV__H1_E_BAD_REQUEST,     /* malformed: 400 */
+    SRV__H1_E_HEAD_TOO_LARGE,  /* request line + headers (or trailers) over the limit: 431 */
+    SRV__H1_E_BODY_TOO_LARGE,  /* Content-Length or de-chunked body over the limit: 413 */
+    SRV__H1_E_NOT_IMPLEMENTED, /* a transfer coding other than chunked, CONNECT: 501 */
+    SRV__H1_E_NOMEM,           /* allocation failed: 503 */
+    SRV__H1_E_COUNT
+};
+
+/* One header field, as offsets into srv__h1.head (which may move while it grows). */
+struct srv__h1_hdr {
+    uint32_t name_off, name_len;
+    uint32_t value_off, value_len;
+};
+
+struct srv__h1 {
+    http_parser hp;            /* hp.data points back here */
+    struct bsc_buf head;       /* owned: the URL, then each name and value; max = head limit */
+    struct srv__h1_hdr *hdrs;  /* owned; <hdrs_cap> slots, <n_hdrs> used */
+    uint32_t n_hdrs, hdrs_cap;
+    uint32_t url_len;          /* the URL is head[0, url_len) */
+    struct bsc_str path;       /* set when <head_done>: borrowed from <head>, or a literal */
+    struct bsc_str query;      /* after '?', without the fragment; may be empty */
+    struct bsc_buf body;       /* owned: the de-chunked body; max = body limit */
+    uint64_t max_body;
+    uint32_t max_head;
+    uint32_t head_bytes;       /* request line + headers (+ trailers) seen, canonical size */
+    enum srv__h1_err err;      /* first failure, sticky until srv__h1_next() */
+    const char *why;           /* static text that goes with <err> */
+    uint8_t last_cb;           /* which header callback ran last (field, value, none) */
+    bool head_done;            /* headers complete: path, flags and headers are final */
+    bool complete;             /* the message ended; the parser is paused on it */
+    bool keep_alive;           /* http_should_keep_alive() for this message */
+    bool expect_continue;      /* Expect: 100-continue on an HTTP/1.1 request */
+    bool http10;               /* HTTP/1.0 (or 0.9): no chunked responses */
+};
+
+/* Cannot fail; allocates nothing until bytes arrive. */
+void srv__h1_init(struct srv__h1 *h, uint32_t max_head, uint64_t max_body);
+void srv__h1_cleanup(struct srv__h1 *h);
+/* Forgets the current message and readies the parser for the next one with new limits.
+ * Keeps small buffers for reuse and frees big ones, so an idle connection stays cheap. */
+void srv__h1_next(struct srv__h1 *h, uint32_t max_head, uint64_t max_body);
+/* Parses <len> bytes of <p> (borrowed for this call only: what is kept is copied).
+ * Three-way return: 1 = a message is complete and the parser stops right after it
+ * (*<consumed> tells where; the rest belongs to the next message); 0 = all consumed, need
+ * more; -1 = error, h->err and h->why say which. Feeding a complete or failed parser
+ * consumes nothing and returns the same result again. */
+int srv__h1_feed(struct srv__h1 *h, const char *p, size_t len, size_t *consumed);
+/* Header access; valid once head_done, until srv__h1_next(). */
+struct srv_header srv__h1_header_at(const struct srv__h1 *h, size_t i);
+struct bsc_str srv__h1_header(const struct srv__h1 *h, struct bsc_str name);
+struct bsc_str srv__h1_method(const struct srv__h1 *h);
+bool srv__h1_is_head(const struct srv__h1 *h);
+
+/* ---- the connection state machine (conn.c) ----------------------------------------------- */
+
+#define SRV__REQ_ID_MAX    128           /* longest client X-Request-Id we keep */
+#define SRV__READ_CHUNK    (64u * 1024)  /* the per-server read buffer */
+#define SRV__BACKLOG_MAX   (64u * 1024)  /* input kept while a request is handled */
+#define SRV__FLUSH_NOW     (64u * 1024)  /* queued output that is written at once */
+#define SRV__OUT_MAX       (256u << 20)  /* hard cap on one connection's queued output */
+#define SRV__LINGER_MS     2000          /* discard input this long after a closing reply */
+#define SRV__LINGER_BYTES  (1u << 20)    /* ... or this many bytes, then close */
+#define SRV__REJECT_MAX    64            /* 503 replies in flight past max_connections */
+#define SRV__KEEP_BUF      (16u * 1024)  /* buffers up to this are kept between requests */
+
+/* One row per state, with what it waits for. conn.c has one handler per event and state. */
+#define SRV__CONN_STATES(X)                                                                   \
+    X(IDLE, "fresh or keep-alive: no byte of the next request yet (idle timer)")              \
+    X(HEAD, "reading the request line and headers (deadline from the first byte)")           \
+    X(BODY, "reading the body (stall timer); 100 Continue sent if asked")                     \
+    X(HANDLING, "dispatched: the handler owns the response; input is only buffered")          \
+    X(FLUSHING, "response ended: writing what is queued, then next request or linger")        \
+    X(LINGER, "write side shut after a closing reply; input discarded until EOF or timeout")  \
+    X(CLOSED, "uv_close called: memory is released in the close callback")
+
+enum srv__conn_state {
+#define X(NAME, doc) SRV__CONN_ST_##NAME,
+    SRV__CONN_STATES(X)
+#undef X
+    SRV__CONN_ST_COUNT
+};
+
+/* Deferred work bits, run by the per-server idle pass (never inside a srv_* call). */
+enum {
+    SRV__WORK_FLUSH = 1u << 0, /* queued output to hand to uv_write */
+    SRV__WORK_DRAIN = 1u << 1, /* check the drain callback */
+    SRV__WORK_DONE = 1u << 2   /* the response ended with nothing in flight */
+};
+
+struct srv_conn;
+
+struct srv_req {
+    struct srv_conn *conn;          /* the owner: the request is embedded in it */
+    char id[SRV__REQ_ID_MAX + 1];   /* NUL-terminated; "" until the head is parsed */
+    uint64_t start_us;
+    void *data;                     /* the handler's, never touched here */
+    srv_req_cb *on_abort;
+    void *abort_ud;
+    srv_req_cb *on_drain;
+    void *drain_ud;
+    int64_t resp_left;              /* Content-Length bytes still owed; -1 if not counted */
+    bool dispatched;                /* the handler has it and has not ended it */
+    bool head_sent, ended;
+    bool chunked;                   /* the response is chunked */
+    bool no_body;                   /* HEAD, 204, 304: body bytes are dropped */
+    bool close_after;               /* Connection: close: no further request on this conn */
+};
+
+struct srv_conn {
+    struct srv *srv;
+    struct srv_conn *prev, *next;           /* srv->conns */
+    struct srv_conn *work_prev, *work_next; /* srv->work, when <work> != 0 */
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    uv_write_t wreq;
+    uv_shutdown_t sreq;
+    enum srv__conn_state state;
+    unsigned work;               /* SRV__WORK_* bits; on srv->work when non-zero */
+    unsigned open_handles;       /* tcp and timer until their close callbacks ran */
+    bool reading, writing, eof, shut, rejecting;
+    uint64_t last_rx_ms, last_tx_ms;
+    size_t discarded;            /* bytes dropped while lingering */
+    struct srv_limits lim;       /* the limits this request started with */
+    struct srv__h1 h1;
+    struct bsc_buf in;           /* owned: input received while busy, from <in_off> */
+    size_t in_off;
+    struct bsc_buf out;          /* owned: queued output not yet given to uv_write */
+    struct bsc_buf wbuf;         /* owned: the output of <wreq>, in flight */
+    struct srv_req req;
+};
+
+struct srv {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    uv_idle_t idle;              /* runs the work list; active only while it is non-empty */
+    uv_timer_t accept_timer;     /* retries an accept that ran out of memory */
+    struct srv_limits lim;
+    srv_handler_fn *handler;
+    void *ud;
+    struct srv_conn *conns;      /* every connection not yet freed */
+    struct srv_conn *work_head, *work_tail;
+    size_t n_work;
+    size_t n_conns, n_rejecting;
+    unsigned open_handles;       /* listener, idle, accept_timer */
+    bool listener_closed, stopping, draining, accept_paused;
+    bool free_on_close;          /* srv_new failed: the last handle close frees <srv> */
+    srv_closed_cb *closed_cb;
+    void *closed_ud;
+    char *scratch;               /* owned: SRV__READ_CHUNK bytes every read lands in */
+    char date[40];               /* "Date: ...\r\n" for <date_sec> */
+    size_t date_len;
+    uint64_t date_sec;
+};
+
+/* conn.c */
+struct srv_conn *srv__conn_new(struct srv *srv);
+void srv__conn_start(struct srv_conn *c, bool reject);
+void srv__conn_close(struct srv_conn *c);
+void srv__conn_close_reset(struct srv_conn *c);
+void srv__conn_drain(struct srv_conn *c);
+void srv__conn_flush(struct srv_conn *c);
+void srv__conn_ended(struct srv_conn *c);
+void srv__conn_schedule(struct srv_conn *c, unsigned work);
+void srv__conn_run_work(struct srv_conn *c, unsigned work);
+void srv__conn_error(struct srv_conn *c, int status, const char *code, const char *message);
+
+/* listener.c */
+void srv__work_add(struct srv *srv, struct srv_conn *c);
+void srv__work_remove(struct srv *srv, struct srv_conn *c);
+void srv__conn_gone(struct srv *srv, struct srv_conn *c);
+
+/* resp.c */
+size_t srv__pending(const struct srv_conn *c);
+
+#endif

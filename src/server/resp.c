@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: MIT */
+/* resp.c -- the response side of a request: the status line and headers (Date, Server,
+ * Connection, x-request-id added), Content-Length or chunked framing (close-delimited for
+ * HTTP/1.0), body bytes copied into the connection's output buffer, the OpenAI-shaped JSON
+ * errors, abort and reset, back-pressure (pending bytes, the drain callback). Writing and
+ * what follows the end of a response belong to conn.c. See docs/internals/server.md. */
+#include <time.h>
+
+#include <http_parser.h>
+
+#include "core/buf.h"
+#include "core/compat.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "server/internal.h"
+
+#define JSON_ERR_MAX (64u * 1024)
+
+size_t srv__pending(const struct srv_conn *c)
+{
+    return c->out.len + c->wbuf.len;
+}
+
+/* ---- small writers: each is a no-op once *<err> is set ---------------------------------- */
+
+static void put(struct bsc_buf *b, enum bsc_err *err, const char *p, size_t n)
+{
+    if (!*err)
+        *err = bsc_buf_append(b, p, n);
+}
+
+static void put_s(struct bsc_buf *b, enum bsc_err *err, struct bsc_str s)
+{
+    put(b, err, s.p, s.len);
+}
+
+#define PUT_LIT(b, err, lit) put((b), (err), (lit), sizeof(lit) - 1)
+
+static void put_num(struct bsc_buf *b, enum bsc_err *err, uint64_t v, unsigned base)
+{
+    static const char digits[] = "0123456789abcdef";
+    char tmp[24];
+    size_t i = sizeof(tmp);
+
+    do {
+        tmp[--i] = digits[v % base];
+        v /= base;
+    } while (v);
+    put(b, err, tmp + i, sizeof(tmp) - i);
+}
+
+/* "Date: <IMF-fixdate>\r\n", formatted once a second per server. */
+static struct bsc_str date_line(struct srv *srv)
+{
+    static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    uint64_t sec = bsc_wall_ms() / 1000;
+    time_t t = (time_t)sec;
+    struct tm tm;
+    int n;
+
+    if (sec == srv->date_sec && srv->date_len)
+        return bsc_str_make(srv->date, srv->date_len);
+    if (!gmtime_r(&t, &tm) || tm.tm_year > 8000)
+        return BSC_STR("");
+    n = snprintf(srv->date, sizeof(srv->date), "Date: %s, %02d %s %04d %02d:%02d:%02d GMT\r\n",
+                 days[tm.tm_wday % 7], tm.tm_mday, months[tm.tm_mon % 12], tm.tm_year + 1900,
+                 tm.tm_hour, tm.tm_min, tm.tm_sec);
+    if (n <= 0 || (size_t)n >= sizeof(srv->date))
+        return BSC_STR("");
+    srv->date_len = (size_t)n;
+    srv->date_sec = sec;
+    return bsc_str_make(srv->date, srv->date_len);
+}
+
+/* A header from the handler that would break the framing or the message is dropped. */
+static bool header_ok(const struct srv_header *h)
+{
+    static const char *const ours[] = {"content-length", "transfer-encoding", "connection"};
+
+    if (!h->name.len)
+        return false;
+    for (size_t i = 0; i < h->name.len; i++) {
+        unsigned char ch = (unsigned char)h->name.p[i];
+
+        if (ch <= 0x20 || ch >= 0x7f || ch == ':')
+            return false;
+    }
+    for (size_t i = 0; i < h->value.len; i++) {
+        char ch = h->value.p[i];
+
+        if (ch == '\r' || ch == '\n' || ch == '\0')
+            return false;
+    }
+    for (size_t i = 0; i < BSC_ARRAY_LEN(ours); i++)
+        if (bsc_str_ieq(h->name, bsc_str_cstr(ours[i])))
+            return false;
+    return true;
+}
+
+/* Decides the framing and whether the connection closes after this response. */
+static void choose_framing(struct srv_req *req, int status, int64_t clen)
+{
+    struct srv_conn *c = req->conn;
+    bool is_head = c->h1.head_done && srv__h1_is_head(&c->h1);
+    bool bodyless = status == 204 || status == 304;
+
+    req->no_body = bodyless || is_head;
+    req->chunked = false;
+    req->resp_left = -1;
+    if (bodyless || is_head) {
+        /* nothing to count */
+    } else if (clen >= 0) {
+        req->resp_left = clen;
+    } else if (c->h1.http10) {
+        req->close_after = true; /* HTTP/1.0 has no chunked: the close ends the body */
+    } else {
+        req->chunked = true;
+    }
+    if (!c->h1.keep_alive || c->srv->draining || c->eof)
+        req->close_after = true;
+}
+
+static enum bsc_err resp_head(struct srv_req *req, int status, const char *ctype,
+                              const struct srv_header *h, size_t n, int64_t clen)
+{
+    struct srv_conn *c = req->conn;
+    struct bsc_buf *b = &c->out;
+    size_t mark = b->len;
+    enum bsc_err err = BSC_OK;
+    const char *reason;
+    bool has_id = false;
+
+    if (req->head_sent || req->ended)
+        return BSC_ESTATE;
+    if (c->state == SRV__CONN_ST_CLOSED)
+        return BSC_EIO;
+    if (status < 200 || status > 999)
+        return BSC_EINVAL;
+    choose_framing(req, status, clen);
+    reason = http_status_str((enum http_status)status);
+    PUT_LIT(b, &err, "HTTP/1.1 ");
+    put_num(b, &err, (uint64_t)status, 10);
+    PUT_LIT(b, &err, " ");
+    if (strcmp(reason, "<unknown>") != 0)
+        put_s(b, &err, bsc_str_cstr(reason));
+    PUT_LIT(b, &err, "\r\n");
+    put_s(b, &err, date_line(c->srv));
+    PUT_LIT(b, &err, "Server: bascule\r\n");
+    if (req->close_after)
+        PUT_LIT(b, &err, "Connection: close\r\n");
+    else
+        PUT_LIT(b, &err, "Connection: keep-alive\r\n");
+    if (status != 204 && status != 304 && clen >= 0) {
+        PUT_LIT(b, &err, "Content-Length: ");
+        put_num(b, &err, (uint64_t)clen, 10);
+        PUT_LIT(b, &err, "\r\n");
+    } else if (req->chunked) {
+        PUT_LIT(b, &err, "Transfer-Encoding: chunked\r\n");
+    }
+    if (ctype) {
+        PUT_LIT(b, &err, "Content-Type: ");
+        put_s(b, &err, bsc_str_cstr(ctype));
+        PUT_LIT(b, &err, "\r\n");
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!header_ok(&h[i])) {
+            LOG_WARN("srv: dropped response header \"%.*s\"", BSC_STR_FMT(h[i].name));
+            continue;
+        }
+        has_id = has_id || bsc_str_ieq(h[i].name, BSC_STR("x-request-id"));
+        put_s(b, &err, h[i].name);
+        PUT_LIT(b, &err, ": ");
+        put_s(b, &err, h[i].value);
+        PUT_LIT(b, &err, "\r\n");
+    }
+    if (!has_id) {
+        PUT_LIT(b, &err, "x-request-id: ");
+        put_s(b, &err, bsc_str_cstr(req->id));
+        PUT_LIT(b, &err, "\r\n");
+    }
+    PUT_LIT(b, &err, "\r\n");
+    if (err) {
+        b->len = mark;
+        return err;
+    }
+    req->head_sent = true;
+    return BSC_OK;
+}
+
+enum bsc_err srv_resp_head(struct srv_req *req, int status, const struct srv_header *h, size_t n,
+                           int64_t content_length)
+{
+    return resp_head(req, status, NULL, h, n, content_length);
+}
+
+enum bsc_err srv_resp_body(struct srv_req *req, const void *p, size_t len)
+{
+    struct srv_conn *c = req->conn;
+    struct bsc_buf *b = &c->out;
+    size_t mark = b->len;
+    enum bsc_err err = BSC_OK;
+
+    if (!req->head_sent || req->ended)
+        return BSC_ESTATE;
+    if (c->state == SRV__CONN_ST_CLOSED)
+        return BSC_EIO;
+    if (len == 0 || req->no_body)
+        return BSC_OK;
+    if (req->resp_left >= 0 && (uint64_t)len > (uint64_t)req->resp_left)
+        return BSC_ELIMIT; /* more than the Content-Length announced */
+    if (req->chunked) {
+        put_num(b, &err, len, 16);
+        PUT_LIT(b, &err, "\r\n");
+    }
+    put(b, &err, p, len);
+    if (req->chunked)
+        PUT_LIT(b, &err, "\r\n");
+    if (err) {
+        b->len = mark;
+        return err;
+    }
+    if (req->resp_left >= 0)
+        req->resp_left -= (int64_t)len;
+    if (b->len >= SRV__FLUSH_NOW)
+        srv__conn_flush(c);
+    else if (!c->writing)
+        srv__conn_schedule(c, SRV__WORK_FLUSH); /* coalesce what the loop pass adds */
+    return BSC_OK;
+}
+
+void srv_resp_end(struct srv_req *req)
+{
+    struct srv_conn *c = req->conn;
+
+    if (req->ended)
+        return;
+    if (!req->head_sent && c->state != SRV__CONN_ST_CLOSED) {
+        srv_resp_error(req, 500, NULL, "internal_error", "the handler sent no response");
+        return;
+    }
+    req->ended = true;
+    req->on_drain = NULL;
+    if (c->state == SRV__CONN_ST_CLOSED)
+        return;
+    if (req->chunked && bsc_buf_append(&c->out, "0\r\n\r\n", 5) != BSC_OK) {
+        srv__conn_close(c);
+        return;
+    }
+    if (req->resp_left > 0) {
+        LOG_WARN("srv: %s: response ended %lld bytes short of its Content-Length", req->id,
+                 (long long)req->resp_left);
+        req->close_after = true;
+    }
+    srv__conn_ended(c);
+}
+
+/* A response that cannot be produced as asked ends with the connection. */
+static void resp_fail(struct srv_req *req, enum bsc_err err)
+{
+    if (req->ended)
+        return;
+    if (err == BSC_EINVAL && !req->head_sent) {
+        srv_resp_error(req, 500, NULL, "internal_error", "invalid response status");
+        return;
+    }
+    if (err != BSC_EIO)
+        LOG_WARN("srv: %s: response failed: %s", req->id, bsc_err_str(err));
+    if (req->head_sent) {
+        srv_resp_abort(req);
+        return;
+    }
+    req->ended = true;
+    srv__conn_close(req->conn);
+}
+
+void srv_resp_send(struct srv_req *req, int status, const char *content_type,
+                   const struct srv_header *h, size_t n, const void *body, size_t len)
+{
+    enum bsc_err err = resp_head(req, status, content_type, h, n, (int64_t)len);
+
+    if (!err)
+        err = srv_resp_body(req, body, len);
+    if (err) {
+        resp_fail(req, err);
+        return;
+    }
+    srv_resp_end(req);
+}
+
+void srv_resp_error(struct srv_req *req, int status, const char *type, const char *code,
+                    const char *message)
+{
+    struct bsc_buf j;
+    enum bsc_err err = BSC_OK;
+
+    if (!type)
+        type = status >= 500 ? "server_error" : "invalid_request_error";
+    bsc_buf_init(&j, JSON_ERR_MAX);
+    PUT_LIT(&j, &err, "{\"error\":{\"message\":");
+    if (!err)
+        err = bsc_buf_append_json_str(&j, bsc_str_cstr(message ? message : ""));
+    PUT_LIT(&j, &err, ",\"type\":");
+    if (!err)
+        err = bsc_buf_append_json_str(&j, bsc_str_cstr(type));
+    PUT_LIT(&j, &err, ",\"param\":null,\"code\":");
+    if (!err && code)
+        err = bsc_buf_append_json_str(&j, bsc_str_cstr(code));
+    else
+        PUT_LIT(&j, &err, "null");
+    PUT_LIT(&j, &err, "},\"request_id\":");
+    if (!err)
+        err = bsc_buf_append_json_str(&j, bsc_str_cstr(req->id));
+    PUT_LIT(&j, &err, "}");
+    if (err)
+        resp_fail(req, err);
+    else
+        srv_resp_send(req, status, "application/json", NULL, 0, j.p, j.len);
+    bsc_buf_cleanup(&j);
+}
+
+void srv_resp_abort(struct srv_req *req)
+{
+    if (req->ended)
+        return;
+    req->ended = true;
+    req->on_drain = NULL;
+    req->close_after = true;
+    if (req->conn->state == SRV__CONN_ST_CLOSED)
+        return;
+    srv__conn_ended(req->conn); /* flush what is queued, then FIN; no terminal chunk */
+}
+
+void srv_resp_reset(struct srv_req *req)
+{
+    if (req->ended)
+        return;
+    req->ended = true;
+    req->on_drain = NULL;
+    srv__conn_close_reset(req->conn);
+}
+
+void srv_req_set_close(struct srv_req *req)
+{
+    req->close_after = true;
+}
+
+bool srv_resp_started(const struct srv_req *req)
+{
+    return req->head_sent;
+}
+
+size_t srv_req_pending(const struct srv_req *req)
+{
+    return srv__pending(req->conn);
+}
+
+void srv_req_on_drain(struct srv_req *req, srv_req_cb *cb, void *ud)
+{
+    struct srv_conn *c = req->conn;
+
+    req->on_drain = cb;
+    req->drain_ud = ud;
+    /* Already low: it still runs later, from the loop, never from inside this call. */
+    if (cb && !req->ended && srv__pending(c) <= c->lim.max_pending_output / 2)
+        srv__conn_schedule(c, SRV__WORK_DRAIN);
+}
+
+void srv_req_on_abort(struct srv_req *req, srv_req_cb *cb, void *ud)
+{
+    req->on_abort = cb;
+    req->abort_ud = ud;
+}

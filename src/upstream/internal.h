@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* internal.h -- shared between multi.c and transfer.c only. */
+#ifndef BSC_UPSTREAM_INTERNAL_H
+#define BSC_UPSTREAM_INTERNAL_H
+
+#include <curl/curl.h>
+
+#include "core/buf.h"
+#include "upstream/upstream.h"
+
+#define UP_MAX_HEAD_BYTES (64u * 1024u)
+#define UP_EASY_CACHE     64
+
+struct up_multi {
+    uv_loop_t *loop; /* borrowed */
+    CURLM *curlm;    /* owned */
+    uv_timer_t timer;
+    struct up_transfer *transfers; /* owned doubly linked list of running transfers */
+    size_t n_active;
+    CURL *easy_cache[UP_EASY_CACHE]; /* reusable easy handles (curl_easy_reset on reuse) */
+    size_t n_easy_cache;
+    bool closing;
+};
+
+struct up_transfer {
+    struct up_multi *m; /* borrowed */
+    struct up_transfer *prev, *next;
+    CURL *easy;                 /* owned */
+    struct curl_slist *headers; /* owned */
+    struct up_callbacks cb;
+    void *ud;
+    struct bsc_buf head; /* owned: raw response header lines of the final response */
+    int status;
+    bool head_done;
+    bool paused;
+    bool cancelled; /* up_cancel ran inside a curl callback; finish silently */
+    bool in_callback;
+    bool request_sent;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+/* multi.c */
+void up__transfer_unlink(struct up_transfer *t);
+void up__release_easy(struct up_multi *m, CURL *easy);
+CURL *up__acquire_easy(struct up_multi *m);
+/* transfer.c */
+void up__transfer_done(struct up_transfer *t, CURLcode code);
+void up__transfer_free(struct up_transfer *t);
+
+#endif

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/* transfer.c -- one upstream attempt on an easy handle: options, header collection,
+ * body delivery with pause for back-pressure, completion and cancellation. A transfer
+ * cancelled from inside a curl callback is only marked; curl is told to abort by the
+ * callback's return value and the transfer is reaped silently when curl reports done. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "upstream/internal.h"
+
+static const char *const result_names[UP_RESULT_COUNT] = {
+    [UP_OK] = "ok",           [UP_CONNECT] = "connect",   [UP_DNS] = "dns",
+    [UP_TIMEOUT] = "timeout", [UP_RESET] = "reset",       [UP_TLS] = "tls",
+    [UP_PROTOCOL] = "protocol", [UP_TOO_LARGE] = "too_large",
+};
+
+const char *up_result_name(enum up_result r)
+{
+    return (unsigned)r < UP_RESULT_COUNT ? result_names[r] : "unknown";
+}
+
+static enum up_result map_code(CURLcode code)
+{
+    switch (code) {
+    case CURLE_OK:
+        return UP_OK;
+    case CURLE_COULDNT_CONNECT:
+        return UP_CONNECT;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+        return UP_DNS;
+    case CURLE_OPERATION_TIMEDOUT:
+        return UP_TIMEOUT;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+        return UP_TLS;
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_BAD_CONTENT_ENCODING:
+        return UP_PROTOCOL;
+    default:
+        return UP_RESET;
+    }
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ud)
+{
+    struct up_transfer *t = ud;
+    size_t len = size * n;
+    long code = 0;
+
+    if (t->cancelled)
+        return 0;
+    if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) {
+        /* A new status line: 1xx heads are followed by another one. */
+        bsc_buf_reset(&t->head);
+        t->head_done = false;
+    }
+    if (bsc_buf_append(&t->head, p, len) != BSC_OK)
+        return 0; /* head too large: curl aborts with CURLE_WRITE_ERROR */
+    if (!(len <= 2 && (p[0] == '\r' || p[0] == '\n')))
+        return len;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
+    if (code < 200)
+        return len;
+    t->status = (int)code;
+    t->head_done = true;
+    t->request_sent = true;
+    t->in_callback = true;
+    t->cb.on_head(t->ud, t, t->status);
+    t->in_callback = false;
+    return t->cancelled ? 0 : len;
+}
+
+static size_t on_write(char *p, size_t size, size_t n, void *ud)
+{
+    struct up_transfer *t = ud;
+    size_t len = size * n;
+    bool pause;
+
+    if (t->cancelled)
+        return 0;
+    t->in_callback = true;
+    pause = t->cb.on_data(t->ud, t, p, len);
+    t->in_callback = false;
+    if (t->cancelled)
+        return 0;
+    if (pause) {
+        t->paused = true;
+        return CURL_WRITEFUNC_PAUSE;
+    }
+    return len;
+}
+
+static void set_options(struct up_transfer *t, const struct up_request *req)
+{
+    CURL *e = t->easy;
+
+    curl_easy_setopt(e, CURLOPT_URL, req->url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    /* HTTP/2 only where TLS negotiates it: h2c reuse is broken in curl 7.88. */
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (req->connect_timeout_ms)
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)req->connect_timeout_ms);
+    if (req->timeout_ms)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
+    if (strcmp(req->method, "POST") == 0) {
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body ? req->body : "");
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+    } else if (strcmp(req->method, "GET") != 0) {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
+    }
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+}
+
+static enum bsc_err build_headers(struct up_transfer *t, const struct up_request *req)
+{
+    /* No "Expect: 100-continue" round trip: upstreams answer at once. */
+    static const char *const fixed[] = {"Expect:", "Accept-Encoding: identity"};
+
+    for (size_t i = 0; i < BSC_ARRAY_LEN(fixed) + req->n_headers; i++) {
+        const char *h = i < BSC_ARRAY_LEN(fixed) ? fixed[i] : req->headers[i - BSC_ARRAY_LEN(fixed)];
+        struct curl_slist *next = curl_slist_append(t->headers, h);
+
+        if (!next)
+            return BSC_ENOMEM;
+        t->headers = next;
+    }
+    return BSC_OK;
+}
+
+enum bsc_err up_start(struct up_multi *m, const struct up_request *req,
+                      const struct up_callbacks *cb, void *ud, struct up_transfer **out)
+{
+    struct up_transfer *t = calloc(1, sizeof(*t));
+
+    if (!t)
+        return BSC_ENOMEM;
+    t->m = m;
+    t->cb = *cb;
+    t->ud = ud;
+    bsc_buf_init(&t->head, UP_MAX_HEAD_BYTES);
+    t->easy = up__acquire_easy(m);
+    if (!t->easy || build_headers(t, req) != BSC_OK)
+        goto fail;
+    set_options(t, req);
+    if (curl_multi_add_handle(m->curlm, t->easy) != CURLM_OK)
+        goto fail;
+    t->next = m->transfers;
+    if (m->transfers)
+        m->transfers->prev = t;
+    m->transfers = t;
+    m->n_active++;
+    *out = t;
+    return BSC_OK;
+fail:
+    if (t->easy)
+        up__release_easy(m, t->easy);
+    curl_slist_free_all(t->headers);
+    bsc_buf_cleanup(&t->head);
+    free(t);
+    return BSC_ENOMEM;
+}
+
+void up__transfer_free(struct up_transfer *t)
+{
+    struct up_multi *m = t->m;
+
+    curl_multi_remove_handle(m->curlm, t->easy);
+    up__transfer_unlink(t);
+    up__release_easy(m, t->easy);
+    curl_slist_free_all(t->headers);
+    bsc_buf_cleanup(&t->head);
+    free(t);
+}
+
+void up__transfer_done(struct up_transfer *t, CURLcode code)
+{
+    struct up_callbacks cb = t->cb;
+    void *ud = t->ud;
+    enum up_result res = map_code(code);
+    char detail[CURL_ERROR_SIZE + 64];
+    bool cancelled = t->cancelled;
+
+    if (code == CURLE_WRITE_ERROR && !t->head_done && t->head.len >= UP_MAX_HEAD_BYTES / 2)
+        res = UP_TOO_LARGE;
+    if (res != UP_OK)
+        snprintf(detail, sizeof(detail), "%s", t->errbuf[0] ? t->errbuf : curl_easy_strerror(code));
+    else
+        detail[0] = '\0';
+    if (code != CURLE_OK && !t->head_done && t->status == 0) {
+        long sent = 0;
+        curl_easy_getinfo(t->easy, CURLINFO_REQUEST_SIZE, &sent);
+        t->request_sent = sent > 0;
+    }
+    /* The head and status stay readable during on_done; free afterwards. */
+    if (!cancelled) {
+        t->in_callback = true;
+        cb.on_done(ud, t, res, detail);
+    }
+    up__transfer_free(t);
+}
+
+void up_cancel(struct up_transfer *t)
+{
+    if (t->in_callback) {
+        /* Inside on_head/on_data: curl aborts the transfer when the callback returns 0,
+         * and check_done reaps it without callbacks. Inside on_done: freed right after. */
+        t->cancelled = true;
+        return;
+    }
+    if (t->paused) {
+        /* A paused transfer is still counted by curl; removing it closes the connection. */
+        t->paused = false;
+    }
+    up__transfer_free(t);
+}
+
+void up_pause(struct up_transfer *t)
+{
+    if (t->paused || t->cancelled)
+        return;
+    t->paused = true;
+    curl_easy_pause(t->easy, CURLPAUSE_RECV);
+}
+
+void up_resume(struct up_transfer *t)
+{
+    if (!t->paused || t->cancelled)
+        return;
+    t->paused = false;
+    curl_easy_pause(t->easy, CURLPAUSE_CONT);
+}
+
+struct bsc_str up_header(const struct up_transfer *t, struct bsc_str name)
+{
+    const char *p = t->head.p, *end = p ? p + t->head.len : NULL;
+
+    while (p && p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        const char *colon;
+        size_t line_len = eol ? (size_t)(eol - p) : (size_t)(end - p);
+
+        colon = memchr(p, ':', line_len);
+        if (colon && bsc_str_ieq(bsc_str_make(p, (size_t)(colon - p)), name)) {
+            struct bsc_str v = bsc_str_make(colon + 1, line_len - (size_t)(colon + 1 - p));
+            if (v.len && v.p[v.len - 1] == '\r')
+                v.len--;
+            return bsc_str_trim(v);
+        }
+        p = eol ? eol + 1 : end;
+    }
+    return BSC_STR_NULL;
+}
+
+int up_status(const struct up_transfer *t)
+{
+    return t->status;
+}
+
+bool up_request_sent(const struct up_transfer *t)
+{
+    return t->request_sent;
+}

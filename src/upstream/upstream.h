@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* upstream.h -- outbound HTTP(S) transfers with libcurl's multi_socket interface driven
+ * by the worker's libuv loop: one up_multi per loop, one easy handle per attempt.
+ * Connections are reused per upstream host; HTTP/2 is negotiated over TLS (ALPN) only,
+ * since curl 7.88's h2c reuse is broken; libcurl's own retries and redirects are off:
+ * the router is the only retry owner (DESIGN §3). See docs/internals/upstream.md. */
+#ifndef BSC_UPSTREAM_UPSTREAM_H
+#define BSC_UPSTREAM_UPSTREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "core/err.h"
+#include "core/str.h"
+
+struct up_multi;    /* one per worker loop; opaque */
+struct up_transfer; /* one attempt; opaque */
+
+/* How a transfer ended, as seen by the transport. */
+enum up_result {
+    UP_OK = 0,     /* the whole response arrived */
+    UP_CONNECT,    /* could not connect (refused, unreachable) */
+    UP_DNS,        /* name did not resolve */
+    UP_TIMEOUT,    /* connect or total timeout */
+    UP_RESET,      /* the connection broke while sending or receiving */
+    UP_TLS,        /* TLS handshake or certificate failure */
+    UP_PROTOCOL,   /* malformed HTTP from upstream */
+    UP_TOO_LARGE,  /* the response head passed its bound */
+    UP_RESULT_COUNT
+};
+
+const char *up_result_name(enum up_result r);
+
+struct up_request {
+    const char *url;    /* borrowed until the transfer is created (copied by curl) */
+    const char *method; /* "POST" or "GET" */
+    const char *const *headers; /* borrowed array of "Name: value" lines; copied */
+    size_t n_headers;
+    const char *body;   /* borrowed until on_done or up_cancel: curl does not copy it */
+    size_t body_len;
+    uint32_t connect_timeout_ms; /* 0 = curl's default */
+    uint32_t timeout_ms;         /* whole transfer; 0 = none (the router runs its own timers) */
+};
+
+/* Callbacks. Each runs on the loop, never from inside the up_* call that caused it, except
+ * that up_resume() may deliver buffered data through on_data before it returns. After
+ * on_done, or after up_cancel, nothing more is called and the transfer is gone. */
+struct up_callbacks {
+    /* The final response head (1xx skipped). Headers: up_header(). */
+    void (*on_head)(void *ud, struct up_transfer *t, int status);
+    /* Body bytes as they arrive. Return true to pause the transfer (back-pressure). */
+    bool (*on_data)(void *ud, struct up_transfer *t, const char *p, size_t len);
+    /* The end. <res> is UP_OK when the response completed; <detail> describes failures. */
+    void (*on_done)(void *ud, struct up_transfer *t, enum up_result res, const char *detail);
+};
+
+struct up_limits {
+    uint32_t max_host_connections; /* per upstream host; 0 = unlimited */
+    uint32_t max_total_connections;
+    uint32_t max_cached_connections;
+};
+
+/* Creates the multi for <loop>. Returns BSC_OK and *<out>, or BSC_ENOMEM. */
+enum bsc_err up_multi_new(uv_loop_t *loop, const struct up_limits *limits,
+                          struct up_multi **out);
+/* Cancels every transfer (no callbacks), closes its handles through the loop, frees. */
+void up_multi_free(struct up_multi *m);
+/* Transfers running now. */
+size_t up_multi_active(const struct up_multi *m);
+
+/* Starts a transfer. On BSC_OK *<out> is set and exactly one of on_done or the caller's
+ * up_cancel ends it; on error no callback is ever called. */
+enum bsc_err up_start(struct up_multi *m, const struct up_request *req,
+                      const struct up_callbacks *cb, void *ud, struct up_transfer **out);
+/* Ends <t> now: the connection is closed if the response was incomplete, so the upstream
+ * sees the cancellation. No callback runs afterwards. Safe from inside a callback. */
+void up_cancel(struct up_transfer *t);
+/* Back-pressure: stop and restart reading the response body. */
+void up_pause(struct up_transfer *t);
+void up_resume(struct up_transfer *t);
+
+/* A response header's value (first match, case-insensitive), valid until on_done/cancel. */
+struct bsc_str up_header(const struct up_transfer *t, struct bsc_str name);
+int up_status(const struct up_transfer *t);
+/* Whether any request body byte was sent (used to judge replay safety). */
+bool up_request_sent(const struct up_transfer *t);
+
+#endif

@@ -1,0 +1,747 @@
+/* SPDX-License-Identifier: MIT */
+/* test_classify_openai.c -- the OpenAI / openai_compatible error classifier, its profiles,
+ * stream error events, and the retry-hint parsers (Retry-After, retry-after-ms, HTTP-date,
+ * Go durations, "try again in" text). One table row per case. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "providers/openai_errors.h"
+#include "providers/retry_after.h"
+#include "router/taxonomy.h"
+
+#define EXPECT_INT(ctx, got, want)                                                         \
+    do {                                                                                   \
+        long long g_ = (long long)(got), w_ = (long long)(want);                           \
+        if (g_ != w_)                                                                      \
+            fail_msg("%s: %s is %lld, want %lld", (ctx), #got, g_, w_);                    \
+    } while (0)
+#define EXPECT_KIND(ctx, got, want)                                                        \
+    do {                                                                                   \
+        enum fail_kind g_ = (got), w_ = (want);                                            \
+        if (g_ != w_)                                                                      \
+            fail_msg("%s: kind is %s, want %s", (ctx), fail_kind_name(g_), fail_kind_name(w_)); \
+    } while (0)
+#define EXPECT_STR(ctx, got, want)                                                         \
+    do {                                                                                   \
+        const char *g_ = (got), *w_ = (want);                                              \
+        if (strcmp(g_, w_) != 0)                                                           \
+            fail_msg("%s: %s is \"%s\", want \"%s\"", (ctx), #got, g_, w_);                \
+    } while (0)
+#define EXPECT_HAS(ctx, hay, needle)                                                       \
+    do {                                                                                   \
+        if (!strstr((hay), (needle)))                                                      \
+            fail_msg("%s: \"%s\" lacks \"%s\"", (ctx), (hay), (needle));                   \
+    } while (0)
+
+/* Sun, 06 Nov 1994 08:49:00 GMT: 37 s before the RFC's example date. */
+#define NOW_WALL 784111740000ull
+
+static struct bsc_str s(const char *c)
+{
+    return bsc_str_cstr(c ? c : "");
+}
+
+/* ---- responses ------------------------------------------------------------------------------ */
+
+struct resp_row {
+    const char *name;
+    const char *profile; /* NULL: plain OpenAI */
+    int status;
+    const char *body, *ctype, *ra, *ra_ms;
+    enum fail_kind kind;
+    int64_t retry_after_ms;
+    const char *code;    /* expected out->code; NULL: not checked */
+    const char *msg_has; /* expected in out->message; NULL: not checked */
+};
+
+static const struct resp_row resp_rows[] = {
+    /* 429: the code decides, never the status alone */
+    {"429 insufficient_quota", NULL, 429,
+     "{\"error\":{\"message\":\"You exceeded your current quota, please check your plan and "
+     "billing details.\",\"type\":\"insufficient_quota\",\"param\":null,\"code\":"
+     "\"insufficient_quota\"}}",
+     "application/json", NULL, NULL, FAIL_QUOTA_EXHAUSTED, -1, "insufficient_quota",
+     "exceeded your current quota"},
+    {"429 rate_limit_exceeded + Retry-After", NULL, 429,
+     "{\"error\":{\"message\":\"Rate limit reached for gpt-4.1 on tokens per min (TPM): Limit "
+     "30000, Used 29000, Requested 2000.\",\"type\":\"tokens\",\"param\":null,\"code\":"
+     "\"rate_limit_exceeded\"}}",
+     "application/json", "20", NULL, FAIL_RATE_LIMITED, 20000, "rate_limit_exceeded", NULL},
+    {"429 hint in the message only", NULL, 429,
+     "{\"error\":{\"message\":\"Rate limit reached for requests. Please try again in 1.5s. Visit "
+     "https://platform.openai.com/account/rate-limits\",\"type\":\"requests\",\"code\":"
+     "\"rate_limit_exceeded\"}}",
+     NULL, NULL, NULL, FAIL_RATE_LIMITED, 1500, NULL, NULL},
+    {"429 header beats message hint", NULL, 429,
+     "{\"error\":{\"message\":\"Please try again in 1.5s.\",\"code\":\"rate_limit_exceeded\"}}",
+     NULL, NULL, "250", FAIL_RATE_LIMITED, 250, NULL, NULL},
+    {"429 billing code", NULL, 429,
+     "{\"error\":{\"message\":\"Your credit balance is too low.\",\"type\":"
+     "\"invalid_request_error\","
+     "\"code\":\"credit_balance_exhausted\"}}",
+     NULL, NULL, NULL, FAIL_QUOTA_EXHAUSTED, -1, "credit_balance_exhausted", NULL},
+    {"429 quota wording without a code", NULL, 429,
+     "{\"error\":{\"message\":\"You exceeded your current quota.\",\"type\":null,\"code\":null}}",
+     NULL, NULL, NULL, FAIL_QUOTA_EXHAUSTED, -1, "", NULL},
+    {"429 slow_down", NULL, 429,
+     "{\"error\":{\"message\":\"Please reduce your rate of requests.\",\"type\":"
+     "\"rate_limit_error\",\"code\":\"slow_down\"}}",
+     NULL, NULL, NULL, FAIL_RATE_LIMITED, -1, "slow_down", NULL},
+    {"429 TPM request too large is not overflow", NULL, 429,
+     "{\"error\":{\"message\":\"Request too large for gpt-4 on tokens per min (TPM): Limit 10000, "
+     "Requested 30000. The input or output tokens must be reduced; maximum context length "
+     "applies.\",\"type\":\"tokens\",\"code\":\"rate_limit_exceeded\"}}",
+     NULL, NULL, NULL, FAIL_RATE_LIMITED, -1, NULL, NULL},
+    {"429 with overflow-like wording stays a rate limit", NULL, 429,
+     "{\"error\":{\"message\":\"Too many requests at this model's maximum context length "
+     "tier\"}}",
+     NULL, NULL, NULL, FAIL_RATE_LIMITED, -1, NULL, NULL},
+    {"5xx with overflow-like wording stays a server error", NULL, 500,
+     "{\"error\":{\"message\":\"worker crashed: prompt is too long for the tokenizer "
+     "buffer\"}}",
+     NULL, NULL, NULL, FAIL_SERVER_ERROR, -1, NULL, NULL},
+    {"429 empty body", NULL, 429, "", NULL, NULL, NULL, FAIL_RATE_LIMITED, -1, "", ""},
+
+    /* 400 family */
+    {"400 context_length_exceeded", NULL, 400,
+     "{\"error\":{\"message\":\"This model's maximum context length is 128000 tokens. However, "
+     "your messages resulted in 130000 tokens.\",\"type\":\"invalid_request_error\",\"param\":"
+     "\"messages\",\"code\":\"context_length_exceeded\"}}",
+     "application/json", NULL, NULL, FAIL_CONTEXT_OVERFLOW, -1, "context_length_exceeded",
+     "maximum context length"},
+    {"400 DeepSeek overflow by wording", NULL, 400,
+     "{\"error\":{\"message\":\"This model's maximum context length is 131072 tokens. However, "
+     "you requested 131134 tokens (122942 in the messages, 8192 in the completion). Please "
+     "reduce the length of the messages or completion.\",\"type\":\"invalid_request_error\","
+     "\"param\":null,\"code\":\"invalid_request_error\"}}",
+     NULL, NULL, NULL, FAIL_CONTEXT_OVERFLOW, -1, "invalid_request_error", NULL},
+    {"400 prompt is too long", NULL, 400,
+     "{\"error\":{\"message\":\"prompt is too long: 210000 tokens > 200000 maximum\"}}", NULL,
+     NULL, NULL, FAIL_CONTEXT_OVERFLOW, -1, NULL, NULL},
+    {"400 Cerebras two-part wording", NULL, 400,
+     "{\"error\":{\"message\":\"Please reduce the length: current length is 9000 while limit is "
+     "8192\"}}",
+     NULL, NULL, NULL, FAIL_CONTEXT_OVERFLOW, -1, NULL, NULL},
+    {"400 string too long is a parameter error", NULL, 400,
+     "{\"error\":{\"message\":\"Invalid 'messages[0].content': string too long. Expected a string "
+     "with maximum length 1048576, but got a string with length 2000000 instead (maximum context "
+     "length).\",\"type\":\"invalid_request_error\",\"param\":\"messages[0].content\",\"code\":"
+     "\"string_above_max_length\"}}",
+     NULL, NULL, NULL, FAIL_INVALID_REQUEST, -1, "string_above_max_length", NULL},
+    {"400 content_policy_violation", NULL, 400,
+     "{\"error\":{\"message\":\"Your request was rejected as a result of our safety system.\","
+     "\"type\":\"invalid_request_error\",\"code\":\"content_policy_violation\"}}",
+     NULL, NULL, NULL, FAIL_CONTENT_POLICY, -1, "content_policy_violation", "safety system"},
+    {"400 azure content_filter", NULL, 400,
+     "{\"error\":{\"message\":\"The response was filtered\",\"type\":null,\"code\":"
+     "\"content_filter\",\"status\":400}}",
+     NULL, NULL, NULL, FAIL_CONTENT_POLICY, -1, "content_filter", NULL},
+    {"400 unsupported_parameter", NULL, 400,
+     "{\"error\":{\"message\":\"Unsupported parameter: 'max_tokens'\",\"type\":"
+     "\"invalid_request_error\",\"param\":\"max_tokens\",\"code\":\"unsupported_parameter\"}}",
+     NULL, NULL, NULL, FAIL_INVALID_REQUEST, -1, "unsupported_parameter", "max_tokens"},
+    {"400 model_not_found code", NULL, 400,
+     "{\"error\":{\"message\":\"Model Not Exist\",\"code\":\"model_not_found\"}}", NULL, NULL,
+     NULL, FAIL_NOT_FOUND, -1, NULL, NULL},
+    {"422", NULL, 422, "{\"detail\":\"Invalid Parameters\"}", NULL, NULL, NULL,
+     FAIL_INVALID_REQUEST, -1, "", "Invalid Parameters"},
+    {"413", NULL, 413, "", NULL, NULL, NULL, FAIL_INVALID_REQUEST, -1, NULL, NULL},
+
+    /* our credential, permissions, missing models */
+    {"401 invalid_api_key", NULL, 401,
+     "{\"error\":{\"message\":\"Incorrect API key provided: sk-abc***xyz.\",\"type\":"
+     "\"invalid_request_error\",\"param\":null,\"code\":\"invalid_api_key\"}}",
+     NULL, NULL, NULL, FAIL_AUTH, -1, "invalid_api_key", NULL},
+    {"401 organization", NULL, 401,
+     "{\"error\":{\"message\":\"You must be a member of an organization to use the API.\"}}", NULL,
+     NULL, NULL, FAIL_AUTH, -1, NULL, NULL},
+    {"403 region", NULL, 403,
+     "{\"error\":{\"message\":\"Country, region, or territory not supported\",\"type\":"
+     "\"request_forbidden\",\"code\":\"unsupported_country_region_territory\"}}",
+     NULL, NULL, NULL, FAIL_PERMISSION, -1, "unsupported_country_region_territory", NULL},
+    {"404 model_not_found", NULL, 404,
+     "{\"error\":{\"message\":\"The model `gpt-9` does not exist or you do not have access to "
+     "it.\",\"type\":\"invalid_request_error\",\"param\":null,\"code\":\"model_not_found\"}}",
+     NULL, NULL, NULL, FAIL_NOT_FOUND, -1, "model_not_found", "gpt-9"},
+    {"404 bare error string", NULL, 404, "{\"error\":\"model 'llama9' not found\"}", NULL, NULL,
+     NULL, FAIL_NOT_FOUND, -1, "", "llama9"},
+
+    /* transient */
+    {"408", NULL, 408, "", NULL, NULL, NULL, FAIL_TIMEOUT, -1, NULL, NULL},
+    {"409", NULL, 409, "{\"error\":{\"message\":\"conflict\"}}", NULL, NULL, NULL,
+     FAIL_SERVER_ERROR, -1, NULL, NULL},
+    {"500", NULL, 500,
+     "{\"error\":{\"message\":\"The server had an error while processing your request.\",\"type\":"
+     "\"server_error\"}}",
+     NULL, NULL, NULL, FAIL_SERVER_ERROR, -1, NULL, "server had an error"},
+    {"502 HTML from a CDN", NULL, 502,
+     "<html><head><title>502 Bad Gateway</title></head><body>cloudflare</body></html>",
+     "text/html; charset=UTF-8", NULL, NULL, FAIL_SERVER_ERROR, -1, "", "HTML"},
+    {"502 HTML without a content type", NULL, 502, "  <!DOCTYPE html><html></html>", NULL, NULL,
+     NULL, FAIL_SERVER_ERROR, -1, NULL, "HTML"},
+    {"503 overloaded + retry-after", NULL, 503,
+     "{\"error\":{\"message\":\"That model is currently overloaded with other requests.\",\"type\":"
+     "\"server_error\",\"code\":\"server_is_overloaded\"}}",
+     NULL, "3", NULL, FAIL_OVERLOADED, 3000, "server_is_overloaded", NULL},
+    {"503 plain text from a proxy", NULL, 503,
+     "upstream connect error or disconnect/reset before headers", "text/plain", NULL, NULL,
+     FAIL_OVERLOADED, -1, NULL, "upstream connect error"},
+    {"504", NULL, 504, "", NULL, NULL, NULL, FAIL_TIMEOUT, -1, NULL, NULL},
+    {"529", NULL, 529, "", NULL, NULL, NULL, FAIL_OVERLOADED, -1, NULL, NULL},
+    {"507 other 5xx", NULL, 507, "", NULL, NULL, NULL, FAIL_SERVER_ERROR, -1, NULL, NULL},
+    {"301 is not an error status we know", NULL, 301, "", NULL, NULL, NULL, FAIL_UNKNOWN, -1,
+     NULL, NULL},
+
+    /* errors hidden in a 200 */
+    {"200 normal completion", NULL, 200,
+     "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,\"message\":"
+     "{\"role\":\"assistant\",\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}",
+     "application/json", NULL, NULL, FAIL_NONE, -1, "", ""},
+    {"200 error null", NULL, 200, "{\"error\":null,\"choices\":[]}", NULL, NULL, NULL, FAIL_NONE,
+     -1, "", ""},
+    {"200 empty body", NULL, 200, "", NULL, NULL, NULL, FAIL_NONE, -1, "", ""},
+    {"200 with server_error", NULL, 200,
+     "{\"error\":{\"message\":\"Provider disconnected unexpectedly\",\"code\":\"server_error\"}}",
+     NULL, NULL, NULL, FAIL_SERVER_ERROR, -1, "server_error", "disconnected"},
+    {"200 with an integer code (OpenRouter)", NULL, 200,
+     "{\"error\":{\"code\":429,\"message\":\"Rate limited upstream\",\"metadata\":{}}}", NULL, "7",
+     NULL, FAIL_RATE_LIMITED, 7000, "429", NULL},
+    {"200 with a digit-string code (Azure)", NULL, 200,
+     "{\"error\":{\"code\":\"503\",\"message\":\"busy\"}}", NULL, NULL, NULL, FAIL_OVERLOADED, -1,
+     "503", NULL},
+    {"200 with insufficient_quota", NULL, 200,
+     "{\"error\":{\"message\":\"quota\",\"type\":\"insufficient_quota\"}}", NULL, NULL, NULL,
+     FAIL_QUOTA_EXHAUSTED, -1, NULL, NULL},
+    {"200 with overflow wording", NULL, 200,
+     "{\"error\":{\"message\":\"maximum context length is 4096 tokens\"}}", NULL, NULL, NULL,
+     FAIL_CONTEXT_OVERFLOW, -1, NULL, NULL},
+    {"200 with an unknown error", NULL, 200,
+     "{\"error\":{\"message\":\"something odd\",\"type\":\"mystery\"}}", NULL, NULL, NULL,
+     FAIL_UNKNOWN, -1, "", "something odd"},
+
+    /* shapes */
+    {"vLLM flat old shape", NULL, 400,
+     "{\"object\":\"error\",\"message\":\"This model's maximum context length is 4096 tokens. "
+     "However, you requested 5000 tokens\",\"type\":\"BadRequestError\",\"param\":null,\"code\":"
+     "400}",
+     NULL, NULL, NULL, FAIL_CONTEXT_OVERFLOW, -1, "400", NULL},
+    {"vLLM flat old shape in a 200", NULL, 200,
+     "{\"object\":\"error\",\"message\":\"The model `x` does not exist.\",\"type\":"
+     "\"NotFoundError\",\"code\":404}",
+     NULL, NULL, NULL, FAIL_NOT_FOUND, -1, "404", NULL},
+    {"vLLM new 404", NULL, 404,
+     "{\"error\":{\"message\":\"The model `x` does not exist.\",\"type\":\"NotFoundError\","
+     "\"param\":null,\"code\":404}}",
+     NULL, NULL, NULL, FAIL_NOT_FOUND, -1, "404", NULL},
+    {"array form", NULL, 429,
+     "[{\"error\":{\"code\":\"insufficient_quota\",\"message\":\"quota\"}}]", NULL, NULL, NULL,
+     FAIL_QUOTA_EXHAUSTED, -1, "insufficient_quota", NULL},
+    {"leading blank lines (DeepSeek waits)", NULL, 400,
+     "\n\n\r\n  {\"error\":{\"message\":\"This model's maximum context length is 65536 tokens\"}}",
+     NULL, NULL, NULL, FAIL_CONTEXT_OVERFLOW, -1, NULL, NULL},
+    {"BOM", NULL, 429, "\xef\xbb\xbf{\"error\":{\"code\":\"insufficient_quota\"}}", NULL, NULL,
+     NULL,
+     FAIL_QUOTA_EXHAUSTED, -1, NULL, NULL},
+    {"truncated JSON", NULL, 429, "{\"error\":{\"code\":\"insufficient_quota\",\"mess", NULL,
+     NULL, NULL, FAIL_RATE_LIMITED, -1, "", NULL},
+    {"wrong types are ignored", NULL, 400,
+     "{\"error\":{\"message\":42,\"code\":[\"context_length_exceeded\"],\"type\":{}}}", NULL,
+     NULL, NULL, FAIL_INVALID_REQUEST, -1, "", ""},
+    {"top-level fields without error key", NULL, 500,
+     "{\"code\":\"InternalError\",\"message\":\"oops\"}", NULL, NULL, NULL, FAIL_SERVER_ERROR, -1,
+     "InternalError", "oops"},
+
+    /* profiles */
+    {"deepseek 402", "deepseek", 402,
+     "{\"error\":{\"message\":\"Insufficient Balance\",\"type\":\"unknown_error\"}}", NULL, NULL,
+     NULL, FAIL_QUOTA_EXHAUSTED, -1, NULL, "Insufficient Balance"},
+    {"deepseek 422", "deepseek", 422, "{\"error\":{\"message\":\"Invalid Parameters\"}}", NULL,
+     NULL, NULL, FAIL_INVALID_REQUEST, -1, NULL, NULL},
+    {"deepseek 503", "deepseek", 503, "{\"error\":{\"message\":\"Server Overloaded\"}}", NULL,
+     NULL, NULL, FAIL_OVERLOADED, -1, NULL, NULL},
+    {"mistral capacity", "mistral", 429,
+     "{\"object\":\"error\",\"message\":\"Service tier capacity exceeded for this model.\","
+     "\"type\":\"service_tier_capacity_exceeded\",\"code\":\"3505\"}",
+     NULL, NULL, NULL, FAIL_OVERLOADED, -1, "3505", NULL},
+    {"same body, plain openai", NULL, 429,
+     "{\"object\":\"error\",\"message\":\"Service tier capacity exceeded for this model.\","
+     "\"type\":\"service_tier_capacity_exceeded\",\"code\":\"3505\"}",
+     NULL, NULL, NULL, FAIL_RATE_LIMITED, -1, NULL, NULL},
+    {"groq 413 TPM", "groq", 413,
+     "{\"error\":{\"message\":\"Request too large for model `llama` on tokens per minute (TPM): "
+     "Limit 6000, Requested 9000\",\"type\":\"tokens\",\"code\":\"rate_limit_exceeded\"}}",
+     NULL, NULL, NULL, FAIL_RATE_LIMITED, -1, NULL, NULL},
+    {"same 413 body, plain openai", NULL, 413,
+     "{\"error\":{\"message\":\"Request too large for model `llama` on tokens per minute (TPM): "
+     "Limit 6000, Requested 9000\",\"type\":\"tokens\"}}",
+     NULL, NULL, NULL, FAIL_INVALID_REQUEST, -1, NULL, NULL},
+    {"groq 498", "groq", 498,
+     "{\"error\":{\"message\":\"flex tier at capacity\",\"code\":\"capacity_exceeded\"}}", NULL,
+     NULL, NULL, FAIL_OVERLOADED, -1, NULL, NULL},
+    {"openrouter 403 moderation", "openrouter", 403,
+     "{\"error\":{\"code\":403,\"message\":\"Input flagged by moderation\",\"metadata\":{"
+     "\"reasons\":[\"violence\"]}}}",
+     NULL, NULL, NULL, FAIL_CONTENT_POLICY, -1, "403", NULL},
+    {"openrouter 403 otherwise", "openrouter", 403,
+     "{\"error\":{\"code\":403,\"message\":\"Key not allowed\"}}", NULL, NULL, NULL,
+     FAIL_PERMISSION, -1, NULL, NULL},
+    {"openrouter 402", "openrouter", 402,
+     "{\"error\":{\"code\":402,\"message\":\"Insufficient credits\"}}", NULL, NULL, NULL,
+     FAIL_QUOTA_EXHAUSTED, -1, NULL, NULL},
+
+    /* retry hints */
+    {"Retry-After HTTP-date", NULL, 429, "", NULL, "Sun, 06 Nov 1994 08:49:37 GMT", NULL,
+     FAIL_RATE_LIMITED, 37000, NULL, NULL},
+    {"Retry-After HTTP-date in the past", NULL, 503, "", NULL, "Sun, 06 Nov 1994 08:00:00 GMT",
+     NULL, FAIL_OVERLOADED, 0, NULL, NULL},
+    {"retry-after-ms wins, fraction rounds up", NULL, 429, "", NULL, "10", "1500.5",
+     FAIL_RATE_LIMITED, 1501, NULL, NULL},
+    {"bogus retry-after-ms falls back", NULL, 429, "", NULL, "2", "soon", FAIL_RATE_LIMITED,
+     2000, NULL, NULL},
+    {"garbage in both", NULL, 429, "", NULL, "tomorrow", "-5", FAIL_RATE_LIMITED, -1, NULL, NULL},
+    {"negative Retry-After", NULL, 429, "", NULL, "-5", NULL, FAIL_RATE_LIMITED, -1, NULL, NULL},
+    {"exponent Retry-After", NULL, 429, "", NULL, "1e3", NULL, FAIL_RATE_LIMITED, -1, NULL,
+     NULL},
+    {"fractional Retry-After", NULL, 429, "", NULL, " 0.25 ", NULL, FAIL_RATE_LIMITED, 250,
+     NULL, NULL},
+    {"huge Retry-After is capped at 24 h", NULL, 429, "", NULL, "99999999999999999999999",
+     NULL, FAIL_RATE_LIMITED, 86400000, NULL, NULL},
+};
+
+static void test_classify_responses(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(resp_rows); i++) {
+        const struct resp_row *r = &resp_rows[i];
+        const struct prov_openai_profile *prof = NULL;
+        struct prov_err_input in = {
+            .status = r->status,
+            .body = s(r->body),
+            .content_type = s(r->ctype),
+            .retry_after = s(r->ra),
+            .retry_after_ms = s(r->ra_ms),
+            .now_wall_ms = NOW_WALL,
+        };
+        struct fail_info out;
+
+        if (r->profile) {
+            prof = prov_openai_profile_find(s(r->profile));
+            assert_non_null(prof);
+        }
+        memset(&out, 0x6b, sizeof(out));
+        prov_openai_classify_profile(&in, prof, &out);
+        EXPECT_KIND(r->name, out.kind, r->kind);
+        EXPECT_INT(r->name, out.status, r->status);
+        EXPECT_INT(r->name, out.retry_after_ms, r->retry_after_ms);
+        EXPECT_INT(r->name, out.transport, FT_OK);
+        if (r->code)
+            EXPECT_STR(r->name, out.code, r->code);
+        if (r->msg_has)
+            EXPECT_HAS(r->name, out.message, r->msg_has);
+        if (r->msg_has && !r->msg_has[0])
+            EXPECT_STR(r->name, out.message, "");
+    }
+}
+
+static void test_classify_default_is_openai(void **state)
+{
+    (void)state;
+    /* The same DeepSeek-style 402 through prov_openai_classify: quota by the generic map. */
+    struct prov_err_input in = {.status = 402, .body = BSC_STR("{}")};
+    struct fail_info out;
+
+    prov_openai_classify(&in, &out);
+    assert_int_equal(out.kind, FAIL_QUOTA_EXHAUSTED);
+    in.status = 429;
+    in.body = BSC_STR("{\"error\":{\"code\":\"insufficient_quota\"}}");
+    prov_openai_classify(&in, &out);
+    assert_int_equal(out.kind, FAIL_QUOTA_EXHAUSTED);
+    in.body = BSC_STR("{\"error\":{\"code\":\"rate_limit_exceeded\"}}");
+    prov_openai_classify(&in, &out);
+    assert_int_equal(out.kind, FAIL_RATE_LIMITED);
+}
+
+static void test_long_texts_are_truncated(void **state)
+{
+    (void)state;
+    char body[4096], msg[2000];
+    struct prov_err_input in = {.status = 400};
+    struct fail_info out;
+    int n;
+
+    /* A message of 'é' (2 bytes each): the cut must fall between characters. */
+    for (size_t i = 0; i + 2 < sizeof(msg); i += 2)
+        memcpy(msg + i, "\xc3\xa9", 2);
+    msg[sizeof(msg) - 2] = '\0';
+    n = snprintf(body, sizeof(body),
+                 "{\"error\":{\"message\":\"%s\",\"code\":\"%0100d\",\"type\":\"%0100d\"}}", msg, 7,
+                 8);
+    assert_true(n > 0 && (size_t)n < sizeof(body));
+    in.body = bsc_str_make(body, (size_t)n);
+    prov_openai_classify(&in, &out);
+    assert_int_equal(out.kind, FAIL_INVALID_REQUEST);
+    assert_int_equal(strlen(out.message), FAIL_TEXT_MESSAGE - 2); /* 254: 127 whole chars */
+    assert_int_equal(strlen(out.code), FAIL_TEXT_CODE - 1);
+    assert_int_equal(strlen(out.type), FAIL_TEXT_TYPE - 1);
+    assert_memory_equal(out.message + strlen(out.message) - 2, "\xc3\xa9", 2);
+}
+
+static void test_deep_and_huge_bodies(void **state)
+{
+    (void)state;
+    static char body[70000];
+    struct prov_err_input in = {.status = 429};
+    struct fail_info out;
+    size_t n = 0;
+
+    /* Nesting far past the tokener's depth: unparsable, so the status decides. */
+    n += (size_t)snprintf(body, sizeof(body), "{\"error\":{\"code\":\"insufficient_quota\",\"x\":");
+    for (int i = 0; i < 100; i++)
+        body[n++] = '[';
+    for (int i = 0; i < 100; i++)
+        body[n++] = ']';
+    memcpy(body + n, "}}", 2);
+    n += 2;
+    in.body = bsc_str_make(body, n);
+    prov_openai_classify(&in, &out);
+    assert_int_equal(out.kind, FAIL_RATE_LIMITED);
+
+    /* Over 64 KiB: not parsed at all. */
+    n = (size_t)snprintf(body, sizeof(body),
+                         "{\"error\":{\"code\":\"insufficient_quota\",\"m\":\"");
+    memset(body + n, 'a', sizeof(body) - n - 4);
+    n = sizeof(body) - 4;
+    memcpy(body + n, "\"}}", 3);
+    n += 3;
+    in.body = bsc_str_make(body, n);
+    prov_openai_classify(&in, &out);
+    assert_int_equal(out.kind, FAIL_RATE_LIMITED);
+}
+
+/* Random bytes and mutated real bodies: never a crash, always a kind in range and clean,
+ * NUL-terminated texts. Deterministic (a fixed LCG seed), bounded to 3000 cases. */
+static void test_garbage_never_crashes(void **state)
+{
+    (void)state;
+    static const char seed_body[] =
+        "{\"error\":{\"message\":\"This model's maximum context length is 8 tokens\",\"type\":"
+        "\"invalid_request_error\",\"code\":\"context_length_exceeded\"}}";
+    static const int statuses[] = {200, 400, 401, 404, 429, 500, 503, 0};
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    char body[sizeof(seed_body)];
+
+    for (int round = 0; round < 3000; round++) {
+        struct prov_err_input in = {.status = statuses[round % BSC_ARRAY_LEN(statuses)],
+                                    .now_wall_ms = NOW_WALL};
+        struct fail_info out;
+        size_t len = sizeof(seed_body) - 1;
+
+        memcpy(body, seed_body, sizeof(body));
+        for (int k = 0; k < 1 + round % 8; k++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            body[(x >> 33) % len] = (char)(x >> 17);
+        }
+        if (round % 3 == 0)
+            len = (size_t)((x >> 40) % len);
+        in.body = bsc_str_make(body, len);
+        in.retry_after = bsc_str_make(body + 10, len > 40 ? 29 : 0);
+        prov_openai_classify(&in, &out);
+        assert_true(out.kind >= FAIL_NONE && out.kind < FAIL_KIND_COUNT);
+        assert_true(out.retry_after_ms >= -1 && out.retry_after_ms <= PROV_RETRY_AFTER_CAP_MS);
+        assert_true(memchr(out.message, '\0', sizeof(out.message)) != NULL);
+        assert_true(memchr(out.code, '\0', sizeof(out.code)) != NULL);
+        for (const char *p = out.message; *p; p++)
+            assert_true((unsigned char)*p >= 0x20 && *p != 0x7f);
+        (void)prov_openai_classify_event(bsc_str_make(body, len), &out);
+        assert_true(out.kind >= FAIL_NONE && out.kind < FAIL_KIND_COUNT);
+    }
+}
+
+/* ---- stream events --------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name, *data;
+    bool is_error;
+    enum fail_kind kind;
+    int64_t retry_after_ms;
+    const char *msg_has;
+} event_rows[] = {
+    {"normal chunk",
+     "{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{"
+     "\"content\":\"Hel\"},\"finish_reason\":null}]}",
+     false, FAIL_NONE, -1, NULL},
+    {"stop chunk",
+     "{\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}", false,
+     FAIL_NONE, -1, NULL},
+    {"usage chunk", "{\"id\":\"c1\",\"choices\":[],\"usage\":{\"total_tokens\":3}}", false,
+     FAIL_NONE, -1, NULL},
+    {"[DONE]", "[DONE]", false, FAIL_NONE, -1, NULL},
+    {"not JSON", "hello there", false, FAIL_NONE, -1, NULL},
+    {"empty", "", false, FAIL_NONE, -1, NULL},
+    {"error null", "{\"error\":null,\"choices\":[]}", false, FAIL_NONE, -1, NULL},
+    {"openai error frame",
+     "{\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\","
+     "\"code\":null}}",
+     true, FAIL_SERVER_ERROR, -1, "server had an error"},
+    {"rate limit with a hint",
+     "{\"error\":{\"message\":\"Rate limit reached. Please try again in 2s.\",\"code\":"
+     "\"rate_limit_exceeded\"}}",
+     true, FAIL_RATE_LIMITED, 2000, NULL},
+    {"openrouter terminal chunk",
+     "{\"id\":\"cmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":"
+     "\"openai/gpt-4o\",\"provider\":\"openai\",\"error\":{\"code\":\"server_error\",\"message\":"
+     "\"Provider disconnected unexpectedly\"},\"choices\":[{\"index\":0,\"delta\":{\"content\":"
+     "\"\"},\"finish_reason\":\"error\"}]}",
+     true, FAIL_SERVER_ERROR, -1, "Provider disconnected"},
+    {"finish_reason error alone",
+     "{\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"error\"}]}", true,
+     FAIL_SERVER_ERROR, -1, "finish_reason"},
+    {"unknown error with finish_reason error",
+     "{\"error\":{\"message\":\"?\",\"code\":\"weird\"},\"choices\":[{\"finish_reason\":"
+     "\"error\"}]}",
+     true, FAIL_SERVER_ERROR, -1, NULL},
+    {"unknown error alone", "{\"error\":{\"message\":\"odd\",\"type\":\"mystery\"}}", true,
+     FAIL_UNKNOWN, -1, "odd"},
+    {"vLLM integer code 400",
+     "{\"error\":{\"message\":\"bad\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}}",
+     true, FAIL_INVALID_REQUEST, -1, NULL},
+    {"integer code 503", "{\"error\":{\"message\":\"busy\",\"code\":503}}", true,
+     FAIL_OVERLOADED, -1, NULL},
+    {"overloaded_error type", "{\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}",
+     true, FAIL_OVERLOADED, -1, NULL},
+    {"error string", "{\"error\":\"stream broke\"}", true, FAIL_UNKNOWN, -1, "stream broke"},
+    {"flat vLLM", "{\"object\":\"error\",\"message\":\"m\",\"type\":\"x\",\"code\":500}", true,
+     FAIL_SERVER_ERROR, -1, NULL},
+    {"overflow in stream", "{\"error\":{\"message\":\"prompt is too long\"}}", true,
+     FAIL_CONTEXT_OVERFLOW, -1, NULL},
+};
+
+static void test_classify_events(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(event_rows); i++) {
+        struct fail_info out;
+        bool got;
+
+        memset(&out, 0x33, sizeof(out));
+        got = prov_openai_classify_event(s(event_rows[i].data), &out);
+        EXPECT_INT(event_rows[i].name, got, event_rows[i].is_error);
+        EXPECT_KIND(event_rows[i].name, out.kind, event_rows[i].kind);
+        EXPECT_INT(event_rows[i].name, out.retry_after_ms, event_rows[i].retry_after_ms);
+        EXPECT_INT(event_rows[i].name, out.status, got ? 200 : 0);
+        if (event_rows[i].msg_has)
+            EXPECT_HAS(event_rows[i].name, out.message, event_rows[i].msg_has);
+    }
+}
+
+static void test_event_profile(void **state)
+{
+    (void)state;
+    struct fail_info out;
+    const struct prov_openai_profile *m = prov_openai_profile_find(BSC_STR("mistral"));
+    struct bsc_str ev =
+        BSC_STR("{\"error\":{\"message\":\"Service tier capacity exceeded\",\"code\":429}}");
+
+    assert_true(prov_openai_classify_event(ev, &out));
+    assert_int_equal(out.kind, FAIL_RATE_LIMITED);
+    assert_true(prov_openai_classify_event_profile(ev, m, &out));
+    assert_int_equal(out.kind, FAIL_OVERLOADED);
+}
+
+/* ---- profiles -------------------------------------------------------------------------------- */
+
+static void test_profile_lookup(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *url, *profile;
+    } rows[] = {
+        {"https://api.deepseek.com", "deepseek"},
+        {"https://api.deepseek.com/v1", "deepseek"},
+        {"http://user:pw@API.GROQ.COM:443/openai/v1", "groq"},
+        {"https://api.mistral.ai/v1", "mistral"},
+        {"https://openrouter.ai/api/v1", "openrouter"},
+        {"https://eu.openrouter.ai/api/v1", "openrouter"},
+        {"https://evil-openrouter.ai/api/v1", "openai"},
+        {"https://openrouter.ai.example.com/v1", "openai"},
+        {"https://api.openai.com/v1", "openai"},
+        {"http://127.0.0.1:8000/v1", "openai"},
+        {"localhost:11434/v1", "openai"},
+        {"", "openai"},
+    };
+
+    for (size_t i = 0; i < BSC_ARRAY_LEN(rows); i++) {
+        const struct prov_openai_profile *p = prov_openai_profile_for_url(s(rows[i].url));
+
+        assert_non_null(p);
+        EXPECT_STR(rows[i].url, p->name, rows[i].profile);
+    }
+    assert_ptr_equal(prov_openai_profile_find(BSC_STR("DeepSeek")),
+                     prov_openai_profile_for_url(BSC_STR("https://api.deepseek.com")));
+    assert_null(prov_openai_profile_find(BSC_STR("nope")));
+    assert_null(prov_openai_profile_find(BSC_STR("")));
+}
+
+/* ---- hint parsers ---------------------------------------------------------------------------- */
+
+static void test_retry_after_parser(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *ra, *ra_ms;
+        uint64_t now;
+        int64_t want;
+    } rows[] = {
+        {NULL, NULL, NOW_WALL, -1},
+        {"0", NULL, NOW_WALL, 0},
+        {"1", NULL, NOW_WALL, 1000},
+        {"1.1", NULL, NOW_WALL, 1100}, /* exact decimal: not 1101 */
+        {"0.0001", NULL, NOW_WALL, 1}, /* rounds up */
+        {"120", NULL, NOW_WALL, 120000},
+        {"86400", NULL, NOW_WALL, 86400000},
+        {"86401", NULL, NOW_WALL, 86400000},
+        {"5.", NULL, NOW_WALL, -1},
+        {".5", NULL, NOW_WALL, 500},
+        {"+5", NULL, NOW_WALL, -1},
+        {"5s", NULL, NOW_WALL, -1},
+        {"0x10", NULL, NOW_WALL, -1},
+        {"inf", NULL, NOW_WALL, -1},
+        {"nan", NULL, NOW_WALL, -1},
+        {"", "", NOW_WALL, -1},
+        {"   ", NULL, NOW_WALL, -1},
+        {NULL, "1500", NOW_WALL, 1500},
+        {NULL, "0.1", NOW_WALL, 1},
+        {NULL, "20.000", NOW_WALL, 20},
+        {NULL, "1e3", NOW_WALL, -1},
+        {NULL, "99999999999", NOW_WALL, 86400000},
+        {"3", "bogus", NOW_WALL, 3000},
+        {"Sun, 06 Nov 1994 08:49:37 GMT", NULL, NOW_WALL, 37000},
+        {"Sun, 06 Nov 1994 08:49:37 GMT", NULL, 784111777000ull, 0},
+        {"Sun, 06 Nov 1994 08:49:37 GMT", NULL, 784111777001ull, 0},
+        {"Sun, 06 Nov 1994 08:49:37 GMT", NULL, 0, 86400000}, /* far future: capped */
+        {"Sunday, 06-Nov-94 08:49:37 GMT", NULL, NOW_WALL, -1}, /* RFC 850: not accepted */
+        {"Sun Nov  6 08:49:37 1994", NULL, NOW_WALL, -1},       /* asctime: not accepted */
+        {"Sun, 06 Nov 1994 08:49:37 UTC", NULL, NOW_WALL, -1},
+        {"Sun, 06 nov 1994 08:49:37 GMT", NULL, NOW_WALL, -1},
+        {"Sun, 06 Nov 1994 24:00:00 GMT", NULL, NOW_WALL, -1},
+        {"Sun, 31 Nov 1994 08:49:37 GMT", NULL, NOW_WALL, -1},
+    };
+
+    for (size_t i = 0; i < BSC_ARRAY_LEN(rows); i++) {
+        char ctx[96];
+
+        snprintf(ctx, sizeof(ctx), "ra=%s ra_ms=%s", rows[i].ra ? rows[i].ra : "(none)",
+                 rows[i].ra_ms ? rows[i].ra_ms : "(none)");
+        EXPECT_INT(ctx, prov_parse_retry_after(s(rows[i].ra), s(rows[i].ra_ms), rows[i].now),
+                   rows[i].want);
+    }
+}
+
+static void test_http_date(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        bool ok;
+        int64_t ms;
+    } rows[] = {
+        {"Thu, 01 Jan 1970 00:00:00 GMT", true, 0},
+        {"Sun, 06 Nov 1994 08:49:37 GMT", true, 784111777000},
+        {"  Sun, 06 Nov 1994 08:49:37 GMT\t", true, 784111777000},
+        {"Tue, 29 Feb 2000 12:00:00 GMT", true, 951825600000},
+        {"Mon, 01 Mar 2100 00:00:00 GMT", true, 4107542400000},
+        {"Tue, 31 Dec 2024 23:59:60 GMT", true, 1735689600000}, /* leap second */
+        {"Wed, 31 Dec 1969 23:59:59 GMT", true, -1000},
+        {"Fri, 31 Dec 9999 23:59:59 GMT", true, 253402300799000},
+        {"Thu, 29 Feb 2001 00:00:00 GMT", false, 0},
+        {"Mon, 29 Feb 2100 00:00:00 GMT", false, 0}, /* 2100 is not a leap year */
+        {"Xyz, 06 Nov 1994 08:49:37 GMT", false, 0},
+        {"Sun, 6 Nov 1994 08:49:37 GMT", false, 0},
+        {"Sun, 00 Nov 1994 08:49:37 GMT", false, 0},
+        {"Sun, 06 Nov 0000 08:49:37 GMT", false, 0},
+        {"Sun, 06 Nov 1994 08:60:37 GMT", false, 0},
+        {"Sun, 06 Nov 1994 08:49:61 GMT", false, 0},
+        {"Sun, 06 Nov 1994 08:49:37 GMT+1", false, 0},
+        {"", false, 0},
+    };
+
+    for (size_t i = 0; i < BSC_ARRAY_LEN(rows); i++) {
+        int64_t ms = 12345;
+        bool ok = prov_parse_http_date(s(rows[i].in), &ms);
+
+        EXPECT_INT(rows[i].in, ok, rows[i].ok);
+        EXPECT_INT(rows[i].in, ms, rows[i].ok ? rows[i].ms : 12345);
+    }
+}
+
+static void test_duration(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        int64_t ms;
+    } rows[] = {
+        {"20ms", 20},      {"1s", 1000},        {"6m0s", 360000}, {"1h2m3.5s", 3723500},
+        {"1.1s", 1100},    {"0.0001s", 1},      {"1500us", 2},    {"999ns", 1},
+        {"0", 0},          {" 2s ", 2000},      {"25h", 86400000}, {"5", -1},
+        {"1x", -1},        {"", -1},            {"-1s", -1},      {"1 s", -1},
+        {"1sec", -1},      {"s", -1},           {"1m 2s", -1},    {"2\xc2\xb5s", 1},
+        {"0.5ns", 1},
+    };
+
+    for (size_t i = 0; i < BSC_ARRAY_LEN(rows); i++)
+        EXPECT_INT(rows[i].in, prov_parse_duration(s(rows[i].in)), rows[i].ms);
+}
+
+static void test_hint_text(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        int64_t ms;
+    } rows[] = {
+        {"Rate limit reached. Please try again in 20s. Visit the page.", 20000},
+        {"Please try again in 6ms.", 6},
+        {"Please try again in 1.2s", 1200},
+        {"Please try again in 6m0s.", 360000},
+        {"Please retry after 5 seconds.", 5000},
+        {"Requests are throttled. Please RETRY AFTER 2 SECONDS", 2000},
+        {"Please retry in 36.4s", 36400},
+        {"try again in 1 minute", 60000},
+        {"retry after a while, or try again in 3s", 3000},
+        {"retry after 5", -1},
+        {"Please try again later.", -1},
+        {"", -1},
+        {"try again in ", -1},
+        {"try again in 99999999999999 hours", 86400000},
+    };
+
+    for (size_t i = 0; i < BSC_ARRAY_LEN(rows); i++)
+        EXPECT_INT(rows[i].in, prov_parse_retry_hint_text(s(rows[i].in)), rows[i].ms);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_classify_responses),
+        cmocka_unit_test(test_classify_default_is_openai),
+        cmocka_unit_test(test_long_texts_are_truncated),
+        cmocka_unit_test(test_deep_and_huge_bodies),
+        cmocka_unit_test(test_garbage_never_crashes),
+        cmocka_unit_test(test_classify_events),
+        cmocka_unit_test(test_event_profile),
+        cmocka_unit_test(test_profile_lookup),
+        cmocka_unit_test(test_retry_after_parser),
+        cmocka_unit_test(test_http_date),
+        cmocka_unit_test(test_duration),
+        cmocka_unit_test(test_hint_text),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

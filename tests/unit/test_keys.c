@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/* test_keys.c -- key rotation and cooldown with a fake clock: round-robin order, skipping
+ * cooling keys, all-cooling -> -1 and the soonest return, cooldown lengths by reason, and
+ * the per-key counters. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "health/keys.h"
+
+static void test_round_robin_order(void **state)
+{
+    struct keypool pool;
+
+    (void)state;
+    keys_init(&pool, 3);
+    assert_int_equal(keys_count(&pool), 3);
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(keys_next(&pool, 1000), i);
+    }
+    assert_int_equal(keys_stats(&pool, 0)->picks, 3);
+    assert_int_equal(keys_available(&pool, 1000), 3);
+}
+
+static void test_single_key(void **state)
+{
+    struct keypool pool;
+
+    (void)state;
+    keys_init(&pool, 1);
+    assert_int_equal(keys_next(&pool, 0), 0);
+    assert_int_equal(keys_next(&pool, 0), 0);
+}
+
+static void test_empty_pool(void **state)
+{
+    struct keypool pool;
+
+    (void)state;
+    keys_init(&pool, 0);
+    assert_int_equal(keys_next(&pool, 0), -1);
+    assert_true(keys_soonest_ms(&pool) == UINT64_MAX);
+    assert_int_equal(keys_cooldown(&pool, 0, 10, KEY_QUOTA), BSC_EINVAL);
+    assert_int_equal(keys_available(&pool, 0), 0);
+}
+
+static void test_cooling_key_skipped(void **state)
+{
+    struct keypool pool;
+
+    (void)state;
+    keys_init(&pool, 3);
+    assert_int_equal(keys_next(&pool, 0), 0);
+    assert_int_equal(keys_cooldown(&pool, 1, 5000, KEY_RATE_LIMITED), BSC_OK);
+    assert_true(keys_is_cooling(&pool, 1, 4999));
+    assert_false(keys_is_cooling(&pool, 1, 5000));
+    assert_int_equal(keys_available(&pool, 100), 2);
+    /* Key 1 is skipped while cooling; rotation goes on 2, 0, 2, 0. */
+    assert_int_equal(keys_next(&pool, 100), 2);
+    assert_int_equal(keys_next(&pool, 100), 0);
+    assert_int_equal(keys_next(&pool, 4999), 2);
+    assert_int_equal(keys_next(&pool, 4999), 0);
+    /* Back at 5000, in its place in the order. */
+    assert_int_equal(keys_next(&pool, 5000), 1);
+    assert_int_equal(keys_next(&pool, 5000), 2);
+    assert_int_equal(keys_stats(&pool, 1)->cooldowns[KEY_RATE_LIMITED], 1);
+    assert_int_equal(keys_stats(&pool, 1)->picks, 1);
+}
+
+static void test_all_cooling(void **state)
+{
+    struct keypool pool;
+
+    (void)state;
+    keys_init(&pool, 3);
+    assert_int_equal(keys_cooldown(&pool, 0, 9000, KEY_QUOTA), BSC_OK);
+    assert_int_equal(keys_cooldown(&pool, 1, 7000, KEY_RATE_LIMITED), BSC_OK);
+    assert_int_equal(keys_cooldown(&pool, 2, 8000, KEY_AUTH), BSC_OK);
+    assert_int_equal(keys_next(&pool, 1000), -1);
+    assert_int_equal(keys_next(&pool, 6999), -1);
+    assert_true(keys_soonest_ms(&pool) == 7000);
+    assert_int_equal(keys_available(&pool, 6999), 0);
+    assert_int_equal(keys_next(&pool, 7000), 1);
+    assert_int_equal(keys_next(&pool, 7000), 1); /* the only one back */
+    assert_int_equal(keys_reason(&pool, 2), KEY_AUTH);
+    assert_string_equal(keys_reason_name(keys_reason(&pool, 0)), "quota");
+}
+
+static void test_cooldown_never_shortens(void **state)
+{
+    struct keypool pool;
+
+    (void)state;
+    keys_init(&pool, 2);
+    assert_int_equal(keys_cooldown(&pool, 0, 600000, KEY_AUTH), BSC_OK);
+    assert_int_equal(keys_cooldown(&pool, 0, 2000, KEY_RATE_LIMITED), BSC_OK);
+    assert_true(keys_is_cooling(&pool, 0, 599999));
+    assert_int_equal(keys_reason(&pool, 0), KEY_AUTH);
+    /* Both are counted even though only the longer one holds. */
+    assert_int_equal(keys_stats(&pool, 0)->cooldowns[KEY_AUTH], 1);
+    assert_int_equal(keys_stats(&pool, 0)->cooldowns[KEY_RATE_LIMITED], 1);
+    /* A longer one extends it. */
+    assert_int_equal(keys_cooldown(&pool, 0, 700000, KEY_QUOTA), BSC_OK);
+    assert_true(keys_is_cooling(&pool, 0, 699999));
+    assert_int_equal(keys_reason(&pool, 0), KEY_QUOTA);
+}
+
+static void test_bad_index(void **state)
+{
+    struct keypool pool;
+
+    (void)state;
+    keys_init(&pool, 2);
+    assert_int_equal(keys_cooldown(&pool, -1, 10, KEY_AUTH), BSC_EINVAL);
+    assert_int_equal(keys_cooldown(&pool, 2, 10, KEY_AUTH), BSC_EINVAL);
+    assert_int_equal(keys_cooldown(&pool, 0, 10, KEY_REASON_COUNT), BSC_EINVAL);
+    assert_false(keys_is_cooling(&pool, 0, 0));
+    assert_null(keys_stats(&pool, 2));
+    assert_false(keys_is_cooling(&pool, 5, 0));
+}
+
+static void test_init_clips_to_max(void **state)
+{
+    struct keypool pool;
+
+    (void)state;
+    keys_init(&pool, KEYS_MAX + 10);
+    assert_int_equal(keys_count(&pool), KEYS_MAX);
+    for (int i = 0; i < KEYS_MAX; i++)
+        assert_int_equal(keys_next(&pool, 0), i);
+    assert_int_equal(keys_next(&pool, 0), 0);
+}
+
+static void test_cooldown_lengths(void **state)
+{
+    uint64_t now = 1000000;
+
+    (void)state;
+    /* Rate limited: Retry-After, else the default second. */
+    assert_true(keys_cooldown_until(now, KEY_RATE_LIMITED, 0) == now + 1000);
+    assert_true(keys_cooldown_until(now, KEY_RATE_LIMITED, 2500) == now + 2500);
+    /* Quota: at least five minutes, longer when the provider says so. */
+    assert_true(keys_cooldown_until(now, KEY_QUOTA, 0) == now + 300000);
+    assert_true(keys_cooldown_until(now, KEY_QUOTA, 1000) == now + 300000);
+    assert_true(keys_cooldown_until(now, KEY_QUOTA, 900000) == now + 900000);
+    /* Auth: ten minutes whatever the header says. */
+    assert_true(keys_cooldown_until(now, KEY_AUTH, 5) == now + 600000);
+    /* A huge Retry-After is clipped to an hour. */
+    assert_true(keys_cooldown_until(now, KEY_RATE_LIMITED, 86400000) == now + 3600000);
+    assert_true(keys_cooldown_until(now, KEY_QUOTA, 86400000) == now + 3600000);
+    /* No overflow near the end of time. */
+    assert_true(keys_cooldown_until(UINT64_MAX - 10, KEY_AUTH, 0) == UINT64_MAX);
+}
+
+static void test_rotation_with_real_cooldowns(void **state)
+{
+    struct keypool pool;
+    uint64_t now = 50000;
+    int k;
+
+    (void)state;
+    keys_init(&pool, 2);
+    k = keys_next(&pool, now);
+    assert_int_equal(k, 0);
+    assert_int_equal(
+        keys_cooldown(&pool, k, keys_cooldown_until(now, KEY_RATE_LIMITED, 0), KEY_RATE_LIMITED),
+        BSC_OK);
+    k = keys_next(&pool, now);
+    assert_int_equal(k, 1);
+    assert_int_equal(keys_cooldown(&pool, k, keys_cooldown_until(now, KEY_QUOTA, 0), KEY_QUOTA),
+                     BSC_OK);
+    assert_int_equal(keys_next(&pool, now + 999), -1);
+    assert_true(keys_soonest_ms(&pool) == now + 1000);
+    assert_int_equal(keys_next(&pool, now + 1000), 0);
+    assert_int_equal(keys_next(&pool, now + 1000), 0);
+    assert_int_equal(keys_next(&pool, now + 300000), 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_robin_order),
+        cmocka_unit_test(test_single_key),
+        cmocka_unit_test(test_empty_pool),
+        cmocka_unit_test(test_cooling_key_skipped),
+        cmocka_unit_test(test_all_cooling),
+        cmocka_unit_test(test_cooldown_never_shortens),
+        cmocka_unit_test(test_bad_index),
+        cmocka_unit_test(test_init_clips_to_max),
+        cmocka_unit_test(test_cooldown_lengths),
+        cmocka_unit_test(test_rotation_with_real_cooldowns),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

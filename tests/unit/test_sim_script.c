@@ -1,0 +1,598 @@
+/* SPDX-License-Identifier: MIT */
+/* test_sim_script.c -- bascule-sim's fault engine: spec parsing and validation, step
+ * sequencing (times, exhaustion, repeat, the shared "*" script), per-model counters and
+ * request logs, and the /_sim control API, all without a socket.
+ * The Makefile links unit tests against libbascule.a only, so the sim sources under test
+ * are compiled into this binary directly. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "../../sim/content.c"
+#include "../../sim/control.c"
+#include "../../sim/models.c"
+#include "../../sim/script.c"
+#include "../../sim/sjson.c"
+
+static enum bsc_err parse(const char *json, struct sim_spec *spec, char *why, size_t len)
+{
+    return sim_spec_parse(bsc_str_cstr(json), spec, why, len);
+}
+
+/* ---- parsing ---- */
+
+static void spec_defaults(void **state)
+{
+    struct sim_spec spec;
+    char why[256];
+
+    (void)state;
+    assert_int_equal(parse("{}", &spec, why, sizeof(why)), BSC_OK);
+    assert_int_equal(spec.tokens, 12);
+    assert_int_equal(spec.token_delay_ms, -1);
+    assert_false(spec.repeat);
+    assert_int_equal(spec.n_steps, 0);
+    sim_spec_cleanup(&spec);
+}
+
+static void spec_full(void **state)
+{
+    struct sim_spec spec;
+    char why[256];
+    const char *json =
+        "{\"tokens\":5,\"token_delay_ms\":7,\"repeat\":true,\"script\":["
+        "{\"action\":\"status\",\"status\":429,\"times\":2,\"headers\":{\"Retry-After\":\"1\","
+        "\"retry-after-ms\":1500},\"error_code\":\"insufficient_quota\",\"error_type\":\"t\","
+        "\"message\":\"m\"},"
+        "{\"action\":\"delay\",\"delay_ms\":50},"
+        "{\"action\":\"cut\",\"after_events\":3},"
+        "{\"action\":\"trickle\",\"interval_ms\":20},"
+        "{\"action\":\"status\",\"status\":502,\"body\":\"<html>bad gateway</html>\"},"
+        "{\"action\":\"error_200\",\"body\":{\"error\":{\"message\":\"x\"}}},"
+        "{\"action\":\"reset\"},{\"action\":\"hang\"},{\"action\":\"malformed\"},"
+        "{\"action\":\"ok\"}]}";
+
+    (void)state;
+    assert_int_equal(parse(json, &spec, why, sizeof(why)), BSC_OK);
+    assert_int_equal(spec.tokens, 5);
+    assert_int_equal(spec.token_delay_ms, 7);
+    assert_true(spec.repeat);
+    assert_int_equal(spec.n_steps, 10);
+    assert_int_equal(spec.steps[0].action, SIM_ACT_STATUS);
+    assert_int_equal(spec.steps[0].status, 429);
+    assert_int_equal(spec.steps[0].times, 2);
+    assert_int_equal(spec.steps[0].n_headers, 2);
+    assert_string_equal(spec.steps[0].headers[0].name, "retry-after"); /* lower-cased */
+    assert_string_equal(spec.steps[0].headers[0].value, "1");
+    assert_string_equal(spec.steps[0].headers[1].value, "1500"); /* numbers allowed */
+    assert_string_equal(spec.steps[0].error_code, "insufficient_quota");
+    assert_string_equal(spec.steps[0].error_type, "t");
+    assert_string_equal(spec.steps[0].message, "m");
+    assert_null(spec.steps[0].body);
+    assert_int_equal(spec.steps[1].action, SIM_ACT_DELAY);
+    assert_int_equal(spec.steps[1].delay_ms, 50);
+    assert_int_equal(spec.steps[2].action, SIM_ACT_CUT);
+    assert_true(spec.steps[2].has_after_events);
+    assert_int_equal(spec.steps[2].after_events, 3);
+    assert_int_equal(spec.steps[3].interval_ms, 20);
+    assert_string_equal(spec.steps[4].body, "<html>bad gateway</html>"); /* string: raw */
+    assert_string_equal(spec.steps[5].body, "{\"error\":{\"message\":\"x\"}}");
+    assert_false(spec.steps[5].has_after_events);
+    assert_int_equal(spec.steps[6].action, SIM_ACT_RESET);
+    assert_int_equal(spec.steps[7].action, SIM_ACT_HANG);
+    assert_int_equal(spec.steps[8].action, SIM_ACT_MALFORMED);
+    assert_int_equal(spec.steps[9].action, SIM_ACT_OK);
+    assert_int_equal(spec.steps[3].times, 1);
+    sim_spec_cleanup(&spec);
+    assert_null(spec.steps);
+}
+
+static void expect_bad(const char *json, enum bsc_err want, const char *needle)
+{
+    struct sim_spec spec;
+    char why[256] = "";
+
+    assert_int_equal(parse(json, &spec, why, sizeof(why)), want);
+    if (!strstr(why, needle))
+        fail_msg("error \"%s\" lacks \"%s\" for %s", why, needle, json);
+    assert_int_equal(spec.n_steps, 0);
+    assert_null(spec.steps);
+}
+
+static void spec_errors(void **state)
+{
+    char big[16 * 300];
+    size_t off;
+
+    (void)state;
+    expect_bad("{", BSC_EPARSE, "invalid JSON");
+    expect_bad("[]", BSC_EINVAL, "object");
+    expect_bad("{\"tokenz\":1}", BSC_EINVAL, "unknown field \"tokenz\"");
+    expect_bad("{\"tokens\":0}", BSC_EINVAL, "tokens");
+    expect_bad("{\"tokens\":4097}", BSC_EINVAL, "tokens");
+    expect_bad("{\"tokens\":\"3\"}", BSC_EINVAL, "integer");
+    expect_bad("{\"repeat\":1}", BSC_EINVAL, "repeat");
+    expect_bad("{\"script\":{}}", BSC_EINVAL, "array");
+    expect_bad("{\"script\":[1]}", BSC_EINVAL, "script[0]");
+    expect_bad("{\"script\":[{}]}", BSC_EINVAL, "\"action\"");
+    expect_bad("{\"script\":[{\"action\":\"explode\"}]}", BSC_EINVAL, "unknown action");
+    expect_bad("{\"script\":[{\"action\":\"ok\"},{\"action\":\"status\"}]}", BSC_EINVAL,
+               "script[1]");
+    expect_bad("{\"script\":[{\"action\":\"status\",\"status\":99}]}", BSC_EINVAL, "status");
+    expect_bad("{\"script\":[{\"action\":\"status\",\"status\":600}]}", BSC_EINVAL, "status");
+    expect_bad("{\"script\":[{\"action\":\"ok\",\"status\":500}]}", BSC_EINVAL,
+               "does not apply");
+    expect_bad("{\"script\":[{\"action\":\"ok\",\"after_events\":1}]}", BSC_EINVAL,
+               "after_events");
+    expect_bad("{\"script\":[{\"action\":\"cut\",\"interval_ms\":1}]}", BSC_EINVAL,
+               "interval_ms");
+    expect_bad("{\"script\":[{\"action\":\"ok\",\"times\":0}]}", BSC_EINVAL, "times");
+    expect_bad("{\"script\":[{\"action\":\"ok\",\"delay_ms\":-1}]}", BSC_EINVAL, "delay_ms");
+    expect_bad("{\"script\":[{\"action\":\"ok\",\"colour\":1}]}", BSC_EINVAL, "colour");
+    expect_bad("{\"script\":[{\"action\":\"ok\",\"headers\":[]}]}", BSC_EINVAL, "headers");
+    expect_bad("{\"script\":[{\"action\":\"ok\",\"headers\":{\"a b\":\"1\"}}]}", BSC_EINVAL,
+               "header");
+    expect_bad("{\"script\":[{\"action\":\"ok\",\"headers\":{\"x\":\"1\\r\\nevil: 1\"}}]}",
+               BSC_EINVAL, "header");
+    expect_bad("{\"script\":[{\"action\":\"ok\",\"message\":3}]}", BSC_EINVAL, "message");
+
+    /* 256 steps pass, 257 do not. */
+    for (int n = 256; n <= 257; n++) {
+        struct sim_spec spec;
+        char why[128];
+
+        off = (size_t)snprintf(big, sizeof(big), "{\"script\":[");
+        for (int i = 0; i < n; i++)
+            off += (size_t)snprintf(big + off, sizeof(big) - off, "%s{\"action\":\"ok\"}",
+                                    i ? "," : "");
+        snprintf(big + off, sizeof(big) - off, "]}");
+        assert_int_equal(parse(big, &spec, why, sizeof(why)), n == 256 ? BSC_OK : BSC_EINVAL);
+        sim_spec_cleanup(&spec);
+    }
+}
+
+/* ---- sequencing ---- */
+
+static enum sim_action next_action(const struct sim_spec *spec, struct sim_cursor *cur)
+{
+    const struct sim_step *s = sim_script_next(spec, cur);
+
+    return s ? s->action : SIM_ACT_COUNT; /* COUNT: exhausted */
+}
+
+static void sequencing_times_and_exhaustion(void **state)
+{
+    struct sim_spec spec;
+    struct sim_cursor cur = {0, 0};
+    char why[128];
+
+    (void)state;
+    assert_int_equal(parse("{\"script\":[{\"action\":\"status\",\"status\":500,\"times\":3},"
+                           "{\"action\":\"reset\"}]}",
+                           &spec, why, sizeof(why)),
+                     BSC_OK);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(next_action(&spec, &cur), SIM_ACT_STATUS);
+    assert_int_equal(next_action(&spec, &cur), SIM_ACT_RESET);
+    assert_int_equal(next_action(&spec, &cur), SIM_ACT_COUNT);
+    assert_int_equal(next_action(&spec, &cur), SIM_ACT_COUNT);
+    sim_spec_cleanup(&spec);
+}
+
+static void sequencing_repeat(void **state)
+{
+    struct sim_spec spec;
+    struct sim_cursor cur = {0, 0};
+    char why[128];
+
+    (void)state;
+    assert_int_equal(parse("{\"repeat\":true,\"script\":[{\"action\":\"hang\",\"times\":2},"
+                           "{\"action\":\"ok\"}]}",
+                           &spec, why, sizeof(why)),
+                     BSC_OK);
+    for (int round = 0; round < 3; round++) {
+        assert_int_equal(next_action(&spec, &cur), SIM_ACT_HANG);
+        assert_int_equal(next_action(&spec, &cur), SIM_ACT_HANG);
+        assert_int_equal(next_action(&spec, &cur), SIM_ACT_OK);
+    }
+    sim_spec_cleanup(&spec);
+    /* An empty script is exhausted even with repeat. */
+    assert_int_equal(parse("{\"repeat\":true,\"script\":[]}", &spec, why, sizeof(why)), BSC_OK);
+    cur = (struct sim_cursor){0, 0};
+    assert_null(sim_script_next(&spec, &cur));
+    sim_spec_cleanup(&spec);
+}
+
+static void step_copy_is_deep(void **state)
+{
+    struct sim_spec spec;
+    struct sim_step copy;
+    char why[128];
+
+    (void)state;
+    assert_int_equal(parse("{\"script\":[{\"action\":\"status\",\"status\":503,\"headers\":"
+                           "{\"x-a\":\"1\"},\"body\":{\"k\":1},\"message\":\"m\"}]}",
+                           &spec, why, sizeof(why)),
+                     BSC_OK);
+    assert_int_equal(sim_step_copy(&copy, &spec.steps[0]), BSC_OK);
+    sim_spec_cleanup(&spec); /* the copy must survive its source */
+    assert_int_equal(copy.status, 503);
+    assert_string_equal(copy.headers[0].name, "x-a");
+    assert_string_equal(copy.body, "{\"k\":1}");
+    assert_string_equal(copy.message, "m");
+    assert_null(copy.error_code);
+    sim_step_cleanup(&copy);
+}
+
+/* ---- models: specs, the "*" default, counters ---- */
+
+static enum sim_action begin(struct sim_models *m, const char *model, struct sim_plan *plan)
+{
+    assert_int_equal(sim_models_begin(m, bsc_str_cstr(model), plan), BSC_OK);
+    return plan->step.action;
+}
+
+static enum sim_action begin_end(struct sim_models *m, const char *model)
+{
+    struct sim_plan plan;
+    enum sim_action a = begin(m, model, &plan);
+
+    sim_models_end(m, bsc_str_cstr(model), plan.gen, false);
+    sim_plan_cleanup(&plan);
+    return a;
+}
+
+static void set_spec(struct sim_models *m, const char *model, const char *json)
+{
+    char why[256];
+
+    if (sim_models_set_spec(m, bsc_str_cstr(model), bsc_str_cstr(json), why, sizeof(why)))
+        fail_msg("set_spec %s: %s", model, why);
+}
+
+static void models_own_and_star(void **state)
+{
+    struct sim_models m;
+    struct sim_plan plan;
+
+    (void)state;
+    sim_models_init(&m);
+    /* No script at all: ok with the defaults. */
+    assert_int_equal(begin(&m, "a", &plan), SIM_ACT_OK);
+    assert_int_equal(plan.tokens, 12);
+    assert_int_equal(plan.token_delay_ms, -1);
+    sim_plan_cleanup(&plan);
+
+    set_spec(&m, "*", "{\"tokens\":3,\"script\":[{\"action\":\"status\",\"status\":500,"
+                      "\"times\":2}]}");
+    set_spec(&m, "own", "{\"tokens\":4,\"token_delay_ms\":9,\"script\":[{\"action\":\"reset\"}]}");
+    /* The "*" script is one script shared by every model without its own. */
+    assert_int_equal(begin(&m, "a", &plan), SIM_ACT_STATUS);
+    assert_int_equal(plan.tokens, 3);
+    sim_plan_cleanup(&plan);
+    assert_int_equal(begin_end(&m, "b"), SIM_ACT_STATUS);
+    assert_int_equal(begin_end(&m, "a"), SIM_ACT_OK);
+    /* A model with its own spec never uses "*". */
+    assert_int_equal(begin(&m, "own", &plan), SIM_ACT_RESET);
+    assert_int_equal(plan.tokens, 4);
+    assert_int_equal(plan.token_delay_ms, 9);
+    sim_plan_cleanup(&plan);
+    assert_int_equal(begin_end(&m, "own"), SIM_ACT_OK);
+    /* Setting a spec again restarts its script; deleting it falls back to "*". */
+    set_spec(&m, "own", "{\"script\":[{\"action\":\"hang\"}]}");
+    assert_int_equal(begin_end(&m, "own"), SIM_ACT_HANG);
+    assert_true(sim_models_del_spec(&m, BSC_STR("own")));
+    assert_false(sim_models_del_spec(&m, BSC_STR("own")));
+    set_spec(&m, "*", "{\"script\":[{\"action\":\"malformed\"}]}");
+    assert_int_equal(begin_end(&m, "own"), SIM_ACT_MALFORMED);
+    sim_models_cleanup(&m);
+}
+
+static void models_bad_spec_keeps_old(void **state)
+{
+    struct sim_models m;
+    char why[256];
+
+    (void)state;
+    sim_models_init(&m);
+    set_spec(&m, "x", "{\"script\":[{\"action\":\"reset\"},{\"action\":\"hang\"}]}");
+    assert_int_equal(begin_end(&m, "x"), SIM_ACT_RESET);
+    assert_int_equal(sim_models_set_spec(&m, BSC_STR("x"), BSC_STR("{\"script\":5}"), why,
+                                         sizeof(why)),
+                     BSC_EINVAL);
+    assert_int_equal(begin_end(&m, "x"), SIM_ACT_HANG); /* old spec and cursor kept */
+    assert_int_equal(sim_models_set_spec(&m, BSC_STR(""), BSC_STR("{}"), why, sizeof(why)),
+                     BSC_ELIMIT);
+    sim_models_cleanup(&m);
+}
+
+static struct json_object *stats_of(struct sim_models *m, const char *model)
+{
+    struct bsc_buf b;
+    struct json_object *root, *models, *one = NULL;
+
+    bsc_buf_init(&b, 1 << 20);
+    assert_int_equal(sim_models_stats_json(m, &b), BSC_OK);
+    root = sim_json_parse(bsc_buf_str(&b), NULL, 0);
+    assert_non_null(root);
+    bsc_buf_cleanup(&b);
+    if (!model)
+        return root;
+    assert_true(json_object_object_get_ex(root, "models", &models));
+    if (json_object_object_get_ex(models, model, &one))
+        json_object_get(one);
+    json_object_put(root);
+    return one;
+}
+
+static int64_t field(struct json_object *o, const char *key)
+{
+    struct json_object *v;
+
+    assert_true(json_object_object_get_ex(o, key, &v));
+    return json_object_get_int64(v);
+}
+
+static void models_counters(void **state)
+{
+    struct sim_models m;
+    struct sim_plan p1, p2, p3;
+    struct json_object *s;
+
+    (void)state;
+    sim_models_init(&m);
+    set_spec(&m, "m", "{\"script\":[{\"action\":\"status\",\"status\":429},{\"action\":\"delay\","
+                      "\"delay_ms\":1},{\"action\":\"hang\"}]}");
+    begin(&m, "m", &p1); /* status: a fault */
+    begin(&m, "m", &p2); /* delay: ok */
+    begin(&m, "m", &p3); /* hang: a fault, cancelled later */
+    sim_models_reject(&m, BSC_STR("m"));
+    s = stats_of(&m, "m");
+    assert_int_equal(field(s, "calls"), 4);
+    assert_int_equal(field(s, "ok"), 1);
+    assert_int_equal(field(s, "faults"), 3);
+    assert_int_equal(field(s, "completed"), 1);
+    assert_int_equal(field(s, "in_flight"), 3);
+    json_object_put(s);
+    sim_models_end(&m, BSC_STR("m"), p1.gen, false);
+    sim_models_end(&m, BSC_STR("m"), p2.gen, false);
+    sim_models_end(&m, BSC_STR("m"), p3.gen, true);
+    s = stats_of(&m, "m");
+    assert_int_equal(field(s, "completed"), 3);
+    assert_int_equal(field(s, "cancelled"), 1);
+    assert_int_equal(field(s, "in_flight"), 0);
+    json_object_put(s);
+    /* A call begun before a reset does not count after it. */
+    sim_plan_cleanup(&p1);
+    begin(&m, "m", &p1);
+    sim_models_reset(&m);
+    sim_models_end(&m, BSC_STR("m"), p1.gen, true);
+    assert_null(stats_of(&m, "m"));
+    s = stats_of(&m, NULL);
+    assert_int_equal(field(s, "total"), 0);
+    json_object_put(s);
+    sim_plan_cleanup(&p1);
+    sim_plan_cleanup(&p2);
+    sim_plan_cleanup(&p3);
+    sim_models_cleanup(&m);
+}
+
+/* ---- the request log ---- */
+
+static void log_one(struct sim_models *m, const char *model, const char *body, uint64_t seq)
+{
+    struct sim_logent e = {
+        .method = "POST",
+        .path = "/v1/chat/completions",
+        .query = "",
+        .headers_json = "{\"authorization\":\"Bearer k\"}",
+        .body = (char *)body,
+        .body_len = strlen(body),
+        .model = (char *)model,
+        .outcome = "ok",
+        .seq = seq,
+    };
+
+    sim_models_log(m, &e);
+}
+
+static struct json_object *requests_of(struct sim_models *m, const char *model)
+{
+    struct bsc_buf b;
+    struct json_object *arr;
+
+    bsc_buf_init(&b, 64 << 20);
+    assert_int_equal(sim_models_requests_json(m, bsc_str_cstr(model), &b), BSC_OK);
+    arr = sim_json_parse(bsc_buf_str(&b), NULL, 0);
+    assert_non_null(arr);
+    assert_true(json_object_is_type(arr, json_type_array));
+    bsc_buf_cleanup(&b);
+    return arr;
+}
+
+static void request_log_ring(void **state)
+{
+    struct sim_models m;
+    struct json_object *arr, *e, *v;
+    char body[64];
+
+    (void)state;
+    sim_models_init(&m);
+    for (uint64_t i = 1; i <= 40; i++) {
+        snprintf(body, sizeof(body), "{\"model\":\"r\",\"n\":%llu}", (unsigned long long)i);
+        log_one(&m, i % 2 ? "r" : "other", body, i);
+    }
+    log_one(&m, "r", "not json", 41);
+    arr = requests_of(&m, "r");
+    /* 21 logged for "r": all kept, oldest first, newest last. */
+    assert_int_equal(json_object_array_length(arr), 21);
+    e = json_object_array_get_idx(arr, 0);
+    assert_int_equal(field(e, "seq"), 1);
+    assert_true(json_object_object_get_ex(e, "body", &v));
+    assert_int_equal(field(v, "n"), 1); /* a JSON body is embedded as JSON */
+    assert_true(json_object_object_get_ex(e, "headers", &v));
+    assert_string_equal(sim_json_get_str(v, "authorization").p, "Bearer k");
+    e = json_object_array_get_idx(arr, 20);
+    assert_int_equal(field(e, "seq"), 41);
+    assert_true(json_object_object_get_ex(e, "body", &v));
+    assert_string_equal(json_object_get_string(v), "not json"); /* else as a string */
+    json_object_put(arr);
+    /* The overall log keeps the last 32 of everyone. */
+    arr = requests_of(&m, "");
+    assert_int_equal(json_object_array_length(arr), 32);
+    assert_int_equal(field(json_object_array_get_idx(arr, 0), "seq"), 10);
+    assert_int_equal(field(json_object_array_get_idx(arr, 31), "seq"), 41);
+    json_object_put(arr);
+    arr = requests_of(&m, "nobody");
+    assert_int_equal(json_object_array_length(arr), 0);
+    json_object_put(arr);
+    sim_models_cleanup(&m);
+}
+
+static void headers_json_lowercase_and_join(void **state)
+{
+    struct bsc_str names[] = {BSC_STR("Authorization"), BSC_STR("X-Multi"), BSC_STR("x-multi"),
+                              BSC_STR("Content-Type")};
+    struct bsc_str values[] = {BSC_STR("Bearer sk-1"), BSC_STR("a"), BSC_STR("b\"c"),
+                               BSC_STR("application/json")};
+    struct bsc_buf b;
+
+    (void)state;
+    bsc_buf_init(&b, 4096);
+    assert_int_equal(sim_headers_json(names, values, 4, &b), BSC_OK);
+    assert_string_equal(b.p, "{\"authorization\":\"Bearer sk-1\",\"x-multi\":\"a, b\\\"c\","
+                             "\"content-type\":\"application/json\"}");
+    bsc_buf_cleanup(&b);
+}
+
+/* ---- the control API ---- */
+
+static int control(struct sim_models *m, const char *method, const char *path,
+                   const char *query, const char *body, struct json_object **out)
+{
+    struct bsc_buf b;
+    int status;
+
+    bsc_buf_init(&b, 64 << 20);
+    status = sim_control_dispatch(m, bsc_str_cstr(method), bsc_str_cstr(path),
+                                  bsc_str_cstr(query), bsc_str_cstr(body), &b);
+    *out = sim_json_parse(bsc_buf_str(&b), NULL, 0);
+    if (!*out)
+        fail_msg("control %s %s answered non-JSON: %s", method, path, b.p);
+    bsc_buf_cleanup(&b);
+    return status;
+}
+
+static void control_api(void **state)
+{
+    struct sim_models m;
+    struct json_object *o, *v;
+
+    (void)state;
+    sim_models_init(&m);
+    assert_int_equal(control(&m, "PUT", "/_sim/models/gpt%2Dx", "",
+                             "{\"script\":[{\"action\":\"reset\"}]}", &o),
+                     200);
+    assert_string_equal(sim_json_get_str(o, "model").p, "gpt-x"); /* path decoded */
+    json_object_put(o);
+    assert_int_equal(control(&m, "PUT", "/_sim/models/m", "", "{\"script\":[{\"action\":1}]}",
+                             &o),
+                     400);
+    assert_true(json_object_object_get_ex(o, "error", &v));
+    assert_non_null(strstr(sim_json_get_str(v, "message").p, "action"));
+    json_object_put(o);
+    assert_int_equal(control(&m, "PUT", "/_sim/models/m", "", "not json", &o), 400);
+    json_object_put(o);
+    assert_int_equal(control(&m, "GET", "/_sim/models/gpt-x", "", "", &o), 200);
+    assert_true(json_object_object_get_ex(o, "spec", &v));
+    assert_true(json_object_object_get_ex(v, "script", &v));
+    assert_int_equal(json_object_array_length(v), 1);
+    json_object_put(o);
+    assert_int_equal(control(&m, "GET", "/_sim/models/none", "", "", &o), 404);
+    json_object_put(o);
+    assert_int_equal(control(&m, "PATCH", "/_sim/models/x", "", "", &o), 405);
+    json_object_put(o);
+
+    assert_int_equal(begin_end(&m, "gpt-x"), SIM_ACT_RESET);
+    log_one(&m, "gpt-x", "{}", 1);
+    log_one(&m, "a b", "{}", 2);
+    assert_int_equal(control(&m, "GET", "/_sim/stats", "", "", &o), 200);
+    assert_true(json_object_object_get_ex(o, "models", &v));
+    assert_true(json_object_object_get_ex(v, "gpt-x", &v));
+    assert_int_equal(field(v, "calls"), 1);
+    assert_int_equal(field(v, "faults"), 1);
+    json_object_put(o);
+    assert_int_equal(control(&m, "GET", "/_sim/requests", "x=1&model=a+b", "", &o), 200);
+    assert_int_equal(json_object_array_length(o), 1);
+    assert_int_equal(field(json_object_array_get_idx(o, 0), "seq"), 2);
+    json_object_put(o);
+    assert_int_equal(control(&m, "GET", "/_sim/requests", "", "", &o), 200);
+    assert_int_equal(json_object_array_length(o), 2);
+    json_object_put(o);
+
+    assert_int_equal(control(&m, "DELETE", "/_sim/models/gpt-x", "", "", &o), 200);
+    json_object_put(o);
+    assert_int_equal(control(&m, "DELETE", "/_sim/models/gpt-x", "", "", &o), 404);
+    json_object_put(o);
+    assert_int_equal(control(&m, "GET", "/_sim/reset", "", "", &o), 405);
+    json_object_put(o);
+    assert_int_equal(control(&m, "POST", "/_sim/reset", "", "", &o), 200);
+    json_object_put(o);
+    assert_int_equal(control(&m, "GET", "/_sim/requests", "", "", &o), 200);
+    assert_int_equal(json_object_array_length(o), 0);
+    json_object_put(o);
+    assert_int_equal(control(&m, "GET", "/_sim/nothing", "", "", &o), 404);
+    json_object_put(o);
+    assert_true(sim_control_is_path(BSC_STR("/_sim/stats")));
+    assert_false(sim_control_is_path(BSC_STR("/v1/_sim/stats")));
+    sim_models_cleanup(&m);
+}
+
+static void url_decoding(void **state)
+{
+    struct bsc_buf b;
+
+    (void)state;
+    bsc_buf_init(&b, 256);
+    assert_int_equal(sim_url_decode(BSC_STR("a%2Fb+c%2a"), true, &b), BSC_OK);
+    assert_string_equal(b.p, "a/b c*");
+    bsc_buf_reset(&b);
+    assert_int_equal(sim_url_decode(BSC_STR("a+b"), false, &b), BSC_OK);
+    assert_string_equal(b.p, "a+b");
+    bsc_buf_reset(&b);
+    assert_int_equal(sim_url_decode(BSC_STR("bad%2"), true, &b), BSC_EINVAL);
+    bsc_buf_reset(&b);
+    assert_int_equal(sim_url_decode(BSC_STR("bad%zz"), true, &b), BSC_EINVAL);
+    bsc_buf_reset(&b);
+    assert_true(sim_query_param(BSC_STR("model=gpt%2D4&x=1"), "model", &b));
+    assert_string_equal(b.p, "gpt-4");
+    bsc_buf_reset(&b);
+    assert_false(sim_query_param(BSC_STR("models=1&mode=2"), "model", &b));
+    assert_true(sim_query_param(BSC_STR("a=1&model"), "model", &b));
+    assert_int_equal(b.len, 0);
+    bsc_buf_cleanup(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(spec_defaults),
+        cmocka_unit_test(spec_full),
+        cmocka_unit_test(spec_errors),
+        cmocka_unit_test(sequencing_times_and_exhaustion),
+        cmocka_unit_test(sequencing_repeat),
+        cmocka_unit_test(step_copy_is_deep),
+        cmocka_unit_test(models_own_and_star),
+        cmocka_unit_test(models_bad_spec_keeps_old),
+        cmocka_unit_test(models_counters),
+        cmocka_unit_test(request_log_ring),
+        cmocka_unit_test(headers_json_lowercase_and_join),
+        cmocka_unit_test(control_api),
+        cmocka_unit_test(url_decoding),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
