@@ -111,14 +111,20 @@ function isExecutable(p) {
   }
 }
 
-/** Runs a command to completion with a time bound; resolves { code, stdout, stderr }. */
-function runBounded(name, cmd, args, timeoutMs) {
+/**
+ * Runs a command to completion with a time bound; resolves { code, stdout, stderr }.
+ * With `stderrFile`, its stderr is also appended there as it comes (progress lines).
+ */
+function runBounded(name, cmd, args, timeoutMs, stderrFile = null) {
   return new Promise((resolve) => {
     const rec = procs.start(name, cmd, args, { stdout: 'pipe', stderr: 'pipe' });
     let stdout = '';
     let stderr = '';
     rec.child.stdout?.on('data', (d) => (stdout += d));
-    rec.child.stderr?.on('data', (d) => (stderr += d));
+    rec.child.stderr?.on('data', (d) => {
+      stderr += d;
+      if (stderrFile) fs.appendFileSync(stderrFile, d);
+    });
     const t = setTimeout(() => {
       stderr += `\n(killed after ${timeoutMs} ms)`;
       procs.stop(rec, 1000);
@@ -512,13 +518,14 @@ async function streamRun(gw, simApi, n, holdModel, probeModel) {
   });
   // After the ramp: probes (~probes x 20 ms, then at most 15 s), the close (at most 5 + 5 s).
   const boundMs = rampTimeoutMs + C.streamProbes * 20 + 45000;
-  const r = await runBounded('streams-client', process.execPath, [path.join(HERE, 'streams.mjs'), arg], boundMs);
+  const progress = path.join(C.tmp, `streams-${gw.name}.log`);
+  const r = await runBounded('streams-client', process.execPath, [path.join(HERE, 'streams.mjs'), arg], boundMs, progress);
   const line = r.stdout.trim().split('\n').pop();
   let s;
   try {
     s = JSON.parse(line);
   } catch {
-    throw new Error(`streams client: ${r.stderr.trim() || r.stdout.trim() || `exit ${r.code}`}`);
+    throw new Error(`streams client: exit ${r.code}\n${r.stderr.trim().split('\n').slice(-8).join('\n')}\n${r.stdout.trim().slice(-500)}`);
   }
   if (s.fatal) throw new Error(`streams client: ${s.fatal}`);
   delete s.options;
@@ -582,7 +589,7 @@ async function streams(results) {
     }
     try {
       log(`streams: ${g.key}: ${n} streams`);
-      const s = await streamRun(gw, simApi, n, g.hold, g.probe);
+      const s = await streamRun({ ...gw, name: g.key }, simApi, n, g.hold, g.probe);
       s.label = g.label;
       results.streams[g.key] = s;
     } catch (e) {

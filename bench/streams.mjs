@@ -207,6 +207,7 @@ async function main() {
   let peakRss = out.rss_idle_kib;
   let peakHeld = 0;
   let allOpen = false;
+  const progress = (what) => process.stderr.write(`streams: ${Math.round(performance.now() - started)} ms: ${what}\n`);
   const sampler = setInterval(() => {
     const r = rssKiB();
     if (r > peakRss) peakRss = r;
@@ -243,7 +244,9 @@ async function main() {
       if (!timeLeft() && inFlight === 0) resolve();
     };
     launch();
+    let ticks = 0;
     const guard = setInterval(() => {
+      if (++ticks % 25 === 0) progress(`ramp: ${heldTtft.length} with a first token, ${failed} failed, ${inFlight} waiting`);
       if (!timeLeft()) {
         clearInterval(guard);
         resolve();
@@ -252,6 +255,7 @@ async function main() {
     }, 200);
   });
   const rampMs = performance.now() - rampStart;
+  progress(`ramp done: ${heldTtft.length} with a first token, ${failed} failed, ${inFlight} waiting`);
   // Streams that already ended (completed or failed after their first token) are not held.
   const openNow = () => held.filter((s) => s.st.ttft !== null && !s.st.ended && !s.st.error).length;
   allOpen = true;
@@ -291,7 +295,9 @@ async function main() {
     }
     await sleep(opts.probeIntervalMs);
   }
+  progress(`probes sent: ${probeStreams.length}`);
   await Promise.race([Promise.all(probeDone), idle(15000)]);
+  progress(`probes done: ${probe.direct.length} + ${probe.gateway.length} ok`);
   while (performance.now() < holdUntil) await sleep(50);
   out.held_open_at_end = openNow();
   out.rss_peak_held_kib = Math.max(peakHeld, rssKiB());
@@ -302,7 +308,9 @@ async function main() {
   allOpen = false;
   for (const s of held) s.close();
   for (const s of probeStreams) if (!s.st.ended) s.close();
+  progress('closing the held streams');
   await Promise.race([Promise.all(held.map((s) => s.done)), idle(5000)]);
+  progress('closed');
   holdAgent.destroy();
   agents.direct.destroy();
   agents.gateway.destroy();

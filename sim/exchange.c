@@ -7,11 +7,7 @@
  * See docs/internals/sim.md. */
 #include "exchange.h"
 
-#include "content.h"
-
-#include "core/clock.h"
 #include "core/compat.h"
-#include "core/log.h"
 
 #define XCHG_BODY_PIECES 4u /* a trickled non-stream body comes in this many pieces */
 
@@ -222,9 +218,11 @@ static void send_tail(struct xchg *x)
     finish(x, err ? FIN_ABORT : FIN_END);
 }
 
+/* Sends unit <i>: stream event <i>, or the <i>-th piece of the body. */
 static enum bsc_err send_unit(struct xchg *x, size_t i)
 {
     size_t off, len;
+    enum bsc_err err;
 
     if (!x->stream) {
         off = i * x->piece;
@@ -234,12 +232,8 @@ static enum bsc_err send_unit(struct xchg *x, size_t i)
         return len ? srv_resp_body(x->req, x->body.p + off, len) : BSC_OK;
     }
     bsc_buf_reset(&x->out);
-    {
-        enum bsc_err err = x->d->event(&x->call, i, &x->out);
-        if (err)
-            return err;
-    }
-    return srv_resp_body(x->req, x->out.p, x->out.len);
+    err = x->d->event(&x->call, i, &x->out);
+    return err ? err : srv_resp_body(x->req, x->out.p, x->out.len);
 }
 
 static void pump(struct xchg *x);

@@ -18,7 +18,9 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "metrics/metrics.h"
 #include "router/gateway.h"
+#include "router/probe.h"
 #include "router/state.h"
 #include "router/worker.h"
 #include "server/server.h"
@@ -81,6 +83,8 @@ static void worker_closed(struct srv *srv, void *ud)
 
     (void)srv;
     w->drained = true;
+    prober_stop(w->prober);
+    w->prober = NULL;
     up_multi_free(w->up);
     w->up = NULL;
     uv_close((uv_handle_t *)&w->wake, NULL);
@@ -137,6 +141,10 @@ static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const
     }
     uv_async_init(&w->loop, &w->wake, worker_on_wake);
     w->wake.data = w;
+    if (idx == 0 && !(w->prober = prober_start(w))) {
+        LOG_ERR("worker %u: out of memory", idx);
+        return -1;
+    }
     return 0;
 }
 
@@ -160,13 +168,19 @@ static void on_hup(uv_signal_t *h, int signum)
     next = load_config(mc->gw.config_path);
     if (!next) {
         atomic_fetch_add(&mc->gw.reloads_failed, 1);
+        metrics_inc(mc->gw.metrics, metrics_shared_shard(mc->gw.metrics), METRIC_CONFIG_RELOADS,
+                    "rejected", NULL, 1);
         LOG_ERR("config reload rejected: %s has errors; the previous config keeps serving",
                 mc->gw.config_path);
         return;
     }
     apply_log_settings(next);
+    if (hstate_sync(mc->gw.hs, next, bsc_now_ms()) != BSC_OK)
+        LOG_WARN("routing state could not track every target of the new config");
     cfg_current_swap(next);
     atomic_fetch_add(&mc->gw.reloads_ok, 1);
+    metrics_inc(mc->gw.metrics, metrics_shared_shard(mc->gw.metrics), METRIC_CONFIG_RELOADS,
+                "ok", NULL, 1);
     workers_send(&mc->gw, WORKER_CMD_RELOAD);
     LOG_INFO("config reloaded from %s", mc->gw.config_path);
 }
@@ -238,6 +252,11 @@ static int serve(const char *path)
     mc.gw.started_ms = bsc_wall_ms();
     mc.gw.hs = hstate_new();
     mc.gw.n_workers = worker_count(cfg);
+    mc.gw.metrics = metrics_new(mc.gw.n_workers);
+    if (!mc.gw.hs || !mc.gw.metrics || hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK) {
+        LOG_ERR("out of memory at start");
+        return 1;
+    }
     mc.gw.workers = bsc_xcalloc(mc.gw.n_workers, sizeof(struct worker));
     for (i = 0; i < mc.gw.n_workers; i++)
         if (worker_init(&mc.gw.workers[i], &mc.gw, i, cfg) != 0)
@@ -273,6 +292,7 @@ static int serve(const char *path)
     uv_loop_close(mc.loop);
     free(mc.gw.workers);
     hstate_free(mc.gw.hs);
+    metrics_free(mc.gw.metrics);
     cfg_current_swap(NULL);
     LOG_INFO("bascule stopped");
     return 0;

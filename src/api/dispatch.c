@@ -41,6 +41,10 @@ void api_handle(struct srv_req *req, void *ud)
     }
     if (bsc_str_starts(path, BSC_STR("/v1/models/")) && get)
         return api__models(w, req, bsc_str_make(path.p + 11, path.len - 11));
+    if (is(path, "/metrics") && get)
+        return api__metrics(w, req);
+    if (bsc_str_starts(path, BSC_STR("/admin/")))
+        return api__admin(w, req, bsc_str_make(path.p + 7, path.len - 7));
     if (is(path, "/health/live") || is(path, "/healthz"))
         return api__health_live(w, req);
     if (is(path, "/health/ready") || is(path, "/readyz"))

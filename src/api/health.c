@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* health.c -- GET /health/live (the process answers) and GET /health/ready (a config
- * is loaded and at least one route has an enabled target). */
+ * is loaded and at least one route has an eligible target: enabled, circuit not open). */
 #include "api/internal.h"
+#include "core/clock.h"
+#include "router/gateway.h"
+#include "router/state.h"
 
 static const char live_body[] = "{\"status\":\"ok\"}";
 
@@ -11,13 +14,21 @@ void api__health_live(struct worker *w, struct srv_req *req)
     srv_resp_send(req, 200, "application/json", NULL, 0, live_body, sizeof(live_body) - 1);
 }
 
-static bool tier_has_enabled(const struct cfg_tier *t)
+/* A tier can serve when one of its targets is enabled, not switched off at run time,
+ * and its circuit is not open. */
+static bool tier_has_eligible(struct hstate *hs, const struct cfg_tier *t, uint64_t now)
 {
     if (t->disabled)
         return false;
-    for (size_t i = 0; i < t->n; i++)
-        if (!t->targets[i]->disabled && !t->targets[i]->provider->disabled)
+    for (size_t i = 0; i < t->n; i++) {
+        const struct cfg_target *tg = t->targets[i];
+        struct target_view v;
+        if (tg->disabled || tg->provider->disabled)
+            continue;
+        hstate_view(hs, tg->id, now, &v);
+        if (!v.admin_disabled && v.state != BRK_OPEN)
             return true;
+    }
     return false;
 }
 
@@ -28,11 +39,13 @@ void api__health_ready(struct worker *w, struct srv_req *req)
     struct cfg *cfg = cfg_current_get();
     bool ok = false;
 
-    (void)w;
+    uint64_t now = bsc_now_ms();
+
     for (size_t i = 0; cfg && i < cfg->n_routes && !ok; i++) {
         const struct cfg_route *r = &cfg->routes[i];
-        ok = tier_has_enabled(&r->primary) || tier_has_enabled(&r->equivalent) ||
-             tier_has_enabled(&r->fallback);
+        ok = tier_has_eligible(w->gw->hs, &r->primary, now) ||
+             tier_has_eligible(w->gw->hs, &r->equivalent, now) ||
+             tier_has_eligible(w->gw->hs, &r->fallback, now);
     }
     cfg_unref(cfg);
     if (ok)

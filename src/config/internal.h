@@ -133,7 +133,6 @@ struct cfg__route_src {
 struct cfg__v {
     struct cfg__sink *s;
     struct cfg *cfg; /* being built; owned by the caller of cfg__build */
-    const struct cfg__node *root;
     struct cfg__prov_src *psrc;   /* owned; parallel to cfg->providers */
     struct cfg__target_src *tsrc; /* owned; parallel to cfg->targets */
     struct cfg__route_src *rsrc;  /* owned; parallel to cfg->routes */

@@ -892,7 +892,7 @@ static bool defaults(struct cfg *cfg, const char *file)
 enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct cfg **out)
 {
     struct cfg *cfg = calloc(1, sizeof(*cfg));
-    struct cfg__v v = {.s = s, .cfg = cfg, .root = doc->root};
+    struct cfg__v v = {.s = s, .cfg = cfg};
     const struct cfg__node *root = doc->root;
     enum bsc_err err = BSC_OK;
 

@@ -58,3 +58,32 @@ void access_log_write(const struct access_entry *e)
         bsc_log_line(b.p, b.len);
     bsc_buf_cleanup(&b);
 }
+
+void attempt_log_write(const struct attempt_line *l)
+{
+    struct bsc_buf b;
+    const struct attempt *a = l->a;
+
+    bsc_buf_init(&b, 4096);
+    bsc_buf_appendf(&b, "{\"type\":\"attempt\",\"ts_ms\":%llu", (unsigned long long)bsc_wall_ms());
+    put_str(&b, "request_id", l->request_id);
+    put_str(&b, "route", l->route);
+    bsc_buf_appendf(&b, ",\"attempt\":%u", l->number);
+    put_str(&b, "target", a->target ? a->target->id : NULL);
+    put_str(&b, "workflow", attempt_workflow_name(a->workflow));
+    put_str(&b, "outcome", attempt_outcome_name(a->outcome));
+    put_str(&b, "kind", a->kind);
+    bsc_buf_appendf(&b, ",\"status\":%d,\"ms\":%.3f,\"delay_before_ms\":%u", a->status,
+                    a->end_us > a->start_us ? (double)(a->end_us - a->start_us) / 1e3 : 0.0,
+                    a->delay_ms);
+    put_str(&b, "circuit", l->circuit);
+    bsc_buf_appendf(&b, ",\"time_left_ms\":%llu", (unsigned long long)l->time_left_ms);
+    put_str(&b, "next", l->next);
+    put_str(&b, "why", l->why);
+    bsc_buf_appendf(&b, ",\"next_delay_ms\":%u", l->next_delay_ms);
+    put_str(&b, "delay_why", l->delay_why);
+    bsc_buf_append_char(&b, '}');
+    if (b.p)
+        bsc_log_line(b.p, b.len);
+    bsc_buf_cleanup(&b);
+}

@@ -27,4 +27,21 @@ struct access_entry {
 /* Formats <e> as one JSON line and writes it to stdout. */
 void access_log_write(const struct access_entry *e);
 
+
+/* One line per attempt (DESIGN §9): what was tried, how it ended, what the router decided
+ * next and why. <next> is "deliver", "retry", "equivalent_failover", "cross_model_fallback"
+ * or "stop"; <why> a short reason; <circuit> the breaker state after the outcome. */
+struct attempt_line {
+    const char *request_id, *route;
+    unsigned number; /* 1-based */
+    const struct attempt *a;
+    const char *circuit;
+    uint64_t time_left_ms;
+    const char *next, *why;
+    uint32_t next_delay_ms;
+    const char *delay_why; /* NULL when no wait */
+};
+
+void attempt_log_write(const struct attempt_line *l);
+
 #endif

@@ -10,12 +10,14 @@
 #include "router/worker.h"
 
 struct hstate;
+struct metrics;
 
 struct gateway {
     const char *config_path; /* borrowed from argv */
     struct worker *workers;  /* owned array */
     unsigned n_workers;
     struct hstate *hs;       /* owned: shared health and routing state */
+    struct metrics *metrics; /* owned: one shard per worker */
     uint64_t started_ms;     /* wall clock */
     atomic_ullong reloads_ok, reloads_failed;
 };

@@ -1,31 +1,54 @@
 /* SPDX-License-Identifier: MIT */
-/* state.c -- the in-process shared routing state: a small table keyed by provider id
- * with one round-robin counter each, behind a mutex held for a few instructions. */
+/* state.c -- the in-process routing state: two small tables keyed by id (targets and
+ * providers) and the retry budget, behind one mutex. Entries are never removed while
+ * the process runs (a reload that drops a target leaves its small entry behind), so a
+ * request holding an older snapshot always finds its targets. */
 #include "router/state.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define HSTATE_MAX_PROVIDERS 256
+#include "core/clock.h"
+#include "health/keys.h"
+#include "health/tstats.h"
+#include "router/retry.h"
+
+#define HSTATE_MAX 1024
+
+struct tgt_state {
+    char *id; /* owned */
+    struct brk brk;
+    struct tstats ts;
+    enum target_health health;
+    bool admin_disabled;
+    bool misconfigured;
+    const char *last_error;
+    uint64_t last_error_wall_ms;
+};
 
 struct prov_state {
     char *id; /* owned */
-    uint64_t next_key;
+    struct keypool keys;
 };
 
 struct hstate {
     pthread_mutex_t lock;
-    struct prov_state provs[HSTATE_MAX_PROVIDERS];
+    struct tgt_state *tgts[HSTATE_MAX];
+    size_t n_tgts;
+    struct prov_state *provs[HSTATE_MAX];
     size_t n_provs;
+    struct retry_budget budget;
 };
 
 struct hstate *hstate_new(void)
 {
     struct hstate *hs = calloc(1, sizeof(*hs));
 
-    if (hs)
-        pthread_mutex_init(&hs->lock, NULL);
+    if (!hs)
+        return NULL;
+    pthread_mutex_init(&hs->lock, NULL);
+    retry_budget_init(&hs->budget, 0.2, 10, 10000);
     return hs;
 }
 
@@ -33,39 +56,328 @@ void hstate_free(struct hstate *hs)
 {
     if (!hs)
         return;
-    for (size_t i = 0; i < hs->n_provs; i++)
-        free(hs->provs[i].id);
+    for (size_t i = 0; i < hs->n_tgts; i++) {
+        free(hs->tgts[i]->id);
+        free(hs->tgts[i]);
+    }
+    for (size_t i = 0; i < hs->n_provs; i++) {
+        free(hs->provs[i]->id);
+        free(hs->provs[i]);
+    }
     pthread_mutex_destroy(&hs->lock);
     free(hs);
 }
 
-/* Finds or adds the provider's slot; NULL when the table is full. Lock held. */
-static struct prov_state *prov_slot(struct hstate *hs, const char *id)
+/* Lookups: lock held. */
+static struct tgt_state *tgt_find(struct hstate *hs, const char *id)
 {
-    for (size_t i = 0; i < hs->n_provs; i++)
-        if (strcmp(hs->provs[i].id, id) == 0)
-            return &hs->provs[i];
-    if (hs->n_provs == HSTATE_MAX_PROVIDERS)
-        return NULL;
-    hs->provs[hs->n_provs].id = strdup(id);
-    if (!hs->provs[hs->n_provs].id)
-        return NULL;
-    return &hs->provs[hs->n_provs++];
+    for (size_t i = 0; i < hs->n_tgts; i++)
+        if (strcmp(hs->tgts[i]->id, id) == 0)
+            return hs->tgts[i];
+    return NULL;
 }
 
-const char *hstate_next_key(struct hstate *hs, const struct cfg_provider *p)
+static struct prov_state *prov_find(struct hstate *hs, const char *id)
+{
+    for (size_t i = 0; i < hs->n_provs; i++)
+        if (strcmp(hs->provs[i]->id, id) == 0)
+            return hs->provs[i];
+    return NULL;
+}
+
+static const struct cfg_breaker *breaker_params(const struct cfg *cfg, const struct cfg_target *t)
+{
+    if (t->has_breaker)
+        return &t->breaker;
+    if (t->provider->has_breaker)
+        return &t->provider->breaker;
+    return &cfg->breaker;
+}
+
+static enum bsc_err sync_target(struct hstate *hs, const struct cfg *cfg,
+                                const struct cfg_target *t)
+{
+    struct tgt_state *ts = tgt_find(hs, t->id);
+
+    if (ts) {
+        brk_set_params(&ts->brk, breaker_params(cfg, t));
+        return BSC_OK;
+    }
+    if (hs->n_tgts == HSTATE_MAX)
+        return BSC_ELIMIT;
+    ts = calloc(1, sizeof(*ts));
+    if (!ts || !(ts->id = strdup(t->id))) {
+        free(ts);
+        return BSC_ENOMEM;
+    }
+    brk_init(&ts->brk, breaker_params(cfg, t));
+    tstats_init(&ts->ts);
+    hs->tgts[hs->n_tgts++] = ts;
+    return BSC_OK;
+}
+
+static enum bsc_err sync_provider(struct hstate *hs, const struct cfg_provider *p)
+{
+    struct prov_state *ps = prov_find(hs, p->id);
+
+    if (ps) {
+        if (keys_count(&ps->keys) != (p->n_keys > KEYS_MAX ? KEYS_MAX : p->n_keys))
+            keys_init(&ps->keys, p->n_keys); /* the key list changed: start afresh */
+        return BSC_OK;
+    }
+    if (hs->n_provs == HSTATE_MAX)
+        return BSC_ELIMIT;
+    ps = calloc(1, sizeof(*ps));
+    if (!ps || !(ps->id = strdup(p->id))) {
+        free(ps);
+        return BSC_ENOMEM;
+    }
+    keys_init(&ps->keys, p->n_keys);
+    hs->provs[hs->n_provs++] = ps;
+    return BSC_OK;
+}
+
+enum bsc_err hstate_sync(struct hstate *hs, const struct cfg *cfg, uint64_t now_ms)
+{
+    enum bsc_err err = BSC_OK;
+
+    (void)now_ms;
+    pthread_mutex_lock(&hs->lock);
+    for (size_t i = 0; !err && i < cfg->n_providers; i++)
+        err = sync_provider(hs, &cfg->providers[i]);
+    for (size_t i = 0; !err && i < cfg->n_targets; i++)
+        err = sync_target(hs, cfg, &cfg->targets[i]);
+    hs->budget.ratio = cfg->retry.budget_ratio;
+    hs->budget.floor = (double)cfg->retry.budget_min_per_s * cfg->retry.budget_window_ms / 1000.0;
+    if (hs->budget.bucket_ms != (cfg->retry.budget_window_ms + RETRY_BUDGET_BUCKETS - 1) /
+                                    RETRY_BUDGET_BUCKETS)
+        retry_budget_init(&hs->budget, cfg->retry.budget_ratio, cfg->retry.budget_min_per_s,
+                          cfg->retry.budget_window_ms);
+    pthread_mutex_unlock(&hs->lock);
+    return err;
+}
+
+enum brk_decision hstate_admit(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms,
+                               double rand01)
+{
+    struct tgt_state *ts;
+    enum brk_decision d = BRK_ALLOW;
+
+    pthread_mutex_lock(&hs->lock);
+    ts = tgt_find(hs, t->id);
+    if (ts)
+        d = brk_allow(&ts->brk, now_ms, rand01);
+    pthread_mutex_unlock(&hs->lock);
+    return d;
+}
+
+static void record_locked(struct tgt_state *ts, uint64_t now_ms, const struct attempt_report *rep,
+                          struct brk_change *change)
+{
+    enum brk_state before = brk_state(&ts->brk);
+
+    brk_record(&ts->brk, now_ms, rep->outcome, rep->was_probe);
+    if (rep->latency_ms >= 0)
+        tstats_latency(&ts->ts, rep->latency_ms);
+    if (rep->ttft_ms >= 0)
+        tstats_ttft(&ts->ts, rep->ttft_ms);
+    if (rep->error) {
+        tstats_failure(&ts->ts, 1, now_ms);
+        ts->last_error = rep->error;
+        ts->last_error_wall_ms = bsc_wall_ms();
+    } else {
+        tstats_success(&ts->ts);
+    }
+    if (rep->misconfigured)
+        ts->misconfigured = true;
+    else if (!rep->error)
+        ts->misconfigured = false;
+    if (change) {
+        change->from = before;
+        change->to = brk_state(&ts->brk);
+        change->changed = change->from != change->to;
+    }
+}
+
+void hstate_record(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms,
+                   const struct attempt_report *rep, struct brk_change *change)
+{
+    struct tgt_state *ts;
+
+    if (change)
+        change->changed = false;
+    pthread_mutex_lock(&hs->lock);
+    ts = tgt_find(hs, t->id);
+    if (ts)
+        record_locked(ts, now_ms, rep, change);
+    pthread_mutex_unlock(&hs->lock);
+}
+
+void hstate_inflight(struct hstate *hs, const struct cfg_target *t, int delta)
+{
+    struct tgt_state *ts;
+
+    pthread_mutex_lock(&hs->lock);
+    ts = tgt_find(hs, t->id);
+    if (ts) {
+        if (delta > 0)
+            tstats_inflight_inc(&ts->ts);
+        else
+            tstats_inflight_dec(&ts->ts);
+    }
+    pthread_mutex_unlock(&hs->lock);
+}
+
+void hstate_view(struct hstate *hs, const char *target_id, uint64_t now_ms,
+                 struct target_view *out)
+{
+    struct tgt_state *ts;
+
+    memset(out, 0, sizeof(*out));
+    out->ewma_latency_ms = out->ewma_ttft_ms = -1;
+    pthread_mutex_lock(&hs->lock);
+    ts = tgt_find(hs, target_id);
+    if (ts) {
+        brk_advance(&ts->brk, now_ms);
+        out->state = brk_state(&ts->brk);
+        out->ramping = brk_is_ramping(&ts->brk, now_ms);
+        out->ramp_fraction = brk_ramp_fraction(&ts->brk, now_ms);
+        out->retry_after_ms = brk_retry_after_ms(&ts->brk, now_ms);
+        out->ewma_latency_ms = tstats_latency_ms(&ts->ts);
+        out->ewma_ttft_ms = tstats_ttft_ms(&ts->ts);
+        out->inflight = tstats_inflight(&ts->ts);
+        out->successes = ts->ts.successes;
+        out->failures = ts->ts.failures;
+        out->last_error = ts->last_error;
+        out->last_error_wall_ms = ts->last_error_wall_ms;
+        out->health = ts->health;
+        out->admin_disabled = ts->admin_disabled;
+        out->misconfigured = ts->misconfigured;
+        out->counters = *brk_counters(&ts->brk);
+    }
+    pthread_mutex_unlock(&hs->lock);
+}
+
+int hstate_key_next(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms,
+                    uint64_t *soonest_ms)
 {
     struct prov_state *ps;
-    uint64_t n = 0;
+    int idx = -1;
 
     if (p->n_keys == 0)
-        return NULL;
-    if (p->n_keys == 1)
-        return p->keys[0];
+        return -2;
     pthread_mutex_lock(&hs->lock);
-    ps = prov_slot(hs, p->id);
-    if (ps)
-        n = ps->next_key++;
+    ps = prov_find(hs, p->id);
+    if (ps) {
+        idx = keys_next(&ps->keys, now_ms);
+        if (idx < 0 && soonest_ms)
+            *soonest_ms = keys_soonest_ms(&ps->keys);
+    } else {
+        idx = 0;
+    }
     pthread_mutex_unlock(&hs->lock);
-    return p->keys[n % p->n_keys];
+    return idx;
+}
+
+void hstate_key_cooldown(struct hstate *hs, const struct cfg_provider *p, int idx, int reason,
+                         int64_t retry_after_ms, uint64_t now_ms)
+{
+    struct prov_state *ps;
+    uint64_t until = keys_cooldown_until(now_ms, (enum key_reason)reason,
+                                         retry_after_ms > 0 ? (uint64_t)retry_after_ms : 0);
+
+    if (idx < 0)
+        return;
+    pthread_mutex_lock(&hs->lock);
+    ps = prov_find(hs, p->id);
+    if (ps)
+        keys_cooldown(&ps->keys, idx, until, (enum key_reason)reason);
+    pthread_mutex_unlock(&hs->lock);
+}
+
+size_t hstate_keys_available(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms)
+{
+    struct prov_state *ps;
+    size_t n = p->n_keys ? 0 : 1;
+
+    pthread_mutex_lock(&hs->lock);
+    ps = prov_find(hs, p->id);
+    if (ps && p->n_keys)
+        n = keys_available(&ps->keys, now_ms);
+    pthread_mutex_unlock(&hs->lock);
+    return n;
+}
+
+void hstate_budget_first(struct hstate *hs, uint64_t now_ms)
+{
+    pthread_mutex_lock(&hs->lock);
+    retry_budget_note_first(&hs->budget, now_ms);
+    pthread_mutex_unlock(&hs->lock);
+}
+
+bool hstate_budget_take(struct hstate *hs, uint64_t now_ms)
+{
+    bool ok;
+
+    pthread_mutex_lock(&hs->lock);
+    ok = retry_budget_try_take(&hs->budget, now_ms);
+    pthread_mutex_unlock(&hs->lock);
+    return ok;
+}
+
+enum bsc_err hstate_set_disabled(struct hstate *hs, const char *target_id, bool disabled)
+{
+    struct tgt_state *ts;
+
+    pthread_mutex_lock(&hs->lock);
+    ts = tgt_find(hs, target_id);
+    if (ts)
+        ts->admin_disabled = disabled;
+    pthread_mutex_unlock(&hs->lock);
+    return ts ? BSC_OK : BSC_ENOTFOUND;
+}
+
+bool hstate_is_disabled(struct hstate *hs, const char *target_id)
+{
+    struct tgt_state *ts;
+    bool d = false;
+
+    pthread_mutex_lock(&hs->lock);
+    ts = tgt_find(hs, target_id);
+    if (ts)
+        d = ts->admin_disabled;
+    pthread_mutex_unlock(&hs->lock);
+    return d;
+}
+
+void hstate_health(struct hstate *hs, const char *target_id, bool up, uint64_t now_ms,
+                   struct brk_change *change)
+{
+    struct tgt_state *ts;
+
+    if (change)
+        change->changed = false;
+    pthread_mutex_lock(&hs->lock);
+    ts = tgt_find(hs, target_id);
+    if (ts) {
+        enum brk_state before = brk_state(&ts->brk);
+        ts->health = up ? HEALTH_UP : HEALTH_DOWN;
+        /* A failed probe is an infrastructure failure; a good one says the endpoint
+         * answers, which is not proof the model works: it only refreshes health. */
+        if (!up && before == BRK_CLOSED)
+            brk_record(&ts->brk, now_ms, BRK_FAILURE, false);
+        if (change) {
+            change->from = before;
+            change->to = brk_state(&ts->brk);
+            change->changed = change->from != change->to;
+        }
+    }
+    pthread_mutex_unlock(&hs->lock);
+}
+
+const char *target_health_name(enum target_health h)
+{
+    static const char *const names[HEALTH_COUNT] = {"unknown", "up", "down"};
+
+    return (unsigned)h < HEALTH_COUNT ? names[h] : "unknown";
 }

@@ -15,6 +15,7 @@
 #include "server/server.h"
 #include "upstream/upstream.h"
 
+struct prober;
 struct gateway; /* the process: config, health state, metrics (router/gateway.h) */
 
 struct worker {
@@ -25,6 +26,7 @@ struct worker {
     atomic_uint pending;       /* WORKER_CMD_* bits set by main before waking */
     struct srv *srv;           /* owned */
     struct up_multi *up;       /* owned */
+    struct prober *prober;     /* owned; worker 0 only: active health checks */
     struct gateway *gw;        /* borrowed */
     size_t inflight;           /* requests being handled on this loop */
     bool draining;

@@ -624,6 +624,10 @@ static void on_timer(uv_timer_t *t)
             srv__conn_error(c, 408, "request_timeout", "request body stalled");
         break;
     case SRV__CONN_ST_FLUSHING:
+        if (c->writing && c->tcp.write_queue_size != c->last_wq) { /* a big write moves */
+            c->last_wq = c->tcp.write_queue_size;
+            c->last_tx_ms = now_ms(c);
+        }
         rearm_stall(c, c->last_tx_ms, c->lim.idle_timeout_ms, &expired);
         if (expired)
             srv__conn_close(c);

@@ -185,6 +185,29 @@ static int split_url(struct srv__h1 *h)
     return 0;
 }
 
+/* RFC 9110 tchar. http-parser, when not strict, lets a space into a field name, which
+ * would make "Transfer-Encoding :" a smuggling vector; RFC 9112 §5.1 says reject. */
+static bool is_tchar(unsigned char ch)
+{
+    if ((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'))
+        return true;
+    return ch && strchr("!#$%&'*+-.^_`|~", ch) != NULL;
+}
+
+static int check_names(struct srv__h1 *h)
+{
+    for (uint32_t i = 0; i < h->n_hdrs; i++) {
+        const struct srv__h1_hdr *hdr = &h->hdrs[i];
+
+        if (!hdr->name_len)
+            return fail(h, SRV__H1_E_BAD_REQUEST, "empty header name");
+        for (uint32_t k = 0; k < hdr->name_len; k++)
+            if (!is_tchar((unsigned char)h->head.p[hdr->name_off + k]))
+                return fail(h, SRV__H1_E_BAD_REQUEST, "invalid character in a header name");
+    }
+    return 0;
+}
+
 /* Only "chunked" is implemented; anything else (gzip, a list, ...) gets 501. */
 static int check_framing(struct srv__h1 *h)
 {
@@ -217,6 +240,8 @@ static int on_headers_complete(http_parser *hp)
         return -1;
     if (hp->method == HTTP_CONNECT)
         return fail(h, SRV__H1_E_NOT_IMPLEMENTED, "CONNECT is not supported");
+    if (check_names(h))
+        return -1;
     trim_values(h);
     if (split_url(h))
         return -1;

@@ -147,6 +147,7 @@ struct srv_conn {
     unsigned open_handles;       /* tcp and timer until their close callbacks ran */
     bool reading, writing, eof, shut, rejecting;
     uint64_t last_rx_ms, last_tx_ms;
+    size_t last_wq;              /* tcp.write_queue_size when the send-stall timer last ran */
     size_t discarded;            /* bytes dropped while lingering */
     struct srv_limits lim;       /* the limits this request started with */
     struct srv__h1 h1;

@@ -16,9 +16,11 @@
 
 #define JSON_ERR_MAX (64u * 1024)
 
+/* Queued bytes plus what libuv has not yet handed to the kernel of the write in flight
+ * (libuv writes at once when it can, and counts partial progress). */
 size_t srv__pending(const struct srv_conn *c)
 {
-    return c->out.len + c->wbuf.len;
+    return c->out.len + (c->writing ? c->tcp.write_queue_size : 0);
 }
 
 /* ---- small writers: each is a no-op once *<err> is set ---------------------------------- */
@@ -74,29 +76,30 @@ static struct bsc_str date_line(struct srv *srv)
     return bsc_str_make(srv->date, srv->date_len);
 }
 
-/* A header from the handler that would break the framing or the message is dropped. */
-static bool header_ok(const struct srv_header *h)
+/* A header from the handler that would break the framing or the message is dropped.
+ * Returns NULL when <h> is fine, else why it is not. */
+static const char *header_bad(const struct srv_header *h)
 {
     static const char *const ours[] = {"content-length", "transfer-encoding", "connection"};
 
     if (!h->name.len)
-        return false;
+        return "empty name";
     for (size_t i = 0; i < h->name.len; i++) {
         unsigned char ch = (unsigned char)h->name.p[i];
 
         if (ch <= 0x20 || ch >= 0x7f || ch == ':')
-            return false;
+            return "invalid name";
     }
     for (size_t i = 0; i < h->value.len; i++) {
         char ch = h->value.p[i];
 
         if (ch == '\r' || ch == '\n' || ch == '\0')
-            return false;
+            return "CR, LF or NUL in the value";
     }
     for (size_t i = 0; i < BSC_ARRAY_LEN(ours); i++)
         if (bsc_str_ieq(h->name, bsc_str_cstr(ours[i])))
-            return false;
-    return true;
+            return "set by the server";
+    return NULL;
 }
 
 /* Decides the framing and whether the connection closes after this response. */
@@ -165,8 +168,10 @@ static enum bsc_err resp_head(struct srv_req *req, int status, const char *ctype
         PUT_LIT(b, &err, "\r\n");
     }
     for (size_t i = 0; i < n; i++) {
-        if (!header_ok(&h[i])) {
-            LOG_WARN("srv: dropped response header \"%.*s\"", BSC_STR_FMT(h[i].name));
+        const char *bad = header_bad(&h[i]);
+
+        if (bad) { /* the name is not logged: it may hold CR/LF */
+            LOG_WARN("srv: %s: dropped response header %zu: %s", req->id, i, bad);
             continue;
         }
         has_id = has_id || bsc_str_ieq(h[i].name, BSC_STR("x-request-id"));

@@ -7,8 +7,9 @@ import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
+import net from 'node:net';
 import OpenAI from 'openai';
-import { startSim, startGateway, freePort, rawRequest, bins } from '../lib/harness.mjs';
+import { startSim, startGateway, freePort, rawRequest, bins, waitFor } from '../lib/harness.mjs';
 
 let sim, gw, client;
 
@@ -178,18 +179,41 @@ test('pipelined requests are answered in order on one connection', async () => {
   assert.equal((raw.match(/HTTP\/1\.1 200/g) || []).length, 2);
 });
 
-test('chunked request body and Expect: 100-continue are accepted', async () => {
+test('chunked request body is accepted', async () => {
   const body = JSON.stringify({ model: 'chat', messages: [{ role: 'user', content: 'chunked' }] });
   const half = Math.floor(body.length / 2);
   const chunks = [body.slice(0, half), body.slice(half)]
     .map((c) => `${Buffer.byteLength(c).toString(16)}\r\n${c}\r\n`).join('') + '0\r\n\r\n';
   const raw = await rawRequest(gw.port,
     'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
-    'Transfer-Encoding: chunked\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n' + chunks,
-    { timeoutMs: 5000 });
-  assert.match(raw, /HTTP\/1\.1 100 Continue/);
+    'Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n' + chunks, { timeoutMs: 5000 });
   assert.match(raw, /HTTP\/1\.1 200 OK/);
   assert.match(raw, /chat\.completion/);
+});
+
+test('Expect: 100-continue gets 100 Continue before the body is sent', async () => {
+  const body = JSON.stringify({ model: 'chat', messages: [{ role: 'user', content: 'expect' }] });
+  const sock = net.connect(gw.port, '127.0.0.1');
+  let got = '';
+  sock.setEncoding('utf8');
+  sock.on('data', (d) => { got += d; });
+  await new Promise((r) => sock.once('connect', r));
+  sock.write('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`);
+  await waitFor(() => got.includes('100 Continue'), { timeoutMs: 3000, what: '100 Continue' });
+  assert.ok(!got.includes('200 OK'), 'nothing but 100 before the body');
+  sock.write(body);
+  await new Promise((r) => sock.once('close', r));
+  assert.match(got, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 OK/);
+  assert.match(got, /chat\.completion/);
+});
+
+test('Expect: 100-continue with a Content-Length over the limit gets 413 without reading the body', async () => {
+  const raw = await rawRequest(gw.port,
+    'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 999999\r\n' +
+    'Expect: 100-continue\r\n\r\n', { timeoutMs: 3000 });
+  assert.match(raw, /^HTTP\/1\.1 413/);
+  assert.ok(!raw.includes('100 Continue'));
 });
 
 test('GET /v1/models lists the route aliases; health endpoints answer', async () => {
@@ -209,9 +233,10 @@ test('a client that aborts mid-stream cancels the upstream transfer', async () =
   const stream = await client.chat.completions.create({
     model: 'chat', stream: true, messages: [{ role: 'user', content: 'long' }] }, { signal: ac.signal });
   let n = 0;
-  await assert.rejects((async () => {
-    for await (const chunk of stream) { if (++n === 3) ac.abort(); }
-  })());
+  try {
+    for await (const chunk of stream) { if (++n === 3) { ac.abort(); break; } }
+  } catch { /* some SDK versions raise on abort */ }
+  assert.equal(n, 3);
   // The sim sees its client (the gateway) go away well before the 4 s stream would end.
   let stats;
   for (let i = 0; i < 40; i++) {
@@ -255,7 +280,7 @@ test('the access log has one JSON line per request, without prompts or keys', as
     { headers: { 'x-request-id': 'log-check-1' } });
   let line;
   for (let i = 0; i < 40 && !line; i++) {
-    line = gw.accessLog().find((l) => l.request_id === 'log-check-1');
+    line = gw.accessLog().find((l) => l.type === 'access' && l.request_id === 'log-check-1');
     if (!line) await new Promise((r) => setTimeout(r, 25));
   }
   assert.ok(line, 'access line present');

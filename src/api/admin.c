@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/* admin.c -- the admin API, guarded by admin.key (off when the key is empty):
+ *   GET  /admin/targets                      every target's circuit, health, latency, load
+ *   POST /admin/targets/{id}/disable|enable  the run-time kill switch of one target
+ * The kill switch lives in the shared routing state, so it survives config reloads. */
+#include <string.h>
+
+#include "api/internal.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "router/gateway.h"
+#include "router/state.h"
+
+/* Compares in time independent of where the strings differ. */
+static bool key_equal(struct bsc_str given, const char *want)
+{
+    size_t n = strlen(want);
+    unsigned char diff = given.len != n;
+
+    for (size_t i = 0; i < given.len; i++)
+        diff |= (unsigned char)(given.p[i] ^ want[i % (n ? n : 1)]);
+    return diff == 0 && n > 0;
+}
+
+static bool authorized(struct srv_req *req, const struct cfg *cfg)
+{
+    struct bsc_str auth = srv_req_header(req, BSC_STR("authorization"));
+    struct bsc_str key = srv_req_header(req, BSC_STR("x-admin-key"));
+
+    if (auth.len > 7 && strncasecmp(auth.p, "Bearer ", 7) == 0)
+        key = bsc_str_trim(bsc_str_make(auth.p + 7, auth.len - 7));
+    return key.p && key_equal(key, cfg->admin_key);
+}
+
+static void put_target(struct bsc_buf *b, struct worker *w, const struct cfg_target *t,
+                       uint64_t now)
+{
+    struct target_view v;
+
+    hstate_view(w->gw->hs, t->id, now, &v);
+    bsc_buf_append_cstr(b, "{\"id\":");
+    bsc_buf_append_json_str(b, bsc_str_cstr(t->id));
+    bsc_buf_append_cstr(b, ",\"provider\":");
+    bsc_buf_append_json_str(b, bsc_str_cstr(t->provider->id));
+    bsc_buf_append_cstr(b, ",\"model\":");
+    bsc_buf_append_json_str(b, bsc_str_cstr(t->model));
+    bsc_buf_appendf(b,
+                    ",\"disabled\":%s,\"admin_disabled\":%s,\"circuit\":\"%s\",\"ramping\":%s,"
+                    "\"ramp_fraction\":%.3f,\"retry_after_ms\":%llu,\"health\":\"%s\","
+                    "\"ewma_latency_ms\":%.3f,\"ewma_ttft_ms\":%.3f,\"inflight\":%u,"
+                    "\"successes\":%llu,\"failures\":%llu,\"misconfigured\":%s,"
+                    "\"breaker\":{\"opened\":%llu,\"half_opened\":%llu,\"closed\":%llu,"
+                    "\"probes\":%llu,\"denied\":%llu,\"ramp_denied\":%llu},\"last_error\":",
+                    t->disabled || t->provider->disabled ? "true" : "false",
+                    v.admin_disabled ? "true" : "false", brk_state_name(v.state),
+                    v.ramping ? "true" : "false", v.ramp_fraction,
+                    (unsigned long long)v.retry_after_ms, target_health_name(v.health),
+                    v.ewma_latency_ms, v.ewma_ttft_ms, v.inflight,
+                    (unsigned long long)v.successes, (unsigned long long)v.failures,
+                    v.misconfigured ? "true" : "false", (unsigned long long)v.counters.opened,
+                    (unsigned long long)v.counters.half_opened,
+                    (unsigned long long)v.counters.closed, (unsigned long long)v.counters.probes,
+                    (unsigned long long)v.counters.denied,
+                    (unsigned long long)v.counters.ramp_denied);
+    if (v.last_error)
+        bsc_buf_append_json_str(b, bsc_str_cstr(v.last_error));
+    else
+        bsc_buf_append_cstr(b, "null");
+    bsc_buf_append_char(b, '}');
+}
+
+static void list_targets(struct worker *w, struct srv_req *req, const struct cfg *cfg)
+{
+    struct bsc_buf b;
+    uint64_t now = bsc_now_ms();
+
+    bsc_buf_init(&b, 8u << 20);
+    bsc_buf_append_cstr(&b, "{\"targets\":[");
+    for (size_t i = 0; i < cfg->n_targets; i++) {
+        if (i)
+            bsc_buf_append_char(&b, ',');
+        put_target(&b, w, &cfg->targets[i], now);
+    }
+    bsc_buf_append_cstr(&b, "]}");
+    srv_resp_send(req, 200, "application/json", NULL, 0, b.p, b.len);
+    bsc_buf_cleanup(&b);
+}
+
+static void switch_target(struct worker *w, struct srv_req *req, const struct cfg *cfg,
+                          struct bsc_str id, bool disable)
+{
+    const struct cfg_target *t = cfg_target_find(cfg, id);
+    struct bsc_buf b;
+
+    if (!t || hstate_set_disabled(w->gw->hs, t->id, disable) != BSC_OK) {
+        srv_resp_error(req, 404, "invalid_request_error", "target_not_found",
+                       "no such target in the running config");
+        return;
+    }
+    bsc_buf_init(&b, 4096);
+    put_target(&b, w, t, bsc_now_ms());
+    srv_resp_send(req, 200, "application/json", NULL, 0, b.p, b.len);
+    bsc_buf_cleanup(&b);
+}
+
+void api__admin(struct worker *w, struct srv_req *req, struct bsc_str rest)
+{
+    struct cfg *cfg = cfg_current_get();
+    struct bsc_str m = srv_req_method(req);
+    bool post = bsc_str_eq(m, BSC_STR("POST")), get = bsc_str_eq(m, BSC_STR("GET"));
+    const char *slash;
+
+    if (!cfg->admin_key || !cfg->admin_key[0]) {
+        srv_resp_error(req, 404, "invalid_request_error", "admin_disabled",
+                       "the admin API is off (set admin.key)");
+    } else if (!authorized(req, cfg)) {
+        srv_resp_error(req, 401, "authentication_error", "invalid_admin_key",
+                       "a valid admin key is required (Authorization: Bearer <admin.key>)");
+    } else if (bsc_str_eq(rest, BSC_STR("targets")) && get) {
+        list_targets(w, req, cfg);
+    } else if (bsc_str_starts(rest, BSC_STR("targets/")) && post &&
+               (slash = memrchr(rest.p, '/', rest.len)) && slash > rest.p + 8) {
+        struct bsc_str id = bsc_str_make(rest.p + 8, (size_t)(slash - rest.p - 8));
+        struct bsc_str verb = bsc_str_make(slash + 1, rest.len - (size_t)(slash + 1 - rest.p));
+        if (bsc_str_eq(verb, BSC_STR("disable")) || bsc_str_eq(verb, BSC_STR("enable")))
+            switch_target(w, req, cfg, id, bsc_str_eq(verb, BSC_STR("disable")));
+        else
+            srv_resp_error(req, 404, "invalid_request_error", "unknown_url",
+                           "use /admin/targets/{id}/disable or /enable");
+    } else {
+        srv_resp_error(req, 404, "invalid_request_error", "unknown_url", "no such admin endpoint");
+    }
+    cfg_unref(cfg);
+}

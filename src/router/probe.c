@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/* probe.c -- the health-check scheduler: one timer ticks every PROBE_TICK_MS, reads the
+ * current config snapshot and starts the probes that are due, at most one per provider
+ * at a time. A probe is an ordinary upstream transfer with a short timeout. */
+#include "router/probe.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "router/gateway.h"
+#include "router/state.h"
+#include "upstream/upstream.h"
+
+#define PROBE_TICK_MS    250
+#define PROBE_TIMEOUT_MS 5000
+#define PROBE_MAX        256
+
+struct probe_slot {
+    char *provider_id; /* owned */
+    uint64_t due_ms;
+    struct up_transfer *xfer; /* running probe, or NULL */
+    struct prober *owner;
+    struct bsc_buf url, body; /* owned, alive while the transfer runs */
+    char auth[512];
+    const char *headers[3];
+    char ctype[40];
+};
+
+struct prober {
+    struct worker *w;
+    uv_timer_t timer;
+    struct probe_slot slots[PROBE_MAX];
+    size_t n;
+};
+
+static struct probe_slot *slot_for(struct prober *pr, const char *id)
+{
+    for (size_t i = 0; i < pr->n; i++)
+        if (strcmp(pr->slots[i].provider_id, id) == 0)
+            return &pr->slots[i];
+    if (pr->n == PROBE_MAX)
+        return NULL;
+    pr->slots[pr->n] = (struct probe_slot){.provider_id = strdup(id), .owner = pr};
+    if (!pr->slots[pr->n].provider_id)
+        return NULL;
+    bsc_buf_init(&pr->slots[pr->n].url, 8192);
+    bsc_buf_init(&pr->slots[pr->n].body, 4096);
+    return &pr->slots[pr->n++];
+}
+
+/* Applies a result to every target of the provider in the current snapshot. */
+static void apply(struct prober *pr, const char *provider_id, bool up)
+{
+    struct cfg *cfg = cfg_current_get();
+    uint64_t now = bsc_now_ms();
+
+    for (size_t i = 0; cfg && i < cfg->n_targets; i++) {
+        struct brk_change c;
+        if (strcmp(cfg->targets[i].provider->id, provider_id) != 0)
+            continue;
+        hstate_health(pr->w->gw->hs, cfg->targets[i].id, up, now, &c);
+        if (c.changed)
+            LOG_WARN("health probe: circuit of %s %s -> %s", cfg->targets[i].id,
+                     brk_state_name(c.from), brk_state_name(c.to));
+    }
+    cfg_unref(cfg);
+}
+
+static void on_head(void *ud, struct up_transfer *t, int status)
+{
+    (void)ud;
+    (void)t;
+    (void)status;
+}
+
+static bool on_data(void *ud, struct up_transfer *t, const char *p, size_t len)
+{
+    (void)ud;
+    (void)t;
+    (void)p;
+    (void)len;
+    return false; /* the body is not needed */
+}
+
+static void on_done(void *ud, struct up_transfer *t, enum up_result res, const char *detail)
+{
+    struct probe_slot *s = ud;
+    int status = up_status(t);
+    bool up = res == UP_OK && status >= 200 && status < 300;
+
+    s->xfer = NULL;
+    if (!up)
+        LOG_INFO("health probe of %s failed: %s %d %s", s->provider_id, up_result_name(res),
+                 status, detail ? detail : "");
+    apply(s->owner, s->provider_id, up);
+}
+
+static const struct up_callbacks probe_cb = {on_head, on_data, on_done};
+
+static void start_probe(struct prober *pr, struct probe_slot *s, const struct cfg *cfg,
+                        const struct cfg_provider *p)
+{
+    const struct cfg_target *first = NULL;
+    struct up_request req = {.method = "GET", .timeout_ms = PROBE_TIMEOUT_MS,
+                             .connect_timeout_ms = p->connect_timeout_ms};
+    size_t n = 0;
+
+    bsc_buf_reset(&s->url);
+    bsc_buf_reset(&s->body);
+    for (size_t i = 0; i < cfg->n_targets && !first; i++)
+        if (cfg->targets[i].provider == p)
+            first = &cfg->targets[i];
+    if (p->health.probe == CFG_PROBE_COMPLETION && first) {
+        bsc_buf_appendf(&s->url, "%s/chat/completions", p->base_url);
+        bsc_buf_append_cstr(&s->body, "{\"model\":");
+        bsc_buf_append_json_str(&s->body, bsc_str_cstr(first->model));
+        bsc_buf_append_cstr(&s->body, ",\"max_tokens\":1,\"messages\":[{\"role\":\"user\","
+                                      "\"content\":\"ping\"}]}");
+        req.method = "POST";
+        req.body = s->body.p;
+        req.body_len = s->body.len;
+        snprintf(s->ctype, sizeof(s->ctype), "Content-Type: application/json");
+        s->headers[n++] = s->ctype;
+    } else {
+        bsc_buf_appendf(&s->url, "%s/models", p->base_url);
+    }
+    if (p->n_keys) {
+        snprintf(s->auth, sizeof(s->auth), "Authorization: Bearer %s", p->keys[0]);
+        s->headers[n++] = s->auth;
+    }
+    req.url = s->url.p;
+    req.headers = s->headers;
+    req.n_headers = n;
+    if (!s->url.p || up_start(pr->w->up, &req, &probe_cb, s, &s->xfer) != BSC_OK)
+        s->xfer = NULL;
+}
+
+static void on_tick(uv_timer_t *h)
+{
+    struct prober *pr = h->data;
+    struct cfg *cfg = cfg_current_get();
+    uint64_t now = bsc_now_ms();
+
+    for (size_t i = 0; cfg && i < cfg->n_providers; i++) {
+        const struct cfg_provider *p = &cfg->providers[i];
+        struct probe_slot *s;
+
+        if (p->disabled || p->health.probe == CFG_PROBE_NONE || p->health.interval_ms == 0)
+            continue;
+        s = slot_for(pr, p->id);
+        if (s && s->due_ms == 0)
+            s->due_ms = now + p->health.interval_ms;
+        if (!s || s->xfer || now < s->due_ms)
+            continue;
+        s->due_ms = now + p->health.interval_ms;
+        start_probe(pr, s, cfg, p);
+    }
+    cfg_unref(cfg);
+}
+
+struct prober *prober_start(struct worker *w)
+{
+    struct prober *pr = calloc(1, sizeof(*pr));
+
+    if (!pr)
+        return NULL;
+    pr->w = w;
+    uv_timer_init(&w->loop, &pr->timer);
+    pr->timer.data = pr;
+    /* The first round waits one interval: a fresh gateway has no reason to doubt. */
+    uv_timer_start(&pr->timer, on_tick, PROBE_TICK_MS, PROBE_TICK_MS);
+    return pr;
+}
+
+static void prober_closed(uv_handle_t *h)
+{
+    struct prober *pr = h->data;
+
+    for (size_t i = 0; i < pr->n; i++) {
+        free(pr->slots[i].provider_id);
+        bsc_buf_cleanup(&pr->slots[i].url);
+        bsc_buf_cleanup(&pr->slots[i].body);
+    }
+    free(pr);
+}
+
+void prober_stop(struct prober *pr)
+{
+    if (!pr)
+        return;
+    for (size_t i = 0; i < pr->n; i++) {
+        if (pr->slots[i].xfer)
+            up_cancel(pr->slots[i].xfer);
+        pr->slots[i].xfer = NULL;
+    }
+    uv_timer_stop(&pr->timer);
+    uv_close((uv_handle_t *)&pr->timer, prober_closed);
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/* reply.c -- error bodies and their headers. */
+#include "router/reply.h"
+
+#include <stdio.h>
+
+static void put_nullable(struct bsc_buf *b, const char *key, const char *val)
+{
+    bsc_buf_appendf(b, ",\"%s\":", key);
+    if (val)
+        bsc_buf_append_json_str(b, bsc_str_cstr(val));
+    else
+        bsc_buf_append_cstr(b, "null");
+}
+
+enum bsc_err reply_error_body(struct bsc_buf *b, const struct reply_error *e,
+                              const char *request_id)
+{
+    bsc_buf_append_cstr(b, "{\"error\":{\"message\":");
+    bsc_buf_append_json_str(b, bsc_str_cstr(e->message ? e->message : ""));
+    put_nullable(b, "type", e->type ? e->type : "server_error");
+    put_nullable(b, "param", e->param);
+    put_nullable(b, "code", e->code);
+    bsc_buf_append_char(b, '}');
+    if (e->reason) {
+        bsc_buf_append_cstr(b, ",\"status\":\"unavailable\"");
+        put_nullable(b, "reason", e->reason);
+        bsc_buf_appendf(b, ",\"retryable\":%s", e->retryable ? "true" : "false");
+        if (e->retry_after_ms >= 0)
+            bsc_buf_appendf(b, ",\"retry_after_ms\":%lld", (long long)e->retry_after_ms);
+        else
+            bsc_buf_append_cstr(b, ",\"retry_after_ms\":null");
+    }
+    put_nullable(b, "request_id", request_id);
+    return bsc_buf_append_char(b, '}');
+}
+
+void reply_error_send(struct srv_req *sreq, const struct reply_error *e,
+                      const struct srv_header *extra, size_t n_extra)
+{
+    struct srv_header h[16];
+    size_t n = 0;
+    char ra_s[32], ra_ms[32];
+    struct bsc_buf b;
+
+    for (size_t i = 0; i < n_extra && n < BSC_ARRAY_LEN(h) - 3; i++)
+        h[n++] = extra[i];
+    h[n++] = (struct srv_header){BSC_STR("x-should-retry"),
+                                 e->should_retry ? BSC_STR("true") : BSC_STR("false")};
+    if (e->retry_after_ms >= 0) {
+        snprintf(ra_s, sizeof(ra_s), "%lld", (long long)((e->retry_after_ms + 999) / 1000));
+        snprintf(ra_ms, sizeof(ra_ms), "%lld", (long long)e->retry_after_ms);
+        h[n++] = (struct srv_header){BSC_STR("Retry-After"), bsc_str_cstr(ra_s)};
+        h[n++] = (struct srv_header){BSC_STR("retry-after-ms"), bsc_str_cstr(ra_ms)};
+    }
+    bsc_buf_init(&b, 16384);
+    reply_error_body(&b, e, srv_req_id(sreq));
+    srv_resp_send(sreq, e->status, "application/json", h, n, b.p, b.len);
+    bsc_buf_cleanup(&b);
+}
