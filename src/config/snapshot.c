@@ -95,14 +95,13 @@ void cfg_unref(struct cfg *cfg)
 
     if (!cfg)
         return;
-    /* Release on every drop and acquire before the free, so every thread's reads of the
-     * snapshot happen before it is freed (the usual shared_ptr ordering). */
-    before = atomic_fetch_sub_explicit(&cfg->refs, 1, memory_order_release);
+    /* Release on every drop, acquire on the last, so every thread's reads of the snapshot
+     * happen before it is freed. acq_rel on the decrement rather than release plus an
+     * acquire fence: the same on x86, and ThreadSanitizer understands it. */
+    before = atomic_fetch_sub_explicit(&cfg->refs, 1, memory_order_acq_rel);
     BSC_BUG_ON(before <= 0);
-    if (before == 1) {
-        atomic_thread_fence(memory_order_acquire);
+    if (before == 1)
         cfg__free(cfg);
-    }
 }
 
 /* ---- lookups -------------------------------------------------------------------------- */

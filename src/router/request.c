@@ -483,13 +483,19 @@ static bool satisfies_contract(const struct request *r, const struct cfg_target 
     return true;
 }
 
+/* Kill switches: config, provider, and the run-time admin switch. */
+static bool switched_off(struct request *r, const struct cfg_target *t)
+{
+    return t->disabled || t->provider->disabled || hstate_is_disabled(r->gw->hs, t->id);
+}
+
 /* Static eligibility: kill switches, keys, contract, not yet tried when <fresh>. */
 static bool usable(struct request *r, const struct cfg_target *t, enum tier tier, bool fresh,
                    uint64_t min_window)
 {
     uint64_t now = bsc_now_ms();
 
-    if (t->disabled || t->provider->disabled || hstate_is_disabled(r->gw->hs, t->id))
+    if (switched_off(r, t))
         return false;
     if (fresh && attempts_on(r, t))
         return false;
@@ -853,19 +859,20 @@ static bool take_budget(struct request *r)
     return false;
 }
 
-/* Workflow 1, first half: the same target again (next key, or after a wait). */
+/* Workflow 1, first half: the same target again (next key, or after a wait that honours
+ * Retry-After and lasts at least until one of the provider's keys is usable again). */
 static bool try_same_target(struct request *r, const struct fail_policy *pol, const char **why,
                             bool *wait_too_long, int64_t *wait_ms)
 {
     const struct cfg_target *t = r->target;
     unsigned done = attempts_on(r, t);
-    uint64_t now = bsc_now_ms();
+    uint64_t now = bsc_now_ms(), key_at;
     struct retry_delay d;
 
-    if (done >= r->env.max_same_target_attempts || !usable(r, t, r->tier, false, 0))
+    if (done >= r->env.max_same_target_attempts || switched_off(r, t))
         return false;
-    if (pol->next_key && hstate_keys_available(r->gw->hs, t->provider, now) > 0 &&
-        t->provider->n_keys > 1) {
+    if (pol->next_key && t->provider->n_keys > 1 &&
+        hstate_keys_available(r->gw->hs, t->provider, now) > 0) {
         r->next_delay_ms = 0;
         r->next_delay_why = NULL;
         *why = "next_key";
@@ -873,10 +880,19 @@ static bool try_same_target(struct request *r, const struct fail_policy *pol, co
     }
     if (!pol->replay_same_target || (pol->max_replays && done > pol->max_replays))
         return false;
+    /* An immediate replay of an attempt that timed out would eat the time kept in
+     * reserve for the next tier: go there instead when there is one. */
+    if (!pol->needs_delay && later_tier_exists(r))
+        return false;
     d = retry_choose_delay(&r->cfg->retry, done - 1, pol->needs_delay ? r->fail.retry_after_ms : -1,
                            bsc_rand01(), time_left(r));
     if (!pol->needs_delay)
         d.delay_ms = 0;
+    key_at = hstate_keys_ready_at(r->gw->hs, t->provider, now);
+    if (key_at > now + d.delay_ms) {
+        d.delay_ms = (uint32_t)(key_at - now);
+        d.exceeds_deadline = d.delay_ms >= time_left(r);
+    }
     if (d.exceeds_deadline) {
         *wait_too_long = true;
         *wait_ms = d.delay_ms;

@@ -82,6 +82,8 @@ int hstate_key_next(struct hstate *hs, const struct cfg_provider *p, uint64_t no
  * with the provider's <retry_after_ms> hint (-1 none). */
 void hstate_key_cooldown(struct hstate *hs, const struct cfg_provider *p, int idx, int reason,
                          int64_t retry_after_ms, uint64_t now_ms);
+/* When <p> next has a usable key: <now_ms> (or earlier) when one is usable now. */
+uint64_t hstate_keys_ready_at(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms);
 /* Keys of <p> usable now. */
 size_t hstate_keys_available(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms);
 

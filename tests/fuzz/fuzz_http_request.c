@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_http_request.c -- libFuzzer target for the HTTP/1 request parser wrapper
- * (src/server/h1_parse.c). The first input byte picks the limits; the rest is a stream of
- * pipelined requests. It is parsed three times -- in one piece, byte by byte, and in
- * pieces of an input-chosen size -- and every run must agree on each message and on
- * whether the stream fails; every message must respect the limits and point only inside its buffers.
+ * (src/server/h1_parse.c). Input byte 0 picks the limits, byte 1 a piece size; the rest
+ * is a stream of pipelined requests. It is parsed three times -- in one piece, byte by
+ * byte, and in pieces of that size -- and the runs must agree on every message and on
+ * whether the stream fails; each message must respect the limits and point only inside
+ * its buffers. Seeds: tests/fuzz/corpus/http_request/ (the first two bytes as above).
  * Build: clang -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address -Isrc
  *        tests/fuzz/fuzz_http_request.c src/server/h1_parse.c src/core/(*).c -lhttp_parser */
+/* fuzz-sources: src/server/h1_parse.c */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
