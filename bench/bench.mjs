@@ -626,12 +626,38 @@ async function main() {
   await throughputAndPaced(results);
   await streams(results);
   results.elapsed_s = Math.round((Date.now() - t0) / 1000);
+  results.ratios = ratios(results);
   results.verdicts = verdicts(results);
   const file = path.join(C.out, 'results.json');
   fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
   printReport(results);
   process.stdout.write(`\nresults: ${path.relative(process.cwd(), file) || file}  (${results.elapsed_s} s)\n`);
   if (C.strict && results.verdicts.some((v) => v.pass === false)) process.exitCode = 1;
+}
+
+/** The side-by-side figures worth reading first (null when a column is missing). */
+function ratios(r) {
+  const tp = r.throughput;
+  const pc = r.paced;
+  const div = (a, b) => (a && b ? round(a / b, 3) : null);
+  const sub = (a, b) => (a !== undefined && b !== undefined && a !== null && b !== null ? round(a - b) : null);
+  const out = {
+    bascule_over_nginx_rps: div(tp.bascule?.rps, tp.nginx?.rps),
+    portkey_over_nginx_rps: div(tp.portkey?.rps, tp.nginx?.rps),
+    bascule_over_portkey_rps: div(tp.bascule?.rps, tp.portkey?.rps),
+    bascule_over_nginx_cpu_per_req: div(tp.bascule?.cpu_us_per_req, tp.nginx?.cpu_us_per_req),
+  };
+  for (const k of ['nginx', 'bascule', 'portkey']) {
+    out[`${k}_added_p99_closed_ms`] = sub(tp[k]?.latency_ms.p99, tp.direct?.latency_ms.p99);
+    out[`${k}_added_p50_paced_ms`] = sub(pc[k]?.latency_ms.p50, pc.direct?.latency_ms.p50);
+    out[`${k}_added_p99_paced_ms`] = sub(pc[k]?.latency_ms.p99, pc.direct?.latency_ms.p99);
+  }
+  for (const k of ['nginx', 'bascule']) {
+    out[`${k}_ttft_added_p50_ms`] = r.streams[k]?.ttft_added_ms.p50 ?? null;
+    out[`${k}_ttft_added_p99_ms`] = r.streams[k]?.ttft_added_ms.p99 ?? null;
+    out[`${k}_rss_per_stream_kib`] = r.streams[k]?.rss_per_stream_kib ?? null;
+  }
+  return out;
 }
 
 /** The bars of the brief, each { what, value, bar, pass } (pass null when not measured). */

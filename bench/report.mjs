@@ -90,6 +90,24 @@ export function printReport(r) {
     for (const st of g) if (st.errors?.length) out.push(`errors (${st.label}): ` + st.errors.map((e) => `${e.n}x ${e.msg}`).join('; '));
   }
 
+  const q = r.ratios;
+  if (q) {
+    const x = (v) => (v === null || v === undefined ? '-' : `${fmt(v)}x`);
+    const ms = (v) => (v === null || v === undefined ? '-' : `${fmt(v, 3)} ms`);
+    out.push('', 'Side by side');
+    out.push(table(['', 'nginx proxy', 'bascule', 'Portkey'], [
+      ['throughput vs nginx proxy', x(1), x(q.bascule_over_nginx_rps), x(q.portkey_over_nginx_rps)],
+      ['p99 added over direct, closed loop', ms(q.nginx_added_p99_closed_ms), ms(q.bascule_added_p99_closed_ms), ms(q.portkey_added_p99_closed_ms)],
+      ['p50 added over direct, paced', ms(q.nginx_added_p50_paced_ms), ms(q.bascule_added_p50_paced_ms), ms(q.portkey_added_p50_paced_ms)],
+      ['p99 added over direct, paced', ms(q.nginx_added_p99_paced_ms), ms(q.bascule_added_p99_paced_ms), ms(q.portkey_added_p99_paced_ms)],
+      ['TTFT added p50 / p99, streams', `${ms(q.nginx_ttft_added_p50_ms)} / ${ms(q.nginx_ttft_added_p99_ms)}`,
+        `${ms(q.bascule_ttft_added_p50_ms)} / ${ms(q.bascule_ttft_added_p99_ms)}`, '-'],
+      ['RSS per held stream', q.nginx_rss_per_stream_kib === null ? '-' : `${fmt(q.nginx_rss_per_stream_kib, 1)} KiB`,
+        q.bascule_rss_per_stream_kib === null ? '-' : `${fmt(q.bascule_rss_per_stream_kib, 1)} KiB`, '-'],
+    ]));
+    if (q.bascule_over_portkey_rps !== null) out.push(`bascule / Portkey throughput: ${x(q.bascule_over_portkey_rps)}`);
+  }
+
   if (r.verdicts?.length) {
     out.push('', 'Bars');
     out.push(table(['what', 'value', 'bar', 'result'], r.verdicts.map((v) => [

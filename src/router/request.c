@@ -759,6 +759,7 @@ static enum bsc_err start_transfer(struct request *r)
         .body = r->up_body.p,
         .body_len = r->up_body.len,
         .connect_timeout_ms = p->connect_timeout_ms,
+        .fresh_connection = r->env.side_effects == CFG_SE_WRITE_POSSIBLE,
     };
     err = up_start(r->w->up, &ureq, &up_cb, r, &r->xfer);
 out:

@@ -194,6 +194,7 @@ static void keep_input(struct srv_conn *c, const char *p, size_t n)
     if (c->in_off) {
         memmove(c->in.p, c->in.p + c->in_off, in_len(c));
         c->in.len -= c->in_off;
+        c->in.p[c->in.len] = '\0'; /* keep the bsc_buf invariant */
         c->in_off = 0;
     }
     if (bsc_buf_append(&c->in, p, n) != BSC_OK) {

@@ -125,6 +125,42 @@ static void choose_framing(struct srv_req *req, int status, int64_t clen)
         req->close_after = true;
 }
 
+static void put_status_line(struct bsc_buf *b, enum bsc_err *err, int status)
+{
+    const char *reason = http_status_str((enum http_status)status);
+
+    PUT_LIT(b, err, "HTTP/1.1 ");
+    put_num(b, err, (uint64_t)status, 10);
+    PUT_LIT(b, err, " ");
+    if (strcmp(reason, "<unknown>") != 0)
+        put_s(b, err, bsc_str_cstr(reason));
+    PUT_LIT(b, err, "\r\n");
+}
+
+/* The handler's headers, minus the ones that are dropped. Returns whether one of them was
+ * an x-request-id. */
+static bool put_handler_headers(struct srv_req *req, enum bsc_err *err,
+                                const struct srv_header *h, size_t n)
+{
+    struct bsc_buf *b = &req->conn->out;
+    bool has_id = false;
+
+    for (size_t i = 0; i < n; i++) {
+        const char *bad = header_bad(&h[i]);
+
+        if (bad) { /* the name is not logged: it may hold CR/LF */
+            LOG_WARN("srv: %s: dropped response header %zu: %s", req->id, i, bad);
+            continue;
+        }
+        has_id = has_id || bsc_str_ieq(h[i].name, BSC_STR("x-request-id"));
+        put_s(b, err, h[i].name);
+        PUT_LIT(b, err, ": ");
+        put_s(b, err, h[i].value);
+        PUT_LIT(b, err, "\r\n");
+    }
+    return has_id;
+}
+
 static enum bsc_err resp_head(struct srv_req *req, int status, const char *ctype,
                               const struct srv_header *h, size_t n, int64_t clen)
 {
@@ -132,8 +168,6 @@ static enum bsc_err resp_head(struct srv_req *req, int status, const char *ctype
     struct bsc_buf *b = &c->out;
     size_t mark = b->len;
     enum bsc_err err = BSC_OK;
-    const char *reason;
-    bool has_id = false;
 
     if (req->head_sent || req->ended)
         return BSC_ESTATE;
@@ -142,13 +176,7 @@ static enum bsc_err resp_head(struct srv_req *req, int status, const char *ctype
     if (status < 200 || status > 999)
         return BSC_EINVAL;
     choose_framing(req, status, clen);
-    reason = http_status_str((enum http_status)status);
-    PUT_LIT(b, &err, "HTTP/1.1 ");
-    put_num(b, &err, (uint64_t)status, 10);
-    PUT_LIT(b, &err, " ");
-    if (strcmp(reason, "<unknown>") != 0)
-        put_s(b, &err, bsc_str_cstr(reason));
-    PUT_LIT(b, &err, "\r\n");
+    put_status_line(b, &err, status);
     put_s(b, &err, date_line(c->srv));
     PUT_LIT(b, &err, "Server: bascule\r\n");
     if (req->close_after)
@@ -167,27 +195,14 @@ static enum bsc_err resp_head(struct srv_req *req, int status, const char *ctype
         put_s(b, &err, bsc_str_cstr(ctype));
         PUT_LIT(b, &err, "\r\n");
     }
-    for (size_t i = 0; i < n; i++) {
-        const char *bad = header_bad(&h[i]);
-
-        if (bad) { /* the name is not logged: it may hold CR/LF */
-            LOG_WARN("srv: %s: dropped response header %zu: %s", req->id, i, bad);
-            continue;
-        }
-        has_id = has_id || bsc_str_ieq(h[i].name, BSC_STR("x-request-id"));
-        put_s(b, &err, h[i].name);
-        PUT_LIT(b, &err, ": ");
-        put_s(b, &err, h[i].value);
-        PUT_LIT(b, &err, "\r\n");
-    }
-    if (!has_id) {
+    if (!put_handler_headers(req, &err, h, n)) {
         PUT_LIT(b, &err, "x-request-id: ");
         put_s(b, &err, bsc_str_cstr(req->id));
         PUT_LIT(b, &err, "\r\n");
     }
     PUT_LIT(b, &err, "\r\n");
     if (err) {
-        b->len = mark;
+        b->len = mark; /* nothing of a failed head stays queued */
         return err;
     }
     req->head_sent = true;

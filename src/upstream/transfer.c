@@ -120,6 +120,10 @@ static void set_options(struct up_transfer *t, const struct up_request *req)
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)req->connect_timeout_ms);
     if (req->timeout_ms)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
+    if (req->fresh_connection) {
+        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    }
     if (strcmp(req->method, "POST") == 0) {
         curl_easy_setopt(e, CURLOPT_POST, 1L);
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body ? req->body : "");

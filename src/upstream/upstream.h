@@ -43,6 +43,11 @@ struct up_request {
     size_t body_len;
     uint32_t connect_timeout_ms; /* 0 = curl's default */
     uint32_t timeout_ms;         /* whole transfer; 0 = none (the router runs its own timers) */
+    /* A new connection, closed afterwards. libcurl replays a request once, silently, when
+     * a reused connection dies before any response byte (the keep-alive race); a fresh
+     * connection is the only way to rule that out, for requests that must never be sent
+     * twice. */
+    bool fresh_connection;
 };
 
 /* Callbacks. Each runs on the loop, never from inside the up_* call that caused it, except
