@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/* common.c -- helpers shared by the adapters: header lines, OpenAI chunk frames, usage
+ * objects and bounded JSON parsing. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "providers/provider.h"
+
+#define PROV_JSON_DEPTH 64
+
+enum bsc_err prov_header(struct bsc_buf *h, const char *name, const char *fmt, ...)
+{
+    char value[4096];
+    va_list ap;
+    int n;
+    size_t start = h->len;
+    enum bsc_err err;
+
+    va_start(ap, fmt);
+    n = vsnprintf(value, sizeof(value), fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof(value))
+        return BSC_ELIMIT;
+    err = bsc_buf_appendf(h, "%s: %s", name, value);
+    if (!err)
+        err = bsc_buf_append_char(h, '\0');
+    if (err)
+        h->len = start;
+    return err;
+}
+
+enum bsc_err prov_extra_headers(struct bsc_buf *h, const struct cfg_provider *p)
+{
+    enum bsc_err err = BSC_OK;
+
+    for (size_t i = 0; !err && i < p->n_headers; i++)
+        err = prov_header(h, p->headers[i].name, "%s", p->headers[i].value);
+    return err;
+}
+
+enum bsc_err prov_append_json(struct bsc_buf *out, struct json_object *o)
+{
+    size_t len = 0;
+    const char *s = json_object_to_json_string_length(
+        o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+
+    return s ? bsc_buf_append(out, s, len) : BSC_ENOMEM;
+}
+
+enum bsc_err prov_emit_chunk(struct bsc_buf *out, struct json_object *chunk)
+{
+    size_t start = out->len;
+    enum bsc_err err = bsc_buf_append(out, "data: ", 6);
+
+    if (!err)
+        err = prov_append_json(out, chunk);
+    if (!err)
+        err = bsc_buf_append(out, "\n\n", 2);
+    if (err)
+        out->len = start;
+    return err;
+}
+
+struct json_object *prov_chunk_new(const char *id, int64_t created, const char *model)
+{
+    struct json_object *c = json_object_new_object();
+
+    json_object_object_add(c, "id", json_object_new_string(id ? id : "chatcmpl-bascule"));
+    json_object_object_add(c, "object", json_object_new_string("chat.completion.chunk"));
+    json_object_object_add(c, "created", json_object_new_int64(created));
+    json_object_object_add(c, "model", json_object_new_string(model ? model : ""));
+    json_object_object_add(c, "choices", json_object_new_array());
+    return c;
+}
+
+void prov_chunk_choice(struct json_object *chunk, struct json_object *delta, const char *finish)
+{
+    struct json_object *choices, *ch = json_object_new_object();
+
+    json_object_object_add(ch, "index", json_object_new_int(0));
+    json_object_object_add(ch, "delta", delta ? delta : json_object_new_object());
+    json_object_object_add(ch, "logprobs", NULL);
+    json_object_object_add(ch, "finish_reason", finish ? json_object_new_string(finish) : NULL);
+    if (json_object_object_get_ex(chunk, "choices", &choices))
+        json_object_array_add(choices, ch);
+    else
+        json_object_put(ch);
+}
+
+struct json_object *prov_usage_json(const struct prov_usage *u)
+{
+    struct json_object *o = json_object_new_object(), *details;
+    int64_t in = u->input_tokens > 0 ? u->input_tokens : 0;
+    int64_t out = u->output_tokens > 0 ? u->output_tokens : 0;
+
+    json_object_object_add(o, "prompt_tokens", json_object_new_int64(in));
+    json_object_object_add(o, "completion_tokens", json_object_new_int64(out));
+    json_object_object_add(o, "total_tokens", json_object_new_int64(in + out));
+    if (u->cached_tokens >= 0) {
+        details = json_object_new_object();
+        json_object_object_add(details, "cached_tokens", json_object_new_int64(u->cached_tokens));
+        json_object_object_add(o, "prompt_tokens_details", details);
+    }
+    return o;
+}
+
+struct json_object *prov_parse_json(struct bsc_str s)
+{
+    struct json_tokener *tok = json_tokener_new_ex(PROV_JSON_DEPTH);
+    struct json_object *o;
+
+    if (!tok || !s.p) {
+        json_tokener_free(tok);
+        return NULL;
+    }
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    o = json_tokener_parse_ex(tok, s.p, (int)s.len);
+    if (json_tokener_get_error(tok) != json_tokener_success) {
+        json_object_put(o);
+        o = NULL;
+    }
+    json_tokener_free(tok);
+    return o;
+}

@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/* openai.c -- the adapter for OpenAI and every OpenAI-compatible server (kinds openai and
+ * openai_compatible; the compatible servers' quirks are data: error-code profiles picked
+ * by host in openai_errors.c). The fast path: the client's own bytes with "model"
+ * spliced in, and stream events relayed as they are. The one rewrite it makes: a stream
+ * asks upstream for usage (stream_options.include_usage) so the gateway can account for
+ * tokens and cost, and the usage chunk is dropped again when the client did not ask. */
+#include <string.h>
+
+#include "core/json_scan.h"
+#include "providers/provider.h"
+#include "stream/sse_parse.h"
+
+struct oa_stream {
+    bool include_usage; /* the client asked for the usage chunk */
+    bool done;
+    struct prov_usage usage;
+};
+
+static const char *endpoint(enum prov_op op)
+{
+    switch (op) {
+    case PROV_OP_EMBEDDINGS: return "embeddings";
+    case PROV_OP_PROBE_MODELS: return "models";
+    default: return "chat/completions";
+    }
+}
+
+/* Serialises the canonical request with "model" set to the target's (and, for streams,
+ * stream_options.include_usage forced on). The request is restored afterwards. */
+static enum bsc_err serialize(const struct prov_call *c, struct bsc_buf *body)
+{
+    struct json_object *req = c->req, *old_model = NULL, *old_opts = NULL, *opts;
+    enum bsc_err err;
+
+    if (json_object_object_get_ex(req, "model", &old_model))
+        json_object_get(old_model);
+    json_object_object_add(req, "model", json_object_new_string(c->target->model));
+    if (c->stream) {
+        if (json_object_object_get_ex(req, "stream_options", &old_opts))
+            json_object_get(old_opts);
+        opts = old_opts && json_object_is_type(old_opts, json_type_object)
+                   ? json_object_get(old_opts)
+                   : json_object_new_object();
+        if (opts == old_opts) { /* copy: never change the client's object in place */
+            struct json_object *copy = NULL;
+            json_object_deep_copy(opts, &copy, NULL);
+            json_object_put(opts);
+            opts = copy ? copy : json_object_new_object();
+        }
+        json_object_object_add(opts, "include_usage", json_object_new_boolean(1));
+        json_object_object_add(req, "stream_options", opts);
+    }
+    err = prov_append_json(body, req);
+    if (old_model)
+        json_object_object_add(req, "model", old_model);
+    if (c->stream) {
+        if (old_opts)
+            json_object_object_add(req, "stream_options", old_opts);
+        else
+            json_object_object_del(req, "stream_options");
+    }
+    return err;
+}
+
+/* The fast path: the client's bytes with the model value replaced; for a stream whose
+ * client sent no stream_options, `"stream_options":{"include_usage":true},` is spliced in
+ * after the opening brace. Returns BSC_EINVAL when the bytes need a real rewrite. */
+static enum bsc_err splice(const struct prov_call *c, struct bsc_buf *body)
+{
+    size_t pre, post;
+    const char *open;
+    struct bsc_str opts;
+    enum bsc_err err;
+
+    if (!c->raw.p || !c->model_span.p)
+        return BSC_EINVAL;
+    if (c->stream && bsc_json_member_span(c->raw, BSC_STR("stream_options"), &opts))
+        return BSC_EINVAL;
+    pre = (size_t)(c->model_span.p - c->raw.p);
+    post = c->raw.len - pre - c->model_span.len;
+    open = memchr(c->raw.p, '{', pre);
+    if (!open)
+        return BSC_EINVAL;
+    err = bsc_buf_append(body, c->raw.p, (size_t)(open - c->raw.p) + 1);
+    if (!err && c->stream)
+        err = bsc_buf_append_cstr(body, "\"stream_options\":{\"include_usage\":true},");
+    if (!err)
+        err = bsc_buf_append(body, open + 1, pre - (size_t)(open + 1 - c->raw.p));
+    if (!err)
+        err = bsc_buf_append_json_str(body, bsc_str_cstr(c->target->model));
+    if (!err)
+        err = bsc_buf_append(body, c->model_span.p + c->model_span.len, post);
+    return err;
+}
+
+static enum bsc_err probe_body(const struct prov_call *c, struct bsc_buf *body)
+{
+    enum bsc_err err = bsc_buf_append_cstr(body, "{\"model\":");
+
+    if (!err)
+        err = bsc_buf_append_json_str(body, bsc_str_cstr(c->target ? c->target->model : ""));
+    if (!err)
+        err = bsc_buf_append_cstr(body, ",\"max_tokens\":1,\"messages\":[{\"role\":\"user\","
+                                        "\"content\":\"ping\"}]}");
+    return err;
+}
+
+static enum bsc_err oa_build(const struct prov_call *c, struct prov_http *out, char *why,
+                             size_t why_len)
+{
+    enum bsc_err err;
+
+    (void)why;
+    (void)why_len;
+    out->method = c->op == PROV_OP_PROBE_MODELS ? "GET" : "POST";
+    err = bsc_buf_appendf(&out->url, "%s/%s", c->provider->base_url, endpoint(c->op));
+    if (!err && c->op != PROV_OP_PROBE_MODELS)
+        err = prov_header(&out->headers, "Content-Type", "application/json");
+    if (!err && c->op == PROV_OP_CHAT)
+        err = prov_header(&out->headers, "Accept", "%s",
+                          c->stream ? "text/event-stream" : "application/json");
+    if (!err && c->key)
+        err = prov_header(&out->headers, "Authorization", "Bearer %s", c->key);
+    if (!err)
+        err = prov_extra_headers(&out->headers, c->provider);
+    if (err || c->op == PROV_OP_PROBE_MODELS)
+        return err;
+    if (c->op == PROV_OP_PROBE_COMPLETION)
+        return probe_body(c, &out->body);
+    err = splice(c, &out->body);
+    if (err == BSC_EINVAL) {
+        bsc_buf_reset(&out->body);
+        err = c->req ? serialize(c, &out->body) : BSC_EINVAL;
+    }
+    return err;
+}
+
+static void oa_classify(const struct prov_err_input *in, struct fail_info *out)
+{
+    prov_openai_classify(in, out);
+}
+
+static int64_t get_i64(struct json_object *o, const char *k)
+{
+    struct json_object *v;
+
+    return o && json_object_object_get_ex(o, k, &v) && v ? json_object_get_int64(v) : -1;
+}
+
+static void read_usage(struct json_object *root, struct prov_usage *u)
+{
+    struct json_object *usage = NULL, *details = NULL;
+
+    *u = (struct prov_usage){-1, -1, -1};
+    if (!json_object_object_get_ex(root, "usage", &usage) ||
+        !json_object_is_type(usage, json_type_object))
+        return;
+    u->input_tokens = get_i64(usage, "prompt_tokens");
+    u->output_tokens = get_i64(usage, "completion_tokens");
+    if (json_object_object_get_ex(usage, "prompt_tokens_details", &details))
+        u->cached_tokens = get_i64(details, "cached_tokens");
+}
+
+static enum bsc_err oa_map_response(const struct prov_call *c, struct bsc_str body,
+                                    struct bsc_buf *out, struct prov_usage *usage,
+                                    struct fail_info *fail)
+{
+    struct json_object *root = prov_parse_json(body);
+    enum bsc_err err;
+
+    (void)c;
+    if (!root || !json_object_is_type(root, json_type_object)) {
+        json_object_put(root);
+        fail_info_init(fail);
+        fail->kind = FAIL_SERVER_ERROR;
+        fail->status = 200;
+        fail_copy_text(fail->message, sizeof(fail->message),
+                       BSC_STR("the upstream answer is not a JSON object"));
+        return BSC_EPARSE;
+    }
+    read_usage(root, usage);
+    json_object_put(root);
+    err = bsc_buf_append_str(out, body); /* unchanged: the fast path */
+    return err;
+}
+
+static void oa_stream_init(void *st, const struct prov_call *call)
+{
+    struct oa_stream *s = st;
+
+    s->include_usage = call->include_usage;
+    s->usage = (struct prov_usage){-1, -1, -1};
+}
+
+/* The usage chunk: `"choices":[]` and a non-null "usage". */
+static bool is_usage_chunk(struct bsc_str data, struct oa_stream *s)
+{
+    struct json_object *root;
+    struct prov_usage u;
+
+    if (!memmem(data.p, data.len, "\"usage\":{", 9) && !memmem(data.p, data.len, "\"usage\": {", 10))
+        return false;
+    root = prov_parse_json(data);
+    if (!root)
+        return false;
+    read_usage(root, &u);
+    json_object_put(root);
+    if (u.input_tokens < 0 && u.output_tokens < 0)
+        return false;
+    s->usage = u;
+    return true;
+}
+
+static enum prov_stream_status oa_stream_event(void *st, struct bsc_str event, struct bsc_str data,
+                                               struct bsc_buf *out, struct fail_info *fail)
+{
+    struct oa_stream *s = st;
+    enum bsc_err err;
+
+    (void)event;
+    if (s->done)
+        return PROV_STREAM_DONE;
+    if (sse_is_done(data)) {
+        s->done = true;
+        return bsc_buf_append_cstr(out, "data: [DONE]\n\n") ? PROV_STREAM_ERROR : PROV_STREAM_DONE;
+    }
+    if (memmem(data.p, data.len, "\"error\"", 7) && prov_openai_classify_event(data, fail))
+        return PROV_STREAM_ERROR;
+    if (is_usage_chunk(data, s) && !s->include_usage)
+        return PROV_STREAM_MORE; /* asked for by the gateway, not the client */
+    err = bsc_buf_append(out, "data: ", 6);
+    if (!err)
+        err = bsc_buf_append_str(out, data);
+    if (!err)
+        err = bsc_buf_append(out, "\n\n", 2);
+    if (err) {
+        fail_info_init(fail);
+        fail->kind = FAIL_SERVER_ERROR;
+        fail_copy_text(fail->message, sizeof(fail->message),
+                       BSC_STR("an upstream event passed the gateway's output bound"));
+        return PROV_STREAM_ERROR;
+    }
+    return PROV_STREAM_MORE;
+}
+
+static enum prov_stream_status oa_stream_end(void *st, struct bsc_buf *out, struct fail_info *fail)
+{
+    struct oa_stream *s = st;
+
+    (void)out;
+    if (s->done)
+        return PROV_STREAM_DONE;
+    fail_info_init(fail);
+    fail->kind = FAIL_PARTIAL_OUTPUT;
+    fail_copy_text(fail->message, sizeof(fail->message),
+                   BSC_STR("the upstream stream ended without [DONE]"));
+    return PROV_STREAM_ERROR;
+}
+
+static void oa_stream_usage(void *st, struct prov_usage *usage)
+{
+    *usage = ((struct oa_stream *)st)->usage;
+}
+
+static void oa_stream_cleanup(void *st)
+{
+    (void)st;
+}
+
+const struct prov_ops prov_openai = {
+    .name = "openai",
+    .build = oa_build,
+    .classify = oa_classify,
+    .map_response = oa_map_response,
+    .stream_size = sizeof(struct oa_stream),
+    .stream_init = oa_stream_init,
+    .stream_event = oa_stream_event,
+    .stream_line = NULL,
+    .stream_end = oa_stream_end,
+    .stream_usage = oa_stream_usage,
+    .stream_cleanup = oa_stream_cleanup,
+};

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/* provider.h -- the one small interface every provider adapter fills in (one file per
+ * kind, one exported `const struct prov_ops prov_<kind>`), after curl's vtls backends.
+ * Adapters are pure translators: the canonical request (OpenAI chat/embeddings JSON) in,
+ * the provider's URL, headers and body out; the provider's answer, stream events and
+ * errors in, OpenAI-shaped JSON / chunk events and a taxonomy kind out. No sockets, no
+ * clocks, no retries: the router owns all of that. OpenAI-dialect targets keep a fast
+ * path (splice "model" into the client's bytes, relay events as they are).
+ * See docs/internals/providers.md. */
+#ifndef BSC_PROVIDERS_PROVIDER_H
+#define BSC_PROVIDERS_PROVIDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "config/config.h"
+#include "core/buf.h"
+#include "core/compat.h"
+#include "core/err.h"
+#include "core/str.h"
+#include "providers/openai_errors.h"
+#include "router/taxonomy.h"
+
+enum prov_op {
+    PROV_OP_CHAT = 0,         /* chat completion, plain or streaming */
+    PROV_OP_EMBEDDINGS,       /* embeddings */
+    PROV_OP_PROBE_MODELS,     /* health check: list models (GET) */
+    PROV_OP_PROBE_COMPLETION, /* health check: a one-token completion */
+    PROV_OP_COUNT
+};
+
+/* Everything an adapter needs to build one upstream request. All borrowed for the call. */
+struct prov_call {
+    enum prov_op op;
+    const struct cfg_provider *provider;
+    const struct cfg_target *target;
+    const char *key;           /* the API key chosen for this attempt; NULL when none */
+    struct json_object *req;   /* the canonical request: OpenAI chat.completions (or
+                                  embeddings) JSON as the client meant it; NULL for probes */
+    struct bsc_str raw;        /* the client's own OpenAI JSON bytes, when the client spoke
+                                  OpenAI (fast path for OpenAI-dialect targets); else empty */
+    struct bsc_str model_span; /* the raw "model" value inside <raw> */
+    bool stream;               /* the client wants a stream */
+    bool include_usage;        /* the client asked for the usage chunk */
+    const char *request_id;
+};
+
+/* What to send. The caller initialises the buffers (bounded) and frees them. */
+struct prov_http {
+    const char *method;     /* static: "POST" or "GET" */
+    struct bsc_buf url;     /* full URL */
+    struct bsc_buf headers; /* header lines "Name: value", each followed by a NUL byte */
+    struct bsc_buf body;    /* may stay empty (GET) */
+};
+
+/* Token usage as the provider reported it; -1 where it said nothing. */
+struct prov_usage {
+    int64_t input_tokens;  /* prompt tokens, cached ones included */
+    int64_t output_tokens; /* completion tokens, reasoning included */
+    int64_t cached_tokens; /* the cached part of input_tokens */
+};
+
+/* Return values of the stream hooks. */
+enum prov_stream_status {
+    PROV_STREAM_MORE = 0, /* go on */
+    PROV_STREAM_DONE,     /* a terminal signal was seen; the final frames (usage chunk when
+                             asked, then `data: [DONE]`) are in <out> */
+    PROV_STREAM_ERROR     /* an error event (or a broken stream): *<fail> is filled */
+};
+
+struct prov_ops {
+    const char *name; /* the config kind, e.g. "anthropic" */
+
+    /* Builds the upstream request for <call> into <out>. BSC_EINVAL when the request
+     * cannot be expressed in this dialect (e.g. n > 1 for Anthropic, a custom tool), with
+     * a client-facing reason in <why> (the router then skips this target as not
+     * satisfying the contract); BSC_ENOMEM / BSC_ELIMIT on bounds. */
+    enum bsc_err (*build)(const struct prov_call *call, struct prov_http *out, char *why,
+                          size_t why_len);
+
+    /* Classifies a finished response that is not a success: any non-2xx status, or a 2xx
+     * whose body is an error (errors hidden in 200). Sets out->kind = FAIL_NONE when a 2xx
+     * body is not an error. Never trusts the body. */
+    void (*classify)(const struct prov_err_input *in, struct fail_info *out);
+
+    /* Maps a complete 2xx response body of <call> into OpenAI JSON appended to <out>
+     * (chat.completion, or the embeddings list), fills <usage>. On a body that is not a
+     * valid answer returns BSC_EPARSE with *<fail> describing it (kind server_error or the
+     * kind of an error hidden in the body). */
+    enum bsc_err (*map_response)(const struct prov_call *call, struct bsc_str body,
+                                 struct bsc_buf *out, struct prov_usage *usage,
+                                 struct fail_info *fail);
+
+    /* Streams: per-attempt state of <stream_size> bytes, zeroed by the caller, then
+     * stream_init. stream_event gets each upstream SSE event (name may be empty) and
+     * appends zero or more complete OpenAI `data: {chat.completion.chunk}\n\n` frames to
+     * <out>, never splitting a UTF-8 character across frames. stream_line gets a raw
+     * non-SSE line (Gemini's bare JSON error after the last event); may be NULL.
+     * stream_end is called at EOF: DONE when the stream had ended properly (it then
+     * appends the final frames if not yet done), ERROR otherwise. stream_usage reads the
+     * usage seen so far. stream_cleanup frees what init took. */
+    size_t stream_size;
+    void (*stream_init)(void *st, const struct prov_call *call);
+    enum prov_stream_status (*stream_event)(void *st, struct bsc_str event, struct bsc_str data,
+                                            struct bsc_buf *out, struct fail_info *fail);
+    enum prov_stream_status (*stream_line)(void *st, struct bsc_str line, struct bsc_buf *out,
+                                           struct fail_info *fail);
+    enum prov_stream_status (*stream_end)(void *st, struct bsc_buf *out,
+                                          struct fail_info *fail);
+    void (*stream_usage)(void *st, struct prov_usage *usage);
+    void (*stream_cleanup)(void *st);
+};
+
+/* The adapter of each kind (providers/registry.c). Never NULL for a valid kind. */
+const struct prov_ops *prov_ops_for(enum cfg_provider_kind kind);
+
+/* Shared helpers for adapters (providers/common.c). */
+
+/* Appends "Name: value\0" to <h>. */
+enum bsc_err prov_header(struct bsc_buf *h, const char *name, const char *fmt, ...)
+    BSC_PRINTF(3, 4);
+/* Appends the provider's configured extra headers. */
+enum bsc_err prov_extra_headers(struct bsc_buf *h, const struct cfg_provider *p);
+/* Appends one OpenAI chunk frame `data: <json>\n\n` built from <chunk> (not consumed). */
+enum bsc_err prov_emit_chunk(struct bsc_buf *out, struct json_object *chunk);
+/* A chat.completion.chunk skeleton {id, object, created, model, choices: []} (new ref). */
+struct json_object *prov_chunk_new(const char *id, int64_t created, const char *model);
+/* Adds {"index":0,"delta":<delta>,"finish_reason":<finish|null>} to chunk's choices; takes
+ * ownership of <delta>. */
+void prov_chunk_choice(struct json_object *chunk, struct json_object *delta, const char *finish);
+/* {"prompt_tokens","completion_tokens","total_tokens", prompt_tokens_details.cached_tokens}
+ * from <u> (new ref). */
+struct json_object *prov_usage_json(const struct prov_usage *u);
+/* Parses <s> strictly with bounded depth; NULL when it is not JSON. New ref. */
+struct json_object *prov_parse_json(struct bsc_str s);
+/* Serialises <o> compactly (no slash escaping) and appends it to <out>. */
+enum bsc_err prov_append_json(struct bsc_buf *out, struct json_object *o);
+
+#endif
