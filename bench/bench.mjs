@@ -11,10 +11,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import {
-  ProcSet, freePort, snapshot, childrenOf, httpRequest, waitReady, sleep, statusKiB,
+  ProcSet, freePort, snapshot, childrenOf, httpRequest, waitReady, statusKiB,
 } from './proc.mjs';
 import { printReport } from './report.mjs';
 
@@ -87,21 +86,6 @@ function tail(file, n = 15) {
   }
 }
 
-function which(cmd) {
-  for (const dir of (process.env.PATH || '').split(':')) {
-    for (const d of [dir, '/usr/sbin', '/sbin']) {
-      const p = path.join(d, cmd);
-      try {
-        fs.accessSync(p, fs.constants.X_OK);
-        return p;
-      } catch {
-        /* next */
-      }
-    }
-  }
-  return null;
-}
-
 function isExecutable(p) {
   try {
     fs.accessSync(p, fs.constants.X_OK);
@@ -109,6 +93,12 @@ function isExecutable(p) {
   } catch {
     return false;
   }
+}
+
+/** The path of a command on PATH (or in /usr/sbin, where Debian puts nginx), or null. */
+function which(cmd) {
+  const dirs = [...(process.env.PATH || '').split(':').filter(Boolean), '/usr/sbin', '/sbin'];
+  return dirs.map((d) => path.join(d, cmd)).find(isExecutable) ?? null;
 }
 
 /**
@@ -516,7 +506,8 @@ async function streamRun(gw, simApi, n, holdModel, probeModel) {
     pids: gw.pids(),
     rampTimeoutMs,
   });
-  // After the ramp: probes (~probes x 20 ms, then at most 15 s), the close (at most 5 + 5 s).
+  // After the ramp: sending probes (at most probes x 20 ms + 10 s), waiting for them (at
+  // most 15 s), the hold (2 s), the close and the fd check (at most 5 + 5 s).
   const boundMs = rampTimeoutMs + C.streamProbes * 20 + 45000;
   const progress = path.join(C.tmp, `streams-${gw.name}.log`);
   const r = await runBounded('streams-client', process.execPath, [path.join(HERE, 'streams.mjs'), arg], boundMs, progress);

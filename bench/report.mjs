@@ -75,7 +75,8 @@ export function printReport(r) {
     out.push(table(['figure', ...g.map((st) => st.label)], [
       row('streams with a first token / failed', (st) => `${st.streams_first_token} / ${st.streams_failed}`),
       row('held open at once (after ramp / at end)', (st) => `${st.held_open} / ${st.held_open_at_end}`),
-      row('ramp to all open', (st) => `${fmt(st.ramp_ms / 1000, 1)} s`),
+      row('ramp to all open', (st) => `${fmt(st.ramp_ms / 1000, 1)} s${st.ramp_timed_out ? ' (gave up waiting)' : ''}`),
+      row('held streams whose first token took > 1 s', (st) => st.ttft_held_over_1s),
       row('RSS idle -> all open (peak), MiB', (st) => `${fmt(mib(st.rss_idle_kib), 1)} -> ${fmt(mib(st.rss_all_open_kib), 1)} (${fmt(mib(st.rss_peak_held_kib), 1)})`),
       row('RSS per held stream', (st) => `${fmt(st.rss_per_stream_kib, 1)} KiB`),
       row('fds idle / all open / after close', (st) => `${st.fds_idle} / ${st.fds_all_open} / ${st.fds_after_close}`),

@@ -254,7 +254,7 @@ static enum prov_stream_status oa_stream_end(void *st, struct bsc_buf *out, stru
     fail_info_init(fail);
     fail->kind = FAIL_PARTIAL_OUTPUT;
     fail_copy_text(fail->message, sizeof(fail->message),
-                   BSC_STR("the upstream stream ended without [DONE]"));
+                   BSC_STR("the upstream stream was interrupted before its end"));
     return PROV_STREAM_ERROR;
 }
 

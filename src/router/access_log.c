@@ -51,6 +51,9 @@ void access_log_write(const struct access_entry *e)
                     (unsigned long long)e->bytes_out, (double)e->duration_us / 1e3,
                     (double)e->ttfb_us / 1e3, e->n_attempts);
     put_str(&b, "termination", e->termination);
+    if (e->input_tokens >= 0 || e->output_tokens >= 0)
+        bsc_buf_appendf(&b, ",\"input_tokens\":%lld,\"output_tokens\":%lld,\"cost_usd\":%.8f",
+                        (long long)e->input_tokens, (long long)e->output_tokens, e->cost_usd);
     if (e->n_attempts)
         put_attempts(&b, e->attempts, e->n_attempts);
     bsc_buf_append_char(&b, '}');

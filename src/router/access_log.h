@@ -22,6 +22,8 @@ struct access_entry {
     const struct attempt *attempts;
     size_t n_attempts;
     const char *termination; /* "ok", "client_abort", "upstream_interrupted", ... */
+    int64_t input_tokens, output_tokens; /* -1 when unknown */
+    double cost_usd;
 };
 
 /* Formats <e> as one JSON line and writes it to stdout. */

@@ -11,6 +11,7 @@
 
 struct hstate;
 struct metrics;
+struct store;
 
 struct gateway {
     const char *config_path; /* borrowed from argv */
@@ -18,6 +19,7 @@ struct gateway {
     unsigned n_workers;
     struct hstate *hs;       /* owned: shared health and routing state */
     struct metrics *metrics; /* owned: one shard per worker */
+    struct store *store;     /* owned: idempotency records and the tool ledger */
     uint64_t started_ms;     /* wall clock */
     atomic_ullong reloads_ok, reloads_failed;
 };

@@ -13,8 +13,8 @@ static void put_nullable(struct bsc_buf *b, const char *key, const char *val)
         bsc_buf_append_cstr(b, "null");
 }
 
-enum bsc_err reply_error_body(struct bsc_buf *b, const struct reply_error *e,
-                              const char *request_id)
+enum bsc_err reply_error_body(const struct reply_error *e, const char *request_id,
+                              struct bsc_buf *b)
 {
     bsc_buf_append_cstr(b, "{\"error\":{\"message\":");
     bsc_buf_append_json_str(b, bsc_str_cstr(e->message ? e->message : ""));
@@ -36,7 +36,7 @@ enum bsc_err reply_error_body(struct bsc_buf *b, const struct reply_error *e,
 }
 
 void reply_error_send(struct srv_req *sreq, const struct reply_error *e,
-                      const struct srv_header *extra, size_t n_extra)
+                      const struct srv_header *extra, size_t n_extra, reply_body_fn *body_fn)
 {
     struct srv_header h[16];
     size_t n = 0;
@@ -54,7 +54,7 @@ void reply_error_send(struct srv_req *sreq, const struct reply_error *e,
         h[n++] = (struct srv_header){BSC_STR("retry-after-ms"), bsc_str_cstr(ra_ms)};
     }
     bsc_buf_init(&b, 16384);
-    reply_error_body(&b, e, srv_req_id(sreq));
+    (body_fn ? body_fn : reply_error_body)(e, srv_req_id(sreq), &b);
     srv_resp_send(sreq, e->status, "application/json", h, n, b.p, b.len);
     bsc_buf_cleanup(&b);
 }

@@ -26,13 +26,17 @@ struct reply_error {
 };
 
 /* Appends the JSON body of <e> for request <request_id> to <out>. */
-enum bsc_err reply_error_body(struct bsc_buf *out, const struct reply_error *e,
-                              const char *request_id);
+enum bsc_err reply_error_body(const struct reply_error *e, const char *request_id,
+                              struct bsc_buf *out);
+
+/* Formats an error body in some client dialect. */
+typedef enum bsc_err reply_body_fn(const struct reply_error *e, const char *request_id,
+                                   struct bsc_buf *out);
 
 /* Sends <e> on <sreq> with <extra> headers (x-bascule-*), plus x-should-retry and, when
- * retry_after_ms >= 0, Retry-After (whole seconds, rounded up) and retry-after-ms. Ends
- * the response. */
+ * retry_after_ms >= 0, Retry-After (whole seconds, rounded up) and retry-after-ms. The
+ * body is OpenAI's shape, or <body_fn>'s when not NULL. Ends the response. */
 void reply_error_send(struct srv_req *sreq, const struct reply_error *e,
-                      const struct srv_header *extra, size_t n_extra);
+                      const struct srv_header *extra, size_t n_extra, reply_body_fn *body_fn);
 
 #endif

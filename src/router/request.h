@@ -12,18 +12,24 @@
 
 #include "config/config.h"
 #include "core/str.h"
+#include "providers/provider.h"
+#include "router/downstream.h"
 #include "router/worker.h"
 #include "server/server.h"
 
 /* What the api layer extracted from the client's request. */
 struct chat_in {
+    enum prov_op op;                /* PROV_OP_CHAT or PROV_OP_EMBEDDINGS */
     struct cfg *cfg;                /* a ref, taken over by the router */
     const struct cfg_route *route;  /* borrowed from <cfg> */
-    struct json_object *json;       /* owned; taken over by the router */
-    struct bsc_str body;            /* the raw body, borrowed from the srv_req */
+    struct json_object *json;       /* owned; taken over by the router: the canonical
+                                       (OpenAI-shaped) request */
+    struct bsc_str body;            /* the client's raw OpenAI body, borrowed from the
+                                       srv_req; empty when the client spoke another dialect */
     struct bsc_str model_span;      /* the raw "model" value inside <body> */
     bool stream;
     bool include_usage;
+    const struct down_ops *down;    /* the client's dialect; NULL = OpenAI */
 };
 
 /* Starts the request on <w>. Takes ownership of in->cfg's ref and in->json. Always

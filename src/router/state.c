@@ -85,13 +85,11 @@ static struct prov_state *prov_find(struct hstate *hs, const char *id)
     return NULL;
 }
 
+/* The config resolves overrides (top level -> provider -> target) into target->breaker. */
 static const struct cfg_breaker *breaker_params(const struct cfg *cfg, const struct cfg_target *t)
 {
-    if (t->has_breaker)
-        return &t->breaker;
-    if (t->provider->has_breaker)
-        return &t->provider->breaker;
-    return &cfg->breaker;
+    (void)cfg;
+    return &t->breaker;
 }
 
 static enum bsc_err sync_target(struct hstate *hs, const struct cfg *cfg,

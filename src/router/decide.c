@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: MIT */
+/* decide.c -- which target next, or stop (DESIGN §3): eligibility (kill switches, keys,
+ * contract, breaker admission), the balance mode within a tier, and after each failure
+ * the workflows in order -- the same target again (next key, or after backoff or
+ * Retry-After), an equivalent target, an approved fallback model -- each gated by the
+ * envelope (time, attempts) and the gateway-wide retry budget. What it returns is a
+ * decision; request.c carries it out. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/id.h"
+#include "metrics/metrics.h"
+#include "router/internal.h"
+#include "router/pick.h"
+#include "router/retry.h"
+#include "router/state.h"
+
+#define M(r) req__metrics(r)
+
+/* ---- choosing targets ---- */
+
+static unsigned attempts_on(const struct request *r, const struct cfg_target *t)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < r->n_attempts; i++)
+        n += r->attempts[i].target == t;
+    return n;
+}
+
+/* What the request and the route require of a target outside the primary tier. */
+static bool satisfies_contract(const struct request *r, const struct cfg_target *t)
+{
+    const struct cfg_requires *q = &r->route->requires;
+    uint32_t need = q->capabilities | r->need_caps;
+    if ((t->capabilities & need) != need)
+        return false;
+    if (q->context_window_min && t->context_window && t->context_window < q->context_window_min)
+        return false;
+    if (q->max_output_tokens_min && t->max_output_tokens &&
+        t->max_output_tokens < q->max_output_tokens_min)
+        return false;
+    return true;
+}
+
+/* Kill switches: config, provider, and the run-time admin switch. */
+static bool switched_off(struct request *r, const struct cfg_target *t)
+{
+    return t->disabled || t->provider->disabled || hstate_is_disabled(r->gw->hs, t->id);
+}
+
+/* Static eligibility: kill switches, keys, contract, not yet tried when <fresh>. */
+static bool usable(struct request *r, const struct cfg_target *t, enum tier tier, bool fresh,
+                   uint64_t min_window)
+{
+    uint64_t now = bsc_now_ms();
+
+    if (switched_off(r, t))
+        return false;
+    if (fresh && attempts_on(r, t))
+        return false;
+    if (hstate_keys_available(r->gw->hs, t->provider, now) == 0)
+        return false;
+    if (tier != TIER_PRIMARY && !satisfies_contract(r, t))
+        return false;
+    if (min_window && (!t->context_window || t->context_window <= min_window))
+        return false;
+    return true;
+}
+
+/* Picks the best usable target of <tier> by the route's balance mode, then asks its
+ * breaker; a denied candidate is dropped and the pick repeats. NULL when none. */
+static const struct cfg_target *choose(struct request *r, enum tier tier, bool fresh,
+                                       uint64_t min_window)
+{
+    const struct cfg_tier *t = tier == TIER_PRIMARY      ? &r->route->primary
+                               : tier == TIER_EQUIVALENT ? &r->route->equivalent
+                                                         : &r->route->fallback;
+    struct pick_cand c[64];
+    size_t n = t->n < BSC_ARRAY_LEN(c) ? t->n : BSC_ARRAY_LEN(c);
+    uint64_t now = bsc_now_ms();
+
+    if (t->disabled || n == 0)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct cfg_target *ct = t->targets[i];
+        struct target_view v;
+
+        hstate_view(r->gw->hs, ct->id, now, &v);
+        c[i] = (struct pick_cand){
+            .eligible = usable(r, ct, tier, fresh, min_window) && v.state != BRK_OPEN,
+            .weight = t->weights ? t->weights[i] : 1,
+            .ewma_latency_ms = v.ewma_latency_ms,
+            .ewma_ttft_ms = v.ewma_ttft_ms,
+            .inflight = v.inflight,
+            .price_per_mtok = pick_blend_price(&ct->price),
+            .ramp_fraction = v.ramp_fraction,
+        };
+    }
+    for (size_t tries = 0; tries < n; tries++) {
+        int i = pick_next(c, n, r->route->balance, bsc_rand01());
+        enum brk_decision d;
+
+        if (i < 0)
+            return NULL;
+        /* Weighted picks already scaled by the ramp: do not apply it twice. */
+        d = hstate_admit(r->gw->hs, t->targets[i], now,
+                         r->route->balance == CFG_BALANCE_WEIGHTED ? 0.0 : bsc_rand01());
+        if (d == BRK_ALLOW || d == BRK_ALLOW_PROBE) {
+            r->probe = d == BRK_ALLOW_PROBE;
+            r->tier = tier;
+            return t->targets[i];
+        }
+        c[i].eligible = false;
+    }
+    return NULL;
+}
+
+bool decide_later_tier_exists(const struct request *r)
+{
+    return (r->env.allow_equivalent && r->tier < TIER_EQUIVALENT && r->route->equivalent.n &&
+            !r->route->equivalent.disabled) ||
+           (r->env.allow_fallback && r->tier < TIER_FALLBACK && r->route->fallback.n &&
+            !r->route->fallback.disabled);
+}
+
+/* ---- deciding what comes next (DESIGN §3 workflows) ---- */
+
+const char *decide_count_workflow(struct request *r, enum attempt_workflow wf)
+{
+    switch (wf) {
+    case ATTEMPT_WF_RETRY:
+        metrics_inc(M(r), r->w->idx, METRIC_RETRIES, r->route->id, NULL, 1);
+        return "retry";
+    case ATTEMPT_WF_EQUIVALENT_FAILOVER:
+        metrics_inc(M(r), r->w->idx, METRIC_FAILOVERS, r->route->id, NULL, 1);
+        return "equivalent_failover";
+    case ATTEMPT_WF_CROSS_MODEL_FALLBACK:
+        metrics_inc(M(r), r->w->idx, METRIC_FALLBACKS, r->route->id, NULL, 1);
+        return "cross_model_fallback";
+    default:
+        return "primary";
+    }
+}
+
+/* Takes one unit of the gateway-wide retry budget; false (and counted) when spent. */
+static bool take_budget(struct request *r)
+{
+    if (hstate_budget_take(r->gw->hs, bsc_now_ms())) {
+        metrics_inc(M(r), r->w->idx, METRIC_RETRY_BUDGET_SPENT, NULL, NULL, 1);
+        return true;
+    }
+    metrics_inc(M(r), r->w->idx, METRIC_RETRY_BUDGET_REJECTIONS, NULL, NULL, 1);
+    return false;
+}
+
+/* Workflow 1, first half: the same target again (next key, or after a wait that honours
+ * Retry-After and lasts at least until one of the provider's keys is usable again). */
+static bool try_same_target(struct request *r, const struct fail_policy *pol, const char **why,
+                            bool *wait_too_long, int64_t *wait_ms)
+{
+    const struct cfg_target *t = r->target;
+    unsigned done = attempts_on(r, t);
+    uint64_t now = bsc_now_ms(), key_at;
+    struct retry_delay d;
+
+    if (done >= r->env.max_same_target_attempts || switched_off(r, t))
+        return false;
+    if (pol->next_key && t->provider->n_keys > 1 &&
+        hstate_keys_available(r->gw->hs, t->provider, now) > 0) {
+        r->next_delay_ms = 0;
+        r->next_delay_why = NULL;
+        *why = "next_key";
+        return true;
+    }
+    if (!pol->replay_same_target || (pol->max_replays && done > pol->max_replays))
+        return false;
+    /* An immediate replay of an attempt that timed out would eat the time kept in
+     * reserve for the next tier: go there instead when there is one. */
+    if (!pol->needs_delay && decide_later_tier_exists(r))
+        return false;
+    d = retry_choose_delay(&r->cfg->retry, done - 1, pol->needs_delay ? r->fail.retry_after_ms : -1,
+                           bsc_rand01(), req__time_left(r));
+    if (!pol->needs_delay)
+        d.delay_ms = 0;
+    key_at = hstate_keys_ready_at(r->gw->hs, t->provider, now);
+    if (key_at > now + d.delay_ms) {
+        d.delay_ms = (uint32_t)(key_at - now);
+        d.exceeds_deadline = d.delay_ms >= req__time_left(r);
+    }
+    if (d.exceeds_deadline) {
+        *wait_too_long = true;
+        *wait_ms = d.delay_ms;
+        return false;
+    }
+    r->next_delay_ms = d.delay_ms;
+    r->next_delay_why = d.delay_ms ? retry_delay_why_name(d.why) : NULL;
+    *why = r->next_delay_why ? r->next_delay_why : "replay";
+    return true;
+}
+
+/* Decides the step after the failure in r->fail. Sets r->target/next_wf/next_delay_ms
+ * and returns DECIDE_GO, or sets the error to reply with and returns DECIDE_STOP. */
+enum decision decide_next(struct request *r, const char **why)
+{
+    const struct fail_policy *pol = fail_policy(r->fail.kind);
+    bool wait_too_long = false;
+    int64_t wait_ms = -1;
+    uint64_t min_window = 0;
+    const struct cfg_target *failed = r->target, *next;
+
+    r->next_delay_ms = 0;
+    r->next_delay_why = NULL;
+    if (pol->client_fault && !pol->fallback_needs_larger_window) {
+        req__set_provider_error(r);
+        *why = "client_error";
+        return DECIDE_STOP;
+    }
+    if (r->env.side_effects == CFG_SE_WRITE_POSSIBLE && r->fail.request_sent &&
+        r->fail.transport != FT_OK) {
+        /* The upstream may have acted on it and we cannot know: never replay blindly. */
+        r->fail.kind = FAIL_SIDE_EFFECT_UNCERTAIN;
+        req__set_provider_error(r);
+        r->err.code = "reconcile_required";
+        r->termination = "reconcile_required";
+        *why = "side_effect_uncertain";
+        return DECIDE_STOP;
+    }
+    if (req__time_left(r) == 0) {
+        req__set_typed_failure(r, "deadline_exhausted", -1, "the request deadline passed after %u attempts (last: %s)",
+                          r->n_attempts, fail_kind_name(r->fail.kind));
+        *why = "deadline_exhausted";
+        return DECIDE_STOP;
+    }
+    if (r->n_attempts >= r->env.max_attempts) {
+        req__set_typed_failure(r, "attempts_exhausted", r->fail.retry_after_ms,
+                          "all %u attempts failed (last: %s on %s)", r->n_attempts,
+                          fail_kind_name(r->fail.kind), failed->id);
+        *why = "max_attempts";
+        return DECIDE_STOP;
+    }
+    if (!pol->fallback_needs_larger_window &&
+        try_same_target(r, pol, why, &wait_too_long, &wait_ms)) {
+        if (!take_budget(r))
+            goto budget;
+        r->next_wf = ATTEMPT_WF_RETRY;
+        return DECIDE_GO;
+    }
+    if (pol->equivalent_failover && r->env.allow_equivalent) {
+        next = r->tier == TIER_PRIMARY ? choose(r, TIER_PRIMARY, true, 0) : NULL;
+        if (!next)
+            next = choose(r, TIER_EQUIVALENT, true, 0);
+        if (next) {
+            if (!take_budget(r))
+                goto budget;
+            r->target = next;
+            r->next_wf = ATTEMPT_WF_EQUIVALENT_FAILOVER;
+            *why = fail_kind_name(r->fail.kind);
+            return DECIDE_GO;
+        }
+    }
+    if (pol->cross_model_fallback && r->env.allow_fallback) {
+        if (pol->fallback_needs_larger_window)
+            min_window = failed->context_window ? failed->context_window : UINT64_MAX - 1;
+        next = choose(r, TIER_FALLBACK, true, min_window);
+        if (next) {
+            if (!take_budget(r))
+                goto budget;
+            r->target = next;
+            r->next_wf = ATTEMPT_WF_CROSS_MODEL_FALLBACK;
+            *why = fail_kind_name(r->fail.kind);
+            return DECIDE_GO;
+        }
+    }
+    if (pol->client_fault) { /* context overflow with no larger window to go to */
+        req__set_provider_error(r);
+        *why = "no_larger_window";
+        return DECIDE_STOP;
+    }
+    if (wait_too_long) {
+        req__set_typed_failure(r, "deadline_exhausted", wait_ms,
+                          "%s asked to wait %lld ms, more than the %llu ms left",
+                          failed->id, (long long)wait_ms, (unsigned long long)req__time_left(r));
+        *why = "wait_exceeds_deadline";
+        return DECIDE_STOP;
+    }
+    req__set_typed_failure(r, "no_eligible_fallback", r->fail.retry_after_ms,
+                      "%s failed (%s) and no eligible target is left to try", failed->id,
+                      fail_kind_name(r->fail.kind));
+    *why = "no_eligible_fallback";
+    return DECIDE_STOP;
+budget:
+    req__set_typed_failure(r, "retry_budget_exhausted", 1000,
+                      "%s failed (%s) and the gateway's retry budget is spent", failed->id,
+                      fail_kind_name(r->fail.kind));
+    *why = "retry_budget_exhausted";
+    return DECIDE_STOP;
+}
+
+/* The first attempt: the best primary, else (all unavailable) the next allowed tier. */
+const struct cfg_target *decide_first(struct request *r)
+{
+    const struct cfg_target *t = choose(r, TIER_PRIMARY, true, 0);
+
+    r->next_wf = ATTEMPT_WF_PRIMARY;
+    if (!t && r->env.allow_equivalent && (t = choose(r, TIER_EQUIVALENT, true, 0))) {
+        r->next_wf = ATTEMPT_WF_EQUIVALENT_FAILOVER;
+        r->recovery_reason = "primary_unavailable";
+    }
+    if (!t && r->env.allow_fallback && (t = choose(r, TIER_FALLBACK, true, 0))) {
+        r->next_wf = ATTEMPT_WF_CROSS_MODEL_FALLBACK;
+        r->recovery_reason = "primary_unavailable";
+    }
+    return t;
+}
+
+/* When nothing was eligible: were all enabled candidates only waiting for a rate-limited
+ * key to cool down? Then the answer is a 429 with the time until the first key is back. */
+bool decide_all_cooling(struct request *r, int64_t *retry_after_ms)
+{
+    const struct cfg_tier *tiers[] = {&r->route->primary, &r->route->equivalent,
+                                      &r->route->fallback};
+    uint64_t now = bsc_now_ms(), soonest = UINT64_MAX;
+    bool any = false;
+
+    for (size_t i = 0; i < BSC_ARRAY_LEN(tiers); i++) {
+        for (size_t j = 0; !tiers[i]->disabled && j < tiers[i]->n; j++) {
+            const struct cfg_target *t = tiers[i]->targets[j];
+            uint64_t at;
+            if (switched_off(r, t))
+                continue;
+            at = hstate_keys_ready_at(r->gw->hs, t->provider, now);
+            if (at <= now)
+                return false; /* this one was excluded for another reason */
+            any = true;
+            soonest = at < soonest ? at : soonest;
+        }
+    }
+    if (any)
+        *retry_after_ms = (int64_t)(soonest - now);
+    return any;
+}

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/* deliver.c -- the client side of a request: the commit point (the SSE head), relaying
+ * stream frames with back-pressure, the complete answer, and errors -- each in the
+ * client's dialect (OpenAI bytes pass unchanged; another dialect goes through its
+ * down_ops). It never decides anything: request.c calls it once a decision is made. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "router/internal.h"
+#include "stream/sse_write.h"
+
+static struct down_ctx down_ctx(const struct request *r)
+{
+    return (struct down_ctx){
+        .request_id = r->id,
+        .model = r->route->id,
+        .include_usage = r->include_usage,
+    };
+}
+
+size_t deliver_route_headers(struct request *r, struct srv_header *h, char *buf, size_t len)
+{
+    size_t n = 0;
+
+    snprintf(buf, len, "%u", r->n_attempts);
+    if (r->target)
+        h[n++] = (struct srv_header){BSC_STR("x-bascule-target"), bsc_str_cstr(r->target->id)};
+    h[n++] = (struct srv_header){BSC_STR("x-bascule-attempts"), bsc_str_cstr(buf)};
+    h[n++] = (struct srv_header){
+        BSC_STR("x-bascule-workflow"),
+        bsc_str_cstr(attempt_workflow_name(
+            r->n_attempts ? r->attempts[r->n_attempts - 1].workflow : ATTEMPT_WF_PRIMARY))};
+    if (r->recovery_reason &&
+        (r->n_attempts > 1 || (r->n_attempts && r->attempts[0].workflow != ATTEMPT_WF_PRIMARY)))
+        h[n++] = (struct srv_header){BSC_STR("x-bascule-recovery-reason"),
+                                     bsc_str_cstr(r->recovery_reason)};
+    return n;
+}
+
+static void on_drain(struct srv_req *sreq, void *ud)
+{
+    struct request *r = ud;
+
+    (void)sreq;
+    if (r->xfer)
+        up_resume(r->xfer);
+}
+
+bool deliver_flush(struct request *r)
+{
+    if (!r->sreq || r->out.len == 0)
+        return false;
+    srv_resp_body(r->sreq, r->out.p, r->out.len);
+    r->bytes_out += r->out.len;
+    bsc_buf_reset(&r->out);
+    if (srv_req_pending(r->sreq) > r->cfg->limits.max_stream_buffer_bytes) {
+        srv_req_on_drain(r->sreq, on_drain, r);
+        return true;
+    }
+    return false;
+}
+
+void deliver_commit(struct request *r)
+{
+    struct srv_header h[10];
+    char attempts[16];
+    size_t n;
+
+    h[0] = (struct srv_header){BSC_STR("Content-Type"), BSC_STR("text/event-stream; charset=utf-8")};
+    h[1] = (struct srv_header){BSC_STR("Cache-Control"), BSC_STR("no-cache")};
+    h[2] = (struct srv_header){BSC_STR("X-Accel-Buffering"), BSC_STR("no")};
+    n = 3 + deliver_route_headers(r, h + 3, attempts, sizeof(attempts));
+    if (r->down && r->down->stream_size && !r->down_st) {
+        struct down_ctx ctx = down_ctx(r);
+        r->down_st = calloc(1, r->down->stream_size);
+        if (r->down_st)
+            r->down->stream_init(r->down_st, &ctx);
+    }
+    if (r->sreq)
+        srv_resp_head(r->sreq, 200, h, n, -1);
+    r->committed = true;
+    r->status = 200;
+    r->ttfb_us = bsc_now_us() - r->start_us;
+    req__goto(r, REQ_ST_RELAY);
+}
+
+/* Splits the adapter's frames ("data: <json>\n\n") and feeds them to the client dialect. */
+static enum bsc_err convert_down(struct request *r)
+{
+    const char *p = r->conv.p, *end = p ? p + r->conv.len : NULL;
+    enum bsc_err err = BSC_OK;
+
+    if (!r->down_st)
+        return BSC_ENOMEM;
+    while (!err && p && p < end) {
+        const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
+        struct bsc_str data;
+
+        if (!sep)
+            break;
+        data = bsc_str_make(p, (size_t)(sep - p));
+        if (bsc_str_starts(data, BSC_STR("data: "))) {
+            data = bsc_str_make(data.p + 6, data.len - 6);
+            err = sse_is_done(data) ? r->down->stream_done(r->down_st, &r->out)
+                                    : r->down->stream_chunk(r->down_st, data, &r->out);
+        }
+        p = sep + 2;
+    }
+    return err;
+}
+
+enum bsc_err deliver_convert(struct request *r)
+{
+    enum bsc_err err;
+
+    if (r->conv.len == 0)
+        return BSC_OK;
+    err = r->down ? convert_down(r) : bsc_buf_append(&r->out, r->conv.p, r->conv.len);
+    bsc_buf_reset(&r->conv);
+    return err;
+}
+
+void deliver_stream_error(struct request *r, const char *message)
+{
+    struct reply_error e = {.type = "server_error",
+                            .code = "upstream_interrupted",
+                            .message = message,
+                            .retry_after_ms = -1};
+
+    if (r->down && r->down_st) {
+        r->down->stream_error(r->down_st, &e, &r->out);
+        return;
+    }
+    bsc_buf_append_cstr(&r->out, "data: ");
+    reply_error_body(&e, r->id, &r->out);
+    bsc_buf_append_cstr(&r->out, "\n\n");
+}
+
+void deliver_answer(struct request *r)
+{
+    struct srv_header h[8];
+    char attempts[16];
+    size_t n;
+    struct bsc_buf mapped;
+    struct bsc_str body = bsc_buf_str(&r->answer);
+    struct down_ctx ctx = down_ctx(r);
+
+    if (!r->sreq)
+        return;
+    bsc_buf_init(&mapped, REQ_MAX_RESPONSE_BYTES);
+    if (r->down && r->down->map_response(body, &ctx, &mapped) == BSC_OK)
+        body = bsc_buf_str(&mapped);
+    n = deliver_route_headers(r, h, attempts, sizeof(attempts));
+    srv_resp_send(r->sreq, r->up_status >= 200 && r->up_status < 300 ? r->up_status : 200,
+                  "application/json", h, n, body.p, body.len);
+    r->status = r->up_status >= 200 && r->up_status < 300 ? r->up_status : 200;
+    r->bytes_out += body.len;
+    r->ttfb_us = bsc_now_us() - r->start_us;
+    r->sreq = NULL;
+    bsc_buf_cleanup(&mapped);
+}
+
+void deliver_error(struct request *r)
+{
+    struct srv_header h[8];
+    char attempts[16];
+    size_t n;
+
+    if (!r->sreq)
+        return;
+    n = deliver_route_headers(r, h, attempts, sizeof(attempts));
+    reply_error_send(r->sreq, &r->err, h, n, r->down ? r->down->error_body : NULL);
+    r->status = r->err.status;
+    r->sreq = NULL;
+}
+
+void deliver_cleanup(struct request *r)
+{
+    if (r->down_st && r->down)
+        r->down->stream_cleanup(r->down_st);
+    BSC_FREE(r->down_st);
+}

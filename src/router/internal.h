@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/* internal.h -- the request object and the functions shared by the router's files:
+ * request.c (the state machine), decide.c (which target next, or stop), exchange.c (the
+ * upstream side of an attempt, through the provider adapter) and deliver.c (the client
+ * side: commit point, stream relay, answers and errors in the client's dialect).
+ * Never included from outside src/router/. */
+#ifndef BSC_ROUTER_INTERNAL_H
+#define BSC_ROUTER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "core/buf.h"
+#include "providers/provider.h"
+#include "router/attempt.h"
+#include "router/downstream.h"
+#include "router/envelope.h"
+#include "router/gateway.h"
+#include "router/reply.h"
+#include "router/request.h"
+#include "router/taxonomy.h"
+#include "stream/sse_parse.h"
+#include "upstream/upstream.h"
+
+#define REQ_STATES(X)                                                                     \
+    X(PICK, pick, "choose the next target, or decide to stop, after each failure")        \
+    X(BACKOFF, backoff, "wait (backoff or Retry-After) before the next attempt")          \
+    X(ATTEMPT, attempt, "upstream transfer running until its answer or first event")      \
+    X(RELAY, relay, "committed: streaming to the client; no way back to PICK")            \
+    X(REPLY, reply, "a complete upstream answer is written to the client")                \
+    X(REPLY_ERROR, reply_error, "write the normalized error or the typed failure")         \
+    X(DONE, done, "log, account, release")
+
+enum req_state {
+#define X(NAME, name, doc) REQ_ST_##NAME,
+    REQ_STATES(X)
+#undef X
+        REQ_ST_COUNT
+};
+
+enum tier { TIER_PRIMARY = 0, TIER_EQUIVALENT, TIER_FALLBACK, TIER_COUNT };
+
+/* How the upstream body is consumed during an attempt. */
+enum body_mode { BODY_NONE = 0, BODY_BUFFER, BODY_SSE };
+
+#define REQ_MAX_RESPONSE_BYTES (64u << 20)
+#define REQ_MAX_SSE_EVENT      (4u << 20)
+
+struct request {
+    struct worker *w;         /* borrowed */
+    struct gateway *gw;       /* borrowed */
+    struct srv_req *sreq;     /* borrowed; NULL once the client went away or was answered */
+    struct cfg *cfg;          /* a ref */
+    const struct cfg_route *route; /* borrowed from cfg */
+    enum prov_op op;
+    struct json_object *json; /* owned: the canonical request */
+    struct bsc_str body;      /* borrowed from sreq: the client's raw OpenAI body, or empty */
+    struct bsc_str model_span;
+    bool stream, include_usage, has_tools;
+    uint32_t need_caps;       /* capabilities the request itself requires */
+    const struct down_ops *down; /* the client's dialect; NULL = OpenAI */
+    void *down_st;            /* owned: down->stream_size bytes */
+    char id[130];             /* copy of the request id, for logs after sreq is gone */
+    struct envelope env;
+
+    enum req_state state;
+    uint64_t start_us;
+    uv_timer_t timer; /* attempt timeout, stream idle bound, or backoff */
+
+    /* the current attempt */
+    const struct cfg_target *target; /* borrowed from cfg */
+    enum tier tier;
+    int key_idx;                     /* -2: no key configured; -1: none usable */
+    bool probe;                      /* admitted as a half-open probe */
+    bool attempt_open;               /* inflight counted and outcome not yet reported */
+    const struct prov_ops *ops;      /* the target's adapter */
+    void *prov_st;                   /* owned: ops->stream_size bytes, for streams */
+    bool prov_st_live;               /* stream_init ran; cleanup due */
+    struct up_transfer *xfer;        /* NULL when none is running */
+    struct prov_http http;           /* owned: what was sent upstream */
+    enum body_mode mode;
+    struct bsc_buf resp;             /* owned: buffered upstream body (BODY_BUFFER) */
+    struct bsc_buf answer;           /* owned: the OpenAI-shaped answer (non-stream) */
+    struct sse_parser sse;           /* BODY_SSE */
+    struct bsc_buf conv;             /* owned: OpenAI frames from the adapter, per read */
+    struct bsc_buf out;              /* owned: client bytes to write downstream */
+    int up_status;
+    char up_ctype[128];
+    char up_retry_after[64], up_retry_after_ms[64]; /* saved from the head */
+    bool saw_done;                   /* the upstream stream ended properly */
+    bool timed_out;
+    bool stream_failed;              /* an in-band error or a bad stream */
+    enum up_result up_res;
+    struct fail_info fail;           /* the last failure */
+    struct fail_info stream_fail;    /* an in-band error seen in the stream */
+    struct prov_usage usage;         /* of the delivered answer */
+    double cost_usd;
+
+    /* the next step, chosen by decide_next */
+    enum attempt_workflow next_wf;
+    uint32_t next_delay_ms;
+    const char *next_delay_why;
+    const char *recovery_reason; /* static: kind of the first failure that made us recover */
+    bool all_rate_limited;       /* every failure so far was a rate limit or quota */
+
+    /* the answer */
+    bool committed; /* response head sent */
+    int status;
+    uint64_t bytes_out;
+    uint64_t ttfb_us;
+    const char *termination; /* access-log termination code */
+    struct attempt attempts[ATTEMPT_MAX];
+    unsigned n_attempts;
+    struct reply_error err;
+    char err_msg[320];
+    char err_code[64];
+};
+
+/* request.c */
+void req__goto(struct request *r, enum req_state next);
+void req__run(struct request *r);
+void req__arm_timer(struct request *r, uint64_t delay_ms);
+uint64_t req__time_left(const struct request *r);
+struct attempt *req__cur_attempt(struct request *r);
+struct metrics *req__metrics(const struct request *r);
+void req__set_error(struct request *r, int status, const char *type, const char *code,
+                    const char *fmt, ...) BSC_PRINTF(5, 6);
+void req__set_typed_failure(struct request *r, const char *reason, int64_t retry_after_ms,
+                            const char *fmt, ...) BSC_PRINTF(4, 5);
+void req__set_provider_error(struct request *r);
+
+/* decide.c */
+enum decision { DECIDE_GO, DECIDE_STOP };
+/* The first target: the best primary, else the next allowed tier. NULL when none. */
+const struct cfg_target *decide_first(struct request *r);
+/* After the failure in r->fail: the next target/workflow/delay, or the error to reply. */
+enum decision decide_next(struct request *r, const char **why);
+bool decide_later_tier_exists(const struct request *r);
+/* True when every enabled candidate only lacks a key that is cooling down (rate limits);
+ * *<retry_after_ms> is then the wait until the first one is back. */
+bool decide_all_cooling(struct request *r, int64_t *retry_after_ms);
+/* Counts the workflow in metrics; returns its name. */
+const char *decide_count_workflow(struct request *r, enum attempt_workflow wf);
+
+/* exchange.c */
+/* Builds the request through the adapter and starts the transfer. BSC_EINVAL: the adapter
+ * cannot express the request for this target (r->fail is a contract failure). */
+enum bsc_err xchg_start(struct request *r);
+/* Clears the per-attempt upstream state. */
+void xchg_reset(struct request *r);
+/* After an uncommitted attempt ended: r->fail (FAIL_NONE = success, r->answer holds the
+ * OpenAI-shaped answer and r->usage its usage). */
+void xchg_classify(struct request *r);
+/* Frees everything the exchange owns. */
+void xchg_cleanup(struct request *r);
+
+/* deliver.c */
+/* Sends the SSE head (the commit point) and moves to RELAY. */
+void deliver_commit(struct request *r);
+/* Converts the adapter's OpenAI frames in r->conv into client bytes in r->out. */
+enum bsc_err deliver_convert(struct request *r);
+/* Writes r->out; true when the upstream should pause (back-pressure). */
+bool deliver_flush(struct request *r);
+/* Appends the error event that ends a committed stream, in the client's dialect. */
+void deliver_stream_error(struct request *r, const char *message);
+/* Writes the complete answer in r->answer (non-stream). */
+void deliver_answer(struct request *r);
+/* Writes r->err. */
+void deliver_error(struct request *r);
+/* The x-bascule-* headers; returns how many were put in <h> (room for 4). */
+size_t deliver_route_headers(struct request *r, struct srv_header *h, char *buf, size_t len);
+void deliver_cleanup(struct request *r);
+
+#endif
