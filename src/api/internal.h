@@ -3,6 +3,8 @@
 #ifndef BSC_API_INTERNAL_H
 #define BSC_API_INTERNAL_H
 
+#include <json-c/json.h>
+
 #include "router/worker.h"
 #include "server/server.h"
 
@@ -11,6 +13,10 @@ void api__models(struct worker *w, struct srv_req *req, struct bsc_str id);
 void api__health_live(struct worker *w, struct srv_req *req);
 void api__health_ready(struct worker *w, struct srv_req *req);
 void api__metrics(struct worker *w, struct srv_req *req);
+void api__embeddings(struct worker *w, struct srv_req *req);
+/* Parses a JSON request body strictly (UTF-8 checked, depth-bounded, nothing after it).
+ * Returns a new object, or NULL with a client-facing message in <msg>. */
+struct json_object *api__parse_json(struct bsc_str body, char *msg, size_t msglen);
 /* <rest> is the path after "/admin/". */
 void api__admin(struct worker *w, struct srv_req *req, struct bsc_str rest);
 /* Answers 400 with an OpenAI-shaped error; <param> may be NULL. */

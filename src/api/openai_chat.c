@@ -34,7 +34,7 @@ static void line_col(struct bsc_str s, size_t off, unsigned *line, unsigned *col
 }
 
 /* Parses <body> strictly. Returns the object or NULL with <msg> filled. */
-static struct json_object *parse_body(struct bsc_str body, char *msg, size_t msglen)
+struct json_object *api__parse_json(struct bsc_str body, char *msg, size_t msglen)
 {
     struct json_tokener *tok = json_tokener_new_ex(API_JSON_MAX_DEPTH);
     struct json_object *obj;
@@ -94,11 +94,11 @@ static bool get_bool(struct json_object *o, const char *key, bool *out)
 void api__chat_completions(struct worker *w, struct srv_req *req)
 {
     struct bsc_str body = srv_req_body(req);
-    struct chat_in in = {.body = body};
+    struct chat_in in = {.op = PROV_OP_CHAT, .body = body};
     struct json_object *model, *messages, *opts;
     char msg[300];
 
-    in.json = parse_body(body, msg, sizeof(msg));
+    in.json = api__parse_json(body, msg, sizeof(msg));
     if (!in.json)
         return api__bad_request(req, "invalid_json", NULL, msg);
     if (!json_object_is_type(in.json, json_type_object)) {

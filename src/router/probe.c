@@ -11,6 +11,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "providers/provider.h"
 #include "router/gateway.h"
 #include "router/state.h"
 #include "upstream/upstream.h"
@@ -24,10 +25,8 @@ struct probe_slot {
     uint64_t due_ms;
     struct up_transfer *xfer; /* running probe, or NULL */
     struct prober *owner;
-    struct bsc_buf url, body; /* owned, alive while the transfer runs */
-    char auth[512];
-    const char *headers[3];
-    char ctype[40];
+    struct prov_http http;    /* owned, alive while the transfer runs */
+    const char *headers[32];
 };
 
 struct prober {
@@ -47,8 +46,9 @@ static struct probe_slot *slot_for(struct prober *pr, const char *id)
     pr->slots[pr->n] = (struct probe_slot){.provider_id = strdup(id), .owner = pr};
     if (!pr->slots[pr->n].provider_id)
         return NULL;
-    bsc_buf_init(&pr->slots[pr->n].url, 8192);
-    bsc_buf_init(&pr->slots[pr->n].body, 4096);
+    bsc_buf_init(&pr->slots[pr->n].http.url, 8192);
+    bsc_buf_init(&pr->slots[pr->n].http.headers, 16384);
+    bsc_buf_init(&pr->slots[pr->n].http.body, 16384);
     return &pr->slots[pr->n++];
 }
 
@@ -105,37 +105,43 @@ static void start_probe(struct prober *pr, struct probe_slot *s, const struct cf
                         const struct cfg_provider *p)
 {
     const struct cfg_target *first = NULL;
-    struct up_request req = {.method = "GET", .timeout_ms = PROBE_TIMEOUT_MS,
-                             .connect_timeout_ms = p->connect_timeout_ms};
+    struct prov_call call;
+    struct up_request req;
+    char why[128];
     size_t n = 0;
 
-    bsc_buf_reset(&s->url);
-    bsc_buf_reset(&s->body);
     for (size_t i = 0; i < cfg->n_targets && !first; i++)
         if (cfg->targets[i].provider == p)
             first = &cfg->targets[i];
-    if (p->health.probe == CFG_PROBE_COMPLETION && first) {
-        bsc_buf_appendf(&s->url, "%s/chat/completions", p->base_url);
-        bsc_buf_append_cstr(&s->body, "{\"model\":");
-        bsc_buf_append_json_str(&s->body, bsc_str_cstr(first->model));
-        bsc_buf_append_cstr(&s->body, ",\"max_tokens\":1,\"messages\":[{\"role\":\"user\","
-                                      "\"content\":\"ping\"}]}");
-        req.method = "POST";
-        req.body = s->body.p;
-        req.body_len = s->body.len;
-        snprintf(s->ctype, sizeof(s->ctype), "Content-Type: application/json");
-        s->headers[n++] = s->ctype;
-    } else {
-        bsc_buf_appendf(&s->url, "%s/models", p->base_url);
+    if (!first)
+        return; /* a provider nothing routes to needs no probing */
+    call = (struct prov_call){
+        .op = p->health.probe == CFG_PROBE_COMPLETION ? PROV_OP_PROBE_COMPLETION
+                                                      : PROV_OP_PROBE_MODELS,
+        .provider = p,
+        .target = first,
+        .key = p->n_keys ? p->keys[0] : NULL,
+    };
+    bsc_buf_reset(&s->http.url);
+    bsc_buf_reset(&s->http.headers);
+    bsc_buf_reset(&s->http.body);
+    if (prov_ops_for(p->kind)->build(&call, &s->http, why, sizeof(why)) != BSC_OK)
+        return;
+    for (size_t off = 0; off < s->http.headers.len && n < BSC_ARRAY_LEN(s->headers);) {
+        s->headers[n++] = s->http.headers.p + off;
+        off += strlen(s->http.headers.p + off) + 1;
     }
-    if (p->n_keys) {
-        snprintf(s->auth, sizeof(s->auth), "Authorization: Bearer %s", p->keys[0]);
-        s->headers[n++] = s->auth;
-    }
-    req.url = s->url.p;
-    req.headers = s->headers;
-    req.n_headers = n;
-    if (!s->url.p || up_start(pr->w->up, &req, &probe_cb, s, &s->xfer) != BSC_OK)
+    req = (struct up_request){
+        .url = s->http.url.p,
+        .method = s->http.method,
+        .headers = s->headers,
+        .n_headers = n,
+        .body = s->http.body.p,
+        .body_len = s->http.body.len,
+        .connect_timeout_ms = p->connect_timeout_ms,
+        .timeout_ms = PROBE_TIMEOUT_MS,
+    };
+    if (up_start(pr->w->up, &req, &probe_cb, s, &s->xfer) != BSC_OK)
         s->xfer = NULL;
 }
 
@@ -182,8 +188,9 @@ static void prober_closed(uv_handle_t *h)
 
     for (size_t i = 0; i < pr->n; i++) {
         free(pr->slots[i].provider_id);
-        bsc_buf_cleanup(&pr->slots[i].url);
-        bsc_buf_cleanup(&pr->slots[i].body);
+        bsc_buf_cleanup(&pr->slots[i].http.url);
+        bsc_buf_cleanup(&pr->slots[i].http.headers);
+        bsc_buf_cleanup(&pr->slots[i].http.body);
     }
     free(pr);
 }

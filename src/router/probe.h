@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* probe.h -- active health checks (DESIGN §8): per provider, on its health.interval_ms, a
- * GET {base_url}/models (probe: models) or a one-token chat completion against its first
- * target (probe: completion), run on one worker's loop without blocking. Results feed the
+ * list-models request (probe: models) or a one-token completion against its first
+ * target (probe: completion), built by the provider's adapter,, run on one worker's loop without blocking. Results feed the
  * shared routing state: health up/down per target, and a failed probe counts as an
  * infrastructure failure for the breaker. */
 #ifndef BSC_ROUTER_PROBE_H
