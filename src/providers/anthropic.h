@@ -40,7 +40,6 @@ struct anth_stream {
     bool json_mode;     /* response_format is emulated by PROV_ANTH_JSON_TOOL */
     bool role_sent;     /* the first chunk (delta.role) went out */
     bool done;          /* message_stop was translated */
-    bool dropped_text;  /* json_mode: a text block was dropped */
     enum anth_block block;
     int n_tools;        /* tool_use blocks opened; the open one has OpenAI index n_tools-1 */
     int64_t created;

@@ -3,6 +3,7 @@
 #include "providers/provider.h"
 
 extern const struct prov_ops prov_openai;
+extern const struct prov_ops prov_anthropic;
 
 const struct prov_ops *prov_ops_for(enum cfg_provider_kind kind)
 {
@@ -10,6 +11,7 @@ const struct prov_ops *prov_ops_for(enum cfg_provider_kind kind)
     case CFG_PROV_OPENAI:
     case CFG_PROV_OPENAI_COMPATIBLE:
         return &prov_openai;
+    case CFG_PROV_ANTHROPIC: return &prov_anthropic;
     default:
         return &prov_openai; /* adapters of the other kinds register here */
     }

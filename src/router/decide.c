@@ -29,19 +29,32 @@ static unsigned attempts_on(const struct request *r, const struct cfg_target *t)
     return n;
 }
 
-/* What the request and the route require of a target outside the primary tier. */
-static bool satisfies_contract(const struct request *r, const struct cfg_target *t)
+/* The capabilities of <t> that the route and the request need but <t> lacks. */
+static uint32_t missing_caps(const struct request *r, const struct cfg_target *t)
+{
+    uint32_t need = r->route->requires.capabilities | r->need_caps;
+
+    return need & ~t->capabilities;
+}
+
+/* The route's minimums, and the request's estimated size against the target's window. */
+static bool satisfies_sizes(const struct request *r, const struct cfg_target *t)
 {
     const struct cfg_requires *q = &r->route->requires;
-    uint32_t need = q->capabilities | r->need_caps;
-    if ((t->capabilities & need) != need)
-        return false;
+
     if (q->context_window_min && t->context_window && t->context_window < q->context_window_min)
         return false;
     if (q->max_output_tokens_min && t->max_output_tokens &&
         t->max_output_tokens < q->max_output_tokens_min)
         return false;
-    return true;
+    return !t->context_window || r->est_tokens <= t->context_window;
+}
+
+/* A fallback in canary (canary_percent < 100) takes only that share of the failures
+ * that reach it; the others go on to the next candidate. One draw per request. */
+static bool canary_admits(const struct cfg_target *t)
+{
+    return t->canary_percent >= 100 || bsc_rand01() * 100.0 < (double)t->canary_percent;
 }
 
 /* Kill switches: config, provider, and the run-time admin switch. */
@@ -55,18 +68,43 @@ static bool usable(struct request *r, const struct cfg_target *t, enum tier tier
                    uint64_t min_window)
 {
     uint64_t now = bsc_now_ms();
+    uint32_t missing;
 
     if (switched_off(r, t))
         return false;
     if (fresh && attempts_on(r, t))
         return false;
-    if (hstate_keys_available(r->gw->hs, t->provider, now) == 0)
+    if ((missing = missing_caps(r, t)) != 0) {
+        r->missing_caps |= missing; /* named in the typed failure if nothing is left */
         return false;
-    if (tier != TIER_PRIMARY && !satisfies_contract(r, t))
+    }
+    if (!satisfies_sizes(r, t)) {
+        r->too_small = true;
+        return false;
+    }
+    if (hstate_keys_available(r->gw->hs, t->provider, now) == 0)
         return false;
     if (min_window && (!t->context_window || t->context_window <= min_window))
         return false;
+    if (tier == TIER_FALLBACK && fresh && !canary_admits(t))
+        return false;
     return true;
+}
+
+/* Appends the names of the capability bits in <caps> to <buf>, comma-separated. */
+void decide_caps_names(uint32_t caps, char *buf, size_t len)
+{
+    static const char *const names[] = {"text",  "vision",      "streaming", "tools",
+                                        "parallel_tool_calls", "json_schema", "json_object",
+                                        "embeddings"};
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < BSC_ARRAY_LEN(names) && used < len; i++) {
+        if (!(caps & (1u << i)))
+            continue;
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", names[i]);
+    }
 }
 
 /* Picks the best usable target of <tier> by the route's balance mode, then asks its

@@ -60,6 +60,9 @@ struct request {
     struct bsc_str model_span;
     bool stream, include_usage, has_tools;
     uint32_t need_caps;       /* capabilities the request itself requires */
+    uint64_t est_tokens;      /* estimated prompt + output tokens (decide.c) */
+    uint32_t missing_caps;    /* capabilities candidates lacked, for the typed failure */
+    bool too_small;           /* a candidate's context window was too small */
     const struct down_ops *down; /* the client's dialect; NULL = OpenAI */
     void *down_st;            /* owned: down->stream_size bytes */
     char id[130];             /* copy of the request id, for logs after sreq is gone */
@@ -141,6 +144,8 @@ bool decide_later_tier_exists(const struct request *r);
 /* True when every enabled candidate only lacks a key that is cooling down (rate limits);
  * *<retry_after_ms> is then the wait until the first one is back. */
 bool decide_all_cooling(struct request *r, int64_t *retry_after_ms);
+/* The names of the capability bits in <caps>, comma-separated. */
+void decide_caps_names(uint32_t caps, char *buf, size_t len);
 /* Counts the workflow in metrics; returns its name. */
 const char *decide_count_workflow(struct request *r, enum attempt_workflow wf);
 

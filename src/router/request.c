@@ -329,10 +329,25 @@ static void st_pick(struct request *r)
         if (!r->target) {
             int64_t wait_ms = 1000;
             bool cooling = decide_all_cooling(r, &wait_ms);
-            req__set_typed_failure(r, cooling ? "rate_limited" : "no_eligible_fallback", wait_ms,
-                                   "route '%s' has no eligible target (%s)", r->route->id,
-                                   cooling ? "every key is cooling down after rate limits"
-                                           : "circuits open, disabled or keys cooling down");
+            char caps[160];
+            decide_caps_names(r->missing_caps, caps, sizeof(caps));
+            if (r->missing_caps || r->too_small)
+                req__set_typed_failure(r, "no_eligible_fallback", -1,
+                                       "no target of route '%s' satisfies this request%s%s%s",
+                                       r->route->id, r->missing_caps ? "; missing: " : "", caps,
+                                       r->too_small ? "; context window too small" : "");
+            else
+                req__set_typed_failure(r, cooling ? "rate_limited" : "no_eligible_fallback",
+                                       wait_ms, "route '%s' has no eligible target (%s)",
+                                       r->route->id,
+                                       cooling ? "every key is cooling down after rate limits"
+                                               : "circuits open, disabled or keys cooling down");
+            if (r->missing_caps || r->too_small) {
+                r->err.retryable = false;
+                r->err.should_retry = false;
+                r->err.status = 400;
+                r->err.type = "invalid_request_error";
+            }
             if (cooling) {
                 r->err.status = 429;
                 r->err.type = "rate_limit_error";
@@ -584,6 +599,23 @@ static bool has_images(struct json_object *json)
     return false;
 }
 
+/* A cheap, documented estimate of the tokens the request needs: about 4 bytes of JSON
+ * per prompt token (OpenAI's tokenizers average 4 characters per token in English; JSON
+ * overhead makes the estimate generous) plus the output budget the client asked for. */
+static uint64_t estimate_tokens(const struct request *r)
+{
+    struct json_object *v;
+    uint64_t bytes = r->body.len, out = 0;
+
+    if (!bytes)
+        bytes = strlen(json_object_to_json_string_ext(r->json, JSON_C_TO_STRING_PLAIN));
+    if ((json_object_object_get_ex(r->json, "max_completion_tokens", &v) ||
+         json_object_object_get_ex(r->json, "max_tokens", &v)) &&
+        json_object_is_type(v, json_type_int) && json_object_get_int64(v) > 0)
+        out = (uint64_t)json_object_get_int64(v);
+    return bytes / 4 + out;
+}
+
 /* The capabilities the request itself needs of a target (DESIGN §2 contract). */
 static uint32_t request_caps(const struct request *r)
 {
@@ -645,6 +677,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->down = in->down;
     r->need_caps = request_caps(r);
     r->has_tools = (r->need_caps & CFG_CAP_TOOLS) != 0;
+    r->est_tokens = estimate_tokens(r);
     r->all_rate_limited = true;
     snprintf(r->id, sizeof(r->id), "%s", srv_req_id(sreq));
     r->start_us = srv_req_start_us(sreq);

@@ -20,7 +20,7 @@ providers:
   live: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-live"], health: { interval_ms: 150, probe: models } }
   dead: { kind: openai_compatible, base_url: "http://127.0.0.1:${deadPort}/v1", keys: ["sk-dead"], health: { interval_ms: 150, probe: models }, connect_timeout_ms: 200 }
 targets:
-  up@live: { provider: live, model: emb-live }
+  up@live: { provider: live, model: emb-live, capabilities: [text, streaming, embeddings] }
   down@dead: { provider: dead, model: gone, breaker: { consecutive_failures: 2, open_ms: 60000 } }
 routes:
   alive: { primary: [up@live] }

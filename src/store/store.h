@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* store.h -- the gateway's state store: Idempotency-Key records and the tool side-effect
+ * ledger, shared by every worker loop. One API, several backends behind a const ops
+ * table: memory (one process, lost on exit), SQLite (one process, durable: WAL,
+ * synchronous=FULL, an answer only after COMMIT returned) and, later, Redis.
+ *
+ * Every operation is asynchronous, with libuv's contract: it is called on the thread that
+ * runs <loop>; if it returns an error its callback is never called; otherwise the callback
+ * is called exactly once, later, on <loop>, never from inside the call. Nothing here
+ * blocks a loop: SQLite runs on the store's own thread. See docs/internals/store.md. */
+#ifndef BSC_STORE_STORE_H
+#define BSC_STORE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "config/config.h"
+#include "core/err.h"
+#include "core/str.h"
+#include "ledger/idempotency.h"
+#include "ledger/ledger.h"
+
+struct store; /* opaque; one per process */
+
+/* A wall clock in ms since the epoch; <ud> is store_opts.clock_ud. */
+typedef uint64_t store_clock_fn(void *ud);
+
+/* Tunables; store_opts_default() gives the values in the comments. */
+struct store_opts {
+    store_clock_fn *clock;       /* NULL: bsc_wall_ms (tests inject a fake one) */
+    void *clock_ud;
+    uint64_t default_ttl_ms;     /* 24 h: a record's life when begin passes ttl 0 */
+    uint64_t inflight_lease_ms;  /* 10 min: an in_flight record older counts as orphaned */
+    size_t max_answer_bytes;     /* 8 MiB: headers + body of one stored answer */
+    size_t max_pending;          /* 4096: operations accepted and not yet called back */
+    size_t mem_max_idem;         /* 100000: memory backend, idempotency records */
+    size_t mem_max_idem_bytes;   /* 256 MiB: memory backend, stored answer bytes */
+    size_t mem_max_ledger;       /* 100000: memory backend, ledger entries */
+    uint64_t purge_interval_ms;  /* 60 s: SQLite deletes expired records this often */
+    unsigned batch_max;          /* 64: SQLite operations committed together at most */
+};
+
+/* Fills <o> with the defaults. Cannot fail. */
+void store_opts_default(struct store_opts *o);
+
+/* Opens the store <cfg> names, at boot, on the main thread: the SQLite file is created
+ * or opened, its schema checked and made, in_flight records left by a previous process
+ * dropped. Returns BSC_OK and *<out> (the caller owns it: store_close()); BSC_EINVAL for
+ * a kind not built in (redis, for now), BSC_EIO when the file cannot be used,
+ * BSC_ENOMEM; <err> then says why in a NUL-terminated line. <cfg> is not kept. */
+enum bsc_err store_open(const struct cfg_store *cfg, struct store **out, char *err,
+                        size_t errlen);
+/* The same with tunables <opts> (copied). */
+enum bsc_err store_open_opts(const struct cfg_store *cfg, const struct store_opts *opts,
+                             struct store **out, char *err, size_t errlen);
+/* Finishes what was queued, closes files and frees <st>. Call after every operation's
+ * callback has run (after the worker loops ended). NULL is fine. */
+void store_close(struct store *st);
+/* "memory" or "sqlite". */
+const char *store_kind_name(const struct store *st);
+
+/* ---- idempotency ---------------------------------------------------------------------- */
+
+struct store_idem_result {
+    enum idem_decision decision;
+    uint64_t claim;                   /* MISS: pass it to complete/abandon */
+    const struct idem_answer *answer; /* REPLAY: borrowed until the callback returns */
+};
+
+/* <err> is BSC_OK with <res> set, or BSC_EIO / BSC_ELIMIT (store full) with <res> NULL. */
+typedef void store_idem_cb(enum bsc_err err, const struct store_idem_result *res, void *ud);
+typedef void store_done_cb(enum bsc_err err, void *ud);
+
+/* Atomically, for key <key> (idem_key_valid) in <scope> (0..IDEM_SCOPE_MAX bytes, e.g.
+ * the virtual key): no live record -> a new in_flight record with <fp>, MISS and a fresh
+ * claim; a record with another fingerprint -> MISMATCH; same fingerprint, in_flight ->
+ * IN_FLIGHT; same, complete -> REPLAY with the stored answer. A complete record lives
+ * <ttl_ms> (0: the default) from its completion; an in_flight one at most the lease.
+ * Returns BSC_EINVAL for a bad key or scope, BSC_ELIMIT when too many operations are
+ * pending, BSC_ENOMEM. Slices are copied before the call returns. */
+enum bsc_err store_idem_begin(struct store *st, uv_loop_t *loop, struct bsc_str scope,
+                              struct bsc_str key, const struct idem_fp *fp, uint64_t ttl_ms,
+                              store_idem_cb *cb, void *ud);
+/* Stores <answer> (copied before the call returns) as the final answer of the in_flight
+ * record <claim> got, and makes it complete. Returns BSC_ELIMIT at once when the answer is
+ * larger than max_answer_bytes (abandon the record then), BSC_EINVAL for a bad key or
+ * status. The callback gets BSC_OK; BSC_ENOTFOUND when the record is gone (expired,
+ * purged); BSC_ESTATE when it is no longer <claim>'s in_flight record; BSC_ELIMIT (memory
+ * full), BSC_EIO. */
+enum bsc_err store_idem_complete(struct store *st, uv_loop_t *loop, struct bsc_str scope,
+                                 struct bsc_str key, uint64_t claim,
+                                 const struct idem_answer *answer, store_done_cb *cb,
+                                 void *ud);
+/* Deletes the in_flight record <claim> got, so that a repeat runs the request again (the
+ * request failed in a way that must not be replayed). Same errors as complete. */
+enum bsc_err store_idem_abandon(struct store *st, uv_loop_t *loop, struct bsc_str scope,
+                                struct bsc_str key, uint64_t claim, store_done_cb *cb,
+                                void *ud);
+
+/* ---- the ledger ----------------------------------------------------------------------- */
+
+/* <err> BSC_OK: <entry> is the entry now stored and <outcome> what the put did (get:
+ * LEDGER_UNCHANGED). BSC_ESTATE (put): an illegal transition; <entry> is the stored entry,
+ * unchanged. BSC_ENOTFOUND (get): no entry; <entry> NULL. BSC_EIO, BSC_ELIMIT: <entry>
+ * NULL. <entry> is borrowed until the callback returns. */
+typedef void store_ledger_cb(enum bsc_err err, const struct ledger_entry *entry,
+                             enum ledger_outcome outcome, void *ud);
+
+/* Reads the entry of <op_id>, applies <u> (ledger_apply: the transition is checked in the
+ * same transaction) and writes the result, atomically with respect to every other call.
+ * With SQLite the callback runs only after the COMMIT returned: BSC_OK means durable.
+ * Returns BSC_EINVAL for an invalid <op_id> or <u>, BSC_ELIMIT, BSC_ENOMEM. */
+enum bsc_err store_ledger_put(struct store *st, uv_loop_t *loop, struct bsc_str op_id,
+                              const struct ledger_update *u, store_ledger_cb *cb, void *ud);
+/* Reads the entry of <op_id>. Returns BSC_EINVAL, BSC_ELIMIT, BSC_ENOMEM. */
+enum bsc_err store_ledger_get(struct store *st, uv_loop_t *loop, struct bsc_str op_id,
+                              store_ledger_cb *cb, void *ud);
+
+#endif

@@ -1,0 +1,103 @@
+// Capability contracts and canary fallbacks: a target that cannot satisfy what the route
+// and the request need is never tried; a fallback in canary takes only its share.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startSim, startGateway } from '../lib/harness.mjs';
+
+let sim, gw;
+
+before(async () => {
+  sim = await startSim();
+  gw = await startGateway({
+    config: `listen: "127.0.0.1:{{PORT}}"
+workers: 2
+log: { level: warn }
+retry: { budget: { ratio: 10, min_per_s: 1000, window_ms: 10000 } }
+providers:
+  sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-c"], health: { probe: none } }
+targets:
+  prim: { provider: sim, model: c-prim, capabilities: [text, streaming, tools] }
+  notools: { provider: sim, model: c-notools, capabilities: [text, streaming] }
+  withtools: { provider: sim, model: c-withtools, capabilities: [text, streaming, tools] }
+  small: { provider: sim, model: c-small, capabilities: [text, streaming], context_window: 1000 }
+  cprim: { provider: sim, model: k-prim, breaker: { consecutive_failures: 100000, min_requests: 100000 } }
+  canary: { provider: sim, model: k-canary, canary_percent: 30 }
+  stable: { provider: sim, model: k-stable }
+routes:
+  tooly:
+    primary: [prim]
+    fallback: [notools, withtools]
+    envelope: { max_same_target_attempts: 1, allow_cross_model_fallback: true }
+  nocap:
+    primary: [notools]
+  tiny:
+    primary: [small]
+  canaried:
+    primary: [cprim]
+    fallback: [canary, stable]
+    envelope: { max_same_target_attempts: 1, allow_cross_model_fallback: true }
+`,
+  });
+});
+
+after(async () => {
+  await gw?.stop();
+  await sim?.stop();
+});
+
+const tools = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: {} } } }];
+
+function chat(model, extra = {}) {
+  return fetch(`${gw.base}/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], ...extra }) });
+}
+
+async function calls(model) {
+  return (await sim.stats()).models[model]?.calls ?? 0;
+}
+
+test('a fallback target lacking tools is skipped for a request with tools', async () => {
+  await sim.setModel('c-prim', { script: [{ action: 'status', status: 503, times: 1 }] });
+  const res = await chat('tooly', { tools });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('x-bascule-target'), 'withtools');
+  assert.equal(await calls('c-notools'), 0);
+  assert.equal(await calls('c-withtools'), 1);
+});
+
+test('without tools in the request the first fallback is fine', async () => {
+  await sim.setModel('c-prim', { script: [{ action: 'status', status: 503, times: 1 }] });
+  const res = await chat('tooly');
+  assert.equal(res.headers.get('x-bascule-target'), 'notools');
+});
+
+test('no target with the needed capability: a typed failure naming it, no upstream call', async () => {
+  const before = await calls('c-notools');
+  const res = await chat('nocap', { tools });
+  assert.equal(res.status, 400);
+  const body = await res.json();
+  assert.equal(body.reason, 'no_eligible_fallback');
+  assert.match(body.error.message, /missing: tools/);
+  assert.equal(res.headers.get('x-should-retry'), 'false');
+  assert.equal(await calls('c-notools'), before);
+});
+
+test('a request larger than every context window is refused before any attempt', async () => {
+  const res = await chat('tiny', { messages: [{ role: 'user', content: 'x'.repeat(8000) }] });
+  assert.equal(res.status, 400);
+  assert.match((await res.json()).error.message, /context window/);
+  assert.equal(await calls('c-small'), 0);
+});
+
+test('a canary fallback takes about its share of the failures', async () => {
+  await sim.setModel('k-prim', { script: [{ action: 'status', status: 503, times: 100000 }] });
+  const N = 200;
+  for (let i = 0; i < N; i += 10)
+    await Promise.all(Array.from({ length: 10 }, async () => (await chat('canaried')).arrayBuffer()));
+  const canary = await calls('k-canary');
+  const stable = await calls('k-stable');
+  assert.equal(canary + stable, N);
+  // canary_percent 30: expected 60, sd ~6.5; the bounds are ~4.5 sd wide.
+  assert.ok(canary >= 30 && canary <= 90, `canary took ${canary}/${N}`);
+});
