@@ -13,7 +13,7 @@ import path from 'node:path';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import {
-  ProcSet, freePort, snapshot, childrenOf, httpRequest, waitReady, statusKiB,
+  ProcSet, freePort, snapshot, childrenOf, httpRequest, waitReady, sleep, statusKiB,
 } from './proc.mjs';
 import { printReport } from './report.mjs';
 
@@ -31,6 +31,8 @@ function envNum(name, dflt) {
 const C = {
   seconds: envNum('BENCH_SECONDS', 10),
   rounds: envNum('BENCH_ROUNDS', 3),
+  pacedRounds: envNum('BENCH_PACED_ROUNDS', 5),
+  settleMs: envNum('BENCH_SETTLE_MS', 500),
   warmup: envNum('BENCH_WARMUP', 2),
   connections: envNum('BENCH_CONNECTIONS', 50),
   threads: envNum('BENCH_THREADS', 2),
@@ -374,14 +376,12 @@ async function throughputAndPaced(results) {
     }
   }
 
-  const R = Math.max(1, Math.round(C.rounds));
-  const per = Math.max(1, Math.round(C.seconds / R));
   const closed = { connections: C.connections, threads: C.threads };
   const pacedDelay = Math.max(1, Math.round(1000 / C.pacedRate));
   const paced = { connections: C.pacedConnections, threads: Math.min(C.threads, C.pacedConnections), delayMs: pacedDelay };
   const phases = [];
-  if (doThroughput) phases.push(['throughput', closed]);
-  if (doPaced) phases.push(['paced', paced]);
+  if (doThroughput) phases.push(['throughput', closed, Math.max(1, Math.round(C.rounds))]);
+  if (doPaced) phases.push(['paced', paced, Math.max(1, Math.round(C.pacedRounds))]);
 
   if (C.warmup > 0) {
     for (const x of live) {
@@ -393,7 +393,8 @@ async function throughputAndPaced(results) {
       }
     }
   }
-  for (const [phase, wrkOpts] of phases) {
+  for (const [phase, wrkOpts, R] of phases) {
+    const per = Math.max(1, Math.round(C.seconds / R));
     for (let r = 0; r < R; r++) {
       // Rotate the order each round so no target always runs right after another.
       const order = live.map((_, i) => live[(i + r) % live.length]);
@@ -406,6 +407,9 @@ async function throughputAndPaced(results) {
           log(`${x.key}: FAILED: ${e.message}`);
           x.failed = e.message;
         }
+        // A saturated proxy (Portkey) may still be draining its queue when wrk stops:
+        // let it finish before the next target is measured.
+        await sleep(C.settleMs);
       }
     }
   }
@@ -603,7 +607,7 @@ async function main() {
     when: new Date().toISOString(),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, kernel: os.release(), node: process.version },
     settings: {
-      seconds: C.seconds, rounds: C.rounds, warmup: C.warmup, connections: C.connections, threads: C.threads, workers: C.workers,
+      seconds: C.seconds, rounds: C.rounds, paced_rounds: C.pacedRounds, warmup: C.warmup, connections: C.connections, threads: C.threads, workers: C.workers,
       paced_connections: C.pacedConnections, paced_rate_per_connection: C.pacedRate,
       streams: C.streams, stream_probes: C.streamProbes, stream_token_ms: C.streamTokenMs,
       request_bytes: Buffer.byteLength(REQUEST_BODY), response_bytes: Buffer.byteLength(RESPONSE), nofile: C.nofile,

@@ -27,7 +27,7 @@ export function printReport(r) {
   const s = r.settings;
   out.push(`bascule benchmarks  ${r.when}  (${r.machine.cpus} cores, ${r.machine.model ?? '?'}; a shared box: compare ratios, not absolutes)`);
   out.push(`request ${s.request_bytes} B POST /v1/chat/completions, response ${s.response_bytes} B; ${s.seconds} s per target and load, ` +
-    `in ${s.rounds} interleaved rounds (latencies: median over rounds), after ${s.warmup} s warm-up`);
+    `in ${s.rounds} (paced: ${s.paced_rounds}) interleaved rounds (latencies: median over rounds), after ${s.warmup} s warm-up`);
 
   const tp = r.throughput;
   if (Object.keys(tp).length) {

@@ -367,10 +367,9 @@ static enum bsc_err build_renamed(const struct prov_call *c, struct json_object 
     c2.raw = BSC_STR_NULL;
     c2.model_span = BSC_STR_NULL;
     err = prov_openai.build(&c2, out, why, why_len);
+    json_object_object_del(req, "max_tokens"); /* then re-add: json-c has no "set if same" */
     if (existed)
         json_object_object_add(req, "max_tokens", old_mt);
-    else
-        json_object_object_del(req, "max_tokens");
     json_object_object_add(req, "max_completion_tokens", mct);
     return err;
 }

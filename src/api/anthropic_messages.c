@@ -1,0 +1,814 @@
+/* SPDX-License-Identifier: MIT */
+/* anthropic_messages.c -- POST /v1/messages: an Anthropic-SDK client's Messages request,
+ * parsed strictly, validated, and translated into the canonical OpenAI chat.completions
+ * request, then handed to the router with the Anthropic downstream dialect
+ * (anthropic_down.c) so that the answer, the stream and the errors go back in Anthropic's
+ * shapes. Validation errors are Anthropic-shaped too. It does not route, retry or talk to
+ * anyone. What does not translate (top_k, thinking, server tools, documents) is listed in
+ * docs/internals/anthropic-inbound.md. */
+#include <stdarg.h>
+#include <string.h>
+
+#include "api/anthropic.h"
+#include "api/internal.h"
+#include "core/buf.h"
+#include "router/request.h"
+
+#define ANTH_JSON_MAX_DEPTH 64
+/* Text joined from several blocks is never longer than the body it came from, which the
+ * server already bounds (limits.max_body_bytes); this bound only guards the arithmetic. */
+#define ANTH_TEXT_MAX ((size_t)1 << 30)
+#define ANTH_WHERE    96 /* "messages.12.content.3.content.1" and the like */
+
+/* ---- the translation context: the first error wins, later steps do nothing ---- */
+
+struct xl {
+    char *why;
+    size_t why_len;
+    enum bsc_err err;
+};
+
+static bool fail(struct xl *x, const char *fmt, ...) BSC_PRINTF(2, 3);
+
+/* Records a client-facing error (the first one only). Always returns false. */
+static bool fail(struct xl *x, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (x->err)
+        return false;
+    x->err = BSC_EINVAL;
+    va_start(ap, fmt);
+    vsnprintf(x->why, x->why_len, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static bool oom(struct xl *x)
+{
+    if (!x->err) {
+        x->err = BSC_ENOMEM;
+        snprintf(x->why, x->why_len, "out of memory");
+    }
+    return false;
+}
+
+/* Adds <val> as <key> of <obj>; takes ownership of <val>, also on failure. */
+static bool put(struct xl *x, struct json_object *obj, const char *key, struct json_object *val)
+{
+    if (!val)
+        return oom(x);
+    if (json_object_object_add(obj, key, val) != 0) {
+        json_object_put(val);
+        return oom(x);
+    }
+    return true;
+}
+
+/* Appends <val> to <arr>; takes ownership of <val>, also on failure. */
+static bool push(struct xl *x, struct json_object *arr, struct json_object *val)
+{
+    if (!val)
+        return oom(x);
+    if (json_object_array_add(arr, val) != 0) {
+        json_object_put(val);
+        return oom(x);
+    }
+    return true;
+}
+
+static struct json_object *member(struct json_object *o, const char *key)
+{
+    struct json_object *v = NULL;
+
+    if (!o || !json_object_is_type(o, json_type_object) ||
+        !json_object_object_get_ex(o, key, &v))
+        return NULL;
+    return v;
+}
+
+static bool is(struct json_object *v, enum json_type t)
+{
+    return v && json_object_is_type(v, t);
+}
+
+/* Absent and JSON null both mean "not given". */
+static bool given(struct json_object *v)
+{
+    return v && !json_object_is_type(v, json_type_null);
+}
+
+static struct bsc_str str_of(struct json_object *v)
+{
+    if (!is(v, json_type_string))
+        return BSC_STR_NULL;
+    return bsc_str_make(json_object_get_string(v), (size_t)json_object_get_string_len(v));
+}
+
+static struct json_object *new_str(struct bsc_str s)
+{
+    return json_object_new_string_len(s.p ? s.p : "", (int)s.len);
+}
+
+/* {"role": <role>, "content": <content>}; takes ownership of <content> (NULL = JSON null
+ * when <null_ok>). NULL with x->err set on failure. */
+static struct json_object *msg_new(struct xl *x, const char *role, struct json_object *content,
+                                   bool null_ok)
+{
+    struct json_object *m = json_object_new_object();
+
+    if (!m) {
+        json_object_put(content);
+        oom(x);
+        return NULL;
+    }
+    if (!put(x, m, "role", json_object_new_string(role)) ||
+        (null_ok && !content ? json_object_object_add(m, "content", NULL) != 0
+                             : !put(x, m, "content", content))) {
+        json_object_put(m);
+        oom(x);
+        return NULL;
+    }
+    return m;
+}
+
+/* The "type" of content block <b> at <where>; false (error set) when <b> has none. */
+static bool block_type(struct xl *x, struct json_object *b, const char *where, struct bsc_str *type)
+{
+    if (!is(b, json_type_object))
+        return fail(x, "%s: each content block must be an object", where);
+    *type = str_of(member(b, "type"));
+    if (!type->len)
+        return fail(x, "%s.type: field required", where);
+    return true;
+}
+
+static bool type_is(struct bsc_str type, const char *lit)
+{
+    return bsc_str_eq(type, bsc_str_cstr(lit));
+}
+
+/* A text block's "text", which must be a string. */
+static bool block_text(struct xl *x, struct json_object *b, const char *where, struct bsc_str *text)
+{
+    struct json_object *t = member(b, "text");
+
+    if (!is(t, json_type_string))
+        return fail(x, "%s.text: must be a string", where);
+    *text = str_of(t);
+    return true;
+}
+
+static bool append(struct xl *x, struct bsc_buf *b, struct bsc_str s)
+{
+    enum bsc_err err = bsc_buf_append_str(b, s);
+
+    if (err == BSC_ELIMIT)
+        return fail(x, "the text of the request is too large");
+    return err ? oom(x) : true;
+}
+
+/* ---- content blocks ---- */
+
+/* An image block -> {"type":"image_url","image_url":{"url":...}}: a base64 source becomes
+ * a data: URL, a url source stays a URL. NULL with x->err set on failure. */
+static struct json_object *xl_image(struct xl *x, struct json_object *b, const char *where)
+{
+    struct json_object *src = member(b, "source"), *part, *iu;
+    struct bsc_str stype = str_of(member(src, "type")), media, data, url;
+    struct bsc_buf u;
+
+    if (!is(src, json_type_object)) {
+        fail(x, "%s.source: field required (an object)", where);
+        return NULL;
+    }
+    bsc_buf_init(&u, ANTH_TEXT_MAX);
+    if (type_is(stype, "base64")) {
+        media = str_of(member(src, "media_type"));
+        data = str_of(member(src, "data"));
+        if (!media.len || !data.len) {
+            fail(x, "%s.source: a base64 source needs media_type and data", where);
+            return NULL;
+        }
+        if (!append(x, &u, BSC_STR("data:")) || !append(x, &u, media) ||
+            !append(x, &u, BSC_STR(";base64,")) || !append(x, &u, data)) {
+            bsc_buf_cleanup(&u);
+            return NULL;
+        }
+        url = bsc_buf_str(&u);
+    } else if (type_is(stype, "url")) {
+        url = str_of(member(src, "url"));
+        if (!url.len) {
+            fail(x, "%s.source.url: field required", where);
+            return NULL;
+        }
+    } else {
+        fail(x, "%s.source.type: '%.*s' is not supported (use base64 or url)", where,
+             (int)(stype.len > 40 ? 40 : stype.len), stype.p ? stype.p : "");
+        return NULL;
+    }
+    part = json_object_new_object();
+    iu = json_object_new_object();
+    if (!part || !iu) {
+        json_object_put(part);
+        json_object_put(iu);
+        bsc_buf_cleanup(&u);
+        oom(x);
+        return NULL;
+    }
+    if (!put(x, iu, "url", new_str(url)) || !put(x, part, "type", json_object_new_string("image_url")) ||
+        !put(x, part, "image_url", json_object_get(iu))) {
+        json_object_put(part);
+        part = NULL;
+    }
+    json_object_put(iu);
+    bsc_buf_cleanup(&u);
+    return part;
+}
+
+static struct json_object *text_part(struct xl *x, struct json_object *text)
+{
+    struct json_object *p = json_object_new_object();
+
+    if (!p) {
+        oom(x);
+        return NULL;
+    }
+    if (!put(x, p, "type", json_object_new_string("text")) ||
+        !put(x, p, "text", json_object_get(text))) {
+        json_object_put(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* Joins the text blocks of <blocks> with <sep> into <out>; images go to <images> as
+ * image_url parts when it is not NULL, and are refused otherwise. Other kinds are refused. */
+static bool join_text(struct xl *x, struct json_object *blocks, const char *where,
+                      const char *sep, struct bsc_buf *out, struct json_object *images)
+{
+    char at[ANTH_WHERE];
+    struct bsc_str type, text;
+
+    for (size_t i = 0; i < json_object_array_length(blocks); i++) {
+        struct json_object *b = json_object_array_get_idx(blocks, i);
+        snprintf(at, sizeof(at), "%s.%zu", where, i);
+        if (!block_type(x, b, at, &type))
+            return false;
+        if (type_is(type, "image") && images) {
+            if (!push(x, images, xl_image(x, b, at)))
+                return false;
+            continue;
+        }
+        if (!type_is(type, "text"))
+            return fail(x, "%s.type: only text%s blocks are allowed here, not '%.*s'", at,
+                        images ? " and image" : "", (int)(type.len > 40 ? 40 : type.len), type.p);
+        if (!block_text(x, b, at, &text))
+            return false;
+        if (out->len && text.len && !append(x, out, bsc_str_cstr(sep)))
+            return false;
+        if (!append(x, out, text))
+            return false;
+    }
+    return true;
+}
+
+/* A tool_result block -> a "tool" message appended to <msgs>. Its content is a string or
+ * text blocks (joined by newlines); images in it go to <parts>, the user message that
+ * follows the tool messages, since OpenAI tool messages carry text only. is_error is
+ * kept as an "Error: " prefix. */
+static bool xl_tool_result(struct xl *x, struct json_object *b, const char *where,
+                           struct json_object *msgs, struct json_object *parts)
+{
+    struct json_object *content = member(b, "content"), *err = member(b, "is_error"), *m;
+    struct bsc_str id = str_of(member(b, "tool_use_id"));
+    char at[ANTH_WHERE];
+    struct bsc_buf text;
+    bool ok = true;
+
+    if (!id.len)
+        return fail(x, "%s.tool_use_id: field required (a string)", where);
+    if (given(err) && !is(err, json_type_boolean))
+        return fail(x, "%s.is_error: must be a boolean", where);
+    bsc_buf_init(&text, ANTH_TEXT_MAX);
+    if (is(err, json_type_boolean) && json_object_get_boolean(err))
+        ok = append(x, &text, BSC_STR("Error: "));
+    if (ok && is(content, json_type_string)) {
+        ok = append(x, &text, str_of(content));
+    } else if (ok && is(content, json_type_array)) {
+        snprintf(at, sizeof(at), "%s.content", where);
+        struct bsc_buf inner;
+        bsc_buf_init(&inner, ANTH_TEXT_MAX);
+        ok = join_text(x, content, at, "\n", &inner, parts) && append(x, &text, bsc_buf_str(&inner));
+        bsc_buf_cleanup(&inner);
+    } else if (ok && given(content)) {
+        ok = fail(x, "%s.content: must be a string or an array of content blocks", where);
+    }
+    if (ok) {
+        m = msg_new(x, "tool", new_str(bsc_buf_str(&text)), false);
+        ok = m && put(x, m, "tool_call_id", new_str(id));
+        /* The order of keys is role, content, tool_call_id: harmless, and put() above
+         * already owns <m>'s members; push takes <m>. */
+        ok = ok ? push(x, msgs, m) : (json_object_put(m), false);
+    }
+    bsc_buf_cleanup(&text);
+    return ok;
+}
+
+/* A user message with content blocks: tool_result blocks become "tool" messages first
+ * (OpenAI wants them right after the assistant's tool calls), then one user message with
+ * the text and image parts, if any. A lone text part stays a plain string. */
+static bool xl_user(struct xl *x, struct json_object *blocks, const char *where,
+                    struct json_object *msgs)
+{
+    struct json_object *parts = json_object_new_array(), *content;
+    char at[ANTH_WHERE];
+    struct bsc_str type;
+    bool ok = parts != NULL;
+
+    if (!parts)
+        return oom(x);
+    for (size_t i = 0; ok && i < json_object_array_length(blocks); i++) {
+        struct json_object *b = json_object_array_get_idx(blocks, i);
+        snprintf(at, sizeof(at), "%s.%zu", where, i);
+        struct bsc_str text;
+        if (!block_type(x, b, at, &type))
+            ok = false;
+        else if (type_is(type, "text"))
+            ok = block_text(x, b, at, &text) && push(x, parts, text_part(x, member(b, "text")));
+        else if (type_is(type, "image"))
+            ok = push(x, parts, xl_image(x, b, at));
+        else if (type_is(type, "tool_result"))
+            ok = xl_tool_result(x, b, at, msgs, parts);
+        else if (type_is(type, "thinking") || type_is(type, "redacted_thinking"))
+            continue;
+        else if (type_is(type, "tool_use"))
+            ok = fail(x, "%s: tool_use blocks belong in assistant messages", at);
+        else
+            ok = fail(x, "%s.type: '%.*s' blocks are not supported by this gateway", at,
+                      (int)(type.len > 40 ? 40 : type.len), type.p);
+    }
+    if (ok && json_object_array_length(parts) > 0) {
+        struct json_object *only = json_object_array_get_idx(parts, 0);
+        if (json_object_array_length(parts) == 1 &&
+            type_is(str_of(member(only, "type")), "text"))
+            content = json_object_get(member(only, "text"));
+        else
+            content = json_object_get(parts);
+        ok = push(x, msgs, msg_new(x, "user", content, false));
+    }
+    json_object_put(parts);
+    return ok;
+}
+
+/* A tool_use block -> {"id","type":"function","function":{"name","arguments"}}, the input
+ * object serialized as the arguments string. */
+static bool xl_tool_call(struct xl *x, struct json_object *b, const char *where,
+                         struct json_object *calls)
+{
+    struct json_object *input = member(b, "input"), *call, *fn;
+    struct bsc_str id = str_of(member(b, "id")), name = str_of(member(b, "name"));
+    const char *args = "{}";
+
+    if (!id.len)
+        return fail(x, "%s.id: field required (a string)", where);
+    if (!name.len)
+        return fail(x, "%s.name: field required (a string)", where);
+    if (given(input) && !is(input, json_type_object))
+        return fail(x, "%s.input: must be an object", where);
+    if (given(input)) {
+        args = json_object_to_json_string_ext(input, JSON_C_TO_STRING_PLAIN |
+                                                         JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!args)
+            return oom(x);
+    }
+    call = json_object_new_object();
+    fn = json_object_new_object();
+    if (!call || !fn) {
+        json_object_put(call);
+        json_object_put(fn);
+        return oom(x);
+    }
+    if (!put(x, fn, "name", new_str(name)) || !put(x, fn, "arguments", json_object_new_string(args)) ||
+        !put(x, call, "id", new_str(id)) || !put(x, call, "type", json_object_new_string("function")) ||
+        !put(x, call, "function", json_object_get(fn))) {
+        json_object_put(call);
+        json_object_put(fn);
+        return false;
+    }
+    json_object_put(fn);
+    return push(x, calls, call);
+}
+
+/* An assistant message with content blocks: the text blocks joined (as OpenAI clients
+ * read one content string), tool_use blocks as tool_calls, thinking blocks dropped. */
+static bool xl_assistant(struct xl *x, struct json_object *blocks, const char *where,
+                         struct json_object *msgs)
+{
+    struct json_object *calls = json_object_new_array(), *m = NULL, *content = NULL;
+    char at[ANTH_WHERE];
+    struct bsc_str type, text;
+    struct bsc_buf buf;
+    bool ok = calls != NULL;
+
+    if (!calls)
+        return oom(x);
+    bsc_buf_init(&buf, ANTH_TEXT_MAX);
+    for (size_t i = 0; ok && i < json_object_array_length(blocks); i++) {
+        struct json_object *b = json_object_array_get_idx(blocks, i);
+        snprintf(at, sizeof(at), "%s.%zu", where, i);
+        if (!block_type(x, b, at, &type))
+            ok = false;
+        else if (type_is(type, "text"))
+            ok = block_text(x, b, at, &text) && append(x, &buf, text);
+        else if (type_is(type, "tool_use"))
+            ok = xl_tool_call(x, b, at, calls);
+        else if (type_is(type, "thinking") || type_is(type, "redacted_thinking"))
+            continue;
+        else
+            ok = fail(x, "%s.type: '%.*s' blocks are not allowed in assistant messages", at,
+                      (int)(type.len > 40 ? 40 : type.len), type.p);
+    }
+    if (ok) {
+        bool has_calls = json_object_array_length(calls) > 0;
+        if (buf.len || !has_calls) {
+            content = new_str(bsc_buf_str(&buf));
+            if (!content)
+                ok = oom(x);
+        }
+        m = ok ? msg_new(x, "assistant", content, true) : NULL;
+        ok = m && (!has_calls || put(x, m, "tool_calls", json_object_get(calls)));
+        ok = ok ? push(x, msgs, m) : (json_object_put(m), false);
+    }
+    bsc_buf_cleanup(&buf);
+    json_object_put(calls);
+    return ok;
+}
+
+/* ---- the request ---- */
+
+/* Top-level "system": a string or text blocks -> one leading system message. */
+static bool xl_system(struct xl *x, struct json_object *areq, struct json_object *msgs)
+{
+    struct json_object *sys = member(areq, "system");
+    struct bsc_buf text;
+    bool ok;
+
+    if (!given(sys))
+        return true;
+    if (is(sys, json_type_string)) {
+        if (json_object_get_string_len(sys) == 0)
+            return true;
+        return push(x, msgs, msg_new(x, "system", json_object_get(sys), false));
+    }
+    if (!is(sys, json_type_array))
+        return fail(x, "system: must be a string or an array of text blocks");
+    bsc_buf_init(&text, ANTH_TEXT_MAX);
+    ok = join_text(x, sys, "system", "\n", &text, NULL);
+    if (ok && text.len)
+        ok = push(x, msgs, msg_new(x, "system", new_str(bsc_buf_str(&text)), false));
+    bsc_buf_cleanup(&text);
+    return ok;
+}
+
+static bool xl_messages(struct xl *x, struct json_object *areq, struct json_object *msgs)
+{
+    struct json_object *arr = member(areq, "messages");
+    char at[ANTH_WHERE];
+
+    if (!is(arr, json_type_array) || json_object_array_length(arr) == 0)
+        return fail(x, "messages: field required (a non-empty array)");
+    for (size_t i = 0; i < json_object_array_length(arr); i++) {
+        struct json_object *m = json_object_array_get_idx(arr, i), *content;
+        struct bsc_str role;
+        bool user, ok;
+
+        if (!is(m, json_type_object))
+            return fail(x, "messages.%zu: must be an object", i);
+        role = str_of(member(m, "role"));
+        content = member(m, "content");
+        user = type_is(role, "user");
+        if (!user && !type_is(role, "assistant"))
+            return fail(x, "messages.%zu.role: must be 'user' or 'assistant'", i);
+        snprintf(at, sizeof(at), "messages.%zu.content", i);
+        if (is(content, json_type_string))
+            ok = push(x, msgs, msg_new(x, user ? "user" : "assistant", json_object_get(content),
+                                       false));
+        else if (is(content, json_type_array))
+            ok = user ? xl_user(x, content, at, msgs) : xl_assistant(x, content, at, msgs);
+        else
+            ok = fail(x, "%s: must be a string or an array of content blocks", at);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* tools[] {name, description, input_schema} -> function tools. Server tools (a "type"
+ * other than "custom") run on Anthropic's side and cannot be expressed: refused. */
+static bool xl_tools(struct xl *x, struct json_object *areq, struct json_object *oreq,
+                     bool *has_tools)
+{
+    struct json_object *tools = member(areq, "tools"), *out;
+
+    *has_tools = false;
+    if (!given(tools))
+        return true;
+    if (!is(tools, json_type_array))
+        return fail(x, "tools: must be an array");
+    if (json_object_array_length(tools) == 0)
+        return true;
+    out = json_object_new_array();
+    if (!out || !put(x, oreq, "tools", out))
+        return oom(x);
+    for (size_t i = 0; i < json_object_array_length(tools); i++) {
+        struct json_object *t = json_object_array_get_idx(tools, i), *schema, *fn, *tool;
+        struct bsc_str type = str_of(member(t, "type")), name = str_of(member(t, "name"));
+        struct json_object *desc = member(t, "description");
+
+        if (!is(t, json_type_object))
+            return fail(x, "tools.%zu: must be an object", i);
+        if (type.len && !type_is(type, "custom"))
+            return fail(x, "tools.%zu.type: server tool '%.*s' is not supported by this gateway",
+                        i, (int)(type.len > 40 ? 40 : type.len), type.p);
+        if (!name.len)
+            return fail(x, "tools.%zu.name: field required (a string)", i);
+        if (given(desc) && !is(desc, json_type_string))
+            return fail(x, "tools.%zu.description: must be a string", i);
+        schema = member(t, "input_schema");
+        if (given(schema) && !is(schema, json_type_object))
+            return fail(x, "tools.%zu.input_schema: must be an object", i);
+        fn = json_object_new_object();
+        tool = json_object_new_object();
+        if (!fn || !tool || !push(x, out, tool)) {
+            json_object_put(fn);
+            return oom(x);
+        }
+        if (!put(x, tool, "type", json_object_new_string("function")) ||
+            !put(x, tool, "function", fn) || !put(x, fn, "name", new_str(name)) ||
+            (given(desc) && !put(x, fn, "description", json_object_get(desc))) ||
+            !put(x, fn, "parameters",
+                 given(schema) ? json_object_get(schema)
+                               : json_tokener_parse("{\"type\":\"object\",\"properties\":{}}")))
+            return false;
+    }
+    *has_tools = true;
+    return true;
+}
+
+/* tool_choice auto / any / tool / none -> auto / required / named / none;
+ * disable_parallel_tool_use -> parallel_tool_calls: false. Without tools there is nothing
+ * to choose from, and OpenAI refuses both fields then: they are left out. */
+static bool xl_tool_choice(struct xl *x, struct json_object *areq, struct json_object *oreq,
+                           bool has_tools)
+{
+    struct json_object *tc = member(areq, "tool_choice"), *dp, *named, *fn;
+    struct bsc_str type, name;
+
+    if (!given(tc))
+        return true;
+    if (!is(tc, json_type_object))
+        return fail(x, "tool_choice: must be an object");
+    type = str_of(member(tc, "type"));
+    dp = member(tc, "disable_parallel_tool_use");
+    if (given(dp) && !is(dp, json_type_boolean))
+        return fail(x, "tool_choice.disable_parallel_tool_use: must be a boolean");
+    if (type_is(type, "auto") || type_is(type, "any") || type_is(type, "none")) {
+        if (has_tools && !put(x, oreq, "tool_choice",
+                              json_object_new_string(type_is(type, "any")    ? "required"
+                                                     : type_is(type, "none") ? "none"
+                                                                             : "auto")))
+            return false;
+    } else if (type_is(type, "tool")) {
+        name = str_of(member(tc, "name"));
+        if (!name.len)
+            return fail(x, "tool_choice.name: field required when type is 'tool'");
+        if (has_tools) {
+            named = json_object_new_object();
+            fn = json_object_new_object();
+            if (!named || !fn || !put(x, oreq, "tool_choice", named)) {
+                json_object_put(fn);
+                return oom(x);
+            }
+            if (!put(x, named, "type", json_object_new_string("function")) ||
+                !put(x, named, "function", fn) || !put(x, fn, "name", new_str(name)))
+                return false;
+        }
+    } else {
+        return fail(x, "tool_choice.type: must be one of auto, any, tool, none");
+    }
+    if (has_tools && !type_is(type, "none") && is(dp, json_type_boolean) &&
+        json_object_get_boolean(dp))
+        return put(x, oreq, "parallel_tool_calls", json_object_new_boolean(0));
+    return true;
+}
+
+/* A number in [lo, hi] (temperature, top_p), shared into <oreq> as is. */
+static bool xl_number(struct xl *x, struct json_object *areq, struct json_object *oreq,
+                      const char *key, double lo, double hi)
+{
+    struct json_object *v = member(areq, key);
+    double d;
+
+    if (!given(v))
+        return true;
+    if (!is(v, json_type_double) && !is(v, json_type_int))
+        return fail(x, "%s: must be a number", key);
+    d = json_object_get_double(v);
+    if (d < lo || d > hi)
+        return fail(x, "%s: must be between %g and %g", key, lo, hi);
+    return put(x, oreq, key, json_object_get(v));
+}
+
+/* max_tokens, stop_sequences, temperature, top_p, metadata.user_id, stream. top_k has no
+ * OpenAI equivalent and is dropped; so are thinking, service_tier and the like. */
+static bool xl_params(struct xl *x, struct json_object *areq, struct json_object *oreq,
+                      bool *stream)
+{
+    struct json_object *mt = member(areq, "max_tokens"), *stop = member(areq, "stop_sequences");
+    struct json_object *meta = member(areq, "metadata"), *st = member(areq, "stream"), *opts;
+    struct bsc_str user;
+
+    *stream = false;
+    if (!is(mt, json_type_int) || json_object_get_int64(mt) < 1)
+        return fail(x, "max_tokens: field required (an integer >= 1)");
+    if (!put(x, oreq, "max_tokens", json_object_new_int64(json_object_get_int64(mt))))
+        return false;
+    if (given(stop)) {
+        if (!is(stop, json_type_array))
+            return fail(x, "stop_sequences: must be an array of strings");
+        for (size_t i = 0; i < json_object_array_length(stop); i++) {
+            if (!is(json_object_array_get_idx(stop, i), json_type_string))
+                return fail(x, "stop_sequences.%zu: must be a string", i);
+        }
+        if (json_object_array_length(stop) && !put(x, oreq, "stop", json_object_get(stop)))
+            return false;
+    }
+    if (!xl_number(x, areq, oreq, "temperature", 0.0, 1.0) ||
+        !xl_number(x, areq, oreq, "top_p", 0.0, 1.0))
+        return false;
+    if (given(meta) && !is(meta, json_type_object))
+        return fail(x, "metadata: must be an object");
+    user = str_of(member(meta, "user_id"));
+    if (user.len && !put(x, oreq, "user", new_str(user)))
+        return false;
+    if (given(st) && !is(st, json_type_boolean))
+        return fail(x, "stream: must be a boolean");
+    *stream = is(st, json_type_boolean) && json_object_get_boolean(st);
+    if (!*stream)
+        return true;
+    /* Anthropic streams always carry usage: ask for OpenAI's usage chunk. */
+    opts = json_object_new_object();
+    return put(x, oreq, "stream", json_object_new_boolean(1)) &&
+           put(x, oreq, "stream_options", opts) &&
+           put(x, opts, "include_usage", json_object_new_boolean(1));
+}
+
+enum bsc_err api__anthropic_to_openai(struct json_object *areq, struct json_object **out,
+                                      char *why, size_t why_len)
+{
+    struct xl x = {why, why_len, BSC_OK};
+    struct json_object *model = member(areq, "model"), *oreq, *msgs;
+    bool has_tools = false, stream = false;
+
+    *out = NULL;
+    if (why_len)
+        why[0] = '\0';
+    if (!is(areq, json_type_object)) {
+        fail(&x, "the request body must be a JSON object");
+        return x.err;
+    }
+    if (!is(model, json_type_string) || json_object_get_string_len(model) == 0) {
+        fail(&x, "model: field required (a string)");
+        return x.err;
+    }
+    oreq = json_object_new_object();
+    msgs = json_object_new_array();
+    if (!oreq || !msgs) {
+        json_object_put(oreq);
+        json_object_put(msgs);
+        oom(&x);
+        return x.err;
+    }
+    if (put(&x, oreq, "model", json_object_get(model)) &&
+        put(&x, oreq, "messages", json_object_get(msgs)) && xl_system(&x, areq, msgs) &&
+        xl_messages(&x, areq, msgs) && xl_params(&x, areq, oreq, &stream) &&
+        xl_tools(&x, areq, oreq, &has_tools))
+        xl_tool_choice(&x, areq, oreq, has_tools);
+    json_object_put(msgs);
+    if (x.err) {
+        json_object_put(oreq);
+        return x.err;
+    }
+    *out = oreq;
+    return BSC_OK;
+}
+
+/* ---- the handler ---- */
+
+/* Parses <body> strictly. NULL with <why> filled (or *<err> = BSC_ENOMEM). */
+static struct json_object *parse_body(struct bsc_str body, char *why, size_t why_len,
+                                      enum bsc_err *err)
+{
+    struct json_tokener *tok = json_tokener_new_ex(ANTH_JSON_MAX_DEPTH);
+    struct json_object *o;
+    enum json_tokener_error jerr;
+    size_t off;
+
+    *err = BSC_EINVAL;
+    if (!tok) {
+        *err = BSC_ENOMEM;
+        snprintf(why, why_len, "out of memory");
+        return NULL;
+    }
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    o = json_tokener_parse_ex(tok, body.p ? body.p : "", (int)body.len);
+    jerr = json_tokener_get_error(tok);
+    off = json_tokener_get_parse_end(tok);
+    if (jerr == json_tokener_continue)
+        jerr = json_tokener_error_parse_eof;
+    if (!o || jerr != json_tokener_success) {
+        snprintf(why, why_len, "the request body is not valid JSON: %s at byte %zu",
+                 body.len ? json_tokener_error_desc(jerr) : "empty body", off);
+        json_object_put(o);
+        o = NULL;
+    }
+    for (; o && off < body.len; off++) {
+        char c = body.p[off];
+        if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+            snprintf(why, why_len, "unexpected data after the JSON body at byte %zu", off);
+            json_object_put(o);
+            o = NULL;
+        }
+    }
+    json_tokener_free(tok);
+    return o;
+}
+
+enum bsc_err api__anthropic_parse(struct bsc_str body, struct anth_req *out, char *why,
+                                  size_t why_len)
+{
+    enum bsc_err err;
+    struct json_object *areq = parse_body(body, why, why_len, &err), *oreq, *stream;
+
+    memset(out, 0, sizeof(*out));
+    if (!areq)
+        return err;
+    err = api__anthropic_to_openai(areq, &oreq, why, why_len);
+    json_object_put(areq); /* what <oreq> shares with it stays alive by its refs */
+    if (err)
+        return err;
+    out->openai = oreq;
+    out->model = str_of(member(oreq, "model"));
+    stream = member(oreq, "stream");
+    out->stream = is(stream, json_type_boolean) && json_object_get_boolean(stream);
+    return BSC_OK;
+}
+
+/* Answers <status> with an Anthropic-shaped error (type chosen from the status). */
+static void reply_anthropic_error(struct srv_req *req, int status, const char *message)
+{
+    static const char fallback[] =
+        "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"out of memory\"}}";
+    struct reply_error e = {.status = status, .message = message, .retry_after_ms = -1};
+    struct srv_header h = {BSC_STR("x-should-retry"),
+                           status >= 500 ? BSC_STR("true") : BSC_STR("false")};
+    struct bsc_buf b;
+
+    bsc_buf_init(&b, 16384);
+    if (api_anthropic_down.error_body(&e, srv_req_id(req), &b) == BSC_OK)
+        srv_resp_send(req, status, "application/json", &h, 1, b.p, b.len);
+    else
+        srv_resp_send(req, 500, "application/json", &h, 1, fallback, sizeof(fallback) - 1);
+    bsc_buf_cleanup(&b);
+}
+
+void api__anthropic_messages(struct worker *w, struct srv_req *req)
+{
+    struct chat_in in = {.op = PROV_OP_CHAT};
+    struct anth_req ar;
+    char why[320];
+    enum bsc_err err;
+
+    /* x-api-key and anthropic-version are accepted and not required: the gateway holds
+     * the upstream credentials, and the one API version it speaks is 2023-06-01. */
+    err = api__anthropic_parse(srv_req_body(req), &ar, why, sizeof(why));
+    if (err == BSC_ENOMEM)
+        return reply_anthropic_error(req, 503, "out of memory");
+    if (err)
+        return reply_anthropic_error(req, 400, why);
+    in.cfg = cfg_current_get();
+    in.route = cfg_route_find(in.cfg, ar.model);
+    if (!in.route) {
+        snprintf(why, sizeof(why), "model: '%.*s' does not exist or is not routed by this gateway",
+                 (int)(ar.model.len > 120 ? 120 : ar.model.len), ar.model.p);
+        cfg_unref(in.cfg);
+        json_object_put(ar.openai);
+        return reply_anthropic_error(req, 404, why);
+    }
+    in.json = ar.openai;
+    in.stream = ar.stream;
+    in.include_usage = true;
+    in.down = &api_anthropic_down;
+    req_chat_start(w, req, &in);
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/* internal.h -- what the store's backends share, inside store/ only: the job that carries
+ * one operation from the caller's loop to a backend and its result back, the backend ops
+ * table, and the rules every backend applies the same way. See docs/internals/store.md. */
+#ifndef BSC_STORE_INTERNAL_H
+#define BSC_STORE_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include <uv.h>
+
+#include "store/store.h"
+
+enum store__op {
+    STORE__IDEM_BEGIN = 0,
+    STORE__IDEM_COMPLETE,
+    STORE__IDEM_ABANDON,
+    STORE__LEDGER_PUT,
+    STORE__LEDGER_GET,
+    STORE__OP_COUNT
+};
+
+/* One operation. Made on the caller's loop thread, run by the backend (on any thread),
+ * then handed back with store__job_done(): its callback runs on the caller's loop and
+ * the job is freed there, in the close callback of <async>. */
+struct store__job {
+    uv_async_t async;        /* initialised on the caller's loop; data = the job */
+    struct store *st;        /* borrowed */
+    struct store__job *next; /* the backend's queue link */
+    enum store__op op;
+
+    /* inputs: slices into the job's own allocation (<data>) */
+    struct bsc_str scope, key; /* key: the idempotency key, or the ledger op id */
+    struct idem_fp fp;
+    uint64_t ttl_ms;
+    uint64_t claim;            /* in: complete/abandon; out: begin MISS */
+    struct idem_answer in;     /* complete: the answer to store */
+    struct ledger_update upd;  /* ledger put */
+
+    /* outputs, set by the backend */
+    enum bsc_err err;
+    enum idem_decision decision;
+    int status;                /* REPLAY: the stored answer */
+    bool stream;
+    char *headers, *body;      /* owned (malloc'd), freed with the job */
+    size_t headers_len, body_len;
+    bool has_entry;
+    struct ledger_entry entry;
+    enum ledger_outcome outcome;
+
+    union {
+        store_idem_cb *idem;
+        store_done_cb *done;
+        store_ledger_cb *ledger;
+    } cb;
+    void *ud;
+    char data[]; /* the input bytes the slices point into */
+};
+
+/* What every backend provides. The backend's own struct starts with a struct store. */
+struct store_ops {
+    const char *name;
+    enum bsc_err (*open)(const struct cfg_store *cfg, const struct store_opts *opts,
+                         struct store **out, char *err, size_t errlen);
+    /* Runs everything accepted, then frees the store. */
+    void (*close)(struct store *st);
+    /* Takes <job>: runs it now or later, on any thread, then store__job_done(job).
+     * BSC_OK, or an error with the job not taken. Never calls the job's callback. */
+    enum bsc_err (*submit)(struct store *st, struct store__job *job);
+};
+
+struct store {
+    const struct store_ops *ops;
+    struct store_opts opts;
+    atomic_size_t pending; /* jobs accepted whose callback has not returned yet */
+};
+
+extern const struct store_ops store__mem;
+extern const struct store_ops store__sqlite;
+
+/* Hands a finished job back to its loop; callable from any thread. The caller must not
+ * touch <job> afterwards. */
+void store__job_done(struct store__job *job);
+
+/* The store's wall clock. */
+uint64_t store__now(const struct store *st);
+/* A fresh non-zero claim token. */
+uint64_t store__new_claim(void);
+
+/* What complete/abandon find: BSC_OK when <state>/<claim> is the caller's in_flight
+ * record, BSC_ESTATE otherwise. (No record at all is BSC_ENOTFOUND, decided by the
+ * backend.) */
+enum bsc_err store__claim_check(enum idem_state state, uint64_t rec_claim, uint64_t claim);
+
+/* Copies the answer of a replay into <job>'s outputs. BSC_OK or BSC_ENOMEM. */
+enum bsc_err store__job_set_answer(struct store__job *job, int status, bool stream,
+                                   struct bsc_str headers, struct bsc_str body);
+
+/* Runs a ledger put or get in <job> against the entry found (<cur>, NULL when none) at
+ * <now_ms>: sets the job's outputs and returns true when <job->entry> must be written. */
+bool store__ledger_step(struct store__job *job, const struct ledger_entry *cur,
+                        uint64_t now_ms);
+
+#endif
