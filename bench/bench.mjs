@@ -97,6 +97,12 @@ function isExecutable(p) {
   }
 }
 
+/** A path as the user thinks of it: relative inside the repository, absolute outside. */
+function shown(p) {
+  const abs = path.resolve(ROOT, p);
+  return abs.startsWith(ROOT + path.sep) ? path.relative(ROOT, abs) : abs;
+}
+
 /** The path of a command on PATH (or in /usr/sbin, where Debian puts nginx), or null. */
 function which(cmd) {
   const dirs = [...(process.env.PATH || '').split(':').filter(Boolean), '/usr/sbin', '/sbin'];
@@ -196,7 +202,7 @@ function basculeYaml(port, providers, targets, routes) {
 }
 
 async function startBascule(name, yaml, readyProbe) {
-  if (!isExecutable(C.bascule)) return { skip: `${path.relative(ROOT, C.bascule)} not built (make)` };
+  if (!isExecutable(C.bascule)) return { skip: `${shown(C.bascule)} not built (make)` };
   const dir = path.join(C.tmp, name);
   fs.mkdirSync(dir, { recursive: true });
   const conf = path.join(dir, 'bascule.yaml');
@@ -446,7 +452,7 @@ function nginxQuote(s) {
 // ---------------------------------------------------------------- part 3
 
 async function startSim() {
-  if (!isExecutable(C.sim)) return { skip: `${path.relative(ROOT, C.sim)} not built (make)` };
+  if (!isExecutable(C.sim)) return { skip: `${shown(C.sim)} not built (make)` };
   const dir = path.join(C.tmp, 'sim');
   fs.mkdirSync(dir, { recursive: true });
   const outLog = fs.createWriteStream(path.join(dir, 'stdout.log'));

@@ -26,7 +26,7 @@
 
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { statusKiB, fdCount, sleep } from './proc.mjs';
+import { statusKiB, fdCount, cpuSeconds, sleep } from './proc.mjs';
 
 const opts = {
   streams: 5000,
@@ -264,6 +264,9 @@ async function main() {
   out.rss_all_open_kib = rssKiB();
   peakHeld = out.rss_all_open_kib;
   out.fds_all_open = fds();
+  const cpuAt = () => opts.pids.reduce((a, pid) => a + cpuSeconds(pid), 0);
+  const holdCpu0 = cpuAt();
+  const holdT0 = performance.now();
 
   // ---- probe pairs while the N are held ----
   const agents = {
@@ -303,6 +306,8 @@ async function main() {
   progress(`probes done: ${probe.direct.length} + ${probe.gateway.length} ok`);
   while (performance.now() < holdUntil) await sleep(50);
   out.held_open_at_end = openNow();
+  // CPU the gateway spent while holding the N (relaying their tokens) and serving probes.
+  out.cpu_hold_pct = Math.round(((cpuAt() - holdCpu0) / ((performance.now() - holdT0) / 1000)) * 1000) / 10;
   out.rss_peak_held_kib = Math.max(peakHeld, rssKiB());
   out.rss_peak_kib = Math.max(peakRss, out.rss_peak_held_kib);
   out.hwm_kib = opts.pids.reduce((a, pid) => a + statusKiB(pid, 'VmHWM'), 0);

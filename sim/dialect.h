@@ -62,6 +62,8 @@ struct sim_call {
     bool finish_length;     /* <n_tokens> was cut by max_tokens */
     uint64_t seq;           /* the sim-wide request number (ids derive from it) */
     uint64_t created;       /* unix seconds */
+    const char *finish_reason; /* borrowed from the step being played (exchange.c): the
+                                  scripted finish reason; NULL = the natural one */
 };
 
 struct sim_dialect {
@@ -88,7 +90,8 @@ struct sim_dialect {
      * static strings, or <msgbuf> for the message. <call> may be NULL. */
     void (*default_error)(const struct sim_call *call, int status, const char **type,
                           const char **code, char *msgbuf, size_t msglen);
-    /* An error body, and the same error as one in-band stream event. */
+    /* An error body, and the same error as one in-band stream event. <status> is the
+     * HTTP status the body goes out with: 200 for error_200 (and for error_event). */
     enum bsc_err (*error_body)(int status, const char *type, const char *code,
                                const char *message, struct bsc_buf *out);
     enum bsc_err (*error_event)(int status, const char *type, const char *code,

@@ -353,6 +353,8 @@ static uint32_t completion_tokens(const struct sim_call *call)
 
 static const char *finish_reason(const struct sim_call *call)
 {
+    if (call->finish_reason)
+        return call->finish_reason;
     if (call->tool_name)
         return "tool_calls";
     return call->finish_length ? "length" : "stop";

@@ -172,7 +172,8 @@ static void send_error(struct xchg *x, int http_status, int status)
         err = bsc_buf_append_cstr(&x->out, x->step.body);
     } else {
         error_parts(x, status, &type, &code, msg, sizeof(msg));
-        err = x->d->error_body(status, type, code, msg, &x->out);
+        /* The status the body goes out with (200 for error_200), as error_event gets. */
+        err = x->d->error_body(http_status, type, code, msg, &x->out);
     }
     if (err) {
         finish(x, FIN_RESET);
@@ -402,6 +403,7 @@ void sim_xchg_start(struct sim_app *app, struct srv_req *req, const struct sim_d
     x->pace_ms = token_pace(x, plan->token_delay_ms);
     memset(call, 0, sizeof(*call));
     memset(&plan->step, 0, sizeof(plan->step));
+    x->call.finish_reason = x->step.finish_reason; /* both owned by <x> */
     bsc_buf_init(&x->body, SIM_OUT_MAX);
     bsc_buf_init(&x->out, SIM_OUT_MAX);
     uv_timer_init(app->loop, &x->timer);

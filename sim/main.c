@@ -197,7 +197,7 @@ static bool start(struct sim_main *m, const struct opts *o)
         .max_header_bytes = 64 * 1024,
         .header_timeout_ms = 30000,
         .idle_timeout_ms = 120000,
-        .max_connections = 4096,
+        .max_connections = 65536, /* the streaming benchmark holds thousands */
         .max_pending_output = SIM_MAX_PENDING,
     };
     char errbuf[256];

@@ -52,6 +52,7 @@ void sim_step_cleanup(struct sim_step *step)
     BSC_FREE(step->error_type);
     BSC_FREE(step->error_code);
     BSC_FREE(step->message);
+    BSC_FREE(step->finish_reason);
 }
 
 void sim_spec_cleanup(struct sim_spec *spec)
@@ -78,7 +79,7 @@ enum bsc_err sim_step_copy(struct sim_step *dst, const struct sim_step *src)
 
     *dst = *src;
     dst->n_headers = 0;
-    dst->body = dst->error_type = dst->error_code = dst->message = NULL;
+    dst->body = dst->error_type = dst->error_code = dst->message = dst->finish_reason = NULL;
     for (size_t i = 0; i < src->n_headers && !err; i++) {
         err = dup_opt(&dst->headers[i].name, src->headers[i].name);
         if (!err) {
@@ -94,6 +95,8 @@ enum bsc_err sim_step_copy(struct sim_step *dst, const struct sim_step *src)
         err = dup_opt(&dst->error_code, src->error_code);
     if (!err)
         err = dup_opt(&dst->message, src->message);
+    if (!err)
+        err = dup_opt(&dst->finish_reason, src->finish_reason);
     if (err)
         sim_step_cleanup(dst);
     return err;
@@ -209,7 +212,7 @@ static bool step_key_known(const char *key)
     static const char *const keys[] = {"action",     "times",        "delay_ms", "status",
                                        "headers",    "body",         "error_type",
                                        "error_code", "message",      "after_events",
-                                       "interval_ms"};
+                                       "interval_ms", "finish_reason"};
 
     for (size_t i = 0; i < BSC_ARRAY_LEN(keys); i++)
         if (strcmp(key, keys[i]) == 0)
@@ -239,6 +242,10 @@ static enum bsc_err check_fields(struct json_object *o, const struct sim_step *s
         bad = "after_events";
     else if (step->action != SIM_ACT_TRICKLE && json_object_object_get_ex(o, "interval_ms", NULL))
         bad = "interval_ms";
+    else if (step->action != SIM_ACT_OK && step->action != SIM_ACT_DELAY &&
+             step->action != SIM_ACT_TRICKLE && step->action != SIM_ACT_CUT &&
+             json_object_object_get_ex(o, "finish_reason", NULL))
+        bad = "finish_reason";
     if (bad) {
         snprintf(pe->buf, pe->len, "script[%zu]: \"%s\" does not apply to action \"%s\"", idx,
                  bad, sim_action_name(step->action));
@@ -308,6 +315,8 @@ static enum bsc_err parse_step(struct json_object *o, struct sim_step *step, siz
         err = parse_opt_str(o, "error_code", &step->error_code, idx, pe);
     if (!err)
         err = parse_opt_str(o, "message", &step->message, idx, pe);
+    if (!err)
+        err = parse_opt_str(o, "finish_reason", &step->finish_reason, idx, pe);
     return err;
 }
 

@@ -57,6 +57,8 @@ struct sim_step {
     char *error_type;    /* owned or NULL: overrides the default error body's type */
     char *error_code;    /* owned or NULL: overrides its code */
     char *message;       /* owned or NULL: overrides its message */
+    char *finish_reason; /* owned or NULL: the answer's finish reason, in the dialect's words
+                          * (ok/delay/trickle/cut), e.g. "content_filter" */
     uint32_t after_events; /* cut/error_200/malformed: events before the fault */
     bool has_after_events; /* false: the action's own default applies */
     uint32_t interval_ms;  /* trickle: ms between chunks */

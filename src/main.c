@@ -121,9 +121,9 @@ static void worker_main(void *arg)
 static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const struct cfg *cfg)
 {
     struct srv_limits lim = srv_limits_of(cfg, gw->n_workers);
-    struct up_limits ul = {.max_host_connections = 0,
-                           .max_total_connections = 0,
-                           .max_cached_connections = 1024};
+    /* No caps: curl's default cache size (4x the transfers it has seen) adapts, and a cap
+     * on connections would queue transfers in curl's pending state, invisible to us. */
+    struct up_limits ul = {0};
     char errbuf[256];
     int fd;
 

@@ -39,8 +39,8 @@ enum bsc_err api__anthropic_parse(struct bsc_str body, struct anth_req *out, cha
  * <areq> by reference count, never by mutation). Returns BSC_OK; BSC_EINVAL with a
  * client-facing message in <why> when <areq> holds something invalid or untranslatable;
  * BSC_ENOMEM. *<out> is NULL unless BSC_OK. */
-enum bsc_err api__anthropic_to_openai(struct json_object *areq, struct json_object **out,
-                                      char *why, size_t why_len);
+enum bsc_err api__anthropic_to_openai(struct json_object *areq, struct json_object **out, char *why,
+                                      size_t why_len);
 
 /* The Anthropic error.type for an error of HTTP <status> (0 when there is none, as for
  * an in-band stream error) whose OpenAI side said <openai_type> / <code> (either may be

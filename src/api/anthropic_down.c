@@ -93,8 +93,7 @@ static struct json_object *get(struct json_object *o, const char *key)
 {
     struct json_object *v = NULL;
 
-    if (!o || !json_object_is_type(o, json_type_object) ||
-        !json_object_object_get_ex(o, key, &v))
+    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
         return NULL;
     return v;
 }
@@ -243,8 +242,7 @@ static void put_tool_id(struct jw *w, struct bsc_str id, const char *request_id,
 /* Maps the OpenAI finish_reason. "stop" becomes tool_use when the answer has tool calls
  * (servers that say stop there), stop_sequence when the upstream named the sequence, and
  * refusal when the answer was a refusal. */
-static const char *stop_reason(struct bsc_str finish, bool has_tools, bool refusal,
-                               bool stop_seq)
+static const char *stop_reason(struct bsc_str finish, bool has_tools, bool refusal, bool stop_seq)
 {
     if (bsc_str_eq(finish, BSC_STR("length")))
         return "max_tokens";
@@ -285,7 +283,8 @@ const char *api__anthropic_error_type(int status, const char *openai_type, const
     if (status >= 500)
         return "api_error";
     /* No status (an in-band error): go by the OpenAI type and code. */
-    if (bsc_str_eq(c, BSC_STR("server_is_overloaded")) || bsc_str_eq(t, BSC_STR("overloaded_error")))
+    if (bsc_str_eq(c, BSC_STR("server_is_overloaded")) ||
+        bsc_str_eq(t, BSC_STR("overloaded_error")))
         return "overloaded_error";
     if (bsc_str_eq(t, BSC_STR("invalid_request_error")))
         return "invalid_request_error";
@@ -295,7 +294,8 @@ const char *api__anthropic_error_type(int status, const char *openai_type, const
         return "permission_error";
     if (bsc_str_eq(t, BSC_STR("not_found_error")) || bsc_str_eq(c, BSC_STR("model_not_found")))
         return "not_found_error";
-    if (bsc_str_eq(t, BSC_STR("rate_limit_error")) || bsc_str_eq(c, BSC_STR("rate_limit_exceeded")) ||
+    if (bsc_str_eq(t, BSC_STR("rate_limit_error")) ||
+        bsc_str_eq(c, BSC_STR("rate_limit_exceeded")) ||
         bsc_str_eq(t, BSC_STR("insufficient_quota")))
         return "rate_limit_error";
     return "api_error";
@@ -469,12 +469,7 @@ static enum bsc_err map_response(struct bsc_str openai_json, const struct down_c
 
 /* ---- the stream ---- */
 
-enum blk {
-    BLK_NONE = 0,
-    BLK_TEXT,
-    BLK_TOOL,
-    BLK_COUNT
-};
+enum blk { BLK_NONE = 0, BLK_TEXT, BLK_TOOL, BLK_COUNT };
 
 struct anth_stream {
     char *model;      /* owned copy of ctx->model; NULL on ENOMEM (then "") */
@@ -486,9 +481,9 @@ struct anth_stream {
     bool refusal;     /* the text came as a refusal */
     enum blk open;    /* the kind of the open content block */
     unsigned open_index;
-    unsigned next_index;    /* the next content block's index */
-    unsigned n_tools;       /* tool calls started */
-    unsigned last_tool;     /* the OpenAI index of the latest tool fragment */
+    unsigned next_index;                 /* the next content block's index */
+    unsigned n_tools;                    /* tool calls started */
+    unsigned last_tool;                  /* the OpenAI index of the latest tool fragment */
     unsigned tool_block[ANTH_MAX_TOOLS]; /* OpenAI tool index -> block index + 1; 0 = none */
     struct anth_usage usage;
 };
@@ -626,7 +621,8 @@ static void put_tool_fragment(struct jw *w, struct anth_stream *st, struct json_
     index = st->tool_block[k] - 1;
     args = get(fn, "arguments");
     if (args && json_object_is_type(args, json_type_string))
-        piece = bsc_str_make(json_object_get_string(args), (size_t)json_object_get_string_len(args));
+        piece =
+            bsc_str_make(json_object_get_string(args), (size_t)json_object_get_string_len(args));
     else if (args && json_object_is_type(args, json_type_object))
         piece = bsc_str_cstr(json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN));
     if (!piece.len)

@@ -81,8 +81,7 @@ static struct json_object *member(struct json_object *o, const char *key)
 {
     struct json_object *v = NULL;
 
-    if (!o || !json_object_is_type(o, json_type_object) ||
-        !json_object_object_get_ex(o, key, &v))
+    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
         return NULL;
     return v;
 }
@@ -115,16 +114,21 @@ static struct json_object *new_str(struct bsc_str s)
 static struct json_object *msg_new(struct xl *x, const char *role, struct json_object *content,
                                    bool null_ok)
 {
-    struct json_object *m = json_object_new_object();
+    struct json_object *m;
 
-    if (!m) {
+    if (!content && !null_ok) {
+        oom(x); /* the caller's allocation of <content> failed */
+        return NULL;
+    }
+    m = json_object_new_object();
+    if (!m || !put(x, m, "role", json_object_new_string(role))) {
+        json_object_put(m);
         json_object_put(content);
         oom(x);
         return NULL;
     }
-    if (!put(x, m, "role", json_object_new_string(role)) ||
-        (null_ok && !content ? json_object_object_add(m, "content", NULL) != 0
-                             : !put(x, m, "content", content))) {
+    if (content ? !put(x, m, "content", content)
+                : json_object_object_add(m, "content", NULL) != 0) {
         json_object_put(m);
         oom(x);
         return NULL;
@@ -135,6 +139,7 @@ static struct json_object *msg_new(struct xl *x, const char *role, struct json_o
 /* The "type" of content block <b> at <where>; false (error set) when <b> has none. */
 static bool block_type(struct xl *x, struct json_object *b, const char *where, struct bsc_str *type)
 {
+    *type = BSC_STR_NULL;
     if (!is(b, json_type_object))
         return fail(x, "%s: each content block must be an object", where);
     *type = str_of(member(b, "type"));
@@ -166,6 +171,20 @@ static bool append(struct xl *x, struct bsc_buf *b, struct bsc_str s)
     if (err == BSC_ELIMIT)
         return fail(x, "the text of the request is too large");
     return err ? oom(x) : true;
+}
+
+/* "<where>.<i>", the JSON path of an error message. A path cut short only shortens the
+ * message (the return value is read so that the compiler knows it is deliberate). */
+static void sub_path(char *at, size_t len, const char *where, size_t i)
+{
+    if (snprintf(at, len, "%s.%zu", where, i) >= (int)len)
+        at[len - 1] = '\0';
+}
+
+static void content_path(char *at, size_t len, const char *where)
+{
+    if (snprintf(at, len, "%s.content", where) >= (int)len)
+        at[len - 1] = '\0';
 }
 
 /* ---- content blocks ---- */
@@ -216,7 +235,8 @@ static struct json_object *xl_image(struct xl *x, struct json_object *b, const c
         oom(x);
         return NULL;
     }
-    if (!put(x, iu, "url", new_str(url)) || !put(x, part, "type", json_object_new_string("image_url")) ||
+    if (!put(x, iu, "url", new_str(url)) ||
+        !put(x, part, "type", json_object_new_string("image_url")) ||
         !put(x, part, "image_url", json_object_get(iu))) {
         json_object_put(part);
         part = NULL;
@@ -244,15 +264,15 @@ static struct json_object *text_part(struct xl *x, struct json_object *text)
 
 /* Joins the text blocks of <blocks> with <sep> into <out>; images go to <images> as
  * image_url parts when it is not NULL, and are refused otherwise. Other kinds are refused. */
-static bool join_text(struct xl *x, struct json_object *blocks, const char *where,
-                      const char *sep, struct bsc_buf *out, struct json_object *images)
+static bool join_text(struct xl *x, struct json_object *blocks, const char *where, const char *sep,
+                      struct bsc_buf *out, struct json_object *images)
 {
     char at[ANTH_WHERE];
     struct bsc_str type, text;
 
     for (size_t i = 0; i < json_object_array_length(blocks); i++) {
         struct json_object *b = json_object_array_get_idx(blocks, i);
-        snprintf(at, sizeof(at), "%s.%zu", where, i);
+        sub_path(at, sizeof(at), where, i);
         if (!block_type(x, b, at, &type))
             return false;
         if (type_is(type, "image") && images) {
@@ -283,7 +303,7 @@ static bool xl_tool_result(struct xl *x, struct json_object *b, const char *wher
     struct json_object *content = member(b, "content"), *err = member(b, "is_error"), *m;
     struct bsc_str id = str_of(member(b, "tool_use_id"));
     char at[ANTH_WHERE];
-    struct bsc_buf text;
+    struct bsc_buf text, inner;
     bool ok = true;
 
     if (!id.len)
@@ -291,26 +311,27 @@ static bool xl_tool_result(struct xl *x, struct json_object *b, const char *wher
     if (given(err) && !is(err, json_type_boolean))
         return fail(x, "%s.is_error: must be a boolean", where);
     bsc_buf_init(&text, ANTH_TEXT_MAX);
+    bsc_buf_init(&inner, ANTH_TEXT_MAX);
     if (is(err, json_type_boolean) && json_object_get_boolean(err))
         ok = append(x, &text, BSC_STR("Error: "));
     if (ok && is(content, json_type_string)) {
         ok = append(x, &text, str_of(content));
     } else if (ok && is(content, json_type_array)) {
-        snprintf(at, sizeof(at), "%s.content", where);
-        struct bsc_buf inner;
-        bsc_buf_init(&inner, ANTH_TEXT_MAX);
-        ok = join_text(x, content, at, "\n", &inner, parts) && append(x, &text, bsc_buf_str(&inner));
-        bsc_buf_cleanup(&inner);
+        content_path(at, sizeof(at), where);
+        ok =
+            join_text(x, content, at, "\n", &inner, parts) && append(x, &text, bsc_buf_str(&inner));
     } else if (ok && given(content)) {
         ok = fail(x, "%s.content: must be a string or an array of content blocks", where);
     }
     if (ok) {
         m = msg_new(x, "tool", new_str(bsc_buf_str(&text)), false);
         ok = m && put(x, m, "tool_call_id", new_str(id));
-        /* The order of keys is role, content, tool_call_id: harmless, and put() above
-         * already owns <m>'s members; push takes <m>. */
-        ok = ok ? push(x, msgs, m) : (json_object_put(m), false);
+        if (ok)
+            ok = push(x, msgs, m);
+        else
+            json_object_put(m);
     }
+    bsc_buf_cleanup(&inner);
     bsc_buf_cleanup(&text);
     return ok;
 }
@@ -330,8 +351,9 @@ static bool xl_user(struct xl *x, struct json_object *blocks, const char *where,
         return oom(x);
     for (size_t i = 0; ok && i < json_object_array_length(blocks); i++) {
         struct json_object *b = json_object_array_get_idx(blocks, i);
-        snprintf(at, sizeof(at), "%s.%zu", where, i);
         struct bsc_str text;
+
+        sub_path(at, sizeof(at), where, i);
         if (!block_type(x, b, at, &type))
             ok = false;
         else if (type_is(type, "text"))
@@ -350,8 +372,7 @@ static bool xl_user(struct xl *x, struct json_object *blocks, const char *where,
     }
     if (ok && json_object_array_length(parts) > 0) {
         struct json_object *only = json_object_array_get_idx(parts, 0);
-        if (json_object_array_length(parts) == 1 &&
-            type_is(str_of(member(only, "type")), "text"))
+        if (json_object_array_length(parts) == 1 && type_is(str_of(member(only, "type")), "text"))
             content = json_object_get(member(only, "text"));
         else
             content = json_object_get(parts);
@@ -389,8 +410,10 @@ static bool xl_tool_call(struct xl *x, struct json_object *b, const char *where,
         json_object_put(fn);
         return oom(x);
     }
-    if (!put(x, fn, "name", new_str(name)) || !put(x, fn, "arguments", json_object_new_string(args)) ||
-        !put(x, call, "id", new_str(id)) || !put(x, call, "type", json_object_new_string("function")) ||
+    if (!put(x, fn, "name", new_str(name)) ||
+        !put(x, fn, "arguments", json_object_new_string(args)) ||
+        !put(x, call, "id", new_str(id)) ||
+        !put(x, call, "type", json_object_new_string("function")) ||
         !put(x, call, "function", json_object_get(fn))) {
         json_object_put(call);
         json_object_put(fn);
@@ -416,7 +439,7 @@ static bool xl_assistant(struct xl *x, struct json_object *blocks, const char *w
     bsc_buf_init(&buf, ANTH_TEXT_MAX);
     for (size_t i = 0; ok && i < json_object_array_length(blocks); i++) {
         struct json_object *b = json_object_array_get_idx(blocks, i);
-        snprintf(at, sizeof(at), "%s.%zu", where, i);
+        sub_path(at, sizeof(at), where, i);
         if (!block_type(x, b, at, &type))
             ok = false;
         else if (type_is(type, "text"))
@@ -438,7 +461,10 @@ static bool xl_assistant(struct xl *x, struct json_object *blocks, const char *w
         }
         m = ok ? msg_new(x, "assistant", content, true) : NULL;
         ok = m && (!has_calls || put(x, m, "tool_calls", json_object_get(calls)));
-        ok = ok ? push(x, msgs, m) : (json_object_put(m), false);
+        if (ok)
+            ok = push(x, msgs, m);
+        else
+            json_object_put(m);
     }
     bsc_buf_cleanup(&buf);
     json_object_put(calls);
@@ -492,8 +518,10 @@ static bool xl_messages(struct xl *x, struct json_object *areq, struct json_obje
             return fail(x, "messages.%zu.role: must be 'user' or 'assistant'", i);
         snprintf(at, sizeof(at), "messages.%zu.content", i);
         if (is(content, json_type_string))
-            ok = push(x, msgs, msg_new(x, user ? "user" : "assistant", json_object_get(content),
-                                       false));
+            ok = push(x, msgs,
+                      msg_new(x, user ? "user" : "assistant", json_object_get(content), false));
+        else if (user && is(content, json_type_array) && json_object_array_length(content) == 0)
+            ok = fail(x, "%s: a user message needs at least one content block", at);
         else if (is(content, json_type_array))
             ok = user ? xl_user(x, content, at, msgs) : xl_assistant(x, content, at, msgs);
         else
@@ -529,8 +557,8 @@ static bool xl_tools(struct xl *x, struct json_object *areq, struct json_object 
         if (!is(t, json_type_object))
             return fail(x, "tools.%zu: must be an object", i);
         if (type.len && !type_is(type, "custom"))
-            return fail(x, "tools.%zu.type: server tool '%.*s' is not supported by this gateway",
-                        i, (int)(type.len > 40 ? 40 : type.len), type.p);
+            return fail(x, "tools.%zu.type: server tool '%.*s' is not supported by this gateway", i,
+                        (int)(type.len > 40 ? 40 : type.len), type.p);
         if (!name.len)
             return fail(x, "tools.%zu.name: field required (a string)", i);
         if (given(desc) && !is(desc, json_type_string))
@@ -540,9 +568,14 @@ static bool xl_tools(struct xl *x, struct json_object *areq, struct json_object 
             return fail(x, "tools.%zu.input_schema: must be an object", i);
         fn = json_object_new_object();
         tool = json_object_new_object();
-        if (!fn || !tool || !push(x, out, tool)) {
+        if (!fn || !tool) {
             json_object_put(fn);
+            json_object_put(tool);
             return oom(x);
+        }
+        if (!push(x, out, tool)) {
+            json_object_put(fn);
+            return false;
         }
         if (!put(x, tool, "type", json_object_new_string("function")) ||
             !put(x, tool, "function", fn) || !put(x, fn, "name", new_str(name)) ||
@@ -586,9 +619,14 @@ static bool xl_tool_choice(struct xl *x, struct json_object *areq, struct json_o
         if (has_tools) {
             named = json_object_new_object();
             fn = json_object_new_object();
-            if (!named || !fn || !put(x, oreq, "tool_choice", named)) {
+            if (!named || !fn) {
+                json_object_put(named);
                 json_object_put(fn);
                 return oom(x);
+            }
+            if (!put(x, oreq, "tool_choice", named)) {
+                json_object_put(fn);
+                return false;
             }
             if (!put(x, named, "type", json_object_new_string("function")) ||
                 !put(x, named, "function", fn) || !put(x, fn, "name", new_str(name)))
@@ -649,6 +687,8 @@ static bool xl_params(struct xl *x, struct json_object *areq, struct json_object
         return false;
     if (given(meta) && !is(meta, json_type_object))
         return fail(x, "metadata: must be an object");
+    if (given(member(meta, "user_id")) && !is(member(meta, "user_id"), json_type_string))
+        return fail(x, "metadata.user_id: must be a string");
     user = str_of(member(meta, "user_id"));
     if (user.len && !put(x, oreq, "user", new_str(user)))
         return false;
@@ -664,8 +704,8 @@ static bool xl_params(struct xl *x, struct json_object *areq, struct json_object
            put(x, opts, "include_usage", json_object_new_boolean(1));
 }
 
-enum bsc_err api__anthropic_to_openai(struct json_object *areq, struct json_object **out,
-                                      char *why, size_t why_len)
+enum bsc_err api__anthropic_to_openai(struct json_object *areq, struct json_object **out, char *why,
+                                      size_t why_len)
 {
     struct xl x = {why, why_len, BSC_OK};
     struct json_object *model = member(areq, "model"), *oreq, *msgs;

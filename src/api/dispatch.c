@@ -34,6 +34,11 @@ void api_handle(struct srv_req *req, void *ud)
             return api__chat_completions(w, req);
         return method_not_allowed(req, "POST");
     }
+    if (is(path, "/v1/messages")) {
+        if (post)
+            return api__anthropic_messages(w, req);
+        return method_not_allowed(req, "POST");
+    }
     if (is(path, "/v1/embeddings") || is(path, "/embeddings")) {
         if (post)
             return api__embeddings(w, req);

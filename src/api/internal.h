@@ -9,6 +9,7 @@
 #include "server/server.h"
 
 void api__chat_completions(struct worker *w, struct srv_req *req);
+void api__anthropic_messages(struct worker *w, struct srv_req *req);
 void api__models(struct worker *w, struct srv_req *req, struct bsc_str id);
 void api__health_live(struct worker *w, struct srv_req *req);
 void api__health_ready(struct worker *w, struct srv_req *req);
@@ -19,6 +20,8 @@ void api__embeddings(struct worker *w, struct srv_req *req);
 struct json_object *api__parse_json(struct bsc_str body, char *msg, size_t msglen);
 /* <rest> is the path after "/admin/". */
 void api__admin(struct worker *w, struct srv_req *req, struct bsc_str rest);
+/* GET|PUT /v1/ledger/{<op_id>}: the tool side-effect ledger (api/ledger.c). */
+void api__ledger(struct worker *w, struct srv_req *req, struct bsc_str op_id);
 /* Answers 400 with an OpenAI-shaped error; <param> may be NULL. */
 void api__bad_request(struct srv_req *req, const char *code, const char *param,
                       const char *message);

@@ -138,7 +138,7 @@ static bool rule_matches(const struct ds_rule *r, const struct ds_err *e)
 }
 
 /* The kind DashScope's own vocabulary gives <e>, or FAIL_KIND_COUNT when it says nothing. */
-BSC_TESTABLE enum fail_kind ds_kind(const struct ds_err *e)
+static enum fail_kind ds_kind(const struct ds_err *e)
 {
     for (size_t i = 0; i < BSC_ARRAY_LEN(ds_rules); i++) {
         if (rule_matches(&ds_rules[i], e))
@@ -296,7 +296,7 @@ static void classify_error(const struct prov_err_input *in, struct fail_info *ou
 }
 
 /* The classify hook: any status, 2xx bodies included (errors hidden in 200). */
-BSC_TESTABLE void ds_classify(const struct prov_err_input *in, struct fail_info *out)
+static void ds_classify(const struct prov_err_input *in, struct fail_info *out)
 {
     if (in->status >= 200 && in->status <= 299)
         classify_2xx(in, out);
@@ -307,8 +307,7 @@ BSC_TESTABLE void ds_classify(const struct prov_err_input *in, struct fail_info 
 /* Examines one stream event. True, *<fail> filled (status 200), when it is an error: an
  * `event: error`, a data payload with an `error` or a native `code` and no choices, or a
  * choice ending with finish_reason "error". */
-BSC_TESTABLE bool ds_stream_error(struct bsc_str event, struct bsc_str data,
-                                  struct fail_info *fail)
+static bool ds_stream_error(struct bsc_str event, struct bsc_str data, struct fail_info *fail)
 {
     bool named = bsc_str_eq(event, BSC_STR("error"));
     struct json_object *root;

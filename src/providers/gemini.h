@@ -42,6 +42,7 @@ struct gem_resp_ctx {
 struct gem_cand {
     struct utf8_carry carry; /* a character split between two text parts */
     uint32_t n_tools;        /* tool calls emitted: the next OpenAI tool index */
+    bool present;            /* it appeared in an event */
     bool started;            /* the role delta went out */
     bool finished;           /* its finishReason was seen */
 };
@@ -52,7 +53,6 @@ struct gem_stream {
     struct gem_cand cand[GEM_MAX_CANDIDATES];
     uint32_t n_ids;          /* synthetic tool-call ids handed out */
     bool named;              /* id/model were fixed by the first event */
-    bool seen;               /* at least one candidate appeared */
     bool done;               /* usage chunk and [DONE] went out */
     struct prov_usage usage; /* the last usageMetadata */
     int64_t reasoning;       /* thoughtsTokenCount of the last usageMetadata; -1 none */
@@ -108,9 +108,20 @@ void prov__gem_resp_ctx_init(struct gem_resp_ctx *ctx, const struct prov_call *c
 bool prov__gem_fail_from_error(struct json_object *root, int http_status,
                                const struct prov_err_input *in, struct fail_info *out);
 
+/* True, *<out> filled (content_policy, status <status>), when <root> is a 200 answer whose
+ * prompt was blocked: promptFeedback.blockReason and no candidates. */
+bool prov__gem_prompt_blocked(struct json_object *root, int status, struct fail_info *out);
+
 /* Fills *<out> as an upstream answer the adapter cannot use: <kind>, status <status>,
  * message <msg>. */
 void prov__gem_fail_set(struct fail_info *out, enum fail_kind kind, int status, const char *msg);
+
+#ifdef BSC_UNIT_TEST
+/* File-local in release builds (BSC_TESTABLE). */
+bool prov__gem_data_url(struct bsc_str url, struct bsc_str *mime, struct bsc_str *data);
+bool prov__gem_needs_signature(const char *model);
+const char *prov__gem_finish(struct bsc_str reason, bool had_tools, bool *unusable);
+#endif
 
 /* Hooks implemented in gemini_stream.c (see struct prov_ops). */
 enum bsc_err prov__gem_map_response(const struct prov_call *call, struct bsc_str body,

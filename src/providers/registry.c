@@ -3,7 +3,10 @@
 #include "providers/provider.h"
 
 extern const struct prov_ops prov_openai;
+extern const struct prov_ops prov_dashscope;
+extern const struct prov_ops prov_azure;
 extern const struct prov_ops prov_anthropic;
+extern const struct prov_ops prov_gemini;
 
 const struct prov_ops *prov_ops_for(enum cfg_provider_kind kind)
 {
@@ -12,6 +15,9 @@ const struct prov_ops *prov_ops_for(enum cfg_provider_kind kind)
     case CFG_PROV_OPENAI_COMPATIBLE:
         return &prov_openai;
     case CFG_PROV_ANTHROPIC: return &prov_anthropic;
+    case CFG_PROV_GEMINI: return &prov_gemini;
+    case CFG_PROV_DASHSCOPE: return &prov_dashscope;
+    case CFG_PROV_AZURE: return &prov_azure;
     default:
         return &prov_openai; /* adapters of the other kinds register here */
     }

@@ -71,12 +71,6 @@ void deliver_commit(struct request *r)
     h[1] = (struct srv_header){BSC_STR("Cache-Control"), BSC_STR("no-cache")};
     h[2] = (struct srv_header){BSC_STR("X-Accel-Buffering"), BSC_STR("no")};
     n = 3 + deliver_route_headers(r, h + 3, attempts, sizeof(attempts));
-    if (r->down && r->down->stream_size && !r->down_st) {
-        struct down_ctx ctx = down_ctx(r);
-        r->down_st = calloc(1, r->down->stream_size);
-        if (r->down_st)
-            r->down->stream_init(r->down_st, &ctx);
-    }
     if (r->sreq)
         srv_resp_head(r->sreq, 200, h, n, -1);
     r->committed = true;
@@ -86,12 +80,26 @@ void deliver_commit(struct request *r)
 }
 
 /* Splits the adapter's frames ("data: <json>\n\n") and feeds them to the client dialect. */
+/* The client dialect's stream state, made on first use. */
+static bool down_stream_ready(struct request *r)
+{
+    struct down_ctx ctx;
+
+    if (r->down_st)
+        return true;
+    ctx = down_ctx(r);
+    r->down_st = calloc(1, r->down->stream_size ? r->down->stream_size : 1);
+    if (r->down_st)
+        r->down->stream_init(r->down_st, &ctx);
+    return r->down_st != NULL;
+}
+
 static enum bsc_err convert_down(struct request *r)
 {
     const char *p = r->conv.p, *end = p ? p + r->conv.len : NULL;
     enum bsc_err err = BSC_OK;
 
-    if (!r->down_st)
+    if (!down_stream_ready(r))
         return BSC_ENOMEM;
     while (!err && p && p < end) {
         const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
@@ -128,7 +136,7 @@ void deliver_stream_error(struct request *r, const char *message)
                             .message = message,
                             .retry_after_ms = -1};
 
-    if (r->down && r->down_st) {
+    if (r->down && down_stream_ready(r)) {
         r->down->stream_error(r->down_st, &e, &r->out);
         return;
     }
@@ -149,8 +157,16 @@ void deliver_answer(struct request *r)
     if (!r->sreq)
         return;
     bsc_buf_init(&mapped, REQ_MAX_RESPONSE_BYTES);
-    if (r->down && r->down->map_response(body, &ctx, &mapped) == BSC_OK)
+    if (r->down) {
+        if (r->down->map_response(body, &ctx, &mapped) != BSC_OK) {
+            bsc_buf_cleanup(&mapped);
+            req__set_error(r, 502, "server_error", "translation_failed",
+                           "the answer could not be translated to the client's API");
+            deliver_error(r);
+            return;
+        }
         body = bsc_buf_str(&mapped);
+    }
     n = deliver_route_headers(r, h, attempts, sizeof(attempts));
     srv_resp_send(r->sreq, r->up_status >= 200 && r->up_status < 300 ? r->up_status : 200,
                   "application/json", h, n, body.p, body.len);

@@ -66,6 +66,7 @@ struct request {
     const struct down_ops *down; /* the client's dialect; NULL = OpenAI */
     void *down_st;            /* owned: down->stream_size bytes */
     char id[130];             /* copy of the request id, for logs after sreq is gone */
+    char path[64];            /* copy of the request path, for the access log */
     struct envelope env;
 
     enum req_state state;

@@ -515,6 +515,7 @@ static void st_done(struct request *r)
         r->termination = "ok";
     e = (struct access_entry){
         .request_id = r->id,
+        .path = r->path,
         .route = r->route->id,
         .target = r->target ? r->target->id : NULL,
         .status = r->status,
@@ -680,6 +681,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->est_tokens = estimate_tokens(r);
     r->all_rate_limited = true;
     snprintf(r->id, sizeof(r->id), "%s", srv_req_id(sreq));
+    snprintf(r->path, sizeof(r->path), "%.*s", BSC_STR_FMT(srv_req_path(sreq)));
     r->start_us = srv_req_start_us(sreq);
     bsc_buf_init(&r->resp, REQ_MAX_RESPONSE_BYTES);
     bsc_buf_init(&r->answer, REQ_MAX_RESPONSE_BYTES);

@@ -26,6 +26,7 @@ enum store__op {
  * the job is freed there, in the close callback of <async>. */
 struct store__job {
     uv_async_t async;        /* initialised on the caller's loop; data = the job */
+    atomic_bool handed_back; /* release/acquire pair of the hand-back (see store.c) */
     struct store *st;        /* borrowed */
     struct store__job *next; /* the backend's queue link */
     enum store__op op;
@@ -79,6 +80,10 @@ struct store {
 extern const struct store_ops store__mem;
 extern const struct store_ops store__sqlite;
 
+/* Fills the common part of a backend's store; the backend's open calls it first. */
+void store__base_init(struct store *st, const struct store_ops *ops,
+                      const struct store_opts *opts);
+
 /* Hands a finished job back to its loop; callable from any thread. The caller must not
  * touch <job> afterwards. */
 void store__job_done(struct store__job *job);
@@ -88,10 +93,12 @@ uint64_t store__now(const struct store *st);
 /* A fresh non-zero claim token. */
 uint64_t store__new_claim(void);
 
-/* What complete/abandon find: BSC_OK when <state>/<claim> is the caller's in_flight
- * record, BSC_ESTATE otherwise. (No record at all is BSC_ENOTFOUND, decided by the
- * backend.) */
-enum bsc_err store__claim_check(enum idem_state state, uint64_t rec_claim, uint64_t claim);
+/* What complete/abandon make of the record they found (<expired>: its time is up):
+ * BSC_OK when it is the caller's in_flight record <claim> (even past its lease: nobody
+ * took the key over), else BSC_ENOTFOUND when it expired, else BSC_ESTATE. A backend
+ * that finds no record at all answers BSC_ENOTFOUND itself. */
+enum bsc_err store__claim_check(enum idem_state state, uint64_t rec_claim, uint64_t claim,
+                                bool expired);
 
 /* Copies the answer of a replay into <job>'s outputs. BSC_OK or BSC_ENOMEM. */
 enum bsc_err store__job_set_answer(struct store__job *job, int status, bool stream,

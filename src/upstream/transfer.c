@@ -107,9 +107,10 @@ static void set_options(struct up_transfer *t, const struct up_request *req)
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    /* HTTP/2 only where TLS negotiates it: h2c reuse is broken in curl 7.88. */
+    /* HTTP/2 only where TLS negotiates it: h2c reuse is broken in curl 7.88. No PIPEWAIT:
+     * a transfer waiting to multiplex sits in curl's pending queue, which curl revisits
+     * only when some other transfer ends -- with long streams that can be never. */
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
