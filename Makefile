@@ -47,6 +47,7 @@ UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 SIM_OBJ := $(SIM_SRC:%.c=$(BUILD)/obj/%.o)
+SIM_LIB_OBJ := $(filter-out %/sim/main.o,$(SIM_OBJ))
 MAIN_OBJ := $(BUILD)/obj/src/main.o
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
@@ -66,12 +67,17 @@ $(BUILD)/libbascule.a: $(LIB_OBJ)
 $(BUILD)/bascule: $(MAIN_OBJ) $(BUILD)/libbascule.a
 	$(CC) -o $@ $^ $(LDFLAGS_ALL)
 
-$(BUILD)/bascule-sim: $(SIM_OBJ) $(BUILD)/libbascule.a
+$(BUILD)/libsim.a: $(SIM_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/bascule-sim: $(BUILD)/obj/sim/main.o $(BUILD)/libsim.a $(BUILD)/libbascule.a
 	$(CC) -o $@ $^ $(LDFLAGS_ALL)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libbascule.a
+# Unit tests link the archives: only the objects a test uses are pulled in.
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsim.a $(BUILD)/libbascule.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libbascule.a $(LDFLAGS_ALL) -lcmocka
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libsim.a $(BUILD)/libbascule.a $(LDFLAGS_ALL) -lcmocka
 
 unit-bins: $(UNIT_BIN)
 

@@ -173,8 +173,6 @@ static bool check_block(struct json_object *b, size_t mi, size_t bi, bool assist
         struct bsc_str t = sim_json_get_str(b, "text");
         if (!t.len)
             return bad(rej, "messages: text content blocks must be non-empty");
-        if (ts->n_result && !assistant && ts->n_text == 0 && ts->n_result != (size_t)bi)
-            return bad(rej, "%s: tool_result blocks must come before other content", where);
         ts->n_text++;
         ts->text_bytes += t.len;
         return true;

@@ -6,7 +6,7 @@
  * OpenAI dialect's plus Azure's filter annotations: prompt_filter_results, per-choice
  * content_filter_results, a first stream chunk with empty choices and an asynchronous
  * filter chunk without delta. Errors are Azure-shaped ({"error":{"code","message"}}, the
- * content filter 400 with its innererror). See docs/internals/sim.md §9. */
+ * content filter 400 with its innererror). See docs/internals/sim.md, "The Azure dialect". */
 #include "dialect.h"
 
 #include "sjson.h"
@@ -38,7 +38,7 @@
 /* ---- routing ---- */
 
 /* The deployment segment of a deployments path and what follows it. */
-static bool split_deployment(struct bsc_str path, struct bsc_str *dep, struct bsc_str *rest)
+static bool az_split_deployment(struct bsc_str path, struct bsc_str *dep, struct bsc_str *rest)
 {
     static const struct bsc_str prefix = BSC_STR(AZ_DEPLOYMENTS);
     const char *p, *slash;
@@ -61,7 +61,7 @@ static enum sim_ep az_route(struct bsc_str method, struct bsc_str path)
     bool post = bsc_str_eq(method, BSC_STR("POST"));
     struct bsc_str dep, rest;
 
-    if (post && split_deployment(path, &dep, &rest)) {
+    if (post && az_split_deployment(path, &dep, &rest)) {
         if (bsc_str_eq(rest, BSC_STR("/chat/completions")))
             return SIM_EP_CHAT;
         if (bsc_str_eq(rest, BSC_STR("/embeddings")))
@@ -91,7 +91,7 @@ static bool az_authorize(const struct sim_in *in, struct sim_reject *rej)
 }
 
 /* The value of query parameter <name>, or an empty slice. */
-static struct bsc_str query_param(struct bsc_str query, const char *name)
+static struct bsc_str az_query_param(struct bsc_str query, const char *name)
 {
     size_t n = strlen(name);
     const char *p = query.p, *end = query.p + query.len;
@@ -108,7 +108,7 @@ static struct bsc_str query_param(struct bsc_str query, const char *name)
 }
 
 /* YYYY-MM-DD, optionally followed by -preview. */
-static bool version_ok(struct bsc_str v)
+static bool az_version_ok(struct bsc_str v)
 {
     static const char shape[] = "dddd-dd-dd";
 
@@ -122,15 +122,15 @@ static bool version_ok(struct bsc_str v)
     return true;
 }
 
-static bool check_version(const struct sim_in *in, struct sim_reject *rej)
+static bool az_check_version(const struct sim_in *in, struct sim_reject *rej)
 {
-    struct bsc_str v = query_param(in->query, "api-version");
+    struct bsc_str v = az_query_param(in->query, "api-version");
 
     if (v.len == 0) { /* what Azure answers without one */
         sim_reject_set(rej, 404, "", "404", "Resource not found");
         return false;
     }
-    if (!version_ok(v)) {
+    if (!az_version_ok(v)) {
         sim_reject_set(rej, 400, "", "BadRequest", "API version not supported");
         return false;
     }
@@ -141,7 +141,7 @@ static bool check_version(const struct sim_in *in, struct sim_reject *rej)
 
 /* Parses <in> as the OpenAI dialect would with "model" set to <dep> in a copy of the body
  * (Azure needs no model in the body and ignores one). */
-static bool parse_as_openai(enum sim_ep ep, const struct sim_in *in, struct bsc_str dep,
+static bool az_parse_as_openai(enum sim_ep ep, const struct sim_in *in, struct bsc_str dep,
                             struct sim_call *call, struct sim_reject *rej)
 {
     struct json_object *o = sim_json_parse(in->body, NULL, 0);
@@ -185,9 +185,9 @@ static bool az_parse(enum sim_ep ep, const struct sim_in *in, struct sim_call *c
                 return false;
             }
         }
-        return check_version(in, rej);
+        return az_check_version(in, rej);
     }
-    if (!split_deployment(in->path, &dep, &rest)) {
+    if (!az_split_deployment(in->path, &dep, &rest)) {
         sim_reject_set(rej, 404, "", "404", "Resource not found");
         return false;
     }
@@ -196,16 +196,16 @@ static bool az_parse(enum sim_ep ep, const struct sim_in *in, struct sim_call *c
         sim_reject_set(rej, 500, "", "InternalServerError", "out of memory");
         return false;
     }
-    if (!check_version(in, rej))
+    if (!az_check_version(in, rej))
         return false;
     BSC_FREE(call->model);
-    return parse_as_openai(ep, in, dep, call, rej);
+    return az_parse_as_openai(ep, in, dep, call, rej);
 }
 
 /* ---- answers ---- */
 
 /* Inserts <what> after the first occurrence of <after> in <out> from <from> on. */
-static enum bsc_err insert_after(struct bsc_buf *out, size_t from, const char *after,
+static enum bsc_err az_insert_after(struct bsc_buf *out, size_t from, const char *after,
                                  const char *what)
 {
     size_t n = strlen(after), w = strlen(what), at;
@@ -223,7 +223,7 @@ static enum bsc_err insert_after(struct bsc_buf *out, size_t from, const char *a
     return BSC_OK;
 }
 
-static const char *choice_filters(const struct sim_call *call)
+static const char *az_choice_filters(const struct sim_call *call)
 {
     return call->finish_reason && strcmp(call->finish_reason, "content_filter") == 0
                ? "\"content_filter_results\":" AZ_FILTERS_HIT ","
@@ -238,8 +238,8 @@ static enum bsc_err az_body(const struct sim_call *call, struct bsc_buf *out)
 
     if (err || call->ep != SIM_EP_CHAT)
         return err;
-    err = insert_after(out, start, "{", AZ_PROMPT_FILTERS ",");
-    return err ? err : insert_after(out, start, "\"index\":0,", choice_filters(call));
+    err = az_insert_after(out, start, "{", AZ_PROMPT_FILTERS ",");
+    return err ? err : az_insert_after(out, start, "\"index\":0,", az_choice_filters(call));
 }
 
 /* Events: 0 the prompt-filter chunk, then the OpenAI events, with an asynchronous filter
@@ -250,14 +250,14 @@ static size_t az_event_count(const struct sim_call *call)
 }
 
 /* The index of the OpenAI finish event. */
-static size_t oai_finish(const struct sim_call *call)
+static size_t az_oai_finish(const struct sim_call *call)
 {
     return sim_dialect_openai.event_count(call) - 1 - (call->include_usage ? 1 : 0);
 }
 
 static enum bsc_err az_event(const struct sim_call *call, size_t i, struct bsc_buf *out)
 {
-    size_t fin = oai_finish(call), start = out->len;
+    size_t fin = az_oai_finish(call), start = out->len;
     enum bsc_err err;
 
     if (i >= az_event_count(call))
@@ -277,7 +277,7 @@ static enum bsc_err az_event(const struct sim_call *call, size_t i, struct bsc_b
                                call->n_tokens);
     err = sim_dialect_openai.event(call, i <= fin ? i - 1 : i - 2, out);
     if (!err && i == fin + 2) /* the finish chunk carries the verdict on the output */
-        err = insert_after(out, start, "\"index\":0,", choice_filters(call));
+        err = az_insert_after(out, start, "\"index\":0,", az_choice_filters(call));
     return err;
 }
 
@@ -341,7 +341,7 @@ static void az_default_error(const struct sim_call *call, int status, const char
     }
 }
 
-static enum bsc_err opt_str(struct bsc_buf *out, const char *s)
+static enum bsc_err az_opt_str(struct bsc_buf *out, const char *s)
 {
     return s && s[0] ? bsc_buf_append_json_str(out, bsc_str_cstr(s))
                      : bsc_buf_append_cstr(out, "null");
@@ -349,7 +349,7 @@ static enum bsc_err opt_str(struct bsc_buf *out, const char *s)
 
 /* {"error":{...}} without the closing braces. The content filter refusal carries its
  * status, param and the inner policy verdict. */
-static enum bsc_err error_open(int status, const char *type, const char *code,
+static enum bsc_err az_error_open(int status, const char *type, const char *code,
                                const char *message, struct bsc_buf *out)
 {
     bool filter = code && strcmp(code, "content_filter") == 0;
@@ -361,7 +361,7 @@ static enum bsc_err error_open(int status, const char *type, const char *code,
         type = NULL;
 
     if (!err)
-        err = opt_str(out, code);
+        err = az_opt_str(out, code);
     if (!err && filter)
         err = bsc_buf_appendf(out, ",\"status\":%d,\"param\":\"prompt\"", status);
     else if (!err)
@@ -369,7 +369,7 @@ static enum bsc_err error_open(int status, const char *type, const char *code,
     if (!err)
         err = bsc_buf_append_cstr(out, ",\"type\":");
     if (!err)
-        err = opt_str(out, type);
+        err = az_opt_str(out, type);
     if (!err)
         err = bsc_buf_append_cstr(out, ",\"message\":");
     if (!err)
@@ -383,7 +383,7 @@ static enum bsc_err error_open(int status, const char *type, const char *code,
 static enum bsc_err az_error_body(int status, const char *type, const char *code,
                                   const char *message, struct bsc_buf *out)
 {
-    enum bsc_err err = error_open(status, type, code, message, out);
+    enum bsc_err err = az_error_open(status, type, code, message, out);
 
     return err ? err : bsc_buf_append(out, "}}", 2);
 }
@@ -394,7 +394,7 @@ static enum bsc_err az_error_event(int status, const char *type, const char *cod
     enum bsc_err err = bsc_buf_append_cstr(out, "data: ");
 
     if (!err)
-        err = error_open(status, type, code, message, out);
+        err = az_error_open(status, type, code, message, out);
     return err ? err : bsc_buf_append_cstr(out, "}}\n\n");
 }
 
@@ -410,7 +410,7 @@ static enum bsc_err az_malformed_event(const struct sim_call *call, struct bsc_b
 
 /* ---- models (Models - List: created_at, status, capabilities) ---- */
 
-static enum bsc_err model_json(const char *id, struct bsc_buf *out)
+static enum bsc_err az_model_json(const char *id, struct bsc_buf *out)
 {
     enum bsc_err err = bsc_buf_append_cstr(out, "{\"status\":\"succeeded\",\"capabilities\":"
                                                 "{\"chat_completion\":true,\"completion\":false,"
@@ -430,13 +430,13 @@ static enum bsc_err az_models(const struct sim_call *call, const char *const *na
     enum bsc_err err;
 
     if (call->ep == SIM_EP_MODEL)
-        return model_json(call->model, out);
+        return az_model_json(call->model, out);
     err = bsc_buf_append_cstr(out, "{\"data\":[");
     for (size_t i = 0; i < n && !err; i++) {
         if (i)
             err = bsc_buf_append_char(out, ',');
         if (!err)
-            err = model_json(names[i], out);
+            err = az_model_json(names[i], out);
     }
     return err ? err : bsc_buf_append_cstr(out, "],\"object\":\"list\"}");
 }

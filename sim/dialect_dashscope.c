@@ -5,7 +5,7 @@
  * DashScope's error vocabulary (compatible-mode error bodies with a request_id on error
  * statuses; the native {"code","message","request_id"} body for errors that arrive with
  * HTTP 200, in a body or as a stream event) and the :HTTP_STATUS/200 comment line.
- * See docs/internals/sim.md §8. */
+ * See docs/internals/sim.md, "The DashScope dialect". */
 #include "dialect.h"
 
 #include "core/compat.h"
@@ -123,7 +123,7 @@ static void ds_default_error(const struct sim_call *call, int status, const char
 /* Native codes for the compatible ones, and their documented messages (providers.md §4.4). */
 static const struct {
     const char *compat, *native, *message;
-} native_codes[] = {
+} ds_native_codes[] = {
     {"internal_error", "InternalError",
      "An internal error has occured, please try again later or contact service support."},
     {"limit_requests", "Throttling.RateQuota",
@@ -142,7 +142,7 @@ static const struct {
 
 /* The native spelling of <code> (NULL = a server error), and the message to go with it:
  * <message> unless that is only the default a 500 stands for. */
-static void native(const char *code, const char *message, const char **ncode, const char **nmsg)
+static void ds_native(const char *code, const char *message, const char **ncode, const char **nmsg)
 {
     char dflt[256];
     const char *t, *c;
@@ -150,24 +150,24 @@ static void native(const char *code, const char *message, const char **ncode, co
     ds_default_error(NULL, 500, &t, &c, dflt, sizeof(dflt));
     *ncode = code ? code : "InternalError";
     *nmsg = message;
-    for (size_t i = 0; i < BSC_ARRAY_LEN(native_codes); i++) {
-        bool hit = (native_codes[i].compat && strcmp(*ncode, native_codes[i].compat) == 0) ||
-                   strcmp(*ncode, native_codes[i].native) == 0;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(ds_native_codes); i++) {
+        bool hit = (ds_native_codes[i].compat && strcmp(*ncode, ds_native_codes[i].compat) == 0) ||
+                   strcmp(*ncode, ds_native_codes[i].native) == 0;
         if (!hit)
             continue;
-        *ncode = native_codes[i].native;
+        *ncode = ds_native_codes[i].native;
         if (strcmp(message, dflt) == 0)
-            *nmsg = native_codes[i].message;
+            *nmsg = ds_native_codes[i].message;
         return;
     }
 }
 
-static enum bsc_err native_obj(const char *code, const char *message, struct bsc_buf *out)
+static enum bsc_err ds_native_obj(const char *code, const char *message, struct bsc_buf *out)
 {
     const char *ncode, *nmsg;
     enum bsc_err err;
 
-    native(code, message, &ncode, &nmsg);
+    ds_native(code, message, &ncode, &nmsg);
     err = bsc_buf_append_cstr(out, "{\"code\":");
     if (!err)
         err = bsc_buf_append_json_str(out, bsc_str_cstr(ncode));
@@ -178,7 +178,7 @@ static enum bsc_err native_obj(const char *code, const char *message, struct bsc
     return err ? err : bsc_buf_append_cstr(out, ",\"request_id\":\"" DS_REQUEST_ID "\"}");
 }
 
-static enum bsc_err compat_obj(const char *type, const char *code, const char *message,
+static enum bsc_err ds_compat_obj(const char *type, const char *code, const char *message,
                                struct bsc_buf *out)
 {
     enum bsc_err err = bsc_buf_append_cstr(out, "{\"error\":{\"code\":");
@@ -195,8 +195,8 @@ static enum bsc_err compat_obj(const char *type, const char *code, const char *m
     if (!err)
         err = bsc_buf_append_json_str(out, bsc_str_cstr(type ? type : "invalid_request_error"));
     return err ? err
-               : bsc_buf_append_cstr(out, "},\"id\":\"chatcmpl-sim-error\",\"request_id\":\"" DS_REQUEST_ID
-                                          "\"}");
+               : bsc_buf_append_cstr(out, "},\"id\":\"chatcmpl-sim-error\",\"request_id\":\""
+                                          DS_REQUEST_ID "\"}");
 }
 
 /* An error status gets the compatible-mode body; a 200 the native one (the hidden error). */
@@ -204,8 +204,8 @@ static enum bsc_err ds_error_body(int status, const char *type, const char *code
                                   const char *message, struct bsc_buf *out)
 {
     if (status >= 200 && status <= 299)
-        return native_obj(code, message, out);
-    return compat_obj(type, code, message, out);
+        return ds_native_obj(code, message, out);
+    return ds_compat_obj(type, code, message, out);
 }
 
 /* In a stream: one data event carrying the native code, no choices; the stream then ends
@@ -218,7 +218,7 @@ static enum bsc_err ds_error_event(int status, const char *type, const char *cod
     (void)status;
     (void)type;
     if (!err)
-        err = native_obj(code, message, out);
+        err = ds_native_obj(code, message, out);
     return err ? err : bsc_buf_append(out, "\n\n", 2);
 }
 

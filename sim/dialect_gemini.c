@@ -157,7 +157,7 @@ static bool gs_known_fields(struct json_object *o, const char *const *known, siz
             ok = gs_same_field(key, known[i]);
         if (!ok)
             return gs_bad(rej, "Invalid JSON payload received. Unknown name \"%.64s\" at '%s': "
-                            "Cannot find field.", key, where);
+                               "Cannot find field.", key, where);
     }
     return true;
 }
@@ -202,7 +202,7 @@ static bool gs_check_call(struct json_object *fc, const char *where, struct sim_
                       where);
     if (args && !json_object_is_type(args, json_type_object))
         return gs_bad(rej, "Invalid value at '%s.function_call.args' (type.googleapis.com/"
-                        "google.protobuf.Struct), not an object", where);
+                           "google.protobuf.Struct), not an object", where);
     return true;
 }
 
@@ -210,10 +210,10 @@ static bool gs_check_response(struct json_object *fr, const char *where, struct 
 {
     if (!json_object_is_type(fr, json_type_object) || !sim_json_get_str(fr, "name").len)
         return gs_bad(rej, "* GenerateContentRequest.%s.function_response.name: Name cannot be "
-                        "empty.", where);
+                           "empty.", where);
     if (!json_object_is_type(gs_field(fr, "response"), json_type_object))
         return gs_bad(rej, "Invalid value at '%s.function_response.response' (type.googleapis."
-                        "com/google.protobuf.Struct), not an object", where);
+                           "com/google.protobuf.Struct), not an object", where);
     return true;
 }
 
@@ -234,7 +234,7 @@ static bool gs_check_part(struct json_object *p, const char *where, struct gs_sc
         n += gs_field(p, kinds[i]) != NULL;
     if (n != 1)
         return gs_bad(rej, "* GenerateContentRequest.%s.data: required oneof field 'data' must "
-                        "have one initialized field", where);
+                           "have one initialized field", where);
     if ((v = gs_field(p, "text"))) {
         if (!json_object_is_type(v, json_type_string))
             return gs_bad(rej, "Invalid value at '%s.text' (TYPE_STRING)", where);
@@ -243,7 +243,7 @@ static bool gs_check_part(struct json_object *p, const char *where, struct gs_sc
     if ((v = gs_field(p, "inlineData")) &&
         (!sim_json_get_str(v, "mimeType").len || !sim_json_get_str(v, "data").len))
         return gs_bad(rej, "* GenerateContentRequest.%s.inline_data: mime_type and data are "
-                        "required", where);
+                           "required", where);
     if ((v = gs_field(p, "functionCall")) && !gs_check_call(v, where, rej))
         return false;
     if ((v = gs_field(p, "functionResponse")) && !gs_check_response(v, where, rej))
@@ -252,7 +252,7 @@ static bool gs_check_part(struct json_object *p, const char *where, struct gs_sc
                 !gs_is_base64(bsc_str_make(json_object_get_string(sig),
                                            (size_t)json_object_get_string_len(sig)))))
         return gs_bad(rej, "Invalid value at '%s.thought_signature' (TYPE_BYTES), Base64 "
-                        "decoding failed", where);
+                           "decoding failed", where);
     return true;
 }
 
@@ -268,8 +268,8 @@ static bool gs_check_signature(struct json_object *parts, size_t ci, struct sim_
         if (gs_field(p, "thoughtSignature"))
             return true;
         return gs_bad(rej, "Function call is missing a thought_signature in functionCall parts. "
-                        "This is required for tools to work correctly. Additional data, "
-                        "function call `default_api:%.64s`, position %zu.",
+                           "This is required for tools to work correctly. Additional data, "
+                           "function call `default_api:%.64s`, position %zu.",
                    sim_json_get_str(fc, "name").p ? sim_json_get_str(fc, "name").p : "", ci + 1);
     }
     return true;
@@ -317,7 +317,7 @@ static bool gs_check_system(struct json_object *si, struct gs_scan *sc, struct s
         struct json_object *t = gs_field(json_object_array_get_idx(parts, j), "text");
         if (!json_object_is_type(t, json_type_string))
             return gs_bad(rej, "* GenerateContentRequest.system_instruction.parts[%zu]: text "
-                            "parts only", j);
+                               "parts only", j);
         sc->text_bytes += (size_t)json_object_get_string_len(t);
     }
     return true;
@@ -345,7 +345,7 @@ static bool gs_check_generation(struct json_object *g, struct sim_call *call,
     if ((v = gs_field(g, "maxOutputTokens"))) {
         if (!json_object_is_type(v, json_type_int) || (n = json_object_get_int64(v)) < 1)
             return gs_bad(rej, "* GenerateContentRequest.generation_config.max_output_tokens: "
-                            "must be a positive integer");
+                               "must be a positive integer");
         call->max_tokens = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
     }
     if ((v = gs_field(g, "candidateCount")) && json_object_get_int64(v) > 1)
@@ -360,7 +360,7 @@ static bool gs_check_generation(struct json_object *g, struct sim_call *call,
     if ((gs_field(g, "responseSchema") || gs_field(g, "responseJsonSchema")) &&
         !bsc_str_eq(mime, BSC_STR("application/json")) && !bsc_str_eq(mime, BSC_STR("text/x.enum")))
         return gs_bad(rej, "* GenerateContentRequest.generation_config.response_mime_type: "
-                        "response_mime_type must be application/json when a schema is set");
+                           "response_mime_type must be application/json when a schema is set");
     return true;
 }
 
@@ -380,7 +380,7 @@ static bool gs_check_tools(struct json_object *o, const char **first, const char
             struct bsc_str name = sim_json_get_str(d, "name");
             if (!name.len || name.len > 64)
                 return gs_bad(rej, "* GenerateContentRequest.tools[%zu].function_declarations[%zu]"
-                                ".name: Invalid function name.", i, k);
+                                   ".name: Invalid function name.", i, k);
             if (gs_field(d, "parameters") && gs_field(d, "parametersJsonSchema"))
                 return gs_bad(rej, "parameters and parameters_json_schema are mutually exclusive");
             if (!*first)
@@ -395,7 +395,7 @@ static bool gs_check_tools(struct json_object *o, const char **first, const char
         return gs_bad(rej, "Invalid value at 'tool_config.function_calling_config.mode'");
     if (names && json_object_array_length(names) && !bsc_str_eq(mode, BSC_STR("ANY")))
         return gs_bad(rej, "* GenerateContentRequest.tool_config.function_calling_config."
-                        "allowed_function_names: only allowed when mode is ANY");
+                           "allowed_function_names: only allowed when mode is ANY");
     if (names && json_object_array_length(names))
         *allowed = json_object_get_string(json_object_array_get_idx(names, 0));
     *none = bsc_str_eq(mode, BSC_STR("NONE"));
@@ -526,7 +526,7 @@ static bool gs_parse_embed(struct json_object *o, struct bsc_str verb, struct si
         snprintf(where, sizeof(where), batch ? "requests[%zu]" : "EmbedContentRequest", i);
         if (batch && !bsc_str_eq(sim_json_get_str(r, "model"), bsc_str_cstr(want)))
             return gs_bad(rej, "* BatchEmbedContentsRequest.%s.model: the model of every request "
-                            "must be %s", where, want);
+                               "must be %s", where, want);
         call->inputs[i] = gs_embed_text(r, where, rej);
         if (!call->inputs[i])
             return false;

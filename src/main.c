@@ -111,11 +111,24 @@ static void worker_on_wake(uv_async_t *h)
     }
 }
 
+static void on_log_flush(uv_prepare_t *h)
+{
+    (void)h;
+    bsc_log_batch_flush();
+}
+
 static void worker_main(void *arg)
 {
     struct worker *w = arg;
 
+    bsc_log_batch_begin();
+    uv_prepare_init(&w->loop, &w->log_flush);
+    uv_prepare_start(&w->log_flush, on_log_flush);
+    uv_unref((uv_handle_t *)&w->log_flush); /* never keeps the loop alive */
     uv_run(&w->loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&w->log_flush, NULL);
+    uv_run(&w->loop, UV_RUN_NOWAIT);
+    bsc_log_batch_end();
 }
 
 static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const struct cfg *cfg)
@@ -123,7 +136,7 @@ static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const
     struct srv_limits lim = srv_limits_of(cfg, gw->n_workers);
     /* No caps: curl's default cache size (4x the transfers it has seen) adapts, and a cap
      * on connections would queue transfers in curl's pending state, invisible to us. */
-    struct up_limits ul = {0};
+    struct up_limits ul = {.max_cached_connections = 4096};
     char errbuf[256];
     int fd;
 

@@ -55,6 +55,11 @@ static enum bsc_err reserve(struct bsc_buf *b, size_t extra)
     return BSC_OK;
 }
 
+enum bsc_err bsc_buf_reserve(struct bsc_buf *b, size_t extra)
+{
+    return reserve(b, extra);
+}
+
 enum bsc_err bsc_buf_append(struct bsc_buf *b, const void *p, size_t len)
 {
     enum bsc_err err = reserve(b, len);

@@ -25,6 +25,10 @@ void bsc_buf_cleanup(struct bsc_buf *b);
 /* Keeps the storage, drops the contents. */
 void bsc_buf_reset(struct bsc_buf *b);
 
+/* Makes room for <extra> more bytes without appending (one allocation instead of a
+ * doubling series when the final size is known). BSC_ELIMIT past <max>. */
+enum bsc_err bsc_buf_reserve(struct bsc_buf *b, size_t extra);
+
 /* Appends <len> bytes. BSC_ELIMIT leaves <b> unchanged; BSC_ENOMEM too. */
 enum bsc_err bsc_buf_append(struct bsc_buf *b, const void *p, size_t len);
 enum bsc_err bsc_buf_append_str(struct bsc_buf *b, struct bsc_str s);

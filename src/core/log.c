@@ -71,9 +71,48 @@ void bsc_log_write(enum bsc_log_level lvl, const char *fmt, ...)
         write_all(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
+#define LOG_BATCH_MAX (64u * 1024u)
+
+/* A worker's pending log lines: the third commented global kind (thread-local sink). */
+static _Thread_local struct bsc_buf *log_batch;
+
+void bsc_log_batch_begin(void)
+{
+    if (log_batch)
+        return;
+    log_batch = malloc(sizeof(*log_batch));
+    if (log_batch)
+        bsc_buf_init(log_batch, LOG_BATCH_MAX);
+}
+
+void bsc_log_batch_flush(void)
+{
+    if (log_batch && log_batch->len) {
+        write_all(STDOUT_FILENO, log_batch->p, log_batch->len);
+        bsc_buf_reset(log_batch);
+    }
+}
+
+void bsc_log_batch_end(void)
+{
+    bsc_log_batch_flush();
+    if (log_batch)
+        bsc_buf_cleanup(log_batch);
+    BSC_FREE(log_batch);
+}
+
 void bsc_log_line(const char *line, size_t len)
 {
     char small[4096];
+
+    if (log_batch) {
+        if (log_batch->len + len + 1 > LOG_BATCH_MAX)
+            bsc_log_batch_flush();
+        if (bsc_buf_append(log_batch, line, len) == BSC_OK &&
+            bsc_buf_append_char(log_batch, '\n') == BSC_OK)
+            return;
+        bsc_log_batch_flush(); /* a line larger than the batch: write it directly */
+    }
 
     if (len < sizeof(small)) {
         memcpy(small, line, len);

@@ -21,8 +21,18 @@ extern bool bsc_log_json;
 int bsc_log_level_parse(const char *s);
 
 void bsc_log_write(enum bsc_log_level lvl, const char *fmt, ...) BSC_PRINTF(2, 3);
-/* Writes <line> (<len> bytes, without newline) plus a newline in one write to stdout. */
+/* Writes <line> (<len> bytes, without newline) plus a newline to stdout: at once, or --
+ * on a thread that called bsc_log_batch_begin() -- into that thread's batch, written by
+ * bsc_log_batch_flush() (a worker flushes once per loop iteration) or when it fills. */
 void bsc_log_line(const char *line, size_t len);
+
+/* Starts batching this thread's log lines (one write per loop iteration instead of one
+ * per line: the access and attempt lines of a busy worker). Idempotent. */
+void bsc_log_batch_begin(void);
+/* Writes the batch, if any. */
+void bsc_log_batch_flush(void);
+/* Flushes and stops batching on this thread. */
+void bsc_log_batch_end(void);
 
 #define bsc_log(lvl, ...)                                                                  \
     do {                                                                                   \

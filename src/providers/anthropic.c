@@ -123,10 +123,11 @@ static void flush_turn(struct xl *x)
 
     if (x->role && nr + nb > 0) {
         content = json_object_new_array_ext((int)(nr + nb));
-        for (size_t i = 0; i < nr; i++)
-            json_object_array_add(content, json_object_get(json_object_array_get_idx(x->results, i)));
-        for (size_t i = 0; i < nb; i++)
-            json_object_array_add(content, json_object_get(json_object_array_get_idx(x->blocks, i)));
+        for (size_t i = 0; i < nr + nb; i++) {
+            struct json_object *b = i < nr ? json_object_array_get_idx(x->results, i)
+                                           : json_object_array_get_idx(x->blocks, i - nr);
+            json_object_array_add(content, json_object_get(b));
+        }
         msg = json_object_new_object();
         json_object_object_add(msg, "role", json_object_new_string(x->role));
         json_object_object_add(msg, "content", content);
@@ -891,10 +892,11 @@ static void anth_classify(const struct prov_err_input *in, struct fail_info *out
 {
     bool ok = in->status >= 200 && in->status < 300;
     struct json_object *root = NULL, *err = NULL;
+    struct bsc_str body = bsc_str_trim(in->body);
     int64_t hint;
 
-    if (in->body.len && in->body.p[0] == '{')
-        root = prov_parse_json(in->body);
+    if (body.len && body.p[0] == '{')
+        root = prov_parse_json(body);
     err = error_object(root);
     if (ok && !err) {
         json_object_put(root);

@@ -287,7 +287,10 @@ static void classify_error(const struct prov_err_input *in, struct fail_info *ou
     ds_read(root, &e);
     if (e.found) {
         kind = ds_kind(&e);
-        if (kind != FAIL_KIND_COUNT)
+        /* InvalidParameter is also how DashScope words an overflow the generic wording
+         * rules already recognised: the more precise kind stays. */
+        if (kind != FAIL_KIND_COUNT &&
+            !(kind == FAIL_INVALID_REQUEST && out->kind == FAIL_CONTEXT_OVERFLOW))
             out->kind = kind;
         if (!out->code[0] && !out->message[0])
             copy_texts(&e, out);

@@ -28,11 +28,14 @@
 static const struct prov_err_rule deepseek_rules[] = {
     {402, NULL, NULL, FAIL_QUOTA_EXHAUSTED}, /* "Insufficient Balance" */
     {422, NULL, NULL, FAIL_INVALID_REQUEST}, /* "Invalid Parameters" */
+    /* The same wording without its 402 (an error in a 200, a stream event, a proxy). */
+    {0, NULL, "insufficient balance", FAIL_QUOTA_EXHAUSTED},
 };
 
 static const struct prov_err_rule mistral_rules[] = {
     /* The service tier is full, not our account's limit: capacity, fail over. */
     {429, NULL, "capacity exceeded", FAIL_OVERLOADED},
+    {0, "service_tier_capacity_exceeded", NULL, FAIL_OVERLOADED},
 };
 
 static const struct prov_err_rule groq_rules[] = {
@@ -48,6 +51,19 @@ static const struct prov_err_rule openrouter_rules[] = {
     {402, NULL, NULL, FAIL_QUOTA_EXHAUSTED}, /* out of credits */
 };
 
+/* vLLM (providers.md §5.4): the prompt-length refusal worded without "context". Chosen by
+ * name only: a vLLM server has no well-known host. */
+static const struct prov_err_rule vllm_rules[] = {
+    {400, NULL, "is longer than the maximum model length", FAIL_CONTEXT_OVERFLOW},
+};
+
+/* Ollama (providers.md §5.3): a model that is not pulled, a host without the memory to load
+ * one (capacity: another target may have it). Chosen by name only, like vLLM. */
+static const struct prov_err_rule ollama_rules[] = {
+    {0, NULL, "try pulling it first", FAIL_NOT_FOUND},
+    {500, NULL, "requires more system memory", FAIL_OVERLOADED},
+};
+
 #define PROFILE(nm, host, rules) {(nm), (host), (rules), BSC_ARRAY_LEN(rules)}
 static const struct prov_openai_profile profiles[] = {
     {"openai", "api.openai.com", NULL, 0}, /* first: the default */
@@ -55,6 +71,8 @@ static const struct prov_openai_profile profiles[] = {
     PROFILE("mistral", "api.mistral.ai", mistral_rules),
     PROFILE("groq", "api.groq.com", groq_rules),
     PROFILE("openrouter", "openrouter.ai", openrouter_rules),
+    PROFILE("vllm", NULL, vllm_rules),
+    PROFILE("ollama", NULL, ollama_rules),
 };
 #undef PROFILE
 

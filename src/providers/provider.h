@@ -87,7 +87,8 @@ struct prov_ops {
     void (*classify)(const struct prov_err_input *in, struct fail_info *out);
 
     /* Maps a complete 2xx response body of <call> into OpenAI JSON appended to <out>
-     * (chat.completion, or the embeddings list), fills <usage>. On a body that is not a
+     * (chat.completion, or the embeddings list), fills <usage>. Leaving <out> empty with
+     * BSC_OK means the body is already OpenAI-shaped and is used as it is. On a body that is not a
      * valid answer returns BSC_EPARSE with *<fail> describing it (kind server_error or the
      * kind of an error hidden in the body). */
     enum bsc_err (*map_response)(const struct prov_call *call, struct bsc_str body,

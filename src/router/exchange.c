@@ -116,7 +116,12 @@ static void on_head(void *ud, struct up_transfer *t, int status)
 {
     struct request *r = ud;
 
+    struct bsc_str cl = up_header(t, BSC_STR("content-length"));
+    unsigned long long len;
+
     r->up_status = status;
+    if (bsc_str_to_u64(cl, &len) && len < r->resp.max)
+        bsc_buf_reserve(&r->resp, (size_t)len); /* one allocation for the whole body */
     save_header(t, "content-type", r->up_ctype, sizeof(r->up_ctype));
     save_header(t, "retry-after", r->up_retry_after, sizeof(r->up_retry_after));
     save_header(t, "retry-after-ms", r->up_retry_after_ms, sizeof(r->up_retry_after_ms));
@@ -358,6 +363,12 @@ void xchg_classify(struct request *r)
         if (r->fail.kind == FAIL_NONE)
             fail_local(&r->fail, FAIL_SERVER_ERROR, "the upstream answer could not be read");
         r->fail.status = r->up_status;
+        return;
+    }
+    if (r->answer.len == 0) { /* already OpenAI-shaped: take the buffer, no copy */
+        struct bsc_buf tmp = r->answer;
+        r->answer = r->resp;
+        r->resp = tmp;
     }
 }
 

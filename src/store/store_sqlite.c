@@ -114,9 +114,10 @@ static enum bsc_err run(struct sq_store *q, enum sq_stmt which)
 {
     sqlite3_stmt *s = stmt(q, which);
     int rc = sqlite3_step(s);
+    enum bsc_err err = rc == SQLITE_DONE ? BSC_OK : db_error(q, sq_sql[which]);
 
-    done_with(s);
-    return rc == SQLITE_DONE ? BSC_OK : db_error(q, sq_sql[which]);
+    done_with(s); /* after db_error: the message is the step's */
+    return err;
 }
 
 static void bind_bytes(sqlite3_stmt *s, int i, struct bsc_str v)

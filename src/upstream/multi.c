@@ -13,6 +13,7 @@ struct up_sock {
     uv_poll_t poll;
     struct up_multi *m;
     curl_socket_t fd;
+    int events; /* what the poll handle watches now */
 };
 
 static void check_done(struct up_multi *m)
@@ -93,7 +94,10 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
         events |= UV_READABLE;
     if (what & CURL_POLL_OUT)
         events |= UV_WRITABLE;
-    uv_poll_start(&s->poll, events, on_poll);
+    if (events != s->events) { /* each change is an epoll_ctl: skip the no-ops */
+        uv_poll_start(&s->poll, events, on_poll);
+        s->events = events;
+    }
     return 0;
 }
 

@@ -8,7 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startSim, startGateway } from '../lib/harness.mjs';
+import { startSim, startGateway, waitFor } from '../lib/harness.mjs';
 
 let sim, gw, client;
 
@@ -23,6 +23,7 @@ const routes = {
   rate200: ['ds-rate-p', 'ds-rate-e'],
   inspect: ['ds-insp-p', 'ds-insp-e'],
   native429: ['ds-n429-p', 'ds-n429-e'],
+  freeq: ['ds-freeq-p', 'ds-freeq-e'],
   sfirst: ['ds-sfirst-p', 'ds-sfirst-e'],
   smid: ['ds-smid-p', 'ds-smid-e'],
 };
@@ -50,8 +51,10 @@ retry:
   backoff: { base_ms: 20, max_ms: 100, jitter: 0.1 }
 providers:
 ${providers.join('\n')}
+  probed: { kind: dashscope, base_url: "${simUrl}/compatible-mode/v1", keys: ["sk-probe"], health: { interval_ms: 150, probe: models } }
 targets:
 ${targets.join('\n')}
+  ds-probed: { provider: probed, model: qwen-probed }
 routes:
 ${rs.join('\n')}
 `;
@@ -192,7 +195,8 @@ test('response_format json_object and json_schema reach DashScope as sent', asyn
     { type: 'json_schema', json_schema: { name: 'thing', schema, strict: false } },
   ]) {
     const res = await chat('plain', { response_format, messages: [{ role: 'user', content: 'answer in JSON' }] });
-    await res.arrayBuffer();
+    const body = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(body));
     const r = await lastRequest('ds-plain');
     assert.deepEqual(r.body.response_format, response_format);
   }
@@ -224,23 +228,23 @@ test('DataInspectionFailed in a 200 is a 400 content_policy, not failed over', a
   assert.equal(await calls('ds-insp-e'), 0);
 });
 
-test('a native 429 Throttling.AllocationQuota body fails over; the free-tier one too', async () => {
+test('a native 429 Throttling.AllocationQuota body fails over; the free-tier one as quota', async () => {
   await sim.setModel('ds-n429-p', {
-    script: [
-      { action: 'status', status: 429, body: { code: 'Throttling.AllocationQuota', message: 'Allocated quota exceeded, please increase your quota limit.', request_id: 'r1' } },
-      { action: 'status', status: 429, body: { code: 'Throttling.AllocationQuota', message: 'Free allocated quota exceeded.', request_id: 'r2' } },
-    ],
+    script: [{ action: 'status', status: 429, body: { code: 'Throttling.AllocationQuota', message: 'Allocated quota exceeded, please increase your quota limit.', request_id: 'r1' } }],
   });
-  const a = await chat('native429');
-  await a.arrayBuffer();
-  assert.equal(a.status, 200);
-  assert.equal(a.headers.get('x-bascule-recovery-reason'), 'rate_limited');
-  const b = await chat('native429');
-  await b.arrayBuffer();
-  assert.equal(b.status, 200);
-  assert.equal(b.headers.get('x-bascule-recovery-reason'), 'quota_exhausted');
-  assert.equal(await calls('ds-n429-p'), 2);
-  assert.equal(await calls('ds-n429-e'), 2);
+  await sim.setModel('ds-freeq-p', {
+    script: [{ action: 'status', status: 429, body: { code: 'Throttling.AllocationQuota', message: 'Free allocated quota exceeded.', request_id: 'r2' } }],
+  });
+  for (const [route, kind] of [['native429', 'rate_limited'], ['freeq', 'quota_exhausted']]) {
+    const res = await chat(route);
+    await res.arrayBuffer();
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-bascule-recovery-reason'), kind);
+    const attempts = gw.accessLog().filter((l) => l.type === 'attempt' && l.request_id === res.headers.get('x-request-id'));
+    assert.equal(attempts[0].kind, kind);
+    assert.equal(attempts[0].status, 429);
+  }
+  for (const m of ['ds-n429-p', 'ds-n429-e', 'ds-freeq-p', 'ds-freeq-e']) assert.equal(await calls(m), 1, m);
 });
 
 test('an error event before any output fails over; after output it ends the stream in-band', async () => {
@@ -264,6 +268,15 @@ test('an error event before any output fails over; after output it ends the stre
   assert.ok(err instanceof Error, 'the in-band error frame surfaces as an SDK error');
   assert.equal(text, 'Hello héllo');
   assert.equal(await calls('ds-smid-e'), 0, 'committed: no failover');
+});
+
+test('the models health probe lists models with the Bearer key', async () => {
+  let probe;
+  await waitFor(async () => {
+    probe = (await sim.requests()).find((r) => r.path === '/compatible-mode/v1/models' && r.headers.authorization === 'Bearer sk-probe');
+    return probe !== undefined;
+  }, { timeoutMs: 5000, what: 'a models probe' });
+  assert.equal(probe.method, 'GET');
 });
 
 test('the sim speaks DashScope: 401 shape, 200-with-error body, stream error frame', async () => {

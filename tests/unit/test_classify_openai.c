@@ -294,6 +294,32 @@ static const struct resp_row resp_rows[] = {
     {"openrouter 402", "openrouter", 402,
      "{\"error\":{\"code\":402,\"message\":\"Insufficient credits\"}}", NULL, NULL, NULL,
      FAIL_QUOTA_EXHAUSTED, -1, NULL, NULL},
+    {"deepseek balance in a 200", "deepseek", 200,
+     "{\"error\":{\"message\":\"Insufficient Balance\",\"type\":\"unknown_error\"}}", NULL,
+     NULL, NULL, FAIL_QUOTA_EXHAUSTED, -1, NULL, NULL},
+    {"mistral capacity type in a 200", "mistral", 200,
+     "{\"error\":{\"message\":\"busy\",\"type\":\"service_tier_capacity_exceeded\"}}", NULL,
+     NULL, NULL, FAIL_OVERLOADED, -1, NULL, NULL},
+    {"vllm prompt longer than the model", "vllm", 400,
+     "{\"object\":\"error\",\"message\":\"The decoder prompt (length 9000) is longer than the "
+     "maximum model length of 8192.\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}",
+     NULL, NULL, NULL, FAIL_CONTEXT_OVERFLOW, -1, "400", NULL},
+    {"same vllm body, plain openai", NULL, 400,
+     "{\"object\":\"error\",\"message\":\"The decoder prompt (length 9000) is longer than the "
+     "maximum model length of 8192.\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}",
+     NULL, NULL, NULL, FAIL_INVALID_REQUEST, -1, NULL, NULL},
+    {"ollama model not pulled", "ollama", 404,
+     "{\"error\":{\"message\":\"model \\\"llama3\\\" not found, try pulling it first\",\"type\":"
+     "\"not_found_error\",\"param\":null,\"code\":null}}",
+     NULL, NULL, NULL, FAIL_NOT_FOUND, -1, NULL, "try pulling"},
+    {"ollama out of memory", "ollama", 500,
+     "{\"error\":{\"message\":\"model requires more system memory (12.0 GiB) than is available "
+     "(7.5 GiB)\",\"type\":\"api_error\",\"param\":null,\"code\":null}}",
+     NULL, NULL, NULL, FAIL_OVERLOADED, -1, NULL, NULL},
+    {"same ollama body, plain openai", NULL, 500,
+     "{\"error\":{\"message\":\"model requires more system memory (12.0 GiB) than is available "
+     "(7.5 GiB)\",\"type\":\"api_error\",\"param\":null,\"code\":null}}",
+     NULL, NULL, NULL, FAIL_SERVER_ERROR, -1, NULL, NULL},
 
     /* retry hints */
     {"Retry-After HTTP-date", NULL, 429, "", NULL, "Sun, 06 Nov 1994 08:49:37 GMT", NULL,
@@ -585,6 +611,8 @@ static void test_profile_lookup(void **state)
     assert_ptr_equal(prov_openai_profile_find(BSC_STR("DeepSeek")),
                      prov_openai_profile_for_url(BSC_STR("https://api.deepseek.com")));
     assert_null(prov_openai_profile_find(BSC_STR("nope")));
+    assert_string_equal(prov_openai_profile_find(BSC_STR("vLLM"))->name, "vllm");
+    assert_string_equal(prov_openai_profile_find(BSC_STR("ollama"))->name, "ollama");
     assert_null(prov_openai_profile_find(BSC_STR("")));
 }
 

@@ -219,7 +219,8 @@ static void test_fingerprint(void **state)
 
     (void)state;
     /* equivalent bodies */
-    assert_true(fp_eq(a, fp_of(ctx, "{ \"messages\" : [ {\"role\":\"user\"} ], \"model\":\"m\" }")));
+    assert_true(
+        fp_eq(a, fp_of(ctx, "{ \"messages\" : [ {\"role\":\"user\"} ], \"model\":\"m\" }")));
     assert_true(fp_eq(a, fp_of(ctx, "{\"model\":\"\\u006d\",\"messages\":[{\"role\":\"user\"}]}")));
     /* different requests */
     assert_false(fp_eq(a, fp_of(ctx, "{\"model\":\"n\",\"messages\":[{\"role\":\"user\"}]}")));

@@ -353,21 +353,30 @@ static void run_free(struct run *r)
     bsc_buf_cleanup(&r->out);
 }
 
-#define HEAD "{\"id\":\"chatcmpl-7\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4o\","
+#define HEAD                                                                               \
+    "{\"id\":\"chatcmpl-7\",\"object\":\"chat.completion.chunk\",\"created\":1,"            \
+    "\"model\":\"gpt-4o\","
 #define FILTERS "\"content_filter_results\":{\"hate\":{\"filtered\":false,\"severity\":\"safe\"}}"
+#define CHOICE(body) "data: " HEAD "\"choices\":[{\"index\":0," body "}]}\n\n"
 /* Azure's first chunk: only the prompt's filter results, choices empty, ids blank. */
 #define PROMPT_FILTER                                                                      \
     "data: {\"choices\":[],\"created\":0,\"id\":\"\",\"model\":\"\",\"object\":\"\","          \
     "\"prompt_filter_results\":[{\"prompt_index\":0," FILTERS "}]}\n\n"
-#define C_ROLE "data: " HEAD "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}," FILTERS ",\"finish_reason\":null}]}\n\n"
-#define C_TEXT1 "data: " HEAD "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"H\xc3\xa9\"},\"finish_reason\":null}]}\n\n"
-#define C_TEXT2 "data: " HEAD "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\xe2\x9c\x93\"},\"finish_reason\":null}]}\n\n"
+#define C_ROLE                                                                             \
+    CHOICE("\"delta\":{\"role\":\"assistant\",\"content\":\"\"}," FILTERS                    \
+           ",\"finish_reason\":null")
+#define C_TEXT1 CHOICE("\"delta\":{\"content\":\"H\xc3\xa9\"},\"finish_reason\":null")
+#define C_TEXT2 CHOICE("\"delta\":{\"content\":\"\xe2\x9c\x93\"},\"finish_reason\":null")
 /* Asynchronous filtering: annotations for text already sent, without delta. */
-#define C_ANNOT "data: " HEAD "\"choices\":[{\"index\":0,\"finish_reason\":null," FILTERS ",\"content_filter_offsets\":{\"check_offset\":0,\"start_offset\":0,\"end_offset\":4}}]}\n\n"
-#define C_FIN(reason) "data: " HEAD "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"" reason "\"}]}\n\n"
-#define C_FIN_NODELTA "data: " HEAD "\"choices\":[{\"index\":0,\"finish_reason\":\"stop\"," FILTERS "}]}\n\n"
-#define C_FIN_FIXED "data: " HEAD "\"choices\":[{\"index\":0,\"finish_reason\":\"stop\"," FILTERS ",\"delta\":{}}]}\n\n"
-#define C_USAGE "data: " HEAD "\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":3,\"total_tokens\":12}}\n\n"
+#define C_ANNOT                                                                            \
+    CHOICE("\"finish_reason\":null," FILTERS ",\"content_filter_offsets\":{\"check_offset\":0," \
+           "\"start_offset\":0,\"end_offset\":4}")
+#define C_FIN(reason) CHOICE("\"delta\":{},\"finish_reason\":\"" reason "\"")
+#define C_FIN_NODELTA CHOICE("\"finish_reason\":\"stop\"," FILTERS)
+#define C_FIN_FIXED CHOICE("\"finish_reason\":\"stop\"," FILTERS ",\"delta\":{}")
+#define C_USAGE                                                                            \
+    "data: " HEAD "\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":3,"   \
+    "\"total_tokens\":12}}\n\n"
 #define C_DONE "data: [DONE]\n\n"
 
 struct golden {
@@ -419,9 +428,8 @@ static void test_stream_goldens_every_split(void **state)
 static void test_stream_errors(void **state)
 {
     struct run r;
-    static const char err_ev[] =
-        C_ROLE "data: {\"error\":{\"message\":\"The server had an error.\",\"type\":\"server_error\","
-               "\"code\":null}}\n\n";
+    static const char err_ev[] = C_ROLE "data: {\"error\":{\"message\":\"The server had an "
+                                        "error.\",\"type\":\"server_error\",\"code\":null}}\n\n";
     static const char cut[] = PROMPT_FILTER C_ROLE C_TEXT1;
 
     (void)state;

@@ -217,7 +217,8 @@ struct cls_row {
 #define COMPAT_ERR(code, type, msg)                                                        \
     "{\"error\":{\"code\":\"" code "\",\"param\":null,\"message\":\"" msg "\",\"type\":\"" type \
     "\"},\"id\":\"chatcmpl-1\",\"request_id\":\"r-1\"}"
-#define NATIVE_ERR(code, msg) "{\"code\":\"" code "\",\"message\":\"" msg "\",\"request_id\":\"r-1\"}"
+#define NATIVE_ERR(code, msg)                                                              \
+    "{\"code\":\"" code "\",\"message\":\"" msg "\",\"request_id\":\"r-1\"}"
 
 static const struct cls_row cls_rows[] = {
     /* 2xx: answers are not errors */
@@ -240,7 +241,8 @@ static const struct cls_row cls_rows[] = {
      NATIVE_ERR("Throttling.RateQuota", "Requests rate limit exceeded."), "3", FAIL_RATE_LIMITED,
      NULL, 3000},
     {"200 Throttling.AllocationQuota (minute)", 200,
-     NATIVE_ERR("Throttling.AllocationQuota", "Allocated quota exceeded, please increase your quota limit."),
+     NATIVE_ERR("Throttling.AllocationQuota",
+                "Allocated quota exceeded, please increase your quota limit."),
      NULL, FAIL_RATE_LIMITED, NULL, -2},
     {"200 Throttling.AllocationQuota (free tier)", 200,
      NATIVE_ERR("Throttling.AllocationQuota", "Free allocated quota exceeded."), NULL,
@@ -257,7 +259,8 @@ static const struct cls_row cls_rows[] = {
     {"200 InternalError", 200, NATIVE_ERR("InternalError", "An internal error has occured."),
      NULL, FAIL_SERVER_ERROR, NULL, -2},
     {"200 InternalError.Algo.DataInspectionFailed", 200,
-     NATIVE_ERR("InternalError.Algo.DataInspectionFailed", "Output data may contain inappropriate content."),
+     NATIVE_ERR("InternalError.Algo.DataInspectionFailed",
+                "Output data may contain inappropriate content."),
      NULL, FAIL_CONTENT_POLICY, NULL, -2},
     {"200 unknown native code", 200, NATIVE_ERR("FlowNotPublished", "Flow has not published."),
      NULL, FAIL_SERVER_ERROR, "FlowNotPublished", -2},
@@ -266,7 +269,8 @@ static const struct cls_row cls_rows[] = {
                 "Input data may contain inappropriate content."),
      NULL, FAIL_CONTENT_POLICY, "data_inspection_failed", -2},
     {"200 compatible limit_requests", 200,
-     COMPAT_ERR("limit_requests", "limit_requests", "You have exceeded your current request limit."),
+     COMPAT_ERR("limit_requests", "limit_requests",
+                "You have exceeded your current request limit."),
      NULL, FAIL_RATE_LIMITED, NULL, -2},
     {"200 compatible unknown code", 200, COMPAT_ERR("weird", "weird", "Something."), NULL,
      FAIL_SERVER_ERROR, NULL, -2},
@@ -288,14 +292,22 @@ static const struct cls_row cls_rows[] = {
      COMPAT_ERR("insufficient_quota", "insufficient_quota", "Free allocated quota exceeded."),
      NULL, FAIL_QUOTA_EXHAUSTED, NULL, -2},
     {"429 limit_requests", 429,
-     COMPAT_ERR("limit_requests", "limit_requests", "Requests rate limit exceeded, please try again later."),
+     COMPAT_ERR("limit_requests", "limit_requests",
+                "Requests rate limit exceeded, please try again later."),
      "2", FAIL_RATE_LIMITED, "limit_requests", 2000},
     {"400 invalid_parameter_error", 400,
-     COMPAT_ERR("invalid_parameter_error", "invalid_request_error", "The tool call is not supported."),
+     COMPAT_ERR("invalid_parameter_error", "invalid_request_error",
+                "The tool call is not supported."),
      NULL, FAIL_INVALID_REQUEST, NULL, -2},
     {"400 context overflow", 400,
      COMPAT_ERR("invalid_parameter_error", "invalid_request_error",
-                "<400> InternalError.Algo.InvalidParameter: Range of input length should be [1, 30720]"),
+                "<400> InternalError.Algo.InvalidParameter: Range of input length should be "
+                "[1, 30720]"),
+     NULL, FAIL_CONTEXT_OVERFLOW, NULL, -2},
+    {"400 InvalidParameter worded as an overflow", 400,
+     COMPAT_ERR("invalid_parameter_error", "invalid_request_error",
+                "<400> InternalError.Algo.InvalidParameter: This model's maximum context length "
+                "is 131072 tokens."),
      NULL, FAIL_CONTEXT_OVERFLOW, NULL, -2},
     {"401 invalid_api_key", 401,
      COMPAT_ERR("invalid_api_key", "invalid_request_error", "Incorrect API key provided."), NULL,
@@ -360,10 +372,15 @@ static void test_classify_table(void **state)
 
 /* ---- map_response --------------------------------------------------------------------------- */
 
+#define RATE_200 NATIVE_ERR("Throttling.RateQuota", "Requests rate limit exceeded.")
+#define INSPECT_200                                                                        \
+    NATIVE_ERR("DataInspectionFailed", "Input data may contain inappropriate content.")
+
 static void test_map_response(void **state)
 {
     static const char answer[] =
-        "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"created\":1,\"model\":\"qwen-plus\","
+        "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"created\":1,"
+        "\"model\":\"qwen-plus\","
         "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"h\xc3\xa9\"},"
         "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2,"
         "\"total_tokens\":11,\"prompt_tokens_details\":{\"cached_tokens\":4}}}";
@@ -383,20 +400,14 @@ static void test_map_response(void **state)
     assert_int_equal(u.cached_tokens, 4);
 
     bsc_buf_reset(&out);
-    assert_int_equal(prov_dashscope.map_response(
-                         &f.call,
-                         BSC_STR(NATIVE_ERR("Throttling.RateQuota", "Requests rate limit exceeded.")),
-                         &out, &u, &fail),
+    assert_int_equal(prov_dashscope.map_response(&f.call, BSC_STR(RATE_200), &out, &u, &fail),
                      BSC_EPARSE);
     assert_int_equal(fail.kind, FAIL_RATE_LIMITED);
     assert_int_equal(fail.status, 200);
     assert_string_equal(fail.code, "Throttling.RateQuota");
     assert_int_equal(out.len, 0); /* nothing for the client */
 
-    assert_int_equal(prov_dashscope.map_response(
-                         &f.call,
-                         BSC_STR(NATIVE_ERR("DataInspectionFailed", "Input data may contain inappropriate content.")),
-                         &out, &u, &fail),
+    assert_int_equal(prov_dashscope.map_response(&f.call, BSC_STR(INSPECT_200), &out, &u, &fail),
                      BSC_EPARSE);
     assert_int_equal(fail.kind, FAIL_CONTENT_POLICY);
     assert_int_equal(out.len, 0);

@@ -733,11 +733,25 @@ static void test_sqlite_bad_path(void **state)
     struct store *st = (struct store *)1;
     char err[256] = "";
 
-    (void)f;
     assert_int_equal(store_open(&cfg, &st, err, sizeof(err)), BSC_EIO);
     assert_null(st);
     assert_non_null(strstr(err, "/nonexistent-dir/x/state.db"));
     assert_int_equal(store_open(&none, &st, err, sizeof(err)), BSC_EINVAL);
+    {
+        /* a file that is not a database: refused at boot, with the path in the message */
+        char junk[160];
+        FILE *fp;
+        snprintf(junk, sizeof(junk), "%s/junk.db", f->dir);
+        fp = fopen(junk, "w");
+        assert_non_null(fp);
+        for (int i = 0; i < 256; i++)
+            fputs("this is not an SQLite database\n", fp);
+        fclose(fp);
+        cfg.path = junk;
+        assert_int_equal(store_open(&cfg, &st, err, sizeof(err)), BSC_EIO);
+        assert_non_null(strstr(err, "junk.db"));
+        unlink(junk);
+    }
     assert_int_equal(store_open(&redis, &st, err, sizeof(err)), BSC_EINVAL);
     assert_non_null(strstr(err, "not built"));
 }
