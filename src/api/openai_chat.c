@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "core/json_check.h"
 #include "core/json_scan.h"
 #include "router/request.h"
 
@@ -77,75 +78,86 @@ struct json_object *api__parse_json(struct bsc_str body, char *msg, size_t msgle
     return obj;
 }
 
-/* Reads the optional boolean member <key>; false with an error when it has another type. */
-static bool get_bool(struct json_object *o, const char *key, bool *out)
+enum { F_MODEL, F_MESSAGES, F_STREAM, F_STREAM_OPTIONS, F_COUNT };
+
+/* An optional boolean span: false (after answering 400) when it has another type. */
+static bool read_bool(struct srv_req *req, struct bsc_str v, const char *param, bool *out)
 {
-    struct json_object *v;
+    char msg[128];
 
     *out = false;
-    if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null))
+    if (!v.p || bsc_json_kind_of(v) == BSC_JSON_NULL)
         return true;
-    if (!json_object_is_type(v, json_type_boolean))
+    if (bsc_json_kind_of(v) != BSC_JSON_BOOL) {
+        snprintf(msg, sizeof(msg), "'%s' must be a boolean", param);
+        api__bad_request(req, "invalid_type", param, msg);
         return false;
-    *out = json_object_get_boolean(v);
+    }
+    *out = bsc_json_is_true(v);
     return true;
 }
 
+/* The OpenAI fast path: the body is validated without building a parse tree and only
+ * the members the gateway needs are read as byte spans, in one pass; the router parses
+ * the body only if a translation or a contract check needs it. */
 void api__chat_completions(struct worker *w, struct srv_req *req)
 {
-    struct bsc_str body = srv_req_body(req);
+    static const struct bsc_str keys[F_COUNT] = {
+        [F_MODEL] = BSC_STR("model"),
+        [F_MESSAGES] = BSC_STR("messages"),
+        [F_STREAM] = BSC_STR("stream"),
+        [F_STREAM_OPTIONS] = BSC_STR("stream_options"),
+    };
+    struct bsc_str body = srv_req_body(req), f[F_COUNT], first, name, usage;
     struct chat_in in = {.op = PROV_OP_CHAT, .body = body};
-    struct json_object *model, *messages, *opts;
+    struct bsc_json_error jerr;
+    size_t pos = 0;
+    unsigned line, col;
     char msg[300];
 
-    in.json = api__parse_json(body, msg, sizeof(msg));
-    if (!in.json)
+    if (!bsc_json_check(body, API_JSON_MAX_DEPTH, &jerr)) {
+        line_col(body, jerr.offset, &line, &col);
+        snprintf(msg, sizeof(msg),
+                 "We could not parse the JSON body of your request: %s at line %u column %u",
+                 body.len ? jerr.what : "empty body", line, col);
         return api__bad_request(req, "invalid_json", NULL, msg);
-    if (!json_object_is_type(in.json, json_type_object)) {
-        api__bad_request(req, "invalid_request", NULL, "the request body must be a JSON object");
-        goto fail;
     }
-    if (!json_object_object_get_ex(in.json, "model", &model) ||
-        !json_object_is_type(model, json_type_string) || json_object_get_string_len(model) == 0) {
-        api__bad_request(req, "missing_model", "model",
-                         "you must provide a model parameter (a string)");
-        goto fail;
-    }
-    if (!json_object_object_get_ex(in.json, "messages", &messages) ||
-        !json_object_is_type(messages, json_type_array) ||
-        json_object_array_length(messages) == 0) {
-        api__bad_request(req, "invalid_messages", "messages",
-                         "'messages' must be a non-empty array");
-        goto fail;
-    }
-    if (!get_bool(in.json, "stream", &in.stream)) {
-        api__bad_request(req, "invalid_type", "stream", "'stream' must be a boolean");
-        goto fail;
-    }
-    if (json_object_object_get_ex(in.json, "stream_options", &opts) &&
-        json_object_is_type(opts, json_type_object) &&
-        !get_bool(opts, "include_usage", &in.include_usage)) {
-        api__bad_request(req, "invalid_type", "stream_options.include_usage",
-                         "'stream_options.include_usage' must be a boolean");
-        goto fail;
-    }
-    if (!bsc_json_member_span(body, BSC_STR("model"), &in.model_span)) {
-        api__bad_request(req, "invalid_request", "model", "'model' must appear exactly once");
-        goto fail;
+    if (bsc_json_kind_of(bsc_str_trim(body)) != BSC_JSON_OBJECT)
+        return api__bad_request(req, "invalid_request", NULL,
+                                "the request body must be a JSON object");
+    if (bsc_json_members(body, keys, F_COUNT, f) < 0)
+        return api__bad_request(req, "duplicate_key", NULL,
+                                "'model', 'messages', 'stream' and 'stream_options' must "
+                                "appear at most once");
+    in.model_span = f[F_MODEL];
+    name = bsc_json_string_raw(f[F_MODEL]);
+    if (bsc_json_kind_of(f[F_MODEL]) != BSC_JSON_STRING || name.len == 0)
+        return api__bad_request(req, "missing_model", "model",
+                                "you must provide a model parameter (a string)");
+    if (bsc_json_kind_of(f[F_MESSAGES]) != BSC_JSON_ARRAY ||
+        !bsc_json_array_next(f[F_MESSAGES], &pos, &first))
+        return api__bad_request(req, "invalid_messages", "messages",
+                                "'messages' must be a non-empty array");
+    if (!read_bool(req, f[F_STREAM], "stream", &in.stream))
+        return;
+    if (bsc_json_kind_of(f[F_STREAM_OPTIONS]) == BSC_JSON_OBJECT) {
+        if (bsc_json_member(f[F_STREAM_OPTIONS], BSC_STR("include_usage"), &usage) < 0)
+            return api__bad_request(req, "duplicate_key", "stream_options.include_usage",
+                                    "'include_usage' must appear at most once");
+        if (bsc_json_member(f[F_STREAM_OPTIONS], BSC_STR("include_usage"), &usage) == 0)
+            usage = BSC_STR_NULL;
+        if (!read_bool(req, usage, "stream_options.include_usage", &in.include_usage))
+            return;
     }
     in.cfg = cfg_current_get();
-    in.route = cfg_route_find(in.cfg, bsc_str_make(json_object_get_string(model),
-                                                   (size_t)json_object_get_string_len(model)));
+    in.route = cfg_route_find(in.cfg, name);
     if (!in.route) {
-        snprintf(msg, sizeof(msg), "The model '%.*s' does not exist or is not routed by this gateway",
-                 json_object_get_string_len(model) > 120 ? 120 : json_object_get_string_len(model),
-                 json_object_get_string(model));
+        snprintf(msg, sizeof(msg),
+                 "The model '%.*s' does not exist or is not routed by this gateway",
+                 (int)(name.len > 120 ? 120 : name.len), name.p);
         srv_resp_error(req, 404, "invalid_request_error", "model_not_found", msg);
         cfg_unref(in.cfg);
-        goto fail;
+        return;
     }
     req_chat_start(w, req, &in);
-    return;
-fail:
-    json_object_put(in.json);
 }

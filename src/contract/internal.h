@@ -17,7 +17,7 @@
 #include "core/str.h"
 #include "contract/jsonschema.h"
 
-/* ---- JSON values (jsonschema_value.c) ------------------------------------------------------ */
+/* ---- JSON values (jsonschema_value.c) -------------------------------------------------------- */
 
 /* A JSON number kept exactly as json-c holds it: integers as int64 or (past INT64_MAX) uint64,
  * everything else as a double. */
@@ -90,7 +90,7 @@ enum bsc_err js__parse(struct bsc_str text, unsigned max_depth, struct json_obje
  * *<len>. Returns false, leaving <buf> unchanged, when it does not fit. */
 bool js__ptr_push(char *buf, size_t cap, size_t *len, const char *name, size_t namelen);
 
-/* ---- patterns (jsonschema_regex.c) -------------------------------------------------------- */
+/* ---- patterns (jsonschema_regex.c) ----------------------------------------------------------- */
 
 struct js__re; /* an ECMA-262 pattern subset compiled to a Thompson automaton; immutable */
 
@@ -103,8 +103,10 @@ enum bsc_err js__re_compile(const char *p, size_t len, struct js__re **out, char
  * visited costs one unit of *<budget>. Reentrant. */
 int js__re_search(const struct js__re *re, const char *s, size_t len, uint64_t *budget);
 void js__re_free(struct js__re *re);
+/* The number of automaton states of <re> (its memory is about 12 bytes each). */
+size_t js__re_states(const struct js__re *re);
 
-/* ---- formats (jsonschema_format.c) ------------------------------------------------------- */
+/* ---- formats (jsonschema_format.c) ----------------------------------------------------------- */
 
 enum js__format {
     JS__FMT_NONE = 0, /* not asserted: an annotation */
@@ -123,7 +125,7 @@ const char *js__format_name(enum js__format f);
 /* True when <s>/<len> is in format <f> (always true for JS__FMT_NONE). */
 bool js__format_check(enum js__format f, const char *s, size_t len);
 
-/* ---- the compiled schema (jsonschema_compile.c builds it, jsonschema.c runs it) ------------ */
+/* ---- the compiled schema (jsonschema_compile.c builds it, jsonschema.c runs it) -------------- */
 
 enum {
     JS__HAS_TYPE = 1u << 0,

@@ -19,7 +19,7 @@
 #include "contract/internal.h"
 
 #define VPATH_CAP 1024
-#define POP_OVER  SIZE_MAX /* the mark of a segment that did not fit */
+#define POP_OVER SIZE_MAX /* the mark of a segment that did not fit */
 
 struct vctx {
     struct js_error *err; /* where a failure goes now: the caller's, or a branch scratch */
@@ -33,9 +33,10 @@ struct vctx {
     struct js_error limit_err;
 };
 
-/* ---- failures ------------------------------------------------------------------------------- */
+/* ---- failures -------------------------------------------------------------------------------- */
 
-/* Copies the current pointer into <dst>, cut at a character boundary with "..." when long. */
+/* Copies the current pointer into <dst>. One longer than <dst> is cut at a character boundary
+ * and ends in "..."; one whose deeper segments did not fit the path buffer ends in "/...". */
 static void copy_pointer(const struct vctx *v, char *dst, size_t cap)
 {
     size_t n = v->len;
@@ -44,7 +45,12 @@ static void copy_pointer(const struct vctx *v, char *dst, size_t cap)
         memcpy(dst, v->path, n + 1);
         return;
     }
-    n = n < cap - 4 ? n : cap - 4;
+    if (n + 5 <= cap) {
+        memcpy(dst, v->path, n);
+        memcpy(dst + n, "/...", 5);
+        return;
+    }
+    n = cap - 4;
     while (n > 0 && ((unsigned char)v->path[n] & 0xc0) == 0x80)
         n--;
     memcpy(dst, v->path, n);
@@ -87,7 +93,7 @@ static bool limit(struct vctx *v, const char *fmt, ...)
     return false;
 }
 
-/* ---- the instance pointer ------------------------------------------------------------------- */
+/* ---- the instance pointer -------------------------------------------------------------------- */
 
 static size_t push_key(struct vctx *v, const char *name, size_t len)
 {
@@ -118,7 +124,7 @@ static void pop(struct vctx *v, size_t mark)
     v->path[mark] = '\0';
 }
 
-/* ---- helpers -------------------------------------------------------------------------------- */
+/* ---- helpers --------------------------------------------------------------------------------- */
 
 static bool node_ok(struct vctx *v, const struct js__node *n, struct json_object *inst,
                     const char *via);
@@ -162,7 +168,34 @@ static void type_list(uint32_t types, char *buf, size_t cap)
     }
 }
 
-/* ---- keywords by instance type -------------------------------------------------------------- */
+/* A short rendition of <o> for messages. json-c's own serializer is not used: it caches its
+ * output inside the object, and the compiled schema's values must stay untouched (threads may
+ * share them). */
+static void describe(struct json_object *o, char *buf, size_t cap)
+{
+    struct js__num n;
+
+    switch (json_object_get_type(o)) {
+    case json_type_null: snprintf(buf, cap, "null"); return;
+    case json_type_boolean:
+        snprintf(buf, cap, "%s", json_object_get_boolean(o) ? "true" : "false");
+        return;
+    case json_type_int:
+    case json_type_double:
+        js__num_get(o, &n);
+        js__num_fmt(&n, buf, cap);
+        return;
+    case json_type_string:
+        snprintf(buf, cap, "\"%.64s%s\"", json_object_get_string(o),
+                 json_object_get_string_len(o) > 64 ? "..." : "");
+        return;
+    case json_type_array: snprintf(buf, cap, "(an array)"); return;
+    case json_type_object: snprintf(buf, cap, "(an object)"); return;
+    }
+    snprintf(buf, cap, "?");
+}
+
+/* ---- keywords by instance type --------------------------------------------------------------- */
 
 static bool type_ok(struct vctx *v, const struct js__node *n, enum js__type t)
 {
@@ -183,9 +216,12 @@ static bool const_enum_ok(struct vctx *v, const struct js__node *n, struct json_
     if (n->has & JS__HAS_CONST) {
         if (!equal(v, inst, n->const_val, &eq))
             return false;
-        if (!eq)
-            return fail(v, "const", "value is not the constant %.200s",
-                        json_object_to_json_string_ext(n->const_val, JSON_C_TO_STRING_PLAIN));
+        if (!eq) {
+            char want[96];
+
+            describe(n->const_val, want, sizeof(want));
+            return fail(v, "const", "value is not the constant %s", want);
+        }
     }
     if (!(n->has & JS__HAS_ENUM))
         return true;
@@ -328,7 +364,7 @@ static bool items_ok(struct vctx *v, const struct js__node *n, struct json_objec
             ok = fail(v, "items", "no items allowed after the first %zu", n->prefix_items.n);
         else
             ok = node_ok(v, sub, json_object_array_get_idx(inst, i),
-                          prefix ? "prefixItems" : "items");
+                         prefix ? "prefixItems" : "items");
         pop(v, mark);
         if (!ok)
             return false;
@@ -434,7 +470,7 @@ static bool object_ok(struct vctx *v, const struct js__node *n, struct json_obje
     return true;
 }
 
-/* ---- applicators ------------------------------------------------------------------------------ */
+/* ---- applicators ----------------------------------------------------------------------------- */
 
 /* Runs <sub> on <inst> with failures going to <scratch>; *<ok> gets the verdict. Returns false
  * only when a bound was hit (the caller must then fail too). */
@@ -508,7 +544,7 @@ static bool applicators_ok(struct vctx *v, const struct js__node *n, struct json
     return true;
 }
 
-/* ---- one subschema ------------------------------------------------------------------------------ */
+/* ---- one subschema --------------------------------------------------------------------------- */
 
 static bool keywords_ok(struct vctx *v, const struct js__node *n, struct json_object *inst)
 {
@@ -556,7 +592,7 @@ static bool node_ok(struct vctx *v, const struct js__node *n, struct json_object
     return ok;
 }
 
-/* ---- entry points -------------------------------------------------------------------------------- */
+/* ---- entry points ---------------------------------------------------------------------------- */
 
 static void clear(struct js_error *e)
 {

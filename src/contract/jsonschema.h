@@ -24,11 +24,12 @@
 #define JS_MAX_REF_CHAIN       16       /* $ref/allOf/anyOf/oneOf/not hops on one value */
 #define JS_MAX_PATTERN_LEN     4096     /* bytes of one "pattern" or patternProperties key */
 #define JS_MAX_PATTERN_STATES  10000    /* automaton states of one compiled pattern */
+#define JS_MAX_PATTERN_TOTAL   100000   /* automaton states of all patterns of a schema */
 #define JS_MAX_PATTERN_REPEAT  1000     /* largest bound in a {n,m} quantifier */
 #define JS_MAX_INSTANCE_DEPTH  64       /* arrays/objects nested in a validated value */
 #define JS_MAX_EVAL_DEPTH      512      /* nested subschema applications while validating */
 #define JS_MAX_STEPS           1000000  /* subschema applications + values compared, per call */
-#define JS_MAX_REGEX_STEPS     20000000 /* pattern automaton steps, per call */
+#define JS_MAX_REGEX_STEPS     5000000  /* pattern automaton steps, per call */
 #define JS_MAX_NUMBER_LEN      256      /* bytes of one number in js_validate_text() input */
 
 struct js_schema; /* opaque, immutable once compiled */

@@ -36,11 +36,13 @@ struct cctx {
     struct json_object *doc;
     char path[PATH_CAP]; /* the pointer being compiled, RFC 6901 escaped */
     size_t path_len;
+    unsigned over;       /* segments that did not fit in <path> */
     unsigned depth;
     struct memo_slot *memo; /* open addressing, power-of-two size */
     size_t memo_cap, memo_n;
     struct pending *pend;
     size_t n_pend, cap_pend;
+    size_t re_states; /* of every pattern compiled so far */
     char *err;
     size_t errlen;
     enum bsc_err rc;
@@ -48,23 +50,34 @@ struct cctx {
 
 static bool cfail(struct cctx *c, enum bsc_err rc, const char *fmt, ...) BSC_PRINTF(3, 4);
 
-/* Records the first error as "#<pointer>: <reason>". Returns false. */
+/* Records the first error as "#<pointer>: <reason>". When both do not fit in the caller's
+ * buffer, the pointer gives way ("#...<its end>"): the reason is what the reader needs most.
+ * Returns false. */
 static bool cfail(struct cctx *c, enum bsc_err rc, const char *fmt, ...)
 {
+    char reason[256];
+    size_t plen = c->path_len, room;
     va_list ap;
-    int n;
 
     if (c->rc)
         return false;
     c->rc = rc;
     if (!c->errlen)
         return false;
-    n = snprintf(c->err, c->errlen, "#%s: ", c->path);
-    if (n >= 0 && (size_t)n < c->errlen) {
-        va_start(ap, fmt);
-        vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
-        va_end(ap);
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof(reason), fmt, ap);
+    va_end(ap);
+    room = c->errlen > strlen(reason) + 12 ? c->errlen - strlen(reason) - 12 : 0;
+    if (plen <= room) {
+        snprintf(c->err, c->errlen, "#%s%s: %s", c->path, c->over ? "/..." : "", reason);
+        return false;
     }
+    /* Start the kept tail on a segment boundary when there is one. */
+    const char *tail = c->path + plen - room;
+    const char *slash = strchr(tail, '/');
+
+    snprintf(c->err, c->errlen, "#...%s%s: %s", slash ? slash : tail, c->over ? "/..." : "",
+             reason);
     return false;
 }
 
@@ -73,13 +86,19 @@ static bool oom(struct cctx *c)
     return cfail(c, BSC_ENOMEM, "out of memory");
 }
 
-/* Appends "/<name>" to the current pointer; returns the length to restore. A pointer too long
- * to hold stays at its parent: messages then name the nearest enclosing schema. */
+#define POP_OVER SIZE_MAX /* the mark of a segment that did not fit */
+
+/* Appends "/<name>" to the current pointer; returns the mark to restore. A segment that does
+ * not fit is left out, and so are all below it: messages then show the enclosing pointer
+ * followed by "/...". */
 static size_t path_push(struct cctx *c, const char *name, size_t len)
 {
     size_t mark = c->path_len;
 
-    js__ptr_push(c->path, sizeof(c->path), &c->path_len, name, len);
+    if (c->over || !js__ptr_push(c->path, sizeof(c->path), &c->path_len, name, len)) {
+        c->over++;
+        return POP_OVER;
+    }
     return mark;
 }
 
@@ -93,6 +112,10 @@ static size_t path_push_idx(struct cctx *c, size_t i)
 
 static void path_pop(struct cctx *c, size_t mark)
 {
+    if (mark == POP_OVER) {
+        c->over--;
+        return;
+    }
     c->path_len = mark;
     c->path[mark] = '\0';
 }
@@ -102,13 +125,17 @@ static void path_set(struct cctx *c, const char *ptr)
 {
     size_t len = strlen(ptr);
 
-    if (len >= sizeof(c->path))
+    c->over = 0;
+    if (len >= sizeof(c->path)) {
         len = 0;
+        c->over = 1;
+    }
     memcpy(c->path, ptr, len);
-    path_pop(c, len);
+    c->path_len = len;
+    c->path[len] = '\0';
 }
 
-/* ---- the memo: document object -> compiled node ----------------------------------------------- */
+/* ---- the memo: document object -> compiled node ---------------------------------------------- */
 
 static size_t memo_hash(const struct json_object *o, size_t cap)
 {
@@ -163,7 +190,7 @@ static bool memo_put(struct cctx *c, struct json_object *o, struct js__node *n)
     return true;
 }
 
-/* ---- nodes ------------------------------------------------------------------------------------ */
+/* ---- nodes ----------------------------------------------------------------------------------- */
 
 void js__node_free(struct js__node *n)
 {
@@ -227,7 +254,11 @@ static struct js__node *new_node(struct cctx *c, struct json_object *o)
         s->cap_nodes = cap;
     }
     n = calloc(1, sizeof(*n));
-    if (!n || !(n->path = bsc_str_dup(bsc_str_make(c->path, c->path_len)))) {
+    if (n && (n->path = malloc(c->path_len + 5)) != NULL) {
+        memcpy(n->path, c->path, c->path_len);
+        memcpy(n->path + c->path_len, c->over ? "/..." : "", c->over ? 5 : 1);
+    }
+    if (!n || !n->path) {
         free(n);
         oom(c);
         return NULL;
@@ -238,7 +269,7 @@ static struct js__node *new_node(struct cctx *c, struct json_object *o)
     return n;
 }
 
-/* ---- reading keyword values -------------------------------------------------------------------- */
+/* ---- reading keyword values ------------------------------------------------------------------ */
 
 static bool get_count(struct cctx *c, struct json_object *v, uint64_t *out)
 {
@@ -263,6 +294,17 @@ static bool get_number(struct cctx *c, struct json_object *v, struct js__num *ou
     return true;
 }
 
+/* A string keyword value used as a C string (a name, a URI): U+0000 would cut it short. */
+static bool get_cstr(struct cctx *c, struct json_object *v, const char **out)
+{
+    if (!json_object_is_type(v, json_type_string))
+        return cfail(c, BSC_EINVAL, "must be a string");
+    *out = json_object_get_string(v);
+    if (strlen(*out) != (size_t)json_object_get_string_len(v))
+        return cfail(c, BSC_EINVAL, "must not contain U+0000");
+    return true;
+}
+
 /* A value kept for enum/const: it must be JSON an instance could equal. */
 static bool get_value(struct cctx *c, struct json_object *v, struct json_object **out)
 {
@@ -274,7 +316,7 @@ static bool get_value(struct cctx *c, struct json_object *v, struct json_object 
     return true;
 }
 
-/* ---- subschemas --------------------------------------------------------------------------------- */
+/* ---- subschemas ------------------------------------------------------------------------------ */
 
 static struct js__node *compile_schema(struct cctx *c, struct json_object *o);
 
@@ -343,7 +385,7 @@ static bool schema_map(struct cctx *c, struct json_object *v,
     return true;
 }
 
-/* ---- $ref ---------------------------------------------------------------------------------------- */
+/* ---- $ref ------------------------------------------------------------------------------------ */
 
 static int hexval(char ch)
 {
@@ -457,11 +499,10 @@ static bool kw_ref(struct cctx *c, struct js__node *n, struct json_object *v)
 {
     struct json_object *target;
     struct pending *p;
+    const char *ref;
     char *ptr;
 
-    if (!json_object_is_type(v, json_type_string))
-        return cfail(c, BSC_EINVAL, "must be a string");
-    if (!resolve(c, json_object_get_string(v), &target, &ptr))
+    if (!get_cstr(c, v, &ref) || !resolve(c, ref, &target, &ptr))
         return false;
     n->ref = memo_get(c, target);
     if (n->ref) {
@@ -487,7 +528,7 @@ static bool kw_ref(struct cctx *c, struct js__node *n, struct json_object *v)
     return true;
 }
 
-/* ---- keywords ------------------------------------------------------------------------------------- */
+/* ---- keywords -------------------------------------------------------------------------------- */
 
 static bool kw_type_name(struct cctx *c, struct js__node *n, const char *name)
 {
@@ -504,11 +545,12 @@ static bool kw_type_name(struct cctx *c, struct js__node *n, const char *name)
 
 static bool kw_type(struct cctx *c, struct js__node *n, struct json_object *v)
 {
+    const char *name;
     size_t len;
 
     n->has |= JS__HAS_TYPE;
     if (json_object_is_type(v, json_type_string))
-        return kw_type_name(c, n, json_object_get_string(v));
+        return get_cstr(c, v, &name) && kw_type_name(c, n, name);
     if (!json_object_is_type(v, json_type_array) || json_object_array_length(v) == 0)
         return cfail(c, BSC_EINVAL, "must be a type name or a non-empty array of them");
     len = json_object_array_length(v);
@@ -517,7 +559,7 @@ static bool kw_type(struct cctx *c, struct js__node *n, struct json_object *v)
 
         if (!json_object_is_type(t, json_type_string))
             return cfail(c, BSC_EINVAL, "must be a type name or a non-empty array of them");
-        if (!kw_type_name(c, n, json_object_get_string(t)))
+        if (!get_cstr(c, t, &name) || !kw_type_name(c, n, name))
             return false;
     }
     return true;
@@ -575,6 +617,10 @@ static bool kw_required(struct cctx *c, struct js__node *n, struct json_object *
         if (!json_object_is_type(s, json_type_string))
             return cfail(c, BSC_EINVAL, "must be an array of strings");
         r->len = (size_t)json_object_get_string_len(s);
+        /* Member names cannot hold U+0000 (json-c keeps them as C strings, and the strict
+         * parser refuses them), so such a requirement could never be met. */
+        if (memchr(json_object_get_string(s), '\0', r->len))
+            return cfail(c, BSC_EINVAL, "a required name contains U+0000");
         r->name = bsc_str_dup(bsc_str_make(json_object_get_string(s), r->len));
         if (!r->name)
             return oom(c);
@@ -595,6 +641,10 @@ static bool compile_pattern(struct cctx *c, const char *src, size_t len, struct 
 
     if (err)
         return cfail(c, err, "pattern \"%.64s\": %s", src, why);
+    c->re_states += js__re_states(*re);
+    if (c->re_states > JS_MAX_PATTERN_TOTAL)
+        return cfail(c, BSC_ELIMIT, "patterns need more than %d automaton states in total",
+                     JS_MAX_PATTERN_TOTAL);
     return true;
 }
 
@@ -753,9 +803,11 @@ static bool kw_pattern(struct cctx *c, struct js__node *n, struct json_object *v
 
 static bool kw_format(struct cctx *c, struct js__node *n, struct json_object *v)
 {
-    if (!json_object_is_type(v, json_type_string))
-        return cfail(c, BSC_EINVAL, "must be a string");
-    n->format = js__format_lookup(json_object_get_string(v));
+    const char *name;
+
+    if (!get_cstr(c, v, &name))
+        return false;
+    n->format = js__format_lookup(name);
     return true;
 }
 
@@ -888,7 +940,7 @@ static struct js__node *compile_schema(struct cctx *c, struct json_object *o)
     return n;
 }
 
-/* ---- after the tree: pending $refs, then the chain check ----------------------------------------- */
+/* ---- after the tree: pending $refs, then the chain check ------------------------------------- */
 
 static bool resolve_pending(struct cctx *c)
 {

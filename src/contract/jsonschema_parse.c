@@ -70,7 +70,7 @@ static bool literal(struct parser *ps, const char *word)
     return true;
 }
 
-/* ---- strings ------------------------------------------------------------------------------ */
+/* ---- strings --------------------------------------------------------------------------------- */
 
 static int hexval(unsigned char c)
 {
@@ -207,7 +207,7 @@ static bool string_body(struct parser *ps)
     }
 }
 
-/* ---- numbers ------------------------------------------------------------------------------ */
+/* ---- numbers --------------------------------------------------------------------------------- */
 
 static void digits(struct parser *ps)
 {
@@ -310,7 +310,7 @@ static bool number(struct parser *ps, struct json_object **out)
     return *out || oom(ps);
 }
 
-/* ---- containers --------------------------------------------------------------------------- */
+/* ---- containers ------------------------------------------------------------------------------ */
 
 static bool value(struct parser *ps, struct json_object **out);
 
@@ -361,12 +361,14 @@ static bool array(struct parser *ps, struct json_object **out)
     }
 }
 
-/* One "name": value member into <obj>. */
+/* One "name": value member into <obj>. Parsing the value reuses the scratch buffer, so the name
+ * is copied first: to the stack when short, the common case. */
 static bool member(struct parser *ps, struct json_object *obj)
 {
     const unsigned char *at = ps->p;
     struct json_object *v = NULL;
-    char *name;
+    char local[64], *name = local;
+    bool ok = false;
 
     if (ps->p >= ps->end || *ps->p != '"')
         return fail(ps, "member name expected");
@@ -380,27 +382,31 @@ static bool member(struct parser *ps, struct json_object *obj)
         ps->p = at;
         return fail(ps, "duplicate member name");
     }
-    if (!(name = bsc_str_dup(bsc_buf_str(&ps->scratch))))
+    if (ps->scratch.len >= sizeof(local) && !(name = bsc_str_dup(bsc_buf_str(&ps->scratch))))
         return oom(ps);
+    if (name == local)
+        memcpy(local, ps->scratch.p, ps->scratch.len + 1);
     skip_ws(ps);
     if (ps->p >= ps->end || *ps->p != ':') {
-        free(name);
-        return fail(ps, "':' expected");
+        fail(ps, "':' expected");
+        goto done;
     }
     ps->p++;
     skip_ws(ps);
-    if (!value(ps, &v)) {
-        json_object_put(v);
-        free(name);
-        return false;
+    if (!value(ps, &v))
+        goto done;
+    /* The name was checked absent above: json-c can skip its own lookup. */
+    if (json_object_object_add_ex(obj, name, v, JSON_C_OBJECT_ADD_KEY_IS_NEW) != 0) {
+        oom(ps);
+        goto done;
     }
-    if (json_object_object_add(obj, name, v) != 0) {
-        json_object_put(v);
+    v = NULL;
+    ok = true;
+done:
+    json_object_put(v);
+    if (name != local)
         free(name);
-        return oom(ps);
-    }
-    free(name);
-    return true;
+    return ok;
 }
 
 static bool object(struct parser *ps, struct json_object **out)

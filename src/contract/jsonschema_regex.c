@@ -40,7 +40,7 @@ struct js__re {
     bool bol_only; /* starts with ^: only a match starting at 0 is possible */
 };
 
-/* ---- the syntax tree ------------------------------------------------------------------------ */
+/* ---- the syntax tree ------------------------------------------------------------------------- */
 
 enum ast_kind { A_EMPTY = 0, A_CLASS, A_CAT, A_ALT, A_REPEAT, A_ASSERT };
 
@@ -118,7 +118,7 @@ static int32_t new_node(struct build *b, enum ast_kind kind)
     return (int32_t)b->n_nodes++;
 }
 
-/* ---- classes -------------------------------------------------------------------------------- */
+/* ---- classes --------------------------------------------------------------------------------- */
 
 static const struct range set_digit[] = {{'0', '9'}};
 static const struct range set_word[] = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
@@ -190,7 +190,8 @@ static int32_t finish_class(struct build *b, bool negate)
             fail(b, BSC_ENOMEM, "out of memory");
             return NO_NODE;
         }
-        memcpy(copy, b->tmp, n * sizeof(*copy));
+        if (n)
+            memcpy(copy, b->tmp, n * sizeof(*copy));
         if (!tmp_add_set(b, copy, n, true)) {
             free(copy);
             return NO_NODE;
@@ -201,7 +202,8 @@ static int32_t finish_class(struct build *b, bool negate)
     }
     if (!grow(b, (void **)&b->pool, &b->cap_pool, b->n_pool + n, sizeof(*b->pool)))
         return NO_NODE;
-    memcpy(b->pool + b->n_pool, b->tmp, n * sizeof(*b->tmp));
+    if (n)
+        memcpy(b->pool + b->n_pool, b->tmp, n * sizeof(*b->tmp));
     b->n_pool += n;
     node = new_node(b, A_CLASS);
     if (node != NO_NODE) {
@@ -218,7 +220,7 @@ static int32_t single(struct build *b, uint32_t cp)
     return finish_class(b, false);
 }
 
-/* ---- escapes -------------------------------------------------------------------------------- */
+/* ---- escapes --------------------------------------------------------------------------------- */
 
 static bool at_end(const struct build *b)
 {
@@ -436,7 +438,7 @@ static int32_t bracket_class(struct build *b)
     return finish_class(b, negate);
 }
 
-/* ---- the grammar ------------------------------------------------------------------------------ */
+/* ---- the grammar ----------------------------------------------------------------------------- */
 
 static int32_t parse_alt(struct build *b);
 
@@ -685,7 +687,7 @@ static int32_t parse_alt(struct build *b)
     return join(b, A_ALT, first, count);
 }
 
-/* ---- from the tree to the automaton ----------------------------------------------------------- */
+/* ---- from the tree to the automaton ---------------------------------------------------------- */
 
 /* The number of instructions emit() writes for <n>, saturated just past the limit. */
 static uint64_t states(const struct build *b, int32_t n)
@@ -802,7 +804,7 @@ enum bsc_err js__re_compile(const char *p, size_t len, struct js__re **out, char
     int32_t root;
 
     *out = NULL;
-    b.start = b.p = (const unsigned char *)p;
+    b.start = b.p = (const unsigned char *)(p ? p : "");
     b.end = b.start + len;
     b.why = why;
     b.whylen = whylen;
@@ -854,7 +856,12 @@ void js__re_free(struct js__re *re)
     free(re);
 }
 
-/* ---- searching ------------------------------------------------------------------------------ */
+size_t js__re_states(const struct js__re *re)
+{
+    return re->n_code;
+}
+
+/* ---- searching ------------------------------------------------------------------------------- */
 
 struct sim {
     const struct js__re *re;
@@ -908,9 +915,12 @@ static size_t decode(const unsigned char *s, size_t len, size_t pos, uint32_t *c
 
 static bool in_class(const struct js__re *re, const struct inst *in, uint32_t cp)
 {
-    const struct range *r = re->ranges + in->a;
+    const struct range *r;
     uint32_t lo = 0, hi = in->b;
 
+    if (hi == 0)
+        return false; /* [] matches nothing; a pattern of only such classes has no pool */
+    r = re->ranges + in->a;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
 

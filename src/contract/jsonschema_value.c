@@ -18,7 +18,7 @@
 #define TWO_63 9223372036854775808.0
 #define TWO_64 18446744073709551616.0
 
-/* ---- types ---------------------------------------------------------------------------------- */
+/* ---- types ----------------------------------------------------------------------------------- */
 
 static const char *const type_names[JS__T_COUNT] = {
     [JS__T_NULL] = "null",     [JS__T_BOOLEAN] = "boolean", [JS__T_OBJECT] = "object",
@@ -49,7 +49,7 @@ enum js__type js__type_of(struct json_object *o)
     return JS__T_NULL;
 }
 
-/* ---- numbers -------------------------------------------------------------------------------- */
+/* ---- numbers --------------------------------------------------------------------------------- */
 
 bool js__num_get(struct json_object *o, struct js__num *n)
 {
@@ -193,7 +193,7 @@ void js__num_fmt(const struct js__num *n, char *buf, size_t len)
     }
 }
 
-/* ---- equality and hashing ------------------------------------------------------------------ */
+/* ---- equality and hashing -------------------------------------------------------------------- */
 
 static bool is_number(json_type t)
 {
@@ -334,7 +334,7 @@ uint64_t js__json_hash(struct json_object *o, uint64_t *budget)
     return 0;
 }
 
-/* ---- UTF-8 ---------------------------------------------------------------------------------- */
+/* ---- UTF-8 ----------------------------------------------------------------------------------- */
 
 /* Length of the well-formed sequence at <p> (at most <len> bytes), 0 when ill-formed. */
 static size_t utf8_seq(const unsigned char *p, size_t len)
@@ -417,6 +417,7 @@ bool js__ptr_push(char *buf, size_t cap, size_t *len, const char *name, size_t n
 struct check {
     char *ptr;
     size_t cap, len;
+    unsigned over; /* segments that did not fit: the pointer stays a true prefix */
     char *why;
     size_t whylen;
     unsigned max_depth;
@@ -434,11 +435,14 @@ static bool check_child(struct check *c, const char *name, size_t len, struct js
                         unsigned depth)
 {
     size_t mark = c->len;
+    bool pushed;
 
-    /* A pointer too long for the caller's buffer stays at the parent: still a true prefix. */
-    js__ptr_push(c->ptr, c->cap, &c->len, name, len);
+    /* A pointer too long for the caller's buffer stops growing: it stays a true prefix. */
+    pushed = !c->over && js__ptr_push(c->ptr, c->cap, &c->len, name, len);
+    c->over += !pushed;
     if (!check_value(c, v, depth))
         return false;
+    c->over -= !pushed;
     c->len = mark;
     c->ptr[mark] = '\0';
     return true;
@@ -489,7 +493,7 @@ static bool check_value(struct check *c, struct json_object *o, unsigned depth)
 bool js__json_check(struct json_object *o, unsigned max_depth, char *ptr, size_t ptrlen,
                     char *why, size_t whylen)
 {
-    struct check c = {ptr, ptrlen, 0, why, whylen, max_depth};
+    struct check c = {ptr, ptrlen, 0, 0, why, whylen, max_depth};
 
     ptr[0] = '\0';
     why[0] = '\0';

@@ -142,6 +142,37 @@ enum bsc_err bsc_buf_append_json_str(struct bsc_buf *b, struct bsc_str s)
     return err;
 }
 
+enum bsc_err bsc_buf_append_u64(struct bsc_buf *b, unsigned long long v)
+{
+    char tmp[24];
+    size_t i = sizeof(tmp);
+
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return bsc_buf_append(b, tmp + i, sizeof(tmp) - i);
+}
+
+enum bsc_err bsc_buf_append_i64(struct bsc_buf *b, long long v)
+{
+    enum bsc_err err;
+
+    if (v >= 0)
+        return bsc_buf_append_u64(b, (unsigned long long)v);
+    err = bsc_buf_append_char(b, '-');
+    return err ? err : bsc_buf_append_u64(b, 0ull - (unsigned long long)v);
+}
+
+enum bsc_err bsc_buf_append_milli(struct bsc_buf *b, unsigned long long thousandths)
+{
+    char frac[4] = {'.', (char)('0' + thousandths / 100 % 10), (char)('0' + thousandths / 10 % 10),
+                    (char)('0' + thousandths % 10)};
+    enum bsc_err err = bsc_buf_append_u64(b, thousandths / 1000);
+
+    return err ? err : bsc_buf_append(b, frac, sizeof(frac));
+}
+
 void bsc_buf_consume(struct bsc_buf *b, size_t n)
 {
     if (n >= b->len) {

@@ -39,6 +39,12 @@ enum bsc_err bsc_buf_appendf(struct bsc_buf *b, const char *fmt, ...) BSC_PRINTF
 /* Appends <s> as a JSON string literal, quotes included, escaping as RFC 8259 asks. */
 enum bsc_err bsc_buf_append_json_str(struct bsc_buf *b, struct bsc_str s);
 
+/* Decimal integers without printf (hot-path log lines). */
+enum bsc_err bsc_buf_append_u64(struct bsc_buf *b, unsigned long long v);
+enum bsc_err bsc_buf_append_i64(struct bsc_buf *b, long long v);
+/* <thousandths> / 1000 with exactly three decimals: 1234 -> "1.234". */
+enum bsc_err bsc_buf_append_milli(struct bsc_buf *b, unsigned long long thousandths);
+
 /* Removes the first <n> bytes (n <= len). */
 void bsc_buf_consume(struct bsc_buf *b, size_t n);
 

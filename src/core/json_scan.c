@@ -11,14 +11,23 @@ static size_t skip_ws(const char *p, size_t i, size_t n)
     return i;
 }
 
-/* Returns the index just past the string starting at p[i] == '"', or n when unterminated. */
+/* Returns the index just past the string starting at p[i] == '"', or n when unterminated.
+ * memchr finds each candidate quote; a quote preceded by an odd run of backslashes is
+ * escaped. */
 static size_t skip_string(const char *p, size_t i, size_t n)
 {
-    for (i++; i < n; i++) {
-        if (p[i] == '\\')
-            i++;
-        else if (p[i] == '"')
-            return i + 1;
+    for (i++; i < n;) {
+        const char *q = memchr(p + i, '"', n - i);
+        size_t j, bs = 0;
+
+        if (!q)
+            return n;
+        j = (size_t)(q - p);
+        while (j - bs > i && p[j - bs - 1] == '\\')
+            bs++;
+        if (bs % 2 == 0)
+            return j + 1;
+        i = j + 1;
     }
     return n;
 }
@@ -55,45 +64,154 @@ static size_t skip_value(const char *p, size_t i, size_t n)
     return n;
 }
 
-bool bsc_json_member_span(struct bsc_str doc, struct bsc_str key, struct bsc_str *value)
+int bsc_json_member(struct bsc_str doc, struct bsc_str key, struct bsc_str *value)
 {
     const char *p = doc.p;
     size_t n = doc.len, i = skip_ws(p, 0, n);
     bool found = false;
 
     if (i >= n || p[i] != '{')
-        return false;
+        return -1;
     i++;
     if (skip_ws(p, i, n) < n && p[skip_ws(p, i, n)] == '}')
-        return false;
+        return 0;
     for (;;) {
         size_t kstart, kend, vstart, vend;
 
         i = skip_ws(p, i, n);
         if (i >= n || p[i] != '"')
-            return false;
+            return -1;
         kstart = i + 1;
         kend = skip_string(p, i, n);
         if (kend >= n)
-            return false;
+            return -1;
         i = skip_ws(p, kend, n);
         if (i >= n || p[i] != ':')
-            return false;
+            return -1;
         vstart = skip_ws(p, i + 1, n);
         vend = skip_value(p, vstart, n);
         if (vend > n || vend == vstart)
-            return false;
+            return -1;
         if (kend - 1 - kstart == key.len && memcmp(p + kstart, key.p, key.len) == 0) {
             if (found)
-                return false; /* repeated: parsers disagree on which one wins */
+                return -1; /* repeated: parsers disagree on which one wins */
             *value = bsc_str_make(p + vstart, vend - vstart);
             found = true;
         }
         i = skip_ws(p, vend, n);
         if (i < n && p[i] == '}')
-            return found;
+            return found ? 1 : 0;
         if (i >= n || p[i] != ',')
+            return -1;
+        i++;
+    }
+}
+
+bool bsc_json_member_span(struct bsc_str doc, struct bsc_str key, struct bsc_str *value)
+{
+    return bsc_json_member(doc, key, value) == 1;
+}
+
+bool bsc_json_array_next(struct bsc_str arr, size_t *pos, struct bsc_str *elem)
+{
+    const char *p = arr.p;
+    size_t n = arr.len, i = *pos, end;
+
+    if (i == 0) {
+        i = skip_ws(p, 0, n);
+        if (i >= n || p[i] != '[')
             return false;
         i++;
+    }
+    i = skip_ws(p, i, n);
+    if (i >= n || p[i] == ']')
+        return false;
+    end = skip_value(p, i, n);
+    if (end > n || end == i)
+        return false;
+    *elem = bsc_str_make(p + i, end - i);
+    i = skip_ws(p, end, n);
+    if (i < n && p[i] == ',')
+        i++;
+    *pos = i;
+    return true;
+}
+
+enum bsc_json_kind bsc_json_kind_of(struct bsc_str v)
+{
+    if (!v.len)
+        return BSC_JSON_INVALID;
+    switch (v.p[0]) {
+    case 'n': return BSC_JSON_NULL;
+    case 't':
+    case 'f': return BSC_JSON_BOOL;
+    case '"': return BSC_JSON_STRING;
+    case '[': return BSC_JSON_ARRAY;
+    case '{': return BSC_JSON_OBJECT;
+    default:
+        return v.p[0] == '-' || (v.p[0] >= '0' && v.p[0] <= '9') ? BSC_JSON_NUMBER
+                                                                 : BSC_JSON_INVALID;
+    }
+}
+
+bool bsc_json_is_true(struct bsc_str v)
+{
+    return bsc_str_eq(v, BSC_STR("true"));
+}
+
+struct bsc_str bsc_json_string_raw(struct bsc_str v)
+{
+    if (v.len < 2 || v.p[0] != '"')
+        return BSC_STR_NULL;
+    return bsc_str_make(v.p + 1, v.len - 2);
+}
+
+bool bsc_json_u64(struct bsc_str v, unsigned long long *out)
+{
+    return bsc_str_to_u64(v, out);
+}
+
+int bsc_json_members(struct bsc_str doc, const struct bsc_str *keys, size_t n_keys,
+                     struct bsc_str *vals)
+{
+    const char *p = doc.p;
+    size_t n = doc.len, i = skip_ws(p, 0, n);
+
+    for (size_t k = 0; k < n_keys; k++)
+        vals[k] = BSC_STR_NULL;
+    if (i >= n || p[i] != '{')
+        return -1;
+    i = skip_ws(p, i + 1, n);
+    if (i < n && p[i] == '}')
+        return 1;
+    for (;;) {
+        size_t kstart, kend, vstart, vend;
+
+        if (i >= n || p[i] != '"')
+            return -1;
+        kstart = i + 1;
+        kend = skip_string(p, i, n);
+        if (kend >= n)
+            return -1;
+        i = skip_ws(p, kend, n);
+        if (i >= n || p[i] != ':')
+            return -1;
+        vstart = skip_ws(p, i + 1, n);
+        vend = skip_value(p, vstart, n);
+        if (vend > n || vend == vstart)
+            return -1;
+        for (size_t k = 0; k < n_keys; k++) {
+            if (kend - 1 - kstart != keys[k].len || memcmp(p + kstart, keys[k].p, keys[k].len))
+                continue;
+            if (vals[k].p)
+                return -1; /* repeated */
+            vals[k] = bsc_str_make(p + vstart, vend - vstart);
+        }
+        i = skip_ws(p, vend, n);
+        if (i < n && p[i] == '}')
+            return 1;
+        if (i >= n || p[i] != ',')
+            return -1;
+        i = skip_ws(p, i + 1, n);
     }
 }

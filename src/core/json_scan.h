@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* json_scan.h -- byte-level helpers for JSON that was already validated: find the raw
- * span of a top-level member's value so the fast path can rewrite "model" by splicing
- * bytes instead of re-serializing the document. */
+ * span of a member's value, iterate an array, read scalars -- so the fast path can read
+ * the few fields it needs and rewrite "model" by splicing bytes, without a parse tree.
+ * Run them only on documents bsc_json_check (or a parser) accepted. */
 #ifndef BSC_CORE_JSON_SCAN_H
 #define BSC_CORE_JSON_SCAN_H
 
@@ -9,10 +10,44 @@
 
 #include "core/str.h"
 
-/* Finds the value of member <key> of the top-level object in <doc> and sets *<value> to its raw bytes (quotes included for strings). Returns
- * false when <doc> is not an object, has no such member, or has it more than once
- * (parsers disagree on which duplicate wins, so the gateway refuses to guess). Keys with escapes are
- * compared in their raw form. Bounded by <doc>; never reads past it. */
+/* Finds the value of member <key> of the top-level object in <doc> and sets *<value> to
+ * its raw bytes (quotes included for strings). Returns false when <doc> is not an
+ * object, has no such member, or has it more than once (parsers disagree on which
+ * duplicate wins, so the gateway refuses to guess). Keys with escapes are compared in
+ * their raw form. Bounded by <doc>; never reads past it. */
 bool bsc_json_member_span(struct bsc_str doc, struct bsc_str key, struct bsc_str *value);
+
+/* Like bsc_json_member_span, telling the cases apart: 1 found once, 0 absent, -1 repeated
+ * or <doc> not an object. */
+int bsc_json_member(struct bsc_str doc, struct bsc_str key, struct bsc_str *value);
+
+/* One pass over the top-level members of <doc>: vals[k] is the value span of keys[k], or
+ * {NULL, 0} when absent. Returns 1, or -1 when a wanted key is repeated or <doc> is not
+ * an object. */
+int bsc_json_members(struct bsc_str doc, const struct bsc_str *keys, size_t n_keys,
+                     struct bsc_str *vals);
+
+/* Iterates the elements of the array span <arr>: start with *<pos> = 0; each call sets
+ * *<elem> and returns true, false after the last. <arr> must be valid JSON. */
+bool bsc_json_array_next(struct bsc_str arr, size_t *pos, struct bsc_str *elem);
+
+/* The JSON type of a value span, by its first byte. */
+enum bsc_json_kind {
+    BSC_JSON_INVALID = 0,
+    BSC_JSON_NULL,
+    BSC_JSON_BOOL,
+    BSC_JSON_NUMBER,
+    BSC_JSON_STRING,
+    BSC_JSON_ARRAY,
+    BSC_JSON_OBJECT
+};
+enum bsc_json_kind bsc_json_kind_of(struct bsc_str v);
+
+/* True when the span is the literal true. */
+bool bsc_json_is_true(struct bsc_str v);
+/* The raw contents of a string span without its quotes (escapes not decoded). */
+struct bsc_str bsc_json_string_raw(struct bsc_str v);
+/* A non-negative integer span; false for anything else (fractions, exponents, signs). */
+bool bsc_json_u64(struct bsc_str v, unsigned long long *out);
 
 #endif

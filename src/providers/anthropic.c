@@ -123,11 +123,10 @@ static void flush_turn(struct xl *x)
 
     if (x->role && nr + nb > 0) {
         content = json_object_new_array_ext((int)(nr + nb));
-        for (size_t i = 0; i < nr + nb; i++) {
-            struct json_object *b = i < nr ? json_object_array_get_idx(x->results, i)
-                                           : json_object_array_get_idx(x->blocks, i - nr);
-            json_object_array_add(content, json_object_get(b));
-        }
+        for (size_t i = 0; i < nr; i++)
+            json_object_array_add(content, json_object_get(json_object_array_get_idx(x->results, i)));
+        for (size_t i = 0; i < nb; i++)
+            json_object_array_add(content, json_object_get(json_object_array_get_idx(x->blocks, i)));
         msg = json_object_new_object();
         json_object_object_add(msg, "role", json_object_new_string(x->role));
         json_object_object_add(msg, "content", content);
@@ -1087,7 +1086,7 @@ static enum bsc_err anth_map_response(const struct prov_call *c, struct bsc_str 
     res = json_object_new_object();
     json_object_object_add(res, "id", json_object_new_string(id ? id : "chatcmpl-bascule"));
     json_object_object_add(res, "object", json_object_new_string("chat.completion"));
-    json_object_object_add(res, "created", json_object_new_int64((int64_t)(bsc_wall_ms() / 1000)));
+    json_object_object_add(res, "created", json_object_new_int64(c->created));
     json_object_object_add(res, "model", json_object_new_string(model ? model : c->target->model));
     json_object_object_add(res, "choices", choices);
     json_object_object_add(res, "usage", prov_usage_json(usage));

@@ -61,7 +61,7 @@ void prov__anth_stream_init(void *st, const struct prov_call *call)
     memset(s, 0, sizeof(*s));
     s->include_usage = call->include_usage;
     s->json_mode = prov__anth_json_mode(call);
-    s->created = (int64_t)(bsc_wall_ms() / 1000);
+    s->created = call->created;
     s->in_tokens = s->cache_read = s->cache_create = s->out_tokens = -1;
     utf8_carry_init(&s->carry);
     copy_cstr(s->model, sizeof(s->model), call->target ? call->target->model : "");

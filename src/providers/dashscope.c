@@ -379,12 +379,23 @@ static enum bsc_err build_renamed(const struct prov_call *c, struct json_object 
 static enum bsc_err ds_build(const struct prov_call *c, struct prov_http *out, char *why,
                              size_t why_len)
 {
-    struct json_object *mct = NULL;
+    struct json_object *mct = NULL, *own = NULL;
+    struct prov_call c2 = *c;
+    struct bsc_str span;
+    enum bsc_err err;
 
-    if (c->op == PROV_OP_CHAT && c->req &&
-        json_object_object_get_ex(c->req, "max_completion_tokens", &mct) && mct)
-        return build_renamed(c, mct, out, why, why_len);
-    return prov_openai.build(c, out, why, why_len);
+    if (c->op != PROV_OP_CHAT)
+        return prov_openai.build(c, out, why, why_len);
+    /* Only the client's bytes: parse them when they need the rename. */
+    if (!c->req && c->raw.p &&
+        bsc_json_member_span(c->raw, BSC_STR("max_completion_tokens"), &span))
+        c2.req = own = prov_parse_json(c->raw);
+    if (c2.req && json_object_object_get_ex(c2.req, "max_completion_tokens", &mct) && mct)
+        err = build_renamed(&c2, mct, out, why, why_len);
+    else
+        err = prov_openai.build(c, out, why, why_len);
+    json_object_put(own);
+    return err;
 }
 
 /* ---- responses and streams ------------------------------------------------------------------ */

@@ -448,6 +448,8 @@ static enum bsc_err tool_turn(struct bctx *b, struct json_object *msgs, size_t i
     if (!name.len)
         return refuse(b, "messages[%zu]: tool_call_id \"%.*s\" matches no earlier assistant "
                          "tool call", i, (int)(id.len > 64 ? 64 : id.len), id.p);
+    /* No bound of its own: the text is a copy of part of the request body, which the
+     * server already bounded (limits.max_body_bytes). */
     bsc_buf_init(&text, SIZE_MAX / 2);
     if (json_object_is_type(content, json_type_string)) {
         err = bsc_buf_append(&text, json_object_get_string(content),
@@ -1240,6 +1242,7 @@ void prov__gem_resp_ctx_init(struct gem_resp_ctx *ctx, const struct prov_call *c
     struct json_object *ptc = gem_get(call->req, "parallel_tool_calls");
 
     memset(ctx, 0, sizeof(*ctx));
+    ctx->created = call->created;
     snprintf(ctx->id, sizeof(ctx->id), "chatcmpl-%s", rid ? rid : "gemini");
     if (strncmp(model, "models/", 7) == 0)
         model += 7;

@@ -36,6 +36,7 @@ struct gem_resp_ctx {
     char prefix[GEM_PREFIX_MAX];  /* synthetic tool-call ids: <prefix><n> */
     bool single_tool;             /* parallel_tool_calls: false -> keep the first call */
     bool include_usage;           /* the client asked for the usage chunk */
+    int64_t created;              /* the request's wall-clock seconds (prov_call) */
 };
 
 /* One candidate (choice) of a stream. */

@@ -5,7 +5,7 @@
  * embedContent / batchEmbedContents answers into the embeddings list, the model list into
  * OpenAI's, and a bare JSON error object among or after the events into a stream error.
  * Streamed text is re-framed so that no delta ends inside a UTF-8 character. Pure: no I/O,
- * no clock ("created" is 0: Gemini sends no timestamp and adapters read no clock).
+ * no clock ("created" is the request's time from prov_call: Gemini sends none).
  * Design: docs/internals/provider-gemini.md. */
 #include <string.h>
 
@@ -178,6 +178,8 @@ static struct json_object *choice(struct unary *u, struct json_object *cand, siz
     const char *finish;
     bool unusable;
 
+    /* Bounded by the answer body it is copied from (the upstream body bound); <out> bounds
+     * the result again. */
     bsc_buf_init(&text, SIZE_MAX / 4);
     for (size_t i = 0; parts && i < json_object_array_length(parts); i++) {
         struct json_object *p = json_object_array_get_idx(parts, i);
@@ -244,7 +246,7 @@ static enum bsc_err map_chat(const struct prov_call *call, struct json_object *r
     res = json_object_new_object();
     add(res, "id", json_object_new_string(ctx.id), &u.oom);
     add(res, "object", json_object_new_string("chat.completion"), &u.oom);
-    add(res, "created", json_object_new_int64(0), &u.oom);
+    add(res, "created", json_object_new_int64(ctx.created), &u.oom);
     add(res, "model", json_object_new_string(ctx.model), &u.oom);
     add(res, "choices", choices, &u.oom);
     add(res, "usage", usage_json(usage, reasoning, &u.oom), &u.oom);
@@ -299,7 +301,7 @@ static struct json_object *embedding(struct json_object *values, size_t i, bool 
         add(o, "embedding", json_object_get(values), oom); /* the numbers as Gemini wrote them */
         return o;
     }
-    bsc_buf_init(&enc, SIZE_MAX / 4);
+    bsc_buf_init(&enc, SIZE_MAX / 4); /* 4/3 of 4 bytes per value of a bounded body */
     if (base64_floats(values, &enc))
         *oom = true;
     add(o, "embedding", jstr(bsc_buf_str(&enc)), oom);
@@ -445,7 +447,7 @@ static struct json_object *delta_new(struct gem_cand *c, bool *first)
 static enum bsc_err emit(struct gem_stream *s, uint32_t idx, struct json_object *delta,
                          const char *finish, struct bsc_buf *out)
 {
-    struct json_object *chunk = prov_chunk_new(s->ctx.id, 0, s->ctx.model);
+    struct json_object *chunk = prov_chunk_new(s->ctx.id, s->ctx.created, s->ctx.model);
     struct json_object *ch = json_object_new_object();
     bool oom = false;
     enum bsc_err err;
@@ -671,7 +673,7 @@ enum prov_stream_status prov__gem_stream_end(void *st, struct bsc_buf *out, stru
         return PROV_STREAM_ERROR;
     }
     if (s->ctx.include_usage) {
-        chunk = prov_chunk_new(s->ctx.id, 0, s->ctx.model);
+        chunk = prov_chunk_new(s->ctx.id, s->ctx.created, s->ctx.model);
         add(chunk, "usage", usage_json(&s->usage, s->reasoning, &oom), &oom);
         err = oom ? BSC_ENOMEM : prov_emit_chunk(out, chunk);
         json_object_put(chunk);

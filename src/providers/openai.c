@@ -7,6 +7,7 @@
  * tokens and cost, and the usage chunk is dropped again when the client did not ask. */
 #include <string.h>
 
+#include "core/json_check.h"
 #include "core/json_scan.h"
 #include "providers/provider.h"
 #include "stream/sse_parse.h"
@@ -30,9 +31,13 @@ static const char *endpoint(enum prov_op op)
  * stream_options.include_usage forced on). The request is restored afterwards. */
 static enum bsc_err serialize(const struct prov_call *c, struct bsc_buf *body)
 {
-    struct json_object *req = c->req, *old_model = NULL, *old_opts = NULL, *opts;
+    struct json_object *req = c->req, *old_model = NULL, *old_opts = NULL, *opts, *own = NULL;
     enum bsc_err err;
 
+    if (!req) /* the fast path handed only bytes: parse them for this rewrite */
+        req = own = prov_parse_json(c->raw);
+    if (!req)
+        return BSC_EINVAL;
     if (json_object_object_get_ex(req, "model", &old_model))
         json_object_get(old_model);
     json_object_object_add(req, "model", json_object_new_string(c->target->model));
@@ -60,6 +65,7 @@ static enum bsc_err serialize(const struct prov_call *c, struct bsc_buf *body)
         else
             json_object_object_del(req, "stream_options");
     }
+    json_object_put(own);
     return err;
 }
 
@@ -133,14 +139,20 @@ static enum bsc_err oa_build(const struct prov_call *c, struct prov_http *out, c
     err = splice(c, &out->body);
     if (err == BSC_EINVAL) {
         bsc_buf_reset(&out->body);
-        err = c->req ? serialize(c, &out->body) : BSC_EINVAL;
+        err = serialize(c, &out->body);
     }
     return err;
 }
 
 static void oa_classify(const struct prov_err_input *in, struct fail_info *out)
 {
-    prov_openai_classify(in, out);
+    /* The common case, a 2xx answer with no "error" member anywhere, needs no parse. */
+    if (in->status >= 200 && in->status < 300 && !memmem(in->body.p, in->body.len, "\"error\"", 7)) {
+        fail_info_init(out);
+        out->status = in->status;
+        return;
+    }
+    prov_openai_classify_profile(in, prov_openai_profile_for_url(in->base_url), out);
 }
 
 static int64_t get_i64(struct json_object *o, const char *k)
@@ -164,14 +176,35 @@ static void read_usage(struct json_object *root, struct prov_usage *u)
         u->cached_tokens = get_i64(details, "cached_tokens");
 }
 
+/* Reads usage from the span of a "usage" object: no parse tree on the fast path. */
+static void usage_from_span(struct bsc_str usage, struct prov_usage *u)
+{
+    static const struct bsc_str keys[] = {BSC_STR("prompt_tokens"), BSC_STR("completion_tokens"),
+                                          BSC_STR("prompt_tokens_details")};
+    struct bsc_str v[3], cached;
+    unsigned long long n;
+
+    *u = (struct prov_usage){-1, -1, -1};
+    if (bsc_json_kind_of(usage) != BSC_JSON_OBJECT || bsc_json_members(usage, keys, 3, v) < 0)
+        return;
+    if (bsc_json_u64(v[0], &n))
+        u->input_tokens = (int64_t)n;
+    if (bsc_json_u64(v[1], &n))
+        u->output_tokens = (int64_t)n;
+    if (v[2].p && bsc_json_member(v[2], BSC_STR("cached_tokens"), &cached) == 1 &&
+        bsc_json_u64(cached, &n))
+        u->cached_tokens = (int64_t)n;
+}
+
 static enum bsc_err oa_map_response(const struct prov_call *c, struct bsc_str body,
                                     struct bsc_buf *out, struct prov_usage *usage,
                                     struct fail_info *fail)
 {
-    struct json_object *root = prov_parse_json(body);
+    struct bsc_str u = BSC_STR_NULL;
+
     (void)c;
-    if (!root || !json_object_is_type(root, json_type_object)) {
-        json_object_put(root);
+    (void)out; /* unchanged: the fast path uses the body as it is */
+    if (!bsc_json_check(body, 128, NULL) || bsc_json_kind_of(bsc_str_trim(body)) != BSC_JSON_OBJECT) {
         fail_info_init(fail);
         fail->kind = FAIL_SERVER_ERROR;
         fail->status = 200;
@@ -179,9 +212,9 @@ static enum bsc_err oa_map_response(const struct prov_call *c, struct bsc_str bo
                        BSC_STR("the upstream answer is not a JSON object"));
         return BSC_EPARSE;
     }
-    read_usage(root, usage);
-    json_object_put(root);
-    (void)out; /* unchanged: the fast path uses the body as it is */
+    if (bsc_json_member(body, BSC_STR("usage"), &u) != 1)
+        u = BSC_STR_NULL;
+    usage_from_span(u, usage);
     return BSC_OK;
 }
 

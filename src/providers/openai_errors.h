@@ -25,6 +25,7 @@ struct prov_err_input {
     struct bsc_str retry_after;    /* the Retry-After header value */
     struct bsc_str retry_after_ms; /* retry-after-ms (or Azure x-ms-retry-after-ms) */
     uint64_t now_wall_ms;          /* wall clock, for an HTTP-date Retry-After */
+    struct bsc_str base_url;       /* the provider's base_url: picks the dialect profile */
 };
 
 /* One override rule: when every set field matches, the failure is <kind>. */

@@ -46,6 +46,8 @@ struct prov_call {
     bool stream;               /* the client wants a stream */
     bool include_usage;        /* the client asked for the usage chunk */
     const char *request_id;
+    int64_t created;           /* wall-clock seconds of the request, for "created" fields
+                                  (adapters read no clock) */
 };
 
 /* What to send. The caller initialises the buffers (bounded) and frees them. */

@@ -29,6 +29,7 @@ static struct prov_call make_call(const struct request *r)
         .stream = r->stream,
         .include_usage = r->include_usage,
         .request_id = r->id,
+        .created = r->created,
     };
 }
 
@@ -240,6 +241,9 @@ enum bsc_err xchg_start(struct request *r)
     enum bsc_err err;
 
     r->ops = prov_ops_for(r->target->provider->kind);
+    if (r->ops != prov_ops_for(CFG_PROV_OPENAI) && !req__json(r)) /* translation needs it */
+        return BSC_ENOMEM;
+    call.req = r->json;
     err = r->ops->build(&call, &r->http, why, sizeof(why));
     if (err == BSC_EINVAL) {
         fail_local(&r->fail, FAIL_CONTRACT_FAILURE, "%s cannot take this request: %s",
@@ -350,6 +354,7 @@ void xchg_classify(struct request *r)
         .retry_after = bsc_str_cstr(r->up_retry_after),
         .retry_after_ms = bsc_str_cstr(r->up_retry_after_ms),
         .now_wall_ms = bsc_wall_ms(),
+        .base_url = bsc_str_cstr(r->target->provider->base_url),
     };
     r->ops->classify(&in, &r->fail);
     if (r->fail.kind == FAIL_NONE && (r->up_status < 200 || r->up_status >= 300)) {

@@ -55,7 +55,7 @@ struct request {
     struct cfg *cfg;          /* a ref */
     const struct cfg_route *route; /* borrowed from cfg */
     enum prov_op op;
-    struct json_object *json; /* owned: the canonical request */
+    struct json_object *json; /* owned: the canonical request; NULL until req__json() */
     struct bsc_str body;      /* borrowed from sreq: the client's raw OpenAI body, or empty */
     struct bsc_str model_span;
     bool stream, include_usage, has_tools;
@@ -71,6 +71,7 @@ struct request {
 
     enum req_state state;
     uint64_t start_us;
+    int64_t created;  /* wall-clock seconds at the start, for "created" fields */
     uv_timer_t timer; /* attempt timeout, stream idle bound, or backoff */
 
     /* the current attempt */
@@ -129,6 +130,9 @@ void req__arm_timer(struct request *r, uint64_t delay_ms);
 uint64_t req__time_left(const struct request *r);
 struct attempt *req__cur_attempt(struct request *r);
 struct metrics *req__metrics(const struct request *r);
+/* The canonical request as a parse tree, parsed from the client's bytes on first use
+ * (the OpenAI fast path never needs it). NULL only when out of memory. */
+struct json_object *req__json(struct request *r);
 void req__set_error(struct request *r, int status, const char *type, const char *code,
                     const char *fmt, ...) BSC_PRINTF(5, 6);
 void req__set_typed_failure(struct request *r, const char *reason, int64_t retry_after_ms,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/json_scan.h"
 #include "core/log.h"
 #include "metrics/metrics.h"
 #include "router/access_log.h"
@@ -288,7 +289,10 @@ static void begin_attempt(struct request *r)
         return;
     }
     xchg_reset(r);
-    r->key_idx = hstate_key_next(r->gw->hs, r->target->provider, now, &soonest);
+    /* A retry that waited for a key's cooldown may wake a millisecond early by the loop's
+     * coarser clock: a small grace keeps it from failing on its own wait. */
+    r->key_idx = hstate_key_next(r->gw->hs, r->target->provider,
+                                 r->next_wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
     a = &r->attempts[r->n_attempts++];
     attempt_begin(a, r->target, r->next_wf, bsc_now_us());
     a->delay_ms = r->next_delay_ms;
@@ -579,67 +583,96 @@ static void on_client_abort(struct srv_req *sreq, void *ud)
     }
 }
 
-/* True when any message carries an image part. */
-static bool has_images(struct json_object *json)
+struct json_object *req__json(struct request *r)
 {
-    struct json_object *msgs, *content, *type;
+    if (!r->json && r->body.p)
+        r->json = prov_parse_json(r->body);
+    return r->json;
+}
 
-    if (!json_object_object_get_ex(json, "messages", &msgs) ||
-        !json_object_is_type(msgs, json_type_array))
-        return false;
-    for (size_t i = 0; i < json_object_array_length(msgs); i++) {
-        struct json_object *m = json_object_array_get_idx(msgs, i);
-        if (!json_object_object_get_ex(m, "content", &content) ||
-            !json_object_is_type(content, json_type_array))
+enum { F_MESSAGES, F_TOOLS, F_RESPONSE_FORMAT, F_MAX_TOKENS, F_MAX_COMPLETION_TOKENS, F_COUNT };
+
+/* A cheap, documented estimate of the tokens the request needs: about 4 bytes of JSON
+ * per prompt token (OpenAI's tokenizers average 4 characters per token in English; JSON
+ * overhead makes the estimate generous) plus the output budget the client asked for. */
+static uint64_t estimate_tokens(struct bsc_str body, const struct bsc_str *f)
+{
+    unsigned long long out = 0;
+
+    if (!bsc_json_u64(f[F_MAX_COMPLETION_TOKENS], &out) && !bsc_json_u64(f[F_MAX_TOKENS], &out))
+        out = 0;
+    return body.len / 4 + out;
+}
+
+/* True when a message has a content part of type image_url. */
+static bool has_images(struct bsc_str msgs)
+{
+    struct bsc_str msg, content, part, type;
+    size_t i = 0, j;
+
+    while (bsc_json_array_next(msgs, &i, &msg)) {
+        if (bsc_json_member(msg, BSC_STR("content"), &content) != 1 ||
+            bsc_json_kind_of(content) != BSC_JSON_ARRAY)
             continue;
-        for (size_t j = 0; j < json_object_array_length(content); j++)
-            if (json_object_object_get_ex(json_object_array_get_idx(content, j), "type", &type) &&
-                strcmp(json_object_get_string(type), "image_url") == 0)
+        for (j = 0; bsc_json_array_next(content, &j, &part);)
+            if (bsc_json_member(part, BSC_STR("type"), &type) == 1 &&
+                bsc_str_eq(bsc_json_string_raw(type), BSC_STR("image_url")))
                 return true;
     }
     return false;
 }
 
-/* A cheap, documented estimate of the tokens the request needs: about 4 bytes of JSON
- * per prompt token (OpenAI's tokenizers average 4 characters per token in English; JSON
- * overhead makes the estimate generous) plus the output budget the client asked for. */
-static uint64_t estimate_tokens(const struct request *r)
-{
-    struct json_object *v;
-    uint64_t bytes = r->body.len, out = 0;
-
-    if (!bytes)
-        bytes = strlen(json_object_to_json_string_ext(r->json, JSON_C_TO_STRING_PLAIN));
-    if ((json_object_object_get_ex(r->json, "max_completion_tokens", &v) ||
-         json_object_object_get_ex(r->json, "max_tokens", &v)) &&
-        json_object_is_type(v, json_type_int) && json_object_get_int64(v) > 0)
-        out = (uint64_t)json_object_get_int64(v);
-    return bytes / 4 + out;
-}
-
 /* The capabilities the request itself needs of a target (DESIGN §2 contract). */
-static uint32_t request_caps(const struct request *r)
+static uint32_t request_caps(const struct request *r, const struct bsc_str *f)
 {
-    struct json_object *tools, *rf, *type;
+    struct bsc_str first, type;
+    size_t pos = 0;
     uint32_t caps = 0;
 
     if (r->op != PROV_OP_CHAT)
         return CFG_CAP_EMBEDDINGS;
     if (r->stream)
         caps |= CFG_CAP_STREAMING;
-    if (json_object_object_get_ex(r->json, "tools", &tools) &&
-        json_object_is_type(tools, json_type_array) && json_object_array_length(tools) > 0)
+    if (bsc_json_kind_of(f[F_TOOLS]) == BSC_JSON_ARRAY && bsc_json_array_next(f[F_TOOLS], &pos, &first))
         caps |= CFG_CAP_TOOLS;
-    if (json_object_object_get_ex(r->json, "response_format", &rf) &&
-        json_object_object_get_ex(rf, "type", &type)) {
-        if (strcmp(json_object_get_string(type), "json_schema") == 0)
+    if (f[F_RESPONSE_FORMAT].p &&
+        bsc_json_member(f[F_RESPONSE_FORMAT], BSC_STR("type"), &type) == 1) {
+        if (bsc_str_eq(bsc_json_string_raw(type), BSC_STR("json_schema")))
             caps |= CFG_CAP_JSON_SCHEMA;
-        else if (strcmp(json_object_get_string(type), "json_object") == 0)
+        else if (bsc_str_eq(bsc_json_string_raw(type), BSC_STR("json_object")))
             caps |= CFG_CAP_JSON_OBJECT;
     }
-    if (has_images(r->json))
+    if (f[F_MESSAGES].p && has_images(f[F_MESSAGES]))
         caps |= CFG_CAP_VISION;
     return caps;
+}
+
+/* Reads what the router needs to know of the request itself. */
+static void inspect_request(struct request *r)
+{
+    struct bsc_str body = r->body;
+    const char *text = NULL;
+    size_t len = 0;
+
+    if (!body.p && r->json) { /* another dialect: read the canonical form */
+        text = json_object_to_json_string_length(r->json, JSON_C_TO_STRING_PLAIN, &len);
+        body = bsc_str_make(text, text ? len : 0);
+    }
+    static const struct bsc_str keys[F_COUNT] = {
+        [F_MESSAGES] = BSC_STR("messages"),
+        [F_TOOLS] = BSC_STR("tools"),
+        [F_RESPONSE_FORMAT] = BSC_STR("response_format"),
+        [F_MAX_TOKENS] = BSC_STR("max_tokens"),
+        [F_MAX_COMPLETION_TOKENS] = BSC_STR("max_completion_tokens"),
+    };
+    struct bsc_str f[F_COUNT];
+
+    if (bsc_json_members(body, keys, F_COUNT, f) < 0) /* repeated keys: read none */
+        for (size_t i = 0; i < F_COUNT; i++)
+            f[i] = BSC_STR_NULL;
+    r->need_caps = request_caps(r, f);
+    r->has_tools = (r->need_caps & CFG_CAP_TOOLS) != 0;
+    r->est_tokens = estimate_tokens(body, f);
 }
 
 void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
@@ -676,13 +709,12 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->include_usage = in->include_usage;
     r->op = in->op;
     r->down = in->down;
-    r->need_caps = request_caps(r);
-    r->has_tools = (r->need_caps & CFG_CAP_TOOLS) != 0;
-    r->est_tokens = estimate_tokens(r);
+    inspect_request(r);
     r->all_rate_limited = true;
     snprintf(r->id, sizeof(r->id), "%s", srv_req_id(sreq));
     snprintf(r->path, sizeof(r->path), "%.*s", BSC_STR_FMT(srv_req_path(sreq)));
     r->start_us = srv_req_start_us(sreq);
+    r->created = (int64_t)(bsc_wall_ms() / 1000);
     bsc_buf_init(&r->resp, REQ_MAX_RESPONSE_BYTES);
     bsc_buf_init(&r->answer, REQ_MAX_RESPONSE_BYTES);
     bsc_buf_init(&r->conv, 8u << 20);

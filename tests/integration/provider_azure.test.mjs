@@ -86,8 +86,12 @@ function chat(route, body = {}) {
   });
 }
 
-function attempts(res) {
-  return gw.accessLog().filter((l) => l.type === 'attempt' && l.request_id === res.headers.get('x-request-id'));
+// Attempt lines are written by the worker's loop and may land a moment after the answer.
+async function attempts(res, n = 1) {
+  const id = res.headers.get('x-request-id');
+  const lines = () => gw.accessLog().filter((l) => l.type === 'attempt' && l.request_id === id);
+  await waitFor(() => lines().length >= n, { timeoutMs: 3000, what: `${n} attempt line(s)` });
+  return lines();
 }
 
 test('plain completion: deployment URL, api-version, api-key header, usage', async () => {
@@ -222,7 +226,7 @@ test('a 429 with retry-after-ms is honoured on the same target', async () => {
   assert.ok(elapsed >= 380 && elapsed < 950, `waited ${elapsed} ms: retry-after-ms, not retry-after`);
   assert.equal(await calls('az-ra-p'), 2);
   assert.equal(await calls('az-ra-e'), 0);
-  const a = attempts(res);
+  const a = await attempts(res, 2);
   assert.equal(a[0].kind, 'rate_limited');
   assert.equal(a[0].status, 429);
   assert.equal(a[0].next, 'retry');
@@ -235,7 +239,7 @@ test('Azure\'s x-ms-retry-after-ms spelling is honoured too', async () => {
   await res.arrayBuffer();
   assert.equal(res.status, 200);
   assert.equal(res.headers.get('x-bascule-target'), 'az-rams-p');
-  assert.equal(attempts(res)[0].next_delay_ms, 300);
+  assert.equal((await attempts(res, 2))[0].next_delay_ms, 300);
   assert.equal(await calls('az-rams-p'), 2);
   assert.equal(await calls('az-rams-e'), 0);
 });

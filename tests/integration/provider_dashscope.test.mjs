@@ -80,6 +80,14 @@ async function lastRequest(model) {
   return seen[seen.length - 1];
 }
 
+// Attempt lines are written by the worker's loop and may land a moment after the answer.
+async function attemptLines(res, n = 1) {
+  const id = res.headers.get('x-request-id');
+  const lines = () => gw.accessLog().filter((l) => l.type === 'attempt' && l.request_id === id);
+  await waitFor(() => lines().length >= n, { timeoutMs: 3000, what: `${n} attempt line(s)` });
+  return lines();
+}
+
 function chat(route, body = {}) {
   return fetch(`${gw.base}/chat/completions`, {
     method: 'POST',
@@ -213,7 +221,7 @@ test('a 200 whose body is Throttling.RateQuota is rate_limited and fails over', 
   assert.equal(res.headers.get('x-bascule-recovery-reason'), 'rate_limited');
   assert.equal(await calls('ds-rate-p'), 1);
   assert.equal(await calls('ds-rate-e'), 1);
-  const attempts = gw.accessLog().filter((l) => l.type === 'attempt' && l.request_id === res.headers.get('x-request-id'));
+  const attempts = await attemptLines(res, 2);
   assert.equal(attempts[0].kind, 'rate_limited');
 });
 
@@ -240,7 +248,7 @@ test('a native 429 Throttling.AllocationQuota body fails over; the free-tier one
     await res.arrayBuffer();
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('x-bascule-recovery-reason'), kind);
-    const attempts = gw.accessLog().filter((l) => l.type === 'attempt' && l.request_id === res.headers.get('x-request-id'));
+    const attempts = await attemptLines(res, 2);
     assert.equal(attempts[0].kind, kind);
     assert.equal(attempts[0].status, 429);
   }

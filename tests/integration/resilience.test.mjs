@@ -92,7 +92,11 @@ function chat(route, body = {}, headers = {}) {
   });
 }
 
-function attemptLines(requestId) {
+// Log lines are written once per loop iteration: wait for the request's access line,
+// which comes after its attempt lines.
+async function attemptLines(requestId) {
+  await waitFor(() => gw.accessLog().some((l) => l.type === 'access' && l.request_id === requestId),
+    { what: `access line of ${requestId}` });
   return gw.accessLog().filter((l) => l.type === 'attempt' && l.request_id === requestId);
 }
 
@@ -107,7 +111,7 @@ test('503 on the primary fails over to the equivalent target', async () => {
   assert.equal((await res.json()).object, 'chat.completion');
   assert.equal(await calls('s503p'), 1);
   assert.equal(await calls('s503e'), 1);
-  const lines = attemptLines(res.headers.get('x-request-id'));
+  const lines = await attemptLines(res.headers.get('x-request-id'));
   assert.equal(lines.length, 2);
   assert.equal(lines[0].kind, 'overloaded');
   assert.equal(lines[0].next, 'equivalent_failover');
@@ -122,7 +126,7 @@ test('a connection reset before headers fails over', async () => {
   assert.equal(res.headers.get('x-bascule-target'), 'resete');
   // One gateway attempt; libcurl itself replays once when the connection it reused from
   // its pool dies before any response byte (the keep-alive race), so the sim may see 2.
-  const lines = attemptLines(res.headers.get('x-request-id'));
+  const lines = await attemptLines(res.headers.get('x-request-id'));
   assert.equal(lines.length, 2);
   assert.equal(lines[0].target, 'resetp');
   assert.ok([1, 2].includes(await calls('resetp')));
@@ -182,7 +186,7 @@ test('429 with Retry-After is honoured on the same target', async () => {
   assert.equal(res.headers.get('x-bascule-workflow'), 'retry');
   assert.ok(elapsed >= 950, `waited the Retry-After second (${elapsed} ms)`);
   assert.equal(await calls('rap'), 2);
-  const lines = attemptLines(res.headers.get('x-request-id'));
+  const lines = await attemptLines(res.headers.get('x-request-id'));
   assert.equal(lines[0].kind, 'rate_limited');
   assert.equal(lines[0].delay_why, 'retry_after');
   assert.ok(lines[0].next_delay_ms >= 1000);

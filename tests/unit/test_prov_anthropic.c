@@ -65,7 +65,8 @@ static struct prov_call chat_call(const struct fx *f, struct json_object *req, b
                               .key = "sk-ant-test",
                               .req = req,
                               .stream = stream,
-                              .request_id = "req-1"};
+                              .request_id = "req-1",
+                              .created = 1700000000};
 }
 
 static void http_init(struct prov_http *h)

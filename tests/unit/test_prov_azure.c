@@ -293,7 +293,7 @@ static void test_map_content_filter_passes(void **state)
     bsc_buf_init(&out, BIG);
     assert_int_equal(prov_azure.map_response(&f.call, BSC_STR(filtered), &out, &u, &fail),
                      BSC_OK);
-    assert_string_equal(out.p, filtered);
+    assert_int_equal(out.len, 0); /* already OpenAI-shaped: the body is used as it is */
     assert_int_equal(u.input_tokens, 5);
     assert_int_equal(u.output_tokens, 0);
     bsc_buf_cleanup(&out);

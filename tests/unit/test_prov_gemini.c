@@ -6,9 +6,7 @@
  * text), the error classification table (statuses, errors in 200 bodies, error events and
  * bare JSON errors in streams). Then the two halves against each other: requests the
  * adapter builds must pass the sim's validation, and what the sim answers must translate
- * back. The sim sources are compiled into this binary (unit tests link libbascule.a only);
- * sim/dialect.c is left out because its table names every dialect, so the one helper the
- * Gemini dialect takes from it is restated below. */
+ * back (the sim comes from libsim.a, the dialect through its ops table). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,9 +15,8 @@
 
 #include <cmocka.h>
 
-#include "../../sim/content.c"
-#include "../../sim/dialect_gemini.c"
-#include "../../sim/sjson.c"
+#include "content.h"
+#include "dialect.h"
 
 #include "providers/gemini.h"
 #include "providers/provider.h"
@@ -27,33 +24,18 @@
 #include "stream/utf8.h"
 
 extern const struct prov_ops prov_gemini;
+extern const struct sim_dialect sim_dialect_gemini; /* sim/dialect_gemini.c */
 
 #define OPS (&prov_gemini)
+/* The thought signature bascule-sim puts on its function calls (sim/dialect_gemini.c). */
+#define SIM_SIGNATURE "YmFzY3VsZS1zaW0gdGhvdWdodCBzaWduYXR1cmU="
 #define BASE "https://generativelanguage.googleapis.com/v1beta"
 
-/* As sim/dialect.c has it. */
-void sim_reject_set(struct sim_reject *rej, int status, const char *type, const char *code,
-                    const char *fmt, ...)
-{
-    va_list ap;
-
-    rej->status = status;
-    rej->type = type;
-    rej->code = code;
-    va_start(ap, fmt);
-    vsnprintf(rej->message, sizeof(rej->message), fmt, ap);
-    va_end(ap);
-}
-
+/* The sim's cleanup, and the call reset for the next use. */
 static void sim_call_free(struct sim_call *call)
 {
-    BSC_FREE(call->model);
-    BSC_FREE(call->tool_name);
-    BSC_FREE(call->tool_args);
-    for (size_t i = 0; i < call->n_inputs; i++)
-        BSC_FREE(call->inputs[i]);
-    BSC_FREE(call->inputs);
-    call->n_inputs = 0;
+    sim_call_cleanup(call);
+    memset(call, 0, sizeof(*call));
 }
 
 /* ---- fixtures ---- */
@@ -471,10 +453,12 @@ static const struct refuse_row refuse_rows[] = {
     {"{\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"tool\",\"content\":\"x\"}]}",
      "needs a tool_call_id", PROV_OP_CHAT},
     {"{\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"tool_calls\":"
-     "[{\"id\":\"a\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{oops\"}}]}]}",
+     "[{\"id\":\"a\",\"type\":\"function\",\"function\":{\"name\":\"f\","
+     "\"arguments\":\"{oops\"}}]}]}",
      "not a JSON object", PROV_OP_CHAT},
     {"{\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"tool_calls\":"
-     "[{\"id\":\"a\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"[1]\"}}]}]}",
+     "[{\"id\":\"a\",\"type\":\"function\",\"function\":{\"name\":\"f\","
+     "\"arguments\":\"[1]\"}}]}]}",
      "not a JSON object", PROV_OP_CHAT},
     {"{\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"tool_calls\":"
      "[{\"id\":\"a\",\"type\":\"custom\",\"custom\":{\"name\":\"f\"}}]}]}", "of type \"custom\"",
@@ -1046,7 +1030,8 @@ static void stream_tool_calls(void **state)
 
     (void)state;
     srun_init(&r, "models/gemini-3-pro", NULL, false);
-    assert_int_equal(ev(&r, "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Checking.\"}]}}]}"),
+    assert_int_equal(ev(&r, "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":"
+                            "\"Checking.\"}]}}]}"),
                      PROV_STREAM_MORE);
     assert_int_equal(ev(&r, "{\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{"
                             "\"name\":\"get_weather\",\"args\":{\"city\":\"Oslo\"}},"
@@ -1148,9 +1133,9 @@ static void stream_utf8_every_split(void **state)
         assert_true(frames >= 1 && frames <= 2);
         srun_cleanup(&r);
     }
-    /* Three-way splits inside the 4-byte character. */
-    for (size_t a = 22; a <= 26; a++) {
-        for (size_t b = a; b <= 26; b++) {
+    /* Three-way splits inside the 4-byte character (bytes 18..21). */
+    for (size_t a = 18; a <= 22; a++) {
+        for (size_t b = a; b <= 22; b++) {
             struct srun r;
             size_t frames;
             srun_init(&r, "g", NULL, false);
@@ -1429,26 +1414,33 @@ struct cls_row {
 static const struct cls_row cls_rows[] = {
     {"per-minute 429 with RetryInfo", 429,
      GERR(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota, please check your plan "
-          "and billing details.", ",\"details\":[" QUOTA("GenerateRequestsPerMinutePerProjectPerModel-FreeTier", "10") "," RETRY("36s") "]"),
+          "and billing details.",
+          ",\"details\":[" QUOTA("GenerateRequestsPerMinutePerProjectPerModel-FreeTier", "10")
+          "," RETRY("36s") "]"),
      NULL, FAIL_RATE_LIMITED, 36000, "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"},
     {"per-day 429", 429,
-     GERR(429, "RESOURCE_EXHAUSTED", "quota", ",\"details\":[" QUOTA("GenerateRequestsPerDayPerProjectPerModel-FreeTier", "250") "," RETRY("2s") "]"),
+     GERR(429, "RESOURCE_EXHAUSTED", "quota",
+          ",\"details\":[" QUOTA("GenerateRequestsPerDayPerProjectPerModel-FreeTier", "250")
+          "," RETRY("2s") "]"),
      NULL, FAIL_QUOTA_EXHAUSTED, 2000, NULL},
     {"zero quota (free tier unavailable)", 429,
      GERR(429, "RESOURCE_EXHAUSTED", "Quota exceeded for metric: x, limit: 0, model: m", ""),
      NULL, FAIL_QUOTA_EXHAUSTED, -1, NULL},
     {"zero quota value", 429,
-     GERR(429, "RESOURCE_EXHAUSTED", "quota", ",\"details\":[" QUOTA("InputTokensPerMinute", "0") "]"),
+     GERR(429, "RESOURCE_EXHAUSTED", "quota",
+          ",\"details\":[" QUOTA("InputTokensPerMinute", "0") "]"),
      NULL, FAIL_QUOTA_EXHAUSTED, -1, NULL},
     {"prepaid credits gone", 429,
      GERR(429, "RESOURCE_EXHAUSTED", "Your prepayment credits are depleted.", ""), NULL,
      FAIL_QUOTA_EXHAUSTED, -1, NULL},
-    {"Retry-After header wins", 429, GERR(429, "RESOURCE_EXHAUSTED", "x", ",\"details\":[" RETRY("36s") "]"),
+    {"Retry-After header wins", 429,
+     GERR(429, "RESOURCE_EXHAUSTED", "x", ",\"details\":[" RETRY("36s") "]"),
      "5", FAIL_RATE_LIMITED, 5000, NULL},
     {"retry hint in the message", 429,
      GERR(429, "RESOURCE_EXHAUSTED", "Please retry in 36.4s.", ""), NULL, FAIL_RATE_LIMITED,
      36400, NULL},
-    {"fractional RetryInfo", 429, GERR(429, "RESOURCE_EXHAUSTED", "x", ",\"details\":[" RETRY("0.5s") "]"),
+    {"fractional RetryInfo", 429,
+     GERR(429, "RESOURCE_EXHAUSTED", "x", ",\"details\":[" RETRY("0.5s") "]"),
      NULL, FAIL_RATE_LIMITED, 500, NULL},
     {"429 without status text", 429, "{\"error\":{\"code\":429,\"message\":\"slow\"}}", NULL,
      FAIL_RATE_LIMITED, -1, "429"},
@@ -1456,7 +1448,8 @@ static const struct cls_row cls_rows[] = {
      GERR(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.",
           ",\"details\":[" INFO("API_KEY_INVALID") "]"),
      NULL, FAIL_AUTH, -1, "API_KEY_INVALID"},
-    {"expired key", 400, GERR(400, "INVALID_ARGUMENT", "API key expired. Please renew the API key.", ""),
+    {"expired key", 400,
+     GERR(400, "INVALID_ARGUMENT", "API key expired. Please renew the API key.", ""),
      NULL, FAIL_AUTH, -1, NULL},
     {"missing key is a 403", 403,
      GERR(403, "PERMISSION_DENIED", "Method doesn't allow unregistered callers (callers without "
@@ -1469,7 +1462,8 @@ static const struct cls_row cls_rows[] = {
           "tokens allowed (1048576).", ""),
      NULL, FAIL_CONTEXT_OVERFLOW, -1, NULL},
     {"invalid argument", 400,
-     GERR(400, "INVALID_ARGUMENT", "* GenerateContentRequest.contents: contents is not specified", ""),
+     GERR(400, "INVALID_ARGUMENT",
+          "* GenerateContentRequest.contents: contents is not specified", ""),
      NULL, FAIL_INVALID_REQUEST, -1, "400"},
     {"missing thought signature", 400,
      GERR(400, "INVALID_ARGUMENT", "Function call is missing a thought_signature in functionCall "
@@ -1589,10 +1583,18 @@ static void sim_routes(void **state)
     };
 
     (void)state;
-    for (size_t i = 0; i < BSC_ARRAY_LEN(rows); i++)
+    for (size_t i = 0; i < BSC_ARRAY_LEN(rows); i++) {
+        enum sim_ep ep;
+        const struct sim_dialect *d;
         if (sim_dialect_gemini.route(bsc_str_cstr(rows[i].method), bsc_str_cstr(rows[i].path)) !=
             rows[i].ep)
             fail_msg("%s %s: not endpoint %d", rows[i].method, rows[i].path, rows[i].ep);
+        /* Registered in the sim's table, and no other dialect claims its paths first. */
+        d = sim_dialect_route(bsc_str_cstr(rows[i].method), bsc_str_cstr(rows[i].path), &ep);
+        if (rows[i].ep != SIM_EP_NONE && (d != &sim_dialect_gemini || ep != rows[i].ep))
+            fail_msg("%s %s: the sim routes it to %s", rows[i].method, rows[i].path,
+                     d ? d->name : "nothing");
+    }
 }
 
 /* A sim error body classified by the adapter. */
@@ -1666,7 +1668,8 @@ static const struct sim_bad_row sim_bad_rows[] = {
     {GC, "", "{\"contents\":[{\"parts\":[{\"inlineData\":{\"data\":\"b\"}}]}]}", "mime_type"},
     {GC, "", "{\"contents\":[{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"name\":\"f\","
              "\"args\":[]}}]}]}", "not an object"},
-    {GC, "", "{\"contents\":[{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"name\":\"f\"}}]}]}",
+    {GC, "",
+     "{\"contents\":[{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"name\":\"f\"}}]}]}",
      "missing a thought_signature"},
     {GC, "", "{\"contents\":[{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"name\":\"f\"},"
              "\"thoughtSignature\":\"not base64!\"}]}]}", "Base64"},
@@ -1852,7 +1855,7 @@ static void sim_round_trip_tools(void **state)
     assert_string_equal(
         json_object_get_string(gem_get(gem_get(gem_get(tc, "extra_content"), "google"),
                                        "thought_signature")),
-        SIMGEM_SIM_SIGNATURE);
+        SIM_SIGNATURE);
     sim_call_free(&call);
 
     /* Turn 2: the assistant message as the client got it, then the tool result. The sim
@@ -1916,7 +1919,8 @@ static void sim_round_trip_embeddings(void **state)
     assert_int_equal(call.n_inputs, 3);
     assert_string_equal(call.inputs[2], "c");
     assert_int_equal(sim_dialect_gemini.body(&call, &body), BSC_OK);
-    assert_int_equal(map("text-embedding-004", PROV_OP_EMBEDDINGS, "{\"input\":[\"a\",\"b\",\"c\"]}",
+    assert_int_equal(map("text-embedding-004", PROV_OP_EMBEDDINGS,
+                         "{\"input\":[\"a\",\"b\",\"c\"]}",
                          NULL, body.p, &out, &u, &fail),
                      BSC_OK);
     o = parse(out.p);

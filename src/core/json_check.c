@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/* json_check.c -- the validator: an iterative scanner with an explicit stack of the open
+ * containers (a bit each: object or array), so depth costs 1 bit, not a C stack frame. */
+#include "core/json_check.h"
+
+#include <stdint.h>
+
+struct scan {
+    const unsigned char *p;
+    size_t n, i;
+    const char *what;
+};
+
+static bool fail(struct scan *s, const char *what)
+{
+    s->what = what;
+    return false;
+}
+
+static void skip_ws(struct scan *s)
+{
+    while (s->i < s->n &&
+           (s->p[s->i] == ' ' || s->p[s->i] == '\t' || s->p[s->i] == '\n' || s->p[s->i] == '\r'))
+        s->i++;
+}
+
+static bool hex4(struct scan *s)
+{
+    for (int k = 0; k < 4; k++, s->i++) {
+        unsigned char c = s->i < s->n ? s->p[s->i] : 0;
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+            return fail(s, "invalid \\u escape");
+    }
+    return true;
+}
+
+/* One UTF-8 sequence starting at a byte >= 0x80 (Unicode table 3-7). */
+static bool utf8_seq(struct scan *s)
+{
+    const unsigned char *p = s->p + s->i;
+    size_t left = s->n - s->i, len;
+    unsigned char lo = 0x80, hi = 0xBF;
+
+    if (p[0] >= 0xC2 && p[0] <= 0xDF)
+        len = 2;
+    else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
+        len = 3;
+        lo = p[0] == 0xE0 ? 0xA0 : 0x80;
+        hi = p[0] == 0xED ? 0x9F : 0xBF;
+    } else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
+        len = 4;
+        lo = p[0] == 0xF0 ? 0x90 : 0x80;
+        hi = p[0] == 0xF4 ? 0x8F : 0xBF;
+    } else
+        return fail(s, "invalid UTF-8");
+    if (left < len || p[1] < lo || p[1] > hi)
+        return fail(s, "invalid UTF-8");
+    for (size_t k = 2; k < len; k++)
+        if (p[k] < 0x80 || p[k] > 0xBF)
+            return fail(s, "invalid UTF-8");
+    s->i += len;
+    return true;
+}
+
+static bool string(struct scan *s)
+{
+    s->i++; /* the opening quote */
+    while (s->i < s->n) {
+        unsigned char c = s->p[s->i];
+        if (c == '"') {
+            s->i++;
+            return true;
+        }
+        if (c < 0x20)
+            return fail(s, "control character in a string");
+        if (c == '\\') {
+            unsigned char e = ++s->i < s->n ? s->p[s->i] : 0;
+            s->i++;
+            if (e == 'u') {
+                if (!hex4(s))
+                    return false;
+            } else if (!(e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' ||
+                         e == 'r' || e == 't')) {
+                s->i--;
+                return fail(s, "invalid escape");
+            }
+            continue;
+        }
+        if (c >= 0x80) {
+            if (!utf8_seq(s))
+                return false;
+            continue;
+        }
+        s->i++;
+    }
+    return fail(s, "unterminated string");
+}
+
+static bool digits(struct scan *s)
+{
+    size_t start = s->i;
+
+    while (s->i < s->n && s->p[s->i] >= '0' && s->p[s->i] <= '9')
+        s->i++;
+    return s->i > start;
+}
+
+static bool number(struct scan *s)
+{
+    if (s->p[s->i] == '-')
+        s->i++;
+    if (s->i < s->n && s->p[s->i] == '0')
+        s->i++;
+    else if (!digits(s))
+        return fail(s, "invalid number");
+    if (s->i < s->n && s->p[s->i] == '.') {
+        s->i++;
+        if (!digits(s))
+            return fail(s, "invalid number");
+    }
+    if (s->i < s->n && (s->p[s->i] == 'e' || s->p[s->i] == 'E')) {
+        s->i++;
+        if (s->i < s->n && (s->p[s->i] == '+' || s->p[s->i] == '-'))
+            s->i++;
+        if (!digits(s))
+            return fail(s, "invalid number");
+    }
+    return true;
+}
+
+static bool literal(struct scan *s, const char *lit, size_t len)
+{
+    if (s->n - s->i < len || memcmp(s->p + s->i, lit, len) != 0)
+        return fail(s, "invalid literal");
+    s->i += len;
+    return true;
+}
+
+/* A scalar value at s->i (not a container). */
+static bool scalar(struct scan *s)
+{
+    switch (s->p[s->i]) {
+    case '"': return string(s);
+    case 't': return literal(s, "true", 4);
+    case 'f': return literal(s, "false", 5);
+    case 'n': return literal(s, "null", 4);
+    default:
+        if (s->p[s->i] == '-' || (s->p[s->i] >= '0' && s->p[s->i] <= '9'))
+            return number(s);
+        return fail(s, "unexpected character");
+    }
+}
+
+/* Reads a member name and its ':' at s->i. */
+static bool member_name(struct scan *s)
+{
+    skip_ws(s);
+    if (s->i >= s->n || s->p[s->i] != '"')
+        return fail(s, "expected a member name");
+    if (!string(s))
+        return false;
+    skip_ws(s);
+    if (s->i >= s->n || s->p[s->i] != ':')
+        return fail(s, "expected ':'");
+    s->i++;
+    return true;
+}
+
+bool bsc_json_check(struct bsc_str doc, unsigned max_depth, struct bsc_json_error *err)
+{
+    struct scan s = {(const unsigned char *)doc.p, doc.p ? doc.len : 0, 0, NULL};
+    uint64_t stack[BSC_JSON_MAX_DEPTH / 64] = {0}; /* bit set: an object, clear: an array */
+    unsigned depth = 0;
+    bool ok = true, need_value = true;
+
+    if (max_depth > BSC_JSON_MAX_DEPTH)
+        max_depth = BSC_JSON_MAX_DEPTH;
+    while (ok) {
+        if (need_value) {
+            unsigned char c;
+
+            skip_ws(&s);
+            if (s.i >= s.n) {
+                ok = fail(&s, depth ? "unterminated container" : "empty document");
+                break;
+            }
+            c = s.p[s.i];
+            if (c == '{' || c == '[') {
+                if (depth == max_depth) {
+                    ok = fail(&s, "nested too deep");
+                    break;
+                }
+                if (c == '{')
+                    stack[depth / 64] |= 1ull << (depth % 64);
+                else
+                    stack[depth / 64] &= ~(1ull << (depth % 64));
+                depth++;
+                s.i++;
+                skip_ws(&s);
+                if (s.i < s.n && s.p[s.i] == (c == '{' ? '}' : ']')) {
+                    s.i++;
+                    depth--;
+                    need_value = false; /* an empty container is a complete value */
+                } else if (c == '{') {
+                    ok = member_name(&s);
+                }
+                continue;
+            }
+            ok = scalar(&s);
+            need_value = false;
+            continue;
+        }
+        /* After a complete value: the end, a closer, or a comma. */
+        skip_ws(&s);
+        if (depth == 0)
+            break;
+        if (s.i >= s.n) {
+            ok = fail(&s, "unterminated container");
+            break;
+        }
+        {
+            bool obj = (stack[(depth - 1) / 64] >> ((depth - 1) % 64)) & 1;
+            unsigned char c = s.p[s.i];
+            if (c == (obj ? '}' : ']')) {
+                s.i++;
+                depth--;
+                continue;
+            }
+            if (c != ',') {
+                ok = fail(&s, obj ? "expected ',' or '}'" : "expected ',' or ']'");
+                break;
+            }
+            s.i++;
+            if (obj)
+                ok = member_name(&s);
+            need_value = true;
+        }
+    }
+    if (ok && s.i != s.n)
+        ok = fail(&s, "unexpected data after the JSON value");
+    if (!ok && err) {
+        err->offset = s.i < s.n ? s.i : s.n;
+        err->what = s.what;
+    }
+    return ok;
+}
