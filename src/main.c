@@ -24,6 +24,7 @@
 #include "router/state.h"
 #include "router/worker.h"
 #include "server/server.h"
+#include "store/store.h"
 #include "upstream/upstream.h"
 
 #ifndef BASCULE_VERSION
@@ -270,6 +271,14 @@ static int serve(const char *path)
         LOG_ERR("out of memory at start");
         return 1;
     }
+    {
+        char err[256] = "";
+        /* The store is opened once: a reload that changes store: needs a restart. */
+        if (store_open(&cfg->store, &mc.gw.store, err, sizeof(err)) != BSC_OK) {
+            LOG_ERR("cannot open the store: %s", err);
+            return 1;
+        }
+    }
     mc.gw.workers = bsc_xcalloc(mc.gw.n_workers, sizeof(struct worker));
     for (i = 0; i < mc.gw.n_workers; i++)
         if (worker_init(&mc.gw.workers[i], &mc.gw, i, cfg) != 0)
@@ -306,6 +315,7 @@ static int serve(const char *path)
     free(mc.gw.workers);
     hstate_free(mc.gw.hs);
     metrics_free(mc.gw.metrics);
+    store_close(mc.gw.store);
     cfg_current_swap(NULL);
     LOG_INFO("bascule stopped");
     return 0;
