@@ -39,7 +39,8 @@ struct js_schema; /* opaque, immutable once compiled */
  * whole document, "/items/2/name" a nested member; '~' and '/' in names are escaped as ~0 and
  * ~1); a pointer that does not fit is cut at a character boundary and ends in "...".
  * <keyword> is the schema keyword that failed ("type", "required", "additionalProperties",
- * ...), "json" when the text is not strict JSON, or "limit" when a bound above was hit. */
+ * ...; "false" for a root schema of false), "json" when the value is not strict JSON, or
+ * "limit" when a bound above was hit or memory ran out. */
 struct js_error {
     char pointer[256];
     char keyword[32];

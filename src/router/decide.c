@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/id.h"
 #include "metrics/metrics.h"
+#include "router/guard.h"
 #include "router/internal.h"
 #include "router/pick.h"
 #include "router/retry.h"
@@ -262,6 +263,7 @@ enum decision decide_next(struct request *r, const char **why)
         req__set_provider_error(r);
         r->err.code = "reconcile_required";
         r->termination = "reconcile_required";
+        guard_record_uncertain(r, "side_effect_uncertain");
         *why = "side_effect_uncertain";
         return DECIDE_STOP;
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "router/guard.h"
 #include "router/internal.h"
 #include "stream/sse_write.h"
 
@@ -52,6 +53,7 @@ bool deliver_flush(struct request *r)
     if (!r->sreq || r->out.len == 0)
         return false;
     srv_resp_body(r->sreq, r->out.p, r->out.len);
+    guard_idem_record(r, r->out.p, r->out.len);
     r->bytes_out += r->out.len;
     bsc_buf_reset(&r->out);
     if (srv_req_pending(r->sreq) > r->cfg->limits.max_stream_buffer_bytes) {
@@ -170,6 +172,7 @@ void deliver_answer(struct request *r)
     n = deliver_route_headers(r, h, attempts, sizeof(attempts));
     srv_resp_send(r->sreq, r->up_status >= 200 && r->up_status < 300 ? r->up_status : 200,
                   "application/json", h, n, body.p, body.len);
+    guard_idem_record(r, body.p, body.len);
     r->status = r->up_status >= 200 && r->up_status < 300 ? r->up_status : 200;
     r->bytes_out += body.len;
     r->ttfb_us = bsc_now_us() - r->start_us;

@@ -121,6 +121,20 @@ struct request {
     struct reply_error err;
     char err_msg[320];
     char err_code[64];
+
+    /* guards (guard.c) */
+    unsigned store_ops;          /* store calls whose callback is still due */
+    bool zombie;                 /* done while a store call was running: freed by it */
+    bool finished;               /* st_done ran */
+    bool waiting_store;          /* PICK waits for a store callback */
+    char idem_key[256], idem_scope[40];
+    uint64_t idem_claim;
+    bool idem_active, idem_overflow;
+    struct bsc_buf idem_copy;    /* owned: the bytes sent, for the idempotency record */
+    char op_id[129];             /* X-Bascule-Operation-Id, or "" */
+    unsigned ledger_checked;     /* n_attempts when the ledger was last read */
+    const char *ledger_blocked;  /* static: why a replay is refused, or NULL */
+    char uncertain_id[160];      /* the WORKFLOW_3 ledger entry being written */
 };
 
 /* request.c */

@@ -16,7 +16,9 @@
 #include "core/log.h"
 #include "metrics/metrics.h"
 #include "router/access_log.h"
+#include "router/guard.h"
 #include "router/internal.h"
+#include "ledger/ledger.h"
 #include "router/state.h"
 
 typedef void req_step_fn(struct request *r);
@@ -44,14 +46,14 @@ void req__goto(struct request *r, enum req_state next)
 
 void req__run(struct request *r)
 {
-    enum req_state prev;
+    while (r->state != REQ_ST_DONE) {
+        enum req_state prev = r->state;
 
-    do {
-        prev = r->state;
         req_states[prev].step(r);
-    } while (r->state != prev && r->state != REQ_ST_DONE);
-    if (r->state == REQ_ST_DONE)
-        st_done(r);
+        if (r->state == prev)
+            return; /* waiting for an event */
+    }
+    st_done(r);
 }
 
 struct metrics *req__metrics(const struct request *r)
@@ -328,6 +330,21 @@ static void st_pick(struct request *r)
 {
     const char *why = NULL;
 
+    if (r->waiting_store)
+        return; /* an idempotency or ledger lookup is running */
+    if (r->n_attempts > 0 && guard_ledger_check(r) == GUARD_WAIT)
+        return;
+    if (r->ledger_blocked) {
+        req__set_error(r, 409, "invalid_request_error", "reconcile_required",
+                       "operation '%s' may already have acted (its ledger entry is %s): "
+                       "reconcile it before retrying; the gateway will not replay it",
+                       r->op_id, r->ledger_blocked);
+        r->err.should_retry = false;
+        r->termination = "reconcile_required";
+        guard_record_uncertain(r, "side_effect_uncertain");
+        req__goto(r, REQ_ST_REPLY_ERROR);
+        return;
+    }
     if (r->n_attempts == 0) {
         r->target = decide_first(r);
         if (!r->target) {
@@ -450,7 +467,7 @@ static void st_relay(struct request *r)
     report_attempt(r, breaker_outcome(&r->fail), "partial_output", false);
     log_attempt(r, "stop", r->timed_out ? "stream_stalled" : r->stream_failed ? "error_event"
                                                                               : "stream_cut");
-    metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "transport", "partial", 1);
+    guard_record_uncertain(r, "partial_output");
     deliver_stream_error(r, r->timed_out ? "the upstream stream stalled past the deadline"
                             : r->stream_failed && r->stream_fail.message[0]
                                 ? r->stream_fail.message
@@ -484,7 +501,11 @@ static void st_reply_error(struct request *r)
 
 static void request_free(uv_handle_t *h)
 {
-    free(h->data);
+    struct request *r = h->data;
+
+    bsc_buf_cleanup(&r->idem_copy);
+    if (guard_can_free(r))
+        free(r);
 }
 
 static const char *outcome_label(const struct request *r)
@@ -503,6 +524,10 @@ static void st_done(struct request *r)
     struct access_entry e;
     unsigned shard = r->w->idx;
 
+    if (r->finished)
+        return;
+    r->finished = true;
+    r->state = REQ_ST_DONE;
     uv_timer_stop(&r->timer);
     if (r->xfer) {
         up_cancel(r->xfer);
@@ -517,6 +542,7 @@ static void st_done(struct request *r)
     deliver_cleanup(r);
     if (!r->termination)
         r->termination = "ok";
+    guard_idem_finish(r);
     e = (struct access_entry){
         .request_id = r->id,
         .path = r->path,
@@ -577,10 +603,7 @@ static void on_client_abort(struct srv_req *sreq, void *ud)
         attempt_end(a, bsc_now_us(), ATTEMPT_CANCELLED, "cancelled");
     r->termination = "client_abort";
     r->status = r->status ? r->status : 499;
-    if (r->state != REQ_ST_DONE) {
-        r->state = REQ_ST_DONE;
-        st_done(r);
-    }
+    st_done(r);
 }
 
 struct json_object *req__json(struct request *r)
@@ -675,6 +698,23 @@ static void inspect_request(struct request *r)
     r->est_tokens = estimate_tokens(body, f);
 }
 
+/* X-Bascule-Operation-Id ties the call to an operation of the tool ledger. */
+static bool read_operation_id(struct request *r)
+{
+    struct bsc_str id = srv_req_header(r->sreq, BSC_STR("x-bascule-operation-id"));
+
+    if (!id.p)
+        return true;
+    if (!ledger_op_id_valid(id)) {
+        req__set_error(r, 400, "invalid_request_error", "invalid_operation_id",
+                       "X-Bascule-Operation-Id must be 1..%d characters of [A-Za-z0-9._:~-]",
+                       LEDGER_OP_ID_MAX);
+        return false;
+    }
+    snprintf(r->op_id, sizeof(r->op_id), "%.*s", BSC_STR_FMT(id));
+    return true;
+}
+
 void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
 {
     struct request *r = calloc(1, sizeof(*r));
@@ -722,9 +762,16 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->usage = (struct prov_usage){-1, -1, -1};
     uv_timer_init(&w->loop, &r->timer);
     r->timer.data = r;
+    bsc_buf_init(&r->idem_copy, 8u << 20);
     r->state = REQ_ST_PICK;
     w->inflight++;
-    hstate_budget_first(r->gw->hs, bsc_now_ms());
     srv_req_on_abort(sreq, on_client_abort, r);
+    if (!read_operation_id(r)) {
+        req__goto(r, REQ_ST_REPLY_ERROR);
+    } else if (guard_idem_start(r) == GUARD_STOP) {
+        req__goto(r, REQ_ST_REPLY_ERROR);
+    } else {
+        hstate_budget_first(r->gw->hs, bsc_now_ms());
+    }
     req__run(r);
 }

@@ -8,6 +8,9 @@
  *     JSON_TOKENER_VALIDATE_UTF8, depth 64, the whole input consumed but trailing whitespace)
  *     agree on accept/reject, except for the json-c quirks listed below, each recognised
  *     precisely (never "json-c accepts, so be it");
+ *   - where json-c is looser than RFC 8259 it cannot vouch for an acceptance, so a document bsc
+ *     accepts must also pass an independent lexer: well-formed UTF-8 (by decoding), no raw
+ *     control character in a string, RFC 8259 numbers, only true/false/null words, depth <= 64;
  *   - bsc_json_check's depth bound is monotonic and clamped at BSC_JSON_MAX_DEPTH, and a failure
  *     has an offset inside the input and a message;
  *   - on a document both accept: bsc_json_kind_of agrees with json-c's type; a string's raw
@@ -15,7 +18,8 @@
  *   - objects: every member found by an independent walk (json-c measures each value) is found
  *     by bsc_json_member with exactly that span, or reported as repeated (-1) when its raw key
  *     appears twice; json-c re-parses each span to the value json-c's own parse holds for that
- *     key; a key that cannot occur raw is absent (0);
+ *     key; a key that cannot occur raw is absent (0); bsc_json_members, asked for every key in
+ *     one pass, returns the same spans, and -1 for a repeated one;
  *   - arrays: bsc_json_array_next yields json_object_array_length elements, each one a span
  *     json-c re-parses to the element json-c holds at that index;
  *   - member values and elements are checked the same way, recursively.
@@ -457,6 +461,49 @@ static size_t walk_members(struct bsc_str obj, struct member *m, const char *doc
     return count;
 }
 
+/* bsc_json_members in one pass: asked for the absent key and every raw key that occurs once,
+ * it finds each at the walk's span; asked for a repeated raw key, it says -1. */
+static void check_members_at_once(struct bsc_str obj, const struct member *m, size_t count,
+                                  const char *doc, size_t n)
+{
+    struct bsc_str *keys = calloc(count + 1, sizeof(*keys));
+    struct bsc_str *vals = calloc(count + 1, sizeof(*vals));
+    size_t *at = calloc(count + 1, sizeof(*at));
+    size_t nk = 1;
+    bool repeated = false;
+
+    if (!keys || !vals || !at)
+        die("out of memory", doc, n);
+    keys[0] = bsc_str_make("\"", 1);
+    for (size_t j = 0; j < count; j++) {
+        size_t same = 0;
+
+        for (size_t k = 0; k < count; k++)
+            same += bsc_str_eq(m[k].key, m[j].key);
+        if (same > 1) {
+            if (!repeated) {
+                vals[0] = bsc_str_make("untouched", 9);
+                if (bsc_json_members(obj, &m[j].key, 1, vals) != -1)
+                    die("bsc_json_members misses a repeated key", doc, n);
+            }
+            repeated = true;
+            continue;
+        }
+        at[nk] = j;
+        keys[nk++] = m[j].key;
+    }
+    if (bsc_json_members(obj, keys, nk, vals) != 1)
+        die("bsc_json_members fails on an object without repeated wanted keys", doc, n);
+    if (vals[0].p || vals[0].len)
+        die("bsc_json_members finds an absent key", doc, n);
+    for (size_t k = 1; k < nk; k++)
+        if (vals[k].p != m[at[k]].value.p || vals[k].len != m[at[k]].value.len)
+            die("bsc_json_members returns another span than the walk", doc, n);
+    free(keys);
+    free(vals);
+    free(at);
+}
+
 static void check_members(struct bsc_str obj, json_object *jobj, const char *doc, size_t n)
 {
     static const struct bsc_str no_such_key = {"\"", 1}; /* a raw key never holds a bare '"' */
@@ -503,6 +550,7 @@ static void check_members(struct bsc_str obj, json_object *jobj, const char *doc
     }
     if (distinct != (size_t)json_object_object_length(jobj))
         die("json-c and the walk see a different number of members", doc, n);
+    check_members_at_once(obj, m, count, doc, n);
     span = bsc_str_make("untouched", 9);
     if (bsc_json_member(obj, no_such_key, &span) != 0 || span.len != 9)
         die("an absent key is not reported absent, or the span was written", doc, n);
@@ -550,8 +598,13 @@ static void check_value(struct bsc_str v, json_object *jv, const char *doc, size
 
     if (kind != kind_of_jc(jv))
         die("bsc_json_kind_of disagrees with json-c", doc, n);
-    if (kind != BSC_JSON_OBJECT && bsc_json_member(v, any, &span) != -1)
-        die("bsc_json_member on a non-object is not -1", doc, n);
+    if (kind != BSC_JSON_OBJECT) {
+        struct bsc_str val = {"untouched", 9};
+
+        if (bsc_json_member(v, any, &span) != -1 || bsc_json_members(v, &any, 1, &val) != -1 ||
+            val.p)
+            die("bsc_json_member(s) on a non-object is not -1", doc, n);
+    }
     if (kind != BSC_JSON_ARRAY) {
         size_t pos = 0;
 

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/* guard.c -- what keeps a request from acting twice (DESIGN §6): Idempotency-Key records
+ * (the first request's answer is stored and replayed to repeats; a repeat in flight gets
+ * 409, another body under the same key 422), the tool ledger gate (a write_possible
+ * operation whose ledger entry is started or unknown is never replayed: the client gets
+ * reconcile_required), and the records of WORKFLOW_3 stops for reconciliation. Every call
+ * to the store is asynchronous: the request waits in PICK, and a request whose client went
+ * away meanwhile is kept alive until the store's callback has run (a zombie). */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/sha256.h"
+#include "metrics/metrics.h"
+#include "router/guard.h"
+#include "router/internal.h"
+#include "store/store.h"
+
+static void no_op_ledger(enum bsc_err err, const struct ledger_entry *e,
+                         enum ledger_outcome outcome, void *ud);
+
+/* ---- the zombie rule: store callbacks may outlive the request's life ---- */
+
+static void op_begin(struct request *r)
+{
+    r->store_ops++;
+}
+
+/* Returns false when the request is gone (its client left): the caller must return. */
+static bool op_end(struct request *r)
+{
+    r->store_ops--;
+    if (!r->zombie)
+        return true;
+    if (r->store_ops == 0)
+        free(r);
+    return false;
+}
+
+bool guard_can_free(struct request *r)
+{
+    if (r->store_ops == 0)
+        return true;
+    r->zombie = true; /* the last store callback frees it */
+    return false;
+}
+
+static void no_op_done(enum bsc_err err, void *ud)
+{
+    struct request *r = ud;
+
+    if (err && err != BSC_ENOTFOUND)
+        LOG_WARN("%s: idempotency record not updated: %s", r ? r->id : "-", bsc_err_str(err));
+    if (r)
+        op_end(r);
+}
+
+/* ---- idempotency ---- */
+
+/* The client's identity for the key's scope: a digest of its bearer token, so records of
+ * two clients never meet and no token is stored. */
+static void client_scope(struct srv_req *sreq, char *out, size_t len)
+{
+    struct bsc_str auth = srv_req_header(sreq, BSC_STR("authorization"));
+    uint8_t d[BSC_SHA256_LEN];
+
+    if (!auth.len)
+        auth = srv_req_header(sreq, BSC_STR("x-api-key"));
+    if (!auth.len) {
+        snprintf(out, len, "anonymous");
+        return;
+    }
+    bsc_sha256(auth.p, auth.len, d);
+    for (size_t i = 0; i < 16 && 2 * i + 2 < len; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+static void reply_replay(struct request *r, const struct idem_answer *a)
+{
+    struct srv_header h[4];
+    size_t n = 0;
+
+    h[n++] = (struct srv_header){BSC_STR("x-bascule-idempotent-replay"), BSC_STR("true")};
+    if (a->stream) {
+        h[n++] = (struct srv_header){BSC_STR("Content-Type"),
+                                     BSC_STR("text/event-stream; charset=utf-8")};
+        h[n++] = (struct srv_header){BSC_STR("Cache-Control"), BSC_STR("no-cache")};
+    } else {
+        h[n++] = (struct srv_header){BSC_STR("Content-Type"), BSC_STR("application/json")};
+    }
+    srv_resp_send(r->sreq, a->status, NULL, h, n, a->body.p, a->body.len);
+    r->status = a->status;
+    r->bytes_out = a->body.len;
+    r->sreq = NULL;
+    r->termination = "idempotent_replay";
+}
+
+static void on_idem_begin(enum bsc_err err, const struct store_idem_result *res, void *ud)
+{
+    struct request *r = ud;
+
+    if (!op_end(r))
+        return;
+    r->waiting_store = false;
+    if (r->state == REQ_ST_DONE || !r->sreq)
+        return;
+    if (err) {
+        LOG_WARN("%s: idempotency store unavailable (%s): serving without it", r->id,
+                 bsc_err_str(err));
+    } else if (res->decision == IDEM_MISS) {
+        r->idem_active = true;
+        r->idem_claim = res->claim;
+    } else if (res->decision == IDEM_REPLAY) {
+        reply_replay(r, res->answer);
+        req__goto(r, REQ_ST_DONE);
+    } else {
+        bool mismatch = res->decision == IDEM_MISMATCH;
+        req__set_error(r, mismatch ? 422 : 409, "invalid_request_error",
+                       mismatch ? "idempotency_key_reused" : "idempotency_key_in_use",
+                       mismatch ? "this Idempotency-Key was used with a different request body"
+                                : "a request with this Idempotency-Key is still in progress");
+        r->err.should_retry = !mismatch;
+        r->err.retry_after_ms = mismatch ? -1 : 1000;
+        r->termination = mismatch ? "idempotency_mismatch" : "idempotency_in_flight";
+        req__goto(r, REQ_ST_REPLY_ERROR);
+    }
+    req__run(r);
+}
+
+enum guard_start guard_idem_start(struct request *r)
+{
+    struct bsc_str key = srv_req_header(r->sreq, BSC_STR("idempotency-key"));
+    struct bsc_str body = r->body;
+    struct idem_fp fp;
+    const char *text;
+    size_t len = 0;
+
+    if (!key.p || !r->gw->store)
+        return GUARD_PROCEED;
+    if (!idem_key_valid(key)) {
+        req__set_error(r, 400, "invalid_request_error", "invalid_idempotency_key",
+                       "Idempotency-Key must be 1 to %d printable characters", IDEM_KEY_MAX);
+        return GUARD_STOP;
+    }
+    if (!body.p && r->json) {
+        text = json_object_to_json_string_length(r->json, JSON_C_TO_STRING_PLAIN, &len);
+        body = bsc_str_make(text, text ? len : 0);
+    }
+    snprintf(r->idem_key, sizeof(r->idem_key), "%.*s", BSC_STR_FMT(key));
+    client_scope(r->sreq, r->idem_scope, sizeof(r->idem_scope));
+    if (idem_fingerprint(bsc_str_cstr(r->path), body, &fp) != BSC_OK)
+        return GUARD_PROCEED;
+    op_begin(r);
+    if (store_idem_begin(r->gw->store, &r->w->loop, bsc_str_cstr(r->idem_scope),
+                         bsc_str_cstr(r->idem_key), &fp, 0, on_idem_begin, r) != BSC_OK) {
+        r->store_ops--;
+        LOG_WARN("%s: idempotency store refused the key: serving without it", r->id);
+        return GUARD_PROCEED;
+    }
+    r->waiting_store = true;
+    return GUARD_WAIT;
+}
+
+void guard_idem_record(struct request *r, const void *p, size_t len)
+{
+    if (r->idem_active && !r->idem_overflow &&
+        bsc_buf_append(&r->idem_copy, p, len) != BSC_OK)
+        r->idem_overflow = true; /* too large to store: the record is abandoned at the end */
+}
+
+void guard_idem_finish(struct request *r)
+{
+    struct bsc_str scope = bsc_str_cstr(r->idem_scope), key = bsc_str_cstr(r->idem_key);
+    bool ok = r->status >= 200 && r->status < 300 && r->termination &&
+              strcmp(r->termination, "ok") == 0 && !r->idem_overflow;
+    struct idem_answer a = {
+        .status = r->status,
+        .stream = r->stream,
+        .headers = BSC_STR("{}"),
+        .body = bsc_buf_str(&r->idem_copy),
+    };
+    enum bsc_err err;
+
+    if (!r->idem_active)
+        return;
+    r->idem_active = false;
+    op_begin(r);
+    err = ok ? store_idem_complete(r->gw->store, &r->w->loop, scope, key, r->idem_claim, &a,
+                                   no_op_done, r)
+             : BSC_EINVAL;
+    if (err) /* not stored (a failure, or too large): a repeat runs the request again */
+        err = store_idem_abandon(r->gw->store, &r->w->loop, scope, key, r->idem_claim,
+                                 no_op_done, r);
+    if (err)
+        r->store_ops--;
+}
+
+/* ---- the tool ledger ---- */
+
+static void on_ledger_get(enum bsc_err err, const struct ledger_entry *e,
+                          enum ledger_outcome outcome, void *ud)
+{
+    struct request *r = ud;
+
+    (void)outcome;
+    if (!op_end(r))
+        return;
+    r->waiting_store = false;
+    r->ledger_checked = r->n_attempts;
+    if (!err && e && (e->state == LEDGER_ST_STARTED || e->state == LEDGER_ST_UNKNOWN))
+        r->ledger_blocked = e->state == LEDGER_ST_STARTED ? "started" : "unknown";
+    else if (err && err != BSC_ENOTFOUND)
+        r->ledger_blocked = "unreadable"; /* cannot prove it is safe: do not replay */
+    if (r->state != REQ_ST_DONE)
+        req__run(r);
+}
+
+enum guard_start guard_ledger_check(struct request *r)
+{
+    if (r->env.side_effects != CFG_SE_WRITE_POSSIBLE || !r->op_id[0] || !r->gw->store ||
+        r->ledger_checked == r->n_attempts)
+        return GUARD_PROCEED;
+    op_begin(r);
+    if (store_ledger_get(r->gw->store, &r->w->loop, bsc_str_cstr(r->op_id), on_ledger_get, r) !=
+        BSC_OK) {
+        r->store_ops--;
+        r->ledger_blocked = "unreadable";
+        return GUARD_PROCEED;
+    }
+    r->waiting_store = true;
+    return GUARD_WAIT;
+}
+
+/* The second write of a WORKFLOW_3 record: started -> unknown. */
+static void on_uncertain_started(enum bsc_err err, const struct ledger_entry *e,
+                                 enum ledger_outcome outcome, void *ud)
+{
+    struct request *r = ud;
+    struct ledger_update u = {.state = LEDGER_ST_UNKNOWN};
+
+    (void)e;
+    (void)outcome;
+    if (!op_end(r))
+        return;
+    if (err) {
+        LOG_WARN("%s: reconciliation record for %s not written: %s", r->id, r->op_id,
+                 bsc_err_str(err));
+        return;
+    }
+    snprintf(u.tool_name, sizeof(u.tool_name), "bascule.model_call");
+    snprintf(u.external_reference, sizeof(u.external_reference), "%s", r->id);
+    op_begin(r);
+    if (store_ledger_put(r->gw->store, &r->w->loop, bsc_str_cstr(r->uncertain_id), &u,
+                         no_op_ledger, r) != BSC_OK)
+        r->store_ops--;
+}
+
+static void no_op_ledger(enum bsc_err err, const struct ledger_entry *e,
+                         enum ledger_outcome outcome, void *ud)
+{
+    struct request *r = ud;
+
+    (void)e;
+    (void)outcome;
+    if (err)
+        LOG_WARN("%s: ledger write failed: %s", r->id, bsc_err_str(err));
+    op_end(r);
+}
+
+void guard_record_uncertain(struct request *r, const char *what)
+{
+    struct ledger_update u = {.state = LEDGER_ST_STARTED};
+    uint8_t d[BSC_SHA256_LEN];
+    char hex[17];
+
+    metrics_inc3(req__metrics(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "transport", what, 1);
+    LOG_WARN("%s: %s on route %s%s%s: not replayed; reconcile before retrying", r->id, what,
+             r->route->id, r->op_id[0] ? ", operation " : "", r->op_id);
+    if (!r->op_id[0] || !r->gw->store)
+        return;
+    /* The gateway's own entry beside the agent's: <operation>:model:<digest of request>. */
+    bsc_sha256(r->id, strlen(r->id), d);
+    for (int i = 0; i < 8; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    snprintf(r->uncertain_id, sizeof(r->uncertain_id), "%.100s:model:%s", r->op_id, hex);
+    snprintf(u.tool_name, sizeof(u.tool_name), "bascule.model_call");
+    snprintf(u.external_reference, sizeof(u.external_reference), "%s", r->id);
+    op_begin(r);
+    if (store_ledger_put(r->gw->store, &r->w->loop, bsc_str_cstr(r->uncertain_id), &u,
+                         on_uncertain_started, r) != BSC_OK)
+        r->store_ops--;
+}

@@ -1,0 +1,773 @@
+/* SPDX-License-Identifier: MIT */
+/* test_json.c -- the allocation-free JSON validator (json_check.c) and the span scanner
+ * (json_scan.c). The validator: tables of valid documents and of invalid ones with the offset
+ * and message of the first offending byte (literals, numbers, strings and escapes, UTF-8 per
+ * Unicode table 3-7, containers, whitespace, NUL bytes), every code point encoded in a string,
+ * and the depth bound at max-1/max/max+1 over both words of the container stack. The scanner:
+ * member lookup (found, absent, repeated, non-object, raw keys), one-pass lookup, array
+ * iteration, kinds and scalar readers. tests/fuzz/fuzz_json_check.c checks both against json-c. */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/compat.h"
+#include "core/json_check.h"
+#include "core/json_scan.h"
+
+#define S(lit) {(lit), sizeof(lit) - 1}
+
+static bool check(struct bsc_str doc, unsigned depth, struct bsc_json_error *err)
+{
+    err->offset = (size_t)-1;
+    err->what = NULL;
+    return bsc_json_check(doc, depth, err);
+}
+
+/* ---- bsc_json_check: valid documents ---------------------------------------------------- */
+
+static void test_check_valid(void **state)
+{
+    static const struct bsc_str docs[] = {
+        /* literals */
+        S("true"), S("false"), S("null"),
+        /* numbers */
+        S("0"), S("-0"), S("1"), S("-1"), S("1234567890"), S("0.5"), S("-0.5"), S("10.25"),
+        S("1e5"), S("1E5"), S("1e+5"), S("1e-5"), S("1.5E+10"), S("0e0"), S("-0.0e-0"),
+        S("1e999"), S("-1e-999"), S("1e0000000000000000000000001"),
+        S("123456789012345678901234567890"), S("-9223372036854775809"),
+        /* strings: every escape, \u forms, DEL, lone surrogate escapes (the grammar allows them) */
+        S("\"\""), S("\"abc\""), S("\"\\\" \\\\ \\/ \\b \\f \\n \\r \\t\""),
+        S("\"\\u0000\\u001f\\u00e9\\u00E9\\uffff\\uFFFF\""), S("\"\\uD83D\\uDE00\""),
+        S("\"\\ud800\""), S("\"\\udc00x\""), S("\"\x7f\""), S("\"a/b\""), S("\"' {}[],:\""),
+        /* UTF-8: the edges of each row of table 3-7 */
+        S("\"\xc2\x80\""), S("\"\xdf\xbf\""), S("\"\xe0\xa0\x80\""), S("\"\xe0\xbf\xbf\""),
+        S("\"\xe1\x80\x80\""), S("\"\xec\xbf\xbf\""), S("\"\xed\x80\x80\""),
+        S("\"\xed\x9f\xbf\""), S("\"\xee\x80\x80\""), S("\"\xef\xbf\xbf\""),
+        S("\"\xf0\x90\x80\x80\""), S("\"\xf0\xbf\xbf\xbf\""), S("\"\xf1\x80\x80\x80\""),
+        S("\"\xf3\xbf\xbf\xbf\""), S("\"\xf4\x80\x80\x80\""), S("\"\xf4\x8f\xbf\xbf\""),
+        S("\"h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80\""), S("{\"\xc3\xa9\":1}"),
+        /* containers */
+        S("[]"), S("{}"), S("[ ]"), S("{ }"), S("[[]]"), S("[{}]"), S("{\"a\":{}}"),
+        S("{\"\":0}"), S("[1,\"a\",true,false,null,{},[],-1.5e3]"),
+        S("{\"a\":1,\"a\":2}"), /* repeated keys are valid JSON; the scanner refuses them */
+        S("{\"a\":[1,{\"b\":[[],{\"c\":null}]}],\"d\":\"}]\\\"[{\"}"),
+        /* whitespace around and inside */
+        S(" \t\r\n1 \t\r\n"), S("\n[ 1 , 2 ]\n"), S("{ \"a\" : 1 , \"b\" : [ ] }"),
+        S("\t{\r\n\"a\"\n:\t\"b\"\r}\t"),
+    };
+
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(docs); i++) {
+        struct bsc_json_error err;
+
+        if (!check(docs[i], 64, &err))
+            fail_msg("doc %zu (%.*s): refused at %zu: %s", i, BSC_STR_FMT(docs[i]), err.offset,
+                     err.what);
+        /* A success leaves the error untouched. */
+        assert_null(err.what);
+    }
+}
+
+/* ---- bsc_json_check: invalid documents, with the first offending byte ------------------ */
+
+struct bad {
+    struct bsc_str doc;
+    size_t offset;
+    const char *what;
+};
+
+#define BAD(lit, off, msg) {S(lit), (off), (msg)}
+
+#define LIT "invalid literal"
+#define NUM "invalid number"
+#define UNX "unexpected character"
+#define AFTER "unexpected data after the JSON value"
+#define CTL "control character in a string"
+#define ESC "invalid escape"
+#define UESC "invalid \\u escape"
+#define UTF "invalid UTF-8"
+#define UNTERM "unterminated string"
+#define OPEN "unterminated container"
+#define NAME "expected a member name"
+#define COLON "expected ':'"
+#define ASEP "expected ',' or ']'"
+#define OSEP "expected ',' or '}'"
+
+static const struct bad bad_docs[] = {
+    /* literals */
+    BAD("tru", 0, LIT), BAD("nul", 0, LIT), BAD("fals", 0, LIT), BAD("nulL", 0, LIT),
+    BAD("True", 0, UNX), BAD("NULL", 0, UNX), BAD("nulll", 4, AFTER), BAD("truefalse", 4, AFTER),
+    BAD("NaN", 0, UNX), BAD("Infinity", 0, UNX), BAD("-Infinity", 1, NUM), BAD("[nul]", 1, LIT),
+    BAD("undefined", 0, UNX),
+    /* numbers */
+    BAD("01", 1, AFTER), BAD("00", 1, AFTER), BAD("-01", 2, AFTER), BAD("-", 1, NUM),
+    BAD("-a", 1, NUM), BAD("- 1", 1, NUM), BAD(".5", 0, UNX), BAD("-.5", 1, NUM),
+    BAD("+1", 0, UNX), BAD("1.", 2, NUM), BAD("1.e5", 2, NUM), BAD("1.x", 2, NUM),
+    BAD("1e", 2, NUM), BAD("1e+", 3, NUM), BAD("1E-", 3, NUM), BAD("1e+-5", 3, NUM),
+    BAD("1.5.3", 3, AFTER), BAD("1e5e3", 3, AFTER), BAD("0x10", 1, AFTER), BAD("1 2", 2, AFTER),
+    BAD("[1.]", 3, NUM), BAD("[01]", 2, ASEP), BAD("{\"a\":-}", 6, NUM), BAD("[1e]", 3, NUM),
+    /* strings */
+    BAD("\"abc", 4, UNTERM), BAD("\"", 1, UNTERM), BAD("'a'", 0, UNX), BAD("\"\\x\"", 2, ESC),
+    BAD("\"\\U0041\"", 2, ESC), BAD("\"\\a\"", 2, ESC), BAD("\"\\'\"", 2, ESC),
+    BAD("\"\\", 2, ESC), BAD("\"\\u12\"", 5, UESC), BAD("\"\\uZZZZ\"", 3, UESC),
+    BAD("\"\\u00g0\"", 5, UESC), BAD("\"\\u00", 5, UESC), BAD("\"\\ud800\\u12\"", 11, UESC),
+    BAD("\"a\x01" "b\"", 2, CTL), BAD("\"\x1f\"", 1, CTL), BAD("\"\t\"", 1, CTL),
+    BAD("\"\n\"", 1, CTL), BAD("\"\r\"", 1, CTL), BAD("{\"a\x02\":1}", 3, CTL),
+    /* UTF-8: overlongs, surrogates, past U+10FFFF, bytes that never start a character */
+    BAD("\"\xc0\x80\"", 1, UTF), BAD("\"\xc0\xaf\"", 1, UTF), BAD("\"\xc1\xbf\"", 1, UTF),
+    BAD("\"\xe0\x80\x80\"", 1, UTF), BAD("\"\xe0\x9f\xbf\"", 1, UTF),
+    BAD("\"\xed\xa0\x80\"", 1, UTF), BAD("\"\xed\xbf\xbf\"", 1, UTF),
+    BAD("\"\xf0\x80\x80\x80\"", 1, UTF), BAD("\"\xf0\x8f\xbf\xbf\"", 1, UTF),
+    BAD("\"\xf4\x90\x80\x80\"", 1, UTF), BAD("\"\xf5\x80\x80\x80\"", 1, UTF),
+    BAD("\"\xf8\x88\x80\x80\x80\"", 1, UTF), BAD("\"\xfe\"", 1, UTF), BAD("\"\xff\"", 1, UTF),
+    /* stray continuation bytes, and sequences cut short inside and at the end */
+    BAD("\"\x80\"", 1, UTF), BAD("\"\xbf\"", 1, UTF), BAD("\"a\xc3\xa9\xa9\"", 4, UTF),
+    BAD("\"\xc3\"", 1, UTF), BAD("\"\xc3 \"", 1, UTF), BAD("\"\xe2\x82\"", 1, UTF),
+    BAD("\"\xe2\x82\x41\"", 1, UTF), BAD("\"\xf0\x9f\x98\x41\"", 1, UTF),
+    BAD("\"\xc3", 1, UTF), BAD("\"\xe2\x82", 1, UTF), BAD("\"\xf0\x9f\x98", 1, UTF),
+    BAD("[\"ok\",\"\xed\xa0\x80\"]", 7, UTF),
+    /* non-ASCII outside strings, a byte order mark */
+    BAD("\xc3\xa9", 0, UNX), BAD("\xef\xbb\xbf{}", 0, UNX), BAD("[\xc2\xa0]", 1, UNX),
+    /* containers */
+    BAD("[", 1, OPEN), BAD("[1", 2, OPEN), BAD("[1,", 3, OPEN), BAD("[[]", 3, OPEN),
+    BAD("{", 1, NAME), BAD("{\"a\"", 4, COLON), BAD("{\"a\":", 5, OPEN),
+    BAD("{\"a\":1", 6, OPEN), BAD("{\"a\":1,", 7, NAME), BAD("[1,]", 3, UNX),
+    BAD("[,1]", 1, UNX), BAD("[,]", 1, UNX), BAD("{\"a\":1,}", 7, NAME), BAD("{,}", 1, NAME),
+    BAD("[1 2]", 3, ASEP), BAD("[1;2]", 2, ASEP), BAD("{\"a\":1 \"b\":2}", 7, OSEP),
+    BAD("{\"a\" 1}", 5, COLON), BAD("{\"a\"=1}", 4, COLON), BAD("{\"a\"::1}", 5, UNX),
+    BAD("{1:2}", 1, NAME), BAD("{a:1}", 1, NAME), BAD("{null:1}", 1, NAME),
+    BAD("{'a':1}", 1, NAME), BAD("[1}", 2, ASEP), BAD("{\"a\":1]", 6, OSEP),
+    BAD("[\"a\":1]", 4, ASEP), BAD("]", 0, UNX), BAD("}", 0, UNX), BAD(":", 0, UNX),
+    BAD(",", 0, UNX),
+    /* whitespace that JSON does not have */
+    BAD("\f1", 0, UNX), BAD("\v1", 0, UNX), BAD("1\f", 1, AFTER), BAD("1\v", 1, AFTER),
+    BAD("[1,\f2]", 3, UNX),
+    /* empty documents and trailing garbage */
+    BAD("", 0, "empty document"), BAD(" \t\r\n", 4, "empty document"), BAD("{}x", 2, AFTER),
+    BAD("1 x", 2, AFTER), BAD("[]]", 2, AFTER), BAD("{}{}", 2, AFTER),
+    BAD("\"a\"\"b\"", 3, AFTER), BAD("[] []", 3, AFTER), BAD("{} /* c */", 3, AFTER),
+    /* NUL bytes: never whitespace, never allowed raw in a string */
+    BAD("\0", 0, UNX), BAD(" \0", 1, UNX), BAD("1\0", 1, AFTER), BAD("[]\0", 2, AFTER),
+    BAD("[1,\0]", 3, UNX), BAD("\"a\0b\"", 2, CTL), BAD("{\"a\0\":1}", 3, CTL),
+    BAD("{\"a\":1}\0", 7, AFTER), BAD("\0{}", 0, UNX),
+};
+
+static void test_check_invalid(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(bad_docs); i++) {
+        const struct bad *b = &bad_docs[i];
+        struct bsc_json_error err;
+
+        if (check(b->doc, 64, &err))
+            fail_msg("bad doc %zu (%.*s) accepted", i, BSC_STR_FMT(b->doc));
+        if (err.offset != b->offset || !err.what || strcmp(err.what, b->what) != 0)
+            fail_msg("bad doc %zu (%.*s): got %zu \"%s\", want %zu \"%s\"", i,
+                     BSC_STR_FMT(b->doc), err.offset, err.what ? err.what : "(null)", b->offset,
+                     b->what);
+        /* Every failure is reported the same without an error struct, and never past the end. */
+        assert_false(bsc_json_check(b->doc, 64, NULL));
+        assert_true(err.offset <= b->doc.len);
+    }
+}
+
+/* Every offending byte is found even when the document is cut right after it: the validator
+ * never relies on reading past the end (ASan would flag it: the copy is exactly sized). */
+static void test_check_exact_buffers(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(bad_docs); i++) {
+        const struct bad *b = &bad_docs[i];
+
+        for (size_t cut = 0; cut <= b->doc.len; cut++) {
+            char *copy = malloc(cut ? cut : 1);
+            struct bsc_json_error err;
+            bool ok;
+
+            assert_non_null(copy);
+            memcpy(copy, b->doc.p, cut);
+            ok = check(bsc_str_make(copy, cut), 64, &err);
+            assert_true(ok || err.offset <= cut);
+            assert_true(ok || err.what != NULL);
+            free(copy);
+        }
+    }
+}
+
+static void test_check_null_doc(void **state)
+{
+    struct bsc_json_error err;
+
+    (void)state;
+    assert_false(check(BSC_STR_NULL, 64, &err));
+    assert_int_equal(err.offset, 0);
+    assert_string_equal(err.what, "empty document");
+    /* A NULL pointer with a length is still nothing to read. */
+    assert_false(check(bsc_str_make(NULL, 5), 64, &err));
+    assert_int_equal(err.offset, 0);
+}
+
+/* ---- UTF-8: every code point, encoded by a writer that shares nothing with json_check.c -- */
+
+static size_t encode(uint32_t cp, char *out)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xc0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xe0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        out[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+    out[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+static void test_check_every_code_point(void **state)
+{
+    char buf[8];
+
+    (void)state;
+    for (uint32_t cp = 0; cp <= 0x10ffff; cp++) {
+        size_t len = encode(cp, buf + 1);
+        bool surrogate = cp >= 0xd800 && cp <= 0xdfff;
+        bool want = cp >= 0x20 && cp != '"' && cp != '\\' && !surrogate;
+        struct bsc_json_error err;
+
+        buf[0] = '"';
+        buf[len + 1] = '"';
+        if (check(bsc_str_make(buf, len + 2), 1, &err) != want)
+            fail_msg("U+%04X: got %s", (unsigned)cp, want ? "refused" : "accepted");
+        if (surrogate)
+            assert_int_equal(err.offset, 1);
+    }
+}
+
+/* Every pair (lead, next) in a string, against the well-formed ranges of table 3-7. */
+static void test_check_every_lead_and_second_byte(void **state)
+{
+    (void)state;
+    for (unsigned lead = 0x80; lead <= 0xff; lead++) {
+        for (unsigned next = 0; next <= 0xff; next++) {
+            /* Pad with continuation bytes so only the first two decide. */
+            char doc[] = {'"', (char)lead, (char)next, (char)0x80, (char)0x80, '"'};
+            size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+            unsigned lo = lead == 0xe0 ? 0xa0 : lead == 0xf0 ? 0x90 : 0x80;
+            unsigned hi = lead == 0xed ? 0x9f : lead == 0xf4 ? 0x8f : 0xbf;
+            bool lead_ok = lead >= 0xc2 && lead <= 0xf4;
+            bool want = lead_ok && next >= lo && next <= hi;
+            struct bsc_json_error err;
+            /* Keep exactly the sequence and the closing quote. */
+            size_t len = want ? need + 2 : sizeof(doc);
+
+            if (want)
+                doc[need + 1] = '"';
+            if (check(bsc_str_make(doc, len), 1, &err) != want)
+                fail_msg("%02X %02X: got %s", lead, next, want ? "refused" : "accepted");
+            if (!want) {
+                assert_int_equal(err.offset, 1);
+                assert_string_equal(err.what, UTF);
+            }
+        }
+    }
+}
+
+/* ---- depth ------------------------------------------------------------------------------- */
+
+/* Writes <n> nested containers around <inner>: arrays, objects ({"k": each), or alternating. */
+enum nest_kind { NEST_ARRAY, NEST_OBJECT, NEST_MIXED };
+
+static struct bsc_str nest(char *buf, size_t cap, unsigned n, enum nest_kind kind,
+                           const char *inner)
+{
+    size_t len = 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        bool obj = kind == NEST_OBJECT || (kind == NEST_MIXED && i % 2);
+        const char *open = obj ? "{\"k\":" : "[";
+
+        assert_true(len + 5 < cap);
+        memcpy(buf + len, open, strlen(open));
+        len += strlen(open);
+    }
+    assert_true(len + strlen(inner) < cap);
+    memcpy(buf + len, inner, strlen(inner));
+    len += strlen(inner);
+    for (unsigned i = n; i-- > 0;) {
+        bool obj = kind == NEST_OBJECT || (kind == NEST_MIXED && i % 2);
+
+        assert_true(len + 1 < cap);
+        buf[len++] = obj ? '}' : ']';
+    }
+    return bsc_str_make(buf, len);
+}
+
+/* The offset of the (<n>+1)th opener. */
+static size_t opener_offset(unsigned n, enum nest_kind kind)
+{
+    size_t off = 0;
+
+    for (unsigned i = 0; i < n; i++)
+        off += (kind == NEST_OBJECT || (kind == NEST_MIXED && i % 2)) ? 5 : 1;
+    return off;
+}
+
+static void test_check_depth(void **state)
+{
+    static const unsigned maxes[] = {1, 2, 63, 64, 65, 128, 255, 256};
+    static const enum nest_kind kinds[] = {NEST_ARRAY, NEST_OBJECT, NEST_MIXED};
+    static const char *const inners[] = {"", "1", "\"[{\""};
+    static char buf[4096];
+
+    (void)state;
+    for (size_t m = 0; m < BSC_ARRAY_LEN(maxes); m++) {
+        for (size_t k = 0; k < BSC_ARRAY_LEN(kinds); k++) {
+            for (size_t in = 0; in < BSC_ARRAY_LEN(inners); in++) {
+                unsigned max = maxes[m];
+                struct bsc_json_error err;
+                struct bsc_str doc;
+
+                /* An object needs a member, so "" inside objects becomes null. */
+                const char *inner = inners[in][0] || kinds[k] == NEST_ARRAY ? inners[in] : "null";
+
+                doc = nest(buf, sizeof(buf), max - 1, kinds[k], inner);
+                if (!check(doc, max, &err))
+                    fail_msg("max %u kind %zu inner %zu: max-1 refused at %zu: %s", max, k, in,
+                             err.offset, err.what);
+                doc = nest(buf, sizeof(buf), max, kinds[k], inner);
+                if (!check(doc, max, &err))
+                    fail_msg("max %u kind %zu inner %zu: max refused at %zu: %s", max, k, in,
+                             err.offset, err.what);
+                doc = nest(buf, sizeof(buf), max + 1, kinds[k], inner);
+                if (check(doc, max, &err))
+                    fail_msg("max %u kind %zu inner %zu: max+1 accepted", max, k, in);
+                assert_string_equal(err.what, "nested too deep");
+                assert_int_equal(err.offset, opener_offset(max, kinds[k]));
+            }
+        }
+    }
+}
+
+static void test_check_depth_zero_and_clamp(void **state)
+{
+    static char buf[4096];
+    struct bsc_json_error err;
+    struct bsc_str doc;
+
+    (void)state;
+    /* Depth 0: scalars only. */
+    assert_true(check(BSC_STR("\"a\""), 0, &err));
+    assert_false(check(BSC_STR("[]"), 0, &err));
+    assert_int_equal(err.offset, 0);
+    assert_string_equal(err.what, "nested too deep");
+    /* Past BSC_JSON_MAX_DEPTH, the bound is clamped: 256 still passes, 257 does not. */
+    doc = nest(buf, sizeof(buf), BSC_JSON_MAX_DEPTH, NEST_MIXED, "0");
+    assert_true(check(doc, BSC_JSON_MAX_DEPTH + 100, &err));
+    doc = nest(buf, sizeof(buf), BSC_JSON_MAX_DEPTH + 1, NEST_MIXED, "0");
+    assert_false(check(doc, 100000, &err));
+    assert_string_equal(err.what, "nested too deep");
+    assert_int_equal(err.offset, opener_offset(BSC_JSON_MAX_DEPTH, NEST_MIXED));
+    /* Closing depth brings the budget back: siblings may each go to the bound. */
+    assert_true(check(BSC_STR("[[[]],[[]],[[]]]"), 3, &err));
+    assert_false(check(BSC_STR("[[[]],[[[]]]]"), 3, &err));
+    assert_int_equal(err.offset, 8);
+}
+
+/* The stack remembers object or array at every level, across its 64-bit words: the wrong
+ * closer is caught at any depth. */
+static void test_check_stack_kinds(void **state)
+{
+    static char buf[4096];
+
+    (void)state;
+    for (unsigned n = 1; n <= BSC_JSON_MAX_DEPTH; n += (n < 70 ? 1 : 31)) {
+        struct bsc_str doc = nest(buf, sizeof(buf), n, NEST_MIXED, "[]");
+        size_t close_at = doc.len - n; /* the innermost of our closers */
+        struct bsc_json_error err;
+
+        if (n == BSC_JSON_MAX_DEPTH)
+            break; /* "[]" inside would be one too deep */
+        assert_true(check(doc, BSC_JSON_MAX_DEPTH, &err));
+        for (size_t at = close_at; at < doc.len; at++) {
+            bool was_obj = buf[at] == '}';
+
+            buf[at] = was_obj ? ']' : '}';
+            if (check(doc, BSC_JSON_MAX_DEPTH, &err))
+                fail_msg("depth %u: swapped closer at %zu accepted", n, at);
+            assert_int_equal(err.offset, at);
+            assert_string_equal(err.what, was_obj ? OSEP : ASEP);
+            buf[at] = was_obj ? '}' : ']';
+        }
+    }
+}
+
+/* ---- bsc_json_member / bsc_json_member_span / bsc_json_members --------------------------- */
+
+#define CHAT                                                                                    \
+    "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":\"a}]\\\"[{,\"}],"      \
+    "\"n\":2,\"s\":\"x\\\\\",\"e\":{},\"t\":true,\"f\":false,\"z\":null,\"neg\":-1.5e3,"      \
+    "\"deep\":{\"model\":\"inner\",\"q\":[[\"]\"]]}}"
+
+static void expect_member(struct bsc_str doc, const char *key, const char *want)
+{
+    struct bsc_str v = BSC_STR("untouched");
+    int r = bsc_json_member(doc, bsc_str_cstr(key), &v);
+
+    if (r != 1 || !bsc_str_eq(v, bsc_str_cstr(want)))
+        fail_msg("member %s: got %d \"%.*s\", want \"%s\"", key, r, BSC_STR_FMT(v), want);
+    /* The span points into the document. */
+    assert_true(v.p >= doc.p && v.p + v.len <= doc.p + doc.len);
+    v = BSC_STR("untouched");
+    assert_true(bsc_json_member_span(doc, bsc_str_cstr(key), &v));
+    assert_true(bsc_str_eq(v, bsc_str_cstr(want)));
+}
+
+static void expect_no_member(struct bsc_str doc, const char *key, int want)
+{
+    struct bsc_str v = BSC_STR("untouched");
+
+    assert_int_equal(bsc_json_member(doc, bsc_str_cstr(key), &v), want);
+    assert_false(bsc_json_member_span(doc, bsc_str_cstr(key), &v));
+    /* Not found: *value is left alone (except that a repeat may have set it first). */
+    if (want == 0)
+        assert_true(bsc_str_eq(v, BSC_STR("untouched")));
+}
+
+static void test_member_found(void **state)
+{
+    struct bsc_str doc = BSC_STR(CHAT);
+    struct bsc_json_error err;
+
+    (void)state;
+    assert_true(check(doc, 64, &err));
+    expect_member(doc, "model", "\"gpt-4o\"");
+    expect_member(doc, "messages",
+                  "[{\"role\":\"user\",\"content\":\"a}]\\\"[{,\"}]");
+    expect_member(doc, "n", "2");
+    expect_member(doc, "s", "\"x\\\\\"");
+    expect_member(doc, "e", "{}");
+    expect_member(doc, "t", "true");
+    expect_member(doc, "f", "false");
+    expect_member(doc, "z", "null");
+    expect_member(doc, "neg", "-1.5e3");
+    expect_member(doc, "deep", "{\"model\":\"inner\",\"q\":[[\"]\"]]}");
+}
+
+static void test_member_absent(void **state)
+{
+    struct bsc_str doc = BSC_STR(CHAT);
+
+    (void)state;
+    expect_no_member(doc, "x", 0);
+    expect_no_member(doc, "mode", 0);    /* a prefix of a key */
+    expect_no_member(doc, "models", 0);  /* a key is a prefix of it */
+    expect_no_member(doc, "role", 0);    /* nested, not top-level */
+    expect_no_member(doc, "q", 0);
+    expect_no_member(doc, "gpt-4o", 0);  /* a value, not a key */
+    expect_no_member(doc, "", 0);
+    expect_no_member(BSC_STR("{}"), "a", 0);
+    expect_no_member(BSC_STR(" { \t} "), "a", 0);
+    expect_member(BSC_STR("{\"\":1}"), "", "1");
+}
+
+static void test_member_repeated(void **state)
+{
+    struct bsc_str doc = BSC_STR("{\"a\":1,\"b\":[\"a\"],\"a\":{\"a\":3}}");
+
+    (void)state;
+    expect_no_member(doc, "a", -1);
+    expect_member(doc, "b", "[\"a\"]");
+    /* Repeated inside a nested object only: the top level has it once. */
+    expect_member(BSC_STR("{\"o\":{\"a\":1,\"a\":2},\"a\":0}"), "a", "0");
+}
+
+static void test_member_not_object(void **state)
+{
+    static const struct bsc_str docs[] = {
+        S("[{\"a\":1}]"), S("\"a\""), S("1"), S("true"), S("null"), S(""), S("   "),
+    };
+
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(docs); i++)
+        expect_no_member(docs[i], "a", -1);
+    expect_no_member(BSC_STR_NULL, "a", -1);
+}
+
+static void test_member_raw_keys_and_whitespace(void **state)
+{
+    struct bsc_str doc = BSC_STR(" {\n \"a\\\"b\" :\t[ 1 , \"}\" ] ,\r\n \"\\u0061\" : \"x\" ,"
+                                 " \"c\\\\\" : { \"d\" : [ ] } } \n");
+    struct bsc_json_error err;
+
+    (void)state;
+    assert_true(check(doc, 64, &err));
+    /* Keys compare in their raw form: escapes are not decoded. */
+    expect_member(doc, "a\\\"b", "[ 1 , \"}\" ]");
+    expect_member(doc, "\\u0061", "\"x\"");
+    expect_member(doc, "c\\\\", "{ \"d\" : [ ] }");
+    expect_no_member(doc, "a", 0);
+    expect_no_member(doc, "a\"b", 0);
+    expect_no_member(doc, "c\\", 0);
+}
+
+static void test_members_one_pass(void **state)
+{
+    struct bsc_str doc = BSC_STR(CHAT);
+    const struct bsc_str keys[] = {BSC_STR("stream"), BSC_STR("model"), BSC_STR("n"),
+                                   BSC_STR("deep"), BSC_STR("model")};
+    struct bsc_str vals[BSC_ARRAY_LEN(keys)];
+
+    (void)state;
+    assert_int_equal(bsc_json_members(doc, keys, BSC_ARRAY_LEN(keys), vals), 1);
+    assert_null(vals[0].p);
+    assert_int_equal(vals[0].len, 0);
+    assert_true(bsc_str_eq(vals[1], BSC_STR("\"gpt-4o\"")));
+    assert_true(bsc_str_eq(vals[2], BSC_STR("2")));
+    assert_true(bsc_str_eq(vals[3], BSC_STR("{\"model\":\"inner\",\"q\":[[\"]\"]]}")));
+    assert_true(bsc_str_eq(vals[4], vals[1])); /* the same key asked twice */
+    /* A repeated wanted key fails the whole lookup; a repeated unwanted one does not. */
+    doc = BSC_STR("{\"a\":1,\"b\":2,\"a\":3}");
+    assert_int_equal(bsc_json_members(doc, keys + 2, 1, vals), 1);
+    assert_null(vals[0].p);
+    assert_int_equal(bsc_json_members(doc, (const struct bsc_str[]){BSC_STR("b")}, 1, vals), 1);
+    assert_true(bsc_str_eq(vals[0], BSC_STR("2")));
+    assert_int_equal(bsc_json_members(doc, (const struct bsc_str[]){BSC_STR("a")}, 1, vals), -1);
+    /* Not an object: -1, every value cleared. */
+    vals[0] = BSC_STR("untouched");
+    assert_int_equal(bsc_json_members(BSC_STR("[1]"), keys, 1, vals), -1);
+    assert_null(vals[0].p);
+    assert_int_equal(bsc_json_members(BSC_STR(" { } "), keys, 2, vals), 1);
+    assert_null(vals[0].p);
+    assert_null(vals[1].p);
+}
+
+/* ---- bsc_json_array_next ------------------------------------------------------------------ */
+
+static size_t collect(struct bsc_str arr, struct bsc_str *out, size_t cap)
+{
+    size_t pos = 0, n = 0;
+    struct bsc_str e;
+
+    while (bsc_json_array_next(arr, &pos, &e)) {
+        assert_true(n < cap);
+        assert_true(e.p >= arr.p && e.p + e.len <= arr.p + arr.len);
+        out[n++] = e;
+    }
+    /* Once done, it stays done. */
+    assert_false(bsc_json_array_next(arr, &pos, &e));
+    return n;
+}
+
+static void test_array_mixed(void **state)
+{
+    static const char *const want[] = {
+        "1",     "\"a,]\"", "[2, [3]]", "{\"k\": \"]\", \"l\": [\"[\"]}", "true", "false",
+        "null",  "-1.5e3",  "[]",       "{}",                             "\"\\\"]\"", "\"\\\\\"",
+        "[[]]",
+    };
+    struct bsc_str arr = BSC_STR(" [1, \"a,]\" ,[2, [3]],{\"k\": \"]\", \"l\": [\"[\"]},true,"
+                                 "\tfalse ,\nnull,-1.5e3,[],{},\"\\\"]\",\"\\\\\",[[]] ] ");
+    struct bsc_str got[32];
+    struct bsc_json_error err;
+    size_t n;
+
+    (void)state;
+    assert_true(check(arr, 64, &err));
+    n = collect(arr, got, BSC_ARRAY_LEN(got));
+    assert_int_equal(n, BSC_ARRAY_LEN(want));
+    for (size_t i = 0; i < n; i++)
+        if (!bsc_str_eq(got[i], bsc_str_cstr(want[i])))
+            fail_msg("element %zu: got \"%.*s\", want \"%s\"", i, BSC_STR_FMT(got[i]), want[i]);
+    /* Nested arrays iterate the same way. */
+    n = collect(got[2], got, BSC_ARRAY_LEN(got));
+    assert_int_equal(n, 2);
+    assert_true(bsc_str_eq(got[0], BSC_STR("2")));
+    assert_true(bsc_str_eq(got[1], BSC_STR("[3]")));
+    n = collect(got[1], got, BSC_ARRAY_LEN(got));
+    assert_int_equal(n, 1);
+    assert_true(bsc_str_eq(got[0], BSC_STR("3")));
+}
+
+static void test_array_empty_and_not_array(void **state)
+{
+    static const struct bsc_str empty[] = {
+        S("[]"), S("[ ]"), S(" [\n\t] "), S("{}"), S("{\"a\":[1]}"), S("\"[1]\""), S("1"),
+        S(""), S("  "),
+    };
+    struct bsc_str got[4];
+
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(empty); i++)
+        if (collect(empty[i], got, BSC_ARRAY_LEN(got)) != 0)
+            fail_msg("doc %zu (%.*s) has elements", i, BSC_STR_FMT(empty[i]));
+    assert_int_equal(collect(BSC_STR_NULL, got, BSC_ARRAY_LEN(got)), 0);
+    assert_int_equal(collect(BSC_STR("[[],[[]],{}]"), got, BSC_ARRAY_LEN(got)), 3);
+    assert_true(bsc_str_eq(got[1], BSC_STR("[[]]")));
+    assert_int_equal(collect(BSC_STR("[0]"), got, BSC_ARRAY_LEN(got)), 1);
+    assert_true(bsc_str_eq(got[0], BSC_STR("0")));
+}
+
+/* ---- kinds and scalars -------------------------------------------------------------------- */
+
+static void test_kind_of(void **state)
+{
+    static const struct {
+        struct bsc_str v;
+        enum bsc_json_kind want;
+    } cases[] = {
+        {S("null"), BSC_JSON_NULL},     {S("true"), BSC_JSON_BOOL},
+        {S("false"), BSC_JSON_BOOL},    {S("0"), BSC_JSON_NUMBER},
+        {S("-1"), BSC_JSON_NUMBER},     {S("9e9"), BSC_JSON_NUMBER},
+        {S("\"\""), BSC_JSON_STRING},   {S("\"x\""), BSC_JSON_STRING},
+        {S("[]"), BSC_JSON_ARRAY},      {S("[1,2]"), BSC_JSON_ARRAY},
+        {S("{}"), BSC_JSON_OBJECT},     {S("{\"a\":1}"), BSC_JSON_OBJECT},
+        {S(""), BSC_JSON_INVALID},      {S(" 1"), BSC_JSON_INVALID},
+        {S("x"), BSC_JSON_INVALID},     {S("+1"), BSC_JSON_INVALID},
+        {S(".5"), BSC_JSON_INVALID},    {S("]"), BSC_JSON_INVALID},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(cases); i++)
+        if (bsc_json_kind_of(cases[i].v) != cases[i].want)
+            fail_msg("kind of \"%.*s\": got %d want %d", BSC_STR_FMT(cases[i].v),
+                     bsc_json_kind_of(cases[i].v), cases[i].want);
+    assert_int_equal(bsc_json_kind_of(BSC_STR_NULL), BSC_JSON_INVALID);
+}
+
+static void test_is_true(void **state)
+{
+    (void)state;
+    assert_true(bsc_json_is_true(BSC_STR("true")));
+    assert_false(bsc_json_is_true(BSC_STR("false")));
+    assert_false(bsc_json_is_true(BSC_STR("\"true\"")));
+    assert_false(bsc_json_is_true(BSC_STR("true ")));
+    assert_false(bsc_json_is_true(BSC_STR("tru")));
+    assert_false(bsc_json_is_true(BSC_STR("1")));
+    assert_false(bsc_json_is_true(BSC_STR_NULL));
+}
+
+static void test_string_raw(void **state)
+{
+    struct bsc_str v = BSC_STR("\"a\\\"b\\u00e9\"");
+    struct bsc_str raw = bsc_json_string_raw(v);
+
+    (void)state;
+    /* Escapes stay as written; the span points into the value. */
+    assert_true(bsc_str_eq(raw, BSC_STR("a\\\"b\\u00e9")));
+    assert_ptr_equal(raw.p, v.p + 1);
+    raw = bsc_json_string_raw(BSC_STR("\"\""));
+    assert_non_null(raw.p);
+    assert_int_equal(raw.len, 0);
+    assert_null(bsc_json_string_raw(BSC_STR("1")).p);
+    assert_null(bsc_json_string_raw(BSC_STR("[\"a\"]")).p);
+    assert_null(bsc_json_string_raw(BSC_STR("\"")).p);
+    assert_null(bsc_json_string_raw(BSC_STR("")).p);
+    assert_null(bsc_json_string_raw(BSC_STR_NULL).p);
+}
+
+static void test_u64(void **state)
+{
+    static const struct bsc_str refused[] = {
+        S(""), S("-1"), S("-0"), S("+1"), S("1.0"), S("1e3"), S("1E3"), S("0.5"),
+        S("18446744073709551616"), S("99999999999999999999"), S("\"1\""), S("true"), S(" 1"),
+        S("1 "),
+    };
+    unsigned long long u = 7;
+
+    (void)state;
+    assert_true(bsc_json_u64(BSC_STR("0"), &u));
+    assert_int_equal(u, 0);
+    assert_true(bsc_json_u64(BSC_STR("256"), &u));
+    assert_int_equal(u, 256);
+    assert_true(bsc_json_u64(BSC_STR("18446744073709551615"), &u));
+    assert_true(u == ULLONG_MAX);
+    assert_true(bsc_json_u64(BSC_STR("18446744073709551610"), &u));
+    assert_true(u == ULLONG_MAX - 5);
+    for (size_t i = 0; i < BSC_ARRAY_LEN(refused); i++) {
+        u = 7;
+        if (bsc_json_u64(refused[i], &u))
+            fail_msg("u64 accepts \"%.*s\"", BSC_STR_FMT(refused[i]));
+        assert_int_equal(u, 7); /* untouched on failure */
+    }
+}
+
+/* ---- validate, then read: the fast path's use ------------------------------------------- */
+
+static void test_validate_then_read(void **state)
+{
+    struct bsc_str body = BSC_STR("{\"model\":\"gpt-4o-mini\",\"stream\":true,\"max_tokens\":512,"
+                                  "\"messages\":[{\"role\":\"system\",\"content\":\"be {brief}\"},"
+                                  "{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+                                  "\"text\":\"hi\"}]}]}");
+    struct bsc_str v, msgs, m, role;
+    unsigned long long max_tokens = 0;
+    struct bsc_json_error err;
+    size_t pos = 0, count = 0;
+
+    (void)state;
+    assert_true(check(body, 64, &err));
+    assert_int_equal(bsc_json_member(body, BSC_STR("model"), &v), 1);
+    assert_int_equal(bsc_json_kind_of(v), BSC_JSON_STRING);
+    assert_true(bsc_str_eq(bsc_json_string_raw(v), BSC_STR("gpt-4o-mini")));
+    assert_int_equal(bsc_json_member(body, BSC_STR("stream"), &v), 1);
+    assert_true(bsc_json_is_true(v));
+    assert_int_equal(bsc_json_member(body, BSC_STR("max_tokens"), &v), 1);
+    assert_true(bsc_json_u64(v, &max_tokens));
+    assert_int_equal(max_tokens, 512);
+    assert_int_equal(bsc_json_member(body, BSC_STR("messages"), &msgs), 1);
+    assert_int_equal(bsc_json_kind_of(msgs), BSC_JSON_ARRAY);
+    while (bsc_json_array_next(msgs, &pos, &m)) {
+        assert_int_equal(bsc_json_kind_of(m), BSC_JSON_OBJECT);
+        assert_int_equal(bsc_json_member(m, BSC_STR("role"), &role), 1);
+        assert_true(bsc_str_eq(role, count ? BSC_STR("\"user\"") : BSC_STR("\"system\"")));
+        count++;
+    }
+    assert_int_equal(count, 2);
+    assert_int_equal(bsc_json_member(body, BSC_STR("tools"), &v), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_check_valid),
+        cmocka_unit_test(test_check_invalid),
+        cmocka_unit_test(test_check_exact_buffers),
+        cmocka_unit_test(test_check_null_doc),
+        cmocka_unit_test(test_check_every_code_point),
+        cmocka_unit_test(test_check_every_lead_and_second_byte),
+        cmocka_unit_test(test_check_depth),
+        cmocka_unit_test(test_check_depth_zero_and_clamp),
+        cmocka_unit_test(test_check_stack_kinds),
+        cmocka_unit_test(test_member_found),
+        cmocka_unit_test(test_member_absent),
+        cmocka_unit_test(test_member_repeated),
+        cmocka_unit_test(test_member_not_object),
+        cmocka_unit_test(test_member_raw_keys_and_whitespace),
+        cmocka_unit_test(test_members_one_pass),
+        cmocka_unit_test(test_array_mixed),
+        cmocka_unit_test(test_array_empty_and_not_array),
+        cmocka_unit_test(test_kind_of),
+        cmocka_unit_test(test_is_true),
+        cmocka_unit_test(test_string_raw),
+        cmocka_unit_test(test_u64),
+        cmocka_unit_test(test_validate_then_read),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
