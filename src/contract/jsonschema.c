@@ -487,7 +487,7 @@ static bool branch(struct vctx *v, const struct js__node *sub, struct json_objec
 
 static bool any_of_ok(struct vctx *v, const struct js__list *l, struct json_object *inst)
 {
-    struct js_error first = {{0}}, scratch;
+    struct js_error first = {"", "", ""}, scratch;
     bool ok;
 
     for (size_t i = 0; i < l->n; i++) {
@@ -502,7 +502,7 @@ static bool any_of_ok(struct vctx *v, const struct js__list *l, struct json_obje
 
 static bool one_of_ok(struct vctx *v, const struct js__list *l, struct json_object *inst)
 {
-    struct js_error first = {{0}}, scratch;
+    struct js_error first = {"", "", ""}, scratch;
     size_t hits = 0, hit[2] = {0, 0};
     bool ok;
 

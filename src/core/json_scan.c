@@ -92,7 +92,8 @@ int bsc_json_member(struct bsc_str doc, struct bsc_str key, struct bsc_str *valu
         vend = skip_value(p, vstart, n);
         if (vend > n || vend == vstart)
             return -1;
-        if (kend - 1 - kstart == key.len && memcmp(p + kstart, key.p, key.len) == 0) {
+        /* bsc_str_eq, not memcmp: an empty <key> may have a NULL pointer. */
+        if (bsc_str_eq(bsc_str_make(p + kstart, kend - 1 - kstart), key)) {
             if (found)
                 return -1; /* repeated: parsers disagree on which one wins */
             *value = bsc_str_make(p + vstart, vend - vstart);
@@ -201,7 +202,7 @@ int bsc_json_members(struct bsc_str doc, const struct bsc_str *keys, size_t n_ke
         if (vend > n || vend == vstart)
             return -1;
         for (size_t k = 0; k < n_keys; k++) {
-            if (kend - 1 - kstart != keys[k].len || memcmp(p + kstart, keys[k].p, keys[k].len))
+            if (!bsc_str_eq(bsc_str_make(p + kstart, kend - 1 - kstart), keys[k]))
                 continue;
             if (vals[k].p)
                 return -1; /* repeated */

@@ -318,6 +318,15 @@ enum decision decide_next(struct request *r, const char **why)
         *why = "no_larger_window";
         return DECIDE_STOP;
     }
+    if (r->fail.kind == FAIL_CONTRACT_FAILURE) {
+        /* Never the invalid answer presented as success. */
+        req__set_typed_failure(r, "contract_failure", -1, "%s", r->fail.message);
+        r->err.status = 502;
+        r->err.retryable = false;
+        r->err.should_retry = false;
+        *why = "contract_failure";
+        return DECIDE_STOP;
+    }
     if (wait_too_long) {
         req__set_typed_failure(r, "deadline_exhausted", wait_ms,
                           "%s asked to wait %lld ms, more than the %llu ms left",

@@ -147,6 +147,27 @@ void deliver_stream_error(struct request *r, const char *message)
     bsc_buf_append_cstr(&r->out, "\n\n");
 }
 
+void deliver_stream_complete(struct request *r)
+{
+    struct srv_header h[10];
+    char attempts[16];
+    size_t n;
+
+    if (!r->sreq)
+        return;
+    h[0] = (struct srv_header){BSC_STR("Content-Type"), BSC_STR("text/event-stream; charset=utf-8")};
+    h[1] = (struct srv_header){BSC_STR("Cache-Control"), BSC_STR("no-cache")};
+    h[2] = (struct srv_header){BSC_STR("x-bascule-buffered"), BSC_STR("true")};
+    n = 3 + deliver_route_headers(r, h + 3, attempts, sizeof(attempts));
+    srv_resp_head(r->sreq, 200, h, n, -1);
+    r->committed = true;
+    r->status = 200;
+    r->ttfb_us = bsc_now_us() - r->start_us;
+    deliver_flush(r);
+    srv_resp_end(r->sreq);
+    r->sreq = NULL;
+}
+
 void deliver_answer(struct request *r)
 {
     struct srv_header h[8];

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "router/contract.h"
 #include "router/internal.h"
 
 #define HTTP_URL_MAX     8192
@@ -158,12 +159,16 @@ static bool on_stream_data(struct request *r, const char *p, size_t len)
         abort_from_callback(r);
         return false;
     }
+    if (r->buffering)
+        contract_feed_frames(r, bsc_buf_str(&r->conv));
     if (deliver_convert(r) != BSC_OK) {
         fail_local(&r->stream_fail, r->committed ? FAIL_PARTIAL_OUTPUT : FAIL_SERVER_ERROR,
                    "the stream could not be translated");
         abort_from_callback(r);
         return false;
     }
+    if (r->buffering)
+        return false; /* held until the whole stream is in and checked */
     if (r->out.len == 0)
         return false;
     if (!r->committed)
@@ -194,6 +199,8 @@ static void finish_stream(struct request *r)
     struct fail_info f;
 
     sse_parser_finish(&r->sse, &pending);
+    if (r->buffering)
+        contract_feed_frames(r, bsc_buf_str(&r->conv));
     if (!r->saw_done && !r->stream_failed) {
         if (r->ops->stream_end(r->prov_st, &r->conv, &f) == PROV_STREAM_DONE) {
             r->saw_done = true;
@@ -201,6 +208,11 @@ static void finish_stream(struct request *r)
             r->stream_fail = f;
             r->stream_failed = true;
         }
+    }
+    if (r->buffering) {
+        contract_feed_frames(r, bsc_buf_str(&r->conv));
+        deliver_convert(r);
+        return; /* st_attempt checks and releases it */
     }
     if (deliver_convert(r) == BSC_OK && r->out.len && !r->committed && !r->stream_failed)
         deliver_commit(r);
@@ -219,7 +231,7 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
         fail_local(&r->fail, FAIL_NONE, "%s: %s", up_result_name(res), detail ? detail : "");
     if (r->mode == BODY_SSE && !r->saw_done && !r->stream_failed)
         finish_stream(r);
-    else if (r->mode == BODY_SSE && r->saw_done) {
+    else if (r->mode == BODY_SSE && r->saw_done && !r->buffering) {
         if (deliver_convert(r) == BSC_OK && r->out.len && !r->committed)
             deliver_commit(r);
         deliver_flush(r);
@@ -294,6 +306,7 @@ void xchg_reset(struct request *r)
     bsc_buf_reset(&r->answer);
     bsc_buf_reset(&r->conv);
     bsc_buf_reset(&r->out);
+    contract_reset_stream(r);
     if (!r->http.url.max) {
         bsc_buf_init(&r->http.url, HTTP_URL_MAX);
         bsc_buf_init(&r->http.headers, HTTP_HEADERS_MAX);
@@ -340,6 +353,11 @@ void xchg_classify(struct request *r)
     }
     if (r->up_res != UP_OK) {
         classify_transport(r);
+        return;
+    }
+    if (r->mode == BODY_SSE && r->saw_done) { /* a buffered stream, complete */
+        fail_info_init(&r->fail);
+        r->fail.status = r->up_status;
         return;
     }
     if (r->mode == BODY_SSE) {

@@ -62,6 +62,8 @@ struct request {
     uint32_t need_caps;       /* capabilities the request itself requires */
     uint64_t est_tokens;      /* estimated prompt + output tokens (decide.c) */
     uint32_t missing_caps;    /* capabilities candidates lacked, for the typed failure */
+    bool buffering;           /* on_stream_failure: buffer: release a stream only when whole */
+    struct contract *contract; /* owned: compiled schemas (contract.c), or NULL */
     bool too_small;           /* a candidate's context window was too small */
     const struct down_ops *down; /* the client's dialect; NULL = OpenAI */
     void *down_st;            /* owned: down->stream_size bytes */
@@ -189,6 +191,8 @@ enum bsc_err deliver_convert(struct request *r);
 bool deliver_flush(struct request *r);
 /* Appends the error event that ends a committed stream, in the client's dialect. */
 void deliver_stream_error(struct request *r, const char *message);
+/* Releases a buffered stream: head, every byte held in r->out, end. */
+void deliver_stream_complete(struct request *r);
 /* Writes the complete answer in r->answer (non-stream). */
 void deliver_answer(struct request *r);
 /* Writes r->err. */

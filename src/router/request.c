@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "metrics/metrics.h"
 #include "router/access_log.h"
+#include "router/contract.h"
 #include "router/guard.h"
 #include "router/internal.h"
 #include "ledger/ledger.h"
@@ -423,6 +424,15 @@ static void st_attempt(struct request *r)
     uv_timer_stop(&r->timer);
     if (r->key_idx != -1 && r->fail.kind != FAIL_CONTRACT_FAILURE)
         xchg_classify(r);
+    metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "transport",
+                 r->fail.kind == FAIL_NONE ? "ok" : "failed", 1);
+    if (r->fail.kind == FAIL_NONE && contract_wanted(r)) {
+        bool ok = r->mode == BODY_SSE ? contract_check_stream(r, &r->fail)
+                                      : contract_check_answer(r, bsc_buf_str(&r->answer), &r->fail);
+        if (r->mode != BODY_SSE || r->buffering)
+            metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "contract",
+                         ok ? "ok" : "failed", 1);
+    }
     if (r->fail.kind == FAIL_NONE) {
         attempt_end(req__cur_attempt(r), bsc_now_us(), ATTEMPT_OK, NULL);
         req__cur_attempt(r)->status = r->up_status;
@@ -486,7 +496,10 @@ static void st_relay(struct request *r)
 
 static void st_reply(struct request *r)
 {
-    deliver_answer(r);
+    if (r->mode == BODY_SSE)
+        deliver_stream_complete(r); /* a buffered stream that passed its checks */
+    else
+        deliver_answer(r);
     r->termination = "ok";
     req__goto(r, REQ_ST_DONE);
 }
@@ -540,6 +553,7 @@ static void st_done(struct request *r)
     }
     xchg_cleanup(r);
     deliver_cleanup(r);
+    contract_cleanup(r);
     if (!r->termination)
         r->termination = "ok";
     guard_idem_finish(r);
@@ -571,6 +585,8 @@ static void st_done(struct request *r)
     if (r->cost_usd > 0)
         metrics_inc(M(r), shard, METRIC_COST, r->route->id, NULL, r->cost_usd);
     metrics_inc(M(r), shard, METRIC_REQUESTS, r->route->id, outcome_label(r), 1);
+    metrics_inc3(M(r), shard, METRIC_OUTCOMES, r->route->id, "task",
+                 strcmp(r->termination, "ok") == 0 ? "ok" : "failed", 1);
     metrics_observe(M(r), shard, METRIC_REQUEST_DURATION, r->route->id, NULL,
                     (double)e.duration_us / 1e6);
     if (r->ttfb_us && r->status == 200)
@@ -749,6 +765,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->include_usage = in->include_usage;
     r->op = in->op;
     r->down = in->down;
+    r->buffering = r->stream && r->env.on_stream_failure == CFG_SF_BUFFER;
     inspect_request(r);
     r->all_rate_limited = true;
     snprintf(r->id, sizeof(r->id), "%s", srv_req_id(sreq));

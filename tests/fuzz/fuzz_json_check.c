@@ -22,7 +22,9 @@
  *     one pass, returns the same spans, and -1 for a repeated one;
  *   - arrays: bsc_json_array_next yields json_object_array_length elements, each one a span
  *     json-c re-parses to the element json-c holds at that index;
- *   - member values and elements are checked the same way, recursively.
+ *   - member values and elements are checked the same way, recursively;
+ *   - on any input at all (valid or not), the scanner stays inside it, ends, and hands out
+ *     spans inside it.
  *
  * Known differences with json-c 0.16 (found by running both; each is skipped explicitly):
  *   A. Raw control characters U+0001..U+001F inside strings: json-c accepts "\x01" (a quote, byte
@@ -636,6 +638,30 @@ static void check_value(struct bsc_str v, json_object *jv, const char *doc, size
     }
 }
 
+/* The scanner on any bytes at all, valid or not: it must stay inside <p>, end, and hand out
+ * spans inside the input (json_scan.c promises bounds, not answers, on unvalidated text). */
+static void check_scan_anything(const char *p, size_t n)
+{
+    const struct bsc_str keys[] = {BSC_STR("a"), BSC_STR(""), BSC_STR_NULL};
+    struct bsc_str doc = bsc_str_make(p, n), v, vals[BSC_ARRAY_LEN(keys)];
+    size_t pos = 0, prev = 0, rounds = 0;
+
+    for (size_t k = 0; k < BSC_ARRAY_LEN(keys); k++) {
+        v = BSC_STR_NULL;
+        if (bsc_json_member(doc, keys[k], &v) == 1 && (v.p < p || v.p + v.len > p + n))
+            die("bsc_json_member returns a span outside garbage input", p, n);
+    }
+    if (bsc_json_members(doc, keys, BSC_ARRAY_LEN(keys), vals) == 1)
+        for (size_t k = 0; k < BSC_ARRAY_LEN(keys); k++)
+            if (vals[k].p && (vals[k].p < p || vals[k].p + vals[k].len > p + n))
+                die("bsc_json_members returns a span outside garbage input", p, n);
+    while (bsc_json_array_next(doc, &pos, &v)) {
+        if (v.p < p || v.p + v.len > p + n || pos > n || pos <= prev || ++rounds > n)
+            die("bsc_json_array_next leaves garbage input or does not move", p, n);
+        prev = pos;
+    }
+}
+
 /* ---- the verdicts --------------------------------------------------------------------- */
 
 /* Checks bsc_json_check alone: the error contract, the clamp and depth monotonicity. */
@@ -675,6 +701,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (size)
         memcpy(p, data, size);
+    check_scan_anything(p, size);
     /* Each round either ends or patches one json-c quirk at bsc's failure offset, which then
      * must move strictly forward: at most size + 1 rounds. */
     for (size_t round = 0;; round++) {

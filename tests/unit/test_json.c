@@ -290,13 +290,18 @@ static void test_check_every_lead_and_second_byte(void **state)
 
 /* ---- depth ------------------------------------------------------------------------------- */
 
-/* Writes <n> nested containers around <inner>: arrays, objects ({"k": each), or alternating. */
+/* Writes <n> nested containers around <inner>: arrays, objects ({"k": each), or alternating
+ * (the outermost an array). An empty <inner> stays empty only inside an array (a member needs
+ * a value, and so does the document): elsewhere it becomes null. */
 enum nest_kind { NEST_ARRAY, NEST_OBJECT, NEST_MIXED };
 
 static struct bsc_str nest(char *buf, size_t cap, unsigned n, enum nest_kind kind,
                            const char *inner)
 {
     size_t len = 0;
+
+    if (!inner[0] && (n == 0 || kind == NEST_OBJECT || (kind == NEST_MIXED && (n - 1) % 2)))
+        inner = "null";
 
     for (unsigned i = 0; i < n; i++) {
         bool obj = kind == NEST_OBJECT || (kind == NEST_MIXED && i % 2);
@@ -342,9 +347,7 @@ static void test_check_depth(void **state)
                 unsigned max = maxes[m];
                 struct bsc_json_error err;
                 struct bsc_str doc;
-
-                /* An object needs a member, so "" inside objects becomes null. */
-                const char *inner = inners[in][0] || kinds[k] == NEST_ARRAY ? inners[in] : "null";
+                const char *inner = inners[in];
 
                 doc = nest(buf, sizeof(buf), max - 1, kinds[k], inner);
                 if (!check(doc, max, &err))
@@ -482,6 +485,16 @@ static void test_member_absent(void **state)
     expect_no_member(doc, "gpt-4o", 0);  /* a value, not a key */
     expect_no_member(doc, "", 0);
     expect_no_member(BSC_STR("{}"), "a", 0);
+    {
+        /* An empty key may come as {NULL, 0}: it matches the empty raw key. */
+        struct bsc_str v = BSC_STR_NULL, vals[1];
+        const struct bsc_str null_key = BSC_STR_NULL;
+
+        assert_int_equal(bsc_json_member(BSC_STR("{\"a\":0,\"\":1}"), null_key, &v), 1);
+        assert_true(bsc_str_eq(v, BSC_STR("1")));
+        assert_int_equal(bsc_json_members(BSC_STR("{\"\":2}"), &null_key, 1, vals), 1);
+        assert_true(bsc_str_eq(vals[0], BSC_STR("2")));
+    }
     expect_no_member(BSC_STR(" { \t} "), "a", 0);
     expect_member(BSC_STR("{\"\":1}"), "", "1");
 }

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/* contract.c -- whether an answer satisfies the request's contract (DESIGN §3 WORKFLOW_2):
+ * with response_format json_schema the message content must be JSON valid against the
+ * schema; every tool call must name a declared tool and carry arguments valid against its
+ * parameters. Schemas are compiled once per request, on the first answer to check. A
+ * stream is checked only when it is buffered (on_stream_failure: buffer): its chunks are
+ * accumulated here, and the stream is released to the client only when it passes. */
+#include <stdio.h>
+#include <string.h>
+
+#include "contract/jsonschema.h"
+#include "core/log.h"
+#include "router/contract.h"
+#include "router/internal.h"
+
+#define CONTRACT_MAX_TOOLS 64
+#define CONTRACT_MAX_CALLS 64
+#define CONTRACT_MAX_TEXT  (8u << 20)
+
+struct contract_tool {
+    char name[65];
+    struct js_schema *params; /* owned; NULL: no parameters to check */
+};
+
+struct contract_call {
+    char name[65];
+    struct bsc_buf args; /* owned */
+};
+
+struct contract {
+    struct js_schema *schema; /* owned: the response_format schema, or NULL */
+    bool schema_unchecked;    /* the schema uses what the validator does not support */
+    struct contract_tool tools[CONTRACT_MAX_TOOLS];
+    size_t n_tools;
+    bool has_tools;
+    /* a buffered stream, accumulated */
+    struct bsc_buf content;
+    struct contract_call calls[CONTRACT_MAX_CALLS];
+    size_t n_calls;
+};
+
+static struct json_object *get(struct json_object *o, const char *key)
+{
+    struct json_object *v = NULL;
+
+    return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+static void compile_tools(struct contract *c, struct json_object *tools, const char *rid)
+{
+    char err[256];
+
+    for (size_t i = 0; i < json_object_array_length(tools) && c->n_tools < CONTRACT_MAX_TOOLS;
+         i++) {
+        struct json_object *fn = get(json_object_array_get_idx(tools, i), "function");
+        struct json_object *params = get(fn, "parameters");
+        struct contract_tool *t = &c->tools[c->n_tools];
+        const char *name = json_object_get_string(get(fn, "name"));
+
+        if (!name)
+            continue;
+        snprintf(t->name, sizeof(t->name), "%s", name);
+        if (params && js_compile(params, &t->params, err, sizeof(err)) != BSC_OK) {
+            LOG_INFO("%s: parameters of tool %s not checked: %s", rid, t->name, err);
+            t->params = NULL;
+        }
+        c->n_tools++;
+    }
+    c->has_tools = true;
+}
+
+bool contract_wanted(const struct request *r)
+{
+    return r->op == PROV_OP_CHAT && (r->need_caps & (CFG_CAP_JSON_SCHEMA | CFG_CAP_TOOLS));
+}
+
+/* Compiles what the request asks for. False only when out of memory. */
+static bool prepare(struct request *r)
+{
+    struct json_object *req, *schema, *tools;
+    struct contract *c;
+    char err[256];
+
+    if (r->contract)
+        return true;
+    req = req__json(r);
+    c = r->contract = calloc(1, sizeof(*c));
+    if (!req || !c)
+        return false;
+    bsc_buf_init(&c->content, CONTRACT_MAX_TEXT);
+    schema = get(get(get(req, "response_format"), "json_schema"), "schema");
+    if (schema && js_compile(schema, &c->schema, err, sizeof(err)) != BSC_OK) {
+        LOG_INFO("%s: response schema not checked: %s", r->id, err);
+        c->schema = NULL;
+        c->schema_unchecked = true;
+    }
+    tools = get(req, "tools");
+    if (tools && json_object_is_type(tools, json_type_array))
+        compile_tools(c, tools, r->id);
+    return true;
+}
+
+static void fail_contract(struct fail_info *f, const char *fmt, const char *a, const char *b)
+{
+    fail_info_init(f);
+    f->kind = FAIL_CONTRACT_FAILURE;
+    f->status = 200;
+    snprintf(f->message, sizeof(f->message), fmt, a, b);
+}
+
+static bool check_content(const struct contract *c, struct bsc_str text, struct fail_info *f)
+{
+    struct js_error e;
+
+    if (!c->schema || js_validate_text(c->schema, text, &e))
+        return true;
+    fail_contract(f, "the answer does not match the response schema at '%.80s': %.120s",
+                  e.pointer, e.message);
+    return false;
+}
+
+static bool check_call(const struct contract *c, const char *name, struct bsc_str args,
+                       struct fail_info *f)
+{
+    struct js_error e;
+
+    for (size_t i = 0; i < c->n_tools; i++) {
+        if (strcmp(c->tools[i].name, name) != 0)
+            continue;
+        if (!c->tools[i].params || js_validate_text(c->tools[i].params, args, &e))
+            return true;
+        fail_contract(f, "the arguments of tool call '%.64s' are invalid: %.120s", name,
+                      e.message);
+        return false;
+    }
+    fail_contract(f, "the answer calls '%s', a tool the request did not declare%s", name, "");
+    return false;
+}
+
+bool contract_check_answer(struct request *r, struct bsc_str answer, struct fail_info *f)
+{
+    struct json_object *root, *msg, *calls, *content;
+    bool ok = true;
+
+    if (!contract_wanted(r))
+        return true;
+    if (!prepare(r))
+        return true; /* out of memory: nothing checked, nothing refused */
+    root = prov_parse_json(answer);
+    msg = get(json_object_array_get_idx(get(root, "choices"), 0), "message");
+    content = get(msg, "content");
+    calls = get(msg, "tool_calls");
+    if (r->contract->schema && !(calls && json_object_array_length(calls) > 0))
+        ok = check_content(r->contract,
+                           bsc_str_cstr(content ? json_object_get_string(content) : ""), f);
+    for (size_t i = 0; ok && calls && i < json_object_array_length(calls); i++) {
+        struct json_object *fn = get(json_object_array_get_idx(calls, i), "function");
+        const char *name = json_object_get_string(get(fn, "name"));
+        const char *args = json_object_get_string(get(fn, "arguments"));
+        ok = check_call(r->contract, name ? name : "", bsc_str_cstr(args ? args : ""), f);
+    }
+    json_object_put(root);
+    return ok;
+}
+
+/* ---- buffered streams ---- */
+
+static void feed_delta(struct contract *c, struct json_object *delta)
+{
+    struct json_object *content = get(delta, "content"), *calls = get(delta, "tool_calls");
+
+    if (content && json_object_is_type(content, json_type_string))
+        bsc_buf_append(&c->content, json_object_get_string(content),
+                       (size_t)json_object_get_string_len(content));
+    for (size_t i = 0; calls && i < json_object_array_length(calls); i++) {
+        struct json_object *tc = json_object_array_get_idx(calls, i), *fn = get(tc, "function");
+        int idx = json_object_get_int(get(tc, "index"));
+        const char *name = json_object_get_string(get(fn, "name"));
+        const char *args = json_object_get_string(get(fn, "arguments"));
+        struct contract_call *call;
+
+        if (idx < 0 || idx >= CONTRACT_MAX_CALLS)
+            continue;
+        while (c->n_calls <= (size_t)idx) {
+            c->calls[c->n_calls].name[0] = '\0';
+            bsc_buf_init(&c->calls[c->n_calls++].args, CONTRACT_MAX_TEXT);
+        }
+        call = &c->calls[idx];
+        if (name)
+            snprintf(call->name, sizeof(call->name), "%s", name);
+        if (args)
+            bsc_buf_append_cstr(&call->args, args);
+    }
+}
+
+void contract_feed_frames(struct request *r, struct bsc_str frames)
+{
+    const char *p = frames.p, *end = p ? p + frames.len : NULL;
+
+    if (!contract_wanted(r) || !prepare(r))
+        return;
+    while (p && p < end) {
+        const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
+        struct json_object *chunk;
+
+        if (!sep)
+            break;
+        if ((size_t)(sep - p) > 6 && memcmp(p, "data: {", 7) == 0) {
+            chunk = prov_parse_json(bsc_str_make(p + 6, (size_t)(sep - p - 6)));
+            feed_delta(r->contract,
+                       get(json_object_array_get_idx(get(chunk, "choices"), 0), "delta"));
+            json_object_put(chunk);
+        }
+        p = sep + 2;
+    }
+}
+
+bool contract_check_stream(struct request *r, struct fail_info *f)
+{
+    struct contract *c = r->contract;
+    bool ok = true;
+
+    if (!contract_wanted(r) || !c)
+        return true;
+    if (c->schema && c->n_calls == 0)
+        ok = check_content(c, bsc_buf_str(&c->content), f);
+    for (size_t i = 0; ok && i < c->n_calls; i++)
+        ok = check_call(c, c->calls[i].name, bsc_buf_str(&c->calls[i].args), f);
+    return ok;
+}
+
+void contract_reset_stream(struct request *r)
+{
+    struct contract *c = r->contract;
+
+    if (!c)
+        return;
+    bsc_buf_reset(&c->content);
+    for (size_t i = 0; i < c->n_calls; i++)
+        bsc_buf_cleanup(&c->calls[i].args);
+    c->n_calls = 0;
+}
+
+void contract_cleanup(struct request *r)
+{
+    struct contract *c = r->contract;
+
+    if (!c)
+        return;
+    contract_reset_stream(r);
+    bsc_buf_cleanup(&c->content);
+    js_free(c->schema);
+    for (size_t i = 0; i < c->n_tools; i++)
+        js_free(c->tools[i].params);
+    BSC_FREE(r->contract);
+}
