@@ -30,6 +30,66 @@ enum bsc_err sim_content_text(uint32_t n, struct bsc_buf *out)
     return err;
 }
 
+/* ---- scripted text ---- */
+
+uint32_t sim_content_pieces(struct bsc_str text)
+{
+    size_t n = (text.len + SIM_TEXT_PIECE_BYTES - 1) / SIM_TEXT_PIECE_BYTES;
+
+    if (n == 0)
+        return 1;
+    return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+/* The first character boundary at or after <off> (or <s>.len): continuation bytes are
+ * skipped. In valid UTF-8 that is at most 3 of them. */
+static size_t char_start(struct bsc_str s, size_t off)
+{
+    while (off < s.len && ((unsigned char)s.p[off] & 0xc0) == 0x80)
+        off++;
+    return off < s.len ? off : s.len;
+}
+
+struct bsc_str sim_content_piece(struct bsc_str text, uint32_t i)
+{
+    size_t from = (size_t)i * SIM_TEXT_PIECE_BYTES, to;
+
+    if (from >= text.len)
+        return bsc_str_make(text.p ? text.p + text.len : text.p, 0);
+    to = from + SIM_TEXT_PIECE_BYTES;
+    from = char_start(text, from);
+    to = char_start(text, to);
+    return bsc_str_make(text.p + from, to - from);
+}
+
+struct bsc_str sim_content_chunk(struct bsc_str scripted, uint32_t i)
+{
+    return scripted.p ? sim_content_piece(scripted, i) : sim_content_token(i);
+}
+
+enum bsc_err sim_content_answer(struct bsc_str scripted, uint32_t n, struct bsc_buf *out)
+{
+    return scripted.p ? bsc_buf_append_str(out, scripted) : sim_content_text(n, out);
+}
+
+enum bsc_err sim_content_args_value(struct bsc_str args, bool as_string, struct bsc_buf *out)
+{
+    enum bsc_err err = BSC_OK;
+    size_t from = 0;
+
+    if (as_string)
+        return bsc_buf_append_json_str(out, args);
+    for (size_t i = 0; i <= args.len && !err; i++) {
+        if (i < args.len && args.p[i] != '\r' && args.p[i] != '\n')
+            continue;
+        err = bsc_buf_append(out, args.p + from, i - from);
+        if (!err && i < args.len)
+            err = bsc_buf_append_char(out, ' ');
+        from = i + 1;
+    }
+    return err;
+}
+
 uint32_t sim_content_prompt_tokens(size_t text_bytes, size_t messages)
 {
     uint64_t t = (text_bytes + 3) / 4 + 4 * (uint64_t)messages;

@@ -20,6 +20,8 @@
 #define SIM_EMBED_DIM        8u    /* floats per embedding vector */
 #define SIM_ECHO_CHARS       32u   /* code points of the user message echoed in tool args */
 #define SIM_ARG_PIECE_BYTES  8u    /* max bytes of one streamed tool-argument fragment */
+#define SIM_TEXT_PIECE_BYTES 4u    /* scripted text streams as the characters starting in
+                                      each run of this many bytes (1..4 characters) */
 
 /* Returns the <i>-th completion token (the fixed list repeats past its end). Borrowed from
  * static storage; always valid UTF-8, never empty. */
@@ -27,6 +29,26 @@ struct bsc_str sim_content_token(uint32_t i);
 
 /* Appends tokens 0..<n>-1 to <out>. BSC_ELIMIT/BSC_ENOMEM leave <out> partly appended. */
 enum bsc_err sim_content_text(uint32_t n, struct bsc_buf *out);
+
+/* Scripted text (a step's "content") is streamed in pieces: piece <i> is the characters
+ * that start in bytes [4i, 4i+4), so each piece of valid UTF-8 holds 1 to 4 whole
+ * characters and the pieces concatenate to exactly <text>. Found in constant time (a
+ * stream of any length costs linear time). sim_content_pieces() is how many there are:
+ * ceil(len / 4), at least 1 (an empty text is one empty piece). */
+uint32_t sim_content_pieces(struct bsc_str text);
+struct bsc_str sim_content_piece(struct bsc_str text, uint32_t i);
+
+/* What a dialect renders, generated or scripted: with <scripted>.p NULL, token <i> and
+ * tokens 0..<n>-1 (sim_content_token, sim_content_text); else piece <i> of <scripted> and
+ * <scripted> whole (<n> is then its piece count and ignored). */
+struct bsc_str sim_content_chunk(struct bsc_str scripted, uint32_t i);
+enum bsc_err sim_content_answer(struct bsc_str scripted, uint32_t n, struct bsc_buf *out);
+
+/* Appends tool-call arguments as a JSON value, for wires that carry them as one (an
+ * Anthropic tool_use "input", a Gemini functionCall "args"): JSON text as it is, except
+ * that CR and LF (whitespace outside strings in valid JSON) become spaces, so an SSE
+ * data line stays one line; with <as_string> (text that is not JSON), a JSON string. */
+enum bsc_err sim_content_args_value(struct bsc_str args, bool as_string, struct bsc_buf *out);
 
 /* Estimated prompt tokens for <text_bytes> bytes of message text in <messages> messages:
  * ceil(bytes / 4) + 4 per message, at least 1. */

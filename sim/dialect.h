@@ -52,7 +52,9 @@ struct sim_call {
     bool stream;
     bool include_usage;     /* stream: the final usage event was asked for */
     char *tool_name;        /* owned; NULL: the answer is text */
-    char *tool_args;        /* owned JSON text when <tool_name> is set */
+    char *tool_args;        /* owned JSON text when <tool_name> is set (scripted: any text) */
+    bool tool_args_raw;     /* <tool_args> is scripted text that is not JSON: a dialect that
+                               carries arguments as a JSON value sends it as a JSON string */
     uint32_t prompt_tokens;
     char **inputs;          /* embeddings: owned array of owned strings */
     size_t n_inputs;
@@ -64,6 +66,9 @@ struct sim_call {
     uint64_t created;       /* unix seconds */
     const char *finish_reason; /* borrowed from the step being played (exchange.c): the
                                   scripted finish reason; NULL = the natural one */
+    struct bsc_str content; /* borrowed from the step being played (sim_step_apply): the
+                               scripted text, streamed as <n_tokens> pieces; {NULL,0}: the
+                               generated tokens. Render with sim_content_answer/_chunk. */
 };
 
 struct sim_dialect {

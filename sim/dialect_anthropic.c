@@ -637,8 +637,9 @@ static enum bsc_err text_block(struct bsc_str text, struct bsc_buf *out)
     return err ? err : bsc_buf_append_char(out, '}');
 }
 
-/* A tool_use block; <input> is the raw JSON text of the input ("{}" when streaming). */
-static enum bsc_err tool_block(const struct sim_call *call, const char *input,
+/* A tool_use block; <input> is the raw JSON text of the input ("{}" when streaming), or
+ * with <as_string> scripted text that is not JSON (sent as a JSON string). */
+static enum bsc_err tool_block(const struct sim_call *call, const char *input, bool as_string,
                                struct bsc_buf *out)
 {
     enum bsc_err err = bsc_buf_appendf(out, "{\"type\":\"tool_use\",\"id\":\"toolu_sim_%llu\","
@@ -648,8 +649,10 @@ static enum bsc_err tool_block(const struct sim_call *call, const char *input,
     if (!err)
         err = bsc_buf_append_json_str(out, bsc_str_cstr(call->tool_name));
     if (!err)
-        err = bsc_buf_appendf(out, ",\"input\":%s}", input);
-    return err;
+        err = bsc_buf_append_cstr(out, ",\"input\":");
+    if (!err)
+        err = sim_content_args_value(bsc_str_cstr(input), as_string, out);
+    return err ? err : bsc_buf_append_char(out, '}');
 }
 
 static enum bsc_err content_json(const struct sim_call *call, struct bsc_buf *out)
@@ -661,7 +664,7 @@ static enum bsc_err content_json(const struct sim_call *call, struct bsc_buf *ou
     if (call->tool_name)
         err = has_preface(call) ? preface_text(call, &text) : BSC_OK;
     else
-        err = sim_content_text(call->n_tokens, &text);
+        err = sim_content_answer(call->content, call->n_tokens, &text);
     if (!err)
         err = bsc_buf_append_char(out, '[');
     if (!err && text.len)
@@ -670,7 +673,7 @@ static enum bsc_err content_json(const struct sim_call *call, struct bsc_buf *ou
         if (text.len)
             err = bsc_buf_append_char(out, ',');
         if (!err)
-            err = tool_block(call, call->tool_args, out);
+            err = tool_block(call, call->tool_args, call->tool_args_raw, out);
     }
     bsc_buf_cleanup(&text);
     return err ? err : bsc_buf_append_char(out, ']');
@@ -783,7 +786,7 @@ static enum bsc_err block_start(const struct sim_call *call, size_t index, bool 
     if (!err)
         err = bsc_buf_appendf(out, ",\"index\":%zu,\"content_block\":", index);
     if (!err)
-        err = tool ? tool_block(call, "{}", out)
+        err = tool ? tool_block(call, "{}", false, out)
                    : bsc_buf_append_cstr(out, "{\"type\":\"text\",\"text\":\"\"}");
     return err ? err : ev_close(out);
 }
@@ -854,7 +857,9 @@ static enum bsc_err ant_event(const struct sim_call *call, size_t i, struct bsc_
         return bsc_buf_append_cstr(out, "event: ping\ndata: {\"type\":\"ping\"}\n\n");
     case EV_BLOCK_DELTA:
         return block_delta(main_index, tool,
-                           tool ? ant_arg_piece(call, k) : sim_content_token((uint32_t)k), out);
+                           tool ? ant_arg_piece(call, k)
+                                : sim_content_chunk(call->content, (uint32_t)k),
+                           out);
     case EV_BLOCK_STOP:
         return block_stop(main_index, out);
     default:

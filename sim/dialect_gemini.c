@@ -606,8 +606,11 @@ static enum bsc_err gs_call_part(const struct sim_call *call, struct bsc_buf *ou
     if (!err)
         err = bsc_buf_append_json_str(out, bsc_str_cstr(call->tool_name));
     if (!err)
-        err = bsc_buf_appendf(out, ",\"args\":%s},\"thoughtSignature\":\"%s\"}", call->tool_args,
-                              SIMGEM_SIM_SIGNATURE);
+        err = bsc_buf_append_cstr(out, ",\"args\":");
+    if (!err)
+        err = sim_content_args_value(bsc_str_cstr(call->tool_args), call->tool_args_raw, out);
+    if (!err)
+        err = bsc_buf_appendf(out, "},\"thoughtSignature\":\"%s\"}", SIMGEM_SIM_SIGNATURE);
     return err;
 }
 
@@ -674,7 +677,7 @@ static enum bsc_err gs_chat_body(const struct sim_call *call, struct bsc_buf *ou
     } else if (call->tool_name) {
         err = gs_call_part(call, &parts);
     } else {
-        err = sim_content_text(call->n_tokens, &text);
+        err = sim_content_answer(call->content, call->n_tokens, &text);
         if (!err)
             err = gs_text_part(bsc_buf_str(&text), &parts);
     }
@@ -742,7 +745,7 @@ static enum bsc_err gs_event(const struct sim_call *call, size_t i, struct bsc_b
         err = BSC_OK;
     else
         err = call->tool_name ? gs_call_part(call, &parts)
-                              : gs_text_part(sim_content_token((uint32_t)i), &parts);
+                              : gs_text_part(sim_content_chunk(call->content, (uint32_t)i), &parts);
     if (!err)
         err = bsc_buf_append_cstr(out, "data: ");
     if (!err)

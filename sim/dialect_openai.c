@@ -400,7 +400,7 @@ static enum bsc_err chat_body(const struct sim_call *call, struct bsc_buf *out)
     } else if (!err) {
         struct bsc_buf text;
         bsc_buf_init(&text, out->max);
-        err = sim_content_text(call->n_tokens, &text);
+        err = sim_content_answer(call->content, call->n_tokens, &text);
         if (!err)
             err = bsc_buf_append_json_str(out, bsc_buf_str(&text));
         if (!err)
@@ -549,7 +549,7 @@ static enum bsc_err delta_json(const struct sim_call *call, size_t i, struct bsc
     }
     err = bsc_buf_append_cstr(out, "{\"content\":");
     if (!err)
-        err = bsc_buf_append_json_str(out, sim_content_token((uint32_t)(i - 1)));
+        err = bsc_buf_append_json_str(out, sim_content_chunk(call->content, (uint32_t)(i - 1)));
     return err ? err : bsc_buf_append_char(out, '}');
 }
 

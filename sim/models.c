@@ -177,6 +177,12 @@ enum bsc_err sim_models_begin(struct sim_models *m, struct bsc_str name, struct 
     } else {
         sim_step_init_ok(&plan->step);
     }
+    /* The spec's content and tool_arguments stand for every step that does not set them. */
+    if (src && sim_step_inherit(&plan->step, &src->spec)) {
+        sim_step_cleanup(&plan->step);
+        src->cur = saved;
+        return BSC_ENOMEM;
+    }
     if (mod) {
         mod->stats.calls++;
         if (is_ok_action(plan->step.action))

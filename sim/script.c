@@ -8,6 +8,7 @@
 #include <ctype.h>
 
 #include "content.h"
+#include "dialect.h"
 #include "sjson.h"
 
 #include "core/compat.h"
@@ -53,6 +54,8 @@ void sim_step_cleanup(struct sim_step *step)
     BSC_FREE(step->error_code);
     BSC_FREE(step->message);
     BSC_FREE(step->finish_reason);
+    BSC_FREE(step->content);
+    BSC_FREE(step->tool_arguments);
 }
 
 void sim_spec_cleanup(struct sim_spec *spec)
@@ -61,6 +64,8 @@ void sim_spec_cleanup(struct sim_spec *spec)
         sim_step_cleanup(&spec->steps[i]);
     BSC_FREE(spec->steps);
     spec->n_steps = 0;
+    BSC_FREE(spec->content);
+    BSC_FREE(spec->tool_arguments);
 }
 
 /* Copies <s> into a new NUL-terminated string at *<dst>; NULL stays NULL. */
@@ -80,6 +85,7 @@ enum bsc_err sim_step_copy(struct sim_step *dst, const struct sim_step *src)
     *dst = *src;
     dst->n_headers = 0;
     dst->body = dst->error_type = dst->error_code = dst->message = dst->finish_reason = NULL;
+    dst->content = dst->tool_arguments = NULL;
     for (size_t i = 0; i < src->n_headers && !err; i++) {
         err = dup_opt(&dst->headers[i].name, src->headers[i].name);
         if (!err) {
@@ -97,9 +103,66 @@ enum bsc_err sim_step_copy(struct sim_step *dst, const struct sim_step *src)
         err = dup_opt(&dst->message, src->message);
     if (!err)
         err = dup_opt(&dst->finish_reason, src->finish_reason);
+    if (!err)
+        err = dup_opt(&dst->content, src->content);
+    if (!err)
+        err = dup_opt(&dst->tool_arguments, src->tool_arguments);
     if (err)
         sim_step_cleanup(dst);
     return err;
+}
+
+enum bsc_err sim_step_inherit(struct sim_step *step, const struct sim_spec *spec)
+{
+    char *content = NULL, *args = NULL;
+    enum bsc_err err = BSC_OK;
+
+    if (!step->content)
+        err = dup_opt(&content, spec->content);
+    if (!err && !step->tool_arguments)
+        err = dup_opt(&args, spec->tool_arguments);
+    if (err) {
+        free(content);
+        return err;
+    }
+    if (content)
+        step->content = content;
+    if (args)
+        step->tool_arguments = args;
+    return BSC_OK;
+}
+
+/* ---- what a step says about the answer ---- */
+
+/* True when <s> is one JSON value (json-c gives no object for a bare null). */
+static bool is_json_text(struct bsc_str s)
+{
+    struct json_object *o = sim_json_parse(s, NULL, 0);
+    bool ok = o != NULL || bsc_str_eq(bsc_str_trim(s), BSC_STR("null"));
+
+    json_object_put(o);
+    return ok;
+}
+
+void sim_step_apply(struct sim_step *step, struct sim_call *call)
+{
+    if (call->ep != SIM_EP_CHAT)
+        return;
+    if (call->tool_name && step->tool_arguments) {
+        free(call->tool_args);
+        call->tool_args = step->tool_arguments; /* moved: <call> owns it now */
+        step->tool_arguments = NULL;
+        call->tool_args_raw = !is_json_text(bsc_str_cstr(call->tool_args));
+        return;
+    }
+    if (!step->content)
+        return;
+    BSC_FREE(call->tool_name); /* scripted text wins over the tool call */
+    BSC_FREE(call->tool_args);
+    call->tool_args_raw = false;
+    call->content = bsc_str_cstr(step->content);
+    call->n_tokens = sim_content_pieces(call->content);
+    call->finish_length = false;
 }
 
 /* ---- parsing ---- */
@@ -207,12 +270,40 @@ static enum bsc_err parse_opt_str(struct json_object *obj, const char *key, char
     return *out ? BSC_OK : BSC_ENOMEM;
 }
 
+/* An optional text field (content, tool_arguments): a string of at most <max> bytes of
+ * valid UTF-8 without NUL. <where> prefixes the reason: "script[2]: ", or "" at the top. */
+static enum bsc_err parse_text(struct json_object *obj, const char *key, size_t max, char **out,
+                               const char *where, struct perr *pe)
+{
+    struct json_object *v;
+    struct bsc_str s;
+
+    if (!json_object_object_get_ex(obj, key, &v) || json_object_is_type(v, json_type_null))
+        return BSC_OK;
+    if (!json_object_is_type(v, json_type_string)) {
+        snprintf(pe->buf, pe->len, "%s\"%s\" must be a string", where, key);
+        return BSC_EINVAL;
+    }
+    s = bsc_str_make(json_object_get_string(v), (size_t)json_object_get_string_len(v));
+    if (s.len > max) {
+        snprintf(pe->buf, pe->len, "%s\"%s\" is longer than %zu bytes", where, key, max);
+        return BSC_EINVAL;
+    }
+    if (memchr(s.p, '\0', s.len) || !sim_utf8_valid(s)) {
+        snprintf(pe->buf, pe->len, "%s\"%s\" must be valid UTF-8 without NUL", where, key);
+        return BSC_EINVAL;
+    }
+    *out = bsc_str_dup(s);
+    return *out ? BSC_OK : BSC_ENOMEM;
+}
+
 static bool step_key_known(const char *key)
 {
     static const char *const keys[] = {"action",     "times",        "delay_ms", "status",
                                        "headers",    "body",         "error_type",
                                        "error_code", "message",      "after_events",
-                                       "interval_ms", "finish_reason"};
+                                       "interval_ms", "finish_reason", "content",
+                                       "tool_arguments"};
 
     for (size_t i = 0; i < BSC_ARRAY_LEN(keys); i++)
         if (strcmp(key, keys[i]) == 0)
@@ -224,8 +315,12 @@ static bool step_key_known(const char *key)
 static enum bsc_err check_fields(struct json_object *o, const struct sim_step *step, size_t idx,
                                  struct perr *pe)
 {
+    /* Fields that shape a normal answer, which only these actions send. */
+    static const char *const answer_keys[] = {"finish_reason", "content", "tool_arguments"};
     bool uses_after = step->action == SIM_ACT_CUT || step->action == SIM_ACT_ERROR_200 ||
                       step->action == SIM_ACT_MALFORMED;
+    bool answers = step->action == SIM_ACT_OK || step->action == SIM_ACT_DELAY ||
+                   step->action == SIM_ACT_TRICKLE || step->action == SIM_ACT_CUT;
     const char *bad = NULL;
 
     json_object_object_foreach(o, key, val)
@@ -242,10 +337,9 @@ static enum bsc_err check_fields(struct json_object *o, const struct sim_step *s
         bad = "after_events";
     else if (step->action != SIM_ACT_TRICKLE && json_object_object_get_ex(o, "interval_ms", NULL))
         bad = "interval_ms";
-    else if (step->action != SIM_ACT_OK && step->action != SIM_ACT_DELAY &&
-             step->action != SIM_ACT_TRICKLE && step->action != SIM_ACT_CUT &&
-             json_object_object_get_ex(o, "finish_reason", NULL))
-        bad = "finish_reason";
+    for (size_t i = 0; !bad && !answers && i < BSC_ARRAY_LEN(answer_keys); i++)
+        if (json_object_object_get_ex(o, answer_keys[i], NULL))
+            bad = answer_keys[i];
     if (bad) {
         snprintf(pe->buf, pe->len, "script[%zu]: \"%s\" does not apply to action \"%s\"", idx,
                  bad, sim_action_name(step->action));
@@ -317,6 +411,14 @@ static enum bsc_err parse_step(struct json_object *o, struct sim_step *step, siz
         err = parse_opt_str(o, "message", &step->message, idx, pe);
     if (!err)
         err = parse_opt_str(o, "finish_reason", &step->finish_reason, idx, pe);
+    if (!err) {
+        char where[40];
+        snprintf(where, sizeof(where), "script[%zu]: ", idx);
+        err = parse_text(o, "content", SIM_SPEC_MAX_BYTES, &step->content, where, pe);
+        if (!err)
+            err = parse_text(o, "tool_arguments", SIM_TOOL_ARGS_MAX, &step->tool_arguments,
+                             where, pe);
+    }
     return err;
 }
 
@@ -350,7 +452,8 @@ static enum bsc_err parse_steps(struct json_object *arr, struct sim_spec *spec, 
 
 static enum bsc_err parse_spec_obj(struct json_object *o, struct sim_spec *spec, struct perr *pe)
 {
-    static const char *const keys[] = {"tokens", "token_delay_ms", "script", "repeat"};
+    static const char *const keys[] = {"tokens", "token_delay_ms", "script", "repeat",
+                                       "content", "tool_arguments"};
     struct json_object *v;
     uint32_t delay = 0;
     bool present = false;
@@ -385,6 +488,10 @@ static enum bsc_err parse_spec_obj(struct json_object *o, struct sim_spec *spec,
         }
         spec->repeat = json_object_get_boolean(v);
     }
+    if (!err)
+        err = parse_text(o, "content", SIM_SPEC_MAX_BYTES, &spec->content, "", pe);
+    if (!err)
+        err = parse_text(o, "tool_arguments", SIM_TOOL_ARGS_MAX, &spec->tool_arguments, "", pe);
     if (!err && json_object_object_get_ex(o, "script", &v) &&
         !json_object_is_type(v, json_type_null))
         err = parse_steps(v, spec, pe);

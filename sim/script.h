@@ -20,6 +20,9 @@
 #define SIM_DELAY_MAX_MS       600000u /* ten minutes: any longer is a hang */
 #define SIM_SPEC_MAX_BYTES     (256u * 1024u)
 #define SIM_TRICKLE_DEFAULT_MS 100u
+#define SIM_TOOL_ARGS_MAX      (16u * 1024u) /* bytes of a scripted "tool_arguments" */
+
+struct sim_call; /* dialect.h */
 
 /* The list of actions: the enum and the name table come from it and cannot drift. */
 #define SIM_ACTIONS(X)                                                                     \
@@ -59,6 +62,10 @@ struct sim_step {
     char *message;       /* owned or NULL: overrides its message */
     char *finish_reason; /* owned or NULL: the answer's finish reason, in the dialect's words
                           * (ok/delay/trickle/cut), e.g. "content_filter" */
+    char *content;        /* owned or NULL: the assistant's text instead of the generated
+                           * sentence (ok/delay/trickle/cut; valid UTF-8, no NUL) */
+    char *tool_arguments; /* owned or NULL: a tool call's arguments, verbatim (any text, not
+                           * necessarily JSON; ok/delay/trickle/cut) */
     uint32_t after_events; /* cut/error_200/malformed: events before the fault */
     bool has_after_events; /* false: the action's own default applies */
     uint32_t interval_ms;  /* trickle: ms between chunks */
@@ -70,6 +77,8 @@ struct sim_spec {
     bool repeat;            /* restart the script when it is exhausted */
     struct sim_step *steps; /* owned array of <n_steps> */
     size_t n_steps;
+    char *content;          /* owned or NULL: "content" for steps that do not say */
+    char *tool_arguments;   /* owned or NULL: "tool_arguments" for steps that do not say */
 };
 
 /* Where a model is in its script: the step and how many of its <times> were used. */
@@ -101,6 +110,20 @@ void sim_step_cleanup(struct sim_step *step);
 
 /* The step an unscripted call gets: action ok, times 1, nothing else. */
 void sim_step_init_ok(struct sim_step *step);
+
+/* Fills the "content" and "tool_arguments" <step> does not set with copies of <spec>'s
+ * (the model-level defaults). BSC_ENOMEM leaves <step> as it was. */
+enum bsc_err sim_step_inherit(struct sim_step *step, const struct sim_spec *spec);
+
+/* Applies what <step> scripts about a chat answer to <call> (parsed and settled):
+ *  - a tool call with <step>->tool_arguments gets them as its arguments, verbatim (moved
+ *    out of <step>; <call>->tool_args_raw says whether they are not JSON text);
+ *  - else a tool call with <step>->content becomes a text answer;
+ *  - a text answer with <step>->content says exactly that text (borrowed from <step>,
+ *    which must outlive <call>'s rendering): <call>->n_tokens becomes its piece count
+ *    (sim_content_pieces), never cut by max_tokens.
+ * Anything else is left alone (embeddings, steps that script neither). */
+void sim_step_apply(struct sim_step *step, struct sim_call *call);
 
 /* "ok", "status", ...; "?" for a value out of range. */
 const char *sim_action_name(enum sim_action action);

@@ -144,6 +144,10 @@ bool contract_check_answer(struct request *r, struct bsc_str answer, struct fail
 
     if (!contract_wanted(r))
         return true;
+    /* Tools declared but none called, and no response schema: nothing to check, and
+     * no reason to parse anything (the common case of tool-capable chat). */
+    if (!(r->need_caps & CFG_CAP_JSON_SCHEMA) && !memmem(answer.p, answer.len, "\"tool_calls\"", 12))
+        return true;
     if (!prepare(r))
         return true; /* out of memory: nothing checked, nothing refused */
     root = prov_parse_json(answer);

@@ -324,6 +324,7 @@ enum decision decide_next(struct request *r, const char **why)
         r->err.status = 502;
         r->err.retryable = false;
         r->err.should_retry = false;
+        r->err.retry_after_ms = -1;
         *why = "contract_failure";
         return DECIDE_STOP;
     }

@@ -18,6 +18,8 @@ struct up_multi {
     struct up_transfer *transfers; /* owned doubly linked list of running transfers */
     size_t n_active;
     CURL *easy_cache[UP_EASY_CACHE]; /* reusable easy handles (curl_easy_reset on reuse) */
+    struct up_sock **socks; /* owned table indexed by fd: watched sockets, parked ones too */
+    size_t n_socks;
     size_t n_easy_cache;
     bool closing;
 };
@@ -39,7 +41,11 @@ struct up_transfer {
     char errbuf[CURL_ERROR_SIZE];
 };
 
+struct up_sock;
+
 /* multi.c */
+/* Sets the socket-close callback that keeps the watch table right (every easy handle). */
+void up__watch_close(CURL *easy, struct up_multi *m);
 void up__transfer_unlink(struct up_transfer *t);
 void up__release_easy(struct up_multi *m, CURL *easy);
 CURL *up__acquire_easy(struct up_multi *m);

@@ -5,15 +5,21 @@
  * It never calls curl_multi_socket_action() from inside a curl callback. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "upstream/internal.h"
 
-/* One watched socket. Freed in the uv close callback, never before. */
+/* One watched socket. A connection that goes back to curl's pool stays watched (parked)
+ * for readability: the next transfer on it then needs no epoll_ctl at all, and a parked
+ * socket that turns readable (the server closed it) is simply stopped. The handle is
+ * closed when curl closes the socket (on_close_socket), before the fd is released, so
+ * a reused fd number never meets a stale handle. Freed in the uv close callback. */
 struct up_sock {
     uv_poll_t poll;
     struct up_multi *m;
     curl_socket_t fd;
-    int events; /* what the poll handle watches now */
+    int events;  /* what the poll handle watches now */
+    bool parked; /* curl does not watch it: an idle pooled connection */
 };
 
 static void check_done(struct up_multi *m)
@@ -32,12 +38,18 @@ static void check_done(struct up_multi *m)
     }
 }
 
+static void watch(struct up_sock *s, int events);
+
 static void on_poll(uv_poll_t *h, int status, int events)
 {
     struct up_sock *s = h->data;
     struct up_multi *m = s->m;
     int flags = 0, running;
 
+    if (s->parked) {
+        watch(s, 0); /* an idle pooled connection woke: curl checks it before reuse */
+        return;
+    }
     if (status < 0)
         flags = CURL_CSELECT_ERR;
     if (events & UV_READABLE)
@@ -46,6 +58,18 @@ static void on_poll(uv_poll_t *h, int status, int events)
         flags |= CURL_CSELECT_OUT;
     curl_multi_socket_action(m->curlm, s->fd, flags, &running);
     check_done(m);
+}
+
+/* Each change of the watched events is an epoll_ctl: only real changes are made. */
+static void watch(struct up_sock *s, int events)
+{
+    if (events == s->events)
+        return;
+    if (events)
+        uv_poll_start(&s->poll, events, on_poll);
+    else
+        uv_poll_stop(&s->poll);
+    s->events = events;
 }
 
 static void on_timer(uv_timer_t *h)
@@ -62,43 +86,92 @@ static void sock_closed(uv_handle_t *h)
     free(h->data);
 }
 
+static struct up_sock *sock_lookup(struct up_multi *m, curl_socket_t fd)
+{
+    return fd >= 0 && (size_t)fd < m->n_socks ? m->socks[fd] : NULL;
+}
+
+/* Makes the table hold index <fd>. */
+static bool sock_table_fit(struct up_multi *m, curl_socket_t fd)
+{
+    size_t n = m->n_socks ? m->n_socks : 64;
+    struct up_sock **t;
+
+    if ((size_t)fd < m->n_socks)
+        return true;
+    while (n <= (size_t)fd)
+        n *= 2;
+    t = realloc(m->socks, n * sizeof(*t));
+    if (!t)
+        return false;
+    memset(t + m->n_socks, 0, (n - m->n_socks) * sizeof(*t));
+    m->socks = t;
+    m->n_socks = n;
+    return true;
+}
+
+static struct up_sock *sock_new(struct up_multi *m, curl_socket_t fd)
+{
+    struct up_sock *s;
+
+    if (fd < 0 || !sock_table_fit(m, fd) || !(s = calloc(1, sizeof(*s))))
+        return NULL;
+    s->m = m;
+    s->fd = fd;
+    if (uv_poll_init_socket(m->loop, &s->poll, fd) != 0) {
+        free(s);
+        return NULL;
+    }
+    s->poll.data = s;
+    m->socks[fd] = s;
+    return s;
+}
+
 static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
 {
     struct up_multi *m = userp;
-    struct up_sock *s = socketp;
+    struct up_sock *s = socketp ? socketp : sock_lookup(m, fd);
     int events = 0;
 
     (void)easy;
     if (what == CURL_POLL_REMOVE) {
         if (s) {
-            uv_poll_stop(&s->poll);
+            s->parked = true;
+            watch(s, UV_READABLE);
             curl_multi_assign(m->curlm, fd, NULL);
-            uv_close((uv_handle_t *)&s->poll, sock_closed);
         }
         return 0;
     }
-    if (!s) {
-        s = calloc(1, sizeof(*s));
-        if (!s)
-            return -1;
-        s->m = m;
-        s->fd = fd;
-        if (uv_poll_init_socket(m->loop, &s->poll, fd) != 0) {
-            free(s);
-            return -1;
-        }
-        s->poll.data = s;
-        curl_multi_assign(m->curlm, fd, s);
-    }
+    if (!s && !(s = sock_new(m, fd)))
+        return -1;
+    s->parked = false;
+    curl_multi_assign(m->curlm, fd, s);
     if (what & CURL_POLL_IN)
         events |= UV_READABLE;
     if (what & CURL_POLL_OUT)
         events |= UV_WRITABLE;
-    if (events != s->events) { /* each change is an epoll_ctl: skip the no-ops */
-        uv_poll_start(&s->poll, events, on_poll);
-        s->events = events;
-    }
+    watch(s, events);
     return 0;
+}
+
+/* curl closes a socket: the poll handle goes first (uv_close stops watching the fd at
+ * once), then the fd itself. */
+static int on_close_socket(void *clientp, curl_socket_t fd)
+{
+    struct up_multi *m = clientp;
+    struct up_sock *s = sock_lookup(m, fd);
+
+    if (s) {
+        m->socks[fd] = NULL;
+        uv_close((uv_handle_t *)&s->poll, sock_closed);
+    }
+    return close(fd);
+}
+
+void up__watch_close(CURL *easy, struct up_multi *m)
+{
+    curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
+    curl_easy_setopt(easy, CURLOPT_CLOSESOCKETDATA, m);
 }
 
 static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
@@ -166,6 +239,14 @@ void up_multi_free(struct up_multi *m)
     /* Cleaning up the multi closes cached connections, which calls on_socket(REMOVE)
      * for each watched socket; their handles close through the loop. */
     curl_multi_cleanup(m->curlm);
+    /* Sockets curl did not close (none should be left) are closed with the multi. */
+    for (size_t i = 0; i < m->n_socks; i++) {
+        if (m->socks[i]) {
+            uv_close((uv_handle_t *)&m->socks[i]->poll, sock_closed);
+            m->socks[i] = NULL;
+        }
+    }
+    BSC_FREE(m->socks);
     uv_timer_stop(&m->timer);
     uv_close((uv_handle_t *)&m->timer, multi_timer_closed);
 }

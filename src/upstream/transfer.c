@@ -117,6 +117,7 @@ static void set_options(struct up_transfer *t, const struct up_request *req)
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    up__watch_close(e, t->m);
     if (req->connect_timeout_ms)
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)req->connect_timeout_ms);
     if (req->timeout_ms)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // sim.test.mjs -- bascule-sim driven directly with the official openai SDK: plain and
 // streamed completions with usage, tool calls, embeddings, every fault action as a client
-// sees it, script sequencing, the counters (cancellations included), the request log and
-// the control API. Run: cd tests && BASCULE_SIM_BIN=../build/bascule-sim node --test integration/sim.test.mjs
+// sees it, script sequencing, the counters (cancellations included), the request log,
+// the control API, and scripted content / tool arguments (in every dialect).
+// Run: cd tests && BASCULE_SIM_BIN=../build/bascule-sim node --test integration/sim.test.mjs
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -212,6 +213,254 @@ describe('completions', () => {
     a.data[0].embedding.forEach((v, i) => assert.ok(Math.abs(v - b.data[0].embedding[i]) < 1e-6));
     const norm = Math.hypot(...b.data[0].embedding);
     assert.ok(Math.abs(norm - 1) < 1e-4);
+  });
+});
+
+// ---- scripted content and tool arguments (docs/internals/sim.md, "Step fields content and
+// tool_arguments") ----
+
+// 1-, 2-, 3- and 4-byte characters, so pieces fall on every alignment.
+const CONTENT = 'Grüße aus Zürich: 北京 ✓ 🚀🎉 naïve café — fin.';
+// Not JSON at all (a cut-off object): the sim must pass it on verbatim.
+const BAD_ARGS = '{"city": "Zürich 🚀", "days": "three"';
+const pieceCount = (s) => Math.max(1, Math.ceil(Buffer.byteLength(s, 'utf8') / 4));
+
+/** POSTs <body> as JSON to <pathAndQuery> on the sim; resolves with {status, text}. */
+async function post(pathAndQuery, headers, body) {
+  const res = await fetch(`${sim.url}${pathAndQuery}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, text: await res.text() };
+}
+
+/** The JSON payloads of an SSE body's data lines ([DONE] and comments left out). */
+function sseData(text) {
+  return text
+    .split(/\r?\n\r?\n/)
+    .flatMap((ev) => ev.split(/\r?\n/).filter((l) => l.startsWith('data:')))
+    .map((l) => l.slice(5).trim())
+    .filter((d) => d && d !== '[DONE]')
+    .map((d) => JSON.parse(d));
+}
+
+describe('scripted content and tool_arguments', () => {
+  it('content: a plain answer says exactly the text, whatever max_tokens says', async () => {
+    await sim.setModel('gpt-ct', { script: [{ action: 'ok', content: CONTENT, times: 2 }, { action: 'ok', content: '' }] });
+    let res = await client.chat.completions.create({ model: 'gpt-ct', messages: MSG });
+    assert.equal(res.choices[0].message.content, CONTENT);
+    assert.equal(res.choices[0].finish_reason, 'stop');
+    assert.equal(res.usage.completion_tokens, pieceCount(CONTENT));
+    res = await client.chat.completions.create({ model: 'gpt-ct', messages: MSG, max_tokens: 2 });
+    assert.equal(res.choices[0].message.content, CONTENT);
+    assert.equal(res.choices[0].finish_reason, 'stop');
+    res = await client.chat.completions.create({ model: 'gpt-ct', messages: MSG });
+    assert.equal(res.choices[0].message.content, '');
+    assert.equal(res.usage.completion_tokens, 1);
+  });
+
+  it('content: a stream carries it in pieces of whole characters that join to the text', async () => {
+    await sim.setModel('gpt-cs', { script: [{ action: 'trickle', interval_ms: 1, content: CONTENT }] });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-cs',
+      messages: MSG,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const { chunks, error } = await collect(stream);
+    assert.equal(error, null);
+    const pieces = chunks.slice(1, -2).map((c) => c.choices[0].delta.content);
+    assert.equal(pieces.length, pieceCount(CONTENT));
+    assert.ok(pieces.length > 1);
+    assert.equal(pieces.join(''), CONTENT);
+    for (const p of pieces) {
+      const chars = [...p].length;
+      assert.ok(chars >= 1 && chars <= 4, `piece ${JSON.stringify(p)}`);
+      assert.ok(!p.includes('\ufffd'), 'no character split');
+    }
+    assert.equal(chunks.at(-2).choices[0].finish_reason, 'stop');
+    assert.equal(chunks.at(-1).usage.completion_tokens, pieces.length);
+    // cut: the events before the break are pieces of the same text.
+    await sim.setModel('gpt-cs', { script: [{ action: 'cut', after_events: 3, content: CONTENT }] });
+    const cut = await collect(await client.chat.completions.create({ model: 'gpt-cs', messages: MSG, stream: true }));
+    assert.ok(cut.error);
+    assert.equal(cut.chunks.length, 3);
+    assert.ok(CONTENT.startsWith(cut.chunks.slice(1).map((c) => c.choices[0].delta.content).join('')));
+  });
+
+  it('tool_arguments come back verbatim, plain and streamed, JSON or not', async () => {
+    const valid = '{ "city" : 42,\n  "extra": [true] }'; // JSON, but not what a schema wants
+    await sim.setModel('gpt-ta', {
+      script: [
+        { action: 'ok', tool_arguments: BAD_ARGS, times: 2 },
+        { action: 'delay', delay_ms: 1, tool_arguments: valid, times: 2 },
+      ],
+    });
+    const messages = [{ role: 'user', content: 'weather?' }];
+    let res = await client.chat.completions.create({ model: 'gpt-ta', messages, tools: TOOLS });
+    assert.equal(res.choices[0].finish_reason, 'tool_calls');
+    assert.equal(res.choices[0].message.tool_calls[0].function.name, 'get_weather');
+    assert.equal(res.choices[0].message.tool_calls[0].function.arguments, BAD_ARGS);
+    let { chunks, error } = await collect(await client.chat.completions.create({ model: 'gpt-ta', messages, tools: TOOLS, stream: true }));
+    assert.equal(error, null);
+    let deltas = chunks.flatMap((c) => c.choices[0].delta.tool_calls ?? []);
+    assert.ok(deltas.length > 2, 'arguments come in several pieces');
+    assert.equal(deltas.map((d) => d.function.arguments).join(''), BAD_ARGS);
+    res = await client.chat.completions.create({ model: 'gpt-ta', messages, tools: TOOLS });
+    assert.equal(res.choices[0].message.tool_calls[0].function.arguments, valid);
+    ({ chunks, error } = await collect(await client.chat.completions.create({ model: 'gpt-ta', messages, tools: TOOLS, stream: true })));
+    deltas = chunks.flatMap((c) => c.choices[0].delta.tool_calls ?? []);
+    assert.equal(deltas.map((d) => d.function.arguments).join(''), valid);
+    // Without tools in the request there is no call: tool_arguments change nothing.
+    await sim.setModel('gpt-ta', { script: [{ action: 'ok', tool_arguments: BAD_ARGS }] });
+    res = await client.chat.completions.create({ model: 'gpt-ta', messages });
+    assert.equal(res.choices[0].message.content, TEXT12);
+  });
+
+  it('content turns a tool call into text unless tool_arguments are given too', async () => {
+    await sim.setModel('gpt-tc', {
+      script: [
+        { action: 'ok', content: CONTENT },
+        { action: 'ok', content: CONTENT, tool_arguments: BAD_ARGS },
+        { action: 'ok', content: CONTENT, tool_arguments: BAD_ARGS },
+      ],
+    });
+    const messages = [{ role: 'user', content: 'weather?' }];
+    let res = await client.chat.completions.create({ model: 'gpt-tc', messages, tools: TOOLS });
+    assert.equal(res.choices[0].message.content, CONTENT);
+    assert.equal(res.choices[0].message.tool_calls, undefined);
+    assert.equal(res.choices[0].finish_reason, 'stop');
+    res = await client.chat.completions.create({ model: 'gpt-tc', messages, tools: TOOLS });
+    assert.equal(res.choices[0].message.content, null);
+    assert.equal(res.choices[0].message.tool_calls[0].function.arguments, BAD_ARGS);
+    // tool_choice "none": no call to make, so the content is the answer.
+    res = await client.chat.completions.create({ model: 'gpt-tc', messages, tools: TOOLS, tool_choice: 'none' });
+    assert.equal(res.choices[0].message.content, CONTENT);
+  });
+
+  it('the step says first, then the model spec; "*" lends its own to models without one', async () => {
+    await sim.setModel('gpt-pr', {
+      content: 'model text',
+      tool_arguments: '{"from":"model"}',
+      script: [
+        { action: 'ok', content: 'step text' },
+        { action: 'delay', delay_ms: 1 },
+        { action: 'ok', tool_arguments: '{"from":"step"}' },
+      ],
+    });
+    const say = async (extra = {}) => {
+      const res = await client.chat.completions.create({ model: 'gpt-pr', messages: MSG, ...extra });
+      const m = res.choices[0].message;
+      return m.tool_calls ? m.tool_calls[0].function.arguments : m.content;
+    };
+    assert.equal(await say(), 'step text');
+    assert.equal(await say(), 'model text');
+    // Per field: the step's tool_arguments, and the model's content does not stop the call.
+    assert.equal(await say({ tools: TOOLS }), '{"from":"step"}');
+    // The script is exhausted: the model's values still apply.
+    assert.equal(await say({ tools: TOOLS }), '{"from":"model"}');
+    assert.equal(await say(), 'model text');
+    await sim.setModel('*', { content: 'star text' });
+    const res = await client.chat.completions.create({ model: 'gpt-no-spec', messages: MSG });
+    assert.equal(res.choices[0].message.content, 'star text');
+    assert.equal(await say(), 'model text'); // a model with its own spec never looks at "*"
+    const got = (await sim.requests('gpt-pr')).length;
+    assert.equal(got, 6);
+  });
+
+  it('rejects content and tool_arguments of the wrong type, naming the step and field', async () => {
+    await assert.rejects(sim.setModel('m', { script: [{ action: 'ok' }, { action: 'ok', content: 3 }] }),
+      /HTTP 400: model m: script\[1\]: "content" must be a string/);
+    await assert.rejects(sim.setModel('m', { script: [{ action: 'cut', tool_arguments: { a: 1 } }] }),
+      /HTTP 400: model m: script\[0\]: "tool_arguments" must be a string/);
+    await assert.rejects(sim.setModel('m', { script: [{ action: 'status', status: 500, content: 'x' }] }),
+      /HTTP 400: model m: script\[0\]: "content" does not apply to action "status"/);
+    await assert.rejects(sim.setModel('m', { content: ['x'] }), /HTTP 400: model m: "content" must be a string/);
+    await assert.rejects(sim.setModel('m', { tool_arguments: null, content: false }), /"content" must be a string/);
+  });
+
+  it('every dialect says the scripted content and passes tool_arguments on', async () => {
+    const script = (n) => ({ script: [{ action: 'ok', content: CONTENT, times: n }, { action: 'ok', tool_arguments: BAD_ARGS, times: 2 }] });
+    const user = 'weather?';
+
+    // DashScope and Azure: the OpenAI shapes under their own paths.
+    const oaiLike = [
+      ['ds-ct', '/compatible-mode/v1/chat/completions', { authorization: 'Bearer k' }, {}],
+      ['az-ct', '/openai/deployments/az-ct/chat/completions?api-version=2024-10-21', { 'api-key': 'k' }, {}],
+    ];
+    for (const [model, p, headers] of oaiLike) {
+      await sim.setModel(model, script(2));
+      const body = { model, messages: [{ role: 'user', content: user }] };
+      let r = await post(p, headers, body);
+      assert.equal(r.status, 200, r.text);
+      assert.equal(JSON.parse(r.text).choices[0].message.content, CONTENT);
+      r = await post(p, headers, { ...body, stream: true });
+      const text = sseData(r.text).flatMap((c) => c.choices ?? []).map((c) => c.delta?.content ?? '').join('');
+      assert.equal(text, CONTENT, model);
+      r = await post(p, headers, { ...body, tools: TOOLS });
+      assert.equal(JSON.parse(r.text).choices[0].message.tool_calls[0].function.arguments, BAD_ARGS);
+      r = await post(p, headers, { ...body, tools: TOOLS, stream: true });
+      const args = sseData(r.text).flatMap((c) => c.choices ?? []).flatMap((c) => c.delta?.tool_calls ?? []);
+      assert.equal(args.map((t) => t.function.arguments).join(''), BAD_ARGS, model);
+    }
+
+    // Anthropic: text blocks and text_delta events; tool_use input, input_json_delta events.
+    const ah = { 'x-api-key': 'k', 'anthropic-version': '2023-06-01' };
+    const ab = { model: 'an-ct', max_tokens: 5, messages: [{ role: 'user', content: user }] };
+    const atools = { tools: [{ name: 'get_weather', input_schema: { type: 'object' } }], tool_choice: { type: 'any' } };
+    await sim.setModel('an-ct', {
+      script: [
+        { action: 'ok', content: CONTENT, times: 2 },
+        { action: 'ok', tool_arguments: BAD_ARGS, times: 2 },
+        { action: 'ok', tool_arguments: '{"city":\n"Köln"}' },
+      ],
+    });
+    let r = await post('/v1/messages', ah, ab);
+    let msg = JSON.parse(r.text);
+    assert.equal(msg.content[0].text, CONTENT);
+    assert.equal(msg.stop_reason, 'end_turn');
+    assert.equal(msg.usage.output_tokens, pieceCount(CONTENT));
+    r = await post('/v1/messages', ah, { ...ab, stream: true });
+    let evs = sseData(r.text);
+    assert.equal(evs.filter((e) => e.delta?.type === 'text_delta').map((e) => e.delta.text).join(''), CONTENT);
+    r = await post('/v1/messages', ah, { ...ab, ...atools });
+    msg = JSON.parse(r.text);
+    assert.equal(msg.stop_reason, 'tool_use');
+    assert.equal(msg.content.at(-1).input, BAD_ARGS); // not JSON: sent as a string
+    r = await post('/v1/messages', ah, { ...ab, ...atools, stream: true });
+    evs = sseData(r.text);
+    assert.equal(evs.filter((e) => e.delta?.type === 'input_json_delta').map((e) => e.delta.partial_json).join(''), BAD_ARGS);
+    r = await post('/v1/messages', ah, { ...ab, ...atools });
+    assert.deepEqual(JSON.parse(r.text).content.at(-1).input, { city: 'Köln' }); // JSON: as a value
+
+    // Gemini: text parts, one per streamed event; functionCall.args.
+    const gh = { 'x-goog-api-key': 'k' };
+    const gb = { contents: [{ role: 'user', parts: [{ text: user }] }] };
+    const gtools = { tools: [{ functionDeclarations: [{ name: 'get_weather', parameters: { type: 'OBJECT' } }] }] };
+    await sim.setModel('gem-ct', {
+      script: [
+        { action: 'ok', content: CONTENT, times: 2 },
+        { action: 'ok', tool_arguments: BAD_ARGS },
+        { action: 'ok', tool_arguments: '{"city":\n"Köln"}', times: 2 },
+      ],
+    });
+    r = await post('/v1beta/models/gem-ct:generateContent', gh, gb);
+    let g = JSON.parse(r.text);
+    assert.equal(g.candidates[0].content.parts[0].text, CONTENT);
+    assert.equal(g.usageMetadata.candidatesTokenCount, pieceCount(CONTENT));
+    r = await post('/v1beta/models/gem-ct:streamGenerateContent?alt=sse', gh, gb);
+    evs = sseData(r.text);
+    assert.equal(evs.length, pieceCount(CONTENT));
+    assert.equal(evs.map((e) => e.candidates[0].content.parts[0].text).join(''), CONTENT);
+    r = await post('/v1beta/models/gem-ct:generateContent', gh, { ...gb, ...gtools });
+    assert.equal(JSON.parse(r.text).candidates[0].content.parts[0].functionCall.args, BAD_ARGS);
+    r = await post('/v1beta/models/gem-ct:generateContent', gh, { ...gb, ...gtools });
+    assert.deepEqual(JSON.parse(r.text).candidates[0].content.parts[0].functionCall.args, { city: 'Köln' });
+    r = await post('/v1beta/models/gem-ct:streamGenerateContent?alt=sse', gh, { ...gb, ...gtools });
+    evs = sseData(r.text); // the newline inside the JSON must not break the SSE framing
+    assert.equal(evs.length, 1);
+    assert.deepEqual(evs[0].candidates[0].content.parts[0].functionCall.args, { city: 'Köln' });
   });
 });
 

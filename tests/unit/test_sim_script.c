@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test_sim_script.c -- bascule-sim's fault engine: spec parsing and validation, step
  * sequencing (times, exhaustion, repeat, the shared "*" script), per-model counters and
- * request logs, and the /_sim control API, all without a socket.
+ * request logs, the /_sim control API, and scripted content / tool arguments (parsing,
+ * streaming pieces, step-over-spec and arguments-over-content precedence), all without a
+ * socket.
  * The Makefile links unit tests against libbascule.a only, so the sim sources under test
  * are compiled into this binary directly. */
 #include <setjmp.h>
@@ -576,6 +578,286 @@ static void url_decoding(void **state)
     bsc_buf_cleanup(&b);
 }
 
+/* ---- scripted content and tool arguments ---- */
+
+static void content_fields_parse(void **state)
+{
+    struct sim_spec spec;
+    struct sim_step copy;
+    char why[256];
+    const char *json =
+        "{\"content\":\"model text\",\"tool_arguments\":\"{\\\"a\\\":1}\",\"script\":["
+        "{\"action\":\"ok\",\"content\":\"h\\u00e9llo \\ud83d\\ude80\"},"
+        "{\"action\":\"delay\",\"delay_ms\":1,\"tool_arguments\":\"not json {\"},"
+        "{\"action\":\"trickle\",\"content\":\"\"},"
+        "{\"action\":\"cut\",\"content\":\"c\",\"tool_arguments\":\"[]\"},"
+        "{\"action\":\"ok\",\"content\":null}]}";
+
+    (void)state;
+    assert_int_equal(parse(json, &spec, why, sizeof(why)), BSC_OK);
+    assert_string_equal(spec.content, "model text");
+    assert_string_equal(spec.tool_arguments, "{\"a\":1}");
+    assert_string_equal(spec.steps[0].content, "h\xc3\xa9llo \xf0\x9f\x9a\x80");
+    assert_null(spec.steps[0].tool_arguments);
+    assert_null(spec.steps[1].content);
+    assert_string_equal(spec.steps[1].tool_arguments, "not json {");
+    assert_string_equal(spec.steps[2].content, ""); /* empty text is a text */
+    assert_string_equal(spec.steps[3].content, "c");
+    assert_string_equal(spec.steps[3].tool_arguments, "[]");
+    assert_null(spec.steps[4].content); /* null: not set */
+    assert_int_equal(sim_step_copy(&copy, &spec.steps[3]), BSC_OK);
+    sim_spec_cleanup(&spec); /* the copy is deep */
+    assert_null(spec.content);
+    assert_null(spec.tool_arguments);
+    assert_string_equal(copy.content, "c");
+    assert_string_equal(copy.tool_arguments, "[]");
+    sim_step_cleanup(&copy);
+    assert_null(copy.content);
+}
+
+static void content_fields_errors(void **state)
+{
+    char big[SIM_TOOL_ARGS_MAX + 128];
+    size_t off;
+
+    (void)state;
+    expect_bad("{\"script\":[{\"action\":\"ok\"},{\"action\":\"ok\",\"content\":3}]}",
+               BSC_EINVAL, "script[1]: \"content\" must be a string");
+    expect_bad("{\"script\":[{\"action\":\"ok\",\"tool_arguments\":{\"a\":1}}]}", BSC_EINVAL,
+               "script[0]: \"tool_arguments\" must be a string");
+    expect_bad("{\"script\":[{\"action\":\"trickle\",\"content\":[\"x\"]}]}", BSC_EINVAL,
+               "script[0]: \"content\" must be a string");
+    expect_bad("{\"content\":true}", BSC_EINVAL, "\"content\" must be a string");
+    expect_bad("{\"tool_arguments\":1}", BSC_EINVAL, "\"tool_arguments\" must be a string");
+    /* Only actions that send a normal answer take them. */
+    expect_bad("{\"script\":[{\"action\":\"status\",\"status\":500,\"content\":\"x\"}]}",
+               BSC_EINVAL, "script[0]: \"content\" does not apply to action \"status\"");
+    expect_bad("{\"script\":[{\"action\":\"error_200\",\"tool_arguments\":\"{}\"}]}", BSC_EINVAL,
+               "\"tool_arguments\" does not apply to action \"error_200\"");
+    expect_bad("{\"script\":[{\"action\":\"hang\",\"content\":\"x\"}]}", BSC_EINVAL,
+               "does not apply");
+    expect_bad("{\"script\":[{\"action\":\"malformed\",\"content\":\"x\"}]}", BSC_EINVAL,
+               "does not apply");
+    expect_bad("{\"script\":[{\"action\":\"ok\",\"content\":\"a\\u0000b\"}]}", BSC_EINVAL,
+               "script[0]: \"content\" must be valid UTF-8 without NUL");
+    /* tool_arguments are bounded (their stream fragments are found by a scan). */
+    off = (size_t)snprintf(big, sizeof(big), "{\"tool_arguments\":\"");
+    memset(big + off, 'x', SIM_TOOL_ARGS_MAX + 1);
+    snprintf(big + off + SIM_TOOL_ARGS_MAX + 1, sizeof(big) - off - SIM_TOOL_ARGS_MAX - 1,
+             "\"}");
+    expect_bad(big, BSC_EINVAL, "\"tool_arguments\" is longer than 16384 bytes");
+}
+
+/* Piece <i> of <text> checked: whole characters, 1..4 of them, valid UTF-8. */
+static void check_piece(struct bsc_str piece)
+{
+    size_t chars = 0;
+
+    assert_true(sim_utf8_valid(piece));
+    for (size_t off = 0; off < piece.len; chars++)
+        off += sim_utf8_char_len(bsc_str_make(piece.p + off, piece.len - off));
+    assert_in_range(chars, 1, 4);
+}
+
+static void content_pieces(void **state)
+{
+    /* 1-, 2-, 3- and 4-byte characters, in every alignment against the 4-byte windows. */
+    static const char *const texts[] = {
+        "a", "abcd", "abcde", "h\xc3\xa9llo w\xc3\xb6rld \xe2\x9c\x93 \xf0\x9f\x9a\x80!",
+        "\xf0\x9f\x9a\x80\xf0\x9f\x9a\x80\xf0\x9f\x9a\x80", "x\xf0\x9f\x9a\x80y\xe2\x9c\x93z",
+        "\xc3\xa9\xc3\xa9\xc3\xa9", "{\"city\":\"Z\xc3\xbcrich\",\"n\":1}"};
+    struct bsc_buf joined;
+
+    (void)state;
+    bsc_buf_init(&joined, 4096);
+    for (size_t t = 0; t < BSC_ARRAY_LEN(texts); t++) {
+        struct bsc_str text = bsc_str_cstr(texts[t]);
+        uint32_t n = sim_content_pieces(text);
+
+        assert_int_equal(n, (text.len + 3) / 4);
+        bsc_buf_reset(&joined);
+        for (uint32_t i = 0; i < n; i++) {
+            struct bsc_str piece = sim_content_piece(text, i);
+            check_piece(piece);
+            assert_int_equal(bsc_buf_append_str(&joined, piece), BSC_OK);
+            /* sim_content_chunk reads the same pieces; unscripted it reads the tokens. */
+            assert_ptr_equal(sim_content_chunk(text, i).p, piece.p);
+        }
+        assert_int_equal(joined.len, text.len);
+        assert_memory_equal(joined.p, text.p, text.len);
+        assert_int_equal(sim_content_piece(text, n).len, 0); /* past the end: empty */
+        bsc_buf_reset(&joined);
+        assert_int_equal(sim_content_answer(text, 99, &joined), BSC_OK);
+        assert_memory_equal(joined.p, text.p, text.len);
+    }
+    /* The empty text is one empty piece. */
+    assert_int_equal(sim_content_pieces(BSC_STR("")), 1);
+    assert_int_equal(sim_content_piece(BSC_STR(""), 0).len, 0);
+    /* Several chunks for a short multi-byte sentence: "héllo" is 6 bytes, 2 pieces. */
+    assert_int_equal(sim_content_pieces(bsc_str_cstr("h\xc3\xa9llo")), 2);
+    assert_true(bsc_str_eq(sim_content_piece(bsc_str_cstr("h\xc3\xa9llo"), 0),
+                           bsc_str_cstr("h\xc3\xa9l")));
+    /* Unscripted: the generated tokens. */
+    assert_true(bsc_str_eq(sim_content_chunk(BSC_STR_NULL, 1), sim_content_token(1)));
+    bsc_buf_reset(&joined);
+    assert_int_equal(sim_content_answer(BSC_STR_NULL, 2, &joined), BSC_OK);
+    assert_true(bsc_str_eq(bsc_buf_str(&joined), bsc_str_cstr("Hello h\xc3\xa9llo")));
+    bsc_buf_cleanup(&joined);
+}
+
+static void args_value(void **state)
+{
+    struct bsc_buf b;
+
+    (void)state;
+    bsc_buf_init(&b, 1024);
+    /* JSON text as it is, line breaks (whitespace outside strings) turned into spaces. */
+    assert_int_equal(sim_content_args_value(BSC_STR("{\r\n \"a\": [1,\n2]}"), false, &b), BSC_OK);
+    assert_true(bsc_str_eq(bsc_buf_str(&b), BSC_STR("{   \"a\": [1, 2]}")));
+    bsc_buf_reset(&b);
+    assert_int_equal(sim_content_args_value(BSC_STR("{\"x\":\"\xc3\xa9\"}"), false, &b), BSC_OK);
+    assert_true(bsc_str_eq(bsc_buf_str(&b), BSC_STR("{\"x\":\"\xc3\xa9\"}")));
+    bsc_buf_reset(&b);
+    /* Not JSON: one JSON string. */
+    assert_int_equal(sim_content_args_value(BSC_STR("not \"json\"\n"), true, &b), BSC_OK);
+    assert_true(bsc_str_eq(bsc_buf_str(&b), BSC_STR("\"not \\\"json\\\"\\n\"")));
+    bsc_buf_cleanup(&b);
+}
+
+/* Precedence: the step's own field, else the model spec's (own spec or "*"). */
+static void content_precedence_models(void **state)
+{
+    struct sim_models m;
+    struct sim_plan plan;
+
+    (void)state;
+    sim_models_init(&m);
+    set_spec(&m, "own", "{\"content\":\"spec text\",\"tool_arguments\":\"{\\\"s\\\":1}\","
+                        "\"script\":[{\"action\":\"ok\",\"content\":\"step text\"},"
+                        "{\"action\":\"trickle\",\"tool_arguments\":\"step args\"},"
+                        "{\"action\":\"status\",\"status\":500}]}");
+    assert_int_equal(begin(&m, "own", &plan), SIM_ACT_OK);
+    assert_string_equal(plan.step.content, "step text");
+    assert_string_equal(plan.step.tool_arguments, "{\"s\":1}");
+    sim_plan_cleanup(&plan);
+    assert_int_equal(begin(&m, "own", &plan), SIM_ACT_TRICKLE);
+    assert_string_equal(plan.step.content, "spec text");
+    assert_string_equal(plan.step.tool_arguments, "step args");
+    sim_plan_cleanup(&plan);
+    assert_int_equal(begin(&m, "own", &plan), SIM_ACT_STATUS);
+    sim_plan_cleanup(&plan);
+    /* The script exhausted: the spec's values still apply. */
+    assert_int_equal(begin(&m, "own", &plan), SIM_ACT_OK);
+    assert_string_equal(plan.step.content, "spec text");
+    sim_plan_cleanup(&plan);
+    /* The spec itself was not changed by lending its values. */
+    assert_null(sim_models_get(&m, BSC_STR("own"), false)->spec.steps[0].tool_arguments);
+    /* "*" lends its values to models without a spec; a model with one never looks. */
+    set_spec(&m, "*", "{\"content\":\"star text\"}");
+    assert_int_equal(begin(&m, "other", &plan), SIM_ACT_OK);
+    assert_string_equal(plan.step.content, "star text");
+    assert_null(plan.step.tool_arguments);
+    sim_plan_cleanup(&plan);
+    set_spec(&m, "plain", "{}");
+    assert_int_equal(begin(&m, "plain", &plan), SIM_ACT_OK);
+    assert_null(plan.step.content);
+    sim_plan_cleanup(&plan);
+    sim_models_cleanup(&m);
+}
+
+static void call_free(struct sim_call *call)
+{
+    BSC_FREE(call->model);
+    BSC_FREE(call->tool_name);
+    BSC_FREE(call->tool_args);
+}
+
+static struct sim_call chat_call(bool tool)
+{
+    struct sim_call call = {.ep = SIM_EP_CHAT, .n_tokens = 5, .finish_length = true};
+
+    call.model = bsc_str_dup(BSC_STR("m"));
+    if (tool) {
+        call.tool_name = bsc_str_dup(BSC_STR("get_weather"));
+        call.tool_args = bsc_str_dup(BSC_STR("{\"echo\":\"hi\"}"));
+        assert_non_null(call.tool_args);
+    }
+    return call;
+}
+
+/* Precedence inside one call: tool_arguments > content > the generated answer. */
+static void content_precedence_call(void **state)
+{
+    struct sim_step step;
+    struct sim_call call;
+
+    (void)state;
+    /* Content on a text answer: exactly the text, one usage token per piece, no cut. */
+    sim_step_init_ok(&step);
+    step.content = bsc_str_dup(bsc_str_cstr("h\xc3\xa9llo w\xc3\xb6rld"));
+    call = chat_call(false);
+    sim_step_apply(&step, &call);
+    assert_ptr_equal(call.content.p, step.content);
+    assert_int_equal(call.content.len, strlen(step.content));
+    assert_int_equal(call.n_tokens, 4); /* 13 bytes */
+    assert_false(call.finish_length);
+    call_free(&call);
+    /* Content on what would be a tool call: a text answer instead. */
+    call = chat_call(true);
+    sim_step_apply(&step, &call);
+    assert_null(call.tool_name);
+    assert_null(call.tool_args);
+    assert_non_null(call.content.p);
+    call_free(&call);
+    /* Content and tool_arguments on a tool call: the call, with those arguments. */
+    step.tool_arguments = bsc_str_dup(BSC_STR("{\"city\": 3}"));
+    call = chat_call(true);
+    sim_step_apply(&step, &call);
+    assert_string_equal(call.tool_name, "get_weather");
+    assert_string_equal(call.tool_args, "{\"city\": 3}");
+    assert_false(call.tool_args_raw);
+    assert_null(step.tool_arguments); /* moved into the call */
+    assert_null(call.content.p);
+    call_free(&call);
+    /* tool_arguments that are not JSON are flagged raw; a bare null is JSON. */
+    step.tool_arguments = bsc_str_dup(BSC_STR("{oops"));
+    call = chat_call(true);
+    sim_step_apply(&step, &call);
+    assert_string_equal(call.tool_args, "{oops");
+    assert_true(call.tool_args_raw);
+    call_free(&call);
+    step.tool_arguments = bsc_str_dup(BSC_STR(" null "));
+    call = chat_call(true);
+    sim_step_apply(&step, &call);
+    assert_false(call.tool_args_raw);
+    call_free(&call);
+    /* tool_arguments without a tool call change nothing but the content still applies. */
+    step.tool_arguments = bsc_str_dup(BSC_STR("{}"));
+    call = chat_call(false);
+    sim_step_apply(&step, &call);
+    assert_null(call.tool_name);
+    assert_string_equal(step.tool_arguments, "{}");
+    assert_int_equal(call.n_tokens, 4);
+    call_free(&call);
+    /* Embeddings are untouched. */
+    call = chat_call(false);
+    call.ep = SIM_EP_EMBED;
+    sim_step_apply(&step, &call);
+    assert_null(call.content.p);
+    assert_int_equal(call.n_tokens, 5);
+    call_free(&call);
+    sim_step_cleanup(&step);
+    /* A step that scripts neither leaves the call as it was. */
+    sim_step_init_ok(&step);
+    call = chat_call(true);
+    sim_step_apply(&step, &call);
+    assert_string_equal(call.tool_args, "{\"echo\":\"hi\"}");
+    assert_int_equal(call.n_tokens, 5);
+    assert_true(call.finish_length);
+    call_free(&call);
+    sim_step_cleanup(&step);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -592,6 +874,12 @@ int main(void)
         cmocka_unit_test(headers_json_lowercase_and_join),
         cmocka_unit_test(control_api),
         cmocka_unit_test(url_decoding),
+        cmocka_unit_test(content_fields_parse),
+        cmocka_unit_test(content_fields_errors),
+        cmocka_unit_test(content_pieces),
+        cmocka_unit_test(args_value),
+        cmocka_unit_test(content_precedence_models),
+        cmocka_unit_test(content_precedence_call),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
