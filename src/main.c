@@ -188,6 +188,14 @@ static void on_hup(uv_signal_t *h, int signum)
                 mc->gw.config_path);
         return;
     }
+    {
+        struct cfg *cur = cfg_current_get();
+        if (cur && (strcmp(cur->listen_host, next->listen_host) != 0 ||
+                    cur->listen_port != next->listen_port || cur->workers != next->workers ||
+                    cur->store.kind != next->store.kind))
+            LOG_WARN("reload: listen, workers and store take effect only at the next start");
+        cfg_unref(cur);
+    }
     apply_log_settings(next);
     if (hstate_sync(mc->gw.hs, next, bsc_now_ms()) != BSC_OK)
         LOG_WARN("routing state could not track every target of the new config");

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "providers/provider.h"
+#include "stream/utf8.h"
 
 #define PROV_JSON_DEPTH 64
 
@@ -44,7 +45,14 @@ enum bsc_err prov_append_json(struct bsc_buf *out, struct json_object *o)
     const char *s = json_object_to_json_string_length(
         o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
 
-    return s ? bsc_buf_append(out, s, len) : BSC_ENOMEM;
+    if (!s)
+        return BSC_ENOMEM;
+    /* json-c copies string bytes as they are, so an upstream string with ill-formed UTF-8
+     * (an id, a model or tool name, tool arguments) would reach the client as it is. json-c
+     * writes only ASCII outside strings: replacing ill-formed bytes keeps the JSON valid. */
+    if (utf8_valid(s, len))
+        return bsc_buf_append(out, s, len);
+    return utf8_sanitize(out, s, len);
 }
 
 enum bsc_err prov_emit_chunk(struct bsc_buf *out, struct json_object *chunk)

@@ -15,6 +15,7 @@
 struct oa_stream {
     bool include_usage; /* the client asked for the usage chunk */
     bool done;
+    bool sent;          /* a frame was relayed: a failure now is partial output */
     struct prov_usage usage;
 };
 
@@ -250,6 +251,7 @@ static enum prov_stream_status oa_stream_event(void *st, struct bsc_str event, s
 {
     struct oa_stream *s = st;
     enum bsc_err err;
+    size_t mark;
 
     (void)event;
     if (s->done)
@@ -260,14 +262,37 @@ static enum prov_stream_status oa_stream_event(void *st, struct bsc_str event, s
     }
     if (memmem(data.p, data.len, "\"error\"", 7) && prov_openai_classify_event(data, fail))
         return PROV_STREAM_ERROR;
+    /* Relayed as it is, so it must be what a client can read: one JSON object. Anything
+     * else would reach the client as a frame its SDK cannot parse, past the commit point. */
+    if (!bsc_json_check(data, 128, NULL) ||
+        bsc_json_kind_of(bsc_str_trim(data)) != BSC_JSON_OBJECT) {
+        fail_info_init(fail);
+        fail->kind = s->sent ? FAIL_PARTIAL_OUTPUT : FAIL_SERVER_ERROR;
+        fail->status = 200;
+        fail_copy_text(fail->message, sizeof(fail->message),
+                       BSC_STR("an upstream stream event is not a JSON object"));
+        return PROV_STREAM_ERROR;
+    }
     if (is_usage_chunk(data, s) && !s->include_usage)
         return PROV_STREAM_MORE; /* asked for by the gateway, not the client */
+    mark = out->len;
     err = bsc_buf_append(out, "data: ", 6);
     if (!err)
         err = bsc_buf_append_str(out, data);
-    if (!err)
+    if (!err) {
+        /* Data lines joined with "\n": in valid JSON a line break is only whitespace
+         * between tokens, and a raw one would end the client's data line early. */
+        for (char *c = out->p + out->len - data.len; c < out->p + out->len; c++)
+            if (*c == '\n' || *c == '\r')
+                *c = ' ';
         err = bsc_buf_append(out, "\n\n", 2);
+    }
+    if (!err)
+        s->sent = true;
     if (err) {
+        out->len = mark; /* no half frame */
+        if (out->p)
+            out->p[mark] = '\0';
         fail_info_init(fail);
         fail->kind = FAIL_SERVER_ERROR;
         fail_copy_text(fail->message, sizeof(fail->message),

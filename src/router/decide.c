@@ -282,6 +282,10 @@ enum decision decide_next(struct request *r, const char **why)
     }
     if (!pol->fallback_needs_larger_window &&
         try_same_target(r, pol, why, &wait_too_long, &wait_ms)) {
+        if (!decide_within_budgets(r, r->target)) {
+            *why = r->err.reason;
+            return DECIDE_STOP;
+        }
         if (!take_budget(r))
             goto budget;
         r->next_wf = ATTEMPT_WF_RETRY;
@@ -292,6 +296,10 @@ enum decision decide_next(struct request *r, const char **why)
         if (!next)
             next = choose(r, TIER_EQUIVALENT, true, 0);
         if (next) {
+            if (!decide_within_budgets(r, next)) {
+                *why = r->err.reason;
+                return DECIDE_STOP;
+            }
             if (!take_budget(r))
                 goto budget;
             r->target = next;
@@ -305,6 +313,10 @@ enum decision decide_next(struct request *r, const char **why)
             min_window = failed->context_window ? failed->context_window : UINT64_MAX - 1;
         next = choose(r, TIER_FALLBACK, true, min_window);
         if (next) {
+            if (!decide_within_budgets(r, next)) {
+                *why = r->err.reason;
+                return DECIDE_STOP;
+            }
             if (!take_budget(r))
                 goto budget;
             r->target = next;
@@ -390,4 +402,48 @@ bool decide_all_cooling(struct request *r, int64_t *retry_after_ms)
     if (any)
         *retry_after_ms = (int64_t)(soonest - now);
     return any;
+}
+
+/* The estimated cost of one attempt on <t>: the prompt (estimated) at the input price and
+ * the output budget the client set (or 1/4 of the prompt when it set none) at the output
+ * price. A failed attempt is assumed to have cost its prompt: providers bill some. */
+static double attempt_cost(const struct request *r, const struct cfg_target *t, bool failed)
+{
+    uint64_t in = r->est_tokens - r->est_out_tokens;
+    uint64_t out = r->est_out_tokens ? r->est_out_tokens : in / 4;
+
+    return ((double)in * t->price.input_per_mtok + (failed ? 0.0 : (double)out * t->price.output_per_mtok)) / 1e6;
+}
+
+bool decide_within_budgets(struct request *r, const struct cfg_target *next)
+{
+    uint64_t now_us = bsc_now_us();
+
+    if (r->n_attempts && r->env.max_added_latency_ms) {
+        /* Recovery started when the first attempt ended; the next wait counts too. */
+        uint64_t added_ms = (now_us - r->attempts[0].end_us) / 1000 + r->next_delay_ms;
+        if (added_ms > r->env.max_added_latency_ms) {
+            req__set_typed_failure(r, "latency_budget_exhausted", -1,
+                                   "recovering would add %llu ms, more than the route's "
+                                   "max_added_latency_ms of %u",
+                                   (unsigned long long)added_ms, r->env.max_added_latency_ms);
+            return false;
+        }
+    }
+    if (r->env.max_cost_usd >= 0) {
+        double spent = 0;
+        for (unsigned i = 0; i < r->n_attempts; i++)
+            spent += attempt_cost(r, r->attempts[i].target, true);
+        if (spent + attempt_cost(r, next, false) > r->env.max_cost_usd) {
+            req__set_typed_failure(r, "cost_budget_exhausted", -1,
+                                   "an attempt on %s would bring the estimated cost to $%.6f, "
+                                   "over the route's max_cost_usd of $%.6f",
+                                   next->id, spent + attempt_cost(r, next, false),
+                                   r->env.max_cost_usd);
+            r->err.retryable = false;
+            r->err.should_retry = false;
+            return false;
+        }
+    }
+    return true;
 }

@@ -173,7 +173,9 @@ static bool on_stream_data(struct request *r, const char *p, size_t len)
         return false;
     if (!r->committed)
         deliver_commit(r);
-    req__arm_timer(r, r->route->envelope.deadline_ms); /* the longest gap between events */
+    /* Committed: the envelope's deadline (as tightened by the request) becomes the longest
+     * gap allowed between events, so a healthy long stream is not cut. */
+    req__arm_timer(r, r->env.deadline_ms - r->env.start_ms);
     return deliver_flush(r);
 }
 

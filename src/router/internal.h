@@ -61,6 +61,7 @@ struct request {
     bool stream, include_usage, has_tools;
     uint32_t need_caps;       /* capabilities the request itself requires */
     uint64_t est_tokens;      /* estimated prompt + output tokens (decide.c) */
+    uint64_t est_out_tokens;  /* the output part of it (the client's max tokens) */
     uint32_t missing_caps;    /* capabilities candidates lacked, for the typed failure */
     bool buffering;           /* on_stream_failure: buffer: release a stream only when whole */
     struct contract *contract; /* owned: compiled schemas (contract.c), or NULL */
@@ -165,6 +166,9 @@ bool decide_later_tier_exists(const struct request *r);
 /* True when every enabled candidate only lacks a key that is cooling down (rate limits);
  * *<retry_after_ms> is then the wait until the first one is back. */
 bool decide_all_cooling(struct request *r, int64_t *retry_after_ms);
+/* Whether starting the next attempt keeps the request within the envelope's added-latency
+ * and cost budgets; when not, sets the typed failure and returns false. */
+bool decide_within_budgets(struct request *r, const struct cfg_target *next);
 /* The names of the capability bits in <caps>, comma-separated. */
 void decide_caps_names(uint32_t caps, char *buf, size_t len);
 /* Counts the workflow in metrics; returns its name. */

@@ -377,6 +377,10 @@ static void st_pick(struct request *r)
             req__goto(r, REQ_ST_REPLY_ERROR);
             return;
         }
+        if (!decide_within_budgets(r, r->target)) {
+            req__goto(r, REQ_ST_REPLY_ERROR);
+            return;
+        }
         if (r->next_wf != ATTEMPT_WF_PRIMARY)
             decide_count_workflow(r, r->next_wf);
         begin_attempt(r);
@@ -634,12 +638,13 @@ enum { F_MESSAGES, F_TOOLS, F_RESPONSE_FORMAT, F_MAX_TOKENS, F_MAX_COMPLETION_TO
 /* A cheap, documented estimate of the tokens the request needs: about 4 bytes of JSON
  * per prompt token (OpenAI's tokenizers average 4 characters per token in English; JSON
  * overhead makes the estimate generous) plus the output budget the client asked for. */
-static uint64_t estimate_tokens(struct bsc_str body, const struct bsc_str *f)
+static uint64_t estimate_tokens(struct bsc_str body, const struct bsc_str *f, uint64_t *out_part)
 {
     unsigned long long out = 0;
 
     if (!bsc_json_u64(f[F_MAX_COMPLETION_TOKENS], &out) && !bsc_json_u64(f[F_MAX_TOKENS], &out))
         out = 0;
+    *out_part = out;
     return body.len / 4 + out;
 }
 
@@ -711,7 +716,7 @@ static void inspect_request(struct request *r)
             f[i] = BSC_STR_NULL;
     r->need_caps = request_caps(r, f);
     r->has_tools = (r->need_caps & CFG_CAP_TOOLS) != 0;
-    r->est_tokens = estimate_tokens(body, f);
+    r->est_tokens = estimate_tokens(body, f, &r->est_out_tokens);
 }
 
 /* X-Bascule-Operation-Id ties the call to an operation of the tool ledger. */

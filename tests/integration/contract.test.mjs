@@ -23,6 +23,8 @@ targets:
   cprim: { provider: sim, model: k-prim, breaker: { consecutive_failures: 100000, min_requests: 100000 } }
   canary: { provider: sim, model: k-canary, canary_percent: 30 }
   stable: { provider: sim, model: k-stable }
+  slowp: { provider: sim, model: b-slow }
+  pricey: { provider: sim, model: b-pricey, price: { input_per_mtok: 1000000, output_per_mtok: 1000000 } }
 routes:
   tooly:
     primary: [prim]
@@ -32,6 +34,12 @@ routes:
     primary: [notools]
   tiny:
     primary: [small]
+  latency:
+    primary: [slowp]
+    envelope: { max_added_latency_ms: 500 }
+  costly:
+    primary: [pricey]
+    envelope: { max_cost_usd: 0.5 }
   canaried:
     primary: [cprim]
     fallback: [canary, stable]
@@ -100,4 +108,23 @@ test('a canary fallback takes about its share of the failures', async () => {
   assert.equal(canary + stable, N);
   // canary_percent 30: expected 60, sd ~6.5; the bounds are ~4.5 sd wide.
   assert.ok(canary >= 30 && canary <= 90, `canary took ${canary}/${N}`);
+});
+
+test('a wait past max_added_latency_ms stops at once with a typed failure', async () => {
+  await sim.setModel('b-slow', { script: [{ action: 'status', status: 503, headers: { 'retry-after': '2' } }] });
+  const t0 = Date.now();
+  const res = await chat('latency');
+  assert.ok(Date.now() - t0 < 1000, 'did not wait');
+  assert.equal(res.status, 503);
+  assert.equal((await res.json()).reason, 'latency_budget_exhausted');
+  assert.equal(await calls('b-slow'), 1);
+});
+
+test('an attempt whose estimated cost passes max_cost_usd is never made', async () => {
+  const res = await chat('costly', { messages: [{ role: 'user', content: 'x'.repeat(4000) }] });
+  assert.equal(res.status, 503);
+  const body = await res.json();
+  assert.equal(body.reason, 'cost_budget_exhausted');
+  assert.equal(body.retryable, false);
+  assert.equal(await calls('b-pricey'), 0);
 });
