@@ -16,9 +16,15 @@
 
 #define HSTATE_MAX 1024
 
+/* One circuit, shared by every target whose breaker.key dimensions agree. */
+struct brk_entry {
+    char *key; /* owned: "provider|model|region|deployment" as the dimensions select */
+    struct brk brk;
+};
+
 struct tgt_state {
     char *id; /* owned */
-    struct brk brk;
+    struct brk_entry *b; /* borrowed from hstate.brks */
     struct tstats ts;
     enum target_health health;
     bool admin_disabled;
@@ -38,6 +44,8 @@ struct hstate {
     size_t n_tgts;
     struct prov_state *provs[HSTATE_MAX];
     size_t n_provs;
+    struct brk_entry *brks[HSTATE_MAX];
+    size_t n_brks;
     struct retry_budget budget;
 };
 
@@ -63,6 +71,10 @@ void hstate_free(struct hstate *hs)
     for (size_t i = 0; i < hs->n_provs; i++) {
         free(hs->provs[i]->id);
         free(hs->provs[i]);
+    }
+    for (size_t i = 0; i < hs->n_brks; i++) {
+        free(hs->brks[i]->key);
+        free(hs->brks[i]);
     }
     pthread_mutex_destroy(&hs->lock);
     free(hs);
@@ -92,13 +104,59 @@ static const struct cfg_breaker *breaker_params(const struct cfg *cfg, const str
     return &t->breaker;
 }
 
+/* The breaker identity of <t> from its breaker.key dimensions. The key dimension is not
+ * part of it: a failing key (rate limit, quota, auth) cools down on its own instead of
+ * opening a circuit. No dimension at all: one circuit per target. */
+static void breaker_key(const struct cfg_target *t, char *out, size_t len)
+{
+    uint32_t d = t->breaker.key_dims;
+
+    if (!(d & (CFG_BRK_PROVIDER | CFG_BRK_MODEL | CFG_BRK_REGION | CFG_BRK_DEPLOYMENT))) {
+        snprintf(out, len, "target:%s", t->id);
+        return;
+    }
+    snprintf(out, len, "%s|%s|%s|%s", d & CFG_BRK_PROVIDER ? t->provider->id : "*",
+             d & CFG_BRK_MODEL ? t->model : "*",
+             d & CFG_BRK_REGION && t->provider->region ? t->provider->region : "*",
+             d & CFG_BRK_DEPLOYMENT && t->deployment ? t->deployment : "*");
+}
+
+static struct brk_entry *brk_slot(struct hstate *hs, const char *key,
+                                  const struct cfg_breaker *params)
+{
+    struct brk_entry *b;
+
+    for (size_t i = 0; i < hs->n_brks; i++) {
+        if (strcmp(hs->brks[i]->key, key) == 0) {
+            brk_set_params(&hs->brks[i]->brk, params);
+            return hs->brks[i];
+        }
+    }
+    if (hs->n_brks == HSTATE_MAX)
+        return NULL;
+    b = calloc(1, sizeof(*b));
+    if (!b || !(b->key = strdup(key))) {
+        free(b);
+        return NULL;
+    }
+    brk_init(&b->brk, params);
+    hs->brks[hs->n_brks++] = b;
+    return b;
+}
+
 static enum bsc_err sync_target(struct hstate *hs, const struct cfg *cfg,
                                 const struct cfg_target *t)
 {
     struct tgt_state *ts = tgt_find(hs, t->id);
+    struct brk_entry *b;
+    char key[512];
 
+    breaker_key(t, key, sizeof(key));
+    b = brk_slot(hs, key, breaker_params(cfg, t));
+    if (!b)
+        return BSC_ENOMEM;
     if (ts) {
-        brk_set_params(&ts->brk, breaker_params(cfg, t));
+        ts->b = b;
         return BSC_OK;
     }
     if (hs->n_tgts == HSTATE_MAX)
@@ -108,7 +166,7 @@ static enum bsc_err sync_target(struct hstate *hs, const struct cfg *cfg,
         free(ts);
         return BSC_ENOMEM;
     }
-    brk_init(&ts->brk, breaker_params(cfg, t));
+    ts->b = b;
     tstats_init(&ts->ts);
     hs->tgts[hs->n_tgts++] = ts;
     return BSC_OK;
@@ -164,7 +222,7 @@ enum brk_decision hstate_admit(struct hstate *hs, const struct cfg_target *t, ui
     pthread_mutex_lock(&hs->lock);
     ts = tgt_find(hs, t->id);
     if (ts)
-        d = brk_allow(&ts->brk, now_ms, rand01);
+        d = brk_allow(&ts->b->brk, now_ms, rand01);
     pthread_mutex_unlock(&hs->lock);
     return d;
 }
@@ -172,9 +230,9 @@ enum brk_decision hstate_admit(struct hstate *hs, const struct cfg_target *t, ui
 static void record_locked(struct tgt_state *ts, uint64_t now_ms, const struct attempt_report *rep,
                           struct brk_change *change)
 {
-    enum brk_state before = brk_state(&ts->brk);
+    enum brk_state before = brk_state(&ts->b->brk);
 
-    brk_record(&ts->brk, now_ms, rep->outcome, rep->was_probe);
+    brk_record(&ts->b->brk, now_ms, rep->outcome, rep->was_probe);
     if (rep->latency_ms >= 0)
         tstats_latency(&ts->ts, rep->latency_ms);
     if (rep->ttft_ms >= 0)
@@ -192,7 +250,7 @@ static void record_locked(struct tgt_state *ts, uint64_t now_ms, const struct at
         ts->misconfigured = false;
     if (change) {
         change->from = before;
-        change->to = brk_state(&ts->brk);
+        change->to = brk_state(&ts->b->brk);
         change->changed = change->from != change->to;
     }
 }
@@ -236,11 +294,11 @@ void hstate_view(struct hstate *hs, const char *target_id, uint64_t now_ms,
     pthread_mutex_lock(&hs->lock);
     ts = tgt_find(hs, target_id);
     if (ts) {
-        brk_advance(&ts->brk, now_ms);
-        out->state = brk_state(&ts->brk);
-        out->ramping = brk_is_ramping(&ts->brk, now_ms);
-        out->ramp_fraction = brk_ramp_fraction(&ts->brk, now_ms);
-        out->retry_after_ms = brk_retry_after_ms(&ts->brk, now_ms);
+        brk_advance(&ts->b->brk, now_ms);
+        out->state = brk_state(&ts->b->brk);
+        out->ramping = brk_is_ramping(&ts->b->brk, now_ms);
+        out->ramp_fraction = brk_ramp_fraction(&ts->b->brk, now_ms);
+        out->retry_after_ms = brk_retry_after_ms(&ts->b->brk, now_ms);
         out->ewma_latency_ms = tstats_latency_ms(&ts->ts);
         out->ewma_ttft_ms = tstats_ttft_ms(&ts->ts);
         out->inflight = tstats_inflight(&ts->ts);
@@ -251,7 +309,7 @@ void hstate_view(struct hstate *hs, const char *target_id, uint64_t now_ms,
         out->health = ts->health;
         out->admin_disabled = ts->admin_disabled;
         out->misconfigured = ts->misconfigured;
-        out->counters = *brk_counters(&ts->brk);
+        out->counters = *brk_counters(&ts->b->brk);
     }
     pthread_mutex_unlock(&hs->lock);
 }
@@ -373,15 +431,15 @@ void hstate_health(struct hstate *hs, const char *target_id, bool up, uint64_t n
     pthread_mutex_lock(&hs->lock);
     ts = tgt_find(hs, target_id);
     if (ts) {
-        enum brk_state before = brk_state(&ts->brk);
+        enum brk_state before = brk_state(&ts->b->brk);
         ts->health = up ? HEALTH_UP : HEALTH_DOWN;
         /* A failed probe is an infrastructure failure; a good one says the endpoint
          * answers, which is not proof the model works: it only refreshes health. */
         if (!up && before == BRK_CLOSED)
-            brk_record(&ts->brk, now_ms, BRK_FAILURE, false);
+            brk_record(&ts->b->brk, now_ms, BRK_FAILURE, false);
         if (change) {
             change->from = before;
-            change->to = brk_state(&ts->brk);
+            change->to = brk_state(&ts->b->brk);
             change->changed = change->from != change->to;
         }
     }

@@ -30,13 +30,21 @@ const scenarios = {
   quota: { primary: ['quotap'], equivalent: ['quotae'], keys: ['sk-q-a', 'sk-q-b'] },
   sdk: { primary: ['sdkp'] },
   sdk503: { primary: ['sdk503p'], envelope: 'max_attempts: 2' },
+  sharedA: { primary: ['shA'], envelope: 'max_same_target_attempts: 1' },
+  sharedB: { primary: ['shB'] },
 };
 
 function config(simBase) {
   const providers = [];
   const targets = [];
   const routes = [];
+  providers.push('  p-shared: { kind: openai_compatible, base_url: "' + simBase + '", keys: ["sk-shared"], health: { probe: none }, breaker: { key: [provider], consecutive_failures: 2, open_ms: 60000 } }');
+  targets.push('  shA: { provider: p-shared, model: shA }', '  shB: { provider: p-shared, model: shB }');
   for (const [name, s] of Object.entries(scenarios)) {
+    if (name.startsWith('shared')) {
+      routes.push(`  ${name}:\n    primary: [${s.primary.join(', ')}]\n    envelope:\n      ${s.envelope ?? 'deadline_ms: 10000'}`);
+      continue;
+    }
     providers.push(`  p-${name}: { kind: openai_compatible, base_url: "${simBase}", keys: ${JSON.stringify(s.keys ?? [`sk-${name}`])}, health: { probe: none } }`);
     const all = [...(s.primary ?? []), ...(s.equivalent ?? []), ...(s.fallback ?? [])];
     for (const m of all) {
@@ -374,4 +382,15 @@ test('the official SDK with default retries sends one request for a typed failur
   await new Promise((r) => setTimeout(r, 300));
   assert.equal(gw.accessLog().filter((l) => l.type === 'access' && l.route === 'sdk503').length, 1);
   assert.equal(await calls('sdk503p'), 2, 'the gateway made its two attempts; the SDK added none');
+});
+
+test('breaker.key [provider]: failures of one target open the circuit its siblings share', async () => {
+  await sim.setModel('shA', { script: [{ action: 'status', status: 500, times: 10 }] });
+  for (let i = 0; i < 2; i++) assert.equal((await chat('sharedA')).status, 503);
+  assert.equal(await calls('shA'), 2);
+  const res = await chat('sharedB');
+  assert.equal(res.status, 503);
+  assert.equal((await res.json()).reason, 'no_eligible_fallback');
+  assert.equal(await calls('shB'), 0, 'the shared circuit is open: shB is not tried');
+  assert.equal((await targetView('shB')).circuit, 'open');
 });
