@@ -32,43 +32,6 @@ static bool authorized(struct srv_req *req, const struct cfg *cfg)
     return key.p && key_equal(key, cfg->admin_key);
 }
 
-static void put_target(struct bsc_buf *b, struct worker *w, const struct cfg_target *t,
-                       uint64_t now)
-{
-    struct target_view v;
-
-    hstate_view(w->gw->hs, t->id, now, &v);
-    bsc_buf_append_cstr(b, "{\"id\":");
-    bsc_buf_append_json_str(b, bsc_str_cstr(t->id));
-    bsc_buf_append_cstr(b, ",\"provider\":");
-    bsc_buf_append_json_str(b, bsc_str_cstr(t->provider->id));
-    bsc_buf_append_cstr(b, ",\"model\":");
-    bsc_buf_append_json_str(b, bsc_str_cstr(t->model));
-    bsc_buf_appendf(b,
-                    ",\"disabled\":%s,\"admin_disabled\":%s,\"circuit\":\"%s\",\"ramping\":%s,"
-                    "\"ramp_fraction\":%.3f,\"retry_after_ms\":%llu,\"health\":\"%s\","
-                    "\"ewma_latency_ms\":%.3f,\"ewma_ttft_ms\":%.3f,\"inflight\":%u,"
-                    "\"successes\":%llu,\"failures\":%llu,\"misconfigured\":%s,"
-                    "\"breaker\":{\"opened\":%llu,\"half_opened\":%llu,\"closed\":%llu,"
-                    "\"probes\":%llu,\"denied\":%llu,\"ramp_denied\":%llu},\"last_error\":",
-                    t->disabled || t->provider->disabled ? "true" : "false",
-                    v.admin_disabled ? "true" : "false", brk_state_name(v.state),
-                    v.ramping ? "true" : "false", v.ramp_fraction,
-                    (unsigned long long)v.retry_after_ms, target_health_name(v.health),
-                    v.ewma_latency_ms, v.ewma_ttft_ms, v.inflight,
-                    (unsigned long long)v.successes, (unsigned long long)v.failures,
-                    v.misconfigured ? "true" : "false", (unsigned long long)v.counters.opened,
-                    (unsigned long long)v.counters.half_opened,
-                    (unsigned long long)v.counters.closed, (unsigned long long)v.counters.probes,
-                    (unsigned long long)v.counters.denied,
-                    (unsigned long long)v.counters.ramp_denied);
-    if (v.last_error)
-        bsc_buf_append_json_str(b, bsc_str_cstr(v.last_error));
-    else
-        bsc_buf_append_cstr(b, "null");
-    bsc_buf_append_char(b, '}');
-}
-
 static void list_targets(struct worker *w, struct srv_req *req, const struct cfg *cfg)
 {
     struct bsc_buf b;
@@ -79,7 +42,7 @@ static void list_targets(struct worker *w, struct srv_req *req, const struct cfg
     for (size_t i = 0; i < cfg->n_targets; i++) {
         if (i)
             bsc_buf_append_char(&b, ',');
-        put_target(&b, w, &cfg->targets[i], now);
+        api__put_target(&b, w, &cfg->targets[i], now);
     }
     bsc_buf_append_cstr(&b, "]}");
     srv_resp_send(req, 200, "application/json", NULL, 0, b.p, b.len);
@@ -98,7 +61,7 @@ static void switch_target(struct worker *w, struct srv_req *req, const struct cf
         return;
     }
     bsc_buf_init(&b, 4096);
-    put_target(&b, w, t, bsc_now_ms());
+    api__put_target(&b, w, t, bsc_now_ms());
     srv_resp_send(req, 200, "application/json", NULL, 0, b.p, b.len);
     bsc_buf_cleanup(&b);
 }

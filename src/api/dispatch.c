@@ -53,6 +53,10 @@ void api_handle(struct srv_req *req, void *ud)
         return api__models(w, req, bsc_str_make(path.p + 11, path.len - 11));
     if (bsc_str_starts(path, BSC_STR("/v1/ledger/")))
         return api__ledger(w, req, bsc_str_make(path.p + 11, path.len - 11));
+    if (is(path, "/status") && get)
+        return api__status_page(w, req);
+    if (is(path, "/status.json") && get)
+        return api__status_json(w, req);
     if (is(path, "/metrics") && get)
         return api__metrics(w, req);
     if (bsc_str_starts(path, BSC_STR("/admin/")))

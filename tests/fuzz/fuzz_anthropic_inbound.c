@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
+/* fuzz-libs: -lsqlite3 */
 /* fuzz_anthropic_inbound.c -- libFuzzer target for the Anthropic-compatible surface
  * (api/anthropic.h): the /v1/messages request parser and translator, and the down_ops
  * that turn the router's OpenAI answers back into Anthropic's. No fuzz-sources line:
  * anthropic_messages.c also holds the HTTP handler, whose router and server symbols come
- * from the archive of every source. Input layout:
+ * from the archive of every source (hence libcurl and sqlite3). Input layout:
  *   byte 0     bit 0 end the stream with stream_error instead of stream_done, bit 1 no
  *              request id, bit 2 no model name, bit 3 a small output bound, bits 4-7 the
  *              status of the error body

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/* status.c -- the live status page (DESIGN §9): GET /status is one self-contained HTML
+ * page (no external assets) that polls GET /status.json every two seconds and draws the
+ * routes with their tiers and every target's circuit, health, latency, load and last
+ * error. Read-only and free of secrets, like /metrics. */
+#include <stdio.h>
+
+#include "api/internal.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "router/gateway.h"
+
+static const char page[] =
+    "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+    "<title>bascule status</title><style>"
+    "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1b1f24;background:#f6f8fa}"
+    "h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 8px}"
+    ".meta{color:#57606a;margin-bottom:16px}"
+    "table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #d0d7de}"
+    "th,td{padding:6px 10px;border-bottom:1px solid #d0d7de;text-align:left;white-space:nowrap}"
+    "th{background:#eef1f4;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    ".pill{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}"
+    ".closed{background:#dafbe1;color:#116329}.open{background:#ffebe9;color:#a40e26}"
+    ".half_open{background:#fff8c5;color:#7d4e00}.ramp{background:#ddf4ff;color:#0550ae}"
+    ".off{background:#eaeef2;color:#57606a}.up{color:#116329}.down{color:#a40e26}"
+    ".err{color:#a40e26}#state{float:right;color:#57606a}</style></head><body>"
+    "<span id=\"state\">loading...</span><h1>bascule</h1>"
+    "<div class=\"meta\" id=\"meta\"></div>"
+    "<h2>Targets</h2><table><thead><tr><th>target</th><th>provider</th><th>model</th>"
+    "<th>circuit</th><th>health</th><th>latency ms</th><th>TTFT ms</th><th>in flight</th>"
+    "<th>ok</th><th>failed</th><th>last error</th></tr></thead><tbody id=\"targets\"></tbody>"
+    "</table><h2>Routes</h2><table><thead><tr><th>route</th><th>primary</th>"
+    "<th>equivalent</th><th>fallback</th><th>balance</th></tr></thead>"
+    "<tbody id=\"routes\"></tbody></table><script>"
+    "const esc=s=>String(s==null?'':s).replace(/[&<>\"']/g,c=>'&#'+c.charCodeAt(0)+';');"
+    "const ms=v=>v<0?'-':v.toFixed(1);"
+    "function circuit(t){if(t.disabled||t.admin_disabled)return'<span class=\"pill off\">disabled</span>';"
+    "if(t.circuit==='closed'&&t.ramping)return'<span class=\"pill ramp\">ramping '+"
+    "Math.round(t.ramp_fraction*100)+'%</span>';"
+    "return'<span class=\"pill '+esc(t.circuit)+'\">'+esc(t.circuit.replace('_','-'))+'</span>'}"
+    "function tier(ids){return ids.length?ids.map(esc).join(', '):'-'}"
+    "async function tick(){try{const r=await fetch('status.json',{cache:'no-store'});"
+    "const s=await r.json();"
+    "document.getElementById('meta').textContent='up '+s.uptime_s+' s \\u00b7 '+s.workers+"
+    "' workers \\u00b7 '+s.targets.length+' targets \\u00b7 '+s.routes.length+' routes';"
+    "document.getElementById('targets').innerHTML=s.targets.map(t=>'<tr><td>'+esc(t.id)+"
+    "'</td><td>'+esc(t.provider)+'</td><td>'+esc(t.model)+'</td><td>'+circuit(t)+"
+    "'</td><td class=\"'+esc(t.health)+'\">'+esc(t.health)+'</td><td class=num>'+"
+    "ms(t.ewma_latency_ms)+'</td><td class=num>'+ms(t.ewma_ttft_ms)+'</td><td class=num>'+"
+    "t.inflight+'</td><td class=num>'+t.successes+'</td><td class=num>'+t.failures+"
+    "'</td><td class=err>'+esc(t.last_error||'')+'</td></tr>').join('');"
+    "document.getElementById('routes').innerHTML=s.routes.map(x=>'<tr><td>'+esc(x.id)+"
+    "'</td><td>'+tier(x.primary)+'</td><td>'+tier(x.equivalent)+'</td><td>'+"
+    "tier(x.fallback)+'</td><td>'+esc(x.balance)+'</td></tr>').join('');"
+    "document.getElementById('state').textContent='live \\u00b7 '+new Date().toLocaleTimeString();"
+    "}catch(e){document.getElementById('state').textContent='disconnected'}}"
+    "tick();setInterval(tick,2000);</script></body></html>";
+
+void api__status_page(struct worker *w, struct srv_req *req)
+{
+    struct srv_header h = {BSC_STR("Cache-Control"), BSC_STR("no-cache")};
+
+    (void)w;
+    srv_resp_send(req, 200, "text/html; charset=utf-8", &h, 1, page, sizeof(page) - 1);
+}
+
+static void put_tier(struct bsc_buf *b, const char *name, const struct cfg_tier *t)
+{
+    bsc_buf_appendf(b, ",\"%s\":[", name);
+    for (size_t i = 0; i < t->n; i++) {
+        if (i)
+            bsc_buf_append_char(b, ',');
+        bsc_buf_append_json_str(b, bsc_str_cstr(t->targets[i]->id));
+    }
+    bsc_buf_append_char(b, ']');
+}
+
+void api__status_json(struct worker *w, struct srv_req *req)
+{
+    struct cfg *cfg = cfg_current_get();
+    uint64_t now = bsc_now_ms();
+    struct bsc_buf b;
+
+    bsc_buf_init(&b, 8u << 20);
+    bsc_buf_appendf(&b, "{\"uptime_s\":%llu,\"workers\":%u,\"targets\":[",
+                    (unsigned long long)((bsc_wall_ms() - w->gw->started_ms) / 1000),
+                    w->gw->n_workers);
+    for (size_t i = 0; i < cfg->n_targets; i++) {
+        if (i)
+            bsc_buf_append_char(&b, ',');
+        api__put_target(&b, w, &cfg->targets[i], now);
+    }
+    bsc_buf_append_cstr(&b, "],\"routes\":[");
+    for (size_t i = 0; i < cfg->n_routes; i++) {
+        const struct cfg_route *r = &cfg->routes[i];
+        bsc_buf_append_cstr(&b, i ? ",{\"id\":" : "{\"id\":");
+        bsc_buf_append_json_str(&b, bsc_str_cstr(r->id));
+        put_tier(&b, "primary", &r->primary);
+        put_tier(&b, "equivalent", &r->equivalent);
+        put_tier(&b, "fallback", &r->fallback);
+        bsc_buf_appendf(&b, ",\"balance\":\"%s\"}", cfg_balance_name(r->balance));
+    }
+    bsc_buf_append_cstr(&b, "]}");
+    srv_resp_send(req, 200, "application/json", NULL, 0, b.p, b.len);
+    bsc_buf_cleanup(&b);
+    cfg_unref(cfg);
+}
