@@ -397,7 +397,7 @@ static enum bsc_err tool_use_block(struct xl *x, size_t i, size_t k, struct json
 
 static enum bsc_err put_assistant(struct xl *x, size_t i, struct json_object *msg)
 {
-    struct json_object *calls = get(msg, "tool_calls"), *b;
+    struct json_object *calls = get(msg, "tool_calls"), *b = NULL;
     enum bsc_err err;
 
     if (get(msg, "function_call"))
@@ -770,18 +770,6 @@ static enum bsc_err headers(const struct prov_call *c, struct prov_http *out)
     return err;
 }
 
-static enum bsc_err probe_body(const struct prov_call *c, struct bsc_buf *body)
-{
-    enum bsc_err err = bsc_buf_append_cstr(body, "{\"model\":");
-
-    if (!err)
-        err = bsc_buf_append_json_str(body, bsc_str_cstr(c->target ? c->target->model : ""));
-    if (!err)
-        err = bsc_buf_append_cstr(body, ",\"max_tokens\":1,\"messages\":[{\"role\":\"user\","
-                                        "\"content\":\"ping\"}]}");
-    return err;
-}
-
 static enum bsc_err anth_build(const struct prov_call *c, struct prov_http *out, char *why,
                                size_t why_len)
 {
@@ -800,7 +788,7 @@ static enum bsc_err anth_build(const struct prov_call *c, struct prov_http *out,
     if (err || c->op == PROV_OP_PROBE_MODELS)
         return err;
     if (c->op == PROV_OP_PROBE_COMPLETION)
-        return probe_body(c, &out->body);
+        return prov_probe_chat_body(c, &out->body);
     return chat_body(c, &out->body, why, why_len);
 }
 

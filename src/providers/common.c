@@ -130,3 +130,15 @@ struct json_object *prov_parse_json(struct bsc_str s)
     json_tokener_free(tok);
     return o;
 }
+
+enum bsc_err prov_probe_chat_body(const struct prov_call *c, struct bsc_buf *body)
+{
+    enum bsc_err err = bsc_buf_append_cstr(body, "{\"model\":");
+
+    if (!err)
+        err = bsc_buf_append_json_str(body, bsc_str_cstr(c->target ? c->target->model : ""));
+    if (!err)
+        err = bsc_buf_append_cstr(body, ",\"max_tokens\":1,\"messages\":[{\"role\":\"user\","
+                                        "\"content\":\"ping\"}]}");
+    return err;
+}

@@ -103,18 +103,6 @@ static enum bsc_err splice(const struct prov_call *c, struct bsc_buf *body)
     return err;
 }
 
-static enum bsc_err probe_body(const struct prov_call *c, struct bsc_buf *body)
-{
-    enum bsc_err err = bsc_buf_append_cstr(body, "{\"model\":");
-
-    if (!err)
-        err = bsc_buf_append_json_str(body, bsc_str_cstr(c->target ? c->target->model : ""));
-    if (!err)
-        err = bsc_buf_append_cstr(body, ",\"max_tokens\":1,\"messages\":[{\"role\":\"user\","
-                                        "\"content\":\"ping\"}]}");
-    return err;
-}
-
 static enum bsc_err oa_build(const struct prov_call *c, struct prov_http *out, char *why,
                              size_t why_len)
 {
@@ -136,7 +124,7 @@ static enum bsc_err oa_build(const struct prov_call *c, struct prov_http *out, c
     if (err || c->op == PROV_OP_PROBE_MODELS)
         return err;
     if (c->op == PROV_OP_PROBE_COMPLETION)
-        return probe_body(c, &out->body);
+        return prov_probe_chat_body(c, &out->body);
     err = splice(c, &out->body);
     if (err == BSC_EINVAL) {
         bsc_buf_reset(&out->body);

@@ -139,6 +139,9 @@ void prov_chunk_choice(struct json_object *chunk, struct json_object *delta, con
 struct json_object *prov_usage_json(const struct prov_usage *u);
 /* Parses <s> strictly with bounded depth; NULL when it is not JSON. New ref. */
 struct json_object *prov_parse_json(struct bsc_str s);
+/* The one-token completion of a health probe, in the shape OpenAI and Anthropic share:
+ * {"model", "max_tokens": 1, "messages": [{"role": "user", "content": "ping"}]}. */
+enum bsc_err prov_probe_chat_body(const struct prov_call *c, struct bsc_buf *body);
 /* Serialises <o> compactly (no slash escaping) and appends it to <out>. */
 enum bsc_err prov_append_json(struct bsc_buf *out, struct json_object *o);
 
