@@ -219,6 +219,11 @@ static void put_msg_id(struct jw *w, struct bsc_str oai_id, const char *request_
         oai_id.p += pre.len;
         oai_id.len -= pre.len;
     }
+    if (oai_id.len > sizeof(id) - 5) { /* cut, but never inside a UTF-8 character */
+        oai_id.len = sizeof(id) - 5;
+        while (oai_id.len && ((unsigned char)oai_id.p[oai_id.len] & 0xc0) == 0x80)
+            oai_id.len--;
+    }
     if (oai_id.len)
         snprintf(id, sizeof(id), "msg_%.*s", BSC_STR_FMT(oai_id));
     else

@@ -917,14 +917,20 @@ void prov__anth_usage_read(struct json_object *usage, int64_t *in, int64_t *cach
     }
 }
 
+/* <a> + <b> for counts >= 0 from the upstream, saturated instead of overflowing. */
+static int64_t add_count(int64_t a, int64_t b)
+{
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
 struct prov_usage prov__anth_usage(int64_t in, int64_t cache_read, int64_t cache_create,
                                    int64_t out)
 {
     struct prov_usage u = {-1, -1, -1};
 
     if (in >= 0 || cache_read >= 0 || cache_create >= 0) {
-        u.input_tokens = (in > 0 ? in : 0) + (cache_read > 0 ? cache_read : 0) +
-                         (cache_create > 0 ? cache_create : 0);
+        u.input_tokens = add_count(add_count(in > 0 ? in : 0, cache_read > 0 ? cache_read : 0),
+                                   cache_create > 0 ? cache_create : 0);
         u.cached_tokens = cache_read > 0 ? cache_read : 0;
     }
     u.output_tokens = out;

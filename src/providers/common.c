@@ -103,7 +103,9 @@ struct json_object *prov_usage_json(const struct prov_usage *u)
 
     json_object_object_add(o, "prompt_tokens", json_object_new_int64(in));
     json_object_object_add(o, "completion_tokens", json_object_new_int64(out));
-    json_object_object_add(o, "total_tokens", json_object_new_int64(in + out));
+    /* Counts come from the upstream: a huge one saturates instead of overflowing. */
+    json_object_object_add(o, "total_tokens",
+                           json_object_new_int64(in > INT64_MAX - out ? INT64_MAX : in + out));
     if (u->cached_tokens >= 0) {
         details = json_object_new_object();
         json_object_object_add(details, "cached_tokens", json_object_new_int64(u->cached_tokens));

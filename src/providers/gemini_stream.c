@@ -82,13 +82,19 @@ BSC_TESTABLE const char *prov__gem_finish(struct bsc_str reason, bool had_tools,
 static void read_usage(struct json_object *root, struct prov_usage *u, int64_t *reasoning)
 {
     struct json_object *um = gem_get_type(root, "usageMetadata", json_type_object);
-    int64_t thoughts;
+    int64_t thoughts, cands;
 
     if (!um)
         return;
     thoughts = gem_i64(um, "thoughtsTokenCount", 0);
+    cands = gem_i64(um, "candidatesTokenCount", 0);
+    if (thoughts < 0)
+        thoughts = 0;
+    if (cands < 0)
+        cands = 0;
     u->input_tokens = gem_i64(um, "promptTokenCount", -1);
-    u->output_tokens = gem_i64(um, "candidatesTokenCount", 0) + thoughts;
+    /* Counts come from the upstream: a huge one saturates instead of overflowing. */
+    u->output_tokens = cands > INT64_MAX - thoughts ? INT64_MAX : cands + thoughts;
     u->cached_tokens = gem_i64(um, "cachedContentTokenCount", 0);
     *reasoning = thoughts;
 }

@@ -222,8 +222,11 @@ static void check_canonical(struct bsc_str body)
             die("out of memory");
         json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
         o = json_tokener_parse_ex(tok, c1.p, (int)c1.len);
-        if (json_tokener_get_error(tok) != json_tokener_success ||
-            json_tokener_get_parse_end(tok) != c1.len)
+        if (!o && json_tokener_get_error(tok) == json_tokener_continue)
+            o = json_tokener_parse_ex(tok, "", 1); /* a top-level number ends at the NUL */
+        else if (o && json_tokener_get_parse_end(tok) != c1.len)
+            die("canonical JSON has bytes json-c does not read");
+        if (!o && json_tokener_get_error(tok) != json_tokener_success)
             die("canonical JSON does not parse with json-c");
         json_object_put(o);
         json_tokener_free(tok);
