@@ -193,6 +193,23 @@ enum bsc_err sim_content_tool_args(struct bsc_str user_text, struct bsc_buf *out
     return err;
 }
 
+enum bsc_err sim_content_json_answer(struct bsc_buf *out)
+{
+    struct bsc_buf text;
+    enum bsc_err err;
+
+    bsc_buf_init(&text, 4096);
+    err = sim_content_text(SIM_TOKENS_DEFAULT, &text);
+    if (!err)
+        err = bsc_buf_append_cstr(out, "{\"answer\":");
+    if (!err)
+        err = bsc_buf_append_json_str(out, bsc_buf_str(&text));
+    if (!err)
+        err = bsc_buf_append_char(out, '}');
+    bsc_buf_cleanup(&text);
+    return err;
+}
+
 /* ---- embeddings ---- */
 
 /* FNV-1a over <s>, started from a basis perturbed by <salt>, then a final avalanche so

@@ -59,6 +59,11 @@ uint32_t sim_content_prompt_tokens(size_t text_bytes, size_t messages);
  * prefix are replaced by U+FFFD so the result is always valid UTF-8 JSON. */
 enum bsc_err sim_content_tool_args(struct bsc_str user_text, struct bsc_buf *out);
 
+/* Appends the answer to a request that asks for a JSON object without a schema (OpenAI
+ * json_object, Gemini's application/json alone): {"answer":"<the default sentence>"}, the
+ * first SIM_TOKENS_DEFAULT tokens as the value. */
+enum bsc_err sim_content_json_answer(struct bsc_buf *out);
+
 /* Fills <out> with a unit-length vector derived only from the bytes of <input>. */
 void sim_content_embedding(struct bsc_str input, float out[SIM_EMBED_DIM]);
 

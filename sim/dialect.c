@@ -48,11 +48,22 @@ void sim_call_settle(struct sim_call *call, uint32_t spec_tokens, uint64_t seq,
     call->created = created;
 }
 
+void sim_call_json_content(struct sim_call *call)
+{
+    if (call->ep != SIM_EP_CHAT || call->tool_name || call->content.p || !call->json_answer)
+        return;
+    call->content = bsc_str_cstr(call->json_answer);
+    call->n_tokens = sim_content_pieces(call->content);
+    call->finish_length = false;
+}
+
 void sim_call_cleanup(struct sim_call *call)
 {
     BSC_FREE(call->model);
     BSC_FREE(call->tool_name);
     BSC_FREE(call->tool_args);
+    BSC_FREE(call->json_answer);
+    call->content = BSC_STR_NULL; /* it may have borrowed <json_answer> */
     for (size_t i = 0; i < call->n_inputs; i++)
         BSC_FREE(call->inputs[i]);
     BSC_FREE(call->inputs);

@@ -55,6 +55,9 @@ struct sim_call {
     char *tool_args;        /* owned JSON text when <tool_name> is set (scripted: any text) */
     bool tool_args_raw;     /* <tool_args> is scripted text that is not JSON: a dialect that
                                carries arguments as a JSON value sends it as a JSON string */
+    char *json_answer;      /* owned or NULL: the generated answer to a request that asks
+                               for JSON (a response schema, JSON mode): the content when
+                               nothing scripts one (exchange.c; sim_call_json_content) */
     uint32_t prompt_tokens;
     char **inputs;          /* embeddings: owned array of owned strings */
     size_t n_inputs;
@@ -120,6 +123,12 @@ const struct sim_dialect *sim_dialect_route(struct bsc_str method, struct bsc_st
  * max_tokens (finish "length" when the cap bites), the request number and the time. */
 void sim_call_settle(struct sim_call *call, uint32_t spec_tokens, uint64_t seq,
                      uint64_t created);
+/* A text answer that nothing scripted says <call>->json_answer, when the request asked
+ * for JSON: <call>->content borrows it (whole, not cut by max_tokens: an answer cut short
+ * would break the contract) and <n_tokens> becomes its piece count. Call after
+ * sim_step_apply(); a tool call or scripted content is left alone. */
+void sim_call_json_content(struct sim_call *call);
+
 /* Frees what <call> owns; <call> is empty afterwards. */
 void sim_call_cleanup(struct sim_call *call);
 

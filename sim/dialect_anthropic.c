@@ -12,6 +12,7 @@
 #include <stdarg.h>
 
 #include "content.h"
+#include "schema_gen.h"
 #include "sjson.h"
 
 #include "core/compat.h"
@@ -482,29 +483,40 @@ static const char *ant_pick_tool(struct json_object *o, struct json_object *last
     return sim_json_get_str(json_object_array_get_idx(tools, 0), "name").p;
 }
 
+/* The input_schema of the tool named <name> (borrowed), or NULL (server tools have none). */
+static struct json_object *ant_tool_schema(struct json_object *o, const char *name)
+{
+    struct json_object *tools = member(o, "tools");
+
+    for (size_t i = 0; is(tools, json_type_array) && i < json_object_array_length(tools); i++) {
+        struct json_object *t = json_object_array_get_idx(tools, i);
+        if (bsc_str_eq(sim_json_get_str(t, "name"), bsc_str_cstr(name)))
+            return member(t, "input_schema");
+    }
+    return NULL;
+}
+
 static bool parse_tool_call(struct json_object *o, struct json_object *last,
                             struct sim_call *call, struct sim_reject *rej)
 {
-    struct bsc_buf text, args;
-    bool forced, ok;
+    struct bsc_buf text;
+    bool forced;
     const char *name;
 
     bsc_buf_init(&text, SIM_ECHO_CHARS * 8);
-    bsc_buf_init(&args, 1024);
     name = ant_pick_tool(o, last, &forced, &text);
     if (!name) {
         bsc_buf_cleanup(&text);
-        bsc_buf_cleanup(&args);
         return true;
     }
-    ok = sim_content_tool_args(bsc_buf_str(&text), &args) == BSC_OK;
-    call->tool_name = ok ? bsc_str_dup(bsc_str_cstr(name)) : NULL;
-    call->tool_args = ok ? bsc_buf_take(&args, NULL) : NULL;
+    /* An input valid against the tool's input_schema: the gateway's forced tool for
+     * response_format carries the client's schema, so this input is the JSON answer. */
+    call->tool_args = sim_schema_tool_args(ant_tool_schema(o, name), bsc_buf_str(&text));
+    call->tool_name = call->tool_args ? bsc_str_dup(bsc_str_cstr(name)) : NULL;
     /* include_usage has no meaning here (Anthropic always reports usage); the dialect
      * reuses it to remember that a forced call has no text preface. */
     call->include_usage = forced;
     bsc_buf_cleanup(&text);
-    bsc_buf_cleanup(&args);
     if (!call->tool_name || !call->tool_args) {
         sim_reject_set(rej, 500, "api_error", NULL, "out of memory");
         return false;

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 
 #include "content.h"
+#include "schema_gen.h"
 #include "sjson.h"
 
 #include "core/compat.h"
@@ -422,31 +423,89 @@ static bool gs_user_text(struct json_object *last, struct bsc_buf *out)
     return true;
 }
 
+/* The parameters of function <name>: parametersJsonSchema, else the OpenAPI-style
+ * parameters (borrowed), or NULL. */
+static struct json_object *gs_tool_schema(struct json_object *o, const char *name)
+{
+    struct json_object *tools = gs_field(o, "tools"), *decls, *d, *v;
+
+    for (size_t i = 0; json_object_is_type(tools, json_type_array) &&
+                       i < json_object_array_length(tools);
+         i++) {
+        decls = gs_field(json_object_array_get_idx(tools, i), "functionDeclarations");
+        for (size_t k = 0; json_object_is_type(decls, json_type_array) &&
+                           k < json_object_array_length(decls);
+             k++) {
+            d = json_object_array_get_idx(decls, k);
+            if (!bsc_str_eq(sim_json_get_str(d, "name"), bsc_str_cstr(name)))
+                continue;
+            v = gs_field(d, "parametersJsonSchema");
+            return v ? v : gs_field(d, "parameters");
+        }
+    }
+    return NULL;
+}
+
 static bool gs_pick_tool(struct json_object *o, struct json_object *last, struct sim_call *call,
                          struct sim_reject *rej)
 {
-    const char *first = NULL, *allowed = NULL;
+    const char *first = NULL, *allowed = NULL, *name;
     bool none = false, ok;
-    struct bsc_buf text, args;
+    struct bsc_buf text;
 
     if (!gs_check_tools(o, &first, &allowed, &none, rej))
         return false;
     if (!first || none)
         return true;
     bsc_buf_init(&text, SIM_ECHO_CHARS * 8);
-    bsc_buf_init(&args, 1024);
     ok = true;
     if (gs_user_text(last, &text)) {
-        ok = sim_content_tool_args(bsc_buf_str(&text), &args) == BSC_OK;
-        call->tool_name = ok ? bsc_str_dup(bsc_str_cstr(allowed ? allowed : first)) : NULL;
-        call->tool_args = ok ? bsc_buf_take(&args, NULL) : NULL;
-        ok = ok && call->tool_name && call->tool_args;
+        name = allowed ? allowed : first;
+        call->tool_args = sim_schema_tool_args(gs_tool_schema(o, name), bsc_buf_str(&text));
+        call->tool_name = call->tool_args ? bsc_str_dup(bsc_str_cstr(name)) : NULL;
+        ok = call->tool_name && call->tool_args;
     }
     bsc_buf_cleanup(&text);
-    bsc_buf_cleanup(&args);
     if (!ok)
         sim_reject_set(rej, 500, "INTERNAL", NULL, "out of memory");
     return ok;
+}
+
+/* responseMimeType application/json: an instance of responseJsonSchema / responseSchema,
+ * or {"answer": ...} without one; text/x.enum: the enum value itself, as text. Kept in
+ * <call>->json_answer for a text answer. */
+static bool gs_parse_format(struct json_object *o, struct sim_call *call, struct sim_reject *rej)
+{
+    struct json_object *g = gs_field(o, "generationConfig");
+    struct json_object *mime = gs_field(g, "responseMimeType");
+    struct json_object *schema = gs_field(g, "responseJsonSchema"), *v = NULL;
+    bool as_enum = json_object_is_type(mime, json_type_string) &&
+                   strcmp(json_object_get_string(mime), "text/x.enum") == 0;
+    struct bsc_buf b;
+
+    if (!schema)
+        schema = gs_field(g, "responseSchema");
+    if (call->tool_name || !json_object_is_type(mime, json_type_string) ||
+        (!as_enum && strcmp(json_object_get_string(mime), "application/json") != 0))
+        return true;
+    if (as_enum) {
+        if (schema && sim_schema_gen(schema, &v) == BSC_OK &&
+            json_object_is_type(v, json_type_string))
+            call->json_answer = bsc_str_dup(bsc_str_cstr(json_object_get_string(v)));
+        json_object_put(v);
+        return true; /* without an enum to pick from: the sentence */
+    }
+    if (schema)
+        call->json_answer = sim_schema_gen_dup(schema);
+    if (!call->json_answer) {
+        bsc_buf_init(&b, 4096);
+        if (sim_content_json_answer(&b) == BSC_OK)
+            call->json_answer = bsc_buf_take(&b, NULL);
+        bsc_buf_cleanup(&b);
+    }
+    if (!call->json_answer)
+        sim_reject_set(rej, 500, "INTERNAL", NULL, "out of memory");
+    return call->json_answer != NULL;
 }
 
 static const char *const gs_req_fields[] = {"contents", "systemInstruction", "tools", "toolConfig",
@@ -476,7 +535,7 @@ static bool gs_parse_chat(struct json_object *o, const struct sim_in *in, struct
         !gs_check_generation(gs_field(o, "generationConfig"), call, rej))
         return false;
     call->prompt_tokens = sim_content_prompt_tokens(sc.text_bytes, n);
-    return gs_pick_tool(o, sc.last, call, rej);
+    return gs_pick_tool(o, sc.last, call, rej) && gs_parse_format(o, call, rej);
 }
 
 /* The text of an EmbedContentRequest's content, as one input. */

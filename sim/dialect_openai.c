@@ -6,6 +6,7 @@
 #include "dialect.h"
 
 #include "content.h"
+#include "schema_gen.h"
 #include "sjson.h"
 
 #include "core/compat.h"
@@ -163,26 +164,71 @@ static const char *pick_tool(struct json_object *o, struct json_object *last)
     return name ? name : "tool";
 }
 
+/* The "parameters" schema of the function tool named <name> (borrowed), or NULL. */
+static struct json_object *tool_params(struct json_object *o, const char *name)
+{
+    struct json_object *tools, *fn, *params;
+
+    if (!json_object_object_get_ex(o, "tools", &tools) ||
+        !json_object_is_type(tools, json_type_array))
+        return NULL;
+    for (size_t i = 0; i < json_object_array_length(tools); i++) {
+        if (!json_object_object_get_ex(json_object_array_get_idx(tools, i), "function", &fn) ||
+            !bsc_str_eq(sim_json_get_str(fn, "name"), bsc_str_cstr(name)))
+            continue;
+        return json_object_object_get_ex(fn, "parameters", &params) ? params : NULL;
+    }
+    return NULL;
+}
+
 static bool parse_tools(struct json_object *o, struct json_object *last, struct sim_call *call,
                         struct sim_reject *rej)
 {
     const char *name = pick_tool(o, last);
     struct json_object *content = NULL;
-    struct bsc_buf text, args;
-    bool ok;
+    struct bsc_buf text;
 
     if (!name)
         return true;
     bsc_buf_init(&text, SIM_ECHO_CHARS * 8); /* 32 code points take at most 128 bytes */
-    bsc_buf_init(&args, 1024);
     json_object_object_get_ex(last, "content", &content);
     content_text(content, &text); /* only the first 32 code points matter */
-    ok = sim_content_tool_args(bsc_buf_str(&text), &args) == BSC_OK;
-    call->tool_name = ok ? bsc_str_dup(bsc_str_cstr(name)) : NULL;
-    call->tool_args = ok ? bsc_buf_take(&args, NULL) : NULL;
+    /* Arguments valid against the tool's parameters; the echo for a tool without any. */
+    call->tool_args = sim_schema_tool_args(tool_params(o, name), bsc_buf_str(&text));
+    call->tool_name = call->tool_args ? bsc_str_dup(bsc_str_cstr(name)) : NULL;
     bsc_buf_cleanup(&text);
-    bsc_buf_cleanup(&args);
     if (!call->tool_name || !call->tool_args) {
+        sim_reject_set(rej, 500, "server_error", NULL, "out of memory");
+        return false;
+    }
+    return true;
+}
+
+/* response_format json_schema: an instance of the schema; json_object (or a json_schema
+ * without a schema): {"answer": ...}. Kept in <call>->json_answer for a text answer. */
+static bool parse_format(struct json_object *o, struct sim_call *call, struct sim_reject *rej)
+{
+    struct json_object *rf, *js, *schema = NULL;
+    struct bsc_str type;
+    struct bsc_buf b;
+
+    if (call->tool_name || !json_object_object_get_ex(o, "response_format", &rf))
+        return true;
+    type = sim_json_get_str(rf, "type");
+    if (bsc_str_eq(type, BSC_STR("json_schema")) &&
+        json_object_object_get_ex(rf, "json_schema", &js))
+        json_object_object_get_ex(js, "schema", &schema);
+    else if (!bsc_str_eq(type, BSC_STR("json_object")))
+        return true;
+    if (schema)
+        call->json_answer = sim_schema_gen_dup(schema);
+    if (!call->json_answer) { /* JSON mode, or a schema past the generator's bounds */
+        bsc_buf_init(&b, 4096);
+        if (sim_content_json_answer(&b) == BSC_OK)
+            call->json_answer = bsc_buf_take(&b, NULL);
+        bsc_buf_cleanup(&b);
+    }
+    if (!call->json_answer) {
         sim_reject_set(rej, 500, "server_error", NULL, "out of memory");
         return false;
     }
@@ -213,7 +259,7 @@ static bool parse_chat(struct json_object *o, struct sim_call *call, struct sim_
     if (!parse_limits(o, call, rej))
         return false;
     last = json_object_array_get_idx(msgs, n - 1);
-    return parse_tools(o, last, call, rej);
+    return parse_tools(o, last, call, rej) && parse_format(o, call, rej);
 }
 
 /* Embedding inputs: a string, strings, token ids, or arrays of token ids (their JSON

@@ -405,6 +405,7 @@ void sim_xchg_start(struct sim_app *app, struct srv_req *req, const struct sim_d
     memset(&plan->step, 0, sizeof(plan->step));
     x->call.finish_reason = x->step.finish_reason; /* both owned by <x> */
     sim_step_apply(&x->step, &x->call); /* scripted content / tool arguments, same owner */
+    sim_call_json_content(&x->call);    /* else the generated JSON, when the request asked */
     bsc_buf_init(&x->body, SIM_OUT_MAX);
     bsc_buf_init(&x->out, SIM_OUT_MAX);
     uv_timer_init(app->loop, &x->timer);

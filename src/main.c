@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "metrics/metrics.h"
+#include "router/access_log.h"
 #include "router/gateway.h"
 #include "router/probe.h"
 #include "router/state.h"
@@ -130,6 +131,7 @@ static void worker_main(void *arg)
     uv_close((uv_handle_t *)&w->log_flush, NULL);
     uv_run(&w->loop, UV_RUN_NOWAIT);
     bsc_log_batch_end();
+    access_log_thread_cleanup();
 }
 
 static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const struct cfg *cfg)

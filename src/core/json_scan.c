@@ -66,9 +66,14 @@ static size_t skip_value(const char *p, size_t i, size_t n)
 
 int bsc_json_member(struct bsc_str doc, struct bsc_str key, struct bsc_str *value)
 {
-    if (bsc_json_members(doc, &key, 1, value) < 0)
+    struct bsc_str v;
+
+    if (bsc_json_members(doc, &key, 1, &v) < 0)
         return -1;
-    return value->p ? 1 : 0;
+    if (!v.p)
+        return 0; /* *value untouched */
+    *value = v;
+    return 1;
 }
 
 bool bsc_json_member_span(struct bsc_str doc, struct bsc_str key, struct bsc_str *value)

@@ -127,3 +127,8 @@ void attempt_log_write(const struct attempt_line *l)
     if (b->p)
         bsc_log_line(b->p, b->len);
 }
+
+void access_log_thread_cleanup(void)
+{
+    bsc_buf_cleanup(&scratch);
+}

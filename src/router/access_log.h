@@ -46,4 +46,7 @@ struct attempt_line {
 
 void attempt_log_write(const struct attempt_line *l);
 
+/* Frees this thread's line buffer (a worker calls it as it exits). */
+void access_log_thread_cleanup(void);
+
 #endif

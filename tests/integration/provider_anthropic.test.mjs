@@ -214,7 +214,7 @@ test('tools: a full round trip, non-streamed then streamed', async () => {
   assert.equal(call.type, 'function');
   assert.equal(call.function.name, 'get_weather');
   assert.match(call.id, /^toolu_sim_\d+$/);
-  assert.deepEqual(JSON.parse(call.function.arguments), { echo: 'Weather in Oslo?' });
+  assert.deepEqual(JSON.parse(call.function.arguments), { city: 'Oslo' });
   let seen = await lastRequest('claude-plain');
   assert.deepEqual(seen.body.tools, [{
     name: 'get_weather', description: 'Current weather for a city',
@@ -231,7 +231,7 @@ test('tools: a full round trip, non-streamed then streamed', async () => {
     role: 'assistant',
     content: [
       { type: 'text', text: 'Let me call get_weather.' },
-      { type: 'tool_use', id: call.id, name: 'get_weather', input: { echo: 'Weather in Oslo?' } },
+      { type: 'tool_use', id: call.id, name: 'get_weather', input: { city: 'Oslo' } },
     ],
   });
   assert.deepEqual(seen.body.messages[2], {
@@ -246,7 +246,7 @@ test('tools: a full round trip, non-streamed then streamed', async () => {
   assert.equal(out.toolCalls.length, 1);
   assert.equal(out.toolCalls[0].name, 'get_weather');
   assert.match(out.toolCalls[0].id, /^toolu_sim_\d+$/);
-  assert.deepEqual(JSON.parse(out.toolCalls[0].arguments), { echo: 'Wetter in Zürich?' });
+  assert.deepEqual(JSON.parse(out.toolCalls[0].arguments), { city: 'Oslo' });
 });
 
 test('response_format json_schema is answered through one forced tool', async () => {
@@ -258,7 +258,7 @@ test('response_format json_schema is answered through one forced tool', async ()
   });
   assert.equal(res.choices[0].finish_reason, 'stop');
   assert.equal(res.choices[0].message.tool_calls, undefined);
-  assert.deepEqual(JSON.parse(res.choices[0].message.content), { echo: 'Give JSON' });
+  assert.deepEqual(JSON.parse(res.choices[0].message.content), { echo: 'sample' });
   const seen = await lastRequest('claude-plain');
   assert.deepEqual(seen.body.tool_choice, { type: 'tool', name: 'json_response' });
   assert.deepEqual(seen.body.tools[0].input_schema, schema);
@@ -269,7 +269,7 @@ test('response_format json_schema is answered through one forced tool', async ()
     response_format: { type: 'json_schema', json_schema: { name: 'echo', schema } } }));
   assert.equal(out.finish, 'stop');
   assert.equal(out.toolCalls.length, 0);
-  assert.deepEqual(JSON.parse(out.text), { echo: 'Stream JSON' });
+  assert.deepEqual(JSON.parse(out.text), { echo: 'sample' });
 });
 
 test('a request Anthropic cannot express is refused before any upstream call', async () => {
@@ -388,7 +388,7 @@ test('cross-provider fallback: OpenAI-dialect primary 503, Anthropic fallback, t
   assert.equal(msg.tool_calls[0].type, 'function');
   assert.equal(msg.tool_calls[0].function.name, 'get_weather');
   assert.equal(typeof msg.tool_calls[0].function.arguments, 'string');
-  assert.deepEqual(JSON.parse(msg.tool_calls[0].function.arguments), { echo: 'Weather in Bergen?' });
+  assert.deepEqual(JSON.parse(msg.tool_calls[0].function.arguments), { city: 'Oslo' });
 
   messages.push(msg, { role: 'tool', tool_call_id: msg.tool_calls[0].id, content: 'rain, 9 C' });
   const second = await client.chat.completions.create({ model: 'xfb', messages, tools: [weatherTool] })

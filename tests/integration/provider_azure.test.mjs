@@ -153,7 +153,7 @@ test('tools: a full round trip, plain and streamed', async () => {
   const call = first.choices[0].message.tool_calls[0];
   assert.equal(first.choices[0].finish_reason, 'tool_calls');
   assert.equal(call.function.name, 'lookup');
-  assert.deepEqual(JSON.parse(call.function.arguments), { echo: 'Find the docs' });
+  assert.deepEqual(JSON.parse(call.function.arguments), { q: 'sample' });
   const second = await client.chat.completions.create({
     model: 'tools', tools,
     messages: [...messages, first.choices[0].message, { role: 'tool', tool_call_id: call.id, content: 'found' }],
@@ -177,7 +177,7 @@ test('tools: a full round trip, plain and streamed', async () => {
   }
   assert.equal(name, 'lookup');
   assert.equal(finish, 'tool_calls');
-  assert.deepEqual(JSON.parse(args), { echo: 'Find the docs' });
+  assert.deepEqual(JSON.parse(args), { q: 'sample' });
 });
 
 test('response_format json_schema reaches the deployment as sent', async () => {

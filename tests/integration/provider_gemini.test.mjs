@@ -210,7 +210,7 @@ test('tools: a full round trip with the thought signature carried and replayed',
   assert.equal(call.type, 'function');
   assert.equal(call.function.name, 'get_weather');
   assert.match(call.id, /^call_[0-9a-f]{8}_0$/);
-  assert.deepEqual(JSON.parse(call.function.arguments), { echo: 'Weather in Oslo?' });
+  assert.deepEqual(JSON.parse(call.function.arguments), { city: 'Oslo' });
   assert.deepEqual(call.extra_content, { google: { thought_signature: SIM_SIGNATURE } });
   let seen = await lastRequest('gemini-3-plain');
   assert.deepEqual(seen.body.tools, [{ functionDeclarations: [{
@@ -227,7 +227,7 @@ test('tools: a full round trip with the thought signature carried and replayed',
   assert.equal(seen.outcome, 'ok');
   assert.deepEqual(seen.body.contents[1], {
     role: 'model',
-    parts: [{ functionCall: { name: 'get_weather', args: { echo: 'Weather in Oslo?' } },
+    parts: [{ functionCall: { name: 'get_weather', args: { city: 'Oslo' } },
       thoughtSignature: SIM_SIGNATURE }],
   });
   assert.deepEqual(seen.body.contents[2], {
@@ -254,7 +254,7 @@ test('tools: a full round trip with the thought signature carried and replayed',
   assert.equal(out.toolCalls.length, 1);
   assert.equal(out.toolCalls[0].name, 'get_weather');
   assert.match(out.toolCalls[0].id, /^call_[0-9a-f]{8}_0$/);
-  assert.deepEqual(JSON.parse(out.toolCalls[0].arguments), { echo: 'Wetter in Zürich?' });
+  assert.deepEqual(JSON.parse(out.toolCalls[0].arguments), { city: 'Oslo' });
   assert.deepEqual(out.toolCalls[0].extra, { google: { thought_signature: SIM_SIGNATURE } });
   seen = await lastRequest('gemini-3-plain');
   assert.deepEqual(seen.body.toolConfig,
