@@ -344,6 +344,11 @@ export async function startGateway({ config, env = {}, args = [] } = {}) {
       );
       return line;
     },
-    stop: () => stopChild(child),
+    /** Stops bascule; fails when it printed a sanitizer report (ASan, LSan, UBSan). */
+    stop: async () => {
+      await stopChild(child);
+      const report = /ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:/.exec(out.all);
+      if (report) throw new Error(`bascule printed a sanitizer report:\n${out.all.slice(report.index, report.index + 4000)}`);
+    },
   };
 }
