@@ -78,7 +78,10 @@ struct json_object *api__parse_json(struct bsc_str body, char *msg, size_t msgle
     return obj;
 }
 
-enum { F_MODEL, F_MESSAGES, F_STREAM, F_STREAM_OPTIONS, F_COUNT };
+enum {
+    F_MODEL, F_MESSAGES, F_STREAM, F_STREAM_OPTIONS, F_TOOLS, F_RESPONSE_FORMAT, F_MAX_TOKENS,
+    F_MAX_COMPLETION_TOKENS, F_COUNT
+};
 
 /* An optional boolean span: false (after answering 400) when it has another type. */
 static bool read_bool(struct srv_req *req, struct bsc_str v, const char *param, bool *out)
@@ -107,6 +110,10 @@ void api__chat_completions(struct worker *w, struct srv_req *req)
         [F_MESSAGES] = BSC_STR("messages"),
         [F_STREAM] = BSC_STR("stream"),
         [F_STREAM_OPTIONS] = BSC_STR("stream_options"),
+        [F_TOOLS] = BSC_STR("tools"),
+        [F_RESPONSE_FORMAT] = BSC_STR("response_format"),
+        [F_MAX_TOKENS] = BSC_STR("max_tokens"),
+        [F_MAX_COMPLETION_TOKENS] = BSC_STR("max_completion_tokens"),
     };
     struct bsc_str body = srv_req_body(req), f[F_COUNT], first, name, usage;
     struct chat_in in = {.op = PROV_OP_CHAT, .body = body};
@@ -127,8 +134,9 @@ void api__chat_completions(struct worker *w, struct srv_req *req)
                                 "the request body must be a JSON object");
     if (bsc_json_members(body, keys, F_COUNT, f) < 0)
         return api__bad_request(req, "duplicate_key", NULL,
-                                "'model', 'messages', 'stream' and 'stream_options' must "
-                                "appear at most once");
+                                "'model', 'messages', 'stream', 'stream_options', 'tools', "
+                                "'response_format', 'max_tokens' and 'max_completion_tokens' "
+                                "must appear at most once");
     in.model_span = f[F_MODEL];
     name = bsc_json_string_raw(f[F_MODEL]);
     if (bsc_json_kind_of(f[F_MODEL]) != BSC_JSON_STRING || name.len == 0)
@@ -149,6 +157,12 @@ void api__chat_completions(struct worker *w, struct srv_req *req)
         if (!read_bool(req, usage, "stream_options.include_usage", &in.include_usage))
             return;
     }
+    in.have_spans = true;
+    in.messages = f[F_MESSAGES];
+    in.tools = f[F_TOOLS];
+    in.response_format = f[F_RESPONSE_FORMAT];
+    in.max_tokens = f[F_MAX_TOKENS];
+    in.max_completion_tokens = f[F_MAX_COMPLETION_TOKENS];
     in.cfg = cfg_current_get();
     in.route = cfg_route_find(in.cfg, name);
     if (!in.route) {

@@ -62,11 +62,25 @@ static bool utf8_seq(struct scan *s)
     return true;
 }
 
+/* Bytes that need no attention inside a string: printable ASCII but '"' and '\\'.
+ * (GNU range designators: gcc and clang both take them.) */
+static const bool plain_byte[256] = {
+    [0x20 ... 0x21] = true,
+    [0x23 ... 0x5b] = true,
+    [0x5d ... 0x7f] = true,
+};
+
 static bool string(struct scan *s)
 {
     s->i++; /* the opening quote */
     while (s->i < s->n) {
-        unsigned char c = s->p[s->i];
+        unsigned char c;
+
+        while (s->i < s->n && plain_byte[s->p[s->i]]) /* the common run, one lookup a byte */
+            s->i++;
+        if (s->i >= s->n)
+            break;
+        c = s->p[s->i];
         if (c == '"') {
             s->i++;
             return true;

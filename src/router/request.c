@@ -691,17 +691,11 @@ static uint32_t request_caps(const struct request *r, const struct bsc_str *f)
     return caps;
 }
 
-/* Reads what the router needs to know of the request itself. */
-static void inspect_request(struct request *r)
+/* Reads what the router needs to know of the request itself: from the spans the api
+ * layer found, else in one pass over the OpenAI-shaped body (the client's bytes, or the
+ * canonical form of another dialect serialised). */
+static void inspect_request(struct request *r, const struct chat_in *in)
 {
-    struct bsc_str body = r->body;
-    const char *text = NULL;
-    size_t len = 0;
-
-    if (!body.p && r->json) { /* another dialect: read the canonical form */
-        text = json_object_to_json_string_length(r->json, JSON_C_TO_STRING_PLAIN, &len);
-        body = bsc_str_make(text, text ? len : 0);
-    }
     static const struct bsc_str keys[F_COUNT] = {
         [F_MESSAGES] = BSC_STR("messages"),
         [F_TOOLS] = BSC_STR("tools"),
@@ -709,11 +703,25 @@ static void inspect_request(struct request *r)
         [F_MAX_TOKENS] = BSC_STR("max_tokens"),
         [F_MAX_COMPLETION_TOKENS] = BSC_STR("max_completion_tokens"),
     };
-    struct bsc_str f[F_COUNT];
+    struct bsc_str body = r->body, f[F_COUNT];
+    const char *text = NULL;
+    size_t len = 0;
 
-    if (bsc_json_members(body, keys, F_COUNT, f) < 0) /* repeated keys: read none */
-        for (size_t i = 0; i < F_COUNT; i++)
-            f[i] = BSC_STR_NULL;
+    if (in->have_spans && body.p) {
+        f[F_MESSAGES] = in->messages;
+        f[F_TOOLS] = in->tools;
+        f[F_RESPONSE_FORMAT] = in->response_format;
+        f[F_MAX_TOKENS] = in->max_tokens;
+        f[F_MAX_COMPLETION_TOKENS] = in->max_completion_tokens;
+    } else {
+        if (!body.p && r->json) { /* another dialect: read the canonical form */
+            text = json_object_to_json_string_length(r->json, JSON_C_TO_STRING_PLAIN, &len);
+            body = bsc_str_make(text, text ? len : 0);
+        }
+        if (bsc_json_members(body, keys, F_COUNT, f) < 0) /* repeated keys: read none */
+            for (size_t i = 0; i < F_COUNT; i++)
+                f[i] = BSC_STR_NULL;
+    }
     r->need_caps = request_caps(r, f);
     r->has_tools = (r->need_caps & CFG_CAP_TOOLS) != 0;
     r->est_tokens = estimate_tokens(body, f, &r->est_out_tokens);
@@ -771,7 +779,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->op = in->op;
     r->down = in->down;
     r->buffering = r->stream && r->env.on_stream_failure == CFG_SF_BUFFER;
-    inspect_request(r);
+    inspect_request(r, in);
     r->all_rate_limited = true;
     snprintf(r->id, sizeof(r->id), "%s", srv_req_id(sreq));
     snprintf(r->path, sizeof(r->path), "%.*s", BSC_STR_FMT(srv_req_path(sreq)));

@@ -30,6 +30,10 @@ struct chat_in {
     bool stream;
     bool include_usage;
     const struct down_ops *down;    /* the client's dialect; NULL = OpenAI */
+    /* Spans of <body> the api layer already found (one pass serves both); valid only
+     * when <have_spans>: */
+    bool have_spans;
+    struct bsc_str messages, tools, response_format, max_tokens, max_completion_tokens;
 };
 
 /* Starts the request on <w>. Takes ownership of in->cfg's ref and in->json. Always
