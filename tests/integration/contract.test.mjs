@@ -24,6 +24,8 @@ targets:
   canary: { provider: sim, model: k-canary, canary_percent: 30 }
   stable: { provider: sim, model: k-stable }
   slowp: { provider: sim, model: b-slow }
+  plainonly: { provider: sim, model: cap-plain, capabilities: [text] }
+  seeing: { provider: sim, model: cap-vision, capabilities: [text, streaming, vision, json_schema] }
   pricey: { provider: sim, model: b-pricey, price: { input_per_mtok: 1000000, output_per_mtok: 1000000 } }
 routes:
   tooly:
@@ -34,6 +36,9 @@ routes:
     primary: [notools]
   tiny:
     primary: [small]
+  caps:
+    primary: [plainonly]
+    equivalent: [seeing]
   latency:
     primary: [slowp]
     envelope: { max_added_latency_ms: 500 }
@@ -127,4 +132,25 @@ test('an attempt whose estimated cost passes max_cost_usd is never made', async 
   assert.equal(body.reason, 'cost_budget_exhausted');
   assert.equal(body.retryable, false);
   assert.equal(await calls('b-pricey'), 0);
+});
+
+test('each capability the request implies skips targets without it', async () => {
+  const image = { role: 'user', content: [{ type: 'text', text: 'what is this?' },
+    { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }] };
+  const cases = [
+    ['vision (an image part)', { messages: [image] }],
+    ['streaming', { stream: true }],
+    ['json_schema', { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } } }],
+  ];
+  for (const [what, extra] of cases) {
+    const before = await calls('cap-plain');
+    const res = await chat('caps', extra);
+    assert.equal(res.status, 200, what);
+    assert.equal(res.headers.get('x-bascule-target'), 'seeing', what);
+    await res.text();
+    assert.equal(await calls('cap-plain'), before, `${what}: the text-only target is never tried`);
+  }
+  const plain = await chat('caps');
+  assert.equal(plain.headers.get('x-bascule-target'), 'plainonly', 'a plain request uses the primary');
+  await plain.text();
 });
