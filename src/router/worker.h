@@ -32,7 +32,7 @@ struct worker {
     bool draining;
     bool drained;              /* the server reported every connection closed */
     uv_timer_t drain_timer;
-    uv_prepare_t log_flush;    /* writes the loop iteration's log lines in one go */
+    uv_timer_t log_flush;      /* writes the batched log lines every few milliseconds */
 };
 
 enum worker_cmd {
