@@ -168,16 +168,13 @@ void req__arm_timer(struct request *r, uint64_t delay_ms)
 
 static void note_breaker_change(struct request *r, const struct brk_change *c)
 {
-    static const double gauge[BRK_STATE_COUNT] = {0, 1, 2};
-
     if (!c->changed)
         return;
     LOG_WARN("circuit of %s: %s -> %s", r->target->id, brk_state_name(c->from),
              brk_state_name(c->to));
     metrics_inc(M(r), r->w->idx, METRIC_BREAKER_TRANSITIONS, r->target->id,
                 brk_state_name(c->to), 1);
-    metrics_gauge_set(M(r), metrics_shared_shard(M(r)), METRIC_BREAKER_STATE, r->target->id, NULL,
-                      gauge[c->to]);
+
 }
 
 /* Reports the end of the current attempt to the shared state, once. */

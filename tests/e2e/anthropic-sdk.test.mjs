@@ -18,10 +18,13 @@ before(async () => {
 workers: 2
 providers:
   sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-e2e"], health: { probe: none } }
+  gem: { kind: gemini, base_url: "${sim.url}/v1beta", keys: ["gm-e2e"], health: { probe: none } }
 targets:
   gpt@sim: { provider: sim, model: gpt-anth, capabilities: [text, streaming, tools] }
+  flash@gem: { provider: gem, model: gemini-3-flash, capabilities: [text, streaming, tools] }
 routes:
   assistant: { primary: [gpt@sim] }
+  via-gemini: { primary: [flash@gem] }
 `,
   });
   // The SDK appends /v1/messages to its baseURL itself: give it the bare gateway URL.
@@ -244,4 +247,38 @@ test('a stream cut after the commit point ends with an Anthropic error event', a
   } finally {
     await sim.deleteModel('gpt-anth');
   }
+});
+
+// Anthropic tool_use blocks have nowhere to carry Gemini's thought signature, so a Gemini 3
+// model gets the documented placeholder on the next turn (providers.md §3.4).
+test('an Anthropic client reaches a Gemini-dialect target: plain, streaming and tools', async () => {
+  const msg = await client.messages.create({
+    model: 'via-gemini', max_tokens: 64, messages: [{ role: 'user', content: 'hello gemini' }] });
+  assert.equal(msg.type, 'message');
+  assert.ok(msg.content[0].text.length > 0);
+  assert.ok(msg.usage.output_tokens > 0);
+  const stream = client.messages.stream({
+    model: 'via-gemini', max_tokens: 64, messages: [{ role: 'user', content: 'stream it' }] });
+  const final = await stream.finalMessage();
+  assert.ok(final.content[0].text.length > 0);
+  assert.equal(final.stop_reason, 'end_turn');
+  const call = await client.messages.create({
+    model: 'via-gemini', max_tokens: 64, tools, messages: [{ role: 'user', content: 'weather in Oslo?' }] });
+  assert.equal(call.stop_reason, 'tool_use');
+  const use = call.content.find((b) => b.type === 'tool_use');
+  assert.equal(use.name, 'get_weather');
+  assert.equal(typeof use.input.city, 'string');
+  const next = await client.messages.create({
+    model: 'via-gemini', max_tokens: 64, tools,
+    messages: [
+      { role: 'user', content: 'weather in Oslo?' },
+      { role: 'assistant', content: call.content },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: '4 degrees' }] },
+    ] });
+  assert.equal(next.stop_reason, 'end_turn');
+  // The tool result reached Gemini as a functionResponse.
+  const seen = await sim.requests('gemini-3-flash');
+  const body = seen[seen.length - 1].body;
+  const parts = body.contents.flatMap((c) => c.parts);
+  assert.ok(parts.some((p) => p.functionResponse && p.functionResponse.name === 'get_weather'));
 });
