@@ -88,6 +88,9 @@ enum metric_buckets {
     X(OUTCOMES, COUNTER, NONE, "bascule_outcomes_total",                                       \
       METRICS_L3("route", "layer", "result"),                                                  \
       "Request outcomes by checking layer (transport, contract, task) and result.")            \
+    X(TARGET_OUTCOMES, COUNTER, NONE, "bascule_target_outcomes_total",                         \
+      METRICS_L3("target", "layer", "result"),                                                 \
+      "Outcomes by target, so a canary fallback's contract and task success show apart.")      \
     X(CONFIG_RELOADS, COUNTER, NONE, "bascule_config_reloads_total", METRICS_L1("result"),     \
       "Configuration reloads by result (ok, failed).")                                         \
     X(CONNECTIONS, GAUGE, NONE, "bascule_connections", METRICS_L0(),                           \

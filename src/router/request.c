@@ -430,9 +430,12 @@ static void st_attempt(struct request *r)
     if (r->fail.kind == FAIL_NONE && contract_wanted(r)) {
         bool ok = r->mode == BODY_SSE ? contract_check_stream(r, &r->fail)
                                       : contract_check_answer(r, bsc_buf_str(&r->answer), &r->fail);
-        if (r->mode != BODY_SSE || r->buffering)
+        if (r->mode != BODY_SSE || r->buffering) {
             metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "contract",
                          ok ? "ok" : "failed", 1);
+            metrics_inc3(M(r), r->w->idx, METRIC_TARGET_OUTCOMES, r->target->id, "contract",
+                         ok ? "ok" : "failed", 1);
+        }
     }
     if (r->fail.kind == FAIL_NONE) {
         attempt_end(req__cur_attempt(r), bsc_now_us(), ATTEMPT_OK, NULL);
@@ -588,6 +591,9 @@ static void st_done(struct request *r)
     metrics_inc(M(r), shard, METRIC_REQUESTS, r->route->id, outcome_label(r), 1);
     metrics_inc3(M(r), shard, METRIC_OUTCOMES, r->route->id, "task",
                  strcmp(r->termination, "ok") == 0 ? "ok" : "failed", 1);
+    if (r->target) /* the task's result, charged to the target that answered last */
+        metrics_inc3(M(r), shard, METRIC_TARGET_OUTCOMES, r->target->id, "task",
+                     strcmp(r->termination, "ok") == 0 ? "ok" : "failed", 1);
     metrics_observe(M(r), shard, METRIC_REQUEST_DURATION, r->route->id, NULL,
                     (double)e.duration_us / 1e6);
     if (r->ttfb_us && r->status == 200)
