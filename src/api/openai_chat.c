@@ -122,21 +122,24 @@ void api__chat_completions(struct worker *w, struct srv_req *req)
     unsigned line, col;
     char msg[300];
 
-    if (!bsc_json_check(body, API_JSON_MAX_DEPTH, &jerr)) {
+    switch (bsc_json_check_members(body, API_JSON_MAX_DEPTH, keys, F_COUNT, f, &jerr)) {
+    case -1:
         line_col(body, jerr.offset, &line, &col);
         snprintf(msg, sizeof(msg),
                  "We could not parse the JSON body of your request: %s at line %u column %u",
                  body.len ? jerr.what : "empty body", line, col);
         return api__bad_request(req, "invalid_json", NULL, msg);
-    }
-    if (bsc_json_kind_of(bsc_str_trim(body)) != BSC_JSON_OBJECT)
-        return api__bad_request(req, "invalid_request", NULL,
-                                "the request body must be a JSON object");
-    if (bsc_json_members(body, keys, F_COUNT, f) < 0)
+    case 0:
         return api__bad_request(req, "duplicate_key", NULL,
                                 "'model', 'messages', 'stream', 'stream_options', 'tools', "
                                 "'response_format', 'max_tokens' and 'max_completion_tokens' "
                                 "must appear at most once");
+    default:
+        break;
+    }
+    if (bsc_json_kind_of(bsc_str_trim(body)) != BSC_JSON_OBJECT)
+        return api__bad_request(req, "invalid_request", NULL,
+                                "the request body must be a JSON object");
     in.model_span = f[F_MODEL];
     name = bsc_json_string_raw(f[F_MODEL]);
     if (bsc_json_kind_of(f[F_MODEL]) != BSC_JSON_STRING || name.len == 0)

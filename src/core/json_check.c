@@ -165,14 +165,18 @@ static bool scalar(struct scan *s)
     }
 }
 
-/* Reads a member name and its ':' at s->i. */
-static bool member_name(struct scan *s)
+/* Reads a member name and its ':' at s->i; *<key> gets the raw name (no quotes). */
+static bool member_name(struct scan *s, struct bsc_str *key)
 {
+    size_t start;
+
     skip_ws(s);
     if (s->i >= s->n || s->p[s->i] != '"')
         return fail(s, "expected a member name");
+    start = s->i + 1;
     if (!string(s))
         return false;
+    *key = bsc_str_make((const char *)s->p + start, s->i - 1 - start);
     skip_ws(s);
     if (s->i >= s->n || s->p[s->i] != ':')
         return fail(s, "expected ':'");
@@ -180,12 +184,42 @@ static bool member_name(struct scan *s)
     return true;
 }
 
-bool bsc_json_check(struct bsc_str doc, unsigned max_depth, struct bsc_json_error *err)
+/* The top-level members the caller wants, recorded while validating. */
+struct want {
+    const struct bsc_str *keys;
+    size_t n;
+    struct bsc_str *vals;
+    int cur;       /* the wanted key whose value is being read, or -1 */
+    size_t start;  /* where that value began */
+    bool repeated; /* a wanted key appeared twice */
+};
+
+static void want_key(struct want *w, struct bsc_str key)
+{
+    w->cur = -1;
+    for (size_t k = 0; k < w->n; k++)
+        if (bsc_str_eq(key, w->keys[k]))
+            w->cur = (int)k;
+}
+
+static void want_value_end(struct want *w, const struct scan *s)
+{
+    if (w->cur < 0)
+        return;
+    if (w->vals[w->cur].p)
+        w->repeated = true;
+    w->vals[w->cur] = bsc_str_make((const char *)s->p + w->start, s->i - w->start);
+    w->cur = -1;
+}
+
+static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
+                  struct bsc_json_error *err)
 {
     struct scan s = {(const unsigned char *)doc.p, doc.p ? doc.len : 0, 0, NULL};
     uint64_t stack[BSC_JSON_MAX_DEPTH / 64] = {0}; /* bit set: an object, clear: an array */
     unsigned depth = 0;
     bool ok = true, need_value = true;
+    struct bsc_str key;
 
     if (max_depth > BSC_JSON_MAX_DEPTH)
         max_depth = BSC_JSON_MAX_DEPTH;
@@ -198,6 +232,8 @@ bool bsc_json_check(struct bsc_str doc, unsigned max_depth, struct bsc_json_erro
                 ok = fail(&s, depth ? "unterminated container" : "empty document");
                 break;
             }
+            if (depth == 1)
+                w->start = s.i;
             c = s.p[s.i];
             if (c == '{' || c == '[') {
                 if (depth == max_depth) {
@@ -215,13 +251,19 @@ bool bsc_json_check(struct bsc_str doc, unsigned max_depth, struct bsc_json_erro
                     s.i++;
                     depth--;
                     need_value = false; /* an empty container is a complete value */
+                    if (depth == 1)
+                        want_value_end(w, &s);
                 } else if (c == '{') {
-                    ok = member_name(&s);
+                    ok = member_name(&s, &key);
+                    if (ok && depth == 1)
+                        want_key(w, key);
                 }
                 continue;
             }
             ok = scalar(&s);
             need_value = false;
+            if (ok && depth == 1)
+                want_value_end(w, &s);
             continue;
         }
         /* After a complete value: the end, a closer, or a comma. */
@@ -238,6 +280,8 @@ bool bsc_json_check(struct bsc_str doc, unsigned max_depth, struct bsc_json_erro
             if (c == (obj ? '}' : ']')) {
                 s.i++;
                 depth--;
+                if (depth == 1)
+                    want_value_end(w, &s);
                 continue;
             }
             if (c != ',') {
@@ -245,8 +289,11 @@ bool bsc_json_check(struct bsc_str doc, unsigned max_depth, struct bsc_json_erro
                 break;
             }
             s.i++;
-            if (obj)
-                ok = member_name(&s);
+            if (obj) {
+                ok = member_name(&s, &key);
+                if (ok && depth == 1)
+                    want_key(w, key);
+            }
             need_value = true;
         }
     }
@@ -257,4 +304,23 @@ bool bsc_json_check(struct bsc_str doc, unsigned max_depth, struct bsc_json_erro
         err->what = s.what;
     }
     return ok;
+}
+
+bool bsc_json_check(struct bsc_str doc, unsigned max_depth, struct bsc_json_error *err)
+{
+    struct want none = {.cur = -1};
+
+    return check(doc, max_depth, &none, err);
+}
+
+int bsc_json_check_members(struct bsc_str doc, unsigned max_depth, const struct bsc_str *keys,
+                           size_t n_keys, struct bsc_str *vals, struct bsc_json_error *err)
+{
+    struct want w = {.keys = keys, .n = n_keys, .vals = vals, .cur = -1};
+
+    for (size_t k = 0; k < n_keys; k++)
+        vals[k] = BSC_STR_NULL;
+    if (!check(doc, max_depth, &w, err))
+        return -1;
+    return w.repeated ? 0 : 1;
 }

@@ -23,4 +23,11 @@ struct bsc_json_error {
  * deep. Otherwise false with *<err> set. Never reads past <doc>; never allocates. */
 bool bsc_json_check(struct bsc_str doc, unsigned max_depth, struct bsc_json_error *err);
 
+/* bsc_json_check that also records, in the same pass, the value spans of the top-level
+ * members named in <keys> (vals[k] = {NULL, 0} when absent; top-level arrays have none).
+ * Returns 1 valid, 0 valid but a wanted key appears more than once (vals then hold the
+ * last), -1 invalid with *<err> set. */
+int bsc_json_check_members(struct bsc_str doc, unsigned max_depth, const struct bsc_str *keys,
+                           size_t n_keys, struct bsc_str *vals, struct bsc_json_error *err);
+
 #endif

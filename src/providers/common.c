@@ -3,6 +3,7 @@
  * objects and bounded JSON parsing. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "providers/provider.h"
 #include "stream/utf8.h"
@@ -12,17 +13,28 @@
 enum bsc_err prov_header(struct bsc_buf *h, const char *name, const char *fmt, ...)
 {
     char value[4096];
+    const char *v = value;
     va_list ap;
     int n;
     size_t start = h->len;
     enum bsc_err err;
 
     va_start(ap, fmt);
-    n = vsnprintf(value, sizeof(value), fmt, ap);
+    if (strcmp(fmt, "%s") == 0) { /* the common case needs no formatting */
+        v = va_arg(ap, const char *);
+    } else {
+        n = vsnprintf(value, sizeof(value), fmt, ap);
+        if (n < 0 || (size_t)n >= sizeof(value)) {
+            va_end(ap);
+            return BSC_ELIMIT;
+        }
+    }
     va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof(value))
-        return BSC_ELIMIT;
-    err = bsc_buf_appendf(h, "%s: %s", name, value);
+    err = bsc_buf_append_cstr(h, name);
+    if (!err)
+        err = bsc_buf_append(h, ": ", 2);
+    if (!err)
+        err = bsc_buf_append_cstr(h, v);
     if (!err)
         err = bsc_buf_append_char(h, '\0');
     if (err)

@@ -113,7 +113,7 @@ static enum bsc_err oa_build(const struct prov_call *c, struct prov_http *out, c
     out->method = c->op == PROV_OP_PROBE_MODELS ? "GET" : "POST";
     err = bsc_buf_appendf(&out->url, "%s/%s", c->provider->base_url, endpoint(c->op));
     if (!err && c->op != PROV_OP_PROBE_MODELS)
-        err = prov_header(&out->headers, "Content-Type", "application/json");
+        err = prov_header(&out->headers, "Content-Type", "%s", "application/json");
     if (!err && c->op == PROV_OP_CHAT)
         err = prov_header(&out->headers, "Accept", "%s",
                           c->stream ? "text/event-stream" : "application/json");

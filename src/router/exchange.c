@@ -313,6 +313,8 @@ void xchg_reset(struct request *r)
         bsc_buf_init(&r->http.url, HTTP_URL_MAX);
         bsc_buf_init(&r->http.headers, HTTP_HEADERS_MAX);
         bsc_buf_init(&r->http.body, r->cfg->limits.max_body_bytes * 2 + 65536);
+        bsc_buf_reserve(&r->http.url, 256); /* one allocation each for the usual sizes */
+        bsc_buf_reserve(&r->http.headers, 512);
     }
     bsc_buf_reset(&r->http.url);
     bsc_buf_reset(&r->http.headers);

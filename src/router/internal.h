@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 
 #include "core/buf.h"
+#include "health/breaker.h"
 #include "providers/provider.h"
 #include "router/attempt.h"
 #include "router/downstream.h"
@@ -82,6 +83,7 @@ struct request {
     enum tier tier;
     int key_idx;                     /* -2: no key configured; -1: none usable */
     bool probe;                      /* admitted as a half-open probe */
+    enum brk_state circuit;          /* the target's circuit after the last report */
     bool attempt_open;               /* inflight counted and outcome not yet reported */
     const struct prov_ops *ops;      /* the target's adapter */
     void *prov_st;                   /* owned: ops->stream_size bytes, for streams */

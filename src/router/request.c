@@ -201,6 +201,7 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
             rep.ttft_ms = (double)(r->start_us + r->ttfb_us - a->start_us) / 1e3;
     }
     hstate_record(r->gw->hs, r->target, bsc_now_ms(), &rep, &change);
+    r->circuit = change.to; /* for the attempt's log line */
     hstate_inflight(r->gw->hs, r->target, -1);
     metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->target->id, NULL, -1);
     metrics_inc(M(r), r->w->idx, METRIC_ATTEMPTS, r->target->id, kind ? kind : "ok", 1);
@@ -231,22 +232,19 @@ static int key_reason_of(enum fail_kind kind)
 
 static void log_attempt(struct request *r, const char *next, const char *why)
 {
-    struct target_view v;
-    struct attempt_line l;
-
-    hstate_view(r->gw->hs, r->target->id, bsc_now_ms(), &v);
-    l = (struct attempt_line){
+    struct attempt_line l = {
         .request_id = r->id,
         .route = r->route->id,
         .number = r->n_attempts,
         .a = req__cur_attempt(r),
-        .circuit = brk_state_name(v.state),
+        .circuit = brk_state_name(r->circuit),
         .time_left_ms = req__time_left(r),
         .next = next,
         .why = why,
         .next_delay_ms = r->next_delay_ms,
         .delay_why = r->next_delay_why,
     };
+
     attempt_log_write(&l);
 }
 
@@ -689,7 +687,8 @@ static uint32_t request_caps(const struct request *r, const struct bsc_str *f)
         else if (bsc_str_eq(bsc_json_string_raw(type), BSC_STR("json_object")))
             caps |= CFG_CAP_JSON_OBJECT;
     }
-    if (f[F_MESSAGES].p && has_images(f[F_MESSAGES]))
+    if (f[F_MESSAGES].p && memmem(f[F_MESSAGES].p, f[F_MESSAGES].len, "image_url", 9) &&
+        has_images(f[F_MESSAGES]))
         caps |= CFG_CAP_VISION;
     return caps;
 }

@@ -261,7 +261,7 @@ void hstate_record(struct hstate *hs, const struct cfg_target *t, uint64_t now_m
     struct tgt_state *ts;
 
     if (change)
-        change->changed = false;
+        *change = (struct brk_change){0};
     pthread_mutex_lock(&hs->lock);
     ts = tgt_find(hs, t->id);
     if (ts)

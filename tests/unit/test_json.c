@@ -755,6 +755,40 @@ static void test_validate_then_read(void **state)
     assert_int_equal(bsc_json_member(body, BSC_STR("tools"), &v), 0);
 }
 
+
+/* bsc_json_check_members: validation and the wanted spans in one pass. */
+static void test_check_members_one_pass(void **state)
+{
+    static const struct bsc_str keys[] = {BSC_STR("model"), BSC_STR("messages"),
+                                          BSC_STR("stream"), BSC_STR("absent")};
+    struct bsc_str v[4];
+    struct bsc_json_error err;
+
+    (void)state;
+    assert_int_equal(bsc_json_check_members(BSC_STR(" {\"model\" : \"m\", \"x\":{\"model\":1},"
+                                                    "\"messages\":[{\"a\":[1,{}]}],\"stream\":true} "),
+                                            64, keys, 4, v, &err), 1);
+    assert_true(bsc_str_eq(v[0], BSC_STR("\"m\"")));
+    assert_true(bsc_str_eq(v[1], BSC_STR("[{\"a\":[1,{}]}]")));
+    assert_true(bsc_str_eq(v[2], BSC_STR("true")));
+    assert_null(v[3].p);
+    /* empty containers as values */
+    assert_int_equal(bsc_json_check_members(BSC_STR("{\"messages\":[],\"model\":{}}"), 64, keys, 4,
+                                            v, &err), 1);
+    assert_true(bsc_str_eq(v[1], BSC_STR("[]")));
+    assert_true(bsc_str_eq(v[0], BSC_STR("{}")));
+    /* a repeated wanted key; a repeated unwanted key is fine */
+    assert_int_equal(bsc_json_check_members(BSC_STR("{\"model\":1,\"model\":2}"), 64, keys, 4, v,
+                                            &err), 0);
+    assert_int_equal(bsc_json_check_members(BSC_STR("{\"y\":1,\"y\":2}"), 64, keys, 4, v, &err), 1);
+    /* invalid documents fail like bsc_json_check */
+    assert_int_equal(bsc_json_check_members(BSC_STR("{\"model\":}"), 64, keys, 4, v, &err), -1);
+    assert_int_equal(err.offset, 9);
+    /* a top-level array has no members */
+    assert_int_equal(bsc_json_check_members(BSC_STR("[1,2]"), 64, keys, 4, v, &err), 1);
+    assert_null(v[0].p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -780,6 +814,7 @@ int main(void)
         cmocka_unit_test(test_string_raw),
         cmocka_unit_test(test_u64),
         cmocka_unit_test(test_validate_then_read),
+        cmocka_unit_test(test_check_members_one_pass),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
