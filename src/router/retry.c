@@ -64,6 +64,11 @@ struct retry_delay retry_choose_delay(const struct cfg_retry *r, unsigned n,
     return d;
 }
 
+uint32_t retry_budget_bucket_ms(uint32_t window_ms)
+{
+    return window_ms < RETRY_BUDGET_BUCKETS ? 1 : window_ms / RETRY_BUDGET_BUCKETS;
+}
+
 void retry_budget_init(struct retry_budget *b, double ratio, uint32_t min_per_s,
                        uint32_t window_ms)
 {
@@ -72,7 +77,7 @@ void retry_budget_init(struct retry_budget *b, double ratio, uint32_t min_per_s,
         window_ms = RETRY_BUDGET_BUCKETS;
     b->ratio = ratio >= 0.0 ? ratio : 0.0; /* also turns NaN into 0 */
     b->floor = (double)min_per_s * (double)window_ms / 1000.0;
-    b->bucket_ms = window_ms / RETRY_BUDGET_BUCKETS;
+    b->bucket_ms = retry_budget_bucket_ms(window_ms);
 }
 
 /* Moves the window to <now>, emptying the buckets that fell out of it. */

@@ -69,6 +69,9 @@ struct retry_budget_stats {
     uint64_t total_firsts, total_retries, total_rejections; /* since init, for counters */
 };
 
+/* The width of one bucket for a window of <window_ms>: what retry_budget_init sets. */
+uint32_t retry_budget_bucket_ms(uint32_t window_ms);
+
 /* Sets up an empty budget. <ratio> < 0 or NaN counts as 0; <window_ms> below
  * RETRY_BUDGET_BUCKETS is raised to it (each bucket is at least 1 ms). Cannot fail. */
 void retry_budget_init(struct retry_budget *b, double ratio, uint32_t min_per_s,

@@ -205,8 +205,8 @@ enum bsc_err hstate_sync(struct hstate *hs, const struct cfg *cfg, uint64_t now_
         err = sync_target(hs, cfg, &cfg->targets[i]);
     hs->budget.ratio = cfg->retry.budget_ratio;
     hs->budget.floor = (double)cfg->retry.budget_min_per_s * cfg->retry.budget_window_ms / 1000.0;
-    if (hs->budget.bucket_ms != (cfg->retry.budget_window_ms + RETRY_BUDGET_BUCKETS - 1) /
-                                    RETRY_BUDGET_BUCKETS)
+    /* Only a new bucket width restarts the window; a reload keeps the counts. */
+    if (hs->budget.bucket_ms != retry_budget_bucket_ms(cfg->retry.budget_window_ms))
         retry_budget_init(&hs->budget, cfg->retry.budget_ratio, cfg->retry.budget_min_per_s,
                           cfg->retry.budget_window_ms);
     pthread_mutex_unlock(&hs->lock);

@@ -321,6 +321,21 @@ static void test_budget_odd_inputs(void **state)
     assert_int_equal(st.firsts_in_window, 0);
 }
 
+/* What a reload compares against: the width init sets, for every window. */
+static void test_budget_bucket_width(void **state)
+{
+    static const uint32_t windows[] = {0, 1, 9, 10, 15, 999, 1000, 10000, 10009};
+    struct retry_budget b;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(windows) / sizeof(windows[0]); i++) {
+        retry_budget_init(&b, 0.1, 1, windows[i]);
+        assert_int_equal(retry_budget_bucket_ms(windows[i]), b.bucket_ms);
+    }
+    assert_int_equal(retry_budget_bucket_ms(10009), 1000);
+    assert_int_equal(retry_budget_bucket_ms(5), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -334,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_budget_window_slides),
         cmocka_unit_test(test_budget_partial_slide),
         cmocka_unit_test(test_budget_odd_inputs),
+        cmocka_unit_test(test_budget_bucket_width),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
