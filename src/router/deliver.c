@@ -48,12 +48,12 @@ static void on_drain(struct srv_req *sreq, void *ud)
         up_resume(r->xfer);
 }
 
-bool deliver_flush(struct request *r)
+/* Writes r->out without recording it; true when the upstream should pause. */
+static bool write_out(struct request *r)
 {
-    if (!r->sreq || r->out.len == 0)
+    if (r->out.len == 0)
         return false;
     srv_resp_body(r->sreq, r->out.p, r->out.len);
-    guard_idem_record(r, r->out.p, r->out.len);
     r->bytes_out += r->out.len;
     bsc_buf_reset(&r->out);
     if (srv_req_pending(r->sreq) > r->cfg->limits.max_stream_buffer_bytes) {
@@ -61,6 +61,31 @@ bool deliver_flush(struct request *r)
         return true;
     }
     return false;
+}
+
+bool deliver_flush(struct request *r)
+{
+    if (!r->sreq || r->out.len == 0)
+        return false;
+    guard_idem_record(r, r->out.p, r->out.len);
+    return write_out(r);
+}
+
+/* Ends the response with what r->out holds, as <termination>. The idempotency record is
+ * settled (stored or released) before the last bytes are handed to the socket: the store
+ * runs jobs in arrival order, so a repeat the client sends once it has seen the end finds
+ * the record settled, never "in use". */
+void deliver_end(struct request *r, const char *termination)
+{
+    r->termination = termination;
+    if (r->sreq && r->out.len)
+        guard_idem_record(r, r->out.p, r->out.len);
+    guard_idem_finish(r);
+    if (!r->sreq)
+        return;
+    write_out(r);
+    srv_resp_end(r->sreq);
+    r->sreq = NULL;
 }
 
 void deliver_commit(struct request *r)
@@ -163,9 +188,7 @@ void deliver_stream_complete(struct request *r)
     r->committed = true;
     r->status = 200;
     r->ttfb_us = bsc_now_us() - r->start_us;
-    deliver_flush(r);
-    srv_resp_end(r->sreq);
-    r->sreq = NULL;
+    deliver_end(r, "ok");
 }
 
 void deliver_answer(struct request *r)
@@ -185,16 +208,18 @@ void deliver_answer(struct request *r)
             bsc_buf_cleanup(&mapped);
             req__set_error(r, 502, "server_error", "translation_failed",
                            "the answer could not be translated to the client's API");
+            r->termination = "translation_failed";
             deliver_error(r);
             return;
         }
         body = bsc_buf_str(&mapped);
     }
     n = deliver_route_headers(r, h, attempts, sizeof(attempts));
-    srv_resp_send(r->sreq, r->up_status >= 200 && r->up_status < 300 ? r->up_status : 200,
-                  "application/json", h, n, body.p, body.len);
-    guard_idem_record(r, body.p, body.len);
     r->status = r->up_status >= 200 && r->up_status < 300 ? r->up_status : 200;
+    r->termination = "ok";
+    guard_idem_record(r, body.p, body.len);
+    guard_idem_finish(r); /* settled before the client can see the answer */
+    srv_resp_send(r->sreq, r->status, "application/json", h, n, body.p, body.len);
     r->bytes_out += body.len;
     r->ttfb_us = bsc_now_us() - r->start_us;
     r->sreq = NULL;
@@ -210,8 +235,9 @@ void deliver_error(struct request *r)
     if (!r->sreq)
         return;
     n = deliver_route_headers(r, h, attempts, sizeof(attempts));
-    reply_error_send(r->sreq, &r->err, h, n, r->down ? r->down->error_body : NULL);
     r->status = r->err.status;
+    guard_idem_finish(r); /* released before the client can see the error */
+    reply_error_send(r->sreq, &r->err, h, n, r->down ? r->down->error_body : NULL);
     r->sreq = NULL;
 }
 

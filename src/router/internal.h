@@ -195,6 +195,8 @@ void deliver_commit(struct request *r);
 enum bsc_err deliver_convert(struct request *r);
 /* Writes r->out; true when the upstream should pause (back-pressure). */
 bool deliver_flush(struct request *r);
+/* Ends the response with r->out as <termination>, the idempotency record settled first. */
+void deliver_end(struct request *r, const char *termination);
 /* Appends the error event that ends a committed stream, in the client's dialect. */
 void deliver_stream_error(struct request *r, const char *message);
 /* Releases a buffered stream: head, every byte held in r->out, end. */

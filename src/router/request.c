@@ -461,11 +461,7 @@ static void st_relay(struct request *r)
         report_attempt(r, BRK_SUCCESS, NULL, false);
         account_usage(r);
         log_attempt(r, "deliver", "ok");
-        deliver_flush(r);
-        if (r->sreq)
-            srv_resp_end(r->sreq);
-        r->sreq = NULL;
-        r->termination = "ok";
+        deliver_end(r, "ok");
         req__goto(r, REQ_ST_DONE);
         return;
     }
@@ -484,25 +480,21 @@ static void st_relay(struct request *r)
                             : r->stream_failed && r->stream_fail.message[0]
                                 ? r->stream_fail.message
                                 : "the upstream stream was interrupted");
-    deliver_flush(r);
-    if (r->sreq) {
-        /* A well-framed end after the error event, then the connection closes: clients
-         * read the event (the SDKs raise on it), and nothing reuses the connection. */
+    /* A well-framed end after the error event, then the connection closes: clients read
+     * the event (the SDKs raise on it), and nothing reuses the connection. */
+    if (r->sreq)
         srv_req_set_close(r->sreq);
-        srv_resp_end(r->sreq);
-    }
-    r->sreq = NULL;
-    r->termination = "upstream_interrupted";
+    deliver_end(r, "upstream_interrupted");
     req__goto(r, REQ_ST_DONE);
 }
 
 static void st_reply(struct request *r)
 {
+    r->termination = "ok"; /* before delivery: the idempotency record is settled there */
     if (r->mode == BODY_SSE)
         deliver_stream_complete(r); /* a buffered stream that passed its checks */
     else
-        deliver_answer(r);
-    r->termination = "ok";
+        deliver_answer(r); /* may turn into a translation_failed error */
     req__goto(r, REQ_ST_DONE);
 }
 

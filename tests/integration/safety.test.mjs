@@ -114,6 +114,32 @@ test('a failed first request is not stored: a repeat runs again', async () => {
   await b.text();
 });
 
+// The record is settled before the client can see the end of the answer: a repeat sent
+// the moment the first answer ends never meets "in use". Raced 25 times per shape, on a
+// gateway with two worker loops (the repeat may land on the other one).
+test('a repeat sent the moment an answer ends is a replay (or a rerun), never a 409', async () => {
+  for (let i = 0; i < 25; i++) {
+    for (const stream of [false, true]) {
+      const key = `k-race-${stream ? 's' : 'j'}-${i}`;
+      const a = await chat('idem', { 'idempotency-key': key }, { stream });
+      const bodyA = await a.text();
+      const b = await chat('idem', { 'idempotency-key': key }, { stream });
+      assert.equal(b.status, 200, `${key}: ${b.status}`);
+      assert.equal(b.headers.get('x-bascule-idempotent-replay'), 'true', key);
+      assert.equal(await b.text(), bodyA);
+    }
+    await sim.setModel('s-idem', { script: [{ action: 'status', status: 400 }] });
+    const key = `k-race-f-${i}`;
+    const a = await chat('idem', { 'idempotency-key': key });
+    assert.equal(a.status, 400);
+    await a.text();
+    const b = await chat('idem', { 'idempotency-key': key });
+    assert.equal(b.status, 200, `${key}: ${b.status}`);
+    assert.equal(b.headers.get('x-bascule-idempotent-replay'), null);
+    await b.text();
+  }
+});
+
 async function putLedger(op, state) {
   const res = await fetch(`${gw.base}/ledger/${op}`, {
     method: 'PUT', headers: { 'content-type': 'application/json' },
