@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "core/compat.h"
+#include "core/utf8.h"
 
 /* Tokens 0..11 are the default answer. The source is UTF-8 and so is every entry (the unit
  * test checks): 2-byte (é ö ü ï), 3-byte (✓) and 4-byte (🚀) characters on purpose. */
@@ -103,46 +104,7 @@ uint32_t sim_content_prompt_tokens(size_t text_bytes, size_t messages)
 
 size_t sim_utf8_char_len(struct bsc_str s)
 {
-    const unsigned char *p = (const unsigned char *)s.p;
-    size_t need;
-    uint32_t cp, min;
-
-    if (s.len == 0)
-        return 0;
-    if (p[0] < 0x80)
-        return 1;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-        need = 2, cp = p[0] & 0x1f, min = 0x80;
-    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-        need = 3, cp = p[0] & 0x0f, min = 0x800;
-    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-        need = 4, cp = p[0] & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (s.len < need)
-        return 0;
-    for (size_t i = 1; i < need; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return need;
-}
-
-bool sim_utf8_valid(struct bsc_str s)
-{
-    size_t off = 0;
-
-    while (off < s.len) {
-        size_t n = sim_utf8_char_len(bsc_str_make(s.p + off, s.len - off));
-        if (n == 0)
-            return false;
-        off += n;
-    }
-    return true;
+    return s.len ? bsc_utf8_seq_len((const unsigned char *)s.p, s.len) : 0;
 }
 
 size_t sim_utf8_piece(struct bsc_str s, size_t max_bytes)

@@ -67,8 +67,6 @@ enum bsc_err sim_content_json_answer(struct bsc_buf *out);
 /* Fills <out> with a unit-length vector derived only from the bytes of <input>. */
 void sim_content_embedding(struct bsc_str input, float out[SIM_EMBED_DIM]);
 
-/* True when <s> is well-formed UTF-8 (no overlongs, surrogates or values past U+10FFFF). */
-bool sim_utf8_valid(struct bsc_str s);
 
 /* Length of the well-formed code point at the start of <s>, or 0 when <s> is empty or
  * starts with an ill-formed sequence. */

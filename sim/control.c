@@ -17,17 +17,6 @@ bool sim_control_is_path(struct bsc_str path)
            bsc_str_eq(path, BSC_STR("/_sim"));
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 enum bsc_err sim_url_decode(struct bsc_str in, bool plus_space, struct bsc_buf *out)
 {
     enum bsc_err err = BSC_OK;
@@ -35,8 +24,8 @@ enum bsc_err sim_url_decode(struct bsc_str in, bool plus_space, struct bsc_buf *
     for (size_t i = 0; i < in.len && !err; i++) {
         char c = in.p[i];
         if (c == '%') {
-            int hi = i + 2 < in.len ? hexval(in.p[i + 1]) : -1;
-            int lo = i + 2 < in.len ? hexval(in.p[i + 2]) : -1;
+            int hi = i + 2 < in.len ? bsc_hex_digit(in.p[i + 1]) : -1;
+            int lo = i + 2 < in.len ? bsc_hex_digit(in.p[i + 2]) : -1;
             if (hi < 0 || lo < 0)
                 return BSC_EINVAL;
             c = (char)(hi * 16 + lo);

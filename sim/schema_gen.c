@@ -92,17 +92,6 @@ static enum bsc_err copy_value(struct json_object *v, struct json_object **out)
 
 /* ---- $ref ---- */
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* One pointer token <tok> (<n> bytes, ~0 and ~1 escaped) of an already percent-decoded
  * pointer, looked up in <cur>. */
 static struct json_object *ptr_step(struct json_object *cur, const char *tok, size_t n)
@@ -142,7 +131,7 @@ static struct json_object *resolve_ref(struct json_object *root, const char *ref
         int hi, lo;
         if (len + 1 >= sizeof(ptr))
             return NULL;
-        if (*p == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0) {
+        if (*p == '%' && (hi = bsc_hex_digit(p[1])) >= 0 && (lo = bsc_hex_digit(p[2])) >= 0) {
             ptr[len++] = (char)(hi * 16 + lo);
             p += 2;
         } else {
@@ -1177,7 +1166,7 @@ static bool rx_hex(struct rx *r, size_t n, uint32_t *cp)
     if ((size_t)(r->end - r->p) < n)
         return false;
     for (size_t i = 0; i < n; i++) {
-        int h = hexval(r->p[i]);
+        int h = bsc_hex_digit(r->p[i]);
         if (h < 0)
             return false;
         *cp = *cp * 16 + (uint32_t)h;
@@ -1212,8 +1201,8 @@ static uint32_t rx_unicode(struct rx *r)
 
     if (r->p < r->end && *r->p == '{') {
         r->p++;
-        while (r->p < r->end && *r->p != '}' && hexval(*r->p) >= 0 && cp <= 0x10ffff)
-            cp = cp * 16 + (uint32_t)hexval(*r->p++);
+        while (r->p < r->end && *r->p != '}' && bsc_hex_digit(*r->p) >= 0 && cp <= 0x10ffff)
+            cp = cp * 16 + (uint32_t)bsc_hex_digit(*r->p++);
         if (r->p >= r->end || *r->p != '}')
             rx_fail(r, BSC_EINVAL);
         else

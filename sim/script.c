@@ -12,6 +12,7 @@
 #include "sjson.h"
 
 #include "core/compat.h"
+#include "core/utf8.h"
 
 static const char *const action_names[SIM_ACT_COUNT] = {
 #define X(NAME, name, doc) [SIM_ACT_##NAME] = name,
@@ -289,7 +290,7 @@ static enum bsc_err parse_text(struct json_object *obj, const char *key, size_t 
         snprintf(pe->buf, pe->len, "%s\"%s\" is longer than %zu bytes", where, key, max);
         return BSC_EINVAL;
     }
-    if (memchr(s.p, '\0', s.len) || !sim_utf8_valid(s)) {
+    if (memchr(s.p, '\0', s.len) || !bsc_utf8_valid(s.p, s.len)) {
         snprintf(pe->buf, pe->len, "%s\"%s\" must be valid UTF-8 without NUL", where, key);
         return BSC_EINVAL;
     }

@@ -15,6 +15,7 @@
 #include "core/compat.h"
 #include "core/err.h"
 #include "core/str.h"
+#include "core/utf8.h"
 #include "contract/jsonschema.h"
 
 /* ---- JSON values (jsonschema_value.c) -------------------------------------------------------- */
@@ -76,7 +77,6 @@ bool js__json_check(struct json_object *o, unsigned max_depth, char *ptr, size_t
                     char *why, size_t whylen);
 
 /* True when <p>/<len> is well-formed UTF-8. */
-bool js__utf8_valid(const char *p, size_t len);
 /* Counts the code points of <p>/<len>: bytes that do not continue a sequence. */
 size_t js__utf8_count(const char *p, size_t len);
 

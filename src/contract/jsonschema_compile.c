@@ -387,17 +387,6 @@ static bool schema_map(struct cctx *c, struct json_object *v,
 
 /* ---- $ref ------------------------------------------------------------------------------------ */
 
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 /* The URI fragment <frag> percent-decoded into <out> (at least strlen(frag) + 1 bytes). */
 static bool fragment_decode(const char *frag, char *out)
 {
@@ -408,9 +397,9 @@ static bool fragment_decode(const char *frag, char *out)
             out[o++] = frag[i];
             continue;
         }
-        if (hexval(frag[i + 1]) < 0 || hexval(frag[i + 2]) < 0)
+        if (bsc_hex_digit(frag[i + 1]) < 0 || bsc_hex_digit(frag[i + 2]) < 0)
             return false;
-        out[o] = (char)(hexval(frag[i + 1]) << 4 | hexval(frag[i + 2]));
+        out[o] = (char)(bsc_hex_digit(frag[i + 1]) << 4 | bsc_hex_digit(frag[i + 2]));
         if (out[o++] == '\0')
             return false;
         i += 2;

@@ -72,17 +72,6 @@ static bool literal(struct parser *ps, const char *word)
 
 /* ---- strings --------------------------------------------------------------------------------- */
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Reads the 4 hex digits after "\u" at ps->p. */
 static bool hex4(struct parser *ps, unsigned *out)
 {
@@ -91,7 +80,7 @@ static bool hex4(struct parser *ps, unsigned *out)
     if (ps->end - ps->p < 4)
         return fail(ps, "truncated \\u escape");
     for (int i = 0; i < 4; i++) {
-        int h = hexval(ps->p[i]);
+        int h = bsc_hex_digit(ps->p[i]);
 
         if (h < 0)
             return fail(ps, "bad \\u escape");
@@ -177,7 +166,7 @@ static bool plain_run(struct parser *ps)
 
     while (ps->p < ps->end && *ps->p != '"' && *ps->p != '\\' && *ps->p >= 0x20)
         ps->p++;
-    if (!js__utf8_valid((const char *)run, (size_t)(ps->p - run))) {
+    if (!bsc_utf8_valid((const char *)run, (size_t)(ps->p - run))) {
         ps->p = run;
         return fail(ps, "string is not UTF-8");
     }

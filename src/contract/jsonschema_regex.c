@@ -227,17 +227,6 @@ static bool at_end(const struct build *b)
     return b->p >= b->end;
 }
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Reads exactly <n> hex digits. */
 static bool hex_n(struct build *b, int n, uint32_t *out)
 {
@@ -246,7 +235,7 @@ static bool hex_n(struct build *b, int n, uint32_t *out)
     if (b->end - b->p < n)
         return fail(b, BSC_EINVAL, "truncated hex escape");
     for (int i = 0; i < n; i++) {
-        int h = hexval(b->p[i]);
+        int h = bsc_hex_digit(b->p[i]);
 
         if (h < 0)
             return fail(b, BSC_EINVAL, "bad hex escape");
@@ -267,8 +256,8 @@ static bool unicode_escape(struct build *b, uint32_t *cp)
         int n = 0;
 
         b->p++;
-        while (!at_end(b) && hexval(*b->p) >= 0 && v <= CP_MAX) {
-            v = v << 4 | (uint32_t)hexval(*b->p++);
+        while (!at_end(b) && bsc_hex_digit(*b->p) >= 0 && v <= CP_MAX) {
+            v = v << 4 | (uint32_t)bsc_hex_digit(*b->p++);
             n++;
         }
         if (at_end(b) || *b->p != '}' || n == 0 || v > CP_MAX)
@@ -280,7 +269,7 @@ static bool unicode_escape(struct build *b, uint32_t *cp)
     if (!hex_n(b, 4, cp))
         return false;
     if (*cp >= 0xd800 && *cp <= 0xdbff && b->end - b->p >= 6 && b->p[0] == '\\' &&
-        b->p[1] == 'u' && hexval(b->p[2]) >= 0) {
+        b->p[1] == 'u' && bsc_hex_digit(b->p[2]) >= 0) {
         const unsigned char *save = b->p;
 
         b->p += 2;
@@ -369,7 +358,7 @@ static bool pattern_cp(struct build *b, uint32_t *cp)
     unsigned char c = *b->p;
     size_t n = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
 
-    if ((size_t)(b->end - b->p) < n || !js__utf8_valid((const char *)b->p, n) ||
+    if ((size_t)(b->end - b->p) < n || !bsc_utf8_valid((const char *)b->p, n) ||
         (c >= 0x80 && c < 0xc2))
         return fail(b, BSC_EINVAL, "pattern is not UTF-8");
     if (n == 1)
@@ -898,7 +887,7 @@ static size_t decode(const unsigned char *s, size_t len, size_t pos, uint32_t *c
         *cp = c;
         return 1;
     }
-    if (c < 0xc2 || len - pos < n || !js__utf8_valid((const char *)s + pos, n)) {
+    if (c < 0xc2 || len - pos < n || !bsc_utf8_valid((const char *)s + pos, n)) {
         *cp = 0xfffd;
         return 1;
     }

@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 
 #include "core/compat.h"
+#include "core/utf8.h"
 #include "contract/internal.h"
 
 #define TWO_63 9223372036854775808.0
@@ -336,49 +337,6 @@ uint64_t js__json_hash(struct json_object *o, uint64_t *budget)
 
 /* ---- UTF-8 ----------------------------------------------------------------------------------- */
 
-/* Length of the well-formed sequence at <p> (at most <len> bytes), 0 when ill-formed. */
-static size_t utf8_seq(const unsigned char *p, size_t len)
-{
-    unsigned char c = p[0];
-
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        return len >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
-    if (c >= 0xe0 && c <= 0xef) {
-        unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-
-        return len >= 3 && p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 ? 3 : 0;
-    }
-    if (c >= 0xf0 && c <= 0xf4) {
-        unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-
-        return len >= 4 && p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 &&
-                       (p[3] & 0xc0) == 0x80
-                   ? 4
-                   : 0;
-    }
-    return 0;
-}
-
-bool js__utf8_valid(const char *p, size_t len)
-{
-    const unsigned char *u = (const unsigned char *)p;
-    size_t i = 0, n;
-
-    while (i < len) {
-        if (u[i] < 0x80) {
-            i++;
-            continue;
-        }
-        n = utf8_seq(u + i, len - i);
-        if (!n)
-            return false;
-        i += n;
-    }
-    return true;
-}
-
 size_t js__utf8_count(const char *p, size_t len)
 {
     size_t n = 0;
@@ -459,7 +417,7 @@ static bool check_value(struct check *c, struct json_object *o, unsigned depth)
         js__num_get(o, &n);
         return js__num_is_finite(&n) || check_fail(c, "non-finite number");
     case json_type_string:
-        return js__utf8_valid(json_object_get_string(o), (size_t)json_object_get_string_len(o)) ||
+        return bsc_utf8_valid(json_object_get_string(o), (size_t)json_object_get_string_len(o)) ||
                check_fail(c, "string is not UTF-8");
     case json_type_array:
         if (depth >= c->max_depth)
@@ -480,7 +438,7 @@ static bool check_value(struct check *c, struct json_object *o, unsigned depth)
             const char *k = json_object_iter_peek_name(&it);
             size_t klen = strlen(k);
 
-            if (!js__utf8_valid(k, klen))
+            if (!bsc_utf8_valid(k, klen))
                 return check_fail(c, "member name is not UTF-8");
             if (!check_child(c, k, klen, json_object_iter_peek_value(&it), depth + 1))
                 return false;

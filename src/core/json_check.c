@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "core/utf8.h"
 struct scan {
     const unsigned char *p;
     size_t n, i;
@@ -37,27 +38,10 @@ static bool hex4(struct scan *s)
 /* One UTF-8 sequence starting at a byte >= 0x80 (Unicode table 3-7). */
 static bool utf8_seq(struct scan *s)
 {
-    const unsigned char *p = s->p + s->i;
-    size_t left = s->n - s->i, len;
-    unsigned char lo = 0x80, hi = 0xBF;
+    size_t len = bsc_utf8_seq_len(s->p + s->i, s->n - s->i);
 
-    if (p[0] >= 0xC2 && p[0] <= 0xDF)
-        len = 2;
-    else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
-        len = 3;
-        lo = p[0] == 0xE0 ? 0xA0 : 0x80;
-        hi = p[0] == 0xED ? 0x9F : 0xBF;
-    } else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
-        len = 4;
-        lo = p[0] == 0xF0 ? 0x90 : 0x80;
-        hi = p[0] == 0xF4 ? 0x8F : 0xBF;
-    } else
+    if (!len)
         return fail(s, "invalid UTF-8");
-    if (left < len || p[1] < lo || p[1] > hi)
-        return fail(s, "invalid UTF-8");
-    for (size_t k = 2; k < len; k++)
-        if (p[k] < 0x80 || p[k] > 0xBF)
-            return fail(s, "invalid UTF-8");
     s->i += len;
     return true;
 }

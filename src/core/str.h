@@ -21,6 +21,18 @@ struct bsc_str {
 /* For printf: printf("%.*s", BSC_STR_FMT(s)). */
 #define BSC_STR_FMT(s) (int)(s).len, (s).p
 
+/* The value of the hex digit <c> (either case), or -1. */
+static inline int bsc_hex_digit(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 static inline struct bsc_str bsc_str_make(const char *p, size_t len)
 {
     return (struct bsc_str){p, len};

@@ -6,6 +6,7 @@
  * fingerprinted as raw bytes, which is strict but never wrong.
  * See docs/internals/store.md. */
 #include "ledger/idempotency.h"
+#include "core/utf8.h"
 
 static const char FP_TAG[] = "bascule-idempotency-v1";
 
@@ -49,17 +50,6 @@ static bool eat(struct canon *c, char ch)
     return false;
 }
 
-static int hexval(unsigned char h)
-{
-    if (h >= '0' && h <= '9')
-        return h - '0';
-    if (h >= 'a' && h <= 'f')
-        return h - 'a' + 10;
-    if (h >= 'A' && h <= 'F')
-        return h - 'A' + 10;
-    return -1;
-}
-
 /* Reads the 4 hex digits after "\u". Returns the unit, or -1. */
 static long read_u16(struct canon *c)
 {
@@ -68,7 +58,7 @@ static long read_u16(struct canon *c)
     if (c->end - c->p < 4)
         return -1;
     for (int i = 0; i < 4; i++) {
-        int h = hexval(c->p[i]);
+        int h = bsc_hex_digit(c->p[i]);
         if (h < 0)
             return -1;
         v = v << 4 | h;
@@ -131,35 +121,6 @@ static enum bsc_err c_escape(struct canon *c, struct bsc_buf *out)
     return bsc_buf_append_char(out, to[hit - from]);
 }
 
-/* Length of the well-formed UTF-8 sequence at <p>, or 0. */
-static size_t utf8_len(const unsigned char *p, const unsigned char *end)
-{
-    size_t n = (size_t)(end - p), len;
-    uint32_t cp;
-
-    if (p[0] < 0x80)
-        return 1;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf)
-        len = 2, cp = p[0] & 0x1f;
-    else if (p[0] >= 0xe0 && p[0] <= 0xef)
-        len = 3, cp = p[0] & 0x0f;
-    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-        len = 4, cp = p[0] & 0x07;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3f);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
 /* Decodes a string (at its opening quote) into <out>. */
 static enum bsc_err c_string(struct canon *c, struct bsc_buf *out)
 {
@@ -180,7 +141,7 @@ static enum bsc_err c_string(struct canon *c, struct bsc_buf *out)
             err = c_escape(c, out);
             continue;
         }
-        n = utf8_len(c->p, c->end);
+        n = bsc_utf8_seq_len(c->p, (size_t)(c->end - c->p));
         if (!n)
             return BSC_EPARSE;
         err = bsc_buf_append(out, c->p, n);

@@ -8,6 +8,7 @@
 #include <json-c/json.h>
 
 #include "ledger/ledger.h"
+#include "core/utf8.h"
 
 #define JSON_DEPTH 8 /* an update or entry is flat; nesting deeper is refused */
 
@@ -81,36 +82,6 @@ bool ledger_op_id_valid(struct bsc_str id)
 
 /* ---- text checks ------------------------------------------------------------------------ */
 
-/* Length of the UTF-8 sequence starting at <p> (at most <n> bytes), or 0 when it is not a
- * well-formed scalar value (overlong forms, surrogates and > U+10FFFF are refused). */
-static size_t utf8_seq(const unsigned char *p, size_t n)
-{
-    uint32_t cp;
-    size_t len, i;
-
-    if (p[0] < 0x80)
-        return 1;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf)
-        len = 2, cp = p[0] & 0x1f;
-    else if (p[0] >= 0xe0 && p[0] <= 0xef)
-        len = 3, cp = p[0] & 0x0f;
-    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-        len = 4, cp = p[0] & 0x07;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3f);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
 /* True when <s> is well-formed UTF-8 without control characters (NUL included). */
 static bool is_text(struct bsc_str s)
 {
@@ -120,7 +91,7 @@ static bool is_text(struct bsc_str s)
         size_t n;
         if (p[i] < 0x20 || p[i] == 0x7f)
             return false;
-        n = utf8_seq(p + i, s.len - i);
+        n = bsc_utf8_seq_len(p + i, s.len - i);
         if (!n)
             return false;
         i += n;

@@ -62,7 +62,7 @@ enum bsc_err prov_append_json(struct bsc_buf *out, struct json_object *o)
     /* json-c copies string bytes as they are, so an upstream string with ill-formed UTF-8
      * (an id, a model or tool name, tool arguments) would reach the client as it is. json-c
      * writes only ASCII outside strings: replacing ill-formed bytes keeps the JSON valid. */
-    if (utf8_valid(s, len))
+    if (bsc_utf8_valid(s, len))
         return bsc_buf_append(out, s, len);
     return utf8_sanitize(out, s, len);
 }

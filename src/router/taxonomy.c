@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/compat.h"
+#include "core/utf8.h"
 
 static const char *const kind_names[] = {
 #define X(NAME, name) [FAIL_##NAME] = #name,
@@ -230,37 +231,6 @@ void fail_from_transport(enum fail_transport t, bool request_sent, struct fail_i
                    bsc_str_cstr(transport_message(t, request_sent)));
 }
 
-/* Length of the valid UTF-8 sequence at <p> (at most <n> bytes), or 0 when invalid:
- * overlongs, surrogates and code points past U+10FFFF are refused (RFC 3629). */
-static size_t utf8_seq_len(const unsigned char *p, size_t n)
-{
-    size_t len;
-    uint32_t cp;
-
-    if (p[0] < 0x80)
-        return 1;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf)
-        len = 2;
-    else if (p[0] >= 0xe0 && p[0] <= 0xef)
-        len = 3;
-    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-        len = 4;
-    else
-        return 0; /* a continuation byte, an overlong lead (c0, c1) or f5..ff */
-    cp = p[0] & (0x7fu >> len);
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3fu);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
 size_t fail_copy_text(char *dst, size_t cap, struct bsc_str src)
 {
     const unsigned char *p = (const unsigned char *)src.p;
@@ -269,7 +239,7 @@ size_t fail_copy_text(char *dst, size_t cap, struct bsc_str src)
     if (cap == 0)
         return 0;
     while (src.p && in < src.len) {
-        size_t n = utf8_seq_len(p + in, src.len - in);
+        size_t n = bsc_utf8_seq_len(p + in, src.len - in);
 
         if (n == 0 || (n == 1 && (p[in] < 0x20 || p[in] == 0x7f))) {
             if (out + 1 >= cap)

@@ -89,21 +89,6 @@ size_t utf8_complete_prefix(const char *p, size_t len)
     return len;
 }
 
-bool utf8_valid(const char *p, size_t len)
-{
-    const unsigned char *s = (const unsigned char *)p;
-    size_t i = 0;
-
-    while ((i = skip_ascii(s, i, len)) < len) {
-        struct step st = step(s + i, len - i);
-
-        if (st.kind != STEP_OK)
-            return false;
-        i += st.len;
-    }
-    return true;
-}
-
 /* utf8_sanitize() without the rollback: <out> may hold a partial append on error. */
 static enum bsc_err sanitize(struct bsc_buf *out, const unsigned char *s, size_t len)
 {

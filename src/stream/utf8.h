@@ -14,16 +14,13 @@
 #include "core/compat.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/utf8.h"
 
 /* Returns the length of the longest prefix of <p> that does not end inside a multi-byte
  * character: <len> minus the trailing 1..3 bytes that are a well-formed but incomplete
  * sequence (one more byte could extend them), or <len> when there is none. Ill-formed bytes
  * are never held back (the sanitizer replaces them), so len - result <= 3. */
 size_t utf8_complete_prefix(const char *p, size_t len);
-
-/* True when <p> is well-formed UTF-8 (no overlongs, surrogates, code points past U+10FFFF,
- * stray continuation bytes or truncated sequences). */
-bool utf8_valid(const char *p, size_t len);
 
 /* Appends <p> to <out>, each ill-formed sequence replaced by one U+FFFD per maximal subpart
  * (e.g. "\xf0\x9f\x98" gives one U+FFFD, "\xc0\xaf" gives two). Valid runs are copied in bulk.

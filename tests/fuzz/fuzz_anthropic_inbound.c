@@ -132,7 +132,7 @@ static void check_parse(struct bsc_str body)
                           json_object_get_boolean(stream)))
             die("the stream flag does not match the request");
         text = dump(ar.openai);
-        if (!utf8_valid(text, strlen(text)))
+        if (!bsc_utf8_valid(text, strlen(text)))
             die("the OpenAI request is not valid UTF-8");
         back = parse_all(bsc_str_cstr(text));
         if (!back)
@@ -205,7 +205,7 @@ static void check_map(struct bsc_str body, const struct down_ctx *ctx, size_t ou
         if (!str_member(o, "type") || strcmp(str_member(o, "type"), "message") != 0)
             die("map_response wrote no message");
         json_object_put(o);
-        if (valid && !utf8_valid(out.p, out.len))
+        if (valid && !bsc_utf8_valid(out.p, out.len))
             die("map_response wrote invalid UTF-8");
     } else if (err == BSC_EPARSE) {
         if (in_obj && json_object_is_type(in_obj, json_type_object))
@@ -250,7 +250,7 @@ static void check_events(struct seq *q, const struct bsc_buf *out, size_t from, 
         data = bsc_str_make(nl1 + 7, (size_t)(nl2 - nl1 - 7));
         if (memchr(name.p, '\r', name.len) || memchr(data.p, '\r', data.len))
             die("a frame holds a CR");
-        if (valid && (!utf8_valid(name.p, name.len) || !utf8_valid(data.p, data.len)))
+        if (valid && (!bsc_utf8_valid(name.p, name.len) || !bsc_utf8_valid(data.p, data.len)))
             die("a frame is not valid UTF-8");
         o = parse_all(data);
         if (!o || !json_object_is_type(o, json_type_object))
@@ -400,7 +400,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     body = bsc_str_make((const char *)data + 1, size - 1);
-    valid = utf8_valid(body.p, body.len);
+    valid = bsc_utf8_valid(body.p, body.len);
     ctx = (struct down_ctx){
         .request_id = data[0] & 2 ? NULL : "req_fuzz_01",
         .model = data[0] & 4 ? NULL : "claude-sonnet-4-5",

@@ -40,7 +40,7 @@ static void check_cstr(const char *s, size_t cap, size_t min_len, const char *wh
 {
     const char *nul = memchr(s, '\0', cap);
 
-    if (!nul || (size_t)(nul - s) < min_len || !utf8_valid(s, (size_t)(nul - s)))
+    if (!nul || (size_t)(nul - s) < min_len || !bsc_utf8_valid(s, (size_t)(nul - s)))
         die(what);
     for (const char *p = s; p < nul; p++) {
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
@@ -197,7 +197,7 @@ static void check_canonical(struct bsc_str body)
         struct json_tokener *tok;
         struct json_object *o;
 
-        if (!utf8_valid(c1.p, c1.len))
+        if (!bsc_utf8_valid(c1.p, c1.len))
             die("canonical JSON is not valid UTF-8");
         bool in_str = false;
 

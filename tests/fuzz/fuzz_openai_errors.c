@@ -61,7 +61,7 @@ static void check_text(const char *field, size_t cap, const char *what)
 
     if (!nul)
         die(what);
-    if (!utf8_valid(field, (size_t)(nul - field)))
+    if (!bsc_utf8_valid(field, (size_t)(nul - field)))
         die("a fail_info text is not valid UTF-8");
     for (const char *p = field; p < nul; p++) {
         if ((unsigned char)*p < 0x20)

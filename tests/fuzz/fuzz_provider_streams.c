@@ -73,7 +73,7 @@ static void check_text(const char *field, size_t cap)
 
     if (!nul)
         die("a fail_info text is not NUL-terminated");
-    if (!utf8_valid(field, (size_t)(nul - field)))
+    if (!bsc_utf8_valid(field, (size_t)(nul - field)))
         die("a fail_info text is not valid UTF-8");
 }
 
@@ -139,7 +139,7 @@ static void check_frames(struct run *r, size_t from)
         } else {
             if (!is_json_object(payload))
                 die("a frame payload is not a JSON object");
-            if (r->strict_utf8 && !utf8_valid(payload.p, payload.len))
+            if (r->strict_utf8 && !bsc_utf8_valid(payload.p, payload.len))
                 die("a frame payload is not valid UTF-8");
         }
         p = lf + 2;
@@ -278,7 +278,7 @@ static void run_map(const struct prov_call *call, const struct prov_ops *ops, st
     } else if (err == BSC_OK) {
         if (out.len && !is_json_object(bsc_buf_str(&out)))
             die("map_response wrote something that is not a JSON object");
-        if (out.len && strict_utf8 && !utf8_valid(out.p, out.len))
+        if (out.len && strict_utf8 && !bsc_utf8_valid(out.p, out.len))
             die("map_response wrote invalid UTF-8");
     } else if (err != BSC_ELIMIT && err != BSC_ENOMEM) {
         die("map_response returned an undocumented error");
@@ -370,7 +370,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         !ops->map_response || !ops->classify)
         die("an adapter misses a hook");
     body = bsc_str_make((const char *)data + 3, size - 3);
-    valid = utf8_valid(body.p, body.len);
+    valid = bsc_utf8_valid(body.p, body.len);
     translating = kind == CFG_PROV_ANTHROPIC || kind == CFG_PROV_GEMINI;
     out_max = flags & 0x40 ? OUT_SMALL : OUT_BIG;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz-sources: src/stream/utf8.c */
 /* fuzz_utf8.c -- libFuzzer target for the UTF-8 helpers. Checks, aborting when one breaks:
- *   - utf8_valid() agrees with a reference decoder written differently (code point arithmetic
+ *   - bsc_utf8_valid() agrees with a reference decoder written differently (code point arithmetic
  *     and range checks instead of per-lead second-byte ranges);
  *   - utf8_sanitize() output is valid, equals the input exactly when the input is valid, and
  *     sanitizing it again changes nothing;
@@ -84,7 +84,7 @@ static void carry_run(const uint8_t *data, size_t size, const size_t *cuts, size
 
         if (utf8_carry_feed(&c, &out, (const char *)data + from, to - from))
             die("carry feed failed within its bound");
-        if (!utf8_valid(out.p ? out.p + before : "", out.len - before))
+        if (!bsc_utf8_valid(out.p ? out.p + before : "", out.len - before))
             die("a feed emitted a partial character");
         if (c.len > 3)
             die("carry holds more than 3 bytes");
@@ -103,11 +103,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *p = size ? (const char *)data : "";
     struct bsc_buf clean, twice;
-    bool valid = utf8_valid(p, size);
+    bool valid = bsc_utf8_valid(p, size);
     size_t n = utf8_complete_prefix(p, size);
 
     if (valid != ref_valid(data, size))
-        die("utf8_valid disagrees with the reference decoder");
+        die("bsc_utf8_valid disagrees with the reference decoder");
     if (n > size || size - n > 3)
         die("complete prefix holds back too much");
     if (n < size && (data[n] < 0xc2 || data[n] > 0xf4))
@@ -119,7 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bsc_buf_init(&clean, 3 * size + 16);
     if (utf8_sanitize(&clean, p, size))
         die("sanitize failed within its bound");
-    if (!utf8_valid(clean.p ? clean.p : "", clean.len))
+    if (!bsc_utf8_valid(clean.p ? clean.p : "", clean.len))
         die("sanitize output is not valid");
     if (valid && (clean.len != size || (size && memcmp(clean.p, data, size) != 0)))
         die("sanitize changed valid input");

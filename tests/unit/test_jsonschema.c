@@ -379,7 +379,7 @@ static void test_long_pointer(void **state)
     assert_true(strlen(e.pointer) < sizeof(e.pointer));
     assert_int_equal(e.pointer[0], '/');
     assert_string_equal(e.pointer + strlen(e.pointer) - 3, "...");
-    assert_true(js__utf8_valid(e.pointer, strlen(e.pointer)));
+    assert_true(bsc_utf8_valid(e.pointer, strlen(e.pointer)));
     js_free(s);
     bsc_buf_cleanup(&b);
 }

@@ -1051,7 +1051,7 @@ static void collect_text(const struct bsc_buf *out, struct bsc_buf *text, bool a
                     : NULL;
         }
         if (v && json_object_get_string_len(v)) {
-            if (!utf8_valid(json_object_get_string(v), (size_t)json_object_get_string_len(v)))
+            if (!bsc_utf8_valid(json_object_get_string(v), (size_t)json_object_get_string_len(v)))
                 fail_msg("frame %zu splits a character: %s", i, frames[i]);
             bsc_buf_append(text, json_object_get_string(v), (size_t)json_object_get_string_len(v));
         }

@@ -1083,7 +1083,7 @@ static void collect_content(struct bsc_str out, struct bsc_buf *text, size_t *fr
             c = gem_get(gem_get(json_object_array_get_idx(gem_get(o, "choices"), 0), "delta"),
                         "content");
             if (c && json_object_is_type(c, json_type_string)) {
-                assert_true(utf8_valid(json_object_get_string(c),
+                assert_true(bsc_utf8_valid(json_object_get_string(c),
                                        (size_t)json_object_get_string_len(c)));
                 assert_int_equal(bsc_buf_append(text, json_object_get_string(c),
                                                 (size_t)json_object_get_string_len(c)),

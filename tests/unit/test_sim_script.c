@@ -653,7 +653,7 @@ static void check_piece(struct bsc_str piece)
 {
     size_t chars = 0;
 
-    assert_true(sim_utf8_valid(piece));
+    assert_true(bsc_utf8_valid(piece.p, piece.len));
     for (size_t off = 0; off < piece.len; chars++)
         off += sim_utf8_char_len(bsc_str_make(piece.p + off, piece.len - off));
     assert_in_range(chars, 1, 4);

@@ -106,7 +106,7 @@ static void test_every_code_point(void **state)
         size_t n = encode(cp, s);
         bool scalar = cp <= 0x10ffff && (cp < 0xd800 || cp > 0xdfff);
 
-        if (utf8_valid(s, n) != scalar)
+        if (bsc_utf8_valid(s, n) != scalar)
             fail_msg("U+%04X: valid=%d", (unsigned)cp, !scalar);
         if (utf8_complete_prefix(s, n) != n)
             fail_msg("U+%04X: whole char held back", (unsigned)cp);
@@ -128,11 +128,11 @@ static void test_every_two_bytes(void **state)
         bool want = (a < 0x80 && b < 0x80) || (a >= 0xc2 && a <= 0xdf && b >= 0x80 && b <= 0xbf);
         struct bsc_buf out;
 
-        if (utf8_valid(s, 2) != want)
+        if (bsc_utf8_valid(s, 2) != want)
             fail_msg("%02x %02x: valid=%d", a, b, !want);
         bsc_buf_init(&out, 64);
         assert_int_equal(utf8_sanitize(&out, s, 2), BSC_OK);
-        assert_true(utf8_valid(out.p, out.len));
+        assert_true(bsc_utf8_valid(out.p, out.len));
         if (want)
             assert_memory_equal(out.p, s, 2);
         else
@@ -195,8 +195,8 @@ static void test_sanitize_table(void **state)
         if (out.len != cases[i].want.len ||
             (out.len && memcmp(out.p, cases[i].want.p, out.len) != 0))
             fail_msg("case %zu: got %zu bytes, want %zu", i, out.len, cases[i].want.len);
-        assert_true(utf8_valid(out.p ? out.p : "", out.len));
-        assert_int_equal(utf8_valid(cases[i].in.p, cases[i].in.len),
+        assert_true(bsc_utf8_valid(out.p ? out.p : "", out.len));
+        assert_int_equal(bsc_utf8_valid(cases[i].in.p, cases[i].in.len),
                          out.len == cases[i].in.len &&
                              (out.len == 0 || memcmp(out.p, cases[i].in.p, out.len) == 0));
         bsc_buf_cleanup(&out);
@@ -235,7 +235,7 @@ static void carry_run(struct bytes in, const size_t *cuts, size_t ncuts, struct 
         size_t to = i < ncuts ? cuts[i] : in.len, before = out->len;
 
         assert_int_equal(utf8_carry_feed(&c, out, in.p + from, to - from), BSC_OK);
-        assert_true(utf8_valid(out->p ? out->p + before : "", out->len - before));
+        assert_true(bsc_utf8_valid(out->p ? out->p + before : "", out->len - before));
         assert_true(c.len <= 3);
         from = to;
     }
@@ -289,7 +289,7 @@ static void test_carry_valid_splits(void **state)
     for (size_t i = 0; i < BSC_ARRAY_LEN(samples); i++) {
         struct bsc_buf got;
 
-        assert_true(utf8_valid(samples[i].p, samples[i].len));
+        assert_true(bsc_utf8_valid(samples[i].p, samples[i].len));
         check_carry_splits(samples[i]);
         /* Valid input reassembles exactly. */
         bsc_buf_init(&got, 4096);
