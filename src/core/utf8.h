@@ -8,30 +8,41 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* What the lead byte <b> (>= 0x80) asks for: the sequence length and the range of its second
+ * byte (E0, ED, F0 and F4 narrow it to rule out overlongs, surrogates and code points past
+ * U+10FFFF; every other continuation byte is 80..BF). False for a byte that cannot lead:
+ * a continuation byte, an overlong lead (C0, C1) or F5..FF. */
+static inline bool bsc_utf8_lead(unsigned char b, size_t *need, unsigned char *lo,
+                                 unsigned char *hi)
+{
+    *lo = 0x80;
+    *hi = 0xbf;
+    if (b < 0xc2 || b > 0xf4)
+        return false;
+    if (b < 0xe0) {
+        *need = 2;
+    } else if (b < 0xf0) {
+        *need = 3;
+        *lo = b == 0xe0 ? 0xa0 : 0x80;
+        *hi = b == 0xed ? 0x9f : 0xbf;
+    } else {
+        *need = 4;
+        *lo = b == 0xf0 ? 0x90 : 0x80;
+        *hi = b == 0xf4 ? 0x8f : 0xbf;
+    }
+    return true;
+}
+
 /* The length (1..4) of the well-formed sequence at <p>, of which <n> >= 1 bytes may be
- * read; 0 when it is ill-formed or cut short. The second byte's range depends on the lead
- * (E0, ED, F0 and F4 narrow it); every other continuation byte is 80..BF. */
+ * read; 0 when it is ill-formed or cut short. */
 static inline size_t bsc_utf8_seq_len(const unsigned char *p, size_t n)
 {
-    unsigned char b = p[0], lo = 0x80, hi = 0xbf;
+    unsigned char lo, hi;
     size_t need;
 
-    if (b < 0x80)
+    if (p[0] < 0x80)
         return 1;
-    if (b < 0xc2 || b > 0xf4)
-        return 0; /* a continuation byte, an overlong lead (C0, C1) or F5..FF */
-    if (b < 0xe0) {
-        need = 2;
-    } else if (b < 0xf0) {
-        need = 3;
-        lo = b == 0xe0 ? 0xa0 : 0x80;
-        hi = b == 0xed ? 0x9f : 0xbf;
-    } else {
-        need = 4;
-        lo = b == 0xf0 ? 0x90 : 0x80;
-        hi = b == 0xf4 ? 0x8f : 0xbf;
-    }
-    if (n < need || p[1] < lo || p[1] > hi)
+    if (!bsc_utf8_lead(p[0], &need, &lo, &hi) || n < need || p[1] < lo || p[1] > hi)
         return 0;
     for (size_t i = 2; i < need; i++)
         if (p[i] < 0x80 || p[i] > 0xbf)

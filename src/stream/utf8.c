@@ -23,29 +23,17 @@ struct step {
     size_t len;
 };
 
-/* Decodes the sequence at <s> (n >= 1). The second byte's range depends on the lead (E0, ED,
- * F0 and F4 narrow it to rule out overlongs, surrogates and code points past U+10FFFF); the
- * others are 80..BF. */
+/* Decodes the sequence at <s> (n >= 1), telling a sequence cut short by the end of the
+ * buffer (which the carry holds) from an ill-formed one (which is replaced). */
 static struct step step(const unsigned char *s, size_t n)
 {
-    unsigned char b = s[0], lo = 0x80, hi = 0xbf;
+    unsigned char lo, hi;
     size_t need;
 
-    if (b < 0x80)
+    if (s[0] < 0x80)
         return (struct step){STEP_OK, 1};
-    if (b < 0xc2 || b > 0xf4)
-        return (struct step){STEP_BAD, 1}; /* continuation, C0/C1 overlong lead, F5..FF */
-    if (b < 0xe0) {
-        need = 2;
-    } else if (b < 0xf0) {
-        need = 3;
-        lo = b == 0xe0 ? 0xa0 : 0x80;
-        hi = b == 0xed ? 0x9f : 0xbf;
-    } else {
-        need = 4;
-        lo = b == 0xf0 ? 0x90 : 0x80;
-        hi = b == 0xf4 ? 0x8f : 0xbf;
-    }
+    if (!bsc_utf8_lead(s[0], &need, &lo, &hi))
+        return (struct step){STEP_BAD, 1};
     for (size_t i = 1; i < need; i++) {
         if (i >= n)
             return (struct step){STEP_SHORT, i};
