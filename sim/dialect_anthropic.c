@@ -8,6 +8,7 @@
  * pairing, roles), so a gateway translation bug shows up as the 400 Anthropic would send.
  * Parsing and rendering only; see docs/internals/sim.md and provider-anthropic.md. */
 #include "dialect.h"
+#include "core/json_get.h"
 
 #include <stdarg.h>
 
@@ -79,13 +80,6 @@ static bool bad(struct sim_reject *rej, const char *fmt, ...)
     vsnprintf(rej->message, sizeof(rej->message), fmt, ap);
     va_end(ap);
     return false;
-}
-
-static struct json_object *member(struct json_object *o, const char *k)
-{
-    struct json_object *v = NULL;
-
-    return json_object_object_get_ex(o, k, &v) ? v : NULL;
 }
 
 static bool is(struct json_object *o, json_type t)
@@ -182,13 +176,13 @@ static bool check_block(struct json_object *b, size_t mi, size_t bi, bool assist
         if (assistant)
             return bad(rej, "%s: %.*s blocks are not allowed in assistant turns", where,
                        BSC_STR_FMT(type));
-        return check_source(member(b, "source"), where, rej);
+        return check_source(bsc_json_get(b, "source"), where, rej);
     }
     if (bsc_str_eq(type, BSC_STR("tool_use"))) {
         struct bsc_str id = sim_json_get_str(b, "id");
         if (!assistant)
             return bad(rej, "%s: tool_use blocks are only allowed in assistant turns", where);
-        if (!id.len || !sim_json_get_str(b, "name").len || !is(member(b, "input"),
+        if (!id.len || !sim_json_get_str(b, "name").len || !is(bsc_json_get(b, "input"),
                                                                 json_type_object))
             return bad(rej, "%s: tool_use needs id, name and an input object", where);
         if (ts->n_use_ids < ANT_MAX_IDS)
@@ -204,7 +198,7 @@ static bool check_block(struct json_object *b, size_t mi, size_t bi, bool assist
         if (ts->n_text)
             return bad(rej, "%s: tool_result blocks must come before other content", where);
         ts->n_result++;
-        return check_result_content(member(b, "content"), where, ts, rej);
+        return check_result_content(bsc_json_get(b, "content"), where, ts, rej);
     }
     if (assistant && (bsc_str_eq(type, BSC_STR("thinking")) ||
                       bsc_str_eq(type, BSC_STR("redacted_thinking"))))
@@ -260,7 +254,7 @@ static bool check_message(struct json_object *m, size_t mi, struct turn_scan *ts
                           struct sim_reject *rej)
 {
     struct bsc_str role = sim_json_get_str(m, "role");
-    struct json_object *c = member(m, "content");
+    struct json_object *c = bsc_json_get(m, "content");
     bool assistant = bsc_str_eq(role, BSC_STR("assistant"));
 
     if (!is(m, json_type_object))
@@ -304,7 +298,7 @@ static bool check_messages(struct json_object *msgs, size_t *bytes, struct sim_r
         if (!check_message(m, i, &cur, rej))
             return false;
         if ((prev.n_use_ids || cur.n_result) &&
-            !check_pairing(member(m, "content"), i, &prev, rej))
+            !check_pairing(bsc_json_get(m, "content"), i, &prev, rej))
             return false;
         *bytes += cur.text_bytes;
         prev = cur;
@@ -335,7 +329,7 @@ static bool check_system(struct json_object *sys, size_t *bytes, struct sim_reje
 static bool check_number(struct json_object *o, const char *key, double max,
                          struct sim_reject *rej)
 {
-    struct json_object *v = member(o, key);
+    struct json_object *v = bsc_json_get(o, key);
 
     if (!v)
         return true;
@@ -348,8 +342,8 @@ static bool check_number(struct json_object *o, const char *key, double max,
 
 static bool check_sampling(struct json_object *o, struct sim_call *call, struct sim_reject *rej)
 {
-    struct json_object *v = member(o, "max_tokens"), *stop = member(o, "stop_sequences");
-    struct json_object *meta = member(o, "metadata");
+    struct json_object *v = bsc_json_get(o, "max_tokens"), *stop = bsc_json_get(o, "stop_sequences");
+    struct json_object *meta = bsc_json_get(o, "metadata");
 
     if (!v)
         return bad(rej, "max_tokens: Field required");
@@ -357,7 +351,7 @@ static bool check_sampling(struct json_object *o, struct sim_call *call, struct 
         return bad(rej, "max_tokens: Input should be greater than or equal to 1");
     call->max_tokens = json_object_get_int64(v) > UINT32_MAX ? UINT32_MAX
                                                              : (uint32_t)json_object_get_int64(v);
-    if ((v = member(o, "stream")) && !is(v, json_type_boolean))
+    if ((v = bsc_json_get(o, "stream")) && !is(v, json_type_boolean))
         return bad(rej, "stream: Input should be a valid boolean");
     call->stream = v && json_object_get_boolean(v);
     if (!check_number(o, "temperature", 1.0, rej) || !check_number(o, "top_p", 1.0, rej))
@@ -396,9 +390,9 @@ static bool check_tools(struct json_object *tools, struct sim_reject *rej)
                             "'^[a-zA-Z0-9_-]{1,64}$'",
                        i);
         if ((!type.len || bsc_str_eq(type, BSC_STR("custom"))) &&
-            !is(member(t, "input_schema"), json_type_object))
+            !is(bsc_json_get(t, "input_schema"), json_type_object))
             return bad(rej, "tools.%zu.input_schema: Field required", i);
-        if (member(t, "parameters") || member(t, "function"))
+        if (bsc_json_get(t, "parameters") || bsc_json_get(t, "function"))
             return bad(rej, "tools.%zu: Extra inputs are not permitted", i);
     }
     return true;
@@ -414,9 +408,9 @@ static bool has_tool(struct json_object *tools, struct bsc_str name)
 
 static bool check_tool_choice(struct json_object *o, struct sim_reject *rej)
 {
-    struct json_object *tc = member(o, "tool_choice"), *tools = member(o, "tools");
+    struct json_object *tc = bsc_json_get(o, "tool_choice"), *tools = bsc_json_get(o, "tools");
     struct bsc_str type = sim_json_get_str(tc, "type"), name = sim_json_get_str(tc, "name");
-    struct json_object *dp = member(tc, "disable_parallel_tool_use");
+    struct json_object *dp = bsc_json_get(tc, "disable_parallel_tool_use");
 
     if (!tc)
         return true;
@@ -439,7 +433,7 @@ static bool check_tool_choice(struct json_object *o, struct sim_reject *rej)
  * capped. True when <m> has a tool_result block. */
 static bool user_text(struct json_object *m, struct bsc_buf *out)
 {
-    struct json_object *c = member(m, "content");
+    struct json_object *c = bsc_json_get(m, "content");
     bool results = false;
 
     if (is(c, json_type_string)) {
@@ -464,7 +458,7 @@ static bool user_text(struct json_object *m, struct bsc_buf *out)
 static const char *ant_pick_tool(struct json_object *o, struct json_object *last, bool *forced,
                              struct bsc_buf *text)
 {
-    struct json_object *tools = member(o, "tools"), *tc = member(o, "tool_choice");
+    struct json_object *tools = bsc_json_get(o, "tools"), *tc = bsc_json_get(o, "tool_choice");
     struct bsc_str type = sim_json_get_str(tc, "type");
     bool results;
 
@@ -486,12 +480,12 @@ static const char *ant_pick_tool(struct json_object *o, struct json_object *last
 /* The input_schema of the tool named <name> (borrowed), or NULL (server tools have none). */
 static struct json_object *ant_tool_schema(struct json_object *o, const char *name)
 {
-    struct json_object *tools = member(o, "tools");
+    struct json_object *tools = bsc_json_get(o, "tools");
 
     for (size_t i = 0; is(tools, json_type_array) && i < json_object_array_length(tools); i++) {
         struct json_object *t = json_object_array_get_idx(tools, i);
         if (bsc_str_eq(sim_json_get_str(t, "name"), bsc_str_cstr(name)))
-            return member(t, "input_schema");
+            return bsc_json_get(t, "input_schema");
     }
     return NULL;
 }
@@ -528,7 +522,7 @@ static bool parse_messages_call(struct json_object *o, const struct sim_in *in,
                                 struct sim_call *call, struct sim_reject *rej)
 {
     struct bsc_str model = sim_json_get_str(o, "model");
-    struct json_object *msgs = member(o, "messages");
+    struct json_object *msgs = bsc_json_get(o, "messages");
     size_t bytes = 0;
 
     if (model.len == 0 || model.len > 256 || memchr(model.p, '\0', model.len))
@@ -541,8 +535,8 @@ static bool parse_messages_call(struct json_object *o, const struct sim_in *in,
     if (!in->header(in->ctx, BSC_STR("anthropic-version")).len)
         return bad(rej, "anthropic-version: header is required");
     if (!check_fields(o, rej) || !check_sampling(o, call, rej) ||
-        !check_system(member(o, "system"), &bytes, rej) || !check_messages(msgs, &bytes, rej) ||
-        !check_tools(member(o, "tools"), rej) || !check_tool_choice(o, rej))
+        !check_system(bsc_json_get(o, "system"), &bytes, rej) || !check_messages(msgs, &bytes, rej) ||
+        !check_tools(bsc_json_get(o, "tools"), rej) || !check_tool_choice(o, rej))
         return false;
     call->prompt_tokens = sim_content_prompt_tokens(bytes, json_object_array_length(msgs));
     return parse_tool_call(o, json_object_array_get_idx(msgs, json_object_array_length(msgs) - 1),

@@ -7,6 +7,7 @@
  * does not search for instances of `not`, overlapping oneOf branches or conditionals.
  * See docs/internals/sim.md. */
 #include "schema_gen.h"
+#include "core/json_get.h"
 
 #include <limits.h>
 #include <math.h>
@@ -40,16 +41,6 @@ static enum bsc_err gen_value(struct gen *g, struct json_object *s, const char *
 
 /* ---- json-c helpers ---- */
 
-/* Member <key> of <o>, NULL when absent, JSON null, or <o> is not an object. */
-static struct json_object *member(struct json_object *o, const char *key)
-{
-    struct json_object *v = NULL;
-
-    if (!o || !json_object_is_type(o, json_type_object))
-        return NULL;
-    return json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
 static bool has(struct json_object *o, const char *key)
 {
     return o && json_object_is_type(o, json_type_object) &&
@@ -64,7 +55,7 @@ static bool is_number(struct json_object *v)
 /* A non-negative integer member (minItems, maxLength, ...), else <dflt>. */
 static size_t count_of(struct json_object *o, const char *key, size_t dflt)
 {
-    struct json_object *v = member(o, key);
+    struct json_object *v = bsc_json_get(o, key);
     double d;
 
     if (json_object_is_type(v, json_type_string)) { /* Gemini's int64 fields: "minItems": "2" */
@@ -195,7 +186,7 @@ static struct json_object *merge_properties(struct json_object *a, struct json_o
     }
     json_object_object_foreach(b, kb, vb)
     {
-        cur = member(o, kb);
+        cur = bsc_json_get(o, kb);
         json_object_object_add(o, kb, cur ? both(cur, vb) : json_object_get(vb));
     }
     return o;
@@ -341,12 +332,12 @@ static struct json_object *without(struct json_object *s, const char *skip)
 /* A branch that only allows null: {"type":"null"}, {"const":null}, {"enum":[null]}. */
 static bool null_only(struct json_object *b)
 {
-    struct json_object *t = member(b, "type"), *e = member(b, "enum");
+    struct json_object *t = bsc_json_get(b, "type"), *e = bsc_json_get(b, "enum");
 
     if (t && json_object_is_type(t, json_type_string))
         return strcasecmp(json_object_get_string(t), "null") == 0;
     if (has(b, "const"))
-        return member(b, "const") == NULL;
+        return bsc_json_get(b, "const") == NULL;
     return e && json_object_is_type(e, json_type_array) && json_object_array_length(e) == 1 &&
            json_object_array_get_idx(e, 0) == NULL;
 }
@@ -387,19 +378,19 @@ static struct json_object *merge_with(struct gen *g, struct json_object *rest,
 static struct json_object *expand(struct gen *g, struct json_object *cur, unsigned *hops,
                                   bool *oom)
 {
-    struct json_object *ref = member(cur, "$ref"), *list, *next = NULL;
+    struct json_object *ref = bsc_json_get(cur, "$ref"), *list, *next = NULL;
 
     *oom = false;
     if (ref && json_object_is_type(ref, json_type_string)) {
         next = merge_with(g, without(cur, "$ref"),
                           resolve_ref(g->root, json_object_get_string(ref)), hops);
-    } else if ((list = member(cur, "allOf")) && json_object_is_type(list, json_type_array)) {
+    } else if ((list = bsc_json_get(cur, "allOf")) && json_object_is_type(list, json_type_array)) {
         next = without(cur, "allOf");
         for (size_t i = 0; next && i < json_object_array_length(list); i++)
             next = merge_with(g, next, json_object_array_get_idx(list, i), hops);
     } else {
         const char *key = has(cur, "anyOf") ? "anyOf" : has(cur, "oneOf") ? "oneOf" : NULL;
-        list = key ? member(cur, key) : NULL;
+        list = key ? bsc_json_get(cur, key) : NULL;
         if (!list || !json_object_is_type(list, json_type_array))
             return NULL;
         next = merge_with(g, without(cur, key), pick_branch(list, g->deep), hops);
@@ -473,7 +464,7 @@ static enum gen_type type_inferred(struct json_object *f)
  * inferred. */
 static enum gen_type pick_type(struct json_object *f, bool deep)
 {
-    struct json_object *t = member(f, "type");
+    struct json_object *t = bsc_json_get(f, "type");
     enum gen_type first = GT_ANY;
     bool saw_null = false;
 
@@ -637,8 +628,8 @@ static struct js_schema *string_check(struct json_object *f)
         return NULL;
     json_object_object_add(o, "type", json_object_new_string("string"));
     for (size_t i = 0; i < BSC_ARRAY_LEN(keys); i++)
-        if (member(f, keys[i]))
-            json_object_object_add(o, keys[i], json_object_get(member(f, keys[i])));
+        if (bsc_json_get(f, keys[i]))
+            json_object_object_add(o, keys[i], json_object_get(bsc_json_get(f, keys[i])));
     if (js_compile(o, &s, NULL, 0) != BSC_OK)
         s = NULL;
     json_object_put(o);
@@ -660,8 +651,8 @@ static bool passes(const struct js_schema *check, struct bsc_str text)
 static bool checked_text(struct json_object *f, unsigned variant, const struct js_schema *check,
                          struct bsc_buf *out)
 {
-    struct json_object *pat = member(f, "pattern"), *fmt = member(f, "format");
-    struct json_object *ex = member(f, "examples"), *dflt = member(f, "default");
+    struct json_object *pat = bsc_json_get(f, "pattern"), *fmt = bsc_json_get(f, "format");
+    struct json_object *ex = bsc_json_get(f, "examples"), *dflt = bsc_json_get(f, "default");
 
     if (fmt && json_object_is_type(fmt, json_type_string) &&
         format_sample(json_object_get_string(fmt), variant, out) == BSC_OK &&
@@ -731,16 +722,16 @@ static struct bounds bounds_of(struct json_object *f)
     struct bounds b = {0};
     struct json_object *v;
 
-    if (is_number(v = member(f, "minimum")))
+    if (is_number(v = bsc_json_get(f, "minimum")))
         b.has_lo = true, b.lo = json_object_get_double(v);
-    if (is_number(v = member(f, "exclusiveMinimum")) &&
+    if (is_number(v = bsc_json_get(f, "exclusiveMinimum")) &&
         (!b.has_lo || json_object_get_double(v) >= b.lo))
         b.has_lo = b.lo_excl = true, b.lo = json_object_get_double(v);
     else if (json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v))
         b.lo_excl = b.has_lo; /* draft-04 form */
-    if (is_number(v = member(f, "maximum")))
+    if (is_number(v = bsc_json_get(f, "maximum")))
         b.has_hi = true, b.hi = json_object_get_double(v);
-    if (is_number(v = member(f, "exclusiveMaximum")) &&
+    if (is_number(v = bsc_json_get(f, "exclusiveMaximum")) &&
         (!b.has_hi || json_object_get_double(v) <= b.hi))
         b.has_hi = b.hi_excl = true, b.hi = json_object_get_double(v);
     else if (json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v))
@@ -802,7 +793,7 @@ static enum bsc_err gen_number(struct json_object *f, unsigned variant, bool int
                                struct json_object **out)
 {
     struct bounds b = bounds_of(f);
-    struct json_object *mv = member(f, "multipleOf");
+    struct json_object *mv = bsc_json_get(f, "multipleOf");
     double m = is_number(mv) ? json_object_get_double(mv) : 0;
     double x = clamp(&b, 1.0, integer), next;
     char text[64];
@@ -832,11 +823,11 @@ static enum bsc_err gen_number(struct json_object *f, unsigned variant, bool int
 /* The schema of member <key>: its property, else additionalProperties, else anything. */
 static struct json_object *member_schema(struct json_object *f, const char *key)
 {
-    struct json_object *props = member(f, "properties"), *v;
+    struct json_object *props = bsc_json_get(f, "properties"), *v;
 
     if (has(props, key))
-        return member(props, key);
-    v = member(f, "additionalProperties");
+        return bsc_json_get(props, key);
+    v = bsc_json_get(f, "additionalProperties");
     return v && !json_object_is_type(v, json_type_boolean) ? v : NULL;
 }
 
@@ -863,7 +854,7 @@ static enum bsc_err add_member(struct gen *g, struct json_object *obj, const cha
 /* The first declared property not in <obj> whose schema is not false, or NULL. */
 static const char *next_declared(struct json_object *f, struct json_object *obj)
 {
-    struct json_object *props = member(f, "properties");
+    struct json_object *props = bsc_json_get(f, "properties");
 
     if (!props || !json_object_is_type(props, json_type_object))
         return NULL;
@@ -878,7 +869,7 @@ static const char *next_declared(struct json_object *f, struct json_object *obj)
 static enum bsc_err fill_object(struct gen *g, struct json_object *f, struct json_object *obj,
                                 unsigned depth, unsigned variant)
 {
-    struct json_object *req = member(f, "required"), *addl = member(f, "additionalProperties");
+    struct json_object *req = bsc_json_get(f, "required"), *addl = bsc_json_get(f, "additionalProperties");
     size_t minp = count_of(f, "minProperties", 0), maxp = count_of(f, "maxProperties", SIZE_MAX);
     enum bsc_err err = BSC_OK;
     const char *key;
@@ -931,10 +922,10 @@ static enum bsc_err gen_object(struct gen *g, struct json_object *f, unsigned de
 static enum bsc_err gen_array(struct gen *g, struct json_object *f, const char *name,
                               unsigned depth, struct json_object **out)
 {
-    struct json_object *prefix = member(f, "prefixItems"), *items = member(f, "items");
+    struct json_object *prefix = bsc_json_get(f, "prefixItems"), *items = bsc_json_get(f, "items");
     size_t n_prefix, want = count_of(f, "minItems", 0), max = count_of(f, "maxItems", SIZE_MAX);
-    bool unique = json_object_is_type(member(f, "uniqueItems"), json_type_boolean) &&
-                  json_object_get_boolean(member(f, "uniqueItems"));
+    bool unique = json_object_is_type(bsc_json_get(f, "uniqueItems"), json_type_boolean) &&
+                  json_object_get_boolean(bsc_json_get(f, "uniqueItems"));
     size_t variant;
     enum bsc_err err = BSC_OK;
 
@@ -986,10 +977,10 @@ static enum bsc_err gen_array(struct gen *g, struct json_object *f, const char *
 static enum bsc_err gen_flat(struct gen *g, struct json_object *f, const char *name,
                              unsigned depth, unsigned variant, struct json_object **out)
 {
-    struct json_object *e = member(f, "enum");
+    struct json_object *e = bsc_json_get(f, "enum");
 
     if (has(f, "const"))
-        return copy_value(member(f, "const"), out);
+        return copy_value(bsc_json_get(f, "const"), out);
     if (e && json_object_is_type(e, json_type_array) && json_object_array_length(e) > 0)
         return copy_value(json_object_array_get_idx(e, variant % json_object_array_length(e)),
                           out);

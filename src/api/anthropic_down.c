@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/anthropic.h"
+#include "core/json_get.h"
 #include "providers/provider.h"
 
 #define ANTH_MAX_TOOLS 128 /* tool calls in one streamed answer (OpenAI index 0..127) */
@@ -89,18 +90,9 @@ static void ev_end(struct jw *w)
 
 /* ---- reading the OpenAI side (never trusted: every type is checked) ---- */
 
-static struct json_object *get(struct json_object *o, const char *key)
-{
-    struct json_object *v = NULL;
-
-    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-        return NULL;
-    return v;
-}
-
 static struct bsc_str get_str(struct json_object *o, const char *key)
 {
-    struct json_object *v = get(o, key);
+    struct json_object *v = bsc_json_get(o, key);
 
     if (!v || !json_object_is_type(v, json_type_string))
         return BSC_STR_NULL;
@@ -110,7 +102,7 @@ static struct bsc_str get_str(struct json_object *o, const char *key)
 /* A non-negative integer member, or -1. */
 static int64_t get_count(struct json_object *o, const char *key)
 {
-    struct json_object *v = get(o, key);
+    struct json_object *v = bsc_json_get(o, key);
     int64_t n;
 
     if (!v || !json_object_is_type(v, json_type_int))
@@ -122,7 +114,7 @@ static int64_t get_count(struct json_object *o, const char *key)
 /* The choice with index 0 (or the first when none says its index), or NULL. */
 static struct json_object *first_choice(struct json_object *root)
 {
-    struct json_object *choices = get(root, "choices");
+    struct json_object *choices = bsc_json_get(root, "choices");
     size_t n;
 
     if (!choices || !json_object_is_type(choices, json_type_array))
@@ -187,7 +179,7 @@ static void usage_read(struct json_object *u, struct anth_usage *out)
     out->seen = true;
     out->prompt = get_count(u, "prompt_tokens");
     out->completion = get_count(u, "completion_tokens");
-    out->cached = get_count(get(u, "prompt_tokens_details"), "cached_tokens");
+    out->cached = get_count(bsc_json_get(u, "prompt_tokens_details"), "cached_tokens");
     if (out->prompt < 0)
         out->prompt = 0;
     if (out->completion < 0)
@@ -407,7 +399,7 @@ static size_t put_tool_blocks(struct jw *w, struct json_object *calls, const cha
         return 0;
     for (size_t i = 0; i < json_object_array_length(calls); i++) {
         struct json_object *call = json_object_array_get_idx(calls, i);
-        struct json_object *fn = get(call, "function");
+        struct json_object *fn = bsc_json_get(call, "function");
         if (!fn)
             continue;
         jw_lit(w, *comma ? ",{\"type\":\"tool_use\",\"id\":" : "{\"type\":\"tool_use\",\"id\":");
@@ -415,7 +407,7 @@ static size_t put_tool_blocks(struct jw *w, struct json_object *calls, const cha
         jw_lit(w, ",\"name\":");
         jw_str(w, get_str(fn, "name"));
         jw_lit(w, ",\"input\":");
-        put_tool_input(w, get(fn, "arguments"));
+        put_tool_input(w, bsc_json_get(fn, "arguments"));
         jw_lit(w, "}");
         *comma = true;
         n++;
@@ -438,10 +430,10 @@ static enum bsc_err map_response(struct bsc_str openai_json, const struct down_c
         return BSC_EPARSE;
     }
     choice = first_choice(root);
-    msg = get(choice, "message");
+    msg = bsc_json_get(choice, "message");
     refusal = get_str(msg, "refusal");
     stop = matched_stop(choice);
-    usage_read(get(root, "usage"), &usage);
+    usage_read(bsc_json_get(root, "usage"), &usage);
 
     jw_begin(&w, out);
     jw_lit(&w, "{\"id\":");
@@ -449,14 +441,14 @@ static enum bsc_err map_response(struct bsc_str openai_json, const struct down_c
     jw_lit(&w, ",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
     jw_str(&w, bsc_str_cstr(ctx->model ? ctx->model : ""));
     jw_lit(&w, ",\"content\":[");
-    put_text_blocks(&w, get(msg, "content"), &comma);
+    put_text_blocks(&w, bsc_json_get(msg, "content"), &comma);
     if (refusal.len) {
         jw_lit(&w, comma ? ",{\"type\":\"text\",\"text\":" : "{\"type\":\"text\",\"text\":");
         jw_str(&w, refusal);
         jw_lit(&w, "}");
         comma = true;
     }
-    n_tools = put_tool_blocks(&w, get(msg, "tool_calls"), ctx->request_id, &comma);
+    n_tools = put_tool_blocks(&w, bsc_json_get(msg, "tool_calls"), ctx->request_id, &comma);
     jw_lit(&w, "],\"stop_reason\":\"");
     jw_lit(&w, stop_reason(get_str(choice, "finish_reason"), n_tools > 0, refusal.len > 0,
                            stop.len > 0));
@@ -581,7 +573,7 @@ static void put_text(struct jw *w, struct anth_stream *st, struct bsc_str text)
  * continues the latest. Returns false when out of range. */
 static bool tool_index(struct anth_stream *st, struct json_object *tc, unsigned *k)
 {
-    struct json_object *v = get(tc, "index");
+    struct json_object *v = bsc_json_get(tc, "index");
     int64_t i;
 
     if (v && json_object_is_type(v, json_type_int))
@@ -602,7 +594,7 @@ static bool tool_index(struct anth_stream *st, struct json_object *tc, unsigned 
  * not do) still goes to that block's index: nothing is dropped, the SDKs accept it. */
 static void put_tool_fragment(struct jw *w, struct anth_stream *st, struct json_object *tc)
 {
-    struct json_object *fn = get(tc, "function"), *args;
+    struct json_object *fn = bsc_json_get(tc, "function"), *args;
     struct bsc_str piece = BSC_STR_NULL;
     unsigned k, index;
 
@@ -624,7 +616,7 @@ static void put_tool_fragment(struct jw *w, struct anth_stream *st, struct json_
         ev_end(w);
     }
     index = st->tool_block[k] - 1;
-    args = get(fn, "arguments");
+    args = bsc_json_get(fn, "arguments");
     if (args && json_object_is_type(args, json_type_string))
         piece =
             bsc_str_make(json_object_get_string(args), (size_t)json_object_get_string_len(args));
@@ -641,7 +633,7 @@ static void put_tool_fragment(struct jw *w, struct anth_stream *st, struct json_
 
 static void put_choice(struct jw *w, struct anth_stream *st, struct json_object *choice)
 {
-    struct json_object *delta = get(choice, "delta"), *calls = get(delta, "tool_calls");
+    struct json_object *delta = bsc_json_get(choice, "delta"), *calls = bsc_json_get(delta, "tool_calls");
     struct bsc_str text = get_str(delta, "content"), refusal = get_str(delta, "refusal");
     struct bsc_str finish = get_str(choice, "finish_reason"), stop = matched_stop(choice);
 
@@ -699,11 +691,11 @@ static enum bsc_err stream_chunk(void *vst, struct bsc_str chunk_json, struct bs
         return BSC_EPARSE;
     }
     jw_begin(&w, out);
-    err = get(root, "error");
+    err = bsc_json_get(root, "error");
     if (err && json_object_is_type(err, json_type_object)) {
         put_inband_error(&w, st, err);
     } else {
-        usage_read(get(root, "usage"), &st->usage);
+        usage_read(bsc_json_get(root, "usage"), &st->usage);
         if (!st->started)
             put_message_start(&w, st, get_str(root, "id"));
         put_choice(&w, st, first_choice(root));

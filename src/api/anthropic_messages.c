@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api/anthropic.h"
+#include "core/json_get.h"
 #include "api/internal.h"
 #include "core/buf.h"
 #include "router/request.h"
@@ -77,15 +78,6 @@ static bool push(struct xl *x, struct json_object *arr, struct json_object *val)
     return true;
 }
 
-static struct json_object *member(struct json_object *o, const char *key)
-{
-    struct json_object *v = NULL;
-
-    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-        return NULL;
-    return v;
-}
-
 static bool is(struct json_object *v, enum json_type t)
 {
     return v && json_object_is_type(v, t);
@@ -142,7 +134,7 @@ static bool block_type(struct xl *x, struct json_object *b, const char *where, s
     *type = BSC_STR_NULL;
     if (!is(b, json_type_object))
         return fail(x, "%s: each content block must be an object", where);
-    *type = str_of(member(b, "type"));
+    *type = str_of(bsc_json_get(b, "type"));
     if (!type->len)
         return fail(x, "%s.type: field required", where);
     return true;
@@ -156,7 +148,7 @@ static bool type_is(struct bsc_str type, const char *lit)
 /* A text block's "text", which must be a string. */
 static bool block_text(struct xl *x, struct json_object *b, const char *where, struct bsc_str *text)
 {
-    struct json_object *t = member(b, "text");
+    struct json_object *t = bsc_json_get(b, "text");
 
     if (!is(t, json_type_string))
         return fail(x, "%s.text: must be a string", where);
@@ -193,8 +185,8 @@ static void content_path(char *at, size_t len, const char *where)
  * a data: URL, a url source stays a URL. NULL with x->err set on failure. */
 static struct json_object *xl_image(struct xl *x, struct json_object *b, const char *where)
 {
-    struct json_object *src = member(b, "source"), *part, *iu;
-    struct bsc_str stype = str_of(member(src, "type")), media, data, url;
+    struct json_object *src = bsc_json_get(b, "source"), *part, *iu;
+    struct bsc_str stype = str_of(bsc_json_get(src, "type")), media, data, url;
     struct bsc_buf u;
 
     if (!is(src, json_type_object)) {
@@ -203,8 +195,8 @@ static struct json_object *xl_image(struct xl *x, struct json_object *b, const c
     }
     bsc_buf_init(&u, ANTH_TEXT_MAX);
     if (type_is(stype, "base64")) {
-        media = str_of(member(src, "media_type"));
-        data = str_of(member(src, "data"));
+        media = str_of(bsc_json_get(src, "media_type"));
+        data = str_of(bsc_json_get(src, "data"));
         if (!media.len || !data.len) {
             fail(x, "%s.source: a base64 source needs media_type and data", where);
             return NULL;
@@ -216,7 +208,7 @@ static struct json_object *xl_image(struct xl *x, struct json_object *b, const c
         }
         url = bsc_buf_str(&u);
     } else if (type_is(stype, "url")) {
-        url = str_of(member(src, "url"));
+        url = str_of(bsc_json_get(src, "url"));
         if (!url.len) {
             fail(x, "%s.source.url: field required", where);
             return NULL;
@@ -300,8 +292,8 @@ static bool join_text(struct xl *x, struct json_object *blocks, const char *wher
 static bool xl_tool_result(struct xl *x, struct json_object *b, const char *where,
                            struct json_object *msgs, struct json_object *parts)
 {
-    struct json_object *content = member(b, "content"), *err = member(b, "is_error"), *m;
-    struct bsc_str id = str_of(member(b, "tool_use_id"));
+    struct json_object *content = bsc_json_get(b, "content"), *err = bsc_json_get(b, "is_error"), *m;
+    struct bsc_str id = str_of(bsc_json_get(b, "tool_use_id"));
     char at[ANTH_WHERE];
     struct bsc_buf text, inner;
     bool ok = true;
@@ -357,7 +349,7 @@ static bool xl_user(struct xl *x, struct json_object *blocks, const char *where,
         if (!block_type(x, b, at, &type))
             ok = false;
         else if (type_is(type, "text"))
-            ok = block_text(x, b, at, &text) && push(x, parts, text_part(x, member(b, "text")));
+            ok = block_text(x, b, at, &text) && push(x, parts, text_part(x, bsc_json_get(b, "text")));
         else if (type_is(type, "image"))
             ok = push(x, parts, xl_image(x, b, at));
         else if (type_is(type, "tool_result"))
@@ -372,8 +364,8 @@ static bool xl_user(struct xl *x, struct json_object *blocks, const char *where,
     }
     if (ok && json_object_array_length(parts) > 0) {
         struct json_object *only = json_object_array_get_idx(parts, 0);
-        if (json_object_array_length(parts) == 1 && type_is(str_of(member(only, "type")), "text"))
-            content = json_object_get(member(only, "text"));
+        if (json_object_array_length(parts) == 1 && type_is(str_of(bsc_json_get(only, "type")), "text"))
+            content = json_object_get(bsc_json_get(only, "text"));
         else
             content = json_object_get(parts);
         ok = push(x, msgs, msg_new(x, "user", content, false));
@@ -387,8 +379,8 @@ static bool xl_user(struct xl *x, struct json_object *blocks, const char *where,
 static bool xl_tool_call(struct xl *x, struct json_object *b, const char *where,
                          struct json_object *calls)
 {
-    struct json_object *input = member(b, "input"), *call, *fn;
-    struct bsc_str id = str_of(member(b, "id")), name = str_of(member(b, "name"));
+    struct json_object *input = bsc_json_get(b, "input"), *call, *fn;
+    struct bsc_str id = str_of(bsc_json_get(b, "id")), name = str_of(bsc_json_get(b, "name"));
     const char *args = "{}";
 
     if (!id.len)
@@ -476,7 +468,7 @@ static bool xl_assistant(struct xl *x, struct json_object *blocks, const char *w
 /* Top-level "system": a string or text blocks -> one leading system message. */
 static bool xl_system(struct xl *x, struct json_object *areq, struct json_object *msgs)
 {
-    struct json_object *sys = member(areq, "system");
+    struct json_object *sys = bsc_json_get(areq, "system");
     struct bsc_buf text;
     bool ok;
 
@@ -499,7 +491,7 @@ static bool xl_system(struct xl *x, struct json_object *areq, struct json_object
 
 static bool xl_messages(struct xl *x, struct json_object *areq, struct json_object *msgs)
 {
-    struct json_object *arr = member(areq, "messages");
+    struct json_object *arr = bsc_json_get(areq, "messages");
     char at[ANTH_WHERE];
 
     if (!is(arr, json_type_array) || json_object_array_length(arr) == 0)
@@ -511,8 +503,8 @@ static bool xl_messages(struct xl *x, struct json_object *areq, struct json_obje
 
         if (!is(m, json_type_object))
             return fail(x, "messages.%zu: must be an object", i);
-        role = str_of(member(m, "role"));
-        content = member(m, "content");
+        role = str_of(bsc_json_get(m, "role"));
+        content = bsc_json_get(m, "content");
         user = type_is(role, "user");
         if (!user && !type_is(role, "assistant"))
             return fail(x, "messages.%zu.role: must be 'user' or 'assistant'", i);
@@ -537,7 +529,7 @@ static bool xl_messages(struct xl *x, struct json_object *areq, struct json_obje
 static bool xl_tools(struct xl *x, struct json_object *areq, struct json_object *oreq,
                      bool *has_tools)
 {
-    struct json_object *tools = member(areq, "tools"), *out;
+    struct json_object *tools = bsc_json_get(areq, "tools"), *out;
 
     *has_tools = false;
     if (!given(tools))
@@ -551,8 +543,8 @@ static bool xl_tools(struct xl *x, struct json_object *areq, struct json_object 
         return oom(x);
     for (size_t i = 0; i < json_object_array_length(tools); i++) {
         struct json_object *t = json_object_array_get_idx(tools, i), *schema, *fn, *tool;
-        struct bsc_str type = str_of(member(t, "type")), name = str_of(member(t, "name"));
-        struct json_object *desc = member(t, "description");
+        struct bsc_str type = str_of(bsc_json_get(t, "type")), name = str_of(bsc_json_get(t, "name"));
+        struct json_object *desc = bsc_json_get(t, "description");
 
         if (!is(t, json_type_object))
             return fail(x, "tools.%zu: must be an object", i);
@@ -563,7 +555,7 @@ static bool xl_tools(struct xl *x, struct json_object *areq, struct json_object 
             return fail(x, "tools.%zu.name: field required (a string)", i);
         if (given(desc) && !is(desc, json_type_string))
             return fail(x, "tools.%zu.description: must be a string", i);
-        schema = member(t, "input_schema");
+        schema = bsc_json_get(t, "input_schema");
         if (given(schema) && !is(schema, json_type_object))
             return fail(x, "tools.%zu.input_schema: must be an object", i);
         fn = json_object_new_object();
@@ -595,15 +587,15 @@ static bool xl_tools(struct xl *x, struct json_object *areq, struct json_object 
 static bool xl_tool_choice(struct xl *x, struct json_object *areq, struct json_object *oreq,
                            bool has_tools)
 {
-    struct json_object *tc = member(areq, "tool_choice"), *dp, *named, *fn;
+    struct json_object *tc = bsc_json_get(areq, "tool_choice"), *dp, *named, *fn;
     struct bsc_str type, name;
 
     if (!given(tc))
         return true;
     if (!is(tc, json_type_object))
         return fail(x, "tool_choice: must be an object");
-    type = str_of(member(tc, "type"));
-    dp = member(tc, "disable_parallel_tool_use");
+    type = str_of(bsc_json_get(tc, "type"));
+    dp = bsc_json_get(tc, "disable_parallel_tool_use");
     if (given(dp) && !is(dp, json_type_boolean))
         return fail(x, "tool_choice.disable_parallel_tool_use: must be a boolean");
     if (type_is(type, "auto") || type_is(type, "any") || type_is(type, "none")) {
@@ -613,7 +605,7 @@ static bool xl_tool_choice(struct xl *x, struct json_object *areq, struct json_o
                                                                              : "auto")))
             return false;
     } else if (type_is(type, "tool")) {
-        name = str_of(member(tc, "name"));
+        name = str_of(bsc_json_get(tc, "name"));
         if (!name.len)
             return fail(x, "tool_choice.name: field required when type is 'tool'");
         if (has_tools) {
@@ -645,7 +637,7 @@ static bool xl_tool_choice(struct xl *x, struct json_object *areq, struct json_o
 static bool xl_number(struct xl *x, struct json_object *areq, struct json_object *oreq,
                       const char *key, double lo, double hi)
 {
-    struct json_object *v = member(areq, key);
+    struct json_object *v = bsc_json_get(areq, key);
     double d;
 
     if (!given(v))
@@ -663,8 +655,8 @@ static bool xl_number(struct xl *x, struct json_object *areq, struct json_object
 static bool xl_params(struct xl *x, struct json_object *areq, struct json_object *oreq,
                       bool *stream)
 {
-    struct json_object *mt = member(areq, "max_tokens"), *stop = member(areq, "stop_sequences");
-    struct json_object *meta = member(areq, "metadata"), *st = member(areq, "stream"), *opts;
+    struct json_object *mt = bsc_json_get(areq, "max_tokens"), *stop = bsc_json_get(areq, "stop_sequences");
+    struct json_object *meta = bsc_json_get(areq, "metadata"), *st = bsc_json_get(areq, "stream"), *opts;
     struct bsc_str user;
 
     *stream = false;
@@ -687,9 +679,9 @@ static bool xl_params(struct xl *x, struct json_object *areq, struct json_object
         return false;
     if (given(meta) && !is(meta, json_type_object))
         return fail(x, "metadata: must be an object");
-    if (given(member(meta, "user_id")) && !is(member(meta, "user_id"), json_type_string))
+    if (given(bsc_json_get(meta, "user_id")) && !is(bsc_json_get(meta, "user_id"), json_type_string))
         return fail(x, "metadata.user_id: must be a string");
-    user = str_of(member(meta, "user_id"));
+    user = str_of(bsc_json_get(meta, "user_id"));
     if (user.len && !put(x, oreq, "user", new_str(user)))
         return false;
     if (given(st) && !is(st, json_type_boolean))
@@ -708,7 +700,7 @@ enum bsc_err api__anthropic_to_openai(struct json_object *areq, struct json_obje
                                       size_t why_len)
 {
     struct xl x = {why, why_len, BSC_OK};
-    struct json_object *model = member(areq, "model"), *oreq, *msgs;
+    struct json_object *model = bsc_json_get(areq, "model"), *oreq, *msgs;
     bool has_tools = false, stream = false;
 
     *out = NULL;
@@ -799,8 +791,8 @@ enum bsc_err api__anthropic_parse(struct bsc_str body, struct anth_req *out, cha
     if (err)
         return err;
     out->openai = oreq;
-    out->model = str_of(member(oreq, "model"));
-    stream = member(oreq, "stream");
+    out->model = str_of(bsc_json_get(oreq, "model"));
+    stream = bsc_json_get(oreq, "stream");
     out->stream = is(stream, json_type_boolean) && json_object_get_boolean(stream);
     return BSC_OK;
 }

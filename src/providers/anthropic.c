@@ -47,29 +47,12 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/json_get.h"
 #include "providers/anthropic.h"
 #include "providers/retry_after.h"
 #include "stream/utf8.h"
 
 /* ---- small json-c helpers ---- */
-
-/* The member <k> of object <o>; NULL when absent, JSON null, or <o> is not an object. */
-static struct json_object *get(struct json_object *o, const char *k)
-{
-    struct json_object *v = NULL;
-
-    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &v))
-        return NULL;
-    return v;
-}
-
-/* The string member <k> of <o>, or NULL when it is absent or not a string. */
-static const char *get_str(struct json_object *o, const char *k)
-{
-    struct json_object *v = get(o, k);
-
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
 
 static bool is_type(struct json_object *o, json_type t)
 {
@@ -190,9 +173,9 @@ static struct json_object *base64_source(struct bsc_str media, struct bsc_str da
 static enum bsc_err image_block(struct xl *x, size_t i, struct json_object *part,
                                 struct json_object **out)
 {
-    struct json_object *iu = get(part, "image_url"), *src;
+    struct json_object *iu = bsc_json_get(part, "image_url"), *src;
     const char *url = is_type(iu, json_type_string) ? json_object_get_string(iu)
-                                                    : get_str(iu, "url");
+                                                    : bsc_json_get_str(iu, "url");
     struct bsc_str media, data;
 
     if (!url || !url[0])
@@ -215,8 +198,8 @@ static enum bsc_err image_block(struct xl *x, size_t i, struct json_object *part
 static enum bsc_err file_block(struct xl *x, size_t i, struct json_object *part,
                                struct json_object **out)
 {
-    struct json_object *f = get(part, "file");
-    const char *fd = get_str(f, "file_data");
+    struct json_object *f = bsc_json_get(part, "file");
+    const char *fd = bsc_json_get_str(f, "file_data");
     struct bsc_str media, data;
 
     if (!fd || !fd[0])
@@ -235,17 +218,17 @@ static enum bsc_err file_block(struct xl *x, size_t i, struct json_object *part,
 static enum bsc_err part_block(struct xl *x, size_t i, struct json_object *part, bool assistant,
                                struct json_object **out)
 {
-    const char *type = get_str(part, "type");
+    const char *type = bsc_json_get_str(part, "type");
 
     *out = NULL;
     if (!type)
         return refuse(x, "messages[%zu]: a content part without a type", i);
     if (strcmp(type, "text") == 0) {
-        *out = text_block(get(part, "text"));
+        *out = text_block(bsc_json_get(part, "text"));
         return BSC_OK;
     }
     if (assistant && strcmp(type, "refusal") == 0) {
-        *out = text_block(get(part, "refusal"));
+        *out = text_block(bsc_json_get(part, "refusal"));
         return BSC_OK;
     }
     if (!assistant && strcmp(type, "image_url") == 0)
@@ -301,8 +284,8 @@ static enum bsc_err text_pieces(struct xl *x, size_t i, struct json_object *cont
         return refuse(x, "messages[%zu]: content must be a string or an array of parts", i);
     for (size_t k = 0; k < json_object_array_length(content); k++) {
         struct json_object *part = json_object_array_get_idx(content, k);
-        const char *type = get_str(part, "type");
-        struct json_object *t = get(part, "text");
+        const char *type = bsc_json_get_str(part, "type");
+        struct json_object *t = bsc_json_get(part, "text");
         if (!type || strcmp(type, "text") != 0 || !is_type(t, json_type_string))
             return refuse(x, "messages[%zu]: only text parts are allowed here", i);
         if (json_object_get_string_len(t))
@@ -314,7 +297,7 @@ static enum bsc_err text_pieces(struct xl *x, size_t i, struct json_object *cont
 static enum bsc_err put_system(struct xl *x, size_t i, struct json_object *msg)
 {
     struct json_object *pieces = json_object_new_array();
-    enum bsc_err err = text_pieces(x, i, get(msg, "content"), pieces);
+    enum bsc_err err = text_pieces(x, i, bsc_json_get(msg, "content"), pieces);
 
     for (size_t k = 0; !err && k < json_object_array_length(pieces); k++)
         json_object_array_add(x->system,
@@ -327,8 +310,8 @@ static enum bsc_err put_system(struct xl *x, size_t i, struct json_object *msg)
 /* A tool message: one tool_result block in the user turn (consecutive results merge). */
 static enum bsc_err put_tool_result(struct xl *x, size_t i, struct json_object *msg)
 {
-    const char *id = get_str(msg, "tool_call_id");
-    struct json_object *content = get(msg, "content"), *pieces, *b;
+    const char *id = bsc_json_get_str(msg, "tool_call_id");
+    struct json_object *content = bsc_json_get(msg, "content"), *pieces, *b;
     enum bsc_err err;
 
     if (!id || !id[0])
@@ -365,9 +348,9 @@ static enum bsc_err put_tool_result(struct xl *x, size_t i, struct json_object *
 static enum bsc_err tool_use_block(struct xl *x, size_t i, size_t k, struct json_object *call,
                                    struct json_object **out)
 {
-    struct json_object *fn = get(call, "function"), *input;
-    const char *type = get_str(call, "type"), *id = get_str(call, "id");
-    const char *name = get_str(fn, "name"), *args = get_str(fn, "arguments");
+    struct json_object *fn = bsc_json_get(call, "function"), *input;
+    const char *type = bsc_json_get_str(call, "type"), *id = bsc_json_get_str(call, "id");
+    const char *name = bsc_json_get_str(fn, "name"), *args = bsc_json_get_str(fn, "arguments");
 
     if (type && strcmp(type, "function") != 0)
         return refuse(x, "messages[%zu].tool_calls[%zu]: tool calls of type \"%s\" are not "
@@ -397,12 +380,12 @@ static enum bsc_err tool_use_block(struct xl *x, size_t i, size_t k, struct json
 
 static enum bsc_err put_assistant(struct xl *x, size_t i, struct json_object *msg)
 {
-    struct json_object *calls = get(msg, "tool_calls"), *b = NULL;
+    struct json_object *calls = bsc_json_get(msg, "tool_calls"), *b = NULL;
     enum bsc_err err;
 
-    if (get(msg, "function_call"))
+    if (bsc_json_get(msg, "function_call"))
         return refuse(x, "messages[%zu]: function_call is deprecated; use tool_calls", i);
-    err = put_content(x, i, get(msg, "content"), "assistant");
+    err = put_content(x, i, bsc_json_get(msg, "content"), "assistant");
     if (err || !calls)
         return err;
     if (!is_type(calls, json_type_array))
@@ -418,14 +401,14 @@ static enum bsc_err put_assistant(struct xl *x, size_t i, struct json_object *ms
 
 static enum bsc_err put_message(struct xl *x, size_t i, struct json_object *msg)
 {
-    const char *role = get_str(msg, "role");
+    const char *role = bsc_json_get_str(msg, "role");
 
     if (!role)
         return refuse(x, "messages[%zu]: role is required", i);
     if (strcmp(role, "system") == 0 || strcmp(role, "developer") == 0)
         return put_system(x, i, msg);
     if (strcmp(role, "user") == 0)
-        return put_content(x, i, get(msg, "content"), "user");
+        return put_content(x, i, bsc_json_get(msg, "content"), "user");
     if (strcmp(role, "assistant") == 0)
         return put_assistant(x, i, msg);
     if (strcmp(role, "tool") == 0)
@@ -436,7 +419,7 @@ static enum bsc_err put_message(struct xl *x, size_t i, struct json_object *msg)
 
 static enum bsc_err put_messages(struct xl *x, struct json_object *root)
 {
-    struct json_object *msgs = get(x->c->req, "messages");
+    struct json_object *msgs = bsc_json_get(x->c->req, "messages");
     size_t n;
     enum bsc_err err;
 
@@ -456,7 +439,7 @@ static enum bsc_err put_messages(struct xl *x, struct json_object *root)
         return refuse(x, "the request has no user or assistant content");
     if (json_object_array_length(x->system) == 1)
         json_object_object_add(root, "system",
-                               json_object_get(get(json_object_array_get_idx(x->system, 0),
+                               json_object_get(bsc_json_get(json_object_array_get_idx(x->system, 0),
                                                    "text")));
     else if (json_object_array_length(x->system) > 1)
         json_object_object_add(root, "system", json_object_get(x->system));
@@ -471,10 +454,10 @@ static enum bsc_err put_tools(struct xl *x, struct json_object *root, struct jso
     struct json_object *out = json_object_new_array();
 
     for (size_t i = 0; i < json_object_array_length(tools); i++) {
-        struct json_object *t = json_object_array_get_idx(tools, i), *fn = get(t, "function");
-        struct json_object *params = get(fn, "parameters"), *o;
-        const char *type = get_str(t, "type"), *name = get_str(fn, "name");
-        const char *desc = get_str(fn, "description");
+        struct json_object *t = json_object_array_get_idx(tools, i), *fn = bsc_json_get(t, "function");
+        struct json_object *params = bsc_json_get(fn, "parameters"), *o;
+        const char *type = bsc_json_get_str(t, "type"), *name = bsc_json_get_str(fn, "name");
+        const char *desc = bsc_json_get_str(fn, "description");
 
         if (!type || strcmp(type, "function") != 0 || !name || !name[0]) {
             json_object_put(out);
@@ -505,8 +488,8 @@ static enum bsc_err put_tool_choice(struct xl *x, struct json_object *root,
 {
     struct json_object *tc = json_object_new_object();
     const char *s = is_type(choice, json_type_string) ? json_object_get_string(choice) : NULL;
-    const char *type = s ? NULL : get_str(choice, "type");
-    const char *name = get_str(get(choice, "function"), "name");
+    const char *type = s ? NULL : bsc_json_get_str(choice, "type");
+    const char *name = bsc_json_get_str(bsc_json_get(choice, "function"), "name");
     bool none = false;
 
     if (!choice || (s && strcmp(s, "auto") == 0)) {
@@ -535,7 +518,7 @@ static enum bsc_err put_tool_choice(struct xl *x, struct json_object *root,
 
 bool prov__anth_json_mode(const struct prov_call *call)
 {
-    const char *type = call ? get_str(get(call->req, "response_format"), "type") : NULL;
+    const char *type = call ? bsc_json_get_str(bsc_json_get(call->req, "response_format"), "type") : NULL;
 
     return type && (strcmp(type, "json_object") == 0 || strcmp(type, "json_schema") == 0);
 }
@@ -543,13 +526,13 @@ bool prov__anth_json_mode(const struct prov_call *call)
 /* response_format json_object / json_schema: one tool the model is forced to call. */
 static enum bsc_err put_json_mode(struct xl *x, struct json_object *root)
 {
-    struct json_object *rf = get(x->c->req, "response_format");
-    struct json_object *schema = get(get(rf, "json_schema"), "schema");
+    struct json_object *rf = bsc_json_get(x->c->req, "response_format");
+    struct json_object *schema = bsc_json_get(bsc_json_get(rf, "json_schema"), "schema");
     struct json_object *tool = json_object_new_object(), *tools, *tc;
-    const char *desc = get_str(get(rf, "json_schema"), "description");
+    const char *desc = bsc_json_get_str(bsc_json_get(rf, "json_schema"), "description");
 
-    if (is_type(get(x->c->req, "tools"), json_type_array) &&
-        json_object_array_length(get(x->c->req, "tools")) > 0) {
+    if (is_type(bsc_json_get(x->c->req, "tools"), json_type_array) &&
+        json_object_array_length(bsc_json_get(x->c->req, "tools")) > 0) {
         json_object_put(tool);
         return refuse(x, "response_format together with tools is not supported by Anthropic "
                          "targets");
@@ -578,7 +561,7 @@ static enum bsc_err put_json_mode(struct xl *x, struct json_object *root)
 
 static enum bsc_err put_tooling(struct xl *x, struct json_object *root)
 {
-    struct json_object *req = x->c->req, *tools = get(req, "tools"), *ptc;
+    struct json_object *req = x->c->req, *tools = bsc_json_get(req, "tools"), *ptc;
     bool no_parallel;
 
     if (prov__anth_json_mode(x->c))
@@ -587,11 +570,11 @@ static enum bsc_err put_tooling(struct xl *x, struct json_object *root)
         return BSC_OK; /* a tool_choice without tools says nothing */
     if (!is_type(tools, json_type_array))
         return refuse(x, "tools must be an array");
-    ptc = get(req, "parallel_tool_calls");
+    ptc = bsc_json_get(req, "parallel_tool_calls");
     no_parallel = is_type(ptc, json_type_boolean) && !json_object_get_boolean(ptc);
     if (put_tools(x, root, tools))
         return BSC_EINVAL;
-    return put_tool_choice(x, root, get(req, "tool_choice"), no_parallel);
+    return put_tool_choice(x, root, bsc_json_get(req, "tool_choice"), no_parallel);
 }
 
 /* ---- sampling and the fields that cannot be translated ---- */
@@ -626,19 +609,19 @@ static bool has_audio(struct json_object *modalities)
 /* The OpenAI fields whose meaning Anthropic cannot keep: refused, not dropped. */
 static enum bsc_err check_untranslatable(struct xl *x)
 {
-    struct json_object *req = x->c->req, *n = get(req, "n");
+    struct json_object *req = x->c->req, *n = bsc_json_get(req, "n");
 
     if (n && (!is_type(n, json_type_int) || json_object_get_int64(n) != 1))
         return refuse(x, "n must be 1 for Anthropic targets (one answer per call)");
-    if (truthy(get(req, "logprobs")) || truthy(get(req, "top_logprobs")))
+    if (truthy(bsc_json_get(req, "logprobs")) || truthy(bsc_json_get(req, "top_logprobs")))
         return refuse(x, "logprobs are not available from Anthropic targets");
-    if (truthy(get(req, "logit_bias")))
+    if (truthy(bsc_json_get(req, "logit_bias")))
         return refuse(x, "logit_bias is not supported by Anthropic targets");
-    if (get(req, "audio") || has_audio(get(req, "modalities")))
+    if (bsc_json_get(req, "audio") || has_audio(bsc_json_get(req, "modalities")))
         return refuse(x, "audio output is not supported by Anthropic targets");
-    if (get(req, "functions") || get(req, "function_call"))
+    if (bsc_json_get(req, "functions") || bsc_json_get(req, "function_call"))
         return refuse(x, "functions/function_call are deprecated; use tools");
-    if (get(req, "web_search_options"))
+    if (bsc_json_get(req, "web_search_options"))
         return refuse(x, "web_search_options is not supported by Anthropic targets");
     return BSC_OK;
 }
@@ -649,7 +632,7 @@ static enum bsc_err put_max_tokens(struct xl *x, struct json_object *root)
     int64_t n = 0;
 
     for (size_t i = 0; i < BSC_ARRAY_LEN(keys) && n == 0; i++) {
-        struct json_object *v = get(x->c->req, keys[i]);
+        struct json_object *v = bsc_json_get(x->c->req, keys[i]);
         if (!v)
             continue;
         if (!is_type(v, json_type_int) || json_object_get_int64(v) < 1)
@@ -666,9 +649,9 @@ static enum bsc_err put_max_tokens(struct xl *x, struct json_object *root)
 
 static enum bsc_err put_sampling(struct xl *x, struct json_object *root)
 {
-    struct json_object *req = x->c->req, *t = get(req, "temperature"), *p = get(req, "top_p");
-    struct json_object *stop = get(req, "stop"), *seqs, *meta;
-    const char *user = get_str(req, "user");
+    struct json_object *req = x->c->req, *t = bsc_json_get(req, "temperature"), *p = bsc_json_get(req, "top_p");
+    struct json_object *stop = bsc_json_get(req, "stop"), *seqs, *meta;
+    const char *user = bsc_json_get_str(req, "user");
 
     if (t) {
         if (!is_type(t, json_type_double) && !is_type(t, json_type_int))
@@ -693,7 +676,7 @@ static enum bsc_err put_sampling(struct xl *x, struct json_object *root)
         return refuse(x, "stop must be a string or an array of strings");
     }
     if (!user || !user[0])
-        user = get_str(req, "safety_identifier");
+        user = bsc_json_get_str(req, "safety_identifier");
     if (user && user[0]) {
         meta = json_object_new_object();
         json_object_object_add(meta, "user_id", json_object_new_string(user));
@@ -850,7 +833,7 @@ enum fail_kind prov__anth_error_kind(const char *type, int status, const char *m
 
 void prov__anth_fail_from_error(struct json_object *err, int status, struct fail_info *out)
 {
-    const char *type = get_str(err, "type"), *msg = get_str(err, "message");
+    const char *type = bsc_json_get_str(err, "type"), *msg = bsc_json_get_str(err, "message");
 
     fail_info_init(out);
     out->status = status;
@@ -865,8 +848,8 @@ void prov__anth_fail_from_error(struct json_object *err, int status, struct fail
  * {"error":{...}} from a proxy), borrowed from <root>; NULL when there is none. */
 static struct json_object *error_object(struct json_object *root)
 {
-    struct json_object *err = get(root, "error");
-    const char *type = get_str(root, "type");
+    struct json_object *err = bsc_json_get(root, "error");
+    const char *type = bsc_json_get_str(root, "type");
 
     if (!is_type(err, json_type_object))
         return NULL;
@@ -911,7 +894,7 @@ void prov__anth_usage_read(struct json_object *usage, int64_t *in, int64_t *cach
     int64_t *dst[] = {in, cache_read, cache_create, out};
 
     for (size_t i = 0; i < BSC_ARRAY_LEN(keys); i++) {
-        struct json_object *v = get(usage, keys[i]);
+        struct json_object *v = bsc_json_get(usage, keys[i]);
         if (is_type(v, json_type_int) && json_object_get_int64(v) >= 0)
             *dst[i] = json_object_get_int64(v);
     }
@@ -975,8 +958,8 @@ static struct json_object *json_text(struct json_object *o)
 static struct json_object *tool_call_json(struct json_object *block)
 {
     struct json_object *tc = json_object_new_object(), *fn = json_object_new_object();
-    const char *id = get_str(block, "id"), *name = get_str(block, "name");
-    struct json_object *input = get(block, "input");
+    const char *id = bsc_json_get_str(block, "id"), *name = bsc_json_get_str(block, "name");
+    struct json_object *input = bsc_json_get(block, "input");
 
     json_object_object_add(tc, "id", json_object_new_string(id ? id : ""));
     json_object_object_add(tc, "type", json_object_new_string("function"));
@@ -998,8 +981,8 @@ static enum bsc_err collect(struct json_object *content, bool json_mode, struct 
 
     for (size_t i = 0; !err && i < json_object_array_length(content); i++) {
         struct json_object *b = json_object_array_get_idx(content, i);
-        const char *type = get_str(b, "type"), *t = get_str(b, "text");
-        const char *name = get_str(b, "name");
+        const char *type = bsc_json_get_str(b, "type"), *t = bsc_json_get_str(b, "text");
+        const char *name = bsc_json_get_str(b, "name");
 
         if (!type)
             continue;
@@ -1008,8 +991,8 @@ static enum bsc_err collect(struct json_object *content, bool json_mode, struct 
         } else if (strcmp(type, "tool_use") == 0 && json_mode && name &&
                    strcmp(name, PROV_ANTH_JSON_TOOL) == 0) {
             bsc_buf_reset(text);
-            if (get(b, "input"))
-                err = prov_append_json(text, get(b, "input"));
+            if (bsc_json_get(b, "input"))
+                err = prov_append_json(text, bsc_json_get(b, "input"));
             else
                 err = bsc_buf_append(text, "{}", 2);
         } else if (strcmp(type, "tool_use") == 0) {
@@ -1042,19 +1025,19 @@ static enum bsc_err anth_map_response(const struct prov_call *c, struct bsc_str 
         json_object_put(root);
         return BSC_EPARSE;
     }
-    content = get(root, "content");
+    content = bsc_json_get(root, "content");
     if (!is_type(content, json_type_array)) {
         json_object_put(root);
         return parse_failure(fail, "the upstream answer has no content array");
     }
-    prov__anth_usage_read(get(root, "usage"), &in, &cr, &cc, &outt);
+    prov__anth_usage_read(bsc_json_get(root, "usage"), &in, &cr, &cc, &outt);
     *usage = prov__anth_usage(in, cr, cc, outt);
     bsc_buf_init(&text, body.len + 16);
     calls = json_object_new_array();
     err = collect(content, json_mode, &text, calls);
-    id = get_str(root, "id");
-    model = get_str(root, "model");
-    finish = prov__anth_finish_reason(get_str(root, "stop_reason"), json_mode);
+    id = bsc_json_get_str(root, "id");
+    model = bsc_json_get_str(root, "model");
+    finish = prov__anth_finish_reason(bsc_json_get_str(root, "stop_reason"), json_mode);
     if (json_object_array_length(calls) == 0 && strcmp(finish, "tool_calls") == 0)
         finish = "stop";
 

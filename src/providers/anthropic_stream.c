@@ -10,23 +10,8 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/json_get.h"
 #include "providers/anthropic.h"
-
-static struct json_object *get(struct json_object *o, const char *k)
-{
-    struct json_object *v = NULL;
-
-    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &v))
-        return NULL;
-    return v;
-}
-
-static const char *get_str(struct json_object *o, const char *k)
-{
-    struct json_object *v = get(o, k);
-
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
 
 static bool str_is(const char *a, const char *b)
 {
@@ -178,14 +163,14 @@ static enum bsc_err finish_frames(struct anth_stream *s, struct bsc_buf *out)
 
 static void on_message_start(struct anth_stream *s, struct json_object *ev)
 {
-    struct json_object *msg = get(ev, "message");
-    const char *id = get_str(msg, "id"), *model = get_str(msg, "model");
+    struct json_object *msg = bsc_json_get(ev, "message");
+    const char *id = bsc_json_get_str(msg, "id"), *model = bsc_json_get_str(msg, "model");
 
     if (id && id[0])
         copy_cstr(s->id, sizeof(s->id), id);
     if (model && model[0])
         copy_cstr(s->model, sizeof(s->model), model);
-    prov__anth_usage_read(get(msg, "usage"), &s->in_tokens, &s->cache_read, &s->cache_create,
+    prov__anth_usage_read(bsc_json_get(msg, "usage"), &s->in_tokens, &s->cache_read, &s->cache_create,
                           &s->out_tokens);
 }
 
@@ -193,7 +178,7 @@ static void on_message_start(struct anth_stream *s, struct json_object *ev)
 static enum bsc_err open_tool(struct anth_stream *s, struct bsc_buf *out,
                               struct json_object *block)
 {
-    const char *id = get_str(block, "id"), *name = get_str(block, "name");
+    const char *id = bsc_json_get_str(block, "id"), *name = bsc_json_get_str(block, "name");
     struct json_object *delta = json_object_new_object(), *calls, *call, *fn;
 
     s->block = ANTH_BLK_TOOL;
@@ -214,15 +199,15 @@ static enum bsc_err open_tool(struct anth_stream *s, struct bsc_buf *out,
 static enum bsc_err on_block_start(struct anth_stream *s, struct bsc_buf *out,
                                    struct json_object *ev)
 {
-    struct json_object *block = get(ev, "content_block"), *text;
-    const char *type = get_str(block, "type");
+    struct json_object *block = bsc_json_get(ev, "content_block"), *text;
+    const char *type = bsc_json_get_str(block, "type");
     enum bsc_err err = close_block(s, out); /* a missing content_block_stop */
 
     if (err)
         return err;
     if (str_is(type, "text") && !s->json_mode) {
         s->block = ANTH_BLK_TEXT;
-        text = get(block, "text");
+        text = bsc_json_get(block, "text");
         if (text && json_object_is_type(text, json_type_string))
             return feed(s, out,
                         bsc_str_make(json_object_get_string(text),
@@ -231,7 +216,7 @@ static enum bsc_err on_block_start(struct anth_stream *s, struct bsc_buf *out,
         return BSC_OK;
     }
     if (str_is(type, "tool_use") && s->json_mode &&
-        str_is(get_str(block, "name"), PROV_ANTH_JSON_TOOL)) {
+        str_is(bsc_json_get_str(block, "name"), PROV_ANTH_JSON_TOOL)) {
         s->block = ANTH_BLK_JSON;
         return BSC_OK;
     }
@@ -244,19 +229,19 @@ static enum bsc_err on_block_start(struct anth_stream *s, struct bsc_buf *out,
 static enum bsc_err on_block_delta(struct anth_stream *s, struct bsc_buf *out,
                                    struct json_object *ev)
 {
-    struct json_object *delta = get(ev, "delta"), *v;
-    const char *type = get_str(delta, "type");
+    struct json_object *delta = bsc_json_get(ev, "delta"), *v;
+    const char *type = bsc_json_get_str(delta, "type");
 
     if (str_is(type, "text_delta")) {
         if (s->block == ANTH_BLK_NONE && !s->json_mode)
             s->block = ANTH_BLK_TEXT; /* tolerate a missing content_block_start */
         if (s->block != ANTH_BLK_TEXT)
             return BSC_OK;
-        v = get(delta, "text");
+        v = bsc_json_get(delta, "text");
     } else if (str_is(type, "input_json_delta")) {
         if (s->block != ANTH_BLK_TOOL && s->block != ANTH_BLK_JSON)
             return BSC_OK;
-        v = get(delta, "partial_json");
+        v = bsc_json_get(delta, "partial_json");
     } else {
         return BSC_OK; /* thinking_delta, signature_delta, citations_delta, newer types */
     }
@@ -269,12 +254,12 @@ static enum bsc_err on_block_delta(struct anth_stream *s, struct bsc_buf *out,
 
 static void on_message_delta(struct anth_stream *s, struct json_object *ev)
 {
-    const char *stop = get_str(get(ev, "delta"), "stop_reason");
+    const char *stop = bsc_json_get_str(bsc_json_get(ev, "delta"), "stop_reason");
 
     if (stop && stop[0])
         copy_cstr(s->stop_reason, sizeof(s->stop_reason), stop);
     /* Counts are cumulative: the last one wins. */
-    prov__anth_usage_read(get(ev, "usage"), &s->in_tokens, &s->cache_read, &s->cache_create,
+    prov__anth_usage_read(bsc_json_get(ev, "usage"), &s->in_tokens, &s->cache_read, &s->cache_create,
                           &s->out_tokens);
 }
 
@@ -298,11 +283,11 @@ enum prov_stream_status prov__anth_stream_event(void *st, struct bsc_str event,
         return fail_with(fail, s->role_sent ? FAIL_PARTIAL_OUTPUT : FAIL_SERVER_ERROR,
                          "an upstream stream event is not a JSON object");
     }
-    type = get_str(ev, "type");
+    type = bsc_json_get_str(ev, "type");
     if (!type && event.len) /* the data's type repeats the event name; trust either */
         type = bsc_str_eq(event, BSC_STR("error")) ? "error" : NULL;
     if (str_is(type, "error")) {
-        prov__anth_fail_from_error(get(ev, "error"), 200, fail);
+        prov__anth_fail_from_error(bsc_json_get(ev, "error"), 200, fail);
         ret = PROV_STREAM_ERROR;
     } else if (str_is(type, "message_start")) {
         on_message_start(s, ev);

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "providers/provider.h"
+#include "core/json_get.h"
 
 extern const struct prov_ops prov_openai; /* the wire is OpenAI's: every hook delegates */
 
@@ -123,15 +124,6 @@ static const struct prov_err_rule az_rules[] = {
 static const struct prov_openai_profile az_profile = {"azure", "openai.azure.com", az_rules,
                                                       BSC_ARRAY_LEN(az_rules)};
 
-static struct json_object *member(struct json_object *o, const char *key)
-{
-    struct json_object *v = NULL;
-
-    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-        return NULL;
-    return v;
-}
-
 /* error.innererror.code is ResponsibleAIPolicyViolation, whatever the outer code says. */
 static bool inner_policy_violation(struct bsc_str body)
 {
@@ -142,7 +134,7 @@ static bool inner_policy_violation(struct bsc_str body)
         !memmem(body.p, body.len, "ResponsibleAIPolicyViolation", 28))
         return false;
     root = prov_parse_json(body);
-    code = member(member(member(root, "error"), "innererror"), "code");
+    code = bsc_json_get(bsc_json_get(bsc_json_get(root, "error"), "innererror"), "code");
     hit = code && json_object_is_type(code, json_type_string) &&
           strcmp(json_object_get_string(code), "ResponsibleAIPolicyViolation") == 0;
     json_object_put(root);
@@ -182,9 +174,9 @@ static size_t keep_readable_choices(struct json_object *root, struct json_object
     *changed = false;
     for (size_t i = 0; i < n; i++) {
         struct json_object *ch = json_object_array_get_idx(choices, i);
-        struct json_object *fr = member(ch, "finish_reason");
+        struct json_object *fr = bsc_json_get(ch, "finish_reason");
 
-        if (member(ch, "delta")) {
+        if (bsc_json_get(ch, "delta")) {
             json_object_array_add(kept, json_object_get(ch));
             continue;
         }
@@ -210,13 +202,13 @@ static enum az_chunk az_inspect(struct bsc_str data, struct bsc_buf *fixed)
     if (memmem(data.p, data.len, "\"delta\"", 7) || !memmem(data.p, data.len, "\"choices\"", 9))
         return AZ_CHUNK_PASS;
     root = prov_parse_json(data);
-    choices = member(root, "choices");
-    if (!choices || !json_object_is_type(choices, json_type_array) || member(root, "error")) {
+    choices = bsc_json_get(root, "choices");
+    if (!choices || !json_object_is_type(choices, json_type_array) || bsc_json_get(root, "error")) {
         json_object_put(root);
         return AZ_CHUNK_PASS; /* not Azure's extra: the OpenAI relay decides */
     }
     if (json_object_array_length(choices) == 0) {
-        struct json_object *usage = member(root, "usage");
+        struct json_object *usage = bsc_json_get(root, "usage");
 
         verdict = usage && json_object_is_type(usage, json_type_object) ? AZ_CHUNK_PASS
                                                                           : AZ_CHUNK_DROP;

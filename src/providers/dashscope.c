@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "core/json_scan.h"
+#include "core/json_get.h"
 #include "providers/provider.h"
 #include "providers/retry_after.h"
 
@@ -154,33 +155,24 @@ static struct bsc_str json_text(struct json_object *o)
     return bsc_str_make(json_object_get_string(o), (size_t)json_object_get_string_len(o));
 }
 
-static struct json_object *member(struct json_object *o, const char *key)
-{
-    struct json_object *v = NULL;
-
-    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-        return NULL;
-    return v;
-}
-
 /* The body carries an answer: compatible `choices` or native `output`. */
 static bool has_answer(struct json_object *root)
 {
-    return member(root, "choices") || member(root, "output");
+    return bsc_json_get(root, "choices") || bsc_json_get(root, "output");
 }
 
 /* Reads the error in <root>: OpenAI-style {"error":{...}} or {"error":"text"}, else the
  * native top-level {"code":"...","message":"..."} of a body that carries no answer. */
 static void ds_read(struct json_object *root, struct ds_err *e)
 {
-    struct json_object *err = member(root, "error");
+    struct json_object *err = bsc_json_get(root, "error");
 
     memset(e, 0, sizeof(*e));
     if (err && json_object_is_type(err, json_type_object)) {
         e->found = true;
-        e->code = json_text(member(err, "code"));
-        e->type = json_text(member(err, "type"));
-        e->message = json_text(member(err, "message"));
+        e->code = json_text(bsc_json_get(err, "code"));
+        e->type = json_text(bsc_json_get(err, "type"));
+        e->message = json_text(bsc_json_get(err, "message"));
         return;
     }
     if (err && json_object_is_type(err, json_type_string)) {
@@ -188,27 +180,27 @@ static void ds_read(struct json_object *root, struct ds_err *e)
         e->message = json_text(err);
         return;
     }
-    e->code = json_text(member(root, "code"));
+    e->code = json_text(bsc_json_get(root, "code"));
     if (e->code.len == 0 || has_answer(root)) {
         e->code = BSC_STR_NULL;
         return;
     }
     e->found = true;
     e->native = true;
-    e->message = json_text(member(root, "message"));
+    e->message = json_text(bsc_json_get(root, "message"));
 }
 
 /* A choice ended with finish_reason "error". */
 static bool finish_error(struct json_object *root)
 {
-    struct json_object *choices = member(root, "choices");
+    struct json_object *choices = bsc_json_get(root, "choices");
     size_t n;
 
     if (!choices || !json_object_is_type(choices, json_type_array))
         return false;
     n = json_object_array_length(choices);
     for (size_t i = 0; i < n; i++) {
-        struct json_object *fr = member(json_object_array_get_idx(choices, i), "finish_reason");
+        struct json_object *fr = bsc_json_get(json_object_array_get_idx(choices, i), "finish_reason");
 
         if (bsc_str_eq(json_text(fr), BSC_STR("error")))
             return true;

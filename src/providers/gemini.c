@@ -176,7 +176,7 @@ static struct json_object *inline_part(struct bctx *b, struct bsc_str mime, stru
 
 static enum bsc_err image_part(struct bctx *b, struct json_object *part, struct json_object *parts)
 {
-    struct json_object *iu = gem_get(part, "image_url");
+    struct json_object *iu = bsc_json_get(part, "image_url");
     struct bsc_str url, mime, data;
 
     url = json_object_is_type(iu, json_type_string)
@@ -190,7 +190,7 @@ static enum bsc_err image_part(struct bctx *b, struct json_object *part, struct 
 
 static enum bsc_err audio_part(struct bctx *b, struct json_object *part, struct json_object *parts)
 {
-    struct json_object *ia = gem_get(part, "input_audio");
+    struct json_object *ia = bsc_json_get(part, "input_audio");
     struct bsc_str data = gem_str(ia, "data"), fmt = gem_str(ia, "format");
     char mime[48];
 
@@ -203,7 +203,7 @@ static enum bsc_err audio_part(struct bctx *b, struct json_object *part, struct 
 
 static enum bsc_err file_part(struct bctx *b, struct json_object *part, struct json_object *parts)
 {
-    struct json_object *f = gem_get(part, "file");
+    struct json_object *f = bsc_json_get(part, "file");
     struct bsc_str fd = gem_str(f, "file_data"), name = gem_str(f, "filename"), mime, data;
 
     if (prov__gem_data_url(fd, &mime, &data)) {
@@ -305,11 +305,11 @@ static void append_turn(struct bctx *b, struct turns *t, const char *role,
 /* The signature a client kept for a tool call, if any (borrowed). */
 static struct bsc_str kept_signature(struct json_object *tc)
 {
-    struct json_object *google = gem_get(gem_get(tc, "extra_content"), "google");
+    struct json_object *google = bsc_json_get(bsc_json_get(tc, "extra_content"), "google");
     struct bsc_str s = gem_str(google, "thought_signature");
 
     if (!s.len)
-        s = gem_str(gem_get(tc, "function"), "thought_signature");
+        s = gem_str(bsc_json_get(tc, "function"), "thought_signature");
     if (!s.len)
         s = gem_str(tc, "thought_signature");
     return s;
@@ -337,7 +337,7 @@ BSC_TESTABLE bool prov__gem_needs_signature(const char *model)
 /* The args object of a tool call's "arguments" (new ref), or NULL when it is not one. */
 static struct json_object *call_args(struct json_object *fn)
 {
-    struct json_object *a = gem_get(fn, "arguments"), *o;
+    struct json_object *a = bsc_json_get(fn, "arguments"), *o;
 
     if (!a || json_object_is_type(a, json_type_null))
         return json_object_new_object();
@@ -359,7 +359,7 @@ static struct json_object *call_args(struct json_object *fn)
 static enum bsc_err function_call_part(struct bctx *b, struct json_object *tc, size_t k,
                                        struct json_object *parts)
 {
-    struct json_object *fn = gem_get_type(tc, "function", json_type_object), *args, *p, *fc;
+    struct json_object *fn = bsc_json_get_type(tc, "function", json_type_object), *args, *p, *fc;
     struct bsc_str type = gem_str(tc, "type"), name = gem_str(fn, "name"), sig;
 
     if (type.p && !bsc_str_eq(type, BSC_STR("function")))
@@ -388,8 +388,8 @@ static enum bsc_err function_call_part(struct bctx *b, struct json_object *tc, s
 static enum bsc_err assistant_turn(struct bctx *b, struct json_object *m, struct turns *t)
 {
     struct json_object *parts = json_object_new_array();
-    struct json_object *calls = gem_get(m, "tool_calls");
-    enum bsc_err err = text_parts(b, gem_get(m, "content"), true, parts, "assistant");
+    struct json_object *calls = bsc_json_get(m, "tool_calls");
+    enum bsc_err err = text_parts(b, bsc_json_get(m, "content"), true, parts, "assistant");
 
     if (!err && calls && !json_object_is_type(calls, json_type_null)) {
         if (!json_object_is_type(calls, json_type_array))
@@ -411,11 +411,11 @@ static struct bsc_str tool_name_for(struct json_object *msgs, size_t i, struct b
 {
     while (i-- > 0) {
         struct json_object *m = json_object_array_get_idx(msgs, i);
-        struct json_object *calls = gem_get_type(m, "tool_calls", json_type_array);
+        struct json_object *calls = bsc_json_get_type(m, "tool_calls", json_type_array);
         for (size_t k = 0; calls && k < json_object_array_length(calls); k++) {
             struct json_object *tc = json_object_array_get_idx(calls, k);
             if (bsc_str_eq(gem_str(tc, "id"), id))
-                return gem_str(gem_get(tc, "function"), "name");
+                return gem_str(bsc_json_get(tc, "function"), "name");
         }
     }
     return BSC_STR_NULL;
@@ -438,7 +438,7 @@ static enum bsc_err tool_turn(struct bctx *b, struct json_object *msgs, size_t i
                               struct json_object *m, struct turns *t)
 {
     struct bsc_str id = gem_str(m, "tool_call_id"), name;
-    struct json_object *content = gem_get(m, "content"), *parts, *p, *fr;
+    struct json_object *content = bsc_json_get(m, "content"), *parts, *p, *fr;
     struct bsc_buf text;
     enum bsc_err err = BSC_OK;
 
@@ -477,7 +477,7 @@ static enum bsc_err tool_turn(struct bctx *b, struct json_object *msgs, size_t i
 
 static enum bsc_err user_turn(struct bctx *b, struct json_object *m, struct turns *t)
 {
-    struct json_object *content = gem_get(m, "content");
+    struct json_object *content = bsc_json_get(m, "content");
     struct json_object *parts = json_object_new_array();
     enum bsc_err err = BSC_OK;
 
@@ -502,7 +502,7 @@ static enum bsc_err one_message(struct bctx *b, struct json_object *msgs, size_t
     struct bsc_str role = gem_str(m, "role");
 
     if (bsc_str_eq(role, BSC_STR("system")) || bsc_str_eq(role, BSC_STR("developer")))
-        return text_parts(b, gem_get(m, "content"), false, sys, "system");
+        return text_parts(b, bsc_json_get(m, "content"), false, sys, "system");
     if (bsc_str_eq(role, BSC_STR("user")))
         return user_turn(b, m, t);
     if (bsc_str_eq(role, BSC_STR("assistant")))
@@ -515,7 +515,7 @@ static enum bsc_err one_message(struct bctx *b, struct json_object *msgs, size_t
 
 static enum bsc_err add_messages(struct bctx *b, struct json_object *req, struct json_object *body)
 {
-    struct json_object *msgs = gem_get_type(req, "messages", json_type_array);
+    struct json_object *msgs = bsc_json_get_type(req, "messages", json_type_array);
     struct json_object *contents, *sys, *si;
     struct turns t = {0};
     enum bsc_err err = BSC_OK;
@@ -569,14 +569,14 @@ static enum bsc_err read_choice(struct bctx *b, struct json_object *v, struct ch
         return c->mode ? BSC_OK : refuse(b, "tool_choice \"%.32s\" is not known", s);
     }
     if (bsc_str_eq(type, BSC_STR("function"))) {
-        c->named = gem_str(gem_get(v, "function"), "name");
+        c->named = gem_str(bsc_json_get(v, "function"), "name");
         c->mode = "ANY";
         return c->named.len ? BSC_OK : refuse(b, "tool_choice names no function");
     }
     if (bsc_str_eq(type, BSC_STR("allowed_tools"))) {
-        at = gem_get(v, "allowed_tools");
-        c->mode = is_str(gem_get(at, "mode"), "required") ? "ANY" : "AUTO";
-        c->allow = gem_get_type(at, "tools", json_type_array);
+        at = bsc_json_get(v, "allowed_tools");
+        c->mode = is_str(bsc_json_get(at, "mode"), "required") ? "ANY" : "AUTO";
+        c->allow = bsc_json_get_type(at, "tools", json_type_array);
         return c->allow ? BSC_OK : refuse(b, "tool_choice allowed_tools needs a tools list");
     }
     return refuse(b, "tool_choice of type \"%.*s\" cannot be sent to gemini targets",
@@ -589,7 +589,7 @@ static bool allowed(const struct choice *c, struct bsc_str name)
         return true;
     for (size_t i = 0; i < json_object_array_length(c->allow); i++) {
         struct json_object *t = json_object_array_get_idx(c->allow, i);
-        struct bsc_str n = gem_str(gem_get(t, "function"), "name");
+        struct bsc_str n = gem_str(bsc_json_get(t, "function"), "name");
         if (bsc_str_eq(n.len ? n : gem_str(t, "name"), name))
             return true;
     }
@@ -600,7 +600,7 @@ static enum bsc_err declaration(struct bctx *b, struct json_object *tool, const 
                                 struct json_object *decls)
 {
     struct bsc_str type = gem_str(tool, "type");
-    struct json_object *fn = gem_get_type(tool, "function", json_type_object), *d, *params;
+    struct json_object *fn = bsc_json_get_type(tool, "function", json_type_object), *d, *params;
     struct bsc_str name = gem_str(fn, "name"), desc = gem_str(fn, "description");
 
     if (!bsc_str_eq(type, BSC_STR("function")))
@@ -614,7 +614,7 @@ static enum bsc_err declaration(struct bctx *b, struct json_object *tool, const 
     put(b, d, "name", jstr(name));
     if (desc.len)
         put(b, d, "description", jstr(desc));
-    params = gem_get_type(fn, "parameters", json_type_object);
+    params = bsc_json_get_type(fn, "parameters", json_type_object);
     if (params)
         put(b, d, "parametersJsonSchema", json_object_get(params));
     push(b, decls, d);
@@ -641,7 +641,7 @@ static void tool_config(struct bctx *b, const struct choice *c, struct json_obje
 
 static enum bsc_err add_tools(struct bctx *b, struct json_object *req, struct json_object *body)
 {
-    struct json_object *tools = gem_get(req, "tools"), *decls, *wrap, *list;
+    struct json_object *tools = bsc_json_get(req, "tools"), *decls, *wrap, *list;
     struct choice c = {0};
     enum bsc_err err;
 
@@ -651,7 +651,7 @@ static enum bsc_err add_tools(struct bctx *b, struct json_object *req, struct js
         return refuse(b, "tools must be an array");
     if (json_object_array_length(tools) == 0)
         return BSC_OK;
-    err = read_choice(b, gem_get(req, "tool_choice"), &c);
+    err = read_choice(b, bsc_json_get(req, "tool_choice"), &c);
     if (err)
         return err;
     decls = json_object_new_array();
@@ -682,7 +682,7 @@ static bool is_number(struct json_object *v)
 static enum bsc_err copy_number(struct bctx *b, struct json_object *req, const char *from,
                                 struct json_object *g, const char *to)
 {
-    struct json_object *v = gem_get(req, from);
+    struct json_object *v = bsc_json_get(req, from);
 
     if (!v || json_object_is_type(v, json_type_null))
         return BSC_OK;
@@ -696,17 +696,17 @@ static enum bsc_err copy_number(struct bctx *b, struct json_object *req, const c
 
 static enum bsc_err gen_limits(struct bctx *b, struct json_object *req, struct json_object *g)
 {
-    struct json_object *v = gem_get(req, "max_completion_tokens");
+    struct json_object *v = bsc_json_get(req, "max_completion_tokens");
     int64_t n;
 
     if (!v || json_object_is_type(v, json_type_null))
-        v = gem_get(req, "max_tokens");
+        v = bsc_json_get(req, "max_tokens");
     if (v && !json_object_is_type(v, json_type_null)) {
         if (!json_object_is_type(v, json_type_int) || (n = json_object_get_int64(v)) < 1)
             return refuse(b, "max_tokens must be a positive integer");
         put(b, g, "maxOutputTokens", json_object_new_int64(n));
     }
-    v = gem_get(req, "n");
+    v = bsc_json_get(req, "n");
     if (v && !json_object_is_type(v, json_type_null)) {
         if (!json_object_is_type(v, json_type_int) || (n = json_object_get_int64(v)) < 1 ||
             n > (int64_t)GEM_MAX_CANDIDATES)
@@ -719,7 +719,7 @@ static enum bsc_err gen_limits(struct bctx *b, struct json_object *req, struct j
 
 static enum bsc_err gen_stop(struct bctx *b, struct json_object *req, struct json_object *g)
 {
-    struct json_object *v = gem_get(req, "stop"), *arr;
+    struct json_object *v = bsc_json_get(req, "stop"), *arr;
 
     if (!v || json_object_is_type(v, json_type_null))
         return BSC_OK;
@@ -748,7 +748,7 @@ static enum bsc_err gen_stop(struct bctx *b, struct json_object *req, struct jso
 
 static enum bsc_err gen_format(struct bctx *b, struct json_object *req, struct json_object *g)
 {
-    struct json_object *rf = gem_get(req, "response_format"), *schema;
+    struct json_object *rf = bsc_json_get(req, "response_format"), *schema;
     struct bsc_str type = gem_str(rf, "type");
 
     if (!rf || json_object_is_type(rf, json_type_null) || bsc_str_eq(type, BSC_STR("text")))
@@ -761,7 +761,7 @@ static enum bsc_err gen_format(struct bctx *b, struct json_object *req, struct j
         return refuse(b, "response_format of type \"%.*s\" cannot be sent to gemini targets",
                       (int)(type.len > 40 ? 40 : type.len), type.p ? type.p : "");
     put(b, g, "responseMimeType", json_object_new_string("application/json"));
-    schema = gem_get_type(gem_get(rf, "json_schema"), "schema", json_type_object);
+    schema = bsc_json_get_type(bsc_json_get(rf, "json_schema"), "schema", json_type_object);
     if (schema)
         put(b, g, "responseJsonSchema", json_object_get(schema));
     return BSC_OK;
@@ -797,17 +797,17 @@ static enum bsc_err add_generation(struct bctx *b, struct json_object *req,
 /* Fields whose meaning would be lost in translation. */
 static enum bsc_err check_untranslatable(struct bctx *b, struct json_object *req)
 {
-    struct json_object *v, *mods = gem_get_type(req, "modalities", json_type_array);
+    struct json_object *v, *mods = bsc_json_get_type(req, "modalities", json_type_array);
     static const char *const never[] = {"audio", "web_search_options", "functions",
                                         "function_call"};
 
-    if ((v = gem_get(req, "logprobs")) && json_object_is_type(v, json_type_boolean) &&
+    if ((v = bsc_json_get(req, "logprobs")) && json_object_is_type(v, json_type_boolean) &&
         json_object_get_boolean(v))
         return refuse(b, "logprobs are not available from gemini targets");
-    if ((v = gem_get_type(req, "logit_bias", json_type_object)) && json_object_object_length(v))
+    if ((v = bsc_json_get_type(req, "logit_bias", json_type_object)) && json_object_object_length(v))
         return refuse(b, "logit_bias is not available from gemini targets");
     for (size_t i = 0; i < BSC_ARRAY_LEN(never); i++)
-        if ((v = gem_get(req, never[i])) && !json_object_is_type(v, json_type_null))
+        if ((v = bsc_json_get(req, never[i])) && !json_object_is_type(v, json_type_null))
             return refuse(b, "%s cannot be sent to gemini targets", never[i]);
     for (size_t i = 0; mods && i < json_object_array_length(mods); i++)
         if (is_str(json_object_array_get_idx(mods, i), "audio"))
@@ -878,7 +878,7 @@ static struct json_object *embed_request(struct bctx *b, struct json_object *tex
  * to embedContent, several to batchEmbedContents. */
 static enum bsc_err embeddings(struct bctx *b, struct bsc_buf *out, bool *batch)
 {
-    struct json_object *req = b->call->req, *input = gem_get(req, "input"), *body, *reqs;
+    struct json_object *req = b->call->req, *input = bsc_json_get(req, "input"), *body, *reqs;
     int64_t dims = gem_i64(req, "dimensions", 0);
     size_t n = 1;
     enum bsc_err err;
@@ -1029,7 +1029,7 @@ static bool ends_with(struct bsc_str s, const char *suffix)
 
 static void quota_failure(struct json_object *d, struct gem_err *e)
 {
-    struct json_object *v = gem_get_type(d, "violations", json_type_array);
+    struct json_object *v = bsc_json_get_type(d, "violations", json_type_array);
 
     for (size_t i = 0; v && i < json_object_array_length(v) && i < 32; i++) {
         struct json_object *one = json_object_array_get_idx(v, i);
@@ -1062,7 +1062,7 @@ static struct json_object *error_object(struct json_object *root)
 {
     if (json_object_is_type(root, json_type_array) && json_object_array_length(root) > 0)
         root = json_object_array_get_idx(root, 0);
-    return gem_get_type(root, "error", json_type_object);
+    return bsc_json_get_type(root, "error", json_type_object);
 }
 
 static const struct {
@@ -1161,7 +1161,7 @@ bool prov__gem_fail_from_error(struct json_object *root, int http_status,
     e.code = (int)gem_i64(err, "code", 0);
     e.status = gem_str(err, "status");
     e.message = gem_str(err, "message");
-    read_details(gem_get_type(err, "details", json_type_array), &e);
+    read_details(bsc_json_get_type(err, "details", json_type_array), &e);
     if (eff >= 200 && eff < 300) /* an error hidden in a 200: its own code speaks */
         eff = e.code >= 400 && e.code <= 599 ? e.code : 500;
     fail_info_init(out);
@@ -1183,8 +1183,8 @@ bool prov__gem_fail_from_error(struct json_object *root, int http_status,
 
 bool prov__gem_prompt_blocked(struct json_object *root, int status, struct fail_info *out)
 {
-    struct json_object *cands = gem_get_type(root, "candidates", json_type_array);
-    struct json_object *fb = gem_get(root, "promptFeedback");
+    struct json_object *cands = bsc_json_get_type(root, "candidates", json_type_array);
+    struct json_object *fb = bsc_json_get(root, "promptFeedback");
     struct bsc_str reason = gem_str(fb, "blockReason"), detail = gem_str(fb, "blockReasonMessage");
     char msg[FAIL_TEXT_MESSAGE];
 
@@ -1239,7 +1239,7 @@ void prov__gem_resp_ctx_init(struct gem_resp_ctx *ctx, const struct prov_call *c
 {
     const char *rid = call->request_id && *call->request_id ? call->request_id : NULL;
     const char *model = call->target && call->target->model ? call->target->model : "";
-    struct json_object *ptc = gem_get(call->req, "parallel_tool_calls");
+    struct json_object *ptc = bsc_json_get(call->req, "parallel_tool_calls");
 
     memset(ctx, 0, sizeof(*ctx));
     ctx->created = call->created;

@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 
 #include "core/buf.h"
+#include "core/json_get.h"
 #include "core/str.h"
 #include "providers/provider.h"
 #include "stream/utf8.h"
@@ -62,27 +63,9 @@ struct gem_stream {
 
 /* ---- small json-c helpers (borrowed results; NULL / empty when absent or mistyped) ---- */
 
-static inline struct json_object *gem_get(struct json_object *o, const char *key)
-{
-    struct json_object *v = NULL;
-
-    if (!o || !json_object_is_type(o, json_type_object) ||
-        !json_object_object_get_ex(o, key, &v))
-        return NULL;
-    return v;
-}
-
-static inline struct json_object *gem_get_type(struct json_object *o, const char *key,
-                                               enum json_type t)
-{
-    struct json_object *v = gem_get(o, key);
-
-    return v && json_object_is_type(v, t) ? v : NULL;
-}
-
 static inline struct bsc_str gem_str(struct json_object *o, const char *key)
 {
-    struct json_object *v = gem_get_type(o, key, json_type_string);
+    struct json_object *v = bsc_json_get_type(o, key, json_type_string);
 
     return v ? bsc_str_make(json_object_get_string(v), (size_t)json_object_get_string_len(v))
              : BSC_STR_NULL;
@@ -90,7 +73,7 @@ static inline struct bsc_str gem_str(struct json_object *o, const char *key)
 
 static inline int64_t gem_i64(struct json_object *o, const char *key, int64_t dflt)
 {
-    struct json_object *v = gem_get(o, key);
+    struct json_object *v = bsc_json_get(o, key);
 
     if (v && (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
         return json_object_get_int64(v);

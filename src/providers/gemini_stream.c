@@ -46,7 +46,7 @@ static bool in_list(struct bsc_str s, const char *const *list, size_t n)
 
 static bool is_thought(struct json_object *part)
 {
-    struct json_object *t = gem_get_type(part, "thought", json_type_boolean);
+    struct json_object *t = bsc_json_get_type(part, "thought", json_type_boolean);
 
     return t && json_object_get_boolean(t);
 }
@@ -81,7 +81,7 @@ BSC_TESTABLE const char *prov__gem_finish(struct bsc_str reason, bool had_tools,
 /* Reads usageMetadata into <u> (kept as it was when absent). */
 static void read_usage(struct json_object *root, struct prov_usage *u, int64_t *reasoning)
 {
-    struct json_object *um = gem_get_type(root, "usageMetadata", json_type_object);
+    struct json_object *um = bsc_json_get_type(root, "usageMetadata", json_type_object);
     int64_t thoughts, cands;
 
     if (!um)
@@ -130,7 +130,7 @@ static void name_from(struct gem_resp_ctx *ctx, struct json_object *root)
 static struct json_object *tool_call(const struct gem_resp_ctx *ctx, struct json_object *part,
                                      uint32_t n, int64_t index, bool *oom)
 {
-    struct json_object *fc = gem_get(part, "functionCall"), *args = gem_get(fc, "args");
+    struct json_object *fc = bsc_json_get(part, "functionCall"), *args = bsc_json_get(fc, "args");
     struct json_object *o = json_object_new_object(), *fn = json_object_new_object(), *g, *x;
     struct bsc_str id = gem_str(fc, "id"), sig = gem_str(part, "thoughtSignature");
     char synth[GEM_PREFIX_MAX + 16];
@@ -177,7 +177,7 @@ struct unary {
 
 static struct json_object *choice(struct unary *u, struct json_object *cand, size_t pos)
 {
-    struct json_object *parts = gem_get_type(gem_get(cand, "content"), "parts", json_type_array);
+    struct json_object *parts = bsc_json_get_type(bsc_json_get(cand, "content"), "parts", json_type_array);
     struct json_object *calls = json_object_new_array(), *msg = json_object_new_object();
     struct json_object *ch = json_object_new_object();
     struct bsc_buf text;
@@ -194,7 +194,7 @@ static struct json_object *choice(struct unary *u, struct json_object *cand, siz
             continue; /* thought summaries are not the answer */
         if (t.len && utf8_sanitize(&text, t.p, t.len))
             u->oom = true;
-        if (gem_get_type(p, "functionCall", json_type_object) &&
+        if (bsc_json_get_type(p, "functionCall", json_type_object) &&
             !(u->ctx->single_tool && json_object_array_length(calls) > 0))
             append(calls, tool_call(u->ctx, p, u->n_ids++, -1, &u->oom), &u->oom);
     }
@@ -223,7 +223,7 @@ static struct json_object *choice(struct unary *u, struct json_object *cand, siz
 static enum bsc_err map_chat(const struct prov_call *call, struct json_object *root,
                              struct bsc_buf *out, struct prov_usage *usage, struct fail_info *fail)
 {
-    struct json_object *cands = gem_get_type(root, "candidates", json_type_array);
+    struct json_object *cands = bsc_json_get_type(root, "candidates", json_type_array);
     struct json_object *res, *choices;
     struct gem_resp_ctx ctx;
     struct unary u = {.ctx = &ctx};
@@ -319,12 +319,12 @@ static enum bsc_err map_embeddings(const struct prov_call *call, struct json_obj
                                    struct bsc_buf *out, struct prov_usage *usage,
                                    struct fail_info *fail)
 {
-    struct json_object *one = gem_get_type(root, "embedding", json_type_object);
-    struct json_object *many = gem_get_type(root, "embeddings", json_type_array);
+    struct json_object *one = bsc_json_get_type(root, "embedding", json_type_object);
+    struct json_object *many = bsc_json_get_type(root, "embeddings", json_type_array);
     struct json_object *res, *data, *u;
     bool b64 = bsc_str_eq(gem_str(call->req, "encoding_format"), BSC_STR("base64")), oom = false;
     size_t n = one ? 1 : many ? json_object_array_length(many) : 0;
-    int64_t prompt = gem_i64(gem_get(root, "usageMetadata"), "promptTokenCount", -1);
+    int64_t prompt = gem_i64(bsc_json_get(root, "usageMetadata"), "promptTokenCount", -1);
     struct gem_resp_ctx ctx;
     enum bsc_err err;
 
@@ -338,7 +338,7 @@ static enum bsc_err map_embeddings(const struct prov_call *call, struct json_obj
     data = json_object_new_array();
     for (size_t i = 0; i < n; i++) {
         struct json_object *e = one ? one : json_object_array_get_idx(many, i);
-        struct json_object *values = gem_get_type(e, "values", json_type_array);
+        struct json_object *values = bsc_json_get_type(e, "values", json_type_array);
         if (!values) {
             json_object_put(data);
             fail_bad_answer(fail, "a Gemini embedding has no values");
@@ -363,7 +363,7 @@ static enum bsc_err map_embeddings(const struct prov_call *call, struct json_obj
 static enum bsc_err map_models(struct json_object *root, struct bsc_buf *out,
                                struct fail_info *fail)
 {
-    struct json_object *models = gem_get_type(root, "models", json_type_array), *res, *data;
+    struct json_object *models = bsc_json_get_type(root, "models", json_type_array), *res, *data;
     bool oom = false;
     enum bsc_err err;
 
@@ -465,7 +465,7 @@ static enum bsc_err emit(struct gem_stream *s, uint32_t idx, struct json_object 
         add(ch, "finish_reason", json_object_new_string(finish), &oom);
     else
         json_object_object_add(ch, "finish_reason", NULL);
-    append(gem_get(chunk, "choices"), ch, &oom);
+    append(bsc_json_get(chunk, "choices"), ch, &oom);
     err = oom ? BSC_ENOMEM : prov_emit_chunk(out, chunk);
     json_object_put(chunk);
     return err;
@@ -537,7 +537,7 @@ static enum prov_stream_status finish(struct gem_stream *s, uint32_t idx, struct
 static enum prov_stream_status candidate(struct gem_stream *s, struct json_object *cand,
                                          size_t pos, struct bsc_buf *out, struct fail_info *fail)
 {
-    struct json_object *parts = gem_get_type(gem_get(cand, "content"), "parts", json_type_array);
+    struct json_object *parts = bsc_json_get_type(bsc_json_get(cand, "content"), "parts", json_type_array);
     int64_t idx = gem_i64(cand, "index", (int64_t)pos);
     struct bsc_str reason = gem_str(cand, "finishReason");
     struct gem_cand *c;
@@ -558,7 +558,7 @@ static enum prov_stream_status candidate(struct gem_stream *s, struct json_objec
             continue;
         if (t.len)
             err = emit_text(s, (uint32_t)idx, t.p, t.len, false, out);
-        if (!err && gem_get_type(p, "functionCall", json_type_object) &&
+        if (!err && bsc_json_get_type(p, "functionCall", json_type_object) &&
             !(s->ctx.single_tool && c->n_tools > 0))
             err = emit_tool(s, (uint32_t)idx, p, out);
     }
@@ -594,7 +594,7 @@ enum prov_stream_status prov__gem_stream_event(void *st, struct bsc_str event, s
     if (!s->named)
         name_from(&s->ctx, root);
     s->named = true;
-    cands = gem_get_type(root, "candidates", json_type_array);
+    cands = bsc_json_get_type(root, "candidates", json_type_array);
     for (size_t i = 0; cands && i < json_object_array_length(cands); i++) {
         status = candidate(s, json_object_array_get_idx(cands, i), i, out, fail);
         if (status != PROV_STREAM_MORE)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "contract/jsonschema.h"
+#include "core/json_get.h"
 #include "core/log.h"
 #include "router/contract.h"
 #include "router/internal.h"
@@ -39,23 +40,16 @@ struct contract {
     size_t n_calls;
 };
 
-static struct json_object *get(struct json_object *o, const char *key)
-{
-    struct json_object *v = NULL;
-
-    return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
 static void compile_tools(struct contract *c, struct json_object *tools, const char *rid)
 {
     char err[256];
 
     for (size_t i = 0; i < json_object_array_length(tools) && c->n_tools < CONTRACT_MAX_TOOLS;
          i++) {
-        struct json_object *fn = get(json_object_array_get_idx(tools, i), "function");
-        struct json_object *params = get(fn, "parameters");
+        struct json_object *fn = bsc_json_get(json_object_array_get_idx(tools, i), "function");
+        struct json_object *params = bsc_json_get(fn, "parameters");
         struct contract_tool *t = &c->tools[c->n_tools];
-        const char *name = json_object_get_string(get(fn, "name"));
+        const char *name = json_object_get_string(bsc_json_get(fn, "name"));
 
         if (!name)
             continue;
@@ -88,13 +82,13 @@ static bool prepare(struct request *r)
     if (!req || !c)
         return false;
     bsc_buf_init(&c->content, CONTRACT_MAX_TEXT);
-    schema = get(get(get(req, "response_format"), "json_schema"), "schema");
+    schema = bsc_json_get(bsc_json_get(bsc_json_get(req, "response_format"), "json_schema"), "schema");
     if (schema && js_compile(schema, &c->schema, err, sizeof(err)) != BSC_OK) {
         LOG_INFO("%s: response schema not checked: %s", r->id, err);
         c->schema = NULL;
         c->schema_unchecked = true;
     }
-    tools = get(req, "tools");
+    tools = bsc_json_get(req, "tools");
     if (tools && json_object_is_type(tools, json_type_array))
         compile_tools(c, tools, r->id);
     return true;
@@ -151,16 +145,16 @@ bool contract_check_answer(struct request *r, struct bsc_str answer, struct fail
     if (!prepare(r))
         return true; /* out of memory: nothing checked, nothing refused */
     root = prov_parse_json(answer);
-    msg = get(json_object_array_get_idx(get(root, "choices"), 0), "message");
-    content = get(msg, "content");
-    calls = get(msg, "tool_calls");
+    msg = bsc_json_get(json_object_array_get_idx(bsc_json_get(root, "choices"), 0), "message");
+    content = bsc_json_get(msg, "content");
+    calls = bsc_json_get(msg, "tool_calls");
     if (r->contract->schema && !(calls && json_object_array_length(calls) > 0))
         ok = check_content(r->contract,
                            bsc_str_cstr(content ? json_object_get_string(content) : ""), f);
     for (size_t i = 0; ok && calls && i < json_object_array_length(calls); i++) {
-        struct json_object *fn = get(json_object_array_get_idx(calls, i), "function");
-        const char *name = json_object_get_string(get(fn, "name"));
-        const char *args = json_object_get_string(get(fn, "arguments"));
+        struct json_object *fn = bsc_json_get(json_object_array_get_idx(calls, i), "function");
+        const char *name = json_object_get_string(bsc_json_get(fn, "name"));
+        const char *args = json_object_get_string(bsc_json_get(fn, "arguments"));
         ok = check_call(r->contract, name ? name : "", bsc_str_cstr(args ? args : ""), f);
     }
     json_object_put(root);
@@ -171,16 +165,16 @@ bool contract_check_answer(struct request *r, struct bsc_str answer, struct fail
 
 static void feed_delta(struct contract *c, struct json_object *delta)
 {
-    struct json_object *content = get(delta, "content"), *calls = get(delta, "tool_calls");
+    struct json_object *content = bsc_json_get(delta, "content"), *calls = bsc_json_get(delta, "tool_calls");
 
     if (content && json_object_is_type(content, json_type_string))
         bsc_buf_append(&c->content, json_object_get_string(content),
                        (size_t)json_object_get_string_len(content));
     for (size_t i = 0; calls && i < json_object_array_length(calls); i++) {
-        struct json_object *tc = json_object_array_get_idx(calls, i), *fn = get(tc, "function");
-        int idx = json_object_get_int(get(tc, "index"));
-        const char *name = json_object_get_string(get(fn, "name"));
-        const char *args = json_object_get_string(get(fn, "arguments"));
+        struct json_object *tc = json_object_array_get_idx(calls, i), *fn = bsc_json_get(tc, "function");
+        int idx = json_object_get_int(bsc_json_get(tc, "index"));
+        const char *name = json_object_get_string(bsc_json_get(fn, "name"));
+        const char *args = json_object_get_string(bsc_json_get(fn, "arguments"));
         struct contract_call *call;
 
         if (idx < 0 || idx >= CONTRACT_MAX_CALLS)
@@ -212,7 +206,7 @@ void contract_feed_frames(struct request *r, struct bsc_str frames)
         if ((size_t)(sep - p) > 6 && memcmp(p, "data: {", 7) == 0) {
             chunk = prov_parse_json(bsc_str_make(p + 6, (size_t)(sep - p - 6)));
             feed_delta(r->contract,
-                       get(json_object_array_get_idx(get(chunk, "choices"), 0), "delta"));
+                       bsc_json_get(json_object_array_get_idx(bsc_json_get(chunk, "choices"), 0), "delta"));
             json_object_put(chunk);
         }
         p = sep + 2;

@@ -634,16 +634,16 @@ static void answer_tool_ids(void **state)
     ja = parse(a.p);
     jc = parse(c.p);
     jb = json_object_array_get_idx(
-        gem_get(gem_get(json_object_array_get_idx(gem_get(ja, "choices"), 0), "message"),
+        bsc_json_get(bsc_json_get(json_object_array_get_idx(bsc_json_get(ja, "choices"), 0), "message"),
                 "tool_calls"), 0);
-    id = gem_get(jb, "id");
+    id = bsc_json_get(jb, "id");
     assert_true(strncmp(json_object_get_string(id), "call_", 5) == 0);
     assert_true(strlen(json_object_get_string(id)) == strlen("call_12345678_0"));
     assert_string_not_equal(
         json_object_get_string(id),
-        json_object_get_string(gem_get(
+        json_object_get_string(bsc_json_get(
             json_object_array_get_idx(
-                gem_get(gem_get(json_object_array_get_idx(gem_get(jc, "choices"), 0), "message"),
+                bsc_json_get(bsc_json_get(json_object_array_get_idx(bsc_json_get(jc, "choices"), 0), "message"),
                         "tool_calls"), 0), "id")));
     json_object_put(ja);
     json_object_put(jc);
@@ -847,7 +847,7 @@ static void answer_embeddings(void **state)
                          "{\"embedding\":{\"values\":[0.25,-1.5,3]}}", &out, &u, &fail),
                      BSC_OK);
     o = parse(out.p);
-    e = gem_get(json_object_array_get_idx(gem_get(o, "data"), 0), "embedding");
+    e = bsc_json_get(json_object_array_get_idx(bsc_json_get(o, "data"), 0), "embedding");
     assert_true(json_object_is_type(e, json_type_string));
     assert_int_equal(b64_decode(json_object_get_string(e), raw, sizeof(raw)), 12);
     for (size_t i = 0; i < 3; i++) {
@@ -1080,7 +1080,7 @@ static void collect_content(struct bsc_str out, struct bsc_buf *text, size_t *fr
         if (memcmp(p + 6, "[DONE]", 6) != 0) {
             o = prov_parse_json(bsc_str_make(p + 6, (size_t)(sep - p - 6)));
             assert_non_null(o);
-            c = gem_get(gem_get(json_object_array_get_idx(gem_get(o, "choices"), 0), "delta"),
+            c = bsc_json_get(bsc_json_get(json_object_array_get_idx(bsc_json_get(o, "choices"), 0), "delta"),
                         "content");
             if (c && json_object_is_type(c, json_type_string)) {
                 assert_true(bsc_utf8_valid(json_object_get_string(c),
@@ -1772,13 +1772,13 @@ static void sim_round_trip_text(void **state)
     assert_int_equal(map("gemini-2.5-flash", PROV_OP_CHAT, NULL, NULL, body.p, &out, &u, &fail),
                      BSC_OK);
     o = parse(out.p);
-    msg = gem_get(json_object_array_get_idx(gem_get(o, "choices"), 0), "message");
+    msg = bsc_json_get(json_object_array_get_idx(bsc_json_get(o, "choices"), 0), "message");
     assert_int_equal(sim_content_text(5, &want), BSC_OK);
-    assert_string_equal(json_object_get_string(gem_get(msg, "content")), want.p);
-    assert_string_equal(json_object_get_string(gem_get(
-                            json_object_array_get_idx(gem_get(o, "choices"), 0), "finish_reason")),
+    assert_string_equal(json_object_get_string(bsc_json_get(msg, "content")), want.p);
+    assert_string_equal(json_object_get_string(bsc_json_get(
+                            json_object_array_get_idx(bsc_json_get(o, "choices"), 0), "finish_reason")),
                         "length");
-    assert_string_equal(json_object_get_string(gem_get(o, "id")), "chatcmpl-sim-7");
+    assert_string_equal(json_object_get_string(bsc_json_get(o, "id")), "chatcmpl-sim-7");
     assert_int_equal(u.output_tokens, 5);
     json_object_put(o);
     sim_call_free(&call);
@@ -1848,12 +1848,12 @@ static void sim_round_trip_tools(void **state)
     assert_int_equal(map("gemini-3-sim", PROV_OP_CHAT, NULL, "req-9", body.p, &out, &u, &fail),
                      BSC_OK);
     o = parse(out.p);
-    msg = gem_get(json_object_array_get_idx(gem_get(o, "choices"), 0), "message");
-    tc = json_object_array_get_idx(gem_get(msg, "tool_calls"), 0);
-    assert_string_equal(json_object_get_string(gem_get(gem_get(tc, "function"), "arguments")),
+    msg = bsc_json_get(json_object_array_get_idx(bsc_json_get(o, "choices"), 0), "message");
+    tc = json_object_array_get_idx(bsc_json_get(msg, "tool_calls"), 0);
+    assert_string_equal(json_object_get_string(bsc_json_get(bsc_json_get(tc, "function"), "arguments")),
                         "{\"city\":\"Oslo\"}");
     assert_string_equal(
-        json_object_get_string(gem_get(gem_get(gem_get(tc, "extra_content"), "google"),
+        json_object_get_string(bsc_json_get(bsc_json_get(bsc_json_get(tc, "extra_content"), "google"),
                                        "thought_signature")),
         SIM_SIGNATURE);
     sim_call_free(&call);
@@ -1865,7 +1865,7 @@ static void sim_round_trip_tools(void **state)
                                      json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN)),
                      BSC_OK);
     assert_int_equal(bsc_buf_append_json_str(&next, bsc_str_cstr(json_object_get_string(
-                                                        gem_get(tc, "id")))),
+                                                        bsc_json_get(tc, "id")))),
                      BSC_OK);
     assert_int_equal(bsc_buf_appendf(&next, ",\"content\":\"4 C\"}],%s}", tools), BSC_OK);
     through_sim("gemini-3-sim", PROV_OP_CHAT, next.p, false, &call, 3);
@@ -1924,10 +1924,10 @@ static void sim_round_trip_embeddings(void **state)
                          NULL, body.p, &out, &u, &fail),
                      BSC_OK);
     o = parse(out.p);
-    assert_int_equal(json_object_array_length(gem_get(o, "data")), 3);
+    assert_int_equal(json_object_array_length(bsc_json_get(o, "data")), 3);
     sim_content_embedding(BSC_STR("b"), v);
     assert_true(fabs(json_object_get_double(json_object_array_get_idx(
-                         gem_get(json_object_array_get_idx(gem_get(o, "data"), 1), "embedding"),
+                         bsc_json_get(json_object_array_get_idx(bsc_json_get(o, "data"), 1), "embedding"),
                          0)) - (double)v[0]) < 1e-6);
     json_object_put(o);
     sim_call_free(&call);
