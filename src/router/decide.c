@@ -239,6 +239,28 @@ static bool try_same_target(struct request *r, const struct fail_policy *pol, co
     return true;
 }
 
+/* Commits the next attempt to <next> in workflow <wf> when the request's own budgets and
+ * the gateway's retry budget both allow it; else sets the error and stops. r->target is
+ * still the target that failed. */
+static enum decision go(struct request *r, const struct cfg_target *next,
+                        enum attempt_workflow wf, const char **why)
+{
+    if (!decide_within_budgets(r, next)) {
+        *why = r->err.reason;
+        return DECIDE_STOP;
+    }
+    if (!take_budget(r)) {
+        req__set_typed_failure(r, "retry_budget_exhausted", 1000,
+                               "%s failed (%s) and the gateway's retry budget is spent",
+                               r->target->id, fail_kind_name(r->fail.kind));
+        *why = "retry_budget_exhausted";
+        return DECIDE_STOP;
+    }
+    r->target = next;
+    r->next_wf = wf;
+    return DECIDE_GO;
+}
+
 /* Decides the step after the failure in r->fail. Sets r->target/next_wf/next_delay_ms
  * and returns DECIDE_GO, or sets the error to reply with and returns DECIDE_STOP. */
 enum decision decide_next(struct request *r, const char **why)
@@ -282,30 +304,15 @@ enum decision decide_next(struct request *r, const char **why)
     }
     if (!pol->fallback_needs_larger_window &&
         try_same_target(r, pol, why, &wait_too_long, &wait_ms)) {
-        if (!decide_within_budgets(r, r->target)) {
-            *why = r->err.reason;
-            return DECIDE_STOP;
-        }
-        if (!take_budget(r))
-            goto budget;
-        r->next_wf = ATTEMPT_WF_RETRY;
-        return DECIDE_GO;
+        return go(r, r->target, ATTEMPT_WF_RETRY, why);
     }
     if (pol->equivalent_failover && r->env.allow_equivalent) {
         next = r->tier == TIER_PRIMARY ? choose(r, TIER_PRIMARY, true, 0) : NULL;
         if (!next)
             next = choose(r, TIER_EQUIVALENT, true, 0);
         if (next) {
-            if (!decide_within_budgets(r, next)) {
-                *why = r->err.reason;
-                return DECIDE_STOP;
-            }
-            if (!take_budget(r))
-                goto budget;
-            r->target = next;
-            r->next_wf = ATTEMPT_WF_EQUIVALENT_FAILOVER;
             *why = fail_kind_name(r->fail.kind);
-            return DECIDE_GO;
+            return go(r, next, ATTEMPT_WF_EQUIVALENT_FAILOVER, why);
         }
     }
     if (pol->cross_model_fallback && r->env.allow_fallback) {
@@ -313,16 +320,8 @@ enum decision decide_next(struct request *r, const char **why)
             min_window = failed->context_window ? failed->context_window : UINT64_MAX - 1;
         next = choose(r, TIER_FALLBACK, true, min_window);
         if (next) {
-            if (!decide_within_budgets(r, next)) {
-                *why = r->err.reason;
-                return DECIDE_STOP;
-            }
-            if (!take_budget(r))
-                goto budget;
-            r->target = next;
-            r->next_wf = ATTEMPT_WF_CROSS_MODEL_FALLBACK;
             *why = fail_kind_name(r->fail.kind);
-            return DECIDE_GO;
+            return go(r, next, ATTEMPT_WF_CROSS_MODEL_FALLBACK, why);
         }
     }
     if (pol->client_fault) { /* context overflow with no larger window to go to */
@@ -351,12 +350,6 @@ enum decision decide_next(struct request *r, const char **why)
                       "%s failed (%s) and no eligible target is left to try", failed->id,
                       fail_kind_name(r->fail.kind));
     *why = "no_eligible_fallback";
-    return DECIDE_STOP;
-budget:
-    req__set_typed_failure(r, "retry_budget_exhausted", 1000,
-                      "%s failed (%s) and the gateway's retry budget is spent", failed->id,
-                      fail_kind_name(r->fail.kind));
-    *why = "retry_budget_exhausted";
     return DECIDE_STOP;
 }
 

@@ -168,7 +168,8 @@ void guard_idem_record(struct request *r, const void *p, size_t len)
         r->idem_overflow = true; /* too large to store: the record is abandoned at the end */
 }
 
-void guard_idem_finish(struct request *r)
+/* Stores the answer (a complete 2xx) or releases the key, once. */
+static void idem_settle(struct request *r)
 {
     struct bsc_str scope = bsc_str_cstr(r->idem_scope), key = bsc_str_cstr(r->idem_key);
     bool ok = r->status >= 200 && r->status < 300 && r->termination &&
@@ -181,8 +182,6 @@ void guard_idem_finish(struct request *r)
     };
     enum bsc_err err;
 
-    if (!r->idem_active)
-        return;
     r->idem_active = false;
     op_begin(r);
     err = ok ? store_idem_complete(r->gw->store, &r->w->loop, scope, key, r->idem_claim, &a,
@@ -193,6 +192,12 @@ void guard_idem_finish(struct request *r)
                                  no_op_done, r);
     if (err)
         r->store_ops--;
+}
+
+void guard_idem_finish(struct request *r)
+{
+    if (r->idem_active)
+        idem_settle(r);
 }
 
 /* ---- the tool ledger ---- */

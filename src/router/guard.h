@@ -20,7 +20,9 @@ enum guard_start {
 enum guard_start guard_idem_start(struct request *r);
 /* Keeps a copy of the bytes sent to the client, for the record. */
 void guard_idem_record(struct request *r, const void *p, size_t len);
-/* At the end: stores a 2xx answer, or abandons the record so a repeat runs again. */
+/* Settles the record once: stores a 2xx answer, or abandons it so a repeat runs again.
+ * Delivery calls it before the last byte leaves (r->status and r->termination set);
+ * st_done calls it again for requests that ended without a delivery (a no-op otherwise). */
 void guard_idem_finish(struct request *r);
 
 /* Before any replay of a write_possible operation: reads its ledger entry (async) and
