@@ -124,6 +124,30 @@ size_t sim_utf8_piece(struct bsc_str s, size_t max_bytes)
     return off;
 }
 
+size_t sim_utf8_piece_count(struct bsc_str s, size_t max_bytes)
+{
+    size_t n = 0;
+
+    while (s.len) {
+        size_t k = sim_utf8_piece(s, max_bytes);
+        s.p += k;
+        s.len -= k;
+        n++;
+    }
+    return n;
+}
+
+struct bsc_str sim_utf8_piece_at(struct bsc_str s, size_t max_bytes, size_t i)
+{
+    for (;;) {
+        size_t k = sim_utf8_piece(s, max_bytes);
+        if (i-- == 0 || k == 0)
+            return bsc_str_make(s.p, k);
+        s.p += k;
+        s.len -= k;
+    }
+}
+
 /* ---- tool arguments ---- */
 
 enum bsc_err sim_content_tool_args(struct bsc_str user_text, struct bsc_buf *out)

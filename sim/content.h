@@ -78,4 +78,9 @@ size_t sim_utf8_char_len(struct bsc_str s);
  * valid. 0 only when <s> is empty. */
 size_t sim_utf8_piece(struct bsc_str s, size_t max_bytes);
 
+/* How many sim_utf8_piece() pieces <s> splits into, and the <i>-th of them (empty past the
+ * end): what a streamed tool call sends as its argument fragments. */
+size_t sim_utf8_piece_count(struct bsc_str s, size_t max_bytes);
+struct bsc_str sim_utf8_piece_at(struct bsc_str s, size_t max_bytes, size_t i);
+
 #endif

@@ -580,31 +580,15 @@ static bool has_preface(const struct sim_call *call)
     return call->tool_name && !call->include_usage;
 }
 
+/* How many argument fragments a streamed tool call has, and the <i>-th of them. */
 static size_t ant_arg_pieces(const struct sim_call *call)
 {
-    struct bsc_str s = bsc_str_cstr(call->tool_args);
-    size_t n = 0;
-
-    while (s.len) {
-        size_t k = sim_utf8_piece(s, SIM_ARG_PIECE_BYTES);
-        s.p += k;
-        s.len -= k;
-        n++;
-    }
-    return n;
+    return sim_utf8_piece_count(bsc_str_cstr(call->tool_args), SIM_ARG_PIECE_BYTES);
 }
 
 static struct bsc_str ant_arg_piece(const struct sim_call *call, size_t i)
 {
-    struct bsc_str s = bsc_str_cstr(call->tool_args);
-
-    for (;;) {
-        size_t k = sim_utf8_piece(s, SIM_ARG_PIECE_BYTES);
-        if (i-- == 0 || k == 0)
-            return bsc_str_make(s.p, k);
-        s.p += k;
-        s.len -= k;
-    }
+    return sim_utf8_piece_at(bsc_str_cstr(call->tool_args), SIM_ARG_PIECE_BYTES, i);
 }
 
 static uint32_t output_tokens(const struct sim_call *call)

@@ -363,33 +363,15 @@ static enum bsc_err usage_json(const struct sim_call *call, uint32_t completion,
                            (unsigned long long)call->prompt_tokens + completion);
 }
 
-/* How many argument fragments a streamed tool call has. */
+/* How many argument fragments a streamed tool call has, and the <i>-th of them. */
 static size_t arg_pieces(const struct sim_call *call)
 {
-    struct bsc_str s = bsc_str_cstr(call->tool_args);
-    size_t n = 0;
-
-    while (s.len) {
-        size_t k = sim_utf8_piece(s, SIM_ARG_PIECE_BYTES);
-        s.p += k;
-        s.len -= k;
-        n++;
-    }
-    return n;
+    return sim_utf8_piece_count(bsc_str_cstr(call->tool_args), SIM_ARG_PIECE_BYTES);
 }
 
-/* The <i>-th argument fragment. */
 static struct bsc_str arg_piece(const struct sim_call *call, size_t i)
 {
-    struct bsc_str s = bsc_str_cstr(call->tool_args);
-
-    for (;;) {
-        size_t k = sim_utf8_piece(s, SIM_ARG_PIECE_BYTES);
-        if (i-- == 0 || k == 0)
-            return bsc_str_make(s.p, k);
-        s.p += k;
-        s.len -= k;
-    }
+    return sim_utf8_piece_at(bsc_str_cstr(call->tool_args), SIM_ARG_PIECE_BYTES, i);
 }
 
 static uint32_t completion_tokens(const struct sim_call *call)

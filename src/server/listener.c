@@ -293,7 +293,9 @@ void srv_set_limits(struct srv *srv, const struct srv_limits *limits)
     srv->lim = *limits;
 }
 
-void srv_drain(struct srv *srv, srv_closed_cb *cb, void *ud)
+/* Stops accepting and applies <each> to every connection; <cb> runs once all are gone. */
+static void shut_down(struct srv *srv, srv_closed_cb *cb, void *ud,
+                      void (*each)(struct srv_conn *c))
 {
     srv->closed_cb = cb;
     srv->closed_ud = ud;
@@ -301,20 +303,18 @@ void srv_drain(struct srv *srv, srv_closed_cb *cb, void *ud)
     srv->draining = true;
     close_listener(srv);
     for (struct srv_conn *c = srv->conns; c; c = c->next)
-        srv__conn_drain(c); /* closing frees nothing yet: the list stays walkable */
+        each(c); /* closing frees nothing yet: the list stays walkable */
     maybe_closed(srv);
+}
+
+void srv_drain(struct srv *srv, srv_closed_cb *cb, void *ud)
+{
+    shut_down(srv, cb, ud, srv__conn_drain);
 }
 
 void srv_close_all(struct srv *srv, srv_closed_cb *cb, void *ud)
 {
-    srv->closed_cb = cb;
-    srv->closed_ud = ud;
-    srv->stopping = true;
-    srv->draining = true;
-    close_listener(srv);
-    for (struct srv_conn *c = srv->conns; c; c = c->next)
-        srv__conn_close(c);
-    maybe_closed(srv);
+    shut_down(srv, cb, ud, srv__conn_close);
 }
 
 void srv_free(struct srv *srv)
