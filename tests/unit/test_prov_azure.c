@@ -16,64 +16,22 @@
 #include <cmocka.h>
 
 #include "providers/provider.h"
+#include "prov_fixture.h"
 #include "stream/sse_parse.h"
 
 extern const struct prov_ops prov_azure;
 extern const struct prov_ops prov_openai;
-
-#define BIG (1024 * 1024)
 
 static char base_url[] = "https://res.openai.azure.com/openai";
 static char model[] = "gpt-4o";
 static char pid[] = "az";
 static char tid[] = "gpt-4o@az";
 
-struct fx {
-    struct cfg_provider provider;
-    struct cfg_target target;
-    struct prov_call call;
-    struct prov_http http;
-    struct json_object *req;
-};
+static const struct fx_names names = {CFG_PROV_AZURE, base_url, model, pid, tid, "az-key-1"};
 
 static void fx_init(struct fx *f, const char *req_json, bool stream)
 {
-    memset(f, 0, sizeof(*f));
-    f->provider.id = pid;
-    f->provider.kind = CFG_PROV_AZURE;
-    f->provider.base_url = base_url;
-    f->target.id = tid;
-    f->target.provider = &f->provider;
-    f->target.model = model;
-    f->req = req_json ? json_tokener_parse(req_json) : NULL;
-    f->call = (struct prov_call){.op = PROV_OP_CHAT, .provider = &f->provider,
-                                 .target = &f->target, .key = "az-key-1", .req = f->req,
-                                 .stream = stream, .request_id = "req-1"};
-    bsc_buf_init(&f->http.url, 8192);
-    bsc_buf_init(&f->http.headers, 65536);
-    bsc_buf_init(&f->http.body, BIG);
-}
-
-static void fx_cleanup(struct fx *f)
-{
-    json_object_put(f->req);
-    bsc_buf_cleanup(&f->http.url);
-    bsc_buf_cleanup(&f->http.headers);
-    bsc_buf_cleanup(&f->http.body);
-}
-
-static const char *header(const struct prov_http *h, const char *name)
-{
-    size_t n = strlen(name);
-
-    for (size_t off = 0; off < h->headers.len;) {
-        const char *line = h->headers.p + off;
-
-        if (strncasecmp(line, name, n) == 0 && line[n] == ':')
-            return line + n + 2;
-        off += strlen(line) + 1;
-    }
-    return NULL;
+    fx_setup(f, &names, req_json, stream);
 }
 
 /* ---- build ---------------------------------------------------------------------------------- */
