@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 
 #include "providers/provider.h"
+#include "header_lines.h"
 
 #define BIG (1024 * 1024)
 
@@ -54,21 +55,6 @@ static void fx_cleanup(struct fx *f)
     bsc_buf_cleanup(&f->http.url);
     bsc_buf_cleanup(&f->http.headers);
     bsc_buf_cleanup(&f->http.body);
-}
-
-/* The header <name>'s value among the NUL-separated lines, or NULL. */
-static const char *header(const struct prov_http *h, const char *name)
-{
-    size_t n = strlen(name);
-
-    for (size_t off = 0; off < h->headers.len;) {
-        const char *line = h->headers.p + off;
-
-        if (strncasecmp(line, name, n) == 0 && line[n] == ':')
-            return line + n + 2;
-        off += strlen(line) + 1;
-    }
-    return NULL;
 }
 
 #endif

@@ -21,6 +21,7 @@
 #include "../../sim/sjson.c"
 
 #include "providers/provider.h"
+#include "header_lines.h"
 #include "router/taxonomy.h"
 #include "stream/utf8.h"
 
@@ -97,19 +98,6 @@ static int header_count(const struct prov_http *h, const char *name)
         off += strlen(l) + 1;
     }
     return n;
-}
-
-static const char *header_value(const struct prov_http *h, const char *name)
-{
-    size_t nl = strlen(name);
-
-    for (size_t off = 0; off < h->headers.len;) {
-        const char *l = h->headers.p + off;
-        if (strncasecmp(l, name, nl) == 0 && l[nl] == ':')
-            return l + nl + 2;
-        off += strlen(l) + 1;
-    }
-    return NULL;
 }
 
 static void expect_json(const char *ctx, struct bsc_str got, const char *want)

@@ -51,9 +51,9 @@ static void test_build_chat(void **state)
     assert_string_equal(f.http.method, "POST");
     assert_string_equal(f.http.url.p, "https://res.openai.azure.com/openai/deployments/gpt-4o/"
                                       "chat/completions?api-version=2024-10-21");
-    assert_string_equal(header(&f.http, "api-key"), "az-key-1");
-    assert_null(header(&f.http, "Authorization"));
-    assert_string_equal(header(&f.http, "Accept"), "text/event-stream");
+    assert_string_equal(header_value(&f.http, "api-key"), "az-key-1");
+    assert_null(header_value(&f.http, "Authorization"));
+    assert_string_equal(header_value(&f.http, "Accept"), "text/event-stream");
     b = json_tokener_parse(f.http.body.p);
     assert_non_null(b);
     assert_true(json_object_object_get_ex(b, "stream_options", &opts));
@@ -89,7 +89,7 @@ static void test_build_urls(void **state)
     assert_int_equal(prov_azure.build(&f.call, &f.http, why, sizeof(why)), BSC_OK);
     assert_string_equal(f.http.url.p, "https://res.openai.azure.com/openai/deployments/"
                                       "emb-small/embeddings?api-version=2024-10-21");
-    assert_string_equal(header(&f.http, "api-key"), "az-key-1");
+    assert_string_equal(header_value(&f.http, "api-key"), "az-key-1");
     fx_cleanup(&f);
 
     fx_init(&f, NULL, false);
@@ -98,7 +98,7 @@ static void test_build_urls(void **state)
     assert_string_equal(f.http.method, "GET");
     assert_string_equal(f.http.url.p,
                         "https://res.openai.azure.com/openai/models?api-version=2024-10-21");
-    assert_string_equal(header(&f.http, "api-key"), "az-key-1");
+    assert_string_equal(header_value(&f.http, "api-key"), "az-key-1");
     assert_int_equal(f.http.body.len, 0);
     fx_cleanup(&f);
 
@@ -115,8 +115,8 @@ static void test_build_urls(void **state)
     fx_init(&f, chat_req, false);
     f.call.key = NULL;
     assert_int_equal(prov_azure.build(&f.call, &f.http, why, sizeof(why)), BSC_OK);
-    assert_null(header(&f.http, "api-key"));
-    assert_null(header(&f.http, "Authorization"));
+    assert_null(header_value(&f.http, "api-key"));
+    assert_null(header_value(&f.http, "Authorization"));
     fx_cleanup(&f);
 
     /* nothing to put in the path */

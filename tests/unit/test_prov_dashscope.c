@@ -66,9 +66,9 @@ static void test_build_chat_stream(void **state)
     assert_string_equal(f.http.method, "POST");
     assert_string_equal(f.http.url.p, "https://dashscope-intl.aliyuncs.com/compatible-mode/v1/"
                                       "chat/completions");
-    assert_string_equal(header(&f.http, "Authorization"), "Bearer sk-ds-1");
-    assert_string_equal(header(&f.http, "Content-Type"), "application/json");
-    assert_string_equal(header(&f.http, "Accept"), "text/event-stream");
+    assert_string_equal(header_value(&f.http, "Authorization"), "Bearer sk-ds-1");
+    assert_string_equal(header_value(&f.http, "Content-Type"), "application/json");
+    assert_string_equal(header_value(&f.http, "Accept"), "text/event-stream");
     b = body_json(&f.http);
     assert_true(json_object_object_get_ex(b, "model", &v));
     assert_string_equal(json_object_get_string(v), "qwen-plus");

@@ -20,6 +20,7 @@
 
 #include "providers/gemini.h"
 #include "providers/provider.h"
+#include "header_lines.h"
 #include "router/taxonomy.h"
 #include "stream/utf8.h"
 
@@ -95,19 +96,6 @@ static void http_cleanup(struct prov_http *h)
     bsc_buf_cleanup(&h->url);
     bsc_buf_cleanup(&h->headers);
     bsc_buf_cleanup(&h->body);
-}
-
-static const char *header_value(const struct prov_http *h, const char *name)
-{
-    size_t nl = strlen(name);
-
-    for (size_t off = 0; off < h->headers.len;) {
-        const char *l = h->headers.p + off;
-        if (strncasecmp(l, name, nl) == 0 && l[nl] == ':')
-            return l + nl + 2;
-        off += strlen(l) + 1;
-    }
-    return NULL;
 }
 
 static void expect_json(const char *ctx, struct bsc_str got, const char *want)
