@@ -3,6 +3,8 @@
 #include "core/buf.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +62,7 @@ enum bsc_err bsc_buf_reserve(struct bsc_buf *b, size_t extra)
     return reserve(b, extra);
 }
 
-enum bsc_err bsc_buf_append(struct bsc_buf *b, const void *p, size_t len)
+enum bsc_err bsc__buf_append_grow(struct bsc_buf *b, const void *p, size_t len)
 {
     enum bsc_err err = reserve(b, len);
 
@@ -71,21 +73,6 @@ enum bsc_err bsc_buf_append(struct bsc_buf *b, const void *p, size_t len)
     b->len += len;
     b->p[b->len] = '\0';
     return BSC_OK;
-}
-
-enum bsc_err bsc_buf_append_str(struct bsc_buf *b, struct bsc_str s)
-{
-    return bsc_buf_append(b, s.p, s.len);
-}
-
-enum bsc_err bsc_buf_append_cstr(struct bsc_buf *b, const char *s)
-{
-    return bsc_buf_append(b, s, strlen(s));
-}
-
-enum bsc_err bsc_buf_append_char(struct bsc_buf *b, char c)
-{
-    return bsc_buf_append(b, &c, 1);
 }
 
 enum bsc_err bsc_buf_appendf(struct bsc_buf *b, const char *fmt, ...)
@@ -112,34 +99,70 @@ enum bsc_err bsc_buf_appendf(struct bsc_buf *b, const char *fmt, ...)
     return BSC_OK;
 }
 
-enum bsc_err bsc_buf_append_json_str(struct bsc_buf *b, struct bsc_str s)
+/* Bytes that a JSON string cannot hold as they are: controls, the quote, the backslash. */
+static bool json_needs_escape(unsigned char c)
+{
+    return c < 0x20 || c == '"' || c == '\\';
+}
+
+/* The escaped form's length: \" \\ \n \r \t are short, other controls \u00XX. */
+static size_t json_escape_len(unsigned char c)
+{
+    if (!json_needs_escape(c))
+        return 1;
+    return c >= 0x20 || c == '\n' || c == '\r' || c == '\t' ? 2 : 6;
+}
+
+static size_t put_json_escape(char *out, unsigned char c)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t start = b->len;
-    enum bsc_err err = bsc_buf_append_char(b, '"');
+    char e = c == '"' ? '"' : c == '\\' ? '\\' : c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : 0;
 
-    for (size_t i = 0; !err && i < s.len; i++) {
-        unsigned char c = (unsigned char)s.p[i];
-        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+    out[0] = '\\';
+    if (e) {
+        out[1] = e;
+        return 2;
+    }
+    memcpy(out + 1, "u00", 3);
+    out[4] = hex[c >> 4];
+    out[5] = hex[c & 15];
+    return 6;
+}
 
-        switch (c) {
-        case '"': err = bsc_buf_append(b, "\\\"", 2); break;
-        case '\\': err = bsc_buf_append(b, "\\\\", 2); break;
-        case '\n': err = bsc_buf_append(b, "\\n", 2); break;
-        case '\r': err = bsc_buf_append(b, "\\r", 2); break;
-        case '\t': err = bsc_buf_append(b, "\\t", 2); break;
-        default:
-            err = c < 0x20 ? bsc_buf_append(b, esc, 6) : bsc_buf_append_char(b, (char)c);
-        }
+/* Room for the escaped string is made first (the worst case when that fits, else the
+ * exact size), so the copy loop moves runs of plain bytes with memcpy, unchecked. */
+enum bsc_err bsc_buf_append_json_str(struct bsc_buf *b, struct bsc_str s)
+{
+    enum bsc_err err;
+    size_t n = 0, i = 0;
+    char *out;
+
+    if (s.len > (SIZE_MAX - 2) / 6)
+        return BSC_ELIMIT;
+    if (reserve(b, s.len * 6 + 2) != BSC_OK) {
+        size_t need = 2;
+        for (size_t k = 0; k < s.len; k++)
+            need += json_escape_len((unsigned char)s.p[k]);
+        if ((err = reserve(b, need)) != BSC_OK)
+            return err;
     }
-    if (!err)
-        err = bsc_buf_append_char(b, '"');
-    if (err) {
-        b->len = start;
-        if (b->p)
-            b->p[start] = '\0';
+    out = b->p + b->len;
+    out[n++] = '"';
+    while (i < s.len) {
+        size_t run = i;
+        while (run < s.len && !json_needs_escape((unsigned char)s.p[run]))
+            run++;
+        memcpy(out + n, s.p + i, run - i);
+        n += run - i;
+        if (run == s.len)
+            break;
+        n += put_json_escape(out + n, (unsigned char)s.p[run]);
+        i = run + 1;
     }
-    return err;
+    out[n++] = '"';
+    b->len += n;
+    b->p[b->len] = '\0';
+    return BSC_OK;
 }
 
 enum bsc_err bsc_buf_append_u64(struct bsc_buf *b, unsigned long long v)

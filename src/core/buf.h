@@ -6,6 +6,7 @@
 #define BSC_CORE_BUF_H
 
 #include <stddef.h>
+#include <string.h>
 
 #include "core/compat.h"
 #include "core/err.h"
@@ -29,11 +30,39 @@ void bsc_buf_reset(struct bsc_buf *b);
  * doubling series when the final size is known). BSC_ELIMIT past <max>. */
 enum bsc_err bsc_buf_reserve(struct bsc_buf *b, size_t extra);
 
-/* Appends <len> bytes. BSC_ELIMIT leaves <b> unchanged; BSC_ENOMEM too. */
-enum bsc_err bsc_buf_append(struct bsc_buf *b, const void *p, size_t len);
-enum bsc_err bsc_buf_append_str(struct bsc_buf *b, struct bsc_str s);
-enum bsc_err bsc_buf_append_cstr(struct bsc_buf *b, const char *s);
-enum bsc_err bsc_buf_append_char(struct bsc_buf *b, char c);
+/* The slow path of the appends below: grows the storage first. */
+enum bsc_err bsc__buf_append_grow(struct bsc_buf *b, const void *p, size_t len);
+
+/* Appends <len> bytes. BSC_ELIMIT leaves <b> unchanged; BSC_ENOMEM too. Inline: the
+ * common case (room left) is a compare and a copy, on every log and response line. */
+static inline enum bsc_err bsc_buf_append(struct bsc_buf *b, const void *p, size_t len)
+{
+    if (!b->p || len > b->cap - b->len)
+        return bsc__buf_append_grow(b, p, len);
+    if (len)
+        memcpy(b->p + b->len, p, len);
+    b->len += len;
+    b->p[b->len] = '\0';
+    return BSC_OK;
+}
+
+static inline enum bsc_err bsc_buf_append_str(struct bsc_buf *b, struct bsc_str s)
+{
+    return bsc_buf_append(b, s.p, s.len);
+}
+
+static inline enum bsc_err bsc_buf_append_cstr(struct bsc_buf *b, const char *s)
+{
+    return bsc_buf_append(b, s, strlen(s));
+}
+
+static inline enum bsc_err bsc_buf_append_char(struct bsc_buf *b, char c)
+{
+    return bsc_buf_append(b, &c, 1);
+}
+
+/* A string literal, its length known at compile time. */
+#define BSC_BUF_APPEND_LIT(b, lit) bsc_buf_append((b), "" lit, sizeof(lit) - 1)
 /* printf-style append; on error <b> is unchanged. */
 enum bsc_err bsc_buf_appendf(struct bsc_buf *b, const char *fmt, ...) BSC_PRINTF(2, 3);
 /* Appends <s> as a JSON string literal, quotes included, escaping as RFC 8259 asks. */

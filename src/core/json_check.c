@@ -4,6 +4,7 @@
 #include "core/json_check.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "core/utf8.h"
 struct scan {
@@ -54,14 +55,41 @@ static const bool plain_byte[256] = {
     [0x5d ... 0x7f] = true,
 };
 
+/* Eight bytes at a time (SWAR): true when any of them is a control byte, '"', '\\' or
+ * not ASCII -- a byte plain_byte[] does not pass. Each term is exact: (v - 0x01..) & ~v
+ * & 0x80.. is nonzero only when some byte of v is zero, (x - 0x20..) & ~x & 0x80.. only
+ * when some byte is below 0x20. */
+static inline bool needs_attention8(uint64_t x)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+
+    return ((((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b) | x) & high) != 0;
+}
+
+/* Index of the first byte at or after <i> that plain_byte[] does not pass. */
+static inline size_t plain_run(const unsigned char *p, size_t i, size_t n)
+{
+    uint64_t w;
+
+    while (n - i >= 8) {
+        memcpy(&w, p + i, 8);
+        if (needs_attention8(w))
+            break;
+        i += 8;
+    }
+    while (i < n && plain_byte[p[i]])
+        i++;
+    return i;
+}
+
 static bool string(struct scan *s)
 {
     s->i++; /* the opening quote */
     while (s->i < s->n) {
         unsigned char c;
 
-        while (s->i < s->n && plain_byte[s->p[s->i]]) /* the common run, one lookup a byte */
-            s->i++;
+        s->i = plain_run(s->p, s->i, s->n); /* the common run */
         if (s->i >= s->n)
             break;
         c = s->p[s->i];

@@ -189,11 +189,14 @@ static enum bsc_err oa_map_response(const struct prov_call *c, struct bsc_str bo
                                     struct bsc_buf *out, struct prov_usage *usage,
                                     struct fail_info *fail)
 {
+    static const struct bsc_str usage_key = BSC_STR("usage");
     struct bsc_str u = BSC_STR_NULL;
 
     (void)c;
     (void)out; /* unchanged: the fast path uses the body as it is */
-    if (!bsc_json_check(body, 128, NULL) || bsc_json_kind_of(bsc_str_trim(body)) != BSC_JSON_OBJECT) {
+    /* One pass validates the answer and finds "usage" (a repeated one: the last wins). */
+    if (bsc_json_check_members(body, 128, &usage_key, 1, &u, NULL) < 0 ||
+        bsc_json_kind_of(bsc_str_trim(body)) != BSC_JSON_OBJECT) {
         fail_info_init(fail);
         fail->kind = FAIL_SERVER_ERROR;
         fail->status = 200;
@@ -201,8 +204,6 @@ static enum bsc_err oa_map_response(const struct prov_call *c, struct bsc_str bo
                        BSC_STR("the upstream answer is not a JSON object"));
         return BSC_EPARSE;
     }
-    if (bsc_json_member(body, BSC_STR("usage"), &u) != 1)
-        u = BSC_STR_NULL;
     usage_from_span(u, usage);
     return BSC_OK;
 }

@@ -2,6 +2,8 @@
 /* access_log.c -- the access-log line, built in a stack-bounded buffer. */
 #include "router/access_log.h"
 
+#include <stdint.h>
+
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -15,32 +17,40 @@ static struct bsc_buf *line_begin(void)
     return &scratch;
 }
 
-static void put_key(struct bsc_buf *b, const char *key)
-{
-    bsc_buf_append_cstr(b, ",\"");
-    bsc_buf_append_cstr(b, key);
-    bsc_buf_append(b, "\":", 2);
-}
+/* Keys are literals: ",\"name\":" is spelled out at compile time and copied whole. */
+#define KEY(name) ",\"" name "\":"
+#define PUT_KEY(b, name) BSC_BUF_APPEND_LIT(b, KEY(name))
+#define PUT_STR(b, name, val) put_str(b, KEY(name), sizeof(KEY(name)) - 1, val)
+#define PUT_U64(b, name, v) (PUT_KEY(b, name), bsc_buf_append_u64(b, v))
+#define PUT_I64(b, name, v) (PUT_KEY(b, name), bsc_buf_append_i64(b, v))
+#define PUT_MS(b, name, us) (PUT_KEY(b, name), bsc_buf_append_milli(b, us))
 
-static void put_str(struct bsc_buf *b, const char *key, const char *val)
+static void put_str(struct bsc_buf *b, const char *key, size_t key_len, const char *val)
 {
-    put_key(b, key);
+    bsc_buf_append(b, key, key_len);
     if (val)
         bsc_buf_append_json_str(b, bsc_str_cstr(val));
     else
-        bsc_buf_append_cstr(b, "null");
+        BSC_BUF_APPEND_LIT(b, "null");
 }
 
-static void put_u64(struct bsc_buf *b, const char *key, unsigned long long v)
+/* ",\"cost_usd\":N" with exactly eight decimals, as "%.8f" prints it, without printf. */
+static void put_usd(struct bsc_buf *b, double usd)
 {
-    put_key(b, key);
-    bsc_buf_append_u64(b, v);
-}
+    char frac[9];
+    uint64_t units;
 
-static void put_ms(struct bsc_buf *b, const char *key, uint64_t us)
-{
-    put_key(b, key);
-    bsc_buf_append_milli(b, us);
+    if (!(usd >= 0.0) || usd >= 1e10) { /* NaN, negative or absurd: printf knows best */
+        bsc_buf_appendf(b, KEY("cost_usd") "%.8f", usd);
+        return;
+    }
+    units = (uint64_t)(usd * 1e8 + 0.5);
+    PUT_U64(b, "cost_usd", units / 100000000u);
+    units %= 100000000u;
+    frac[0] = '.';
+    for (int i = 8; i >= 1; i--, units /= 10)
+        frac[i] = (char)('0' + units % 10);
+    bsc_buf_append(b, frac, sizeof(frac));
 }
 
 static uint64_t span_us(const struct attempt *a)
@@ -50,16 +60,15 @@ static uint64_t span_us(const struct attempt *a)
 
 static void put_attempts(struct bsc_buf *b, const struct attempt *a, size_t n)
 {
-    bsc_buf_append_cstr(b, ",\"attempt_log\":[");
+    BSC_BUF_APPEND_LIT(b, ",\"attempt_log\":[");
     for (size_t i = 0; i < n; i++) {
         bsc_buf_append_cstr(b, i ? ",{\"target\":" : "{\"target\":");
         bsc_buf_append_json_str(b, bsc_str_cstr(a[i].target ? a[i].target->id : "-"));
-        put_str(b, "workflow", attempt_workflow_name(a[i].workflow));
-        put_str(b, "outcome", attempt_outcome_name(a[i].outcome));
-        put_key(b, "status");
-        bsc_buf_append_i64(b, a[i].status);
-        put_str(b, "kind", a[i].kind);
-        put_ms(b, "ms", span_us(&a[i]));
+        PUT_STR(b, "workflow", attempt_workflow_name(a[i].workflow));
+        PUT_STR(b, "outcome", attempt_outcome_name(a[i].outcome));
+        PUT_I64(b, "status", a[i].status);
+        PUT_STR(b, "kind", a[i].kind);
+        PUT_MS(b, "ms", span_us(&a[i]));
         bsc_buf_append_char(b, '}');
     }
     bsc_buf_append_char(b, ']');
@@ -69,28 +78,25 @@ void access_log_write(const struct access_entry *e)
 {
     struct bsc_buf *b = line_begin();
 
-    bsc_buf_append_cstr(b, "{\"type\":\"access\"");
-    put_u64(b, "ts_ms", bsc_wall_ms());
-    put_str(b, "request_id", e->request_id);
-    put_str(b, "method", e->method ? e->method : "POST");
-    put_str(b, "path", e->path ? e->path : "/v1/chat/completions");
-    put_str(b, "route", e->route);
-    put_str(b, "target", e->target);
-    put_key(b, "status");
-    bsc_buf_append_i64(b, e->status);
+    BSC_BUF_APPEND_LIT(b, "{\"type\":\"access\"");
+    PUT_U64(b, "ts_ms", bsc_wall_ms());
+    PUT_STR(b, "request_id", e->request_id);
+    PUT_STR(b, "method", e->method ? e->method : "POST");
+    PUT_STR(b, "path", e->path ? e->path : "/v1/chat/completions");
+    PUT_STR(b, "route", e->route);
+    PUT_STR(b, "target", e->target);
+    PUT_I64(b, "status", e->status);
     bsc_buf_append_cstr(b, e->stream ? ",\"stream\":true" : ",\"stream\":false");
-    put_u64(b, "bytes_in", e->bytes_in);
-    put_u64(b, "bytes_out", e->bytes_out);
-    put_ms(b, "duration_ms", e->duration_us);
-    put_ms(b, "ttfb_ms", e->ttfb_us);
-    put_u64(b, "attempts", e->n_attempts);
-    put_str(b, "termination", e->termination);
+    PUT_U64(b, "bytes_in", e->bytes_in);
+    PUT_U64(b, "bytes_out", e->bytes_out);
+    PUT_MS(b, "duration_ms", e->duration_us);
+    PUT_MS(b, "ttfb_ms", e->ttfb_us);
+    PUT_U64(b, "attempts", e->n_attempts);
+    PUT_STR(b, "termination", e->termination);
     if (e->input_tokens >= 0 || e->output_tokens >= 0) {
-        put_key(b, "input_tokens");
-        bsc_buf_append_i64(b, e->input_tokens);
-        put_key(b, "output_tokens");
-        bsc_buf_append_i64(b, e->output_tokens);
-        bsc_buf_appendf(b, ",\"cost_usd\":%.8f", e->cost_usd);
+        PUT_I64(b, "input_tokens", e->input_tokens);
+        PUT_I64(b, "output_tokens", e->output_tokens);
+        put_usd(b, e->cost_usd);
     }
     if (e->n_attempts)
         put_attempts(b, e->attempts, e->n_attempts);
@@ -104,25 +110,24 @@ void attempt_log_write(const struct attempt_line *l)
     struct bsc_buf *b = line_begin();
     const struct attempt *a = l->a;
 
-    bsc_buf_append_cstr(b, "{\"type\":\"attempt\"");
-    put_u64(b, "ts_ms", bsc_wall_ms());
-    put_str(b, "request_id", l->request_id);
-    put_str(b, "route", l->route);
-    put_u64(b, "attempt", l->number);
-    put_str(b, "target", a->target ? a->target->id : NULL);
-    put_str(b, "workflow", attempt_workflow_name(a->workflow));
-    put_str(b, "outcome", attempt_outcome_name(a->outcome));
-    put_str(b, "kind", a->kind);
-    put_key(b, "status");
-    bsc_buf_append_i64(b, a->status);
-    put_ms(b, "ms", span_us(a));
-    put_u64(b, "delay_before_ms", a->delay_ms);
-    put_str(b, "circuit", l->circuit);
-    put_u64(b, "time_left_ms", l->time_left_ms);
-    put_str(b, "next", l->next);
-    put_str(b, "why", l->why);
-    put_u64(b, "next_delay_ms", l->next_delay_ms);
-    put_str(b, "delay_why", l->delay_why);
+    BSC_BUF_APPEND_LIT(b, "{\"type\":\"attempt\"");
+    PUT_U64(b, "ts_ms", bsc_wall_ms());
+    PUT_STR(b, "request_id", l->request_id);
+    PUT_STR(b, "route", l->route);
+    PUT_U64(b, "attempt", l->number);
+    PUT_STR(b, "target", a->target ? a->target->id : NULL);
+    PUT_STR(b, "workflow", attempt_workflow_name(a->workflow));
+    PUT_STR(b, "outcome", attempt_outcome_name(a->outcome));
+    PUT_STR(b, "kind", a->kind);
+    PUT_I64(b, "status", a->status);
+    PUT_MS(b, "ms", span_us(a));
+    PUT_U64(b, "delay_before_ms", a->delay_ms);
+    PUT_STR(b, "circuit", l->circuit);
+    PUT_U64(b, "time_left_ms", l->time_left_ms);
+    PUT_STR(b, "next", l->next);
+    PUT_STR(b, "why", l->why);
+    PUT_U64(b, "next_delay_ms", l->next_delay_ms);
+    PUT_STR(b, "delay_why", l->delay_why);
     bsc_buf_append_char(b, '}');
     if (b->p)
         bsc_log_line(b->p, b->len);

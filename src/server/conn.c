@@ -443,17 +443,45 @@ void srv__conn_drain(struct srv_conn *c)
 
 static void on_write(uv_write_t *w, int status);
 
+/* Writes what the socket takes at once; the caller queues the rest. Returns the number
+ * of bytes written (0 when the socket is full), or -1 after closing the connection. A
+ * direct write costs one syscall; a uv_write that completes at once costs an epoll_ctl
+ * more (libuv re-arms the watcher when its write queue drains). */
+static ssize_t write_now(struct srv_conn *c)
+{
+    uv_buf_t buf = uv_buf_init(c->out.p, (unsigned)c->out.len);
+    int n = uv_try_write((uv_stream_t *)&c->tcp, &buf, 1);
+
+    if (n == UV_EAGAIN || n == UV_ENOSYS)
+        return 0;
+    if (n < 0) {
+        srv__conn_close(c);
+        return -1;
+    }
+    c->last_tx_ms = now_ms(c);
+    return n;
+}
+
 void srv__conn_flush(struct srv_conn *c)
 {
     struct bsc_buf tmp;
     uv_buf_t buf;
+    ssize_t done;
 
     if (c->state == SRV__CONN_ST_CLOSED || c->writing || !c->out.len)
         return;
+    if ((done = write_now(c)) < 0)
+        return;
+    if ((size_t)done == c->out.len) {
+        bsc_buf_reset(&c->out);
+        if (c->req.on_drain) /* a paused handler waits for room: tell it from the loop */
+            srv__conn_schedule(c, SRV__WORK_DRAIN);
+        return;
+    }
     tmp = c->wbuf; /* empty: nothing is in flight */
     c->wbuf = c->out;
     c->out = tmp;
-    buf = uv_buf_init(c->wbuf.p, (unsigned)c->wbuf.len);
+    buf = uv_buf_init(c->wbuf.p + done, (unsigned)(c->wbuf.len - (size_t)done));
     if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &buf, 1, on_write) != 0) {
         srv__conn_close(c);
         return;

@@ -259,6 +259,41 @@ static void test_check_every_code_point(void **state)
     }
 }
 
+/* The scanner skips plain runs eight bytes at a time: every byte value at every position
+ * of a 20-byte string (so both the word loop and the byte tail meet it) is accepted exactly
+ * when it is printable ASCII other than '"' and '\\', and a refused control or non-ASCII byte
+ * is reported at its own offset. A two-byte UTF-8 character is accepted everywhere. */
+static void test_check_plain_runs(void **state)
+{
+    char buf[22];
+
+    (void)state;
+    for (unsigned b = 0; b < 256; b++) {
+        for (size_t k = 0; k < 20; k++) {
+            bool want = b >= 0x20 && b < 0x80 && b != '"' && b != '\\';
+            struct bsc_json_error err;
+
+            memset(buf, 'a', sizeof(buf));
+            buf[0] = '"';
+            buf[21] = '"';
+            buf[1 + k] = (char)b;
+            if (check(bsc_str_make(buf, sizeof(buf)), 1, &err) != want)
+                fail_msg("byte 0x%02x at %zu: got %s", b, k, want ? "refused" : "accepted");
+            if (!want && b != '"' && b != '\\')
+                assert_int_equal(err.offset, 1 + k);
+        }
+    }
+    for (size_t k = 0; k < 19; k++) {
+        struct bsc_json_error err;
+
+        memset(buf, 'a', sizeof(buf));
+        buf[0] = '"';
+        buf[21] = '"';
+        memcpy(buf + 1 + k, "\xc3\xa9", 2);
+        assert_true(check(bsc_str_make(buf, sizeof(buf)), 1, &err));
+    }
+}
+
 /* Every pair (lead, next) in a string, against the well-formed ranges of table 3-7. */
 static void test_check_every_lead_and_second_byte(void **state)
 {
@@ -797,6 +832,7 @@ int main(void)
         cmocka_unit_test(test_check_exact_buffers),
         cmocka_unit_test(test_check_null_doc),
         cmocka_unit_test(test_check_every_code_point),
+        cmocka_unit_test(test_check_plain_runs),
         cmocka_unit_test(test_check_every_lead_and_second_byte),
         cmocka_unit_test(test_check_depth),
         cmocka_unit_test(test_check_depth_zero_and_clamp),
