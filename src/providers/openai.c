@@ -111,7 +111,11 @@ static enum bsc_err oa_build(const struct prov_call *c, struct prov_http *out, c
     (void)why;
     (void)why_len;
     out->method = c->op == PROV_OP_PROBE_MODELS ? "GET" : "POST";
-    err = bsc_buf_appendf(&out->url, "%s/%s", c->provider->base_url, endpoint(c->op));
+    err = bsc_buf_append_cstr(&out->url, c->provider->base_url);
+    if (!err)
+        err = bsc_buf_append_char(&out->url, '/');
+    if (!err)
+        err = bsc_buf_append_cstr(&out->url, endpoint(c->op));
     if (!err && c->op != PROV_OP_PROBE_MODELS)
         err = prov_header(&out->headers, "Content-Type", "%s", "application/json");
     if (!err && c->op == PROV_OP_CHAT)

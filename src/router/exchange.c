@@ -110,8 +110,11 @@ static bool start_stream(struct request *r)
 static void save_header(const struct up_transfer *t, const char *name, char *dst, size_t len)
 {
     struct bsc_str v = up_header(t, bsc_str_cstr(name));
+    size_t n = v.len < len - 1 ? v.len : len - 1;
 
-    snprintf(dst, len, "%.*s", BSC_STR_FMT(v));
+    if (n)
+        memcpy(dst, v.p, n);
+    dst[n] = '\0';
 }
 
 static void on_head(void *ud, struct up_transfer *t, int status)

@@ -10,6 +10,7 @@
 
 #define UP_MAX_HEAD_BYTES (64u * 1024u)
 #define UP_EASY_CACHE     64
+#define UP_MAX_HEADERS    64 /* request header lines per transfer */
 
 struct up_multi {
     uv_loop_t *loop; /* borrowed */
@@ -22,13 +23,13 @@ struct up_multi {
     size_t n_socks;
     size_t n_easy_cache;
     bool closing;
+    bool env_proxy; /* a proxy variable is set: curl reads the environment per transfer */
 };
 
 struct up_transfer {
     struct up_multi *m; /* borrowed */
     struct up_transfer *prev, *next;
-    CURL *easy;                 /* owned */
-    struct curl_slist *headers; /* owned */
+    CURL *easy; /* owned */
     struct up_callbacks cb;
     void *ud;
     struct bsc_buf head; /* owned: raw response header lines of the final response */
@@ -39,6 +40,10 @@ struct up_transfer {
     bool in_callback;
     bool request_sent;
     char errbuf[CURL_ERROR_SIZE];
+    /* The request header list, its nodes in place: curl only reads a CURLOPT_HTTPHEADER
+     * list, so it needs no curl_slist_append (a malloc and a strdup a line). Last: it is
+     * the one member up_start does not zero. */
+    struct curl_slist header_nodes[UP_MAX_HEADERS];
 };
 
 struct up_sock;

@@ -186,6 +186,21 @@ static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
     return 0;
 }
 
+/* Whether curl would find a proxy in the environment (the variables it reads). Read once:
+ * the environment of a running gateway does not change. */
+static bool env_has_proxy(void)
+{
+    static const char *const vars[] = {"http_proxy", "HTTP_PROXY", "https_proxy",
+                                       "HTTPS_PROXY", "all_proxy", "ALL_PROXY"};
+
+    for (size_t i = 0; i < BSC_ARRAY_LEN(vars); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v)
+            return true;
+    }
+    return false;
+}
+
 enum bsc_err up_multi_new(uv_loop_t *loop, const struct up_limits *limits,
                           struct up_multi **out)
 {
@@ -194,6 +209,7 @@ enum bsc_err up_multi_new(uv_loop_t *loop, const struct up_limits *limits,
     if (!m)
         return BSC_ENOMEM;
     m->loop = loop;
+    m->env_proxy = env_has_proxy();
     m->curlm = curl_multi_init();
     if (!m->curlm) {
         free(m);

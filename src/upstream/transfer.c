@@ -3,6 +3,7 @@
  * body delivery with pause for back-pressure, completion and cancellation. A transfer
  * cancelled from inside a curl callback is only marked; curl is told to abort by the
  * callback's return value and the transfer is reaped silently when curl reports done. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,6 +118,9 @@ static void set_options(struct up_transfer *t, const struct up_request *req)
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    /* No proxy in the environment: saying so spares curl six getenv() walks a transfer. */
+    if (!t->m->env_proxy)
+        curl_easy_setopt(e, CURLOPT_PROXY, "");
     up__watch_close(e, t->m);
     if (req->connect_timeout_ms)
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)req->connect_timeout_ms);
@@ -133,21 +137,22 @@ static void set_options(struct up_transfer *t, const struct up_request *req)
     } else if (strcmp(req->method, "GET") != 0) {
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
     }
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->header_nodes);
 }
 
 static enum bsc_err build_headers(struct up_transfer *t, const struct up_request *req)
 {
     /* No "Expect: 100-continue" round trip: upstreams answer at once. */
     static const char *const fixed[] = {"Expect:", "Accept-Encoding: identity"};
+    size_t n = BSC_ARRAY_LEN(fixed) + req->n_headers;
 
-    for (size_t i = 0; i < BSC_ARRAY_LEN(fixed) + req->n_headers; i++) {
+    if (n > UP_MAX_HEADERS)
+        return BSC_ELIMIT;
+    for (size_t i = 0; i < n; i++) {
         const char *h = i < BSC_ARRAY_LEN(fixed) ? fixed[i] : req->headers[i - BSC_ARRAY_LEN(fixed)];
-        struct curl_slist *next = curl_slist_append(t->headers, h);
 
-        if (!next)
-            return BSC_ENOMEM;
-        t->headers = next;
+        t->header_nodes[i].data = (char *)h; /* curl_slist is not const; curl only reads */
+        t->header_nodes[i].next = i + 1 < n ? &t->header_nodes[i + 1] : NULL;
     }
     return BSC_OK;
 }
@@ -155,20 +160,24 @@ static enum bsc_err build_headers(struct up_transfer *t, const struct up_request
 enum bsc_err up_start(struct up_multi *m, const struct up_request *req,
                       const struct up_callbacks *cb, void *ud, struct up_transfer **out)
 {
-    struct up_transfer *t = calloc(1, sizeof(*t));
+    struct up_transfer *t = malloc(sizeof(*t));
+    enum bsc_err err = BSC_ENOMEM;
 
     if (!t)
         return BSC_ENOMEM;
+    memset(t, 0, offsetof(struct up_transfer, header_nodes)); /* the nodes are set when used */
     t->m = m;
     t->cb = *cb;
     t->ud = ud;
     bsc_buf_init(&t->head, UP_MAX_HEAD_BYTES);
     t->easy = up__acquire_easy(m);
-    if (!t->easy || build_headers(t, req) != BSC_OK)
+    if (!t->easy || (err = build_headers(t, req)) != BSC_OK)
         goto fail;
     set_options(t, req);
-    if (curl_multi_add_handle(m->curlm, t->easy) != CURLM_OK)
+    if (curl_multi_add_handle(m->curlm, t->easy) != CURLM_OK) {
+        err = BSC_ENOMEM;
         goto fail;
+    }
     t->next = m->transfers;
     if (m->transfers)
         m->transfers->prev = t;
@@ -179,10 +188,9 @@ enum bsc_err up_start(struct up_multi *m, const struct up_request *req,
 fail:
     if (t->easy)
         up__release_easy(m, t->easy);
-    curl_slist_free_all(t->headers);
     bsc_buf_cleanup(&t->head);
     free(t);
-    return BSC_ENOMEM;
+    return err;
 }
 
 void up__transfer_free(struct up_transfer *t)
@@ -192,7 +200,6 @@ void up__transfer_free(struct up_transfer *t)
     curl_multi_remove_handle(m->curlm, t->easy);
     up__transfer_unlink(t);
     up__release_easy(m, t->easy);
-    curl_slist_free_all(t->headers);
     bsc_buf_cleanup(&t->head);
     free(t);
 }

@@ -37,7 +37,8 @@ const char *up_result_name(enum up_result r);
 struct up_request {
     const char *url;    /* borrowed until the transfer is created (copied by curl) */
     const char *method; /* "POST" or "GET" */
-    const char *const *headers; /* borrowed array of "Name: value" lines; copied */
+    const char *const *headers; /* borrowed array of "Name: value" lines; the array is
+                                 * copied, the lines stay borrowed until on_done/up_cancel */
     size_t n_headers;
     const char *body;   /* borrowed until on_done or up_cancel: curl does not copy it */
     size_t body_len;
