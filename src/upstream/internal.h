@@ -16,12 +16,14 @@ struct up_multi {
     uv_loop_t *loop; /* borrowed */
     CURLM *curlm;    /* owned */
     uv_timer_t timer;
+    uv_check_t kick; /* runs curl's "now" timeouts after this loop pass's I/O callbacks */
     struct up_transfer *transfers; /* owned doubly linked list of running transfers */
     size_t n_active;
     CURL *easy_cache[UP_EASY_CACHE]; /* reusable easy handles (curl_easy_reset on reuse) */
     struct up_sock **socks; /* owned table indexed by fd: watched sockets, parked ones too */
     size_t n_socks;
     size_t n_easy_cache;
+    unsigned open_handles; /* while closing: handles whose close callback is pending */
     bool closing;
     bool env_proxy; /* a proxy variable is set: curl reads the environment per transfer */
 };

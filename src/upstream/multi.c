@@ -174,15 +174,33 @@ void up__watch_close(CURL *easy, struct up_multi *m)
     curl_easy_setopt(easy, CURLOPT_CLOSESOCKETDATA, m);
 }
 
+static void on_kick(uv_check_t *h)
+{
+    struct up_multi *m = h->data;
+    int running;
+
+    uv_check_stop(&m->kick);
+    curl_multi_socket_action(m->curlm, CURL_SOCKET_TIMEOUT, 0, &running);
+    check_done(m);
+}
+
+/* A zero timeout (a transfer was just added, say) is served by the check handle, later in
+ * this same loop pass, rather than by a zero timer, which costs a loop pass of its own
+ * (another epoll_wait) per request. The zero timer stays armed behind it in case the
+ * check phase has already run; curl re-arms or stops it when the kick has acted. */
 static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
 {
     struct up_multi *m = userp;
 
     (void)multi;
-    if (timeout_ms < 0)
+    if (timeout_ms < 0) {
         uv_timer_stop(&m->timer);
-    else
-        uv_timer_start(&m->timer, on_timer, (uint64_t)timeout_ms, 0);
+        uv_check_stop(&m->kick);
+        return 0;
+    }
+    uv_timer_start(&m->timer, on_timer, (uint64_t)timeout_ms, 0);
+    if (timeout_ms == 0)
+        uv_check_start(&m->kick, on_kick);
     return 0;
 }
 
@@ -217,6 +235,8 @@ enum bsc_err up_multi_new(uv_loop_t *loop, const struct up_limits *limits,
     }
     uv_timer_init(loop, &m->timer);
     m->timer.data = m;
+    uv_check_init(loop, &m->kick);
+    m->kick.data = m;
     curl_multi_setopt(m->curlm, CURLMOPT_SOCKETFUNCTION, on_socket);
     curl_multi_setopt(m->curlm, CURLMOPT_SOCKETDATA, m);
     curl_multi_setopt(m->curlm, CURLMOPT_TIMERFUNCTION, on_curl_timer);
@@ -235,11 +255,13 @@ enum bsc_err up_multi_new(uv_loop_t *loop, const struct up_limits *limits,
     return BSC_OK;
 }
 
-static void multi_timer_closed(uv_handle_t *h)
+/* The timer and the kick handle close through the loop; the last one frees the multi. */
+static void multi_handle_closed(uv_handle_t *h)
 {
     struct up_multi *m = h->data;
 
-    free(m);
+    if (--m->open_handles == 0)
+        free(m);
 }
 
 void up_multi_free(struct up_multi *m)
@@ -264,7 +286,10 @@ void up_multi_free(struct up_multi *m)
     }
     BSC_FREE(m->socks);
     uv_timer_stop(&m->timer);
-    uv_close((uv_handle_t *)&m->timer, multi_timer_closed);
+    uv_check_stop(&m->kick);
+    m->open_handles = 2;
+    uv_close((uv_handle_t *)&m->kick, multi_handle_closed);
+    uv_close((uv_handle_t *)&m->timer, multi_handle_closed);
 }
 
 size_t up_multi_active(const struct up_multi *m)
