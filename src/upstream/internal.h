@@ -19,7 +19,7 @@ struct up_multi {
     uv_check_t kick; /* runs curl's "now" timeouts after this loop pass's I/O callbacks */
     struct up_transfer *transfers; /* owned doubly linked list of running transfers */
     size_t n_active;
-    CURL *easy_cache[UP_EASY_CACHE]; /* reusable easy handles (curl_easy_reset on reuse) */
+    CURL *easy_cache[UP_EASY_CACHE]; /* reusable easy handles, up__easy_defaults set */
     struct up_sock **socks; /* owned table indexed by fd: watched sockets, parked ones too */
     size_t n_socks;
     size_t n_easy_cache;
@@ -54,10 +54,15 @@ struct up_sock;
 /* Sets the socket-close callback that keeps the watch table right (every easy handle). */
 void up__watch_close(CURL *easy, struct up_multi *m);
 void up__transfer_unlink(struct up_transfer *t);
-void up__release_easy(struct up_multi *m, CURL *easy);
+/* Hands <easy> back: kept for the next transfer when <clean> (it ended normally), else
+ * cleaned up, so that no state of an aborted or paused transfer is ever reused. */
+void up__release_easy(struct up_multi *m, CURL *easy, bool clean);
 CURL *up__acquire_easy(struct up_multi *m);
+/* transfer.c: the options every transfer shares, set once on a new easy handle. */
+void up__easy_defaults(CURL *e, struct up_multi *m);
 /* transfer.c */
 void up__transfer_done(struct up_transfer *t, CURLcode code);
-void up__transfer_free(struct up_transfer *t);
+/* Removes and frees <t>; <clean>: it completed normally, its easy handle may be reused. */
+void up__transfer_free(struct up_transfer *t, bool clean);
 
 #endif

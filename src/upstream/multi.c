@@ -313,15 +313,18 @@ void up__transfer_unlink(struct up_transfer *t)
 
 CURL *up__acquire_easy(struct up_multi *m)
 {
+    CURL *e;
+
     if (m->n_easy_cache)
         return m->easy_cache[--m->n_easy_cache];
-    return curl_easy_init();
+    if ((e = curl_easy_init()))
+        up__easy_defaults(e, m);
+    return e;
 }
 
-void up__release_easy(struct up_multi *m, CURL *easy)
+void up__release_easy(struct up_multi *m, CURL *easy, bool clean)
 {
-    if (!m->closing && m->n_easy_cache < UP_EASY_CACHE) {
-        curl_easy_reset(easy);
+    if (clean && !m->closing && m->n_easy_cache < UP_EASY_CACHE) {
         m->easy_cache[m->n_easy_cache++] = easy;
         return;
     }

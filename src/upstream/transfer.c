@@ -98,12 +98,9 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
     return len;
 }
 
-static void set_options(struct up_transfer *t, const struct up_request *req)
+/* What stays the same for every transfer: set once per easy handle, kept across reuse. */
+void up__easy_defaults(CURL *e, struct up_multi *m)
 {
-    CURL *e = t->easy;
-
-    curl_easy_setopt(e, CURLOPT_URL, req->url);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, t);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
@@ -112,31 +109,40 @@ static void set_options(struct up_transfer *t, const struct up_request *req)
      * a transfer waiting to multiplex sits in curl's pending queue, which curl revisits
      * only when some other transfer ends -- with long streams that can be never. */
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     /* No proxy in the environment: saying so spares curl six getenv() walks a transfer. */
-    if (!t->m->env_proxy)
+    if (!m->env_proxy)
         curl_easy_setopt(e, CURLOPT_PROXY, "");
-    up__watch_close(e, t->m);
-    if (req->connect_timeout_ms)
-        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)req->connect_timeout_ms);
-    if (req->timeout_ms)
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
-    if (req->fresh_connection) {
-        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
-        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
-    }
-    if (strcmp(req->method, "POST") == 0) {
+    up__watch_close(e, m);
+}
+
+/* What changes from one transfer to the next: every one of these is set each time, so
+ * nothing of the previous transfer on a reused handle carries over. */
+static void set_options(struct up_transfer *t, const struct up_request *req)
+{
+    CURL *e = t->easy;
+    bool post = strcmp(req->method, "POST") == 0;
+
+    curl_easy_setopt(e, CURLOPT_URL, req->url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)req->connect_timeout_ms);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
+    curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, req->fresh_connection ? 1L : 0L);
+    curl_easy_setopt(e, CURLOPT_FORBID_REUSE, req->fresh_connection ? 1L : 0L);
+    if (post) {
         curl_easy_setopt(e, CURLOPT_POST, 1L);
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body ? req->body : "");
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
-    } else if (strcmp(req->method, "GET") != 0) {
-        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
+    } else {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
     }
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST,
+                     post || strcmp(req->method, "GET") == 0 ? NULL : req->method);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->header_nodes);
 }
 
@@ -187,19 +193,19 @@ enum bsc_err up_start(struct up_multi *m, const struct up_request *req,
     return BSC_OK;
 fail:
     if (t->easy)
-        up__release_easy(m, t->easy);
+        up__release_easy(m, t->easy, true); /* never added: nothing ran on it */
     bsc_buf_cleanup(&t->head);
     free(t);
     return err;
 }
 
-void up__transfer_free(struct up_transfer *t)
+void up__transfer_free(struct up_transfer *t, bool clean)
 {
     struct up_multi *m = t->m;
 
     curl_multi_remove_handle(m->curlm, t->easy);
     up__transfer_unlink(t);
-    up__release_easy(m, t->easy);
+    up__release_easy(m, t->easy, clean);
     bsc_buf_cleanup(&t->head);
     free(t);
 }
@@ -228,7 +234,7 @@ void up__transfer_done(struct up_transfer *t, CURLcode code)
         t->in_callback = true;
         cb.on_done(ud, t, res, detail);
     }
-    up__transfer_free(t);
+    up__transfer_free(t, code == CURLE_OK && !cancelled && !t->paused);
 }
 
 void up_cancel(struct up_transfer *t)
@@ -243,7 +249,7 @@ void up_cancel(struct up_transfer *t)
         /* A paused transfer is still counted by curl; removing it closes the connection. */
         t->paused = false;
     }
-    up__transfer_free(t);
+    up__transfer_free(t, false);
 }
 
 void up_pause(struct up_transfer *t)
