@@ -19,11 +19,19 @@ static bool fail(struct scan *s, const char *what)
     return false;
 }
 
+/* JSON whitespace: space, tab, line feed, carriage return. */
+static const bool ws_byte[256] = {[' '] = true, ['\t'] = true, ['\n'] = true, ['\r'] = true};
+
 static void skip_ws(struct scan *s)
 {
-    while (s->i < s->n &&
-           (s->p[s->i] == ' ' || s->p[s->i] == '\t' || s->p[s->i] == '\n' || s->p[s->i] == '\r'))
-        s->i++;
+    const unsigned char *p = s->p;
+    size_t i = s->i, n = s->n;
+
+    if (i < n && !ws_byte[p[i]]) /* compact JSON: most calls have nothing to skip */
+        return;
+    while (i < n && ws_byte[p[i]])
+        i++;
+    s->i = i;
 }
 
 static bool hex4(struct scan *s)
