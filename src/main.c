@@ -22,6 +22,7 @@
 #include "router/access_log.h"
 #include "router/gateway.h"
 #include "router/probe.h"
+#include "router/request.h"
 #include "router/state.h"
 #include "router/worker.h"
 #include "server/server.h"
@@ -134,6 +135,7 @@ static void worker_main(void *arg)
     uv_run(&w->loop, UV_RUN_DEFAULT);
     uv_close((uv_handle_t *)&w->log_flush, NULL);
     uv_run(&w->loop, UV_RUN_NOWAIT);
+    req_pool_drain(w);
     bsc_log_batch_end();
     access_log_thread_cleanup();
 }

@@ -33,7 +33,7 @@ static bool op_end(struct request *r)
     if (!r->zombie)
         return true;
     if (r->store_ops == 0)
-        free(r);
+        req__release(r);
     return false;
 }
 

@@ -143,6 +143,8 @@ struct request {
 };
 
 /* request.c */
+/* Gives back a request's memory: to the worker's pool, or to the allocator. */
+void req__release(struct request *r);
 void req__goto(struct request *r, enum req_state next);
 void req__run(struct request *r);
 void req__arm_timer(struct request *r, uint64_t delay_ms);

@@ -506,13 +506,42 @@ static void st_reply_error(struct request *r)
     req__goto(r, REQ_ST_DONE);
 }
 
+/* A zeroed request, from the worker's pool when it has one. */
+static struct request *req_alloc(struct worker *w)
+{
+    struct request *r;
+
+    if (!w->n_req_pool)
+        return calloc(1, sizeof(struct request));
+    r = w->req_pool[--w->n_req_pool];
+    memset(r, 0, sizeof(*r));
+    return r;
+}
+
+void req__release(struct request *r)
+{
+    struct worker *w = r->w;
+
+    if (w && w->n_req_pool < WORKER_REQ_POOL) {
+        w->req_pool[w->n_req_pool++] = r;
+        return;
+    }
+    free(r);
+}
+
+void req_pool_drain(struct worker *w)
+{
+    while (w->n_req_pool)
+        free(w->req_pool[--w->n_req_pool]);
+}
+
 static void request_free(uv_handle_t *h)
 {
     struct request *r = h->data;
 
     bsc_buf_cleanup(&r->idem_copy);
     if (guard_can_free(r))
-        free(r);
+        req__release(r);
 }
 
 static const char *outcome_label(const struct request *r)
@@ -740,7 +769,7 @@ static bool read_operation_id(struct request *r)
 
 void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
 {
-    struct request *r = calloc(1, sizeof(*r));
+    struct request *r = req_alloc(w);
     struct envelope_hdrs eh = {
         .deadline_ms = srv_req_header(sreq, BSC_STR("x-bascule-deadline-ms")),
         .max_attempts = srv_req_header(sreq, BSC_STR("x-bascule-max-attempts")),
@@ -757,7 +786,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
             srv_resp_error(sreq, 503, "server_error", "gateway_overloaded", "out of memory");
         json_object_put(in->json);
         cfg_unref(in->cfg);
-        free(r);
+        free(r); /* never handed out: r->w is not set */
         return;
     }
     r->w = w;

@@ -39,5 +39,7 @@ struct chat_in {
 /* Starts the request on <w>. Takes ownership of in->cfg's ref and in->json. Always
  * answers <sreq> eventually (or sees it aborted). */
 void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in);
+/* Frees the requests the worker keeps for reuse (after its loop has ended). */
+void req_pool_drain(struct worker *w);
 
 #endif

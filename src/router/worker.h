@@ -18,6 +18,10 @@
 struct prober;
 struct gateway; /* the process: config, health state, metrics (router/gateway.h) */
 
+#define WORKER_REQ_POOL 64
+
+struct request;
+
 struct worker {
     unsigned idx;
     uv_loop_t loop;
@@ -33,6 +37,10 @@ struct worker {
     bool drained;              /* the server reported every connection closed */
     uv_timer_t drain_timer;
     uv_timer_t log_flush;      /* writes the batched log lines every few milliseconds */
+    /* Freed requests kept for the next ones (request.c): a request is about 4 KiB, which
+     * glibc serves from its large bins, consolidating its fast bins first, every time. */
+    struct request *req_pool[WORKER_REQ_POOL];
+    unsigned n_req_pool;
 };
 
 enum worker_cmd {
