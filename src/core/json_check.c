@@ -22,15 +22,19 @@ static bool fail(struct scan *s, const char *what)
 /* JSON whitespace: space, tab, line feed, carriage return. */
 static const bool ws_byte[256] = {[' '] = true, ['\t'] = true, ['\n'] = true, ['\r'] = true};
 
-static void skip_ws(struct scan *s)
+/* Indentation comes in runs of spaces: after a whitespace byte, eight spaces at a time. */
+static inline void skip_ws(struct scan *s)
 {
+    const uint64_t spaces = 0x2020202020202020ull;
     const unsigned char *p = s->p;
     size_t i = s->i, n = s->n;
+    uint64_t w;
 
-    if (i < n && !ws_byte[p[i]]) /* compact JSON: most calls have nothing to skip */
-        return;
-    while (i < n && ws_byte[p[i]])
+    while (i < n && ws_byte[p[i]]) {
         i++;
+        while (n - i >= 8 && (memcpy(&w, p + i, 8), w == spaces))
+            i += 8;
+    }
     s->i = i;
 }
 

@@ -294,6 +294,41 @@ static void test_check_plain_runs(void **state)
     }
 }
 
+/* Whitespace is skipped eight spaces at a time after a first whitespace byte: runs of
+ * every length up to 20, of spaces or ending in another whitespace byte, between tokens;
+ * a stray byte inside a run is reported at its own offset. */
+static void test_check_whitespace_runs(void **state)
+{
+    static const char ws_tail[] = {' ', '\t', '\n', '\r'};
+    char doc[128];
+
+    (void)state;
+    for (size_t run = 0; run <= 20; run++) {
+        for (size_t t = 0; t < sizeof(ws_tail); t++) {
+            struct bsc_json_error err;
+            size_t n = 0;
+
+            doc[n++] = '{';
+            memset(doc + n, ' ', run);
+            n += run;
+            if (run)
+                doc[n - 1] = ws_tail[t];
+            memcpy(doc + n, "\"k\":", 4);
+            n += 4;
+            memset(doc + n, ' ', run);
+            n += run;
+            doc[n++] = '1';
+            doc[n++] = '}';
+            assert_true(check(bsc_str_make(doc, n), 2, &err));
+            if (run >= 2) {
+                doc[1 + run / 2] = 'x'; /* inside the first run */
+                assert_false(check(bsc_str_make(doc, n), 2, &err));
+                assert_int_equal(err.offset, 1 + run / 2);
+            }
+        }
+    }
+}
+
 /* Every pair (lead, next) in a string, against the well-formed ranges of table 3-7. */
 static void test_check_every_lead_and_second_byte(void **state)
 {
@@ -833,6 +868,7 @@ int main(void)
         cmocka_unit_test(test_check_null_doc),
         cmocka_unit_test(test_check_every_code_point),
         cmocka_unit_test(test_check_plain_runs),
+        cmocka_unit_test(test_check_whitespace_runs),
         cmocka_unit_test(test_check_every_lead_and_second_byte),
         cmocka_unit_test(test_check_depth),
         cmocka_unit_test(test_check_depth_zero_and_clamp),
