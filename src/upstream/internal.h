@@ -11,6 +11,16 @@
 #define UP_MAX_HEAD_BYTES (64u * 1024u)
 #define UP_EASY_CACHE     64
 #define UP_MAX_HEADERS    64 /* request header lines per transfer */
+#define UP_URL_CACHE      32 /* parsed URLs kept per multi */
+
+/* A URL parsed once and handed to curl as a CURLU for every transfer to it. curl reads
+ * the CURLU until the transfer ends (at connect time, not at setopt), so an entry is
+ * replaced only when no transfer holds it. */
+struct up_url {
+    char *text;    /* owned */
+    CURLU *handle; /* owned */
+    unsigned refs; /* transfers using it */
+};
 
 struct up_multi {
     uv_loop_t *loop; /* borrowed */
@@ -23,6 +33,8 @@ struct up_multi {
     struct up_sock **socks; /* owned table indexed by fd: watched sockets, parked ones too */
     size_t n_socks;
     size_t n_easy_cache;
+    struct up_url urls[UP_URL_CACHE]; /* filled in order, then unused entries replaced */
+    size_t n_urls, next_url;
     unsigned open_handles; /* while closing: handles whose close callback is pending */
     bool closing;
     bool env_proxy; /* a proxy variable is set: curl reads the environment per transfer */
@@ -31,7 +43,8 @@ struct up_multi {
 struct up_transfer {
     struct up_multi *m; /* borrowed */
     struct up_transfer *prev, *next;
-    CURL *easy; /* owned */
+    CURL *easy;         /* owned */
+    struct up_url *url; /* held: the parsed URL curl reads, or NULL */
     struct up_callbacks cb;
     void *ud;
     struct bsc_buf head; /* owned: raw response header lines of the final response */
@@ -58,6 +71,11 @@ void up__transfer_unlink(struct up_transfer *t);
  * cleaned up, so that no state of an aborted or paused transfer is ever reused. */
 void up__release_easy(struct up_multi *m, CURL *easy, bool clean);
 CURL *up__acquire_easy(struct up_multi *m);
+/* The parsed form of <url>, from the cache or parsed now, held (refs + 1) until
+ * up__url_release; NULL when it cannot be parsed or every entry is in use (the caller
+ * then passes the text, and curl parses it, or reports the error). */
+struct up_url *up__url(struct up_multi *m, const char *url);
+void up__url_release(struct up_url *u);
 /* transfer.c: the options every transfer shares, set once on a new easy handle. */
 void up__easy_defaults(CURL *e, struct up_multi *m);
 /* transfer.c */

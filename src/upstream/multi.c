@@ -285,6 +285,11 @@ void up_multi_free(struct up_multi *m)
         }
     }
     BSC_FREE(m->socks);
+    for (size_t i = 0; i < m->n_urls; i++) {
+        curl_url_cleanup(m->urls[i].handle);
+        free(m->urls[i].text);
+    }
+    m->n_urls = 0;
     uv_timer_stop(&m->timer);
     uv_check_stop(&m->kick);
     m->open_handles = 2;
@@ -309,6 +314,59 @@ void up__transfer_unlink(struct up_transfer *t)
         t->next->prev = t->prev;
     t->prev = t->next = NULL;
     m->n_active--;
+}
+
+/* A slot for a new entry: a fresh one, else the next unused one round the table. */
+static struct up_url *url_slot(struct up_multi *m)
+{
+    if (m->n_urls < UP_URL_CACHE)
+        return &m->urls[m->n_urls++];
+    for (size_t k = 0; k < UP_URL_CACHE; k++) {
+        struct up_url *u = &m->urls[m->next_url++ % UP_URL_CACHE];
+        if (!u->refs) {
+            curl_url_cleanup(u->handle);
+            free(u->text);
+            u->handle = NULL;
+            u->text = NULL;
+            return u;
+        }
+    }
+    return NULL;
+}
+
+struct up_url *up__url(struct up_multi *m, const char *url)
+{
+    struct up_url *u;
+    CURLU *h;
+    char *text;
+
+    for (size_t i = 0; i < m->n_urls; i++) {
+        if (strcmp(m->urls[i].text, url) == 0) {
+            m->urls[i].refs++;
+            return &m->urls[i];
+        }
+    }
+    if (!(h = curl_url()))
+        return NULL;
+    if (curl_url_set(h, CURLUPART_URL, url, 0) != CURLUE_OK || !(text = strdup(url))) {
+        curl_url_cleanup(h);
+        return NULL;
+    }
+    if (!(u = url_slot(m))) {
+        curl_url_cleanup(h);
+        free(text);
+        return NULL;
+    }
+    u->text = text;
+    u->handle = h;
+    u->refs = 1;
+    return u;
+}
+
+void up__url_release(struct up_url *u)
+{
+    if (u)
+        u->refs--;
 }
 
 CURL *up__acquire_easy(struct up_multi *m)

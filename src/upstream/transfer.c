@@ -125,7 +125,11 @@ static void set_options(struct up_transfer *t, const struct up_request *req)
     CURL *e = t->easy;
     bool post = strcmp(req->method, "POST") == 0;
 
-    curl_easy_setopt(e, CURLOPT_URL, req->url);
+    /* Parsed once per URL: curl otherwise parses the text and prints it back every time. */
+    t->url = up__url(t->m, req->url);
+    curl_easy_setopt(e, CURLOPT_CURLU, t->url ? t->url->handle : NULL);
+    if (!t->url)
+        curl_easy_setopt(e, CURLOPT_URL, req->url);
     curl_easy_setopt(e, CURLOPT_PRIVATE, t);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
@@ -192,6 +196,7 @@ enum bsc_err up_start(struct up_multi *m, const struct up_request *req,
     *out = t;
     return BSC_OK;
 fail:
+    up__url_release(t->url);
     if (t->easy)
         up__release_easy(m, t->easy, true); /* never added: nothing ran on it */
     bsc_buf_cleanup(&t->head);
@@ -204,6 +209,7 @@ void up__transfer_free(struct up_transfer *t, bool clean)
     struct up_multi *m = t->m;
 
     curl_multi_remove_handle(m->curlm, t->easy);
+    up__url_release(t->url);
     up__transfer_unlink(t);
     up__release_easy(m, t->easy, clean);
     bsc_buf_cleanup(&t->head);
