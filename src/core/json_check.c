@@ -6,6 +6,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "core/utf8.h"
 struct scan {
     const unsigned char *p;
@@ -79,11 +83,33 @@ static inline bool needs_attention8(uint64_t x)
     return ((((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b) | x) & high) != 0;
 }
 
+#ifdef __SSE2__
+/* Sixteen bytes at a time: the bit of each byte that is '"', '\\', below 0x20, or at or
+ * above 0x80 (negative as a signed byte, so the signed compare with 0x20 catches both). */
+static inline unsigned attention_mask16(const unsigned char *p)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i m = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+                             _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+
+    m = _mm_or_si128(m, _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
+    return (unsigned)_mm_movemask_epi8(m);
+}
+#endif
+
 /* Index of the first byte at or after <i> that plain_byte[] does not pass. */
 static inline size_t plain_run(const unsigned char *p, size_t i, size_t n)
 {
     uint64_t w;
 
+#ifdef __SSE2__
+    while (n - i >= 16) {
+        unsigned mask = attention_mask16(p + i);
+        if (mask)
+            return i + (size_t)__builtin_ctz(mask);
+        i += 16;
+    }
+#endif
     while (n - i >= 8) {
         memcpy(&w, p + i, 8);
         if (needs_attention8(w))

@@ -259,23 +259,25 @@ static void test_check_every_code_point(void **state)
     }
 }
 
-/* The scanner skips plain runs eight bytes at a time: every byte value at every position
- * of a 20-byte string (so both the word loop and the byte tail meet it) is accepted exactly
- * when it is printable ASCII other than '"' and '\\', and a refused control or non-ASCII byte
- * is reported at its own offset. A two-byte UTF-8 character is accepted everywhere. */
+/* The scanner skips plain runs sixteen bytes at a time (SSE2), then eight (SWAR), then
+ * byte by byte: every byte value at every position of a 40-byte string (so each of the
+ * three loops meets it) is accepted exactly when it is printable ASCII other than '"' and
+ * '\\', and a refused control or non-ASCII byte is reported at its own offset. A two-byte
+ * UTF-8 character is accepted everywhere. */
+#define RUN_LEN 40
 static void test_check_plain_runs(void **state)
 {
-    char buf[22];
+    char buf[RUN_LEN + 2];
 
     (void)state;
     for (unsigned b = 0; b < 256; b++) {
-        for (size_t k = 0; k < 20; k++) {
+        for (size_t k = 0; k < RUN_LEN; k++) {
             bool want = b >= 0x20 && b < 0x80 && b != '"' && b != '\\';
             struct bsc_json_error err;
 
             memset(buf, 'a', sizeof(buf));
             buf[0] = '"';
-            buf[21] = '"';
+            buf[RUN_LEN + 1] = '"';
             buf[1 + k] = (char)b;
             if (check(bsc_str_make(buf, sizeof(buf)), 1, &err) != want)
                 fail_msg("byte 0x%02x at %zu: got %s", b, k, want ? "refused" : "accepted");
@@ -283,12 +285,12 @@ static void test_check_plain_runs(void **state)
                 assert_int_equal(err.offset, 1 + k);
         }
     }
-    for (size_t k = 0; k < 19; k++) {
+    for (size_t k = 0; k + 1 < RUN_LEN; k++) {
         struct bsc_json_error err;
 
         memset(buf, 'a', sizeof(buf));
         buf[0] = '"';
-        buf[21] = '"';
+        buf[RUN_LEN + 1] = '"';
         memcpy(buf + 1 + k, "\xc3\xa9", 2);
         assert_true(check(bsc_str_make(buf, sizeof(buf)), 1, &err));
     }
