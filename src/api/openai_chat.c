@@ -115,10 +115,9 @@ void api__chat_completions(struct worker *w, struct srv_req *req)
         [F_MAX_TOKENS] = BSC_STR("max_tokens"),
         [F_MAX_COMPLETION_TOKENS] = BSC_STR("max_completion_tokens"),
     };
-    struct bsc_str body = srv_req_body(req), f[F_COUNT], first, name, usage;
+    struct bsc_str body = srv_req_body(req), f[F_COUNT], name, usage;
     struct chat_in in = {.op = PROV_OP_CHAT, .body = body};
     struct bsc_json_error jerr;
-    size_t pos = 0;
     unsigned line, col;
     char msg[300];
 
@@ -145,8 +144,7 @@ void api__chat_completions(struct worker *w, struct srv_req *req)
     if (bsc_json_kind_of(f[F_MODEL]) != BSC_JSON_STRING || name.len == 0)
         return api__bad_request(req, "missing_model", "model",
                                 "you must provide a model parameter (a string)");
-    if (bsc_json_kind_of(f[F_MESSAGES]) != BSC_JSON_ARRAY ||
-        !bsc_json_array_next(f[F_MESSAGES], &pos, &first))
+    if (bsc_json_kind_of(f[F_MESSAGES]) != BSC_JSON_ARRAY || !bsc_json_array_nonempty(f[F_MESSAGES]))
         return api__bad_request(req, "invalid_messages", "messages",
                                 "'messages' must be a non-empty array");
     if (!read_bool(req, f[F_STREAM], "stream", &in.stream))

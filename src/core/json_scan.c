@@ -106,6 +106,16 @@ bool bsc_json_array_next(struct bsc_str arr, size_t *pos, struct bsc_str *elem)
     return true;
 }
 
+bool bsc_json_array_nonempty(struct bsc_str arr)
+{
+    size_t i = skip_ws(arr.p, 0, arr.len);
+
+    if (i >= arr.len || arr.p[i] != '[')
+        return false;
+    i = skip_ws(arr.p, i + 1, arr.len);
+    return i < arr.len && arr.p[i] != ']';
+}
+
 enum bsc_json_kind bsc_json_kind_of(struct bsc_str v)
 {
     if (!v.len)

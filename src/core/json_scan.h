@@ -30,6 +30,9 @@ int bsc_json_members(struct bsc_str doc, const struct bsc_str *keys, size_t n_ke
 /* Iterates the elements of the array span <arr>: start with *<pos> = 0; each call sets
  * *<elem> and returns true, false after the last. <arr> must be valid JSON. */
 bool bsc_json_array_next(struct bsc_str arr, size_t *pos, struct bsc_str *elem);
+/* True when <arr> is an array with at least one element. Reads only up to the first
+ * element's first byte: no element is scanned (a first message can be a long prompt). */
+bool bsc_json_array_nonempty(struct bsc_str arr);
 
 /* The JSON type of a value span, by its first byte. */
 enum bsc_json_kind {

@@ -691,15 +691,14 @@ static bool has_images(struct bsc_str msgs)
 /* The capabilities the request itself needs of a target (DESIGN §2 contract). */
 static uint32_t request_caps(const struct request *r, const struct bsc_str *f)
 {
-    struct bsc_str first, type;
-    size_t pos = 0;
+    struct bsc_str type;
     uint32_t caps = 0;
 
     if (r->op != PROV_OP_CHAT)
         return CFG_CAP_EMBEDDINGS;
     if (r->stream)
         caps |= CFG_CAP_STREAMING;
-    if (bsc_json_kind_of(f[F_TOOLS]) == BSC_JSON_ARRAY && bsc_json_array_next(f[F_TOOLS], &pos, &first))
+    if (bsc_json_array_nonempty(f[F_TOOLS]))
         caps |= CFG_CAP_TOOLS;
     if (f[F_RESPONSE_FORMAT].p &&
         bsc_json_member(f[F_RESPONSE_FORMAT], BSC_STR("type"), &type) == 1) {

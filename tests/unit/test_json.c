@@ -689,6 +689,22 @@ static void test_array_mixed(void **state)
     assert_true(bsc_str_eq(got[0], BSC_STR("3")));
 }
 
+/* Non-emptiness is read from the first bytes only: a first element that is cut off (not
+ * valid JSON) still counts, since nothing past its first byte is looked at. */
+static void test_array_nonempty(void **state)
+{
+    (void)state;
+    assert_true(bsc_json_array_nonempty(BSC_STR("[1]")));
+    assert_true(bsc_json_array_nonempty(BSC_STR(" [ \n {\"a\":1}, 2 ] ")));
+    assert_true(bsc_json_array_nonempty(BSC_STR("[\"unterminated")));
+    assert_false(bsc_json_array_nonempty(BSC_STR("[]")));
+    assert_false(bsc_json_array_nonempty(BSC_STR(" [ \t\r\n ] ")));
+    assert_false(bsc_json_array_nonempty(BSC_STR("[")));
+    assert_false(bsc_json_array_nonempty(BSC_STR("{\"a\":[1]}")));
+    assert_false(bsc_json_array_nonempty(BSC_STR("")));
+    assert_false(bsc_json_array_nonempty(BSC_STR_NULL));
+}
+
 static void test_array_empty_and_not_array(void **state)
 {
     static const struct bsc_str empty[] = {
@@ -883,6 +899,7 @@ int main(void)
         cmocka_unit_test(test_members_one_pass),
         cmocka_unit_test(test_array_mixed),
         cmocka_unit_test(test_array_empty_and_not_array),
+        cmocka_unit_test(test_array_nonempty),
         cmocka_unit_test(test_kind_of),
         cmocka_unit_test(test_is_true),
         cmocka_unit_test(test_string_raw),
