@@ -90,8 +90,18 @@ struct series {
  * one copy. A lock-free scheme would still need a lock, or RCU, to insert into the hash
  * table; a mutex keeps both paths obvious at a cost far below anything else on the request
  * path. The alignment keeps two workers' shards off the same cache line. */
+/* The front of a shard's table: the series last updated through each combination of
+ * label pointers (a direct-mapped cache). A hit is confirmed on the labels' bytes, so an
+ * address reused by another string after a reload is a miss, never a wrong series. */
+#define FRONT_SLOTS 64
+struct front {
+    const char *label[METRICS_MAX_LABELS];
+    struct series *series;
+};
+
 struct shard {
     _Alignas(64) pthread_mutex_t lock;
+    struct front front[FRONT_SLOTS];
     struct series **slots; /* owned, and so is every series in it; open addressing */
     size_t cap;            /* slots: a power of two, or 0 before the first series */
     size_t n;              /* series held, at most METRICS_MAX_SERIES */
@@ -306,23 +316,58 @@ static struct shard *shard_at(struct metrics *m, unsigned shard)
     return &m->shards[shard < m->n_shards ? shard : m->n_shards];
 }
 
+static struct front *front_slot(struct shard *sh, enum metric_id id,
+                                 const char *const l[METRICS_MAX_LABELS])
+{
+    uint64_t h = mix(0, (uint64_t)id);
+
+    for (unsigned i = 0; i < METRICS_MAX_LABELS; i++)
+        h = mix(h, (uint64_t)(uintptr_t)l[i]);
+    return &sh->front[h & (FRONT_SLOTS - 1)];
+}
+
+/* The series of the front slot, when it is this family's and its labels are these. */
+static struct series *front_hit(const struct front *f, enum metric_id id,
+                                const char *const l[METRICS_MAX_LABELS])
+{
+    struct series *s = f->series;
+
+    if (!s || s->id != id)
+        return NULL;
+    for (unsigned i = 0; i < families[id].n_labels; i++) {
+        const char *p = l[i] ? l[i] : "";
+        if (f->label[i] != l[i] || memcmp(s->label[i], p, s->len[i]) != 0 || p[s->len[i]])
+            return NULL;
+    }
+    return s;
+}
+
 static void update(struct metrics *m, unsigned shard, enum metric_id id,
                    const char *const l[METRICS_MAX_LABELS], enum op op, double v)
 {
     struct shard *sh;
     struct series *s = NULL;
+    struct front *f;
     struct key k;
-    bool ok;
 
     if (!m)
         return;
     sh = shard_at(m, shard);
-    ok = (unsigned)id < METRIC_COUNT && update_ok(&families[id], op, v);
-    if (ok)
-        key_make(&k, id, l); /* hashing needs no lock */
+    if ((unsigned)id >= METRIC_COUNT || !update_ok(&families[id], op, v)) {
+        pthread_mutex_lock(&sh->lock);
+        sh->dropped++;
+        pthread_mutex_unlock(&sh->lock);
+        return;
+    }
     pthread_mutex_lock(&sh->lock);
-    if (ok)
-        s = lookup(sh, &k);
+    f = front_slot(sh, id, l);
+    if (!(s = front_hit(f, id, l))) {
+        key_make(&k, id, l);
+        if ((s = lookup(sh, &k))) {
+            memcpy(f->label, l, sizeof(f->label));
+            f->series = s;
+        }
+    }
     if (s)
         apply(s, op, v);
     else

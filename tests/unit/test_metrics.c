@@ -566,6 +566,33 @@ static void test_null_and_extra_labels(void **state)
     metrics_free(m);
 }
 
+/* An update through label pointers seen before takes a shortcut to the series; it must
+ * still count by the labels' bytes: a buffer rewritten in place (an address a reloaded
+ * config reuses) reaches its own series, and so does a truncated label. */
+static void test_same_pointer_new_bytes(void **state)
+{
+    struct metrics *m = metrics_new(1);
+    char route[16] = "chat", target[300];
+
+    (void)state;
+    memset(target, 't', sizeof(target) - 1);
+    target[sizeof(target) - 1] = '\0';
+    for (int i = 0; i < 3; i++)
+        metrics_inc(m, 0, METRIC_REQUESTS, route, "ok", 1);
+    memcpy(route, "chat2", 6);
+    metrics_inc(m, 0, METRIC_REQUESTS, route, "ok", 1);
+    memcpy(route, "chat", 5);
+    metrics_inc(m, 0, METRIC_REQUESTS, route, "ok", 1);
+    assert_true(value_of(m, "bascule_requests_total", 2, "chat", "ok", NULL) == 4);
+    assert_true(value_of(m, "bascule_requests_total", 2, "chat2", "ok", NULL) == 1);
+    metrics_inc(m, 0, METRIC_FAILOVERS, target, NULL, 1);
+    metrics_inc(m, 0, METRIC_FAILOVERS, target, NULL, 1); /* truncated: always the full path */
+    target[10] = 'u';
+    metrics_inc(m, 0, METRIC_FAILOVERS, target, NULL, 1);
+    assert_true(dropped(m) == 0);
+    metrics_free(m);
+}
+
 static void test_label_truncation(void **state)
 {
     struct metrics *m = metrics_new(1);
@@ -932,6 +959,7 @@ int main(void)
         cmocka_unit_test(test_order),
         cmocka_unit_test(test_label_escaping),
         cmocka_unit_test(test_null_and_extra_labels),
+        cmocka_unit_test(test_same_pointer_new_bytes),
         cmocka_unit_test(test_label_truncation),
         cmocka_unit_test(test_float_counter),
         cmocka_unit_test(test_gauges),
