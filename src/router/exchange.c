@@ -251,7 +251,7 @@ static const struct up_callbacks up_cb = {on_head, on_data, on_done};
 enum bsc_err xchg_start(struct request *r)
 {
     struct prov_call call = make_call(r);
-    const char *lines[64];
+    const char *lines[UP_REQUEST_MAX_HEADERS];
     size_t n = 0;
     struct up_request ureq;
     char why[256] = "";

@@ -10,7 +10,7 @@
 
 #define UP_MAX_HEAD_BYTES (64u * 1024u)
 #define UP_EASY_CACHE     64
-#define UP_MAX_HEADERS    64 /* request header lines per transfer */
+#define UP_MAX_HEADERS    (UP_REQUEST_MAX_HEADERS + 2) /* the caller's lines and ours */
 #define UP_URL_CACHE      32 /* parsed URLs kept per multi */
 
 /* A URL parsed once and handed to curl as a CURLU for every transfer to it. curl reads

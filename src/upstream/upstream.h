@@ -34,12 +34,15 @@ enum up_result {
 
 const char *up_result_name(enum up_result r);
 
+/* Header lines one request may carry (up_start fails with BSC_ELIMIT past it). */
+#define UP_REQUEST_MAX_HEADERS 64
+
 struct up_request {
     const char *url;    /* borrowed until the transfer is created (copied by curl) */
     const char *method; /* "POST" or "GET" */
     const char *const *headers; /* borrowed array of "Name: value" lines; the array is
                                  * copied, the lines stay borrowed until on_done/up_cancel */
-    size_t n_headers;
+    size_t n_headers;           /* at most UP_REQUEST_MAX_HEADERS */
     const char *body;   /* borrowed until on_done or up_cancel: curl does not copy it */
     size_t body_len;
     uint32_t connect_timeout_ms; /* 0 = curl's default */
