@@ -260,6 +260,8 @@ static size_t feed(struct srv_conn *c, const char *p, size_t n, int *rc)
     *rc = srv__h1_feed(&c->h1, p, n, &used);
     if (c->h1.head_done && c->state == SRV__CONN_ST_HEAD)
         on_head(c, *rc);
+    if (c->state == SRV__CONN_ST_CLOSED)
+        *rc = 0; /* the 100 Continue could not be written: the connection is gone */
     return used;
 }
 
@@ -307,7 +309,7 @@ static void feed_backlog(struct srv_conn *c)
         fail_parse(c);
         return;
     }
-    if (rc > 0) {
+    if (rc > 0 && c->state != SRV__CONN_ST_CLOSED) {
         conn_goto(c, SRV__CONN_ST_HANDLING);
         dispatch(c);
         return;
@@ -333,7 +335,7 @@ static void on_input(struct srv_conn *c, const char *p, size_t n)
         fail_parse(c);
         return;
     }
-    if (rc == 0)
+    if (rc == 0 || c->state == SRV__CONN_ST_CLOSED)
         return;
     conn_goto(c, SRV__CONN_ST_HANDLING);
     if (used < n)
