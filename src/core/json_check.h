@@ -3,7 +3,9 @@
  * but whitespace around it, strings of well-formed UTF-8 with no raw control characters,
  * valid escapes and numbers) with a depth bound. The OpenAI fast path validates a client
  * body with it and reads the few members it needs as byte spans (json_scan.h), so a
- * request that is only forwarded never pays for a parse tree. */
+ * request that is only forwarded never pays for a parse tree. Plain string bytes, most of
+ * a prompt, are skipped 16 at a time (SSE2; 8 at a time elsewhere), indentation 8 spaces
+ * at a time. */
 #ifndef BSC_CORE_JSON_CHECK_H
 #define BSC_CORE_JSON_CHECK_H
 
