@@ -608,8 +608,18 @@ void srv__conn_ended(struct srv_conn *c)
     srv__conn_flush(c);
     if (c->state != SRV__CONN_ST_FLUSHING)
         return;
-    if (!c->writing && !c->out.len)
+    if (!c->writing && !c->out.len) {
+        /* A connection that closes after this response starts closing now: a response
+         * whose head promised keep-alive (a stream broken after its commit point) looks
+         * complete to the client, which may reuse the connection for its next request
+         * in the time a deferred close would give it. The next request of a keep-alive
+         * connection still waits for the loop pass: never from inside the handler. */
+        if (c->req.close_after || c->eof || c->srv->draining) {
+            linger(c);
+            return;
+        }
         srv__conn_schedule(c, SRV__WORK_DONE);
+    }
     update_reading(c);
 }
 
