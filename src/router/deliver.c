@@ -75,7 +75,7 @@ bool deliver_flush(struct request *r)
  * settled (stored or released) before the last bytes are handed to the socket: the store
  * runs jobs in arrival order, so a repeat the client sends once it has seen the end finds
  * the record settled, never "in use". */
-void deliver_end(struct request *r, const char *termination)
+static void end_response(struct request *r, const char *termination, bool complete)
 {
     r->termination = termination;
     if (r->sreq && r->out.len)
@@ -84,8 +84,21 @@ void deliver_end(struct request *r, const char *termination)
     if (!r->sreq)
         return;
     write_out(r);
-    srv_resp_end(r->sreq);
+    if (complete)
+        srv_resp_end(r->sreq);
+    else
+        srv_resp_abort(r->sreq);
     r->sreq = NULL;
+}
+
+void deliver_end(struct request *r, const char *termination)
+{
+    end_response(r, termination, true);
+}
+
+void deliver_break(struct request *r, const char *termination)
+{
+    end_response(r, termination, false);
 }
 
 void deliver_commit(struct request *r)

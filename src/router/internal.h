@@ -199,6 +199,10 @@ enum bsc_err deliver_convert(struct request *r);
 bool deliver_flush(struct request *r);
 /* Ends the response with r->out as <termination>, the idempotency record settled first. */
 void deliver_end(struct request *r, const char *termination);
+/* Ends a broken stream: what is queued (the error event) goes out, then the connection
+ * closes with no terminal chunk, so no client takes the response for a complete one and
+ * reuses the connection while it closes. */
+void deliver_break(struct request *r, const char *termination);
 /* Appends the error event that ends a committed stream, in the client's dialect. */
 void deliver_stream_error(struct request *r, const char *message);
 /* Releases a buffered stream: head, every byte held in r->out, end. */

@@ -480,11 +480,10 @@ static void st_relay(struct request *r)
                             : r->stream_failed && r->stream_fail.message[0]
                                 ? r->stream_fail.message
                                 : "the upstream stream was interrupted");
-    /* A well-framed end after the error event, then the connection closes: clients read
-     * the event (the SDKs raise on it), and nothing reuses the connection. */
-    if (r->sreq)
-        srv_req_set_close(r->sreq);
-    deliver_end(r, "upstream_interrupted");
+    /* The error event, then the connection closes without the chunked terminator: the
+     * SDKs raise on the event; a reader of the raw stream sees it end broken. A well-framed
+     * end would look complete and invite reuse of a connection that is closing. */
+    deliver_break(r, "upstream_interrupted");
     req__goto(r, REQ_ST_DONE);
 }
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import net from 'node:net';
 import OpenAI from 'openai';
-import { startSim, startGateway, freePort, rawRequest, bins, waitFor } from '../lib/harness.mjs';
+import { startSim, startGateway, freePort, rawRequest, bins, waitFor, readStream } from '../lib/harness.mjs';
 
 let sim, gw, client;
 
@@ -257,7 +257,8 @@ test('an upstream that cuts a stream after the first byte ends it with an error 
     method: 'POST', headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'chat', stream: true, messages: [{ role: 'user', content: 'x' }] }) });
   assert.equal(res.status, 200);
-  const text = await res.text();
+  const { text, broken } = await readStream(res);
+  assert.equal(broken, true, 'the stream ends broken: no chunked terminator, the connection closes');
   const events = text.split('\n\n').filter(Boolean);
   const last = events[events.length - 1];
   assert.match(last, /^data: \{"error":/);

@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startSim, startGateway, waitFor } from '../lib/harness.mjs';
+import { startSim, startGateway, waitFor, readStream } from '../lib/harness.mjs';
 
 let sim, gw;
 const ADMIN = 'test-admin-key-0123456789';
@@ -265,13 +265,29 @@ test('a stream cut after the first byte ends with the error event; the equivalen
   await sim.setModel('scutp', { script: [{ action: 'cut', after_events: 3 }] });
   const res = await chat('scut', { stream: true });
   assert.equal(res.status, 200);
-  const text = await res.text();
+  const { text, broken } = await readStream(res);
+  assert.equal(broken, true, 'the stream ends broken: no chunked terminator, the connection closes');
   const events = text.split('\n\n').filter(Boolean);
   const last = JSON.parse(events[events.length - 1].slice(6));
   assert.equal(last.error.code, 'upstream_interrupted');
   assert.ok(!text.includes('[DONE]'));
   assert.equal(await calls('scutp'), 1);
   assert.equal(await calls('scute'), 0);
+});
+
+test('a broken stream ends without the chunked terminator; the next request of the client goes through', async () => {
+  // A broken stream ends without the chunked terminator, so the client never takes it for
+  // a complete response and never puts the closing connection back in its pool.
+  // (Three rounds: more partial failures would open scutp's circuit.)
+  await sim.setModel('rap', { script: [] });
+  for (let i = 0; i < 3; i++) {
+    await sim.setModel('scutp', { script: [{ action: 'cut', after_events: 2 }] });
+    const { broken } = await readStream(await chat('scut', { stream: true }));
+    assert.equal(broken, true);
+    const next = await chat('ra'); // the same client pool, in the same tick
+    assert.equal(next.status, 200, `request ${i} after a broken stream`);
+    await next.text();
+  }
 });
 
 async function targetView(id) {

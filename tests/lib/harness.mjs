@@ -132,6 +132,27 @@ export async function waitFor(pred, { timeoutMs = 5000, everyMs = 20, what = 'co
 // ---- ports and raw bytes ------------------------------------------------------------------
 
 /** A TCP port on 127.0.0.1 that was free a moment ago. */
+/**
+ * Reads a streamed response body to its end. Resolves {text, broken}: <broken> is true when
+ * the body ended without its proper end (the connection closed mid-message, as bascule
+ * ends a stream broken after its commit point), false when it completed.
+ */
+export async function readStream(res) {
+  const decoder = new TextDecoder();
+  const reader = res.body.getReader();
+  let text = '';
+  for (;;) {
+    let step;
+    try {
+      step = await reader.read();
+    } catch {
+      return { text: text + decoder.decode(), broken: true };
+    }
+    if (step.done) return { text: text + decoder.decode(), broken: false };
+    text += decoder.decode(step.value, { stream: true });
+  }
+}
+
 export function freePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
