@@ -187,13 +187,20 @@ enum bsc_err bsc_buf_append_i64(struct bsc_buf *b, long long v)
     return err ? err : bsc_buf_append_u64(b, 0ull - (unsigned long long)v);
 }
 
-enum bsc_err bsc_buf_append_milli(struct bsc_buf *b, unsigned long long thousandths)
+enum bsc_err bsc_buf_append_fixed(struct bsc_buf *b, unsigned long long units, unsigned decimals)
 {
-    char frac[4] = {'.', (char)('0' + thousandths / 100 % 10), (char)('0' + thousandths / 10 % 10),
-                    (char)('0' + thousandths % 10)};
-    enum bsc_err err = bsc_buf_append_u64(b, thousandths / 1000);
+    char frac[1 + BSC_BUF_FIXED_MAX_DECIMALS];
+    unsigned long long scale = 1;
+    enum bsc_err err;
 
-    return err ? err : bsc_buf_append(b, frac, sizeof(frac));
+    if (decimals > BSC_BUF_FIXED_MAX_DECIMALS)
+        return BSC_EINVAL;
+    frac[0] = '.';
+    for (unsigned i = decimals; i >= 1; i--, scale *= 10)
+        frac[i] = (char)('0' + units / scale % 10);
+    if ((err = bsc_buf_append_u64(b, units / scale)) != BSC_OK || !decimals)
+        return err;
+    return bsc_buf_append(b, frac, 1 + decimals);
 }
 
 void bsc_buf_consume(struct bsc_buf *b, size_t n)

@@ -71,8 +71,16 @@ enum bsc_err bsc_buf_append_json_str(struct bsc_buf *b, struct bsc_str s);
 /* Decimal integers without printf (hot-path log lines). */
 enum bsc_err bsc_buf_append_u64(struct bsc_buf *b, unsigned long long v);
 enum bsc_err bsc_buf_append_i64(struct bsc_buf *b, long long v);
+/* <units> / 10^<decimals> with exactly <decimals> decimals (at most 18), without printf:
+ * (1234, 3) -> "1.234". */
+#define BSC_BUF_FIXED_MAX_DECIMALS 18
+enum bsc_err bsc_buf_append_fixed(struct bsc_buf *b, unsigned long long units, unsigned decimals);
+
 /* <thousandths> / 1000 with exactly three decimals: 1234 -> "1.234". */
-enum bsc_err bsc_buf_append_milli(struct bsc_buf *b, unsigned long long thousandths);
+static inline enum bsc_err bsc_buf_append_milli(struct bsc_buf *b, unsigned long long thousandths)
+{
+    return bsc_buf_append_fixed(b, thousandths, 3);
+}
 
 /* Removes the first <n> bytes (n <= len). */
 void bsc_buf_consume(struct bsc_buf *b, size_t n);

@@ -37,20 +37,12 @@ static void put_str(struct bsc_buf *b, const char *key, size_t key_len, const ch
 /* ",\"cost_usd\":N" with exactly eight decimals, as "%.8f" prints it, without printf. */
 static void put_usd(struct bsc_buf *b, double usd)
 {
-    char frac[9];
-    uint64_t units;
-
     if (!(usd >= 0.0) || usd >= 1e10) { /* NaN, negative or absurd: printf knows best */
         bsc_buf_appendf(b, KEY("cost_usd") "%.8f", usd);
         return;
     }
-    units = (uint64_t)(usd * 1e8 + 0.5);
-    PUT_U64(b, "cost_usd", units / 100000000u);
-    units %= 100000000u;
-    frac[0] = '.';
-    for (int i = 8; i >= 1; i--, units /= 10)
-        frac[i] = (char)('0' + units % 10);
-    bsc_buf_append(b, frac, sizeof(frac));
+    PUT_KEY(b, "cost_usd");
+    bsc_buf_append_fixed(b, (unsigned long long)(usd * 1e8 + 0.5), 8);
 }
 
 static uint64_t span_us(const struct attempt *a)

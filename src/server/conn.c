@@ -309,7 +309,7 @@ static void feed_backlog(struct srv_conn *c)
         fail_parse(c);
         return;
     }
-    if (rc > 0 && c->state != SRV__CONN_ST_CLOSED) {
+    if (rc > 0) {
         conn_goto(c, SRV__CONN_ST_HANDLING);
         dispatch(c);
         return;
@@ -335,7 +335,7 @@ static void on_input(struct srv_conn *c, const char *p, size_t n)
         fail_parse(c);
         return;
     }
-    if (rc == 0 || c->state == SRV__CONN_ST_CLOSED)
+    if (rc == 0)
         return;
     conn_goto(c, SRV__CONN_ST_HANDLING);
     if (used < n)
@@ -454,7 +454,7 @@ static ssize_t write_now(struct srv_conn *c)
     uv_buf_t buf = uv_buf_init(c->out.p, (unsigned)c->out.len);
     int n = uv_try_write((uv_stream_t *)&c->tcp, &buf, 1);
 
-    if (n == UV_EAGAIN || n == UV_ENOSYS)
+    if (n == UV_EAGAIN)
         return 0;
     if (n < 0) {
         srv__conn_close(c);
@@ -558,10 +558,16 @@ static void next_request(struct srv_conn *c)
     update_reading(c);
 }
 
+/* The connection closes after the response that is ending. */
+static bool closes_after(const struct srv_conn *c)
+{
+    return c->req.close_after || c->eof || c->srv->draining;
+}
+
 /* Everything of the ended response is written. */
 static void response_done(struct srv_conn *c)
 {
-    if (c->req.close_after || c->eof || c->srv->draining) {
+    if (closes_after(c)) {
         linger(c);
         return;
     }
@@ -614,7 +620,7 @@ void srv__conn_ended(struct srv_conn *c)
          * complete to the client, which may reuse the connection for its next request
          * in the time a deferred close would give it. The next request of a keep-alive
          * connection still waits for the loop pass: never from inside the handler. */
-        if (c->req.close_after || c->eof || c->srv->draining) {
+        if (closes_after(c)) {
             linger(c);
             return;
         }

@@ -72,13 +72,18 @@ static void watch(struct up_sock *s, int events)
     s->events = events;
 }
 
-static void on_timer(uv_timer_t *h)
+/* Lets curl act on its expired timeouts, then reaps what ended. */
+static void run_timeouts(struct up_multi *m)
 {
-    struct up_multi *m = h->data;
     int running;
 
     curl_multi_socket_action(m->curlm, CURL_SOCKET_TIMEOUT, 0, &running);
     check_done(m);
+}
+
+static void on_timer(uv_timer_t *h)
+{
+    run_timeouts(h->data);
 }
 
 static void sock_closed(uv_handle_t *h)
@@ -177,11 +182,9 @@ void up__watch_close(CURL *easy, struct up_multi *m)
 static void on_kick(uv_check_t *h)
 {
     struct up_multi *m = h->data;
-    int running;
 
     uv_check_stop(&m->kick);
-    curl_multi_socket_action(m->curlm, CURL_SOCKET_TIMEOUT, 0, &running);
-    check_done(m);
+    run_timeouts(m);
 }
 
 /* A zero timeout (a transfer was just added, say) is served by the check handle, later in

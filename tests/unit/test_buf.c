@@ -97,6 +97,29 @@ static void test_numbers(void **state)
     bsc_buf_cleanup(&b);
 }
 
+/* Fixed-point decimals match printf's "%.*f" for values already in units. */
+static void test_fixed(void **state)
+{
+    static const unsigned long long units[] = {0, 1, 7, 123456789, 100000000, 99999999999ull};
+    struct bsc_buf b;
+    char want[64];
+
+    (void)state;
+    bsc_buf_init(&b, 256);
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        bsc_buf_reset(&b);
+        assert_int_equal(bsc_buf_append_fixed(&b, units[i], 8), BSC_OK);
+        snprintf(want, sizeof(want), "%.8f", (double)units[i] / 1e8);
+        assert_string_equal(b.p, want);
+    }
+    bsc_buf_reset(&b);
+    assert_int_equal(bsc_buf_append_fixed(&b, 42, 0), BSC_OK);
+    assert_string_equal(b.p, "42");
+    assert_int_equal(bsc_buf_append_fixed(&b, 1, BSC_BUF_FIXED_MAX_DECIMALS + 1), BSC_EINVAL);
+    assert_string_equal(b.p, "42");
+    bsc_buf_cleanup(&b);
+}
+
 /* Every byte value, alone and inside runs of plain bytes on both sides. */
 static void test_json_str_every_byte(void **state)
 {
@@ -157,6 +180,7 @@ int main(void)
         cmocka_unit_test(test_append_grows_and_terminates),
         cmocka_unit_test(test_limit_leaves_buffer_unchanged),
         cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_fixed),
         cmocka_unit_test(test_json_str_every_byte),
         cmocka_unit_test(test_json_str_exact_fit),
     };
