@@ -66,9 +66,7 @@ function chat(model, extra = {}) {
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], ...extra }) });
 }
 
-async function calls(model) {
-  return (await sim.stats()).models[model]?.calls ?? 0;
-}
+const calls = (model) => sim.calls(model);
 
 test('a fallback target lacking tools is skipped for a request with tools', async () => {
   await sim.setModel('c-prim', { script: [{ action: 'status', status: 503, times: 1 }] });

@@ -69,14 +69,9 @@ after(async () => {
   await sim?.stop();
 });
 
-async function calls(model) {
-  return (await sim.stats()).models[model]?.calls ?? 0;
-}
+const calls = (model) => sim.calls(model);
 
-async function lastRequest(model) {
-  const seen = await sim.requests(model);
-  return seen[seen.length - 1];
-}
+const lastRequest = (model) => sim.lastRequest(model);
 
 function chat(route, body = {}) {
   return fetch(`${gw.base}/chat/completions`, {

@@ -11,6 +11,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';
+import { drain, weatherTool } from '../lib/sdk_stream.mjs';
 
 const ADMIN = 'gemini-admin-key-0123456789';
 const TEXT = 'Hello héllo wörld! This is bascule-sim ✓ streaming 🚀 tokens';
@@ -89,46 +90,9 @@ function attempts(response) {
   return gw.accessLog().filter((l) => l.type === 'attempt' && l.request_id === id);
 }
 
-async function calls(model) {
-  return (await sim.stats()).models[model]?.calls ?? 0;
-}
+const calls = (model) => sim.calls(model);
 
-async function lastRequest(model) {
-  const log = await sim.requests(model);
-  assert.ok(log.length > 0, `the sim saw no request for ${model}`);
-  return log[log.length - 1];
-}
-
-const weatherTool = {
-  type: 'function',
-  function: {
-    name: 'get_weather',
-    description: 'Current weather for a city',
-    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-  },
-};
-
-/** Reads an SDK stream into {text, finish, usage, toolCalls, chunks, roles}. */
-async function drain(stream) {
-  const out = { text: '', finish: null, usage: null, toolCalls: [], chunks: 0, roles: 0 };
-  for await (const chunk of stream) {
-    out.chunks++;
-    if (chunk.usage) out.usage = chunk.usage;
-    for (const ch of chunk.choices) {
-      if (ch.delta?.role) out.roles++;
-      if (ch.delta?.content) out.text += ch.delta.content;
-      for (const tc of ch.delta?.tool_calls ?? []) {
-        const slot = (out.toolCalls[tc.index] ??= { id: null, name: null, arguments: '', extra: null });
-        if (tc.id) slot.id = tc.id;
-        if (tc.function?.name) slot.name = tc.function.name;
-        if (tc.extra_content) slot.extra = tc.extra_content;
-        slot.arguments += tc.function?.arguments ?? '';
-      }
-      if (ch.finish_reason) out.finish = ch.finish_reason;
-    }
-  }
-  return out;
-}
+const lastRequest = (model) => sim.lastRequest(model);
 
 test('plain: the generateContent request is well-formed and the answer is OpenAI-shaped', async () => {
   const res = await client.chat.completions.create({

@@ -87,10 +87,7 @@ after(async () => {
   await sim?.stop();
 });
 
-async function calls(model) {
-  const s = await sim.stats();
-  return s.models[model]?.calls ?? 0;
-}
+const calls = (model) => sim.calls(model);
 
 function chat(route, body = {}, headers = {}) {
   return fetch(`${gw.base}/chat/completions`, {

@@ -43,9 +43,7 @@ after(async () => {
   await sim?.stop();
 });
 
-async function calls(model) {
-  return (await sim.stats()).models[model]?.calls ?? 0;
-}
+const calls = (model) => sim.calls(model);
 
 function chat(route, headers = {}, extra = {}) {
   return fetch(`${gw.base}/chat/completions`, {

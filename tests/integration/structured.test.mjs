@@ -49,9 +49,7 @@ after(async () => {
   await sim?.stop();
 });
 
-async function calls(model) {
-  return (await sim.stats()).models[model]?.calls ?? 0;
-}
+const calls = (model) => sim.calls(model);
 
 const response_format = {
   type: 'json_schema',

@@ -281,6 +281,14 @@ export async function startSim({ args = [], env = {} } = {}) {
         'requests',
       ),
     reset: async () => json(await control('POST', '/_sim/reset'), 'reset'),
+    /** How many requests <model> has had. */
+    calls: async (model) => (await json(await control('GET', '/_sim/stats'), 'stats')).models[model]?.calls ?? 0,
+    /** The last request <model> saw (it must have seen one). */
+    lastRequest: async (model) => {
+      const seen = await json(await control('GET', `/_sim/requests?model=${encodeURIComponent(model)}`), 'requests');
+      if (!seen.length) throw new Error(`the sim saw no request for ${model}`);
+      return seen[seen.length - 1];
+    },
     stop: () => stopChild(child),
   };
 }
