@@ -140,6 +140,14 @@ static void worker_main(void *arg)
     access_log_thread_cleanup();
 }
 
+/* A read's new upstream requests go out before the next connection's read is parsed. */
+static void worker_after_read(void *ud)
+{
+    struct worker *w = ud;
+
+    up_multi_flush(w->up);
+}
+
 static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const struct cfg *cfg)
 {
     struct srv_limits lim = srv_limits_of(cfg, gw->n_workers);
@@ -157,10 +165,11 @@ static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const
         return -1;
     }
     if (srv_new(&w->loop, fd, &lim, api_handle, w, &w->srv) ||
-        up_multi_new(&w->loop, &ul, &w->up)) {
+        srv_group_join(gw->conns, idx, w->srv) || up_multi_new(&w->loop, &ul, &w->up)) {
         LOG_ERR("worker %u: out of memory", idx);
         return -1;
     }
+    srv_set_after_read(w->srv, worker_after_read, w);
     uv_async_init(&w->loop, &w->wake, worker_on_wake);
     w->wake.data = w;
     if (idx == 0 && !(w->prober = prober_start(w))) {
@@ -283,7 +292,8 @@ static int serve(const char *path)
     mc.gw.hs = hstate_new();
     mc.gw.n_workers = worker_count(cfg);
     mc.gw.metrics = metrics_new(mc.gw.n_workers);
-    if (!mc.gw.hs || !mc.gw.metrics || hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK) {
+    mc.gw.conns = srv_group_new(mc.gw.n_workers);
+    if (!mc.gw.hs || !mc.gw.metrics || !mc.gw.conns || hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK) {
         LOG_ERR("out of memory at start");
         return 1;
     }
@@ -329,6 +339,7 @@ static int serve(const char *path)
     uv_run(mc.loop, UV_RUN_DEFAULT);
     uv_loop_close(mc.loop);
     free(mc.gw.workers);
+    srv_group_free(mc.gw.conns);
     hstate_free(mc.gw.hs);
     metrics_free(mc.gw.metrics);
     store_close(mc.gw.store);

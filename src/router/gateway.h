@@ -20,6 +20,7 @@ struct gateway {
     struct hstate *hs;       /* owned: shared health and routing state */
     struct metrics *metrics; /* owned: one shard per worker */
     struct store *store;     /* owned: idempotency records and the tool ledger */
+    struct srv_group *conns; /* owned: the workers' servers even out their connections */
     uint64_t started_ms;     /* wall clock */
     atomic_ullong reloads_ok, reloads_failed;
 };

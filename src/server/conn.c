@@ -82,6 +82,7 @@ struct srv_conn *srv__conn_new(struct srv *srv)
         srv->conns->prev = c;
     srv->conns = c;
     srv->n_conns++;
+    srv__group_count(srv, 1);
     return c;
 }
 
@@ -366,6 +367,7 @@ static void on_eof(struct srv_conn *c)
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct srv_conn *c = s->data;
+    struct srv *srv = c->srv;
 
     if (nread == 0)
         return;
@@ -395,6 +397,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     default:
         break;
     }
+    if (srv->after_read) /* <c> may be closing by now: only <srv> is used */
+        srv->after_read(srv->after_read_ud);
 }
 
 /* ---- starting, errors, draining -------------------------------------------------------- */

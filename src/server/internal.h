@@ -160,17 +160,23 @@ struct srv_conn {
 
 struct srv {
     uv_loop_t *loop;
-    uv_tcp_t listener;
+    uv_poll_t listener;          /* readable: connections wait in <listen_fd>'s queue */
+    int listen_fd;               /* owned; closed with <listener> */
     uv_idle_t idle;              /* runs the work list; active only while it is non-empty */
-    uv_timer_t accept_timer;     /* retries an accept that ran out of memory */
+    uv_timer_t accept_timer;     /* resumes accepting after running out of fds or memory */
+    uv_async_t handoff;          /* balance.c: connections handed over by other workers */
+    struct srv_group *group;     /* NULL: not balanced with other workers */
+    struct srv__member *member;  /* this server's place in <group>; NULL once it left */
     struct srv_limits lim;
     srv_handler_fn *handler;
     void *ud;
+    srv_after_read_fn *after_read;
+    void *after_read_ud;
     struct srv_conn *conns;      /* every connection not yet freed */
     struct srv_conn *work_head, *work_tail;
     size_t n_work;
     size_t n_conns, n_rejecting;
-    unsigned open_handles;       /* listener, idle, accept_timer */
+    unsigned open_handles;       /* listener, idle, accept_timer (+ handoff) */
     bool listener_closed, stopping, draining, accept_paused;
     bool free_on_close;          /* srv_new failed: the last handle close frees <srv> */
     srv_closed_cb *closed_cb;
@@ -194,9 +200,16 @@ void srv__conn_run_work(struct srv_conn *c, unsigned work);
 void srv__conn_error(struct srv_conn *c, int status, const char *code, const char *message);
 
 /* listener.c */
+void srv__accept_fd(struct srv *srv, int fd);
+void srv__handle_closed(uv_handle_t *h);
 void srv__work_add(struct srv *srv, struct srv_conn *c);
 void srv__work_remove(struct srv *srv, struct srv_conn *c);
 void srv__conn_gone(struct srv *srv, struct srv_conn *c);
+
+/* balance.c */
+bool srv__group_handoff(struct srv *srv, int fd); /* true: another worker took <fd> */
+void srv__group_count(struct srv *srv, int delta);
+void srv__group_leave(struct srv *srv);
 
 /* resp.c */
 size_t srv__pending(const struct srv_conn *c);

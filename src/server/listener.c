@@ -19,6 +19,7 @@
 
 #define LISTEN_BACKLOG   4096
 #define ACCEPT_RETRY_MS  100
+#define ACCEPT_BATCH     64
 
 /* ---- the listening socket -------------------------------------------------------------- */
 
@@ -93,11 +94,15 @@ fail:
 
 /* ---- closing the server's own handles --------------------------------------------------- */
 
-static void on_srv_handle_closed(uv_handle_t *h)
+void srv__handle_closed(uv_handle_t *h)
 {
     struct srv *srv = h->data;
     srv_closed_cb *cb;
 
+    if (h == (uv_handle_t *)&srv->listener && srv->listen_fd >= 0) {
+        close(srv->listen_fd); /* the poll handle is gone: nothing watches it now */
+        srv->listen_fd = -1;
+    }
     if (--srv->open_handles)
         return;
     if (srv->free_on_close) { /* srv_new failed after its handles existed */
@@ -116,7 +121,8 @@ static void close_listener(struct srv *srv)
     if (srv->listener_closed)
         return;
     srv->listener_closed = true;
-    uv_close((uv_handle_t *)&srv->listener, on_srv_handle_closed);
+    srv__group_leave(srv);
+    uv_close((uv_handle_t *)&srv->listener, srv__handle_closed);
 }
 
 /* Once stopping and without connections, the remaining handles go; their last close
@@ -126,35 +132,50 @@ static void maybe_closed(struct srv *srv)
     if (!srv->stopping || srv->n_conns || uv_is_closing((uv_handle_t *)&srv->idle))
         return;
     close_listener(srv);
-    uv_close((uv_handle_t *)&srv->idle, on_srv_handle_closed);
-    uv_close((uv_handle_t *)&srv->accept_timer, on_srv_handle_closed);
+    uv_close((uv_handle_t *)&srv->idle, srv__handle_closed);
+    uv_close((uv_handle_t *)&srv->accept_timer, srv__handle_closed);
 }
 
 /* ---- accepting ------------------------------------------------------------------------- */
 
+static void on_listener(uv_poll_t *h, int status, int events);
 static void on_accept_retry(uv_timer_t *t);
 
-static void accept_one(struct srv *srv)
+/* Makes <fd>, an accepted socket, one of this server's connections (or its 503). */
+void srv__accept_fd(struct srv *srv, int fd)
 {
     bool reject = srv->lim.max_connections &&
                   srv->n_conns - srv->n_rejecting >= srv->lim.max_connections;
-    struct srv_conn *c = srv__conn_new(srv);
+    struct srv_conn *c;
     int err;
 
-    if (!c) {
-        /* libuv keeps the accepted socket and stops polling until uv_accept(): retry. */
-        LOG_WARN("srv: out of memory accepting a connection; retrying");
-        srv->accept_paused = true;
-        uv_timer_start(&srv->accept_timer, on_accept_retry, ACCEPT_RETRY_MS, 0);
+    if (srv->stopping) {
+        close(fd);
         return;
     }
-    err = uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&c->tcp);
+    c = srv__conn_new(srv);
+    if (!c) {
+        LOG_WARN("srv: out of memory accepting a connection; closed it");
+        close(fd);
+        return;
+    }
+    err = uv_tcp_open(&c->tcp, fd);
     if (err) {
-        LOG_WARN("srv: accept: %s", uv_strerror(err));
+        LOG_WARN("srv: accepted socket: %s", uv_strerror(err));
+        close(fd); /* not taken by the handle */
         srv__conn_close(c);
         return;
     }
     srv__conn_start(c, reject);
+}
+
+/* Out of fds or kernel memory: the connections wait in the listen queue meanwhile. */
+static void pause_accepting(struct srv *srv, int err)
+{
+    LOG_WARN("srv: accept: %s; pausing %d ms", strerror(err), ACCEPT_RETRY_MS);
+    srv->accept_paused = true;
+    uv_poll_stop(&srv->listener);
+    uv_timer_start(&srv->accept_timer, on_accept_retry, ACCEPT_RETRY_MS, 0);
 }
 
 static void on_accept_retry(uv_timer_t *t)
@@ -164,18 +185,36 @@ static void on_accept_retry(uv_timer_t *t)
     if (srv->listener_closed || !srv->accept_paused)
         return;
     srv->accept_paused = false;
-    accept_one(srv);
+    uv_poll_start(&srv->listener, UV_READABLE, on_listener);
 }
 
-static void on_connection(uv_stream_t *server, int status)
+/* Takes up to ACCEPT_BATCH waiting connections; the rest wait for the next loop pass, so a
+ * flood of connects cannot starve the requests of connections already open. */
+static void on_listener(uv_poll_t *h, int status, int events)
 {
-    struct srv *srv = server->data;
+    struct srv *srv = h->data;
 
+    (void)events;
     if (status < 0) {
-        LOG_WARN("srv: accept: %s", uv_strerror(status));
+        LOG_WARN("srv: listening socket: %s", uv_strerror(status));
         return;
     }
-    accept_one(srv);
+    for (int i = 0; i < ACCEPT_BATCH && !srv->listener_closed; i++) {
+        int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                pause_accepting(srv, errno);
+            else if (errno != EAGAIN && errno != EWOULDBLOCK)
+                LOG_WARN("srv: accept: %s", strerror(errno));
+            return;
+        }
+        if (srv->group && srv__group_handoff(srv, fd))
+            continue; /* a less loaded worker serves it */
+        srv__accept_fd(srv, fd);
+    }
 }
 
 /* ---- deferred work --------------------------------------------------------------------- */
@@ -240,6 +279,7 @@ void srv__conn_gone(struct srv *srv, struct srv_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     srv->n_conns--;
+    srv__group_count(srv, -1);
     if (c->rejecting)
         srv->n_rejecting--;
     maybe_closed(srv);
@@ -265,18 +305,24 @@ enum bsc_err srv_new(uv_loop_t *loop, int listen_fd, const struct srv_limits *li
     srv->lim = *limits;
     srv->handler = handler;
     srv->ud = ud;
-    uv_tcp_init(loop, &srv->listener); /* no socket yet: cannot fail */
+    srv->listen_fd = listen_fd;
     uv_idle_init(loop, &srv->idle);
     uv_timer_init(loop, &srv->accept_timer);
     srv->listener.data = srv;
     srv->idle.data = srv;
     srv->accept_timer.data = srv;
-    srv->open_handles = 3;
-    err = uv_tcp_open(&srv->listener, listen_fd);
-    if (err)
-        close(listen_fd); /* not taken by the handle */
-    else
-        err = uv_listen((uv_stream_t *)&srv->listener, LISTEN_BACKLOG, on_connection);
+    srv->open_handles = 2;
+    err = listen(listen_fd, LISTEN_BACKLOG) != 0 ? uv_translate_sys_error(errno) : 0;
+    if (!err)
+        err = uv_poll_init_socket(loop, &srv->listener, listen_fd);
+    if (!err) {
+        srv->open_handles++;
+        err = uv_poll_start(&srv->listener, UV_READABLE, on_listener);
+    } else {
+        srv->listener_closed = true; /* no handle: the fd is closed here */
+        close(listen_fd);
+        srv->listen_fd = -1;
+    }
     if (err) {
         LOG_ERR("srv: listen: %s", uv_strerror(err));
         srv->stopping = true;
@@ -291,6 +337,12 @@ enum bsc_err srv_new(uv_loop_t *loop, int listen_fd, const struct srv_limits *li
 void srv_set_limits(struct srv *srv, const struct srv_limits *limits)
 {
     srv->lim = *limits;
+}
+
+void srv_set_after_read(struct srv *srv, srv_after_read_fn *fn, void *ud)
+{
+    srv->after_read = fn;
+    srv->after_read_ud = ud;
 }
 
 /* Stops accepting and applies <each> to every connection; <cb> runs once all are gone. */

@@ -53,6 +53,24 @@ enum bsc_err srv_listen_socket(const char *host, uint16_t port, int *fd, char *e
 enum bsc_err srv_new(uv_loop_t *loop, int listen_fd, const struct srv_limits *limits,
                      srv_handler_fn *handler, void *ud, struct srv **out);
 
+/* <fn>(<ud>) runs after each read from a client has been handled, outside of any
+ * request's call chain: the owner sends out what the requests of that read started
+ * (upstream transfers) before the loop moves on to other connections' reads. */
+typedef void srv_after_read_fn(void *ud);
+void srv_set_after_read(struct srv *srv, srv_after_read_fn *fn, void *ud);
+
+/* ---- balancing: connections spread evenly over the workers ---- */
+struct srv_group; /* shared by the servers of one gateway's workers; opaque */
+
+/* A group for <n> servers, or NULL (out of memory). Each worker's server joins it with
+ * srv_group_join(<idx>) before its loop runs. From then on a server that accepts a
+ * connection while it holds more connections than the least-loaded member hands the socket
+ * to that member, whatever the SO_REUSEPORT hash chose. A server leaves when it stops
+ * accepting (drain, close). srv_group_free() comes after every member's srv_free(). */
+struct srv_group *srv_group_new(unsigned n);
+enum bsc_err srv_group_join(struct srv_group *g, unsigned idx, struct srv *srv);
+void srv_group_free(struct srv_group *g);
+
 /* New limits for connections and requests that start from now on (config reload). */
 void srv_set_limits(struct srv *srv, const struct srv_limits *limits);
 
