@@ -52,6 +52,9 @@ const C = {
   tmp: process.env.BENCH_TMP || fs.mkdtempSync(path.join(os.tmpdir(), 'bascule-bench-')),
   out: process.env.BENCH_OUT || path.join(ROOT, 'build', 'bench'),
   bascule: process.env.BASCULE_BIN || path.join(ROOT, 'build', 'bascule'),
+  // A second bascule binary measured beside the first, in the same interleaved rounds
+  // (target "bascule-b"): the way to judge a change on a noisy machine.
+  basculeB: process.env.BENCH_BASCULE_B || '',
   sim: process.env.BASCULE_SIM_BIN || path.join(ROOT, 'build', 'bascule-sim'),
   simApiPrefix: process.env.BENCH_SIM_PREFIX || '/v1', // where bascule-sim serves the OpenAI API
 };
@@ -157,20 +160,20 @@ function maxGatewayConnections() {
   return Math.max(20000, C.streams * 2 + 1000);
 }
 
-async function startBascule(name, yaml, readyProbe) {
-  if (!isExecutable(C.bascule)) return { skip: `${shown(C.bascule)} not built (make)` };
+async function startBascule(name, yaml, readyProbe, bin = C.bascule) {
+  if (!isExecutable(bin)) return { skip: `${shown(bin)} not built (make)` };
   const dir = path.join(C.tmp, name);
   fs.mkdirSync(dir, { recursive: true });
   const conf = path.join(dir, 'bascule.yaml');
   fs.writeFileSync(conf, yaml);
-  const check = await runBounded(`${name}-check`, C.bascule, ['--check-config', conf], 10000);
+  const check = await runBounded(`${name}-check`, bin, ['--check-config', conf], 10000);
   if (check.code !== 0) {
     return { skip: `bascule --check-config rejected the generated config (${conf}):\n${(check.stdout + check.stderr).trim()}` };
   }
   const port = Number(yaml.match(/listen: "127\.0\.0\.1:(\d+)"/)[1]);
   const errlog = path.join(dir, 'stderr.log');
   // The access log goes to stdout: discarded, so that writing it is not what we measure.
-  const rec = procs.start(name, C.bascule, ['--config', conf], { stdout: 'ignore', stderr: errlog });
+  const rec = procs.start(name, bin, ['--config', conf], { stdout: 'ignore', stderr: errlog });
   const url = `http://127.0.0.1:${port}`;
   const why = await waitReady(rec, () => readyProbe(url), 10000);
   if (why) {
@@ -314,6 +317,15 @@ async function throughputAndPaced(results) {
     },
     { key: 'portkey', label: 'Portkey gateway 1.15 (Node, 1 process)', start: () => startPortkey(upstream.port) },
   ];
+  if (C.basculeB) {
+    defs.splice(3, 0, {
+      key: 'bascule-b', label: `bascule B: ${shown(C.basculeB)}`,
+      start: async () => startBascule('bascule-b', chatBenchYaml({
+        port: await freePort(), upstreamPort: upstream.port, workers: C.workers, maxConnections: maxGatewayConnections(),
+      }), (url) => chatOk(url), C.basculeB),
+    });
+    C.targets.add('bascule-b');
+  }
 
   // Everything is started first; the rounds then interleave the targets so that a burst
   // of load from elsewhere on the machine is spread over all of them.

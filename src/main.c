@@ -140,14 +140,6 @@ static void worker_main(void *arg)
     access_log_thread_cleanup();
 }
 
-/* A read's new upstream requests go out before the next connection's read is parsed. */
-static void worker_after_read(void *ud)
-{
-    struct worker *w = ud;
-
-    up_multi_flush(w->up);
-}
-
 static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const struct cfg *cfg)
 {
     struct srv_limits lim = srv_limits_of(cfg, gw->n_workers);
@@ -169,7 +161,6 @@ static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const
         LOG_ERR("worker %u: out of memory", idx);
         return -1;
     }
-    srv_set_after_read(w->srv, worker_after_read, w);
     uv_async_init(&w->loop, &w->wake, worker_on_wake);
     w->wake.data = w;
     if (idx == 0 && !(w->prober = prober_start(w))) {

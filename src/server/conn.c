@@ -367,7 +367,6 @@ static void on_eof(struct srv_conn *c)
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct srv_conn *c = s->data;
-    struct srv *srv = c->srv;
 
     if (nread == 0)
         return;
@@ -397,8 +396,6 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     default:
         break;
     }
-    if (srv->after_read) /* <c> may be closing by now: only <srv> is used */
-        srv->after_read(srv->after_read_ud);
 }
 
 /* ---- starting, errors, draining -------------------------------------------------------- */

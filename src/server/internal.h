@@ -170,8 +170,6 @@ struct srv {
     struct srv_limits lim;
     srv_handler_fn *handler;
     void *ud;
-    srv_after_read_fn *after_read;
-    void *after_read_ud;
     struct srv_conn *conns;      /* every connection not yet freed */
     struct srv_conn *work_head, *work_tail;
     size_t n_work;

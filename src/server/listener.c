@@ -339,12 +339,6 @@ void srv_set_limits(struct srv *srv, const struct srv_limits *limits)
     srv->lim = *limits;
 }
 
-void srv_set_after_read(struct srv *srv, srv_after_read_fn *fn, void *ud)
-{
-    srv->after_read = fn;
-    srv->after_read_ud = ud;
-}
-
 /* Stops accepting and applies <each> to every connection; <cb> runs once all are gone. */
 static void shut_down(struct srv *srv, srv_closed_cb *cb, void *ud,
                       void (*each)(struct srv_conn *c))

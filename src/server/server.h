@@ -53,12 +53,6 @@ enum bsc_err srv_listen_socket(const char *host, uint16_t port, int *fd, char *e
 enum bsc_err srv_new(uv_loop_t *loop, int listen_fd, const struct srv_limits *limits,
                      srv_handler_fn *handler, void *ud, struct srv **out);
 
-/* <fn>(<ud>) runs after each read from a client has been handled, outside of any
- * request's call chain: the owner sends out what the requests of that read started
- * (upstream transfers) before the loop moves on to other connections' reads. */
-typedef void srv_after_read_fn(void *ud);
-void srv_set_after_read(struct srv *srv, srv_after_read_fn *fn, void *ud);
-
 /* ---- balancing: connections spread evenly over the workers ---- */
 struct srv_group; /* shared by the servers of one gateway's workers; opaque */
 

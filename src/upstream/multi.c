@@ -179,14 +179,6 @@ void up__watch_close(CURL *easy, struct up_multi *m)
     curl_easy_setopt(easy, CURLOPT_CLOSESOCKETDATA, m);
 }
 
-void up_multi_flush(struct up_multi *m)
-{
-    if (!uv_is_active((uv_handle_t *)&m->kick))
-        return;
-    uv_check_stop(&m->kick);
-    run_timeouts(m);
-}
-
 static void on_kick(uv_check_t *h)
 {
     struct up_multi *m = h->data;

@@ -55,8 +55,7 @@ struct up_request {
 };
 
 /* Callbacks. Each runs on the loop, never from inside the up_* call that caused it, except
- * that up_resume() may deliver buffered data through on_data before it returns, and that
- * up_multi_flush() runs what the loop would have run later in its pass. After
+ * that up_resume() may deliver buffered data through on_data before it returns. After
  * on_done, or after up_cancel, nothing more is called and the transfer is gone. */
 struct up_callbacks {
     /* The final response head (1xx skipped). Headers: up_header(). */
@@ -78,12 +77,6 @@ enum bsc_err up_multi_new(uv_loop_t *loop, const struct up_limits *limits,
                           struct up_multi **out);
 /* Cancels every transfer (no callbacks), closes its handles through the loop, frees. */
 void up_multi_free(struct up_multi *m);
-
-/* Lets curl act now on the transfers started since it last ran: on a pooled connection
- * their requests go out before this returns, instead of later in this loop pass (after
- * every other ready socket of the pass has been served). Any callback may run from it.
- * Not from inside an up_callbacks function. */
-void up_multi_flush(struct up_multi *m);
 /* Transfers running now. */
 size_t up_multi_active(const struct up_multi *m);
 
