@@ -176,6 +176,7 @@ struct srv {
     size_t n_conns, n_rejecting;
     unsigned open_handles;       /* listener, idle, accept_timer (+ handoff) */
     bool listener_closed, stopping, draining, accept_paused;
+    bool accept_warned;          /* the current shortage of fds or memory was logged */
     bool free_on_close;          /* srv_new failed: the last handle close frees <srv> */
     srv_closed_cb *closed_cb;
     void *closed_ud;

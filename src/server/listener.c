@@ -172,7 +172,10 @@ void srv__accept_fd(struct srv *srv, int fd)
 /* Out of fds or kernel memory: the connections wait in the listen queue meanwhile. */
 static void pause_accepting(struct srv *srv, int err)
 {
-    LOG_WARN("srv: accept: %s; pausing %d ms", strerror(err), ACCEPT_RETRY_MS);
+    if (!srv->accept_warned) /* once per shortage, not every retry */
+        LOG_WARN("srv: accept: %s; retrying every %d ms, connections wait in the queue",
+                 strerror(err), ACCEPT_RETRY_MS);
+    srv->accept_warned = true;
     srv->accept_paused = true;
     uv_poll_stop(&srv->listener);
     uv_timer_start(&srv->accept_timer, on_accept_retry, ACCEPT_RETRY_MS, 0);
@@ -210,6 +213,10 @@ static void on_listener(uv_poll_t *h, int status, int events)
             else if (errno != EAGAIN && errno != EWOULDBLOCK)
                 LOG_WARN("srv: accept: %s", strerror(errno));
             return;
+        }
+        if (srv->accept_warned) {
+            LOG_INFO("srv: accepting again");
+            srv->accept_warned = false;
         }
         if (srv->group && srv__group_handoff(srv, fd))
             continue; /* a less loaded worker serves it */
