@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* listener.c -- the server of one worker loop: its SO_REUSEPORT listening socket, accept
- * and the connection cap, the deferred-work pass (a uv_idle that runs only while some
- * connection has work), drain, close and free. Connections themselves are conn.c's.
- * See docs/internals/server.md. */
+ * (accept4 from a uv_poll_t, so that a socket can be handed to another worker whole, see
+ * balance.c) and the connection cap, the deferred-work pass (a uv_idle that runs only
+ * while some connection has work), drain, close and free. Connections themselves are
+ * conn.c's. See docs/internals/server.md. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
