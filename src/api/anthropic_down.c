@@ -10,6 +10,7 @@
 
 #include "api/anthropic.h"
 #include "core/json_get.h"
+#include "core/json_parse.h"
 #include "providers/provider.h"
 
 #define ANTH_MAX_TOOLS 128 /* tool calls in one streamed answer (OpenAI index 0..127) */
@@ -131,27 +132,7 @@ static struct json_object *first_choice(struct json_object *root)
 /* Parses <s> as one JSON value with nothing but whitespace after it. New ref or NULL. */
 static struct json_object *parse_whole(struct bsc_str s)
 {
-    struct json_tokener *tok = json_tokener_new_ex(64);
-    struct json_object *o = NULL;
-    size_t end;
-
-    if (!tok)
-        return NULL;
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-    o = json_tokener_parse_ex(tok, s.p ? s.p : "", (int)s.len);
-    if (json_tokener_get_error(tok) != json_tokener_success) {
-        json_object_put(o);
-        o = NULL;
-    }
-    end = json_tokener_get_parse_end(tok);
-    for (; o && end < s.len; end++) {
-        if (s.p[end] != ' ' && s.p[end] != '\t' && s.p[end] != '\n' && s.p[end] != '\r') {
-            json_object_put(o);
-            o = NULL;
-        }
-    }
-    json_tokener_free(tok);
-    return o;
+    return bsc_json_parse_whole(s, 64);
 }
 
 static bool is_blank(struct bsc_str s)

@@ -3,11 +3,11 @@
  * no clock (the caller passes <now_ms>), no store, no HTTP. The table is the whole
  * policy; everything else here is validation and formatting.
  * See docs/internals/store.md. */
-#include <limits.h>
 
 #include <json-c/json.h>
 
 #include "ledger/ledger.h"
+#include "core/json_parse.h"
 #include "core/utf8.h"
 
 #define JSON_DEPTH 8 /* an update or entry is flat; nesting deeper is refused */
@@ -114,26 +114,9 @@ static void copy_text(char *dst, size_t cap, struct bsc_str s)
  * is one JSON object within JSON_DEPTH levels. The caller puts the result. */
 static struct json_object *parse_object(struct bsc_str json)
 {
-    struct json_tokener *tok;
-    struct json_object *root;
-    size_t end;
+    struct json_object *root = bsc_json_parse_whole(json, JSON_DEPTH);
 
-    if (json.len == 0 || json.len > INT_MAX)
-        return NULL;
-    tok = json_tokener_new_ex(JSON_DEPTH);
-    if (!tok)
-        return NULL;
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-    root = json_tokener_parse_ex(tok, json.p, (int)json.len);
-    end = json_tokener_get_error(tok) == json_tokener_success ? json_tokener_get_parse_end(tok)
-                                                              : 0;
-    json_tokener_free(tok);
-    for (; root && end < json.len; end++) {
-        char c = json.p[end];
-        if (c != ' ' && c != '\t' && c != '\r' && c != '\n')
-            break;
-    }
-    if (root && (end != json.len || !json_object_is_type(root, json_type_object))) {
+    if (root && !json_object_is_type(root, json_type_object)) {
         json_object_put(root);
         root = NULL;
     }

@@ -11,12 +11,6 @@
 /* Each line is built in this thread's scratch buffer: no allocation per line once warm. */
 static _Thread_local struct bsc_buf scratch = {NULL, 0, 0, 16384};
 
-static struct bsc_buf *line_begin(void)
-{
-    bsc_buf_reset(&scratch);
-    return &scratch;
-}
-
 /* Keys are literals: ",\"name\":" is spelled out at compile time and copied whole. */
 #define KEY(name) ",\"" name "\":"
 #define PUT_KEY(b, name) BSC_BUF_APPEND_LIT(b, KEY(name))
@@ -45,6 +39,30 @@ static void put_usd(struct bsc_buf *b, double usd)
     bsc_buf_append_fixed(b, (unsigned long long)(usd * 1e8 + 0.5), 8);
 }
 
+/* Starts a line in this thread's scratch buffer: {"type":<type>,"ts_ms":..,"request_id":..
+ * (<open> is the literal up to the type, made by LINE_BEGIN). */
+#define LINE_BEGIN(type, request_id) \
+    line_begin("{\"type\":\"" type "\"", sizeof("{\"type\":\"" type "\"") - 1, request_id)
+
+static struct bsc_buf *line_begin(const char *open, size_t open_len, const char *request_id)
+{
+    struct bsc_buf *b = &scratch;
+
+    bsc_buf_reset(b);
+    bsc_buf_append(b, open, open_len);
+    PUT_U64(b, "ts_ms", bsc_wall_ms());
+    PUT_STR(b, "request_id", request_id);
+    return b;
+}
+
+/* Closes the line and hands it to the log (nothing when the buffer could not grow). */
+static void line_end(struct bsc_buf *b)
+{
+    bsc_buf_append_char(b, '}');
+    if (b->p)
+        bsc_log_line(b->p, b->len);
+}
+
 static uint64_t span_us(const struct attempt *a)
 {
     return a->end_us > a->start_us ? a->end_us - a->start_us : 0;
@@ -68,11 +86,8 @@ static void put_attempts(struct bsc_buf *b, const struct attempt *a, size_t n)
 
 void access_log_write(const struct access_entry *e)
 {
-    struct bsc_buf *b = line_begin();
+    struct bsc_buf *b = LINE_BEGIN("access", e->request_id);
 
-    BSC_BUF_APPEND_LIT(b, "{\"type\":\"access\"");
-    PUT_U64(b, "ts_ms", bsc_wall_ms());
-    PUT_STR(b, "request_id", e->request_id);
     PUT_STR(b, "method", e->method ? e->method : "POST");
     PUT_STR(b, "path", e->path ? e->path : "/v1/chat/completions");
     PUT_STR(b, "route", e->route);
@@ -92,19 +107,14 @@ void access_log_write(const struct access_entry *e)
     }
     if (e->n_attempts)
         put_attempts(b, e->attempts, e->n_attempts);
-    bsc_buf_append_char(b, '}');
-    if (b->p)
-        bsc_log_line(b->p, b->len);
+    line_end(b);
 }
 
 void attempt_log_write(const struct attempt_line *l)
 {
-    struct bsc_buf *b = line_begin();
+    struct bsc_buf *b = LINE_BEGIN("attempt", l->request_id);
     const struct attempt *a = l->a;
 
-    BSC_BUF_APPEND_LIT(b, "{\"type\":\"attempt\"");
-    PUT_U64(b, "ts_ms", bsc_wall_ms());
-    PUT_STR(b, "request_id", l->request_id);
     PUT_STR(b, "route", l->route);
     PUT_U64(b, "attempt", l->number);
     PUT_STR(b, "target", a->target ? a->target->id : NULL);
@@ -120,9 +130,7 @@ void attempt_log_write(const struct attempt_line *l)
     PUT_STR(b, "why", l->why);
     PUT_U64(b, "next_delay_ms", l->next_delay_ms);
     PUT_STR(b, "delay_why", l->delay_why);
-    bsc_buf_append_char(b, '}');
-    if (b->p)
-        bsc_log_line(b->p, b->len);
+    line_end(b);
 }
 
 void access_log_thread_cleanup(void)

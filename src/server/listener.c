@@ -320,9 +320,7 @@ enum bsc_err srv_new(uv_loop_t *loop, int listen_fd, const struct srv_limits *li
     srv->idle.data = srv;
     srv->accept_timer.data = srv;
     srv->open_handles = 2;
-    err = listen(listen_fd, LISTEN_BACKLOG) != 0 ? uv_translate_sys_error(errno) : 0;
-    if (!err)
-        err = uv_poll_init_socket(loop, &srv->listener, listen_fd);
+    err = uv_poll_init_socket(loop, &srv->listener, listen_fd);
     if (!err) {
         srv->open_handles++;
         err = uv_poll_start(&srv->listener, UV_READABLE, on_listener);

@@ -48,7 +48,8 @@ typedef void srv_closed_cb(struct srv *srv, void *ud);
 enum bsc_err srv_listen_socket(const char *host, uint16_t port, int *fd, char *errbuf,
                                size_t errlen);
 
-/* Starts serving on <loop> from <listen_fd> (ownership taken: closed by the server).
+/* Starts serving on <loop> from <listen_fd>, a listening socket from srv_listen_socket()
+ * (ownership taken: closed by the server).
  * <limits> is copied. <handler> gets each request. Returns BSC_OK and *<out>. */
 enum bsc_err srv_new(uv_loop_t *loop, int listen_fd, const struct srv_limits *limits,
                      srv_handler_fn *handler, void *ud, struct srv **out);

@@ -33,6 +33,7 @@
 
 #include "core/compat.h"
 #include "core/buf.h"
+#include "core/json_parse.h"
 #include "api/anthropic.h"
 #include "stream/utf8.h"
 
@@ -48,27 +49,7 @@ static void die(const char *what)
 /* Parses all of <s> (blanks around allowed) strictly; NULL when it is not one JSON value. */
 static struct json_object *parse_all(struct bsc_str s)
 {
-    struct json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH * 8);
-    struct json_object *o;
-    size_t end;
-
-    if (!tok)
-        die("out of memory");
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-    o = json_tokener_parse_ex(tok, s.p ? s.p : "", (int)s.len);
-    if (json_tokener_get_error(tok) != json_tokener_success) {
-        json_object_put(o);
-        o = NULL;
-    }
-    end = o ? json_tokener_get_parse_end(tok) : 0;
-    for (; o && end < s.len; end++) {
-        if (s.p[end] != ' ' && s.p[end] != '\t' && s.p[end] != '\n' && s.p[end] != '\r') {
-            json_object_put(o);
-            o = NULL;
-        }
-    }
-    json_tokener_free(tok);
-    return o;
+    return bsc_json_parse_whole(s, JSON_TOKENER_DEFAULT_DEPTH * 8);
 }
 
 static const char *str_member(struct json_object *o, const char *k)

@@ -34,6 +34,7 @@
 
 #include "core/compat.h"
 #include "core/buf.h"
+#include "core/json_parse.h"
 #include "providers/provider.h"
 #include "providers/retry_after.h"
 #include "stream/sse_parse.h"
@@ -94,24 +95,10 @@ static void check_fail(const struct fail_info *f, bool failed)
 /* True when <s> is exactly one JSON object (json-c, strict), whitespace around allowed. */
 static bool is_json_object(struct bsc_str s)
 {
-    struct json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH * 8);
-    struct json_object *o;
-    bool ok;
-    size_t end;
+    struct json_object *o = bsc_json_parse_whole(s, JSON_TOKENER_DEFAULT_DEPTH * 8);
+    bool ok = o && json_object_is_type(o, json_type_object);
 
-    if (!tok)
-        die("out of memory");
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-    o = json_tokener_parse_ex(tok, s.p, (int)s.len);
-    ok = json_tokener_get_error(tok) == json_tokener_success && o &&
-         json_object_is_type(o, json_type_object);
-    end = ok ? json_tokener_get_parse_end(tok) : 0;
-    for (; ok && end < s.len; end++) {
-        if (s.p[end] != ' ' && s.p[end] != '\t' && s.p[end] != '\n' && s.p[end] != '\r')
-            ok = false;
-    }
     json_object_put(o);
-    json_tokener_free(tok);
     return ok;
 }
 

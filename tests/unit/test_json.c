@@ -18,6 +18,7 @@
 
 #include "core/compat.h"
 #include "core/json_check.h"
+#include "core/json_parse.h"
 #include "core/json_scan.h"
 
 #define S(lit) {(lit), sizeof(lit) - 1}
@@ -877,10 +878,37 @@ static void test_check_members_one_pass(void **state)
     assert_null(v[0].p);
 }
 
+/* bsc_json_parse_whole: one value, blanks after it allowed, anything else refused. */
+static void test_parse_whole(void **state)
+{
+    struct json_object *o;
+
+    (void)state;
+    o = bsc_json_parse_whole(BSC_STR("{\"a\":[1,2]} \r\n\t"), 8);
+    assert_non_null(o);
+    assert_true(json_object_is_type(o, json_type_object));
+    json_object_put(o);
+    o = bsc_json_parse_whole(BSC_STR("\"s\""), 8);
+    assert_non_null(o);
+    assert_true(json_object_is_type(o, json_type_string));
+    json_object_put(o);
+    assert_null(bsc_json_parse_whole(BSC_STR("{} x"), 8));     /* something after it */
+    assert_null(bsc_json_parse_whole(BSC_STR("{}{}"), 8));     /* two values */
+    assert_null(bsc_json_parse_whole(BSC_STR("{\"a\":1,}"), 8)); /* strict mode */
+    assert_null(bsc_json_parse_whole(BSC_STR("[[[[1]]]]"), 3)); /* deeper than allowed */
+    o = bsc_json_parse_whole(BSC_STR("[[[[1]]]]"), 5);
+    assert_non_null(o);
+    json_object_put(o);
+    assert_null(bsc_json_parse_whole(BSC_STR(""), 8));
+    assert_null(bsc_json_parse_whole(BSC_STR_NULL, 8));
+    assert_null(bsc_json_parse_whole(BSC_STR("{\"a\":"), 8)); /* cut short */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_valid),
+        cmocka_unit_test(test_parse_whole),
         cmocka_unit_test(test_check_invalid),
         cmocka_unit_test(test_check_exact_buffers),
         cmocka_unit_test(test_check_null_doc),
