@@ -64,22 +64,31 @@ void srv_group_free(struct srv_group *g)
     free(g);
 }
 
+/* Empties <m>'s inbox: the sockets (owned by the caller, free() the array) and *<n>. */
+static int *inbox_take(struct srv__member *m, size_t *n)
+{
+    int *fds;
+
+    uv_mutex_lock(&m->lock);
+    fds = m->inbox;
+    *n = m->n_inbox;
+    m->inbox = NULL;
+    m->n_inbox = m->cap_inbox = 0;
+    uv_mutex_unlock(&m->lock);
+    return fds;
+}
+
 /* Takes what was handed to <srv>: each socket becomes one of its connections. */
 static void on_handoff(uv_async_t *h)
 {
     struct srv *srv = h->data;
     struct srv__member *me = srv->member;
-    int *fds;
     size_t n;
+    int *fds;
 
     if (!me)
         return; /* it left: the inbox was emptied then */
-    uv_mutex_lock(&me->lock);
-    fds = me->inbox;
-    n = me->n_inbox;
-    me->inbox = NULL;
-    me->n_inbox = me->cap_inbox = 0;
-    uv_mutex_unlock(&me->lock);
+    fds = inbox_take(me, &n);
     for (size_t i = 0; i < n; i++) {
         atomic_fetch_sub(&me->load, 1); /* the reservation; the connection counts itself */
         srv__accept_fd(srv, fds[i]);
@@ -111,19 +120,16 @@ enum bsc_err srv_group_join(struct srv_group *g, unsigned idx, struct srv *srv)
 void srv__group_leave(struct srv *srv)
 {
     struct srv__member *me = srv->member;
-    int *fds;
     size_t n;
+    int *fds;
 
     if (!me)
         return;
     atomic_store(&me->open, false);
     uv_mutex_lock(&me->lock);
     me->srv = NULL; /* from now on nothing is sent here, nor is <handoff> touched */
-    fds = me->inbox;
-    n = me->n_inbox;
-    me->inbox = NULL;
-    me->n_inbox = me->cap_inbox = 0;
     uv_mutex_unlock(&me->lock);
+    fds = inbox_take(me, &n);
     for (size_t i = 0; i < n; i++)
         close(fds[i]); /* handed over while this server was stopping: refused */
     free(fds);

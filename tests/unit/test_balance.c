@@ -267,7 +267,6 @@ static void test_connections_spread_evenly(void **state)
         char again = served_by(fx->fds[i]);
         assert_true(again == 'A' || again == 'B');
     }
-    stop(fx);
 }
 
 static void test_closed_connections_free_their_share(void **state)
@@ -296,7 +295,6 @@ static void test_closed_connections_free_their_share(void **state)
             assert_int_equal(served_by(fx->fds[i]), 'A');
         }
     }
-    stop(fx);
 }
 
 static void test_a_draining_server_takes_no_more(void **state)
@@ -312,7 +310,6 @@ static void test_a_draining_server_takes_no_more(void **state)
         fx->fds[i] = connect_to(fx->w[0].port);
         assert_int_equal(served_by(fx->fds[i]), 'A'); /* B left the group: nothing goes there */
     }
-    stop(fx);
 }
 
 static void test_the_cap_counts_the_whole_group(void **state)
@@ -333,7 +330,6 @@ static void test_the_cap_counts_the_whole_group(void **state)
     assert_int_equal(n[1], 2);
     fx->fds[4] = connect_to(fx->w[0].port);
     assert_int_equal(served_by(fx->fds[4]), '5'); /* both full: 503 too_many_connections */
-    stop(fx);
 }
 
 static void test_group_arguments(void **state)
