@@ -34,7 +34,7 @@ static const char page[] =
     "<th>equivalent</th><th>fallback</th><th>balance</th></tr></thead>"
     "<tbody id=\"routes\"></tbody></table><script>"
     "const esc=s=>String(s==null?'':s).replace(/[&<>\"']/g,c=>'&#'+c.charCodeAt(0)+';');"
-    "const ms=v=>v<0?'-':v.toFixed(1);"
+    "const ms=v=>v==null||v<0?'-':v.toFixed(1);"
     "function circuit(t){if(t.disabled||t.admin_disabled)return'<span class=\"pill off\">disabled</span>';"
     "if(t.circuit==='closed'&&t.ramping)return'<span class=\"pill ramp\">ramping '+"
     "Math.round(t.ramp_fraction*100)+'%</span>';"

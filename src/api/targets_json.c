@@ -6,6 +6,17 @@
 #include "router/gateway.h"
 #include "router/state.h"
 
+/* A latency figure in milliseconds, or null while there is no measurement yet (the state
+ * keeps a negative or NaN value for "unmeasured"). */
+static void put_ms(struct bsc_buf *b, const char *name, double ms)
+{
+    bsc_buf_appendf(b, ",\"%s\":", name);
+    if (ms >= 0.0)
+        bsc_buf_appendf(b, "%.3f", ms);
+    else
+        bsc_buf_append_cstr(b, "null");
+}
+
 void api__put_target(struct bsc_buf *b, struct worker *w, const struct cfg_target *t,
                      uint64_t now)
 {
@@ -20,16 +31,19 @@ void api__put_target(struct bsc_buf *b, struct worker *w, const struct cfg_targe
     bsc_buf_append_json_str(b, bsc_str_cstr(t->model));
     bsc_buf_appendf(b,
                     ",\"disabled\":%s,\"admin_disabled\":%s,\"circuit\":\"%s\",\"ramping\":%s,"
-                    "\"ramp_fraction\":%.3f,\"retry_after_ms\":%llu,\"health\":\"%s\","
-                    "\"ewma_latency_ms\":%.3f,\"ewma_ttft_ms\":%.3f,\"inflight\":%u,"
-                    "\"successes\":%llu,\"failures\":%llu,\"misconfigured\":%s,"
-                    "\"breaker\":{\"opened\":%llu,\"half_opened\":%llu,\"closed\":%llu,"
-                    "\"probes\":%llu,\"denied\":%llu,\"ramp_denied\":%llu},\"last_error\":",
+                    "\"ramp_fraction\":%.3f,\"retry_after_ms\":%llu,\"health\":\"%s\"",
                     t->disabled || t->provider->disabled ? "true" : "false",
                     v.admin_disabled ? "true" : "false", brk_state_name(v.state),
                     v.ramping ? "true" : "false", v.ramp_fraction,
-                    (unsigned long long)v.retry_after_ms, target_health_name(v.health),
-                    v.ewma_latency_ms, v.ewma_ttft_ms, v.inflight,
+                    (unsigned long long)v.retry_after_ms, target_health_name(v.health));
+    put_ms(b, "ewma_latency_ms", v.ewma_latency_ms);
+    put_ms(b, "ewma_ttft_ms", v.ewma_ttft_ms);
+    bsc_buf_appendf(b,
+                    ",\"inflight\":%u,"
+                    "\"successes\":%llu,\"failures\":%llu,\"misconfigured\":%s,"
+                    "\"breaker\":{\"opened\":%llu,\"half_opened\":%llu,\"closed\":%llu,"
+                    "\"probes\":%llu,\"denied\":%llu,\"ramp_denied\":%llu},\"last_error\":",
+                    v.inflight,
                     (unsigned long long)v.successes, (unsigned long long)v.failures,
                     v.misconfigured ? "true" : "false", (unsigned long long)v.counters.opened,
                     (unsigned long long)v.counters.half_opened,

@@ -92,7 +92,7 @@ enum metric_buckets {
       METRICS_L3("target", "layer", "result"),                                                 \
       "Outcomes by target, so a canary fallback's contract and task success show apart.")      \
     X(CONFIG_RELOADS, COUNTER, NONE, "bascule_config_reloads_total", METRICS_L1("result"),     \
-      "Configuration reloads by result (ok, failed).")                                         \
+      "Configuration reloads by result (ok, rejected).")                                         \
     X(CONNECTIONS, GAUGE, NONE, "bascule_connections", METRICS_L0(),                           \
       "Open client connections.")                                                              \
     X(METRICS_DROPPED, COUNTER, NONE, "bascule_metrics_dropped_total", METRICS_L0(),           \

@@ -47,6 +47,13 @@ async function renderedDom(url) {
   }
 }
 
+test('status.json writes "no measurement yet" as null, and the page shows a dash', async () => {
+  const json = await (await fetch(`${gw.url}/status.json`)).json();
+  const fresh = json.targets.find((t) => t.id === 'good@sim');
+  assert.equal(fresh.ewma_latency_ms, null);
+  assert.equal(fresh.ewma_ttft_ms, null);
+});
+
 test('the status page shows targets, circuits and routes live', async () => {
   await sim.setModel('page-bad', { script: [{ action: 'status', status: 500, times: 10 }] });
   for (let i = 0; i < 3; i++) await (await fetch(`${gw.base}/chat/completions`, {
