@@ -25,6 +25,21 @@ enum cfg_provider_kind {
     CFG_PROV_COUNT
 };
 
+/* The error dialect of an openai_compatible provider (providers/openai_errors.c has one rule
+ * table per name). AUTO picks it from the base_url's host; servers without a well-known
+ * host (vLLM, Ollama) are reached only by naming them. */
+enum cfg_profile {
+    CFG_PROFILE_AUTO = 0,
+    CFG_PROFILE_OPENAI,
+    CFG_PROFILE_DEEPSEEK,
+    CFG_PROFILE_MISTRAL,
+    CFG_PROFILE_GROQ,
+    CFG_PROFILE_OPENROUTER,
+    CFG_PROFILE_VLLM,
+    CFG_PROFILE_OLLAMA,
+    CFG_PROFILE_COUNT
+};
+
 enum cfg_probe { CFG_PROBE_MODELS = 0, CFG_PROBE_COMPLETION, CFG_PROBE_NONE, CFG_PROBE_COUNT };
 
 enum cfg_balance {
@@ -85,6 +100,7 @@ struct cfg_breaker {
 struct cfg_provider {
     char *id; /* owned; the map key */
     enum cfg_provider_kind kind;
+    enum cfg_profile profile; /* openai_compatible only; AUTO: from the base_url's host */
     char *base_url; /* owned; no trailing slash */
     char **keys;    /* owned array of owned strings; may be empty (n_keys == 0) */
     size_t n_keys;
@@ -247,6 +263,8 @@ const struct cfg_provider *cfg_provider_find(const struct cfg *cfg, struct bsc_s
 /* Names for enum values (as written in YAML). */
 const char *cfg_provider_kind_name(enum cfg_provider_kind kind);
 const char *cfg_balance_name(enum cfg_balance b);
+/* "deepseek", ...; NULL for CFG_PROFILE_AUTO (choose by host). */
+const char *cfg_profile_name(enum cfg_profile p);
 
 /* The process-wide current snapshot (one of the three commented globals, STYLE §11).
  * cfg_current_get returns a new ref (caller unrefs); cfg_current_swap takes ownership of

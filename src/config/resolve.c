@@ -130,6 +130,10 @@ static void provider_warnings(struct cfg__v *v, const struct cfg_provider *p,
     if (p->kind != CFG_PROV_AZURE && p->api_version)
         cfg__diag(v->s, true, src->line, src->column,
                   "'api_version' in %s is only used by kind azure", where);
+    /* An error, not a warning: the operator expects rules that would silently not apply. */
+    if (p->kind != CFG_PROV_OPENAI_COMPATIBLE && p->profile != CFG_PROFILE_AUTO)
+        cfg__diag(v->s, false, src->line, src->column,
+                  "'profile' in %s is only used by kind openai_compatible", where);
 }
 
 static void resolve_providers(struct cfg__v *v)

@@ -13,6 +13,7 @@
 #include "stream/sse_parse.h"
 
 struct oa_stream {
+    const struct prov_openai_profile *profile; /* the provider's error dialect (static) */
     bool include_usage; /* the client asked for the usage chunk */
     bool done;
     bool sent;          /* a frame was relayed: a failure now is partial output */
@@ -145,7 +146,7 @@ static void oa_classify(const struct prov_err_input *in, struct fail_info *out)
         out->status = in->status;
         return;
     }
-    prov_openai_classify_profile(in, prov_openai_profile_for_url(in->base_url), out);
+    prov_openai_classify_profile(in, prov_openai_profile_of(in), out);
 }
 
 static int64_t get_i64(struct json_object *o, const char *k)
@@ -216,6 +217,14 @@ static void oa_stream_init(void *st, const struct prov_call *call)
 {
     struct oa_stream *s = st;
 
+    const struct cfg_provider *p = call->provider;
+    struct prov_err_input who = {.base_url = {"", 0}};
+
+    if (p) {
+        who.base_url = bsc_str_cstr(p->base_url);
+        who.profile = bsc_str_cstr(cfg_profile_name(p->profile));
+    }
+    s->profile = prov_openai_profile_of(&who);
     s->include_usage = call->include_usage;
     s->usage = (struct prov_usage){-1, -1, -1};
 }
@@ -253,7 +262,8 @@ static enum prov_stream_status oa_stream_event(void *st, struct bsc_str event, s
         s->done = true;
         return bsc_buf_append_cstr(out, "data: [DONE]\n\n") ? PROV_STREAM_ERROR : PROV_STREAM_DONE;
     }
-    if (memmem(data.p, data.len, "\"error\"", 7) && prov_openai_classify_event(data, fail))
+    if (memmem(data.p, data.len, "\"error\"", 7) &&
+        prov_openai_classify_event_profile(data, s->profile, fail))
         return PROV_STREAM_ERROR;
     /* Relayed as it is, so it must be what a client can read: one JSON object. Anything
      * else would reach the client as a frame its SDK cannot parse, past the commit point. */

@@ -193,6 +193,14 @@ static bool host_in_domain(struct bsc_str host, struct bsc_str domain)
     return host.len == domain.len || host.p[host.len - domain.len - 1] == '.';
 }
 
+const struct prov_openai_profile *prov_openai_profile_of(const struct prov_err_input *in)
+{
+    const struct prov_openai_profile *p = in->profile.len ? prov_openai_profile_find(in->profile)
+                                                          : NULL;
+
+    return p ? p : prov_openai_profile_for_url(in->base_url);
+}
+
 const struct prov_openai_profile *prov_openai_profile_for_url(struct bsc_str base_url)
 {
     struct bsc_str host = url_host(base_url);

@@ -26,6 +26,7 @@ struct prov_err_input {
     struct bsc_str retry_after_ms; /* retry-after-ms (or Azure x-ms-retry-after-ms) */
     uint64_t now_wall_ms;          /* wall clock, for an HTTP-date Retry-After */
     struct bsc_str base_url;       /* the provider's base_url: picks the dialect profile */
+    struct bsc_str profile;        /* the provider's `profile:` name; empty: by base_url */
 };
 
 /* One override rule: when every set field matches, the failure is <kind>. */
@@ -51,6 +52,10 @@ const struct prov_openai_profile *prov_openai_profile_find(struct bsc_str name);
 /* The profile for a provider's <base_url> by its host ("https://api.deepseek.com/v1" ->
  * deepseek); the plain "openai" profile when no other matches. Never NULL. */
 const struct prov_openai_profile *prov_openai_profile_for_url(struct bsc_str base_url);
+
+/* The profile <in> names (its `profile`), else the one its base_url's host picks. Never
+ * NULL: an unknown name (config validation keeps them out) falls back to the host. */
+const struct prov_openai_profile *prov_openai_profile_of(const struct prov_err_input *in);
 
 /* Classifies one response with the plain OpenAI profile; see prov_openai_classify_profile. */
 void prov_openai_classify(const struct prov_err_input *in, struct fail_info *out);

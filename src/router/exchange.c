@@ -380,6 +380,7 @@ void xchg_classify(struct request *r)
         .retry_after_ms = bsc_str_cstr(r->up_retry_after_ms),
         .now_wall_ms = bsc_wall_ms(),
         .base_url = bsc_str_cstr(r->target->provider->base_url),
+        .profile = bsc_str_cstr(cfg_profile_name(r->target->provider->profile)),
     };
     r->ops->classify(&in, &r->fail);
     if (r->fail.kind == FAIL_NONE && (r->up_status < 200 || r->up_status >= 300)) {

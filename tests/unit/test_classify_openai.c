@@ -11,7 +11,9 @@
 
 #include <cmocka.h>
 
+#include "config/config.h"
 #include "providers/openai_errors.h"
+#include "providers/provider.h"
 #include "providers/retry_after.h"
 #include "router/taxonomy.h"
 
@@ -616,6 +618,40 @@ static void test_profile_lookup(void **state)
     assert_null(prov_openai_profile_find(BSC_STR("")));
 }
 
+/* Every `profile:` name the config accepts is a profile the classifier has, and naming one
+ * wins over the host (a vLLM server has no host to be recognised by). */
+static void test_profile_by_config_name(void **state)
+{
+    (void)state;
+    for (int p = CFG_PROFILE_AUTO + 1; p < CFG_PROFILE_COUNT; p++) {
+        const char *name = cfg_profile_name((enum cfg_profile)p);
+
+        assert_non_null(name);
+        assert_non_null(prov_openai_profile_find(bsc_str_cstr(name)));
+        EXPECT_STR(name, prov_openai_profile_find(bsc_str_cstr(name))->name, name);
+    }
+    assert_null(cfg_profile_name(CFG_PROFILE_AUTO));
+    {
+        struct prov_err_input in = {.base_url = BSC_STR("http://10.1.2.3:8000/v1"),
+                                    .profile = BSC_STR("vllm")};
+        struct fail_info out;
+
+        assert_string_equal(prov_openai_profile_of(&in)->name, "vllm");
+        in.status = 400;
+        in.body = BSC_STR("{\"error\":{\"message\":\"This model's prompt is longer than "
+                          "the maximum model length\",\"type\":\"BadRequestError\"}}");
+        in.content_type = BSC_STR("application/json");
+        prov_openai.classify(&in, &out);
+        assert_int_equal(out.kind, FAIL_CONTEXT_OVERFLOW);
+        in.profile = BSC_STR_NULL; /* by host: plain OpenAI reads it as the client's error */
+        assert_string_equal(prov_openai_profile_of(&in)->name, "openai");
+        prov_openai.classify(&in, &out);
+        assert_int_equal(out.kind, FAIL_INVALID_REQUEST);
+        in.base_url = BSC_STR("https://api.deepseek.com/v1");
+        assert_string_equal(prov_openai_profile_of(&in)->name, "deepseek");
+    }
+}
+
 /* ---- hint parsers ---------------------------------------------------------------------------- */
 
 static void test_retry_after_parser(void **state)
@@ -766,6 +802,7 @@ int main(void)
         cmocka_unit_test(test_event_profile),
         cmocka_unit_test(test_profile_lookup),
         cmocka_unit_test(test_retry_after_parser),
+        cmocka_unit_test(test_profile_by_config_name),
         cmocka_unit_test(test_http_date),
         cmocka_unit_test(test_duration),
         cmocka_unit_test(test_hint_text),
