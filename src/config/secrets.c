@@ -37,6 +37,13 @@ bool cfg__is_secret_name(const char *name)
     return name && is_secret_word(bsc_str_cstr(name));
 }
 
+/* True when <value> looks like a credential whatever its header's name: "Bearer x",
+ * "Basic x" (an Authorization value under a custom name). */
+static bool has_scheme(const char *value)
+{
+    return strncasecmp(value, "Bearer ", 7) == 0 || strncasecmp(value, "Basic ", 6) == 0;
+}
+
 /* The credential of an Authorization-style value: what follows "Bearer " or "Basic ". */
 static struct bsc_str credential_of(const char *value)
 {
@@ -54,7 +61,7 @@ static enum bsc_err add_provider(struct bsc_redact *rd, const struct cfg_provide
     for (size_t i = 0; !err && i < p->n_headers; i++) {
         const struct cfg_header *h = &p->headers[i];
 
-        if (!cfg__is_secret_name(h->name) || !h->value)
+        if (!h->value || !(cfg__is_secret_name(h->name) || has_scheme(h->value)))
             continue;
         err = bsc_redact_add(rd, bsc_str_cstr(h->value));
         if (!err)
