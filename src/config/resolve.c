@@ -203,9 +203,10 @@ static void check_url_names(struct cfg__v *v, const struct cfg_target *t,
     if (!problem)
         return;
     cfg__describe(got, sizeof(got), e->value);
-    cfg__diag(v->s, false, e->value->line, e->value->column, "'%s' in %s: %s is not a valid %s %s: %s",
-              dep ? "deployment" : "model", where, got, cfg_provider_kind_name(t->provider->kind),
-              dep ? "deployment name" : "model id", problem);
+    cfg__diag(v->s, false, e->value->line, e->value->column,
+              "'%s' in %s: %s is not a valid %s %s: %s", dep ? "deployment" : "model", where, got,
+              cfg_provider_kind_name(t->provider->kind), dep ? "deployment name" : "model id",
+              problem);
 }
 
 static void resolve_targets(struct cfg__v *v, const struct ids *providers)
