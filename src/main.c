@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -76,6 +78,38 @@ static struct cfg *load_config(const char *path)
     cfg_diags_print(&diags, stderr);
     cfg_diags_cleanup(&diags);
     return cfg;
+}
+
+/* ---- core dumps ---- */
+
+/* The process holds every provider key and the admin key: a core file, or another process
+ * of the same user reading /proc/<pid>/mem or attaching a debugger, would get them all. So
+ * the process turns non-dumpable before the config is read (which also makes its /proc
+ * files root's and refuses same-user ptrace), and its soft core size drops to 0 (a
+ * non-dumpable process still dumps when fs.suid_dumpable is 2). debug.core_dumps: true
+ * undoes both once the config is loaded. */
+static void dumps_forbid(struct rlimit *saved)
+{
+    struct rlimit none;
+
+    if (getrlimit(RLIMIT_CORE, saved) != 0)
+        saved->rlim_cur = saved->rlim_max = 0;
+    none = (struct rlimit){.rlim_cur = 0, .rlim_max = saved->rlim_max};
+    setrlimit(RLIMIT_CORE, &none);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+/* Applies <cfg>'s choice and says what the kernel now reports, read back, not assumed. */
+static void dumps_apply(const struct cfg *cfg, const struct rlimit *saved)
+{
+    if (cfg->core_dumps) {
+        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+        setrlimit(RLIMIT_CORE, saved);
+    }
+    if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1)
+        LOG_INFO("core dumps allowed (debug.core_dumps): a dump would hold the provider keys");
+    else
+        LOG_INFO("core dumps off (not dumpable): provider keys stay out of dumps and ptrace");
 }
 
 /* ---- worker side ---- */
@@ -200,8 +234,9 @@ static void on_hup(uv_signal_t *h, int signum)
         struct cfg *cur = cfg_current_get();
         if (cur && (strcmp(cur->listen_host, next->listen_host) != 0 ||
                     cur->listen_port != next->listen_port || cur->workers != next->workers ||
-                    cur->store.kind != next->store.kind))
-            LOG_WARN("reload: listen, workers and store take effect only at the next start");
+                    cur->store.kind != next->store.kind || cur->core_dumps != next->core_dumps))
+            LOG_WARN("reload: listen, workers, store and debug.core_dumps take effect only at "
+                     "the next start");
         cfg_unref(cur);
     }
     apply_log_settings(next);
@@ -268,7 +303,7 @@ static unsigned worker_count(const struct cfg *cfg)
     return n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
 }
 
-static int serve(const char *path)
+static int serve(const char *path, const struct rlimit *core_limit)
 {
     struct main_ctx mc = {0};
     struct cfg *cfg = load_config(path);
@@ -277,6 +312,7 @@ static int serve(const char *path)
     if (!cfg)
         return 1;
     apply_log_settings(cfg);
+    dumps_apply(cfg, core_limit);
     cfg_current_swap(cfg_ref(cfg));
     mc.gw.config_path = path;
     mc.gw.started_ms = bsc_wall_ms();
@@ -346,8 +382,10 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, 'v'},       {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *config = NULL;
+    struct rlimit core_limit;
     int c, rc;
 
+    dumps_forbid(&core_limit); /* first: --check-config reads the keys too */
     while ((c = getopt_long(argc, argv, "c:k:vh", opts, NULL)) != -1) {
         switch (c) {
         case 'c': config = optarg; break;
@@ -369,7 +407,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bascule: libcurl initialisation failed\n");
         return 1;
     }
-    rc = serve(config);
+    rc = serve(config, &core_limit);
     curl_global_cleanup();
     return rc;
 }

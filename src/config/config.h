@@ -203,6 +203,8 @@ struct cfg_store {
     char *url;  /* owned; redis */
 };
 
+struct bsc_redact;
+
 struct cfg {
     atomic_int refs; /* see cfg_ref/cfg_unref */
     char *file; /* owned; the path it was loaded from */
@@ -221,6 +223,9 @@ struct cfg {
     size_t n_routes;
     struct cfg_breaker breaker;
     struct cfg_retry retry;
+    bool core_dumps; /* debug.core_dumps: false = the process is made non-dumpable */
+    struct bsc_redact *secrets; /* owned; every key, the admin key and auth header values,
+                                   to scrub from upstream text (core/redact.h) */
 };
 
 /* One problem found while loading. */

@@ -120,6 +120,8 @@ struct cfg__prov_src {
 struct cfg__target_src {
     const struct cfg__entry *provider;
     const struct cfg__entry *breaker;
+    const struct cfg__entry *model;      /* NULL when absent: checked against its kind */
+    const struct cfg__entry *deployment; /* NULL when absent */
     unsigned line, column;
 };
 enum cfg__tier_id { CFG__PRIMARY = 0, CFG__EQUIVALENT, CFG__FALLBACK, CFG__TIER_COUNT };
@@ -192,6 +194,22 @@ void cfg__keyref(char *out, size_t size, const char *where, const char *key);
 void cfg__subwhere(char *out, size_t size, const char *where, const char *key);
 /* Writes a short, safe description of <n> for messages: 'text' (as written), a map, a list. */
 void cfg__describe(char *out, size_t size, const struct cfg__node *n);
+
+/* The same, except that the value of a secret-like <key> (cfg__is_secret_name) is never
+ * quoted: a scalar there is described as "a string (not shown)". */
+void cfg__describe_at(char *out, size_t size, const char *key, const struct cfg__node *n);
+
+/* Why <model> cannot be a Gemini model id (it goes into the URL path), or NULL when it can
+ * (resolve.c). */
+const char *cfg__gemini_model_problem(const char *model);
+
+/* ---- secrets (secrets.c) --------------------------------------------------------------- */
+
+/* True when the YAML key or header name <name> holds a secret ("keys", "key", "api_key",
+ * "x-goog-api-key", "authorization", "token", ...); NULL is not. */
+bool cfg__is_secret_name(const char *name);
+/* Builds cfg->secrets from the decoded <cfg>: BSC_OK, BSC_ENOMEM or BSC_ELIMIT. */
+enum bsc_err cfg__secrets_build(struct cfg *cfg);
 
 /* "expected <what>, got <n>" at <n>'s place, for the key <key> of <where>. */
 void cfg__bad_type(struct cfg__v *v, const struct cfg__node *n, const char *where, const char *key,

@@ -157,6 +157,62 @@ static void resolve_providers(struct cfg__v *v)
 
 /* ---- targets -------------------------------------------------------------------------- */
 
+/* Why <m> cannot be a Gemini model id, or NULL when it can. The id goes into the URL path
+ * ({base_url}/models/<id>:generateContent), where "/" and ".." would move the request to
+ * another resource; so: letters, digits, '-', '_' and '.', never "..", with at most one
+ * leading collection ("models/", "tunedModels/"), which is letters only. */
+const char *cfg__gemini_model_problem(const char *m)
+{
+    const char *slash = strchr(m, '/'), *id = slash ? slash + 1 : m;
+
+    for (const char *p = m; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '_' || *p == '.' || *p == '/'))
+            return "only letters, digits, '-', '_' and '.' are allowed (and one collection "
+                   "prefix such as 'models/')";
+    if (slash && strchr(id, '/'))
+        return "only one collection prefix such as 'models/' is allowed";
+    for (const char *p = m; slash && p < slash; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+            return "the part before '/' must be a collection such as 'models'";
+    if (slash == m)
+        return "it starts with '/'";
+    if (!*id)
+        return "it is empty after the collection";
+    if (strlen(id) > 256)
+        return "it is longer than 256 bytes";
+    if (strstr(id, "..") || strcmp(id, ".") == 0)
+        return "'.' and '..' would change the URL path";
+    return NULL;
+}
+
+/* Checks what a target's kind puts into the URL path. Gemini: the model (above). Azure:
+ * the deployment (else the model), percent-encoded by the adapter, so only the dot
+ * segments are left to refuse. */
+static void check_url_names(struct cfg__v *v, const struct cfg_target *t,
+                            const struct cfg__target_src *src, const char *where)
+{
+    bool dep = t->provider && t->provider->kind == CFG_PROV_AZURE && t->deployment &&
+               src->deployment;
+    const struct cfg__entry *e = dep ? src->deployment : src->model;
+    const char *name = dep ? t->deployment : t->model, *problem = NULL;
+    char got[64];
+
+    if (!t->provider || !e || !name || e->value->kind != CFG__SCALAR)
+        return;
+    if (t->provider->kind == CFG_PROV_GEMINI)
+        problem = cfg__gemini_model_problem(name);
+    else if (t->provider->kind == CFG_PROV_AZURE && (!strcmp(name, ".") || !strcmp(name, "..")))
+        problem = "'.' and '..' would change the URL path";
+    if (!problem)
+        return;
+    cfg__describe(got, sizeof(got), e->value);
+    cfg__diag(v->s, false, e->value->line, e->value->column,
+              "'%s' in %s: %s is not a valid %s %s: %s", dep ? "deployment" : "model", where, got,
+              cfg_provider_kind_name(t->provider->kind), dep ? "deployment name" : "model id",
+              problem);
+}
+
 static void resolve_targets(struct cfg__v *v, const struct ids *providers)
 {
     struct cfg *cfg = v->cfg;
@@ -181,6 +237,7 @@ static void resolve_targets(struct cfg__v *v, const struct ids *providers)
             t->has_breaker = true;
             breaker_override(v, src->breaker, &t->breaker, where);
         }
+        check_url_names(v, t, src, where);
         if (t->provider && t->provider->kind == CFG_PROV_AZURE && !t->deployment)
             cfg__diag(v->s, true, src->line, src->column,
                       "%s on azure provider '%s' has no 'deployment'", where, t->provider->id);

@@ -80,13 +80,42 @@ void cfg__describe(char *out, size_t size, const struct cfg__node *n)
     out[o] = '\0';
 }
 
+/* True when a scalar found at <key> may be a secret: a secret-like name, or a map that
+ * holds secrets written as a plain value by mistake (`admin: sk-...`, `headers: "..."`). */
+static bool hides_value(const char *key)
+{
+    return key && (cfg__is_secret_name(key) || strcmp(key, "admin") == 0 ||
+                   strcmp(key, "headers") == 0);
+}
+
+/* The last word of <where> ("provider 'p' headers" -> "headers", "retry.backoff" ->
+ * "backoff"), in <buf>. */
+static const char *last_word(char *buf, size_t size, const char *where)
+{
+    const char *w = where ? where : "", *sp = strrchr(w, ' '), *dot = strrchr(w, '.');
+
+    if (dot > sp)
+        sp = dot;
+    snprintf(buf, size, "%s", sp ? sp + 1 : w);
+    return buf;
+}
+
+void cfg__describe_at(char *out, size_t size, const char *key, const struct cfg__node *n)
+{
+    /* Even as written: a literal key in the file must not reach a log or a CI output. */
+    if (n->kind == CFG__SCALAR && !n->is_null && hides_value(key))
+        snprintf(out, size, "a string (not shown)");
+    else
+        cfg__describe(out, size, n);
+}
+
 void cfg__bad_type(struct cfg__v *v, const struct cfg__node *n, const char *where, const char *key,
                    const char *what)
 {
     char kr[320], got[64];
 
     cfg__keyref(kr, sizeof(kr), where, key);
-    cfg__describe(got, sizeof(got), n);
+    cfg__describe_at(got, sizeof(got), key, n);
     cfg__diag(v->s, false, n->line, n->column, "%s: expected %s, got %s", kr, what, got);
 }
 
@@ -125,7 +154,7 @@ static void out_of_range(struct cfg__v *v, const struct cfg__node *n, const char
     char kr[320], got[64];
 
     cfg__keyref(kr, sizeof(kr), where, key);
-    cfg__describe(got, sizeof(got), n);
+    cfg__describe_at(got, sizeof(got), key, n);
     cfg__diag(v->s, false, n->line, n->column, "%s: must be between %llu and %llu, got %s", kr,
               (unsigned long long)lo, (unsigned long long)hi, got);
 }
@@ -198,7 +227,7 @@ static bool get_double(struct cfg__v *v, const struct cfg__node *n, const char *
     low = f->lo_open ? d <= f->dlo : d < f->dlo;
     if (low || d > f->dhi) {
         cfg__keyref(kr, sizeof(kr), where, key);
-        cfg__describe(got, sizeof(got), n);
+        cfg__describe_at(got, sizeof(got), key, n);
         cfg__diag(v->s, false, n->line, n->column, "%s: must be in %c%g, %g], got %s", kr,
                   f->lo_open ? '(' : '[', f->dlo, f->dhi, got);
         return false;
@@ -245,6 +274,8 @@ static void bad_name(struct cfg__v *v, const struct cfg__node *n, const char *wh
     const char *close = cfg__closest(n->text, names, n_names);
 
     cfg__keyref(kr, sizeof(kr), where, key);
+    /* Quoted even under a secret-like name (breaker.key): the field takes one of a few
+     * fixed words, and the quote is what shows the typo. */
     cfg__describe(got, sizeof(got), n);
     join_names(list, sizeof(list), names, n_names);
     if (close)
@@ -451,9 +482,9 @@ void cfg__decode_map(struct cfg__v *v, const struct cfg__node *map, const struct
     if (map && map->bad)
         return;
     if (map && !map->is_null && map->kind != CFG__MAP) {
-        char got[64];
+        char got[64], word[64];
 
-        cfg__describe(got, sizeof(got), map);
+        cfg__describe_at(got, sizeof(got), last_word(word, sizeof(word), where), map);
         if (where)
             cfg__diag(v->s, false, map->line, map->column, "%s: expected a map, got %s", where,
                       got);

@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "config/internal.h"
 #include "core/compat.h"
+#include "core/redact.h"
 #include "core/str.h"
 
 /* ---- free ----------------------------------------------------------------------------- */
@@ -75,6 +76,7 @@ void cfg__free(struct cfg *cfg)
     free(cfg->admin_key);
     free(cfg->store.path);
     free(cfg->store.url);
+    bsc_redact_free(cfg->secrets);
     free(cfg);
 }
 

@@ -14,6 +14,7 @@
 #include "config/internal.h"
 #include "core/compat.h"
 #include "core/log.h"
+#include "core/redact.h"
 #include "core/str.h"
 
 #define DAY_MS  86400000u
@@ -176,6 +177,10 @@ static void admin_check(struct cfg__v *v, const struct cfg__node *map, void *bas
 
 static const struct cfg__field admin_fields[] = {
     {FSTR(struct cfg, "key", admin_key)},
+};
+
+static const struct cfg__field debug_fields[] = {
+    {FBOOL(struct cfg, "core_dumps", core_dumps)},
 };
 
 static bool has_prefix(const char *s, const char *prefix)
@@ -786,7 +791,12 @@ static void targets_fn(struct cfg__v *v, const struct cfg__field *f, const struc
         target_defaults(t);
         check_id(v, key, "target");
         t->id = dup_or_oom(v, key->text);
-        v->tsrc[i] = (struct cfg__target_src){.line = key->line, .column = key->column};
+        v->tsrc[i] = (struct cfg__target_src){
+            .line = key->line,
+            .column = key->column,
+            .model = cfg__map_find(m->items[i].value, "model"),
+            .deployment = cfg__map_find(m->items[i].value, "deployment"),
+        };
         v->cur = &v->tsrc[i];
         snprintf(w, sizeof(w), "target '%.*s'", CFG__MAX_ID, key->text);
         cfg__decode_map(v, m->items[i].value, target_fields, BSC_ARRAY_LEN(target_fields), t, w,
@@ -856,6 +866,7 @@ static const struct cfg__field top_fields[] = {
     {FFN("routes", routes_fn), .required = true},
     {FMAP(struct cfg, "breaker", breaker, cfg__breaker_fields, cfg__breaker_check)},
     {FMAP(struct cfg, "retry", retry, retry_fields, NULL)},
+    {FMAP_FLAT("debug", debug_fields, NULL)},
 };
 
 static bool defaults(struct cfg *cfg, const char *file)
@@ -918,6 +929,15 @@ enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct 
                     cfg, NULL, root ? root->line : 0, root ? root->column : 0);
     if (!v.oom)
         cfg__resolve(&v);
+    if (!v.oom && !s->n_errors) {
+        enum bsc_err serr = cfg__secrets_build(cfg);
+
+        if (serr == BSC_ENOMEM)
+            v.oom = true;
+        else if (serr)
+            cfg__diag(s, false, 0, 0, "more than %d secret values (keys, admin key, auth "
+                      "headers): the gateway could not scrub them all", BSC_REDACT_MAX);
+    }
     free(v.psrc);
     free(v.tsrc);
     free(v.rsrc);

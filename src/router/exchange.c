@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/redact.h"
 #include "router/contract.h"
 #include "router/internal.h"
 
@@ -48,6 +49,18 @@ static void fail_local(struct fail_info *f, enum fail_kind kind, const char *fmt
     va_end(ap);
 }
 
+/* Masks the snapshot's secrets in the texts of <f>. Upstream words reach a client body, a
+ * stream error event or a log line only through a struct fail_info filled by an adapter,
+ * so this is the one door to guard (docs/internals/secrets.md). */
+static void scrub_fail(const struct request *r, struct fail_info *f)
+{
+    const struct bsc_redact *rd = r->cfg ? r->cfg->secrets : NULL;
+
+    bsc_redact_cstr(rd, f->message, sizeof(f->message));
+    bsc_redact_cstr(rd, f->code, sizeof(f->code));
+    bsc_redact_cstr(rd, f->type, sizeof(f->type));
+}
+
 /* ---- the stream ---- */
 
 static int on_sse_event(void *ud, struct bsc_str event, struct bsc_str data)
@@ -57,6 +70,7 @@ static int on_sse_event(void *ud, struct bsc_str event, struct bsc_str data)
 
     st = r->ops->stream_event(r->prov_st, event, data, &r->conv, &r->stream_fail);
     if (st == PROV_STREAM_ERROR) {
+        scrub_fail(r, &r->stream_fail);
         r->stream_failed = true;
         return 1;
     }
@@ -83,6 +97,7 @@ static int on_sse_line(void *ud, struct bsc_str line)
         return 0;
     st = r->ops->stream_line(r->prov_st, line, &r->conv, &r->stream_fail);
     if (st == PROV_STREAM_ERROR) {
+        scrub_fail(r, &r->stream_fail);
         r->stream_failed = true;
         return 1;
     }
@@ -210,6 +225,7 @@ static void finish_stream(struct request *r)
         if (r->ops->stream_end(r->prov_st, &r->conv, &f) == PROV_STREAM_DONE) {
             r->saw_done = true;
         } else if (r->committed || r->conv.len) {
+            scrub_fail(r, &f);
             r->stream_fail = f;
             r->stream_failed = true;
         }
@@ -383,6 +399,7 @@ void xchg_classify(struct request *r)
         .profile = bsc_str_cstr(cfg_profile_name(r->target->provider->profile)),
     };
     r->ops->classify(&in, &r->fail);
+    scrub_fail(r, &r->fail);
     if (r->fail.kind == FAIL_NONE && (r->up_status < 200 || r->up_status >= 300)) {
         r->fail.kind = fail_kind_from_status(r->up_status);
         r->fail.status = r->up_status;
@@ -393,6 +410,7 @@ void xchg_classify(struct request *r)
         BSC_OK) {
         if (r->fail.kind == FAIL_NONE)
             fail_local(&r->fail, FAIL_SERVER_ERROR, "the upstream answer could not be read");
+        scrub_fail(r, &r->fail);
         r->fail.status = r->up_status;
         return;
     }

@@ -18,6 +18,7 @@
 
 #include "config/config.h"
 #include "core/log.h"
+#include "core/redact.h"
 #include "core/str.h"
 
 /* ---- helpers -------------------------------------------------------------------------- */
@@ -709,7 +710,7 @@ static void test_wrong_types(void **state)
                     "'yes'");
     assert_line(&d, "gateway.yaml:3:9: error: limits: expected a map, got a list");
     assert_line(&d, "gateway.yaml:8:11: error: 'keys' in provider 'p': expected a list of "
-                    "strings, got 'sk-123'");
+                    "strings, got a string (not shown)");
     assert_line(&d, "gateway.yaml:9:14: error: 'headers' in provider 'p': expected a map of "
                     "header names to values, got a list");
     assert_line(&d, "gateway.yaml:10:10: error: 'rpm' in provider 'p': expected an integer, "
@@ -1470,6 +1471,188 @@ static void test_production_example(void **state)
     cfg_diags_cleanup(&d);
 }
 
+/* ---- secrets ------------------------------------------------------------------------- */
+
+/* True when no diagnostic of <d> holds <secret>. */
+static bool never_quoted(const struct cfg_diags *d, const char *secret)
+{
+    char *text = printed(d);
+    bool clean = !strstr(text, secret);
+
+    if (!clean)
+        print_error("a diagnostic quotes the secret %s:\n%s", secret, text);
+    free(text);
+    return clean;
+}
+
+/* A secret written where a list or a map belongs is reported, never quoted. */
+static void test_secrets_never_quoted(void **state)
+{
+    struct cfg_diags d = {0};
+
+    (void)state;
+    load_bad("admin: sk-admin-secret-0001\n"
+             "providers:\n"
+             "  p:\n"
+             "    kind: openai\n"
+             "    base_url: https://x/v1\n"
+             "    keys: sk-live-secret-0002\n"
+             "    headers: \"Authorization: Bearer sk-live-secret-0003\"\n"
+             "  q:\n"
+             "    kind: openai\n"
+             "    base_url: https://x/v1\n"
+             "    keys: [[sk-live-secret-0004]]\n"
+             "    api_key: sk-live-secret-0005\n"
+             "targets:\n  t: {provider: p, model: m}\nroutes:\n  r: {primary: [t]}\n",
+             &d);
+    assert_line(&d, "gateway.yaml:1:8: error: admin: expected a map, got a string (not shown)");
+    assert_line(&d, "gateway.yaml:6:11: error: 'keys' in provider 'p': expected a list of "
+                    "strings, got a string (not shown)");
+    assert_line(&d, "gateway.yaml:7:14: error: 'headers' in provider 'p': expected a map of "
+                    "header names to values, got a string (not shown)");
+    assert_line(&d, "gateway.yaml:11:12: error: 'keys' in provider 'q': expected a list of "
+                    "strings, got a list");
+    assert_true(never_quoted(&d, "secret-000"));
+    cfg_diags_cleanup(&d);
+
+    /* admin.key given a number's place: still not quoted. */
+    load_bad("admin: { key: [sk-admin-secret-0006] }\n" BASE, &d);
+    assert_line(&d, "gateway.yaml:1:15: error: 'key' in admin: expected a string, got a list");
+    assert_true(never_quoted(&d, "secret-000"));
+    cfg_diags_cleanup(&d);
+}
+
+/* The snapshot's secret set: keys, the admin key, auth header values (and the credential
+ * after "Bearer "); short values and ordinary headers stay out. */
+static void test_secret_set(void **state)
+{
+    struct cfg_diags d = {0};
+    struct cfg *cfg;
+    char text[256];
+
+    (void)state;
+    cfg = load_ok("admin: { key: admin-key-0123456789abcdef }\n"
+                  "providers:\n"
+                  "  p:\n"
+                  "    kind: openai\n"
+                  "    base_url: https://x/v1\n"
+                  "    keys: [sk-live-key-0001, short]\n"
+                  "    headers: { Authorization: \"Bearer tok-hdr-0002\", X-Team: team-name-long,"
+                  " x-goog-api-key: goog-key-0003 }\n"
+                  "targets:\n  t: {provider: p, model: m}\nroutes:\n  r: {primary: [t]}\n",
+                  &d);
+    assert_non_null(cfg->secrets);
+    /* admin, sk-live, "Bearer tok-hdr-0002", tok-hdr-0002, goog-key. */
+    assert_int_equal(bsc_redact_count(cfg->secrets), 5);
+    snprintf(text, sizeof(text), "%s",
+             "bad key sk-live-key-0001; admin admin-key-0123456789abcdef; Bearer tok-hdr-0002; "
+             "goog-key-0003; team-name-long; short");
+    assert_int_equal(bsc_redact_cstr(cfg->secrets, text, sizeof(text)), 4);
+    assert_string_equal(text, "bad key [REDACTED]; admin [REDACTED]; [REDACTED]; [REDACTED]; "
+                              "team-name-long; short");
+    cfg_unref(cfg);
+    cfg_diags_cleanup(&d);
+}
+
+/* A Gemini model id goes into the URL path: "/", "..", "?", "#", "%", blanks and controls
+ * are refused at load, with the place of the value; a "models/" collection is fine. */
+static void test_gemini_model_ids(void **state)
+{
+    static const char *const bad[] = {
+        "../../admin?x=1#f", "gemini..pro", "models/../x", "a/b/c", "gem ini", "gem%2e",
+        "gem?x", "gem#x", "/gemini", "models/", ".", "gemini\\t1", "9/x",
+    };
+    static const char *const good[] = {"gemini-2.5-flash", "models/gemini-2.5-pro",
+                                       "tunedModels/my_model.v1", "text-embedding-004"};
+    struct cfg_diags d = {0};
+    struct cfg *cfg;
+    char yaml[512];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(yaml, sizeof(yaml),
+                 "providers:\n  g: {kind: gemini, base_url: \"https://g/v1beta\", keys: [k]}\n"
+                 "targets:\n  t:\n    provider: g\n    model: \"%s\"\n"
+                 "routes:\n  r: {primary: [t]}\n",
+                 bad[i]);
+        load_bad(yaml, &d);
+        assert_int_equal(count(&d, false), 1);
+        assert_int_equal(d.items[0].line, 6);
+        assert_int_equal(d.items[0].column, 12);
+        if (!strstr(d.items[0].message, "is not a valid gemini model id"))
+            print_error("%s: %s\n", bad[i], d.items[0].message);
+        assert_non_null(strstr(d.items[0].message, "is not a valid gemini model id"));
+        assert_non_null(strstr(d.items[0].message, "target 't'"));
+        cfg_diags_cleanup(&d);
+    }
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        snprintf(yaml, sizeof(yaml),
+                 "providers:\n  g: {kind: gemini, base_url: \"https://g/v1beta\", keys: [k]}\n"
+                 "targets:\n  t: {provider: g, model: \"%s\"}\nroutes:\n  r: {primary: [t]}\n",
+                 good[i]);
+        cfg = load_ok(yaml, &d);
+        cfg_unref(cfg);
+        cfg_diags_cleanup(&d);
+    }
+    /* The whole message, once. */
+    load_bad("providers:\n  g: {kind: gemini, base_url: \"https://g/v1beta\", keys: [k]}\n"
+             "targets:\n  t: {provider: g, model: \"../../admin?x=1#f\"}\n"
+             "routes:\n  r: {primary: [t]}\n",
+             &d);
+    assert_line(&d, "gateway.yaml:4:27: error: 'model' in target 't': '../../admin?x=1#f' is not "
+                    "a valid gemini model id: only letters, digits, '-', '_' and '.' are allowed "
+                    "(and one collection prefix such as 'models/')");
+    cfg_diags_cleanup(&d);
+    /* Other kinds send the model in the body: any name is fine there. */
+    cfg = load_ok("providers:\n  p: {kind: openai, base_url: \"https://x/v1\", keys: [k]}\n"
+                  "targets:\n  t: {provider: p, model: \"org/model..v1 ?\"}\n"
+                  "routes:\n  r: {primary: [t]}\n",
+                  &d);
+    cfg_unref(cfg);
+    cfg_diags_cleanup(&d);
+}
+
+/* Azure percent-encodes the deployment, so only the dot segments are refused. */
+static void test_azure_deployment_dots(void **state)
+{
+    struct cfg_diags d = {0};
+    struct cfg *cfg;
+
+    (void)state;
+    load_bad("providers:\n  a: {kind: azure, base_url: \"https://a/openai\", keys: [k], "
+             "api_version: v}\n"
+             "targets:\n  t: {provider: a, model: m, deployment: \"..\"}\n"
+             "routes:\n  r: {primary: [t]}\n",
+             &d);
+    assert_line(&d, "gateway.yaml:4:42: error: 'deployment' in target 't': '..' is not a valid "
+                    "azure deployment name: '.' and '..' would change the URL path");
+    cfg_diags_cleanup(&d);
+    cfg = load_ok("providers:\n  a: {kind: azure, base_url: \"https://a/openai\", keys: [k], "
+                  "api_version: v}\n"
+                  "targets:\n  t: {provider: a, model: m, deployment: \"my dep/1?\"}\n"
+                  "routes:\n  r: {primary: [t]}\n",
+                  &d);
+    cfg_unref(cfg);
+    cfg_diags_cleanup(&d);
+}
+
+/* debug.core_dumps: off by default. */
+static void test_core_dumps_flag(void **state)
+{
+    struct cfg_diags d = {0};
+    struct cfg *cfg;
+
+    (void)state;
+    cfg = load_ok(BASE, &d);
+    assert_false(cfg->core_dumps);
+    cfg_unref(cfg);
+    cfg_diags_cleanup(&d);
+    cfg = load_ok("debug: { core_dumps: true }\n" BASE, &d);
+    assert_true(cfg->core_dumps);
+    cfg_unref(cfg);
+    cfg_diags_cleanup(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1501,6 +1684,11 @@ int main(void)
         cmocka_unit_test(test_current_swap),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_production_example),
+        cmocka_unit_test(test_secrets_never_quoted),
+        cmocka_unit_test(test_secret_set),
+        cmocka_unit_test(test_gemini_model_ids),
+        cmocka_unit_test(test_azure_deployment_dots),
+        cmocka_unit_test(test_core_dumps_flag),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
