@@ -76,8 +76,9 @@ enum bsc_err store_open(const struct cfg_store *cfg, struct store **out, char *e
 #ifdef BSC_UNIT_TEST
     /* Test builds only: an SQLite file that is full after this many pages, so that the
      * integration tests can drive the full-disk path through the real binary. */
-    if (getenv("BASCULE_TEST_SQLITE_MAX_PAGES"))
-        o.sqlite_max_pages = strtoull(getenv("BASCULE_TEST_SQLITE_MAX_PAGES"), NULL, 10);
+    const char *max_pages = getenv("BASCULE_TEST_SQLITE_MAX_PAGES");
+    if (max_pages)
+        o.sqlite_max_pages = strtoull(max_pages, NULL, 10);
 #endif
     return store_open_opts(cfg, &o, out, err, errlen);
 }
