@@ -13,6 +13,7 @@
 #include "core/json_get.h"
 #include "api/internal.h"
 #include "core/buf.h"
+#include "core/json_check.h"
 #include "router/request.h"
 
 #define ANTH_JSON_MAX_DEPTH 64
@@ -738,16 +739,51 @@ enum bsc_err api__anthropic_to_openai(struct json_object *areq, struct json_obje
 
 /* ---- the handler ---- */
 
-/* Parses <body> strictly. NULL with <why> filled (or *<err> = BSC_ENOMEM). */
+/* Line and column (1-based) of byte <off> in <s>, as /v1/chat/completions reports them. */
+static void line_col(struct bsc_str s, size_t off, unsigned *line, unsigned *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < off && i < s.len; i++) {
+        if (s.p[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else {
+            (*col)++;
+        }
+    }
+}
+
+static void parse_error(struct bsc_str body, size_t off, const char *what, char *why,
+                        size_t why_len)
+{
+    unsigned line, col;
+
+    line_col(body, off, &line, &col);
+    snprintf(why, why_len,
+             "We could not parse the JSON body of your request: %s at line %u column %u",
+             body.len ? what : "empty body", line, col);
+}
+
+/* Parses <body> strictly. NULL with <why> filled (or *<err> = BSC_ENOMEM). The body is
+ * first checked by the validator /v1/chat/completions uses (core/json_check.h), so every
+ * endpoint shares one rule: json-c's own UTF-8 check lets overlong forms, surrogates and
+ * code points past U+10FFFF through, which the canonical request would then carry. */
 static struct json_object *parse_body(struct bsc_str body, char *why, size_t why_len,
                                       enum bsc_err *err)
 {
-    struct json_tokener *tok = json_tokener_new_ex(ANTH_JSON_MAX_DEPTH);
+    struct json_tokener *tok;
     struct json_object *o;
-    enum json_tokener_error jerr;
+    struct bsc_json_error jerr;
+    enum json_tokener_error terr;
     size_t off;
 
     *err = BSC_EINVAL;
+    if (!bsc_json_check(body, ANTH_JSON_MAX_DEPTH, &jerr)) {
+        parse_error(body, jerr.offset, jerr.what, why, why_len);
+        return NULL;
+    }
+    tok = json_tokener_new_ex(ANTH_JSON_MAX_DEPTH);
     if (!tok) {
         *err = BSC_ENOMEM;
         snprintf(why, why_len, "out of memory");
@@ -755,24 +791,16 @@ static struct json_object *parse_body(struct bsc_str body, char *why, size_t why
     }
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
     o = json_tokener_parse_ex(tok, body.p ? body.p : "", (int)body.len);
-    jerr = json_tokener_get_error(tok);
+    terr = json_tokener_get_error(tok);
     off = json_tokener_get_parse_end(tok);
-    if (jerr == json_tokener_continue)
-        jerr = json_tokener_error_parse_eof;
-    if (!o || jerr != json_tokener_success) {
-        snprintf(why, why_len, "the request body is not valid JSON: %s at byte %zu",
-                 body.len ? json_tokener_error_desc(jerr) : "empty body", off);
+    if (terr == json_tokener_continue)
+        terr = json_tokener_error_parse_eof;
+    if (!o || terr != json_tokener_success) { /* json-c's own limits (depth counted its way) */
+        parse_error(body, off, json_tokener_error_desc(terr), why, why_len);
         json_object_put(o);
         o = NULL;
     }
-    for (; o && off < body.len; off++) {
-        char c = body.p[off];
-        if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
-            snprintf(why, why_len, "unexpected data after the JSON body at byte %zu", off);
-            json_object_put(o);
-            o = NULL;
-        }
-    }
+    /* Nothing but whitespace follows: bsc_json_check saw to that. */
     json_tokener_free(tok);
     return o;
 }

@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 
 #include "ledger/ledger.h"
+#include "core/json_check.h"
 #include "core/json_parse.h"
 #include "core/utf8.h"
 
@@ -186,16 +187,39 @@ static enum bsc_err update_member(const char *k, struct json_object *v, struct l
     return fail(why, NULL, "unknown parameter '%.100s'", k);
 }
 
+/* The rule every JSON body of the gateway follows (core/json_check.h, as
+ * /v1/chat/completions applies it): well-formed UTF-8 included, which json-c's strict mode
+ * does not check. False with <why> saying where, in the chat endpoint's words. */
+static bool json_well_formed(struct bsc_str json, struct ledger_parse_err *why)
+{
+    struct bsc_json_error jerr;
+    unsigned line = 1, col = 1;
+
+    if (bsc_json_check(json, JSON_DEPTH, &jerr))
+        return true;
+    for (size_t i = 0; i < jerr.offset && i < json.len; i++) {
+        col = json.p[i] == '\n' ? 1 : col + 1;
+        line += json.p[i] == '\n';
+    }
+    snprintf(why->message, sizeof(why->message),
+             "We could not parse the JSON body of your request: %s at line %u column %u",
+             json.len ? jerr.what : "empty body", line, col);
+    return false;
+}
+
 enum bsc_err ledger_update_parse(struct bsc_str json, struct ledger_update *out,
                                  struct ledger_parse_err *why)
 {
-    struct json_object *root = parse_object(json);
+    struct json_object *root;
     enum bsc_err err = BSC_OK;
     unsigned seen = 0;
 
     memset(out, 0, sizeof(*out));
+    why->param = NULL;
+    if (!json_well_formed(json, why))
+        return BSC_EPARSE;
+    root = parse_object(json);
     if (!root) {
-        why->param = NULL;
         snprintf(why->message, sizeof(why->message),
                  "the body must be a JSON object {\"tool_name\", \"state\", "
                  "\"external_reference\"?}");

@@ -57,22 +57,55 @@ static void no_op_done(enum bsc_err err, void *ud)
 
 /* ---- idempotency ---- */
 
-/* The client's identity for the key's scope: a digest of its bearer token, so records of
- * two clients never meet and no token is stored. */
+/* The name space of a client's keys: the kind of credential it presented and a digest of
+ * it, so records of two clients never meet, `x-api-key: V` and `Authorization: V` are two
+ * clients, and no credential is stored. Requests without one share the gateway-wide
+ * "anonymous" scope (docs/internals/store.md says why not the client address). The three
+ * shapes cannot collide: "auth:" / "xkey:" + 32 hex digits, or "anonymous". */
 static void client_scope(struct srv_req *sreq, char *out, size_t len)
 {
-    struct bsc_str auth = srv_req_header(sreq, BSC_STR("authorization"));
+    static const char kind_auth[] = "authorization", kind_xkey[] = "x-api-key";
+    struct bsc_str cred = srv_req_header(sreq, BSC_STR("authorization"));
+    const char *kind = kind_auth, *tag = "auth";
+    struct bsc_sha256 h;
     uint8_t d[BSC_SHA256_LEN];
+    int n;
 
-    if (!auth.len)
-        auth = srv_req_header(sreq, BSC_STR("x-api-key"));
-    if (!auth.len) {
+    if (!cred.len) {
+        cred = srv_req_header(sreq, BSC_STR("x-api-key"));
+        kind = kind_xkey;
+        tag = "xkey";
+    }
+    if (!cred.len) {
         snprintf(out, len, "anonymous");
         return;
     }
-    bsc_sha256(auth.p, auth.len, d);
-    for (size_t i = 0; i < 16 && 2 * i + 2 < len; i++)
-        snprintf(out + 2 * i, 3, "%02x", d[i]);
+    bsc_sha256_init(&h);
+    bsc_sha256_update(&h, kind, strlen(kind) + 1); /* the NUL separates kind and value */
+    bsc_sha256_update(&h, cred.p, cred.len);
+    bsc_sha256_final(&h, d);
+    n = snprintf(out, len, "%s:", tag);
+    for (size_t i = 0; i < 16 && n > 0 && (size_t)n + 2 < len; i++, n += 2)
+        snprintf(out + n, 3, "%02x", d[i]);
+}
+
+/* Fails the request closed when its Idempotency-Key cannot be looked up: serving it
+ * without the record could run a request the client already ran once (a retry after a
+ * lost answer) twice, which is the one thing the key promises will not happen. 503 and
+ * retryable: the store may come back (docs/internals/store.md). */
+static void idem_unavailable(struct request *r, enum bsc_err err)
+{
+    const char *code = err == BSC_ELIMIT ? "store_full" : "store_unavailable";
+
+    LOG_WARN("%s: idempotency store %s (%s): request refused, not sent upstream", r->id,
+             err == BSC_ELIMIT ? "full or overloaded" : "unavailable", bsc_err_str(err));
+    req__set_error(r, 503, "server_error", code,
+                   "the Idempotency-Key could not be recorded (state store %s); nothing was "
+                   "sent upstream and it is safe to retry",
+                   err == BSC_ELIMIT ? "full or overloaded" : "unavailable");
+    r->err.should_retry = true;
+    r->err.retry_after_ms = 1000;
+    r->termination = "store_unavailable";
 }
 
 static void reply_replay(struct request *r, const struct idem_answer *a)
@@ -105,8 +138,8 @@ static void on_idem_begin(enum bsc_err err, const struct store_idem_result *res,
     if (r->state == REQ_ST_DONE || !r->sreq)
         return;
     if (err) {
-        LOG_WARN("%s: idempotency store unavailable (%s): serving without it", r->id,
-                 bsc_err_str(err));
+        idem_unavailable(r, err);
+        req__goto(r, REQ_ST_REPLY_ERROR);
     } else if (res->decision == IDEM_MISS) {
         r->idem_active = true;
         r->idem_claim = res->claim;
@@ -134,6 +167,7 @@ enum guard_start guard_idem_start(struct request *r)
     struct idem_fp fp;
     const char *text;
     size_t len = 0;
+    enum bsc_err err;
 
     if (!key.p || !r->gw->store)
         return GUARD_PROCEED;
@@ -148,14 +182,18 @@ enum guard_start guard_idem_start(struct request *r)
     }
     snprintf(r->idem_key, sizeof(r->idem_key), "%.*s", BSC_STR_FMT(key));
     client_scope(r->sreq, r->idem_scope, sizeof(r->idem_scope));
-    if (idem_fingerprint(bsc_str_cstr(r->path), body, &fp) != BSC_OK)
-        return GUARD_PROCEED;
+    err = idem_fingerprint(bsc_str_cstr(r->path), body, &fp);
+    if (err) {
+        idem_unavailable(r, err);
+        return GUARD_STOP;
+    }
     op_begin(r);
-    if (store_idem_begin(r->gw->store, &r->w->loop, bsc_str_cstr(r->idem_scope),
-                         bsc_str_cstr(r->idem_key), &fp, 0, on_idem_begin, r) != BSC_OK) {
+    err = store_idem_begin(r->gw->store, &r->w->loop, bsc_str_cstr(r->idem_scope),
+                           bsc_str_cstr(r->idem_key), &fp, 0, on_idem_begin, r);
+    if (err) {
         r->store_ops--;
-        LOG_WARN("%s: idempotency store refused the key: serving without it", r->id);
-        return GUARD_PROCEED;
+        idem_unavailable(r, err);
+        return GUARD_STOP;
     }
     r->waiting_store = true;
     return GUARD_WAIT;

@@ -3,6 +3,7 @@
  * the caller's slices into a job, the bound on pending operations, and delivering each
  * result on the caller's loop through a uv_async_t made for that one job. Backends only
  * run jobs (store_mem.c, store_sqlite.c). See docs/internals/store.md. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
@@ -72,6 +73,13 @@ enum bsc_err store_open(const struct cfg_store *cfg, struct store **out, char *e
     struct store_opts o;
 
     store_opts_default(&o);
+#ifdef BSC_UNIT_TEST
+    /* Test builds only: an SQLite file that is full after this many pages, so that the
+     * integration tests can drive the full-disk path through the real binary. */
+    const char *max_pages = getenv("BASCULE_TEST_SQLITE_MAX_PAGES");
+    if (max_pages)
+        o.sqlite_max_pages = strtoull(max_pages, NULL, 10);
+#endif
     return store_open_opts(cfg, &o, out, err, errlen);
 }
 

@@ -40,6 +40,7 @@ struct store_opts {
     size_t mem_max_ledger;       /* 100000: memory backend, ledger entries */
     uint64_t purge_interval_ms;  /* 60 s: SQLite deletes expired records this often */
     unsigned batch_max;          /* 64: SQLite operations committed together at most */
+    uint64_t sqlite_max_pages;   /* 0: no limit; else PRAGMA max_page_count (tests: a full disk) */
 };
 
 /* Fills <o> with the defaults. Cannot fail. */

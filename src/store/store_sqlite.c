@@ -6,6 +6,7 @@
  * survives kill -9 and power loss (WAL, synchronous=FULL). The loops never touch the
  * file. One gateway process per file. See docs/internals/store.md. */
 #include <string.h>
+#include <sys/stat.h>
 
 #include <sqlite3.h>
 
@@ -78,6 +79,15 @@ static const char *const sq_sql[] = {
 #undef X
 };
 
+/* One file of the database, as this process opened it: the path and the identity the path
+ * had then. A path that names another file (or none) means that what is committed will not
+ * be found there after a restart. */
+struct sq_file {
+    char path[4096]; /* "" when not checked (an in-memory database, no WAL yet) */
+    dev_t dev;
+    ino_t ino;
+};
+
 struct sq_store {
     struct store base;
     sqlite3 *db;                   /* owned; only the writer thread uses it once started */
@@ -88,6 +98,8 @@ struct sq_store {
     struct store__job *head, *tail;
     bool stop;
     uint64_t next_purge_ms;        /* writer thread only */
+    struct sq_file files[2];       /* the database and its WAL, as opened */
+    bool file_lost;                /* writer thread only: a path no longer names its file */
 };
 
 /* ---- statement helpers (writer thread) -------------------------------------------------- */
@@ -361,11 +373,42 @@ static bool run_job(struct sq_store *q, struct store__job *job)
     return !sqlite3_get_autocommit(q->db);
 }
 
+/* True when <f>'s path still names the file that was opened (or <f> is not checked). */
+static bool file_in_place(const struct sq_file *f)
+{
+    struct stat sb;
+
+    return !f->path[0] ||
+           (stat(f->path, &sb) == 0 && sb.st_dev == f->dev && sb.st_ino == f->ino);
+}
+
+/* Whether the database and its WAL are still where a restart will look for them: a file
+ * deleted or replaced while open takes every later commit with it. Checked before and
+ * after each batch, on this thread (two stat() calls beside an fsync); the store stays
+ * failed while a path names another file or none, and resumes by itself once the files
+ * are back in place (moved back). It never adopts a new file: see docs/internals/store.md. */
+static bool files_in_place(struct sq_store *q)
+{
+    const struct sq_file *off = !file_in_place(&q->files[0])   ? &q->files[0]
+                                : !file_in_place(&q->files[1]) ? &q->files[1]
+                                                               : NULL;
+    bool ok = !off;
+
+    if (!ok && !q->file_lost)
+        LOG_ERR("store: %s is no longer the file this gateway opened (deleted or replaced): "
+                "every store operation fails (503 store_unavailable) until the file is put "
+                "back or the gateway restarts", off->path);
+    else if (ok && q->file_lost)
+        LOG_INFO("store: %s is back in place: store operations resume", q->files[0].path);
+    q->file_lost = !ok;
+    return ok;
+}
+
 /* Runs <batch> (a list) in one transaction, then releases every callback. */
 static void run_batch(struct sq_store *q, struct store__job *batch)
 {
     struct store__job *job, *next;
-    bool alive = run(q, SQ_BEGIN) == BSC_OK;
+    bool alive = files_in_place(q) && run(q, SQ_BEGIN) == BSC_OK;
 
     for (job = batch; alive && job; job = job->next)
         alive = run_job(q, job);
@@ -374,6 +417,10 @@ static void run_batch(struct sq_store *q, struct store__job *batch)
         if (!sqlite3_get_autocommit(q->db))
             run(q, SQ_ROLLBACK);
     }
+    /* Committed, but into a file a restart will not read: not acknowledged either (the
+     * answer is the 503 of an I/O error; a retried ledger put is a harmless repeat). */
+    if (alive && !files_in_place(q))
+        alive = false;
     for (job = batch; job; job = next) {
         next = job->next;
         if (!alive)
@@ -430,7 +477,7 @@ static void writer_main(void *arg)
     while (!last) {
         uint64_t now = store__now(&q->base);
         struct store__job *batch;
-        if (q->base.opts.purge_interval_ms && now >= q->next_purge_ms) {
+        if (q->base.opts.purge_interval_ms && now >= q->next_purge_ms && !q->file_lost) {
             purge(q, now);
             q->next_purge_ms = now + q->base.opts.purge_interval_ms;
         }
@@ -548,6 +595,12 @@ static enum bsc_err setup(struct sq_store *q, const char *path, char *err, size_
         exec(q, "DELETE FROM idem WHERE state = 'in_flight'", path, err, errlen) ||
         exec(q, "COMMIT", path, err, errlen))
         return BSC_EIO;
+    if (q->base.opts.sqlite_max_pages) {
+        snprintf(set_version, sizeof(set_version), "PRAGMA max_page_count=%llu",
+                 (unsigned long long)q->base.opts.sqlite_max_pages);
+        if (exec(q, set_version, path, err, errlen))
+            return BSC_EIO;
+    }
     for (int i = 0; i < SQ_COUNT; i++) {
         if (sqlite3_prepare_v3(q->db, sq_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &q->stmt[i],
                                NULL) != SQLITE_OK) {
@@ -555,6 +608,38 @@ static enum bsc_err setup(struct sq_store *q, const char *path, char *err, size_
                      sqlite3_errmsg(q->db));
             return BSC_EIO;
         }
+    }
+    return BSC_OK;
+}
+
+/* Records what <path> names now, as <f>. False when it names nothing or is too long. */
+static bool file_note(struct sq_file *f, const char *path)
+{
+    struct stat sb;
+
+    if (strlen(path) >= sizeof(f->path) || stat(path, &sb) != 0)
+        return false;
+    snprintf(f->path, sizeof(f->path), "%s", path);
+    f->dev = sb.st_dev;
+    f->ino = sb.st_ino;
+    return true;
+}
+
+/* Notes the identity of the database file and of its WAL (setup's first transaction made
+ * it; it lives as long as the connection). sqlite3_db_filename() gives the absolute path,
+ * "" for an in-memory database, which has nothing to check. */
+static enum bsc_err note_files(struct sq_store *q, const char *path, char *err, size_t errlen)
+{
+    const char *db = sqlite3_db_filename(q->db, "main");
+    char wal[sizeof(q->files[1].path)];
+
+    if (!db || !db[0])
+        return BSC_OK;
+    snprintf(wal, sizeof(wal), "%s-wal", db);
+    if (!file_note(&q->files[0], db) || !file_note(&q->files[1], wal)) {
+        snprintf(err, errlen, "sqlite store %s: cannot stat the database or its WAL file",
+                 path);
+        return BSC_EIO;
     }
     return BSC_OK;
 }
@@ -585,6 +670,8 @@ static enum bsc_err sq_open(const struct cfg_store *cfg, const struct store_opts
         return BSC_EIO;
     }
     e = setup(q, cfg->path, err, errlen);
+    if (!e)
+        e = note_files(q, cfg->path, err, errlen);
     if (e) {
         sq_free(q);
         return e;

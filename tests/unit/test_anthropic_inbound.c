@@ -18,6 +18,7 @@
 #include "api/anthropic.h"
 #include "core/buf.h"
 #include "core/str.h"
+#include "core/utf8.h"
 
 #define OUT_MAX (1u << 20)
 
@@ -383,12 +384,12 @@ static void test_parse_body(void **state)
 
     assert_int_equal(api__anthropic_parse(BSC_STR("{\"model\":"), &ar, why, sizeof(why)),
                      BSC_EINVAL);
-    assert_non_null(strstr(why, "not valid JSON"));
+    assert_non_null(strstr(why, "We could not parse the JSON body of your request"));
     assert_null(ar.openai);
     assert_int_equal(api__anthropic_parse(BSC_STR(""), &ar, why, sizeof(why)), BSC_EINVAL);
     assert_non_null(strstr(why, "empty body"));
     assert_int_equal(api__anthropic_parse(BSC_STR("{} {}"), &ar, why, sizeof(why)), BSC_EINVAL);
-    assert_non_null(strstr(why, "byte 3")); /* json-c strict mode refuses trailing data */
+    assert_non_null(strstr(why, "line 1 column 4")); /* nothing may follow the document */
     /* invalid UTF-8 inside a string */
     assert_int_equal(api__anthropic_parse(BSC_STR("{\"model\":\"\xff\"}"), &ar, why, sizeof(why)),
                      BSC_EINVAL);
@@ -396,6 +397,59 @@ static void test_parse_body(void **state)
     assert_int_equal(api__anthropic_parse(bsc_str_cstr(body), &ar, why, sizeof(why)), BSC_EINVAL);
     assert_non_null(strstr(why, "max_tokens"));
     free(body);
+}
+
+/* One UTF-8 rule for every endpoint (core/utf8.h, as /v1/chat/completions applies it): an
+ * ill-formed sequence anywhere in the body is a 400, never a U+FFFD passed on upstream. */
+static void test_parse_body_utf8_rule(void **state)
+{
+    static const char *const bad[] = {
+        "\xe0\x80\x94",         /* overlong U+2014 */
+        "\xc0\xaf",             /* overlong '/' */
+        "\xed\xa0\x80",         /* UTF-16 surrogate D800 */
+        "\xf4\x90\x80\x80",     /* U+110000 */
+        "\xf5\x80\x80\x80",     /* lead byte past U+10FFFF */
+        "\x80",                 /* stray continuation */
+        "\xe2\x80",             /* truncated */
+    };
+    static const char *const good[] = {"\xe2\x80\x94", "\xf4\x8f\xbf\xbf", "\xed\x9f\xbf",
+                                       "\\ud83d\\ude00", "\\ud800", "x\\udc00"};
+    struct anth_req ar;
+    char why[320], body[256];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        /* in a text, in a member name, in the model name */
+        const char *fmt[] = {
+            "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\","
+            "\"content\":\"a%sb\"}]}",
+            "{\"model\":\"m\",\"max_tokens\":1,\"x%s\":1,\"messages\":[{\"role\":\"user\","
+            "\"content\":\"ab\"}]}",
+            "{\"model\":\"m%s\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\","
+            "\"content\":\"ab\"}]}",
+        };
+        for (size_t f = 0; f < 3; f++) {
+            snprintf(body, sizeof(body), fmt[f], bad[i]);
+            memset(&ar, 0xa5, sizeof(ar));
+            assert_int_equal(api__anthropic_parse(bsc_str_cstr(body), &ar, why, sizeof(why)),
+                             BSC_EINVAL);
+            assert_null(ar.openai);
+            assert_non_null(strstr(why, "We could not parse the JSON body of your request: "));
+            assert_non_null(strstr(why, "line 1 column "));
+        }
+    }
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        const char *text;
+
+        snprintf(body, sizeof(body),
+                 "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\","
+                 "\"content\":\"a%sb\"}]}",
+                 good[i]);
+        assert_int_equal(api__anthropic_parse(bsc_str_cstr(body), &ar, why, sizeof(why)), BSC_OK);
+        text = json_object_to_json_string_ext(ar.openai, JSON_C_TO_STRING_PLAIN);
+        assert_true(bsc_utf8_valid(text, strlen(text)));
+        json_object_put(ar.openai);
+    }
 }
 
 /* ---- the downstream dialect: non-stream --------------------------------------------------- */
@@ -927,6 +981,7 @@ int main(void)
         cmocka_unit_test(test_req_params),
         cmocka_unit_test(test_req_validation),
         cmocka_unit_test(test_parse_body),
+        cmocka_unit_test(test_parse_body_utf8_rule),
         cmocka_unit_test(test_map_response_golden),
         cmocka_unit_test(test_map_response_variants),
         cmocka_unit_test(test_map_response_rejects_garbage),

@@ -277,7 +277,13 @@ static void test_parse_bad(void **state)
     expect_bad("{\"tool_name\":\"\",\"state\":\"planned\"}", BSC_EINVAL, "tool_name");
     expect_bad("{\"tool_name\":\"a\\nb\",\"state\":\"planned\"}", BSC_EINVAL, "tool_name");
     expect_bad("{\"tool_name\":\"a\\u0000b\",\"state\":\"planned\"}", BSC_EINVAL, "tool_name");
-    expect_bad("{\"tool_name\":\"\xff\",\"state\":\"planned\"}", BSC_EINVAL, "tool_name");
+    /* ill-formed UTF-8 anywhere is malformed JSON, as on /v1/chat/completions */
+    expect_bad("{\"tool_name\":\"\xff\",\"state\":\"planned\"}", BSC_EPARSE, NULL);
+    expect_bad("{\"tool_name\":\"\xe0\x80\x94\",\"state\":\"planned\"}", BSC_EPARSE, NULL);
+    expect_bad("{\"tool_name\":\"\xed\xa0\x80\",\"state\":\"planned\"}", BSC_EPARSE, NULL);
+    expect_bad("{\"tool_name\":\"t\",\"state\":\"planned\",\"external_reference\":"
+               "\"\xf4\x90\x80\x80\"}", BSC_EPARSE, NULL);
+    expect_bad("{\"tool_name\":\"t\",\"\xc0\xaf\":1,\"state\":\"planned\"}", BSC_EPARSE, NULL);
     expect_bad("{\"tool_name\":\"t\",\"state\":\"planned\",\"external_reference\":{}}",
                BSC_EINVAL, "external_reference");
     expect_bad("{\"tool_name\":\"t\",\"state\":\"planned\",\"extra\":1}", BSC_EINVAL, NULL);

@@ -756,6 +756,105 @@ static void test_sqlite_bad_path(void **state)
     assert_non_null(strstr(err, "not built"));
 }
 
+/* The database file moved away, then back: every operation fails with BSC_EIO meanwhile
+ * (nothing is acknowledged that a restart would not find), and the store resumes once the
+ * path names the open file again. The WAL file is watched the same way. */
+static void test_sqlite_file_moved(void **state)
+{
+    struct fx *f = *state;
+    char away[160], wal[160], wal_away[160];
+    struct res r;
+
+    snprintf(away, sizeof(away), "%s.away", f->path);
+    snprintf(wal, sizeof(wal), "%s-wal", f->path);
+    snprintf(wal_away, sizeof(wal_away), "%s-wal.away", f->path);
+    assert_int_equal(put(f, "op-1", LEDGER_ST_PLANNED, NULL).err, BSC_OK);
+
+    assert_int_equal(rename(f->path, away), 0);
+    assert_int_equal(put(f, "op-2", LEDGER_ST_PLANNED, NULL).err, BSC_EIO);
+    r = put(f, "op-1", LEDGER_ST_STARTED, NULL);
+    assert_int_equal(r.err, BSC_EIO);
+    assert_false(r.has_entry);
+    assert_int_equal(get(f, "op-1").err, BSC_EIO);
+    r = begin(f, "key-1", "{}", 0);
+    assert_int_equal(r.err, BSC_EIO);
+    assert_int_equal(rename(away, f->path), 0);
+
+    assert_int_equal(put(f, "op-1", LEDGER_ST_STARTED, NULL).err, BSC_OK);
+    assert_int_equal(begin(f, "key-1", "{}", 0).decision, IDEM_MISS);
+
+    assert_int_equal(rename(wal, wal_away), 0);
+    assert_int_equal(put(f, "op-3", LEDGER_ST_PLANNED, NULL).err, BSC_EIO);
+    assert_int_equal(rename(wal_away, wal), 0);
+    assert_int_equal(put(f, "op-3", LEDGER_ST_PLANNED, NULL).err, BSC_OK);
+
+    reopen(f); /* what was acknowledged is in the file */
+    r = get(f, "op-1");
+    assert_int_equal(r.err, BSC_OK);
+    assert_int_equal(r.entry.state, LEDGER_ST_STARTED);
+    assert_int_equal(get(f, "op-2").err, BSC_ENOTFOUND);
+    assert_int_equal(get(f, "op-3").err, BSC_OK);
+}
+
+/* Deleted, then another file at the path: the store never adopts it. */
+static void test_sqlite_file_deleted(void **state)
+{
+    struct fx *f = *state;
+    FILE *fp;
+
+    assert_int_equal(put(f, "op-1", LEDGER_ST_PLANNED, NULL).err, BSC_OK);
+    assert_int_equal(unlink(f->path), 0);
+    assert_int_equal(put(f, "op-2", LEDGER_ST_PLANNED, NULL).err, BSC_EIO);
+    fp = fopen(f->path, "w");
+    assert_non_null(fp);
+    fclose(fp);
+    assert_int_equal(put(f, "op-2", LEDGER_ST_PLANNED, NULL).err, BSC_EIO);
+    assert_int_equal(begin(f, "key-1", "{}", 0).err, BSC_EIO);
+}
+
+/* A full database (PRAGMA max_page_count, as a full disk): the operation that does not fit
+ * fails with BSC_EIO, never a success that was not written; what fits still works. */
+static void test_sqlite_full(void **state)
+{
+    struct fx *f = *state;
+    static char big[64 * 1024];
+    struct idem_answer a = {200, false, BSC_STR("{}"), {big, sizeof(big)}};
+    char scope[IDEM_SCOPE_MAX + 1], key[IDEM_KEY_MAX + 1];
+    struct res r = {0}, miss;
+    int i;
+
+    store_close(f->st);
+    f->opts.sqlite_max_pages = 8; /* the schema takes 6 */
+    open_store(f);
+    memset(big, 'b', sizeof(big));
+    miss = begin(f, "k-big", "{}", 0);
+    assert_int_equal(miss.decision, IDEM_MISS);
+    assert_int_equal(store_idem_complete(f->st, &f->loop, BSC_STR("vk-1"), BSC_STR("k-big"),
+                                         miss.claim, &a, on_done, &r),
+                     BSC_OK);
+    wait_for(f, &r);
+    assert_int_equal(r.err, BSC_EIO);
+    /* New records until the file is full: the one that does not fit is refused. */
+    memset(scope, 's', IDEM_SCOPE_MAX);
+    scope[IDEM_SCOPE_MAX] = '\0';
+    for (i = 0; i < 1000; i++) {
+        snprintf(key, sizeof(key), "%d-", i);
+        memset(key + strlen(key), 'k', IDEM_KEY_MAX - strlen(key));
+        key[IDEM_KEY_MAX] = '\0';
+        r = begin_in(f, scope, key, "{}", 0);
+        if (r.err)
+            break;
+        assert_int_equal(r.decision, IDEM_MISS);
+    }
+    assert_true(i > 0 && i < 1000);
+    assert_int_equal(r.err, BSC_EIO);
+    /* Reads still work, and a repeat of a record that fitted is answered. */
+    snprintf(key, sizeof(key), "0-");
+    memset(key + 2, 'k', IDEM_KEY_MAX - 2);
+    key[IDEM_KEY_MAX] = '\0';
+    assert_int_equal(begin_in(f, scope, key, "{}", 0).decision, IDEM_IN_FLIGHT);
+}
+
 /* ---- memory only ------------------------------------------------------------------------ */
 
 static void test_mem_limits(void **state)
@@ -831,6 +930,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sqlite_reopen, setup_sqlite, teardown),
         cmocka_unit_test_setup_teardown(test_sqlite_purge, setup_sqlite, teardown),
         cmocka_unit_test_setup_teardown(test_sqlite_bad_path, setup_sqlite, teardown),
+        cmocka_unit_test_setup_teardown(test_sqlite_file_moved, setup_sqlite, teardown),
+        cmocka_unit_test_setup_teardown(test_sqlite_file_deleted, setup_sqlite, teardown),
+        cmocka_unit_test_setup_teardown(test_sqlite_full, setup_sqlite, teardown),
         cmocka_unit_test_setup_teardown(test_mem_limits, setup_mem, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
