@@ -166,6 +166,17 @@ struct cfg_limits {
     uint32_t drain_timeout_ms;  /* 10000: SIGTERM waits this long for in-flight work */
 };
 
+/* A list of strings from the file: an owned array of owned, NUL-terminated strings. */
+struct cfg_strs {
+    char **items;
+    size_t n;
+};
+
+/* cors: browser origins allowed to call the gateway (api/cors.c). */
+struct cfg_cors {
+    struct cfg_strs allowed_origins; /* "scheme://host[:port]" or "*"; empty = none */
+};
+
 struct cfg_log {
     int level;   /* enum bsc_log_level; default info */
     bool json;   /* format: json (default) | text */
@@ -205,6 +216,8 @@ struct cfg {
     size_t n_routes;
     struct cfg_breaker breaker;
     struct cfg_retry retry;
+    struct cfg_cors cors;
+    struct cfg_strs allowed_hosts; /* Host values accepted beyond loopback names; empty */
 };
 
 /* One problem found while loading. */

@@ -138,6 +138,9 @@ struct srv_req {
     bool chunked;                   /* the response is chunked */
     bool no_body;                   /* HEAD, 204, 304: body bytes are dropped */
     bool close_after;               /* Connection: close: no further request on this conn */
+    int status;                     /* of the response head once sent; 0 before */
+    struct srv_header extra[SRV_RESP_EXTRA_MAX]; /* srv_resp_add_header(); borrowed */
+    uint8_t n_extra;
 };
 
 struct srv_conn {
