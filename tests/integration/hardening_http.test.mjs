@@ -85,6 +85,12 @@ test('an allowed origin gets its answer with CORS headers', async () => {
   assert.equal(nf.status, 404);
   assert.equal(nf.headers.get('access-control-allow-origin'), APP);
   await nf.arrayBuffer();
+  // Headers the server adds itself are kept beside them (405 names the method to use).
+  const na = await fetch(`${gw.url}/v1/chat/completions`, { headers: { origin: APP } });
+  assert.equal(na.status, 405);
+  assert.equal(na.headers.get('allow'), 'POST');
+  assert.equal(na.headers.get('access-control-allow-origin'), APP);
+  await na.arrayBuffer();
 });
 
 test('a preflight from an allowed origin is answered 204; from another, 403', async () => {
