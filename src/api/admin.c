@@ -56,10 +56,13 @@ static void switch_target(struct worker *w, struct srv_req *req, const struct cf
     struct bsc_buf b;
 
     if (!t || hstate_set_disabled(w->gw->hs, t->id, disable) != BSC_OK) {
+        api__line_detail(req, "%s target %.*s: not found", disable ? "disable" : "enable",
+                         (int)(id.len > 128 ? 128 : id.len), id.p);
         srv_resp_error(req, 404, "invalid_request_error", "target_not_found",
                        "no such target in the running config");
         return;
     }
+    api__line_detail(req, "%s target %s", disable ? "disable" : "enable", t->id);
     bsc_buf_init(&b, 4096);
     api__put_target(&b, w, t, bsc_now_ms());
     srv_resp_send(req, 200, "application/json", NULL, 0, b.p, b.len);
@@ -77,6 +80,7 @@ void api__admin(struct worker *w, struct srv_req *req, struct bsc_str rest)
         srv_resp_error(req, 404, "invalid_request_error", "admin_disabled",
                        "the admin API is off (set admin.key)");
     } else if (!authorized(req, cfg)) {
+        api__line_detail(req, "admin key missing or wrong");
         srv_resp_error(req, 401, "authentication_error", "invalid_admin_key",
                        "a valid admin key is required (Authorization: Bearer <admin.key>)");
     } else if (bsc_str_eq(rest, BSC_STR("targets")) && get) {

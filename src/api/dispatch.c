@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* dispatch.c -- method + path -> the handler of that surface. Unknown paths get an
- * OpenAI-shaped 404, a known path with the wrong method a 405. */
+ * OpenAI-shaped 404, a known path with the wrong method a 405. Before that the Host and
+ * Origin policy runs (cors.c); after it, every request the router did not keep gets its
+ * access-log line here (access.c), so no handler can forget one. */
 #include <string.h>
 
 #include "api/api.h"
@@ -15,16 +17,14 @@ static bool is(struct bsc_str s, const char *lit)
 static void method_not_allowed(struct srv_req *req, const char *allow)
 {
     char msg[128];
-    struct srv_header h = {BSC_STR("Allow"), bsc_str_cstr(allow)};
 
-    (void)h;
+    srv_resp_add_header(req, BSC_STR("Allow"), bsc_str_cstr(allow)); /* <allow> is a literal */
     snprintf(msg, sizeof(msg), "method not allowed; use %s", allow);
     srv_resp_error(req, 405, "invalid_request_error", "method_not_allowed", msg);
 }
 
-void api_handle(struct srv_req *req, void *ud)
+static void route(struct worker *w, struct srv_req *req)
 {
-    struct worker *w = ud;
     struct bsc_str m = srv_req_method(req), path = srv_req_path(req);
     bool get = is(m, "GET"), post = is(m, "POST");
     char msg[300];
@@ -68,4 +68,26 @@ void api_handle(struct srv_req *req, void *ud)
     snprintf(msg, sizeof(msg), "no such endpoint: %.*s %.*s", BSC_STR_FMT(m),
              (int)(path.len > 200 ? 200 : path.len), path.p);
     srv_resp_error(req, 404, "invalid_request_error", "unknown_url", msg);
+}
+
+void api_handle(struct srv_req *req, void *ud)
+{
+    struct worker *w = ud;
+    struct cfg *cfg = cfg_current_get();
+    struct api_line line;
+    const char *why;
+
+    api__line_begin(&line, req);
+    srv_req_set_data(req, &line); /* for api__line_detail() during the call only */
+    if (api__guard(req, cfg, &why))
+        route(w, req);
+    else if (why)
+        snprintf(line.detail, sizeof(line.detail), "%s", why);
+    cfg_unref(cfg);
+    if (srv_req_data(req) == &line)
+        srv_req_set_data(req, NULL);
+    /* Whoever set an abort callback kept the request and writes its line: the router
+     * (the richer line with route and attempts) or the ledger once the store answers. */
+    if (!srv_req_abort_watched(req))
+        api__line_end(&line, srv_resp_status(req), NULL);
 }

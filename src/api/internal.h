@@ -35,4 +35,28 @@ void api__ledger(struct worker *w, struct srv_req *req, struct bsc_str op_id);
 void api__bad_request(struct srv_req *req, const char *code, const char *param,
                       const char *message);
 
+/* ---- the access-log line of requests the router does not take (access.c) ---- */
+struct api_line {
+    char id[129];
+    char method[16];
+    char path[256];      /* truncated */
+    uint64_t start_us, bytes_in;
+    char detail[192];    /* "" = none; what an admin action changed, why a refusal */
+};
+
+/* Copies what the line needs from <req> (valid until the response ends) into <l>. */
+void api__line_begin(struct api_line *l, struct srv_req *req);
+/* Writes the line with <status>; <termination> NULL means "local" (answered here). */
+void api__line_end(const struct api_line *l, int status, const char *termination);
+/* Sets the detail of the line api_handle writes for <req> (admin: "disable target t1").
+ * A no-op outside the handler call. */
+void api__line_detail(struct srv_req *req, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Host (DNS rebinding) and Origin (CORS) policy of <cfg> for <req> (cors.c). Returns true
+ * when the request goes on, with CORS headers added for an allowed origin; false when it
+ * has been answered (403 for a Host or Origin refused, 204 for a CORS preflight), with
+ * *<why> saying which for the access log. */
+bool api__guard(struct srv_req *req, const struct cfg *cfg, const char **why);
+
 #endif

@@ -25,11 +25,21 @@ struct ledger_call {
     char op_id[LEDGER_OP_ID_MAX + 1];
 };
 
+/* Starts the access-log line api_handle leaves to whoever keeps the request (access.c). */
+static void line_begin(struct api_line *line, const struct ledger_call *c, struct srv_req *req)
+{
+    api__line_begin(line, req);
+    snprintf(line->detail, sizeof(line->detail), "%s operation %s", c->put ? "put" : "get",
+             c->op_id);
+}
+
 static void on_client_gone(struct srv_req *req, void *ud)
 {
     struct ledger_call *c = ud;
+    struct api_line line;
 
-    (void)req;
+    line_begin(&line, c, req);
+    api__line_end(&line, 499, "client_abort");
     c->req = NULL; /* the store still calls back; the call is freed there */
 }
 
@@ -104,8 +114,13 @@ static void on_store(enum bsc_err err, const struct ledger_entry *e, enum ledger
     struct ledger_call *c = ud;
 
     if (c->req) {
-        srv_req_on_abort(c->req, NULL, NULL);
+        struct srv_req *req = c->req;
+        struct api_line line;
+
+        srv_req_on_abort(req, NULL, NULL);
+        line_begin(&line, c, req); /* before the answer: <req> is the server's after it */
         answer(c, err, e, outcome);
+        api__line_end(&line, srv_resp_status(req), NULL);
     }
     free(c);
 }

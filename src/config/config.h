@@ -182,6 +182,17 @@ struct cfg_limits {
     uint32_t drain_timeout_ms;  /* 10000: SIGTERM waits this long for in-flight work */
 };
 
+/* A list of strings from the file: an owned array of owned, NUL-terminated strings. */
+struct cfg_strs {
+    char **items;
+    size_t n;
+};
+
+/* cors: browser origins allowed to call the gateway (api/cors.c). */
+struct cfg_cors {
+    struct cfg_strs allowed_origins; /* "scheme://host[:port]" or "*"; empty = none */
+};
+
 struct cfg_log {
     int level;   /* enum bsc_log_level; default info */
     bool json;   /* format: json (default) | text */
@@ -226,6 +237,8 @@ struct cfg {
     bool core_dumps; /* debug.core_dumps: false = the process is made non-dumpable */
     struct bsc_redact *secrets; /* owned; every key, the admin key and auth header values,
                                    to scrub from upstream text (core/redact.h) */
+    struct cfg_cors cors;
+    struct cfg_strs allowed_hosts; /* Host values accepted beyond loopback names; empty */
 };
 
 /* One problem found while loading. */

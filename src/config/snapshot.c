@@ -58,6 +58,14 @@ void cfg__route_cleanup(struct cfg_route *r)
     tier_cleanup(&r->fallback);
 }
 
+static void strs_cleanup(struct cfg_strs *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->items[i]);
+    BSC_FREE(l->items);
+    l->n = 0;
+}
+
 void cfg__free(struct cfg *cfg)
 {
     if (!cfg)
@@ -77,6 +85,8 @@ void cfg__free(struct cfg *cfg)
     free(cfg->store.path);
     free(cfg->store.url);
     bsc_redact_free(cfg->secrets);
+    strs_cleanup(&cfg->cors.allowed_origins);
+    strs_cleanup(&cfg->allowed_hosts);
     free(cfg);
 }
 

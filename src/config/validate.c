@@ -852,6 +852,100 @@ static void routes_fn(struct cfg__v *v, const struct cfg__field *f, const struct
     }
 }
 
+/* ---- cors.allowed_origins, allowed_hosts ---------------------------------------------- */
+
+#define MAX_STRS 64
+
+/* An origin as browsers send it: scheme "://" host [":" port], nothing after. "*" allows
+ * every origin. Returns NULL when <s> is fine, else what is wrong. */
+static const char *origin_bad(const char *s)
+{
+    const char *host;
+
+    if (strcmp(s, "*") == 0)
+        return NULL;
+    if (strncmp(s, "http://", 7) == 0)
+        host = s + 7;
+    else if (strncmp(s, "https://", 8) == 0)
+        host = s + 8;
+    else
+        return "expected \"*\" or an origin like https://app.example.com (http or https)";
+    if (!*host || strpbrk(host, "/?#@ \t"))
+        return "an origin is scheme://host[:port], with no path, query or trailing slash";
+    return NULL;
+}
+
+/* A Host header value: host, host:port, [v6] or [v6]:port; no spaces, paths or userinfo. */
+static const char *host_bad(const char *s)
+{
+    if (!*s || strpbrk(s, "/?#@, \t\\"))
+        return "expected a host name, optionally with :port (no scheme or path)";
+    return NULL;
+}
+
+/* A list of strings into the struct cfg_strs at <f->off>, each checked by <bad>. */
+static void strs_decode(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
+                        void *base, const char *where, const char *(*bad)(const char *))
+{
+    struct cfg_strs *l = (struct cfg_strs *)(void *)((char *)base + f->off);
+    const struct cfg__node *n = e->value;
+
+    if (n->bad || n->is_null)
+        return;
+    if (n->kind != CFG__SEQ) {
+        cfg__bad_type(v, n, where, f->name, "a list of strings");
+        return;
+    }
+    if (n->n > MAX_STRS) {
+        error_at(v, n, where, f->name, "more than 64 entries");
+        return;
+    }
+    for (size_t i = 0; i < l->n; i++) /* a repeated key was reported; the last one wins */
+        free(l->items[i]);
+    free(l->items);
+    l->n = 0;
+    l->items = calloc(n->n ? n->n : 1, sizeof(*l->items));
+    if (!l->items) {
+        cfg__oom(v);
+        return;
+    }
+    for (size_t i = 0; i < n->n; i++) {
+        const struct cfg__node *item = n->items[i].value;
+        const char *why;
+
+        if (item->bad)
+            continue;
+        if (item->kind != CFG__SCALAR || item->is_null) {
+            cfg__bad_type(v, item, where, f->name, "a list of strings");
+            continue;
+        }
+        if ((why = bad(item->text))) {
+            error_at(v, item, where, f->name, why);
+            continue;
+        }
+        l->items[l->n] = dup_or_oom(v, item->text);
+        if (!l->items[l->n])
+            return;
+        l->n++;
+    }
+}
+
+static void origins_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
+                       void *base, const char *where)
+{
+    strs_decode(v, f, e, base, where, origin_bad);
+}
+
+static void hosts_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
+                     void *base, const char *where)
+{
+    strs_decode(v, f, e, base, where, host_bad);
+}
+
+static const struct cfg__field cors_fields[] = {
+    {FFN("allowed_origins", origins_fn), .off = offsetof(struct cfg_cors, allowed_origins)},
+};
+
 /* ---- the top level -------------------------------------------------------------------- */
 
 static const struct cfg__field top_fields[] = {
@@ -867,6 +961,8 @@ static const struct cfg__field top_fields[] = {
     {FMAP(struct cfg, "breaker", breaker, cfg__breaker_fields, cfg__breaker_check)},
     {FMAP(struct cfg, "retry", retry, retry_fields, NULL)},
     {FMAP_FLAT("debug", debug_fields, NULL)},
+    {FMAP(struct cfg, "cors", cors, cors_fields, NULL)},
+    {FFN("allowed_hosts", hosts_fn), .off = offsetof(struct cfg, allowed_hosts)},
 };
 
 static bool defaults(struct cfg *cfg, const char *file)

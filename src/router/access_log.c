@@ -100,6 +100,8 @@ void access_log_write(const struct access_entry *e)
     PUT_MS(b, "ttfb_ms", e->ttfb_us);
     PUT_U64(b, "attempts", e->n_attempts);
     PUT_STR(b, "termination", e->termination);
+    if (e->detail)
+        PUT_STR(b, "detail", e->detail);
     if (e->input_tokens >= 0 || e->output_tokens >= 0) {
         PUT_I64(b, "input_tokens", e->input_tokens);
         PUT_I64(b, "output_tokens", e->output_tokens);

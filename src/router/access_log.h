@@ -24,9 +24,13 @@ struct access_entry {
     const char *termination; /* "ok", "client_abort", "upstream_interrupted", ... */
     int64_t input_tokens, output_tokens; /* -1 when unknown */
     double cost_usd;
+    const char *detail; /* may be NULL; what a request the router did not take did or why it
+                         * was refused ("disable target t1", "origin not allowed") */
 };
 
-/* Formats <e> as one JSON line and writes it to stdout. */
+/* Formats <e> as one JSON line and writes it to stdout. A request the router does not take
+ * (admin, ledger, models, health, refusals) gets a line too, written by api/ with no route,
+ * target or attempts. */
 void access_log_write(const struct access_entry *e);
 
 

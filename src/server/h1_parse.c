@@ -4,7 +4,9 @@
  * bounded body buffer, counts head bytes itself (http_parser_set_max_header_size is
  * process-wide) and classifies failures into enum srv__h1_err. It does no I/O and reads no
  * clock, so it is fuzzed on its own (tests/fuzz/fuzz_http_request.c). Trailers are
- * counted against the head limit and dropped. See docs/internals/server.md. */
+ * counted against the head limit and dropped. RFC 9112 strictness that http-parser lacks
+ * (CRLF line endings, no obs-fold, one Host, HTTP/1.0 or 1.1 only) is checked here.
+ * See docs/internals/server.md. */
 #include <http_parser.h>
 
 #include "core/buf.h"
@@ -229,6 +231,27 @@ static int check_framing(struct srv__h1 *h)
     return 0;
 }
 
+/* Only HTTP/1.0 and HTTP/1.1 are spoken here; http-parser takes any one-digit version
+ * ("HTTP/2.0" from a client that got its protocol wrong, or a probe). HTTP/1.1 needs
+ * exactly one Host (RFC 9112 §3.2); two are refused in any version, since a front proxy
+ * and this server might pick different ones. */
+static int check_version_host(struct srv__h1 *h)
+{
+    http_parser *hp = &h->hp;
+    size_t n_host = 0;
+
+    if (hp->http_major != 1 || hp->http_minor > 1)
+        return fail(h, SRV__H1_E_BAD_REQUEST, "unsupported HTTP version");
+    for (uint32_t i = 0; i < h->n_hdrs; i++)
+        if (bsc_str_ieq(srv__h1_header_at(h, i).name, BSC_STR("host")))
+            n_host++;
+    if (n_host > 1)
+        return fail(h, SRV__H1_E_BAD_REQUEST, "more than one Host header");
+    if (n_host == 0 && hp->http_minor == 1)
+        return fail(h, SRV__H1_E_BAD_REQUEST, "an HTTP/1.1 request needs a Host header");
+    return 0;
+}
+
 static int on_headers_complete(http_parser *hp)
 {
     struct srv__h1 *h = h1_of(hp);
@@ -240,7 +263,7 @@ static int on_headers_complete(http_parser *hp)
         return -1;
     if (hp->method == HTTP_CONNECT)
         return fail(h, SRV__H1_E_NOT_IMPLEMENTED, "CONNECT is not supported");
-    if (check_names(h))
+    if (check_names(h) || check_version_host(h))
         return -1;
     trim_values(h);
     if (split_url(h))
@@ -252,10 +275,62 @@ static int on_headers_complete(http_parser *hp)
     return check_framing(h) ? -1 : 0;
 }
 
+/* ---- line discipline (RFC 9112 §2.2, §5.2) ----------------------------------------------
+ * http-parser (not built strict) ends a line at a bare LF, skips a CR followed by anything,
+ * folds a header line that starts with SP/HT into the previous one, and ignores everything
+ * up to the CR of a chunk size line, bare LF included. Each can make a front proxy and this
+ * server disagree on where a message ends. So every byte http-parser consumed that is not
+ * body data is checked here after each feed: lines end in CRLF, and no head line after the
+ * request line starts with whitespace. Body data is skipped (on_body marks where it was),
+ * so the check never looks at bytes of the next pipelined message. Empty lines before the
+ * request line are allowed (RFC 9112 §2.2). */
+enum { LD_START = 0, LD_HEAD, LD_BODY };
+
+static void end_line(struct srv__h1 *h)
+{
+    if (h->ld_phase == LD_START && !h->ld_bol)
+        h->ld_phase = LD_HEAD; /* the request line */
+    else if (h->ld_phase == LD_HEAD && h->ld_bol)
+        h->ld_phase = LD_BODY; /* the empty line that ends the head */
+    h->ld_bol = true;
+}
+
+/* Checks the framing bytes [<from>, <to>). Returns 0, or -1 after fail(). */
+static int scan_lines(struct srv__h1 *h, const char *from, const char *to)
+{
+    for (const char *q = from; q < to; q++) {
+        char ch = *q;
+
+        if (h->ld_cr) {
+            if (ch != '\n')
+                return fail(h, SRV__H1_E_BAD_REQUEST, "CR not followed by LF");
+            h->ld_cr = false;
+            end_line(h);
+        } else if (ch == '\r') {
+            h->ld_cr = true;
+        } else if (ch == '\n') {
+            return fail(h, SRV__H1_E_BAD_REQUEST, "line ends in a bare LF (CRLF required)");
+        } else if (h->ld_bol && h->ld_phase == LD_HEAD && (ch == ' ' || ch == '\t')) {
+            return fail(h, SRV__H1_E_BAD_REQUEST, "obsolete line folding in the header");
+        } else {
+            h->ld_bol = false;
+        }
+    }
+    return 0;
+}
+
 static int on_body(http_parser *hp, const char *at, size_t len)
 {
     struct srv__h1 *h = h1_of(hp);
-    enum bsc_err err = bsc_buf_append(&h->body, at, len);
+    enum bsc_err err;
+
+    if (scan_lines(h, h->scan_at, at))
+        return -1;
+    if (h->ld_cr)
+        return fail(h, SRV__H1_E_BAD_REQUEST, "CR not followed by LF");
+    h->scan_at = at + len;
+    h->ld_bol = false;
+    err = bsc_buf_append(&h->body, at, len);
 
     if (err == BSC_ENOMEM)
         return fail(h, SRV__H1_E_NOMEM, "out of memory");
@@ -315,6 +390,10 @@ static void reset_message(struct srv__h1 *h, uint32_t max_head, uint64_t max_bod
     h->keep_alive = false;
     h->expect_continue = false;
     h->http10 = false;
+    h->scan_at = NULL;
+    h->ld_phase = LD_START;
+    h->ld_cr = false;
+    h->ld_bol = true;
 }
 
 void srv__h1_init(struct srv__h1 *h, uint32_t max_head, uint64_t max_body)
@@ -372,8 +451,12 @@ int srv__h1_feed(struct srv__h1 *h, const char *p, size_t len, size_t *consumed)
         return 1;
     if (len == 0) /* http-parser reads a zero-length call as EOF */
         return 0;
+    h->scan_at = p;
     n = http_parser_execute(&h->hp, &h1_settings, p, len);
     *consumed = n;
+    if (!h->err && scan_lines(h, h->scan_at, p + n))
+        return -1;
+    h->scan_at = NULL; /* <p> is borrowed for this call only */
     if (h->complete && !h->err)
         return 1;
     e = HTTP_PARSER_ERRNO(&h->hp);

@@ -59,6 +59,12 @@ struct srv__h1 {
     bool keep_alive;           /* http_should_keep_alive() for this message */
     bool expect_continue;      /* Expect: 100-continue on an HTTP/1.1 request */
     bool http10;               /* HTTP/1.0 (or 0.9): no chunked responses */
+    /* Line discipline of the framing bytes (head, chunk lines, trailers), checked beside
+     * http-parser, which accepts bare LF and obs-fold: see scan_lines() in h1_parse.c. */
+    const char *scan_at;       /* next unchecked byte of the buffer being fed */
+    uint8_t ld_phase;          /* before the request line, in the head, after it */
+    bool ld_cr;                /* the last framing byte was a CR: an LF must follow */
+    bool ld_bol;               /* no byte of the current line yet (a CR does not count) */
 };
 
 /* Cannot fail; allocates nothing until bytes arrive. */
@@ -132,6 +138,9 @@ struct srv_req {
     bool chunked;                   /* the response is chunked */
     bool no_body;                   /* HEAD, 204, 304: body bytes are dropped */
     bool close_after;               /* Connection: close: no further request on this conn */
+    int status;                     /* of the response head once sent; 0 before */
+    struct srv_header extra[SRV_RESP_EXTRA_MAX]; /* srv_resp_add_header(); borrowed */
+    uint8_t n_extra;
 };
 
 struct srv_conn {

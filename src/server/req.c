@@ -66,3 +66,8 @@ void *srv_req_data(const struct srv_req *req)
 {
     return req->data;
 }
+
+bool srv_req_abort_watched(const struct srv_req *req)
+{
+    return req->on_abort != NULL;
+}

@@ -168,6 +168,7 @@ static enum bsc_err resp_head(struct srv_req *req, int status, const char *ctype
     struct bsc_buf *b = &c->out;
     size_t mark = b->len;
     enum bsc_err err = BSC_OK;
+    bool has_id;
 
     if (req->head_sent || req->ended)
         return BSC_ESTATE;
@@ -195,7 +196,10 @@ static enum bsc_err resp_head(struct srv_req *req, int status, const char *ctype
         put_s(b, &err, bsc_str_cstr(ctype));
         PUT_LIT(b, &err, "\r\n");
     }
-    if (!put_handler_headers(req, &err, h, n)) {
+    has_id = put_handler_headers(req, &err, h, n);
+    if (put_handler_headers(req, &err, req->extra, req->n_extra))
+        has_id = true;
+    if (!has_id) {
         PUT_LIT(b, &err, "x-request-id: ");
         put_s(b, &err, bsc_str_cstr(req->id));
         PUT_LIT(b, &err, "\r\n");
@@ -206,7 +210,23 @@ static enum bsc_err resp_head(struct srv_req *req, int status, const char *ctype
         return err;
     }
     req->head_sent = true;
+    req->status = status;
     return BSC_OK;
+}
+
+enum bsc_err srv_resp_add_header(struct srv_req *req, struct bsc_str name, struct bsc_str value)
+{
+    if (req->head_sent || req->ended)
+        return BSC_ESTATE;
+    if (req->n_extra == SRV_RESP_EXTRA_MAX)
+        return BSC_ELIMIT;
+    req->extra[req->n_extra++] = (struct srv_header){name, value};
+    return BSC_OK;
+}
+
+int srv_resp_status(const struct srv_req *req)
+{
+    return req->status;
 }
 
 enum bsc_err srv_resp_head(struct srv_req *req, int status, const struct srv_header *h, size_t n,

@@ -125,6 +125,18 @@ void srv_resp_error(struct srv_req *req, int status, const char *type, const cha
 void srv_resp_abort(struct srv_req *req);
 /* Ends the response and the connection at once with a TCP RST (tests, fault injection). */
 void srv_resp_reset(struct srv_req *req);
+/* Adds a header to the response of <req>, whichever code writes its head: a policy layer
+ * (CORS) decorates responses it does not produce. <name> and <value> are borrowed and must
+ * stay valid until the response ends (literals, or bytes of the request itself). Returns
+ * BSC_ELIMIT past SRV_RESP_EXTRA_MAX headers, BSC_ESTATE once the head is sent. */
+#define SRV_RESP_EXTRA_MAX 6
+enum bsc_err srv_resp_add_header(struct srv_req *req, struct bsc_str name, struct bsc_str value);
+/* The status of the response head, 0 before it is sent. Still readable right after the
+ * call that ended the response, until control returns to the loop (for the access log). */
+int srv_resp_status(const struct srv_req *req);
+/* True when an abort callback is set: code that keeps the request past the handler call
+ * (the router, an async store call) owns it and its access-log line. */
+bool srv_req_abort_watched(const struct srv_req *req);
 /* Asks for Connection: close after this response (call before srv_resp_head). */
 void srv_req_set_close(struct srv_req *req);
 bool srv_resp_started(const struct srv_req *req);

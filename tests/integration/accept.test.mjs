@@ -41,7 +41,7 @@ function ask(s, ms) {
       clearTimeout(timer);
       resolve('closed');
     });
-    s.write('GET /health/live HTTP/1.1\r\nHost: t\r\n\r\n');
+    s.write('GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n');
   });
 }
 

@@ -45,7 +45,7 @@ test('a client that stops reading pauses the upstream instead of filling memory'
   const sock = net.connect({ port: gw.port, host: '127.0.0.1' });
   await new Promise((r) => sock.once('connect', r));
   sock.pause(); // read nothing
-  sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+  sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   await waitFor(async () => ((await sim.stats()).models["bp-big"]?.calls ?? 0) === 1, { what: "stream started" });
   await new Promise((r) => setTimeout(r, 1500));

@@ -153,14 +153,14 @@ test('body over max_body_bytes is a 413', async () => {
 });
 
 test('slow headers get a 408 and the connection closes', async () => {
-  const raw = await rawRequest(gw.port, 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n', { timeoutMs: 3000 });
+  const raw = await rawRequest(gw.port, 'POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n', { timeoutMs: 3000 });
   assert.match(raw, /^HTTP\/1\.1 408/);
   assert.match(raw, /"request_timeout"/);
 });
 
 test('headers over max_header_bytes get a 431', async () => {
   const raw = await rawRequest(gw.port,
-    `GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(9000)}\r\n\r\n`, { timeoutMs: 3000 });
+    `GET /v1/models HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(9000)}\r\n\r\n`, { timeoutMs: 3000 });
   assert.match(raw, /^HTTP\/1\.1 431/);
 });
 
@@ -170,8 +170,8 @@ test('garbage instead of HTTP gets a 400', async () => {
 });
 
 test('pipelined requests are answered in order on one connection', async () => {
-  const one = 'GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n';
-  const two = 'GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n';
+  const one = 'GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n';
+  const two = 'GET /v1/models HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n';
   const raw = await rawRequest(gw.port, one + two, { timeoutMs: 3000 });
   const first = raw.indexOf('{"status":"ok"}');
   const second = raw.indexOf('"object":"list"');
@@ -185,7 +185,7 @@ test('chunked request body is accepted', async () => {
   const chunks = [body.slice(0, half), body.slice(half)]
     .map((c) => `${Buffer.byteLength(c).toString(16)}\r\n${c}\r\n`).join('') + '0\r\n\r\n';
   const raw = await rawRequest(gw.port,
-    'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+    'POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
     'Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n' + chunks, { timeoutMs: 5000 });
   assert.match(raw, /HTTP\/1\.1 200 OK/);
   assert.match(raw, /chat\.completion/);
@@ -198,7 +198,7 @@ test('Expect: 100-continue gets 100 Continue before the body is sent', async () 
   sock.setEncoding('utf8');
   sock.on('data', (d) => { got += d; });
   await new Promise((r) => sock.once('connect', r));
-  sock.write('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+  sock.write('POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
     `Content-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`);
   await waitFor(() => got.includes('100 Continue'), { timeoutMs: 3000, what: '100 Continue' });
   assert.ok(!got.includes('200 OK'), 'nothing but 100 before the body');
@@ -210,7 +210,7 @@ test('Expect: 100-continue gets 100 Continue before the body is sent', async () 
 
 test('Expect: 100-continue with a Content-Length over the limit gets 413 without reading the body', async () => {
   const raw = await rawRequest(gw.port,
-    'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 999999\r\n' +
+    'POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 999999\r\n' +
     'Expect: 100-continue\r\n\r\n', { timeoutMs: 3000 });
   assert.match(raw, /^HTTP\/1\.1 413/);
   assert.ok(!raw.includes('100 Continue'));

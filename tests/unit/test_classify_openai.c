@@ -641,11 +641,11 @@ static void test_profile_by_config_name(void **state)
         in.body = BSC_STR("{\"error\":{\"message\":\"This model's prompt is longer than "
                           "the maximum model length\",\"type\":\"BadRequestError\"}}");
         in.content_type = BSC_STR("application/json");
-        prov_openai.classify(&in, &out);
+        prov_ops_for(CFG_PROV_OPENAI_COMPATIBLE)->classify(&in, &out);
         assert_int_equal(out.kind, FAIL_CONTEXT_OVERFLOW);
         in.profile = BSC_STR_NULL; /* by host: plain OpenAI reads it as the client's error */
         assert_string_equal(prov_openai_profile_of(&in)->name, "openai");
-        prov_openai.classify(&in, &out);
+        prov_ops_for(CFG_PROV_OPENAI_COMPATIBLE)->classify(&in, &out);
         assert_int_equal(out.kind, FAIL_INVALID_REQUEST);
         in.base_url = BSC_STR("https://api.deepseek.com/v1");
         assert_string_equal(prov_openai_profile_of(&in)->name, "deepseek");

@@ -1653,6 +1653,45 @@ static void test_core_dumps_flag(void **state)
     cfg_diags_cleanup(&d);
 }
 
+/* cors.allowed_origins and allowed_hosts: lists of checked strings, empty by default. */
+static void test_cors_and_allowed_hosts(void **state)
+{
+    static const char *const bad[] = {
+        "cors: { allowed_origins: [\"app.example.com\"] }\n",       /* no scheme */
+        "cors: { allowed_origins: [\"https://app.example.com/\"] }\n", /* trailing slash */
+        "cors: { allowed_origins: [\"ftp://app.example.com\"] }\n",
+        "cors: { allowed_origins: \"*\" }\n",                       /* not a list */
+        "cors: { origins: [\"*\"] }\n",                             /* unknown key */
+        "allowed_hosts: [\"http://gw.internal\"]\n",
+        "allowed_hosts: [\"gw internal\"]\n",
+        "allowed_hosts: [\"\"]\n",
+    };
+    struct cfg_diags d = {0};
+    struct cfg *cfg;
+    char yaml[1024];
+
+    (void)state;
+    cfg = load_ok(BASE, &d);
+    assert_int_equal(cfg->cors.allowed_origins.n, 0);
+    assert_int_equal(cfg->allowed_hosts.n, 0);
+    cfg_unref(cfg);
+    cfg = load_ok(BASE "cors: { allowed_origins: [\"https://a.example\", \"*\"] }\n"
+                       "allowed_hosts: [gw.internal, \"gw.internal:8080\", \"[::2]:80\"]\n",
+                  &d);
+    assert_int_equal(cfg->cors.allowed_origins.n, 2);
+    assert_string_equal(cfg->cors.allowed_origins.items[0], "https://a.example");
+    assert_string_equal(cfg->cors.allowed_origins.items[1], "*");
+    assert_int_equal(cfg->allowed_hosts.n, 3);
+    assert_string_equal(cfg->allowed_hosts.items[1], "gw.internal:8080");
+    cfg_unref(cfg);
+    cfg_diags_cleanup(&d);
+    for (size_t i = 0; i < BSC_ARRAY_LEN(bad); i++) {
+        snprintf(yaml, sizeof(yaml), BASE "%s", bad[i]);
+        load_bad(yaml, &d);
+        cfg_diags_cleanup(&d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1689,6 +1728,7 @@ int main(void)
         cmocka_unit_test(test_gemini_model_ids),
         cmocka_unit_test(test_azure_deployment_dots),
         cmocka_unit_test(test_core_dumps_flag),
+        cmocka_unit_test(test_cors_and_allowed_hosts),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
