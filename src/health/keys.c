@@ -155,6 +155,24 @@ uint64_t keys_soonest_ms(const struct keypool *pool)
     return soonest;
 }
 
+uint64_t keys_soonest_hint_ms(const struct keypool *pool, uint64_t now_ms)
+{
+    uint64_t soonest = UINT64_MAX;
+
+    for (uint32_t i = 0; i < pool->n; i++) {
+        const struct key_slot *k = &pool->keys[i];
+        uint64_t at = k->cool_until_ms;
+
+        if (k->verifying && now_ms < at)
+            at = now_ms;
+        else if (k->verify_at_ms && k->verify_at_ms < at)
+            at = k->verify_at_ms;
+        if (at < soonest)
+            soonest = at;
+    }
+    return soonest;
+}
+
 bool keys_is_cooling(const struct keypool *pool, int idx, uint64_t now_ms)
 {
     return valid_idx(pool, idx) && pool->keys[idx].cool_until_ms > now_ms;

@@ -110,6 +110,11 @@ int keys_verify_take(struct keypool *pool, uint64_t now_ms);
 void keys_verify_done(struct keypool *pool, int idx, enum key_verdict verdict, uint64_t now_ms,
                       uint32_t base_ms);
 
+/* Like keys_soonest_ms(), but a refused key whose re-verification is scheduled or running
+ * may be back at that look (<now_ms> while it runs): the hint for a client's Retry-After,
+ * never for the gateway's own waits. */
+uint64_t keys_soonest_hint_ms(const struct keypool *pool, uint64_t now_ms);
+
 /* The earliest time any key of the pool is available: <= now when one already is;
  * UINT64_MAX for an empty pool. */
 uint64_t keys_soonest_ms(const struct keypool *pool);

@@ -405,6 +405,21 @@ uint64_t hstate_keys_ready_at(struct hstate *hs, const struct cfg_provider *p, u
     return at;
 }
 
+uint64_t hstate_keys_hint_at(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms)
+{
+    struct prov_state *ps;
+    uint64_t at = now_ms;
+
+    if (p->n_keys == 0)
+        return now_ms;
+    pthread_mutex_lock(&hs->lock);
+    ps = prov_find(hs, p->id);
+    if (ps && keys_available(&ps->keys, now_ms) == 0)
+        at = keys_soonest_hint_ms(&ps->keys, now_ms);
+    pthread_mutex_unlock(&hs->lock);
+    return at;
+}
+
 void hstate_budget_first(struct hstate *hs, uint64_t now_ms)
 {
     pthread_mutex_lock(&hs->lock);

@@ -91,6 +91,9 @@ void hstate_key_verify_done(struct hstate *hs, const struct cfg_provider *p, int
                             enum key_verdict verdict, uint64_t now_ms);
 /* When <p> next has a usable key: <now_ms> (or earlier) when one is usable now. */
 uint64_t hstate_keys_ready_at(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms);
+/* Like hstate_keys_ready_at(), but counting a refused key's next re-verification as a
+ * possible return: for the Retry-After a client is told, not for the gateway's waits. */
+uint64_t hstate_keys_hint_at(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms);
 /* Keys of <p> usable now. */
 size_t hstate_keys_available(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms);
 

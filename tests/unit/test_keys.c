@@ -244,6 +244,22 @@ static void test_verify_inconclusive(void **state)
     assert_int_equal(keys_verify_take(&pool, 200), 0);
 }
 
+/* The client's hint counts the next look; the gateway's own wait does not. */
+static void test_verify_hint(void **state)
+{
+    struct keypool pool;
+
+    (void)state;
+    keys_init(&pool, 1);
+    keys_cooldown(&pool, 0, keys_cooldown_until(0, KEY_AUTH, 0), KEY_AUTH);
+    assert_int_equal(keys_soonest_hint_ms(&pool, 0), KEYS_AUTH_COOLDOWN_MS);
+    keys_verify_schedule(&pool, 0, 30000);
+    assert_int_equal(keys_soonest_hint_ms(&pool, 0), 30000);
+    assert_int_equal(keys_soonest_ms(&pool), KEYS_AUTH_COOLDOWN_MS);
+    assert_int_equal(keys_verify_take(&pool, 30000), 0);
+    assert_int_equal(keys_soonest_hint_ms(&pool, 30010), 30010); /* running: any moment */
+}
+
 /* Only a refused key is re-verified: a rate-limited one comes back on its own. */
 static void test_verify_only_auth(void **state)
 {
@@ -275,6 +291,7 @@ int main(void)
         cmocka_unit_test(test_verify_refused_backs_off),
         cmocka_unit_test(test_verify_inconclusive),
         cmocka_unit_test(test_verify_only_auth),
+        cmocka_unit_test(test_verify_hint),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
