@@ -347,7 +347,9 @@ static void respond_non_stream(struct xchg *x)
 static void respond(struct xchg *x)
 {
     size_t count = x->d->event_count(&x->call);
-    bool stream = x->call.ep == SIM_EP_CHAT && x->call.stream;
+    /* A step's "stream" answers in that shape whatever the request asked. */
+    bool stream = x->call.ep == SIM_EP_CHAT &&
+                  (x->step.has_stream ? x->step.stream : x->call.stream);
 
     switch (x->step.action) {
     case SIM_ACT_RESET:

@@ -304,7 +304,7 @@ static bool step_key_known(const char *key)
                                        "headers",    "body",         "error_type",
                                        "error_code", "message",      "after_events",
                                        "interval_ms", "finish_reason", "content",
-                                       "tool_arguments"};
+                                       "tool_arguments", "stream"};
 
     for (size_t i = 0; i < BSC_ARRAY_LEN(keys); i++)
         if (strcmp(key, keys[i]) == 0)
@@ -317,7 +317,8 @@ static enum bsc_err check_fields(struct json_object *o, const struct sim_step *s
                                  struct perr *pe)
 {
     /* Fields that shape a normal answer, which only these actions send. */
-    static const char *const answer_keys[] = {"finish_reason", "content", "tool_arguments"};
+    static const char *const answer_keys[] = {"finish_reason", "content", "tool_arguments",
+                                              "stream"};
     bool uses_after = step->action == SIM_ACT_CUT || step->action == SIM_ACT_ERROR_200 ||
                       step->action == SIM_ACT_MALFORMED;
     bool answers = step->action == SIM_ACT_OK || step->action == SIM_ACT_DELAY ||
@@ -399,6 +400,14 @@ static enum bsc_err parse_step(struct json_object *o, struct sim_step *step, siz
         char inner[200];
         snprintf(inner, sizeof(inner), "%s", pe->buf);
         snprintf(pe->buf, pe->len, "script[%zu]: %s", idx, inner);
+    }
+    if (!err && json_object_object_get_ex(o, "stream", &v)) {
+        if (!json_object_is_type(v, json_type_boolean)) {
+            snprintf(pe->buf, pe->len, "script[%zu]: \"stream\" must be a boolean", idx);
+            err = BSC_EINVAL;
+        }
+        step->has_stream = true;
+        step->stream = json_object_get_boolean(v);
     }
     if (!err && json_object_object_get_ex(o, "headers", &v))
         err = parse_headers(v, step, idx, pe);

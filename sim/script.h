@@ -69,6 +69,8 @@ struct sim_step {
     uint32_t after_events; /* cut/error_200/malformed: events before the fault */
     bool has_after_events; /* false: the action's own default applies */
     uint32_t interval_ms;  /* trickle: ms between chunks */
+    bool has_stream;       /* "stream" was given (ok/delay/trickle/cut): answer in that */
+    bool stream;           /* shape whatever the request asked (a wrong-shape answer) */
 };
 
 struct sim_spec {

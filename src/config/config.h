@@ -83,6 +83,7 @@ struct cfg_header {
 struct cfg_health {
     uint32_t interval_ms; /* default 30000 */
     enum cfg_probe probe; /* default models */
+    uint32_t key_reverify_ms; /* default 30000; 0 = a refused key rests its whole cooldown */
 };
 
 struct cfg_breaker {

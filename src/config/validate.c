@@ -543,6 +543,7 @@ static void prov_breaker_fn(struct cfg__v *v, const struct cfg__field *f,
 static const struct cfg__field health_fields[] = {
     {FU32(struct cfg_health, "interval_ms", interval_ms, 100, DAY_MS)},
     {FENUM(struct cfg_health, "probe", probe, probe_names)},
+    {FU32(struct cfg_health, "key_reverify_ms", key_reverify_ms, 0, DAY_MS)},
 };
 
 static const struct cfg__field provider_fields[] = {
@@ -729,6 +730,7 @@ static void provider_defaults(struct cfg_provider *p)
     p->max_concurrency = 256;
     p->health.interval_ms = 30000;
     p->health.probe = CFG_PROBE_MODELS;
+    p->health.key_reverify_ms = 30000;
 }
 
 static void providers_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,

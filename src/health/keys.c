@@ -77,6 +77,73 @@ uint64_t keys_cooldown_until(uint64_t now_ms, enum key_reason reason, uint64_t r
     return now_ms > UINT64_MAX - delay ? UINT64_MAX : now_ms + delay;
 }
 
+void keys_verify_schedule(struct keypool *pool, int idx, uint64_t at_ms)
+{
+    struct key_slot *k;
+
+    if (!valid_idx(pool, idx))
+        return;
+    k = &pool->keys[idx];
+    if (k->reason != KEY_AUTH || k->verifying || k->verify_at_ms)
+        return;
+    k->verify_at_ms = at_ms ? at_ms : 1;
+}
+
+int keys_verify_take(struct keypool *pool, uint64_t now_ms)
+{
+    for (uint32_t i = 0; i < pool->n; i++) {
+        struct key_slot *k = &pool->keys[i];
+
+        if (k->verifying || !k->verify_at_ms || k->verify_at_ms > now_ms)
+            continue;
+        k->verify_at_ms = 0;
+        if (k->reason != KEY_AUTH || k->cool_until_ms <= now_ms)
+            continue; /* back already, or cooling for another reason now */
+        k->verifying = true;
+        return (int)i;
+    }
+    return -1;
+}
+
+/* The wait before the next re-verification after <fails> refusals in a row. */
+static uint64_t verify_backoff_ms(uint32_t base_ms, uint32_t fails)
+{
+    uint64_t d = base_ms ? base_ms : 1;
+
+    for (uint32_t i = 0; i < fails && d < KEYS_AUTH_COOLDOWN_MS; i++)
+        d *= 2;
+    return d < KEYS_AUTH_COOLDOWN_MS ? d : KEYS_AUTH_COOLDOWN_MS;
+}
+
+void keys_verify_done(struct keypool *pool, int idx, enum key_verdict verdict, uint64_t now_ms,
+                      uint32_t base_ms)
+{
+    struct key_slot *k;
+    uint64_t next;
+
+    if (!valid_idx(pool, idx))
+        return;
+    k = &pool->keys[idx];
+    k->verifying = false;
+    if (k->reason != KEY_AUTH)
+        return; /* cooled for another reason meanwhile: that cooldown stands */
+    if (verdict == KEY_VERIFY_OK) {
+        k->cool_until_ms = now_ms < k->cool_until_ms ? now_ms : k->cool_until_ms;
+        k->verify_fails = 0;
+        return;
+    }
+    if (verdict == KEY_VERIFY_REFUSED && k->verify_fails < 32)
+        k->verify_fails++;
+    next = now_ms + verify_backoff_ms(base_ms, k->verify_fails);
+    /* Refused: out until a look finds it works; should the looks stop (the provider is
+     * disabled, re-verification switched off), the key still comes back one full auth
+     * cooldown after the look that was due. */
+    if (verdict == KEY_VERIFY_REFUSED && k->cool_until_ms < next + KEYS_AUTH_COOLDOWN_MS)
+        k->cool_until_ms = next + KEYS_AUTH_COOLDOWN_MS;
+    if (k->cool_until_ms > now_ms)
+        k->verify_at_ms = next;
+}
+
 uint64_t keys_soonest_ms(const struct keypool *pool)
 {
     uint64_t soonest = UINT64_MAX;
@@ -84,6 +151,24 @@ uint64_t keys_soonest_ms(const struct keypool *pool)
     for (uint32_t i = 0; i < pool->n; i++) {
         if (pool->keys[i].cool_until_ms < soonest)
             soonest = pool->keys[i].cool_until_ms;
+    }
+    return soonest;
+}
+
+uint64_t keys_soonest_hint_ms(const struct keypool *pool, uint64_t now_ms)
+{
+    uint64_t soonest = UINT64_MAX;
+
+    for (uint32_t i = 0; i < pool->n; i++) {
+        const struct key_slot *k = &pool->keys[i];
+        uint64_t at = k->cool_until_ms;
+
+        if (k->verifying && now_ms < at)
+            at = now_ms;
+        else if (k->verify_at_ms && k->verify_at_ms < at)
+            at = k->verify_at_ms;
+        if (at < soonest)
+            soonest = at;
     }
     return soonest;
 }

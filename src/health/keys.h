@@ -45,6 +45,16 @@ struct key_slot {
     uint64_t cool_until_ms; /* available again at this time; 0 = never cooled */
     enum key_reason reason; /* of the latest cooldown */
     struct key_stats stats;
+    uint64_t verify_at_ms;  /* a refused key: when to re-verify it; 0 = nothing due */
+    uint32_t verify_fails;  /* re-verifications refused in a row (the backoff) */
+    bool verifying;         /* a re-verification is running */
+};
+
+/* What a re-verification of a refused key found (keys_verify_done()). */
+enum key_verdict {
+    KEY_VERIFY_OK = 0,       /* the provider accepted the key: back in rotation */
+    KEY_VERIFY_REFUSED,      /* refused again (401/403): stays out, next try later */
+    KEY_VERIFY_INCONCLUSIVE, /* no answer about the key (transport, 5xx, 404): try later */
 };
 
 /* Public layout for embedding; fields are private to keys.c. */
@@ -79,6 +89,31 @@ enum bsc_err keys_cooldown(struct keypool *pool, int idx, uint64_t until_ms,
  * Auth: KEYS_AUTH_COOLDOWN_MS (a Retry-After on a refusal means nothing). Every delay is
  * clipped to KEYS_MAX_COOLDOWN_MS. */
 uint64_t keys_cooldown_until(uint64_t now_ms, enum key_reason reason, uint64_t retry_after_ms);
+
+/* Re-verification of refused keys. A key cooled for KEY_AUTH (a 401/403 that may have been
+ * about one model, or a key fixed meanwhile) need not rest the whole
+ * KEYS_AUTH_COOLDOWN_MS: the caller schedules a cheap authenticated probe with
+ * keys_verify_schedule(), takes due ones with keys_verify_take() and reports with
+ * keys_verify_done(). The wait after the n-th refusal in a row is <base_ms> << n, at most
+ * KEYS_AUTH_COOLDOWN_MS; while the probes are refused the key stays cooled (until one full
+ * KEYS_AUTH_COOLDOWN_MS past the next look, so it still comes back if the looks stop). */
+
+/* Schedules the re-verification of key <idx> at <at_ms> if it cools for KEY_AUTH and none is
+ * scheduled or running. */
+void keys_verify_schedule(struct keypool *pool, int idx, uint64_t at_ms);
+
+/* A key whose re-verification is due at <now_ms>, marked as running; -1 when none. */
+int keys_verify_take(struct keypool *pool, uint64_t now_ms);
+
+/* Ends the running re-verification of key <idx> with <verdict>; the next one, if any, is
+ * due after the backoff from <base_ms>. */
+void keys_verify_done(struct keypool *pool, int idx, enum key_verdict verdict, uint64_t now_ms,
+                      uint32_t base_ms);
+
+/* Like keys_soonest_ms(), but a refused key whose re-verification is scheduled or running
+ * may be back at that look (<now_ms> while it runs): the hint for a client's Retry-After,
+ * never for the gateway's own waits. */
+uint64_t keys_soonest_hint_ms(const struct keypool *pool, uint64_t now_ms);
 
 /* The earliest time any key of the pool is available: <= now when one already is;
  * UINT64_MAX for an empty pool. */

@@ -85,6 +85,9 @@ enum metric_buckets {
       "Estimated spend in US dollars, from usage and the price table.")                        \
     X(KEY_COOLDOWNS, COUNTER, NONE, "bascule_key_cooldowns_total",                             \
       METRICS_L2("provider", "reason"), "Provider API keys put into cooldown, by reason.")     \
+    X(KEY_REVERIFICATIONS, COUNTER, NONE, "bascule_key_reverifications_total",                 \
+      METRICS_L2("provider", "result"),                                                        \
+      "Re-verifications of refused provider keys: restored, refused, inconclusive.")         \
     X(OUTCOMES, COUNTER, NONE, "bascule_outcomes_total",                                       \
       METRICS_L3("route", "layer", "result"),                                                  \
       "Request outcomes by checking layer (transport, contract, task) and result.")            \

@@ -388,6 +388,9 @@ bool decide_all_cooling(struct request *r, int64_t *retry_after_ms)
             at = hstate_keys_ready_at(r->gw->hs, t->provider, now);
             if (at <= now)
                 return false; /* this one was excluded for another reason */
+            /* A refused key may be back at its next re-verification: say so, not 600 s. */
+            at = hstate_keys_hint_at(r->gw->hs, t->provider, now);
+            at = at > now ? at : now + 1;
             any = true;
             soonest = at < soonest ? at : soonest;
         }

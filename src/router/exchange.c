@@ -63,6 +63,14 @@ static void scrub_fail(const struct request *r, struct fail_info *f)
 
 /* ---- the stream ---- */
 
+/* An error event in the stream. One that refuses the request itself (content policy, an
+ * invalid request) is about what the client sent, even after the commit point. */
+static void stream_error(struct request *r)
+{
+    r->stream_failed = true;
+    r->stream_fail.request_caused = fail_policy(r->stream_fail.kind)->client_fault;
+}
+
 static int on_sse_event(void *ud, struct bsc_str event, struct bsc_str data)
 {
     struct request *r = ud;
@@ -71,7 +79,7 @@ static int on_sse_event(void *ud, struct bsc_str event, struct bsc_str data)
     st = r->ops->stream_event(r->prov_st, event, data, &r->conv, &r->stream_fail);
     if (st == PROV_STREAM_ERROR) {
         scrub_fail(r, &r->stream_fail);
-        r->stream_failed = true;
+        stream_error(r);
         return 1;
     }
     if (st == PROV_STREAM_DONE) {
@@ -98,7 +106,7 @@ static int on_sse_line(void *ud, struct bsc_str line)
     st = r->ops->stream_line(r->prov_st, line, &r->conv, &r->stream_fail);
     if (st == PROV_STREAM_ERROR) {
         scrub_fail(r, &r->stream_fail);
-        r->stream_failed = true;
+        stream_error(r);
         return 1;
     }
     return 0;
@@ -121,6 +129,11 @@ static bool start_stream(struct request *r)
 }
 
 /* ---- transfer callbacks ---- */
+
+static bool is_sse_type(const char *ctype)
+{
+    return strncasecmp(ctype, "text/event-stream", 17) == 0;
+}
 
 static void save_header(const struct up_transfer *t, const char *name, char *dst, size_t len)
 {
@@ -148,8 +161,8 @@ static void on_head(void *ud, struct up_transfer *t, int status)
     if (!r->up_retry_after_ms[0]) /* Azure's spelling */
         save_header(t, "x-ms-retry-after-ms", r->up_retry_after_ms, sizeof(r->up_retry_after_ms));
     r->mode = BODY_BUFFER;
-    if (r->stream && status >= 200 && status < 300 &&
-        strncasecmp(r->up_ctype, "text/event-stream", 17) == 0 && !start_stream(r))
+    if (r->stream && status >= 200 && status < 300 && is_sse_type(r->up_ctype) &&
+        !start_stream(r))
         fail_local(&r->stream_fail, FAIL_SERVER_ERROR, "out of memory"), r->stream_failed = true;
 }
 
@@ -354,6 +367,36 @@ static void classify_transport(struct request *r)
     snprintf(msg, sizeof(msg), "%s", r->fail.message);
     fail_from_transport(map[r->up_res], r->up_status != 0 || r->up_res == UP_RESET, &r->fail);
     snprintf(r->fail.message, sizeof(r->fail.message), "%s", msg);
+    fail_after_head(&r->fail, r->up_status); /* a reset mid-answer is not a connect failure */
+}
+
+/* True when <body> starts like an SSE stream (after blank space): a data, event, id or
+ * retry field, or a comment. */
+static bool looks_like_sse(struct bsc_str body)
+{
+    static const char *const starts[] = {"data:", "event:", "id:", "retry:", ":"};
+    size_t i = 0;
+
+    while (i < body.len && (body.p[i] == ' ' || body.p[i] == '\r' || body.p[i] == '\n'))
+        i++;
+    for (size_t k = 0; k < BSC_ARRAY_LEN(starts); k++) {
+        size_t n = strlen(starts[k]);
+        if (body.len - i >= n && memcmp(body.p + i, starts[k], n) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* A 2xx answer, well-formed, but in the other shape than the request asked for (docs/
+ * internals/taxonomy.md, "Answers in the other shape"): the upstream read the request
+ * differently from the gateway. The client's bytes can make that happen at will, so it
+ * is never held against the target's breaker; no replay on the same target (it would
+ * read the request the same way), other targets may be tried. */
+static void fail_other_shape(struct request *r, const char *what)
+{
+    fail_local(&r->fail, FAIL_UNKNOWN, "%s answered %s", r->target->id, what);
+    r->fail.status = r->up_status;
+    r->fail.request_caused = true;
 }
 
 void xchg_classify(struct request *r)
@@ -370,8 +413,11 @@ void xchg_classify(struct request *r)
     }
     if (r->stream_failed) {
         r->fail = r->stream_fail;
-        if (r->fail.kind == FAIL_NONE || r->fail.kind == FAIL_PARTIAL_OUTPUT)
+        if (r->fail.kind == FAIL_NONE || r->fail.kind == FAIL_PARTIAL_OUTPUT) {
             r->fail.kind = FAIL_SERVER_ERROR; /* nothing was committed: retryable */
+            if (r->up_res != UP_OK) /* the stream was cut: say how */
+                classify_transport(r);
+        }
         return;
     }
     if (r->up_res != UP_OK) {
@@ -406,12 +452,20 @@ void xchg_classify(struct request *r)
     }
     if (r->fail.kind != FAIL_NONE)
         return;
+    if (!r->stream && is_sse_type(r->up_ctype) && looks_like_sse(bsc_buf_str(&r->resp))) {
+        fail_other_shape(r, "with a stream to a request for a single answer");
+        return;
+    }
     if (r->ops->map_response(&call, bsc_buf_str(&r->resp), &r->answer, &r->usage, &r->fail) !=
         BSC_OK) {
         if (r->fail.kind == FAIL_NONE)
             fail_local(&r->fail, FAIL_SERVER_ERROR, "the upstream answer could not be read");
         scrub_fail(r, &r->fail);
         r->fail.status = r->up_status;
+        return;
+    }
+    if (r->stream) { /* a complete single answer to a request for a stream */
+        fail_other_shape(r, "with a single answer to a request for a stream");
         return;
     }
     if (r->answer.len == 0) { /* already OpenAI-shaped: take the buffer, no copy */

@@ -58,6 +58,8 @@ struct request {
     enum prov_op op;
     struct json_object *json; /* owned: the canonical request; NULL until req__json() */
     struct bsc_str body;      /* borrowed from sreq: the client's raw OpenAI body, or empty */
+    uint64_t bytes_in;        /* the client's body size, whatever its dialect; kept for the
+                                 access log after sreq (and <body>) are gone */
     struct bsc_str model_span;
     bool stream, include_usage, has_tools;
     uint32_t need_caps;       /* capabilities the request itself requires */

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* probe.c -- the health-check scheduler: one timer ticks every PROBE_TICK_MS, reads the
  * current config snapshot and starts the probes that are due, at most one per provider
- * at a time. A probe is an ordinary upstream transfer with a short timeout. */
+ * at a time. A probe is an ordinary upstream transfer with a short timeout. The same tick
+ * re-verifies refused keys: a list-models request with the key in question, at most one
+ * per provider at a time, whose verdict puts the key back or keeps it out (keys.h). */
 #include "router/probe.h"
 
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "metrics/metrics.h"
 #include "providers/provider.h"
 #include "router/gateway.h"
 #include "router/state.h"
@@ -22,6 +25,8 @@
 
 struct probe_slot {
     char *provider_id; /* owned */
+    bool verify;       /* re-verifies refused keys, else the health probe */
+    int key_idx;       /* verify: the key being re-verified */
     uint64_t due_ms;
     struct up_transfer *xfer; /* running probe, or NULL */
     struct prober *owner;
@@ -36,14 +41,15 @@ struct prober {
     size_t n;
 };
 
-static struct probe_slot *slot_for(struct prober *pr, const char *id)
+static struct probe_slot *slot_for(struct prober *pr, const char *id, bool verify)
 {
     for (size_t i = 0; i < pr->n; i++)
-        if (strcmp(pr->slots[i].provider_id, id) == 0)
+        if (pr->slots[i].verify == verify && strcmp(pr->slots[i].provider_id, id) == 0)
             return &pr->slots[i];
     if (pr->n == PROBE_MAX)
         return NULL;
-    pr->slots[pr->n] = (struct probe_slot){.provider_id = strdup(id), .owner = pr};
+    pr->slots[pr->n] = (struct probe_slot){.provider_id = strdup(id), .owner = pr,
+                                           .verify = verify, .key_idx = -1};
     if (!pr->slots[pr->n].provider_id)
         return NULL;
     bsc_buf_init(&pr->slots[pr->n].http.url, 8192);
@@ -86,6 +92,38 @@ static bool on_data(void *ud, struct up_transfer *t, const char *p, size_t len)
     return false; /* the body is not needed */
 }
 
+/* The verdict of a key's re-verification: only a 2xx says the key works and only a
+ * refusal (401/403) says it does not; anything else says nothing about the key. */
+static enum key_verdict verdict_of(enum up_result res, int status)
+{
+    if (res == UP_OK && status >= 200 && status < 300)
+        return KEY_VERIFY_OK;
+    if (res == UP_OK && (status == 401 || status == 403))
+        return KEY_VERIFY_REFUSED;
+    return KEY_VERIFY_INCONCLUSIVE;
+}
+
+/* Ends key <s>->key_idx's re-verification with <verdict>. */
+static void verified(struct probe_slot *s, enum key_verdict verdict)
+{
+    static const char *const names[] = {"restored", "refused", "inconclusive"};
+    struct worker *w = s->owner->w;
+    struct cfg *cfg = cfg_current_get();
+
+    for (size_t i = 0; cfg && i < cfg->n_providers; i++) {
+        if (strcmp(cfg->providers[i].id, s->provider_id) != 0)
+            continue;
+        hstate_key_verify_done(w->gw->hs, &cfg->providers[i], s->key_idx, verdict,
+                               bsc_now_ms());
+        metrics_inc(w->gw->metrics, w->idx, METRIC_KEY_REVERIFICATIONS, s->provider_id,
+                    names[verdict], 1);
+        if (verdict == KEY_VERIFY_OK)
+            LOG_INFO("key %d of %s works again: back in rotation", s->key_idx, s->provider_id);
+    }
+    cfg_unref(cfg);
+    s->key_idx = -1;
+}
+
 static void on_done(void *ud, struct up_transfer *t, enum up_result res, const char *detail)
 {
     struct probe_slot *s = ud;
@@ -93,6 +131,10 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
     bool up = res == UP_OK && status >= 200 && status < 300;
 
     s->xfer = NULL;
+    if (s->verify) {
+        verified(s, verdict_of(res, status));
+        return;
+    }
     if (!up)
         LOG_INFO("health probe of %s failed: %s %d %s", s->provider_id, up_result_name(res),
                  status, detail ? detail : "");
@@ -101,8 +143,9 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
 
 static const struct up_callbacks probe_cb = {on_head, on_data, on_done};
 
-static void start_probe(struct prober *pr, struct probe_slot *s, const struct cfg *cfg,
-                        const struct cfg_provider *p)
+/* Starts a probe of <p> with <op> and key <key_idx> (-1: none); false when it could not. */
+static bool start_probe(struct prober *pr, struct probe_slot *s, const struct cfg *cfg,
+                        const struct cfg_provider *p, enum prov_op op, int key_idx)
 {
     const struct cfg_target *first = NULL;
     struct prov_call call;
@@ -114,19 +157,18 @@ static void start_probe(struct prober *pr, struct probe_slot *s, const struct cf
         if (cfg->targets[i].provider == p)
             first = &cfg->targets[i];
     if (!first)
-        return; /* a provider nothing routes to needs no probing */
+        return false; /* a provider nothing routes to needs no probing */
     call = (struct prov_call){
-        .op = p->health.probe == CFG_PROBE_COMPLETION ? PROV_OP_PROBE_COMPLETION
-                                                      : PROV_OP_PROBE_MODELS,
+        .op = op,
         .provider = p,
         .target = first,
-        .key = p->n_keys ? p->keys[0] : NULL,
+        .key = key_idx >= 0 && (size_t)key_idx < p->n_keys ? p->keys[key_idx] : NULL,
     };
     bsc_buf_reset(&s->http.url);
     bsc_buf_reset(&s->http.headers);
     bsc_buf_reset(&s->http.body);
     if (prov_ops_for(p->kind)->build(&call, &s->http, why, sizeof(why)) != BSC_OK)
-        return;
+        return false;
     for (size_t off = 0; off < s->http.headers.len && n < BSC_ARRAY_LEN(s->headers);) {
         s->headers[n++] = s->http.headers.p + off;
         off += strlen(s->http.headers.p + off) + 1;
@@ -141,8 +183,31 @@ static void start_probe(struct prober *pr, struct probe_slot *s, const struct cf
         .connect_timeout_ms = p->connect_timeout_ms,
         .timeout_ms = PROBE_TIMEOUT_MS,
     };
-    if (up_start(pr->w->up, &req, &probe_cb, s, &s->xfer) != BSC_OK)
+    if (up_start(pr->w->up, &req, &probe_cb, s, &s->xfer) != BSC_OK) {
         s->xfer = NULL;
+        return false;
+    }
+    return true;
+}
+
+/* Starts the re-verification of a refused key of <p> when one is due. */
+static void reverify_keys(struct prober *pr, const struct cfg *cfg, const struct cfg_provider *p,
+                          uint64_t now)
+{
+    struct probe_slot *s;
+    int idx;
+
+    if (p->disabled || p->n_keys == 0 || p->health.key_reverify_ms == 0)
+        return;
+    s = slot_for(pr, p->id, true);
+    if (!s || s->xfer)
+        return;
+    idx = hstate_key_verify_take(pr->w->gw->hs, p, now);
+    if (idx < 0)
+        return;
+    s->key_idx = idx;
+    if (!start_probe(pr, s, cfg, p, PROV_OP_PROBE_MODELS, idx))
+        verified(s, KEY_VERIFY_INCONCLUSIVE);
 }
 
 static void on_tick(uv_timer_t *h)
@@ -155,15 +220,19 @@ static void on_tick(uv_timer_t *h)
         const struct cfg_provider *p = &cfg->providers[i];
         struct probe_slot *s;
 
+        reverify_keys(pr, cfg, p, now);
         if (p->disabled || p->health.probe == CFG_PROBE_NONE || p->health.interval_ms == 0)
             continue;
-        s = slot_for(pr, p->id);
+        s = slot_for(pr, p->id, false);
         if (s && s->due_ms == 0)
             s->due_ms = now + p->health.interval_ms;
         if (!s || s->xfer || now < s->due_ms)
             continue;
         s->due_ms = now + p->health.interval_ms;
-        start_probe(pr, s, cfg, p);
+        start_probe(pr, s, cfg, p,
+                    p->health.probe == CFG_PROBE_COMPLETION ? PROV_OP_PROBE_COMPLETION
+                                                            : PROV_OP_PROBE_MODELS,
+                    p->n_keys ? 0 : -1);
     }
     cfg_unref(cfg);
 }

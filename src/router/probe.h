@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* probe.h -- active health checks (DESIGN §8): per provider, on its health.interval_ms, a
  * list-models request (probe: models) or a one-token completion against its first
- * target (probe: completion), built by the provider's adapter,, run on one worker's loop without blocking. Results feed the
- * shared routing state: health up/down per target, and a failed probe counts as an
- * infrastructure failure for the breaker. */
+ * target (probe: completion), built by the provider's adapter, run on one worker's loop
+ * without blocking. Results feed the shared routing state: health up/down per target, and
+ * a failed probe counts as an infrastructure failure for the breaker. The same loop
+ * re-verifies refused keys (health.key_reverify_ms): a list-models request with that key
+ * puts it back in rotation or keeps it out (health/keys.h). */
 #ifndef BSC_ROUTER_PROBE_H
 #define BSC_ROUTER_PROBE_H
 

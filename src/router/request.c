@@ -210,15 +210,7 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
 
 static enum brk_outcome breaker_outcome(const struct fail_info *f)
 {
-    switch (fail_policy(f->kind)->breaker) {
-    case FAIL_BRK_TARGET:
-        return BRK_FAILURE;
-    case FAIL_BRK_IF_INFRA:
-        return f->transport != FT_OK || f->status >= 500 || f->status == 200 ? BRK_FAILURE
-                                                                             : BRK_NEUTRAL;
-    default:
-        return BRK_NEUTRAL;
-    }
+    return fail_counts_against_target(f) ? BRK_FAILURE : BRK_NEUTRAL;
 }
 
 static int key_reason_of(enum fail_kind kind)
@@ -470,6 +462,7 @@ static void st_relay(struct request *r)
     r->fail.kind = FAIL_PARTIAL_OUTPUT;
     r->fail.transport = r->stream_failed ? FT_OK : FT_RESET;
     r->fail.status = 200;
+    r->fail.request_caused = r->stream_failed && r->stream_fail.request_caused;
     attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, "partial_output");
     a->status = 200;
     report_attempt(r, breaker_outcome(&r->fail), "partial_output", false);
@@ -586,7 +579,7 @@ static void st_done(struct request *r)
         .target = r->target ? r->target->id : NULL,
         .status = r->status,
         .stream = r->stream,
-        .bytes_in = r->body.len,
+        .bytes_in = r->bytes_in,
         .bytes_out = r->bytes_out,
         .duration_us = bsc_now_us() - r->start_us,
         .ttfb_us = r->ttfb_us,
@@ -794,6 +787,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->route = in->route;
     r->json = in->json;
     r->body = in->body;
+    r->bytes_in = srv_req_body(sreq).len;
     r->model_span = in->model_span;
     r->stream = in->stream;
     r->include_usage = in->include_usage;

@@ -346,8 +346,34 @@ void hstate_key_cooldown(struct hstate *hs, const struct cfg_provider *p, int id
         return;
     pthread_mutex_lock(&hs->lock);
     ps = prov_find(hs, p->id);
+    if (ps && keys_cooldown(&ps->keys, idx, until, (enum key_reason)reason) == BSC_OK &&
+        reason == KEY_AUTH && p->health.key_reverify_ms)
+        keys_verify_schedule(&ps->keys, idx, now_ms + p->health.key_reverify_ms);
+    pthread_mutex_unlock(&hs->lock);
+}
+
+int hstate_key_verify_take(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms)
+{
+    struct prov_state *ps;
+    int idx = -1;
+
+    pthread_mutex_lock(&hs->lock);
+    ps = prov_find(hs, p->id);
     if (ps)
-        keys_cooldown(&ps->keys, idx, until, (enum key_reason)reason);
+        idx = keys_verify_take(&ps->keys, now_ms);
+    pthread_mutex_unlock(&hs->lock);
+    return idx;
+}
+
+void hstate_key_verify_done(struct hstate *hs, const struct cfg_provider *p, int idx,
+                            enum key_verdict verdict, uint64_t now_ms)
+{
+    struct prov_state *ps;
+
+    pthread_mutex_lock(&hs->lock);
+    ps = prov_find(hs, p->id);
+    if (ps)
+        keys_verify_done(&ps->keys, idx, verdict, now_ms, p->health.key_reverify_ms);
     pthread_mutex_unlock(&hs->lock);
 }
 
@@ -375,6 +401,21 @@ uint64_t hstate_keys_ready_at(struct hstate *hs, const struct cfg_provider *p, u
     ps = prov_find(hs, p->id);
     if (ps && keys_available(&ps->keys, now_ms) == 0)
         at = keys_soonest_ms(&ps->keys);
+    pthread_mutex_unlock(&hs->lock);
+    return at;
+}
+
+uint64_t hstate_keys_hint_at(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms)
+{
+    struct prov_state *ps;
+    uint64_t at = now_ms;
+
+    if (p->n_keys == 0)
+        return now_ms;
+    pthread_mutex_lock(&hs->lock);
+    ps = prov_find(hs, p->id);
+    if (ps && keys_available(&ps->keys, now_ms) == 0)
+        at = keys_soonest_hint_ms(&ps->keys, now_ms);
     pthread_mutex_unlock(&hs->lock);
     return at;
 }

@@ -15,6 +15,7 @@
 
 #include "config/config.h"
 #include "health/breaker.h"
+#include "health/keys.h"
 
 struct hstate;
 
@@ -82,8 +83,17 @@ int hstate_key_next(struct hstate *hs, const struct cfg_provider *p, uint64_t no
  * with the provider's <retry_after_ms> hint (-1 none). */
 void hstate_key_cooldown(struct hstate *hs, const struct cfg_provider *p, int idx, int reason,
                          int64_t retry_after_ms, uint64_t now_ms);
+/* Re-verification of refused keys (health/keys.h): the index of a key of <p> due for its
+ * authenticated probe, marked running, or -1; then its verdict. Scheduled by
+ * hstate_key_cooldown() for a refusal when <p>'s health.key_reverify_ms is not 0. */
+int hstate_key_verify_take(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms);
+void hstate_key_verify_done(struct hstate *hs, const struct cfg_provider *p, int idx,
+                            enum key_verdict verdict, uint64_t now_ms);
 /* When <p> next has a usable key: <now_ms> (or earlier) when one is usable now. */
 uint64_t hstate_keys_ready_at(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms);
+/* Like hstate_keys_ready_at(), but counting a refused key's next re-verification as a
+ * possible return: for the Retry-After a client is told, not for the gateway's waits. */
+uint64_t hstate_keys_hint_at(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms);
 /* Keys of <p> usable now. */
 size_t hstate_keys_available(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms);
 

@@ -55,6 +55,12 @@ static const struct fail_policy policies[FAIL_KIND_COUNT] = {
                          CLIENT(503, "server_error", "upstream_overloaded"), RETRYABLE},
     [FAIL_SERVER_ERROR] = {REPLAY, DELAY, EQUIV, FALLBACK, .breaker = FAIL_BRK_TARGET,
                            CLIENT(502, "server_error", "upstream_error"), RETRYABLE},
+    /* The answer began, then the connection closed or the framing broke: the same
+     * remedies as a server error, named apart so the logs say what happened. */
+    [FAIL_UPSTREAM_RESET] = {REPLAY, DELAY, EQUIV, FALLBACK, .breaker = FAIL_BRK_TARGET,
+                             CLIENT(502, "server_error", "upstream_error"), RETRYABLE},
+    [FAIL_PROTOCOL_ERROR] = {REPLAY, DELAY, EQUIV, FALLBACK, .breaker = FAIL_BRK_TARGET,
+                             CLIENT(502, "server_error", "upstream_error"), RETRYABLE},
     [FAIL_INVALID_REQUEST] = {CLIENT_FAULT, FORWARD,
                               CLIENT(400, "invalid_request_error", "")},
     /* Our own credential: not the client's fault, never a 401 to the client. */
@@ -211,7 +217,7 @@ void fail_from_transport(enum fail_transport t, bool request_sent, struct fail_i
         kind = FAIL_TIMEOUT;
         break;
     case FT_PROTOCOL:
-        kind = FAIL_SERVER_ERROR;
+        kind = FAIL_PROTOCOL_ERROR;
         break;
     case FT_CANCELLED:
         kind = FAIL_CANCELLED;
@@ -229,6 +235,29 @@ void fail_from_transport(enum fail_transport t, bool request_sent, struct fail_i
     out->request_sent = request_sent;
     fail_copy_text(out->message, sizeof(out->message),
                    bsc_str_cstr(transport_message(t, request_sent)));
+}
+
+void fail_after_head(struct fail_info *f, int status)
+{
+    if (status <= 0)
+        return;
+    f->status = status;
+    if (f->kind == FAIL_CONNECT && f->transport == FT_RESET)
+        f->kind = FAIL_UPSTREAM_RESET;
+}
+
+bool fail_counts_against_target(const struct fail_info *f)
+{
+    if (f->request_caused)
+        return false;
+    switch (fail_policy(f->kind)->breaker) {
+    case FAIL_BRK_TARGET:
+        return true;
+    case FAIL_BRK_IF_INFRA:
+        return f->transport != FT_OK || f->status >= 500 || f->status == 200;
+    default:
+        return false;
+    }
 }
 
 size_t fail_copy_text(char *dst, size_t cap, struct bsc_str src)

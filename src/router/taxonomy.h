@@ -25,7 +25,9 @@
     X(RATE_LIMITED, rate_limited)                   /* 429, throttling codes */            \
     X(QUOTA_EXHAUSTED, quota_exhausted)             /* billing, spend limit, balance */    \
     X(OVERLOADED, overloaded)                       /* 503, 529, 498, capacity */          \
-    X(SERVER_ERROR, server_error)                   /* other 5xx, 409, bad upstream HTTP */ \
+    X(SERVER_ERROR, server_error)                   /* other 5xx, 409 */                   \
+    X(UPSTREAM_RESET, upstream_reset)               /* closed after it began answering */  \
+    X(PROTOCOL_ERROR, protocol_error)               /* malformed HTTP or chunked framing */ \
     X(INVALID_REQUEST, invalid_request)             /* the client's request is wrong */    \
     X(AUTH, auth)                                   /* our upstream key was refused */     \
     X(PERMISSION, permission)                       /* our key may not do this / region */ \
@@ -109,6 +111,9 @@ struct fail_info {
     enum fail_transport transport; /* FT_OK when the failure came with a response */
     bool request_sent;      /* the request was fully written upstream before it failed:
                                whether it may have acted is decided by the router */
+    bool request_caused;    /* the answer says more about the request than about the
+                               target (an answer in the other shape, an in-band refusal of
+                               the content): never held against the target's breaker */
     char code[FAIL_TEXT_CODE];
     char type[FAIL_TEXT_TYPE];
     char message[FAIL_TEXT_MESSAGE];
@@ -139,10 +144,23 @@ void fail_info_init(struct fail_info *info);
 enum fail_kind fail_kind_from_status(int status);
 
 /* Fills <out> for a transport outcome: connect/dns/tls/reset -> connect, timeout ->
- * timeout, protocol -> server_error, cancelled -> cancelled, ok -> FAIL_NONE. A reset or
+ * timeout, protocol -> protocol_error, cancelled -> cancelled, ok -> FAIL_NONE. A reset or
  * timeout with <request_sent> is what the router may later turn into side_effect_uncertain
  * for a side-effecting request; this function only records <request_sent>. */
 void fail_from_transport(enum fail_transport t, bool request_sent, struct fail_info *out);
+
+/* Refines a transport failure filled by fail_from_transport() once the upstream had sent
+ * its response head with <status> (> 0): the connection was up and answering, so a reset
+ * is upstream_reset, not connect; the status is recorded. A <status> of 0 changes nothing. */
+void fail_after_head(struct fail_info *f, int status);
+
+/* True when <f> counts as a failure of the target for its circuit breaker: the kind's row
+ * says so (FAIL_BRK_TARGET; FAIL_BRK_IF_INFRA when an upstream fault caused it), and the
+ * answer was not provoked by the request itself (request_caused). Everything a client can
+ * trigger at will with what it sends -- invalid_request, context_overflow, content_policy,
+ * a refusal of the gateway's credential, an answer in the other shape -- never counts, so
+ * one client cannot open a circuit for everybody. See breaker.md "What counts". */
+bool fail_counts_against_target(const struct fail_info *f);
 
 /* Copies <src> into <dst> (capacity <cap> >= 1, NUL included) as safe text: valid UTF-8
  * only (invalid bytes become '?'), control characters become ' ', cut at a character

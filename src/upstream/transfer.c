@@ -226,6 +226,10 @@ void up__transfer_done(struct up_transfer *t, CURLcode code)
 
     if (code == CURLE_WRITE_ERROR && !t->head_done && t->head.len >= UP_MAX_HEAD_BYTES / 2)
         res = UP_TOO_LARGE;
+    /* libcurl reports bad chunked framing as a receive error, like a reset; only its
+     * message tells them apart ("Malformed encoding found in chunked-encoding"). */
+    if (code == CURLE_RECV_ERROR && strstr(t->errbuf, "chunked-encoding"))
+        res = UP_PROTOCOL;
     if (res != UP_OK)
         snprintf(detail, sizeof(detail), "%s", t->errbuf[0] ? t->errbuf : curl_easy_strerror(code));
     else

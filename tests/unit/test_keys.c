@@ -180,6 +180,100 @@ static void test_rotation_with_real_cooldowns(void **state)
     assert_int_equal(keys_next(&pool, now + 300000), 1);
 }
 
+/* A refused key is re-verified after base_ms; a success puts it back at once. */
+static void test_verify_restores(void **state)
+{
+    struct keypool pool;
+    uint64_t now = 1000;
+
+    (void)state;
+    keys_init(&pool, 2);
+    keys_cooldown(&pool, 0, keys_cooldown_until(now, KEY_AUTH, 0), KEY_AUTH);
+    keys_verify_schedule(&pool, 0, now + 30000);
+    assert_int_equal(keys_verify_take(&pool, now + 29999), -1);
+    assert_int_equal(keys_verify_take(&pool, now + 30000), 0);
+    assert_int_equal(keys_verify_take(&pool, now + 30000), -1); /* one at a time */
+    keys_verify_schedule(&pool, 0, now + 30001); /* running: nothing new */
+    assert_true(keys_is_cooling(&pool, 0, now + 30100));
+    keys_verify_done(&pool, 0, KEY_VERIFY_OK, now + 30100, 30000);
+    assert_false(keys_is_cooling(&pool, 0, now + 30100));
+    assert_int_equal(keys_available(&pool, now + 30100), 2);
+    assert_int_equal(keys_verify_take(&pool, UINT64_MAX - 1), -1);
+}
+
+/* Refused again: stays out at least until the next look, with a doubling, bounded wait. */
+static void test_verify_refused_backs_off(void **state)
+{
+    struct keypool pool;
+    uint64_t now = 100;
+
+    (void)state;
+    keys_init(&pool, 1);
+    keys_cooldown(&pool, 0, keys_cooldown_until(0, KEY_AUTH, 0), KEY_AUTH);
+    keys_verify_schedule(&pool, 0, now);
+    for (unsigned round = 0; round < 20; round++) {
+        uint64_t wait = 100ull << (round + 1);
+
+        if (wait > KEYS_AUTH_COOLDOWN_MS)
+            wait = KEYS_AUTH_COOLDOWN_MS;
+        assert_int_equal(keys_verify_take(&pool, now), 0);
+        keys_verify_done(&pool, 0, KEY_VERIFY_REFUSED, now, 100);
+        assert_int_equal(keys_verify_take(&pool, now + wait - 1), -1);
+        assert_true(keys_is_cooling(&pool, 0, now + wait - 1));
+        now += wait;
+    }
+    assert_int_equal(keys_verify_take(&pool, now), 0);
+    keys_verify_done(&pool, 0, KEY_VERIFY_OK, now, 100);
+    assert_false(keys_is_cooling(&pool, 0, now));
+}
+
+/* Inconclusive (no answer about the key): tried again later, the cooldown is not extended. */
+static void test_verify_inconclusive(void **state)
+{
+    struct keypool pool;
+    uint64_t until = keys_cooldown_until(0, KEY_AUTH, 0);
+
+    (void)state;
+    keys_init(&pool, 1);
+    keys_cooldown(&pool, 0, until, KEY_AUTH);
+    keys_verify_schedule(&pool, 0, 100);
+    assert_int_equal(keys_verify_take(&pool, 100), 0);
+    keys_verify_done(&pool, 0, KEY_VERIFY_INCONCLUSIVE, 100, 100);
+    assert_false(keys_is_cooling(&pool, 0, until));
+    assert_int_equal(keys_verify_take(&pool, 150), -1);
+    assert_int_equal(keys_verify_take(&pool, 200), 0);
+}
+
+/* The client's hint counts the next look; the gateway's own wait does not. */
+static void test_verify_hint(void **state)
+{
+    struct keypool pool;
+
+    (void)state;
+    keys_init(&pool, 1);
+    keys_cooldown(&pool, 0, keys_cooldown_until(0, KEY_AUTH, 0), KEY_AUTH);
+    assert_int_equal(keys_soonest_hint_ms(&pool, 0), KEYS_AUTH_COOLDOWN_MS);
+    keys_verify_schedule(&pool, 0, 30000);
+    assert_int_equal(keys_soonest_hint_ms(&pool, 0), 30000);
+    assert_int_equal(keys_soonest_ms(&pool), KEYS_AUTH_COOLDOWN_MS);
+    assert_int_equal(keys_verify_take(&pool, 30000), 0);
+    assert_int_equal(keys_soonest_hint_ms(&pool, 30010), 30010); /* running: any moment */
+}
+
+/* Only a refused key is re-verified: a rate-limited one comes back on its own. */
+static void test_verify_only_auth(void **state)
+{
+    struct keypool pool;
+
+    (void)state;
+    keys_init(&pool, 1);
+    keys_cooldown(&pool, 0, 5000, KEY_RATE_LIMITED);
+    keys_verify_schedule(&pool, 0, 100);
+    assert_int_equal(keys_verify_take(&pool, 1000), -1);
+    keys_verify_schedule(&pool, 7, 100); /* out of range: ignored */
+    keys_verify_done(&pool, 7, KEY_VERIFY_OK, 100, 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +287,11 @@ int main(void)
         cmocka_unit_test(test_init_clips_to_max),
         cmocka_unit_test(test_cooldown_lengths),
         cmocka_unit_test(test_rotation_with_real_cooldowns),
+        cmocka_unit_test(test_verify_restores),
+        cmocka_unit_test(test_verify_refused_backs_off),
+        cmocka_unit_test(test_verify_inconclusive),
+        cmocka_unit_test(test_verify_only_auth),
+        cmocka_unit_test(test_verify_hint),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

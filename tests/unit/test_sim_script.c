@@ -648,6 +648,27 @@ static void content_fields_errors(void **state)
     expect_bad(big, BSC_EINVAL, "\"tool_arguments\" is longer than 16384 bytes");
 }
 
+/* "stream" answers in a shape of its own: a boolean, on answer actions only. */
+static void step_stream_field(void **state)
+{
+    struct sim_spec spec;
+    char why[256];
+
+    (void)state;
+    assert_int_equal(parse("{\"script\":[{\"action\":\"ok\",\"stream\":true},"
+                           "{\"action\":\"cut\",\"stream\":false},{\"action\":\"ok\"}]}",
+                           &spec, why, sizeof(why)),
+                     BSC_OK);
+    assert_true(spec.steps[0].has_stream && spec.steps[0].stream);
+    assert_true(spec.steps[1].has_stream && !spec.steps[1].stream);
+    assert_false(spec.steps[2].has_stream);
+    sim_spec_cleanup(&spec);
+    expect_bad("{\"script\":[{\"action\":\"ok\",\"stream\":1}]}", BSC_EINVAL,
+               "script[0]: \"stream\" must be a boolean");
+    expect_bad("{\"script\":[{\"action\":\"status\",\"status\":500,\"stream\":true}]}",
+               BSC_EINVAL, "\"stream\" does not apply to action \"status\"");
+}
+
 /* Piece <i> of <text> checked: whole characters, 1..4 of them, valid UTF-8. */
 static void check_piece(struct bsc_str piece)
 {
@@ -876,6 +897,7 @@ int main(void)
         cmocka_unit_test(url_decoding),
         cmocka_unit_test(content_fields_parse),
         cmocka_unit_test(content_fields_errors),
+        cmocka_unit_test(step_stream_field),
         cmocka_unit_test(content_pieces),
         cmocka_unit_test(args_value),
         cmocka_unit_test(content_precedence_models),

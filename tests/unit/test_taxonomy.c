@@ -33,13 +33,14 @@ static void test_names_complete_and_unique(void **state)
     (void)state;
     static const char *const expected[FAIL_KIND_COUNT] = {
         "none", "connect", "timeout", "rate_limited", "quota_exhausted", "overloaded",
-        "server_error", "invalid_request", "auth", "permission", "not_found",
+        "server_error", "upstream_reset", "protocol_error", "invalid_request", "auth",
+        "permission", "not_found",
         "context_overflow", "content_policy", "contract_failure", "partial_output",
         "side_effect_uncertain", "deadline_exhausted", "cancelled", "unknown",
     };
 
     assert_int_equal(FAIL_NONE, 0);
-    assert_int_equal(FAIL_KIND_COUNT, 19);
+    assert_int_equal(FAIL_KIND_COUNT, 21);
     for (int k = 0; k < FAIL_KIND_COUNT; k++) {
         const char *n = fail_kind_name((enum fail_kind)k);
 
@@ -84,6 +85,8 @@ static const struct {
     {FAIL_RATE_LIMITED, true, true, true, FAIL_BRK_KEY},
     {FAIL_OVERLOADED, true, true, true, FAIL_BRK_TARGET},
     {FAIL_SERVER_ERROR, true, true, true, FAIL_BRK_TARGET},
+    {FAIL_UPSTREAM_RESET, true, true, true, FAIL_BRK_TARGET},
+    {FAIL_PROTOCOL_ERROR, true, true, true, FAIL_BRK_TARGET},
     {FAIL_QUOTA_EXHAUSTED, false, true, true, FAIL_BRK_KEY},
     {FAIL_AUTH, false, true, true, FAIL_BRK_NONE},
     {FAIL_PERMISSION, false, true, true, FAIL_BRK_NONE},
@@ -267,7 +270,7 @@ static void test_from_transport(void **state)
         {FT_RESET, true, FAIL_CONNECT},
         {FT_TIMEOUT, false, FAIL_TIMEOUT},
         {FT_TIMEOUT, true, FAIL_TIMEOUT},
-        {FT_PROTOCOL, true, FAIL_SERVER_ERROR},
+        {FT_PROTOCOL, true, FAIL_PROTOCOL_ERROR},
         {FT_CANCELLED, true, FAIL_CANCELLED},
     };
 
@@ -374,6 +377,77 @@ static void test_copy_text(void **state)
     }
 }
 
+/* A reset once the head was in is upstream_reset with that status; before it, connect. */
+static void test_after_head(void **state)
+{
+    struct fail_info f;
+
+    (void)state;
+    fail_from_transport(FT_RESET, true, &f);
+    fail_after_head(&f, 0);
+    assert_int_equal(f.kind, FAIL_CONNECT);
+    assert_int_equal(f.status, 0);
+    fail_after_head(&f, 200);
+    assert_int_equal(f.kind, FAIL_UPSTREAM_RESET);
+    assert_int_equal(f.status, 200);
+    assert_int_equal(f.transport, FT_RESET); /* still a transport failure for the router */
+    fail_from_transport(FT_PROTOCOL, true, &f);
+    fail_after_head(&f, 200);
+    assert_int_equal(f.kind, FAIL_PROTOCOL_ERROR);
+    fail_from_transport(FT_TIMEOUT, true, &f);
+    fail_after_head(&f, 200);
+    assert_int_equal(f.kind, FAIL_TIMEOUT);
+}
+
+/* What counts against a breaker: no status a client's request can provoke (every 4xx but
+ * 408 and 409, which say something about the upstream), nothing marked request_caused. */
+static void test_counts_against_target(void **state)
+{
+    struct fail_info f;
+
+    (void)state;
+    for (int st = 400; st <= 499; st++) {
+        fail_info_init(&f);
+        f.kind = fail_kind_from_status(st);
+        f.status = st;
+        /* 408/409: the upstream timed out or conflicted; 498: Groq's capacity signal */
+        EXPECT_INT("4xx", fail_counts_against_target(&f), st == 408 || st == 409 || st == 498);
+    }
+    for (int st = 500; st <= 599; st++) {
+        fail_info_init(&f);
+        f.kind = fail_kind_from_status(st);
+        f.status = st;
+        assert_true(fail_counts_against_target(&f));
+        f.request_caused = true;
+        assert_false(fail_counts_against_target(&f));
+    }
+    static const enum fail_kind never[] = {
+        FAIL_INVALID_REQUEST, FAIL_CONTENT_POLICY, FAIL_CONTEXT_OVERFLOW, FAIL_AUTH,
+        FAIL_PERMISSION, FAIL_RATE_LIMITED, FAIL_QUOTA_EXHAUSTED, FAIL_NOT_FOUND,
+        FAIL_CONTRACT_FAILURE, FAIL_CANCELLED, FAIL_DEADLINE_EXHAUSTED,
+    };
+    for (size_t i = 0; i < BSC_ARRAY_LEN(never); i++) {
+        fail_info_init(&f);
+        f.kind = never[i];
+        f.status = 500;
+        f.transport = FT_RESET;
+        EXPECT_INT(fail_kind_name(never[i]), fail_counts_against_target(&f), false);
+    }
+    /* After the commit point: an infrastructure break counts, an in-band refusal of the
+     * request does not. */
+    fail_info_init(&f);
+    f.kind = FAIL_PARTIAL_OUTPUT;
+    f.status = 200;
+    assert_true(fail_counts_against_target(&f));
+    f.request_caused = true;
+    assert_false(fail_counts_against_target(&f));
+    fail_info_init(&f);
+    f.kind = FAIL_UNKNOWN;
+    assert_true(fail_counts_against_target(&f));
+    f.request_caused = true; /* an answer in the other shape */
+    assert_false(fail_counts_against_target(&f));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -387,6 +461,8 @@ int main(void)
         cmocka_unit_test(test_from_transport),
         cmocka_unit_test(test_info_init),
         cmocka_unit_test(test_copy_text),
+        cmocka_unit_test(test_after_head),
+        cmocka_unit_test(test_counts_against_target),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
