@@ -64,8 +64,9 @@ test('idle keep-alive connections do not starve a new client under a low fd limi
     assert.ok((seen['HTTP/1.1 200 OK'] ?? 0) >= IDLE - 10, `answers: ${JSON.stringify(seen)}`);
     const open = socks.filter((s) => !s.destroyed && s.readyState === 'open').length;
     assert.ok(open > IDLE / 4, `${open} idle connections still open`);
-    // The gateway stayed within its fds.
-    assert.ok(readdirSync(`/proc/${gw.proc.pid}/fd`).length < 1024);
+    // The gateway kept fds free for upstream sockets, files and the store.
+    const fds = readdirSync(`/proc/${gw.proc.pid}/fd`).length;
+    assert.ok(fds <= cap + 128, `${fds} fds open with a cap of ${cap}`);
 
     // A new client is served. The bound is generous: what matters is that it completes.
     const res = await fetch(`${gw.url}/health/live`, { signal: AbortSignal.timeout(10_000) });
