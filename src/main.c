@@ -63,8 +63,10 @@ static struct srv_limits srv_limits_of(const struct cfg *cfg, unsigned n_workers
         .max_header_bytes = cfg->limits.max_header_bytes,
         .header_timeout_ms = cfg->limits.header_timeout_ms,
         .idle_timeout_ms = cfg->limits.idle_timeout_ms,
-        .max_connections = (cfg->limits.max_connections + n_workers - 1) / n_workers,
+        .max_connections =
+            (srv_conn_cap(cfg->limits.max_connections, NULL) + n_workers - 1) / n_workers,
         .max_pending_output = cfg->limits.max_stream_buffer_bytes,
+        .body_timeout_ms = cfg->limits.body_timeout_ms,
     };
 }
 
@@ -342,6 +344,13 @@ static int serve(const char *path, const struct rlimit *core_limit)
              BASCULE_VERSION, strchr(cfg->listen_host, ':') ? "[" : "", cfg->listen_host,
              strchr(cfg->listen_host, ':') ? "]" : "", cfg->listen_port, mc.gw.n_workers,
              cfg->n_routes);
+    {
+        uint64_t nofile;
+        uint32_t cap = srv_conn_cap(cfg->limits.max_connections, &nofile);
+
+        LOG_INFO("connection cap %u (limits.max_connections %u, RLIMIT_NOFILE %llu)", cap,
+                 cfg->limits.max_connections, (unsigned long long)nofile);
+    }
     cfg_unref(cfg);
 
     mc.loop = uv_default_loop();

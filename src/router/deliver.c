@@ -169,10 +169,48 @@ enum bsc_err deliver_convert(struct request *r)
     return err;
 }
 
+/* Milliseconds since the commit point. */
+static uint64_t stream_age_ms(const struct request *r)
+{
+    return (bsc_now_us() - r->start_us - r->ttfb_us) / 1000;
+}
+
+bool deliver_stream_over(struct request *r, bool timer)
+{
+    const struct cfg_limits *l = &r->cfg->limits;
+
+    if (r->limit_cut || !r->committed)
+        return r->limit_cut != NULL;
+    if (r->bytes_out + r->out.len > l->max_stream_bytes) {
+        r->limit_cut = "stream_too_large";
+        snprintf(r->stream_fail.message, sizeof(r->stream_fail.message),
+                 "the stream passed limits.max_stream_bytes (%llu bytes)",
+                 (unsigned long long)l->max_stream_bytes);
+    } else if ((timer && r->limit_timer) || stream_age_ms(r) >= l->max_stream_ms) {
+        r->limit_cut = "stream_too_long";
+        snprintf(r->stream_fail.message, sizeof(r->stream_fail.message),
+                 "the stream passed limits.max_stream_ms (%u ms)", l->max_stream_ms);
+    } else {
+        return false;
+    }
+    r->stream_failed = true;
+    bsc_buf_reset(&r->out); /* what would pass the limit is not sent: the error event is */
+    return true;
+}
+
+void deliver_stream_arm(struct request *r, uint64_t gap_ms)
+{
+    uint64_t max = r->cfg->limits.max_stream_ms, age = stream_age_ms(r);
+    uint64_t left = age < max ? max - age : 0;
+
+    r->limit_timer = left <= gap_ms;
+    req__arm_timer(r, r->limit_timer ? left : gap_ms);
+}
+
 void deliver_stream_error(struct request *r, const char *message)
 {
     struct reply_error e = {.type = "server_error",
-                            .code = "upstream_interrupted",
+                            .code = r->limit_cut ? r->limit_cut : "upstream_interrupted",
                             .message = message,
                             .retry_after_ms = -1};
 

@@ -204,9 +204,13 @@ static bool on_stream_data(struct request *r, const char *p, size_t len)
         return false;
     if (!r->committed)
         deliver_commit(r);
+    if (deliver_stream_over(r, false)) { /* limits.max_stream_bytes or max_stream_ms */
+        abort_from_callback(r);
+        return false;
+    }
     /* Committed: the envelope's deadline (as tightened by the request) becomes the longest
      * gap allowed between events, so a healthy long stream is not cut. */
-    req__arm_timer(r, r->env.deadline_ms - r->env.start_ms);
+    deliver_stream_arm(r, r->env.deadline_ms - r->env.start_ms);
     return deliver_flush(r);
 }
 

@@ -104,6 +104,8 @@ struct request {
     bool saw_done;                   /* the upstream stream ended properly */
     bool timed_out;
     bool stream_failed;              /* an in-band error or a bad stream */
+    const char *limit_cut;           /* static: the stream passed max_stream_ms or _bytes */
+    bool limit_timer;                /* the relay timer is armed for max_stream_ms */
     enum up_result up_res;
     struct fail_info fail;           /* the last failure */
     struct fail_info stream_fail;    /* an in-band error seen in the stream */
@@ -205,6 +207,13 @@ void deliver_end(struct request *r, const char *termination);
  * closes with no terminal chunk, so no client takes the response for a complete one and
  * reuses the connection while it closes. */
 void deliver_break(struct request *r, const char *termination);
+/* A committed stream past limits.max_stream_bytes (with what r->out holds) or
+ * limits.max_stream_ms (<timer>: the timer armed by deliver_stream_arm fired): true, with
+ * r->limit_cut, r->stream_failed and the message set, and r->out dropped. */
+bool deliver_stream_over(struct request *r, bool timer);
+/* Arms the relay timer for <gap_ms> (the longest silence allowed), or sooner when the
+ * stream's max_stream_ms ends first. */
+void deliver_stream_arm(struct request *r, uint64_t gap_ms);
 /* Appends the error event that ends a committed stream, in the client's dialect. */
 void deliver_stream_error(struct request *r, const char *message);
 /* Releases a buffered stream: head, every byte held in r->out, end. */

@@ -440,6 +440,21 @@ static void st_attempt(struct request *r)
     req__goto(r, REQ_ST_PICK);
 }
 
+/* The stream passed limits.max_stream_ms or max_stream_bytes: the gateway's own bound, not
+ * the upstream's fault, so its circuit hears of a success. One error event, then close. */
+static void relay_cut(struct request *r, struct attempt *a)
+{
+    attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, r->limit_cut);
+    a->status = 200;
+    report_attempt(r, BRK_SUCCESS, NULL, false);
+    account_usage(r);
+    log_attempt(r, "stop", r->limit_cut);
+    guard_record_uncertain(r, "partial_output");
+    deliver_stream_error(r, r->stream_fail.message);
+    deliver_break(r, r->limit_cut);
+    req__goto(r, REQ_ST_DONE);
+}
+
 static void st_relay(struct request *r)
 {
     struct attempt *a = req__cur_attempt(r);
@@ -455,6 +470,10 @@ static void st_relay(struct request *r)
         log_attempt(r, "deliver", "ok");
         deliver_end(r, "ok");
         req__goto(r, REQ_ST_DONE);
+        return;
+    }
+    if (r->timed_out ? deliver_stream_over(r, true) : r->limit_cut != NULL) {
+        relay_cut(r, a);
         return;
     }
     /* Broke after the commit point: never replay; one error event, then close. */
@@ -542,7 +561,7 @@ static const char *outcome_label(const struct request *r)
         return "ok";
     if (strcmp(r->termination, "client_abort") == 0)
         return "client_abort";
-    if (strcmp(r->termination, "upstream_interrupted") == 0)
+    if (strcmp(r->termination, "upstream_interrupted") == 0 || r->limit_cut)
         return "partial";
     return r->status >= 400 && r->status < 500 && r->status != 429 ? "client_error" : "error";
 }

@@ -24,6 +24,11 @@ static void conn_goto(struct srv_conn *c, enum srv__conn_state st)
 {
     LOG_DEBUG("srv: conn %p %s -> %s", (void *)c, state_names[c->state], state_names[st]);
     c->state = st;
+    /* Only a served connection waiting for its next request may be closed to make room. */
+    if (st == SRV__CONN_ST_IDLE && c->counted)
+        srv__lru_add(c->srv, c);
+    else
+        srv__lru_remove(c->srv, c);
 }
 
 static uint64_t now_ms(const struct srv_conn *c)
@@ -111,6 +116,10 @@ static void on_close(uv_handle_t *h)
 static void close_common(struct srv_conn *c)
 {
     conn_goto(c, SRV__CONN_ST_CLOSED);
+    if (c->counted) {
+        c->counted = false;
+        c->srv->n_active--;
+    }
     if (c->work)
         srv__work_remove(c->srv, c);
     c->reading = false;
@@ -220,6 +229,35 @@ static void set_req_id(struct srv_conn *c)
     c->req.id[v.len] = '\0';
 }
 
+/* A body has two limits: no byte for header_timeout_ms (a stall), and not complete
+ * body_timeout_ms after the head (a client trickling a byte now and then). Zero is off. */
+static uint64_t body_ms_left(const struct srv_conn *c, uint64_t now, bool *expired)
+{
+    uint64_t left = UINT64_MAX, stall = now - c->last_rx_ms, total = now - c->body_start_ms;
+
+    *expired = false;
+    if (c->lim.header_timeout_ms) {
+        if (stall >= c->lim.header_timeout_ms)
+            *expired = true;
+        else
+            left = c->lim.header_timeout_ms - stall;
+    }
+    if (c->lim.body_timeout_ms) {
+        if (total >= c->lim.body_timeout_ms)
+            *expired = true;
+        else if (c->lim.body_timeout_ms - total < left)
+            left = c->lim.body_timeout_ms - total;
+    }
+    return left == UINT64_MAX ? 0 : left;
+}
+
+static void body_timer_arm(struct srv_conn *c)
+{
+    bool expired;
+
+    timer_arm(c, body_ms_left(c, now_ms(c), &expired));
+}
+
 static void begin_request(struct srv_conn *c)
 {
     conn_goto(c, SRV__CONN_ST_HEAD);
@@ -246,7 +284,8 @@ static void on_head(struct srv_conn *c, int rc)
     if (rc != 0)
         return; /* the body is already here, or the request failed */
     c->last_rx_ms = now_ms(c);
-    timer_arm(c, c->lim.header_timeout_ms); /* from now on: a stall timer, see on_timer */
+    c->body_start_ms = c->last_rx_ms;
+    body_timer_arm(c); /* from now on: a stall timer and a deadline, see on_timer */
     if (c->h1.expect_continue)
         send_continue(c);
 }
@@ -415,6 +454,9 @@ void srv__conn_start(struct srv_conn *c, bool reject)
         srv__conn_error(c, 503, "too_many_connections", "too many open connections");
         return;
     }
+    c->counted = true;
+    srv->n_active++;
+    srv__lru_add(srv, c); /* idle until its first byte: it may make room for another */
     /* A fresh connection has the head timeout to start sending (slow clients are cut). */
     timer_arm(c, c->lim.header_timeout_ms);
     update_reading(c);
@@ -654,6 +696,22 @@ static void rearm_stall(struct srv_conn *c, uint64_t since, uint64_t limit, bool
         timer_arm(c, limit - idle);
 }
 
+static void body_timeout(struct srv_conn *c)
+{
+    uint64_t now = now_ms(c);
+    bool expired;
+    uint64_t left = body_ms_left(c, now, &expired);
+
+    if (!expired) {
+        timer_arm(c, left);
+        return;
+    }
+    if (c->lim.body_timeout_ms && now - c->body_start_ms >= c->lim.body_timeout_ms)
+        srv__conn_error(c, 408, "request_timeout", "request body not received in time");
+    else
+        srv__conn_error(c, 408, "request_timeout", "request body stalled");
+}
+
 static void on_timer(uv_timer_t *t)
 {
     struct srv_conn *c = t->data;
@@ -667,9 +725,7 @@ static void on_timer(uv_timer_t *t)
         srv__conn_error(c, 408, "request_timeout", "request headers not received in time");
         break;
     case SRV__CONN_ST_BODY:
-        rearm_stall(c, c->last_rx_ms, c->lim.header_timeout_ms, &expired);
-        if (expired)
-            srv__conn_error(c, 408, "request_timeout", "request body stalled");
+        body_timeout(c);
         break;
     case SRV__CONN_ST_FLUSHING:
         if (c->writing && c->tcp.write_queue_size != c->last_wq) { /* a big write moves */

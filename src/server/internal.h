@@ -147,6 +147,7 @@ struct srv_conn {
     struct srv *srv;
     struct srv_conn *prev, *next;           /* srv->conns */
     struct srv_conn *work_prev, *work_next; /* srv->work, when <work> != 0 */
+    struct srv_conn *lru_prev, *lru_next;   /* srv->lru, when <in_lru> (IDLE, oldest first) */
     uv_tcp_t tcp;
     uv_timer_t timer;
     uv_write_t wreq;
@@ -155,7 +156,10 @@ struct srv_conn {
     unsigned work;               /* SRV__WORK_* bits; on srv->work when non-zero */
     unsigned open_handles;       /* tcp and timer until their close callbacks ran */
     bool reading, writing, eof, shut, rejecting;
+    bool in_lru;                 /* on srv->lru: idle, may be closed to make room */
+    bool counted;                /* counts in srv->n_active (served, not yet closing) */
     uint64_t last_rx_ms, last_tx_ms;
+    uint64_t body_start_ms;      /* the head completed: the body deadline runs from here */
     size_t last_wq;              /* tcp.write_queue_size when the send-stall timer last ran */
     size_t discarded;            /* bytes dropped while lingering */
     struct srv_limits lim;       /* the limits this request started with */
@@ -183,6 +187,9 @@ struct srv {
     struct srv_conn *work_head, *work_tail;
     size_t n_work;
     size_t n_conns, n_rejecting;
+    size_t n_active;             /* served connections not closing: what the cap counts */
+    struct srv_conn *lru_head, *lru_tail; /* idle connections, the longest idle first */
+    uint64_t evict_log_ms;       /* when closing idle connections for room was last logged */
     unsigned open_handles;       /* listener, idle, accept_timer (+ handoff) */
     bool listener_closed, stopping, draining, accept_paused;
     bool accept_warned;          /* the current shortage of fds or memory was logged */
@@ -213,6 +220,12 @@ void srv__handle_closed(uv_handle_t *h);
 void srv__work_add(struct srv *srv, struct srv_conn *c);
 void srv__work_remove(struct srv *srv, struct srv_conn *c);
 void srv__conn_gone(struct srv *srv, struct srv_conn *c);
+
+/* cap.c */
+void srv__lru_add(struct srv *srv, struct srv_conn *c);
+void srv__lru_remove(struct srv *srv, struct srv_conn *c);
+bool srv__at_cap(const struct srv *srv);
+bool srv__make_room(struct srv *srv); /* true: an idle connection was closed for a new one */
 
 /* balance.c */
 bool srv__group_handoff(struct srv *srv, int fd); /* true: another worker took <fd> */

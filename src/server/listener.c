@@ -145,15 +145,17 @@ static void on_accept_retry(uv_timer_t *t);
 /* Makes <fd>, an accepted socket, one of this server's connections (or its 503). */
 void srv__accept_fd(struct srv *srv, int fd)
 {
-    bool reject = srv->lim.max_connections &&
-                  srv->n_conns - srv->n_rejecting >= srv->lim.max_connections;
     struct srv_conn *c;
+    bool reject;
     int err;
 
     if (srv->stopping) {
         close(fd);
         return;
     }
+    /* At the cap an idle connection makes room (cap.c); only when none is idle is the new
+     * one refused. */
+    reject = srv__at_cap(srv) && !srv__make_room(srv);
     c = srv__conn_new(srv);
     if (!c) {
         LOG_WARN("srv: out of memory accepting a connection; closed it");

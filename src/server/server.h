@@ -29,6 +29,7 @@ struct srv_limits {
     uint32_t idle_timeout_ms;    /* keep-alive connection with no request this long: closed */
     uint32_t max_connections;    /* open connections of this server; past it: 503 and close */
     uint32_t max_pending_output; /* a response's unsent bytes; srv_req_pending() vs this */
+    uint32_t body_timeout_ms;    /* whole body not received this long after the head: 408 */
 };
 
 struct srv_header {
@@ -65,6 +66,14 @@ struct srv_group; /* shared by the servers of one gateway's workers; opaque */
 struct srv_group *srv_group_new(unsigned n);
 enum bsc_err srv_group_join(struct srv_group *g, unsigned idx, struct srv *srv);
 void srv_group_free(struct srv_group *g);
+
+/* The process's connection cap: <configured> (limits.max_connections), lowered when the
+ * soft RLIMIT_NOFILE cannot hold that many: every connection may need an upstream socket
+ * too, and the listeners, the loops, the store and the logs need their own. *<nofile>
+ * (may be NULL) gets the soft limit, 0 when unlimited or unknown. See cap.c. */
+uint32_t srv_conn_cap(uint32_t configured, uint64_t *nofile);
+/* The same rule for a given soft limit (0 = unlimited): pure, for tests. */
+uint32_t srv_conn_cap_for(uint32_t configured, uint64_t nofile);
 
 /* New limits for connections and requests that start from now on (config reload). */
 void srv_set_limits(struct srv *srv, const struct srv_limits *limits);

@@ -65,9 +65,14 @@ process.on('exit', () => {
   }
 });
 
-/** Spawns <bin> with <args>, collecting its output; the child is tracked until it exits. */
-function spawnTracked(bin, args, env) {
+/**
+ * Spawns <bin> with <args>, collecting its output; the child is tracked until it exits.
+ * <prefix> is a command that execs the binary in its own process (e.g. ['prlimit',
+ * '--nofile=1024:1024', '--']), so the PID is still the binary's.
+ */
+function spawnTracked(bin, args, env, prefix = []) {
   if (!existsSync(bin)) throw new Error(`${bin} does not exist (build it, or set the env var)`);
+  if (prefix.length) [bin, args] = [prefix[0], [...prefix.slice(1), bin, ...args]];
   const child = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const out = { stdout: '', stderr: '', all: '' };
   child.stdout.setEncoding('utf8');
@@ -314,15 +319,16 @@ async function healthy(url) {
  * Starts bascule with <config> (YAML text) written to a temp file. "{{PORT}}" in the YAML is
  * replaced by a free port; otherwise the port is read from its `listen:` line. Resolves
  * once GET /health/live answers 200 (within 10 s).
+ * <prefix> runs the gateway through a command that execs it (e.g. prlimit).
  */
-export async function startGateway({ config, env = {}, args = [] } = {}) {
+export async function startGateway({ config, env = {}, args = [], prefix = [] } = {}) {
   const port = config.includes('{{PORT}}') ? await freePort() : listenPort(config);
   if (!port) throw new Error('startGateway: put listen: "127.0.0.1:{{PORT}}" (or a port) in the config');
   const render = (yaml) => yaml.replaceAll('{{PORT}}', String(port));
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bascule-test-'));
   const file = path.join(dir, 'gateway.yaml');
   writeFileSync(file, render(config));
-  const { child, out } = spawnTracked(gatewayBinary(), ['--config', file, ...args], env);
+  const { child, out } = spawnTracked(gatewayBinary(), ['--config', file, ...args], env, prefix);
   const url = `http://127.0.0.1:${port}`;
   child.exited.then(() => rmSync(dir, { recursive: true, force: true }));
   try {

@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: MIT */
+/* test_server_cap.c -- the connection cap of src/server/cap.c (the rule that fits it to
+ * RLIMIT_NOFILE; idle connections closed, the longest idle first, to make room for a new
+ * one) and limits.body_timeout_ms, over real sockets on 127.0.0.1: the server runs on its
+ * own loop in a second thread, the test thread is a blocking-socket client. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <uv.h>
+
+#include "core/clock.h"
+#include "server/server.h"
+
+#define RECV_MS 3000
+
+struct fx {
+    uv_loop_t loop;
+    uv_async_t wake;
+    pthread_t thread;
+    struct srv *srv;
+    struct srv_limits lim;
+    uint16_t port;
+    atomic_int n_req;
+};
+
+static void handler(struct srv_req *req, void *ud)
+{
+    struct fx *fx = ud;
+
+    atomic_fetch_add(&fx->n_req, 1);
+    srv_resp_send(req, 200, "text/plain", NULL, 0, "ok", 2);
+}
+
+static void on_closed(struct srv *srv, void *ud)
+{
+    struct fx *fx = ud;
+
+    srv_free(srv);
+    fx->srv = NULL;
+    uv_close((uv_handle_t *)&fx->wake, NULL); /* the last handle: the loop ends */
+}
+
+static void on_wake(uv_async_t *a)
+{
+    struct fx *fx = a->data;
+
+    srv_close_all(fx->srv, on_closed, fx);
+}
+
+static void *loop_main(void *arg)
+{
+    struct fx *fx = arg;
+
+    uv_run(&fx->loop, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+static void fx_start(struct fx *fx)
+{
+    struct sockaddr_in sin;
+    socklen_t len = sizeof(sin);
+    char err[256];
+    int fd = -1;
+
+    assert_int_equal(uv_loop_init(&fx->loop), 0);
+    assert_int_equal(uv_async_init(&fx->loop, &fx->wake, on_wake), 0);
+    fx->wake.data = fx;
+    assert_int_equal(srv_listen_socket("127.0.0.1", 0, &fd, err, sizeof(err)), BSC_OK);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+    fx->port = ntohs(sin.sin_port);
+    assert_int_equal(srv_new(&fx->loop, fd, &fx->lim, handler, fx, &fx->srv), BSC_OK);
+    assert_int_equal(pthread_create(&fx->thread, NULL, loop_main, fx), 0);
+}
+
+static int setup(void **state)
+{
+    struct fx *fx = calloc(1, sizeof(*fx));
+
+    if (!fx)
+        return -1;
+    fx->lim = (struct srv_limits){
+        .max_body_bytes = 1 << 20,
+        .max_header_bytes = 16384,
+        .header_timeout_ms = 5000,
+        .idle_timeout_ms = 5000,
+        .max_connections = 2,
+        .max_pending_output = 64 * 1024,
+    };
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *fx = *state;
+
+    if (fx->srv) {
+        uv_async_send(&fx->wake);
+        pthread_join(fx->thread, NULL);
+        assert_int_equal(uv_loop_close(&fx->loop), 0);
+    }
+    free(fx);
+    return 0;
+}
+
+/* ---- the client ---------------------------------------------------------------------------- */
+
+static int cl_open(uint16_t port)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
+    struct timeval tv = {RECV_MS / 1000, (RECV_MS % 1000) * 1000};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    assert_true(fd >= 0);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    return fd;
+}
+
+static void cl_sends(int fd, const char *s)
+{
+    size_t n = strlen(s);
+
+    while (n) {
+        ssize_t k = send(fd, s, n, MSG_NOSIGNAL);
+
+        assert_true(k > 0);
+        s += k;
+        n -= (size_t)k;
+    }
+}
+
+/* Reads one response (head and Content-Length body) into <buf>; returns its status, or -1
+ * when the connection closed or timed out first. */
+static int cl_read(int fd, char *buf, size_t cap)
+{
+    size_t have = 0;
+
+    for (;;) {
+        char *end = memmem(buf, have, "\r\n\r\n", 4);
+        ssize_t k;
+
+        if (end) {
+            const char *cl = strcasestr(buf, "content-length:");
+            size_t body = cl ? strtoul(cl + 15, NULL, 10) : 0;
+
+            if ((size_t)(end + 4 - buf) + body <= have)
+                return (int)strtol(buf + 9, NULL, 10);
+        }
+        if (have + 1 >= cap)
+            return -1;
+        k = recv(fd, buf + have, cap - 1 - have, 0);
+        if (k <= 0)
+            return -1;
+        have += (size_t)k;
+        buf[have] = '\0';
+    }
+}
+
+static int roundtrip(int fd)
+{
+    char buf[4096];
+
+    cl_sends(fd, "GET /x HTTP/1.1\r\nHost: t\r\n\r\n");
+    return cl_read(fd, buf, sizeof(buf));
+}
+
+/* True when the server closed <fd> (EOF or reset) within RECV_MS. */
+static bool cl_closed(int fd)
+{
+    char c;
+    ssize_t k = recv(fd, &c, 1, 0);
+
+    return k == 0 || (k < 0 && errno == ECONNRESET);
+}
+
+/* ---- tests --------------------------------------------------------------------------------- */
+
+static void test_cap_for(void **state)
+{
+    struct rlimit rl;
+    uint64_t nofile = 1;
+
+    (void)state;
+    assert_int_equal(srv_conn_cap_for(20000, 0), 20000); /* no fd limit */
+    /* 1024 fds: 64 + 1024/16 kept back, then half of the rest (an upstream socket each). */
+    assert_int_equal(srv_conn_cap_for(20000, 1024), (1024 - 64 - 64) / 2);
+    assert_int_equal(srv_conn_cap_for(20000, 20000), (20000 - 64 - 1250) / 2);
+    assert_int_equal(srv_conn_cap_for(100, 1024), 100);       /* the configured cap fits */
+    assert_int_equal(srv_conn_cap_for(0, 1024), 448);         /* no configured cap */
+    assert_int_equal(srv_conn_cap_for(20000, 1u << 20), 20000);
+    assert_int_equal(srv_conn_cap_for(20000, 10), 1);         /* absurdly low: still one */
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    assert_int_equal(srv_conn_cap(20000, &nofile),
+                     srv_conn_cap_for(20000, rl.rlim_cur == RLIM_INFINITY ? 0 : rl.rlim_cur));
+    assert_true(rl.rlim_cur == RLIM_INFINITY ? nofile == 0 : nofile == rl.rlim_cur);
+}
+
+/* At the cap a new client is served: the connection idle the longest is closed for it. */
+static void test_idle_makes_room(void **state)
+{
+    struct fx *fx = *state;
+    int a, b, c, d;
+
+    fx_start(fx);
+    a = cl_open(fx->port);
+    assert_int_equal(roundtrip(a), 200); /* idle after its request */
+    b = cl_open(fx->port);
+    assert_int_equal(roundtrip(b), 200);
+    c = cl_open(fx->port);              /* the cap is 2: <a> goes, the longest idle */
+    assert_int_equal(roundtrip(c), 200);
+    assert_true(cl_closed(a));
+    d = cl_open(fx->port);              /* then <b> */
+    assert_int_equal(roundtrip(d), 200);
+    assert_true(cl_closed(b));
+    assert_int_equal(roundtrip(c), 200); /* the others still serve */
+    assert_int_equal(roundtrip(d), 200);
+    close(a);
+    close(b);
+    close(c);
+    close(d);
+}
+
+/* Starts a request whose body the server then awaits: once the 100 Continue is read, the
+ * server surely holds the connection as busy, not idle. */
+static void start_body(int fd)
+{
+    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    char got[sizeof(cont)] = {0};
+    size_t have = 0;
+
+    cl_sends(fd, "POST /x HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n");
+    while (have < sizeof(cont) - 1) {
+        ssize_t k = recv(fd, got + have, sizeof(cont) - 1 - have, 0);
+
+        assert_true(k > 0);
+        have += (size_t)k;
+    }
+    assert_string_equal(got, cont);
+}
+
+/* A connection with a request in progress is not idle: at the cap with no idle one, the
+ * new connection gets the 503, and the busy ones finish their requests. */
+static void test_busy_is_kept(void **state)
+{
+    struct fx *fx = *state;
+    char buf[4096];
+    int a, b, c;
+
+    fx_start(fx);
+    a = cl_open(fx->port);
+    b = cl_open(fx->port);
+    assert_int_equal(roundtrip(a), 200);
+    start_body(a);
+    start_body(b);
+    c = cl_open(fx->port);
+    cl_sends(c, "GET /x HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_int_equal(cl_read(c, buf, sizeof(buf)), 503);
+    assert_non_null(strstr(buf, "too_many_connections"));
+    cl_sends(a, "ok");
+    assert_int_equal(cl_read(a, buf, sizeof(buf)), 200);
+    cl_sends(b, "ok");
+    assert_int_equal(cl_read(b, buf, sizeof(buf)), 200);
+    close(a);
+    close(b);
+    close(c);
+}
+
+/* A body trickled a byte at a time never stalls for header_timeout_ms, but it must be
+ * complete body_timeout_ms after the head. */
+static void test_body_timeout(void **state)
+{
+    struct fx *fx = *state;
+    char buf[4096];
+    uint64_t t0;
+    int fd, status = -1;
+
+    fx->lim.body_timeout_ms = 300;
+    fx_start(fx);
+    fd = cl_open(fx->port);
+    cl_sends(fd, "POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n");
+    t0 = bsc_now_ms();
+    for (int i = 0; i < 100; i++) { /* 5 s at most */
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+
+        if (poll(&p, 1, 50) > 0) {
+            status = cl_read(fd, buf, sizeof(buf));
+            break;
+        }
+        cl_sends(fd, "x");
+    }
+    assert_int_equal(status, 408);
+    assert_non_null(strstr(buf, "request_timeout"));
+    assert_non_null(strstr(buf, "not received in time"));
+    assert_true(bsc_now_ms() - t0 >= 250);
+    assert_true(cl_closed(fd));
+    close(fd);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cap_for),
+        cmocka_unit_test_setup_teardown(test_idle_makes_room, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_busy_is_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_body_timeout, setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
