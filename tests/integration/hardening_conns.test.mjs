@@ -42,7 +42,7 @@ function openIdle(port, socks, ms) {
     s.on('error', () => done('error')); // a connection closed to make room may be reset
     s.once('close', () => done('closed'));
     s.once('data', (d) => done(String(d).split('\r\n')[0]));
-    s.once('connect', () => s.write('GET /health/live HTTP/1.1\r\nHost: t\r\n\r\n'));
+    s.once('connect', () => s.write('GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n'));
   });
 }
 

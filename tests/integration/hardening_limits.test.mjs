@@ -47,7 +47,7 @@ test('a body trickled a byte at a time gets 408 once body_timeout_ms has passed'
     s.on('error', () => {}); // the server may reset after its 408 while bytes still come
     s.on('data', (d) => { got += d; });
     const closed = new Promise((resolve) => s.once('close', resolve));
-    s.write('POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n' +
+    s.write('POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
       'Content-Length: 1000000\r\n\r\n{');
     // One byte every 100 ms: never a stall of header_timeout_ms (10 s), so only the total
     // body time can end it.
