@@ -245,7 +245,7 @@ static void start_body(int fd)
     char got[sizeof(cont)] = {0};
     size_t have = 0;
 
-    cl_sends(fd, "POST /x HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n");
+    cl_sends(fd, "POST /x HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n");
     while (have < sizeof(cont) - 1) {
         ssize_t k = recv(fd, got + have, sizeof(cont) - 1 - have, 0);
 
