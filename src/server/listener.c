@@ -117,6 +117,10 @@ void srv__handle_closed(uv_handle_t *h)
         cb(srv, srv->closed_ud); /* may srv_free(): <srv> is not touched after */
 }
 
+/* The listening fd is closed here, not in the close callback: from the moment a drain
+ * starts the kernel refuses new connects, instead of queueing them on a socket nobody will
+ * accept from until the next loop pass. uv_close() has stopped the poll synchronously
+ * (the fd left epoll), so closing it now is safe. */
 static void close_listener(struct srv *srv)
 {
     if (srv->listener_closed)
@@ -124,6 +128,10 @@ static void close_listener(struct srv *srv)
     srv->listener_closed = true;
     srv__group_leave(srv);
     uv_close((uv_handle_t *)&srv->listener, srv__handle_closed);
+    if (srv->listen_fd >= 0) {
+        close(srv->listen_fd);
+        srv->listen_fd = -1;
+    }
 }
 
 /* Once stopping and without connections, the remaining handles go; their last close
