@@ -1418,10 +1418,76 @@ static void test_listen_socket(void **state)
         assert_non_null(strstr(err, "::1"));
 }
 
+static uint16_t port_of(int fd)
+{
+    struct sockaddr_in sin;
+    socklen_t len = sizeof(sin);
+
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+    return ntohs(sin.sin_port);
+}
+
+/* A process's first socket refuses an address another socket listens on -- a second
+ * gateway must not join the first one's SO_REUSEPORT group -- while its workers join. */
+static void test_listen_first(void **state)
+{
+    char err[256] = "";
+    uint16_t port;
+    int a = -1, b = -1, c = -1;
+
+    (void)state;
+    assert_int_equal(srv_listen_first("127.0.0.1", 0, &a, err, sizeof(err)), BSC_OK);
+    port = port_of(a);
+    assert_int_equal(srv_listen_socket("127.0.0.1", port, &b, err, sizeof(err)), BSC_OK);
+    /* What a second process would do: its first socket is refused, naming the address. */
+    assert_int_equal(srv_listen_first("127.0.0.1", port, &c, err, sizeof(err)), BSC_EEXIST);
+    assert_int_equal(c, -1);
+    assert_non_null(strstr(err, "127.0.0.1:"));
+    assert_non_null(strstr(err, "in use by another process"));
+    /* Also when the other listens on the wildcard address. */
+    close(b);
+    close(a);
+    a = socket(AF_INET, SOCK_STREAM, 0);
+    {
+        struct sockaddr_in any = {.sin_family = AF_INET, .sin_port = htons(port)};
+
+        assert_int_equal(bind(a, (struct sockaddr *)&any, sizeof(any)), 0);
+    }
+    assert_int_equal(listen(a, 1), 0);
+    assert_int_equal(srv_listen_first("127.0.0.1", port, &c, err, sizeof(err)), BSC_EEXIST);
+    close(a);
+    /* Free again: the first socket binds. */
+    assert_int_equal(srv_listen_first("127.0.0.1", port, &a, err, sizeof(err)), BSC_OK);
+    close(a);
+}
+
+/* The TIME_WAIT connections a stopped gateway leaves on its port are no listener. */
+static void test_listen_first_after_time_wait(void **state)
+{
+    char err[256] = "";
+    uint16_t port;
+    int l = -1, cl, sv;
+
+    (void)state;
+    assert_int_equal(srv_listen_first("127.0.0.1", 0, &l, err, sizeof(err)), BSC_OK);
+    port = port_of(l);
+    cl = cl_connect_fd(port, 0);
+    assert_true(cl >= 0);
+    sv = accept(l, NULL, NULL); /* connect() returned: the connection is in the queue */
+    assert_true(sv >= 0);
+    close(sv); /* the server side closes first: its end of the connection is in TIME_WAIT */
+    close(l);
+    close(cl);
+    assert_int_equal(srv_listen_first("127.0.0.1", port, &l, err, sizeof(err)), BSC_OK);
+    close(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_listen_socket),
+        cmocka_unit_test(test_listen_first),
+        cmocka_unit_test(test_listen_first_after_time_wait),
         cmocka_unit_test_setup_teardown(test_get_and_post, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http10, setup, teardown),
