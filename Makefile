@@ -100,7 +100,7 @@ test-integration: tests/node_modules/.package-lock.json
 .PHONY: test-stress
 test-stress: tests/node_modules/.package-lock.json
 	$(SAN_MAKE) all unit-bins
-	@scripts/test-stress
+	+@scripts/test-stress
 
 tests/node_modules/.package-lock.json: tests/package.json tests/package-lock.json
 	cd tests && npm ci --no-audit --no-fund
