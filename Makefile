@@ -96,6 +96,12 @@ test-integration: tests/node_modules/.package-lock.json
 	cd tests && BASCULE_BIN=$(CURDIR)/build/san/bascule BASCULE_SIM_BIN=$(CURDIR)/build/san/bascule-sim \
 	  node --test --test-concurrency=2 integration/ e2e/
 
+# The same suites beside CPU-burning loops: timing assumptions in tests fail here.
+.PHONY: test-stress
+test-stress: tests/node_modules/.package-lock.json
+	$(SAN_MAKE) all unit-bins
+	+@scripts/test-stress
+
 tests/node_modules/.package-lock.json: tests/package.json tests/package-lock.json
 	cd tests && npm ci --no-audit --no-fund
 	@touch $@

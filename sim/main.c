@@ -203,7 +203,7 @@ static bool start(struct sim_main *m, const struct opts *o)
     char errbuf[256];
     int fd = -1;
 
-    if (srv_listen_socket(o->host, o->port, &fd, errbuf, sizeof(errbuf))) {
+    if (srv_listen_first(o->host, o->port, &fd, errbuf, sizeof(errbuf))) { /* one socket */
         fprintf(stderr, "bascule-sim: cannot listen on %s:%u: %s\n", o->host, o->port, errbuf);
         return false;
     }

@@ -188,7 +188,12 @@ static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const
     w->idx = idx;
     w->gw = gw;
     uv_loop_init(&w->loop);
-    if (srv_listen_socket(cfg->listen_host, cfg->listen_port, &fd, errbuf, sizeof(errbuf))) {
+    /* Only the first worker checks that no other process listens there; the others join
+     * its SO_REUSEPORT group. */
+    if (idx == 0 ? srv_listen_first(cfg->listen_host, cfg->listen_port, &fd, errbuf,
+                                    sizeof(errbuf))
+                 : srv_listen_socket(cfg->listen_host, cfg->listen_port, &fd, errbuf,
+                                     sizeof(errbuf))) {
         LOG_ERR("cannot listen on %s:%u: %s", cfg->listen_host, cfg->listen_port, errbuf);
         return -1;
     }

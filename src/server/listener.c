@@ -54,12 +54,40 @@ static bool parse_addr(const char *host, uint16_t port, struct sockaddr_storage 
     return false;
 }
 
-enum bsc_err srv_listen_socket(const char *host, uint16_t port, int *fd, char *errbuf,
-                               size_t errlen)
+/* "host:port", or "[v6]:port" for an IPv6 literal given without its brackets. */
+static const char *addr_text(const char *host, uint16_t port, char *buf, size_t len)
+{
+    bool bare_v6 = strchr(host, ':') && host[0] != '[';
+
+    snprintf(buf, len, bare_v6 ? "[%s]:%u" : "%s:%u", host, port);
+    return buf;
+}
+
+/* 0 when no socket listens on <ss>, else the errno of binding there. The probe binds
+ * without SO_REUSEPORT, so any listener on the address -- another gateway's reuseport group
+ * included -- refuses it with EADDRINUSE; it sets SO_REUSEADDR, so the TIME_WAIT
+ * connections of a previous run on the port do not count as a listener. */
+static int probe_bind(const struct sockaddr_storage *ss, socklen_t len)
+{
+    int one = 1, err = 0;
+    int s = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (s < 0)
+        return errno;
+    if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        bind(s, (const struct sockaddr *)ss, len) != 0)
+        err = errno;
+    close(s);
+    return err;
+}
+
+static enum bsc_err listen_socket(const char *host, uint16_t port, bool first, int *fd,
+                                  char *errbuf, size_t errlen)
 {
     struct sockaddr_storage ss;
     socklen_t len;
     const char *what;
+    char addr[INET6_ADDRSTRLEN + 16];
     int one = 1, s, saved;
 
     if (!host || !parse_addr(host, port, &ss, &len)) {
@@ -67,9 +95,15 @@ enum bsc_err srv_listen_socket(const char *host, uint16_t port, int *fd, char *e
                  host ? host : "(null)");
         return BSC_EIO;
     }
+    addr_text(host, port, addr, sizeof(addr));
+    /* Port 0 needs no probe: the kernel never picks a port some reuseport group holds. */
+    if (first && port != 0 && probe_bind(&ss, len) == EADDRINUSE) {
+        snprintf(errbuf, errlen, "listen %s: address already in use by another process", addr);
+        return BSC_EEXIST;
+    }
     s = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (s < 0) {
-        snprintf(errbuf, errlen, "listen %s:%u: socket: %s", host, port, strerror(errno));
+        snprintf(errbuf, errlen, "listen %s: socket: %s", addr, strerror(errno));
         return BSC_EIO;
     }
     what = "SO_REUSEADDR";
@@ -89,8 +123,20 @@ enum bsc_err srv_listen_socket(const char *host, uint16_t port, int *fd, char *e
 fail:
     saved = errno;
     close(s);
-    snprintf(errbuf, errlen, "listen %s:%u: %s: %s", host, port, what, strerror(saved));
+    snprintf(errbuf, errlen, "listen %s: %s: %s", addr, what, strerror(saved));
     return BSC_EIO;
+}
+
+enum bsc_err srv_listen_first(const char *host, uint16_t port, int *fd, char *errbuf,
+                              size_t errlen)
+{
+    return listen_socket(host, port, true, fd, errbuf, errlen);
+}
+
+enum bsc_err srv_listen_socket(const char *host, uint16_t port, int *fd, char *errbuf,
+                               size_t errlen)
+{
+    return listen_socket(host, port, false, fd, errbuf, errlen);
 }
 
 /* ---- closing the server's own handles --------------------------------------------------- */
@@ -117,6 +163,10 @@ void srv__handle_closed(uv_handle_t *h)
         cb(srv, srv->closed_ud); /* may srv_free(): <srv> is not touched after */
 }
 
+/* The listening fd is closed here, not in the close callback: from the moment a drain
+ * starts the kernel refuses new connects, instead of queueing them on a socket nobody will
+ * accept from until the next loop pass. uv_close() has stopped the poll synchronously
+ * (the fd left epoll), so closing it now is safe. */
 static void close_listener(struct srv *srv)
 {
     if (srv->listener_closed)
@@ -124,6 +174,10 @@ static void close_listener(struct srv *srv)
     srv->listener_closed = true;
     srv__group_leave(srv);
     uv_close((uv_handle_t *)&srv->listener, srv__handle_closed);
+    if (srv->listen_fd >= 0) {
+        close(srv->listen_fd);
+        srv->listen_fd = -1;
+    }
 }
 
 /* Once stopping and without connections, the remaining handles go; their last close

@@ -48,6 +48,12 @@ typedef void srv_closed_cb(struct srv *srv, void *ud);
  * kernel spreads connections. Returns BSC_OK and *<fd>, or BSC_EIO (message in <errbuf>). */
 enum bsc_err srv_listen_socket(const char *host, uint16_t port, int *fd, char *errbuf,
                                size_t errlen);
+/* The same, for a process's first socket on the address: BSC_EEXIST (message naming the
+ * address in <errbuf>) when another socket already listens there, so that a second process
+ * fails to start instead of joining the first one's SO_REUSEPORT group and splitting its
+ * traffic. The process's other workers then use srv_listen_socket(). */
+enum bsc_err srv_listen_first(const char *host, uint16_t port, int *fd, char *errbuf,
+                              size_t errlen);
 
 /* Starts serving on <loop> from <listen_fd>, a listening socket from srv_listen_socket()
  * (ownership taken: closed by the server).

@@ -237,13 +237,13 @@ test('a client that aborts mid-stream cancels the upstream transfer', async () =
     for await (const chunk of stream) { if (++n === 3) { ac.abort(); break; } }
   } catch { /* some SDK versions raise on abort */ }
   assert.equal(n, 3);
-  // The sim sees its client (the gateway) go away well before the 4 s stream would end.
-  let stats;
-  for (let i = 0; i < 40; i++) {
-    stats = await sim.stats();
-    if (stats.models['upstream-m1']?.cancelled === 1) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  // The sim sees its client (the gateway) go away before the 4 s stream would end: wait
+  // for the call to end either way, then check how.
+  const stats = await waitFor(async () => {
+    const s = await sim.stats();
+    const m = s.models['upstream-m1'];
+    return m && m.cancelled + m.completed >= 1 ? s : null;
+  }, { timeoutMs: 15_000, what: 'the upstream call to end' });
   await sim.setModel('upstream-m1', { tokens: 12, token_delay_ms: 0 });
   assert.equal(stats.models['upstream-m1'].calls, 1);
   assert.equal(stats.models['upstream-m1'].cancelled, 1);
@@ -279,12 +279,9 @@ test('the access log has one JSON line per request, without prompts or keys', as
   await client.chat.completions.create({
     model: 'chat', messages: [{ role: 'user', content: 'SECRET-PROMPT-TEXT' }] },
     { headers: { 'x-request-id': 'log-check-1' } });
-  let line;
-  for (let i = 0; i < 40 && !line; i++) {
-    line = gw.accessLog().find((l) => l.type === 'access' && l.request_id === 'log-check-1');
-    if (!line) await new Promise((r) => setTimeout(r, 25));
-  }
-  assert.ok(line, 'access line present');
+  const line = await waitFor(
+    () => gw.accessLog().find((l) => l.type === 'access' && l.request_id === 'log-check-1'),
+    { what: 'the access line' });
   assert.equal(line.route, 'chat');
   assert.equal(line.target, 'm1@sim');
   assert.equal(line.status, 200);

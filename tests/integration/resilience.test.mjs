@@ -325,11 +325,14 @@ test('a client that cancels during backoff causes no further upstream call', asy
   await sim.setModel('cancelp', { script: [{ action: 'status', status: 503, headers: { 'retry-after': '2' } }] });
   const ac = new AbortController();
   const res = fetch(`${gw.base}/chat/completions`, {
-    method: 'POST', signal: ac.signal, headers: { 'content-type': 'application/json' },
+    method: 'POST', signal: ac.signal,
+    headers: { 'content-type': 'application/json', 'x-request-id': 'cancel-in-backoff' },
     body: JSON.stringify({ model: 'cancel', messages: [{ role: 'user', content: 'x' }] }),
   }).catch((e) => e);
-  await waitFor(async () => (await calls('cancelp')) === 1, { what: 'first attempt made' });
-  await new Promise((r) => setTimeout(r, 300)); // now in the 2 s backoff
+  // The first attempt's line is written when its 503 came back: the 2 s backoff has begun.
+  await waitFor(() => gw.accessLog().some((l) => l.type === 'attempt' && l.request_id === 'cancel-in-backoff'),
+    { what: 'the first attempt line' });
+  assert.equal(await calls('cancelp'), 1);
   ac.abort();
   await res;
   await new Promise((r) => setTimeout(r, 2500));

@@ -36,6 +36,9 @@
 #define BIG_TOTAL  (4u << 20)
 #define BIG_CHUNK  (16u * 1024)
 #define RECV_MS    3000
+#define MAX_CLIENTS 16
+
+struct client;
 
 /* ---- the server side, on the loop thread ------------------------------------------------ */
 
@@ -55,6 +58,7 @@ struct fx {
     bool started;
     /* written on the loop thread, read by the test thread */
     atomic_int n_req, n_abort, n_drain, n_closed;
+    atomic_int n_wait_drain; /* times the /big handler waited for its drain callback */
     atomic_size_t max_pending;
     atomic_size_t conn_count;
     /* loop thread only */
@@ -63,6 +67,9 @@ struct fx {
     struct srv_req *big;
     size_t big_sent;
     char big_chunk[BIG_CHUNK];
+    /* test thread only: clients not yet closed, closed by teardown when an assertion
+     * jumped out of the test before its own cl_close() */
+    struct client *clients[MAX_CLIENTS];
 };
 
 static void on_abort(struct srv_req *req, void *ud)
@@ -125,6 +132,7 @@ static void big_pump(struct srv_req *req, void *ud)
         srv_resp_end(req);
         return;
     }
+    atomic_fetch_add(&fx->n_wait_drain, 1);
     srv_req_on_drain(req, big_drained, fx);
 }
 
@@ -328,11 +336,15 @@ static int setup(void **state)
 }
 
 static void wait_until(atomic_int *v, int want, int ms);
+static void cl_close(struct client *cl);
 
 static int teardown(void **state)
 {
     struct fx *fx = *state;
 
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        if (fx->clients[i])
+            cl_close(fx->clients[i]);
     if (fx->started) {
         run_on_loop(fx, call_stop);
         wait_until(&fx->n_closed, 1, 3000);
@@ -369,16 +381,27 @@ static void sleep_ms(unsigned ms)
     nanosleep(&ts, NULL);
 }
 
+/* Waits for <v> to reach <want>, polling; <ms> only bounds a wait for an event that
+ * never comes, it is not a guess at how long the event takes. */
+static void wait_until_least(atomic_int *v, int want, int ms)
+{
+    uint64_t t0 = bsc_now_ms();
+
+    while (atomic_load(v) < want && bsc_now_ms() - t0 < (uint64_t)ms)
+        sleep_ms(5);
+    assert_true(atomic_load(v) >= want);
+}
+
 static void wait_until(atomic_int *v, int want, int ms)
 {
-    for (int i = 0; i < ms / 5 && atomic_load(v) < want; i++)
-        sleep_ms(5);
+    wait_until_least(v, want, ms);
     assert_int_equal(atomic_load(v), want);
 }
 
 /* ---- the client side, on the test thread ------------------------------------------------- */
 
 struct client {
+    struct fx *fx;
     int fd;
     char buf[1 << 16];
     size_t len;
@@ -416,18 +439,35 @@ static int cl_connect_fd(uint16_t port, int rcvbuf)
     return fd;
 }
 
-static struct client *cl_open(struct fx *fx)
+/* A connected client with <rcvbuf> (0: the default), known to <fx> until cl_close(). */
+static struct client *cl_open_rcvbuf(struct fx *fx, int rcvbuf)
 {
     struct client *cl = calloc(1, sizeof(*cl));
+    int slot = 0;
 
     assert_non_null(cl);
-    cl->fd = cl_connect_fd(fx->port, 0);
+    while (slot < MAX_CLIENTS && fx->clients[slot])
+        slot++;
+    if (slot == MAX_CLIENTS)
+        free(cl);
+    assert_true(slot < MAX_CLIENTS);
+    cl->fx = fx;
+    fx->clients[slot] = cl;
+    cl->fd = cl_connect_fd(fx->port, rcvbuf);
     assert_true(cl->fd >= 0);
     return cl;
 }
 
+static struct client *cl_open(struct fx *fx)
+{
+    return cl_open_rcvbuf(fx, 0);
+}
+
 static void cl_close(struct client *cl)
 {
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        if (cl->fx->clients[i] == cl)
+            cl->fx->clients[i] = NULL;
     if (cl->fd >= 0)
         close(cl->fd);
     free(cl);
@@ -991,6 +1031,13 @@ static void test_header_limits(void **state)
     assert_int_equal(atomic_load(&fx->n_req), 1);
 }
 
+/* Every t0 is read before the bytes that start the server's timer are sent, so the timer
+ * cannot have started before t0, however late either thread runs: the lower bounds hold
+ * on a loaded machine (less 20 ms for libuv's coarse loop clock). The sleeps only make
+ * the gap a timer must see; the timeouts leave 600 ms for a stalled loop to catch up. */
+#define SLOW_TIMEOUT_MS 1000
+#define SLOW_SLACK_MS   20
+
 static void test_slow_head_408(void **state)
 {
     struct fx *fx = *state;
@@ -998,37 +1045,38 @@ static void test_slow_head_408(void **state)
     struct resp r;
     uint64_t t0;
 
-    fx->lim.header_timeout_ms = 200;
+    fx->lim.header_timeout_ms = SLOW_TIMEOUT_MS;
     fx_start(fx);
-    cl = cl_open(fx);
     t0 = bsc_now_ms();
+    cl = cl_open(fx);
     cl_sends(cl, "GET /echo HTTP/1.1\r\nHost: x\r\n");
     sleep_ms(100);
     cl_sends(cl, "X-More: 1\r\n"); /* progress does not extend the head deadline */
     assert_int_equal(cl_read(cl, &r, false), 0);
-    assert_true(ms_since(t0) >= 180);
+    assert_true(ms_since(t0) >= SLOW_TIMEOUT_MS - SLOW_SLACK_MS);
     check_error_json(&r, 408, "invalid_request_error", "request_timeout");
     resp_free(&r);
     assert_int_equal(cl_wait_close(cl), 0);
     cl_close(cl);
 
-    /* A body that stalls. */
+    /* A body that stalls; progress starts the stall timer over: the 408 comes a whole
+     * timeout after the last bytes, not 400 ms earlier as it would from the first ones. */
     cl = cl_open(fx);
-    t0 = bsc_now_ms();
     cl_sends(cl, "POST /echo HTTP/1.1\r\nContent-Length: 10\r\n\r\n012");
-    sleep_ms(120);
-    cl_sends(cl, "34"); /* progress: the stall timer starts over */
+    sleep_ms(400);
+    t0 = bsc_now_ms();
+    cl_sends(cl, "34");
     assert_int_equal(cl_read(cl, &r, false), 0);
-    assert_true(ms_since(t0) >= 300);
+    assert_true(ms_since(t0) >= SLOW_TIMEOUT_MS - SLOW_SLACK_MS);
     check_error_json(&r, 408, "invalid_request_error", "request_timeout");
     resp_free(&r);
     cl_close(cl);
 
     /* A connection that never sends is closed silently. */
-    cl = cl_open(fx);
     t0 = bsc_now_ms();
+    cl = cl_open(fx);
     assert_int_equal(cl_wait_close(cl), 0);
-    assert_true(ms_since(t0) >= 180);
+    assert_true(ms_since(t0) >= SLOW_TIMEOUT_MS - SLOW_SLACK_MS);
     cl_close(cl);
     assert_int_equal(atomic_load(&fx->n_req), 0);
 }
@@ -1043,13 +1091,13 @@ static void test_idle_close(void **state)
     fx->lim.idle_timeout_ms = 200;
     fx_start(fx);
     cl = cl_open(fx);
+    t0 = bsc_now_ms(); /* before the request: the idle timer starts after its response */
     cl_sends(cl, "GET /echo HTTP/1.1\r\n\r\n");
     assert_int_equal(cl_read(cl, &r, false), 0);
     resp_free(&r);
-    t0 = bsc_now_ms();
     assert_int_equal(cl_wait_close(cl), 0);
-    assert_true(ms_since(t0) >= 180);
-    assert_true(ms_since(t0) < 2000);
+    assert_true(ms_since(t0) >= 200 - SLOW_SLACK_MS);
+    assert_true(ms_since(t0) < 4000); /* closed by the idle timer, not the 5 s default */
     cl_close(cl);
 }
 
@@ -1193,12 +1241,10 @@ static void test_drain_callback(void **state)
 
     fx->lim.max_pending_output = 64 * 1024;
     fx_start(fx);
-    cl = calloc(1, sizeof(*cl));
-    assert_non_null(cl);
-    cl->fd = cl_connect_fd(fx->port, 32 * 1024);
-    assert_true(cl->fd >= 0);
+    cl = cl_open_rcvbuf(fx, 32 * 1024);
     cl_sends(cl, "GET /big HTTP/1.1\r\n\r\n");
-    sleep_ms(200); /* let the socket buffers fill: the handler must wait for drain */
+    /* Nothing is read until the socket buffers are full and the handler waits for drain. */
+    wait_until_least(&fx->n_wait_drain, 1, 5000);
     assert_int_equal(cl_read(cl, &r, false), 0);
     assert_int_equal(r.status, 200);
     assert_int_equal(r.body_len, BIG_TOTAL);
@@ -1339,6 +1385,7 @@ static void test_srv_drain(void **state)
     struct fx *fx = *state;
     struct client *busy, *idle;
     struct resp r;
+    int fd;
 
     fx_start(fx);
     busy = cl_open(fx);
@@ -1349,8 +1396,12 @@ static void test_srv_drain(void **state)
     cl_sends(busy, "GET /hold HTTP/1.1\r\n\r\n");
     wait_until(&fx->n_req, 2, 2000);
     run_on_loop(fx, call_drain);
+    /* No longer accepting from the moment srv_drain() returned: the kernel refuses. */
+    fd = cl_connect_fd(fx->port, 0);
+    if (fd >= 0)
+        close(fd);
+    assert_int_equal(fd, -1);
     assert_int_equal(cl_wait_close(idle), 0); /* idle: closed at once */
-    assert_int_equal(cl_connect_fd(fx->port, 0), -1); /* no longer accepting */
     assert_int_equal(atomic_load(&fx->n_closed), 0);
     run_on_loop(fx, call_answer_held);
     assert_int_equal(cl_read(busy, &r, false), 0);
@@ -1420,10 +1471,76 @@ static void test_listen_socket(void **state)
         assert_non_null(strstr(err, "::1"));
 }
 
+static uint16_t port_of(int fd)
+{
+    struct sockaddr_in sin;
+    socklen_t len = sizeof(sin);
+
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+    return ntohs(sin.sin_port);
+}
+
+/* A process's first socket refuses an address another socket listens on -- a second
+ * gateway must not join the first one's SO_REUSEPORT group -- while its workers join. */
+static void test_listen_first(void **state)
+{
+    char err[256] = "";
+    uint16_t port;
+    int a = -1, b = -1, c = -1;
+
+    (void)state;
+    assert_int_equal(srv_listen_first("127.0.0.1", 0, &a, err, sizeof(err)), BSC_OK);
+    port = port_of(a);
+    assert_int_equal(srv_listen_socket("127.0.0.1", port, &b, err, sizeof(err)), BSC_OK);
+    /* What a second process would do: its first socket is refused, naming the address. */
+    assert_int_equal(srv_listen_first("127.0.0.1", port, &c, err, sizeof(err)), BSC_EEXIST);
+    assert_int_equal(c, -1);
+    assert_non_null(strstr(err, "127.0.0.1:"));
+    assert_non_null(strstr(err, "in use by another process"));
+    /* Also when the other listens on the wildcard address. */
+    close(b);
+    close(a);
+    a = socket(AF_INET, SOCK_STREAM, 0);
+    {
+        struct sockaddr_in any = {.sin_family = AF_INET, .sin_port = htons(port)};
+
+        assert_int_equal(bind(a, (struct sockaddr *)&any, sizeof(any)), 0);
+    }
+    assert_int_equal(listen(a, 1), 0);
+    assert_int_equal(srv_listen_first("127.0.0.1", port, &c, err, sizeof(err)), BSC_EEXIST);
+    close(a);
+    /* Free again: the first socket binds. */
+    assert_int_equal(srv_listen_first("127.0.0.1", port, &a, err, sizeof(err)), BSC_OK);
+    close(a);
+}
+
+/* The TIME_WAIT connections a stopped gateway leaves on its port are no listener. */
+static void test_listen_first_after_time_wait(void **state)
+{
+    char err[256] = "";
+    uint16_t port;
+    int l = -1, cl, sv;
+
+    (void)state;
+    assert_int_equal(srv_listen_first("127.0.0.1", 0, &l, err, sizeof(err)), BSC_OK);
+    port = port_of(l);
+    cl = cl_connect_fd(port, 0);
+    assert_true(cl >= 0);
+    sv = accept(l, NULL, NULL); /* connect() returned: the connection is in the queue */
+    assert_true(sv >= 0);
+    close(sv); /* the server side closes first: its end of the connection is in TIME_WAIT */
+    close(l);
+    close(cl);
+    assert_int_equal(srv_listen_first("127.0.0.1", port, &l, err, sizeof(err)), BSC_OK);
+    close(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_listen_socket),
+        cmocka_unit_test(test_listen_first),
+        cmocka_unit_test(test_listen_first_after_time_wait),
         cmocka_unit_test_setup_teardown(test_get_and_post, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http10, setup, teardown),
