@@ -320,6 +320,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
         return 1;
     apply_log_settings(cfg);
     dumps_apply(cfg, core_limit);
+    srv_raise_nofile(cfg->limits.max_connections);
     cfg_current_swap(cfg_ref(cfg));
     mc.gw.config_path = path;
     mc.gw.started_ms = bsc_wall_ms();

@@ -31,6 +31,29 @@ uint32_t srv_conn_cap_for(uint32_t configured, uint64_t nofile)
     return room > UINT32_MAX ? UINT32_MAX : (uint32_t)room;
 }
 
+uint64_t srv_nofile_wanted(uint32_t configured)
+{
+    /* Inverts srv_conn_cap_for: n - (CAP_RESERVE_MIN + n / CAP_RESERVE_SHARE) >= 2 * cap. */
+    uint64_t core = 2 * (uint64_t)configured + CAP_RESERVE_MIN;
+
+    return core + core / (CAP_RESERVE_SHARE - 1) + 1;
+}
+
+uint64_t srv_raise_nofile(uint32_t configured)
+{
+    struct rlimit rl;
+    uint64_t want = srv_nofile_wanted(configured);
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 0;
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+        return rl.rlim_cur == RLIM_INFINITY ? 0 : rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0 && getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 0;
+    return rl.rlim_cur;
+}
+
 uint32_t srv_conn_cap(uint32_t configured, uint64_t *nofile)
 {
     struct rlimit rl;

@@ -78,6 +78,13 @@ void srv_group_free(struct srv_group *g);
  * too, and the listeners, the loops, the store and the logs need their own. *<nofile>
  * (may be NULL) gets the soft limit, 0 when unlimited or unknown. See cap.c. */
 uint32_t srv_conn_cap(uint32_t configured, uint64_t *nofile);
+/* The soft RLIMIT_NOFILE that lets srv_conn_cap honour <configured> in full. Pure. */
+uint64_t srv_nofile_wanted(uint32_t configured);
+/* Raises the soft RLIMIT_NOFILE toward srv_nofile_wanted(<configured>), never above the
+ * hard limit and never lowering it (what Redis does for maxclients): a default soft limit
+ * of 1024 would otherwise cap a gateway at a few hundred connections. Returns the soft
+ * limit in force afterwards (0 = unlimited or unknown). Call once at start. */
+uint64_t srv_raise_nofile(uint32_t configured);
 /* The same rule for a given soft limit (0 = unlimited): pure, for tests. */
 uint32_t srv_conn_cap_for(uint32_t configured, uint64_t nofile);
 

@@ -212,6 +212,35 @@ static void test_cap_for(void **state)
     assert_true(rl.rlim_cur == RLIM_INFINITY ? nofile == 0 : nofile == rl.rlim_cur);
 }
 
+/* The soft fd limit raised at start is enough for the configured cap, and never more than
+ * the hard limit allows. */
+static void test_raise_nofile(void **state)
+{
+    static const uint32_t caps[] = {1, 100, 448, 1000, 20000, 1000000};
+    struct rlimit saved, low, now;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+        uint64_t want = srv_nofile_wanted(caps[i]);
+
+        assert_int_equal(srv_conn_cap_for(caps[i], want), caps[i]);
+        if (caps[i] >= 100) /* and not much more than that */
+            assert_true(srv_conn_cap_for(caps[i], want - want / 32) < caps[i]);
+    }
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    if (saved.rlim_max != RLIM_INFINITY && saved.rlim_max < 300)
+        skip();
+    low = (struct rlimit){.rlim_cur = 256, .rlim_max = saved.rlim_max};
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    assert_int_equal(srv_raise_nofile(200), srv_nofile_wanted(200) < saved.rlim_max
+                                                 ? srv_nofile_wanted(200)
+                                                 : saved.rlim_max);
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &now), 0);
+    assert_int_equal(srv_conn_cap_for(200, now.rlim_cur), 200);
+    assert_int_equal(srv_raise_nofile(10), now.rlim_cur); /* never lowered */
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+}
+
 /* At the cap a new client is served: the connection idle the longest is closed for it. */
 static void test_idle_makes_room(void **state)
 {
@@ -317,6 +346,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cap_for),
+        cmocka_unit_test(test_raise_nofile),
         cmocka_unit_test_setup_teardown(test_idle_makes_room, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busy_is_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_body_timeout, setup, teardown),
