@@ -39,7 +39,7 @@ enum bsc_err api__embeddings_read(struct bsc_str body, struct api_embeddings *ou
     *out = (struct api_embeddings){0};
     /* The raw pass first: the bytes are forwarded, so the "model" json-c reads (the last of
      * a repeated name) must be the only one there is. */
-    v = bsc_json_check_request(body, API_EMB_MAX_DEPTH, &model_key, 1, &out->model, &jerr);
+    v = bsc_json_check_request(body, API_EMB_MAX_DEPTH, &model_key, 1, 0, &out->model, &jerr);
     if (v != BSC_JSONV_OK) {
         api__json_refusal(body, v, &jerr, why);
         return BSC_EINVAL;

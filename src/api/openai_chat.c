@@ -149,19 +149,18 @@ static int nested(struct bsc_str obj, const char *key, const char *where, struct
     return r;
 }
 
-/* Every message is an object; the members the router reads inside one (its "content", a
- * content part's "type") appear once. One skip over the messages, and one over each
- * message's members. */
+/* The members the router reads inside the messages (a message's "content", a content
+ * part's "type") appear once. It reads them only to find images, and only when the bytes
+ * "image_url" occur (router/request.c, request_caps), so this pass is paid only then. That
+ * each message is an object was checked in the validating pass. */
 static bool read_messages(struct bsc_str msgs, struct api_refusal *why)
 {
     struct bsc_str msg, content, part, type;
     size_t i = 0, j;
 
+    if (!memmem(msgs.p, msgs.len, "image_url", 9))
+        return true;
     while (bsc_json_array_next(msgs, &i, &msg)) {
-        if (bsc_json_kind_of(msg) != BSC_JSON_OBJECT) {
-            refuse(why, "invalid_messages", "each element of 'messages' must be an object");
-            return false;
-        }
         if (nested(msg, "content", "a message", &content, why) < 0)
             return false;
         if (bsc_json_kind_of(content) != BSC_JSON_ARRAY)
@@ -199,7 +198,10 @@ enum bsc_err api__chat_read(struct bsc_str body, struct api_chat *out, struct ap
     enum bsc_json_verdict v;
 
     *out = (struct api_chat){0};
-    v = bsc_json_check_request(body, API_JSON_MAX_DEPTH, keys, F_COUNT, f, &jerr);
+    v = bsc_json_check_request(body, API_JSON_MAX_DEPTH, keys, F_COUNT, 1u << F_MESSAGES, f,
+                               &jerr);
+    if (v == BSC_JSONV_ELEMENT)
+        return refuse(why, "invalid_messages", "each element of 'messages' must be an object");
     if (v != BSC_JSONV_OK) {
         api__json_refusal(body, v, &jerr, why);
         return BSC_EINVAL;

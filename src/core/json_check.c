@@ -255,9 +255,19 @@ struct want {
     bool repeated; /* a wanted key appeared twice */
     struct seen *seen; /* BSC_JSON_MAX_MEMBERS entries when every name is tracked, else NULL */
     unsigned n_seen;
+    uint64_t filter[4]; /* a bit per 8-bit slice of the seen names' hashes */
+    uint32_t objects;              /* bit k: the elements of an array keys[k] must be objects */
+    struct bsc_str cur_name;       /* the raw name of keys[cur] as written */
     enum bsc_json_verdict verdict; /* why the scan stopped early */
     struct bsc_str name;           /* the name it stopped at */
 };
+
+/* At depth 2 under wanted key w->cur: true when that member is an array (bit 1 of the
+ * container stack clear) whose elements the caller wants to be objects. */
+static inline bool element_must_be_object(const struct want *w, uint64_t stack0)
+{
+    return (w->objects >> w->cur & 1) && !(stack0 & 2);
+}
 
 /* Stops the scan at the top-level name <key> with <verdict>; the offset is its quote. */
 static bool stop_at_name(struct want *w, struct scan *s, struct bsc_str key,
@@ -270,10 +280,15 @@ static bool stop_at_name(struct want *w, struct scan *s, struct bsc_str key,
 }
 
 /* The duplicate rule: false (scan stopped) when <key> repeats a name or is past a bound.
- * Hashes first, so a body of many names costs one integer compare per pair. */
+ * A 256-bit filter of the hashes seen answers "new" for most names without a look at the
+ * others; otherwise a pass over them compares hashes first. Names chosen to collide cost
+ * at most 256 * 255 / 2 integer compares per body. */
 static bool track_name(struct want *w, struct scan *s, struct bsc_str key,
                        struct bsc_json_name_info *info)
 {
+    uint32_t slot;
+    bool maybe;
+
     if (key.len > BSC_JSON_MAX_NAME)
         return stop_at_name(w, s, key, BSC_JSONV_REFUSED,
                             "a top-level member name longer than 256 bytes");
@@ -282,7 +297,10 @@ static bool track_name(struct want *w, struct scan *s, struct bsc_str key,
     if (!bsc_json_name_scan(key, info))
         return stop_at_name(w, s, key, BSC_JSONV_REFUSED,
                             "a top-level member name with a lone surrogate or NUL escape");
-    for (unsigned j = 0; j < w->n_seen; j++) {
+    slot = (info->hash ^ (info->hash >> 16)) & 255;
+    maybe = (w->filter[slot / 64] >> (slot % 64)) & 1;
+    w->filter[slot / 64] |= 1ull << (slot % 64);
+    for (unsigned j = 0; maybe && j < w->n_seen; j++) {
         const struct seen *o = &w->seen[j];
         struct bsc_str other = bsc_str_make(o->p, o->len);
 
@@ -314,6 +332,7 @@ static bool want_key(struct want *w, struct scan *s, struct bsc_str key)
         if (!info.escaped ? bsc_str_eq(key, w->keys[k])
                           : bsc_json_name_eq(key, w->keys[k]) == 1)
             w->cur = (int)k;
+    w->cur_name = key;
     return true;
 }
 
@@ -350,6 +369,12 @@ static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
             if (depth == 1)
                 w->start = s.i;
             c = s.p[s.i];
+            if (depth == 2 && w->cur >= 0 && c != '{' && element_must_be_object(w, stack[0])) {
+                w->verdict = BSC_JSONV_ELEMENT;
+                w->name = w->cur_name;
+                ok = fail(&s, "an array element that must be an object");
+                break;
+            }
             if (c == '{' || c == '[') {
                 if (depth == max_depth) {
                     ok = fail(&s, "nested too deep");
@@ -444,10 +469,12 @@ int bsc_json_check_members(struct bsc_str doc, unsigned max_depth, const struct 
 
 enum bsc_json_verdict bsc_json_check_request(struct bsc_str doc, unsigned max_depth,
                                              const struct bsc_str *keys, size_t n_keys,
-                                             struct bsc_str *vals, struct bsc_json_error *err)
+                                             uint32_t objects, struct bsc_str *vals,
+                                             struct bsc_json_error *err)
 {
     struct seen seen[BSC_JSON_MAX_MEMBERS]; /* 6 KiB of stack, written only as names come */
     struct want w = {.keys = keys, .n = n_keys, .vals = vals, .cur = -1, .seen = seen,
+                     .objects = n_keys < 32 ? objects & ((1u << n_keys) - 1) : objects,
                      .verdict = BSC_JSONV_SYNTAX};
 
     for (size_t k = 0; k < n_keys; k++)

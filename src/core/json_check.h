@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/str.h"
 
@@ -34,6 +35,7 @@ enum bsc_json_verdict {
     BSC_JSONV_DUPLICATE, /* two top-level names decode to the same bytes */
     BSC_JSONV_REFUSED,   /* a top-level name past the bounds above, or one parsers decode
                             differently (a lone surrogate or NUL escape) */
+    BSC_JSONV_ELEMENT,   /* an element of an array the caller wants objects in is not one */
     BSC_JSONV_COUNT
 };
 
@@ -52,11 +54,14 @@ int bsc_json_check_members(struct bsc_str doc, unsigned max_depth, const struct 
 /* The check for a client's request body, whose bytes the gateway forwards after reading
  * some members: bsc_json_check_members where ANY top-level name may appear only once, names
  * compared decoded, so that the member the gateway validates is the one every upstream
- * parser reads, last-wins or first-wins. Returns BSC_JSONV_OK with <vals> filled, or the
- * verdict with *<err> set (err->name: the second occurrence of a duplicate, or the refused
- * name). Stops at the first problem; never allocates. */
+ * parser reads, last-wins or first-wins. Bit k of <objects> asks, in the same pass, that
+ * when keys[k]'s value is an array each of its elements be an object ("messages").
+ * Returns BSC_JSONV_OK with <vals> filled, or the verdict with *<err> set (err->name: the
+ * second occurrence of a duplicate, the refused name, or the member holding the element).
+ * Stops at the first problem; never allocates. */
 enum bsc_json_verdict bsc_json_check_request(struct bsc_str doc, unsigned max_depth,
                                              const struct bsc_str *keys, size_t n_keys,
-                                             struct bsc_str *vals, struct bsc_json_error *err);
+                                             uint32_t objects, struct bsc_str *vals,
+                                             struct bsc_json_error *err);
 
 #endif

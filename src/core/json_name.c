@@ -117,18 +117,21 @@ static int dec_next(struct dec *d)
 bool bsc_json_name_scan(struct bsc_str raw, struct bsc_json_name_info *info)
 {
     uint32_t h = 2166136261u;
-    size_t len = 0;
+    size_t len = 0, i;
     struct dec d;
     int c;
 
-    info->escaped = raw.p && memchr(raw.p, '\\', raw.len) != NULL;
-    if (!info->escaped) { /* the common case: the bytes are the name */
-        for (size_t i = 0; i < raw.len; i++)
-            h = (h ^ (unsigned char)raw.p[i]) * 16777619u;
+    /* The common case, no escape: the bytes are the name, hashed in the same loop that
+     * looks for a backslash. */
+    for (i = 0; i < raw.len && raw.p[i] != '\\'; i++)
+        h = (h ^ (unsigned char)raw.p[i]) * 16777619u;
+    info->escaped = i < raw.len;
+    if (!info->escaped) {
         info->hash = h;
         info->len = raw.len;
         return true;
     }
+    h = 2166136261u;
     dec_init(&d, raw);
     while ((c = dec_next(&d)) >= 0) {
         h = (h ^ (uint32_t)c) * 16777619u;

@@ -73,8 +73,12 @@ test('escaped duplicates of max_tokens, stream and tools are refused, and any ot
 test('nested names the gateway reads are compared decoded too', async () => {
   await refused(`{"model":"demo",${MSGS},"stream":true,"stream_options":{"include_usage":false,` +
     '"\\u0069nclude_usage":true}}', 'duplicate_key', /include_usage/);
-  await refused('{"model":"demo","messages":[{"role":"user","content":"a","\\u0063ontent":"b"}]}',
+  // Inside messages the router reads "content" and a part's "type" when looking for images.
+  const image = '{"type":"image_url","image_url":{"url":"data:,x"}}';
+  await refused(`{"model":"demo","messages":[{"role":"user","content":[${image}],"\\u0063ontent":"b"}]}`,
     'duplicate_key', /content/);
+  await refused('{"model":"demo","messages":[{"role":"user","content":[{"type":"text","text":"a",' +
+    '"\\u0074ype":"image_url","image_url":{"url":"data:,x"}}]}]}', 'duplicate_key', /type/);
   await refused(`{"model":"demo",${MSGS},"response_format":{"type":"text","typ\\u0065":"json_schema"}}`,
     'duplicate_key', /type/);
 });

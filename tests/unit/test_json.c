@@ -987,7 +987,7 @@ static enum bsc_json_verdict check_req(const char *doc, struct bsc_str *vals,
                                           BSC_STR("max_tokens"), BSC_STR("stream")};
 
     *err = (struct bsc_json_error){(size_t)-1, NULL, BSC_STR_NULL};
-    return bsc_json_check_request(bsc_str_cstr(doc), 64, keys, BSC_ARRAY_LEN(keys), vals, err);
+    return bsc_json_check_request(bsc_str_cstr(doc), 64, keys, BSC_ARRAY_LEN(keys), 0, vals, err);
 }
 
 static void expect_duplicate(const char *doc, const char *raw_name, size_t offset,
@@ -1110,19 +1110,19 @@ static void test_check_request_bounds(void **state)
     (void)state;
     /* BSC_JSON_MAX_MEMBERS - 1, at, and past the bound */
     doc = many_members(buf, sizeof(buf), BSC_JSON_MAX_MEMBERS - 1);
-    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, v, &err), BSC_JSONV_OK);
+    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, 0, v, &err), BSC_JSONV_OK);
     doc = many_members(buf, sizeof(buf), BSC_JSON_MAX_MEMBERS);
-    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, v, &err), BSC_JSONV_OK);
+    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, 0, v, &err), BSC_JSONV_OK);
     assert_true(bsc_str_eq(v[0], BSC_STR("0")));
     doc = many_members(buf, sizeof(buf), BSC_JSON_MAX_MEMBERS + 1);
-    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, v, &err), BSC_JSONV_REFUSED);
+    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, 0, v, &err), BSC_JSONV_REFUSED);
     assert_string_equal(err.what, "more than 256 top-level members");
     assert_true(bsc_str_eq(err.name, BSC_STR("k256")));
     /* a duplicate of the first name as the 256th is found */
     doc = many_members(buf, sizeof(buf), BSC_JSON_MAX_MEMBERS - 1);
     memcpy(buf + doc.len - 1, ",\"k\\u0030\":1}", 14);
     doc.len += 12;
-    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, v, &err), BSC_JSONV_DUPLICATE);
+    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, 0, v, &err), BSC_JSONV_DUPLICATE);
     assert_true(bsc_str_eq(err.name, BSC_STR("k\\u0030")));
     /* a name of BSC_JSON_MAX_NAME bytes as written, and one more */
     memset(name, 'n', sizeof(name));
@@ -1130,11 +1130,11 @@ static void test_check_request_bounds(void **state)
     name[1] = '"';
     memcpy(name + 2 + BSC_JSON_MAX_NAME, "\":1}", 4);
     doc = bsc_str_make(name, 2 + BSC_JSON_MAX_NAME + 4);
-    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, v, &err), BSC_JSONV_OK);
+    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, 0, v, &err), BSC_JSONV_OK);
     memset(name + 2, 'n', BSC_JSON_MAX_NAME + 1);
     memcpy(name + 3 + BSC_JSON_MAX_NAME, "\":1}", 4);
     doc = bsc_str_make(name, 3 + BSC_JSON_MAX_NAME + 4);
-    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, v, &err), BSC_JSONV_REFUSED);
+    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, 0, v, &err), BSC_JSONV_REFUSED);
     assert_string_equal(err.what, "a top-level member name longer than 256 bytes");
     assert_int_equal(err.offset, 1);
     /* bsc_json_check_members (upstream answers) keeps no bound and reads escaped names */
@@ -1160,6 +1160,34 @@ static void test_members_decoded_duplicates(void **state)
                                              "\"include_usage\":false}"), iu, &v), -1);
     assert_int_equal(bsc_json_member(BSC_STR("{\"\\udc00\":1}"), iu, &v), -1);
     assert_int_equal(bsc_json_member(BSC_STR("{\"a\":1}"), iu, &v), 0);
+}
+
+/* Bit k of <objects>: keys[k]'s array holds objects only, checked in the same pass. */
+static void test_check_request_elements(void **state)
+{
+    static const struct bsc_str keys[] = {BSC_STR("x"), BSC_STR("m")};
+    struct bsc_json_error err;
+    struct bsc_str v[2];
+
+#define ELEMENTS(doc) bsc_json_check_request(BSC_STR(doc), 64, keys, 2, 1u << 1, v, &err)
+    (void)state;
+    assert_int_equal(ELEMENTS("{\"m\":[{},{\"a\":[1]}],\"x\":[1,\"s\"]}"), BSC_JSONV_OK);
+    assert_true(bsc_str_eq(v[1], BSC_STR("[{},{\"a\":[1]}]")));
+    assert_int_equal(ELEMENTS("{\"m\":[],\"x\":[2]}"), BSC_JSONV_OK);
+    assert_int_equal(ELEMENTS("{\"m\":{\"a\":1},\"y\":[3]}"), BSC_JSONV_OK); /* not an array */
+    assert_int_equal(ELEMENTS("{\"m\":\"s\"}"), BSC_JSONV_OK);
+    assert_int_equal(ELEMENTS("{\"m\":[{}, 1]}"), BSC_JSONV_ELEMENT);
+    assert_int_equal(err.offset, 10);
+    assert_true(bsc_str_eq(err.name, BSC_STR("m")));
+    assert_int_equal(ELEMENTS("{\"\\u006d\":[ [] ]}"), BSC_JSONV_ELEMENT);
+    assert_true(bsc_str_eq(err.name, BSC_STR("\\u006d")));
+    assert_int_equal(err.offset, 12);
+    assert_int_equal(ELEMENTS("{\"m\":[null]}"), BSC_JSONV_ELEMENT);
+    assert_int_equal(ELEMENTS("{\"m\":[\"s\"]}"), BSC_JSONV_ELEMENT);
+    /* without the bit, anything goes */
+    assert_int_equal(bsc_json_check_request(BSC_STR("{\"m\":[1]}"), 64, keys, 2, 0, v, &err),
+                     BSC_JSONV_OK);
+#undef ELEMENTS
 }
 
 int main(void)
@@ -1199,6 +1227,7 @@ int main(void)
         cmocka_unit_test(test_check_request_refused_names),
         cmocka_unit_test(test_check_request_bounds),
         cmocka_unit_test(test_members_decoded_duplicates),
+        cmocka_unit_test(test_check_request_elements),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
