@@ -161,6 +161,7 @@ static bool read_messages(struct bsc_str msgs, struct api_refusal *why)
     if (!memmem(msgs.p, msgs.len, "image_url", 9))
         return true;
     while (bsc_json_array_next(msgs, &i, &msg)) {
+        content = BSC_STR_NULL; /* an absent member leaves it untouched */
         if (nested(msg, "content", "a message", &content, why) < 0)
             return false;
         if (bsc_json_kind_of(content) != BSC_JSON_ARRAY)
