@@ -7,7 +7,8 @@
  * and Gemini's generateContent / embedContent request (providers/gemini.c). Input layout:
  *   byte 0     bit 0 stream, bit 1 include_usage, bit 2 embeddings instead of chat, bit 3 the
  *              target has a max_output_tokens, bit 4 no API key, bit 5 a small body bound
- *   the rest   the OpenAI request body (any bytes; only a JSON object reaches the adapters)
+ *   the rest   the OpenAI request body (only a JSON object in valid UTF-8 reaches the adapters:
+ *              the api layer validates every body the router holds, OpenAI or Anthropic)
  * Beyond "no crash, no leak, no UB" it aborts when an invariant breaks:
  *   - BSC_OK: the body is one JSON object (json-c strict) and valid UTF-8; the URL starts with
  *     the provider's base URL; every header line is "Name: value" without CR or LF; Anthropic
@@ -196,7 +197,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct json_object *req;
 
-    if (size < 1 || size > (1u << 20))
+    if (size < 1 || size > (1u << 20) || !bsc_utf8_valid((const char *)data + 1, size - 1))
         return 0;
     req = prov_parse_json(bsc_str_make((const char *)data + 1, size - 1));
     if (!req)
