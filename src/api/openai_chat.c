@@ -239,13 +239,24 @@ enum bsc_err api__chat_read(struct bsc_str body, struct api_chat *out, struct ap
     return BSC_OK;
 }
 
+/* The route name: the model string decoded ("d\u0065mo" is "demo"), into <buf> when it has
+ * escapes. A name that does not decode cleanly or fit is left raw: it names no route. */
+static struct bsc_str route_name(struct bsc_str raw, char *buf, size_t cap)
+{
+    struct bsc_json_name_info info;
+
+    if (!memchr(raw.p, '\\', raw.len) || !bsc_json_name_scan(raw, &info) || info.len >= cap)
+        return raw;
+    return bsc_str_make(buf, bsc_json_name_decode(raw, buf, cap));
+}
+
 void api__chat_completions(struct worker *w, struct srv_req *req)
 {
-    struct bsc_str body = srv_req_body(req);
+    struct bsc_str body = srv_req_body(req), name;
     struct chat_in in = {.op = PROV_OP_CHAT, .body = body};
     struct api_refusal why;
     struct api_chat c;
-    char msg[300];
+    char msg[300], decoded[256];
 
     if (api__chat_read(body, &c, &why) != BSC_OK)
         return api__bad_request(req, why.code, NULL, why.message);
@@ -259,11 +270,16 @@ void api__chat_completions(struct worker *w, struct srv_req *req)
     in.max_tokens = c.max_tokens;
     in.max_completion_tokens = c.max_completion_tokens;
     in.cfg = cfg_current_get();
-    in.route = cfg_route_find(in.cfg, c.name);
+    name = route_name(c.name, decoded, sizeof(decoded));
+    in.route = cfg_route_find(in.cfg, name);
     if (!in.route) {
+        size_t n = name.len > 120 ? 120 : name.len;
+
+        while (n && n < name.len && (name.p[n] & 0xc0) == 0x80)
+            n--; /* never cut inside a character */
         snprintf(msg, sizeof(msg),
-                 "The model '%.*s' does not exist or is not routed by this gateway",
-                 (int)(c.name.len > 120 ? 120 : c.name.len), c.name.p);
+                 "The model '%.*s' does not exist or is not routed by this gateway", (int)n,
+                 name.p);
         srv_resp_error(req, 404, "invalid_request_error", "model_not_found", msg);
         cfg_unref(in.cfg);
         return;

@@ -93,6 +93,11 @@ test('"\\u006dodel" alone is the model: routed by it, spliced, forwarded', async
   await res.arrayBuffer();
   const last = await sim.lastRequest('h-cheap');
   assert.equal(last.body.model, 'h-cheap');
+  // The model value is read decoded too.
+  const esc = await post(`{"model":"d\\u0065mo",${MSGS}}`);
+  assert.equal(esc.status, 200, await esc.clone().text());
+  await esc.arrayBuffer();
+  assert.equal(await sim.calls('h-cheap'), 2);
 });
 
 test('"\\u0074ools" alone on a route without tools is refused like plain tools', async () => {
