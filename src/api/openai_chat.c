@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* openai_chat.c -- POST /v1/chat/completions: parse and validate the client's JSON
- * (strict, UTF-8 checked, depth-bounded), resolve "model" to a route, and hand the
- * request to the router. Everything wrong with the request is a 400 (or 404 for an
- * unknown model) in OpenAI's error shape, before any upstream work. */
+ * (strict, UTF-8 checked, depth-bounded; member names compared decoded, none repeated, so
+ * the upstream reads what the gateway read: docs/internals/json-names.md), resolve "model"
+ * to a route, and hand the request to the router. Everything wrong with the request is a
+ * 400 (or 404 for an unknown model) in OpenAI's error shape, before any upstream work. */
 #include <string.h>
 
 #include "api/internal.h"
