@@ -94,8 +94,8 @@ void api__json_refusal(struct bsc_str body, enum bsc_json_verdict v,
         bsc_json_name_decode(jerr->name, name, sizeof(name));
         why->code = "duplicate_key";
         snprintf(why->message, sizeof(why->message),
-                 "the member '%s' appears more than once in the request body (line %u column "
-                 "%u); each member may appear only once",
+                 "the member '%s' must appear at most once in the request body; it appears "
+                 "again at line %u column %u (names compared with escapes decoded)",
                  name, line, col);
         break;
     case BSC_JSONV_REFUSED:
