@@ -51,7 +51,8 @@ SIM_LIB_OBJ := $(filter-out %/sim/main.o,$(SIM_OBJ))
 MAIN_OBJ := $(BUILD)/obj/src/main.o
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run test test-unit test-integration bench fuzz clean check-layering format
+.PHONY: all run test test-unit test-integration bench fuzz clean check-layering format \
+        fuzz-replay-bins test-fuzz-replay
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/bascule $(BUILD)/bascule-sim
@@ -87,7 +88,7 @@ SAN_MAKE = $(MAKE) --no-print-directory BUILD=build/san OPT="-O1 -g" SANITIZE=ad
 
 test: check-layering
 	$(SAN_MAKE) all unit-bins
-	$(MAKE) --no-print-directory test-unit test-integration
+	$(MAKE) --no-print-directory test-unit test-integration test-fuzz-replay
 
 test-unit:
 	@scripts/run-unit build/san/tests
@@ -119,10 +120,26 @@ bench: all
 fuzz:
 	@scripts/fuzz
 
+# Every committed fuzz input (tests/fuzz/corpus/NAME/) replayed once under the test build's
+# sanitizers: each target linked with a plain main() (tests/fuzz/replay_main.c), no clang.
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz-replay/%)
+
+$(BUILD)/fuzz-replay/%: tests/fuzz/%.c $(BUILD)/obj/tests/fuzz/replay_main.o $(BUILD)/libbascule.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/obj/tests/fuzz/replay_main.o $(BUILD)/libbascule.a \
+	  $(LDFLAGS_ALL)
+
+fuzz-replay-bins: $(FUZZ_REPLAY_BIN)
+
+test-fuzz-replay:
+	$(SAN_MAKE) fuzz-replay-bins
+	@scripts/fuzz --replay build/san/fuzz-replay
+
 format:
 	clang-format -i $(LIB_SRC) src/main.c $(SIM_SRC) $(UNIT_SRC)
 
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(SIM_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(SIM_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_BIN:=.d) $(FUZZ_REPLAY_BIN:=.d)

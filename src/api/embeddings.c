@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* embeddings.c -- POST /v1/embeddings: validate the OpenAI embeddings request (model
- * names a route; input is a string, an array of strings, or token arrays) and route it
- * like a chat request, with failover, to targets whose adapters speak embeddings. */
+ * names a route; input is a string, an array of strings, or token arrays; top-level names
+ * distinct once decoded, since the bytes are forwarded) and route it like a chat request,
+ * with failover, to targets whose adapters speak embeddings. */
 #include <string.h>
 
 #include "api/internal.h"
+#include "api/openai_chat.h"
+#include "core/json_check.h"
 #include "core/json_scan.h"
 #include "router/request.h"
+
+#define API_EMB_MAX_DEPTH 64 /* api__parse_json's bound */
 
 static bool valid_input(struct json_object *input)
 {
@@ -23,42 +28,70 @@ static bool valid_input(struct json_object *input)
     return true;
 }
 
+enum bsc_err api__embeddings_read(struct bsc_str body, struct api_embeddings *out,
+                                  struct api_refusal *why)
+{
+    static const struct bsc_str model_key = BSC_STR("model");
+    struct bsc_json_error jerr = {0, NULL, BSC_STR_NULL};
+    struct json_object *model, *input;
+    enum bsc_json_verdict v;
+
+    *out = (struct api_embeddings){0};
+    /* The raw pass first: the bytes are forwarded, so the "model" json-c reads (the last of
+     * a repeated name) must be the only one there is. */
+    v = bsc_json_check_request(body, API_EMB_MAX_DEPTH, &model_key, 1, 0, &out->model, &jerr);
+    if (v != BSC_JSONV_OK) {
+        api__json_refusal(body, v, &jerr, why);
+        return BSC_EINVAL;
+    }
+    out->json = api__parse_json(body, why->message, sizeof(why->message));
+    if (!out->json) {
+        why->code = "invalid_json";
+        return BSC_EINVAL;
+    }
+    if (!json_object_is_type(out->json, json_type_object) ||
+        !json_object_object_get_ex(out->json, "model", &model) ||
+        !json_object_is_type(model, json_type_string) ||
+        bsc_json_kind_of(out->model) != BSC_JSON_STRING) {
+        why->code = "missing_model";
+        snprintf(why->message, sizeof(why->message), "you must provide a model parameter");
+        goto fail;
+    }
+    if (!json_object_object_get_ex(out->json, "input", &input) || !valid_input(input)) {
+        why->code = "invalid_input";
+        snprintf(why->message, sizeof(why->message),
+                 "'input' must be a non-empty string or array of strings or tokens");
+        goto fail;
+    }
+    out->name = json_object_get_string(model);
+    return BSC_OK;
+fail:
+    json_object_put(out->json);
+    *out = (struct api_embeddings){0};
+    return BSC_EINVAL;
+}
+
 void api__embeddings(struct worker *w, struct srv_req *req)
 {
     struct bsc_str body = srv_req_body(req);
     struct chat_in in = {.op = PROV_OP_EMBEDDINGS, .body = body};
-    struct json_object *model, *input;
+    struct api_refusal why;
+    struct api_embeddings e;
     char msg[300];
 
-    in.json = api__parse_json(body, msg, sizeof(msg));
-    if (!in.json)
-        return api__bad_request(req, "invalid_json", NULL, msg);
-    if (!json_object_is_type(in.json, json_type_object) ||
-        !json_object_object_get_ex(in.json, "model", &model) ||
-        !json_object_is_type(model, json_type_string)) {
-        api__bad_request(req, "missing_model", "model", "you must provide a model parameter");
-        goto fail;
-    }
-    if (!json_object_object_get_ex(in.json, "input", &input) || !valid_input(input)) {
-        api__bad_request(req, "invalid_input", "input",
-                         "'input' must be a non-empty string or array of strings or tokens");
-        goto fail;
-    }
-    if (!bsc_json_member_span(body, BSC_STR("model"), &in.model_span)) {
-        api__bad_request(req, "invalid_request", "model", "'model' must appear exactly once");
-        goto fail;
-    }
+    if (api__embeddings_read(body, &e, &why) != BSC_OK)
+        return api__bad_request(req, why.code, NULL, why.message);
+    in.json = e.json;
+    in.model_span = e.model;
     in.cfg = cfg_current_get();
-    in.route = cfg_route_find(in.cfg, bsc_str_cstr(json_object_get_string(model)));
+    in.route = cfg_route_find(in.cfg, bsc_str_cstr(e.name));
     if (!in.route) {
-        snprintf(msg, sizeof(msg), "The model '%.120s' does not exist or is not routed by this gateway",
-                 json_object_get_string(model));
+        snprintf(msg, sizeof(msg),
+                 "The model '%.120s' does not exist or is not routed by this gateway", e.name);
         srv_resp_error(req, 404, "invalid_request_error", "model_not_found", msg);
         cfg_unref(in.cfg);
-        goto fail;
+        json_object_put(in.json);
+        return;
     }
     req_chat_start(w, req, &in);
-    return;
-fail:
-    json_object_put(in.json);
 }

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* openai_chat.c -- POST /v1/chat/completions: parse and validate the client's JSON
- * (strict, UTF-8 checked, depth-bounded), resolve "model" to a route, and hand the
- * request to the router. Everything wrong with the request is a 400 (or 404 for an
- * unknown model) in OpenAI's error shape, before any upstream work. */
+ * (strict, UTF-8 checked, depth-bounded; member names compared decoded, none repeated, so
+ * the upstream reads what the gateway read: docs/internals/json-names.md), resolve "model"
+ * to a route, and hand the request to the router. Everything wrong with the request is a
+ * 400 (or 404 for an unknown model) in OpenAI's error shape, before any upstream work. */
 #include <string.h>
 
 #include "api/internal.h"
+#include "api/openai_chat.h"
 #include "core/json_check.h"
+#include "core/json_name.h"
 #include "core/json_scan.h"
 #include "router/request.h"
 
@@ -78,32 +81,109 @@ struct json_object *api__parse_json(struct bsc_str body, char *msg, size_t msgle
     return obj;
 }
 
-enum {
-    F_MODEL, F_MESSAGES, F_STREAM, F_STREAM_OPTIONS, F_TOOLS, F_RESPONSE_FORMAT, F_MAX_TOKENS,
-    F_MAX_COMPLETION_TOKENS, F_COUNT
-};
-
-/* An optional boolean span: false (after answering 400) when it has another type. */
-static bool read_bool(struct srv_req *req, struct bsc_str v, const char *param, bool *out)
+/* Fills <why> for a body bsc_json_check_request did not pass. */
+void api__json_refusal(struct bsc_str body, enum bsc_json_verdict v,
+                       const struct bsc_json_error *jerr, struct api_refusal *why)
 {
-    char msg[128];
+    char name[BSC_JSON_MAX_NAME + 1];
+    unsigned line, col;
 
+    line_col(body, jerr->offset, &line, &col);
+    switch (v) {
+    case BSC_JSONV_DUPLICATE:
+        bsc_json_name_decode(jerr->name, name, sizeof(name));
+        why->code = "duplicate_key";
+        snprintf(why->message, sizeof(why->message),
+                 "the member '%s' must appear at most once in the request body; it appears "
+                 "again at line %u column %u (names compared with escapes decoded)",
+                 name, line, col);
+        break;
+    case BSC_JSONV_REFUSED:
+        why->code = "invalid_request";
+        snprintf(why->message, sizeof(why->message),
+                 "the request body is refused: %s at line %u column %u", jerr->what, line, col);
+        break;
+    default:
+        why->code = "invalid_json";
+        snprintf(why->message, sizeof(why->message),
+                 "We could not parse the JSON body of your request: %s at line %u column %u",
+                 body.len ? jerr->what : "empty body", line, col);
+        break;
+    }
+}
+
+static enum bsc_err refuse(struct api_refusal *why, const char *code, const char *message)
+{
+    why->code = code;
+    snprintf(why->message, sizeof(why->message), "%s", message);
+    return BSC_EINVAL;
+}
+
+/* An optional boolean span into *<out>: false (with <why> set) when it has another type. */
+static bool read_bool(struct bsc_str v, const char *param, bool *out, struct api_refusal *why)
+{
     *out = false;
     if (!v.p || bsc_json_kind_of(v) == BSC_JSON_NULL)
         return true;
     if (bsc_json_kind_of(v) != BSC_JSON_BOOL) {
-        snprintf(msg, sizeof(msg), "'%s' must be a boolean", param);
-        api__bad_request(req, "invalid_type", param, msg);
+        why->code = "invalid_type";
+        snprintf(why->message, sizeof(why->message), "'%s' must be a boolean", param);
         return false;
     }
     *out = bsc_json_is_true(v);
     return true;
 }
 
+/* The nested member <key> of object <obj>, read once: 1 found, 0 absent, -1 (with <why>
+ * set) when it appears twice or beside a name parsers read differently. */
+static int nested(struct bsc_str obj, const char *key, const char *where, struct bsc_str *v,
+                  struct api_refusal *why)
+{
+    int r = bsc_json_member(obj, bsc_str_cstr(key), v);
+
+    if (r < 0) {
+        why->code = "duplicate_key";
+        snprintf(why->message, sizeof(why->message),
+                 "'%s' must appear at most once in %s (names compared with escapes decoded)",
+                 key, where);
+    }
+    return r;
+}
+
+/* The members the router reads inside the messages (a message's "content", a content
+ * part's "type") appear once. It reads them only to find images, and only when the bytes
+ * "image_url" occur (router/request.c, request_caps), so this pass is paid only then. That
+ * each message is an object was checked in the validating pass. */
+static bool read_messages(struct bsc_str msgs, struct api_refusal *why)
+{
+    struct bsc_str msg, content, part, type;
+    size_t i = 0, j;
+
+    if (!memmem(msgs.p, msgs.len, "image_url", 9))
+        return true;
+    while (bsc_json_array_next(msgs, &i, &msg)) {
+        content = BSC_STR_NULL; /* an absent member leaves it untouched */
+        if (nested(msg, "content", "a message", &content, why) < 0)
+            return false;
+        if (bsc_json_kind_of(content) != BSC_JSON_ARRAY)
+            continue;
+        for (j = 0; bsc_json_array_next(content, &j, &part);)
+            if (bsc_json_kind_of(part) == BSC_JSON_OBJECT &&
+                nested(part, "type", "a content part", &type, why) < 0)
+                return false;
+    }
+    return true;
+}
+
+enum {
+    F_MODEL, F_MESSAGES, F_STREAM, F_STREAM_OPTIONS, F_TOOLS, F_RESPONSE_FORMAT, F_MAX_TOKENS,
+    F_MAX_COMPLETION_TOKENS, F_COUNT
+};
+
 /* The OpenAI fast path: the body is validated without building a parse tree and only
  * the members the gateway needs are read as byte spans, in one pass; the router parses
  * the body only if a translation or a contract check needs it. */
-void api__chat_completions(struct worker *w, struct srv_req *req)
+enum bsc_err api__chat_read(struct bsc_str body, struct api_chat *out, struct api_refusal *why)
 {
     static const struct bsc_str keys[F_COUNT] = {
         [F_MODEL] = BSC_STR("model"),
@@ -115,61 +195,92 @@ void api__chat_completions(struct worker *w, struct srv_req *req)
         [F_MAX_TOKENS] = BSC_STR("max_tokens"),
         [F_MAX_COMPLETION_TOKENS] = BSC_STR("max_completion_tokens"),
     };
-    struct bsc_str body = srv_req_body(req), f[F_COUNT], name, usage;
-    struct chat_in in = {.op = PROV_OP_CHAT, .body = body};
-    struct bsc_json_error jerr;
-    unsigned line, col;
-    char msg[300];
+    struct bsc_str f[F_COUNT], usage = BSC_STR_NULL, type;
+    struct bsc_json_error jerr = {0, NULL, BSC_STR_NULL};
+    enum bsc_json_verdict v;
 
-    switch (bsc_json_check_members(body, API_JSON_MAX_DEPTH, keys, F_COUNT, f, &jerr)) {
-    case -1:
-        line_col(body, jerr.offset, &line, &col);
-        snprintf(msg, sizeof(msg),
-                 "We could not parse the JSON body of your request: %s at line %u column %u",
-                 body.len ? jerr.what : "empty body", line, col);
-        return api__bad_request(req, "invalid_json", NULL, msg);
-    case 0:
-        return api__bad_request(req, "duplicate_key", NULL,
-                                "'model', 'messages', 'stream', 'stream_options', 'tools', "
-                                "'response_format', 'max_tokens' and 'max_completion_tokens' "
-                                "must appear at most once");
-    default:
-        break;
+    *out = (struct api_chat){0};
+    v = bsc_json_check_request(body, API_JSON_MAX_DEPTH, keys, F_COUNT, 1u << F_MESSAGES, f,
+                               &jerr);
+    if (v == BSC_JSONV_ELEMENT)
+        return refuse(why, "invalid_messages", "each element of 'messages' must be an object");
+    if (v != BSC_JSONV_OK) {
+        api__json_refusal(body, v, &jerr, why);
+        return BSC_EINVAL;
     }
     if (bsc_json_kind_of(bsc_str_trim(body)) != BSC_JSON_OBJECT)
-        return api__bad_request(req, "invalid_request", NULL,
-                                "the request body must be a JSON object");
-    in.model_span = f[F_MODEL];
-    name = bsc_json_string_raw(f[F_MODEL]);
-    if (bsc_json_kind_of(f[F_MODEL]) != BSC_JSON_STRING || name.len == 0)
-        return api__bad_request(req, "missing_model", "model",
-                                "you must provide a model parameter (a string)");
-    if (bsc_json_kind_of(f[F_MESSAGES]) != BSC_JSON_ARRAY || !bsc_json_array_nonempty(f[F_MESSAGES]))
-        return api__bad_request(req, "invalid_messages", "messages",
-                                "'messages' must be a non-empty array");
-    if (!read_bool(req, f[F_STREAM], "stream", &in.stream))
-        return;
-    if (bsc_json_kind_of(f[F_STREAM_OPTIONS]) == BSC_JSON_OBJECT) {
-        if (bsc_json_member(f[F_STREAM_OPTIONS], BSC_STR("include_usage"), &usage) < 0)
-            return api__bad_request(req, "duplicate_key", "stream_options.include_usage",
-                                    "'include_usage' must appear at most once");
-        if (bsc_json_member(f[F_STREAM_OPTIONS], BSC_STR("include_usage"), &usage) == 0)
-            usage = BSC_STR_NULL;
-        if (!read_bool(req, usage, "stream_options.include_usage", &in.include_usage))
-            return;
-    }
+        return refuse(why, "invalid_request", "the request body must be a JSON object");
+    out->model = f[F_MODEL];
+    out->name = bsc_json_string_raw(f[F_MODEL]);
+    if (bsc_json_kind_of(f[F_MODEL]) != BSC_JSON_STRING || out->name.len == 0)
+        return refuse(why, "missing_model", "you must provide a model parameter (a string)");
+    if (bsc_json_kind_of(f[F_MESSAGES]) != BSC_JSON_ARRAY ||
+        !bsc_json_array_nonempty(f[F_MESSAGES]))
+        return refuse(why, "invalid_messages", "'messages' must be a non-empty array");
+    if (!read_messages(f[F_MESSAGES], why))
+        return BSC_EINVAL;
+    if (f[F_TOOLS].p && bsc_json_kind_of(f[F_TOOLS]) != BSC_JSON_NULL &&
+        bsc_json_kind_of(f[F_TOOLS]) != BSC_JSON_ARRAY)
+        return refuse(why, "invalid_type", "'tools' must be an array");
+    if (!read_bool(f[F_STREAM], "stream", &out->stream, why))
+        return BSC_EINVAL;
+    if (bsc_json_kind_of(f[F_STREAM_OPTIONS]) == BSC_JSON_OBJECT &&
+        nested(f[F_STREAM_OPTIONS], "include_usage", "'stream_options'", &usage, why) < 0)
+        return BSC_EINVAL;
+    if (!read_bool(usage, "stream_options.include_usage", &out->include_usage, why))
+        return BSC_EINVAL;
+    if (bsc_json_kind_of(f[F_RESPONSE_FORMAT]) == BSC_JSON_OBJECT &&
+        nested(f[F_RESPONSE_FORMAT], "type", "'response_format'", &type, why) < 0)
+        return BSC_EINVAL;
+    out->messages = f[F_MESSAGES];
+    out->tools = f[F_TOOLS];
+    out->response_format = f[F_RESPONSE_FORMAT];
+    out->max_tokens = f[F_MAX_TOKENS];
+    out->max_completion_tokens = f[F_MAX_COMPLETION_TOKENS];
+    return BSC_OK;
+}
+
+/* The route name: the model string decoded ("d\u0065mo" is "demo"), into <buf> when it has
+ * escapes. A name that does not decode cleanly or fit is left raw: it names no route. */
+static struct bsc_str route_name(struct bsc_str raw, char *buf, size_t cap)
+{
+    struct bsc_json_name_info info;
+
+    if (!memchr(raw.p, '\\', raw.len) || !bsc_json_name_scan(raw, &info) || info.len >= cap)
+        return raw;
+    return bsc_str_make(buf, bsc_json_name_decode(raw, buf, cap));
+}
+
+void api__chat_completions(struct worker *w, struct srv_req *req)
+{
+    struct bsc_str body = srv_req_body(req), name;
+    struct chat_in in = {.op = PROV_OP_CHAT, .body = body};
+    struct api_refusal why;
+    struct api_chat c;
+    char msg[300], decoded[256];
+
+    if (api__chat_read(body, &c, &why) != BSC_OK)
+        return api__bad_request(req, why.code, NULL, why.message);
+    in.model_span = c.model;
+    in.stream = c.stream;
+    in.include_usage = c.include_usage;
     in.have_spans = true;
-    in.messages = f[F_MESSAGES];
-    in.tools = f[F_TOOLS];
-    in.response_format = f[F_RESPONSE_FORMAT];
-    in.max_tokens = f[F_MAX_TOKENS];
-    in.max_completion_tokens = f[F_MAX_COMPLETION_TOKENS];
+    in.messages = c.messages;
+    in.tools = c.tools;
+    in.response_format = c.response_format;
+    in.max_tokens = c.max_tokens;
+    in.max_completion_tokens = c.max_completion_tokens;
     in.cfg = cfg_current_get();
+    name = route_name(c.name, decoded, sizeof(decoded));
     in.route = cfg_route_find(in.cfg, name);
     if (!in.route) {
+        size_t n = name.len > 120 ? 120 : name.len;
+
+        while (n && n < name.len && (name.p[n] & 0xc0) == 0x80)
+            n--; /* never cut inside a character */
         snprintf(msg, sizeof(msg),
-                 "The model '%.*s' does not exist or is not routed by this gateway",
-                 (int)(name.len > 120 ? 120 : name.len), name.p);
+                 "The model '%.*s' does not exist or is not routed by this gateway", (int)n,
+                 name.p);
         srv_resp_error(req, 404, "invalid_request_error", "model_not_found", msg);
         cfg_unref(in.cfg);
         return;

@@ -10,7 +10,9 @@
 #include <emmintrin.h>
 #endif
 
+#include "core/json_name.h"
 #include "core/utf8.h"
+
 struct scan {
     const unsigned char *p;
     size_t n, i;
@@ -234,6 +236,15 @@ static bool member_name(struct scan *s, struct bsc_str *key)
     return true;
 }
 
+/* A top-level name already seen (bsc_json_check_request). */
+struct seen {
+    const char *p;  /* the raw name, borrowed from the document */
+    uint32_t hash;  /* of the decoded name */
+    uint16_t len;   /* raw length (<= BSC_JSON_MAX_NAME) */
+    uint16_t dlen;  /* decoded length */
+    bool escaped;
+};
+
 /* The top-level members the caller wants, recorded while validating. */
 struct want {
     const struct bsc_str *keys;
@@ -242,14 +253,87 @@ struct want {
     int cur;       /* the wanted key whose value is being read, or -1 */
     size_t start;  /* where that value began */
     bool repeated; /* a wanted key appeared twice */
+    struct seen *seen; /* BSC_JSON_MAX_MEMBERS entries when every name is tracked, else NULL */
+    unsigned n_seen;
+    uint64_t filter[4]; /* a bit per 8-bit slice of the seen names' hashes */
+    uint32_t objects;              /* bit k: the elements of an array keys[k] must be objects */
+    struct bsc_str cur_name;       /* the raw name of keys[cur] as written */
+    enum bsc_json_verdict verdict; /* why the scan stopped early */
+    struct bsc_str name;           /* the name it stopped at */
 };
 
-static void want_key(struct want *w, struct bsc_str key)
+/* At depth 2 under wanted key w->cur: true when that member is an array (bit 1 of the
+ * container stack clear) whose elements the caller wants to be objects. */
+static inline bool element_must_be_object(const struct want *w, uint64_t stack0)
 {
+    return (w->objects >> w->cur & 1) && !(stack0 & 2);
+}
+
+/* Stops the scan at the top-level name <key> with <verdict>; the offset is its quote. */
+static bool stop_at_name(struct want *w, struct scan *s, struct bsc_str key,
+                         enum bsc_json_verdict verdict, const char *what)
+{
+    w->verdict = verdict;
+    w->name = key;
+    s->i = (size_t)((const unsigned char *)key.p - s->p) - 1;
+    return fail(s, what);
+}
+
+/* The duplicate rule: false (scan stopped) when <key> repeats a name or is past a bound.
+ * A 256-bit filter of the hashes seen answers "new" for most names without a look at the
+ * others; otherwise a pass over them compares hashes first. Names chosen to collide cost
+ * at most 256 * 255 / 2 integer compares per body. */
+static bool track_name(struct want *w, struct scan *s, struct bsc_str key,
+                       struct bsc_json_name_info *info)
+{
+    uint32_t slot;
+    bool maybe;
+
+    if (key.len > BSC_JSON_MAX_NAME)
+        return stop_at_name(w, s, key, BSC_JSONV_REFUSED,
+                            "a top-level member name longer than 256 bytes");
+    if (w->n_seen == BSC_JSON_MAX_MEMBERS)
+        return stop_at_name(w, s, key, BSC_JSONV_REFUSED, "more than 256 top-level members");
+    if (!bsc_json_name_scan(key, info))
+        return stop_at_name(w, s, key, BSC_JSONV_REFUSED,
+                            "a top-level member name with a lone surrogate or NUL escape");
+    slot = (info->hash ^ (info->hash >> 16)) & 255;
+    maybe = (w->filter[slot / 64] >> (slot % 64)) & 1;
+    w->filter[slot / 64] |= 1ull << (slot % 64);
+    for (unsigned j = 0; maybe && j < w->n_seen; j++) {
+        const struct seen *o = &w->seen[j];
+        struct bsc_str other = bsc_str_make(o->p, o->len);
+
+        if (o->hash != info->hash || o->dlen != info->len)
+            continue;
+        if (!o->escaped && !info->escaped ? bsc_str_eq(other, key)
+                                          : bsc_json_names_eq(other, key) == 1)
+            return stop_at_name(w, s, key, BSC_JSONV_DUPLICATE, "duplicate member name");
+    }
+    w->seen[w->n_seen++] = (struct seen){key.p, info->hash, (uint16_t)key.len,
+                                         (uint16_t)info->len, info->escaped};
+    return true;
+}
+
+/* A top-level name: tracked when every name is, then matched against the wanted keys.
+ * Returns false when the scan must stop. */
+static bool want_key(struct want *w, struct scan *s, struct bsc_str key)
+{
+    struct bsc_json_name_info info = {0, 0, false};
+
     w->cur = -1;
+    if (w->seen) {
+        if (!track_name(w, s, key, &info))
+            return false;
+    } else if (w->n) {
+        info.escaped = memchr(key.p, '\\', key.len) != NULL;
+    }
     for (size_t k = 0; k < w->n; k++)
-        if (bsc_str_eq(key, w->keys[k]))
+        if (!info.escaped ? bsc_str_eq(key, w->keys[k])
+                          : bsc_json_name_eq(key, w->keys[k]) == 1)
             w->cur = (int)k;
+    w->cur_name = key;
+    return true;
 }
 
 static void want_value_end(struct want *w, const struct scan *s)
@@ -285,6 +369,12 @@ static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
             if (depth == 1)
                 w->start = s.i;
             c = s.p[s.i];
+            if (depth == 2 && w->cur >= 0 && c != '{' && element_must_be_object(w, stack[0])) {
+                w->verdict = BSC_JSONV_ELEMENT;
+                w->name = w->cur_name;
+                ok = fail(&s, "an array element that must be an object");
+                break;
+            }
             if (c == '{' || c == '[') {
                 if (depth == max_depth) {
                     ok = fail(&s, "nested too deep");
@@ -306,7 +396,7 @@ static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
                 } else if (c == '{') {
                     ok = member_name(&s, &key);
                     if (ok && depth == 1)
-                        want_key(w, key);
+                        ok = want_key(w, &s, key);
                 }
                 continue;
             }
@@ -342,7 +432,7 @@ static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
             if (obj) {
                 ok = member_name(&s, &key);
                 if (ok && depth == 1)
-                    want_key(w, key);
+                    ok = want_key(w, &s, key);
             }
             need_value = true;
         }
@@ -352,13 +442,14 @@ static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
     if (!ok && err) {
         err->offset = s.i < s.n ? s.i : s.n;
         err->what = s.what;
+        err->name = w->name;
     }
     return ok;
 }
 
 bool bsc_json_check(struct bsc_str doc, unsigned max_depth, struct bsc_json_error *err)
 {
-    struct want none = {.cur = -1};
+    struct want none = {.cur = -1, .verdict = BSC_JSONV_SYNTAX};
 
     return check(doc, max_depth, &none, err);
 }
@@ -366,11 +457,27 @@ bool bsc_json_check(struct bsc_str doc, unsigned max_depth, struct bsc_json_erro
 int bsc_json_check_members(struct bsc_str doc, unsigned max_depth, const struct bsc_str *keys,
                            size_t n_keys, struct bsc_str *vals, struct bsc_json_error *err)
 {
-    struct want w = {.keys = keys, .n = n_keys, .vals = vals, .cur = -1};
+    struct want w = {.keys = keys, .n = n_keys, .vals = vals, .cur = -1,
+                     .verdict = BSC_JSONV_SYNTAX};
 
     for (size_t k = 0; k < n_keys; k++)
         vals[k] = BSC_STR_NULL;
     if (!check(doc, max_depth, &w, err))
         return -1;
     return w.repeated ? 0 : 1;
+}
+
+enum bsc_json_verdict bsc_json_check_request(struct bsc_str doc, unsigned max_depth,
+                                             const struct bsc_str *keys, size_t n_keys,
+                                             uint32_t objects, struct bsc_str *vals,
+                                             struct bsc_json_error *err)
+{
+    struct seen seen[BSC_JSON_MAX_MEMBERS]; /* 6 KiB of stack, written only as names come */
+    struct want w = {.keys = keys, .n = n_keys, .vals = vals, .cur = -1, .seen = seen,
+                     .objects = n_keys < 32 ? objects & ((1u << n_keys) - 1) : objects,
+                     .verdict = BSC_JSONV_SYNTAX};
+
+    for (size_t k = 0; k < n_keys; k++)
+        vals[k] = BSC_STR_NULL;
+    return check(doc, max_depth, &w, err) ? BSC_JSONV_OK : w.verdict;
 }

@@ -4,6 +4,10 @@
  * does not validate: callers run it on documents json-c accepted. */
 #include "core/json_scan.h"
 
+#include <string.h>
+
+#include "core/json_name.h"
+
 static size_t skip_ws(const char *p, size_t i, size_t n)
 {
     while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
@@ -165,6 +169,8 @@ int bsc_json_members(struct bsc_str doc, const struct bsc_str *keys, size_t n_ke
         return 1;
     for (;;) {
         size_t kstart, kend, vstart, vend;
+        struct bsc_str name;
+        bool escaped;
 
         if (i >= n || p[i] != '"')
             return -1;
@@ -179,8 +185,14 @@ int bsc_json_members(struct bsc_str doc, const struct bsc_str *keys, size_t n_ke
         vend = skip_value(p, vstart, n);
         if (vend > n || vend == vstart)
             return -1;
+        name = bsc_str_make(p + kstart, kend - 1 - kstart);
+        escaped = memchr(name.p, '\\', name.len) != NULL;
         for (size_t k = 0; k < n_keys; k++) {
-            if (!bsc_str_eq(bsc_str_make(p + kstart, kend - 1 - kstart), keys[k]))
+            int eq = escaped ? bsc_json_name_eq(name, keys[k]) : bsc_str_eq(name, keys[k]);
+
+            if (eq < 0)
+                return -1; /* a name parsers read differently: no guess */
+            if (!eq)
                 continue;
             if (vals[k].p)
                 return -1; /* repeated */

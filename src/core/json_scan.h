@@ -13,8 +13,10 @@
 /* Finds the value of member <key> of the top-level object in <doc> and sets *<value> to
  * its raw bytes (quotes included for strings). Returns false when <doc> is not an
  * object, has no such member, or has it more than once (parsers disagree on which
- * duplicate wins, so the gateway refuses to guess). Keys with escapes are compared in
- * their raw form. Bounded by <doc>; never reads past it. */
+ * duplicate wins, so the gateway refuses to guess). Names are compared decoded
+ * ("\u0074ype" is "type", json_name.h); a name parsers decode differently (a lone
+ * surrogate or NUL escape) counts as a repetition when <key> is asked for. Bounded by
+ * <doc>; never reads past it. */
 bool bsc_json_member_span(struct bsc_str doc, struct bsc_str key, struct bsc_str *value);
 
 /* Like bsc_json_member_span, telling the cases apart: 1 found once, 0 absent, -1 repeated
@@ -22,8 +24,8 @@ bool bsc_json_member_span(struct bsc_str doc, struct bsc_str key, struct bsc_str
 int bsc_json_member(struct bsc_str doc, struct bsc_str key, struct bsc_str *value);
 
 /* One pass over the top-level members of <doc>: vals[k] is the value span of keys[k], or
- * {NULL, 0} when absent. Returns 1, or -1 when a wanted key is repeated or <doc> is not
- * an object. */
+ * {NULL, 0} when absent. Names compared decoded, as above. Returns 1, or -1 when a wanted
+ * key is repeated, a name is ambiguous, or <doc> is not an object. */
 int bsc_json_members(struct bsc_str doc, const struct bsc_str *keys, size_t n_keys,
                      struct bsc_str *vals);
 

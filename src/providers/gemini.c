@@ -62,6 +62,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/utf8.h"
 #include "providers/gemini.h"
 #include "providers/provider.h"
 #include "providers/retry_after.h"
@@ -86,6 +87,13 @@ static enum bsc_err refuse(struct bctx *b, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(b->why, b->why_len, fmt, ap);
         va_end(ap);
+        /* A client's value cut with %.*s (or by the buffer) can end inside a character:
+         * those bytes become '?', so the reason the client reads stays UTF-8. */
+        for (size_t i = 0, n = strlen(b->why), len; i < n; i += len ? len : 1) {
+            len = bsc_utf8_seq_len((const unsigned char *)b->why + i, n - i);
+            if (!len)
+                b->why[i] = '?';
+        }
     }
     return BSC_EINVAL;
 }

@@ -15,11 +15,16 @@
  *     has an offset inside the input and a message;
  *   - on a document both accept: bsc_json_kind_of agrees with json-c's type; a string's raw
  *     span, a boolean's bsc_json_is_true and an integer's bsc_json_u64 agree with json-c;
- *   - objects: every member found by an independent walk (json-c measures each value) is found
- *     by bsc_json_member with exactly that span, or reported as repeated (-1) when its raw key
- *     appears twice; json-c re-parses each span to the value json-c's own parse holds for that
- *     key; a key that cannot occur raw is absent (0); bsc_json_members, asked for every key in
+ *   - objects: every member found by an independent walk (json-c measures each value, an
+ *     independent decoder decodes each name) is found by bsc_json_member, asked for its
+ *     decoded name, with exactly that span; or reported as repeated (-1) when its decoded name
+ *     appears twice, or when any name of the object is ambiguous (a lone surrogate or NUL
+ *     escape); json-c re-parses each span to the value json-c's own parse holds for that key;
+ *     a name no member decodes to is absent (0); bsc_json_members, asked for every name in
  *     one pass, returns the same spans, and -1 for a repeated one;
+ *   - bsc_json_check_request on the top level: OK exactly when the decoded names are
+ *     distinct, unambiguous and within the bounds (DUPLICATE / REFUSED naming the first
+ *     offender otherwise), and then with the spans bsc_json_check_members finds;
  *   - arrays: bsc_json_array_next yields json_object_array_length elements, each one a span
  *     json-c re-parses to the element json-c holds at that index;
  *   - member values and elements are checked the same way, recursively;
@@ -425,7 +430,70 @@ struct member {
     struct bsc_str key;   /* raw, without quotes; borrowed from the document */
     struct bsc_str value; /* raw value span, as json-c measured it */
     json_object *jkey;    /* owned: the key as json-c decodes it */
+    char *dec;            /* owned: the key decoded by ref_decode */
+    struct bsc_str name;  /* <dec> as a slice */
+    bool ambiguous;       /* a lone surrogate or NUL escape: no decoding to trust */
 };
+
+/* An independent decoder of a raw JSON string (valid per RFC 8259), into <out> which has
+ * room for raw.len bytes (decoding never grows). False when it holds a lone surrogate
+ * escape or an escaped NUL, names parsers read differently. */
+static bool ref_decode(struct bsc_str raw, char *out, size_t *len)
+{
+    size_t i = 0, o = 0;
+    bool ok = true;
+
+    while (i < raw.len) {
+        unsigned long cp;
+
+        if (raw.p[i] != '\\') {
+            out[o++] = raw.p[i++];
+            continue;
+        }
+        switch (raw.p[i + 1]) {
+        case 'b': out[o++] = '\b'; i += 2; continue;
+        case 'f': out[o++] = '\f'; i += 2; continue;
+        case 'n': out[o++] = '\n'; i += 2; continue;
+        case 'r': out[o++] = '\r'; i += 2; continue;
+        case 't': out[o++] = '\t'; i += 2; continue;
+        case 'u': break;
+        default: out[o++] = raw.p[i + 1]; i += 2; continue;
+        }
+        cp = strtoul((char[5]){raw.p[i + 2], raw.p[i + 3], raw.p[i + 4], raw.p[i + 5], 0}, NULL,
+                     16);
+        i += 6;
+        if (cp >= 0xd800 && cp <= 0xdbff && i + 6 <= raw.len && raw.p[i] == '\\' &&
+            raw.p[i + 1] == 'u') {
+            unsigned long lo = strtoul((char[5]){raw.p[i + 2], raw.p[i + 3], raw.p[i + 4],
+                                                 raw.p[i + 5], 0}, NULL, 16);
+            if (lo >= 0xdc00 && lo <= 0xdfff) {
+                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+                i += 6;
+            }
+        }
+        if (cp == 0 || (cp >= 0xd800 && cp <= 0xdfff)) {
+            ok = false;
+            cp = 0xfffd; /* anything: the name is not compared */
+        }
+        if (cp < 0x80) {
+            out[o++] = (char)cp;
+        } else if (cp < 0x800) {
+            out[o++] = (char)(0xc0 | (cp >> 6));
+            out[o++] = (char)(0x80 | (cp & 0x3f));
+        } else if (cp < 0x10000) {
+            out[o++] = (char)(0xe0 | (cp >> 12));
+            out[o++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+            out[o++] = (char)(0x80 | (cp & 0x3f));
+        } else {
+            out[o++] = (char)(0xf0 | (cp >> 18));
+            out[o++] = (char)(0x80 | ((cp >> 12) & 0x3f));
+            out[o++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+            out[o++] = (char)(0x80 | (cp & 0x3f));
+        }
+    }
+    *len = o;
+    return ok;
+}
 
 /* Walks the members of the object span <obj> independently of json_scan.c: keys by a quote
  * scanner, values measured by json-c. Returns the number of members written to <m>, which has
@@ -452,6 +520,11 @@ static size_t walk_members(struct bsc_str obj, struct member *m, const char *doc
         m[count].key = bsc_str_make(p + ks + 1, ke - ks - 2);
         m[count].value = bsc_str_make(p + vs, i - vs);
         m[count].jkey = jc_span(bsc_str_make(p + ks, ke - ks), doc, n);
+        m[count].dec = malloc(m[count].key.len + 1);
+        if (!m[count].dec)
+            die("out of memory", doc, n);
+        m[count].ambiguous = !ref_decode(m[count].key, m[count].dec, &m[count].name.len);
+        m[count].name.p = m[count].dec;
         count++;
         while (is_ws(p[i]))
             i++;
@@ -463,83 +536,143 @@ static size_t walk_members(struct bsc_str obj, struct member *m, const char *doc
     return count;
 }
 
-/* bsc_json_members in one pass: asked for the absent key and every raw key that occurs once,
- * it finds each at the walk's span; asked for a repeated raw key, it says -1. */
+/* How many members of <m> decode to <name>; *<amb> when some name is ambiguous. */
+static size_t count_named(const struct member *m, size_t count, struct bsc_str name, bool *amb)
+{
+    size_t same = 0;
+
+    *amb = false;
+    for (size_t k = 0; k < count; k++) {
+        *amb |= m[k].ambiguous;
+        same += !m[k].ambiguous && bsc_str_eq(m[k].name, name);
+    }
+    return same;
+}
+
+/* bsc_json_members in one pass: asked for the absent name and every decoded name that occurs
+ * once, it finds each at the walk's span; asked for a repeated name, it says -1; with an
+ * ambiguous name in the object, -1 whatever it is asked. */
 static void check_members_at_once(struct bsc_str obj, const struct member *m, size_t count,
                                   const char *doc, size_t n)
 {
+    static const struct bsc_str absent = {"\x01" "absent\x02", 8};
     struct bsc_str *keys = calloc(count + 1, sizeof(*keys));
     struct bsc_str *vals = calloc(count + 1, sizeof(*vals));
     size_t *at = calloc(count + 1, sizeof(*at));
-    size_t nk = 1;
-    bool repeated = false;
+    size_t nk = 0;
+    bool repeated = false, amb, probe_absent;
 
     if (!keys || !vals || !at)
         die("out of memory", doc, n);
-    keys[0] = bsc_str_make("\"", 1);
+    /* keys[0] is the absent name, unless the document happens to hold it. */
+    probe_absent = count_named(m, count, absent, &amb) == 0;
+    if (probe_absent)
+        keys[nk++] = absent;
     for (size_t j = 0; j < count; j++) {
-        size_t same = 0;
-
-        for (size_t k = 0; k < count; k++)
-            same += bsc_str_eq(m[k].key, m[j].key);
-        if (same > 1) {
-            if (!repeated) {
+        if (m[j].ambiguous || count_named(m, count, m[j].name, &amb) > 1) {
+            if (!repeated && !m[j].ambiguous) {
                 vals[0] = bsc_str_make("untouched", 9);
-                if (bsc_json_members(obj, &m[j].key, 1, vals) != -1)
-                    die("bsc_json_members misses a repeated key", doc, n);
+                if (bsc_json_members(obj, &m[j].name, 1, vals) != -1)
+                    die("bsc_json_members misses a repeated name", doc, n);
             }
             repeated = true;
             continue;
         }
         at[nk] = j;
-        keys[nk++] = m[j].key;
+        keys[nk++] = m[j].name;
     }
-    if (bsc_json_members(obj, keys, nk, vals) != 1)
-        die("bsc_json_members fails on an object without repeated wanted keys", doc, n);
-    if (vals[0].p || vals[0].len)
-        die("bsc_json_members finds an absent key", doc, n);
-    for (size_t k = 1; k < nk; k++)
-        if (vals[k].p != m[at[k]].value.p || vals[k].len != m[at[k]].value.len)
-            die("bsc_json_members returns another span than the walk", doc, n);
+    if (amb) {
+        if (nk && bsc_json_members(obj, keys, nk, vals) != -1)
+            die("bsc_json_members reads an object with an ambiguous name", doc, n);
+    } else {
+        if (bsc_json_members(obj, keys, nk, vals) != 1)
+            die("bsc_json_members fails on an object without repeated wanted names", doc, n);
+        if (probe_absent && (vals[0].p || vals[0].len))
+            die("bsc_json_members finds an absent name", doc, n);
+        for (size_t k = probe_absent; k < nk; k++)
+            if (vals[k].p != m[at[k]].value.p || vals[k].len != m[at[k]].value.len)
+                die("bsc_json_members returns another span than the walk", doc, n);
+    }
     free(keys);
     free(vals);
     free(at);
 }
 
+/* bsc_json_check_request on the top-level object <obj> (the whole document <p>/<n>, valid):
+ * the first name past a bound, ambiguous or repeated (decoded) is the one reported, in that
+ * order of checks; with none, OK and the spans the walk measured. */
+static void check_request_rule(struct bsc_str obj, const char *p, size_t n)
+{
+    struct member *m = calloc(obj.len / 4 + 1, sizeof(*m));
+    size_t count = walk_members(obj, m, p, n), bad = count;
+    enum bsc_json_verdict want = BSC_JSONV_OK, got;
+    struct bsc_json_error err = {0, NULL, BSC_STR_NULL};
+    struct bsc_str keys[3], vals[3];
+    size_t nk = count < 3 ? count : 3;
+    bool amb;
+
+    for (size_t j = 0; j < count && want == BSC_JSONV_OK; j++) {
+        bad = j;
+        if (m[j].key.len > BSC_JSON_MAX_NAME || j >= BSC_JSON_MAX_MEMBERS || m[j].ambiguous)
+            want = BSC_JSONV_REFUSED;
+        else if (count_named(m, j + 1, m[j].name, &amb) > 1)
+            want = BSC_JSONV_DUPLICATE;
+    }
+    for (size_t k = 0; k < nk; k++)
+        keys[k] = m[k].ambiguous ? bsc_str_make("\x01", 1) : m[k].name;
+    got = bsc_json_check_request(bsc_str_make(p, n), DEPTH, keys, nk, 0, vals, &err);
+    if (got != want)
+        die("bsc_json_check_request's verdict is not the reference's", p, n);
+    if (want != BSC_JSONV_OK &&
+        (err.name.p != m[bad].key.p || err.name.len != m[bad].key.len ||
+         err.offset != (size_t)(m[bad].key.p - p) - 1))
+        die("bsc_json_check_request names another member than the first offender", p, n);
+    for (size_t k = 0; want == BSC_JSONV_OK && k < nk; k++)
+        if (!m[k].ambiguous && (vals[k].p != m[k].value.p || vals[k].len != m[k].value.len))
+            die("bsc_json_check_request returns another span than the walk", p, n);
+    for (size_t j = 0; j < count; j++) {
+        json_object_put(m[j].jkey);
+        free(m[j].dec);
+    }
+    free(m);
+}
+
 static void check_members(struct bsc_str obj, json_object *jobj, const char *doc, size_t n)
 {
-    static const struct bsc_str no_such_key = {"\"", 1}; /* a raw key never holds a bare '"' */
+    static const struct bsc_str no_such_key = {"\x01" "absent\x02", 8};
     struct member *m = calloc(obj.len / 4 + 1, sizeof(*m));
     size_t count, distinct = 0;
     struct bsc_str span = {"untouched", 9};
+    bool amb = false;
 
     if (!m)
         die("out of memory", doc, n);
     count = walk_members(obj, m, doc, n);
     for (size_t j = 0; j < count; j++) {
         struct bsc_str got = {"untouched", 9};
-        int r = bsc_json_member(obj, m[j].key, &got);
+        int r = m[j].ambiguous ? 0 : bsc_json_member(obj, m[j].name, &got);
         /* json-c's object keys end at an escaped NUL (it strdup()s the decoded name), and so
          * does a C-string comparison of the decoded keys. */
         const char *jk = json_object_get_string(m[j].jkey);
-        size_t same = 0;
+        size_t same = count_named(m, count, m[j].name, &amb);
         bool kept = true; /* json-c keeps the last member of a decoded name */
         json_object *mine, *theirs = NULL;
 
-        for (size_t k = 0; k < count; k++) {
-            same += bsc_str_eq(m[k].key, m[j].key);
-            if (k > j && strcmp(json_object_get_string(m[k].jkey), jk) == 0)
+        for (size_t k = j + 1; k < count; k++)
+            if (strcmp(json_object_get_string(m[k].jkey), jk) == 0)
                 kept = false;
+        if (!m[j].ambiguous) {
+            if (bsc_json_member_span(obj, m[j].name, &span) != (r == 1))
+                die("bsc_json_member_span disagrees with bsc_json_member", doc, n);
+            if ((same > 1 || amb) && r != -1)
+                die("a repeated or ambiguous name is not reported as such", doc, n);
+            if (same == 1 && !amb &&
+                (r != 1 || got.p != m[j].value.p || got.len != m[j].value.len))
+                die("bsc_json_member misses a member or returns another span", doc, n);
         }
-        if (bsc_json_member_span(obj, m[j].key, &span) != (r == 1))
-            die("bsc_json_member_span disagrees with bsc_json_member", doc, n);
-        if (same > 1 && r != -1)
-            die("a repeated raw key is not reported as repeated", doc, n);
-        if (same == 1 && (r != 1 || got.p != m[j].value.p || got.len != m[j].value.len))
-            die("bsc_json_member misses a member or returns another span", doc, n);
         if (!kept)
             continue;
-        /* The span (bsc's, which is the walk's when the raw key is unique) re-parses to the
+        /* The span (bsc's, which is the walk's when the name is unique) re-parses to the
          * value json-c holds for this name. */
         distinct++;
         if (!json_object_object_get_ex(jobj, jk, &theirs))
@@ -554,10 +687,13 @@ static void check_members(struct bsc_str obj, json_object *jobj, const char *doc
         die("json-c and the walk see a different number of members", doc, n);
     check_members_at_once(obj, m, count, doc, n);
     span = bsc_str_make("untouched", 9);
-    if (bsc_json_member(obj, no_such_key, &span) != 0 || span.len != 9)
+    if (count_named(m, count, no_such_key, &amb) == 0 &&
+        (bsc_json_member(obj, no_such_key, &span) != (amb ? -1 : 0) || span.len != 9))
         die("an absent key is not reported absent, or the span was written", doc, n);
-    for (size_t j = 0; j < count; j++)
+    for (size_t j = 0; j < count; j++) {
         json_object_put(m[j].jkey);
+        free(m[j].dec);
+    }
     free(m);
 }
 
@@ -722,6 +858,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             while (v.len && is_ws(v.p[v.len - 1]))
                 v.len--;
             check_value(v, jv, p, size);
+            if (bsc_json_kind_of(v) == BSC_JSON_OBJECT)
+                check_request_rule(v, p, size);
             json_object_put(jv);
             break;
         }

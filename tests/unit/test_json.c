@@ -4,8 +4,9 @@
  * and message of the first offending byte (literals, numbers, strings and escapes, UTF-8 per
  * Unicode table 3-7, containers, whitespace, NUL bytes), every code point encoded in a string,
  * and the depth bound at max-1/max/max+1 over both words of the container stack. The scanner:
- * member lookup (found, absent, repeated, non-object, raw keys), one-pass lookup, array
- * iteration, kinds and scalar readers. tests/fuzz/fuzz_json_check.c checks both against json-c. */
+ * member lookup (found, absent, repeated, non-object, decoded keys), one-pass lookup, array
+ * iteration, kinds and scalar readers. Names compared decoded (json_name.c) and the request
+ * check's duplicate rule and bounds (bsc_json_check_request). tests/fuzz/fuzz_json_check.c checks both against json-c. */
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 
 #include "core/compat.h"
 #include "core/json_check.h"
+#include "core/json_name.h"
 #include "core/json_parse.h"
 #include "core/json_scan.h"
 
@@ -595,7 +597,7 @@ static void test_member_not_object(void **state)
     expect_no_member(BSC_STR_NULL, "a", -1);
 }
 
-static void test_member_raw_keys_and_whitespace(void **state)
+static void test_member_decoded_keys_and_whitespace(void **state)
 {
     struct bsc_str doc = BSC_STR(" {\n \"a\\\"b\" :\t[ 1 , \"}\" ] ,\r\n \"\\u0061\" : \"x\" ,"
                                  " \"c\\\\\" : { \"d\" : [ ] } } \n");
@@ -603,13 +605,13 @@ static void test_member_raw_keys_and_whitespace(void **state)
 
     (void)state;
     assert_true(check(doc, 64, &err));
-    /* Keys compare in their raw form: escapes are not decoded. */
-    expect_member(doc, "a\\\"b", "[ 1 , \"}\" ]");
-    expect_member(doc, "\\u0061", "\"x\"");
-    expect_member(doc, "c\\\\", "{ \"d\" : [ ] }");
-    expect_no_member(doc, "a", 0);
-    expect_no_member(doc, "a\"b", 0);
-    expect_no_member(doc, "c\\", 0);
+    /* Keys compare decoded, as every parser reads them: "\u0061" is "a". */
+    expect_member(doc, "a\"b", "[ 1 , \"}\" ]");
+    expect_member(doc, "a", "\"x\"");
+    expect_member(doc, "c\\", "{ \"d\" : [ ] }");
+    expect_no_member(doc, "\\u0061", 0);
+    expect_no_member(doc, "a\\\"b", 0);
+    expect_no_member(doc, "c\\\\", 0);
 }
 
 static void test_members_one_pass(void **state)
@@ -904,6 +906,290 @@ static void test_parse_whole(void **state)
     assert_null(bsc_json_parse_whole(BSC_STR("{\"a\":"), 8)); /* cut short */
 }
 
+/* ---- names compared decoded (json_name.c) ----------------------------------------------- */
+
+static void test_name_eq(void **state)
+{
+    (void)state;
+    /* raw vs plain: no backslash is a byte compare */
+    assert_int_equal(bsc_json_name_eq(BSC_STR("model"), BSC_STR("model")), 1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("mode"), BSC_STR("model")), 0);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\u006dodel"), BSC_STR("model")), 1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\u006Dodel"), BSC_STR("model")), 1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\u006dodels"), BSC_STR("model")), 0);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\u006dode"), BSC_STR("model")), 0);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("a\\\"b\\\\c\\/d"), BSC_STR("a\"b\\c/d")), 1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\b\\f\\n\\r\\t"), BSC_STR("\b\f\n\r\t")), 1);
+    /* <plain> is bytes: a backslash in it is a backslash */
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\\\u0061"), BSC_STR("\\u0061")), 1);
+    /* two, three and four UTF-8 bytes; a surrogate pair is one code point */
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\u00e9"), BSC_STR("\xc3\xa9")), 1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\u20ac"), BSC_STR("\xe2\x82\xac")), 1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\ud83d\\ude00"), BSC_STR("\xf0\x9f\x98\x80")), 1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\uDBFF\\uDFFF"), BSC_STR("\xf4\x8f\xbf\xbf")), 1);
+    /* ambiguous: lone surrogates, NUL, malformed escapes -- even when the rest differs */
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\ud800"), BSC_STR("x")), -1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\udc00"), BSC_STR("x")), -1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\ud800\\u0041"), BSC_STR("x")), -1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\ud800x"), BSC_STR("x")), -1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\ud800\\ud800"), BSC_STR("x")), -1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("model\\u0000"), BSC_STR("model")), -1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("x\\u0000"), BSC_STR("model")), -1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\u12"), BSC_STR("x")), -1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\u12g4"), BSC_STR("x")), -1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("a\\"), BSC_STR("a")), -1);
+    assert_int_equal(bsc_json_name_eq(BSC_STR("\\x"), BSC_STR("x")), -1);
+    /* raw vs raw */
+    assert_int_equal(bsc_json_names_eq(BSC_STR("\xc3\xa9"), BSC_STR("\\u00E9")), 1);
+    assert_int_equal(bsc_json_names_eq(BSC_STR("\\u0074ools"), BSC_STR("t\\u006fols")), 1);
+    assert_int_equal(bsc_json_names_eq(BSC_STR("\\ud83d\\ude00"), BSC_STR("\xf0\x9f\x98\x80")), 1);
+    assert_int_equal(bsc_json_names_eq(BSC_STR("a"), BSC_STR("b")), 0);
+    assert_int_equal(bsc_json_names_eq(BSC_STR("a"), BSC_STR("\\ud800")), -1);
+    assert_int_equal(bsc_json_names_eq(BSC_STR(""), BSC_STR("")), 1);
+}
+
+static void test_name_scan_and_decode(void **state)
+{
+    struct bsc_json_name_info a, b;
+    char buf[8];
+
+    (void)state;
+    assert_true(bsc_json_name_scan(BSC_STR("max_tokens"), &a));
+    assert_false(a.escaped);
+    assert_int_equal(a.len, 10);
+    assert_true(bsc_json_name_scan(BSC_STR("\\u006dax_tokens"), &b));
+    assert_true(b.escaped);
+    assert_int_equal(b.len, 10);
+    assert_int_equal(a.hash, b.hash); /* the hash is of the decoded name */
+    assert_false(bsc_json_name_scan(BSC_STR("\\ud800"), &b));
+    assert_false(bsc_json_name_scan(BSC_STR("\\u0000"), &b));
+    /* decode, cut at a character boundary, NUL-terminated */
+    assert_int_equal(bsc_json_name_decode(BSC_STR("\\u006dodel"), buf, sizeof(buf)), 5);
+    assert_string_equal(buf, "model");
+    assert_int_equal(bsc_json_name_decode(BSC_STR("abcdef\\u00e9"), buf, sizeof(buf)), 6);
+    assert_string_equal(buf, "abcdef");
+    assert_int_equal(bsc_json_name_decode(BSC_STR("abcde\\u00e9"), buf, sizeof(buf)), 7);
+    assert_string_equal(buf, "abcde\xc3\xa9");
+    assert_int_equal(bsc_json_name_decode(BSC_STR("abcd\\u20ac"), buf, sizeof(buf)), 7);
+    assert_int_equal(bsc_json_name_decode(BSC_STR("abcde\\u20ac"), buf, sizeof(buf)), 5);
+    assert_string_equal(buf, "abcde");
+    assert_int_equal(bsc_json_name_decode(BSC_STR("\\udc00"), buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "");
+    assert_int_equal(bsc_json_name_decode(BSC_STR("x"), buf, 1), 0);
+}
+
+/* ---- bsc_json_check_request: every top-level name once, decoded -------------------------- */
+
+static enum bsc_json_verdict check_req(const char *doc, struct bsc_str *vals,
+                                       struct bsc_json_error *err)
+{
+    static const struct bsc_str keys[] = {BSC_STR("model"), BSC_STR("tools"),
+                                          BSC_STR("max_tokens"), BSC_STR("stream")};
+
+    *err = (struct bsc_json_error){(size_t)-1, NULL, BSC_STR_NULL};
+    return bsc_json_check_request(bsc_str_cstr(doc), 64, keys, BSC_ARRAY_LEN(keys), 0, vals, err);
+}
+
+static void expect_duplicate(const char *doc, const char *raw_name, size_t offset,
+                             const char *decoded)
+{
+    struct bsc_str v[4];
+    struct bsc_json_error err;
+    char name[64];
+
+    assert_int_equal(check_req(doc, v, &err), BSC_JSONV_DUPLICATE);
+    if (!bsc_str_eq(err.name, bsc_str_cstr(raw_name)))
+        fail_msg("%s: duplicate reported at \"%.*s\", want \"%s\"", doc, BSC_STR_FMT(err.name),
+                 raw_name);
+    assert_int_equal(err.offset, offset);
+    assert_string_equal(err.what, "duplicate member name");
+    bsc_json_name_decode(err.name, name, sizeof(name));
+    assert_string_equal(name, decoded);
+}
+
+static void test_check_request_duplicates(void **state)
+{
+    (void)state;
+    /* the smuggling forms of the issue: the first is validated, the second forwarded */
+    expect_duplicate("{\"model\":\"demo\",\"\\u006dodel\":\"o1-pro\",\"messages\":[]}",
+                     "\\u006dodel", 16, "model");
+    expect_duplicate("{\"max_tokens\":5,\"\\u006dax_tokens\":100000}", "\\u006dax_tokens", 16,
+                     "max_tokens");
+    expect_duplicate("{\"stream\":false,\"\\u0073tream\":true}", "\\u0073tream", 16, "stream");
+    expect_duplicate("{\"\\u0074ools\":[],\"tools\":[]}", "tools", 17, "tools");
+    /* literal, and any member at all, wanted or not */
+    expect_duplicate("{\"model\":1,\"model\":2}", "model", 11, "model");
+    expect_duplicate("{\"x\":1, \"y\":{}, \"x\":[1]}", "x", 16, "x");
+    expect_duplicate("{\"\":1,\"\":2}", "", 6, "");
+    /* escapes of every kind decode to the same name */
+    expect_duplicate("{\"\xc3\xa9\":1,\"\\u00e9\":2}", "\\u00e9", 8, "\xc3\xa9");
+    expect_duplicate("{\"\\ud83d\\ude00\":1,\"\xf0\x9f\x98\x80\":2}", "\xf0\x9f\x98\x80", 18,
+                     "\xf0\x9f\x98\x80");
+    expect_duplicate("{\"a/b\":1,\"a\\/b\":2}", "a\\/b", 9, "a/b");
+    expect_duplicate("{\"a\\nb\":1,\"a\\u000ab\":2}", "a\\u000ab", 10, "a\nb");
+}
+
+static void test_check_request_reads_escaped_names(void **state)
+{
+    struct bsc_str v[4];
+    struct bsc_json_error err;
+
+    (void)state;
+    /* an escaped name alone is the member it decodes to */
+    assert_int_equal(check_req("{\"\\u006dodel\":\"o1-pro\",\"\\u0074ools\":[{}],"
+                               "\"max_tokens\":1,\"\\u0073tream\":true}", v, &err),
+                     BSC_JSONV_OK);
+    assert_true(bsc_str_eq(v[0], BSC_STR("\"o1-pro\"")));
+    assert_true(bsc_str_eq(v[1], BSC_STR("[{}]")));
+    assert_true(bsc_str_eq(v[2], BSC_STR("1")));
+    assert_true(bsc_str_eq(v[3], BSC_STR("true")));
+    /* nested names repeat freely: the rule is for the top level */
+    assert_int_equal(check_req("{\"a\":{\"b\":1,\"b\":2},\"c\":[{\"d\":1,\"\\u0064\":1}]}", v, &err),
+                     BSC_JSONV_OK);
+    assert_int_equal(check_req("[{\"a\":1},{\"a\":1}]", v, &err), BSC_JSONV_OK);
+    assert_null(v[0].p);
+    /* names that only look alike are distinct */
+    assert_int_equal(check_req("{\"model\":1,\"Model\":2,\"model \":3,\"\\u006dodel2\":4}", v, &err),
+                     BSC_JSONV_OK);
+    /* syntax errors are still syntax errors */
+    assert_int_equal(check_req("{\"model\":1,}", v, &err), BSC_JSONV_SYNTAX);
+    assert_int_equal(err.offset, 11);
+    assert_int_equal(check_req("{\"\\u006dodel\":}", v, &err), BSC_JSONV_SYNTAX);
+}
+
+static void expect_refused(const char *doc, size_t offset, const char *what)
+{
+    struct bsc_str v[4];
+    struct bsc_json_error err;
+
+    assert_int_equal(check_req(doc, v, &err), BSC_JSONV_REFUSED);
+    assert_int_equal(err.offset, offset);
+    assert_string_equal(err.what, what);
+}
+
+static void test_check_request_refused_names(void **state)
+{
+    struct bsc_str v[4];
+    struct bsc_json_error err;
+
+    (void)state;
+    /* names parsers decode differently: a lone surrogate, an escaped NUL (json-c cuts there) */
+    expect_refused("{\"a\":1,\"\\ud800\":2}", 7,
+                   "a top-level member name with a lone surrogate or NUL escape");
+    expect_refused("{\"\\udfff\":2}", 1,
+                   "a top-level member name with a lone surrogate or NUL escape");
+    expect_refused("{\"\\ud83d\\u0041\":2}", 1,
+                   "a top-level member name with a lone surrogate or NUL escape");
+    expect_refused("{\"model\\u0000x\":2}", 1,
+                   "a top-level member name with a lone surrogate or NUL escape");
+    /* ...but only in names: values and nested names are the upstream's business */
+    assert_int_equal(check_req("{\"a\":\"\\ud800\",\"b\":{\"\\u0000\":1}}", v, &err),
+                     BSC_JSONV_OK);
+}
+
+/* Builds {"k0":0,"k1":0,...} with <n> members into <buf>. */
+static struct bsc_str many_members(char *buf, size_t cap, unsigned n)
+{
+    size_t len = 0;
+
+    buf[len++] = '{';
+    for (unsigned i = 0; i < n; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s\"k%u\":0", i ? "," : "", i);
+    buf[len++] = '}';
+    assert_true(len < cap);
+    return bsc_str_make(buf, len);
+}
+
+static void test_check_request_bounds(void **state)
+{
+    static char buf[8192], name[600];
+    struct bsc_json_error err;
+    struct bsc_str v[1], doc;
+    const struct bsc_str key = BSC_STR("k255");
+
+    (void)state;
+    /* BSC_JSON_MAX_MEMBERS - 1, at, and past the bound */
+    doc = many_members(buf, sizeof(buf), BSC_JSON_MAX_MEMBERS - 1);
+    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, 0, v, &err), BSC_JSONV_OK);
+    doc = many_members(buf, sizeof(buf), BSC_JSON_MAX_MEMBERS);
+    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, 0, v, &err), BSC_JSONV_OK);
+    assert_true(bsc_str_eq(v[0], BSC_STR("0")));
+    doc = many_members(buf, sizeof(buf), BSC_JSON_MAX_MEMBERS + 1);
+    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, 0, v, &err), BSC_JSONV_REFUSED);
+    assert_string_equal(err.what, "more than 256 top-level members");
+    assert_true(bsc_str_eq(err.name, BSC_STR("k256")));
+    /* a duplicate of the first name as the 256th is found */
+    doc = many_members(buf, sizeof(buf), BSC_JSON_MAX_MEMBERS - 1);
+    memcpy(buf + doc.len - 1, ",\"k\\u0030\":1}", 14);
+    doc.len += 12;
+    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, 0, v, &err), BSC_JSONV_DUPLICATE);
+    assert_true(bsc_str_eq(err.name, BSC_STR("k\\u0030")));
+    /* a name of BSC_JSON_MAX_NAME bytes as written, and one more */
+    memset(name, 'n', sizeof(name));
+    name[0] = '{';
+    name[1] = '"';
+    memcpy(name + 2 + BSC_JSON_MAX_NAME, "\":1}", 4);
+    doc = bsc_str_make(name, 2 + BSC_JSON_MAX_NAME + 4);
+    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, 0, v, &err), BSC_JSONV_OK);
+    memset(name + 2, 'n', BSC_JSON_MAX_NAME + 1);
+    memcpy(name + 3 + BSC_JSON_MAX_NAME, "\":1}", 4);
+    doc = bsc_str_make(name, 3 + BSC_JSON_MAX_NAME + 4);
+    assert_int_equal(bsc_json_check_request(doc, 64, &key, 1, 0, v, &err), BSC_JSONV_REFUSED);
+    assert_string_equal(err.what, "a top-level member name longer than 256 bytes");
+    assert_int_equal(err.offset, 1);
+    /* bsc_json_check_members (upstream answers) keeps no bound and reads escaped names */
+    doc = many_members(buf, sizeof(buf), BSC_JSON_MAX_MEMBERS + 1);
+    assert_int_equal(bsc_json_check_members(doc, 64, &key, 1, v, &err), 1);
+    assert_int_equal(bsc_json_check_members(BSC_STR("{\"k\\u0032\\u0035\\u0035\":7}"), 64, &key, 1,
+                                            v, &err), 1);
+    assert_true(bsc_str_eq(v[0], BSC_STR("7")));
+}
+
+/* json_scan lookups compare decoded names and refuse to guess. */
+static void test_members_decoded_duplicates(void **state)
+{
+    static const struct bsc_str iu = BSC_STR("include_usage");
+    struct bsc_str v = BSC_STR("untouched");
+
+    (void)state;
+    assert_int_equal(bsc_json_member(BSC_STR("{\"include_usage\":false,"
+                                             "\"\\u0069nclude_usage\":true}"), iu, &v), -1);
+    assert_int_equal(bsc_json_member(BSC_STR("{\"\\u0069nclude_usage\":true}"), iu, &v), 1);
+    assert_true(bsc_str_eq(v, BSC_STR("true")));
+    assert_int_equal(bsc_json_member(BSC_STR("{\"include_usage\\u0000\":true,"
+                                             "\"include_usage\":false}"), iu, &v), -1);
+    assert_int_equal(bsc_json_member(BSC_STR("{\"\\udc00\":1}"), iu, &v), -1);
+    assert_int_equal(bsc_json_member(BSC_STR("{\"a\":1}"), iu, &v), 0);
+}
+
+/* Bit k of <objects>: keys[k]'s array holds objects only, checked in the same pass. */
+static void test_check_request_elements(void **state)
+{
+    static const struct bsc_str keys[] = {BSC_STR("x"), BSC_STR("m")};
+    struct bsc_json_error err;
+    struct bsc_str v[2];
+
+#define ELEMENTS(doc) bsc_json_check_request(BSC_STR(doc), 64, keys, 2, 1u << 1, v, &err)
+    (void)state;
+    assert_int_equal(ELEMENTS("{\"m\":[{},{\"a\":[1]}],\"x\":[1,\"s\"]}"), BSC_JSONV_OK);
+    assert_true(bsc_str_eq(v[1], BSC_STR("[{},{\"a\":[1]}]")));
+    assert_int_equal(ELEMENTS("{\"m\":[],\"x\":[2]}"), BSC_JSONV_OK);
+    assert_int_equal(ELEMENTS("{\"m\":{\"a\":1},\"y\":[3]}"), BSC_JSONV_OK); /* not an array */
+    assert_int_equal(ELEMENTS("{\"m\":\"s\"}"), BSC_JSONV_OK);
+    assert_int_equal(ELEMENTS("{\"m\":[{}, 1]}"), BSC_JSONV_ELEMENT);
+    assert_int_equal(err.offset, 10);
+    assert_true(bsc_str_eq(err.name, BSC_STR("m")));
+    assert_int_equal(ELEMENTS("{\"\\u006d\":[ [] ]}"), BSC_JSONV_ELEMENT);
+    assert_true(bsc_str_eq(err.name, BSC_STR("\\u006d")));
+    assert_int_equal(err.offset, 12);
+    assert_int_equal(ELEMENTS("{\"m\":[null]}"), BSC_JSONV_ELEMENT);
+    assert_int_equal(ELEMENTS("{\"m\":[\"s\"]}"), BSC_JSONV_ELEMENT);
+    /* without the bit, anything goes */
+    assert_int_equal(bsc_json_check_request(BSC_STR("{\"m\":[1]}"), 64, keys, 2, 0, v, &err),
+                     BSC_JSONV_OK);
+#undef ELEMENTS
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -923,7 +1209,7 @@ int main(void)
         cmocka_unit_test(test_member_absent),
         cmocka_unit_test(test_member_repeated),
         cmocka_unit_test(test_member_not_object),
-        cmocka_unit_test(test_member_raw_keys_and_whitespace),
+        cmocka_unit_test(test_member_decoded_keys_and_whitespace),
         cmocka_unit_test(test_members_one_pass),
         cmocka_unit_test(test_array_mixed),
         cmocka_unit_test(test_array_empty_and_not_array),
@@ -934,6 +1220,14 @@ int main(void)
         cmocka_unit_test(test_u64),
         cmocka_unit_test(test_validate_then_read),
         cmocka_unit_test(test_check_members_one_pass),
+        cmocka_unit_test(test_name_eq),
+        cmocka_unit_test(test_name_scan_and_decode),
+        cmocka_unit_test(test_check_request_duplicates),
+        cmocka_unit_test(test_check_request_reads_escaped_names),
+        cmocka_unit_test(test_check_request_refused_names),
+        cmocka_unit_test(test_check_request_bounds),
+        cmocka_unit_test(test_members_decoded_duplicates),
+        cmocka_unit_test(test_check_request_elements),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
