@@ -37,15 +37,26 @@ static void line_col(struct bsc_str s, size_t off, unsigned *line, unsigned *col
     }
 }
 
-/* Parses <body> strictly. Returns the object or NULL with <msg> filled. */
+/* Parses <body> strictly. Returns the object or NULL with <msg> filled. The validator runs
+ * first: json-c's own UTF-8 check lets overlong forms and surrogates through, and every
+ * endpoint must refuse the same bytes. */
 struct json_object *api__parse_json(struct bsc_str body, char *msg, size_t msglen)
 {
-    struct json_tokener *tok = json_tokener_new_ex(API_JSON_MAX_DEPTH);
+    struct json_tokener *tok;
     struct json_object *obj;
+    struct bsc_json_error verr;
     enum json_tokener_error jerr;
     size_t off;
     unsigned line, col;
 
+    if (body.len && !bsc_json_check(body, API_JSON_MAX_DEPTH, &verr)) {
+        line_col(body, verr.offset, &line, &col);
+        snprintf(msg, msglen,
+                 "We could not parse the JSON body of your request: %s at line %u column %u",
+                 verr.what, line, col);
+        return NULL;
+    }
+    tok = json_tokener_new_ex(API_JSON_MAX_DEPTH);
     if (!tok) {
         snprintf(msg, msglen, "out of memory");
         return NULL;
