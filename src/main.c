@@ -202,6 +202,7 @@ static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const
         LOG_ERR("worker %u: out of memory", idx);
         return -1;
     }
+    srv_set_refused(w->srv, api_refused);
     uv_async_init(&w->loop, &w->wake, worker_on_wake);
     w->wake.data = w;
     if (idx == 0 && !(w->prober = prober_start(w))) {

@@ -54,3 +54,15 @@ void api__line_end(const struct api_line *l, int status, const char *termination
 
     access_log_write(&e);
 }
+
+void api_refused(struct srv_req *req, int status, void *ud)
+{
+    struct api_line l;
+
+    (void)ud;
+    api__line_begin(&l, req);
+    if (!l.path[0]) /* the request line never completed: the parser's method means nothing */
+        l.method[0] = '\0';
+    snprintf(l.detail, sizeof(l.detail), "refused by the HTTP server");
+    api__line_end(&l, status, "server");
+}

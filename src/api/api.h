@@ -9,5 +9,8 @@
 
 /* The srv handler of every worker; <ud> is the struct worker. */
 void api_handle(struct srv_req *req, void *ud);
+/* The access line of a request the server answered itself (srv_set_refused): malformed
+ * framing, oversized heads or bodies, slow clients. */
+void api_refused(struct srv_req *req, int status, void *ud);
 
 #endif

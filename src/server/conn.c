@@ -475,6 +475,13 @@ void srv__conn_error(struct srv_conn *c, int status, const char *code, const cha
     c->req.close_after = true;
     uv_timer_stop(&c->timer);
     srv_resp_error(&c->req, status, NULL, code, message);
+    if (c->srv->refused)
+        c->srv->refused(&c->req, status, c->srv->ud);
+}
+
+void srv_set_refused(struct srv *srv, srv_refused_fn *fn)
+{
+    srv->refused = fn;
 }
 
 void srv__conn_drain(struct srv_conn *c)

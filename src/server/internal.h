@@ -182,6 +182,7 @@ struct srv {
     struct srv__member *member;  /* this server's place in <group>; NULL once it left */
     struct srv_limits lim;
     srv_handler_fn *handler;
+    srv_refused_fn *refused; /* NULL, or told of the server's own answers (access log) */
     void *ud;
     struct srv_conn *conns;      /* every connection not yet freed */
     struct srv_conn *work_head, *work_tail;

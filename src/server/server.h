@@ -41,6 +41,10 @@ struct srv_header {
  * request of the same connection is not dispatched before this one's response ends. */
 typedef void srv_handler_fn(struct srv_req *req, void *ud);
 typedef void srv_req_cb(struct srv_req *req, void *ud);
+/* Told of an answer the server wrote itself (a request it could not hand to the handler:
+ * bad framing, limits, timeouts) with its <status>, after the answer was queued. <req>'s
+ * method and path may be empty (a head that never completed). Must not keep <req>. */
+typedef void srv_refused_fn(struct srv_req *req, int status, void *ud);
 typedef void srv_closed_cb(struct srv *srv, void *ud);
 
 /* Creates a listening socket for <host>:<port> (IPv4 or IPv6 literal) with SO_REUSEADDR
@@ -60,6 +64,10 @@ enum bsc_err srv_listen_first(const char *host, uint16_t port, int *fd, char *er
  * <limits> is copied. <handler> gets each request. Returns BSC_OK and *<out>. */
 enum bsc_err srv_new(uv_loop_t *loop, int listen_fd, const struct srv_limits *limits,
                      srv_handler_fn *handler, void *ud, struct srv **out);
+
+/* Sets the callback told of every answer <srv> writes itself (NULL: none). The handler's
+ * <ud> is passed to it. Set before the loop runs. */
+void srv_set_refused(struct srv *srv, srv_refused_fn *fn);
 
 /* ---- balancing: connections spread evenly over the workers ---- */
 struct srv_group; /* shared by the servers of one gateway's workers; opaque */

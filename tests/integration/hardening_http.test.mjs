@@ -221,4 +221,14 @@ test('every request gets exactly one access line with method, path and status', 
   assert.equal(linesOf('ledger-put')[0].detail, 'put operation op-log-1');
   assert.equal(linesOf('cors-403')[0].detail, 'origin not allowed');
   assert.equal(linesOf('host-403')[0].detail, 'host not allowed');
+  // A request the HTTP server itself refuses (never reaches a handler) has its line too.
+  // Its head never completed, so the line has no path: it is found by its termination.
+  const refused = () => gw.accessLog().filter((l) => l.type === 'access' && l.termination === 'server');
+  const before = refused().length;
+  const framing = await raw('GET /log-framing HTTP/2.0\r\nHost: localhost\r\n\r\n');
+  assert.equal(framing.status, 400);
+  await waitFor(() => refused().length > before, { what: 'an access line for the refused request' });
+  const line = refused()[before];
+  assert.equal(line.status, 400);
+  assert.equal(line.detail, 'refused by the HTTP server');
 });
