@@ -28,15 +28,20 @@ enum cfg_provider_kind {
 /* The error dialect of an openai_compatible provider (providers/openai_errors.c has one rule
  * table per name). AUTO picks it from the base_url's host; servers without a well-known
  * host (vLLM, Ollama) are reached only by naming them. */
+#define CFG_PROFILES(X)                                                                      \
+    X(AUTO, "auto")                                                                          \
+    X(OPENAI, "openai")                                                                      \
+    X(DEEPSEEK, "deepseek")                                                                  \
+    X(MISTRAL, "mistral")                                                                    \
+    X(GROQ, "groq")                                                                          \
+    X(OPENROUTER, "openrouter")                                                              \
+    X(VLLM, "vllm")                                                                          \
+    X(OLLAMA, "ollama")
+
 enum cfg_profile {
-    CFG_PROFILE_AUTO = 0,
-    CFG_PROFILE_OPENAI,
-    CFG_PROFILE_DEEPSEEK,
-    CFG_PROFILE_MISTRAL,
-    CFG_PROFILE_GROQ,
-    CFG_PROFILE_OPENROUTER,
-    CFG_PROFILE_VLLM,
-    CFG_PROFILE_OLLAMA,
+#define X(NAME, name) CFG_PROFILE_##NAME,
+    CFG_PROFILES(X)
+#undef X
     CFG_PROFILE_COUNT
 };
 
@@ -285,8 +290,18 @@ const struct cfg_provider *cfg_provider_find(const struct cfg *cfg, struct bsc_s
 /* Names for enum values (as written in YAML). */
 const char *cfg_provider_kind_name(enum cfg_provider_kind kind);
 const char *cfg_balance_name(enum cfg_balance b);
-/* "deepseek", ...; NULL for CFG_PROFILE_AUTO (choose by host). */
-const char *cfg_profile_name(enum cfg_profile p);
+/* "deepseek", ...; NULL for CFG_PROFILE_AUTO (choose by host). Inline: the providers that
+ * read it link no config code. */
+static inline const char *cfg_profile_name(enum cfg_profile p)
+{
+    static const char *const names[] = {
+#define X(NAME, name) name,
+        CFG_PROFILES(X)
+#undef X
+    };
+
+    return p != CFG_PROFILE_AUTO && (unsigned)p < CFG_PROFILE_COUNT ? names[p] : NULL;
+}
 
 /* The process-wide current snapshot (one of the three commented globals, STYLE §11).
  * cfg_current_get returns a new ref (caller unrefs); cfg_current_swap takes ownership of

@@ -52,8 +52,11 @@
 static const char *const kind_names[] = {"openai", "anthropic", "gemini",
                                          "dashscope", "azure", "openai_compatible"};
 _Static_assert(BSC_ARRAY_LEN(kind_names) == CFG_PROV_COUNT, "kind_names");
-static const char *const profile_names[] = {"auto", "openai", "deepseek", "mistral",
-                                            "groq", "openrouter", "vllm", "ollama"};
+static const char *const profile_names[] = {
+#define X(NAME, name) name,
+    CFG_PROFILES(X)
+#undef X
+};
 _Static_assert(BSC_ARRAY_LEN(profile_names) == CFG_PROFILE_COUNT, "profile_names");
 static const char *const probe_names[] = {"models", "completion", "none"};
 _Static_assert(BSC_ARRAY_LEN(probe_names) == CFG_PROBE_COUNT, "probe_names");
@@ -76,11 +79,6 @@ _Static_assert(1u << (BSC_ARRAY_LEN(dim_names) - 1) == CFG_BRK_KEY, "dim names")
 static const char *const level_names[] = {"err", "warn", "info", "debug"};
 _Static_assert(BSC_ARRAY_LEN(level_names) == BSC_LOG_COUNT, "level_names");
 static const char *const format_names[] = {"json", "text"};
-
-const char *cfg_profile_name(enum cfg_profile p)
-{
-    return p != CFG_PROFILE_AUTO && (unsigned)p < CFG_PROFILE_COUNT ? profile_names[p] : NULL;
-}
 
 const char *cfg_provider_kind_name(enum cfg_provider_kind kind)
 {
