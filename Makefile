@@ -109,6 +109,7 @@ tests/node_modules/.package-lock.json: tests/package.json tests/package-lock.jso
 
 check-layering:
 	@scripts/check-layering
+	@scripts/check-standalone
 
 # ---- demo, benchmarks, fuzzing --------------------------------------------------------------
 run: all

@@ -42,7 +42,7 @@ export function staticUpstreamConf({ dir, port, nofile, workerConnections }) {
 }
 
 /**
- * bascule's YAML (DESIGN §12). Limits are raised so that they never shape a benchmark: no
+ * bascule's YAML (docs/configuration.md). Limits are raised so they never shape a benchmark: no
  * rpm/tpm cap, upstream concurrency above <maxConnections>, no health probes hitting the
  * upstream.
  */

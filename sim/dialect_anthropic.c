@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* dialect_anthropic.c -- bascule-sim speaking the Anthropic Messages API (providers.md §2):
+/* dialect_anthropic.c -- bascule-sim speaking the Anthropic Messages API (docs/providers.md §2):
  * POST /v1/messages (also under /anthropic/v1), plain and streamed with the named events
  * (message_start, content_block_*, ping, message_delta, message_stop), tool_use blocks,
  * Anthropic usage and the {"type":"error","error":{...}} shape, `event: error` mid-stream.

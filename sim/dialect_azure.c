@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* dialect_azure.c -- bascule-sim speaking Azure OpenAI (providers.md §5.2):
+/* dialect_azure.c -- bascule-sim speaking Azure OpenAI (docs/providers.md §5.2):
  * /openai/deployments/{deployment}/chat/completions and /embeddings with ?api-version=,
  * the `api-key` header, /openai/models. The deployment in the path is the model the sim
  * keys its scripts on (the body's "model" is ignored, as Azure does). Answers are the

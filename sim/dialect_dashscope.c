@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* dialect_dashscope.c -- bascule-sim speaking Alibaba Cloud Model Studio (DashScope) in its
- * OpenAI-compatible mode under /compatible-mode/v1 (providers.md §4.3). The wire is
+ * OpenAI-compatible mode under /compatible-mode/v1 (docs/providers.md §4.3). The wire is
  * OpenAI's, so parsing and answers come from the OpenAI dialect; this file adds the paths,
  * DashScope's error vocabulary (compatible-mode error bodies with a request_id on error
  * statuses; the native {"code","message","request_id"} body for errors that arrive with
@@ -120,7 +120,7 @@ static void ds_default_error(const struct sim_call *call, int status, const char
     }
 }
 
-/* Native codes for the compatible ones, and their documented messages (providers.md §4.4). */
+/* Native codes for the compatible ones, and their documented messages (docs/providers.md §4.4). */
 static const struct {
     const char *compat, *native, *message;
 } ds_native_codes[] = {

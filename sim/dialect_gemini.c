@@ -4,7 +4,7 @@
  * GenerateContentResponse per CRLF-framed event, no terminator: the stream just ends after
  * the chunk carrying finishReason), :embedContent, :batchEmbedContents, GET /v1beta/models
  * and /v1beta/models/{model}; google.rpc.Status error bodies, pretty-printed as Google
- * prints them, and the bare JSON error object a stream can end with (providers.md §3).
+ * prints them, and the bare JSON error object a stream can end with (docs/providers.md §3).
  * It validates what the real API rejects with 400 (unknown fields, empty parts, oneof
  * parts, function calls replayed without a thought signature, schema fields that exclude
  * each other), so an adapter's mistakes show. Parsing and rendering only; the runtime

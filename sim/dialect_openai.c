@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* dialect_openai.c -- bascule-sim speaking the OpenAI API: /v1/chat/completions (plain,
  * streamed, tool calls), /v1/embeddings and /v1/models, with OpenAI-shaped errors
- * (providers.md §1). Request parsing and rendering only; when and whether to send is the
+ * (docs/providers.md §1). Request parsing and rendering only; when and whether to send is the
  * runtime's business (exchange.c). See docs/internals/sim.md. */
 #include "dialect.h"
 

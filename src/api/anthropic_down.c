@@ -169,7 +169,7 @@ static void usage_read(struct json_object *u, struct anth_usage *out)
         out->cached = 0;
 }
 
-/* Anthropic's input_tokens exclude cached tokens (providers.md §2.3); OpenAI reports no
+/* Anthropic's input_tokens exclude cached tokens (docs/providers.md §2.3); OpenAI reports no
  * cache writes, so cache_creation_input_tokens is 0 and any such cost is in input_tokens. */
 static void put_usage(struct jw *w, const struct anth_usage *u)
 {

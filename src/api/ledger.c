@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* ledger.c -- the tool side-effect ledger over HTTP (DESIGN §6), for agent code:
+/* ledger.c -- the tool side-effect ledger over HTTP (docs/design.md §6), for agent code:
  *   PUT /v1/ledger/{operation_id}  {"tool_name","state","external_reference"?}
  *       201 created, 200 moved (or repeated), 409 illegal transition, 400 bad input
  *   GET /v1/ledger/{operation_id}  200 with the entry, 404 when unknown

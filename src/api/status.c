@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* status.c -- the live status page (DESIGN §9): GET /status is one self-contained HTML
+/* status.c -- the live status page (docs/design.md §9): GET /status is one self-contained HTML
  * page (no external assets) that polls GET /status.json every two seconds and draws the
  * routes with their tiers and every target's circuit, health, latency, load and last
  * error. Read-only and free of secrets, like /metrics. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* config.h -- the validated, immutable, refcounted configuration snapshot (DESIGN §12).
+/* config.h -- the validated, immutable, refcounted configuration snapshot (docs/configuration.md).
  * cfg_load() turns one YAML file into a struct cfg or into a list of errors, each with
  * file:line:column. A snapshot never changes after load: a reload builds a new one and
  * swaps the pointer (cfg_current_swap); each request holds a ref to the one it began
@@ -303,7 +303,7 @@ static inline const char *cfg_profile_name(enum cfg_profile p)
     return p != CFG_PROFILE_AUTO && (unsigned)p < CFG_PROFILE_COUNT ? names[p] : NULL;
 }
 
-/* The process-wide current snapshot (one of the three commented globals, STYLE §11).
+/* The process-wide current snapshot (one of the three commented globals, docs/design.md §13.6).
  * cfg_current_get returns a new ref (caller unrefs); cfg_current_swap takes ownership of
  * <next>'s ref and drops the old snapshot's. Both are safe from any thread. */
 struct cfg *cfg_current_get(void);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* snapshot.c -- the life of a loaded snapshot: refcount (C11 atomics), free, lookups by
  * id, and the process-wide current pointer that a reload swaps. The current pointer is one
- * of the three commented globals (STYLE §11); a mutex makes get-and-ref atomic against a
+ * of the three commented globals (docs/design.md §13.6); a mutex makes get-and-ref atomic against a
  * concurrent swap-and-unref, at one uncontended lock per request. See
  * docs/internals/config.md. */
 #include <pthread.h>
@@ -149,7 +149,7 @@ const struct cfg_provider *cfg_provider_find(const struct cfg *cfg, struct bsc_s
 
 /* ---- the current snapshot ------------------------------------------------------------- */
 
-/* Global by design (STYLE §11): the one snapshot new requests start from. The lock covers
+/* Global by design (docs/design.md §13.6): the snapshot new requests start from. The lock covers
  * only the pointer read plus the ref increment, and the pointer write; the old snapshot
  * is unreffed outside it. */
 static pthread_mutex_t current_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* validate.c -- the schema of DESIGN §12 as tables (one row per YAML key: type, range,
+/* validate.c -- the schema of docs/configuration.md as tables (one row per YAML key: type, range,
  * destination), the defaults, the custom decoders (listen, base_url, keys, headers, the
  * provider/target/route maps) and cfg__build, which runs both passes. References between
  * sections, breaker overrides and warnings are the second pass, in resolve.c. Adding a key

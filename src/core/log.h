@@ -13,7 +13,7 @@
 
 enum bsc_log_level { BSC_LOG_ERR = 0, BSC_LOG_WARN, BSC_LOG_INFO, BSC_LOG_DEBUG, BSC_LOG_COUNT };
 
-/* The log sink's settings: one of the three commented globals (STYLE §11). */
+/* The log sink's settings: one of the three commented globals (docs/design.md §13.6). */
 extern int bsc_log_verbosity;
 extern bool bsc_log_json;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* breaker.h -- one circuit breaker: closed / open / half-open, plus a slow-start ramp after
- * it closes again (DESIGN §8). Pure decision code: no I/O, no clock reads (time moves only
+ * it closes again (docs/design.md §8). Pure decision code: no I/O, no clock reads (time moves only
  * through the <now_ms> arguments), no allocation, no globals, never calls back. It does not
  * classify failures (the caller maps its error kinds to enum brk_outcome) and does not know
  * what it guards (the caller keys breakers by provider/model/region/key).

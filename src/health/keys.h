@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* keys.h -- round-robin rotation over one provider's API keys, with per-key cooldowns
- * (DESIGN §4, §7). A key that is rate-limited, out of quota or refused cools down on its own
+ * (docs/design.md §4, §7). A key that's rate-limited, out of quota or refused cools down on its own
  * instead of opening the provider's circuit. Pure: no I/O, no clock reads, no allocation,
  * never calls back. Keys are named by index only; the secrets themselves live in the config
  * snapshot and never pass through here. Not thread-safe: one pool per worker, or the caller

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* idempotency.h -- Idempotency-Key records, pure: the request fingerprint (SHA-256 of the
  * canonical JSON body and the caller's context), the record's states (in_flight ->
- * complete) and the decision a new request gets from an existing record (DESIGN §6).
+ * complete) and the decision a new request gets from an existing record (docs/design.md §6).
  * The store (store/store.h) keeps the records and applies the decision atomically; the
  * router maps it to HTTP. No I/O, no clock: <now_ms> is an argument.
  * See docs/internals/store.md. */

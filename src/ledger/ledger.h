@@ -84,7 +84,7 @@ bool ledger_initial_allowed(enum ledger_state s);
 /* True for succeeded and failed: no transition leaves them. */
 bool ledger_state_is_terminal(enum ledger_state s);
 /* True when an automatic replay of the operation's model call must be refused
- * (started, unknown: the effect may have happened); DESIGN §6 reconcile_required. */
+ * (started, unknown: the effect may have happened); docs/design.md §6 reconcile_required. */
 bool ledger_state_blocks_replay(enum ledger_state s);
 
 /* True when <id> is 1..LEDGER_OP_ID_MAX bytes of [A-Za-z0-9._:~-]: safe in a URL path,

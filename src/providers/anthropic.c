@@ -777,7 +777,7 @@ static enum bsc_err anth_build(const struct prov_call *c, struct prov_http *out,
 
 /* ---- errors ---- */
 
-/* error.type -> kind; the status map covers the rest (providers.md §2.5, §6.2). */
+/* error.type -> kind; the status map covers the rest (docs/providers.md §2.5, §6.2). */
 static const struct {
     const char *type;
     enum fail_kind kind;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* anthropic_stream.c -- Anthropic Messages stream events -> OpenAI chat.completion.chunk
- * frames (providers.md §2.4, §2.7). text_delta becomes delta.content, a tool_use block
+ * frames (docs/providers.md §2.4, §2.7). text_delta becomes delta.content, a tool_use block
  * becomes a tool call whose OpenAI index counts tool blocks only (dense from 0), and
  * message_stop becomes the finish chunk, the usage chunk when the client asked, and
  * [DONE]. The first frame (delta.role) waits for the first content, so an error event

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* azure.c -- the adapter for Azure OpenAI (providers.md §5.2): the OpenAI wire behind
+/* azure.c -- the adapter for Azure OpenAI (docs/providers.md §5.2): the OpenAI wire behind
  * deployment URLs with an api-version query and an `api-key` header. Every hook delegates to
  * prov_openai; this file adds the URL and the key header, Azure's error vocabulary
  * (content filter 400s, DeploymentNotFound, a 429 whose wait is a day means quota), and

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* dashscope.c -- the adapter for Alibaba Cloud Model Studio (DashScope, Qwen) in its
- * OpenAI-compatible mode ({base_url}/chat/completions, Bearer key; providers.md §4.3). The
+ * OpenAI-compatible mode ({base_url}/chat/completions, Bearer key; docs/providers.md §4.3). The
  * wire is OpenAI's, so every hook delegates to prov_openai; this file adds what DashScope
  * does differently: errors that arrive with HTTP 200 (a body or a stream event carrying a
  * native `code` such as Throttling.RateQuota and no `choices`, or finish_reason "error"),
@@ -37,7 +37,7 @@ extern const struct prov_ops prov_openai; /* the wire is OpenAI's: every hook de
  * the unit test): the ops table needs a constant size. */
 #define DS_INNER_STATE 256
 
-/* ---- the DashScope error codes (providers.md §4.4, §6.3) ---------------------------------- */
+/* ---- the DashScope error codes (docs/providers.md §4.4, §6.3) -------------------------------- */
 
 enum ds_match {
     DS_EXACT = 0, /* code or type equals <pat> */

@@ -49,7 +49,7 @@
  *   prompt_cache_key, metadata, store, |
  *   service_tier, top_logprobs         |
  *
- * Thought signatures (providers.md §3.4): a signature that came back on a tool call
+ * Thought signatures (docs/providers.md §3.4): a signature that came back on a tool call
  * (extra_content.google.thought_signature, the field Gemini's own OpenAI endpoint uses;
  * function.thought_signature as Portkey does is read too) is replayed on its functionCall
  * part; when the first call of a model turn has none and the model is Gemini 3 or later,
@@ -1099,7 +1099,7 @@ static const char *const quota_needles[] = {
     "spend cap", "limit: 0,",
 };
 
-/* Messages that mean the prompt is larger than the model's window (providers.md §6.4). */
+/* Messages that mean the prompt is larger than the model's window (docs/providers.md §6.4). */
 static const char *const overflow_needles[] = {
     "input token count", "exceeds the maximum number of tokens", "maximum context length",
     "context window", "prompt is too long",

@@ -26,7 +26,7 @@
 #define GEM_ERR_JSON_MAX (64u * 1024u) /* a bare JSON error object in a stream */
 
 /* The placeholder Gemini accepts instead of a thought signature the client did not keep
- * (providers.md §3.4; Google's thought-signatures guide names it for histories that
+ * (docs/providers.md §3.4; Google's thought-signatures guide names it for histories that
  * were not produced by Gemini). */
 #define GEM_SKIP_SIGNATURE "skip_thought_signature_validator"
 

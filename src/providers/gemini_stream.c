@@ -63,7 +63,7 @@ static const char *const broken_call[] = {
     "MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS",
 };
 
-/* Gemini finishReason -> OpenAI finish_reason (providers.md §3.3). Function calls come
+/* Gemini finishReason -> OpenAI finish_reason (docs/providers.md §3.3). Function calls come
  * back with STOP: any call makes it tool_calls. *<unusable> tells a broken call apart;
  * unknown values (LANGUAGE, OTHER, new ones) are "stop". */
 BSC_TESTABLE const char *prov__gem_finish(struct bsc_str reason, bool had_tools, bool *unusable)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* openai_errors.c -- classifies OpenAI-style error responses and stream error events into
- * enum fail_kind (providers.md §1.7, §5, §6). The body is parsed with a bounded json-c
+ * enum fail_kind (docs/providers.md §1.7, §5, §6). The body is parsed with a bounded json-c
  * tokener and never trusted: any shape, size or encoding problem degrades to "classify by
  * status". Dialects are rows in the profile tables below. Does not decide what to do about
  * a failure (router/taxonomy.c) nor read headers off the wire (the adapter passes them).
@@ -51,13 +51,13 @@ static const struct prov_err_rule openrouter_rules[] = {
     {402, NULL, NULL, FAIL_QUOTA_EXHAUSTED}, /* out of credits */
 };
 
-/* vLLM (providers.md §5.4): the prompt-length refusal worded without "context". Chosen by
+/* vLLM (docs/providers.md §5.4): the prompt-length refusal worded without "context". Chosen by
  * name only: a vLLM server has no well-known host. */
 static const struct prov_err_rule vllm_rules[] = {
     {400, NULL, "is longer than the maximum model length", FAIL_CONTEXT_OVERFLOW},
 };
 
-/* Ollama (providers.md §5.3): a model that is not pulled, a host without the memory to load
+/* Ollama (docs/providers.md §5.3): a model that is not pulled, a host without the memory to load
  * one (capacity: another target may have it). Chosen by name only, like vLLM. */
 static const struct prov_err_rule ollama_rules[] = {
     {0, NULL, "try pulling it first", FAIL_NOT_FOUND},
@@ -76,7 +76,7 @@ static const struct prov_openai_profile profiles[] = {
 };
 #undef PROFILE
 
-/* Overrides every dialect shares, tried after the profile's (providers.md §6.5 step 3). */
+/* Overrides every dialect shares, tried after the profile's (docs/providers.md §6.5 step 3). */
 static const struct prov_err_rule generic_rules[] = {
     {0, "insufficient_quota", NULL, FAIL_QUOTA_EXHAUSTED},
     {0, "billing_hard_limit_reached", NULL, FAIL_QUOTA_EXHAUSTED},
@@ -95,7 +95,7 @@ static const struct prov_err_rule generic_rules[] = {
     {0, "invalid_api_key", NULL, FAIL_AUTH},
 };
 
-/* Context-overflow wording (providers.md §6.4); a row matches when both parts occur. */
+/* Context-overflow wording (docs/providers.md §6.4); a row matches when both parts occur. */
 static const struct {
     const char *a, *b;
 } overflow_phrases[] = {
@@ -374,7 +374,7 @@ static enum fail_kind match_rules(const struct prov_err_rule *rules, size_t n, i
     return FAIL_KIND_COUNT;
 }
 
-/* providers.md §6.4: wording, never on a 429 or a 5xx, with LiteLLM's exclusions. */
+/* docs/providers.md §6.4: wording, never on a 429 or a 5xx, with LiteLLM's exclusions. */
 static bool overflow_by_message(int status, const struct err_fields *f)
 {
     if (status == 429 || status >= 500 || f->message.len == 0)

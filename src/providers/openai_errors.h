@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* openai_errors.h -- the error classifier for the `openai` and `openai_compatible` provider
  * kinds: HTTP status + body (error.code / error.type / message) + retry headers -> one
- * struct fail_info (DESIGN §4, providers.md §6). Upstream dialects (DeepSeek, Mistral, Groq,
+ * struct fail_info (docs/providers.md §6). Upstream dialects (DeepSeek, Mistral, Groq,
  * OpenRouter, ...) are profiles: tables of rules tried before the generic ones, so adding
  * one is data, not code. Pure: no I/O, no clock (the wall time is an input), no globals.
  * Design notes: docs/internals/taxonomy.md. */
@@ -60,7 +60,7 @@ const struct prov_openai_profile *prov_openai_profile_of(const struct prov_err_i
 /* Classifies one response with the plain OpenAI profile; see prov_openai_classify_profile. */
 void prov_openai_classify(const struct prov_err_input *in, struct fail_info *out);
 
-/* Classifies one response into *<out> (always fully written). Order (providers.md §6.5):
+/* Classifies one response into *<out> (always fully written). Order (docs/providers.md §6.5):
  * the body is parsed leniently and never trusted (OpenAI {"error":{...}}, a bare
  * {"error":"text"}, vLLM's flat {"object":"error",...}, a one-element array, an integer
  * code); then <profile>'s rules, the generic overrides (quota and billing codes,

@@ -6,7 +6,7 @@
  * errors in, OpenAI-shaped JSON / chunk events and a taxonomy kind out. No sockets, no
  * clocks, no retries: the router owns all of that. OpenAI-dialect targets keep a fast
  * path (splice "model" into the client's bytes, relay events as they are).
- * See docs/internals/providers.md. */
+ * See docs/providers.md. */
 #ifndef BSC_PROVIDERS_PROVIDER_H
 #define BSC_PROVIDERS_PROVIDER_H
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* retry_after.h -- the provider's "wait this long" hints (providers.md §6.6): the
+/* retry_after.h -- the provider's "wait this long" hints (docs/providers.md §6.6): the
  * retry-after-ms and Retry-After headers, Go-style durations (x-ratelimit-reset-*), and
  * "try again in 1.5s" in error messages. Pure parsers: no clock (the caller passes the wall
  * time), no allocation. Every parser ignores bogus input rather than guessing. */

@@ -34,7 +34,7 @@ struct access_entry {
 void access_log_write(const struct access_entry *e);
 
 
-/* One line per attempt (DESIGN §9): what was tried, how it ended, what the router decided
+/* One line per attempt (docs/design.md §9): what was tried, how it ended, what the router decided
  * next and why. <next> is "deliver", "retry", "equivalent_failover", "cross_model_fallback"
  * or "stop"; <why> a short reason; <circuit> the breaker state after the outcome. */
 struct attempt_line {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* contract.c -- whether an answer satisfies the request's contract (DESIGN §3 WORKFLOW_2):
+/* contract.c -- whether an answer satisfies the request's contract (docs/design.md §3 WORKFLOW_2):
  * with response_format json_schema the message content must be JSON valid against the
  * schema; every tool call must name a declared tool and carry arguments valid against its
  * parameters. Schemas are compiled once per request, on the first answer to check. A

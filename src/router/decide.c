@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* decide.c -- which target next, or stop (DESIGN §3): eligibility (kill switches, keys,
+/* decide.c -- which target next, or stop (docs/design.md §3): eligibility (kill switches, keys,
  * contract, breaker admission), the balance mode within a tier, and after each failure
  * the workflows in order -- the same target again (next key, or after backoff or
  * Retry-After), an equivalent target, an approved fallback model -- each gated by the
@@ -164,7 +164,7 @@ bool decide_later_tier_exists(const struct request *r)
             !r->route->fallback.disabled);
 }
 
-/* ---- deciding what comes next (DESIGN §3 workflows) ---- */
+/* ---- deciding what comes next (docs/design.md §3 workflows) ---- */
 
 const char *decide_count_workflow(struct request *r, enum attempt_workflow wf)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* envelope.c -- builds a request's envelope from its route and the X-Bascule-* headers,
- * which may only tighten it (DESIGN §11), and answers "how much time is left" and "how long
+ * which may only tighten it (docs/design.md §11), and answers "how much time is left" and "how long
  * may this attempt take". Does not decide retries (retry.c) nor read the clock.
  * See docs/internals/taxonomy.md. */
 #include "router/envelope.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* envelope.h -- the bounded budget of one request (DESIGN §2, §3, §11, §12): the route's
+/* envelope.h -- the bounded budget of one request (docs/design.md §2, §3, §11, §12): the route's
  * envelope, tightened (never loosened) by the client's X-Bascule-* headers, plus the time
  * arithmetic the router needs before each attempt. Pure: <now> is always an argument, no
  * allocation, no globals. Design notes: docs/internals/taxonomy.md (envelope section). */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* guard.c -- what keeps a request from acting twice (DESIGN §6): Idempotency-Key records
+/* guard.c -- what keeps a request from acting twice (docs/design.md §6): Idempotency-Key records
  * (the first request's answer is stored and replayed to repeats; a repeat in flight gets
  * 409, another body under the same key 422), the tool ledger gate (a write_possible
  * operation whose ledger entry is started or unknown is never replayed: the client gets

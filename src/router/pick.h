@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* pick.h -- choose the next target among the candidates of one tier, by the route's
- * `balance` mode (DESIGN §12). Pure: the caller fills one struct pick_cand per target
+ * `balance` mode (docs/configuration.md). Pure: the caller fills one struct pick_cand per target
  * (eligibility from breaker, capability contract, kill switches, already-tried; signals from
  * health/tstats.h and health/breaker.h) and passes a uniform draw; the same inputs always
  * give the same answer. No I/O, no clock, no allocation, never calls back.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* probe.h -- active health checks (DESIGN §8): per provider, on its health.interval_ms, a
+/* probe.h -- active health checks (docs/design.md §8): per provider, on its health.interval_ms, a
  * list-models request (probe: models) or a one-token completion against its first
  * target (probe: completion), built by the provider's adapter, run on one worker's loop
  * without blocking. Results feed the shared routing state: health up/down per target, and

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* reply.h -- the error answers the router writes: a provider's error normalized to the
- * OpenAI shape, and the typed failure of DESIGN §9 when the gateway stops on its own
+ * OpenAI shape, and the typed failure of docs/design.md §9 when the gateway stops on its own
  * (nothing eligible, budget spent, deadline). Both carry x-should-retry so that SDK
  * clients do not multiply upstream traffic behind the gateway's back. */
 #ifndef BSC_ROUTER_REPLY_H

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* request.c -- the request state machine (DESIGN §3, STYLE §6). One list of states
+/* request.c -- the request state machine (docs/design.md §3, §13.3). One list of states
  * (internal.h), one handler per state, one place that changes state (req__goto). Events
  * (upstream head, body bytes, completion, timers, client abort) record what happened and
  * call req__run(); handlers never call each other. The workflows are decisions taken in
@@ -92,7 +92,7 @@ void req__set_error(struct request *r, int status, const char *type, const char 
                                   .retry_after_ms = -1};
 }
 
-/* A stop decided by the router: the typed failure of DESIGN §9. */
+/* A stop decided by the router: the typed failure of docs/design.md §9. */
 void req__set_typed_failure(struct request *r, const char *reason, int64_t retry_after_ms,
                               const char *fmt, ...)
 {
@@ -699,7 +699,7 @@ static bool has_images(struct bsc_str msgs)
     return false;
 }
 
-/* The capabilities the request itself needs of a target (DESIGN §2 contract). */
+/* The capabilities the request itself needs of a target (docs/design.md §2 contract). */
 static uint32_t request_caps(const struct request *r, const struct bsc_str *f)
 {
     struct bsc_str type;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* request.h -- the lifecycle of one proxied LLM request: the state machine of DESIGN §3,
+/* request.h -- the lifecycle of one proxied LLM request: the state machine of docs/design.md §3,
  * the only owner of retries. The api layer parses and validates the client's request
  * into a struct chat_in and hands it over; from then on the request belongs to the
  * router until its access-log line is written. See docs/internals/request-lifecycle.md. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* retry.h -- how long to wait before the next attempt, and whether the gateway may retry at
- * all (DESIGN §3): exponential backoff with additive jitter, the provider's Retry-After
+ * all (docs/design.md §3): exponential backoff with additive jitter, the provider's Retry-After
  * honoured and weighed against the deadline, and the gateway-wide retry budget that keeps
  * upstream calls a bounded multiple of client requests during a storm. Pure: time and
  * randomness are arguments. Design notes: docs/internals/taxonomy.md (retry section). */

@@ -97,7 +97,7 @@ uint64_t hstate_keys_hint_at(struct hstate *hs, const struct cfg_provider *p, ui
 /* Keys of <p> usable now. */
 size_t hstate_keys_available(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms);
 
-/* The retry budget (DESIGN §3): count a first attempt; try to take one retry/failover. */
+/* The retry budget (docs/design.md §3): count a first attempt; try to take one retry/failover. */
 void hstate_budget_first(struct hstate *hs, uint64_t now_ms);
 bool hstate_budget_take(struct hstate *hs, uint64_t now_ms);
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* taxonomy.h -- the one classification of upstream failures (DESIGN §4) and the one table
+/* taxonomy.h -- the one classification of upstream failures (docs/design.md §4) and the one table
  * that says what each kind allows: replay, failover, fallback, breaker, key cool-down, and
  * what the client is told when the kind ends a request. Provider adapters fill a struct
  * fail_info; the router only ever reads fail_policy(kind) instead of branching on kinds.
@@ -136,7 +136,7 @@ const struct fail_policy *fail_policy(enum fail_kind kind);
 /* Resets <info> to "no failure": FAIL_NONE, status 0, no retry hint, empty texts. */
 void fail_info_init(struct fail_info *info);
 
-/* The provider-independent status map (providers.md §6.5 step 4): 400/413/422 invalid,
+/* The provider-independent status map (docs/providers.md §6.5 step 5): 400/413/422 invalid,
  * 401 auth, 402 quota, 403 permission, 404 not_found, 408 timeout, 409 server_error,
  * 429 rate_limited, 498/503/529 overloaded, 504 timeout, other 5xx server_error, other 4xx
  * invalid_request, 2xx FAIL_NONE, anything else FAIL_UNKNOWN. Adapters apply their

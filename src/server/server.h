@@ -2,7 +2,7 @@
 /* server.h -- the inbound HTTP/1.1 server of one worker loop (libuv + http-parser).
  * It owns connections and requests: keep-alive, Content-Length and chunked bodies,
  * pipelined requests answered in order, Expect: 100-continue, and the limits of
- * DESIGN §12 (413, 431, 408, idle close, connection cap), each protocol error answered
+ * docs/configuration.md (413, 431, 408, idle close, connection cap), each protocol error answered
  * with an OpenAI-shaped JSON error body carrying the request id. It knows nothing of
  * LLMs: a complete request (head and body) is handed to one handler callback, which
  * answers through srv_resp_*, at once or later, streaming or not.

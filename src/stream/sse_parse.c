@@ -65,7 +65,7 @@ static void reset_event(struct sse_parser *p)
 }
 
 /* The empty line. Departing from WHATWG (which drops an event with no data line), an event
- * that has only an `event:` line is dispatched with empty data, as providers.md §7.3 asks: an
+ * that has only an `event:` line is dispatched with empty data, as docs/providers.md §7.3 asks: an
  * `event: error` without data must not vanish. A blank line with nothing pending (DeepSeek's
  * keep-alive blank lines) dispatches nothing. */
 static int dispatch(struct sse_parser *p)

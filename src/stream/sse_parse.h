@@ -69,7 +69,7 @@ ssize_t sse_parser_feed(struct sse_parser *p, const char *buf, size_t len);
 
 /* Ends the stream (EOF). A partial last line is processed as if terminated, then an event
  * still waiting for its blank line is dispatched through on_event (the tolerant rule of
- * providers.md §7.1: the caller uses its data if it parses, and still treats the stream as
+ * docs/providers.md §7.1: the caller uses its data if it parses, and still treats the stream as
  * cut). *<had_pending> (may be NULL) is set to true when the stream did not end on an event
  * boundary: a partial line or an undispatched event was left. Pause requests from callbacks
  * are ignored here (nothing could resume them). Returns BSC_OK or the sticky error;

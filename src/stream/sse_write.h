@@ -2,7 +2,7 @@
 /* sse_write.h -- appends Server-Sent Events for clients to a bounded buffer: data events
  * (payloads with line breaks become several data lines), named events, comments and the
  * OpenAI [DONE] terminator. It does not flush or pace anything; the relay does. See
- * docs/internals/streaming.md and providers.md §7.4. */
+ * docs/internals/streaming.md and docs/providers.md §7.4. */
 #ifndef BSC_STREAM_SSE_WRITE_H
 #define BSC_STREAM_SSE_WRITE_H
 

@@ -3,7 +3,7 @@
  * by the worker's libuv loop: one up_multi per loop, one easy handle per attempt.
  * Connections are reused per upstream host; HTTP/2 is negotiated over TLS (ALPN) only,
  * since curl 7.88's h2c reuse is broken; libcurl's own retries and redirects are off:
- * the router is the only retry owner (DESIGN §3). See docs/internals/upstream.md. */
+ * the router is the only retry owner (docs/design.md §3). See docs/internals/upstream.md. */
 #ifndef BSC_UPSTREAM_UPSTREAM_H
 #define BSC_UPSTREAM_UPSTREAM_H
 

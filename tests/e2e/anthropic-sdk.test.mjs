@@ -250,7 +250,7 @@ test('a stream cut after the commit point ends with an Anthropic error event', a
 });
 
 // Anthropic tool_use blocks have nowhere to carry Gemini's thought signature, so a Gemini 3
-// model gets the documented placeholder on the next turn (providers.md §3.4).
+// model gets the documented placeholder on the next turn (docs/providers.md §3.4).
 test('an Anthropic client reaches a Gemini-dialect target: plain, streaming and tools', async () => {
   const msg = await client.messages.create({
     model: 'via-gemini', max_tokens: 64, messages: [{ role: 'user', content: 'hello gemini' }] });

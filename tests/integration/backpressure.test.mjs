@@ -1,4 +1,4 @@
-// Back-pressure (DESIGN §5): a client that stops reading a stream must not make the
+// Back-pressure (docs/design.md §5): a client that stops reading a stream must not make the
 // gateway buffer it. Past limits.max_stream_buffer_bytes the upstream transfer pauses
 // (the rest waits in the kernel's socket buffers and the provider's), and the stream
 // completes once the client reads again.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The tool side-effect ledger over HTTP (DESIGN §6; docs/internals/store.md): PUT/GET of
+// The tool side-effect ledger over HTTP (docs/design.md §6; docs/internals/store.md): PUT/GET of
 // entries, the transition rules answered with 409, bad input with 400, OpenAI-shaped
 // errors; and durability: every write the gateway acknowledged is still there after
 // kill -9 and a restart on the same SQLite file. The real bascule binary; no provider is

@@ -1,4 +1,4 @@
-// Safe recovery (DESIGN §6): Idempotency-Key records and the tool-ledger gate against
+// Safe recovery (docs/design.md §6): Idempotency-Key records and the tool-ledger gate against
 // bascule-sim, with the SQLite store.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';

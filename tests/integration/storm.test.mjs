@@ -1,4 +1,4 @@
-// A 429 storm: every upstream answers 429. The gateway-wide retry budget (DESIGN §3)
+// A 429 storm: every upstream answers 429. The gateway-wide retry budget (docs/design.md §3)
 // must keep upstream calls a bounded multiple of client requests; a control gateway with
 // an unlimited budget shows what the budget prevents.
 import { test, after } from 'node:test';

@@ -22,7 +22,7 @@ static double next01(uint64_t *state)
     return (double)(z >> 11) * 0x1.0p-53;
 }
 
-/* The DESIGN §12 defaults. */
+/* The docs/configuration.md defaults. */
 static struct cfg_breaker defaults(void)
 {
     struct cfg_breaker p = {

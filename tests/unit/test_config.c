@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_config.c -- the config loader against DESIGN §12: a file with every key loads with
+/* test_config.c -- the config loader vs docs/configuration.md: a file with every key loads with
  * the right values, an almost empty one gets every default, ${VAR} expansion, each class of
  * error with its exact file:line:column and text, several errors in one file, warnings
  * that do not fail, aliases and the bounds on hostile input, refcount and the current

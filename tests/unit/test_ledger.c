@@ -18,7 +18,7 @@
 #define F LEDGER_ST_FAILED
 #define U LEDGER_ST_UNKNOWN
 
-/* The legal transitions, written out from DESIGN §6 and docs/internals/store.md. */
+/* The legal transitions, written out from docs/design.md §6 and docs/internals/store.md. */
 static const struct {
     enum ledger_state from, to;
 } legal[] = {{P, S}, {P, F}, {S, OK}, {S, F}, {S, U}, {U, OK}, {U, F}};

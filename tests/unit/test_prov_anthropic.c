@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_prov_anthropic.c -- the Anthropic adapter (providers/anthropic*.c) and bascule-sim's
  * Anthropic dialect. Golden translations written from the documented formats
- * (providers.md §2): OpenAI request -> Messages request, Messages answer -> chat.completion,
+ * (docs/providers.md §2): OpenAI request -> Messages request, Messages answer -> chat.completion,
  * event sequences -> chunk frames (every split position of multi-byte text), the error
  * classification table (statuses, errors in 200 bodies, error events). Then the two halves
  * against each other: every request the adapter builds must pass the sim's strict

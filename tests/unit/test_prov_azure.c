@@ -5,7 +5,7 @@
  * from retry-after-ms and from the message, a day's wait meaning quota, deployment and
  * api-version problems); finish_reason "content_filter" passed through; and streams with
  * Azure's extra chunks (prompt filter results, annotations without delta) fed through the
- * SSE parser at every split position. Fixtures follow providers.md §5.2. */
+ * SSE parser at every split position. Fixtures follow docs/providers.md §5.2. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -4,7 +4,7 @@
  * it was), the error table (native codes, compatible codes, errors hidden in 200 bodies),
  * map_response refusing a 200 that is an error, and streams: golden SSE bytes (with the
  * :HTTP_STATUS/200 comment) fed through the SSE parser at every split position, and error
- * events in the stream. Fixtures are written from providers.md §4. */
+ * events in the stream. Fixtures are written from docs/providers.md §4. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_prov_gemini.c -- the Gemini adapter (providers/gemini*.c) and bascule-sim's Gemini
- * dialect. Golden translations written from the documented formats (providers.md §3):
+ * dialect. Golden translations written from the documented formats (docs/providers.md §3):
  * OpenAI request -> generateContent / embedContent requests, GenerateContentResponse ->
  * chat.completion, event sequences -> chunk frames (every split position of multi-byte
  * text), the error classification table (statuses, errors in 200 bodies, error events and

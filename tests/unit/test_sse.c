@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_sse.c -- the SSE parser and writer: framing rules of providers.md §7, bounds, pausing,
+/* test_sse.c -- the SSE parser and writer: framing rules of docs/providers.md §7, bounds, pausing,
  * EOF handling, and the split invariant (any split of the input, down to byte by byte, gives
  * the same events as one feed). Every callback is recorded into one transcript string. */
 #include <setjmp.h>
@@ -117,7 +117,7 @@ static void expect(const char *in, const char *want)
     free(got);
 }
 
-/* ---- samples (providers.md §1.5, §2.4, §3.5, §4.2) ------------------------------------- */
+/* ---- samples (docs/providers.md §1.5, §2.4, §3.5, §4.2) ------------------------------------- */
 
 static const char openai_sample[] =
     "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
@@ -283,7 +283,7 @@ static void test_event_names(void **state)
     /* The name belongs to one event only; the last event line wins. */
     expect("event: x\ndata: 1\n\ndata: 2\n\n", "E[x][1]E[][2]|clean|ok");
     expect("event: a\nevent: b\ndata: 1\n\n", "E[b][1]|clean|ok");
-    /* An event line alone still dispatches (providers.md §7.3), a blank line alone does not. */
+    /* An event line alone dispatches (docs/providers.md §7.3), a blank line alone does not. */
     expect("event: ping\n\n", "E[ping][]|clean|ok");
     expect("\n\n\r\n\r\r\n", "|clean|ok");
     /* Field names are case-sensitive. */

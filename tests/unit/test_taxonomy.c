@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_taxonomy.c -- the fail_kind names, the policy table against DESIGN §4, the generic
+/* test_taxonomy.c -- the fail_kind names, the policy table against docs/design.md §4, the generic
  * status map, transport mapping and the safe text copy. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -73,7 +73,7 @@ static void test_transport_names(void **state)
 
 /* ---- the policy table ---------------------------------------------------------------------- */
 
-/* DESIGN §4, one row per kind: replay same target, equivalent failover, cross-model
+/* docs/design.md §4, one row per kind: replay same target, equivalent failover, cross-model
  * fallback, breaker. */
 static const struct {
     enum fail_kind kind;
