@@ -163,14 +163,14 @@ static int nested(struct bsc_str obj, const char *key, const char *where, struct
 
 /* The members the router reads inside the messages (a message's "content", a content
  * part's "type") appear once. It reads them only to find images, and only when the bytes
- * "image_url" occur (router/request.c, request_caps), so this pass is paid only then. That
+ * may spell "image_url" (router/request.c, request_caps), so this pass is paid only then. That
  * each message is an object was checked in the validating pass. */
 static bool read_messages(struct bsc_str msgs, struct api_refusal *why)
 {
     struct bsc_str msg, content, part, type;
     size_t i = 0, j;
 
-    if (!memmem(msgs.p, msgs.len, "image_url", 9))
+    if (!bsc_json_may_hold(msgs, BSC_STR("image_url")))
         return true;
     while (bsc_json_array_next(msgs, &i, &msg)) {
         content = BSC_STR_NULL; /* an absent member leaves it untouched */

@@ -222,3 +222,18 @@ size_t bsc_json_name_decode(struct bsc_str raw, char *buf, size_t cap)
     buf[len] = '\0';
     return len;
 }
+
+bool bsc_json_may_hold(struct bsc_str doc, struct bsc_str plain)
+{
+    if (!doc.p || !doc.len)
+        return false;
+    if (memmem(doc.p, doc.len, plain.p, plain.len))
+        return true;
+    /* \uXXXX spells any character; the short escapes only their own few. */
+    if (memmem(doc.p, doc.len, "\\u", 2))
+        return true;
+    for (size_t i = 0; i < plain.len; i++)
+        if (plain.p[i] && strchr("\"\\/\b\f\n\r\t", plain.p[i]))
+            return memchr(doc.p, '\\', doc.len) != NULL;
+    return false;
+}

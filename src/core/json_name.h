@@ -39,4 +39,9 @@ int bsc_json_names_eq(struct bsc_str a, struct bsc_str b);
  * (without the NUL), or 0 with an empty <buf> when <raw> is ambiguous. For messages. */
 size_t bsc_json_name_decode(struct bsc_str raw, char *buf, size_t cap);
 
+/* False only when no string in the JSON text <doc> can decode to something containing
+ * <plain>: the raw bytes hold neither <plain> nor an escape that could spell part of it
+ * ("image\u005furl"). A cheap gate before a decoding walk. */
+bool bsc_json_may_hold(struct bsc_str doc, struct bsc_str plain);
+
 #endif

@@ -1079,6 +1079,11 @@ static enum bsc_err anth_map_response(const struct prov_call *c, struct bsc_str 
 
 const struct prov_ops prov_anthropic = {
     .name = "anthropic",
+    /* check_untranslatable() refuses these (seed and the penalties are dropped). */
+    .unhonoured = PROV_P(LOGPROBS) | PROV_P(TOP_LOGPROBS) | PROV_P(LOGIT_BIAS) | PROV_P(AUDIO) |
+                  PROV_P(MODALITIES) | PROV_P(FUNCTIONS) | PROV_P(FUNCTION_CALL) |
+                  PROV_P(WEB_SEARCH_OPTIONS),
+    .max_choices = 1,
     .build = anth_build,
     .classify = anth_classify,
     .map_response = anth_map_response,

@@ -1267,6 +1267,10 @@ void prov__gem_resp_ctx_init(struct gem_resp_ctx *ctx, const struct prov_call *c
 
 const struct prov_ops prov_gemini = {
     .name = "gemini",
+    /* check_untranslatable() and gen_limits() refuse these (top_logprobs alone is dropped). */
+    .unhonoured = PROV_P(LOGPROBS) | PROV_P(LOGIT_BIAS) | PROV_P(AUDIO) | PROV_P(MODALITIES) |
+                  PROV_P(FUNCTIONS) | PROV_P(FUNCTION_CALL) | PROV_P(WEB_SEARCH_OPTIONS),
+    .max_choices = GEM_MAX_CANDIDATES,
     .build = gem_build,
     .classify = gem_classify,
     .map_response = prov__gem_map_response,

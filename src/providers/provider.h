@@ -50,6 +50,31 @@ struct prov_call {
                                   (adapters read no clock) */
 };
 
+/* Top-level request parameters an adapter may be unable to honour, with the name the
+ * client's 400 gives in `param`. router/params.c finds them in the request; an adapter
+ * declares the ones it cannot honour (prov_ops.unhonoured, max_choices), and a target whose
+ * adapter cannot honour a parameter the request sets is not eligible for it, like a target
+ * without a capability the request needs (docs/internals/request-lifecycle.md). */
+#define PROV_PARAMS(X)                                                                     \
+    X(N, "n")                                   /* more choices than max_choices */        \
+    X(LOGPROBS, "logprobs")                     /* token log-probabilities */              \
+    X(TOP_LOGPROBS, "top_logprobs")                                                        \
+    X(LOGIT_BIAS, "logit_bias")                 /* banned or forced tokens */              \
+    X(AUDIO, "audio")                           /* audio output */                         \
+    X(MODALITIES, "modalities")                 /* ... asked for as a modality */          \
+    X(FUNCTIONS, "functions")                   /* the deprecated function-calling API */  \
+    X(FUNCTION_CALL, "function_call")                                                      \
+    X(WEB_SEARCH_OPTIONS, "web_search_options") /* OpenAI's hosted search */
+
+enum prov_param {
+#define X(NAME, name) PROV_PARAM_##NAME,
+    PROV_PARAMS(X)
+#undef X
+    PROV_PARAM_COUNT
+};
+
+#define PROV_P(NAME) (1u << PROV_PARAM_##NAME)
+
 /* What to send. The caller initialises the buffers (bounded) and frees them. */
 struct prov_http {
     const char *method;     /* static: "POST" or "GET" */
@@ -75,6 +100,10 @@ enum prov_stream_status {
 
 struct prov_ops {
     const char *name; /* the config kind, e.g. "anthropic" */
+    /* The parameters (PROV_P bits) this adapter cannot honour: it refuses them in build()
+     * with BSC_EINVAL, so the router never picks it for a request that sets them. */
+    uint32_t unhonoured;
+    uint32_t max_choices; /* the largest `n` it can answer; 0 = no limit of its own */
 
     /* Builds the upstream request for <call> into <out>. BSC_EINVAL when the request
      * cannot be expressed in this dialect (e.g. n > 1 for Anthropic, a custom tool), with

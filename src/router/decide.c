@@ -13,6 +13,7 @@
 #include "metrics/metrics.h"
 #include "router/guard.h"
 #include "router/internal.h"
+#include "router/params.h"
 #include "router/pick.h"
 #include "router/retry.h"
 #include "router/state.h"
@@ -64,25 +65,49 @@ static bool switched_off(struct request *r, const struct cfg_target *t)
     return t->disabled || t->provider->disabled || hstate_is_disabled(r->gw->hs, t->id);
 }
 
-/* Static eligibility: kill switches, keys, contract, not yet tried when <fresh>. */
+/* The parameters of the request that <t>'s adapter cannot honour (params.h). The request's
+ * parameters are read on the first target whose adapter declares any limit, so the OpenAI
+ * fast path never reads them. */
+static uint32_t unhonoured_params(struct request *r, const struct cfg_target *t)
+{
+    const struct prov_ops *ops = prov_ops_for(t->provider->kind);
+
+    if (r->op != PROV_OP_CHAT || (!ops->unhonoured && !ops->max_choices))
+        return 0;
+    if (!r->params_read) {
+        r->params_read = true;
+        if (r->json)
+            params_of_json(r->json, &r->params);
+        else
+            params_of_body(r->body, &r->params);
+    }
+    return params_unhonoured(&r->params, ops);
+}
+
+/* True when <t> can never serve this request as it is: a capability it lacks, a size it
+ * cannot take, a parameter it cannot honour. Each is recorded, to be named in the answer
+ * if no target is left. */
+static bool request_excludes(struct request *r, const struct cfg_target *t)
+{
+    uint32_t missing = missing_caps(r, t), params = unhonoured_params(r, t);
+    bool small = !satisfies_sizes(r, t);
+
+    r->missing_caps |= missing;
+    r->unhonoured |= params;
+    r->too_small |= small;
+    return missing || params || small;
+}
+
+/* Static eligibility: contract, kill switches, keys, not yet tried when <fresh>. */
 static bool usable(struct request *r, const struct cfg_target *t, enum tier tier, bool fresh,
                    uint64_t min_window)
 {
     uint64_t now = bsc_now_ms();
-    uint32_t missing;
 
-    if (switched_off(r, t))
+    if (request_excludes(r, t) || switched_off(r, t))
         return false;
     if (fresh && attempts_on(r, t))
         return false;
-    if ((missing = missing_caps(r, t)) != 0) {
-        r->missing_caps |= missing; /* named in the typed failure if nothing is left */
-        return false;
-    }
-    if (!satisfies_sizes(r, t)) {
-        r->too_small = true;
-        return false;
-    }
     if (hstate_keys_available(r->gw->hs, t->provider, now) == 0)
         return false;
     if (min_window && (!t->context_window || t->context_window <= min_window))
@@ -250,7 +275,9 @@ static enum decision go(struct request *r, const struct cfg_target *next,
         return DECIDE_STOP;
     }
     if (!take_budget(r)) {
-        req__set_typed_failure(r, "retry_budget_exhausted", 1000,
+        /* A gateway-wide brake: it eases within the budget's window. */
+        req__set_typed_failure(r, "retry_budget_exhausted", REPLY_OUTLOOK_TIME,
+                               REPLY_DEFAULT_RETRY_MS,
                                "%s failed (%s) and the gateway's retry budget is spent",
                                r->target->id, fail_kind_name(r->fail.kind));
         *why = "retry_budget_exhausted";
@@ -290,13 +317,15 @@ enum decision decide_next(struct request *r, const char **why)
         return DECIDE_STOP;
     }
     if (req__time_left(r) == 0) {
-        req__set_typed_failure(r, "deadline_exhausted", -1, "the request deadline passed after %u attempts (last: %s)",
-                          r->n_attempts, fail_kind_name(r->fail.kind));
+        req__set_typed_failure(r, "deadline_exhausted", REPLY_OUTLOOK_KIND, r->fail.retry_after_ms,
+                               "the request deadline passed after %u attempts (last: %s)",
+                               r->n_attempts, fail_kind_name(r->fail.kind));
         *why = "deadline_exhausted";
         return DECIDE_STOP;
     }
     if (r->n_attempts >= r->env.max_attempts) {
-        req__set_typed_failure(r, "attempts_exhausted", r->fail.retry_after_ms,
+        req__set_typed_failure(r, "attempts_exhausted", REPLY_OUTLOOK_KIND,
+                               r->fail.retry_after_ms,
                           "all %u attempts failed (last: %s on %s)", r->n_attempts,
                           fail_kind_name(r->fail.kind), failed->id);
         *why = "max_attempts";
@@ -331,22 +360,21 @@ enum decision decide_next(struct request *r, const char **why)
     }
     if (r->fail.kind == FAIL_CONTRACT_FAILURE) {
         /* Never the invalid answer presented as success. */
-        req__set_typed_failure(r, "contract_failure", -1, "%s", r->fail.message);
+        req__set_typed_failure(r, "contract_failure", REPLY_OUTLOOK_NEVER, -1, "%s",
+                               r->fail.message);
         r->err.status = 502;
-        r->err.retryable = false;
-        r->err.should_retry = false;
-        r->err.retry_after_ms = -1;
         *why = "contract_failure";
         return DECIDE_STOP;
     }
     if (wait_too_long) {
-        req__set_typed_failure(r, "deadline_exhausted", wait_ms,
+        /* The upstream said when: the client may come back then. */
+        req__set_typed_failure(r, "deadline_exhausted", REPLY_OUTLOOK_TIME, wait_ms,
                           "%s asked to wait %lld ms, more than the %llu ms left",
                           failed->id, (long long)wait_ms, (unsigned long long)req__time_left(r));
         *why = "wait_exceeds_deadline";
         return DECIDE_STOP;
     }
-    req__set_typed_failure(r, "no_eligible_fallback", r->fail.retry_after_ms,
+    req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_KIND, r->fail.retry_after_ms,
                       "%s failed (%s) and no eligible target is left to try", failed->id,
                       fail_kind_name(r->fail.kind));
     *why = "no_eligible_fallback";
@@ -370,34 +398,108 @@ const struct cfg_target *decide_first(struct request *r)
     return t;
 }
 
-/* When nothing was eligible: were all enabled candidates only waiting for a rate-limited
- * key to cool down? Then the answer is a 429 with the time until the first key is back. */
-bool decide_all_cooling(struct request *r, int64_t *retry_after_ms)
+/* What kept the targets of a request from its first attempt, by what could change it. */
+struct none_eligible {
+    unsigned request;  /* targets that cannot serve the request as it is */
+    unsigned off;      /* targets that could, switched off (config, admin) */
+    unsigned waiting;  /* targets that could, unavailable for a while */
+    bool cooling_only; /* every waiting one only waits for a rate-limited key */
+    uint64_t back_at;  /* the soonest a waiting one may be back */
+};
+
+/* When waiting target <t> may be back: the end of its circuit's open time and of its
+ * keys' cooldowns, whichever is later; a second when neither says (a ramp, the probe
+ * slots of a half-open circuit, a canary's share). */
+static void note_waiting(struct request *r, const struct cfg_target *t, uint64_t now,
+                         struct none_eligible *ne)
 {
-    const struct cfg_tier *tiers[] = {&r->route->primary, &r->route->equivalent,
-                                      &r->route->fallback};
-    uint64_t now = bsc_now_ms(), soonest = UINT64_MAX;
-    bool any = false;
+    struct target_view v;
+    uint64_t at = 0, keys_at = hstate_keys_ready_at(r->gw->hs, t->provider, now);
+    bool open;
+
+    hstate_view(r->gw->hs, t->id, now, &v);
+    open = v.state == BRK_OPEN;
+    if (open)
+        at = now + v.retry_after_ms;
+    if (keys_at > now) {
+        /* A refused key may be back at its next re-verification: say so, not 600 s. */
+        keys_at = hstate_keys_hint_at(r->gw->hs, t->provider, now);
+        keys_at = keys_at > now ? keys_at : now + 1;
+        at = keys_at > at ? keys_at : at;
+    }
+    ne->cooling_only = ne->cooling_only && !open && keys_at > now;
+    if (!at)
+        at = now + REPLY_DEFAULT_RETRY_MS;
+    ne->back_at = at < ne->back_at ? at : ne->back_at;
+    ne->waiting++;
+}
+
+/* The 400 for a request no target can serve as it is. */
+static void answer_request_excluded(struct request *r)
+{
+    const char *param = params_first_name(r->unhonoured);
+    char caps[160];
+
+    decide_caps_names(r->missing_caps, caps, sizeof(caps));
+    if (param) {
+        /* OpenAI's own answer for a parameter a model does not take. */
+        req__set_error(r, 400, "invalid_request_error", "unsupported_parameter",
+                       "no target of route '%s' can honour the parameter '%s'%s%s%s",
+                       r->route->id, param, r->missing_caps ? "; missing: " : "", caps,
+                       r->too_small ? "; context window too small" : "");
+        r->err.param = param;
+        r->termination = "unsupported_parameter";
+        return;
+    }
+    req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_NEVER, -1,
+                           "no target of route '%s' satisfies this request%s%s%s",
+                           r->route->id, r->missing_caps ? "; missing: " : "", caps,
+                           r->too_small ? "; context window too small" : "");
+    r->err.status = 400;
+    r->err.type = "invalid_request_error";
+}
+
+void decide_none_eligible(struct request *r)
+{
+    const struct cfg_tier *tiers[] = {&r->route->primary,
+                                      r->env.allow_equivalent ? &r->route->equivalent : NULL,
+                                      r->env.allow_fallback ? &r->route->fallback : NULL};
+    struct none_eligible ne = {.cooling_only = true, .back_at = UINT64_MAX};
+    uint64_t now = bsc_now_ms();
 
     for (size_t i = 0; i < BSC_ARRAY_LEN(tiers); i++) {
-        for (size_t j = 0; !tiers[i]->disabled && j < tiers[i]->n; j++) {
+        for (size_t j = 0; tiers[i] && j < tiers[i]->n; j++) {
             const struct cfg_target *t = tiers[i]->targets[j];
-            uint64_t at;
-            if (switched_off(r, t))
-                continue;
-            at = hstate_keys_ready_at(r->gw->hs, t->provider, now);
-            if (at <= now)
-                return false; /* this one was excluded for another reason */
-            /* A refused key may be back at its next re-verification: say so, not 600 s. */
-            at = hstate_keys_hint_at(r->gw->hs, t->provider, now);
-            at = at > now ? at : now + 1;
-            any = true;
-            soonest = at < soonest ? at : soonest;
+            if (request_excludes(r, t))
+                ne.request++;
+            else if (tiers[i]->disabled || switched_off(r, t))
+                ne.off++;
+            else
+                note_waiting(r, t, now, &ne);
         }
     }
-    if (any)
-        *retry_after_ms = (int64_t)(soonest - now);
-    return any;
+    if (ne.waiting) {
+        req__set_typed_failure(r, ne.cooling_only ? "rate_limited" : "no_eligible_fallback",
+                               REPLY_OUTLOOK_TIME, (int64_t)(ne.back_at - now),
+                               "route '%s' has no eligible target now (%s)", r->route->id,
+                               ne.cooling_only ? "every key is cooling down after rate limits"
+                                               : "circuits open, keys cooling down or targets "
+                                                 "ramping up");
+        if (ne.cooling_only) {
+            r->err.status = 429;
+            r->err.type = "rate_limit_error";
+        }
+    } else if (ne.off) {
+        /* Only the operator can bring them back: no retry helps, and no time can be said. */
+        req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_NEVER, -1,
+                               "every target of route '%s' that could serve this request is "
+                               "disabled", r->route->id);
+    } else if (ne.request) {
+        answer_request_excluded(r);
+    } else {
+        req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_NEVER, -1,
+                               "route '%s' has no target this request may use", r->route->id);
+    }
 }
 
 /* The estimated cost of one attempt on <t>: the prompt (estimated) at the input price and
@@ -419,7 +521,8 @@ bool decide_within_budgets(struct request *r, const struct cfg_target *next)
         /* Recovery started when the first attempt ended; the next wait counts too. */
         uint64_t added_ms = (now_us - r->attempts[0].end_us) / 1000 + r->next_delay_ms;
         if (added_ms > r->env.max_added_latency_ms) {
-            req__set_typed_failure(r, "latency_budget_exhausted", -1,
+            req__set_typed_failure(r, "latency_budget_exhausted", REPLY_OUTLOOK_KIND,
+                                   r->fail.retry_after_ms,
                                    "recovering would add %llu ms, more than the route's "
                                    "max_added_latency_ms of %u",
                                    (unsigned long long)added_ms, r->env.max_added_latency_ms);
@@ -431,13 +534,15 @@ bool decide_within_budgets(struct request *r, const struct cfg_target *next)
         for (unsigned i = 0; i < r->n_attempts; i++)
             spent += attempt_cost(r, r->attempts[i].target, true);
         if (spent + attempt_cost(r, next, false) > r->env.max_cost_usd) {
-            req__set_typed_failure(r, "cost_budget_exhausted", -1,
+            /* Too dear from the start: never retryable. After failed attempts, a fresh
+             * request has spent nothing yet: the last failure decides. */
+            req__set_typed_failure(r, "cost_budget_exhausted",
+                                   r->n_attempts ? REPLY_OUTLOOK_KIND : REPLY_OUTLOOK_NEVER,
+                                   r->fail.retry_after_ms,
                                    "an attempt on %s would bring the estimated cost to $%.6f, "
                                    "over the route's max_cost_usd of $%.6f",
                                    next->id, spent + attempt_cost(r, next, false),
                                    r->env.max_cost_usd);
-            r->err.retryable = false;
-            r->err.should_retry = false;
             return false;
         }
     }

@@ -103,8 +103,7 @@ static void idem_unavailable(struct request *r, enum bsc_err err)
                    "the Idempotency-Key could not be recorded (state store %s); nothing was "
                    "sent upstream and it is safe to retry",
                    err == BSC_ELIMIT ? "full or overloaded" : "unavailable");
-    r->err.should_retry = true;
-    r->err.retry_after_ms = 1000;
+    req__set_retry(r, REPLY_OUTLOOK_TIME, REPLY_DEFAULT_RETRY_MS);
     r->termination = "store_unavailable";
 }
 
@@ -152,8 +151,9 @@ static void on_idem_begin(enum bsc_err err, const struct store_idem_result *res,
                        mismatch ? "idempotency_key_reused" : "idempotency_key_in_use",
                        mismatch ? "this Idempotency-Key was used with a different request body"
                                 : "a request with this Idempotency-Key is still in progress");
-        r->err.should_retry = !mismatch;
-        r->err.retry_after_ms = mismatch ? -1 : 1000;
+        /* In flight: the first one ends soon. Reused: only a new key helps. */
+        req__set_retry(r, mismatch ? REPLY_OUTLOOK_NEVER : REPLY_OUTLOOK_TIME,
+                       REPLY_DEFAULT_RETRY_MS);
         r->termination = mismatch ? "idempotency_mismatch" : "idempotency_in_flight";
         req__goto(r, REQ_ST_REPLY_ERROR);
     }

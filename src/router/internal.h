@@ -19,6 +19,7 @@
 #include "router/downstream.h"
 #include "router/envelope.h"
 #include "router/gateway.h"
+#include "router/params.h"
 #include "router/reply.h"
 #include "router/request.h"
 #include "router/taxonomy.h"
@@ -66,6 +67,9 @@ struct request {
     uint64_t est_tokens;      /* estimated prompt + output tokens (decide.c) */
     uint64_t est_out_tokens;  /* the output part of it (the client's max tokens) */
     uint32_t missing_caps;    /* capabilities candidates lacked, for the typed failure */
+    struct req_params params; /* the parameters the request sets (params.h) ... */
+    bool params_read;         /* ... read on the first target that may not honour one */
+    uint32_t unhonoured;      /* parameters candidates could not honour, for the 400 */
     bool buffering;           /* on_stream_failure: buffer: release a stream only when whole */
     struct contract *contract; /* owned: compiled schemas (contract.c), or NULL */
     bool too_small;           /* a candidate's context window was too small */
@@ -160,8 +164,11 @@ struct metrics *req__metrics(const struct request *r);
 struct json_object *req__json(struct request *r);
 void req__set_error(struct request *r, int status, const char *type, const char *code,
                     const char *fmt, ...) BSC_PRINTF(5, 6);
-void req__set_typed_failure(struct request *r, const char *reason, int64_t retry_after_ms,
-                            const char *fmt, ...) BSC_PRINTF(4, 5);
+void req__set_typed_failure(struct request *r, const char *reason, enum reply_outlook outlook,
+                            int64_t wait_ms, const char *fmt, ...) BSC_PRINTF(5, 6);
+/* Sets the retry signals of r->err (reply_set_retry) for <outlook> and <wait_ms>, with the
+ * last failure's kind and whether anything went upstream. */
+void req__set_retry(struct request *r, enum reply_outlook outlook, int64_t wait_ms);
 void req__set_provider_error(struct request *r);
 
 /* decide.c */
@@ -171,9 +178,12 @@ const struct cfg_target *decide_first(struct request *r);
 /* After the failure in r->fail: the next target/workflow/delay, or the error to reply. */
 enum decision decide_next(struct request *r, const char **why);
 bool decide_later_tier_exists(const struct request *r);
-/* True when every enabled candidate only lacks a key that is cooling down (rate limits);
- * *<retry_after_ms> is then the wait until the first one is back. */
-bool decide_all_cooling(struct request *r, int64_t *retry_after_ms);
+/* No target was eligible for the first attempt: sets the answer by what could change --
+ * a 400 when no target can serve the request as it is (a parameter, a capability, its
+ * size), a 503 that is not retryable when the only ones that could are switched off, else
+ * a retryable 503 (429 when only rate-limited keys are in the way) with the soonest time
+ * one of them may be back. */
+void decide_none_eligible(struct request *r);
 /* Whether starting the next attempt keeps the request within the envelope's added-latency
  * and cost budgets; when not, sets the typed failure and returns false. */
 bool decide_within_budgets(struct request *r, const struct cfg_target *next);

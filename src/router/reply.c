@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* reply.c -- error bodies and their headers. */
+/* reply.c -- error bodies and their headers, and the one derivation of the retry signals
+ * they carry (body "retryable"/"retry_after_ms", Retry-After, x-should-retry), so the
+ * three never disagree. */
 #include "router/reply.h"
 
 #include <stdio.h>
@@ -11,6 +13,23 @@ static void put_nullable(struct bsc_buf *b, const char *key, const char *val)
         bsc_buf_append_json_str(b, bsc_str_cstr(val));
     else
         bsc_buf_append_cstr(b, "null");
+}
+
+void reply_set_retry(struct reply_error *e, const struct reply_cause *c)
+{
+    bool later = c->outlook == REPLY_OUTLOOK_TIME ||
+                 (c->outlook == REPLY_OUTLOOK_KIND && c->kind != FAIL_NONE &&
+                  fail_policy(c->kind)->client_should_retry);
+
+    e->retryable = later;
+    e->retry_after_ms = !later ? -1 : c->wait_ms >= 0 ? c->wait_ms : REPLY_DEFAULT_RETRY_MS;
+    e->should_retry = later && !c->attempted;
+}
+
+/* The wait to announce: none unless retryable, whatever the fields say. */
+static int64_t announced_wait(const struct reply_error *e)
+{
+    return e->retryable ? e->retry_after_ms : -1;
 }
 
 enum bsc_err reply_error_body(const struct reply_error *e, const char *request_id,
@@ -26,7 +45,7 @@ enum bsc_err reply_error_body(const struct reply_error *e, const char *request_i
         bsc_buf_append_cstr(b, ",\"status\":\"unavailable\"");
         put_nullable(b, "reason", e->reason);
         bsc_buf_appendf(b, ",\"retryable\":%s", e->retryable ? "true" : "false");
-        if (e->retry_after_ms >= 0)
+        if (announced_wait(e) >= 0)
             bsc_buf_appendf(b, ",\"retry_after_ms\":%lld", (long long)e->retry_after_ms);
         else
             bsc_buf_append_cstr(b, ",\"retry_after_ms\":null");
@@ -45,9 +64,10 @@ void reply_error_send(struct srv_req *sreq, const struct reply_error *e,
 
     for (size_t i = 0; i < n_extra && n < BSC_ARRAY_LEN(h) - 3; i++)
         h[n++] = extra[i];
-    h[n++] = (struct srv_header){BSC_STR("x-should-retry"),
-                                 e->should_retry ? BSC_STR("true") : BSC_STR("false")};
-    if (e->retry_after_ms >= 0) {
+    h[n++] = (struct srv_header){BSC_STR("x-should-retry"), e->retryable && e->should_retry
+                                                                ? BSC_STR("true")
+                                                                : BSC_STR("false")};
+    if (announced_wait(e) >= 0) {
         snprintf(ra_s, sizeof(ra_s), "%lld", (long long)((e->retry_after_ms + 999) / 1000));
         snprintf(ra_ms, sizeof(ra_ms), "%lld", (long long)e->retry_after_ms);
         h[n++] = (struct srv_header){BSC_STR("Retry-After"), bsc_str_cstr(ra_s)};

@@ -10,7 +10,31 @@
 #include <stdint.h>
 
 #include "core/buf.h"
+#include "router/taxonomy.h"
 #include "server/server.h"
+
+/* When no wait is known, a retryable failure says one second. */
+#define REPLY_DEFAULT_RETRY_MS 1000
+
+/* What could make the same request succeed if it were sent again, unchanged. */
+enum reply_outlook {
+    REPLY_OUTLOOK_KIND = 0, /* what the kind of the last upstream failure says (the
+                               client_should_retry column of taxonomy.c) */
+    REPLY_OUTLOOK_NEVER,    /* only a change to the request or to the config: an invalid or
+                               too large request, a parameter or capability no target has,
+                               disabled or misconfigured targets, a contract failure */
+    REPLY_OUTLOOK_TIME,     /* time alone: a key cooling down, an open circuit, a rate
+                               limit, a transient upstream failure, a busy store */
+};
+
+/* The failure, as far as retrying it is concerned. */
+struct reply_cause {
+    enum reply_outlook outlook;
+    enum fail_kind kind;  /* with REPLY_OUTLOOK_KIND: the last upstream failure */
+    int64_t wait_ms;      /* when time may help: the soonest it may (a key's cooldown, a
+                             circuit's open time, the provider's hint); < 0 unknown */
+    bool attempted;       /* the gateway already sent the request upstream */
+};
 
 struct reply_error {
     int status;
@@ -18,12 +42,22 @@ struct reply_error {
     const char *code;    /* may be NULL */
     const char *message;
     const char *param;   /* may be NULL */
-    /* typed failure only (reason != NULL): */
-    const char *reason;  /* no_eligible_fallback, deadline_exhausted, retry_budget_exhausted ... */
-    bool retryable;
-    int64_t retry_after_ms; /* < 0: none */
-    bool should_retry;      /* x-should-retry: true (with Retry-After) vs false */
+    const char *reason;  /* typed failures only: no_eligible_fallback, deadline_exhausted,
+                            retry_budget_exhausted ...; the body then carries the
+                            "retryable" and "retry_after_ms" below */
+    /* The three retry signals, always set together by reply_set_retry(): */
+    bool retryable;         /* the application may send it again later (body) */
+    int64_t retry_after_ms; /* when: Retry-After, retry-after-ms (body); < 0: none */
+    bool should_retry;      /* x-should-retry: the SDK may retry it by itself */
 };
+
+/* Derives the three retry signals of <e> from <c>, the one place they are decided
+ * (docs/configuration.md, "Errors"): retryable when time may help (REPLY_OUTLOOK_TIME, or
+ * a kind whose row says a later retry can help); then retry_after_ms is the wait, else
+ * REPLY_DEFAULT_RETRY_MS; should_retry only when retryable and nothing went upstream yet
+ * (an SDK retry on top of the gateway's own would multiply upstream traffic). Not
+ * retryable: no wait and should_retry false. */
+void reply_set_retry(struct reply_error *e, const struct reply_cause *c);
 
 /* Appends the JSON body of <e> for request <request_id> to <out>. */
 enum bsc_err reply_error_body(const struct reply_error *e, const char *request_id,
@@ -34,8 +68,9 @@ typedef enum bsc_err reply_body_fn(const struct reply_error *e, const char *requ
                                    struct bsc_buf *out);
 
 /* Sends <e> on <sreq> with <extra> headers (x-bascule-*), plus x-should-retry and, when
- * retry_after_ms >= 0, Retry-After (whole seconds, rounded up) and retry-after-ms. The
- * body is OpenAI's shape, or <body_fn>'s when not NULL. Ends the response. */
+ * retryable with retry_after_ms >= 0, Retry-After (whole seconds, rounded up) and
+ * retry-after-ms; x-should-retry is true only when retryable too. The body is OpenAI's
+ * shape, or <body_fn>'s when not NULL. Ends the response. */
 void reply_error_send(struct srv_req *sreq, const struct reply_error *e,
                       const struct srv_header *extra, size_t n_extra, reply_body_fn *body_fn);
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/json_name.h"
 #include "core/json_scan.h"
 #include "core/log.h"
 #include "metrics/metrics.h"
@@ -92,9 +93,21 @@ void req__set_error(struct request *r, int status, const char *type, const char 
                                   .retry_after_ms = -1};
 }
 
+void req__set_retry(struct request *r, enum reply_outlook outlook, int64_t wait_ms)
+{
+    struct reply_cause c = {
+        .outlook = outlook,
+        .kind = r->n_attempts ? r->fail.kind : FAIL_NONE,
+        .wait_ms = wait_ms,
+        .attempted = r->n_attempts > 0,
+    };
+
+    reply_set_retry(&r->err, &c);
+}
+
 /* A stop decided by the router: the typed failure of docs/design.md §9. */
-void req__set_typed_failure(struct request *r, const char *reason, int64_t retry_after_ms,
-                              const char *fmt, ...)
+void req__set_typed_failure(struct request *r, const char *reason, enum reply_outlook outlook,
+                            int64_t wait_ms, const char *fmt, ...)
 {
     va_list ap;
 
@@ -108,12 +121,8 @@ void req__set_typed_failure(struct request *r, const char *reason, int64_t retry
         .code = r->err_code,
         .message = r->err_msg,
         .reason = reason,
-        .retryable = true,
-        .retry_after_ms = retry_after_ms >= 0 ? retry_after_ms : 1000,
-        /* The gateway already spent its retries; a client retry helps only when the
-         * gateway itself made no upstream attempt (everything was open or cooling). */
-        .should_retry = r->n_attempts == 0,
     };
+    req__set_retry(r, outlook, wait_ms);
     r->termination = reason;
 }
 
@@ -132,7 +141,9 @@ void req__set_provider_error(struct request *r)
                   "upstream %s failed: %s%s%s", r->target ? r->target->id : "-",
                   fail_kind_name(r->fail.kind), r->fail.message[0] ? ": " : "",
                   pol->forward_message ? r->fail.message : "");
-    r->err.should_retry = false;
+    /* Only a client fault or an uncertain side effect stops here: nothing a retry of the
+     * same request would change (the row's client_should_retry is false for them all). */
+    req__set_retry(r, REPLY_OUTLOOK_NEVER, -1);
     r->termination = fail_kind_name(r->fail.kind);
 }
 
@@ -327,7 +338,6 @@ static void st_pick(struct request *r)
                        "operation '%s' may already have acted (its ledger entry is %s): "
                        "reconcile it before retrying; the gateway will not replay it",
                        r->op_id, r->ledger_blocked);
-        r->err.should_retry = false;
         r->termination = "reconcile_required";
         guard_record_uncertain(r, "side_effect_uncertain");
         req__goto(r, REQ_ST_REPLY_ERROR);
@@ -336,31 +346,7 @@ static void st_pick(struct request *r)
     if (r->n_attempts == 0) {
         r->target = decide_first(r);
         if (!r->target) {
-            int64_t wait_ms = 1000;
-            bool cooling = decide_all_cooling(r, &wait_ms);
-            char caps[160];
-            decide_caps_names(r->missing_caps, caps, sizeof(caps));
-            if (r->missing_caps || r->too_small)
-                req__set_typed_failure(r, "no_eligible_fallback", -1,
-                                       "no target of route '%s' satisfies this request%s%s%s",
-                                       r->route->id, r->missing_caps ? "; missing: " : "", caps,
-                                       r->too_small ? "; context window too small" : "");
-            else
-                req__set_typed_failure(r, cooling ? "rate_limited" : "no_eligible_fallback",
-                                       wait_ms, "route '%s' has no eligible target (%s)",
-                                       r->route->id,
-                                       cooling ? "every key is cooling down after rate limits"
-                                               : "circuits open, disabled or keys cooling down");
-            if (r->missing_caps || r->too_small) {
-                r->err.retryable = false;
-                r->err.should_retry = false;
-                r->err.status = 400;
-                r->err.type = "invalid_request_error";
-            }
-            if (cooling) {
-                r->err.status = 429;
-                r->err.type = "rate_limit_error";
-            }
+            decide_none_eligible(r);
             req__goto(r, REQ_ST_REPLY_ERROR);
             return;
         }
@@ -681,6 +667,15 @@ static uint64_t estimate_tokens(struct bsc_str body, const struct bsc_str *f, ui
     return body.len / 4 + out;
 }
 
+/* True when the string span <v>, its escapes decoded, is <want>: "image\u005furl" is
+ * image_url to the upstream, so it must be to the gateway too (json-names.md). A string
+ * parsers decode differently (a lone surrogate) equals no plain name. */
+static bool str_is(struct bsc_str v, const char *want)
+{
+    return bsc_json_kind_of(v) == BSC_JSON_STRING &&
+           bsc_json_name_eq(bsc_json_string_raw(v), bsc_str_cstr(want)) == 1;
+}
+
 /* True when a message has a content part of type image_url. */
 static bool has_images(struct bsc_str msgs)
 {
@@ -692,8 +687,7 @@ static bool has_images(struct bsc_str msgs)
             bsc_json_kind_of(content) != BSC_JSON_ARRAY)
             continue;
         for (j = 0; bsc_json_array_next(content, &j, &part);)
-            if (bsc_json_member(part, BSC_STR("type"), &type) == 1 &&
-                bsc_str_eq(bsc_json_string_raw(type), BSC_STR("image_url")))
+            if (bsc_json_member(part, BSC_STR("type"), &type) == 1 && str_is(type, "image_url"))
                 return true;
     }
     return false;
@@ -713,12 +707,12 @@ static uint32_t request_caps(const struct request *r, const struct bsc_str *f)
         caps |= CFG_CAP_TOOLS;
     if (f[F_RESPONSE_FORMAT].p &&
         bsc_json_member(f[F_RESPONSE_FORMAT], BSC_STR("type"), &type) == 1) {
-        if (bsc_str_eq(bsc_json_string_raw(type), BSC_STR("json_schema")))
+        if (str_is(type, "json_schema"))
             caps |= CFG_CAP_JSON_SCHEMA;
-        else if (bsc_str_eq(bsc_json_string_raw(type), BSC_STR("json_object")))
+        else if (str_is(type, "json_object"))
             caps |= CFG_CAP_JSON_OBJECT;
     }
-    if (f[F_MESSAGES].p && memmem(f[F_MESSAGES].p, f[F_MESSAGES].len, "image_url", 9) &&
+    if (f[F_MESSAGES].p && bsc_json_may_hold(f[F_MESSAGES], BSC_STR("image_url")) &&
         has_images(f[F_MESSAGES]))
         caps |= CFG_CAP_VISION;
     return caps;

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/* test_reply.c -- the one derivation of the retry signals (reply_set_retry) as a table, the
+ * typed-failure body never announcing a wait for a failure that is not retryable, the
+ * request parameters a target cannot honour (router/params.c), and the gate that decides
+ * whether a JSON text may spell a value through escapes (bsc_json_may_hold). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/json_name.h"
+#include "router/params.h"
+#include "router/reply.h"
+
+#define EXPECT_INT(ctx, got, want)                                                         \
+    do {                                                                                   \
+        long long g_ = (long long)(got), w_ = (long long)(want);                           \
+        if (g_ != w_)                                                                      \
+            fail_msg("%s: %s is %lld, want %lld", (ctx), #got, g_, w_);                    \
+    } while (0)
+
+/* ---- reply_set_retry ------------------------------------------------------------------ */
+
+static void test_retry_table(void **state)
+{
+    static const struct {
+        const char *what;
+        struct reply_cause c;
+        bool retryable;
+        int64_t wait;
+        bool should_retry;
+    } rows[] = {
+        /* Only a change to the request or config helps: no wait, no SDK retry. */
+        {"max_tokens too large", {REPLY_OUTLOOK_NEVER, FAIL_NONE, -1, false}, false, -1, false},
+        {"never ignores a wait", {REPLY_OUTLOOK_NEVER, FAIL_NONE, 1000, false}, false, -1, false},
+        {"admin-disabled", {REPLY_OUTLOOK_NEVER, FAIL_NONE, -1, false}, false, -1, false},
+        {"contract failure", {REPLY_OUTLOOK_NEVER, FAIL_CONTRACT_FAILURE, -1, true}, false, -1,
+         false},
+        /* Time helps: with the wait when known, else the default; the SDK may retry only
+         * when nothing went upstream yet. */
+        {"open circuit", {REPLY_OUTLOOK_TIME, FAIL_NONE, 42000, false}, true, 42000, true},
+        {"cooling key", {REPLY_OUTLOOK_TIME, FAIL_NONE, 1, false}, true, 1, true},
+        {"ramp, no time", {REPLY_OUTLOOK_TIME, FAIL_NONE, -1, false}, true,
+         REPLY_DEFAULT_RETRY_MS, true},
+        {"hint past deadline", {REPLY_OUTLOOK_TIME, FAIL_RATE_LIMITED, 30000, true}, true, 30000,
+         false},
+        /* The last failure's kind decides. */
+        {"server error", {REPLY_OUTLOOK_KIND, FAIL_SERVER_ERROR, -1, true}, true,
+         REPLY_DEFAULT_RETRY_MS, false},
+        {"rate limited", {REPLY_OUTLOOK_KIND, FAIL_RATE_LIMITED, 7000, true}, true, 7000, false},
+        {"quota", {REPLY_OUTLOOK_KIND, FAIL_QUOTA_EXHAUSTED, 7000, true}, false, -1, false},
+        {"model not found", {REPLY_OUTLOOK_KIND, FAIL_NOT_FOUND, -1, true}, false, -1, false},
+        {"invalid request", {REPLY_OUTLOOK_KIND, FAIL_INVALID_REQUEST, -1, true}, false, -1,
+         false},
+        {"no attempt, kind none", {REPLY_OUTLOOK_KIND, FAIL_NONE, 500, false}, false, -1, false},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct reply_error e = {.retryable = !rows[i].retryable,
+                                .retry_after_ms = 12345,
+                                .should_retry = !rows[i].should_retry};
+
+        reply_set_retry(&e, &rows[i].c);
+        EXPECT_INT(rows[i].what, e.retryable, rows[i].retryable);
+        EXPECT_INT(rows[i].what, e.retry_after_ms, rows[i].wait);
+        EXPECT_INT(rows[i].what, e.should_retry, rows[i].should_retry);
+    }
+}
+
+/* Every outlook, kind, wait and attempt: the three signals never disagree. */
+static void test_retry_invariants(void **state)
+{
+    static const int64_t waits[] = {-1, 0, 1, 1000, 86400000};
+
+    (void)state;
+    for (int o = REPLY_OUTLOOK_KIND; o <= REPLY_OUTLOOK_TIME; o++)
+        for (int k = 0; k < FAIL_KIND_COUNT; k++)
+            for (size_t w = 0; w < sizeof(waits) / sizeof(waits[0]); w++)
+                for (int a = 0; a < 2; a++) {
+                    struct reply_cause c = {(enum reply_outlook)o, (enum fail_kind)k, waits[w],
+                                            a == 1};
+                    struct reply_error e = {0};
+
+                    reply_set_retry(&e, &c);
+                    if (!e.retryable) {
+                        assert_true(e.retry_after_ms < 0);
+                        assert_false(e.should_retry);
+                    } else {
+                        assert_true(e.retry_after_ms >= 0);
+                    }
+                    if (a)
+                        assert_false(e.should_retry);
+                }
+}
+
+static void test_body_agrees(void **state)
+{
+    struct reply_error e = {.status = 400,
+                            .type = "invalid_request_error",
+                            .code = "no_eligible_fallback",
+                            .message = "too large",
+                            .reason = "no_eligible_fallback"};
+    struct reply_cause never = {REPLY_OUTLOOK_NEVER, FAIL_NONE, -1, false};
+    struct reply_cause later = {REPLY_OUTLOOK_TIME, FAIL_NONE, 2500, false};
+    struct bsc_buf b;
+
+    (void)state;
+    bsc_buf_init(&b, 4096);
+    reply_set_retry(&e, &never);
+    e.retry_after_ms = 1000; /* even a stray wait is not announced */
+    assert_int_equal(reply_error_body(&e, "req_1", &b), BSC_OK);
+    assert_non_null(strstr(b.p, "\"retryable\":false,\"retry_after_ms\":null"));
+    bsc_buf_reset(&b);
+    reply_set_retry(&e, &later);
+    assert_int_equal(reply_error_body(&e, "req_1", &b), BSC_OK);
+    assert_non_null(strstr(b.p, "\"retryable\":true,\"retry_after_ms\":2500"));
+    bsc_buf_cleanup(&b);
+}
+
+/* ---- params ----------------------------------------------------------------------------- */
+
+static const struct prov_ops anth_like = {.name = "a",
+                                          .unhonoured = PROV_P(LOGPROBS) |
+                                                        PROV_P(TOP_LOGPROBS) |
+                                                        PROV_P(LOGIT_BIAS) | PROV_P(MODALITIES),
+                                          .max_choices = 1};
+static const struct prov_ops gem_like = {.name = "g", .unhonoured = PROV_P(LOGPROBS),
+                                         .max_choices = 8};
+static const struct prov_ops open_like = {.name = "o"};
+
+static uint32_t unhonoured_body(const char *body, const struct prov_ops *ops)
+{
+    struct req_params p;
+
+    params_of_body(bsc_str_cstr(body), &p);
+    return params_unhonoured(&p, ops);
+}
+
+static void test_params_from_body(void **state)
+{
+    (void)state;
+    assert_int_equal(unhonoured_body("{\"model\":\"m\",\"n\":2}", &anth_like), PROV_P(N));
+    assert_int_equal(unhonoured_body("{\"n\":2}", &gem_like), 0);
+    assert_int_equal(unhonoured_body("{\"n\":9}", &gem_like), PROV_P(N));
+    assert_int_equal(unhonoured_body("{\"n\":1}", &anth_like), 0);
+    assert_int_equal(unhonoured_body("{\"n\":null}", &anth_like), 0);
+    /* Not a positive integer: no adapter with a limit takes it. */
+    assert_int_equal(unhonoured_body("{\"n\":1.0}", &anth_like), PROV_P(N));
+    assert_int_equal(unhonoured_body("{\"n\":\"2\"}", &gem_like), PROV_P(N));
+    assert_int_equal(unhonoured_body("{\"n\":0}", &gem_like), PROV_P(N));
+    assert_int_equal(unhonoured_body("{\"n\":500}", &open_like), 0);
+    /* Set means what the translators refuse: false, 0, {} and null are not set. */
+    assert_int_equal(unhonoured_body("{\"logprobs\":true}", &anth_like), PROV_P(LOGPROBS));
+    assert_int_equal(unhonoured_body("{\"logprobs\":false}", &anth_like), 0);
+    assert_int_equal(unhonoured_body("{\"top_logprobs\":0}", &anth_like), 0);
+    assert_int_equal(unhonoured_body("{\"top_logprobs\":3}", &gem_like), 0);
+    assert_int_equal(unhonoured_body("{\"logit_bias\":{}}", &anth_like), 0);
+    assert_int_equal(unhonoured_body("{\"logit_bias\":{\"5\":-100}}", &anth_like),
+                     PROV_P(LOGIT_BIAS));
+    assert_int_equal(unhonoured_body("{\"modalities\":[\"text\"]}", &anth_like), 0);
+    /* Names and values decoded, as the upstream reads them. */
+    assert_int_equal(unhonoured_body("{\"\\u006e\":2}", &anth_like), PROV_P(N));
+    assert_int_equal(unhonoured_body("{\"modalities\":[\"text\",\"\\u0061udio\"]}", &anth_like),
+                     PROV_P(MODALITIES));
+    assert_int_equal(unhonoured_body("{\"log\\u0070robs\":true,\"n\":3}", &anth_like),
+                     PROV_P(N) | PROV_P(LOGPROBS));
+}
+
+static void test_params_from_json(void **state)
+{
+    struct json_object *req = json_tokener_parse("{\"n\":4,\"functions\":[],\"audio\":null}");
+    struct req_params p;
+
+    (void)state;
+    params_of_json(req, &p);
+    assert_int_equal(p.n, 4);
+    assert_int_equal(p.used, PROV_P(FUNCTIONS));
+    json_object_put(req);
+    assert_string_equal(params_first_name(PROV_P(LOGPROBS) | PROV_P(N)), "n");
+    assert_string_equal(params_first_name(PROV_P(WEB_SEARCH_OPTIONS)), "web_search_options");
+    assert_null(params_first_name(0));
+}
+
+/* ---- bsc_json_may_hold ------------------------------------------------------------------ */
+
+static void test_may_hold(void **state)
+{
+    const struct bsc_str want = BSC_STR("image_url");
+
+    (void)state;
+    assert_true(bsc_json_may_hold(BSC_STR("[{\"type\":\"image_url\"}]"), want));
+    assert_true(bsc_json_may_hold(BSC_STR("[{\"type\":\"image\\u005furl\"}]"), want));
+    assert_false(bsc_json_may_hold(BSC_STR("[{\"content\":\"a\\nb\"}]"), want));
+    assert_false(bsc_json_may_hold(BSC_STR("[{\"content\":\"hi\"}]"), want));
+    assert_true(bsc_json_may_hold(BSC_STR("[\"a\\/b\"]"), BSC_STR("a/b")));
+    assert_false(bsc_json_may_hold(BSC_STR_NULL, want));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_retry_table),     cmocka_unit_test(test_retry_invariants),
+        cmocka_unit_test(test_body_agrees),     cmocka_unit_test(test_params_from_body),
+        cmocka_unit_test(test_params_from_json), cmocka_unit_test(test_may_hold),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
