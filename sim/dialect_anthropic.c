@@ -285,7 +285,11 @@ static bool check_message(struct json_object *m, size_t mi, struct turn_scan *ts
 }
 
 /* Validates messages; sums their text bytes into *<bytes>. */
-static bool check_messages(struct json_object *msgs, size_t *bytes, struct sim_reject *rej)
+/* <continued>: the request continues a server-side thread (thread.type "continue", the
+ * SDK's tool runner): the earlier turns live upstream, so the first message's tool
+ * results answer a tool_use the request does not repeat. */
+static bool check_messages(struct json_object *msgs, bool continued, size_t *bytes,
+                           struct sim_reject *rej)
 {
     struct turn_scan prev = {0}, cur;
     size_t n;
@@ -300,7 +304,7 @@ static bool check_messages(struct json_object *msgs, size_t *bytes, struct sim_r
         memset(&cur, 0, sizeof(cur));
         if (!check_message(m, i, &cur, rej))
             return false;
-        if ((prev.n_use_ids || cur.n_result) &&
+        if ((prev.n_use_ids || cur.n_result) && !(continued && i == 0) &&
             !check_pairing(bsc_json_get(m, "content"), i, &prev, rej))
             return false;
         *bytes += cur.text_bytes;
@@ -548,6 +552,7 @@ static bool parse_messages_call(struct json_object *o, const struct sim_in *in,
     struct bsc_str model = sim_json_get_str(o, "model");
     struct json_object *msgs = bsc_json_get(o, "messages");
     size_t bytes = 0;
+    bool continued;
 
     if (model.len == 0 || model.len > 256 || memchr(model.p, '\0', model.len))
         return bad(rej, "model: Field required");
@@ -558,10 +563,11 @@ static bool parse_messages_call(struct json_object *o, const struct sim_in *in,
     }
     if (!in->header(in->ctx, BSC_STR("anthropic-version")).len)
         return bad(rej, "anthropic-version: header is required");
+    continued = bsc_str_eq(sim_json_get_str(bsc_json_get(o, "thread"), "type"), BSC_STR("continue"));
     call->count_tokens = in->path.len > 13 &&
                          memcmp(in->path.p + in->path.len - 13, "/count_tokens", 13) == 0;
     if (!check_fields(o, rej) || (!call->count_tokens && !check_sampling(o, call, rej)) ||
-        !check_system(bsc_json_get(o, "system"), &bytes, rej) || !check_messages(msgs, &bytes, rej) ||
+        !check_system(bsc_json_get(o, "system"), &bytes, rej) || !check_messages(msgs, continued, &bytes, rej) ||
         !check_tools(bsc_json_get(o, "tools"), rej) || !check_tool_choice(o, rej))
         return false;
     call->prompt_tokens = sim_content_prompt_tokens(bytes, json_object_array_length(msgs));
