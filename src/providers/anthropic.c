@@ -761,6 +761,17 @@ static enum bsc_err native_body(const struct prov_call *c, struct bsc_buf *body)
     return err;
 }
 
+/* A client's header value forwarded upstream: visible ASCII and blanks only (the header
+ * lines are NUL-separated; nothing may start a line of its own). Anything else is not
+ * forwarded. */
+static bool header_safe(struct bsc_str v)
+{
+    for (size_t i = 0; i < v.len; i++)
+        if (!((v.p[i] >= 0x20 && v.p[i] < 0x7f) || v.p[i] == '\t'))
+            return false;
+    return v.len > 0 && v.len <= 1024;
+}
+
 /* anthropic-version: the client's own when it forwards its bytes (the shapes are its), else
  * the provider's api_version, else PROV_ANTH_VERSION; a configured header wins over all. */
 static enum bsc_err version_header(const struct prov_call *c, struct prov_http *out)
@@ -769,7 +780,7 @@ static enum bsc_err version_header(const struct prov_call *c, struct prov_http *
 
     if (has_header(p, "anthropic-version"))
         return BSC_OK;
-    if (prov__anth_native(c) && c->native->version.len)
+    if (prov__anth_native(c) && header_safe(c->native->version))
         return prov_header(&out->headers, "anthropic-version", "%.*s",
                            BSC_STR_FMT(c->native->version));
     return prov_header(&out->headers, "anthropic-version", "%s",
@@ -785,7 +796,8 @@ static enum bsc_err headers(const struct prov_call *c, struct prov_http *out)
         err = prov_header(&out->headers, "x-api-key", "%s", c->key);
     if (!err)
         err = version_header(c, out);
-    if (!err && prov__anth_native(c) && c->native->beta.len && !has_header(p, "anthropic-beta"))
+    if (!err && prov__anth_native(c) && header_safe(c->native->beta) &&
+        !has_header(p, "anthropic-beta"))
         err = prov_header(&out->headers, "anthropic-beta", "%.*s", BSC_STR_FMT(c->native->beta));
     if (!err && c->op != PROV_OP_PROBE_MODELS)
         err = prov_header(&out->headers, "content-type", "application/json");
