@@ -38,8 +38,9 @@ static enum sim_ep ant_route(struct bsc_str method, struct bsc_str path)
     bool prefixed;
     struct bsc_str p = unprefixed(path, &prefixed);
 
-    if (bsc_str_eq(method, BSC_STR("POST")) && (bsc_str_eq(p, BSC_STR("/v1/messages")) ||
-                                                bsc_str_eq(p, BSC_STR("/v1/messages/count_tokens"))))
+    if (bsc_str_eq(method, BSC_STR("POST")) &&
+        (bsc_str_eq(p, BSC_STR("/v1/messages")) ||
+         bsc_str_eq(p, BSC_STR("/v1/messages/count_tokens"))))
         return SIM_EP_CHAT;
     if (!prefixed || !bsc_str_eq(method, BSC_STR("GET")))
         return SIM_EP_NONE; /* GET /v1/models is the OpenAI dialect's */
@@ -563,11 +564,13 @@ static bool parse_messages_call(struct json_object *o, const struct sim_in *in,
     }
     if (!in->header(in->ctx, BSC_STR("anthropic-version")).len)
         return bad(rej, "anthropic-version: header is required");
-    continued = bsc_str_eq(sim_json_get_str(bsc_json_get(o, "thread"), "type"), BSC_STR("continue"));
+    continued = bsc_str_eq(sim_json_get_str(bsc_json_get(o, "thread"), "type"),
+                           BSC_STR("continue"));
     call->count_tokens = in->path.len > 13 &&
                          memcmp(in->path.p + in->path.len - 13, "/count_tokens", 13) == 0;
     if (!check_fields(o, rej) || (!call->count_tokens && !check_sampling(o, call, rej)) ||
-        !check_system(bsc_json_get(o, "system"), &bytes, rej) || !check_messages(msgs, continued, &bytes, rej) ||
+        !check_system(bsc_json_get(o, "system"), &bytes, rej) ||
+        !check_messages(msgs, continued, &bytes, rej) ||
         !check_tools(bsc_json_get(o, "tools"), rej) || !check_tool_choice(o, rej))
         return false;
     call->prompt_tokens = sim_content_prompt_tokens(bytes, json_object_array_length(msgs));

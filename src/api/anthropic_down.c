@@ -3,8 +3,10 @@
  * chat.completion, chunk stream and errors become Anthropic's message object, its event
  * stream (message_start, content blocks, message_delta, message_stop) and its error body.
  * JSON is written by hand into the caller's bounded buffer; the OpenAI side is parsed
- * with json-c and only read. It never sees the request (stop sequences, tools), so what
- * it cannot know is documented in docs/internals/anthropic-inbound.md. */
+ * with json-c and only read. An answer from an anthropic target that got the client's own
+ * bytes arrives with the upstream's message (or events) carried whole: those go out
+ * unchanged. It never sees the request (stop sequences, tools), so what it cannot know is
+ * documented in docs/internals/anthropic-inbound.md. */
 #include <stdint.h>
 #include <string.h>
 
@@ -704,7 +706,8 @@ static void put_inband_error(struct jw *w, struct anth_stream *st, struct json_o
  * {"bascule_native":"<name>","data":<event>}: written out as the event it was. */
 static enum bsc_err native_event(struct anth_stream *st, struct bsc_str c, struct bsc_buf *out)
 {
-    static const struct bsc_str head = BSC_STR("{\"bascule_native\":\""), mid = BSC_STR("\",\"data\":");
+    static const struct bsc_str head = BSC_STR("{\"bascule_native\":\"");
+    static const struct bsc_str mid = BSC_STR("\",\"data\":");
     const char *q = memchr(c.p + head.len, '"', c.len - head.len);
     struct bsc_str name, data;
     size_t start = out->len;

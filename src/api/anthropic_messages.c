@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* anthropic_messages.c -- POST /v1/messages: an Anthropic-SDK client's Messages request,
- * parsed strictly, validated, and translated into the canonical OpenAI chat.completions
- * request, then handed to the router with the Anthropic downstream dialect
- * (anthropic_down.c) so that the answer, the stream and the errors go back in Anthropic's
- * shapes. Validation errors are Anthropic-shaped too. It does not route, retry or talk to
- * anyone. What does not translate (top_k, thinking, server tools, documents) is listed in
- * docs/internals/anthropic-inbound.md. */
+/* anthropic_messages.c -- POST /v1/messages and /v1/messages/count_tokens: an Anthropic-SDK
+ * client's request, checked strictly (duplicates refused), translated into the canonical
+ * OpenAI chat.completions request, and handed to the router with the Anthropic downstream
+ * dialect (anthropic_down.c) and the client's own bytes, which anthropic targets receive
+ * as they are. Fields only Anthropic honours are refused for other kinds, naming them
+ * (per-field rules in docs/internals/anthropic-inbound.md §2). Errors are Anthropic-shaped.
+ * It does not route, retry or talk to anyone. */
 #include <stdarg.h>
 #include <string.h>
 
@@ -939,8 +939,9 @@ static struct json_object *stub_request(struct json_object *areq, bool stream)
     json_object_object_add(m, "content", json_object_new_string("(native request)"));
     json_object_array_add(msgs, m);
     json_object_object_add(o, "messages", msgs);
-    json_object_object_add(o, "max_tokens",
-                           json_object_new_int64(is(mt, json_type_int) ? json_object_get_int64(mt) : 1));
+    json_object_object_add(o, "max_tokens", json_object_new_int64(is(mt, json_type_int)
+                                                                      ? json_object_get_int64(mt)
+                                                                      : 1));
     if (stream) {
         struct json_object *opts = json_object_new_object();
 

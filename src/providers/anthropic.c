@@ -3,7 +3,9 @@
  * canonical OpenAI chat request becomes POST {base_url}/messages: system and developer
  * messages hoisted into `system`, same-role turns merged, tool calls and tool results as
  * blocks. Answers and errors come back OpenAI-shaped; the stream translator lives in
- * anthropic_stream.c. Anthropic has no embeddings API: that op is refused. Mapping tables,
+ * anthropic_stream.c. A client that itself spoke Anthropic (prov_call.native) has its own
+ * bytes forwarded, model replaced, and its answer carried back whole beside the
+ * translation. Anthropic has no embeddings API: that op is refused. Mapping tables,
  * and which behaviours are documented and which assumed: docs/internals/provider-anthropic.md.
  *
  * Request fields, one decision each (anything not listed is dropped, as OpenAI-only):
@@ -812,6 +814,7 @@ static enum bsc_err headers(const struct prov_call *c, struct prov_http *out)
 static enum bsc_err anth_build(const struct prov_call *c, struct prov_http *out, char *why,
                                size_t why_len)
 {
+    const char *path = "messages";
     enum bsc_err err;
 
     if (c->op == PROV_OP_EMBEDDINGS) {
@@ -820,10 +823,11 @@ static enum bsc_err anth_build(const struct prov_call *c, struct prov_http *out,
         return BSC_EINVAL;
     }
     out->method = c->op == PROV_OP_PROBE_MODELS ? "GET" : "POST";
-    err = bsc_buf_appendf(&out->url, "%s/%s", c->provider->base_url,
-                          c->op == PROV_OP_PROBE_MODELS                       ? "models"
-                          : prov__anth_native(c) && c->native->count_tokens ? "messages/count_tokens"
-                                                                              : "messages");
+    if (c->op == PROV_OP_PROBE_MODELS)
+        path = "models";
+    else if (prov__anth_native(c) && c->native->count_tokens)
+        path = "messages/count_tokens";
+    err = bsc_buf_appendf(&out->url, "%s/%s", c->provider->base_url, path);
     if (!err)
         err = headers(c, out);
     if (err || c->op == PROV_OP_PROBE_MODELS)

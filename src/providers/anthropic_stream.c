@@ -5,7 +5,9 @@
  * message_stop becomes the finish chunk, the usage chunk when the client asked, and
  * [DONE]. The first frame (delta.role) waits for the first content, so an error event
  * before any content leaves nothing sent and the router may still fail over. Text is
- * re-framed through a UTF-8 carry: no frame ends inside a character.
+ * re-framed through a UTF-8 carry: no frame ends inside a character. In native mode each
+ * event also goes out whole (a carrier frame) and the translation becomes the router's
+ * shadow.
  * See docs/internals/provider-anthropic.md. */
 #include <string.h>
 

@@ -914,9 +914,11 @@ static void native_stream(void **state)
                           "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":"
                           "\"text_delta\",\"text\":\"Hi\"}}"),
                      PROV_STREAM_MORE);
-    assert_true(starts_with(s.out.p, "data: {\"bascule_native\":\"message_start\",\"data\":{\"type\":"
+    assert_true(starts_with(s.out.p, "data: {\"bascule_native\":\"message_start\","
+                                     "\"data\":{\"type\":"
                                  "\"message_start\""));
-    assert_non_null(strstr(s.out.p, "data: {\"bascule_native\":\"ping\",\"data\":{\"type\":\"ping\"}}\n\n"));
+    assert_non_null(strstr(s.out.p, "data: {\"bascule_native\":\"ping\","
+                                    "\"data\":{\"type\":\"ping\"}}\n\n"));
     assert_non_null(strstr(s.out.p, "data: {\"bascule_shadow\":1,"));
     assert_non_null(strstr(s.out.p, "\"content\":\"Hi\""));
     bsc_buf_reset(&s.out);
