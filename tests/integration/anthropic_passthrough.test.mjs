@@ -26,6 +26,9 @@ targets:
   o-after: { provider: oai, model: gpt-after, ${CAPS} }
   o-only: { provider: oai, model: gpt-only, ${CAPS} }
   a-count: { provider: ant, model: claude-count, ${CAPS} }
+  a-early: { provider: ant, model: claude-early, ${CAPS} }
+  o-early: { provider: oai, model: gpt-early, ${CAPS} }
+  a-late: { provider: ant, model: claude-late, ${CAPS} }
   o-mixed: { provider: oai, model: gpt-mixed, ${CAPS} }
   a-mixed: { provider: ant, model: claude-mixed, ${CAPS} }
 routes:
@@ -37,6 +40,11 @@ routes:
     envelope: { max_same_target_attempts: 1, allow_cross_model_fallback: true }
   openai: { primary: [o-only] }
   count: { primary: [a-count] }
+  early:
+    primary: [a-early]
+    fallback: [o-early]
+    envelope: { max_same_target_attempts: 1, allow_cross_model_fallback: true }
+  late: { primary: [a-late], envelope: { max_same_target_attempts: 1 } }
   mixed:
     primary: [o-mixed]
     fallback: [a-mixed]
@@ -129,6 +137,47 @@ test('native stream: the Anthropic events pass unchanged, message_start has the 
   const seen = (await sim.requests('claude-stream')).at(-1);
   assert.equal(seen.body.top_k, 5);
   assert.equal(seen.body.stream, true);
+});
+
+function events(text) {
+  return text.split('\n\n').filter(Boolean).map((f) => {
+    const [ev, data] = f.split('\n');
+    return { name: ev.slice(7), data: JSON.parse(data.slice(6)) };
+  });
+}
+
+test('native stream: an error event before any content fails over, translated, invisibly', async () => {
+  // message_start, content_block_start, ping, then `event: error`: nothing was sent yet.
+  await sim.setModel('claude-early', {
+    script: [{ action: 'error_200', after_events: 3, error_type: 'overloaded_error', message: 'Overloaded' }],
+  });
+  const res = await post('/v1/messages', {
+    model: 'early', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'Hello' }],
+  });
+  const { text } = await readStream(res);
+  const evs = events(text);
+  assert.equal(res.headers.get('x-bascule-target'), 'o-early');
+  assert.deepEqual(evs.filter((e) => e.name === 'message_start').length, 1);
+  assert.equal(evs[0].data.message.model, 'gpt-early');
+  assert.equal(evs.at(-1).name, 'message_stop');
+  assert.ok(!evs.some((e) => e.name === 'error'));
+  assert.equal((await sim.requests('gpt-early')).at(-1).path, '/v1/chat/completions');
+});
+
+test('native stream: an error event after content ends the stream with an Anthropic error event', async () => {
+  await sim.setModel('claude-late', {
+    script: [{ action: 'error_200', after_events: 4, error_type: 'overloaded_error', message: 'Overloaded' }],
+  });
+  const res = await post('/v1/messages', {
+    model: 'late', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'Hello' }],
+  });
+  const evs = events((await readStream(res)).text);
+  assert.deepEqual(evs.map((e) => e.name),
+    ['message_start', 'content_block_start', 'ping', 'content_block_delta', 'error']);
+  // The gateway's own event for an interrupted stream, in Anthropic's shape (as in translation).
+  assert.equal(evs.at(-1).data.type, 'error');
+  assert.equal(evs.at(-1).data.error.type, 'api_error');
+  assert.match(evs.at(-1).data.request_id, /^req_/);
 });
 
 test('failover from an anthropic target to an OpenAI-dialect one translates that attempt', async () => {
