@@ -703,11 +703,11 @@ static void put_inband_error(struct jw *w, struct anth_stream *st, struct json_o
 }
 
 /* An upstream Anthropic event carried whole by the adapter in native mode,
- * {"bascule_native":"<name>","data":<event>}: written out as the event it was. */
+ * {"bascule_native":"<name>","choices":[],"data":<event>}: written out as the event it was. */
 static enum bsc_err native_event(struct anth_stream *st, struct bsc_str c, struct bsc_buf *out)
 {
     static const struct bsc_str head = BSC_STR("{\"bascule_native\":\"");
-    static const struct bsc_str mid = BSC_STR("\",\"data\":");
+    static const struct bsc_str mid = BSC_STR("\",\"choices\":[],\"data\":");
     const char *q = memchr(c.p + head.len, '"', c.len - head.len);
     struct bsc_str name, data;
     size_t start = out->len;

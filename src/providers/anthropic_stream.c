@@ -336,12 +336,14 @@ static struct bsc_str event_name(struct bsc_str event, struct bsc_str data)
     return event;
 }
 
-/* `data: {"bascule_native":"<name>","data":<data>}` -- the upstream event whole, for the
- * Anthropic client dialect (api/anthropic_down.c). Line breaks in <data> can only be JSON
+/* `data: {"bascule_native":"<name>","choices":[],"data":<data>}` -- the upstream event
+ * whole, for the Anthropic client dialect (api/anthropic_down.c); the empty choices keep it
+ * an OpenAI chunk with nothing in it for the router's readers. Line breaks in <data> can only be JSON
  * whitespace; they become spaces so the event stays one line. */
 static enum bsc_err carrier_frame(struct bsc_buf *b, struct bsc_str name, struct bsc_str data)
 {
-    enum bsc_err err = bsc_buf_appendf(b, "data: {\"bascule_native\":\"%.*s\",\"data\":",
+    enum bsc_err err = bsc_buf_appendf(b, "data: {\"bascule_native\":\"%.*s\",\"choices\":[],"
+                                          "\"data\":",
                                        BSC_STR_FMT(name));
 
     for (size_t i = 0; !err && i < data.len;) {

@@ -29,6 +29,7 @@ targets:
   a-early: { provider: ant, model: claude-early, ${CAPS} }
   o-early: { provider: oai, model: gpt-early, ${CAPS} }
   a-late: { provider: ant, model: claude-late, ${CAPS} }
+  a-buf: { provider: ant, model: claude-buf, ${CAPS} }
   o-mixed: { provider: oai, model: gpt-mixed, ${CAPS} }
   a-mixed: { provider: ant, model: claude-mixed, ${CAPS} }
 routes:
@@ -45,6 +46,7 @@ routes:
     fallback: [o-early]
     envelope: { max_same_target_attempts: 1, allow_cross_model_fallback: true }
   late: { primary: [a-late], envelope: { max_same_target_attempts: 1 } }
+  buffered: { primary: [a-buf], envelope: { on_stream_failure: buffer } }
   mixed:
     primary: [o-mixed]
     fallback: [a-mixed]
@@ -178,6 +180,30 @@ test('native stream: an error event after content ends the stream with an Anthro
   assert.equal(evs.at(-1).data.type, 'error');
   assert.equal(evs.at(-1).data.error.type, 'api_error');
   assert.match(evs.at(-1).data.request_id, /^req_/);
+});
+
+test('native buffered stream: the router checks the answer against output_config.format', async () => {
+  const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
+  const res = await post('/v1/messages', {
+    model: 'buffered', max_tokens: 50, stream: true, top_k: 1,
+    output_config: { format: { type: 'json_schema', schema } },
+    messages: [{ role: 'user', content: 'A number' }],
+  });
+  assert.equal(res.headers.get('x-bascule-buffered'), 'true');
+  const evs = events((await readStream(res)).text);
+  const text = evs.filter((e) => e.data.delta?.type === 'text_delta').map((e) => e.data.delta.text).join('');
+  assert.equal(typeof JSON.parse(text).n, 'number');
+  assert.equal(evs.at(-1).name, 'message_stop');
+  // A scripted answer that breaks the schema is a contract failure, not a success.
+  await sim.setModel('claude-buf', { script: [{ action: 'ok', content: 'not json' }] });
+  const bad = await post('/v1/messages', {
+    model: 'buffered', max_tokens: 50, stream: true,
+    output_config: { format: { type: 'json_schema', schema } },
+    messages: [{ role: 'user', content: 'A number' }],
+  });
+  const body = await bad.json();
+  assert.equal(bad.status, 502, JSON.stringify(body));
+  assert.equal(body.reason, 'contract_failure');
 });
 
 test('failover from an anthropic target to an OpenAI-dialect one translates that attempt', async () => {

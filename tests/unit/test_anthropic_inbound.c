@@ -669,10 +669,10 @@ static void test_stream_native_events(void **state)
 
     (void)state;
     sfix_init(&f, OUT_MAX);
-    feed(&f, "{'bascule_native':'message_start','data':{'type':'message_start','message':"
+    feed(&f, "{'bascule_native':'message_start','choices':[],'data':{'type':'message_start','message':"
              "{'usage':{'input_tokens':9}}}}");
     feed(&f, "{'bascule_shadow':1,'id':'x','choices':[{'index':0,'delta':{'content':'a'}}]}");
-    feed(&f, "{'bascule_native':'ping','data':{'type':'ping'}}");
+    feed(&f, "{'bascule_native':'ping','choices':[],'data':{'type':'ping'}}");
     assert_int_equal(api_anthropic_down.stream_chunk(f.st, BSC_STR("{\"bascule_native\":\"x\""),
                                                      &f.out),
                      BSC_EPARSE);

@@ -915,9 +915,9 @@ static void native_stream(void **state)
                           "\"text_delta\",\"text\":\"Hi\"}}"),
                      PROV_STREAM_MORE);
     assert_true(starts_with(s.out.p, "data: {\"bascule_native\":\"message_start\","
-                                     "\"data\":{\"type\":"
+                                     "\"choices\":[],\"data\":{\"type\":"
                                  "\"message_start\""));
-    assert_non_null(strstr(s.out.p, "data: {\"bascule_native\":\"ping\","
+    assert_non_null(strstr(s.out.p, "data: {\"bascule_native\":\"ping\",\"choices\":[],"
                                     "\"data\":{\"type\":\"ping\"}}\n\n"));
     assert_non_null(strstr(s.out.p, "data: {\"bascule_shadow\":1,"));
     assert_non_null(strstr(s.out.p, "\"content\":\"Hi\""));
