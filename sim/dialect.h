@@ -59,6 +59,8 @@ struct sim_call {
                                for JSON (a response schema, JSON mode): the content when
                                nothing scripts one (exchange.c; sim_call_json_content) */
     uint32_t prompt_tokens;
+    bool count_tokens;      /* Anthropic's POST /v1/messages/count_tokens: the body is
+                               {"input_tokens": prompt_tokens} */
     char **inputs;          /* embeddings: owned array of owned strings */
     size_t n_inputs;
     bool base64;            /* embeddings: encoding_format "base64" */

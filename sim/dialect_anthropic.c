@@ -38,7 +38,9 @@ static enum sim_ep ant_route(struct bsc_str method, struct bsc_str path)
     bool prefixed;
     struct bsc_str p = unprefixed(path, &prefixed);
 
-    if (bsc_str_eq(method, BSC_STR("POST")) && bsc_str_eq(p, BSC_STR("/v1/messages")))
+    if (bsc_str_eq(method, BSC_STR("POST")) &&
+        (bsc_str_eq(p, BSC_STR("/v1/messages")) ||
+         bsc_str_eq(p, BSC_STR("/v1/messages/count_tokens"))))
         return SIM_EP_CHAT;
     if (!prefixed || !bsc_str_eq(method, BSC_STR("GET")))
         return SIM_EP_NONE; /* GET /v1/models is the OpenAI dialect's */
@@ -93,6 +95,8 @@ static const char *const known_fields[] = {
     "model",       "messages", "max_tokens", "system",   "stop_sequences", "stream",
     "temperature", "top_p",    "top_k",      "tools",    "tool_choice",    "metadata",
     "thinking",    "service_tier", "container", "mcp_servers",
+    /* newer and beta members the gateway forwards as they are (tests assert they arrive) */
+    "output_config", "output_format", "context_management", "thread", "cache_control",
 };
 
 static bool check_fields(struct json_object *o, struct sim_reject *rej)
@@ -282,7 +286,11 @@ static bool check_message(struct json_object *m, size_t mi, struct turn_scan *ts
 }
 
 /* Validates messages; sums their text bytes into *<bytes>. */
-static bool check_messages(struct json_object *msgs, size_t *bytes, struct sim_reject *rej)
+/* <continued>: the request continues a server-side thread (thread.type "continue", the
+ * SDK's tool runner): the earlier turns live upstream, so the first message's tool
+ * results answer a tool_use the request does not repeat. */
+static bool check_messages(struct json_object *msgs, bool continued, size_t *bytes,
+                           struct sim_reject *rej)
 {
     struct turn_scan prev = {0}, cur;
     size_t n;
@@ -297,7 +305,7 @@ static bool check_messages(struct json_object *msgs, size_t *bytes, struct sim_r
         memset(&cur, 0, sizeof(cur));
         if (!check_message(m, i, &cur, rej))
             return false;
-        if ((prev.n_use_ids || cur.n_result) &&
+        if ((prev.n_use_ids || cur.n_result) && !(continued && i == 0) &&
             !check_pairing(bsc_json_get(m, "content"), i, &prev, rej))
             return false;
         *bytes += cur.text_bytes;
@@ -518,12 +526,34 @@ static bool parse_tool_call(struct json_object *o, struct json_object *last,
     return true;
 }
 
+/* output_config.format (or the older beta's output_format) json_schema: the text answer is
+ * an instance of the schema, as Claude's structured outputs give. */
+static bool output_schema(struct json_object *o, struct sim_call *call, struct sim_reject *rej)
+{
+    struct json_object *fmt = bsc_json_get(bsc_json_get(o, "output_config"), "format");
+
+    if (!fmt)
+        fmt = bsc_json_get(o, "output_format");
+    if (!fmt)
+        return true;
+    if (!bsc_str_eq(sim_json_get_str(fmt, "type"), BSC_STR("json_schema")) ||
+        !is(bsc_json_get(fmt, "schema"), json_type_object))
+        return bad(rej, "output_config.format: a json_schema with a schema object is required");
+    call->json_answer = sim_schema_gen_dup(bsc_json_get(fmt, "schema"));
+    if (!call->json_answer) {
+        sim_reject_set(rej, 500, "api_error", NULL, "out of memory");
+        return false;
+    }
+    return true;
+}
+
 static bool parse_messages_call(struct json_object *o, const struct sim_in *in,
                                 struct sim_call *call, struct sim_reject *rej)
 {
     struct bsc_str model = sim_json_get_str(o, "model");
     struct json_object *msgs = bsc_json_get(o, "messages");
     size_t bytes = 0;
+    bool continued;
 
     if (model.len == 0 || model.len > 256 || memchr(model.p, '\0', model.len))
         return bad(rej, "model: Field required");
@@ -534,11 +564,20 @@ static bool parse_messages_call(struct json_object *o, const struct sim_in *in,
     }
     if (!in->header(in->ctx, BSC_STR("anthropic-version")).len)
         return bad(rej, "anthropic-version: header is required");
-    if (!check_fields(o, rej) || !check_sampling(o, call, rej) ||
-        !check_system(bsc_json_get(o, "system"), &bytes, rej) || !check_messages(msgs, &bytes, rej) ||
+    continued = bsc_str_eq(sim_json_get_str(bsc_json_get(o, "thread"), "type"),
+                           BSC_STR("continue"));
+    call->count_tokens = in->path.len > 13 &&
+                         memcmp(in->path.p + in->path.len - 13, "/count_tokens", 13) == 0;
+    if (!check_fields(o, rej) || (!call->count_tokens && !check_sampling(o, call, rej)) ||
+        !check_system(bsc_json_get(o, "system"), &bytes, rej) ||
+        !check_messages(msgs, continued, &bytes, rej) ||
         !check_tools(bsc_json_get(o, "tools"), rej) || !check_tool_choice(o, rej))
         return false;
     call->prompt_tokens = sim_content_prompt_tokens(bytes, json_object_array_length(msgs));
+    if (call->count_tokens)
+        return true;
+    if (!output_schema(o, call, rej))
+        return false;
     return parse_tool_call(o, json_object_array_get_idx(msgs, json_object_array_length(msgs) - 1),
                            call, rej);
 }
@@ -671,7 +710,11 @@ static enum bsc_err content_json(const struct sim_call *call, struct bsc_buf *ou
 
 static enum bsc_err ant_body(const struct sim_call *call, struct bsc_buf *out)
 {
-    enum bsc_err err = bsc_buf_appendf(out, "{\"id\":\"msg_sim_%llu\",\"type\":\"message\","
+    enum bsc_err err;
+
+    if (call->count_tokens)
+        return bsc_buf_appendf(out, "{\"input_tokens\":%u}", call->prompt_tokens);
+    err = bsc_buf_appendf(out, "{\"id\":\"msg_sim_%llu\",\"type\":\"message\","
                                             "\"role\":\"assistant\",\"model\":",
                                        (unsigned long long)call->seq);
 

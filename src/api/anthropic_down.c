@@ -3,14 +3,17 @@
  * chat.completion, chunk stream and errors become Anthropic's message object, its event
  * stream (message_start, content blocks, message_delta, message_stop) and its error body.
  * JSON is written by hand into the caller's bounded buffer; the OpenAI side is parsed
- * with json-c and only read. It never sees the request (stop sequences, tools), so what
- * it cannot know is documented in docs/internals/anthropic-inbound.md. */
+ * with json-c and only read. An answer from an anthropic target that got the client's own
+ * bytes arrives with the upstream's message (or events) carried whole: those go out
+ * unchanged. It never sees the request (stop sequences, tools), so what it cannot know is
+ * documented in docs/internals/anthropic-inbound.md. */
 #include <stdint.h>
 #include <string.h>
 
 #include "api/anthropic.h"
 #include "core/json_get.h"
 #include "core/json_parse.h"
+#include "core/json_scan.h"
 #include "providers/provider.h"
 
 #define ANTH_MAX_TOOLS 128 /* tool calls in one streamed answer (OpenAI index 0..127) */
@@ -182,13 +185,17 @@ static void put_usage(struct jw *w, const struct anth_usage *u)
     jw_lit(w, "}");
 }
 
-/* "msg_" + the OpenAI id without its "chatcmpl-" prefix, else + the request id. */
+/* "msg_" + the OpenAI id without its "chatcmpl-" prefix, else + the request id; an id that
+ * already is a message id (an Anthropic upstream's, through the adapter) is kept whole. */
 static void put_msg_id(struct jw *w, struct bsc_str oai_id, const char *request_id)
 {
     char id[ANTH_ID_MAX];
     struct bsc_str pre = BSC_STR("chatcmpl-");
 
-    if (bsc_str_starts(oai_id, pre)) {
+    if (bsc_str_starts(oai_id, BSC_STR("msg_")) && oai_id.len > 4) {
+        oai_id.p += 4;
+        oai_id.len -= 4;
+    } else if (bsc_str_starts(oai_id, pre)) {
         oai_id.p += pre.len;
         oai_id.len -= pre.len;
     }
@@ -396,16 +403,43 @@ static size_t put_tool_blocks(struct jw *w, struct json_object *calls, const cha
     return n;
 }
 
+/* The model to show: the upstream model the answer came from (docs/configuration.md, "The
+ * model in answers"), else the route the client named. */
+static struct bsc_str shown_model(struct json_object *root, const char *route)
+{
+    struct bsc_str m = get_str(root, "model");
+
+    return m.len ? m : bsc_str_cstr(route ? route : "");
+}
+
+/* The client's request went to Anthropic as it was (prov_call.native): the adapter put the
+ * upstream's own message beside the OpenAI form the router read; it goes out unchanged. */
+static bool native_answer(struct bsc_str body, struct bsc_buf *out, enum bsc_err *err)
+{
+    struct bsc_str v;
+
+    if (!bsc_str_starts(body, BSC_STR("{\"bascule_native\":")))
+        return false;
+    *err = bsc_json_member_span(body, BSC_STR("bascule_native"), &v)
+               ? bsc_buf_append(out, v.p, v.len)
+               : BSC_EPARSE;
+    return true;
+}
+
 static enum bsc_err map_response(struct bsc_str openai_json, const struct down_ctx *ctx,
                                  struct bsc_buf *out)
 {
-    struct json_object *root = parse_whole(openai_json), *choice, *msg;
+    struct json_object *root, *choice, *msg;
     struct anth_usage usage = {0};
     struct bsc_str refusal, stop;
     bool comma = false;
     size_t n_tools;
+    enum bsc_err nerr;
     struct jw w;
 
+    if (native_answer(openai_json, out, &nerr))
+        return nerr;
+    root = parse_whole(openai_json);
     if (!root || !json_object_is_type(root, json_type_object)) {
         json_object_put(root);
         return BSC_EPARSE;
@@ -420,7 +454,7 @@ static enum bsc_err map_response(struct bsc_str openai_json, const struct down_c
     jw_lit(&w, "{\"id\":");
     put_msg_id(&w, get_str(root, "id"), ctx->request_id);
     jw_lit(&w, ",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
-    jw_str(&w, bsc_str_cstr(ctx->model ? ctx->model : ""));
+    jw_str(&w, shown_model(root, ctx->model));
     jw_lit(&w, ",\"content\":[");
     put_text_blocks(&w, bsc_json_get(msg, "content"), &comma);
     if (refusal.len) {
@@ -464,12 +498,14 @@ struct anth_stream {
     unsigned last_tool;                  /* the OpenAI index of the latest tool fragment */
     unsigned tool_block[ANTH_MAX_TOOLS]; /* OpenAI tool index -> block index + 1; 0 = none */
     struct anth_usage usage;
+    int64_t est_input;  /* the router's estimate of the prompt tokens */
 };
 
 static void stream_init(void *vst, const struct down_ctx *ctx)
 {
     struct anth_stream *st = vst;
 
+    st->est_input = ctx->est_input_tokens > 0 ? ctx->est_input_tokens : 0;
     st->model = bsc_str_dup(bsc_str_cstr(ctx->model ? ctx->model : ""));
     st->request_id = ctx->request_id ? bsc_str_dup(bsc_str_cstr(ctx->request_id)) : NULL;
 }
@@ -483,16 +519,24 @@ static void stream_cleanup(void *vst)
     BSC_FREE(st->stop_seq);
 }
 
-static void put_message_start(struct jw *w, struct anth_stream *st, struct bsc_str oai_id)
+static void put_message_start(struct jw *w, struct anth_stream *st, struct bsc_str oai_id,
+                              struct bsc_str model)
 {
     struct anth_usage u = st->usage;
 
     u.completion = 0; /* the output count goes in message_delta */
+    /* OpenAI counts the prompt only in its last chunk, but clients (LangChain) read the
+     * input tokens from message_start alone: the router's estimate stands in, and
+     * message_delta carries the upstream's count. */
+    if (!u.seen) {
+        u.prompt = st->est_input;
+        u.cached = 0;
+    }
     ev_begin(w, "message_start");
     jw_lit(w, "{\"type\":\"message_start\",\"message\":{\"id\":");
     put_msg_id(w, oai_id, st->request_id);
     jw_lit(w, ",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
-    jw_str(w, bsc_str_cstr(st->model ? st->model : ""));
+    jw_str(w, model.len ? model : bsc_str_cstr(st->model ? st->model : ""));
     jw_lit(w, ",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":");
     put_usage(w, &u);
     jw_lit(w, "}}");
@@ -658,6 +702,29 @@ static void put_inband_error(struct jw *w, struct anth_stream *st, struct json_o
     st->ended = true;
 }
 
+/* An upstream Anthropic event carried whole by the adapter in native mode,
+ * {"bascule_native":"<name>","choices":[],"data":<event>}: written out as the event it was. */
+static enum bsc_err native_event(struct anth_stream *st, struct bsc_str c, struct bsc_buf *out)
+{
+    static const struct bsc_str head = BSC_STR("{\"bascule_native\":\"");
+    static const struct bsc_str mid = BSC_STR("\",\"choices\":[],\"data\":");
+    const char *q = memchr(c.p + head.len, '"', c.len - head.len);
+    struct bsc_str name, data;
+    size_t start = out->len;
+    enum bsc_err err;
+
+    if (!q || (size_t)(c.p + c.len - q) < mid.len + 2 || memcmp(q, mid.p, mid.len) != 0 ||
+        c.p[c.len - 1] != '}')
+        return BSC_EPARSE;
+    name = bsc_str_make(c.p + head.len, (size_t)(q - c.p) - head.len);
+    data = bsc_str_make(q + mid.len, (size_t)(c.p + c.len - 1 - (q + mid.len)));
+    st->started = true;
+    err = bsc_buf_appendf(out, "event: %.*s\ndata: %.*s\n\n", BSC_STR_FMT(name), BSC_STR_FMT(data));
+    if (err)
+        out->len = start;
+    return err;
+}
+
 static enum bsc_err stream_chunk(void *vst, struct bsc_str chunk_json, struct bsc_buf *out)
 {
     struct anth_stream *st = vst;
@@ -666,6 +733,11 @@ static enum bsc_err stream_chunk(void *vst, struct bsc_str chunk_json, struct bs
 
     if (st->ended || bsc_str_eq(bsc_str_trim(chunk_json), BSC_STR("[DONE]")))
         return BSC_OK;
+    /* Native mode: the OpenAI frames are the router's shadows; the events go out whole. */
+    if (bsc_str_starts(chunk_json, BSC_STR("{\"bascule_shadow\":1,")))
+        return BSC_OK;
+    if (bsc_str_starts(chunk_json, BSC_STR("{\"bascule_native\":\"")))
+        return native_event(st, chunk_json, out);
     root = parse_whole(chunk_json);
     if (!root || !json_object_is_type(root, json_type_object)) {
         json_object_put(root);
@@ -678,7 +750,7 @@ static enum bsc_err stream_chunk(void *vst, struct bsc_str chunk_json, struct bs
     } else {
         usage_read(bsc_json_get(root, "usage"), &st->usage);
         if (!st->started)
-            put_message_start(&w, st, get_str(root, "id"));
+            put_message_start(&w, st, get_str(root, "id"), get_str(root, "model"));
         put_choice(&w, st, first_choice(root));
     }
     json_object_put(root);
@@ -697,7 +769,7 @@ static enum bsc_err stream_done(void *vst, struct bsc_buf *out)
         return BSC_OK;
     jw_begin(&w, out);
     if (!st->started)
-        put_message_start(&w, st, BSC_STR_NULL);
+        put_message_start(&w, st, BSC_STR_NULL, BSC_STR_NULL);
     close_block(&w, st);
     ev_begin(&w, "message_delta");
     jw_lit(&w, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"");

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* anthropic_messages.c -- POST /v1/messages: an Anthropic-SDK client's Messages request,
- * parsed strictly, validated, and translated into the canonical OpenAI chat.completions
- * request, then handed to the router with the Anthropic downstream dialect
- * (anthropic_down.c) so that the answer, the stream and the errors go back in Anthropic's
- * shapes. Validation errors are Anthropic-shaped too. It does not route, retry or talk to
- * anyone. What does not translate (top_k, thinking, server tools, documents) is listed in
- * docs/internals/anthropic-inbound.md. */
+/* anthropic_messages.c -- POST /v1/messages and /v1/messages/count_tokens: an Anthropic-SDK
+ * client's request, checked strictly (duplicates refused), translated into the canonical
+ * OpenAI chat.completions request, and handed to the router with the Anthropic downstream
+ * dialect (anthropic_down.c) and the client's own bytes, which anthropic targets receive
+ * as they are. Fields only Anthropic honours are refused for other kinds, naming them
+ * (per-field rules in docs/internals/anthropic-inbound.md §2). Errors are Anthropic-shaped.
+ * It does not route, retry or talk to anyone. */
 #include <stdarg.h>
 #include <string.h>
 
@@ -13,7 +13,9 @@
 #include "core/json_get.h"
 #include "api/internal.h"
 #include "core/buf.h"
+#include "api/openai_chat.h"
 #include "core/json_check.h"
+#include "core/json_scan.h"
 #include "router/request.h"
 
 #define ANTH_JSON_MAX_DEPTH 64
@@ -697,6 +699,34 @@ static bool xl_params(struct xl *x, struct json_object *areq, struct json_object
            put(x, opts, "include_usage", json_object_new_boolean(1));
 }
 
+/* output_config.format (and the older beta's output_format) {type: json_schema, schema}:
+ * OpenAI's response_format json_schema, which the router checks answers against. */
+static bool xl_output(struct xl *x, struct json_object *areq, struct json_object *oreq)
+{
+    struct json_object *fmt = bsc_json_get(bsc_json_get(areq, "output_config"), "format");
+    struct json_object *schema, *rf, *js;
+
+    if (!given(fmt))
+        fmt = bsc_json_get(areq, "output_format");
+    if (!given(fmt))
+        return true;
+    if (!type_is(str_of(bsc_json_get(fmt, "type")), "json_schema"))
+        return fail(x, "output_config.format.type: only 'json_schema' is supported");
+    schema = bsc_json_get(fmt, "schema");
+    if (!is(schema, json_type_object))
+        return fail(x, "output_config.format.schema: must be an object");
+    rf = json_object_new_object();
+    js = json_object_new_object();
+    if (!put(x, oreq, "response_format", rf)) {
+        json_object_put(js);
+        return false;
+    }
+    return put(x, rf, "type", json_object_new_string("json_schema")) &&
+           put(x, rf, "json_schema", js) && put(x, js, "name", json_object_new_string("output")) &&
+           put(x, js, "schema", json_object_get(schema)) &&
+           put(x, js, "strict", json_object_new_boolean(1));
+}
+
 enum bsc_err api__anthropic_to_openai(struct json_object *areq, struct json_object **out, char *why,
                                       size_t why_len)
 {
@@ -726,8 +756,8 @@ enum bsc_err api__anthropic_to_openai(struct json_object *areq, struct json_obje
     if (put(&x, oreq, "model", json_object_get(model)) &&
         put(&x, oreq, "messages", json_object_get(msgs)) && xl_system(&x, areq, msgs) &&
         xl_messages(&x, areq, msgs) && xl_params(&x, areq, oreq, &stream) &&
-        xl_tools(&x, areq, oreq, &has_tools))
-        xl_tool_choice(&x, areq, oreq, has_tools);
+        xl_tools(&x, areq, oreq, &has_tools) && xl_tool_choice(&x, areq, oreq, has_tools))
+        xl_output(&x, areq, oreq);
     json_object_put(msgs);
     if (x.err) {
         json_object_put(oreq);
@@ -843,32 +873,231 @@ static void reply_anthropic_error(struct srv_req *req, int status, const char *m
     bsc_buf_cleanup(&b);
 }
 
+/* ---- fields only Anthropic can honour ---- */
+
+/* Top-level members the translation carries, and hints whose loss changes no answer
+ * (anthropic-inbound.md §2): anything else needs an anthropic target. */
+static const char *const translated[] = {
+    "model", "messages", "max_tokens", "system", "stop_sequences", "stream", "temperature",
+    "top_p", "tools", "tool_choice", "metadata", "output_format",
+    "service_tier", "cache_control", /* hints: dropped for other kinds */
+};
+
+/* The first member of <areq> only an Anthropic target can honour, in <name> ("" when
+ * none): thinking other than disabled, output_config beyond format, top_k,
+ * context_management and every member the gateway does not know. */
+static void native_only(struct json_object *areq, char *name, size_t len)
+{
+    name[0] = '\0';
+    json_object_object_foreach(areq, key, val)
+    {
+        bool ok = false;
+
+        for (size_t i = 0; i < BSC_ARRAY_LEN(translated) && !ok; i++)
+            ok = strcmp(key, translated[i]) == 0;
+        if (!ok && strcmp(key, "thinking") == 0)
+            ok = !given(val) || type_is(str_of(bsc_json_get(val, "type")), "disabled");
+        if (!ok && strcmp(key, "output_config") == 0) {
+            ok = true;
+            json_object_object_foreach(val, k2, v2)
+            {
+                (void)v2;
+                if (ok && strcmp(k2, "format") != 0) {
+                    snprintf(name, len, "output_config.%s", k2);
+                    return;
+                }
+            }
+        }
+        if (!ok) {
+            snprintf(name, len, "%s", key);
+            return;
+        }
+    }
+}
+
+/* True when some target of <route> (any tier) is of <kind>. */
+static bool route_has_kind(const struct cfg_route *route, enum cfg_provider_kind kind)
+{
+    const struct cfg_tier *tiers[] = {&route->primary, &route->equivalent, &route->fallback};
+
+    for (size_t t = 0; t < BSC_ARRAY_LEN(tiers); t++)
+        for (size_t i = 0; i < tiers[t]->n; i++)
+            if (tiers[t]->targets[i]->provider->kind == kind)
+                return true;
+    return false;
+}
+
+/* The canonical request when the Anthropic one has no translation and only an anthropic
+ * target takes it: enough for the router (model, one turn, the budget, stream). */
+static struct json_object *stub_request(struct json_object *areq, bool stream)
+{
+    struct json_object *o = json_object_new_object(), *msgs = json_object_new_array();
+    struct json_object *m = json_object_new_object(), *mt = bsc_json_get(areq, "max_tokens");
+
+    json_object_object_add(o, "model", json_object_get(bsc_json_get(areq, "model")));
+    json_object_object_add(m, "role", json_object_new_string("user"));
+    json_object_object_add(m, "content", json_object_new_string("(native request)"));
+    json_object_array_add(msgs, m);
+    json_object_object_add(o, "messages", msgs);
+    json_object_object_add(o, "max_tokens", json_object_new_int64(is(mt, json_type_int)
+                                                                      ? json_object_get_int64(mt)
+                                                                      : 1));
+    if (stream) {
+        struct json_object *opts = json_object_new_object();
+
+        json_object_object_add(opts, "include_usage", json_object_new_boolean(1));
+        json_object_object_add(o, "stream", json_object_new_boolean(1));
+        json_object_object_add(o, "stream_options", opts);
+    }
+    return o;
+}
+
+/* What both endpoints read first: the strict check (one "model", duplicates refused,
+ * escaped ones too), the parse, the route. False when an error was answered. */
+static bool read_request(struct srv_req *req, struct chat_in *in, struct json_object **areq)
+{
+    static const struct bsc_str model_key = BSC_STR("model");
+    struct bsc_str body = srv_req_body(req), model;
+    struct bsc_json_error jerr = {0, NULL, BSC_STR_NULL};
+    struct api_refusal refusal;
+    enum bsc_json_verdict v;
+    enum bsc_err err;
+    char why[320];
+
+    *areq = NULL;
+    v = bsc_json_check_request(body, ANTH_JSON_MAX_DEPTH, &model_key, 1, 0, &in->native.model_span,
+                               &jerr);
+    if (v != BSC_JSONV_OK) {
+        api__json_refusal(body, v, &jerr, &refusal);
+        reply_anthropic_error(req, 400, refusal.message);
+        return false;
+    }
+    *areq = parse_body(body, why, sizeof(why), &err);
+    if (!*areq) {
+        reply_anthropic_error(req, err == BSC_ENOMEM ? 503 : 400, why);
+        return false;
+    }
+    model = str_of(bsc_json_get(*areq, "model"));
+    if (!is(*areq, json_type_object) || !is(bsc_json_get(*areq, "model"), json_type_string) ||
+        !model.len || bsc_json_kind_of(in->native.model_span) != BSC_JSON_STRING) {
+        reply_anthropic_error(req, 400, "model: field required (a string)");
+        goto fail;
+    }
+    in->cfg = cfg_current_get();
+    in->route = cfg_route_find(in->cfg, model);
+    if (!in->route) {
+        snprintf(why, sizeof(why), "model: '%.*s' does not exist or is not routed by this gateway",
+                 (int)(model.len > 120 ? 120 : model.len), model.p);
+        reply_anthropic_error(req, 404, why);
+        cfg_unref(in->cfg);
+        goto fail;
+    }
+    in->native.kind = CFG_PROV_ANTHROPIC;
+    in->native.body = body;
+    in->native.version = srv_req_header(req, BSC_STR("anthropic-version"));
+    in->native.beta = srv_req_header(req, BSC_STR("anthropic-beta"));
+    in->down = &api_anthropic_down;
+    in->include_usage = true;
+    return true;
+fail:
+    json_object_put(*areq);
+    *areq = NULL;
+    return false;
+}
+
 void api__anthropic_messages(struct worker *w, struct srv_req *req)
 {
     struct chat_in in = {.op = PROV_OP_CHAT};
-    struct anth_req ar;
-    char why[320];
+    struct json_object *areq, *oreq = NULL, *st;
+    char why[320], field[96];
+    bool has_anth;
     enum bsc_err err;
 
-    /* x-api-key and anthropic-version are accepted and not required: the gateway holds
-     * the upstream credentials, and the one API version it speaks is 2023-06-01. */
-    err = api__anthropic_parse(srv_req_body(req), &ar, why, sizeof(why));
-    if (err == BSC_ENOMEM)
-        return reply_anthropic_error(req, 503, "out of memory");
-    if (err)
-        return reply_anthropic_error(req, 400, why);
-    in.cfg = cfg_current_get();
-    in.route = cfg_route_find(in.cfg, ar.model);
-    if (!in.route) {
-        snprintf(why, sizeof(why), "model: '%.*s' does not exist or is not routed by this gateway",
-                 (int)(ar.model.len > 120 ? 120 : ar.model.len), ar.model.p);
-        cfg_unref(in.cfg);
-        json_object_put(ar.openai);
-        return reply_anthropic_error(req, 404, why);
+    if (!read_request(req, &in, &areq))
+        return;
+    has_anth = route_has_kind(in.route, CFG_PROV_ANTHROPIC);
+    native_only(areq, field, sizeof(field));
+    if (field[0] && !has_anth) {
+        snprintf(why, sizeof(why),
+                 "%s: not supported by the targets of this route (only an anthropic target "
+                 "can honour it)", field);
+        goto refuse;
     }
-    in.json = ar.openai;
-    in.stream = ar.stream;
-    in.include_usage = true;
-    in.down = &api_anthropic_down;
+    if (field[0])
+        snprintf(in.native.required, sizeof(in.native.required),
+                 "%s: only an anthropic target can honour it", field);
+    err = api__anthropic_to_openai(areq, &oreq, why, sizeof(why));
+    if (err == BSC_ENOMEM) {
+        reply_anthropic_error(req, 503, "out of memory");
+        goto out;
+    }
+    if (err && !has_anth)
+        goto refuse;
+    st = bsc_json_get(areq, "stream");
+    in.stream = is(st, json_type_boolean) && json_object_get_boolean(st);
+    if (err) { /* no translation, but the route can forward it as it is */
+        snprintf(in.native.required, sizeof(in.native.required), "%.180s", why);
+        oreq = stub_request(areq, in.stream);
+    }
+    json_object_put(areq);
+    if (!has_anth)
+        in.native = (struct prov_native){0};
+    in.json = oreq;
     req_chat_start(w, req, &in);
+    return;
+refuse:
+    reply_anthropic_error(req, 400, why);
+out:
+    json_object_put(areq);
+    cfg_unref(in.cfg);
+}
+
+/* About four bytes of JSON per token, as the router's own budget estimate
+ * (request-lifecycle.md): the system prompt, the messages and the tools as written. */
+static int64_t estimate_input_tokens(struct json_object *areq)
+{
+    static const char *const keys[] = {"system", "messages", "tools"};
+    size_t bytes = 0;
+
+    for (size_t i = 0; i < BSC_ARRAY_LEN(keys); i++) {
+        struct json_object *v = bsc_json_get(areq, keys[i]);
+        size_t len = 0;
+
+        if (v)
+            json_object_to_json_string_length(v, JSON_C_TO_STRING_PLAIN, &len);
+        bytes += len;
+    }
+    return (int64_t)((bytes + 3) / 4);
+}
+
+void api__anthropic_count_tokens(struct worker *w, struct srv_req *req)
+{
+    struct chat_in in = {.op = PROV_OP_CHAT};
+    struct json_object *areq;
+    struct srv_header h = {BSC_STR("x-bascule-token-count"), BSC_STR("estimate")};
+    char body[64];
+    int n;
+
+    if (!read_request(req, &in, &areq))
+        return;
+    if (!is(bsc_json_get(areq, "messages"), json_type_array)) {
+        reply_anthropic_error(req, 400, "messages: field required (an array)");
+        json_object_put(areq);
+        cfg_unref(in.cfg);
+        return;
+    }
+    if (route_has_kind(in.route, CFG_PROV_ANTHROPIC)) {
+        in.native.count_tokens = true;
+        snprintf(in.native.required, sizeof(in.native.required),
+                 "count_tokens: only an anthropic target counts tokens");
+        in.json = stub_request(areq, false);
+        json_object_put(areq);
+        req_chat_start(w, req, &in);
+        return;
+    }
+    n = snprintf(body, sizeof(body), "{\"input_tokens\":%lld}",
+                 (long long)estimate_input_tokens(areq));
+    srv_resp_send(req, 200, "application/json", &h, 1, body, (size_t)n);
+    json_object_put(areq);
+    cfg_unref(in.cfg);
 }

@@ -39,6 +39,11 @@ static void route(struct worker *w, struct srv_req *req)
             return api__anthropic_messages(w, req);
         return method_not_allowed(req, "POST");
     }
+    if (is(path, "/v1/messages/count_tokens")) {
+        if (post)
+            return api__anthropic_count_tokens(w, req);
+        return method_not_allowed(req, "POST");
+    }
     if (is(path, "/v1/embeddings") || is(path, "/embeddings")) {
         if (post)
             return api__embeddings(w, req);

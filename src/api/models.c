@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* models.c -- GET /v1/models lists the route aliases (what clients send as "model");
- * GET /v1/models/{id} one of them, 404 when unknown. */
+ * GET /v1/models/{id} one of them, 404 when unknown. A client that sends anthropic-version
+ * (the Anthropic SDK always does) gets Anthropic's shapes. */
+#include <time.h>
+
 #include "api/internal.h"
 #include "core/buf.h"
 #include "router/gateway.h"
@@ -13,8 +16,44 @@ static void put_model(struct bsc_buf *b, const char *id, uint64_t created)
                     (unsigned long long)created);
 }
 
+/* Anthropic's model object; created_at is RFC 3339 (the gateway's start). */
+static void put_anth_model(struct bsc_buf *b, const char *id, uint64_t created)
+{
+    time_t t = (time_t)created;
+    struct tm tm;
+    char when[32];
+
+    gmtime_r(&t, &tm);
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    bsc_buf_append_cstr(b, "{\"type\":\"model\",\"id\":");
+    bsc_buf_append_json_str(b, bsc_str_cstr(id));
+    bsc_buf_append_cstr(b, ",\"display_name\":");
+    bsc_buf_append_json_str(b, bsc_str_cstr(id));
+    bsc_buf_appendf(b, ",\"created_at\":\"%s\"}", when);
+}
+
+static void anth_list(struct bsc_buf *b, const struct cfg *cfg, uint64_t created)
+{
+    bsc_buf_append_cstr(b, "{\"data\":[");
+    for (size_t i = 0; i < cfg->n_routes; i++) {
+        if (i)
+            bsc_buf_append_char(b, ',');
+        put_anth_model(b, cfg->routes[i].id, created);
+    }
+    bsc_buf_append_cstr(b, "],\"has_more\":false,\"first_id\":");
+    if (cfg->n_routes) {
+        bsc_buf_append_json_str(b, bsc_str_cstr(cfg->routes[0].id));
+        bsc_buf_append_cstr(b, ",\"last_id\":");
+        bsc_buf_append_json_str(b, bsc_str_cstr(cfg->routes[cfg->n_routes - 1].id));
+        bsc_buf_append_char(b, '}');
+    } else {
+        bsc_buf_append_cstr(b, "null,\"last_id\":null}");
+    }
+}
+
 void api__models(struct worker *w, struct srv_req *req, struct bsc_str id)
 {
+    bool anth = srv_req_header(req, BSC_STR("anthropic-version")).p != NULL;
     struct cfg *cfg = cfg_current_get();
     uint64_t created = w->gw->started_ms / 1000;
     struct bsc_buf b;
@@ -29,7 +68,12 @@ void api__models(struct worker *w, struct srv_req *req, struct bsc_str id)
             srv_resp_error(req, 404, "invalid_request_error", "model_not_found", msg);
             goto out;
         }
-        put_model(&b, r->id, created);
+        if (anth)
+            put_anth_model(&b, r->id, created);
+        else
+            put_model(&b, r->id, created);
+    } else if (anth) {
+        anth_list(&b, cfg, created);
     } else {
         bsc_buf_append_cstr(&b, "{\"object\":\"list\",\"data\":[");
         for (size_t i = 0; i < cfg->n_routes; i++) {

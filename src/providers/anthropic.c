@@ -3,7 +3,9 @@
  * canonical OpenAI chat request becomes POST {base_url}/messages: system and developer
  * messages hoisted into `system`, same-role turns merged, tool calls and tool results as
  * blocks. Answers and errors come back OpenAI-shaped; the stream translator lives in
- * anthropic_stream.c. Anthropic has no embeddings API: that op is refused. Mapping tables,
+ * anthropic_stream.c. A client that itself spoke Anthropic (prov_call.native) has its own
+ * bytes forwarded, model replaced, and its answer carried back whole beside the
+ * translation. Anthropic has no embeddings API: that op is refused. Mapping tables,
  * and which behaviours are documented and which assumed: docs/internals/provider-anthropic.md.
  *
  * Request fields, one decision each (anything not listed is dropped, as OpenAI-only):
@@ -516,9 +518,18 @@ static enum bsc_err put_tool_choice(struct xl *x, struct json_object *root,
     return BSC_OK;
 }
 
+bool prov__anth_native(const struct prov_call *call)
+{
+    return call && call->op == PROV_OP_CHAT && call->native &&
+           call->native->kind == CFG_PROV_ANTHROPIC && call->native->body.p &&
+           call->native->model_span.p;
+}
+
 bool prov__anth_json_mode(const struct prov_call *call)
 {
-    const char *type = call ? bsc_json_get_str(bsc_json_get(call->req, "response_format"), "type") : NULL;
+    const char *type = call && !prov__anth_native(call)
+                           ? bsc_json_get_str(bsc_json_get(call->req, "response_format"), "type")
+                           : NULL;
 
     return type && (strcmp(type, "json_object") == 0 || strcmp(type, "json_schema") == 0);
 }
@@ -732,6 +743,52 @@ static bool has_header(const struct cfg_provider *p, const char *name)
     return false;
 }
 
+/* The client's own Messages bytes with "model" replaced by the target's: everything the
+ * client said (top_k, thinking, cache_control, system blocks, betas' fields) reaches
+ * Anthropic as written. The api layer checked the bytes strictly (one "model"). */
+static enum bsc_err native_body(const struct prov_call *c, struct bsc_buf *body)
+{
+    const struct prov_native *n = c->native;
+    size_t pre = (size_t)(n->model_span.p - n->body.p);
+    enum bsc_err err;
+
+    if (bsc_buf_reserve(body, n->body.len + strlen(c->target->model) + 16) != BSC_OK)
+        return BSC_ELIMIT;
+    err = bsc_buf_append(body, n->body.p, pre);
+    if (!err)
+        err = bsc_buf_append_json_str(body, bsc_str_cstr(c->target->model));
+    if (!err)
+        err = bsc_buf_append(body, n->model_span.p + n->model_span.len,
+                             n->body.len - pre - n->model_span.len);
+    return err;
+}
+
+/* A client's header value forwarded upstream: visible ASCII and blanks only (the header
+ * lines are NUL-separated; nothing may start a line of its own). Anything else is not
+ * forwarded. */
+static bool header_safe(struct bsc_str v)
+{
+    for (size_t i = 0; i < v.len; i++)
+        if (!((v.p[i] >= 0x20 && v.p[i] < 0x7f) || v.p[i] == '\t'))
+            return false;
+    return v.len > 0 && v.len <= 1024;
+}
+
+/* anthropic-version: the client's own when it forwards its bytes (the shapes are its), else
+ * the provider's api_version, else PROV_ANTH_VERSION; a configured header wins over all. */
+static enum bsc_err version_header(const struct prov_call *c, struct prov_http *out)
+{
+    const struct cfg_provider *p = c->provider;
+
+    if (has_header(p, "anthropic-version"))
+        return BSC_OK;
+    if (prov__anth_native(c) && header_safe(c->native->version))
+        return prov_header(&out->headers, "anthropic-version", "%.*s",
+                           BSC_STR_FMT(c->native->version));
+    return prov_header(&out->headers, "anthropic-version", "%s",
+                       p->api_version && p->api_version[0] ? p->api_version : PROV_ANTH_VERSION);
+}
+
 static enum bsc_err headers(const struct prov_call *c, struct prov_http *out)
 {
     const struct cfg_provider *p = c->provider;
@@ -739,10 +796,11 @@ static enum bsc_err headers(const struct prov_call *c, struct prov_http *out)
 
     if (c->key)
         err = prov_header(&out->headers, "x-api-key", "%s", c->key);
-    if (!err && !has_header(p, "anthropic-version"))
-        err = prov_header(&out->headers, "anthropic-version", "%s",
-                          p->api_version && p->api_version[0] ? p->api_version
-                                                              : PROV_ANTH_VERSION);
+    if (!err)
+        err = version_header(c, out);
+    if (!err && prov__anth_native(c) && header_safe(c->native->beta) &&
+        !has_header(p, "anthropic-beta"))
+        err = prov_header(&out->headers, "anthropic-beta", "%.*s", BSC_STR_FMT(c->native->beta));
     if (!err && c->op != PROV_OP_PROBE_MODELS)
         err = prov_header(&out->headers, "content-type", "application/json");
     if (!err && c->op == PROV_OP_CHAT)
@@ -756,6 +814,7 @@ static enum bsc_err headers(const struct prov_call *c, struct prov_http *out)
 static enum bsc_err anth_build(const struct prov_call *c, struct prov_http *out, char *why,
                                size_t why_len)
 {
+    const char *path = "messages";
     enum bsc_err err;
 
     if (c->op == PROV_OP_EMBEDDINGS) {
@@ -764,14 +823,19 @@ static enum bsc_err anth_build(const struct prov_call *c, struct prov_http *out,
         return BSC_EINVAL;
     }
     out->method = c->op == PROV_OP_PROBE_MODELS ? "GET" : "POST";
-    err = bsc_buf_appendf(&out->url, "%s/%s", c->provider->base_url,
-                          c->op == PROV_OP_PROBE_MODELS ? "models" : "messages");
+    if (c->op == PROV_OP_PROBE_MODELS)
+        path = "models";
+    else if (prov__anth_native(c) && c->native->count_tokens)
+        path = "messages/count_tokens";
+    err = bsc_buf_appendf(&out->url, "%s/%s", c->provider->base_url, path);
     if (!err)
         err = headers(c, out);
     if (err || c->op == PROV_OP_PROBE_MODELS)
         return err;
     if (c->op == PROV_OP_PROBE_COMPLETION)
         return prov_probe_chat_body(c, &out->body);
+    if (prov__anth_native(c))
+        return native_body(c, &out->body);
     return chat_body(c, &out->body, why, why_len);
 }
 
@@ -1003,9 +1067,9 @@ static enum bsc_err collect(struct json_object *content, bool json_mode, struct 
     return err;
 }
 
-static enum bsc_err anth_map_response(const struct prov_call *c, struct bsc_str body,
-                                      struct bsc_buf *out, struct prov_usage *usage,
-                                      struct fail_info *fail)
+static enum bsc_err map_translated(const struct prov_call *c, struct bsc_str body,
+                                   struct bsc_buf *out, struct prov_usage *usage,
+                                   struct fail_info *fail)
 {
     struct json_object *root = prov_parse_json(body), *content, *calls, *res, *choice, *msg;
     struct json_object *choices;
@@ -1075,6 +1139,69 @@ static enum bsc_err anth_map_response(const struct prov_call *c, struct bsc_str 
     if (err)
         return parse_failure(fail, "the translated answer passed the gateway's output bound");
     return BSC_OK;
+}
+
+/* count_tokens answers {"input_tokens": N}: the router gets a chat.completion with no
+ * content and zero usage (counting is free), the client the body itself. */
+static enum bsc_err map_count(const struct prov_call *c, struct bsc_str body, struct bsc_buf *out,
+                              struct prov_usage *usage, struct fail_info *fail)
+{
+    struct json_object *root = prov_parse_json(body);
+    bool ok = is_type(bsc_json_get(root, "input_tokens"), json_type_int);
+    enum bsc_err err;
+
+    json_object_put(root);
+    if (!ok)
+        return parse_failure(fail, "the upstream count_tokens answer has no input_tokens");
+    *usage = (struct prov_usage){0, 0, 0};
+    err = bsc_buf_append_cstr(out, "{\"bascule_native\":");
+    if (!err)
+        err = bsc_buf_append(out, body.p, body.len);
+    if (!err)
+        err = bsc_buf_appendf(out,
+                              ",\"id\":\"count_tokens\",\"object\":\"chat.completion\","
+                              "\"created\":%lld,\"model\":",
+                              (long long)c->created);
+    if (!err)
+        err = bsc_buf_append_json_str(out, bsc_str_cstr(c->target->model));
+    if (!err)
+        err = bsc_buf_append_cstr(out, ",\"choices\":[{\"index\":0,\"message\":{\"role\":"
+                                       "\"assistant\",\"content\":\"\"},\"finish_reason\":"
+                                       "\"stop\"}],\"usage\":{\"prompt_tokens\":0,"
+                                       "\"completion_tokens\":0,\"total_tokens\":0}}");
+    return err ? parse_failure(fail, "the answer passed the gateway's output bound") : BSC_OK;
+}
+
+/* The client sent its own Messages request: the router still gets the OpenAI form (usage,
+ * contract checks) and the client's dialect (anthropic_down.c) the Anthropic body itself,
+ * carried as {"bascule_native": <body>, ...the chat.completion's members}. */
+static enum bsc_err map_native(const struct prov_call *c, struct bsc_str body, struct bsc_buf *out,
+                               struct prov_usage *usage, struct fail_info *fail)
+{
+    struct bsc_buf tr;
+    enum bsc_err err;
+
+    if (c->native->count_tokens)
+        return map_count(c, body, out, usage, fail);
+    bsc_buf_init(&tr, out->max);
+    err = map_translated(c, body, &tr, usage, fail);
+    if (!err && (tr.len < 2 || tr.p[0] != '{'))
+        err = parse_failure(fail, "the translated answer is empty");
+    if (!err && (bsc_buf_append_cstr(out, "{\"bascule_native\":") ||
+                 bsc_buf_append(out, body.p, body.len) || bsc_buf_append_char(out, ',') ||
+                 bsc_buf_append(out, tr.p + 1, tr.len - 1)))
+        err = parse_failure(fail, "the answer passed the gateway's output bound");
+    bsc_buf_cleanup(&tr);
+    return err;
+}
+
+static enum bsc_err anth_map_response(const struct prov_call *c, struct bsc_str body,
+                                      struct bsc_buf *out, struct prov_usage *usage,
+                                      struct fail_info *fail)
+{
+    if (prov__anth_native(c))
+        return map_native(c, body, out, usage, fail);
+    return map_translated(c, body, out, usage, fail);
 }
 
 const struct prov_ops prov_anthropic = {

@@ -33,8 +33,8 @@ enum anth_block {
     ANTH_BLK_COUNT
 };
 
-/* Per-attempt stream state, zeroed by the caller, then prov__anth_stream_init. Fixed
- * size, owns nothing: the ops' stream_cleanup has nothing to free. */
+/* Per-attempt stream state, zeroed by the caller, then prov__anth_stream_init. Owns its
+ * two buffers (native mode only); stream_cleanup frees them. */
 struct anth_stream {
     bool include_usage; /* the client asked for the usage chunk */
     bool json_mode;     /* response_format is emulated by PROV_ANTH_JSON_TOOL */
@@ -48,6 +48,11 @@ struct anth_stream {
     char id[128];
     char model[128];
     char stop_reason[48];
+    /* Native mode (prov__anth_native): each upstream event also goes out whole, and the
+     * translated frames are marked as shadows the router reads and the client never gets. */
+    bool native;
+    struct bsc_buf held;    /* owned: native events before the first translated frame */
+    struct bsc_buf scratch; /* owned: the translated frames of one event */
 };
 
 /* OpenAI finish_reason for an Anthropic stop_reason (NULL or unknown -> "stop"); with
@@ -71,6 +76,10 @@ void prov__anth_usage_read(struct json_object *usage, int64_t *in, int64_t *cach
  * cache reads + cache writes, cached = cache reads. */
 struct prov_usage prov__anth_usage(int64_t in, int64_t cache_read, int64_t cache_create,
                                    int64_t out);
+
+/* True when <call> carries the client's own Messages bytes (prov_call.native) to forward
+ * instead of a translation; the answer then goes back to the client as it came. */
+bool prov__anth_native(const struct prov_call *call);
 
 /* True when <call>'s response_format asks for JSON (json_object or json_schema), which
  * the adapter emulates with one forced tool. */

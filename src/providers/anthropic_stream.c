@@ -5,13 +5,19 @@
  * message_stop becomes the finish chunk, the usage chunk when the client asked, and
  * [DONE]. The first frame (delta.role) waits for the first content, so an error event
  * before any content leaves nothing sent and the router may still fail over. Text is
- * re-framed through a UTF-8 carry: no frame ends inside a character.
+ * re-framed through a UTF-8 carry: no frame ends inside a character. In native mode each
+ * event also goes out whole (a carrier frame) and the translation becomes the router's
+ * shadow.
  * See docs/internals/provider-anthropic.md. */
 #include <string.h>
 
 #include "core/clock.h"
 #include "core/json_get.h"
+#include "core/json_scan.h"
 #include "providers/anthropic.h"
+
+#define ANTH_HELD_MAX    (1u << 20) /* events before the first content: a few hundred bytes */
+#define ANTH_SCRATCH_MAX (8u << 20) /* the translated frames of one event */
 
 static bool str_is(const char *a, const char *b)
 {
@@ -50,6 +56,9 @@ void prov__anth_stream_init(void *st, const struct prov_call *call)
     s->in_tokens = s->cache_read = s->cache_create = s->out_tokens = -1;
     utf8_carry_init(&s->carry);
     copy_cstr(s->model, sizeof(s->model), call->target ? call->target->model : "");
+    s->native = prov__anth_native(call);
+    bsc_buf_init(&s->held, ANTH_HELD_MAX);
+    bsc_buf_init(&s->scratch, ANTH_SCRATCH_MAX);
 }
 
 /* ---- frames ---- */
@@ -263,11 +272,10 @@ static void on_message_delta(struct anth_stream *s, struct json_object *ev)
                           &s->out_tokens);
 }
 
-enum prov_stream_status prov__anth_stream_event(void *st, struct bsc_str event,
-                                                struct bsc_str data, struct bsc_buf *out,
-                                                struct fail_info *fail)
+static enum prov_stream_status translate_event(struct anth_stream *s, struct bsc_str event,
+                                               struct bsc_str data, struct bsc_buf *out,
+                                               struct fail_info *fail)
 {
-    struct anth_stream *s = st;
     struct json_object *ev;
     const char *type;
     enum bsc_err err = BSC_OK;
@@ -310,6 +318,111 @@ enum prov_stream_status prov__anth_stream_event(void *st, struct bsc_str event,
     return ret;
 }
 
+/* ---- native mode: the client speaks Anthropic too ---- */
+
+/* The event's name: the SSE event field, else the data's "type"; only [a-z_] names, so the
+ * name needs no escaping in the carrier frame. */
+static struct bsc_str event_name(struct bsc_str event, struct bsc_str data)
+{
+    struct bsc_str t;
+
+    if (!event.len && bsc_json_member_span(data, BSC_STR("type"), &t))
+        event = bsc_json_string_raw(t);
+    if (!event.len || event.len > 64)
+        return BSC_STR_NULL;
+    for (size_t i = 0; i < event.len; i++)
+        if (!((event.p[i] >= 'a' && event.p[i] <= 'z') || event.p[i] == '_'))
+            return BSC_STR_NULL;
+    return event;
+}
+
+/* `data: {"bascule_native":"<name>","choices":[],"data":<data>}` -- the upstream event
+ * whole, for the Anthropic client dialect (api/anthropic_down.c); the empty choices keep it
+ * an OpenAI chunk with nothing in it for the router's readers. Line breaks in <data> can only be JSON
+ * whitespace; they become spaces so the event stays one line. */
+static enum bsc_err carrier_frame(struct bsc_buf *b, struct bsc_str name, struct bsc_str data)
+{
+    enum bsc_err err = bsc_buf_appendf(b, "data: {\"bascule_native\":\"%.*s\",\"choices\":[],"
+                                          "\"data\":",
+                                       BSC_STR_FMT(name));
+
+    for (size_t i = 0; !err && i < data.len;) {
+        size_t n = 0;
+
+        while (i + n < data.len && data.p[i + n] != '\n' && data.p[i + n] != '\r')
+            n++;
+        err = bsc_buf_append(b, data.p + i, n);
+        i += n;
+        if (!err && i < data.len) {
+            err = bsc_buf_append_char(b, ' ');
+            i++;
+        }
+    }
+    return err ? err : bsc_buf_append_cstr(b, "}\n\n");
+}
+
+/* The translated frames of <s->scratch> as shadows ("bascule_shadow" first), [DONE]
+ * dropped: the client's stream ends with the upstream's own message_stop. */
+static enum bsc_err shadow_frames(struct anth_stream *s, struct bsc_buf *out)
+{
+    const char *p = s->scratch.p, *end = p ? p + s->scratch.len : NULL;
+    enum bsc_err err = BSC_OK;
+
+    while (!err && p && p < end) {
+        const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
+        size_t len;
+
+        if (!sep)
+            break;
+        len = (size_t)(sep - p);
+        if (len > 8 && memcmp(p, "data: {", 7) == 0) {
+            err = bsc_buf_append_cstr(out, "data: {\"bascule_shadow\":1,");
+            if (!err)
+                err = bsc_buf_append(out, p + 7, len - 7 + 2);
+        }
+        p = sep + 2;
+    }
+    return err;
+}
+
+/* Each event is translated as usual (usage, stop reason, the router's contract checks) and
+ * also kept whole. Whole events wait in <held> until the first translated frame: as in
+ * translation, nothing reaches the client before the first content, so an error before
+ * it still fails over invisibly. */
+static enum prov_stream_status native_event(struct anth_stream *s, struct bsc_str event,
+                                            struct bsc_str data, struct bsc_buf *out,
+                                            struct fail_info *fail)
+{
+    struct bsc_str name = event_name(event, data);
+    enum prov_stream_status ret;
+    enum bsc_err err = BSC_OK;
+
+    bsc_buf_reset(&s->scratch);
+    ret = translate_event(s, event, data, &s->scratch, fail);
+    if (ret == PROV_STREAM_ERROR)
+        return ret; /* the router ends the client's stream with an Anthropic error event */
+    if (data.len && name.len)
+        err = carrier_frame(&s->held, name, data);
+    if (!err && (s->scratch.len || s->role_sent || ret == PROV_STREAM_DONE)) {
+        err = bsc_buf_append(out, s->held.p, s->held.len);
+        bsc_buf_reset(&s->held);
+        if (!err)
+            err = shadow_frames(s, out);
+    }
+    return err ? bound_failure(s, fail) : ret;
+}
+
+enum prov_stream_status prov__anth_stream_event(void *st, struct bsc_str event,
+                                                struct bsc_str data, struct bsc_buf *out,
+                                                struct fail_info *fail)
+{
+    struct anth_stream *s = st;
+
+    if (s->native)
+        return native_event(s, event, data, out, fail);
+    return translate_event(s, event, data, out, fail);
+}
+
 enum prov_stream_status prov__anth_stream_end(void *st, struct bsc_buf *out,
                                               struct fail_info *fail)
 {
@@ -331,5 +444,8 @@ void prov__anth_stream_usage(void *st, struct prov_usage *usage)
 
 void prov__anth_stream_cleanup(void *st)
 {
-    (void)st; /* the state owns nothing */
+    struct anth_stream *s = st;
+
+    bsc_buf_cleanup(&s->held);
+    bsc_buf_cleanup(&s->scratch);
 }

@@ -32,6 +32,22 @@ enum prov_op {
     PROV_OP_COUNT
 };
 
+/* The client's own request when it spoke a provider's dialect rather than OpenAI's (POST
+ * /v1/messages): an adapter of that kind forwards these bytes with "model" replaced instead
+ * of translating the canonical form, so nothing the canonical form lacks is lost. All
+ * borrowed from the client's request. */
+struct prov_native {
+    enum cfg_provider_kind kind; /* the dialect of <body>: CFG_PROV_ANTHROPIC */
+    struct bsc_str body;         /* the client's JSON bytes, checked strictly */
+    struct bsc_str model_span;   /* the raw "model" value inside <body> */
+    struct bsc_str version;      /* the client's anthropic-version header, or empty */
+    struct bsc_str beta;         /* the client's anthropic-beta header, or empty */
+    char required[192];          /* empty, or why only a target of <kind> can take the
+                                    request ("thinking: ..."): other kinds refuse it per
+                                    attempt */
+    bool count_tokens;           /* POST /v1/messages/count_tokens, not a generation */
+};
+
 /* Everything an adapter needs to build one upstream request. All borrowed for the call. */
 struct prov_call {
     enum prov_op op;
@@ -43,6 +59,7 @@ struct prov_call {
     struct bsc_str raw;        /* the client's own OpenAI JSON bytes, when the client spoke
                                   OpenAI (fast path for OpenAI-dialect targets); else empty */
     struct bsc_str model_span; /* the raw "model" value inside <raw> */
+    const struct prov_native *native; /* the client's own bytes in another dialect, or NULL */
     bool stream;               /* the client wants a stream */
     bool include_usage;        /* the client asked for the usage chunk */
     const char *request_id;

@@ -17,6 +17,7 @@ static struct down_ctx down_ctx(const struct request *r)
         .request_id = r->id,
         .model = r->route->id,
         .include_usage = r->include_usage,
+        .est_input_tokens = (int64_t)(r->est_tokens - r->est_out_tokens),
     };
 }
 

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/buf.h"
 #include "core/err.h"
@@ -19,6 +20,8 @@ struct down_ctx {
     const char *request_id;
     const char *model;  /* the model name to show the client (what it asked for) */
     bool include_usage; /* OpenAI clients only; other dialects decide for themselves */
+    int64_t est_input_tokens; /* the router's estimate of the prompt's tokens, for a
+                                 dialect that must name them before the upstream does */
 };
 
 struct down_ops {

@@ -28,6 +28,7 @@ static struct prov_call make_call(const struct request *r)
         .req = r->json,
         .raw = r->body,
         .model_span = r->model_span,
+        .native = r->native.body.p ? &r->native : NULL,
         .stream = r->stream,
         .include_usage = r->include_usage,
         .request_id = r->id,
@@ -294,7 +295,14 @@ enum bsc_err xchg_start(struct request *r)
     if (r->ops != prov_ops_for(CFG_PROV_OPENAI) && !req__json(r)) /* translation needs it */
         return BSC_ENOMEM;
     call.req = r->json;
-    err = r->ops->build(&call, &r->http, why, sizeof(why));
+    /* A field only the client's own dialect can honour (anthropic-inbound.md §2) makes the
+     * other kinds ineligible for this request, exactly like an untranslatable one. */
+    if (call.native && call.native->required[0] && r->target->provider->kind != call.native->kind) {
+        snprintf(why, sizeof(why), "%s", call.native->required);
+        err = BSC_EINVAL;
+    } else {
+        err = r->ops->build(&call, &r->http, why, sizeof(why));
+    }
     if (err == BSC_EINVAL) {
         fail_local(&r->fail, FAIL_CONTRACT_FAILURE, "%s cannot take this request: %s",
                    r->target->id, why[0] ? why : "not expressible in its API");

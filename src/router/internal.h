@@ -74,6 +74,7 @@ struct request {
     struct contract *contract; /* owned: compiled schemas (contract.c), or NULL */
     bool too_small;           /* a candidate's context window was too small */
     const struct down_ops *down; /* the client's dialect; NULL = OpenAI */
+    struct prov_native native;   /* borrowed from sreq like <body>; body empty when none */
     void *down_st;            /* owned: down->stream_size bytes */
     char id[130];             /* copy of the request id, for logs after sreq is gone */
     char path[64];            /* copy of the request path, for the access log */

@@ -615,6 +615,7 @@ static void st_done(struct request *r)
     if (r->ttfb_us && r->status == 200)
         metrics_observe(M(r), shard, METRIC_TTFT, r->route->id, NULL, (double)r->ttfb_us / 1e6);
     r->body = BSC_STR_NULL;
+    r->native = (struct prov_native){0};
     json_object_put(r->json);
     r->json = NULL;
     cfg_unref(r->cfg);
@@ -634,6 +635,7 @@ static void on_client_abort(struct srv_req *sreq, void *ud)
     (void)sreq;
     r->sreq = NULL;
     r->body = BSC_STR_NULL; /* borrowed from the now freed srv_req */
+    r->native = (struct prov_native){0};
     if (r->xfer) {
         up_cancel(r->xfer);
         r->xfer = NULL;
@@ -806,6 +808,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->include_usage = in->include_usage;
     r->op = in->op;
     r->down = in->down;
+    r->native = in->native;
     r->buffering = r->stream && r->env.on_stream_failure == CFG_SF_BUFFER;
     inspect_request(r, in);
     r->all_rate_limited = true;

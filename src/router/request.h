@@ -30,6 +30,8 @@ struct chat_in {
     bool stream;
     bool include_usage;
     const struct down_ops *down;    /* the client's dialect; NULL = OpenAI */
+    struct prov_native native;      /* the client's own bytes when down != NULL (body
+                                       empty otherwise); borrowed from the srv_req */
     /* Spans of <body> the api layer already found (one pass serves both); valid only
      * when <have_spans>: */
     bool have_spans;

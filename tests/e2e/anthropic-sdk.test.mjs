@@ -61,7 +61,7 @@ test('a plain message comes back in Anthropic shape', async () => {
     .withResponse();
   assert.equal(msg.type, 'message');
   assert.equal(msg.role, 'assistant');
-  assert.equal(msg.model, 'assistant');
+  assert.equal(msg.model, 'gpt-anth'); // the upstream model the answer came from
   assert.match(msg.id, /^msg_/);
   assert.equal(msg.content[0].type, 'text');
   assert.match(msg.content[0].text, /héllo wörld/); // UTF-8 intact through both translations

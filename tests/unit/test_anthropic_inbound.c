@@ -480,12 +480,40 @@ static void test_map_response_golden(void **state)
         "{'id':'call_8','type':'function','function':{'name':'get_time','arguments':''}}]}}],"
         "'usage':{'prompt_tokens':81,'completion_tokens':17,'total_tokens':98,"
         "'prompt_tokens_details':{'cached_tokens':64}}}",
-        "{'id':'msg_B9x','type':'message','role':'assistant','model':'assistant','content':["
+        "{'id':'msg_B9x','type':'message','role':'assistant','model':'gpt-sim','content':["
         "{'type':'text','text':'Checking.'},"
         "{'type':'tool_use','id':'call_7Kq','name':'get_weather','input':{'city':'Oslo'}},"
         "{'type':'tool_use','id':'call_8','name':'get_time','input':{}}],"
         "'stop_reason':'tool_use','stop_sequence':null,'usage':{'input_tokens':17,"
         "'cache_creation_input_tokens':0,'cache_read_input_tokens':64,'output_tokens':17}}");
+}
+
+/* An Anthropic upstream's msg_ id keeps its one prefix; the upstream model is shown. */
+static void test_map_response_msg_id_and_model(void **state)
+{
+    (void)state;
+    expect_map("{'id':'msg_01Ab','model':'claude-x','choices':[{'index':0,'finish_reason':'stop',"
+               "'message':{'role':'assistant','content':'Hi'}}]}",
+               "{'id':'msg_01Ab','type':'message','role':'assistant','model':'claude-x','content':["
+               "{'type':'text','text':'Hi'}],'stop_reason':'end_turn','stop_sequence':null,"
+               "'usage':{'input_tokens':0,'cache_creation_input_tokens':0,"
+               "'cache_read_input_tokens':0,'output_tokens':0}}");
+}
+
+/* The adapter's carrier of a native answer: the upstream's message goes out as it came. */
+static void test_map_response_native(void **state)
+{
+    const char *in = "{\"bascule_native\":{\"id\":\"msg_1\",\"type\":\"message\","
+                     "\"content\":[{\"type\":\"thinking\",\"thinking\":\"t\"}]},"
+                     "\"id\":\"msg_1\",\"choices\":[]}";
+    struct bsc_buf out;
+
+    (void)state;
+    bsc_buf_init(&out, OUT_MAX);
+    assert_int_equal(api_anthropic_down.map_response(bsc_str_cstr(in), &CTX, &out), BSC_OK);
+    assert_string_equal(out.p, "{\"id\":\"msg_1\",\"type\":\"message\","
+                               "\"content\":[{\"type\":\"thinking\",\"thinking\":\"t\"}]}");
+    bsc_buf_cleanup(&out);
 }
 
 static void test_map_response_variants(void **state)
@@ -634,6 +662,47 @@ static void expect_out(struct sfix *f, const char *want_q)
     free(want);
 }
 
+/* Native events go out whole under their own name; the shadows never reach the client. */
+static void test_stream_native_events(void **state)
+{
+    struct sfix f;
+
+    (void)state;
+    sfix_init(&f, OUT_MAX);
+    feed(&f, "{'bascule_native':'message_start','choices':[],'data':{'type':'message_start','message':"
+             "{'usage':{'input_tokens':9}}}}");
+    feed(&f, "{'bascule_shadow':1,'id':'x','choices':[{'index':0,'delta':{'content':'a'}}]}");
+    feed(&f, "{'bascule_native':'ping','choices':[],'data':{'type':'ping'}}");
+    assert_int_equal(api_anthropic_down.stream_chunk(f.st, BSC_STR("{\"bascule_native\":\"x\""),
+                                                     &f.out),
+                     BSC_EPARSE);
+    expect_out(&f, "event: message_start\ndata: {'type':'message_start','message':"
+                   "{'usage':{'input_tokens':9}}}\n\nevent: ping\ndata: {'type':'ping'}\n\n");
+    sfix_cleanup(&f);
+}
+
+/* OpenAI counts the prompt at the end: message_start carries the router's estimate. */
+static void test_stream_start_estimate(void **state)
+{
+    struct down_ctx ctx = CTX;
+    void *st = calloc(1, api_anthropic_down.stream_size);
+    struct bsc_buf out;
+
+    (void)state;
+    ctx.est_input_tokens = 37;
+    api_anthropic_down.stream_init(st, &ctx);
+    bsc_buf_init(&out, OUT_MAX);
+    assert_int_equal(api_anthropic_down.stream_chunk(
+                         st, BSC_STR("{\"id\":\"chatcmpl-1\",\"model\":\"m\",\"choices\":[]}"),
+                         &out),
+                     BSC_OK);
+    assert_non_null(strstr(out.p, "\"id\":\"msg_1\""));
+    assert_non_null(strstr(out.p, "\"usage\":{\"input_tokens\":37,"));
+    api_anthropic_down.stream_cleanup(st);
+    free(st);
+    bsc_buf_cleanup(&out);
+}
+
 static void test_stream_text_and_parallel_tools(void **state)
 {
     struct sfix f;
@@ -665,7 +734,7 @@ static void test_stream_text_and_parallel_tools(void **state)
         &f,
         EV("message_start",
            "{'type':'message_start','message':{'id':'msg_S1','type':'message',"
-           "'role':'assistant','model':'assistant','content':[],'stop_reason':null,"
+           "'role':'assistant','model':'gpt-sim','content':[],'stop_reason':null,"
            "'stop_sequence':null,'usage':{'input_tokens':0,'cache_creation_input_tokens':0,"
            "'cache_read_input_tokens':0,'output_tokens':0}}}")
             EV("content_block_start",
@@ -727,7 +796,7 @@ static void test_stream_text_then_stop_and_no_usage(void **state)
     expect_out(
         &f, EV("message_start",
                "{'type':'message_start','message':{'id':'msg_S1','type':'message',"
-               "'role':'assistant','model':'assistant','content':[],'stop_reason':null,"
+               "'role':'assistant','model':'gpt-sim','content':[],'stop_reason':null,"
                "'stop_sequence':null,'usage':{'input_tokens':0,'cache_creation_input_tokens':0,"
                "'cache_read_input_tokens':0,'output_tokens':0}}}")
                 EV("content_block_start", "{'type':'content_block_start','index':0,'content_block':"
@@ -762,7 +831,7 @@ static void test_stream_text_after_tool_and_stop_sequence(void **state)
         &f,
         EV("message_start",
            "{'type':'message_start','message':{'id':'msg_S1','type':'message',"
-           "'role':'assistant','model':'assistant','content':[],'stop_reason':null,"
+           "'role':'assistant','model':'gpt-sim','content':[],'stop_reason':null,"
            "'stop_sequence':null,'usage':{'input_tokens':0,'cache_creation_input_tokens':0,"
            "'cache_read_input_tokens':0,'output_tokens':0}}}")
             EV("content_block_start", "{'type':'content_block_start','index':0,'content_block':"
@@ -984,6 +1053,10 @@ int main(void)
         cmocka_unit_test(test_parse_body_utf8_rule),
         cmocka_unit_test(test_map_response_golden),
         cmocka_unit_test(test_map_response_variants),
+        cmocka_unit_test(test_map_response_msg_id_and_model),
+        cmocka_unit_test(test_map_response_native),
+        cmocka_unit_test(test_stream_native_events),
+        cmocka_unit_test(test_stream_start_estimate),
         cmocka_unit_test(test_map_response_rejects_garbage),
         cmocka_unit_test(test_stream_text_and_parallel_tools),
         cmocka_unit_test(test_stream_text_then_stop_and_no_usage),

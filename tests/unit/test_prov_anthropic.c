@@ -670,6 +670,93 @@ static void classify_table(void **state)
     }
 }
 
+/* ---- the client's own Messages request (prov_call.native) ---- */
+
+static bool starts_with(const char *s, const char *prefix)
+{
+    return s && strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static const char native_body[] =
+    "{\"top_k\":5,\"model\":\"route\",\"max_tokens\":9,\"thinking\":{\"type\":\"enabled\"},"
+    "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+
+static struct prov_native native_of(const char *body)
+{
+    struct prov_native n = {.kind = CFG_PROV_ANTHROPIC, .body = bsc_str_cstr(body)};
+    const char *m = strstr(body, "\"route\"");
+
+    n.model_span = bsc_str_make(m, 7);
+    n.version = BSC_STR("2026-10-21");
+    n.beta = BSC_STR("threads-1");
+    return n;
+}
+
+static void native_build_and_map(void **state)
+{
+    struct fx f;
+    struct prov_http h;
+    struct prov_native n = native_of(native_body);
+    struct json_object *req = parse(plain_req);
+    struct prov_call c;
+    struct bsc_buf out;
+    struct prov_usage u;
+    struct fail_info fail;
+    char why[256] = "";
+    const char *answer = "{\"id\":\"msg_1\",\"type\":\"message\",\"model\":\"claude-sonnet-4-5\","
+                         "\"content\":[{\"type\":\"thinking\",\"thinking\":\"t\"},"
+                         "{\"type\":\"text\",\"text\":\"ok\"}],\"stop_reason\":\"end_turn\","
+                         "\"usage\":{\"input_tokens\":7,\"output_tokens\":2}}";
+
+    (void)state;
+    fx_init(&f, 0);
+    c = chat_call(&f, req, false);
+    c.native = &n;
+    http_init(&h);
+    assert_int_equal(OPS->build(&c, &h, why, sizeof(why)), BSC_OK);
+    assert_string_equal(h.url.p, "https://api.anthropic.com/v1/messages");
+    assert_string_equal(h.body.p, "{\"top_k\":5,\"model\":\"claude-sonnet-4-5\",\"max_tokens\":9,"
+                                  "\"thinking\":{\"type\":\"enabled\"},\"messages\":[{\"role\":"
+                                  "\"user\",\"content\":\"hi\"}]}");
+    assert_non_null(memmem(h.headers.p, h.headers.len, "anthropic-version: 2026-10-21", 29));
+    assert_non_null(memmem(h.headers.p, h.headers.len, "anthropic-beta: threads-1", 25));
+    http_cleanup(&h);
+
+    /* A header value that could start a line of its own is not forwarded. */
+    n.beta = bsc_str_make("a\0x-api-key: z", 15);
+    http_init(&h);
+    assert_int_equal(OPS->build(&c, &h, why, sizeof(why)), BSC_OK);
+    assert_int_equal(header_count(&h, "anthropic-beta"), 0);
+    http_cleanup(&h);
+
+    /* The answer: the router's translation with the upstream's message beside it. */
+    bsc_buf_init(&out, 1 << 20);
+    assert_int_equal(OPS->map_response(&c, bsc_str_cstr(answer), &out, &u, &fail), BSC_OK);
+    assert_int_equal(u.input_tokens, 7);
+    assert_int_equal(u.output_tokens, 2);
+    assert_true(starts_with(out.p, "{\"bascule_native\":"));
+    assert_non_null(strstr(out.p, answer));
+    assert_non_null(strstr(out.p, "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+                                  "\"content\":\"ok\""));
+    bsc_buf_cleanup(&out);
+
+    /* count_tokens: its own path, {"input_tokens"} carried, zero usage. */
+    n.count_tokens = true;
+    http_init(&h);
+    assert_int_equal(OPS->build(&c, &h, why, sizeof(why)), BSC_OK);
+    assert_string_equal(h.url.p, "https://api.anthropic.com/v1/messages/count_tokens");
+    http_cleanup(&h);
+    bsc_buf_init(&out, 1 << 20);
+    assert_int_equal(OPS->map_response(&c, BSC_STR("{\"input_tokens\":12}"), &out, &u, &fail),
+                     BSC_OK);
+    assert_int_equal(u.input_tokens, 0);
+    assert_true(starts_with(out.p, "{\"bascule_native\":{\"input_tokens\":12},"));
+    bsc_buf_reset(&out);
+    assert_int_equal(OPS->map_response(&c, BSC_STR("{}"), &out, &u, &fail), BSC_EPARSE);
+    bsc_buf_cleanup(&out);
+    json_object_put(req);
+}
+
 /* ---- streams ---- */
 
 struct sbuf {
@@ -795,6 +882,64 @@ static void expect_frames(const char *ctx, const struct bsc_buf *out, const char
     "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"" stop "\",\"stop_sequence\":" \
     "null},\"usage\":{\"output_tokens\":" #out "}}"
 #define MSG_STOP "{\"type\":\"message_stop\"}"
+
+/* Native events are held until the first content, then go out whole, followed by the
+ * translated shadows; an error before content leaves nothing sent. */
+static void native_stream(void **state)
+{
+    struct fx f;
+    struct prov_native n = native_of(native_body);
+    struct json_object *req = parse(plain_req);
+    struct prov_call c;
+    struct sbuf s;
+
+    (void)state;
+    fx_init(&f, 0);
+    c = chat_call(&f, req, true);
+    c.native = &n;
+    c.include_usage = true;
+    memset(&s, 0, sizeof(s));
+    bsc_buf_init(&s.out, 1 << 20);
+    OPS->stream_init(s.st.bytes, &c);
+    assert_int_equal(s_ev(&s, "message_start", "{\"type\":\"message_start\",\"message\":{\"id\":"
+                                               "\"msg_1\",\"usage\":{\"input_tokens\":7}}}"),
+                     PROV_STREAM_MORE);
+    assert_int_equal(s_ev(&s, "content_block_start", "{\"type\":\"content_block_start\","
+                                                     "\"index\":0,\"content_block\":{\"type\":"
+                                                     "\"text\",\"text\":\"\"}}"),
+                     PROV_STREAM_MORE);
+    assert_int_equal(s_ev(&s, "ping", "{\"type\":\"ping\"}"), PROV_STREAM_MORE);
+    assert_int_equal(s.out.len, 0); /* held: nothing before the first content */
+    assert_int_equal(s_ev(&s, "content_block_delta",
+                          "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":"
+                          "\"text_delta\",\"text\":\"Hi\"}}"),
+                     PROV_STREAM_MORE);
+    assert_true(starts_with(s.out.p, "data: {\"bascule_native\":\"message_start\","
+                                     "\"choices\":[],\"data\":{\"type\":"
+                                 "\"message_start\""));
+    assert_non_null(strstr(s.out.p, "data: {\"bascule_native\":\"ping\",\"choices\":[],"
+                                    "\"data\":{\"type\":\"ping\"}}\n\n"));
+    assert_non_null(strstr(s.out.p, "data: {\"bascule_shadow\":1,"));
+    assert_non_null(strstr(s.out.p, "\"content\":\"Hi\""));
+    bsc_buf_reset(&s.out);
+    assert_int_equal(s_ev(&s, "message_stop", "{\"type\":\"message_stop\"}"), PROV_STREAM_DONE);
+    assert_true(starts_with(s.out.p, "data: {\"bascule_native\":\"message_stop\","));
+    assert_null(strstr(s.out.p, "[DONE]"));
+    s_cleanup(&s);
+
+    /* An error event before any content: nothing went out, the router may fail over. */
+    memset(&s, 0, sizeof(s));
+    bsc_buf_init(&s.out, 1 << 20);
+    OPS->stream_init(s.st.bytes, &c);
+    s_ev(&s, "message_start", "{\"type\":\"message_start\",\"message\":{}}");
+    assert_int_equal(s_ev(&s, "error", "{\"type\":\"error\",\"error\":{\"type\":"
+                                       "\"overloaded_error\",\"message\":\"busy\"}}"),
+                     PROV_STREAM_ERROR);
+    assert_int_equal(s.out.len, 0);
+    assert_int_equal(s.fail.kind, FAIL_OVERLOADED);
+    s_cleanup(&s);
+    json_object_put(req);
+}
 
 static void stream_text_with_usage(void **state)
 {
@@ -1494,6 +1639,8 @@ int main(void)
         cmocka_unit_test(map_stop_reasons),
         cmocka_unit_test(map_failures),
         cmocka_unit_test(classify_table),
+        cmocka_unit_test(native_build_and_map),
+        cmocka_unit_test(native_stream),
         cmocka_unit_test(stream_text_with_usage),
         cmocka_unit_test(stream_tools_dense_index),
         cmocka_unit_test(stream_tool_first_and_json_mode),
