@@ -27,6 +27,16 @@ static inline struct json_object *bsc_json_get_type(struct json_object *o, const
     return v && json_object_is_type(v, t) ? v : NULL;
 }
 
+/* Element <i> of <o>; NULL when <o> is NULL, not an array, or too short. (json-c's own
+ * json_object_array_get_idx asserts that <o> is an array: an upstream answer without the
+ * array it should have must not abort the gateway.) */
+static inline struct json_object *bsc_json_idx(struct json_object *o, size_t i)
+{
+    if (!o || !json_object_is_type(o, json_type_array) || i >= json_object_array_length(o))
+        return NULL;
+    return json_object_array_get_idx(o, i);
+}
+
 /* The string member <key> of <o>, or NULL when it is absent or not a string. */
 static inline const char *bsc_json_get_str(struct json_object *o, const char *key)
 {

@@ -145,7 +145,7 @@ bool contract_check_answer(struct request *r, struct bsc_str answer, struct fail
     if (!prepare(r))
         return true; /* out of memory: nothing checked, nothing refused */
     root = prov_parse_json(answer);
-    msg = bsc_json_get(json_object_array_get_idx(bsc_json_get(root, "choices"), 0), "message");
+    msg = bsc_json_get(bsc_json_idx(bsc_json_get(root, "choices"), 0), "message");
     content = bsc_json_get(msg, "content");
     calls = bsc_json_get(msg, "tool_calls");
     if (r->contract->schema && !(calls && json_object_array_length(calls) > 0))
@@ -206,7 +206,7 @@ void contract_feed_frames(struct request *r, struct bsc_str frames)
         if ((size_t)(sep - p) > 6 && memcmp(p, "data: {", 7) == 0) {
             chunk = prov_parse_json(bsc_str_make(p + 6, (size_t)(sep - p - 6)));
             feed_delta(r->contract,
-                       bsc_json_get(json_object_array_get_idx(bsc_json_get(chunk, "choices"), 0), "delta"));
+                       bsc_json_get(bsc_json_idx(bsc_json_get(chunk, "choices"), 0), "delta"));
             json_object_put(chunk);
         }
         p = sep + 2;
