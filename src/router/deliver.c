@@ -17,6 +17,7 @@ static struct down_ctx down_ctx(const struct request *r)
         .request_id = r->id,
         .model = r->route->id,
         .include_usage = r->include_usage,
+        .arg = r->down_arg,
     };
 }
 
@@ -297,4 +298,7 @@ void deliver_cleanup(struct request *r)
     if (r->down_st && r->down)
         r->down->stream_cleanup(r->down_st);
     BSC_FREE(r->down_st);
+    if (r->down && r->down->arg_free)
+        r->down->arg_free(r->down_arg);
+    r->down_arg = NULL;
 }

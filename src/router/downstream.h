@@ -19,6 +19,7 @@ struct down_ctx {
     const char *request_id;
     const char *model;  /* the model name to show the client (what it asked for) */
     bool include_usage; /* OpenAI clients only; other dialects decide for themselves */
+    void *arg;          /* the dialect's own per-request state (chat_in.down_arg), or NULL */
 };
 
 struct down_ops {
@@ -40,6 +41,8 @@ struct down_ops {
      * typed failures (e->reason set). */
     enum bsc_err (*error_body)(const struct reply_error *e, const char *request_id,
                                struct bsc_buf *out);
+    /* Frees chat_in.down_arg when the request ends (or is refused); may be NULL. */
+    void (*arg_free)(void *arg);
 };
 
 #endif

@@ -71,6 +71,7 @@ struct request {
     bool too_small;           /* a candidate's context window was too small */
     const struct down_ops *down; /* the client's dialect; NULL = OpenAI */
     void *down_st;            /* owned: down->stream_size bytes */
+    void *down_arg;           /* owned: chat_in.down_arg, freed by down->arg_free */
     char id[130];             /* copy of the request id, for logs after sreq is gone */
     char path[64];            /* copy of the request path, for the access log */
     struct envelope env;

@@ -795,6 +795,8 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
         else
             srv_resp_error(sreq, 503, "server_error", "gateway_overloaded", "out of memory");
         json_object_put(in->json);
+        if (in->down && in->down->arg_free)
+            in->down->arg_free(in->down_arg);
         cfg_unref(in->cfg);
         free(r); /* never handed out: r->w is not set */
         return;
@@ -812,6 +814,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->include_usage = in->include_usage;
     r->op = in->op;
     r->down = in->down;
+    r->down_arg = in->down_arg;
     r->buffering = r->stream && r->env.on_stream_failure == CFG_SF_BUFFER;
     inspect_request(r, in);
     r->all_rate_limited = true;

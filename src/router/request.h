@@ -30,6 +30,8 @@ struct chat_in {
     bool stream;
     bool include_usage;
     const struct down_ops *down;    /* the client's dialect; NULL = OpenAI */
+    void *down_arg;                 /* owned; taken over by the router: handed to <down> in
+                                       down_ctx.arg, freed by down->arg_free at the end */
     /* Spans of <body> the api layer already found (one pass serves both); valid only
      * when <have_spans>: */
     bool have_spans;
