@@ -286,8 +286,10 @@ static bool xl_function_output(struct xl *x, struct json_object *item, struct js
     return push(x, msgs, m);
 }
 
-/* The input: a string (one user message) or a list of items. */
-static bool xl_input(struct xl *x, struct json_object *input, struct json_object *msgs)
+/* The input: a string (one user message) or a list of items. An item_reference is
+ * replaced by the item it names, found in <refs> (item id -> item, borrowed). */
+static bool xl_input(struct xl *x, struct json_object *input, struct json_object *refs,
+                     struct json_object *msgs)
 {
     struct json_object *m;
 
@@ -305,6 +307,14 @@ static bool xl_input(struct xl *x, struct json_object *input, struct json_object
 
         if (!is(item, json_type_object))
             return fail(x, "input.%zu: must be an object", i);
+        if (!strcmp(type, "item_reference")) {
+            const char *id = str_or(bsc_json_get(item, "id"), "");
+            item = bsc_json_get(refs, id);
+            if (!is(item, json_type_object))
+                return fail(x, "input.%zu.id: item '%.100s' not found (unknown, expired, or "
+                               "stored with store: false)", i, id);
+            type = str_or(bsc_json_get(item, "type"), "message");
+        }
         if (!strcmp(type, "message"))
             ok = xl_message(x, item, msgs, i);
         else if (!strcmp(type, "function_call"))
@@ -458,8 +468,8 @@ static bool append_all(struct xl *x, struct json_object *to, struct json_object 
 }
 
 enum bsc_err api__responses_to_chat(struct json_object *rq, struct json_object *history,
-                                    struct json_object **out, struct json_object **turn,
-                                    char *why, size_t why_len)
+                                    struct json_object *refs, struct json_object **out,
+                                    struct json_object **turn, char *why, size_t why_len)
 {
     struct xl x = {why, why_len, BSC_OK};
     struct json_object *model = bsc_json_get(rq, "model"), *instr = bsc_json_get(rq, "instructions");
@@ -490,7 +500,7 @@ enum bsc_err api__responses_to_chat(struct json_object *rq, struct json_object *
             !push(&x, msgs, m))
             goto out;
     }
-    if (!append_all(&x, mine, history) || !xl_input(&x, bsc_json_get(rq, "input"), mine) ||
+    if (!append_all(&x, mine, history) || !xl_input(&x, bsc_json_get(rq, "input"), refs, mine) ||
         !append_all(&x, msgs, mine))
         goto out;
     if (json_object_array_length(msgs) == 0) {
@@ -549,20 +559,26 @@ static struct json_object *echo_of(struct json_object *rq)
     return e;
 }
 
-/* One request between the handler and the router: kept while the store looks up
- * previous_response_id. Freed by start() or on_history(). */
+#define RESP_MAX_LOOKUPS 16 /* kept responses one request may name (previous + references) */
+
+/* One request between the handler and the router: kept while the store looks up the
+ * responses it names. Freed by start() or the store's callback. */
 struct resp_call {
     struct worker *w;
     struct srv_req *req;     /* borrowed; NULL once the client went away */
     struct json_object *rq;  /* owned: the parsed request */
     struct cfg *cfg;         /* a ref */
     const struct cfg_route *route;
-    char prev[RESP_ID_MAX];  /* previous_response_id, "" when none */
+    bool has_prev;           /* ids[0] is previous_response_id */
+    unsigned n_ids, next;    /* responses to fetch, and the next one */
+    char ids[RESP_MAX_LOOKUPS][RESP_ID_MAX];
+    struct json_object *docs; /* owned: response id -> the kept {"messages","output"} */
 };
 
 static void call_free(struct resp_call *c)
 {
     json_object_put(c->rq);
+    json_object_put(c->docs);
     cfg_unref(c->cfg);
     free(c);
 }
@@ -574,31 +590,55 @@ static bool want_store(struct json_object *rq)
     return !is(s, json_type_boolean) || json_object_get_boolean(s);
 }
 
-/* Translates and hands over to the router, with <history> (borrowed, may be NULL).
- * Frees <c>. */
-static void start(struct resp_call *c, struct json_object *history)
+/* item id -> item, over every kept response fetched. New ref or NULL. */
+static struct json_object *refs_of(struct json_object *docs)
+{
+    struct json_object *refs = json_object_new_object();
+
+    if (!refs || !docs)
+        return refs;
+    json_object_object_foreach(docs, rid, doc) {
+        struct json_object *out = bsc_json_get(doc, "output");
+        (void)rid;
+        for (size_t i = 0; is(out, json_type_array) && i < json_object_array_length(out); i++) {
+            struct json_object *it = json_object_array_get_idx(out, i);
+            const char *id = str_or(bsc_json_get(it, "id"), NULL);
+            if (id && json_object_object_add(refs, id, json_object_get(it))) {
+                json_object_put(it);
+                json_object_put(refs);
+                return NULL;
+            }
+        }
+    }
+    return refs;
+}
+
+/* Translates and hands over to the router. Frees <c>. Returns false when it answered the
+ * client itself (an invalid request, out of memory). */
+static bool start(struct resp_call *c)
 {
     struct chat_in in = {.op = PROV_OP_CHAT};
-    struct json_object *oreq, *turn, *stream;
+    struct json_object *oreq = NULL, *turn = NULL, *stream, *refs = refs_of(c->docs), *history;
     struct resp_arg *a = NULL;
     char why[400];
-    enum bsc_err err;
+    enum bsc_err err = refs ? BSC_OK : BSC_ENOMEM;
 
-    err = api__responses_to_chat(c->rq, history, &oreq, &turn, why, sizeof(why));
+    history = c->has_prev ? bsc_json_get(bsc_json_get(c->docs, c->ids[0]), "messages") : NULL;
+    if (!err)
+        err = api__responses_to_chat(c->rq, history, refs, &oreq, &turn, why, sizeof(why));
+    json_object_put(refs);
+    if (!err && (!(a = calloc(1, sizeof(*a))) || !(a->echo = echo_of(c->rq))))
+        err = BSC_ENOMEM;
     if (err) {
+        json_object_put(oreq);
+        json_object_put(turn);
+        api__resp_arg_free(a);
         if (err == BSC_ENOMEM)
             srv_resp_error(c->req, 503, "server_error", "out_of_memory", "out of memory");
         else
             api__bad_request(c->req, "invalid_request", NULL, why);
-        return call_free(c);
-    }
-    a = calloc(1, sizeof(*a));
-    if (!a || !(a->echo = echo_of(c->rq))) {
-        json_object_put(oreq);
-        json_object_put(turn);
-        api__resp_arg_free(a);
-        srv_resp_error(c->req, 503, "server_error", "out_of_memory", "out of memory");
-        return call_free(c);
+        call_free(c);
+        return false;
     }
     snprintf(a->id, sizeof(a->id), "resp_%s", srv_req_id(c->req));
     a->created_at = (int64_t)(bsc_wall_ms() / 1000);
@@ -621,22 +661,7 @@ static void start(struct resp_call *c, struct json_object *history)
     c->cfg = NULL; /* taken by the router */
     req_chat_start(c->w, c->req, &in);
     call_free(c);
-}
-
-/* The messages of a stored response: {"messages":[...]}. New ref or NULL. */
-static struct json_object *history_of(struct bsc_str stored)
-{
-    char msg[64];
-    struct json_object *o = api__parse_json(stored, msg, sizeof(msg)), *m;
-
-    m = bsc_json_get(o, "messages");
-    if (!is(m, json_type_array)) {
-        json_object_put(o);
-        return NULL;
-    }
-    json_object_get(m);
-    json_object_put(o);
-    return m;
+    return true;
 }
 
 static void on_client_gone(struct srv_req *req, void *ud)
@@ -649,60 +674,143 @@ static void on_client_gone(struct srv_req *req, void *ud)
     c->req = NULL; /* the store still calls back; the call is freed there */
 }
 
-static void on_history(enum bsc_err err, struct bsc_str value, void *ud)
+/* The 400 of a kept response that is not there: ids[<k>]. */
+static void not_found(struct resp_call *c, unsigned k)
+{
+    char msg[RESP_ID_MAX + 160];
+
+    if (k == 0 && c->has_prev) {
+        snprintf(msg, sizeof(msg), "previous_response_id: response '%s' not found (unknown, "
+                 "expired, or stored with store: false)", c->ids[0]);
+        api__bad_request(c->req, "previous_response_not_found", "previous_response_id", msg);
+    } else {
+        snprintf(msg, sizeof(msg), "input: an item_reference names an item of response '%s', "
+                 "which is not found (unknown, expired, or stored with store: false)",
+                 c->ids[k]);
+        api__bad_request(c->req, "item_not_found", "input", msg);
+    }
+}
+
+static void fetch_next(struct resp_call *c, bool async);
+
+static void on_doc(enum bsc_err err, struct bsc_str value, void *ud)
 {
     struct resp_call *c = ud;
-    struct json_object *history = NULL;
+    struct json_object *doc = NULL;
     struct api_line line;
-    char msg[RESP_ID_MAX + 120];
+    char msg[64];
+    unsigned k = c->next++;
 
     if (!c->req)
         return call_free(c);
     srv_req_on_abort(c->req, NULL, NULL);
-    if (!err && !(history = history_of(value)))
-        err = BSC_EPARSE;
+    if (!err && !is(bsc_json_get(doc = api__parse_json(value, msg, sizeof(msg)), "messages"),
+                    json_type_array))
+        err = BSC_ENOTFOUND; /* not ours: treat as absent */
     if (!err) {
-        start(c, history);
-        json_object_put(history);
-        return;
+        if (json_object_object_add(c->docs, c->ids[k], doc))
+            err = BSC_ENOMEM;
+        else
+            doc = NULL; /* now <docs>'s */
     }
+    json_object_put(doc);
+    if (!err)
+        return fetch_next(c, true);
     api__line_begin(&line, c->req);
-    if (err == BSC_ENOTFOUND || err == BSC_EPARSE) {
-        snprintf(msg, sizeof(msg),
-                 "previous_response_id: response '%s' not found (unknown, expired, or stored "
-                 "with store: false)", c->prev);
-        api__bad_request(c->req, "previous_response_not_found", "previous_response_id", msg);
-    } else {
+    if (err == BSC_ENOTFOUND)
+        not_found(c, k);
+    else
         srv_resp_error(c->req, 503, "server_error", "store_unavailable",
                        "the state store could not be read; try again");
-    }
     api__line_end(&line, srv_resp_status(c->req), NULL);
     call_free(c);
 }
 
-/* Looks up previous_response_id; the store's callback starts the request. */
-static void lookup(struct resp_call *c)
+/* Fetches the next kept response, or starts once all are in. <async>: called from a
+ * store callback, so an answer given here needs its own access-log line. */
+static void fetch_next(struct resp_call *c, bool async)
 {
     struct store *st = c->w->gw->store;
     char key[RESP_ID_MAX + 16];
+    struct api_line line;
     enum bsc_err err = BSC_ENOTFOUND;
 
+    if (c->next == c->n_ids) {
+        struct srv_req *req = c->req; /* start() frees <c> */
+        if (async)
+            api__line_begin(&line, req);
+        if (!start(c) && async)
+            api__line_end(&line, srv_resp_status(req), NULL);
+        return;
+    }
     if (st)
-        err = store_blob_get(st, &c->w->loop, api__resp_store_key(c->prev, key, sizeof(key)),
-                             on_history, c);
+        err = store_blob_get(st, &c->w->loop,
+                             api__resp_store_key(c->ids[c->next], key, sizeof(key)), on_doc, c);
     if (err == BSC_OK) {
         srv_req_on_abort(c->req, on_client_gone, c);
         return;
     }
-    if (err == BSC_ENOTFOUND) {
-        char msg[RESP_ID_MAX + 120];
-        snprintf(msg, sizeof(msg), "previous_response_id: response '%s' not found", c->prev);
-        api__bad_request(c->req, "previous_response_not_found", "previous_response_id", msg);
-    } else {
+    if (async)
+        api__line_begin(&line, c->req);
+    if (err == BSC_ENOTFOUND)
+        not_found(c, c->next);
+    else
         srv_resp_error(c->req, 503, "server_error", "store_busy",
                        "the state store is overloaded; try again later");
-    }
+    if (async)
+        api__line_end(&line, srv_resp_status(c->req), NULL);
     call_free(c);
+}
+
+/* The response an output item id we made names: "fc_<rid>_<k>" or "msg_<rid>_<k>" ->
+ * "resp_<rid>". False when <id> is not one of ours. */
+static bool response_of_item(const char *id, char *out, size_t len)
+{
+    const char *us = strchr(id, '_'), *last = strrchr(id, '_');
+
+    if (!us || last == us || (strncmp(id, "fc_", 3) && strncmp(id, "msg_", 4)))
+        return false;
+    return snprintf(out, len, "resp_%.*s", (int)(last - us - 1), us + 1) < (int)len;
+}
+
+/* Adds <rid> to the responses to fetch unless it is there. False when there are too many. */
+static bool want_id(struct resp_call *c, const char *rid)
+{
+    for (unsigned i = 0; i < c->n_ids; i++) {
+        if (!strcmp(c->ids[i], rid))
+            return true;
+    }
+    if (c->n_ids == RESP_MAX_LOOKUPS)
+        return false;
+    snprintf(c->ids[c->n_ids++], RESP_ID_MAX, "%s", rid);
+    return true;
+}
+
+/* Lists the responses the input's item_reference entries name. False (answered) on a
+ * reference that cannot be ours or too many of them. */
+static bool collect_refs(struct resp_call *c)
+{
+    struct json_object *input = bsc_json_get(c->rq, "input");
+    char rid[RESP_ID_MAX], msg[RESP_ID_MAX + 120];
+
+    for (size_t i = 0; is(input, json_type_array) && i < json_object_array_length(input); i++) {
+        struct json_object *item = json_object_array_get_idx(input, i);
+        const char *id = str_or(bsc_json_get(item, "id"), "");
+
+        if (strcmp(str_or(bsc_json_get(item, "type"), ""), "item_reference"))
+            continue;
+        if (!response_of_item(id, rid, sizeof(rid))) {
+            snprintf(msg, sizeof(msg), "input.%zu.id: item '%.100s' not found", i, id);
+            api__bad_request(c->req, "item_not_found", "input", msg);
+            return false;
+        }
+        if (!want_id(c, rid)) {
+            api__bad_request(c->req, "invalid_request", "input",
+                             "input: item_reference entries name too many responses (16 at most)");
+            return false;
+        }
+    }
+    return true;
 }
 
 void api__responses(struct worker *w, struct srv_req *req)
@@ -746,14 +854,20 @@ void api__responses(struct worker *w, struct srv_req *req)
         return call_free(c);
     }
     prev = bsc_json_get(c->rq, "previous_response_id");
-    if (!prev || is(prev, json_type_null))
-        return start(c, NULL);
-    if (!is(prev, json_type_string) || json_object_get_string_len(prev) == 0 ||
-        json_object_get_string_len(prev) >= RESP_ID_MAX) {
-        api__bad_request(req, "invalid_request", "previous_response_id",
-                         "previous_response_id: must be a response id (a string)");
+    if (prev && !is(prev, json_type_null)) {
+        if (!is(prev, json_type_string) || json_object_get_string_len(prev) == 0 ||
+            json_object_get_string_len(prev) >= RESP_ID_MAX) {
+            api__bad_request(req, "invalid_request", "previous_response_id",
+                             "previous_response_id: must be a response id (a string)");
+            return call_free(c);
+        }
+        c->has_prev = want_id(c, json_object_get_string(prev));
+    }
+    if (!collect_refs(c))
+        return call_free(c);
+    if (!(c->docs = json_object_new_object())) {
+        srv_resp_error(req, 503, "server_error", "out_of_memory", "out of memory");
         return call_free(c);
     }
-    snprintf(c->prev, sizeof(c->prev), "%s", json_object_get_string(prev));
-    lookup(c);
+    fetch_next(c, false);
 }

@@ -48,13 +48,15 @@ void api__resp_arg_free(struct resp_arg *a);
 /* Translates the Responses request <rq> (a parsed JSON object, borrowed) into a new
  * chat.completions request in *<out> (it may share sub-objects of <rq> by reference,
  * never by mutation). <history> (borrowed, may be NULL) is the chat messages of the
- * previous response, placed after the instructions and before this turn's input.
+ * previous response, placed after the instructions and before this turn's input. <refs>
+ * (borrowed, may be NULL) maps the ids of kept output items to the items, for the input's
+ * item_reference entries; an id it lacks is refused.
  * *<turn> (new ref) gets <history> followed by this turn's input messages. Returns BSC_OK;
  * BSC_EINVAL with a client-facing message in <why>; BSC_ENOMEM. Nothing is left to free
  * unless BSC_OK. */
 enum bsc_err api__responses_to_chat(struct json_object *rq, struct json_object *history,
-                                    struct json_object **out, struct json_object **turn,
-                                    char *why, size_t why_len);
+                                    struct json_object *refs, struct json_object **out,
+                                    struct json_object **turn, char *why, size_t why_len);
 
 /* The store key of response <id> (copied into <buf>, NUL-terminated). */
 struct bsc_str api__resp_store_key(const char *id, char *buf, size_t len);

@@ -325,6 +325,7 @@ static void keep_turn(struct resp_arg *a, struct json_object *output)
     doc = json_object_new_object();
     msgs = add(&b, doc, "messages", json_object_get(a->turn));
     push(&b, msgs, assistant_of(&b, output));
+    add(&b, doc, "output", json_object_get(output)); /* for item_reference */
     text = b.oom ? NULL : json_object_to_json_string_length(doc, JSON_C_TO_STRING_PLAIN, &len);
     err = text ? store_blob_put(a->store, a->loop, api__resp_store_key(a->id, key, sizeof(key)),
                                 bsc_str_make(text, len), a->ttl_ms, on_kept, NULL)

@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { generateText, generateObject, streamText, tool } from 'ai';
+import { generateText, generateObject, streamText, tool, stepCountIs } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { ChatOpenAI } from '@langchain/openai';
 import { z } from 'zod';
@@ -120,6 +120,27 @@ test('Vercel AI SDK streamText with a tool', async () => {
   assert.ok(parts.includes('tool-result'), parts.join(','));
   assert.equal(typeof executed, 'string');
   assert.equal((await result.finishReason), 'tool-calls');
+});
+
+test('Vercel AI SDK multi-step tool loop (item_reference to the kept call)', async () => {
+  const result = await generateText({
+    model: provider().responses('chat'),
+    prompt: 'Weather in Oslo?',
+    stopWhen: stepCountIs(3),
+    tools: {
+      get_weather: tool({
+        description: 'weather for a city',
+        inputSchema: z.object({ city: z.string() }),
+        execute: async () => ({ temp: 21 }),
+      }),
+    },
+  });
+  assert.equal(result.steps.length, 2);
+  assert.equal(result.steps[0].finishReason, 'tool-calls');
+  assert.equal(result.text, 'Hello héllo wörld! This is bascule-sim ✓ streaming 🚀 tokens');
+  const sent = (await sim.lastRequest('rc-chat')).body;
+  assert.equal(sent.messages.at(-1).role, 'tool');
+  assert.equal(sent.messages.at(-2).tool_calls[0].function.name, 'get_weather');
 });
 
 test('LangChain ChatOpenAI with useResponsesApi', async () => {

@@ -245,6 +245,27 @@ test('previous_response_id continues the conversation; an unknown id is a 400 na
   assert.equal(res.status, 400);
 });
 
+test('item_reference entries are replaced by the kept items they name', async () => {
+  await sim.setModel('rs-tool', { script: [{ action: 'ok', tool_arguments: '{"city":"Oslo"}' }] });
+  let res = await post({ model: 'tooly', input: 'weather?', tools: [weather] });
+  const r1 = await res.json();
+  const call = r1.output[0];
+  res = await post({
+    model: 'tooly', tools: [weather],
+    input: [{ role: 'user', content: 'weather?' }, { type: 'item_reference', id: call.id },
+      { type: 'function_call_output', call_id: call.call_id, output: 'sunny' }],
+  });
+  assert.equal(res.status, 200);
+  const sent = (await sim.lastRequest('rs-tool')).body;
+  assert.deepEqual(sent.messages.at(-2).tool_calls, [
+    { id: call.call_id, type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }]);
+  for (const id of ['fc_req_unknown_0', 'rs_whatever']) {
+    res = await post({ model: 'tooly', input: [{ type: 'item_reference', id }] });
+    assert.equal(res.status, 400);
+    assert.equal((await res.json()).error.code, 'item_not_found');
+  }
+});
+
 test('built-in tools are refused by name; duplicate members are refused', async () => {
   for (const type of ['web_search', 'web_search_preview', 'file_search', 'code_interpreter', 'mcp']) {
     const res = await post({ model: 'plain', input: 'x', tools: [{ type }] });
