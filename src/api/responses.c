@@ -813,9 +813,49 @@ static bool collect_refs(struct resp_call *c)
     return true;
 }
 
+/* ---- pass-through ---- */
+
+/* True when every target of <route> is of kind openai: the upstream speaks the Responses
+ * API itself (built-in tools, its own stored responses), so the client's bytes go there
+ * with only "model" replaced. A route with any other kind translates for all its targets:
+ * one turn may fail over between them, and previous_response_id must mean the same thing
+ * on each. */
+static bool passes_through(const struct cfg_route *route)
+{
+    const struct cfg_tier *tiers[] = {&route->primary, &route->equivalent, &route->fallback};
+    size_t n = 0;
+
+    for (size_t t = 0; t < 3; t++) {
+        for (size_t i = 0; i < tiers[t]->n; i++, n++) {
+            if (tiers[t]->targets[i]->provider->kind != CFG_PROV_OPENAI)
+                return false;
+        }
+    }
+    return n > 0;
+}
+
+/* Hands the client's own bytes to the router (op PROV_OP_RESPONSES, no down_ops: the
+ * upstream's Response and events pass unchanged). Frees <c>. */
+static void pass_through(struct resp_call *c, struct bsc_str body, struct bsc_str model_span,
+                         struct bsc_str stream)
+{
+    struct chat_in in = {.op = PROV_OP_RESPONSES};
+
+    in.cfg = c->cfg;
+    in.route = c->route;
+    in.body = body;
+    in.model_span = model_span;
+    in.stream = bsc_str_eq(bsc_str_trim(stream), BSC_STR("true"));
+    in.include_usage = true;
+    c->cfg = NULL; /* taken by the router */
+    req_chat_start(c->w, c->req, &in);
+    call_free(c);
+}
+
 void api__responses(struct worker *w, struct srv_req *req)
 {
-    struct bsc_str body = srv_req_body(req);
+    static const struct bsc_str keys[] = {BSC_STR("model"), BSC_STR("stream")};
+    struct bsc_str body = srv_req_body(req), spans[2];
     struct bsc_json_error jerr;
     enum bsc_json_verdict v;
     struct api_refusal ref;
@@ -823,7 +863,7 @@ void api__responses(struct worker *w, struct srv_req *req)
     struct json_object *model, *prev;
     char msg[400];
 
-    v = bsc_json_check_request(body, RESP_JSON_MAX_DEPTH, NULL, 0, 0, NULL, &jerr);
+    v = bsc_json_check_request(body, RESP_JSON_MAX_DEPTH, keys, 2, 0, spans, &jerr);
     if (v != BSC_JSONV_OK) {
         api__json_refusal(body, v, &jerr, &ref);
         return api__bad_request(req, ref.code, NULL, ref.message);
@@ -853,6 +893,8 @@ void api__responses(struct worker *w, struct srv_req *req)
         srv_resp_error(req, 404, "invalid_request_error", "model_not_found", msg);
         return call_free(c);
     }
+    if (passes_through(c->route))
+        return pass_through(c, body, spans[0], spans[1]);
     prev = bsc_json_get(c->rq, "previous_response_id");
     if (prev && !is(prev, json_type_null)) {
         if (!is(prev, json_type_string) || json_object_get_string_len(prev) == 0 ||

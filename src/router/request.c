@@ -705,7 +705,7 @@ static uint32_t request_caps(const struct request *r, const struct bsc_str *f)
     struct bsc_str type;
     uint32_t caps = 0;
 
-    if (r->op != PROV_OP_CHAT)
+    if (r->op == PROV_OP_EMBEDDINGS)
         return CFG_CAP_EMBEDDINGS;
     if (r->stream)
         caps |= CFG_CAP_STREAMING;

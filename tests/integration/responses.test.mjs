@@ -16,6 +16,7 @@ before(async () => {
 workers: 2
 providers:
   sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-r"], health: { probe: none } }
+  oai: { kind: openai, base_url: "${sim.base}", keys: ["sk-oai"], health: { probe: none } }
   ant: { kind: anthropic, base_url: "${sim.base.replace(/\/v1$/, '')}/anthropic/v1", keys: ["sk-ant"], health: { probe: none } }
 targets:
   plain: { provider: sim, model: rs-plain, ${CAPS} }
@@ -24,7 +25,10 @@ targets:
   fo-b: { provider: sim, model: rs-fo-b, ${CAPS} }
   cut: { provider: sim, model: rs-cut, ${CAPS} }
   claude: { provider: ant, model: rs-claude, ${CAPS} }
+  nat-a: { provider: oai, model: rs-nat-a, ${CAPS} }
+  nat-b: { provider: oai, model: rs-nat-b, ${CAPS} }
 routes:
+  native: { primary: [nat-a, nat-b], envelope: { max_same_target_attempts: 1 } }
   plain: { primary: [plain] }
   tooly: { primary: [tooly] }
   failover: { primary: [fo-a, fo-b], envelope: { max_same_target_attempts: 1 } }
@@ -315,4 +319,38 @@ test('an Anthropic target answers a Responses client, plain and streamed', async
   const evs = events((await readStream(res)).text);
   assert.equal(evs.at(-1).data.type, 'response.completed');
   assert.equal(evs.at(-1).data.response.output[0].content[0].text, 'from claude ✓');
+});
+
+test("openai targets get the client's own bytes on /responses, model replaced", async () => {
+  await sim.setModel('rs-nat-a', { content: 'native ✓' });
+  const body = { model: 'native', input: [{ role: 'user', content: 'hi' }],
+    tools: [{ type: 'web_search' }], previous_response_id: 'resp_upstream_1', store: true,
+    include: ['reasoning.encrypted_content'], metadata: { k: 'v' } };
+  const res = await post(body);
+  assert.equal(res.status, 200);
+  const r = await res.json();
+  assert.match(r.id, /^resp_sim_/); // the upstream's Response, unchanged
+  assert.equal(r.output[0].content[0].text, 'native ✓');
+  const seen = await sim.lastRequest('rs-nat-a');
+  assert.equal(seen.path, '/v1/responses');
+  assert.equal(JSON.stringify(seen.body), JSON.stringify({ ...body, model: 'rs-nat-a' }));
+  assert.equal(res.headers.get('x-bascule-target'), 'nat-a');
+});
+
+test('a passed-through stream relays the upstream events; failover before the commit point', async () => {
+  await sim.setModel('rs-nat-a', { script: [{ action: 'status', status: 503 }] });
+  await sim.setModel('rs-nat-b', { content: 'from b ✓' });
+  const res = await post({ model: 'native', input: 'hi', stream: true });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('x-bascule-target'), 'nat-b');
+  const evs = events((await readStream(res)).text);
+  assert.equal(evs[0].data.type, 'response.created');
+  assert.equal(evs.at(-1).data.type, 'response.completed');
+  assert.equal(evs.at(-1).data.response.output[0].content[0].text, 'from b ✓');
+  assert.equal(evs.filter((e) => e.data.type === 'response.output_text.delta').map((e) => e.data.delta).join(''), 'from b ✓');
+  const seen = await sim.lastRequest('rs-nat-b');
+  assert.equal(seen.body.stream, true);
+  assert.equal(seen.body.stream_options, undefined);
+  const dup = await post('{"model":"native","input":"a","m\\u006fdel":"b"}', true);
+  assert.equal(dup.status, 400);
 });
