@@ -21,11 +21,14 @@ before(async () => {
 workers: 2
 providers:
   sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-e2e"], health: { probe: none } }
+  oai: { kind: openai, base_url: "${sim.base}", keys: ["sk-oai"], health: { probe: none } }
   ant: { kind: anthropic, base_url: "${sim.base.replace(/\/v1$/, '')}/anthropic/v1", keys: ["sk-ant"], health: { probe: none } }
 targets:
   chat@sim: { provider: sim, model: rc-chat, ${CAPS} }
   claude@sim: { provider: ant, model: rc-claude, capabilities: [text, streaming, tools] }
+  gpt@oai: { provider: oai, model: rc-native, ${CAPS} }
 routes:
+  native: { primary: [gpt@oai] }
   chat: { primary: [chat@sim] }
   claude: { primary: [claude@sim] }
 `,
@@ -82,6 +85,21 @@ for (const route of ['chat', 'claude']) {
       (e) => e.status === 400 && /resp_unknown/.test(e.message));
   });
 }
+
+test('openai SDK responses.create through to an openai target, plain and streamed', async () => {
+  const r = await client.responses.create({ model: 'native', input: 'Say hello', tools: [{ type: 'web_search' }] });
+  assert.match(r.id, /^resp_sim_/);
+  assert.equal(r.output_text, 'Hello héllo wörld! This is bascule-sim ✓ streaming 🚀 tokens');
+  const stream = await client.responses.create({ model: 'native', input: 'Say hello', stream: true });
+  let text = '', completed;
+  for await (const ev of stream) {
+    if (ev.type === 'response.output_text.delta') text += ev.delta;
+    if (ev.type === 'response.completed') completed = ev.response;
+  }
+  assert.equal(text, r.output_text);
+  assert.equal(completed.usage.output_tokens, r.usage.output_tokens);
+  assert.equal((await sim.lastRequest('rc-native')).path, '/v1/responses');
+});
 
 const provider = () => createOpenAI({ baseURL: gw.base, apiKey: 'any' });
 
