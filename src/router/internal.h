@@ -225,6 +225,9 @@ void deliver_answer(struct request *r);
 void deliver_error(struct request *r);
 /* The x-bascule-* headers; returns how many were put in <h> (room for 4). */
 size_t deliver_route_headers(struct request *r, struct srv_header *h, char *buf, size_t len);
+/* Drops the client dialect's stream state: a new attempt before the commit point starts
+ * its translation afresh (a buffered stream may have converted part of a failed one). */
+void deliver_down_reset(struct request *r);
 void deliver_cleanup(struct request *r);
 
 #endif

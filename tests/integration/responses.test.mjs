@@ -25,10 +25,13 @@ targets:
   fo-b: { provider: sim, model: rs-fo-b, ${CAPS} }
   cut: { provider: sim, model: rs-cut, ${CAPS} }
   claude: { provider: ant, model: rs-claude, ${CAPS} }
+  buf-a: { provider: sim, model: rs-buf-a, ${CAPS} }
+  buf-b: { provider: sim, model: rs-buf-b, ${CAPS} }
   nat-a: { provider: oai, model: rs-nat-a, ${CAPS} }
   nat-b: { provider: oai, model: rs-nat-b, ${CAPS} }
 routes:
   native: { primary: [nat-a, nat-b], envelope: { max_same_target_attempts: 1 } }
+  buffered: { primary: [buf-a, buf-b], envelope: { on_stream_failure: buffer, max_same_target_attempts: 1 } }
   plain: { primary: [plain] }
   tooly: { primary: [tooly] }
   failover: { primary: [fo-a, fo-b], envelope: { max_same_target_attempts: 1 } }
@@ -292,6 +295,20 @@ test('a failure before the commit point fails over invisibly', async () => {
   assert.equal(evs.at(-1).data.type, 'response.completed');
   assert.equal(evs.at(-1).data.response.output[0].content[0].text, 'from b');
   assert.equal(res.headers.get('x-bascule-target'), 'fo-b');
+});
+
+test('a buffered stream whose first attempt broke is released whole, numbered from 0', async () => {
+  await sim.setModel('rs-buf-a', { script: [{ action: 'cut', after_events: 4 }] });
+  await sim.setModel('rs-buf-b', { content: 'whole ✓' });
+  const res = await post({ model: 'buffered', input: 'x', stream: true });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('x-bascule-target'), 'buf-b');
+  const evs = events((await readStream(res)).text);
+  evs.forEach((e, i) => assert.equal(e.data.sequence_number, i));
+  assert.equal(evs.filter((e) => e.data.type === 'response.created').length, 1);
+  assert.equal(evs.at(-1).data.type, 'response.completed');
+  assert.equal(evs.at(-1).data.response.output.length, 1);
+  assert.equal(evs.at(-1).data.response.output[0].content[0].text, 'whole ✓');
 });
 
 test('a break after the commit point ends the stream with error and response.failed', async () => {
