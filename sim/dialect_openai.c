@@ -563,7 +563,8 @@ static enum bsc_err resp_usage(const struct sim_call *call, struct bsc_buf *out)
 {
     return bsc_buf_appendf(out,
                            "{\"input_tokens\":%u,\"input_tokens_details\":{\"cached_tokens\":0},"
-                           "\"output_tokens\":%u,\"output_tokens_details\":{\"reasoning_tokens\":0},"
+                           "\"output_tokens\":%u,"
+                           "\"output_tokens_details\":{\"reasoning_tokens\":0},"
                            "\"total_tokens\":%llu}",
                            call->prompt_tokens, call->n_tokens,
                            (unsigned long long)call->prompt_tokens + call->n_tokens);

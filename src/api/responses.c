@@ -472,7 +472,8 @@ enum bsc_err api__responses_to_chat(struct json_object *rq, struct json_object *
                                     struct json_object **turn, char *why, size_t why_len)
 {
     struct xl x = {why, why_len, BSC_OK};
-    struct json_object *model = bsc_json_get(rq, "model"), *instr = bsc_json_get(rq, "instructions");
+    struct json_object *model = bsc_json_get(rq, "model");
+    struct json_object *instr = bsc_json_get(rq, "instructions");
     struct json_object *oreq = NULL, *msgs = NULL, *mine = NULL, *m;
     bool has_tools = false;
 

@@ -393,14 +393,15 @@ static enum bsc_err map_response(struct bsc_str openai_json, const struct down_c
     bsc_buf_cleanup(&text);
     calls = bsc_json_get(msg, "tool_calls");
     for (size_t i = 0; is(calls, json_type_array) && i < json_object_array_length(calls); i++) {
-        struct json_object *c = json_object_array_get_idx(calls, i), *fn = bsc_json_get(c, "function");
+        struct json_object *c = json_object_array_get_idx(calls, i);
+        struct json_object *fn = bsc_json_get(c, "function");
         struct json_object *args = bsc_json_get(fn, "arguments");
         struct bsc_str s = get_str(fn, "arguments");
 
         if (is(args, json_type_object)) /* a compatible server that sent an object */
             s = bsc_str_cstr(json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN));
-        push(&b, output, call_item(&b, a, (int)i, get_str(c, "id"), get_str(fn, "name"), s,
-                                   "completed"));
+        push(&b, output, call_item(&b, a, (int)json_object_array_length(output), get_str(c, "id"),
+                                   get_str(fn, "name"), s, "completed"));
     }
     if (!b.oom && !err)
         keep_turn(a, output);
@@ -498,10 +499,12 @@ static void put_started(struct jb *b, struct resp_stream *st, struct bsc_buf *ou
     struct json_object *ev;
 
     ev = ev_new(b);
-    add(b, ev, "response", response_new(b, st->a, st->model, "in_progress", NULL, NULL, NULL, NULL));
+    add(b, ev, "response",
+        response_new(b, st->a, st->model, "in_progress", NULL, NULL, NULL, NULL));
     emit(b, st, out, "response.created", ev);
     ev = ev_new(b);
-    add(b, ev, "response", response_new(b, st->a, st->model, "in_progress", NULL, NULL, NULL, NULL));
+    add(b, ev, "response",
+        response_new(b, st->a, st->model, "in_progress", NULL, NULL, NULL, NULL));
     emit(b, st, out, "response.in_progress", ev);
     st->started = true;
 }
@@ -659,7 +662,8 @@ static void put_tool_fragment(struct jb *b, struct resp_stream *st, struct bsc_b
         return;
     args = bsc_json_get(fn, "arguments");
     if (is(args, json_type_string))
-        piece = bsc_str_make(json_object_get_string(args), (size_t)json_object_get_string_len(args));
+        piece = bsc_str_make(json_object_get_string(args),
+                             (size_t)json_object_get_string_len(args));
     else if (is(args, json_type_object))
         piece = bsc_str_cstr(json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN));
     if (!piece.len)
@@ -677,7 +681,8 @@ static void put_tool_fragment(struct jb *b, struct resp_stream *st, struct bsc_b
 static void put_choice(struct jb *b, struct resp_stream *st, struct bsc_buf *out,
                        struct json_object *choice)
 {
-    struct json_object *delta = bsc_json_get(choice, "delta"), *calls = bsc_json_get(delta, "tool_calls");
+    struct json_object *delta = bsc_json_get(choice, "delta");
+    struct json_object *calls = bsc_json_get(delta, "tool_calls");
     struct bsc_str text = get_str(delta, "content"), refusal = get_str(delta, "refusal");
     struct bsc_str finish = get_str(choice, "finish_reason");
 

@@ -295,7 +295,8 @@ static enum prov_stream_status responses_event(struct oa_stream *s, struct bsc_s
         fail->kind = s->sent ? FAIL_PARTIAL_OUTPUT : FAIL_SERVER_ERROR;
         fail->status = 200;
         fail_copy_text(fail->message, sizeof(fail->message),
-                       v[2].p ? bsc_json_string_raw(v[2]) : BSC_STR("the upstream response failed"));
+                       v[2].p ? bsc_json_string_raw(v[2])
+                              : BSC_STR("the upstream response failed"));
         return PROV_STREAM_ERROR;
     }
     end = bsc_str_eq(type, BSC_STR("response.completed")) ||
