@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* responses.c -- POST /v1/responses, the OpenAI Responses API, for every target: the
- * request (input items, instructions, function tools, text.format, previous_response_id)
- * becomes the canonical chat.completions request, and the router runs it like any other;
- * responses_down.c shapes the answer. Built-in tools (web_search, file_search, ...) have
- * no chat equivalent and are refused by name. See docs/internals/responses.md. */
+/* responses.c -- POST /v1/responses, the OpenAI Responses API. A route of openai targets
+ * gets the client's bytes passed through (model replaced); every other route gets the
+ * request (input items, instructions, function tools, text.format, previous_response_id,
+ * item_reference) translated into the canonical chat.completions request, which the router
+ * runs like any other; responses_down.c shapes the answer. Built-in tools have no chat
+ * equivalent and are refused by name there. See docs/internals/responses.md. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
