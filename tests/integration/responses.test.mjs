@@ -371,3 +371,29 @@ test('a passed-through stream relays the upstream events; failover before the co
   const dup = await post('{"model":"native","input":"a","m\\u006fdel":"b"}', true);
   assert.equal(dup.status, 400);
 });
+
+test('responses.ttl_s: 0 keeps nothing: a next turn naming the response is a 400', async () => {
+  const gw0 = await startGateway({
+    config: `listen: "127.0.0.1:{{PORT}}"
+workers: 1
+responses: { ttl_s: 0 }
+providers:
+  sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-r"], health: { probe: none } }
+targets:
+  plain: { provider: sim, model: rs-plain, ${CAPS} }
+routes:
+  plain: { primary: [plain] }
+`,
+  });
+  try {
+    const call = (body) => fetch(`${gw0.base}/responses`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r1 = await (await call({ model: 'plain', input: 'hi' })).json();
+    assert.equal(r1.store, false);
+    const res = await call({ model: 'plain', input: 'again', previous_response_id: r1.id });
+    assert.equal(res.status, 400);
+    assert.equal((await res.json()).error.code, 'previous_response_not_found');
+  } finally {
+    await gw0.stop();
+  }
+});
