@@ -51,6 +51,8 @@ struct sim_call {
     uint32_t max_tokens;    /* 0 when the client set no limit */
     bool stream;
     bool include_usage;     /* stream: the final usage event was asked for */
+    bool responses;         /* OpenAI's Responses API (POST /v1/responses): text answers in
+                               its Response object and typed event stream */
     char *tool_name;        /* owned; NULL: the answer is text */
     char *tool_args;        /* owned JSON text when <tool_name> is set (scripted: any text) */
     bool tool_args_raw;     /* <tool_args> is scripted text that is not JSON: a dialect that

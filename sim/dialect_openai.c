@@ -20,7 +20,8 @@ static enum sim_ep oai_route(struct bsc_str method, struct bsc_str path)
     bool get = bsc_str_eq(method, BSC_STR("GET"));
     bool post = bsc_str_eq(method, BSC_STR("POST"));
 
-    if (post && bsc_str_eq(path, BSC_STR("/v1/chat/completions")))
+    if (post && (bsc_str_eq(path, BSC_STR("/v1/chat/completions")) ||
+                 bsc_str_eq(path, BSC_STR("/v1/responses"))))
         return SIM_EP_CHAT;
     if (post && bsc_str_eq(path, BSC_STR("/v1/embeddings")))
         return SIM_EP_EMBED;
@@ -323,6 +324,39 @@ static bool parse_embed(struct json_object *o, struct sim_call *call, struct sim
     return true;
 }
 
+/* A Responses API request, text answers only: model, input (a string or items), stream,
+ * max_output_tokens. Tools are not simulated here (the gateway translates tool traffic to
+ * chat for every kind but openai). */
+static bool parse_responses(struct json_object *o, struct sim_call *call, struct sim_reject *rej)
+{
+    struct json_object *input, *v;
+    size_t bytes = 0, n = 1;
+
+    if (!parse_model(o, call, rej))
+        return false;
+    if (!json_object_object_get_ex(o, "input", &input))
+        return bad_request(rej, "input", "'input' is a required property");
+    if (json_object_is_type(input, json_type_array)) {
+        n = json_object_array_length(input);
+        for (size_t i = 0; i < n; i++) {
+            struct json_object *c;
+            if (json_object_object_get_ex(json_object_array_get_idx(input, i), "content", &c))
+                bytes += content_text(c, NULL);
+        }
+    } else if (json_object_is_type(input, json_type_string)) {
+        bytes = (size_t)json_object_get_string_len(input);
+    } else {
+        return bad_request(rej, "input", "'input' must be a string or an array");
+    }
+    call->prompt_tokens = sim_content_prompt_tokens(bytes, n);
+    if (json_object_object_get_ex(o, "stream", &v) && json_object_get_boolean(v))
+        call->stream = true;
+    if (json_object_object_get_ex(o, "max_output_tokens", &v) &&
+        json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 1)
+        call->max_tokens = (uint32_t)json_object_get_int64(v);
+    return true;
+}
+
 static bool oai_parse(enum sim_ep ep, const struct sim_in *in, struct sim_call *call,
                       struct sim_reject *rej)
 {
@@ -345,7 +379,11 @@ static bool oai_parse(enum sim_ep ep, const struct sim_in *in, struct sim_call *
                            "We could not parse the JSON body of your request. (HINT: This "
                            "likely means you aren't using your HTTP library correctly.)");
     }
-    ok = ep == SIM_EP_CHAT ? parse_chat(o, call, rej) : parse_embed(o, call, rej);
+    call->responses = bsc_str_eq(in->path, BSC_STR("/v1/responses"));
+    if (call->responses)
+        ok = parse_responses(o, call, rej);
+    else
+        ok = ep == SIM_EP_CHAT ? parse_chat(o, call, rej) : parse_embed(o, call, rej);
     json_object_put(o);
     return ok;
 }
@@ -519,8 +557,128 @@ static enum bsc_err embed_body(const struct sim_call *call, struct bsc_buf *out)
     return err;
 }
 
+/* ---- the Responses API (text answers) ---- */
+
+static enum bsc_err resp_usage(const struct sim_call *call, struct bsc_buf *out)
+{
+    return bsc_buf_appendf(out,
+                           "{\"input_tokens\":%u,\"input_tokens_details\":{\"cached_tokens\":0},"
+                           "\"output_tokens\":%u,"
+                           "\"output_tokens_details\":{\"reasoning_tokens\":0},"
+                           "\"total_tokens\":%llu}",
+                           call->prompt_tokens, call->n_tokens,
+                           (unsigned long long)call->prompt_tokens + call->n_tokens);
+}
+
+/* The message item; <text> NULL: in progress, no content yet. */
+static enum bsc_err resp_item(const struct sim_call *call, const struct bsc_buf *text,
+                              struct bsc_buf *out)
+{
+    enum bsc_err err = bsc_buf_appendf(out, "{\"id\":\"msg_sim_%llu\",\"type\":\"message\","
+                                            "\"status\":\"%s\",\"role\":\"assistant\","
+                                            "\"content\":[",
+                                       (unsigned long long)call->seq,
+                                       text ? "completed" : "in_progress");
+    if (!err && text) {
+        err = bsc_buf_append_cstr(out, "{\"type\":\"output_text\",\"annotations\":[],\"text\":");
+        if (!err)
+            err = bsc_buf_append_json_str(out, bsc_buf_str(text));
+        if (!err)
+            err = bsc_buf_append_char(out, '}');
+    }
+    return err ? err : bsc_buf_append(out, "]}", 2);
+}
+
+/* The Response object; <done>: completed with output and usage, else in progress. */
+static enum bsc_err resp_object(const struct sim_call *call, bool done, struct bsc_buf *out)
+{
+    struct bsc_buf text;
+    enum bsc_err err = bsc_buf_appendf(out, "{\"id\":\"resp_sim_%llu\",\"object\":\"response\","
+                                            "\"created_at\":%llu,\"status\":\"%s\",\"model\":",
+                                       (unsigned long long)call->seq,
+                                       (unsigned long long)call->created,
+                                       !done                 ? "in_progress"
+                                       : call->finish_length ? "incomplete"
+                                                             : "completed");
+
+    if (!err)
+        err = bsc_buf_append_json_str(out, bsc_str_cstr(call->model));
+    if (!err)
+        err = bsc_buf_append_cstr(out, ",\"output\":[");
+    bsc_buf_init(&text, out->max);
+    if (!err && done) {
+        err = sim_content_answer(call->content, call->n_tokens, &text);
+        if (!err)
+            err = resp_item(call, &text, out);
+    }
+    bsc_buf_cleanup(&text);
+    if (!err)
+        err = bsc_buf_append_cstr(out, "],\"usage\":");
+    if (!err)
+        err = done ? resp_usage(call, out) : bsc_buf_append_cstr(out, "null");
+    return err ? err : bsc_buf_append_char(out, '}');
+}
+
+/* Events: created, in_progress, item added, part added, one delta per token, text done,
+ * part done, item done, completed: 8 + n_tokens. */
+static enum bsc_err resp_event(const struct sim_call *call, size_t i, struct bsc_buf *out)
+{
+    size_t n = call->n_tokens, last = 7 + n;
+    const char *type = i == 0 ? "response.created" : i == 1 ? "response.in_progress"
+                       : i == 2 ? "response.output_item.added"
+                       : i == 3 ? "response.content_part.added"
+                       : i < 4 + n ? "response.output_text.delta"
+                       : i == 4 + n ? "response.output_text.done"
+                       : i == 5 + n ? "response.content_part.done"
+                       : i == 6 + n ? "response.output_item.done"
+                                    : "response.completed";
+    struct bsc_buf text;
+    enum bsc_err err;
+
+    if (i > last)
+        return BSC_EINVAL;
+    err = bsc_buf_appendf(out, "event: %s\ndata: {\"type\":\"%s\",\"sequence_number\":%zu,",
+                          type, type, i);
+    bsc_buf_init(&text, out->max);
+    if (!err && (i >= 4 + n))
+        err = sim_content_answer(call->content, call->n_tokens, &text);
+    if (err) {
+        /* nothing */
+    } else if (i <= 1 || i == last) {
+        err = bsc_buf_append_cstr(out, "\"response\":");
+        if (!err)
+            err = resp_object(call, i == last, out);
+    } else if (i == 2 || i == 6 + n) {
+        err = bsc_buf_append_cstr(out, "\"output_index\":0,\"item\":");
+        if (!err)
+            err = resp_item(call, i == 2 ? NULL : &text, out);
+    } else {
+        err = bsc_buf_appendf(out, "\"item_id\":\"msg_sim_%llu\",\"output_index\":0,"
+                                   "\"content_index\":0,",
+                              (unsigned long long)call->seq);
+        if (!err && (i == 3 || i == 5 + n)) {
+            err = bsc_buf_append_cstr(out, "\"part\":{\"type\":\"output_text\",\"annotations\":[],"
+                                           "\"text\":");
+            if (!err)
+                err = bsc_buf_append_json_str(out, i == 3 ? BSC_STR("") : bsc_buf_str(&text));
+            if (!err)
+                err = bsc_buf_append_char(out, '}');
+        } else if (!err) {
+            err = bsc_buf_append_cstr(out, i == 4 + n ? "\"text\":" : "\"delta\":");
+            if (!err)
+                err = bsc_buf_append_json_str(
+                    out, i == 4 + n ? bsc_buf_str(&text)
+                                    : sim_content_chunk(call->content, (uint32_t)(i - 4)));
+        }
+    }
+    bsc_buf_cleanup(&text);
+    return err ? err : bsc_buf_append_cstr(out, "}\n\n");
+}
+
 static enum bsc_err oai_body(const struct sim_call *call, struct bsc_buf *out)
 {
+    if (call->responses)
+        return resp_object(call, true, out);
     return call->ep == SIM_EP_EMBED ? embed_body(call, out) : chat_body(call, out);
 }
 
@@ -530,6 +688,8 @@ static enum bsc_err oai_body(const struct sim_call *call, struct bsc_buf *out)
  * and the usage chunk when asked for. */
 static size_t oai_event_count(const struct sim_call *call)
 {
+    if (call->responses)
+        return 8 + call->n_tokens;
     size_t body = call->tool_name ? arg_pieces(call) : call->n_tokens;
 
     return 1 + body + 1 + (call->include_usage ? 1 : 0);
@@ -587,6 +747,8 @@ static enum bsc_err oai_event(const struct sim_call *call, size_t i, struct bsc_
     size_t finish = count - 1 - (call->include_usage ? 1 : 0);
     enum bsc_err err;
 
+    if (call->responses)
+        return resp_event(call, i, out);
     if (i >= count)
         return BSC_EINVAL;
     err = chunk_open(call, out);
@@ -614,7 +776,8 @@ static enum bsc_err oai_event(const struct sim_call *call, size_t i, struct bsc_
 
 static enum bsc_err oai_end_event(const struct sim_call *call, struct bsc_buf *out)
 {
-    (void)call;
+    if (call->responses)
+        return BSC_OK; /* the Responses API ends at response.completed */
     return bsc_buf_append_cstr(out, "data: [DONE]\n\n");
 }
 

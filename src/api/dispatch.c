@@ -44,6 +44,11 @@ static void route(struct worker *w, struct srv_req *req)
             return api__anthropic_count_tokens(w, req);
         return method_not_allowed(req, "POST");
     }
+    if (is(path, "/v1/responses") || is(path, "/responses")) {
+        if (post)
+            return api__responses(w, req);
+        return method_not_allowed(req, "POST");
+    }
     if (is(path, "/v1/embeddings") || is(path, "/embeddings")) {
         if (post)
             return api__embeddings(w, req);

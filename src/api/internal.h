@@ -15,6 +15,8 @@
 void api__chat_completions(struct worker *w, struct srv_req *req);
 void api__anthropic_messages(struct worker *w, struct srv_req *req);
 void api__anthropic_count_tokens(struct worker *w, struct srv_req *req);
+/* POST /v1/responses: the OpenAI Responses API (responses.c). */
+void api__responses(struct worker *w, struct srv_req *req);
 void api__models(struct worker *w, struct srv_req *req, struct bsc_str id);
 void api__health_live(struct worker *w, struct srv_req *req);
 void api__health_ready(struct worker *w, struct srv_req *req);

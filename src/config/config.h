@@ -223,6 +223,11 @@ struct cfg_store {
     char *url;  /* owned; redis */
 };
 
+/* responses: POST /v1/responses conversations kept for previous_response_id. */
+struct cfg_responses {
+    uint32_t ttl_s; /* how long a response is kept; 0 = never kept */
+};
+
 struct bsc_redact;
 
 struct cfg {
@@ -248,6 +253,7 @@ struct cfg {
                                    to scrub from upstream text (core/redact.h) */
     struct cfg_cors cors;
     struct cfg_strs allowed_hosts; /* Host values accepted beyond loopback names; empty */
+    struct cfg_responses responses;
 };
 
 /* One problem found while loading. */

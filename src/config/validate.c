@@ -949,6 +949,10 @@ static const struct cfg__field cors_fields[] = {
     {FFN("allowed_origins", origins_fn), .off = offsetof(struct cfg_cors, allowed_origins)},
 };
 
+static const struct cfg__field responses_fields[] = {
+    {FU32(struct cfg_responses, "ttl_s", ttl_s, 0, 30 * 86400)},
+};
+
 /* ---- the top level -------------------------------------------------------------------- */
 
 static const struct cfg__field top_fields[] = {
@@ -966,6 +970,7 @@ static const struct cfg__field top_fields[] = {
     {FMAP_FLAT("debug", debug_fields, NULL)},
     {FMAP(struct cfg, "cors", cors, cors_fields, NULL)},
     {FFN("allowed_hosts", hosts_fn), .off = offsetof(struct cfg, allowed_hosts)},
+    {FMAP(struct cfg, "responses", responses, responses_fields, NULL)},
 };
 
 static bool defaults(struct cfg *cfg, const char *file)
@@ -989,6 +994,7 @@ static bool defaults(struct cfg *cfg, const char *file)
         .max_stream_bytes = 1073741824,
     };
     cfg->store.kind = CFG_STORE_MEMORY;
+    cfg->responses.ttl_s = 3600;
     cfg->breaker = (struct cfg_breaker){
         .key_dims = CFG_BRK_PROVIDER | CFG_BRK_MODEL | CFG_BRK_REGION | CFG_BRK_KEY,
         .window_ms = 30000,

@@ -14,6 +14,7 @@
 
 struct oa_stream {
     const struct prov_openai_profile *profile; /* the provider's error dialect (static) */
+    bool responses;     /* a Responses API stream, relayed with its event names */
     bool include_usage; /* the client asked for the usage chunk */
     bool done;
     bool sent;          /* a frame was relayed: a failure now is partial output */
@@ -25,6 +26,7 @@ static const char *endpoint(enum prov_op op)
     switch (op) {
     case PROV_OP_EMBEDDINGS: return "embeddings";
     case PROV_OP_PROBE_MODELS: return "models";
+    case PROV_OP_RESPONSES: return "responses";
     default: return "chat/completions";
     }
 }
@@ -43,7 +45,7 @@ static enum bsc_err serialize(const struct prov_call *c, struct bsc_buf *body)
     if (json_object_object_get_ex(req, "model", &old_model))
         json_object_get(old_model);
     json_object_object_add(req, "model", json_object_new_string(c->target->model));
-    if (c->stream) {
+    if (c->stream && c->op != PROV_OP_RESPONSES) { /* Responses streams always carry usage */
         if (json_object_object_get_ex(req, "stream_options", &old_opts))
             json_object_get(old_opts);
         opts = old_opts && json_object_is_type(old_opts, json_type_object)
@@ -61,7 +63,7 @@ static enum bsc_err serialize(const struct prov_call *c, struct bsc_buf *body)
     err = prov_append_json(body, req);
     if (old_model)
         json_object_object_add(req, "model", old_model);
-    if (c->stream) {
+    if (c->stream && c->op != PROV_OP_RESPONSES) {
         if (old_opts)
             json_object_object_add(req, "stream_options", old_opts);
         else
@@ -85,7 +87,8 @@ static enum bsc_err splice(const struct prov_call *c, struct bsc_buf *body)
         return BSC_EINVAL;
     if (bsc_buf_reserve(body, c->raw.len + strlen(c->target->model) + 64) != BSC_OK)
         return BSC_ELIMIT;
-    if (c->stream && bsc_json_member_span(c->raw, BSC_STR("stream_options"), &opts))
+    if (c->stream && c->op != PROV_OP_RESPONSES &&
+        bsc_json_member_span(c->raw, BSC_STR("stream_options"), &opts))
         return BSC_EINVAL;
     pre = (size_t)(c->model_span.p - c->raw.p);
     post = c->raw.len - pre - c->model_span.len;
@@ -93,7 +96,7 @@ static enum bsc_err splice(const struct prov_call *c, struct bsc_buf *body)
     if (!open)
         return BSC_EINVAL;
     err = bsc_buf_append(body, c->raw.p, (size_t)(open - c->raw.p) + 1);
-    if (!err && c->stream)
+    if (!err && c->stream && c->op != PROV_OP_RESPONSES)
         err = bsc_buf_append_cstr(body, "\"stream_options\":{\"include_usage\":true},");
     if (!err)
         err = bsc_buf_append(body, open + 1, pre - (size_t)(open + 1 - c->raw.p));
@@ -119,7 +122,7 @@ static enum bsc_err oa_build(const struct prov_call *c, struct prov_http *out, c
         err = bsc_buf_append_cstr(&out->url, endpoint(c->op));
     if (!err && c->op != PROV_OP_PROBE_MODELS)
         err = prov_header(&out->headers, "Content-Type", "%s", "application/json");
-    if (!err && c->op == PROV_OP_CHAT)
+    if (!err && (c->op == PROV_OP_CHAT || c->op == PROV_OP_RESPONSES))
         err = prov_header(&out->headers, "Accept", "%s",
                           c->stream ? "text/event-stream" : "application/json");
     if (!err && c->key)
@@ -170,16 +173,20 @@ static void read_usage(struct json_object *root, struct prov_usage *u)
         u->cached_tokens = get_i64(details, "cached_tokens");
 }
 
-/* Reads usage from the span of a "usage" object: no parse tree on the fast path. */
-static void usage_from_span(struct bsc_str usage, struct prov_usage *u)
+/* Reads usage from the span of a "usage" object: no parse tree on the fast path. A
+ * Responses usage names its members input_tokens, output_tokens, input_tokens_details. */
+static void usage_from_span(struct bsc_str usage, struct prov_usage *u, bool responses)
 {
     static const struct bsc_str keys[] = {BSC_STR("prompt_tokens"), BSC_STR("completion_tokens"),
                                           BSC_STR("prompt_tokens_details")};
+    static const struct bsc_str rkeys[] = {BSC_STR("input_tokens"), BSC_STR("output_tokens"),
+                                           BSC_STR("input_tokens_details")};
     struct bsc_str v[3], cached;
     unsigned long long n;
 
     *u = (struct prov_usage){-1, -1, -1};
-    if (bsc_json_kind_of(usage) != BSC_JSON_OBJECT || bsc_json_members(usage, keys, 3, v) < 0)
+    if (bsc_json_kind_of(usage) != BSC_JSON_OBJECT ||
+        bsc_json_members(usage, responses ? rkeys : keys, 3, v) < 0)
         return;
     if (bsc_json_u64(v[0], &n))
         u->input_tokens = (int64_t)n;
@@ -197,7 +204,6 @@ static enum bsc_err oa_map_response(const struct prov_call *c, struct bsc_str bo
     static const struct bsc_str usage_key = BSC_STR("usage");
     struct bsc_str u = BSC_STR_NULL;
 
-    (void)c;
     (void)out; /* unchanged: the fast path uses the body as it is */
     /* One pass validates the answer and finds "usage" (a repeated one: the last wins). */
     if (bsc_json_check_members(body, 128, &usage_key, 1, &u, NULL) < 0 ||
@@ -209,7 +215,7 @@ static enum bsc_err oa_map_response(const struct prov_call *c, struct bsc_str bo
                        BSC_STR("the upstream answer is not a JSON object"));
         return BSC_EPARSE;
     }
-    usage_from_span(u, usage);
+    usage_from_span(u, usage, c->op == PROV_OP_RESPONSES);
     return BSC_OK;
 }
 
@@ -226,7 +232,89 @@ static void oa_stream_init(void *st, const struct prov_call *call)
     }
     s->profile = prov_openai_profile_of(&who);
     s->include_usage = call->include_usage;
+    s->responses = call->op == PROV_OP_RESPONSES;
     s->usage = (struct prov_usage){-1, -1, -1};
+}
+
+/* Appends "event: <name>\ndata: <data>\n\n" (data made one line, as below), or nothing. */
+static enum bsc_err relay_named(struct bsc_buf *out, struct bsc_str name, struct bsc_str data)
+{
+    size_t mark = out->len;
+    enum bsc_err err = bsc_buf_append_cstr(out, "event: ");
+
+    if (!err)
+        err = bsc_buf_append_str(out, name);
+    if (!err)
+        err = bsc_buf_append_cstr(out, "\ndata: ");
+    if (!err)
+        err = bsc_buf_append_str(out, data);
+    if (!err) {
+        for (char *c = out->p + out->len - data.len; c < out->p + out->len; c++)
+            if (*c == '\n' || *c == '\r')
+                *c = ' ';
+        err = bsc_buf_append(out, "\n\n", 2);
+    }
+    if (err) {
+        out->len = mark;
+        if (out->p)
+            out->p[mark] = '\0';
+    }
+    return err;
+}
+
+/* A Responses API event, passed through with its name. The stream ends at
+ * response.completed / response.incomplete (no [DONE] in this API; usage is read there);
+ * `error` and response.failed are failures: before the commit point they fail over like any
+ * error, after it the router ends the stream with its own error event. */
+static enum prov_stream_status responses_event(struct oa_stream *s, struct bsc_str event,
+                                               struct bsc_str data, struct bsc_buf *out,
+                                               struct fail_info *fail)
+{
+    static const struct bsc_str keys[] = {BSC_STR("type"), BSC_STR("response"),
+                                          BSC_STR("message"), BSC_STR("error")};
+    struct bsc_str v[4], type, usage;
+    bool end;
+
+    if (bsc_json_check_members(data, 128, keys, 4, v, NULL) < 0 ||
+        bsc_json_kind_of(bsc_str_trim(data)) != BSC_JSON_OBJECT) {
+        fail_info_init(fail);
+        fail->kind = s->sent ? FAIL_PARTIAL_OUTPUT : FAIL_SERVER_ERROR;
+        fail->status = 200;
+        fail_copy_text(fail->message, sizeof(fail->message),
+                       BSC_STR("an upstream stream event is not a JSON object"));
+        return PROV_STREAM_ERROR;
+    }
+    type = bsc_json_string_raw(v[0]);
+    if (!type.len)
+        type = event;
+    if (bsc_json_kind_of(v[3]) == BSC_JSON_OBJECT) /* an error frame of the chat shape */
+        return prov_openai_classify_event_profile(data, s->profile, fail) ? PROV_STREAM_ERROR
+                                                                           : PROV_STREAM_MORE;
+    if (bsc_str_eq(type, BSC_STR("error")) || bsc_str_eq(type, BSC_STR("response.failed"))) {
+        fail_info_init(fail);
+        fail->kind = s->sent ? FAIL_PARTIAL_OUTPUT : FAIL_SERVER_ERROR;
+        fail->status = 200;
+        fail_copy_text(fail->message, sizeof(fail->message),
+                       v[2].p ? bsc_json_string_raw(v[2])
+                              : BSC_STR("the upstream response failed"));
+        return PROV_STREAM_ERROR;
+    }
+    end = bsc_str_eq(type, BSC_STR("response.completed")) ||
+          bsc_str_eq(type, BSC_STR("response.incomplete"));
+    if (end && v[1].p && bsc_json_member(v[1], BSC_STR("usage"), &usage) == 1)
+        usage_from_span(usage, &s->usage, true);
+    if (relay_named(out, type, data)) {
+        fail_info_init(fail);
+        fail->kind = FAIL_SERVER_ERROR;
+        fail_copy_text(fail->message, sizeof(fail->message),
+                       BSC_STR("an upstream event passed the gateway's output bound"));
+        return PROV_STREAM_ERROR;
+    }
+    s->sent = true;
+    if (!end)
+        return PROV_STREAM_MORE;
+    s->done = true;
+    return PROV_STREAM_DONE;
 }
 
 /* The usage chunk: `"choices":[]` and a non-null "usage". */
@@ -255,9 +343,10 @@ static enum prov_stream_status oa_stream_event(void *st, struct bsc_str event, s
     enum bsc_err err;
     size_t mark;
 
-    (void)event;
     if (s->done)
         return PROV_STREAM_DONE;
+    if (s->responses)
+        return responses_event(s, event, data, out, fail);
     if (sse_is_done(data)) {
         s->done = true;
         return bsc_buf_append_cstr(out, "data: [DONE]\n\n") ? PROV_STREAM_ERROR : PROV_STREAM_DONE;

@@ -29,6 +29,8 @@ enum prov_op {
     PROV_OP_EMBEDDINGS,       /* embeddings */
     PROV_OP_PROBE_MODELS,     /* health check: list models (GET) */
     PROV_OP_PROBE_COMPLETION, /* health check: a one-token completion */
+    PROV_OP_RESPONSES,        /* the Responses API, the client's bytes passed through (the
+                                 openai adapter only; see docs/internals/responses.md) */
     PROV_OP_COUNT
 };
 

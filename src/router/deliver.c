@@ -18,6 +18,7 @@ static struct down_ctx down_ctx(const struct request *r)
         .model = r->route->id,
         .include_usage = r->include_usage,
         .est_input_tokens = (int64_t)(r->est_tokens - r->est_out_tokens),
+        .arg = r->down_arg,
     };
 }
 
@@ -293,9 +294,17 @@ void deliver_error(struct request *r)
     r->sreq = NULL;
 }
 
-void deliver_cleanup(struct request *r)
+void deliver_down_reset(struct request *r)
 {
     if (r->down_st && r->down)
         r->down->stream_cleanup(r->down_st);
     BSC_FREE(r->down_st);
+}
+
+void deliver_cleanup(struct request *r)
+{
+    deliver_down_reset(r);
+    if (r->down && r->down->arg_free)
+        r->down->arg_free(r->down_arg);
+    r->down_arg = NULL;
 }

@@ -22,6 +22,7 @@ struct down_ctx {
     bool include_usage; /* OpenAI clients only; other dialects decide for themselves */
     int64_t est_input_tokens; /* the router's estimate of the prompt's tokens, for a
                                  dialect that must name them before the upstream does */
+    void *arg;          /* the dialect's own per-request state (chat_in.down_arg), or NULL */
 };
 
 struct down_ops {
@@ -43,6 +44,8 @@ struct down_ops {
      * typed failures (e->reason set). */
     enum bsc_err (*error_body)(const struct reply_error *e, const char *request_id,
                                struct bsc_buf *out);
+    /* Frees chat_in.down_arg when the request ends (or is refused); may be NULL. */
+    void (*arg_free)(void *arg);
 };
 
 #endif

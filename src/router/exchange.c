@@ -353,6 +353,8 @@ void xchg_reset(struct request *r)
     bsc_buf_reset(&r->conv);
     bsc_buf_reset(&r->out);
     contract_reset_stream(r);
+    if (!r->committed)
+        deliver_down_reset(r);
     if (!r->http.url.max) {
         bsc_buf_init(&r->http.url, HTTP_URL_MAX);
         bsc_buf_init(&r->http.headers, HTTP_HEADERS_MAX);

@@ -76,6 +76,7 @@ struct request {
     const struct down_ops *down; /* the client's dialect; NULL = OpenAI */
     struct prov_native native;   /* borrowed from sreq like <body>; body empty when none */
     void *down_st;            /* owned: down->stream_size bytes */
+    void *down_arg;           /* owned: chat_in.down_arg, freed by down->arg_free */
     char id[130];             /* copy of the request id, for logs after sreq is gone */
     char path[64];            /* copy of the request path, for the access log */
     struct envelope env;
@@ -235,6 +236,9 @@ void deliver_answer(struct request *r);
 void deliver_error(struct request *r);
 /* The x-bascule-* headers; returns how many were put in <h> (room for 4). */
 size_t deliver_route_headers(struct request *r, struct srv_header *h, char *buf, size_t len);
+/* Drops the client dialect's stream state: a new attempt before the commit point starts
+ * its translation afresh (a buffered stream may have converted part of a failed one). */
+void deliver_down_reset(struct request *r);
 void deliver_cleanup(struct request *r);
 
 #endif

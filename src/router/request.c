@@ -701,7 +701,7 @@ static uint32_t request_caps(const struct request *r, const struct bsc_str *f)
     struct bsc_str type;
     uint32_t caps = 0;
 
-    if (r->op != PROV_OP_CHAT)
+    if (r->op == PROV_OP_EMBEDDINGS)
         return CFG_CAP_EMBEDDINGS;
     if (r->stream)
         caps |= CFG_CAP_STREAMING;
@@ -791,6 +791,8 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
         else
             srv_resp_error(sreq, 503, "server_error", "gateway_overloaded", "out of memory");
         json_object_put(in->json);
+        if (in->down && in->down->arg_free)
+            in->down->arg_free(in->down_arg);
         cfg_unref(in->cfg);
         free(r); /* never handed out: r->w is not set */
         return;
@@ -809,6 +811,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->op = in->op;
     r->down = in->down;
     r->native = in->native;
+    r->down_arg = in->down_arg;
     r->buffering = r->stream && r->env.on_stream_failure == CFG_SF_BUFFER;
     inspect_request(r, in);
     r->all_rate_limited = true;

@@ -32,6 +32,8 @@ struct chat_in {
     const struct down_ops *down;    /* the client's dialect; NULL = OpenAI */
     struct prov_native native;      /* the client's own bytes when down != NULL (body
                                        empty otherwise); borrowed from the srv_req */
+    void *down_arg;                 /* owned; taken over by the router: handed to <down> in
+                                       down_ctx.arg, freed by down->arg_free at the end */
     /* Spans of <body> the api layer already found (one pass serves both); valid only
      * when <have_spans>: */
     bool have_spans;

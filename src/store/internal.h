@@ -18,6 +18,8 @@ enum store__op {
     STORE__IDEM_ABANDON,
     STORE__LEDGER_PUT,
     STORE__LEDGER_GET,
+    STORE__BLOB_PUT,
+    STORE__BLOB_GET,
     STORE__OP_COUNT
 };
 
@@ -36,7 +38,7 @@ struct store__job {
     struct idem_fp fp;
     uint64_t ttl_ms;
     uint64_t claim;            /* in: complete/abandon; out: begin MISS */
-    struct idem_answer in;     /* complete: the answer to store */
+    struct idem_answer in;     /* complete: the answer to store; blob put: in.body */
     struct ledger_update upd;  /* ledger put */
 
     /* outputs, set by the backend */
@@ -44,7 +46,7 @@ struct store__job {
     enum idem_decision decision;
     int status;                /* REPLAY: the stored answer */
     bool stream;
-    char *headers, *body;      /* owned (malloc'd), freed with the job */
+    char *headers, *body;      /* owned (malloc'd), freed with the job; blob get: body */
     size_t headers_len, body_len;
     bool has_entry;
     struct ledger_entry entry;
@@ -54,6 +56,7 @@ struct store__job {
         store_idem_cb *idem;
         store_done_cb *done;
         store_ledger_cb *ledger;
+        store_blob_cb *blob;
     } cb;
     void *ud;
     char data[]; /* the input bytes the slices point into */

@@ -202,6 +202,11 @@ static void deliver(struct store__job *job)
     case STORE__LEDGER_GET:
         job->cb.ledger(job->err, job->has_entry ? &job->entry : NULL, job->outcome, job->ud);
         break;
+    case STORE__BLOB_PUT: job->cb.done(job->err, job->ud); break;
+    case STORE__BLOB_GET:
+        job->cb.blob(job->err, job->err ? BSC_STR_NULL : bsc_str_make(job->body, job->body_len),
+                     job->ud);
+        break;
     default: BSC_BUG_ON(1);
     }
 }
@@ -408,5 +413,50 @@ enum bsc_err store_ledger_get(struct store *st, uv_loop_t *loop, struct bsc_str 
     job = ledger_job(st, STORE__LEDGER_GET, op_id, cb, ud);
     if (!job)
         return BSC_ENOMEM;
+    return submit(st, loop, job);
+}
+
+/* ---- blobs ------------------------------------------------------------------------------ */
+
+static bool blob_key_valid(struct bsc_str key)
+{
+    return key.p && key.len >= 1 && key.len <= STORE_BLOB_KEY_MAX;
+}
+
+enum bsc_err store_blob_put(struct store *st, uv_loop_t *loop, struct bsc_str key,
+                            struct bsc_str value, uint64_t ttl_ms, store_done_cb *cb, void *ud)
+{
+    struct store__job *job;
+    size_t at = 0;
+
+    if (!blob_key_valid(key) || !ttl_ms || !cb || (value.len && !value.p))
+        return BSC_EINVAL;
+    if (value.len > st->opts.max_answer_bytes)
+        return BSC_ELIMIT;
+    job = job_new(st, STORE__BLOB_PUT, key.len + value.len);
+    if (!job)
+        return BSC_ENOMEM;
+    job->key = put_bytes(job, &at, key);
+    job->in.body = put_bytes(job, &at, value);
+    job->ttl_ms = ttl_ms;
+    job->cb.done = cb;
+    job->ud = ud;
+    return submit(st, loop, job);
+}
+
+enum bsc_err store_blob_get(struct store *st, uv_loop_t *loop, struct bsc_str key,
+                            store_blob_cb *cb, void *ud)
+{
+    struct store__job *job;
+    size_t at = 0;
+
+    if (!blob_key_valid(key) || !cb)
+        return BSC_EINVAL;
+    job = job_new(st, STORE__BLOB_GET, key.len);
+    if (!job)
+        return BSC_ENOMEM;
+    job->key = put_bytes(job, &at, key);
+    job->cb.blob = cb;
+    job->ud = ud;
     return submit(st, loop, job);
 }

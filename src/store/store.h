@@ -119,4 +119,22 @@ enum bsc_err store_ledger_put(struct store *st, uv_loop_t *loop, struct bsc_str 
 enum bsc_err store_ledger_get(struct store *st, uv_loop_t *loop, struct bsc_str op_id,
                               store_ledger_cb *cb, void *ud);
 
+/* ---- blobs: opaque values kept for a while (Responses API conversations) ------------- */
+
+#define STORE_BLOB_KEY_MAX 255 /* bytes of a blob key */
+
+/* <err> BSC_OK with <value> (borrowed until the callback returns); BSC_ENOTFOUND (absent
+ * or expired); BSC_EIO. */
+typedef void store_blob_cb(enum bsc_err err, struct bsc_str value, void *ud);
+
+/* Stores <value> under <key> (1..STORE_BLOB_KEY_MAX bytes), replacing any, for <ttl_ms>
+ * (> 0). Both are copied before the call returns. Returns BSC_EINVAL for a bad key or
+ * ttl, BSC_ELIMIT when <value> is larger than max_answer_bytes or too many operations are
+ * pending, BSC_ENOMEM. The callback gets BSC_OK, BSC_ELIMIT (memory full), BSC_EIO. */
+enum bsc_err store_blob_put(struct store *st, uv_loop_t *loop, struct bsc_str key,
+                            struct bsc_str value, uint64_t ttl_ms, store_done_cb *cb, void *ud);
+/* Reads the live value of <key>. Returns BSC_EINVAL, BSC_ELIMIT, BSC_ENOMEM. */
+enum bsc_err store_blob_get(struct store *st, uv_loop_t *loop, struct bsc_str key,
+                            store_blob_cb *cb, void *ud);
+
 #endif

@@ -46,11 +46,19 @@ struct mem_ledger {
     struct ledger_entry e;
 };
 
+struct mem_blob {
+    struct mem_node n;    /* key = the blob key, after the value */
+    uint64_t expires_ms;
+    size_t len;
+    char data[];          /* the value, then the key */
+};
+
 struct mem_store {
     struct store base;
     uv_mutex_t mu;        /* guards everything below */
     uint64_t k0, k1;      /* the SipHash key */
-    struct mem_table idem, ledger;
+    struct mem_table idem, ledger, blob;
+    size_t blob_bytes;    /* value bytes held by blobs (bounded like answers) */
     size_t idem_bytes;    /* answer bytes held */
     uint64_t full_sweep_ms; /* when the last sweep of every bucket ran */
 };
@@ -369,6 +377,90 @@ static void run_ledger(struct mem_store *ms, struct store__job *job, uint64_t no
     table_insert(&ms->ledger, &x->n);
 }
 
+/* ---- blobs ------------------------------------------------------------------------------ */
+
+static void blob_remove(struct mem_store *ms, struct mem_node **link)
+{
+    struct mem_blob *x = (struct mem_blob *)table_unlink(&ms->blob, link);
+
+    ms->blob_bytes -= x->len;
+    free(x);
+}
+
+/* Drops expired blobs from the next <n> buckets. */
+static void blob_sweep(struct mem_store *ms, uint64_t now, size_t n)
+{
+    struct mem_table *t = &ms->blob;
+
+    for (size_t i = 0; i < n; i++) {
+        struct mem_node **link = &t->b[t->cursor];
+        while (*link) {
+            if (((struct mem_blob *)*link)->expires_ms <= now)
+                blob_remove(ms, link);
+            else
+                link = &(*link)->next;
+        }
+        t->cursor = (t->cursor + 1) & (t->nb - 1);
+    }
+}
+
+static void run_blob_put(struct mem_store *ms, struct store__job *job, uint64_t now)
+{
+    uint64_t hash = hash_of(ms, job->key);
+    struct mem_node **link;
+    struct bsc_str v = job->in.body;
+    struct mem_blob *x;
+
+    blob_sweep(ms, now, SWEEP_BUCKETS);
+    link = table_find(&ms->blob, hash, job->key);
+    if (*link)
+        blob_remove(ms, link);
+    if (ms->blob.count >= ms->base.opts.mem_max_idem ||
+        ms->blob_bytes + v.len > ms->base.opts.mem_max_idem_bytes) {
+        blob_sweep(ms, now, ms->blob.nb);
+        if (ms->blob.count >= ms->base.opts.mem_max_idem ||
+            ms->blob_bytes + v.len > ms->base.opts.mem_max_idem_bytes) {
+            job->err = BSC_ELIMIT;
+            return;
+        }
+    }
+    x = calloc(1, sizeof(*x) + v.len + job->key.len);
+    if (!x) {
+        job->err = BSC_ENOMEM;
+        return;
+    }
+    if (v.len)
+        memcpy(x->data, v.p, v.len);
+    memcpy(x->data + v.len, job->key.p, job->key.len);
+    x->len = v.len;
+    x->expires_ms = now + job->ttl_ms;
+    x->n.hash = hash;
+    x->n.key = bsc_str_make(x->data + v.len, job->key.len);
+    ms->blob_bytes += v.len;
+    table_insert(&ms->blob, &x->n);
+    job->err = BSC_OK;
+}
+
+static void run_blob_get(struct mem_store *ms, struct store__job *job, uint64_t now)
+{
+    struct mem_node **link = table_find(&ms->blob, hash_of(ms, job->key), job->key);
+    struct mem_blob *x = (struct mem_blob *)*link;
+
+    if (!x || x->expires_ms <= now) {
+        job->err = BSC_ENOTFOUND;
+        return;
+    }
+    job->body = malloc(x->len + 1);
+    if (!job->body) {
+        job->err = BSC_ENOMEM;
+        return;
+    }
+    memcpy(job->body, x->data, x->len);
+    job->body[x->len] = '\0';
+    job->body_len = x->len;
+    job->err = BSC_OK;
+}
+
 /* ---- the ops ---------------------------------------------------------------------------- */
 
 static enum bsc_err mem_submit(struct store *st, struct store__job *job)
@@ -383,6 +475,8 @@ static enum bsc_err mem_submit(struct store *st, struct store__job *job)
     case STORE__IDEM_ABANDON: run_abandon(ms, job, now); break;
     case STORE__LEDGER_PUT:
     case STORE__LEDGER_GET: run_ledger(ms, job, now); break;
+    case STORE__BLOB_PUT: run_blob_put(ms, job, now); break;
+    case STORE__BLOB_GET: run_blob_get(ms, job, now); break;
     default: BSC_BUG_ON(1);
     }
     uv_mutex_unlock(&ms->mu);
@@ -411,6 +505,7 @@ static void mem_close(struct store *st)
 
     table_free(ms, &ms->idem, true);
     table_free(ms, &ms->ledger, false);
+    table_free(ms, &ms->blob, false);
     uv_mutex_destroy(&ms->mu);
     free(ms);
 }
@@ -421,10 +516,11 @@ static enum bsc_err mem_open(const struct cfg_store *cfg, const struct store_opt
     struct mem_store *ms = calloc(1, sizeof(*ms));
 
     (void)cfg;
-    if (!ms || !table_init(&ms->idem) || !table_init(&ms->ledger)) {
+    if (!ms || !table_init(&ms->idem) || !table_init(&ms->ledger) || !table_init(&ms->blob)) {
         if (ms) {
             free(ms->idem.b);
             free(ms->ledger.b);
+            free(ms->blob.b);
         }
         free(ms);
         snprintf(err, errlen, "out of memory opening the memory store");
@@ -433,6 +529,7 @@ static enum bsc_err mem_open(const struct cfg_store *cfg, const struct store_opt
     if (uv_mutex_init(&ms->mu) != 0) {
         free(ms->idem.b);
         free(ms->ledger.b);
+        free(ms->blob.b);
         free(ms);
         snprintf(err, errlen, "cannot create the memory store's mutex");
         return BSC_EIO;

@@ -44,7 +44,14 @@ static const char SCHEMA[] =
     " version INTEGER NOT NULL,"
     " created_ms INTEGER NOT NULL,"
     " updated_ms INTEGER NOT NULL"
-    ") STRICT;";
+    ") STRICT;"
+    /* Added after version 1 shipped: IF NOT EXISTS makes it appear in older files too. */
+    "CREATE TABLE IF NOT EXISTS blob ("
+    " key BLOB PRIMARY KEY,"
+    " value BLOB NOT NULL,"
+    " expires_ms INTEGER NOT NULL"
+    ") STRICT;"
+    "CREATE INDEX IF NOT EXISTS blob_expires ON blob (expires_ms);";
 
 #define SQ_STMTS(X)                                                                        \
     X(BEGIN, "BEGIN IMMEDIATE")                                                            \
@@ -64,7 +71,11 @@ static const char SCHEMA[] =
                   " updated_ms FROM ledger WHERE op_id = ?1")                              \
     X(LEDGER_PUT, "INSERT OR REPLACE INTO ledger (op_id, tool_name, state,"                \
                   " external_reference, version, created_ms, updated_ms)"                  \
-                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")                                \
+    X(BLOB_GET, "SELECT value FROM blob WHERE key = ?1 AND expires_ms > ?2")              \
+    X(BLOB_PUT, "INSERT OR REPLACE INTO blob (key, value, expires_ms) VALUES (?1, ?2, ?3)") \
+    X(BLOB_PURGE, "DELETE FROM blob WHERE rowid IN (SELECT rowid FROM blob"                \
+                  " WHERE expires_ms <= ?1 LIMIT ?2)")
 
 enum sq_stmt {
 #define X(NAME, sql) SQ_##NAME,
@@ -340,6 +351,50 @@ static enum bsc_err run_ledger(struct sq_store *q, struct store__job *job, uint6
     return ledger_write(q, &job->entry);
 }
 
+/* ---- blobs ------------------------------------------------------------------------------ */
+
+static enum bsc_err run_blob_put(struct sq_store *q, struct store__job *job, uint64_t now)
+{
+    sqlite3_stmt *s = stmt(q, SQ_BLOB_PUT);
+
+    bind_bytes(s, 1, job->key);
+    bind_bytes(s, 2, job->in.body);
+    bind_u64(s, 3, now + job->ttl_ms);
+    return run(q, SQ_BLOB_PUT);
+}
+
+static enum bsc_err run_blob_get(struct sq_store *q, struct store__job *job, uint64_t now)
+{
+    sqlite3_stmt *s = stmt(q, SQ_BLOB_GET);
+    enum bsc_err err = BSC_OK;
+    struct bsc_str v;
+    int rc;
+
+    bind_bytes(s, 1, job->key);
+    bind_u64(s, 2, now);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) {
+        err = BSC_ENOTFOUND;
+    } else if (rc != SQLITE_ROW) {
+        err = db_error(q, "select blob");
+    } else {
+        v = col_bytes(s, 0);
+        job->body = malloc(v.len + 1);
+        if (!job->body) {
+            err = BSC_ENOMEM;
+        } else {
+            if (v.len)
+                memcpy(job->body, v.p, v.len);
+            job->body[v.len] = '\0';
+            job->body_len = v.len;
+        }
+    }
+    done_with(s);
+    /* Not found is the job's answer, not a failure of the transaction. */
+    job->err = err;
+    return err == BSC_ENOTFOUND ? BSC_OK : err;
+}
+
 /* ---- the writer thread ------------------------------------------------------------------ */
 
 /* Clears what a failed job would have answered, so the caller sees only <err>. */
@@ -365,6 +420,8 @@ static bool run_job(struct sq_store *q, struct store__job *job)
     case STORE__IDEM_ABANDON: err = run_abandon(q, job, now); break;
     case STORE__LEDGER_PUT:
     case STORE__LEDGER_GET: err = run_ledger(q, job, now); break;
+    case STORE__BLOB_PUT: err = run_blob_put(q, job, now); break;
+    case STORE__BLOB_GET: err = run_blob_get(q, job, now); break;
     default: BSC_BUG_ON(1);
     }
     if (err)
@@ -439,6 +496,15 @@ static void purge(struct sq_store *q, uint64_t now)
         bind_u64(s, 1, now);
         sqlite3_bind_int(s, 2, PURGE_ROWS);
         if (run(q, SQ_IDEM_PURGE) != BSC_OK)
+            break;
+        deleted = sqlite3_changes(q->db);
+    }
+    s = stmt(q, SQ_BLOB_PURGE);
+    deleted = PURGE_ROWS;
+    for (int round = 0; round < PURGE_ROUNDS && deleted == PURGE_ROWS; round++) {
+        bind_u64(s, 1, now);
+        sqlite3_bind_int(s, 2, PURGE_ROWS);
+        if (run(q, SQ_BLOB_PURGE) != BSC_OK)
             break;
         deleted = sqlite3_changes(q->db);
     }

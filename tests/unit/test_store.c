@@ -910,6 +910,78 @@ static void test_many_keys(void **state)
     }
 }
 
+/* ---- blobs (the Responses API's conversations) ---- */
+
+static void on_blob(enum bsc_err err, struct bsc_str value, void *ud)
+{
+    struct res *r = ud;
+
+    assert_true(r->returned);
+    r->calls++;
+    r->err = err;
+    assert_true(value.len <= sizeof(r->body));
+    if (value.len)
+        memcpy(r->body, value.p, value.len);
+    r->body_len = value.len;
+}
+
+static enum bsc_err blob_put(struct fx *f, const char *key, const char *value, uint64_t ttl)
+{
+    struct res r = {0};
+
+    assert_int_equal(store_blob_put(f->st, &f->loop, bsc_str_cstr(key), bsc_str_cstr(value), ttl,
+                                    on_done, &r),
+                     BSC_OK);
+    wait_for(f, &r);
+    return r.err;
+}
+
+static struct res blob_get(struct fx *f, const char *key)
+{
+    struct res r = {0};
+
+    assert_int_equal(store_blob_get(f->st, &f->loop, bsc_str_cstr(key), on_blob, &r), BSC_OK);
+    wait_for(f, &r);
+    return r;
+}
+
+static void test_blobs(void **state)
+{
+    struct fx *f = *state;
+    struct res r = {0};
+    char *big = malloc(f->opts.max_answer_bytes + 1);
+
+    assert_int_equal(blob_get(f, "responses:none").err, BSC_ENOTFOUND);
+    assert_int_equal(blob_put(f, "responses:a", "{\"m\":1}", 1000), BSC_OK);
+    r = blob_get(f, "responses:a");
+    assert_int_equal(r.err, BSC_OK);
+    assert_int_equal(r.body_len, 7);
+    assert_memory_equal(r.body, "{\"m\":1}", 7);
+    assert_int_equal(blob_put(f, "responses:a", "two", 1000), BSC_OK); /* replaced */
+    r = blob_get(f, "responses:a");
+    assert_int_equal(r.body_len, 3);
+    assert_memory_equal(r.body, "two", 3);
+    advance(f, 999);
+    assert_int_equal(blob_get(f, "responses:a").err, BSC_OK);
+    advance(f, 1); /* ttl counts from the put */
+    assert_int_equal(blob_get(f, "responses:a").err, BSC_ENOTFOUND);
+    assert_int_equal(blob_put(f, "responses:e", "", 1000), BSC_OK); /* an empty value */
+    assert_int_equal(blob_get(f, "responses:e").body_len, 0);
+    /* refused at once: no key, no ttl, a value past max_answer_bytes */
+    assert_int_equal(store_blob_put(f->st, &f->loop, BSC_STR(""), BSC_STR("x"), 1, on_done, &r),
+                     BSC_EINVAL);
+    assert_int_equal(store_blob_put(f->st, &f->loop, BSC_STR("k"), BSC_STR("x"), 0, on_done, &r),
+                     BSC_EINVAL);
+    assert_int_equal(store_blob_get(f->st, &f->loop, BSC_STR(""), on_blob, &r), BSC_EINVAL);
+    assert_non_null(big);
+    memset(big, 'x', f->opts.max_answer_bytes + 1);
+    assert_int_equal(store_blob_put(f->st, &f->loop, BSC_STR("k"),
+                                    bsc_str_make(big, f->opts.max_answer_bytes + 1), 1, on_done,
+                                    &r),
+                     BSC_ELIMIT);
+    free(big);
+}
+
 #define BOTH(fn)                                                                           \
     cmocka_unit_test_setup_teardown(fn, setup_mem, teardown),                              \
         cmocka_unit_test_setup_teardown(fn, setup_sqlite, teardown)
@@ -927,6 +999,7 @@ int main(void)
         BOTH(test_max_pending),
         BOTH(test_two_loops),
         BOTH(test_many_keys),
+        BOTH(test_blobs),
         cmocka_unit_test_setup_teardown(test_sqlite_reopen, setup_sqlite, teardown),
         cmocka_unit_test_setup_teardown(test_sqlite_purge, setup_sqlite, teardown),
         cmocka_unit_test_setup_teardown(test_sqlite_bad_path, setup_sqlite, teardown),
