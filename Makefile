@@ -3,6 +3,7 @@
 #   make                 optimized build/bascule and build/bascule-sim
 #   make test            sanitizer build in build/san, then unit + integration tests
 #   make run             the demo: bascule-sim + bascule on 127.0.0.1:8080
+#   make test-tsan       ThreadSanitizer build in build/tsan, then unit + integration tests
 #   make bench           benchmarks against nginx and a peer gateway (bench/)
 #   make fuzz            libFuzzer targets (clang), a short run each
 #   SANITIZE=address,undefined   sanitizers for the main build too
@@ -103,6 +104,15 @@ test-stress: tests/node_modules/.package-lock.json
 	$(SAN_MAKE) all unit-bins
 	+@scripts/test-stress
 
+# ThreadSanitizer (gcc; it cannot be combined with ASan, hence its own build): every unit test
+# and the integration suites; any report fails (tests/tsan.supp: library internals only).
+TSAN_MAKE = $(MAKE) --no-print-directory BUILD=build/tsan CC=gcc OPT="-O1 -g" SANITIZE=thread \
+            WERROR=1 EXTRA_CFLAGS=-DBSC_UNIT_TEST
+.PHONY: test-tsan
+test-tsan: tests/node_modules/.package-lock.json
+	$(TSAN_MAKE) all unit-bins
+	@scripts/test-tsan build/tsan
+
 tests/node_modules/.package-lock.json: tests/package.json tests/package-lock.json
 	cd tests && npm ci --no-audit --no-fund
 	@touch $@
@@ -137,8 +147,14 @@ test-fuzz-replay:
 	$(SAN_MAKE) fuzz-replay-bins
 	@scripts/fuzz --replay build/san/fuzz-replay
 
+# Formats only the files named (make format FILES="src/core/buf.c src/core/buf.h"): the tree
+# is not mass-reformatted, so that concurrent branches still merge. Check without writing:
+# clang-format --dry-run FILE.
 format:
-	clang-format -i $(LIB_SRC) src/main.c $(SIM_SRC) $(UNIT_SRC)
+	@if [ -z "$(FILES)" ]; then \
+	    echo 'usage: make format FILES="a.c b.h"  (formats only those files, with .clang-format)'; \
+	    exit 2; fi
+	clang-format -i $(FILES)
 
 clean:
 	rm -rf build

@@ -14,8 +14,8 @@
 #include "core/clock.h"
 #include "core/compat.h"
 
-int bsc_log_verbosity = BSC_LOG_INFO;
-bool bsc_log_json = false;
+_Atomic int bsc_log_verbosity = BSC_LOG_INFO;
+_Atomic bool bsc_log_json = false;
 
 static const char *const level_names[BSC_LOG_COUNT] = {"err", "warn", "info", "debug"};
 
@@ -53,7 +53,7 @@ void bsc_log_write(enum bsc_log_level lvl, const char *fmt, ...)
     secs = (time_t)(now / 1000);
     gmtime_r(&secs, &tm);
     strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-    if (bsc_log_json) {
+    if (atomic_load_explicit(&bsc_log_json, memory_order_relaxed)) {
         struct bsc_buf b;
         bsc_buf_init(&b, sizeof(line) - 1);
         bsc_buf_appendf(&b, "{\"ts\":\"%s.%03uZ\",\"level\":\"%s\",\"msg\":", ts,

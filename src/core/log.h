@@ -6,6 +6,7 @@
 #ifndef BSC_CORE_LOG_H
 #define BSC_CORE_LOG_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -13,9 +14,11 @@
 
 enum bsc_log_level { BSC_LOG_ERR = 0, BSC_LOG_WARN, BSC_LOG_INFO, BSC_LOG_DEBUG, BSC_LOG_COUNT };
 
-/* The log sink's settings: one of the three commented globals (docs/design.md §13.6). */
-extern int bsc_log_verbosity;
-extern bool bsc_log_json;
+/* The log sink's settings: one of the three commented globals (docs/design.md §13.6).
+ * Atomic because a reload (SIGHUP, main thread) sets them while workers log: a plain
+ * assignment stays correct; readers load them relaxed, as no other data hangs on them. */
+extern _Atomic int bsc_log_verbosity;
+extern _Atomic bool bsc_log_json;
 
 /* Parses "err|warn|info|debug"; returns -1 when unknown. */
 int bsc_log_level_parse(const char *s);
@@ -36,7 +39,7 @@ void bsc_log_batch_end(void);
 
 #define bsc_log(lvl, ...)                                                                  \
     do {                                                                                   \
-        if ((int)(lvl) <= bsc_log_verbosity)                                               \
+        if ((int)(lvl) <= atomic_load_explicit(&bsc_log_verbosity, memory_order_relaxed)) \
             bsc_log_write((lvl), __VA_ARGS__);                                             \
     } while (0)
 
