@@ -170,8 +170,45 @@ struct cfg_tier {
     bool disabled; /* a kill switch for the whole tier */
 };
 
+struct js_regex;
+struct cfg_route;
+
+/* Conditions of a `select` rule (docs/configuration.md "select"): bit i is set when the rule
+ * names condition i. A rule without any holds for every request. */
+enum cfg_sel_cond {
+    CFG_SEL_TOOLS = 1u << 0,
+    CFG_SEL_IMAGES = 1u << 1,
+    CFG_SEL_JSON_SCHEMA = 1u << 2,
+    CFG_SEL_STREAM = 1u << 3,
+    CFG_SEL_MIN_INPUT_TOKENS = 1u << 4,
+    CFG_SEL_MAX_INPUT_TOKENS = 1u << 5,
+    CFG_SEL_MIN_MESSAGES = 1u << 6,
+    CFG_SEL_MAX_MESSAGES = 1u << 7,
+    CFG_SEL_METADATA = 1u << 8,
+    CFG_SEL_LAST_USER_MATCHES = 1u << 9
+};
+
+struct cfg_sel_meta {
+    char *key;   /* owned; an HTTP token: the body's metadata member, X-Bascule-Meta-<key> */
+    char *value; /* owned */
+};
+
+/* One rule of a route's `select`: when every condition in <conds> holds, <route> serves. */
+struct cfg_sel_rule {
+    uint32_t conds; /* enum cfg_sel_cond bits; 0 = always holds */
+    bool tools, images, json_schema, stream;
+    uint64_t min_input_tokens, max_input_tokens;
+    uint32_t min_messages, max_messages;
+    struct cfg_sel_meta *metadata; /* owned */
+    size_t n_metadata;
+    struct js_regex *last_user; /* owned; last_user_matches, compiled at load */
+    const struct cfg_route *route; /* borrowed from the same snapshot; never a select route */
+};
+
 struct cfg_route {
     char *id; /* owned; what clients send as "model" */
+    struct cfg_sel_rule *select; /* owned; n_select > 0: a select route, without tiers */
+    size_t n_select;
     struct cfg_requires requires;
     struct cfg_tier primary, equivalent, fallback;
     enum cfg_balance balance;

@@ -128,6 +128,7 @@ enum cfg__tier_id { CFG__PRIMARY = 0, CFG__EQUIVALENT, CFG__FALLBACK, CFG__TIER_
 struct cfg__route_src {
     const struct cfg__entry *tier[CFG__TIER_COUNT];
     const struct cfg__entry *weights;
+    const struct cfg__entry *select; /* a select route: its rules, read in the second pass */
     unsigned line, column;
 };
 
@@ -247,6 +248,21 @@ void cfg__breaker_check(struct cfg__v *v, const struct cfg__node *map, void *bas
 /* Capability names, bit i = names[i] (validate.c). */
 extern const char *const cfg__cap_names[];
 extern const size_t cfg__n_cap_names;
+
+/* ---- route selection (route_select.c) ------------------------------------------------- */
+
+/* Pass 1 of a route whose map has `select`: only `select` may be there; a key of an ordinary
+ * route (<route_fields>) is refused as such, any other as unknown. Records the rules' entry in
+ * v->cur (a struct cfg__route_src) for cfg__select_resolve. */
+void cfg__select_route(struct cfg__v *v, const struct cfg__node *map,
+                       const struct cfg__field *route_fields, size_t n_route_fields,
+                       const char *where);
+/* Pass 2, for every select route: decodes its rules (conditions, patterns compiled) and
+ * resolves the routes they name, refusing unknown routes, select routes (no chains) and
+ * unreachable rules. */
+void cfg__select_resolve(struct cfg__v *v);
+/* Frees the rules of <r>. */
+void cfg__select_cleanup(struct cfg_route *r);
 
 /* Frees <cfg> and everything it owns, whatever its refcount; NULL is fine. */
 void cfg__free(struct cfg *cfg);

@@ -495,6 +495,7 @@ void cfg__resolve(struct cfg__v *v)
     }
     resolve_targets(v, &providers);
     resolve_routes(v, &targets);
+    cfg__select_resolve(v);
 out:
     ids_cleanup(&providers);
     ids_cleanup(&targets);

@@ -53,6 +53,7 @@ static void tier_cleanup(struct cfg_tier *t)
 void cfg__route_cleanup(struct cfg_route *r)
 {
     BSC_FREE(r->id);
+    cfg__select_cleanup(r);
     tier_cleanup(&r->primary);
     tier_cleanup(&r->equivalent);
     tier_cleanup(&r->fallback);

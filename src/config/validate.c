@@ -850,8 +850,11 @@ static void routes_fn(struct cfg__v *v, const struct cfg__field *f, const struct
         v->rsrc[i] = (struct cfg__route_src){.line = key->line, .column = key->column};
         v->cur = &v->rsrc[i];
         snprintf(w, sizeof(w), "route '%.*s'", CFG__MAX_ID, key->text);
-        cfg__decode_map(v, m->items[i].value, route_fields, BSC_ARRAY_LEN(route_fields), r, w,
-                        key->line, key->column);
+        if (m->items[i].value->kind == CFG__MAP && cfg__map_find(m->items[i].value, "select"))
+            cfg__select_route(v, m->items[i].value, route_fields, BSC_ARRAY_LEN(route_fields), w);
+        else
+            cfg__decode_map(v, m->items[i].value, route_fields, BSC_ARRAY_LEN(route_fields), r, w,
+                            key->line, key->column);
     }
 }
 

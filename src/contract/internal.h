@@ -17,6 +17,7 @@
 #include "core/str.h"
 #include "core/utf8.h"
 #include "contract/jsonschema.h"
+#include "contract/regex.h"
 
 /* ---- JSON values (jsonschema_value.c) -------------------------------------------------------- */
 
@@ -92,19 +93,7 @@ bool js__ptr_push(char *buf, size_t cap, size_t *len, const char *name, size_t n
 
 /* ---- patterns (jsonschema_regex.c) ----------------------------------------------------------- */
 
-struct js__re; /* an ECMA-262 pattern subset compiled to a Thompson automaton; immutable */
-
-/* Compiles the pattern <p>/<len> (UTF-8). Returns BSC_OK; BSC_EINVAL with a reason in <why> for
- * bad syntax or an unsupported construct; BSC_ELIMIT past JS_MAX_PATTERN_*; BSC_ENOMEM. */
-enum bsc_err js__re_compile(const char *p, size_t len, struct js__re **out, char *why,
-                            size_t whylen);
-/* Searches <s>/<len> for a match anywhere (unanchored, as ECMA-262 RegExp.test). Returns 1 on a
- * match, 0 on none, -BSC_ELIMIT when *<budget> ran out, -BSC_ENOMEM. Each automaton state
- * visited costs one unit of *<budget>. Reentrant. */
-int js__re_search(const struct js__re *re, const char *s, size_t len, uint64_t *budget);
-void js__re_free(struct js__re *re);
-/* The number of automaton states of <re> (its memory is about 12 bytes each). */
-size_t js__re_states(const struct js__re *re);
+/* The schema compiles its patterns with contract/regex.h, without flags: JSON Schema has none. */
 
 /* ---- formats (jsonschema_format.c) ----------------------------------------------------------- */
 
@@ -154,7 +143,7 @@ struct js__prop {
 };
 
 struct js__pprop {
-    struct js__re *re; /* owned */
+    struct js_regex *re; /* owned */
     char *source;      /* owned, for messages */
     struct js__node *schema;
 };
@@ -184,7 +173,7 @@ struct js__node {
     struct js__num minimum, maximum, ex_min, ex_max, multiple_of;
 
     uint64_t min_len, max_len; /* code points */
-    struct js__re *pattern;    /* owned, or NULL */
+    struct js_regex *pattern;    /* owned, or NULL */
     char *pattern_src;         /* owned, for messages */
     enum js__format format;
 

@@ -138,10 +138,10 @@ static bool equal(struct vctx *v, struct json_object *a, struct json_object *b, 
     return true;
 }
 
-static bool pattern_ok(struct vctx *v, const struct js__re *re, const char *s, size_t len,
+static bool pattern_ok(struct vctx *v, const struct js_regex *re, const char *s, size_t len,
                        bool *match)
 {
-    int r = js__re_search(re, s, len, &v->re_steps);
+    int r = js_regex_search(re, s, len, &v->re_steps);
 
     if (r == -BSC_ENOMEM)
         return limit(v, "out of memory");

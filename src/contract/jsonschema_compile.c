@@ -205,7 +205,7 @@ void js__node_free(struct js__node *n)
     free(n->any_of.v);
     free(n->one_of.v);
     free(n->prefix_items.v);
-    js__re_free(n->pattern);
+    js_regex_free(n->pattern);
     free(n->pattern_src);
     for (size_t i = 0; i < n->n_props; i++)
         free(n->props[i].name);
@@ -214,7 +214,7 @@ void js__node_free(struct js__node *n)
         free(n->required[i].name);
     free(n->required);
     for (size_t i = 0; i < n->n_pprops; i++) {
-        js__re_free(n->pprops[i].re);
+        js_regex_free(n->pprops[i].re);
         free(n->pprops[i].source);
     }
     free(n->pprops);
@@ -623,14 +623,14 @@ static bool kw_additional(struct cctx *c, struct js__node *n, struct json_object
     return (n->additional = child(c, v)) != NULL;
 }
 
-static bool compile_pattern(struct cctx *c, const char *src, size_t len, struct js__re **re)
+static bool compile_pattern(struct cctx *c, const char *src, size_t len, struct js_regex **re)
 {
     char why[160];
-    enum bsc_err err = js__re_compile(src, len, re, why, sizeof(why));
+    enum bsc_err err = js_regex_compile(src, len, 0, re, why, sizeof(why));
 
     if (err)
         return cfail(c, err, "pattern \"%.64s\": %s", src, why);
-    c->re_states += js__re_states(*re);
+    c->re_states += js_regex_states(*re);
     if (c->re_states > JS_MAX_PATTERN_TOTAL)
         return cfail(c, BSC_ELIMIT, "patterns need more than %d automaton states in total",
                      JS_MAX_PATTERN_TOTAL);

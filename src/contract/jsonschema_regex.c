@@ -32,7 +32,7 @@ struct inst {
     uint32_t a, b; /* CLASS: first range, count; SPLIT: both targets; JMP: target */
 };
 
-struct js__re {
+struct js_regex {
     struct inst *code; /* owned */
     uint32_t n_code;
     struct range *ranges; /* owned: every class's sorted, disjoint ranges */
@@ -62,6 +62,7 @@ struct build {
     struct range *tmp;  /* the class being built */
     uint32_t n_tmp, cap_tmp;
     unsigned depth;
+    bool icase; /* JS_REGEX_ICASE: every class also holds the other case of its letters */
     enum bsc_err err;
     char *why;
     size_t whylen;
@@ -163,6 +164,38 @@ static int range_cmp(const void *x, const void *y)
     return a->lo < c->lo ? -1 : a->lo > c->lo;
 }
 
+/* Simple case pairs for JS_REGEX_ICASE: code points lo..hi match themselves + delta. Letters
+ * of ASCII, Latin-1, Greek and Cyrillic; other scripts and special foldings (final sigma, the
+ * Kelvin sign, dotless i) are left alone rather than half-done. */
+static const struct {
+    uint32_t lo, hi;
+    int32_t delta;
+} fold_pairs[] = {
+    {0x41, 0x5a, 32},    {0x61, 0x7a, -32},   {0xc0, 0xd6, 32},    {0xd8, 0xde, 32},
+    {0xe0, 0xf6, -32},   {0xf8, 0xfe, -32},   {0xff, 0xff, 0x79},  {0x178, 0x178, -0x79},
+    {0x391, 0x3a1, 32},  {0x3a3, 0x3ab, 32},  {0x3b1, 0x3c1, -32}, {0x3c3, 0x3cb, -32},
+    {0x400, 0x40f, 80},  {0x410, 0x42f, 32},  {0x430, 0x44f, -32}, {0x450, 0x45f, -80},
+};
+
+/* Adds the other case of every letter in the class being built (before any complement, so
+ * that [^a] also refuses 'A'). */
+static bool fold_class(struct build *b)
+{
+    uint32_t n = b->n_tmp;
+
+    for (uint32_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < BSC_ARRAY_LEN(fold_pairs); k++) {
+            uint32_t lo = b->tmp[i].lo > fold_pairs[k].lo ? b->tmp[i].lo : fold_pairs[k].lo;
+            uint32_t hi = b->tmp[i].hi < fold_pairs[k].hi ? b->tmp[i].hi : fold_pairs[k].hi;
+
+            if (lo <= hi && !tmp_add(b, (uint32_t)((int32_t)lo + fold_pairs[k].delta),
+                                     (uint32_t)((int32_t)hi + fold_pairs[k].delta)))
+                return false;
+        }
+    }
+    return true;
+}
+
 /* Sorts and merges the class being built, complements it when <negate>, moves it to the pool
  * and returns a class node. */
 static int32_t finish_class(struct build *b, bool negate)
@@ -170,6 +203,8 @@ static int32_t finish_class(struct build *b, bool negate)
     uint32_t n = 0, off;
     int32_t node;
 
+    if (b->icase && !fold_class(b))
+        return NO_NODE;
     if (b->n_tmp)
         qsort(b->tmp, b->n_tmp, sizeof(*b->tmp), range_cmp);
     for (uint32_t i = 0; i < b->n_tmp; i++) {
@@ -705,9 +740,9 @@ static uint64_t states(const struct build *b, int32_t n)
     return cap;
 }
 
-static void emit(const struct build *b, int32_t n, struct js__re *re);
+static void emit(const struct build *b, int32_t n, struct js_regex *re);
 
-static void patch_chain(struct js__re *re, uint32_t chain, bool split, uint32_t target)
+static void patch_chain(struct js_regex *re, uint32_t chain, bool split, uint32_t target)
 {
     while (chain != UINT32_MAX) {
         uint32_t *slot = split ? &re->code[chain].b : &re->code[chain].a;
@@ -718,7 +753,7 @@ static void patch_chain(struct js__re *re, uint32_t chain, bool split, uint32_t 
     }
 }
 
-static void emit_alt(const struct build *b, const struct ast *a, struct js__re *re)
+static void emit_alt(const struct build *b, const struct ast *a, struct js_regex *re)
 {
     uint32_t chain = UINT32_MAX, split;
 
@@ -737,7 +772,7 @@ static void emit_alt(const struct build *b, const struct ast *a, struct js__re *
     patch_chain(re, chain, false, re->n_code);
 }
 
-static void emit_repeat(const struct build *b, const struct ast *a, struct js__re *re)
+static void emit_repeat(const struct build *b, const struct ast *a, struct js_regex *re)
 {
     uint32_t chain = UINT32_MAX, split;
 
@@ -760,7 +795,7 @@ static void emit_repeat(const struct build *b, const struct ast *a, struct js__r
     patch_chain(re, chain, true, re->n_code);
 }
 
-static void emit(const struct build *b, int32_t n, struct js__re *re)
+static void emit(const struct build *b, int32_t n, struct js_regex *re)
 {
     const struct ast *a = &b->nodes[n];
 
@@ -784,11 +819,11 @@ static void build_cleanup(struct build *b)
     free(b->tmp);
 }
 
-enum bsc_err js__re_compile(const char *p, size_t len, struct js__re **out, char *why,
-                            size_t whylen)
+enum bsc_err js_regex_compile(const char *p, size_t len, unsigned flags, struct js_regex **out,
+                              char *why, size_t whylen)
 {
     struct build b = {0};
-    struct js__re *re = NULL;
+    struct js_regex *re = NULL;
     uint64_t n_states;
     int32_t root;
 
@@ -797,6 +832,7 @@ enum bsc_err js__re_compile(const char *p, size_t len, struct js__re **out, char
     b.end = b.start + len;
     b.why = why;
     b.whylen = whylen;
+    b.icase = (flags & JS_REGEX_ICASE) != 0;
     if (len > JS_MAX_PATTERN_LEN) {
         snprintf(why, whylen, "pattern longer than %d bytes", JS_MAX_PATTERN_LEN);
         return BSC_ELIMIT;
@@ -831,12 +867,12 @@ enum bsc_err js__re_compile(const char *p, size_t len, struct js__re **out, char
     *out = re;
     re = NULL;
 done:
-    js__re_free(re);
+    js_regex_free(re);
     build_cleanup(&b);
     return b.err;
 }
 
-void js__re_free(struct js__re *re)
+void js_regex_free(struct js_regex *re)
 {
     if (!re)
         return;
@@ -845,7 +881,7 @@ void js__re_free(struct js__re *re)
     free(re);
 }
 
-size_t js__re_states(const struct js__re *re)
+size_t js_regex_states(const struct js_regex *re)
 {
     return re->n_code;
 }
@@ -853,7 +889,7 @@ size_t js__re_states(const struct js__re *re)
 /* ---- searching ------------------------------------------------------------------------------- */
 
 struct sim {
-    const struct js__re *re;
+    const struct js_regex *re;
     const unsigned char *s;
     size_t len;
     uint32_t *mark;  /* the generation that last added each state */
@@ -902,7 +938,7 @@ static size_t decode(const unsigned char *s, size_t len, size_t pos, uint32_t *c
     return n;
 }
 
-static bool in_class(const struct js__re *re, const struct inst *in, uint32_t cp)
+static bool in_class(const struct js_regex *re, const struct inst *in, uint32_t cp)
 {
     const struct range *r;
     uint32_t lo = 0, hi = in->b;
@@ -1007,7 +1043,7 @@ static int run(struct sim *m, uint32_t *lists)
     return 0;
 }
 
-int js__re_search(const struct js__re *re, const char *s, size_t len, uint64_t *budget)
+int js_regex_search(const struct js_regex *re, const char *s, size_t len, uint64_t *budget)
 {
     uint32_t local[5 * STACK_STATES + 2], *mem = local;
     size_t words = 5 * (size_t)re->n_code + 2;

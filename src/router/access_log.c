@@ -91,6 +91,8 @@ void access_log_write(const struct access_entry *e)
     PUT_STR(b, "method", e->method ? e->method : "POST");
     PUT_STR(b, "path", e->path ? e->path : "/v1/chat/completions");
     PUT_STR(b, "route", e->route);
+    if (e->selected_by)
+        PUT_STR(b, "selected_by", e->selected_by);
     PUT_STR(b, "target", e->target);
     PUT_I64(b, "status", e->status);
     bsc_buf_append_cstr(b, e->stream ? ",\"stream\":true" : ",\"stream\":false");

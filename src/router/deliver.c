@@ -27,6 +27,7 @@ size_t deliver_route_headers(struct request *r, struct srv_header *h, char *buf,
     size_t n = 0;
 
     snprintf(buf, len, "%u", r->n_attempts);
+    h[n++] = (struct srv_header){BSC_STR("x-bascule-route"), bsc_str_cstr(r->route->id)};
     if (r->target)
         h[n++] = (struct srv_header){BSC_STR("x-bascule-target"), bsc_str_cstr(r->target->id)};
     h[n++] = (struct srv_header){BSC_STR("x-bascule-attempts"), bsc_str_cstr(buf)};

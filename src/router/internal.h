@@ -55,7 +55,10 @@ struct request {
     struct gateway *gw;       /* borrowed */
     struct srv_req *sreq;     /* borrowed; NULL once the client went away or was answered */
     struct cfg *cfg;          /* a ref */
-    const struct cfg_route *route; /* borrowed from cfg */
+    const struct cfg_route *route; /* borrowed from cfg: the route that serves */
+    const struct cfg_route *select_route; /* borrowed: the select route the client named, or
+                                             NULL; its rule <select_rule> chose <route> */
+    int select_rule;                      /* 0-based; -1 when no rule held */
     enum prov_op op;
     struct json_object *json; /* owned: the canonical request; NULL until req__json() */
     struct bsc_str body;      /* borrowed from sreq: the client's raw OpenAI body, or empty */
@@ -234,7 +237,7 @@ void deliver_stream_complete(struct request *r);
 void deliver_answer(struct request *r);
 /* Writes r->err. */
 void deliver_error(struct request *r);
-/* The x-bascule-* headers; returns how many were put in <h> (room for 4). */
+/* The x-bascule-* headers; returns how many were put in <h> (room for 5). */
 size_t deliver_route_headers(struct request *r, struct srv_header *h, char *buf, size_t len);
 /* Drops the client dialect's stream state: a new attempt before the commit point starts
  * its translation afresh (a buffered stream may have converted part of a failed one). */

@@ -20,6 +20,7 @@
 #include "router/contract.h"
 #include "router/guard.h"
 #include "router/internal.h"
+#include "router/select.h"
 #include "ledger/ledger.h"
 #include "router/state.h"
 
@@ -556,6 +557,7 @@ static void st_done(struct request *r)
 {
     struct access_entry e;
     unsigned shard = r->w->idx;
+    char selected_by[160]; /* a route id is at most 128 bytes */
 
     if (r->finished)
         return;
@@ -577,10 +579,14 @@ static void st_done(struct request *r)
     if (!r->termination)
         r->termination = "ok";
     guard_idem_finish(r);
+    if (r->select_route)
+        snprintf(selected_by, sizeof(selected_by), "%.128s#%d", r->select_route->id,
+                 r->select_rule + 1);
     e = (struct access_entry){
         .request_id = r->id,
         .path = r->path,
         .route = r->route->id,
+        .selected_by = r->select_route && r->select_rule >= 0 ? selected_by : NULL,
         .target = r->target ? r->target->id : NULL,
         .status = r->status,
         .stream = r->stream,
@@ -720,6 +726,40 @@ static uint32_t request_caps(const struct request *r, const struct bsc_str *f)
     return caps;
 }
 
+static struct bsc_str meta_header(const void *sreq, struct bsc_str name)
+{
+    return srv_req_header(sreq, name);
+}
+
+/* Task routing: a select route hands the request to the route of its first rule that holds,
+ * once, before the envelope is built, so that route's envelope, tiers and contract apply. No
+ * rule holding leaves r->route on the select route, which req_chat_start refuses (400). */
+static void select_route(struct request *r, struct bsc_str messages)
+{
+    uint64_t budget = SEL_MAX_REGEX_STEPS;
+    struct bsc_str meta = BSC_STR_NULL;
+    struct sel_facts f = {
+        .tools = r->has_tools,
+        .images = (r->need_caps & CFG_CAP_VISION) != 0,
+        .json_schema = (r->need_caps & CFG_CAP_JSON_SCHEMA) != 0,
+        .stream = r->stream,
+        .input_tokens = r->est_tokens - r->est_out_tokens,
+        .header = meta_header,
+        .header_ctx = r->sreq,
+    };
+    char *text = sel_read_messages(messages, &f.messages, &f.last_user.len);
+
+    f.last_user.p = text ? text : "";
+    /* Every dialect (chat, messages, responses) has its metadata at the top of its own body. */
+    if (bsc_json_member(srv_req_body(r->sreq), BSC_STR("metadata"), &meta) == 1)
+        f.metadata = meta;
+    r->select_route = r->route;
+    r->select_rule = sel_pick(r->route, &f, &budget);
+    if (r->select_rule >= 0)
+        r->route = r->route->select[r->select_rule].route;
+    free(text);
+}
+
 /* Reads what the router needs to know of the request itself: from the spans the api
  * layer found, else in one pass over the OpenAI-shaped body (the client's bytes, or the
  * canonical form of another dialect serialised). */
@@ -754,6 +794,8 @@ static void inspect_request(struct request *r, const struct chat_in *in)
     r->need_caps = request_caps(r, f);
     r->has_tools = (r->need_caps & CFG_CAP_TOOLS) != 0;
     r->est_tokens = estimate_tokens(body, f, &r->est_out_tokens);
+    if (r->route->n_select)
+        select_route(r, f[F_MESSAGES]);
 }
 
 /* X-Bascule-Operation-Id ties the call to an operation of the tool ledger. */
@@ -784,8 +826,17 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     };
     const char *why = NULL;
 
-    if (!r || envelope_build(&in->route->envelope, &eh, srv_req_start_us(sreq) / 1000,
-                             r ? &r->env : NULL, &why) != BSC_OK) {
+    if (r) { /* what inspect_request reads; the rest is set once the envelope is built */
+        r->sreq = sreq;
+        r->route = in->route;
+        r->json = in->json;
+        r->body = in->body;
+        r->stream = in->stream;
+        r->op = in->op;
+        inspect_request(r, in);
+    }
+    if (!r || envelope_build(&r->route->envelope, &eh, srv_req_start_us(sreq) / 1000, &r->env,
+                             &why) != BSC_OK) {
         if (r)
             srv_resp_error(sreq, 400, "invalid_request_error", "invalid_header", why);
         else
@@ -799,21 +850,14 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     }
     r->w = w;
     r->gw = w->gw;
-    r->sreq = sreq;
     r->cfg = in->cfg;
-    r->route = in->route;
-    r->json = in->json;
-    r->body = in->body;
     r->bytes_in = srv_req_body(sreq).len;
     r->model_span = in->model_span;
-    r->stream = in->stream;
     r->include_usage = in->include_usage;
-    r->op = in->op;
     r->down = in->down;
     r->native = in->native;
     r->down_arg = in->down_arg;
     r->buffering = r->stream && r->env.on_stream_failure == CFG_SF_BUFFER;
-    inspect_request(r, in);
     r->all_rate_limited = true;
     snprintf(r->id, sizeof(r->id), "%s", srv_req_id(sreq));
     snprintf(r->path, sizeof(r->path), "%.*s", BSC_STR_FMT(srv_req_path(sreq)));
@@ -830,7 +874,11 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->state = REQ_ST_PICK;
     w->inflight++;
     srv_req_on_abort(sreq, on_client_abort, r);
-    if (!read_operation_id(r)) {
+    if (r->route->n_select) {
+        req__set_error(r, 400, "invalid_request_error", "no_route_selected",
+                       "no rule of route '%s' takes this request", r->route->id);
+        req__goto(r, REQ_ST_REPLY_ERROR);
+    } else if (!read_operation_id(r)) {
         req__goto(r, REQ_ST_REPLY_ERROR);
     } else if (guard_idem_start(r) == GUARD_STOP) {
         req__goto(r, REQ_ST_REPLY_ERROR);

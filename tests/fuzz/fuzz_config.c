@@ -80,8 +80,12 @@ static void check_snapshot(const struct cfg *c)
     for (size_t i = 0; i < c->n_routes; i++) {
         const struct cfg_route *r = &c->routes[i];
 
-        if (!r->id || r->primary.n == 0)
-            die("route without id or primary");
+        if (!r->id || (r->primary.n == 0) == (r->n_select == 0))
+            die("route without id, or not exactly one of primary and select");
+        for (size_t k = 0; k < r->n_select; k++)
+            if (!r->select[k].route || r->select[k].route->n_select ||
+                r->select[k].route < c->routes || r->select[k].route >= c->routes + c->n_routes)
+                die("select rule naming no route, a select route, or one outside the snapshot");
         check_tier(c, &r->primary);
         check_tier(c, &r->equivalent);
         check_tier(c, &r->fallback);

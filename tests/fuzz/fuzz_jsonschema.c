@@ -110,24 +110,24 @@ static void compile_and_validate(struct bsc_str schema_text, struct bsc_str inst
 
 static void pattern(struct bsc_str src, struct bsc_str subject)
 {
-    struct js__re *re = NULL;
+    struct js_regex *re = NULL;
     uint64_t budget = 200000;
     char why[160] = "";
     enum bsc_err rc;
     int r;
 
-    rc = js__re_compile(src.p, src.len, &re, why, sizeof(why));
+    rc = js_regex_compile(src.p, src.len, 0, &re, why, sizeof(why));
     if (rc) {
         if (re || !why[0])
             die("pattern refused with an automaton or without a reason");
         return;
     }
-    r = js__re_search(re, subject.p, subject.len, &budget);
+    r = js_regex_search(re, subject.p, subject.len, &budget);
     if (r != 0 && r != 1 && r != -BSC_ELIMIT)
         die("search answered outside {1, 0, -BSC_ELIMIT}");
     if ((r == -BSC_ELIMIT) != (budget == 0))
         die("budget exhaustion misreported");
-    js__re_free(re);
+    js_regex_free(re);
 }
 
 /* True when '^' or '$' is used as an anchor other than at the very start or end: glibc matches
@@ -161,7 +161,7 @@ static void oracle(struct bsc_str src, struct bsc_str subj_src)
     static const char subj_abc[] = "abc-.x[]";
     char pat[25], subj[65];
     size_t np = src.len < 24 ? src.len : 24, ns = subj_src.len < 64 ? subj_src.len : 64;
-    struct js__re *re;
+    struct js_regex *re;
     regex_t posix;
     regmatch_t m[1];
     uint64_t budget = 1000000;
@@ -178,18 +178,18 @@ static void oracle(struct bsc_str src, struct bsc_str subj_src)
     if (strstr(pat, "[]") || strstr(pat, "[^]") || strstr(pat, "*?") || strstr(pat, "+?") ||
         strstr(pat, "??") || inner_anchor(pat, np))
         return;
-    if (js__re_compile(pat, np, &re, why, sizeof(why)) != BSC_OK)
+    if (js_regex_compile(pat, np, 0, &re, why, sizeof(why)) != BSC_OK)
         return;
     if (regcomp(&posix, pat, REG_EXTENDED | REG_NOSUB) != 0) {
-        js__re_free(re);
+        js_regex_free(re);
         return;
     }
-    ours = js__re_search(re, subj, ns, &budget);
+    ours = js_regex_search(re, subj, ns, &budget);
     m[0].rm_so = 0;
     m[0].rm_eo = (regoff_t)ns;
     theirs = regexec(&posix, subj, 1, m, REG_STARTEND) == 0;
     regfree(&posix);
-    js__re_free(re);
+    js_regex_free(re);
     if (ours != theirs) {
         fprintf(stderr, "pattern /%s/ subject \"%s\": ours %d, glibc %d\n", pat, subj, ours,
                 theirs);

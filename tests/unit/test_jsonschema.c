@@ -1012,7 +1012,7 @@ static void test_regex_matching(void **state)
 
     (void)state;
     for (size_t i = 0; i < BSC_ARRAY_LEN(cases); i++) {
-        struct js__re *re;
+        struct js_regex *re;
         char why[128];
         uint64_t budget = 1000000;
         size_t len = strlen(cases[i].subject);
@@ -1020,12 +1020,12 @@ static void test_regex_matching(void **state)
 
         if (strcmp(cases[i].pattern, "^\\0$") == 0)
             len = 1;
-        if (js__re_compile(cases[i].pattern, strlen(cases[i].pattern), &re, why, sizeof(why)))
+        if (js_regex_compile(cases[i].pattern, strlen(cases[i].pattern), 0, &re, why, sizeof(why)))
             fail_msg("case %zu /%s/: %s", i, cases[i].pattern, why);
-        r = js__re_search(re, cases[i].subject, len, &budget);
+        r = js_regex_search(re, cases[i].subject, len, &budget);
         if (r != cases[i].match)
             fail_msg("case %zu /%s/ on \"%s\": got %d", i, cases[i].pattern, cases[i].subject, r);
-        js__re_free(re);
+        js_regex_free(re);
     }
 }
 
@@ -1049,10 +1049,10 @@ static void test_regex_refused(void **state)
 
     (void)state;
     for (size_t i = 0; i < BSC_ARRAY_LEN(cases); i++) {
-        struct js__re *re = (struct js__re *)(uintptr_t)1;
+        struct js_regex *re = (struct js_regex *)(uintptr_t)1;
         char why[128] = "";
-        enum bsc_err err = js__re_compile(cases[i].pattern, strlen(cases[i].pattern), &re, why,
-                                          sizeof(why));
+        enum bsc_err err = js_regex_compile(cases[i].pattern, strlen(cases[i].pattern), 0, &re, why,
+                                              sizeof(why));
 
         if (err != cases[i].err)
             fail_msg("case %zu /%s/: got %d (%s)", i, cases[i].pattern, err, why);
@@ -1065,19 +1065,19 @@ static void test_regex_refused(void **state)
  * time on stays well under the budget, and the budget is charged and enforced. */
 static void test_regex_budget(void **state)
 {
-    struct js__re *re;
+    struct js_regex *re;
     char why[128], subject[4096];
     uint64_t budget = 1000000;
 
     (void)state;
     memset(subject, 'a', sizeof(subject));
-    assert_int_equal(js__re_compile("^(a|aa)*(a|aa)*$b", 17, &re, why, sizeof(why)), BSC_OK);
-    assert_int_equal(js__re_search(re, subject, sizeof(subject), &budget), 0);
+    assert_int_equal(js_regex_compile("^(a|aa)*(a|aa)*$b", 17, 0, &re, why, sizeof(why)), BSC_OK);
+    assert_int_equal(js_regex_search(re, subject, sizeof(subject), &budget), 0);
     assert_true(budget < 1000000 && budget > 0);
     budget = 10;
-    assert_int_equal(js__re_search(re, subject, sizeof(subject), &budget), -BSC_ELIMIT);
+    assert_int_equal(js_regex_search(re, subject, sizeof(subject), &budget), -BSC_ELIMIT);
     assert_int_equal(budget, 0);
-    js__re_free(re);
+    js_regex_free(re);
 }
 
 /* ---- numbers --------------------------------------------------------------------------------- */
