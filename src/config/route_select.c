@@ -43,6 +43,7 @@ void cfg__select_route(struct cfg__v *v, const struct cfg__node *map,
                        const struct cfg__field *route_fields, size_t n_route_fields,
                        const char *where)
 {
+    struct cfg__route_src *src = v->cur;
     struct cfg__node rest = *map; /* the map without the keys refused below */
 
     rest.items = calloc(map->n ? map->n : 1, sizeof(*rest.items));
@@ -65,6 +66,8 @@ void cfg__select_route(struct cfg__v *v, const struct cfg__node *map,
     cfg__decode_map(v, &rest, select_route_fields, BSC_ARRAY_LEN(select_route_fields), &rest,
                     where, map->line, map->column);
     free(rest.items);
+    if (src->select) /* point into the document, not into <rest> */
+        src->select = cfg__map_find(map, "select");
 }
 
 /* ---- conditions ----------------------------------------------------------------------- */
