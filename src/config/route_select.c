@@ -287,7 +287,12 @@ static void resolve_rules(struct cfg__v *v, struct cfg_route *r, const struct cf
     snprintf(owner, sizeof(owner), "route '%.*s'", CFG__MAX_ID, r->id ? r->id : "");
     if (list->bad || list->is_null)
         return;
-    if (list->kind != CFG__SEQ || list->n == 0 || list->n > MAX_RULES) {
+    if (list->kind == CFG__SEQ && list->n == 0) {
+        cfg__diag(v->s, false, list->line, list->column, "'select' in %s must list at least one "
+                  "rule", owner);
+        return;
+    }
+    if (list->kind != CFG__SEQ || list->n > MAX_RULES) {
         cfg__bad_type(v, list, owner, "select", "a list of 1..64 rules");
         return;
     }
