@@ -63,8 +63,8 @@ void cfg__select_route(struct cfg__v *v, const struct cfg__node *map,
         else
             rest.items[rest.n++] = map->items[i];
     }
-    cfg__decode_map(v, &rest, select_route_fields, BSC_ARRAY_LEN(select_route_fields), &rest,
-                    where, map->line, map->column);
+    cfg__decode_map(v, &rest, select_route_fields, BSC_ARRAY_LEN(select_route_fields), &rest, where,
+                    map->line, map->column);
     free(rest.items);
     if (src->select) /* point into the document, not into <rest> */
         src->select = cfg__map_find(map, "select");
@@ -149,24 +149,31 @@ static void last_user_fn(struct cfg__v *v, const struct cfg__field *f, const str
     if (err == BSC_ENOMEM)
         cfg__oom(v);
     else if (err)
-        cfg__diag(v->s, false, n->line, n->column, "'%s' in %s: bad pattern: %s", f->name,
-                  where, why);
+        cfg__diag(v->s, false, n->line, n->column, "'%s' in %s: bad pattern: %s", f->name, where,
+                  why);
 }
 
 static const struct cfg__field cond_fields[] = {
     {.name = "tools", .type = CFG__F_BOOL, .off = offsetof(struct cfg_sel_rule, tools)},
     {.name = "images", .type = CFG__F_BOOL, .off = offsetof(struct cfg_sel_rule, images)},
-    {.name = "json_schema", .type = CFG__F_BOOL,
-     .off = offsetof(struct cfg_sel_rule, json_schema)},
+    {.name = "json_schema", .type = CFG__F_BOOL, .off = offsetof(struct cfg_sel_rule, json_schema)},
     {.name = "stream", .type = CFG__F_BOOL, .off = offsetof(struct cfg_sel_rule, stream)},
-    {.name = "min_input_tokens", .type = CFG__F_U64,
-     .off = offsetof(struct cfg_sel_rule, min_input_tokens), .hi = 1000000000000ull},
-    {.name = "max_input_tokens", .type = CFG__F_U64,
-     .off = offsetof(struct cfg_sel_rule, max_input_tokens), .hi = 1000000000000ull},
-    {.name = "min_messages", .type = CFG__F_U32,
-     .off = offsetof(struct cfg_sel_rule, min_messages), .hi = 1000000},
-    {.name = "max_messages", .type = CFG__F_U32,
-     .off = offsetof(struct cfg_sel_rule, max_messages), .hi = 1000000},
+    {.name = "min_input_tokens",
+     .type = CFG__F_U64,
+     .off = offsetof(struct cfg_sel_rule, min_input_tokens),
+     .hi = 1000000000000ull},
+    {.name = "max_input_tokens",
+     .type = CFG__F_U64,
+     .off = offsetof(struct cfg_sel_rule, max_input_tokens),
+     .hi = 1000000000000ull},
+    {.name = "min_messages",
+     .type = CFG__F_U32,
+     .off = offsetof(struct cfg_sel_rule, min_messages),
+     .hi = 1000000},
+    {.name = "max_messages",
+     .type = CFG__F_U32,
+     .off = offsetof(struct cfg_sel_rule, max_messages),
+     .hi = 1000000},
     {.name = "metadata", .type = CFG__F_FN, .fn = metadata_fn},
     {.name = "last_user_matches", .type = CFG__F_FN, .fn = last_user_fn},
 };
@@ -180,8 +187,7 @@ static void decode_if(struct cfg__v *v, const struct cfg__entry *e, struct cfg_s
 
     if (m->is_null)
         return; /* null keeps the default: no condition */
-    cfg__decode_map(v, m, cond_fields, BSC_ARRAY_LEN(cond_fields), rule, where, m->line,
-                    m->column);
+    cfg__decode_map(v, m, cond_fields, BSC_ARRAY_LEN(cond_fields), rule, where, m->line, m->column);
     if (m->kind != CFG__MAP)
         return;
     for (size_t i = 0; i < BSC_ARRAY_LEN(cond_fields); i++) {
@@ -263,8 +269,8 @@ static void resolve_ref(struct cfg__v *v, const struct routes_ix *ix, struct cfg
     idx = ix_find(ix, id);
     if (idx < 0) {
         close = ix->n <= 1000 ? cfg__closest(id, ix->names, ix->n) : NULL;
-        cfg__diag(v->s, false, n->line, n->column, "unknown route '%.64s' in %s%s%s%s", id,
-                  where, close ? " (did you mean '" : "", close ? close : "", close ? "'?)" : "");
+        cfg__diag(v->s, false, n->line, n->column, "unknown route '%.64s' in %s%s%s%s", id, where,
+                  close ? " (did you mean '" : "", close ? close : "", close ? "'?)" : "");
         return;
     }
     if (v->rsrc[idx].select) {
@@ -288,8 +294,10 @@ static void resolve_rules(struct cfg__v *v, struct cfg_route *r, const struct cf
     if (list->bad || list->is_null)
         return;
     if (list->kind == CFG__SEQ && list->n == 0) {
-        cfg__diag(v->s, false, list->line, list->column, "'select' in %s must list at least one "
-                  "rule", owner);
+        cfg__diag(v->s, false, list->line, list->column,
+                  "'select' in %s must list at least one "
+                  "rule",
+                  owner);
         return;
     }
     if (list->kind != CFG__SEQ || list->n > MAX_RULES) {
@@ -310,10 +318,10 @@ static void resolve_rules(struct cfg__v *v, struct cfg_route *r, const struct cf
         snprintf(where, sizeof(where), "%s select rule %zu", owner, i + 1);
         if (always)
             cfg__diag(v->s, false, item->line, item->column,
-                      "%s is never used: rule %zu has no condition and takes every request",
-                      where, always);
-        cfg__decode_map(v, item, rule_fields, BSC_ARRAY_LEN(rule_fields), &src, where,
-                        item->line, item->column);
+                      "%s is never used: rule %zu has no condition and takes every request", where,
+                      always);
+        cfg__decode_map(v, item, rule_fields, BSC_ARRAY_LEN(rule_fields), &src, where, item->line,
+                        item->column);
         if (src.if_e) {
             char w[CFG__MAX_ID + 80];
 

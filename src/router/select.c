@@ -106,8 +106,7 @@ static char *user_text(struct bsc_str msg, size_t *len)
         append_text(out, len, content);
         return out;
     }
-    while (bsc_json_kind_of(content) == BSC_JSON_ARRAY &&
-           bsc_json_array_next(content, &j, &part)) {
+    while (bsc_json_kind_of(content) == BSC_JSON_ARRAY && bsc_json_array_next(content, &j, &part)) {
         if (bsc_json_member(part, BSC_STR("type"), &type) != 1 || !json_str_is(type, "text") ||
             bsc_json_member(part, BSC_STR("text"), &text) != 1 ||
             bsc_json_kind_of(text) != BSC_JSON_STRING)

@@ -34,8 +34,7 @@ struct sel_facts {
 /* True when every condition of <rule> holds for <f>. Metadata: the header
  * X-Bascule-Meta-<key> when the request has it, else the body's metadata member (a JSON
  * string), compared exactly. *<budget> is spent by the pattern search. Never calls back. */
-bool sel_rule_holds(const struct cfg_sel_rule *rule, const struct sel_facts *f,
-                    uint64_t *budget);
+bool sel_rule_holds(const struct cfg_sel_rule *rule, const struct sel_facts *f, uint64_t *budget);
 
 /* The index of the first rule of <route> that holds for <f>, or -1 when none does. */
 int sel_pick(const struct cfg_route *route, const struct sel_facts *f, uint64_t *budget);

@@ -61,13 +61,13 @@ static size_t errors(const struct cfg_diags *d)
 }
 
 /* One provider, two targets, two routes with tiers (lines 1-7); routes follow. */
-#define BASE                                                                               \
-    "providers:\n"                                                                         \
-    "  p: {kind: openai, base_url: \"https://api.openai.com/v1\", keys: [k]}\n"            \
-    "targets:\n"                                                                           \
-    "  t: {provider: p, model: m}\n"                                                       \
-    "routes:\n"                                                                            \
-    "  small: {primary: [t]}\n"                                                            \
+#define BASE                                                                                       \
+    "providers:\n"                                                                                 \
+    "  p: {kind: openai, base_url: \"https://api.openai.com/v1\", keys: [k]}\n"                    \
+    "targets:\n"                                                                                   \
+    "  t: {provider: p, model: m}\n"                                                               \
+    "routes:\n"                                                                                    \
+    "  small: {primary: [t]}\n"                                                                    \
     "  large: {primary: [t]}\n"
 
 static void test_valid_select(void **state)
@@ -123,25 +123,25 @@ static void test_valid_select(void **state)
 
 static void test_select_errors(void **state)
 {
-    static const char yaml[] = BASE                 /* lines 1-7 */
-        "  s:\n"                                    /* 8 */
-        "    primary: [t]\n"                        /* 9 */
-        "    envelope: {max_attempts: 2}\n"         /* 10 */
-        "    balanse: priority\n"                   /* 11 */
-        "    select:\n"                             /* 12 */
-        "      - if: {tools: true, colour: red}\n"  /* 13 */
-        "        route: ghost\n"                    /* 14 */
-        "      - if: {last_user_matches: \"(?=x)\"}\n" /* 15 */
-        "        route: s2\n"                       /* 16 */
+    static const char yaml[] = BASE                                                /* lines 1-7 */
+        "  s:\n"                                                                   /* 8 */
+        "    primary: [t]\n"                                                       /* 9 */
+        "    envelope: {max_attempts: 2}\n"                                        /* 10 */
+        "    balanse: priority\n"                                                  /* 11 */
+        "    select:\n"                                                            /* 12 */
+        "      - if: {tools: true, colour: red}\n"                                 /* 13 */
+        "        route: ghost\n"                                                   /* 14 */
+        "      - if: {last_user_matches: \"(?=x)\"}\n"                             /* 15 */
+        "        route: s2\n"                                                      /* 16 */
         "      - if: {min_messages: 5, max_messages: 2, metadata: {\"a b\": x}}\n" /* 17 */
-        "        route: s\n"                        /* 18 */
-        "      - {route: small}\n"                  /* 19 */
-        "      - {route: large}\n"                  /* 20 */
-        "      - if: {tools: yes}\n"                /* 21 */
-        "  s2:\n"                                   /* 22 */
-        "    select: []\n"                          /* 23 */
-        "  s3:\n"                                   /* 24 */
-        "    select: null\n";                       /* 25 */
+        "        route: s\n"                                                       /* 18 */
+        "      - {route: small}\n"                                                 /* 19 */
+        "      - {route: large}\n"                                                 /* 20 */
+        "      - if: {tools: yes}\n"                                               /* 21 */
+        "  s2:\n"                                                                  /* 22 */
+        "    select: []\n"                                                         /* 23 */
+        "  s3:\n"                                                                  /* 24 */
+        "    select: null\n";                                                      /* 25 */
     struct cfg_diags d = {0};
     struct cfg *cfg = (struct cfg *)1;
 
@@ -188,11 +188,10 @@ static void test_select_errors(void **state)
 
 static void test_no_catch_all_warns(void **state)
 {
-    static const char yaml[] = BASE
-        "  s:\n"
-        "    select:\n"
-        "      - if: {stream: true}\n"
-        "        route: small\n";
+    static const char yaml[] = BASE "  s:\n"
+                                    "    select:\n"
+                                    "      - if: {stream: true}\n"
+                                    "        route: small\n";
     struct cfg_diags d = {0};
     struct cfg *cfg = NULL;
 

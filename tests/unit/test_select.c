@@ -28,25 +28,25 @@ static const char yaml[] =
     "  large: {primary: [t]}\n"
     "  c:\n"
     "    select:\n"
-    "      - if: {tools: true}\n"                                   /* 0 */
+    "      - if: {tools: true}\n" /* 0 */
     "        route: large\n"
-    "      - if: {tools: false, images: true}\n"                    /* 1 */
+    "      - if: {tools: false, images: true}\n" /* 1 */
     "        route: large\n"
-    "      - if: {json_schema: true}\n"                             /* 2 */
+    "      - if: {json_schema: true}\n" /* 2 */
     "        route: large\n"
-    "      - if: {stream: false, max_input_tokens: 10}\n"           /* 3 */
+    "      - if: {stream: false, max_input_tokens: 10}\n" /* 3 */
     "        route: small\n"
-    "      - if: {min_input_tokens: 1000}\n"                        /* 4 */
+    "      - if: {min_input_tokens: 1000}\n" /* 4 */
     "        route: large\n"
-    "      - if: {min_messages: 3, max_messages: 4}\n"              /* 5 */
+    "      - if: {min_messages: 3, max_messages: 4}\n" /* 5 */
     "        route: large\n"
-    "      - if: {metadata: {tier: premium, Region: eu}}\n"         /* 6 */
+    "      - if: {metadata: {tier: premium, Region: eu}}\n" /* 6 */
     "        route: large\n"
-    "      - if: {last_user_matches: \"(?i)refund|^legal$\"}\n"     /* 7 */
+    "      - if: {last_user_matches: \"(?i)refund|^legal$\"}\n" /* 7 */
     "        route: large\n"
-    "      - if: {last_user_matches: \"Chargeback\"}\n"             /* 8 */
+    "      - if: {last_user_matches: \"Chargeback\"}\n" /* 8 */
     "        route: large\n"
-    "      - route: small\n";                                       /* 9 */
+    "      - route: small\n"; /* 9 */
 
 static struct cfg *cfg;
 static const struct cfg_route *route;
@@ -254,8 +254,10 @@ static void test_icase_engine(void **state)
         {"\u00ff", "\xc5\xb8", JS_REGEX_ICASE, 1},
         {"\u03c3\u03bf\u03c6\u03b9\u03b1", "\xce\xa3\xce\x9f\xce\xa6\xce\x99\xce\x91",
          JS_REGEX_ICASE, 1},
-        {"\u043f\u0440\u0438\u0432\u0435\u0442", "\xd0\x9f\xd0\xa0\xd0\x98\xd0\x92"
-         "\xd0\x95\xd0\xa2", JS_REGEX_ICASE, 1},
+        {"\u043f\u0440\u0438\u0432\u0435\u0442",
+         "\xd0\x9f\xd0\xa0\xd0\x98\xd0\x92"
+         "\xd0\x95\xd0\xa2",
+         JS_REGEX_ICASE, 1},
         {"\u0451", "\xd0\x81", JS_REGEX_ICASE, 1},
         {"^\\W$", "k", JS_REGEX_ICASE, 0},
         {"1", "1", JS_REGEX_ICASE, 1},
@@ -285,11 +287,14 @@ static void test_read_messages(void **state)
     } cases[] = {
         {"[]", "", 0},
         {"[{\"role\":\"system\",\"content\":\"s\"}]", "", 1},
-        {"[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":\"b\"}]", "a", 2},
-        {"[{\"role\":\"user\",\"content\":\"old\"},{\"role\":\"user\",\"content\":\"n\\u00e9w\\n\"}]",
+        {"[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":\"b\"}]", "a",
+         2},
+        {"[{\"role\":\"user\",\"content\":\"old\"},{\"role\":\"user\",\"content\":\"n\\u00e9w\\n\"}"
+         "]",
          "n\xc3\xa9w\n", 2},
         {"[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"one\"},"
-         "{\"type\":\"image_url\",\"image_url\":{\"url\":\"x\"}},{\"type\":\"text\",\"text\":\"two\"}]}]",
+         "{\"type\":\"image_url\",\"image_url\":{\"url\":\"x\"}},{\"type\":\"text\",\"text\":"
+         "\"two\"}]}]",
          "one\ntwo", 1},
         {"[{\"role\":\"user\"},{\"role\":\"tool\",\"content\":\"t\"}]", "", 2},
         {"[{\"r\\u006fle\":\"user\",\"content\":\"escaped name\"}]", "escaped name", 1},
