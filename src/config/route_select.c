@@ -75,7 +75,7 @@ void cfg__select_route(struct cfg__v *v, const struct cfg__node *map,
 /* An HTTP token, so that the key also names a header (X-Bascule-Meta-<key>). */
 static bool is_token(const char *s)
 {
-    if (!*s)
+    if (!*s || strlen(s) > 128)
         return false;
     for (; *s; s++)
         if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
@@ -108,7 +108,7 @@ static void metadata_fn(struct cfg__v *v, const struct cfg__field *f, const stru
 
         if (!is_token(key->text)) {
             cfg__diag(v->s, false, key->line, key->column,
-                      "metadata key '%.64s' in %s: only letters, digits and !#$%%&'*+-.^_`|~ "
+                      "metadata key '%.64s' in %s: 1..128 letters, digits or !#$%%&'*+-.^_`|~ "
                       "(it also names the header X-Bascule-Meta-<key>)",
                       key->text, where);
             continue;

@@ -166,7 +166,7 @@ static void test_select_errors(void **state)
     assert_line(&d, "gateway.yaml:17:13: error: route 's' select rule 3 if: min_messages is "
                     "above max_messages: the rule never holds");
     assert_line(&d, "gateway.yaml:17:59: error: metadata key 'a b' in route 's' select rule 3 "
-                    "if: only letters, digits and !#$%&'*+-.^_`|~ (it also names the header "
+                    "if: 1..128 letters, digits or !#$%&'*+-.^_`|~ (it also names the header "
                     "X-Bascule-Meta-<key>)");
     assert_line(&d, "gateway.yaml:18:16: error: route 's' select rule 3 names route 's', which "
                     "has 'select' itself: a rule must name a route with tiers (no chains)");
