@@ -90,8 +90,9 @@ void prov_openai_classify_malformed(const struct prov_err_input *in,
  * filled (status 200, kind from the error's code/type/integer code, FAIL_UNKNOWN when
  * nothing matches), when the JSON carries a non-null `error` (or is a flat
  * {"object":"error"}) or a top-level `code` / `error_code` and no `choices`, or when a choice
- * has finish_reason "error" (FAIL_SERVER_ERROR unless an error object says otherwise). Returns false, *<out> reset to FAIL_NONE, for a normal
- * chunk, "[DONE]" and anything that is not JSON (framing problems are the SSE layer's).
+ * has finish_reason "error" (FAIL_SERVER_ERROR unless an error object says otherwise).
+ * Returns false, *<out> reset to FAIL_NONE, for a normal chunk, "[DONE]" and anything that
+ * is not JSON (framing problems are the SSE layer's).
  * Uses the plain OpenAI profile, or <profile> with the _profile variant. */
 bool prov_openai_classify_event(struct bsc_str data, struct fail_info *out);
 bool prov_openai_classify_event_profile(struct bsc_str data,

@@ -474,12 +474,14 @@ static const struct {
      FAIL_RATE_LIMITED, NULL, NULL},
     {"qianfan tpm string code", "ernie", "{\"code\":\"tpm_rate_limit_exceeded\",\"message\":\"x\"}",
      FAIL_RATE_LIMITED, NULL, NULL},
-    {"legacy qps", "ernie", "{\"error_code\":18,\"error_msg\":\"Open api qps request limit reached\"}",
+    {"legacy qps", "ernie",
+     "{\"error_code\":18,\"error_msg\":\"Open api qps request limit reached\"}",
      FAIL_RATE_LIMITED, "18", "qps"},
     {"legacy daily", "ernie",
      "{\"error_code\":17,\"error_msg\":\"Open api daily request limit reached\"}",
      FAIL_QUOTA_EXHAUSTED, "17", NULL},
-    {"legacy RPM code", "ernie", "{\"error_code\":336501,\"error_msg\":\"Rate limit reached for RPM\"}",
+    {"legacy RPM code", "ernie",
+     "{\"error_code\":336501,\"error_msg\":\"Rate limit reached for RPM\"}",
      FAIL_RATE_LIMITED, NULL, NULL},
     {"legacy TPM code", "ernie", "{\"error_code\":336502,\"error_msg\":\"x\"}", FAIL_RATE_LIMITED,
      NULL, NULL},
@@ -557,7 +559,8 @@ static void test_map_response_shape(void **state)
     assert_int_equal(ops->map_response(&call, BSC_STR("{\"id\":\"a\",\"choices\":[{\"index\":0,"
                                                       "\"message\":{\"role\":\"assistant\","
                                                       "\"content\":\"hi\"}}],\"usage\":{"
-                                                      "\"prompt_tokens\":3,\"completion_tokens\":1}}"),
+                                                      "\"prompt_tokens\":3,"
+                                                      "\"completion_tokens\":1}}"),
                                        &out, &u, &f),
                      BSC_OK);
     assert_int_equal(f.kind, FAIL_NONE);
