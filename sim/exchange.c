@@ -7,6 +7,8 @@
  * See docs/internals/sim.md. */
 #include "exchange.h"
 
+#include <string.h>
+
 #include "core/compat.h"
 
 #define XCHG_BODY_PIECES 4u /* a trickled non-stream body comes in this many pieces */
@@ -117,14 +119,26 @@ static void arm(struct xchg *x, uint32_t ms, void (*fire)(struct xchg *))
 
 /* ---- heads ---- */
 
-/* Sends the head: <status>, <content_type>, the step's extra headers. */
+/* The step's own content-type header, or NULL. */
+static const char *step_content_type(const struct xchg *x)
+{
+    for (size_t i = 0; i < x->step.n_headers; i++)
+        if (strcmp(x->step.headers[i].name, "content-type") == 0)
+            return x->step.headers[i].value;
+    return NULL;
+}
+
+/* Sends the head: <status>, <content_type>, the step's extra headers. A step's own
+ * content-type replaces <content_type> (a JSON error labelled as a stream, or a scripted
+ * SSE body on a `status` 200), never doubles it. */
 static enum bsc_err send_head(struct xchg *x, int status, const char *content_type,
                               int64_t content_length)
 {
     struct srv_header h[SIM_STEP_MAX_HEADERS + 3];
     size_t n = 0;
 
-    h[n++] = (struct srv_header){BSC_STR("content-type"), bsc_str_cstr(content_type)};
+    if (!step_content_type(x))
+        h[n++] = (struct srv_header){BSC_STR("content-type"), bsc_str_cstr(content_type)};
     h[n++] = (struct srv_header){BSC_STR("x-sim-action"),
                                  bsc_str_cstr(sim_action_name(x->step.action))};
     if (x->stream)

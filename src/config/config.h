@@ -36,7 +36,9 @@ enum cfg_provider_kind {
     X(GROQ, "groq")                                                                          \
     X(OPENROUTER, "openrouter")                                                              \
     X(VLLM, "vllm")                                                                          \
-    X(OLLAMA, "ollama")
+    X(OLLAMA, "ollama")                                                                      \
+    X(DOUBAO, "doubao")                                                                      \
+    X(ERNIE, "ernie")
 
 enum cfg_profile {
 #define X(NAME, name) CFG_PROFILE_##NAME,

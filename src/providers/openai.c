@@ -18,6 +18,7 @@ struct oa_stream {
     bool include_usage; /* the client asked for the usage chunk */
     bool done;
     bool sent;          /* a frame was relayed: a failure now is partial output */
+    bool completion;    /* a chunk with a non-empty `choices` was seen */
     struct prov_usage usage;
 };
 
@@ -197,16 +198,43 @@ static void usage_from_span(struct bsc_str usage, struct prov_usage *u, bool res
         u->cached_tokens = (int64_t)n;
 }
 
+/* The member a well-formed answer to <op> cannot lack, or NULL when nothing is required. */
+static const char *answer_member(enum prov_op op)
+{
+    switch (op) {
+    case PROV_OP_CHAT: return "choices";
+    case PROV_OP_EMBEDDINGS: return "data";
+    case PROV_OP_RESPONSES: return "output";
+    default: return NULL;
+    }
+}
+
+/* The provider's error dialect, for a call (the adapter has no prov_err_input here). */
+static const struct prov_openai_profile *call_profile(const struct prov_call *c)
+{
+    struct prov_err_input who = {.base_url = {"", 0}};
+
+    if (c->provider) {
+        who.base_url = bsc_str_cstr(c->provider->base_url);
+        who.profile = bsc_str_cstr(cfg_profile_name(c->provider->profile));
+    }
+    return prov_openai_profile_of(&who);
+}
+
 static enum bsc_err oa_map_response(const struct prov_call *c, struct bsc_str body,
                                     struct bsc_buf *out, struct prov_usage *usage,
                                     struct fail_info *fail)
 {
-    static const struct bsc_str usage_key = BSC_STR("usage");
-    struct bsc_str u = BSC_STR_NULL;
+    struct bsc_str keys[2] = {BSC_STR("usage"), BSC_STR_NULL}, v[2] = {BSC_STR_NULL, BSC_STR_NULL};
+    const char *need = answer_member(c->op);
+    size_t n = 1;
 
     (void)out; /* unchanged: the fast path uses the body as it is */
-    /* One pass validates the answer and finds "usage" (a repeated one: the last wins). */
-    if (bsc_json_check_members(body, 128, &usage_key, 1, &u, NULL) < 0 ||
+    if (need)
+        keys[n++] = bsc_str_cstr(need);
+    /* One pass validates the answer and finds "usage" and the answer's own member (a
+     * repeated one: the last wins): no parse tree for a well-formed answer. */
+    if (bsc_json_check_members(body, 128, keys, n, v, NULL) < 0 ||
         bsc_json_kind_of(bsc_str_trim(body)) != BSC_JSON_OBJECT) {
         fail_info_init(fail);
         fail->kind = FAIL_SERVER_ERROR;
@@ -215,7 +243,15 @@ static enum bsc_err oa_map_response(const struct prov_call *c, struct bsc_str bo
                        BSC_STR("the upstream answer is not a JSON object"));
         return BSC_EPARSE;
     }
-    usage_from_span(u, usage, c->op == PROV_OP_RESPONSES);
+    /* A 2xx without its answer is an error in some dialect (Qianfan's rate limits, a
+     * DashScope-style throttle from a compatible server), never a success. */
+    if (need && bsc_json_kind_of(v[1]) != BSC_JSON_ARRAY) {
+        struct prov_err_input in = {.status = 200, .body = body};
+
+        prov_openai_classify_malformed(&in, call_profile(c), fail);
+        return BSC_EPARSE;
+    }
+    usage_from_span(v[0], usage, c->op == PROV_OP_RESPONSES);
     return BSC_OK;
 }
 
@@ -223,14 +259,7 @@ static void oa_stream_init(void *st, const struct prov_call *call)
 {
     struct oa_stream *s = st;
 
-    const struct cfg_provider *p = call->provider;
-    struct prov_err_input who = {.base_url = {"", 0}};
-
-    if (p) {
-        who.base_url = bsc_str_cstr(p->base_url);
-        who.profile = bsc_str_cstr(cfg_profile_name(p->profile));
-    }
-    s->profile = prov_openai_profile_of(&who);
+    s->profile = call_profile(call);
     s->include_usage = call->include_usage;
     s->responses = call->op == PROV_OP_RESPONSES;
     s->usage = (struct prov_usage){-1, -1, -1};
@@ -348,10 +377,19 @@ static enum prov_stream_status oa_stream_event(void *st, struct bsc_str event, s
     if (s->responses)
         return responses_event(s, event, data, out, fail);
     if (sse_is_done(data)) {
+        if (!s->completion) { /* nothing a client could read: an upstream failure */
+            fail_info_init(fail);
+            fail->kind = s->sent ? FAIL_PARTIAL_OUTPUT : FAIL_UNKNOWN;
+            fail->status = 200;
+            fail_copy_text(fail->message, sizeof(fail->message),
+                           BSC_STR("the upstream stream ended without a completion chunk"));
+            return PROV_STREAM_ERROR;
+        }
         s->done = true;
         return bsc_buf_append_cstr(out, "data: [DONE]\n\n") ? PROV_STREAM_ERROR : PROV_STREAM_DONE;
     }
-    if (memmem(data.p, data.len, "\"error\"", 7) &&
+    /* "error, "error_code" and a bare "code" (Qianfan's {"code":336501,"msg"}). */
+    if ((memmem(data.p, data.len, "\"error", 6) || memmem(data.p, data.len, "\"code\"", 6)) &&
         prov_openai_classify_event_profile(data, s->profile, fail))
         return PROV_STREAM_ERROR;
     /* Relayed as it is, so it must be what a client can read: one JSON object. Anything
@@ -365,8 +403,18 @@ static enum prov_stream_status oa_stream_event(void *st, struct bsc_str event, s
                        BSC_STR("an upstream stream event is not a JSON object"));
         return PROV_STREAM_ERROR;
     }
-    if (is_usage_chunk(data, s) && !s->include_usage)
-        return PROV_STREAM_MORE; /* asked for by the gateway, not the client */
+    if (is_usage_chunk(data, s) && (!s->include_usage || !s->completion))
+        return PROV_STREAM_MORE; /* asked for by the gateway, or usage of nothing yet */
+    if (!s->completion) {
+        struct bsc_str choices;
+
+        /* Until a chunk carries a choice nothing is relayed: a stream that then ends
+         * without one is still the router's to fail over, not a client's empty answer. */
+        if (!bsc_json_member_span(data, BSC_STR("choices"), &choices) ||
+            !bsc_json_array_nonempty(choices))
+            return PROV_STREAM_MORE;
+        s->completion = true;
+    }
     mark = out->len;
     err = bsc_buf_append(out, "data: ", 6);
     if (!err)

@@ -64,6 +64,45 @@ static const struct prov_err_rule ollama_rules[] = {
     {500, NULL, "requires more system memory", FAIL_OVERLOADED},
 };
 
+/* Volcengine Ark, Doubao (docs/providers.md §5.8): {"error":{"code","message","param","type"}},
+ * codes matched in any status (a 200 body or a stream event carries no 429 to go by). */
+static const struct prov_err_rule doubao_rules[] = {
+    {0, "RateLimitExceeded.*", NULL, FAIL_RATE_LIMITED}, /* EndpointRPMExceeded, ...TPM... */
+    {0, "ServerOverloaded", NULL, FAIL_OVERLOADED},      /* a 429 that is capacity, not us */
+    /* "closed or temporarily unavailable": the endpoint, not the request; fail over. */
+    {0, "InvalidEndpoint.ClosedEndpoint", NULL, FAIL_OVERLOADED},
+    {0, "AccountOverdueError", NULL, FAIL_QUOTA_EXHAUSTED}, /* 403, the account is in arrears */
+    {0, "InputTextRiskDetection", NULL, FAIL_CONTENT_POLICY},
+    {0, "OutputTextRiskDetection", NULL, FAIL_CONTENT_POLICY},
+    {0, "InputImageRiskDetection", NULL, FAIL_CONTENT_POLICY},
+    {0, "OutputImageRiskDetection", NULL, FAIL_CONTENT_POLICY},
+    {0, "AuthenticationError", NULL, FAIL_AUTH},
+    {0, "InvalidEndpointOrModel.NotFound", NULL, FAIL_NOT_FOUND},
+    {0, "ModelNotOpen", NULL, FAIL_NOT_FOUND}, /* the model is not activated for the account */
+};
+
+/* Baidu Qianfan, ERNIE (docs/providers.md §5.9). Rate limits come INSIDE an HTTP 200 as
+ * {"code":336501,"msg":...} or the legacy {"error_code":18,"error_msg":...}; integer codes
+ * are matched as their decimal text. */
+static const struct prov_err_rule ernie_rules[] = {
+    {0, "336501", NULL, FAIL_RATE_LIMITED}, /* "Rate limit reached for RPM" */
+    {0, "336502", NULL, FAIL_RATE_LIMITED}, /* "Rate limit reached for TPM" */
+    {0, "rpm_rate_limit_exceeded", NULL, FAIL_RATE_LIMITED},
+    {0, "tpm_rate_limit_exceeded", NULL, FAIL_RATE_LIMITED},
+    {0, NULL, "rpm_rate_limit_exceeded", FAIL_RATE_LIMITED}, /* the v2 name as the message */
+    {0, NULL, "tpm_rate_limit_exceeded", FAIL_RATE_LIMITED},
+    {0, "18", NULL, FAIL_RATE_LIMITED},    /* legacy: "Open api qps request limit reached" */
+    {0, "17", NULL, FAIL_QUOTA_EXHAUSTED}, /* legacy: daily limit, or paid API not enabled */
+    {0, "4", NULL, FAIL_OVERLOADED},       /* legacy: the cluster is over its limit */
+    {0, "2", NULL, FAIL_OVERLOADED},       /* legacy: "Service temporarily unavailable" */
+    {0, "110", NULL, FAIL_AUTH},           /* legacy: access token invalid */
+    {0, "111", NULL, FAIL_AUTH},           /* legacy: access token expired */
+    {0, "tokens_too_long", NULL, FAIL_CONTEXT_OVERFLOW},
+    {0, "characters_too_long", NULL, FAIL_CONTEXT_OVERFLOW},
+    {0, "invalid_model", NULL, FAIL_NOT_FOUND}, /* we always send one: the operator's name */
+    {0, NULL, "invalid_model", FAIL_NOT_FOUND},
+};
+
 #define PROFILE(nm, host, rules) {(nm), (host), (rules), BSC_ARRAY_LEN(rules)}
 static const struct prov_openai_profile profiles[] = {
     {"openai", "api.openai.com", NULL, 0}, /* first: the default */
@@ -73,6 +112,8 @@ static const struct prov_openai_profile profiles[] = {
     PROFILE("openrouter", "openrouter.ai", openrouter_rules),
     PROFILE("vllm", NULL, vllm_rules),
     PROFILE("ollama", NULL, ollama_rules),
+    PROFILE("doubao", "ark.*.volces.com", doubao_rules),
+    PROFILE("ernie", "qianfan.baidubce.com", ernie_rules),
 };
 #undef PROFILE
 
@@ -118,6 +159,19 @@ static const char *const overflow_exclusions[] = {
     "string too long",
     "tokens per min",
     "rate limit",
+};
+
+/* Throttling and quota in any dialect's words, for an error in a 2xx that no table names
+ * (DashScope-style {"code":"Throttling.RateQuota"} from an openai_compatible server). Read
+ * in code, type and message; throttling before quota ("Throttling.RateQuota" is a rate). */
+static const struct {
+    const char *needle; /* lower case */
+    enum fail_kind kind;
+} hidden_words[] = {
+    {"rate limit", FAIL_RATE_LIMITED}, {"ratelimit", FAIL_RATE_LIMITED},
+    {"rate_limit", FAIL_RATE_LIMITED}, {"throttl", FAIL_RATE_LIMITED},
+    {"qps", FAIL_RATE_LIMITED},        {"too many requests", FAIL_RATE_LIMITED},
+    {"quota", FAIL_QUOTA_EXHAUSTED},
 };
 
 /* For errors without a usable status (hidden in a 200, stream events): code/type -> kind. */
@@ -193,6 +247,25 @@ static bool host_in_domain(struct bsc_str host, struct bsc_str domain)
     return host.len == domain.len || host.p[host.len - domain.len - 1] == '.';
 }
 
+/* <host> matches <pattern>: a domain (the host or a subdomain of it), or "a.*.b" where '*'
+ * stands for exactly one non-empty label ("ark.*.volces.com": every Ark region). */
+static bool host_matches(struct bsc_str host, const char *pattern)
+{
+    const char *star = strchr(pattern, '*');
+    struct bsc_str pre, suf;
+
+    if (!star)
+        return host_in_domain(host, bsc_str_cstr(pattern));
+    pre = bsc_str_make(pattern, (size_t)(star - pattern));
+    suf = bsc_str_cstr(star + 1);
+    if (host.len <= pre.len + suf.len)
+        return false;
+    if (!bsc_str_ieq(bsc_str_make(host.p, pre.len), pre) ||
+        !bsc_str_ieq(bsc_str_make(host.p + host.len - suf.len, suf.len), suf))
+        return false;
+    return memchr(host.p + pre.len, '.', host.len - pre.len - suf.len) == NULL;
+}
+
 const struct prov_openai_profile *prov_openai_profile_of(const struct prov_err_input *in)
 {
     const struct prov_openai_profile *p = in->profile.len ? prov_openai_profile_find(in->profile)
@@ -206,7 +279,7 @@ const struct prov_openai_profile *prov_openai_profile_for_url(struct bsc_str bas
     struct bsc_str host = url_host(base_url);
 
     for (size_t i = 0; host.len && i < BSC_ARRAY_LEN(profiles); i++) {
-        if (profiles[i].host && host_in_domain(host, bsc_str_cstr(profiles[i].host)))
+        if (profiles[i].host && host_matches(host, profiles[i].host))
             return &profiles[i];
     }
     return &profiles[0];
@@ -306,10 +379,16 @@ static void read_fields(struct json_object *e, struct err_fields *f)
 {
     struct json_object *code = json_get(e, "code");
 
+    if (!code)
+        code = json_get(e, "error_code"); /* Baidu's legacy {"error_code","error_msg"} */
     f->type = json_str(json_get(e, "type"));
     f->message = json_str(json_get(e, "message"));
     if (f->message.len == 0)
         f->message = json_str(json_get(e, "detail")); /* FastAPI-based servers */
+    if (f->message.len == 0)
+        f->message = json_str(json_get(e, "msg")); /* Qianfan's {"code":336501,"msg"} */
+    if (f->message.len == 0)
+        f->message = json_str(json_get(e, "error_msg"));
     if (code && json_object_is_type(code, json_type_int)) {
         int64_t v = json_object_get_int64(code);
 
@@ -358,8 +437,14 @@ static bool rule_matches(const struct prov_err_rule *r, int status, const struct
     if (r->code) {
         struct bsc_str c = bsc_str_cstr(r->code);
 
-        if (!bsc_str_ieq(f->code, c) && !bsc_str_ieq(f->type, c))
+        if (c.len && c.p[c.len - 1] == '*') { /* a prefix: "RateLimitExceeded.*" */
+            c.len--;
+            if (!(f->code.len >= c.len && bsc_str_ieq(bsc_str_make(f->code.p, c.len), c)) &&
+                !(f->type.len >= c.len && bsc_str_ieq(bsc_str_make(f->type.p, c.len), c)))
+                return false;
+        } else if (!bsc_str_ieq(f->code, c) && !bsc_str_ieq(f->type, c)) {
             return false;
+        }
     }
     return !r->needle || contains_icase(f->message, r->needle);
 }
@@ -406,6 +491,18 @@ static enum fail_kind kind_from_code(const struct err_fields *f)
     return FAIL_KIND_COUNT;
 }
 
+/* docs/providers.md §6.5 step 6: throttling or quota words in code, type or message. */
+static enum fail_kind kind_from_words(const struct err_fields *f)
+{
+    for (size_t i = 0; i < BSC_ARRAY_LEN(hidden_words); i++) {
+        if (contains_icase(f->code, hidden_words[i].needle) ||
+            contains_icase(f->type, hidden_words[i].needle) ||
+            contains_icase(f->message, hidden_words[i].needle))
+            return hidden_words[i].kind;
+    }
+    return FAIL_KIND_COUNT;
+}
+
 static enum fail_kind decide(int status, const struct err_fields *f,
                              const struct prov_openai_profile *profile)
 {
@@ -426,6 +523,8 @@ static enum fail_kind decide(int status, const struct err_fields *f,
     if (eff >= 100 && !is_2xx(eff))
         return fail_kind_from_status(eff);
     kind = kind_from_code(f);
+    if (kind == FAIL_KIND_COUNT)
+        kind = kind_from_words(f);
     return kind != FAIL_KIND_COUNT ? kind : FAIL_UNKNOWN;
 }
 
@@ -479,6 +578,35 @@ void prov_openai_classify_profile(const struct prov_err_input *in,
     json_object_put(root);
 }
 
+void prov_openai_classify_malformed(const struct prov_err_input *in,
+                                    const struct prov_openai_profile *profile,
+                                    struct fail_info *out)
+{
+    struct json_object *root;
+    struct err_fields f;
+
+    if (!profile)
+        profile = &profiles[0];
+    fail_info_init(out);
+    out->status = in->status;
+    root = parse_bounded(in->body);
+    find_error(root, true, &f); /* top-level code/msg too: there is no answer to confuse */
+    out->kind = decide(in->status, &f, profile);
+    if (out->kind == FAIL_NONE)
+        out->kind = FAIL_UNKNOWN; /* never a success */
+    copy_fields(&f, out);
+    if (!out->message[0] && root)
+        fail_copy_text(out->message, sizeof(out->message),
+                       BSC_STR("the upstream answered 2xx without a completion"));
+    else if (!root)
+        describe_raw_body(in, out);
+    out->retry_after_ms = prov_parse_retry_after(in->retry_after, in->retry_after_ms,
+                                                 in->now_wall_ms);
+    if (out->retry_after_ms < 0)
+        out->retry_after_ms = prov_parse_retry_hint_text(f.message);
+    json_object_put(root);
+}
+
 void prov_openai_classify(const struct prov_err_input *in, struct fail_info *out)
 {
     prov_openai_classify_profile(in, NULL, out);
@@ -519,6 +647,13 @@ bool prov_openai_classify_event_profile(struct bsc_str data,
         return false;
     }
     find_error(root, false, &f);
+    /* A payload that is no chunk at all but a top-level code (Qianfan's {"code":336501,
+     * "msg"}, Baidu's {"error_code"}, DashScope's native {"code","message"}) is an error. */
+    if (!f.present && !json_get(root, "choices") &&
+        (json_get(root, "code") || json_get(root, "error_code"))) {
+        find_error(root, true, &f);
+        f.present = true;
+    }
     finish_error = has_error_finish(root);
     if (!f.present && !finish_error) {
         json_object_put(root);

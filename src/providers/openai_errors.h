@@ -2,9 +2,9 @@
 /* openai_errors.h -- the error classifier for the `openai` and `openai_compatible` provider
  * kinds: HTTP status + body (error.code / error.type / message) + retry headers -> one
  * struct fail_info (docs/providers.md §6). Upstream dialects (DeepSeek, Mistral, Groq,
- * OpenRouter, ...) are profiles: tables of rules tried before the generic ones, so adding
- * one is data, not code. Pure: no I/O, no clock (the wall time is an input), no globals.
- * Design notes: docs/internals/taxonomy.md. */
+ * OpenRouter, Doubao, ERNIE, ...) are profiles: tables of rules tried before the generic
+ * ones, so adding one is data, not code. Pure: no I/O, no clock (the wall time is an
+ * input), no globals. Design notes: docs/internals/taxonomy.md. */
 #ifndef BSC_PROVIDERS_OPENAI_ERRORS_H
 #define BSC_PROVIDERS_OPENAI_ERRORS_H
 
@@ -77,12 +77,22 @@ void prov_openai_classify_profile(const struct prov_err_input *in,
                                   const struct prov_openai_profile *profile,
                                   struct fail_info *out);
 
+/* Classifies a 2xx body that is not a well-formed answer (the adapter found no `choices`
+ * or `data` in it, or it came instead of a stream): an error hidden in a 200 in any shape
+ * — {"error":...}, a top-level {"code","message"|"msg"} or {"error_code","error_msg"} —
+ * through <profile>'s rules, the generic rules and the throttling/quota wording, else
+ * FAIL_UNKNOWN. Never FAIL_NONE: such an answer is never passed on as a success. */
+void prov_openai_classify_malformed(const struct prov_err_input *in,
+                                    const struct prov_openai_profile *profile,
+                                    struct fail_info *out);
+
 /* Examines one SSE data payload of an OpenAI-style stream. Returns true, with *<out>
  * filled (status 200, kind from the error's code/type/integer code, FAIL_UNKNOWN when
  * nothing matches), when the JSON carries a non-null `error` (or is a flat
- * {"object":"error"}), or when a choice has finish_reason "error" (FAIL_SERVER_ERROR unless
- * an error object says otherwise). Returns false, *<out> reset to FAIL_NONE, for a normal
- * chunk, "[DONE]" and anything that is not JSON (framing problems are the SSE layer's).
+ * {"object":"error"}) or a top-level `code` / `error_code` and no `choices`, or when a choice
+ * has finish_reason "error" (FAIL_SERVER_ERROR unless an error object says otherwise).
+ * Returns false, *<out> reset to FAIL_NONE, for a normal chunk, "[DONE]" and anything that
+ * is not JSON (framing problems are the SSE layer's).
  * Uses the plain OpenAI profile, or <profile> with the _profile variant. */
 bool prov_openai_classify_event(struct bsc_str data, struct fail_info *out);
 bool prov_openai_classify_event_profile(struct bsc_str data,

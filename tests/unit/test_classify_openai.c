@@ -323,6 +323,85 @@ static const struct resp_row resp_rows[] = {
      "(7.5 GiB)\",\"type\":\"api_error\",\"param\":null,\"code\":null}}",
      NULL, NULL, NULL, FAIL_SERVER_ERROR, -1, NULL, NULL},
 
+    /* Volcengine Ark (doubao) */
+    {"ark 429 RPM", "doubao", 429,
+     "{\"error\":{\"code\":\"RateLimitExceeded.EndpointRPMExceeded\",\"message\":\"The request "
+     "has exceeded the RPM limit of the endpoint.\",\"param\":\"\",\"type\":\"TooManyRequests\"}}",
+     NULL, NULL, NULL, FAIL_RATE_LIMITED, -1, "RateLimitExceeded.EndpointRPMExceeded", NULL},
+    {"ark 429 TPM", "doubao", 429,
+     "{\"error\":{\"code\":\"RateLimitExceeded.EndpointTPMExceeded\",\"message\":\"TPM\","
+     "\"type\":\"TooManyRequests\"}}",
+     NULL, NULL, NULL, FAIL_RATE_LIMITED, -1, NULL, NULL},
+    {"ark TPM code in a 200", "doubao", 200,
+     "{\"error\":{\"code\":\"RateLimitExceeded.EndpointTPMExceeded\",\"message\":\"x\"}}",
+     NULL, NULL, NULL, FAIL_RATE_LIMITED, -1, NULL, NULL},
+    {"ark 429 ServerOverloaded", "doubao", 429,
+     "{\"error\":{\"code\":\"ServerOverloaded\",\"message\":\"The service is currently unable "
+     "to handle additional requests due to server overload.\",\"type\":\"TooManyRequests\"}}",
+     NULL, NULL, NULL, FAIL_OVERLOADED, -1, NULL, NULL},
+    {"same overload body, plain openai", NULL, 429,
+     "{\"error\":{\"code\":\"ServerOverloaded\",\"message\":\"overload\"}}", NULL, NULL,
+     NULL, FAIL_RATE_LIMITED, -1, NULL, NULL},
+    {"ark 400 closed endpoint", "doubao", 400,
+     "{\"error\":{\"code\":\"InvalidEndpoint.ClosedEndpoint\",\"message\":\"The request "
+     "targeted an endpoint that is currently closed or temporarily unavailable.\",\"param\":"
+     "\"\",\"type\":\"BadRequest\"}}",
+     NULL, NULL, NULL, FAIL_OVERLOADED, -1, NULL, NULL},
+    {"same closed endpoint, plain openai", NULL, 400,
+     "{\"error\":{\"code\":\"InvalidEndpoint.ClosedEndpoint\",\"message\":\"closed\"}}",
+     NULL, NULL, NULL, FAIL_INVALID_REQUEST, -1, NULL, NULL},
+    {"ark 403 account overdue", "doubao", 403,
+     "{\"error\":{\"code\":\"AccountOverdueError\",\"message\":\"The request failed because "
+     "your account has an overdue balance.\",\"type\":\"Forbidden\"}}",
+     NULL, NULL, NULL, FAIL_QUOTA_EXHAUSTED, -1, NULL, NULL},
+    {"ark 400 input text risk", "doubao", 400,
+     "{\"error\":{\"code\":\"InputTextRiskDetection\",\"message\":\"The request could not be "
+     "processed because the input text includes sensitive content.\",\"type\":\"BadRequest\"}}",
+     NULL, NULL, NULL, FAIL_CONTENT_POLICY, -1, NULL, "sensitive content"},
+    {"ark 400 output text risk", "doubao", 400,
+     "{\"error\":{\"code\":\"OutputTextRiskDetection\",\"message\":\"m\",\"type\":"
+     "\"BadRequest\"}}",
+     NULL, NULL, NULL, FAIL_CONTENT_POLICY, -1, NULL, NULL},
+    {"ark 400 input image risk", "doubao", 400,
+     "{\"error\":{\"code\":\"InputImageRiskDetection\",\"message\":\"m\",\"type\":"
+     "\"BadRequest\"}}",
+     NULL, NULL, NULL, FAIL_CONTENT_POLICY, -1, NULL, NULL},
+    {"ark 401", "doubao", 401,
+     "{\"error\":{\"code\":\"AuthenticationError\",\"message\":\"The API key or AK/SK in the "
+     "request is missing or invalid.\",\"type\":\"Unauthorized\"}}",
+     NULL, NULL, NULL, FAIL_AUTH, -1, NULL, NULL},
+    {"ark 404", "doubao", 404,
+     "{\"error\":{\"code\":\"InvalidEndpointOrModel.NotFound\",\"message\":\"The model or "
+     "endpoint ep-1 does not exist or you do not have access to it.\",\"type\":\"NotFound\"}}",
+     NULL, NULL, NULL, FAIL_NOT_FOUND, -1, NULL, NULL},
+
+    /* Baidu Qianfan (ernie): rate limits inside a 200 */
+    {"qianfan RPM in a 200 (v1 shape, error key)", "ernie", 200,
+     "{\"error\":{\"code\":336501,\"message\":\"Rate limit reached for RPM\"}}", NULL, NULL,
+     NULL, FAIL_RATE_LIMITED, -1, "336501", NULL},
+    {"qianfan v2 429 rpm", "ernie", 429,
+     "{\"error\":{\"code\":\"rpm_rate_limit_exceeded\",\"message\":\"Rate limit reached for "
+     "RPM\",\"type\":\"rate_limit_exceeded\"}}",
+     NULL, NULL, NULL, FAIL_RATE_LIMITED, -1, NULL, NULL},
+    {"qianfan v2 tpm in a 200", "ernie", 200,
+     "{\"error\":{\"code\":\"tpm_rate_limit_exceeded\",\"message\":\"m\",\"type\":\"x\"}}",
+     NULL, NULL, NULL, FAIL_RATE_LIMITED, -1, NULL, NULL},
+    {"qianfan v2 tokens_too_long", "ernie", 400,
+     "{\"error\":{\"code\":\"tokens_too_long\",\"message\":\"the max input tokens is 8000\","
+     "\"type\":\"invalid_request_error\"}}",
+     NULL, NULL, NULL, FAIL_CONTEXT_OVERFLOW, -1, NULL, NULL},
+    {"qianfan v2 characters_too_long", "ernie", 400,
+     "{\"error\":{\"code\":\"characters_too_long\",\"message\":\"the max input characters is "
+     "20000\",\"type\":\"invalid_request_error\"}}",
+     NULL, NULL, NULL, FAIL_CONTEXT_OVERFLOW, -1, NULL, NULL},
+    {"qianfan v2 invalid_model", "ernie", 400,
+     "{\"error\":{\"code\":\"invalid_model\",\"message\":\"model is empty\",\"type\":"
+     "\"invalid_request_error\"}}",
+     NULL, NULL, NULL, FAIL_NOT_FOUND, -1, NULL, NULL},
+    {"qianfan legacy 400 qps", "ernie", 400,
+     "{\"error_code\":18,\"error_msg\":\"Open api qps request limit reached\"}", NULL, NULL, NULL,
+     FAIL_RATE_LIMITED, -1, "18", "qps request limit"},
+
     /* retry hints */
     {"Retry-After HTTP-date", NULL, 429, "", NULL, "Sun, 06 Nov 1994 08:49:37 GMT", NULL,
      FAIL_RATE_LIMITED, 37000, NULL, NULL},
@@ -375,6 +454,190 @@ static void test_classify_responses(void **state)
         if (r->msg_has && !r->msg_has[0])
             EXPECT_STR(r->name, out.message, "");
     }
+}
+
+/* ---- 2xx answers without their answer (prov_openai_classify_malformed) -------------------- */
+
+static const struct {
+    const char *name, *profile, *body;
+    enum fail_kind kind;
+    const char *code, *msg_has;
+} malformed_rows[] = {
+    {"qianfan RPM", "ernie", "{\"code\":336501,\"msg\":\"Rate limit reached for RPM\"}",
+     FAIL_RATE_LIMITED, "336501", "RPM"},
+    {"qianfan TPM", "ernie", "{\"code\":336502,\"msg\":\"Rate limit reached for TPM\"}",
+     FAIL_RATE_LIMITED, "336502", NULL},
+    {"qianfan RPM without the profile: wording", NULL,
+     "{\"code\":336501,\"msg\":\"Rate limit reached for RPM\"}", FAIL_RATE_LIMITED, NULL, NULL},
+    {"qianfan newer string code", "ernie",
+     "{\"code\":\"rpm_rate_limit_exceeded\",\"message\":\"Rate limit reached for RPM\"}",
+     FAIL_RATE_LIMITED, NULL, NULL},
+    {"qianfan tpm string code", "ernie", "{\"code\":\"tpm_rate_limit_exceeded\",\"message\":\"x\"}",
+     FAIL_RATE_LIMITED, NULL, NULL},
+    {"legacy qps", "ernie",
+     "{\"error_code\":18,\"error_msg\":\"Open api qps request limit reached\"}",
+     FAIL_RATE_LIMITED, "18", "qps"},
+    {"legacy daily", "ernie",
+     "{\"error_code\":17,\"error_msg\":\"Open api daily request limit reached\"}",
+     FAIL_QUOTA_EXHAUSTED, "17", NULL},
+    {"legacy RPM code", "ernie",
+     "{\"error_code\":336501,\"error_msg\":\"Rate limit reached for RPM\"}",
+     FAIL_RATE_LIMITED, NULL, NULL},
+    {"legacy TPM code", "ernie", "{\"error_code\":336502,\"error_msg\":\"x\"}", FAIL_RATE_LIMITED,
+     NULL, NULL},
+    {"legacy token invalid", "ernie",
+     "{\"error_code\":110,\"error_msg\":\"Access token invalid or no longer valid\"}", FAIL_AUTH,
+     NULL, NULL},
+    {"dashscope-style throttle, plain openai", NULL,
+     "{\"code\":\"Throttling.RateQuota\",\"message\":\"Requests rate limit exceeded, please try "
+     "again later.\",\"request_id\":\"r1\"}",
+     FAIL_RATE_LIMITED, "Throttling.RateQuota", "rate limit"},
+    {"quota wording", NULL, "{\"code\":\"X\",\"message\":\"Free quota used up\"}",
+     FAIL_QUOTA_EXHAUSTED, NULL, NULL},
+    {"ark overload code in a 200", "doubao",
+     "{\"error\":{\"code\":\"ServerOverloaded\",\"message\":\"busy\"}}", FAIL_OVERLOADED, NULL,
+     NULL},
+    {"ark risk code in a 200", "doubao",
+     "{\"error\":{\"code\":\"OutputTextRiskDetection\",\"message\":\"m\"}}",
+     FAIL_CONTENT_POLICY, NULL, NULL},
+    {"an object without choices", NULL, "{\"id\":\"x\",\"object\":\"chat.completion\"}",
+     FAIL_UNKNOWN, NULL, "without a completion"},
+    {"empty object", NULL, "{}", FAIL_UNKNOWN, NULL, NULL},
+    {"not JSON", NULL, "upstream says hi", FAIL_UNKNOWN, NULL, "upstream says hi"},
+    {"an unknown code", NULL, "{\"code\":\"Weird\",\"message\":\"odd\"}", FAIL_UNKNOWN, NULL,
+     "odd"},
+    {"integer status code", NULL, "{\"code\":503,\"message\":\"later\"}", FAIL_OVERLOADED, NULL,
+     NULL},
+};
+
+static void test_classify_malformed(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(malformed_rows); i++) {
+        struct prov_err_input in = {.status = 200, .body = s(malformed_rows[i].body)};
+        const struct prov_openai_profile *prof =
+            malformed_rows[i].profile ? prov_openai_profile_find(s(malformed_rows[i].profile))
+                                      : NULL;
+        struct fail_info out;
+
+        memset(&out, 0x5a, sizeof(out));
+        prov_openai_classify_malformed(&in, prof, &out);
+        EXPECT_KIND(malformed_rows[i].name, out.kind, malformed_rows[i].kind);
+        EXPECT_INT(malformed_rows[i].name, out.status, 200);
+        if (malformed_rows[i].code)
+            EXPECT_STR(malformed_rows[i].name, out.code, malformed_rows[i].code);
+        if (malformed_rows[i].msg_has)
+            EXPECT_HAS(malformed_rows[i].name, out.message, malformed_rows[i].msg_has);
+    }
+}
+
+/* The adapter hooks: a 2xx without `choices` (chat) or `data` (embeddings) fails, with the
+ * profile picked from the provider; well-formed answers pass. */
+static void test_map_response_shape(void **state)
+{
+    (void)state;
+    struct cfg_provider prov = {.base_url = "https://qianfan.baidubce.com/v2"};
+    struct cfg_target tgt = {.model = "ernie-4.0"};
+    struct prov_call call = {.op = PROV_OP_CHAT, .provider = &prov, .target = &tgt};
+    const struct prov_ops *ops = prov_ops_for(CFG_PROV_OPENAI_COMPATIBLE);
+    struct prov_usage u;
+    struct fail_info f;
+    struct bsc_buf out;
+
+    bsc_buf_init(&out, 1 << 16);
+    assert_int_equal(ops->map_response(&call, BSC_STR("{\"code\":336501,\"msg\":\"Rate limit "
+                                                      "reached for RPM\"}"),
+                                       &out, &u, &f),
+                     BSC_EPARSE);
+    assert_int_equal(f.kind, FAIL_RATE_LIMITED);
+    assert_int_equal(ops->map_response(&call, BSC_STR("{\"error_code\":17,\"error_msg\":\"Open "
+                                                      "api daily request limit reached\"}"),
+                                       &out, &u, &f),
+                     BSC_EPARSE);
+    assert_int_equal(f.kind, FAIL_QUOTA_EXHAUSTED);
+    fail_info_init(&f);
+    assert_int_equal(ops->map_response(&call, BSC_STR("{\"id\":\"a\",\"choices\":[{\"index\":0,"
+                                                      "\"message\":{\"role\":\"assistant\","
+                                                      "\"content\":\"hi\"}}],\"usage\":{"
+                                                      "\"prompt_tokens\":3,"
+                                                      "\"completion_tokens\":1}}"),
+                                       &out, &u, &f),
+                     BSC_OK);
+    assert_int_equal(f.kind, FAIL_NONE);
+    assert_int_equal(u.input_tokens, 3);
+    /* "choices" that is not an array, or only inside another member, is no answer */
+    assert_int_equal(ops->map_response(&call, BSC_STR("{\"x\":{\"choices\":[]},\"choices\":null}"),
+                                       &out, &u, &f),
+                     BSC_EPARSE);
+    assert_int_equal(f.kind, FAIL_UNKNOWN);
+    call.op = PROV_OP_EMBEDDINGS;
+    assert_int_equal(ops->map_response(&call, BSC_STR("{\"object\":\"list\",\"data\":[]}"), &out,
+                                       &u, &f),
+                     BSC_OK);
+    assert_int_equal(ops->map_response(&call, BSC_STR("{\"code\":\"Throttling\",\"message\":"
+                                                      "\"Requests throttling triggered.\"}"),
+                                       &out, &u, &f),
+                     BSC_EPARSE);
+    assert_int_equal(f.kind, FAIL_RATE_LIMITED);
+    bsc_buf_cleanup(&out);
+}
+
+/* A stream that ends ([DONE]) without a single chunk carrying a choice relays nothing and
+ * fails (unknown: another target may answer); events without choices are held until one
+ * does; a Qianfan code event is an error of its kind. */
+static void test_stream_without_completion(void **state)
+{
+    (void)state;
+    struct cfg_provider prov = {.base_url = "http://127.0.0.1:9/v1"};
+    struct cfg_target tgt = {.model = "m"};
+    struct prov_call call = {.op = PROV_OP_CHAT, .provider = &prov, .target = &tgt,
+                             .stream = true, .include_usage = true};
+    const struct prov_ops *ops = prov_ops_for(CFG_PROV_OPENAI_COMPATIBLE);
+    unsigned char st[512] __attribute__((aligned(16)));
+    struct fail_info f;
+    struct bsc_buf out;
+
+    assert_true(ops->stream_size <= sizeof(st));
+    bsc_buf_init(&out, 1 << 16);
+    memset(st, 0, sizeof(st));
+    ops->stream_init(st, &call);
+    assert_int_equal(ops->stream_event(st, BSC_STR_NULL,
+                                       BSC_STR("{\"id\":\"c\",\"choices\":[],\"usage\":{"
+                                               "\"prompt_tokens\":1,\"completion_tokens\":0}}"),
+                                       &out, &f),
+                     PROV_STREAM_MORE);
+    assert_int_equal(ops->stream_event(st, BSC_STR_NULL, BSC_STR("{\"id\":\"c\",\"choices\":[]}"),
+                                       &out, &f),
+                     PROV_STREAM_MORE);
+    assert_int_equal(out.len, 0); /* nothing relayed */
+    assert_int_equal(ops->stream_event(st, BSC_STR_NULL, BSC_STR("[DONE]"), &out, &f),
+                     PROV_STREAM_ERROR);
+    assert_int_equal(f.kind, FAIL_UNKNOWN);
+    assert_int_equal(out.len, 0);
+    ops->stream_cleanup(st);
+
+    memset(st, 0, sizeof(st));
+    ops->stream_init(st, &call);
+    assert_int_equal(ops->stream_event(st, BSC_STR_NULL,
+                                       BSC_STR("{\"code\":336502,\"msg\":\"Rate limit reached for "
+                                               "TPM\"}"),
+                                       &out, &f),
+                     PROV_STREAM_ERROR);
+    assert_int_equal(f.kind, FAIL_RATE_LIMITED);
+    ops->stream_cleanup(st);
+
+    memset(st, 0, sizeof(st));
+    ops->stream_init(st, &call);
+    assert_int_equal(ops->stream_event(st, BSC_STR_NULL,
+                                       BSC_STR("{\"id\":\"c\",\"choices\":[{\"index\":0,"
+                                               "\"delta\":{\"content\":\"hi\"}}]}"),
+                                       &out, &f),
+                     PROV_STREAM_MORE);
+    assert_true(out.len > 0);
+    assert_int_equal(ops->stream_event(st, BSC_STR_NULL, BSC_STR("[DONE]"), &out, &f),
+                     PROV_STREAM_DONE);
+    ops->stream_cleanup(st);
+    bsc_buf_cleanup(&out);
 }
 
 static void test_classify_default_is_openai(void **state)
@@ -548,6 +811,15 @@ static const struct {
      FAIL_SERVER_ERROR, -1, NULL},
     {"overflow in stream", "{\"error\":{\"message\":\"prompt is too long\"}}", true,
      FAIL_CONTEXT_OVERFLOW, -1, NULL},
+    {"qianfan code event", "{\"code\":336501,\"msg\":\"Rate limit reached for RPM\"}", true,
+     FAIL_RATE_LIMITED, -1, "RPM"},
+    {"legacy error_code event", "{\"error_code\":18,\"error_msg\":\"Open api qps request limit "
+     "reached\"}", true, FAIL_RATE_LIMITED, -1, NULL},
+    {"dashscope native event", "{\"code\":\"Throttling.RateQuota\",\"message\":\"Requests rate "
+     "limit exceeded\"}", true, FAIL_RATE_LIMITED, -1, NULL},
+    {"a code beside choices is no error",
+     "{\"code\":0,\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}", false,
+     FAIL_NONE, -1, NULL},
 };
 
 static void test_classify_events(void **state)
@@ -599,6 +871,15 @@ static void test_profile_lookup(void **state)
         {"https://evil-openrouter.ai/api/v1", "openai"},
         {"https://openrouter.ai.example.com/v1", "openai"},
         {"https://api.openai.com/v1", "openai"},
+        {"https://ark.cn-beijing.volces.com/api/v3", "doubao"},
+        {"https://ark.ap-southeast.bytepluses.com/api/v3", "openai"},
+        {"https://ark.cn-shanghai.volces.com/api/v3", "doubao"},
+        {"https://ark.volces.com/api/v3", "openai"},
+        {"https://ark.a.b.volces.com/api/v3", "openai"},
+        {"https://evil.cn-beijing.volces.com/api/v3", "openai"},
+        {"https://qianfan.baidubce.com/v2", "ernie"},
+        {"https://QIANFAN.BAIDUBCE.COM/v2", "ernie"},
+        {"https://notqianfan.baidubce.com/v2", "openai"},
         {"http://127.0.0.1:8000/v1", "openai"},
         {"localhost:11434/v1", "openai"},
         {"", "openai"},
@@ -795,6 +1076,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_classify_responses),
         cmocka_unit_test(test_classify_default_is_openai),
+        cmocka_unit_test(test_classify_malformed),
+        cmocka_unit_test(test_map_response_shape),
+        cmocka_unit_test(test_stream_without_completion),
         cmocka_unit_test(test_long_texts_are_truncated),
         cmocka_unit_test(test_deep_and_huge_bodies),
         cmocka_unit_test(test_garbage_never_crashes),
