@@ -170,12 +170,22 @@ struct cfg_tier {
     bool disabled; /* a kill switch for the whole tier */
 };
 
+/* A route's context: what to do when a conversation outgrows a target's window
+ * (router/trim.c, docs/internals/request-lifecycle.md). */
+enum cfg_overflow { CFG_OVERFLOW_FAIL = 0, CFG_OVERFLOW_TRIM, CFG_OVERFLOW_COUNT };
+
+struct cfg_context {
+    enum cfg_overflow overflow; /* fail */
+    uint32_t keep_last;         /* 4: the last messages never dropped */
+};
+
 struct cfg_route {
     char *id; /* owned; what clients send as "model" */
     struct cfg_requires requires;
     struct cfg_tier primary, equivalent, fallback;
     enum cfg_balance balance;
     struct cfg_envelope envelope;
+    struct cfg_context context;
 };
 
 struct cfg_limits {

@@ -616,6 +616,7 @@ static void st_done(struct request *r)
         metrics_observe(M(r), shard, METRIC_TTFT, r->route->id, NULL, (double)r->ttfb_us / 1e6);
     r->body = BSC_STR_NULL;
     r->native = (struct prov_native){0};
+    trim_req_cleanup(r);
     json_object_put(r->json);
     r->json = NULL;
     cfg_unref(r->cfg);
@@ -754,6 +755,7 @@ static void inspect_request(struct request *r, const struct chat_in *in)
     r->need_caps = request_caps(r, f);
     r->has_tools = (r->need_caps & CFG_CAP_TOOLS) != 0;
     r->est_tokens = estimate_tokens(body, f, &r->est_out_tokens);
+    trim_req_inspect(r, body, f[F_MESSAGES]);
 }
 
 /* X-Bascule-Operation-Id ties the call to an operation of the tool ledger. */
