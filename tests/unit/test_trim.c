@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "config/config.h"
 #include "core/json_scan.h"
 #include "router/trim.h"
 
@@ -214,6 +215,46 @@ static void test_json_rebuild(void **state)
     json_object_put(req);
 }
 
+/* The route's context block: its defaults, its values, and a misspelt mode refused. */
+static void test_config_context(void **state)
+{
+    static const char yaml[] =
+        "providers:\n"
+        "  p: {kind: openai, base_url: \"https://api.openai.com/v1\", keys: [k]}\n"
+        "targets:\n"
+        "  t: {provider: p, model: m}\n"
+        "routes:\n"
+        "  plain: {primary: [t]}\n"
+        "  trims: {primary: [t], context: {overflow: trim, keep_last: 7}}\n";
+    static const char bad[] =
+        "providers:\n"
+        "  p: {kind: openai, base_url: \"https://api.openai.com/v1\", keys: [k]}\n"
+        "targets:\n"
+        "  t: {provider: p, model: m}\n"
+        "routes:\n"
+        "  r: {primary: [t], context: {overflow: trimm}}\n";
+    struct cfg_diags d = {0};
+    struct cfg *cfg = NULL;
+    const struct cfg_route *r;
+
+    (void)state;
+    assert_int_equal(cfg_load_string("gateway.yaml", yaml, strlen(yaml), &cfg, &d), BSC_OK);
+    r = cfg_route_find(cfg, BSC_STR("plain"));
+    assert_non_null(r);
+    assert_int_equal(r->context.overflow, CFG_OVERFLOW_FAIL);
+    assert_int_equal(r->context.keep_last, 4);
+    r = cfg_route_find(cfg, BSC_STR("trims"));
+    assert_non_null(r);
+    assert_int_equal(r->context.overflow, CFG_OVERFLOW_TRIM);
+    assert_int_equal(r->context.keep_last, 7);
+    cfg_unref(cfg);
+    cfg_diags_cleanup(&d);
+    cfg = NULL;
+    assert_int_equal(cfg_load_string("gateway.yaml", bad, strlen(bad), &cfg, &d), BSC_EINVAL);
+    assert_null(cfg);
+    cfg_diags_cleanup(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -226,6 +267,7 @@ int main(void)
         cmocka_unit_test(test_minimum_does_not_fit),
         cmocka_unit_test(test_describe_and_splice),
         cmocka_unit_test(test_json_rebuild),
+        cmocka_unit_test(test_config_context),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
