@@ -289,6 +289,7 @@ void trim_req_inspect(struct request *r, struct bsc_str body, struct bsc_str msg
         return;
     }
     ts->min_bytes = trim_min_bytes(ts->msgs, ts->n, ts->fixed_bytes, c->keep_last);
+    ts->all_bytes = trim_min_bytes(ts->msgs, ts->n, ts->fixed_bytes, (uint32_t)ts->n);
     if (r->body.p && body.p == r->body.p)
         ts->msgs_span = msgs;
     bsc_buf_init(&ts->body, r->body.len + 4096);
@@ -302,9 +303,20 @@ static uint64_t out_tokens(const struct request *r, const struct cfg_target *t)
     return t->max_output_tokens ? t->max_output_tokens : TRIM_DEFAULT_OUTPUT_TOKENS;
 }
 
+/* True when an attempt on <t> would forward the client's own Anthropic bytes and may not
+ * go through the translation instead: a field only the pass-through keeps (thinking, top_k,
+ * ...) forbids it. Such a request is not trimmed for <t>. */
+static bool pass_through_only(const struct request *r, const struct cfg_target *t)
+{
+    return r->native.body.p && r->native.required[0] && t->provider->kind == r->native.kind;
+}
+
 bool trim_req_fits(const struct request *r, const struct cfg_target *t)
 {
-    return !t->context_window || fits(r->trim.min_bytes, out_tokens(r, t), t->context_window);
+    const struct trim_state *ts = &r->trim;
+    uint64_t bytes = pass_through_only(r, t) ? ts->all_bytes : ts->min_bytes;
+
+    return !t->context_window || fits(bytes, out_tokens(r, t), t->context_window);
 }
 
 /* Drops the previous attempt's cut. */
@@ -349,16 +361,11 @@ enum bsc_err trim_req_attempt(struct request *r)
     cut.dropped = trim_plan(&in, ts->drop);
     if (cut.dropped <= 0)
         return BSC_OK; /* fits as it is; or cannot fit, and the upstream will say so */
-    /* The Anthropic pass-through forwards the client's bytes: the cut goes through the
-     * translated form instead, unless a field only the pass-through keeps forbids it. */
-    if (r->native.body.p && r->native.required[0] && t->provider->kind == r->native.kind) {
-        fail_info_init(&r->fail);
-        r->fail.kind = FAIL_CONTEXT_OVERFLOW;
-        snprintf(r->fail.message, sizeof(r->fail.message),
-                 "the conversation needs trimming for %.64s, but it carries %.80s, which only "
-                 "the untouched request keeps", t->id, r->native.required);
-        return BSC_EINVAL;
-    }
+    /* The Anthropic pass-through forwards the client's bytes: a cut goes through the
+     * translation instead, unless a field only the pass-through keeps forbids it; then the
+     * request is sent whole (eligibility let it through only if the estimate fits). */
+    if (pass_through_only(r, t))
+        return BSC_OK;
     cut.lead = trim_leading_system(ts->msgs, ts->n);
     if (build_cut(r, &cut) != BSC_OK) {
         reset_attempt(ts);

@@ -101,7 +101,7 @@ struct cfg_target;
 struct trim_state {
     struct trim_msg *msgs;    /* owned; NULL when the route does not trim or cannot */
     size_t n;
-    uint64_t fixed_bytes, min_bytes;
+    uint64_t fixed_bytes, min_bytes, all_bytes; /* outside the messages; cut; whole */
     struct bsc_str msgs_span; /* the messages inside the client's OpenAI bytes, or empty */
     bool *drop;               /* owned; <n> entries */
     long dropped;             /* the current attempt's count; 0 = sent as the client wrote */
@@ -116,12 +116,13 @@ struct trim_state {
  * the request is simply not trimmed. */
 void trim_req_inspect(struct request *r, struct bsc_str body, struct bsc_str msgs);
 
-/* True when the request, trimmed as far as it may be, fits <t>'s window. */
+/* True when the request, trimmed as far as it may be for <t>, fits <t>'s window. */
 bool trim_req_fits(const struct request *r, const struct cfg_target *t);
 
 /* Plans the cut for the attempt on r->target and builds its request (r->trim.body, .json),
- * from the client's messages each time. BSC_OK with r->trim.dropped 0 when nothing is cut;
- * BSC_EINVAL with r->fail set when the cut cannot be expressed for this target; BSC_ENOMEM. */
+ * from the client's messages each time. BSC_OK with r->trim.dropped 0 when nothing is cut
+ * (it fits, or the request must reach an anthropic target as the client's own bytes);
+ * BSC_ENOMEM. */
 enum bsc_err trim_req_attempt(struct request *r);
 
 /* Releases everything the trim state holds. */

@@ -246,3 +246,34 @@ test('/v1/messages to an openai target is trimmed on the neutral form', async ()
   for (let i = 2; i < got.length; i++)
     if (got[i].role === 'tool') assert.ok(got[i - 1].tool_calls || got[i - 1].role === 'tool');
 });
+
+test('a streamed request is trimmed the same way, the header on the stream head', async () => {
+  const sent = conversation();
+  const res = await fetch(`${gw.base}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'trim', messages: sent, tools, max_tokens: 100, stream: true }),
+  });
+  assert.equal(res.status, 200);
+  const text = await res.text();
+  assert.match(text, /data: \[DONE\]/);
+  const seen = (await sim.lastRequest('trim-mid')).body;
+  assert.equal(seen.stream, true);
+  assert.deepEqual(seen.stream_options, { include_usage: true });
+  const n = checkTrimmed(sent, seen.messages, 2);
+  assert.equal(res.headers.get('x-bascule-trimmed-messages'), String(n));
+});
+
+test('/v1/messages with a field only the pass-through keeps is not trimmed: 400, no call', async () => {
+  const before = await sim.calls('claude-trim');
+  const conv = anthropicConversation();
+  const res = await fetch(`${gw.url}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify({ model: 'ant-trim', max_tokens: 100, top_k: 5, ...conv }),
+  });
+  const body = await res.json();
+  assert.equal(res.status, 400, JSON.stringify(body));
+  assert.match(body.error.message, /context window too small/);
+  assert.equal(await sim.calls('claude-trim'), before);
+});
