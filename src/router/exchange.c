@@ -26,7 +26,8 @@ static struct prov_call make_call(const struct request *r)
         .target = r->target,
         .key = r->key_idx >= 0 ? r->target->provider->keys[r->key_idx] : NULL,
         .req = r->trim.dropped > 0 ? r->trim.json : r->json,
-        .raw = r->trim.dropped > 0 ? bsc_buf_str(&r->trim.body) : r->body,
+        .raw = r->trim.dropped <= 0 ? r->body
+               : r->trim.body.len ? bsc_buf_str(&r->trim.body) : BSC_STR_NULL,
         .model_span = r->trim.dropped > 0 ? r->trim.model_span : r->model_span,
         /* a trimmed request goes through the translation, never as the client's bytes */
         .native = r->native.body.p && r->trim.dropped <= 0 ? &r->native : NULL,

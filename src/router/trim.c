@@ -316,7 +316,10 @@ bool trim_req_fits(const struct request *r, const struct cfg_target *t)
     const struct trim_state *ts = &r->trim;
     uint64_t bytes = pass_through_only(r, t) ? ts->all_bytes : ts->min_bytes;
 
-    return !t->context_window || fits(bytes, out_tokens(r, t), t->context_window);
+    /* Never refuses what `fail` would send: the upstream may still take it whole. */
+    if (!t->context_window || r->est_tokens <= t->context_window)
+        return true;
+    return fits(bytes, out_tokens(r, t), t->context_window);
 }
 
 /* Drops the previous attempt's cut. */

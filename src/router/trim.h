@@ -116,7 +116,8 @@ struct trim_state {
  * the request is simply not trimmed. */
 void trim_req_inspect(struct request *r, struct bsc_str body, struct bsc_str msgs);
 
-/* True when the request, trimmed as far as it may be for <t>, fits <t>'s window. */
+/* True when the request, trimmed as far as it may be for <t>, fits <t>'s window -- or when
+ * `fail` would accept <t> for it as it is (no output budget reserved). */
 bool trim_req_fits(const struct request *r, const struct cfg_target *t);
 
 /* Plans the cut for the attempt on r->target and builds its request (r->trim.body, .json),

@@ -24,6 +24,7 @@ log: { level: warn }
 providers:
   oai: { kind: openai, base_url: "${sim.base}", keys: ["sk-trim"], health: { probe: none } }
   ant: { ${ant}, keys: ["sk-ant-trim"], health: { probe: none } }
+  compat: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-compat"], health: { probe: none } }
 targets:
   t-mid: { provider: oai, model: trim-mid, context_window: 800, ${CAPS} }
   t-mid-fail: { provider: oai, model: trim-mid-fail, context_window: 800, ${CAPS} }
@@ -32,6 +33,7 @@ targets:
   t-big: { provider: oai, model: trim-big, context_window: 100000, ${CAPS} }
   t-strict: { provider: oai, model: trim-strict, context_window: 550, ${CAPS} }
   t-ant: { provider: ant, model: claude-trim, context_window: 800, ${CAPS} }
+  t-compat: { provider: compat, model: trim-compat, context_window: 550, ${CAPS} }
 routes:
   trim: { primary: [t-mid], context: { overflow: trim, keep_last: 2 } }
   smaller:
@@ -48,6 +50,7 @@ routes:
   too-long-tail: { primary: [t-strict], context: { overflow: trim, keep_last: 12 } }
   ant-trim: { primary: [t-ant], context: { overflow: trim, keep_last: 2 } }
   oai-from-ant: { primary: [t-small], context: { overflow: trim, keep_last: 2 } }
+  resp-trim: { primary: [t-compat], context: { overflow: trim, keep_last: 2 } }
 `,
   });
   await sim.setModel('trim-mid-fail', { script: [{ action: 'status', status: 503, times: 100000 }] });
@@ -276,4 +279,40 @@ test('/v1/messages with a field only the pass-through keeps is not trimmed: 400,
   assert.equal(res.status, 400, JSON.stringify(body));
   assert.match(body.error.message, /context window too small/);
   assert.equal(await sim.calls('claude-trim'), before);
+});
+
+test('/v1/responses (translated) is trimmed on the neutral form', async () => {
+  const input = [
+    { role: 'user', content: fill('u1') },
+    { role: 'assistant', content: fill('a1') },
+    { role: 'user', content: fill('u2') },
+    { type: 'function_call', call_id: 'call_9', name: 'lookup', arguments: '{}' },
+    { type: 'function_call_output', call_id: 'call_9', output: fill('r1') },
+    { role: 'assistant', content: fill('a2') },
+    { role: 'user', content: fill('u3') },
+    { role: 'assistant', content: fill('a3') },
+    { role: 'user', content: fill('u4') },
+    { role: 'assistant', content: fill('a4') },
+    { role: 'user', content: fill('u5') },
+  ];
+  const res = await fetch(`${gw.base}/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'resp-trim', instructions: 'You are terse.', input, max_output_tokens: 100,
+      tools: [{ type: 'function', name: 'lookup', parameters: { type: 'object', properties: {} } }] }),
+  });
+  const body = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(body));
+  const got = (await sim.lastRequest('trim-compat')).body.messages;
+  assert.equal(got[0].role, 'system');
+  const m = MARKER.exec(got[1].content);
+  assert.ok(m, JSON.stringify(got[1]));
+  assert.equal(res.headers.get('x-bascule-trimmed-messages'), m[1]);
+  assert.ok(got.length < input.length + 1);
+  assert.equal(got[2].role, 'user');
+  assert.equal(got.at(-1).content, fill('u5'));
+  for (let i = 2; i < got.length; i++) {
+    if (got[i].role === 'tool') assert.ok(got[i - 1].tool_calls || got[i - 1].role === 'tool');
+    if (got[i].tool_calls) assert.equal(got[i + 1].role, 'tool');
+  }
 });
