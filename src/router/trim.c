@@ -170,8 +170,8 @@ enum bsc_err trim_describe(struct bsc_str body, struct bsc_str msgs, struct trim
 
 static enum bsc_err append_marker(struct bsc_buf *out, long dropped)
 {
-    return bsc_buf_appendf(out, "{\"role\":\"system\",\"content\":\"[%ld earlier messages omitted]\"}",
-                           dropped);
+    return bsc_buf_appendf(
+        out, "{\"role\":\"system\",\"content\":\"[%ld earlier messages omitted]\"}", dropped);
 }
 
 /* Appends the kept elements of <msgs> and the marker, comma-separated, inside brackets. */
@@ -353,8 +353,13 @@ enum bsc_err trim_req_attempt(struct request *r)
 {
     struct trim_state *ts = &r->trim;
     const struct cfg_target *t = r->target;
-    struct trim_input in = {ts->msgs, ts->n, ts->fixed_bytes, r->route->context.keep_last,
-                            t->context_window, 0};
+    struct trim_input in = {
+        .msgs = ts->msgs,
+        .n = ts->n,
+        .fixed_bytes = ts->fixed_bytes,
+        .keep_last = r->route->context.keep_last,
+        .window = t->context_window,
+    };
     struct trim_cut cut = {ts->drop, ts->n, 0, 0};
 
     reset_attempt(ts);

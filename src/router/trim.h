@@ -77,8 +77,8 @@ size_t trim_leading_system(const struct trim_msg *msgs, size_t n);
 struct trim_cut {
     const bool *drop; /* <n> entries: drop[i] for each dropped message */
     size_t n;
-    size_t lead;      /* the leading system messages: the marker goes after them */
-    long dropped;     /* how many; the marker says it */
+    size_t lead;  /* the leading system messages: the marker goes after them */
+    long dropped; /* how many; the marker says it */
 };
 
 /* Writes into <out> (emptied first) the bytes of <body> with its messages array span <msgs>
@@ -99,16 +99,16 @@ struct cfg_target;
 
 /* Per request: the descriptors read at the start, and the current attempt's cut. */
 struct trim_state {
-    struct trim_msg *msgs;    /* owned; NULL when the route does not trim or cannot */
+    struct trim_msg *msgs; /* owned; NULL when the route does not trim or cannot */
     size_t n;
     uint64_t fixed_bytes, min_bytes, all_bytes; /* outside the messages; cut; whole */
-    struct bsc_str msgs_span; /* the messages inside the client's OpenAI bytes, or empty */
-    bool *drop;               /* owned; <n> entries */
-    long dropped;             /* the current attempt's count; 0 = sent as the client wrote */
-    struct bsc_buf body;      /* owned: the current attempt's bytes (OpenAI fast path) */
+    struct bsc_str msgs_span;  /* the messages inside the client's OpenAI bytes, or empty */
+    bool *drop;                /* owned; <n> entries */
+    long dropped;              /* the current attempt's count; 0 = sent as the client wrote */
+    struct bsc_buf body;       /* owned: the current attempt's bytes (OpenAI fast path) */
     struct bsc_str model_span; /* "model" inside <body> */
-    struct json_object *json; /* owned ref: the current attempt's canonical request */
-    char count_text[24];      /* <dropped> as the response header writes it */
+    struct json_object *json;  /* owned ref: the current attempt's canonical request */
+    char count_text[24];       /* <dropped> as the response header writes it */
 };
 
 /* Reads the descriptors of the request's messages (span <msgs> inside <body>, the client's

@@ -179,12 +179,11 @@ static void test_describe_and_splice(void **state)
 
     bsc_buf_init(&out, 1 << 16);
     assert_int_equal(trim_splice(doc, msgs, &cut, &out, &model), BSC_OK);
-    assert_string_equal(out.p,
-                        "{\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
-                        "{\"role\":\"system\",\"content\":\"[3 earlier messages omitted]\"},"
-                        "{\"role\":\"developer\",\"content\":\"d\"},"
-                        "{\"role\":\"user\",\"content\":\"two\"}],\"model\":\"m\","
-                        "\"max_tokens\":5}");
+    assert_string_equal(out.p, "{\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
+                               "{\"role\":\"system\",\"content\":\"[3 earlier messages omitted]\"},"
+                               "{\"role\":\"developer\",\"content\":\"d\"},"
+                               "{\"role\":\"user\",\"content\":\"two\"}],\"model\":\"m\","
+                               "\"max_tokens\":5}");
     assert_int_equal(model.len, 3);
     assert_memory_equal(model.p, "\"m\"", 3);
     assert_true(model.p > out.p && model.p < out.p + out.len);
