@@ -207,6 +207,15 @@ struct cfg_sel_rule {
     const struct cfg_route *route; /* borrowed from the same snapshot; never a select route */
 };
 
+/* A route's context: what to do when a conversation outgrows a target's window
+ * (router/trim.c, docs/internals/request-lifecycle.md). */
+enum cfg_overflow { CFG_OVERFLOW_FAIL = 0, CFG_OVERFLOW_TRIM, CFG_OVERFLOW_COUNT };
+
+struct cfg_context {
+    enum cfg_overflow overflow; /* fail */
+    uint32_t keep_last;         /* 4: the last messages never dropped */
+};
+
 struct cfg_route {
     char *id; /* owned; what clients send as "model" */
     struct cfg_sel_rule *select; /* owned; n_select > 0: a select route, without tiers */
@@ -215,6 +224,7 @@ struct cfg_route {
     struct cfg_tier primary, equivalent, fallback;
     enum cfg_balance balance;
     struct cfg_envelope envelope;
+    struct cfg_context context;
 };
 
 struct cfg_limits {

@@ -66,6 +66,8 @@ static const char *const side_names[] = {"none", "read_only", "write_possible"};
 _Static_assert(BSC_ARRAY_LEN(side_names) == CFG_SE_COUNT, "side_names");
 static const char *const sf_names[] = {"fail", "buffer"};
 _Static_assert(BSC_ARRAY_LEN(sf_names) == CFG_SF_COUNT, "sf_names");
+static const char *const overflow_names[] = {"fail", "trim"};
+_Static_assert(BSC_ARRAY_LEN(overflow_names) == CFG_OVERFLOW_COUNT, "overflow_names");
 static const char *const store_names[] = {"memory", "sqlite", "redis"};
 _Static_assert(BSC_ARRAY_LEN(store_names) == CFG_STORE_COUNT, "store_names");
 /* Bit i is names[i]: the order of enum cfg_cap and enum cfg_breaker_dim. */
@@ -672,6 +674,11 @@ static const struct cfg__field envelope_fields[] = {
     {FENUM(struct cfg_envelope, "on_stream_failure", on_stream_failure, sf_names)},
 };
 
+static const struct cfg__field context_fields[] = {
+    {FENUM(struct cfg_context, "overflow", overflow, overflow_names)},
+    {FU32(struct cfg_context, "keep_last", keep_last, 0, 10000)},
+};
+
 static const struct cfg__field route_fields[] = {
     {FMAP(struct cfg_route, "requires", requires, requires_fields, NULL)},
     {FFN("primary", tier_fn), .required = true},
@@ -684,6 +691,7 @@ static const struct cfg__field route_fields[] = {
     {FBOOL(struct cfg_route, "primary_disabled", primary.disabled)},
     {FBOOL(struct cfg_route, "equivalent_disabled", equivalent.disabled)},
     {FBOOL(struct cfg_route, "fallback_disabled", fallback.disabled)},
+    {FMAP(struct cfg_route, "context", context, context_fields, NULL)},
 };
 
 /* ---- the three maps of objects -------------------------------------------------------- */
@@ -822,6 +830,7 @@ static void route_defaults(struct cfg_route *r)
         .side_effects = CFG_SE_NONE,
         .on_stream_failure = CFG_SF_FAIL,
     };
+    r->context = (struct cfg_context){.overflow = CFG_OVERFLOW_FAIL, .keep_last = 4};
 }
 
 static void routes_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,

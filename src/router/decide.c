@@ -49,6 +49,8 @@ static bool satisfies_sizes(const struct request *r, const struct cfg_target *t)
     if (q->max_output_tokens_min && t->max_output_tokens &&
         t->max_output_tokens < q->max_output_tokens_min)
         return false;
+    if (r->trim.msgs) /* context.overflow: trim -- as far as it may be trimmed */
+        return trim_req_fits(r, t);
     return !t->context_window || r->est_tokens <= t->context_window;
 }
 

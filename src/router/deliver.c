@@ -39,6 +39,9 @@ size_t deliver_route_headers(struct request *r, struct srv_header *h, char *buf,
         (r->n_attempts > 1 || (r->n_attempts && r->attempts[0].workflow != ATTEMPT_WF_PRIMARY)))
         h[n++] = (struct srv_header){BSC_STR("x-bascule-recovery-reason"),
                                      bsc_str_cstr(r->recovery_reason)};
+    if (r->trim.dropped > 0)
+        h[n++] = (struct srv_header){BSC_STR("x-bascule-trimmed-messages"),
+                                     bsc_str_cstr(r->trim.count_text)};
     return n;
 }
 

@@ -25,10 +25,12 @@ static struct prov_call make_call(const struct request *r)
         .provider = r->target->provider,
         .target = r->target,
         .key = r->key_idx >= 0 ? r->target->provider->keys[r->key_idx] : NULL,
-        .req = r->json,
-        .raw = r->body,
-        .model_span = r->model_span,
-        .native = r->native.body.p ? &r->native : NULL,
+        .req = r->trim.dropped > 0 ? r->trim.json : r->json,
+        .raw = r->trim.dropped <= 0 ? r->body
+               : r->trim.body.len ? bsc_buf_str(&r->trim.body) : BSC_STR_NULL,
+        .model_span = r->trim.dropped > 0 ? r->trim.model_span : r->model_span,
+        /* a trimmed request goes through the translation, never as the client's bytes */
+        .native = r->native.body.p && r->trim.dropped <= 0 ? &r->native : NULL,
         .stream = r->stream,
         .include_usage = r->include_usage,
         .request_id = r->id,
@@ -284,7 +286,7 @@ static const struct up_callbacks up_cb = {on_head, on_data, on_done};
 
 enum bsc_err xchg_start(struct request *r)
 {
-    struct prov_call call = make_call(r);
+    struct prov_call call;
     const char *lines[UP_REQUEST_MAX_HEADERS];
     size_t n = 0;
     struct up_request ureq;
@@ -292,9 +294,12 @@ enum bsc_err xchg_start(struct request *r)
     enum bsc_err err;
 
     r->ops = prov_ops_for(r->target->provider->kind);
+    err = trim_req_attempt(r); /* context.overflow: trim, against this target's window */
+    if (err)
+        return err;
     if (r->ops != prov_ops_for(CFG_PROV_OPENAI) && !req__json(r)) /* translation needs it */
         return BSC_ENOMEM;
-    call.req = r->json;
+    call = make_call(r);
     /* A field only the client's own dialect can honour (anthropic-inbound.md §2) makes the
      * other kinds ineligible for this request, exactly like an untranslatable one. */
     if (call.native && call.native->required[0] && r->target->provider->kind != call.native->kind) {

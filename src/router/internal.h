@@ -23,6 +23,7 @@
 #include "router/reply.h"
 #include "router/request.h"
 #include "router/taxonomy.h"
+#include "router/trim.h"
 #include "stream/sse_parse.h"
 #include "upstream/upstream.h"
 
@@ -153,6 +154,8 @@ struct request {
     unsigned ledger_checked;     /* n_attempts when the ledger was last read */
     const char *ledger_blocked;  /* static: why a replay is refused, or NULL */
     char uncertain_id[160];      /* the WORKFLOW_3 ledger entry being written */
+
+    struct trim_state trim;      /* context.overflow: trim (trim.c) */
 };
 
 /* request.c */

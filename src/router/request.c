@@ -622,6 +622,7 @@ static void st_done(struct request *r)
         metrics_observe(M(r), shard, METRIC_TTFT, r->route->id, NULL, (double)r->ttfb_us / 1e6);
     r->body = BSC_STR_NULL;
     r->native = (struct prov_native){0};
+    trim_req_cleanup(r);
     json_object_put(r->json);
     r->json = NULL;
     cfg_unref(r->cfg);
@@ -796,6 +797,7 @@ static void inspect_request(struct request *r, const struct chat_in *in)
     r->est_tokens = estimate_tokens(body, f, &r->est_out_tokens);
     if (r->route->n_select)
         select_route(r, f[F_MESSAGES]);
+    trim_req_inspect(r, body, f[F_MESSAGES]);
 }
 
 /* X-Bascule-Operation-Id ties the call to an operation of the tool ledger. */
