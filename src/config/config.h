@@ -170,12 +170,24 @@ struct cfg_tier {
     bool disabled; /* a kill switch for the whole tier */
 };
 
+/* shadow: mirrored copies of a route's requests to candidate targets (router/shadow.c,
+ * docs/internals/shadow.md). The two atomics are the one mutable part of a snapshot: the
+ * sampling counter and the copies in flight, shared by every worker using this snapshot. */
+struct cfg_shadow {
+    struct cfg_tier targets;   /* resolved; weights unused; n = 0: no shadow */
+    uint32_t percent;          /* 100: the share of requests mirrored, 0..100 */
+    uint32_t max_concurrency;  /* 16: copies of this route in flight at once */
+    atomic_ullong seq;         /* requests seen, for sampling */
+    atomic_uint inflight;      /* copies running */
+};
+
 struct cfg_route {
     char *id; /* owned; what clients send as "model" */
     struct cfg_requires requires;
     struct cfg_tier primary, equivalent, fallback;
     enum cfg_balance balance;
     struct cfg_envelope envelope;
+    struct cfg_shadow shadow;
 };
 
 struct cfg_limits {

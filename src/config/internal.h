@@ -129,6 +129,7 @@ struct cfg__route_src {
     const struct cfg__entry *tier[CFG__TIER_COUNT];
     const struct cfg__entry *weights;
     unsigned line, column;
+    const struct cfg__entry *shadow_targets;
 };
 
 /* The state of one validation. */

@@ -672,6 +672,21 @@ static const struct cfg__field envelope_fields[] = {
     {FENUM(struct cfg_envelope, "on_stream_failure", on_stream_failure, sf_names)},
 };
 
+static void shadow_targets_fn(struct cfg__v *v, const struct cfg__field *f,
+                              const struct cfg__entry *e, void *base, const char *where)
+{
+    struct cfg__route_src *src = v->cur;
+
+    (void)f, (void)base, (void)where;
+    src->shadow_targets = e; /* resolved in resolve.c */
+}
+
+static const struct cfg__field shadow_fields[] = {
+    {FFN("targets", shadow_targets_fn), .required = true},
+    {FU32(struct cfg_shadow, "percent", percent, 0, 100)},
+    {FU32(struct cfg_shadow, "max_concurrency", max_concurrency, 1, 100000)},
+};
+
 static const struct cfg__field route_fields[] = {
     {FMAP(struct cfg_route, "requires", requires, requires_fields, NULL)},
     {FFN("primary", tier_fn), .required = true},
@@ -684,6 +699,7 @@ static const struct cfg__field route_fields[] = {
     {FBOOL(struct cfg_route, "primary_disabled", primary.disabled)},
     {FBOOL(struct cfg_route, "equivalent_disabled", equivalent.disabled)},
     {FBOOL(struct cfg_route, "fallback_disabled", fallback.disabled)},
+    {FMAP(struct cfg_route, "shadow", shadow, shadow_fields, NULL)},
 };
 
 /* ---- the three maps of objects -------------------------------------------------------- */
@@ -822,6 +838,8 @@ static void route_defaults(struct cfg_route *r)
         .side_effects = CFG_SE_NONE,
         .on_stream_failure = CFG_SF_FAIL,
     };
+    r->shadow.percent = 100;
+    r->shadow.max_concurrency = 16;
 }
 
 static void routes_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,

@@ -150,6 +150,7 @@ struct request {
     unsigned ledger_checked;     /* n_attempts when the ledger was last read */
     const char *ledger_blocked;  /* static: why a replay is refused, or NULL */
     char uncertain_id[160];      /* the WORKFLOW_3 ledger entry being written */
+    struct shadow *shadows;      /* borrowed: its mirrored copies still running (shadow.c) */
 };
 
 /* request.c */
