@@ -4,7 +4,8 @@
  * own timer (the route's deadline_ms); nothing of it reaches the client or the client's
  * limits and budgets. It feeds the candidate's health statistics with a neutral breaker
  * outcome, so a failing candidate never opens a circuit for live traffic. A stream request
- * is mirrored as a single answer (no TTFT). See docs/internals/shadow.md. */
+ * is mirrored as a stream, for its time to first token; its deltas are put back together
+ * into one answer for the contract check and agreement. See docs/internals/shadow.md. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +19,25 @@
 #include "router/internal.h"
 #include "router/shadow.h"
 #include "router/state.h"
+#include "stream/sse_parse.h"
 
 #define SHADOW_MAX_RESPONSE (8u << 20)
 #define SHADOW_MAX_TOOLS    32
+#define SHADOW_MAX_SSE      (4u << 20)
+
+/* A streamed copy's answer, put back together from its OpenAI delta frames. */
+struct shadow_stream {
+    void *prov_st;               /* owned: the adapter's stream state */
+    bool live;                   /* stream_init ran: cleanup due */
+    struct sse_parser sse;
+    struct bsc_buf conv;         /* owned: the adapter's frames of one read */
+    struct bsc_buf content;      /* owned: the text deltas */
+    char names[SHADOW_MAX_TOOLS][65];
+    struct bsc_buf args[SHADOW_MAX_TOOLS]; /* owned: each call's argument deltas */
+    size_t n_calls;
+    bool saw_done, failed;
+    struct fail_info fail;
+};
 
 struct shadow {
     struct worker *w;              /* borrowed */
@@ -31,7 +48,7 @@ struct shadow {
     struct request *primary;       /* borrowed; NULL once the primary ended */
     struct shadow *sib;            /* next copy of the same primary */
     struct shadow *wnext, **wprev; /* the worker's list */
-    struct json_object *req;       /* a ref (or an owned copy without "stream") */
+    struct json_object *req;       /* a ref: the primary's canonical request */
     struct json_object *schemas;   /* borrowed from <req>: the request, for the contract */
     char id[130];
     int64_t created;
@@ -44,7 +61,9 @@ struct shadow {
     char up_ctype[128];
     enum up_result up_res;
     bool timed_out, unsent, ended;
-    uint64_t start_us, end_us;
+    bool stream;                   /* the client asked for a stream: so does the copy */
+    struct shadow_stream *st;      /* owned; a 2xx event stream only */
+    uint64_t start_us, end_us, ttft_us; /* ttft_us: 0 until the first frame */
     struct fail_info fail;
     const char *outcome;           /* static: "ok", a kind name, or "contract_failure" */
     const char *contract;          /* static: "ok", "failed", "unchecked" */
@@ -206,12 +225,17 @@ static void log_line(const struct shadow *s, enum shadow_agree agree)
     bsc_buf_append_json_str(&b, bsc_str_cstr(s->target->id));
     bsc_buf_appendf(&b,
                     ",\"outcome\":\"%s\",\"transport\":\"%s\",\"kind\":\"%s\","
-                    "\"contract\":\"%s\",\"status\":%d,\"latency_ms\":%.3f,\"ttft_ms\":null,"
-                    "\"input_tokens\":%lld,\"output_tokens\":%lld,\"cost_usd\":%.8f,"
-                    "\"tools\":",
+                    "\"contract\":\"%s\",\"status\":%d,\"stream\":%s,\"latency_ms\":%.3f,",
                     s->outcome, s->mine.answered ? "ok" : "failed",
                     s->fail.kind == FAIL_NONE ? "ok" : fail_kind_name(s->fail.kind), s->contract,
-                    s->up_status, (double)(s->end_us - s->start_us) / 1e3,
+                    s->up_status, s->stream ? "true" : "false",
+                    (double)(s->end_us - s->start_us) / 1e3);
+    if (s->ttft_us)
+        bsc_buf_appendf(&b, "\"ttft_ms\":%.3f", (double)(s->ttft_us - s->start_us) / 1e3);
+    else
+        bsc_buf_append_cstr(&b, "\"ttft_ms\":null");
+    bsc_buf_appendf(&b, ",\"input_tokens\":%lld,\"output_tokens\":%lld,\"cost_usd\":%.8f,"
+                        "\"tools\":",
                     (long long)s->usage.input_tokens, (long long)s->usage.output_tokens,
                     s->cost_usd);
     bsc_buf_append_json_str(&b, bsc_str_cstr(s->mine.tools));
@@ -228,7 +252,7 @@ static void account(struct shadow *s)
     struct attempt_report rep = {
         .outcome = BRK_NEUTRAL, /* health statistics only, never the live breaker */
         .latency_ms = s->mine.answered ? (double)(s->end_us - s->start_us) / 1e3 : -1,
-        .ttft_ms = -1,
+        .ttft_ms = s->mine.answered && s->ttft_us ? (double)(s->ttft_us - s->start_us) / 1e3 : -1,
         .error = s->mine.answered ? NULL : s->outcome,
     };
     unsigned shard = s->w->idx;
@@ -255,12 +279,192 @@ static void account(struct shadow *s)
         metrics_inc(shadow_metrics(s), shard, METRIC_SHADOW_COST, rid, tid, s->cost_usd);
 }
 
+/* ---- streamed copies ---- */
+
+static void feed_delta(struct shadow_stream *st, struct json_object *delta)
+{
+    struct json_object *content = bsc_json_get(delta, "content");
+    struct json_object *calls = bsc_json_get(delta, "tool_calls");
+
+    if (content && json_object_is_type(content, json_type_string))
+        bsc_buf_append(&st->content, json_object_get_string(content),
+                       (size_t)json_object_get_string_len(content));
+    for (size_t i = 0; calls && i < json_object_array_length(calls); i++) {
+        struct json_object *tc = json_object_array_get_idx(calls, i);
+        struct json_object *fn = bsc_json_get(tc, "function");
+        int idx = json_object_get_int(bsc_json_get(tc, "index"));
+        const char *name = json_object_get_string(bsc_json_get(fn, "name"));
+        const char *args = json_object_get_string(bsc_json_get(fn, "arguments"));
+
+        if (idx < 0 || idx >= SHADOW_MAX_TOOLS)
+            continue;
+        while (st->n_calls <= (size_t)idx) {
+            st->names[st->n_calls][0] = '\0';
+            bsc_buf_init(&st->args[st->n_calls++], SHADOW_MAX_RESPONSE);
+        }
+        if (name)
+            snprintf(st->names[idx], sizeof(st->names[idx]), "%s", name);
+        if (args)
+            bsc_buf_append_cstr(&st->args[idx], args);
+    }
+}
+
+/* Takes the adapter's frames ("data: {chunk}\n\n" ...) out of st->conv: the first one is the
+ * copy's first token; the deltas are kept. */
+static void take_frames(struct shadow *s)
+{
+    struct shadow_stream *st = s->st;
+    const char *p = st->conv.p, *end = p ? p + st->conv.len : NULL;
+
+    if (st->conv.len && !s->ttft_us)
+        s->ttft_us = bsc_now_us();
+    while (p && p < end) {
+        const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
+        struct json_object *chunk;
+
+        if (!sep)
+            break;
+        if ((size_t)(sep - p) > 6 && memcmp(p, "data: {", 7) == 0) {
+            chunk = prov_parse_json(bsc_str_make(p + 6, (size_t)(sep - p - 6)));
+            feed_delta(st, bsc_json_get(bsc_json_idx(bsc_json_get(chunk, "choices"), 0), "delta"));
+            json_object_put(chunk);
+        }
+        p = sep + 2;
+    }
+    bsc_buf_reset(&st->conv);
+}
+
+static int stream_status(struct shadow *s, enum prov_stream_status status)
+{
+    take_frames(s);
+    if (status == PROV_STREAM_ERROR)
+        s->st->failed = true;
+    else if (status == PROV_STREAM_DONE)
+        s->st->saw_done = true;
+    return status != PROV_STREAM_MORE; /* nothing after the end or an error matters */
+}
+
+static int on_sse_event(void *ud, struct bsc_str name, struct bsc_str data)
+{
+    struct shadow *s = ud;
+
+    if (s->st->saw_done || s->st->failed)
+        return 1;
+    return stream_status(s, s->ops->stream_event(s->st->prov_st, name, data, &s->st->conv,
+                                                 &s->st->fail));
+}
+
+static int on_sse_line(void *ud, struct bsc_str line)
+{
+    struct shadow *s = ud;
+
+    if (!s->ops->stream_line || s->st->saw_done || s->st->failed)
+        return 0;
+    return stream_status(s, s->ops->stream_line(s->st->prov_st, line, &s->st->conv,
+                                                &s->st->fail));
+}
+
+static const struct sse_callbacks sse_cb = {on_sse_event, NULL, on_sse_line};
+
+static struct prov_call make_call(const struct shadow *s);
+
+static bool stream_begin(struct shadow *s)
+{
+    struct prov_call call = make_call(s);
+    struct shadow_stream *st = calloc(1, sizeof(*st));
+
+    if (!st)
+        return false;
+    st->prov_st = calloc(1, s->ops->stream_size ? s->ops->stream_size : 1);
+    if (!st->prov_st) {
+        free(st);
+        return false;
+    }
+    s->ops->stream_init(st->prov_st, &call);
+    st->live = true;
+    sse_parser_init(&st->sse, SHADOW_MAX_SSE, &sse_cb, s);
+    bsc_buf_init(&st->conv, 8u << 20);
+    bsc_buf_init(&st->content, SHADOW_MAX_RESPONSE);
+    fail_info_init(&st->fail);
+    s->st = st;
+    return true;
+}
+
+/* EOF: the adapter says whether the stream ended properly. */
+static void stream_eof(struct shadow *s)
+{
+    struct shadow_stream *st = s->st;
+    bool pending = false;
+
+    if (st->saw_done || st->failed)
+        return;
+    sse_parser_finish(&st->sse, &pending);
+    if (st->saw_done || st->failed)
+        return;
+    stream_status(s, s->ops->stream_end(st->prov_st, &st->conv, &st->fail));
+    if (!st->saw_done)
+        st->failed = true;
+}
+
+/* The deltas as one OpenAI chat.completion, for the same checks as a single answer. */
+static void stream_answer(struct shadow *s)
+{
+    struct shadow_stream *st = s->st;
+    struct json_object *root = json_object_new_object(), *choices = json_object_new_array();
+    struct json_object *choice = json_object_new_object(), *msg = json_object_new_object();
+    struct json_object *calls = json_object_new_array();
+    const char *text;
+    size_t len = 0;
+
+    json_object_object_add(msg, "content",
+                           json_object_new_string_len(st->content.p ? st->content.p : "",
+                                                      (int)st->content.len));
+    for (size_t i = 0; i < st->n_calls; i++) {
+        struct json_object *call = json_object_new_object(), *fn = json_object_new_object();
+        json_object_object_add(fn, "name", json_object_new_string(st->names[i]));
+        json_object_object_add(fn, "arguments",
+                               json_object_new_string_len(st->args[i].p ? st->args[i].p : "",
+                                                          (int)st->args[i].len));
+        json_object_object_add(call, "function", fn);
+        json_object_array_add(calls, call);
+    }
+    json_object_object_add(msg, "tool_calls", calls);
+    json_object_object_add(choice, "message", msg);
+    json_object_array_add(choices, choice);
+    json_object_object_add(root, "choices", choices);
+    text = json_object_to_json_string_length(root, JSON_C_TO_STRING_PLAIN, &len);
+    bsc_buf_reset(&s->answer);
+    if (text)
+        bsc_buf_append(&s->answer, text, len);
+    json_object_put(root);
+    if (s->ops->stream_usage)
+        s->ops->stream_usage(st->prov_st, &s->usage);
+}
+
+static void stream_free(struct shadow *s)
+{
+    struct shadow_stream *st = s->st;
+
+    if (!st)
+        return;
+    sse_parser_cleanup(&st->sse);
+    if (st->live)
+        s->ops->stream_cleanup(st->prov_st);
+    free(st->prov_st);
+    bsc_buf_cleanup(&st->conv);
+    bsc_buf_cleanup(&st->content);
+    for (size_t i = 0; i < st->n_calls; i++)
+        bsc_buf_cleanup(&st->args[i]);
+    BSC_FREE(s->st);
+}
+
 /* ---- lifetime ---- */
 
 static void on_closed(uv_handle_t *h)
 {
     struct shadow *s = h->data;
 
+    stream_free(s);
     json_object_put(s->req);
     bsc_buf_cleanup(&s->http.url);
     bsc_buf_cleanup(&s->http.headers);
@@ -308,6 +512,8 @@ static struct prov_call make_call(const struct shadow *s)
         .target = s->target,
         .key = s->key_idx >= 0 ? s->target->provider->keys[s->key_idx] : NULL,
         .req = s->req,
+        .stream = s->stream,
+        .include_usage = s->stream,
         .request_id = s->id,
         .created = s->created,
     };
@@ -332,9 +538,21 @@ static void classify(struct shadow *s)
         fail_from_transport(FT_TIMEOUT, true, &s->fail);
         return;
     }
+    if (s->st && s->st->saw_done) { /* complete, whatever the transport did after */
+        stream_answer(s);
+        return;
+    }
+    if (s->st && s->st->failed && s->st->fail.kind != FAIL_NONE) {
+        s->fail = s->st->fail;
+        return;
+    }
     if (s->up_res != UP_OK) {
         fail_from_transport(map[s->up_res], s->up_status != 0 || s->up_res == UP_RESET,
                             &s->fail);
+        return;
+    }
+    if (s->st) {
+        s->fail.kind = FAIL_SERVER_ERROR; /* the stream broke or ended before its end */
         return;
     }
     in = (struct prov_err_input){
@@ -392,6 +610,19 @@ static void finish(struct shadow *s)
 
 static void on_timer(uv_timer_t *h);
 
+/* Ends the transfer from inside a curl callback (too large, out of memory, unreadable):
+ * curl reaps it silently; the copy ends on the next loop turn, outside curl. */
+static void cut(struct shadow *s)
+{
+    if (s->xfer) {
+        up_cancel(s->xfer);
+        s->xfer = NULL;
+    }
+    if (s->up_res == UP_OK)
+        s->up_res = UP_TOO_LARGE;
+    uv_timer_start(&s->timer, on_timer, 0, 0);
+}
+
 static void on_head(void *ud, struct up_transfer *t, int status)
 {
     struct shadow *s = ud;
@@ -401,6 +632,9 @@ static void on_head(void *ud, struct up_transfer *t, int status)
     s->up_status = status;
     memcpy(s->up_ctype, v.p ? v.p : "", n);
     s->up_ctype[n] = '\0';
+    if (s->stream && status >= 200 && status < 300 &&
+        strncasecmp(s->up_ctype, "text/event-stream", 17) == 0 && !stream_begin(s))
+        cut(s);
 }
 
 static bool on_data(void *ud, struct up_transfer *t, const char *p, size_t len)
@@ -408,12 +642,15 @@ static bool on_data(void *ud, struct up_transfer *t, const char *p, size_t len)
     struct shadow *s = ud;
 
     (void)t;
-    if (bsc_buf_append(&s->resp, p, len) != BSC_OK && s->xfer) {
-        up_cancel(s->xfer); /* too large: reaped silently, the timer ends the copy */
-        s->xfer = NULL;
-        s->up_res = UP_TOO_LARGE;
-        uv_timer_start(&s->timer, on_timer, 0, 0);
+    if (s->st) {
+        if (!s->st->saw_done && !s->st->failed && sse_parser_feed(&s->st->sse, p, len) < 0) {
+            s->st->failed = true;
+            cut(s);
+        }
+        return false;
     }
+    if (bsc_buf_append(&s->resp, p, len) != BSC_OK)
+        cut(s);
     return false;
 }
 
@@ -424,6 +661,8 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
     (void)t, (void)detail;
     s->xfer = NULL;
     s->up_res = res;
+    if (s->st)
+        stream_eof(s);
     finish(s);
 }
 
@@ -440,20 +679,13 @@ static void on_timer(uv_timer_t *h)
 
 /* ---- starting ---- */
 
-/* The canonical request as a copy sends it: a stream request becomes a single answer. */
+/* The canonical request, shared with the primary (same loop, so the non-atomic json-c
+ * refcount is safe): the adapters restore whatever they change while they serialise it. */
 static struct json_object *request_for_copy(struct request *r)
 {
-    struct json_object *req = req__json(r), *copy = NULL;
+    struct json_object *req = req__json(r);
 
-    if (!req)
-        return NULL;
-    if (!r->stream)
-        return json_object_get(req);
-    if (json_object_deep_copy(req, &copy, NULL) != 0)
-        return NULL;
-    json_object_object_del(copy, "stream");
-    json_object_object_del(copy, "stream_options");
-    return copy;
+    return req ? json_object_get(req) : NULL;
 }
 
 static bool send_copy(struct shadow *s)
@@ -532,6 +764,7 @@ static void start_one(struct request *r, const struct cfg_target *t, struct cfg_
     s->schemas = s->req;
     s->key_idx = key;
     s->created = r->created;
+    s->stream = r->stream;
     s->usage = (struct prov_usage){-1, -1, -1};
     snprintf(s->id, sizeof(s->id), "%s", r->id);
     bsc_buf_init(&s->resp, SHADOW_MAX_RESPONSE);
