@@ -16,6 +16,7 @@ workers: 2
 log: { level: warn }
 providers:
   sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-s"], health: { probe: none } }
+  ant: { kind: anthropic, base_url: "${sim.url}/anthropic/v1", keys: ["sk-ant-s"], health: { probe: none } }
 targets:
   prim: { provider: sim, model: s-prim }
   cand: { provider: sim, model: s-cand, price: { input_per_mtok: 1, output_per_mtok: 2 } }
@@ -30,6 +31,12 @@ targets:
   toolbad: { provider: sim, model: s-toolbad, capabilities: [text, streaming, tools] }
   halfp: { provider: sim, model: s-halfp }
   halfc: { provider: sim, model: s-halfc }
+  crossp: { provider: sim, model: s-crossp, capabilities: [text, streaming, tools] }
+  lagp: { provider: sim, model: s-lagp }
+  failp: { provider: sim, model: s-failp }
+  failc: { provider: sim, model: s-failc, breaker: { consecutive_failures: 2 } }
+  lagc: { provider: sim, model: s-lagc }
+  antc: { provider: ant, model: claude-shadow, capabilities: [text, streaming, tools] }
 routes:
   mirrored:
     primary: [prim]
@@ -50,6 +57,15 @@ routes:
   half:
     primary: [halfp]
     shadow: { targets: [halfc], percent: 50 }
+  failing:
+    primary: [failp]
+    shadow: { targets: [failc] }
+  lag:
+    primary: [lagp]
+    shadow: { targets: [lagc] }
+  cross:
+    primary: [crossp]
+    shadow: { targets: [antc] }
 `,
   });
 });
@@ -59,9 +75,10 @@ after(async () => {
   await sim?.stop();
 });
 
-function chat(model, extra = {}, headers = {}) {
+function chat(model, extra = {}, headers = {}, signal = undefined) {
   return fetch(`${gw.base}/chat/completions`, {
     method: 'POST',
+    signal,
     headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'mirror me' }], ...extra }),
   });
@@ -144,6 +161,37 @@ test('a slow candidate never delays the client', async () => {
   assert.equal(shadowLines('slow')[0].agreement, 'agree');
 });
 
+test('a copy that ends first waits for the primary: unknown when the client goes away', async () => {
+  await sim.setModel('s-lagp', { script: [{ action: 'hang' }] });
+  const ctl = new AbortController();
+  const pending = chat('lag', {}, {}, ctl.signal);
+  // The copy has its answer while the primary is still held by the sim.
+  await waitFor(async () => (await simModel('s-lagc')).completed === 1, { what: 'the copy answered' });
+  assert.equal((await simModel('s-lagp')).in_flight, 1);
+  const metricsNow = await metrics();
+  assert.equal(sample(metricsNow, 'bascule_shadow_requests_total', 'route="lag",target="lagc",outcome="ok"'), 1);
+  assert.equal(sample(metricsNow, 'bascule_shadow_agreement_total', 'route="lag",target="lagc",result="agree"'), undefined);
+  // The client gives up: the primary has no answer, so agreement is unknown.
+  ctl.abort();
+  await pending.catch(() => {});
+  await waitFor(() => shadowLines('lag').length === 1, { what: 'the copy settled' });
+  assert.equal(shadowLines('lag')[0].agreement, 'unknown');
+  assert.equal(shadowLines('lag')[0].outcome, 'ok');
+});
+
+test('a copy that ends first records agreement once the primary answers', async () => {
+  await sim.setModel('s-lagp', { script: [{ action: 'delay', delay_ms: 3000 }] });
+  const pending = chat('lag');
+  await waitFor(async () => (await simModel('s-lagc')).completed === 2, { what: 'the copy answered' });
+  const metricsNow = await metrics();
+  // Read after the metrics: if the primary is still held now, it was then too.
+  if ((await simModel('s-lagp')).in_flight === 1)
+    assert.equal(sample(metricsNow, 'bascule_shadow_agreement_total', 'route="lag",target="lagc",result="agree"'), undefined);
+  assert.equal((await pending).status, 200);
+  await waitFor(() => shadowLines('lag').length === 2, { what: 'the copy settled' });
+  assert.equal(shadowLines('lag')[1].agreement, 'agree');
+});
+
 test('nothing is mirrored for write_possible, from the route or the request', async () => {
   for (let i = 0; i < 3; i++) assert.equal((await chat('writes')).status, 200);
   const raised = await chat('mirrored', {}, { 'x-bascule-side-effects': 'write_possible' });
@@ -172,16 +220,17 @@ test('max_concurrency bounds the copies in flight; the others are skipped', asyn
   assert.equal(stats.in_flight, 1); // the first is still running: the others met a full cap
 });
 
+const weatherTools = [{
+  type: 'function',
+  function: {
+    name: 'weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+}];
+
 test('agreement: same tool, valid arguments agree; invalid arguments disagree', async () => {
   await sim.setModel('s-toolbad', { tool_arguments: '{"city": 42}' });
-  const tools = [{
-    type: 'function',
-    function: {
-      name: 'weather',
-      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-    },
-  }];
-  const res = await chat('tooly', { tools });
+  const res = await chat('tooly', { tools: weatherTools });
   assert.equal(res.status, 200);
   assert.equal((await res.json()).choices[0].message.tool_calls[0].function.name, 'weather');
   await waitFor(() => shadowLines('tooly').length === 2, { what: 'both tool copies logged' });
@@ -196,6 +245,57 @@ test('agreement: same tool, valid arguments agree; invalid arguments disagree', 
   const text = await metrics();
   assert.equal(sample(text, 'bascule_shadow_agreement_total', 'route="tooly",target="toolbad",result="disagree"'), 1);
   assert.equal(sample(text, 'bascule_shadow_requests_total', 'route="tooly",target="toolbad",outcome="contract_failure"'), 1);
+});
+
+test('streamed copies are checked too: the reassembled tool call against its parameters', async () => {
+  const res = await chat('tooly', { tools: weatherTools, stream: true });
+  assert.equal(res.status, 200);
+  await res.text();
+  await waitFor(() => shadowLines('tooly').filter((l) => l.stream).length === 2, { what: 'both streamed copies' });
+  const by = Object.fromEntries(shadowLines('tooly').filter((l) => l.stream).map((l) => [l.target, l]));
+  assert.equal(by.toolgood.contract, 'ok');
+  assert.equal(by.toolgood.tools, 'weather');
+  assert.ok(by.toolgood.ttft_ms > 0);
+  assert.equal(by.toolbad.contract, 'failed');
+  assert.equal(by.toolbad.outcome, 'contract_failure');
+  // The primary's stream was relayed, not kept: nothing to compare with.
+  assert.equal(by.toolgood.agreement, 'unknown');
+});
+
+test('a candidate of another dialect: translated, streamed or not, and compared', async () => {
+  const res = await chat('cross', { tools: weatherTools });
+  assert.equal(res.status, 200);
+  await res.json();
+  const streamed = await chat('cross', { tools: weatherTools, stream: true });
+  assert.equal(streamed.status, 200);
+  await streamed.text();
+  await waitFor(() => shadowLines('cross').length === 2, { what: 'both anthropic copies' });
+  const [single, stream] = [shadowLines('cross').find((l) => !l.stream), shadowLines('cross').find((l) => l.stream)];
+  assert.equal(single.outcome, 'ok');
+  assert.equal(single.tools, 'weather');
+  assert.equal(single.agreement, 'agree');
+  assert.equal(stream.outcome, 'ok');
+  assert.equal(stream.tools, 'weather');
+  assert.ok(stream.ttft_ms > 0 && stream.output_tokens > 0, JSON.stringify(stream));
+  assert.equal((await sim.lastRequest('claude-shadow')).path, '/anthropic/v1/messages');
+});
+
+test('a failing candidate feeds its health statistics but never opens its circuit', async () => {
+  await sim.setModel('s-failc', { script: [{ action: 'status', status: 500 }], repeat: true });
+  for (let i = 0; i < 5; i++) assert.equal((await chat('failing')).status, 200);
+  await waitFor(() => shadowLines('failing').length === 5, { what: '5 failed copies' });
+  for (const l of shadowLines('failing')) {
+    assert.equal(l.outcome, 'server_error');
+    assert.equal(l.transport, 'failed');
+    assert.equal(l.agreement, 'unknown');
+  }
+  const s = await (await fetch(`${gw.url}/status.json`)).json();
+  const t = s.targets.find((x) => x.id === 'failc');
+  assert.equal(t.failures, 5);
+  assert.equal(t.circuit, 'closed');
+  assert.equal(t.inflight, 0);
+  const good = s.targets.find((x) => x.id === 'cand');
+  assert.ok(good.successes >= 7 && good.ewma_latency_ms > 0 && good.ewma_ttft_ms > 0, JSON.stringify(good));
 });
 
 test('percent 50 mirrors every other request', async () => {
@@ -217,7 +317,7 @@ test('status.json shows each candidate: ok, failed, agreement rate, p50 latency'
   assert.ok(cand.p50_latency_ms > 0);
   const bad = row('tooly', 'toolbad');
   assert.equal(bad.ok, 0);
-  assert.equal(bad.failed, 1);
+  assert.equal(bad.failed, 2);
   assert.equal(bad.agreement_rate, 0);
   const page = await (await fetch(`${gw.url}/status`)).text();
   assert.match(page, /Shadow candidates/);
