@@ -27,11 +27,11 @@
 
 /* A streamed copy's answer, put back together from its OpenAI delta frames. */
 struct shadow_stream {
-    void *prov_st;               /* owned: the adapter's stream state */
-    bool live;                   /* stream_init ran: cleanup due */
+    void *prov_st; /* owned: the adapter's stream state */
+    bool live;     /* stream_init ran: cleanup due */
     struct sse_parser sse;
-    struct bsc_buf conv;         /* owned: the adapter's frames of one read */
-    struct bsc_buf content;      /* owned: the text deltas */
+    struct bsc_buf conv;    /* owned: the adapter's frames of one read */
+    struct bsc_buf content; /* owned: the text deltas */
     char names[SHADOW_MAX_TOOLS][65];
     struct bsc_buf args[SHADOW_MAX_TOOLS]; /* owned: each call's argument deltas */
     size_t n_calls;
@@ -40,9 +40,9 @@ struct shadow_stream {
 };
 
 struct shadow {
-    struct worker *w;              /* borrowed */
-    struct cfg *cfg;               /* a ref: route and target stay valid */
-    const struct cfg_route *route; /* borrowed from cfg */
+    struct worker *w;                /* borrowed */
+    struct cfg *cfg;                 /* a ref: route and target stay valid */
+    const struct cfg_route *route;   /* borrowed from cfg */
     const struct cfg_target *target; /* borrowed from cfg */
     const struct prov_ops *ops;
     struct request *primary;       /* borrowed; NULL once the primary ended */
@@ -53,20 +53,20 @@ struct shadow {
     char id[130];
     int64_t created;
     int key_idx;
-    uv_timer_t timer;              /* the copy's deadline */
-    struct up_transfer *xfer;      /* NULL when none is running */
-    struct prov_http http;         /* owned */
-    struct bsc_buf resp, answer;   /* owned */
+    uv_timer_t timer;            /* the copy's deadline */
+    struct up_transfer *xfer;    /* NULL when none is running */
+    struct prov_http http;       /* owned */
+    struct bsc_buf resp, answer; /* owned */
     int up_status;
     char up_ctype[128];
     enum up_result up_res;
     bool timed_out, unsent, ended;
-    bool stream;                   /* the client asked for a stream: so does the copy */
-    struct shadow_stream *st;      /* owned; a 2xx event stream only */
+    bool stream;                        /* the client asked for a stream: so does the copy */
+    struct shadow_stream *st;           /* owned; a 2xx event stream only */
     uint64_t start_us, end_us, ttft_us; /* ttft_us: 0 until the first frame */
     struct fail_info fail;
-    const char *outcome;           /* static: "ok", a kind name, or "contract_failure" */
-    const char *contract;          /* static: "ok", "failed", "unchecked" */
+    const char *outcome;  /* static: "ok", a kind name, or "contract_failure" */
+    const char *contract; /* static: "ok", "failed", "unchecked" */
     struct prov_usage usage;
     double cost_usd;
     struct shadow_summary mine, theirs;
@@ -123,8 +123,7 @@ bool shadow_summarize(struct bsc_str answer, struct shadow_summary *s)
     }
     s->answered = true;
     calls = bsc_json_get(msg, "tool_calls");
-    for (size_t i = 0; calls && i < json_object_array_length(calls) && n < SHADOW_MAX_TOOLS;
-         i++) {
+    for (size_t i = 0; calls && i < json_object_array_length(calls) && n < SHADOW_MAX_TOOLS; i++) {
         struct json_object *fn = bsc_json_get(json_object_array_get_idx(calls, i), "function");
         const char *name = json_object_get_string(bsc_json_get(fn, "name"));
         names[n++] = name ? name : "";
@@ -234,8 +233,9 @@ static void log_line(const struct shadow *s, enum shadow_agree agree)
         bsc_buf_appendf(&b, "\"ttft_ms\":%.3f", (double)(s->ttft_us - s->start_us) / 1e3);
     else
         bsc_buf_append_cstr(&b, "\"ttft_ms\":null");
-    bsc_buf_appendf(&b, ",\"input_tokens\":%lld,\"output_tokens\":%lld,\"cost_usd\":%.8f,"
-                        "\"tools\":",
+    bsc_buf_appendf(&b,
+                    ",\"input_tokens\":%lld,\"output_tokens\":%lld,\"cost_usd\":%.8f,"
+                    "\"tools\":",
                     (long long)s->usage.input_tokens, (long long)s->usage.output_tokens,
                     s->cost_usd);
     bsc_buf_append_json_str(&b, bsc_str_cstr(s->mine.tools));
@@ -350,8 +350,8 @@ static int on_sse_event(void *ud, struct bsc_str name, struct bsc_str data)
 
     if (s->st->saw_done || s->st->failed)
         return 1;
-    return stream_status(s, s->ops->stream_event(s->st->prov_st, name, data, &s->st->conv,
-                                                 &s->st->fail));
+    return stream_status(
+        s, s->ops->stream_event(s->st->prov_st, name, data, &s->st->conv, &s->st->fail));
 }
 
 static int on_sse_line(void *ud, struct bsc_str line)
@@ -360,8 +360,7 @@ static int on_sse_line(void *ud, struct bsc_str line)
 
     if (!s->ops->stream_line || s->st->saw_done || s->st->failed)
         return 0;
-    return stream_status(s, s->ops->stream_line(s->st->prov_st, line, &s->st->conv,
-                                                &s->st->fail));
+    return stream_status(s, s->ops->stream_line(s->st->prov_st, line, &s->st->conv, &s->st->fail));
 }
 
 static const struct sse_callbacks sse_cb = {on_sse_event, NULL, on_sse_line};
@@ -416,15 +415,15 @@ static void stream_answer(struct shadow *s)
     const char *text;
     size_t len = 0;
 
-    json_object_object_add(msg, "content",
-                           json_object_new_string_len(st->content.p ? st->content.p : "",
-                                                      (int)st->content.len));
+    json_object_object_add(
+        msg, "content",
+        json_object_new_string_len(st->content.p ? st->content.p : "", (int)st->content.len));
     for (size_t i = 0; i < st->n_calls; i++) {
         struct json_object *call = json_object_new_object(), *fn = json_object_new_object();
         json_object_object_add(fn, "name", json_object_new_string(st->names[i]));
-        json_object_object_add(fn, "arguments",
-                               json_object_new_string_len(st->args[i].p ? st->args[i].p : "",
-                                                          (int)st->args[i].len));
+        json_object_object_add(
+            fn, "arguments",
+            json_object_new_string_len(st->args[i].p ? st->args[i].p : "", (int)st->args[i].len));
         json_object_object_add(call, "function", fn);
         json_object_array_add(calls, call);
     }
@@ -494,8 +493,8 @@ static void settle(struct shadow *s)
 {
     enum shadow_agree agree = shadow_agreement(&s->theirs, &s->mine);
 
-    metrics_inc3(shadow_metrics(s), s->w->idx, METRIC_SHADOW_AGREEMENT, s->route->id,
-                 s->target->id, shadow_agree_name(agree), 1);
+    metrics_inc3(shadow_metrics(s), s->w->idx, METRIC_SHADOW_AGREEMENT, s->route->id, s->target->id,
+                 shadow_agree_name(agree), 1);
     log_line(s, agree);
     unlink_primary(s);
     if (s->wnext)
@@ -524,9 +523,14 @@ static void classify(struct shadow *s)
     struct prov_call call = make_call(s);
     struct prov_err_input in;
     static const enum fail_transport map[UP_RESULT_COUNT] = {
-        [UP_OK] = FT_OK,           [UP_CONNECT] = FT_CONNECT,   [UP_DNS] = FT_DNS,
-        [UP_TIMEOUT] = FT_TIMEOUT, [UP_RESET] = FT_RESET,       [UP_TLS] = FT_TLS,
-        [UP_PROTOCOL] = FT_PROTOCOL, [UP_TOO_LARGE] = FT_PROTOCOL,
+        [UP_OK] = FT_OK,
+        [UP_CONNECT] = FT_CONNECT,
+        [UP_DNS] = FT_DNS,
+        [UP_TIMEOUT] = FT_TIMEOUT,
+        [UP_RESET] = FT_RESET,
+        [UP_TLS] = FT_TLS,
+        [UP_PROTOCOL] = FT_PROTOCOL,
+        [UP_TOO_LARGE] = FT_PROTOCOL,
     };
 
     fail_info_init(&s->fail);
@@ -547,8 +551,7 @@ static void classify(struct shadow *s)
         return;
     }
     if (s->up_res != UP_OK) {
-        fail_from_transport(map[s->up_res], s->up_status != 0 || s->up_res == UP_RESET,
-                            &s->fail);
+        fail_from_transport(map[s->up_res], s->up_status != 0 || s->up_res == UP_RESET, &s->fail);
         return;
     }
     if (s->st) {
@@ -721,8 +724,8 @@ static bool send_copy(struct shadow *s)
 
 static void count_skip(struct request *r, const struct cfg_target *t)
 {
-    metrics_inc3(req__metrics(r), r->w->idx, METRIC_SHADOW_REQUESTS, r->route->id, t->id,
-                 "skipped", 1);
+    metrics_inc3(req__metrics(r), r->w->idx, METRIC_SHADOW_REQUESTS, r->route->id, t->id, "skipped",
+                 1);
 }
 
 /* Takes a slot of the route's max_concurrency; false when all are taken. */

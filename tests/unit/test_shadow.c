@@ -94,10 +94,13 @@ static void summarize(void **state)
 {
     static const char two[] =
         "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":["
-        "{\"id\":\"1\",\"type\":\"function\",\"function\":{\"name\":\"zeta\",\"arguments\":\"{}\"}},"
-        "{\"id\":\"2\",\"type\":\"function\",\"function\":{\"name\":\"alpha\",\"arguments\":\"{}\"}}"
+        "{\"id\":\"1\",\"type\":\"function\",\"function\":{\"name\":\"zeta\",\"arguments\":\"{}\"}}"
+        ","
+        "{\"id\":\"2\",\"type\":\"function\",\"function\":{\"name\":\"alpha\",\"arguments\":\"{}\"}"
+        "}"
         "]}}]}";
-    static const char text[] = "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"hi\"}}]}";
+    static const char text[] =
+        "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"hi\"}}]}";
     struct shadow_summary s = {0};
 
     (void)state;
@@ -115,12 +118,12 @@ static void summarize(void **state)
 
 /* ---- config ---- */
 
-#define SHADOW_BASE                                                                        \
-    "providers:\n"                                                                         \
-    "  p: {kind: openai, base_url: \"https://api.openai.com/v1\", keys: [k]}\n"            \
-    "targets:\n"                                                                           \
-    "  t: {provider: p, model: m}\n"                                                       \
-    "  c: {provider: p, model: m2}\n"                                                      \
+#define SHADOW_BASE                                                                                \
+    "providers:\n"                                                                                 \
+    "  p: {kind: openai, base_url: \"https://api.openai.com/v1\", keys: [k]}\n"                    \
+    "targets:\n"                                                                                   \
+    "  t: {provider: p, model: m}\n"                                                               \
+    "  c: {provider: p, model: m2}\n"                                                              \
     "routes:\n"
 
 /* True when one diagnostic's message contains <what>. */
@@ -171,7 +174,8 @@ static void config_errors(void **state)
     static const struct {
         const char *route, *diag;
     } cases[] = {
-        {"  r: {primary: [t], shadow: {targets: [cc]}}\n", "unknown target 'cc' in route 'r' shadow"},
+        {"  r: {primary: [t], shadow: {targets: [cc]}}\n",
+         "unknown target 'cc' in route 'r' shadow"},
         {"  r: {primary: [t], shadow: {targets: [c, c]}}\n", "listed twice in route 'r' shadow"},
         {"  r: {primary: [t], shadow: {targets: [c], percent: 101}}\n", "percent"},
         {"  r: {primary: [t], shadow: {targets: [c], max_concurrency: 0}}\n", "max_concurrency"},
@@ -197,9 +201,9 @@ static void config_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(sample_edges),   cmocka_unit_test(sample_exact_shares),
-        cmocka_unit_test(sample_spread),  cmocka_unit_test(agreement),
-        cmocka_unit_test(summarize),      cmocka_unit_test(config_defaults_and_values),
+        cmocka_unit_test(sample_edges),  cmocka_unit_test(sample_exact_shares),
+        cmocka_unit_test(sample_spread), cmocka_unit_test(agreement),
+        cmocka_unit_test(summarize),     cmocka_unit_test(config_defaults_and_values),
         cmocka_unit_test(config_errors),
     };
 
