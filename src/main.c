@@ -25,6 +25,7 @@
 #include "router/gateway.h"
 #include "router/probe.h"
 #include "router/request.h"
+#include "router/shadow.h"
 #include "router/state.h"
 #include "router/worker.h"
 #include "server/server.h"
@@ -124,6 +125,7 @@ static void worker_closed(struct srv *srv, void *ud)
     w->drained = true;
     prober_stop(w->prober);
     w->prober = NULL;
+    shadow_worker_stop(w); /* copies still running: before their curl multi goes */
     up_multi_free(w->up);
     w->up = NULL;
     uv_close((uv_handle_t *)&w->wake, NULL);

@@ -4,10 +4,13 @@
  * routes with their tiers and every target's circuit, health, latency, load and last
  * error. Read-only and free of secrets, like /metrics. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "api/internal.h"
 #include "core/buf.h"
 #include "core/clock.h"
+#include "metrics/metrics.h"
 #include "router/gateway.h"
 
 static const char page[] =
@@ -32,7 +35,9 @@ static const char page[] =
     "<th>ok</th><th>failed</th><th>last error</th></tr></thead><tbody id=\"targets\"></tbody>"
     "</table><h2>Routes</h2><table><thead><tr><th>route</th><th>primary</th>"
     "<th>equivalent</th><th>fallback</th><th>balance</th></tr></thead>"
-    "<tbody id=\"routes\"></tbody></table><script>"
+    "<tbody id=\"routes\"></tbody></table><h2>Shadow candidates</h2><table><thead><tr>"
+    "<th>route</th><th>candidate</th><th>ok</th><th>failed</th><th>agreement</th>"
+    "<th>p50 ms</th></tr></thead><tbody id=\"shadow\"></tbody></table><script>"
     "const esc=s=>String(s==null?'':s).replace(/[&<>\"']/g,c=>'&#'+c.charCodeAt(0)+';');"
     "const ms=v=>v==null||v<0?'-':v.toFixed(1);"
     "function circuit(t){if(t.disabled||t.admin_disabled)return'<span class=\"pill off\">disabled</span>';"
@@ -53,6 +58,10 @@ static const char page[] =
     "document.getElementById('routes').innerHTML=s.routes.map(x=>'<tr><td>'+esc(x.id)+"
     "'</td><td>'+tier(x.primary)+'</td><td>'+tier(x.equivalent)+'</td><td>'+"
     "tier(x.fallback)+'</td><td>'+esc(x.balance)+'</td></tr>').join('');"
+    "document.getElementById('shadow').innerHTML=(s.shadow||[]).map(x=>'<tr><td>'+esc(x.route)+"
+    "'</td><td>'+esc(x.target)+'</td><td class=num>'+x.ok+'</td><td class=num>'+x.failed+"
+    "'</td><td class=num>'+(x.agreement_rate==null?'-':(x.agreement_rate*100).toFixed(1)+'%')+"
+    "'</td><td class=num>'+ms(x.p50_latency_ms)+'</td></tr>').join('');"
     "document.getElementById('state').textContent='live \\u00b7 '+new Date().toLocaleTimeString();"
     "}catch(e){document.getElementById('state').textContent='disconnected'}}"
     "tick();setInterval(tick,2000);</script></body></html>";
@@ -74,6 +83,112 @@ static void put_tier(struct bsc_buf *b, const char *name, const struct cfg_tier 
         bsc_buf_append_json_str(b, bsc_str_cstr(t->targets[i]->id));
     }
     bsc_buf_append_char(b, ']');
+}
+
+/* ---- shadow candidates, read back from the metrics registry ---- */
+
+#define STATUS_MAX_SHADOWS 256
+
+struct shadow_row {
+    const char *route, *target; /* borrowed from the registry */
+    double ok, failed, agree, disagree;
+    const uint64_t *buckets;    /* borrowed from the snapshot: the latency histogram */
+    uint64_t count;
+};
+
+static struct shadow_row *shadow_row(struct shadow_row *rows, size_t *n, const char *route,
+                                     const char *target)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(rows[i].route, route) == 0 && strcmp(rows[i].target, target) == 0)
+            return &rows[i];
+    if (*n == STATUS_MAX_SHADOWS)
+        return NULL;
+    rows[*n] = (struct shadow_row){.route = route, .target = target};
+    return &rows[(*n)++];
+}
+
+/* The median of a histogram, interpolated within its bucket as Prometheus'
+ * histogram_quantile does; negative when there is no observation. */
+static double bucket_p50_ms(const uint64_t *buckets, uint64_t count)
+{
+    size_t nb;
+    const double *bounds = metrics_bucket_bounds(METRIC_SHADOW_LATENCY, &nb);
+    double half = (double)count / 2.0, seen = 0.0, lo = 0.0;
+
+    if (!buckets || !count)
+        return -1.0;
+    for (size_t i = 0; i < nb; i++) {
+        if (seen + (double)buckets[i] >= half && buckets[i])
+            return 1e3 * (lo + (bounds[i] - lo) * (half - seen) / (double)buckets[i]);
+        seen += (double)buckets[i];
+        lo = bounds[i];
+    }
+    return 1e3 * lo; /* in +Inf: the largest finite bound, as Prometheus answers */
+}
+
+static void collect_shadow(const struct metrics_snapshot *snap, struct shadow_row *rows,
+                           size_t *n)
+{
+    for (size_t i = 0; i < snap->n; i++) {
+        const struct metrics_sample *m = &snap->samples[i];
+        struct shadow_row *row;
+
+        if (m->id != METRIC_SHADOW_REQUESTS && m->id != METRIC_SHADOW_AGREEMENT &&
+            m->id != METRIC_SHADOW_LATENCY)
+            continue;
+        row = shadow_row(rows, n, m->labels[0], m->labels[1]);
+        if (!row)
+            continue;
+        if (m->id == METRIC_SHADOW_LATENCY) {
+            row->buckets = m->buckets;
+            row->count = m->count;
+        } else if (m->id == METRIC_SHADOW_REQUESTS && strcmp(m->labels[2], "ok") == 0) {
+            row->ok += m->value;
+        } else if (m->id == METRIC_SHADOW_REQUESTS && strcmp(m->labels[2], "skipped") != 0) {
+            row->failed += m->value;
+        } else if (m->id == METRIC_SHADOW_AGREEMENT && strcmp(m->labels[2], "agree") == 0) {
+            row->agree += m->value;
+        } else if (m->id == METRIC_SHADOW_AGREEMENT && strcmp(m->labels[2], "disagree") == 0) {
+            row->disagree += m->value;
+        }
+    }
+}
+
+/* ,"shadow":[{route, target, ok, failed, agreement_rate, p50_latency_ms}]: per candidate,
+ * mirrored requests that got a valid answer or failed (transport or contract), the share
+ * of agreeing answers among those compared (null before one), the median latency. */
+static void put_shadow(struct bsc_buf *b, struct worker *w)
+{
+    struct shadow_row *rows = calloc(STATUS_MAX_SHADOWS, sizeof(*rows)); /* owned */
+    struct metrics_snapshot snap = {0};
+    size_t n = 0;
+
+    bsc_buf_append_cstr(b, ",\"shadow\":[");
+    if (rows && metrics_snapshot_take(w->gw->metrics, &snap) == BSC_OK)
+        collect_shadow(&snap, rows, &n);
+    for (size_t i = 0; i < n; i++) {
+        const struct shadow_row *r = &rows[i];
+        double compared = r->agree + r->disagree, p50 = bucket_p50_ms(r->buckets, r->count);
+
+        bsc_buf_append_cstr(b, i ? ",{\"route\":" : "{\"route\":");
+        bsc_buf_append_json_str(b, bsc_str_cstr(r->route));
+        bsc_buf_append_cstr(b, ",\"target\":");
+        bsc_buf_append_json_str(b, bsc_str_cstr(r->target));
+        bsc_buf_appendf(b, ",\"ok\":%.0f,\"failed\":%.0f,\"agree\":%.0f,\"disagree\":%.0f",
+                        r->ok, r->failed, r->agree, r->disagree);
+        if (compared > 0)
+            bsc_buf_appendf(b, ",\"agreement_rate\":%.4f", r->agree / compared);
+        else
+            bsc_buf_append_cstr(b, ",\"agreement_rate\":null");
+        if (p50 >= 0)
+            bsc_buf_appendf(b, ",\"p50_latency_ms\":%.1f}", p50);
+        else
+            bsc_buf_append_cstr(b, ",\"p50_latency_ms\":null}");
+    }
+    bsc_buf_append_char(b, ']');
+    metrics_snapshot_cleanup(&snap);
+    free(rows);
 }
 
 void api__status_json(struct worker *w, struct srv_req *req)
@@ -101,7 +216,9 @@ void api__status_json(struct worker *w, struct srv_req *req)
         put_tier(&b, "fallback", &r->fallback);
         bsc_buf_appendf(&b, ",\"balance\":\"%s\"}", cfg_balance_name(r->balance));
     }
-    bsc_buf_append_cstr(&b, "]}");
+    bsc_buf_append_char(&b, ']');
+    put_shadow(&b, w);
+    bsc_buf_append_char(&b, '}');
     srv_resp_send(req, 200, "application/json", NULL, 0, b.p, b.len);
     bsc_buf_cleanup(&b);
     cfg_unref(cfg);

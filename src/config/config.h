@@ -216,6 +216,17 @@ struct cfg_context {
     uint32_t keep_last;         /* 4: the last messages never dropped */
 };
 
+/* shadow: mirrored copies of a route's requests to candidate targets (router/shadow.c,
+ * docs/internals/shadow.md). The two atomics are the one mutable part of a snapshot: the
+ * sampling counter and the copies in flight, shared by every worker using this snapshot. */
+struct cfg_shadow {
+    struct cfg_tier targets;   /* resolved; weights unused; n = 0: no shadow */
+    uint32_t percent;          /* 100: the share of requests mirrored, 0..100 */
+    uint32_t max_concurrency;  /* 16: copies of this route in flight at once */
+    atomic_ullong seq;         /* requests seen, for sampling */
+    atomic_uint inflight;      /* copies running */
+};
+
 struct cfg_route {
     char *id; /* owned; what clients send as "model" */
     struct cfg_sel_rule *select; /* owned; n_select > 0: a select route, without tiers */
@@ -225,6 +236,7 @@ struct cfg_route {
     enum cfg_balance balance;
     struct cfg_envelope envelope;
     struct cfg_context context;
+    struct cfg_shadow shadow;
 };
 
 struct cfg_limits {

@@ -130,6 +130,7 @@ struct cfg__route_src {
     const struct cfg__entry *weights;
     const struct cfg__entry *select; /* a select route: its rules, read in the second pass */
     unsigned line, column;
+    const struct cfg__entry *shadow_targets;
 };
 
 /* The state of one validation. */

@@ -424,6 +424,53 @@ static void route_checks(struct cfg__v *v, const struct cfg_route *r,
                   "route '%s' has no enabled target: every request to it will fail", r->id);
 }
 
+/* Resolves `shadow.targets` of route <r>: known target ids, each once. */
+static void resolve_shadow(struct cfg__v *v, struct cfg_route *r, const struct cfg__entry *e,
+                           const struct ids *targets)
+{
+    const struct cfg__node *n = e->value;
+    struct cfg_tier *t = &r->shadow.targets;
+    char where[CFG__MAX_ID + 32];
+
+    snprintf(where, sizeof(where), "route '%.*s' shadow", CFG__MAX_ID, r->id ? r->id : "");
+    if (n->bad || n->is_null)
+        return;
+    if (n->kind != CFG__SEQ) {
+        cfg__bad_type(v, n, where, "targets", "a list of target ids");
+        return;
+    }
+    t->targets = calloc(n->n ? n->n : 1, sizeof(*t->targets));
+    if (!t->targets) {
+        cfg__oom(v);
+        return;
+    }
+    for (size_t i = 0; i < n->n; i++) {
+        const struct cfg__node *item = n->items[i].value;
+        long idx;
+        bool dup = false;
+
+        if (item->bad)
+            continue;
+        if (item->kind != CFG__SCALAR || item->is_null) {
+            cfg__bad_type(v, item, NULL, where, "a target id");
+            continue;
+        }
+        idx = ids_find(targets, item->text);
+        if (idx < 0) {
+            unknown_ref(v, item, targets, "target", where);
+            continue;
+        }
+        for (size_t k = 0; k < t->n; k++)
+            dup = dup || t->targets[k] == &v->cfg->targets[idx];
+        if (dup) {
+            cfg__diag(v->s, false, item->line, item->column, "target '%s' is listed twice in %s",
+                      item->text, where);
+            continue;
+        }
+        t->targets[t->n++] = &v->cfg->targets[idx];
+    }
+}
+
 static void resolve_routes(struct cfg__v *v, const struct ids *targets)
 {
     struct cfg *cfg = v->cfg;
@@ -455,6 +502,8 @@ static void resolve_routes(struct cfg__v *v, const struct ids *targets)
             apply_weights(v, r, src->weights, &mk);
         }
         route_checks(v, r, src);
+        if (src->shadow_targets)
+            resolve_shadow(v, r, src->shadow_targets, targets);
     }
 out:
     free(mk.tier);

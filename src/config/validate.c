@@ -679,6 +679,21 @@ static const struct cfg__field context_fields[] = {
     {FU32(struct cfg_context, "keep_last", keep_last, 0, 10000)},
 };
 
+static void shadow_targets_fn(struct cfg__v *v, const struct cfg__field *f,
+                              const struct cfg__entry *e, void *base, const char *where)
+{
+    struct cfg__route_src *src = v->cur;
+
+    (void)f, (void)base, (void)where;
+    src->shadow_targets = e; /* resolved in resolve.c */
+}
+
+static const struct cfg__field shadow_fields[] = {
+    {FFN("targets", shadow_targets_fn), .required = true},
+    {FU32(struct cfg_shadow, "percent", percent, 0, 100)},
+    {FU32(struct cfg_shadow, "max_concurrency", max_concurrency, 1, 100000)},
+};
+
 static const struct cfg__field route_fields[] = {
     {FMAP(struct cfg_route, "requires", requires, requires_fields, NULL)},
     {FFN("primary", tier_fn), .required = true},
@@ -692,6 +707,7 @@ static const struct cfg__field route_fields[] = {
     {FBOOL(struct cfg_route, "equivalent_disabled", equivalent.disabled)},
     {FBOOL(struct cfg_route, "fallback_disabled", fallback.disabled)},
     {FMAP(struct cfg_route, "context", context, context_fields, NULL)},
+    {FMAP(struct cfg_route, "shadow", shadow, shadow_fields, NULL)},
 };
 
 /* ---- the three maps of objects -------------------------------------------------------- */
@@ -831,6 +847,8 @@ static void route_defaults(struct cfg_route *r)
         .on_stream_failure = CFG_SF_FAIL,
     };
     r->context = (struct cfg_context){.overflow = CFG_OVERFLOW_FAIL, .keep_last = 4};
+    r->shadow.percent = 100;
+    r->shadow.max_concurrency = 16;
 }
 
 static void routes_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,

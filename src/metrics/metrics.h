@@ -99,7 +99,19 @@ enum metric_buckets {
     X(CONNECTIONS, GAUGE, NONE, "bascule_connections", METRICS_L0(),                           \
       "Open client connections.")                                                              \
     X(METRICS_DROPPED, COUNTER, NONE, "bascule_metrics_dropped_total", METRICS_L0(),           \
-      "Metric updates not recorded: series limit reached, out of memory or invalid value.")
+      "Metric updates not recorded: series limit reached, out of memory or invalid value.") \
+    X(SHADOW_REQUESTS, COUNTER, NONE, "bascule_shadow_requests_total",                         \
+      METRICS_L3("route", "target", "outcome"),                                                \
+      "Shadow (mirrored) requests by route, candidate target and outcome.")                     \
+    X(SHADOW_LATENCY, HISTOGRAM, LATENCY, "bascule_shadow_latency_seconds",                    \
+      METRICS_L2("route", "target"), "Latency of the shadow requests that got an answer.")      \
+    X(SHADOW_AGREEMENT, COUNTER, NONE, "bascule_shadow_agreement_total",                       \
+      METRICS_L3("route", "target", "result"),                                                 \
+      "Shadow answers against the primary's: agree, disagree, unknown.")                        \
+    X(SHADOW_TOKENS, COUNTER, NONE, "bascule_shadow_tokens_total",                             \
+      METRICS_L3("route", "target", "direction"), "Tokens used by shadow requests.")            \
+    X(SHADOW_COST, COUNTER, NONE, "bascule_shadow_cost_usd_total",                             \
+      METRICS_L2("route", "target"), "Cost of shadow requests at the candidate's price.")
 
 enum metric_id {
 #define X(ID, TYPE, BUCKETS, NAME, LABELS, HELP) METRIC_##ID,

@@ -156,6 +156,7 @@ struct request {
     char uncertain_id[160];      /* the WORKFLOW_3 ledger entry being written */
 
     struct trim_state trim;      /* context.overflow: trim (trim.c) */
+    struct shadow *shadows;      /* borrowed: its mirrored copies still running (shadow.c) */
 };
 
 /* request.c */

@@ -21,6 +21,7 @@
 #include "router/guard.h"
 #include "router/internal.h"
 #include "router/select.h"
+#include "router/shadow.h"
 #include "ledger/ledger.h"
 #include "router/state.h"
 
@@ -324,6 +325,8 @@ static void begin_attempt(struct request *r)
         return;
     }
     req__arm_timer(r, envelope_attempt_timeout_ms(&r->env, now, decide_later_tier_exists(r)));
+    if (r->n_attempts == 1)
+        shadow_start(r); /* after the primary started: a copy never delays it */
 }
 
 static void st_pick(struct request *r)
@@ -573,6 +576,7 @@ static void st_done(struct request *r)
         srv_resp_abort(r->sreq);
         r->sreq = NULL;
     }
+    shadow_primary_done(r); /* before the answer is freed */
     xchg_cleanup(r);
     deliver_cleanup(r);
     contract_cleanup(r);

@@ -21,6 +21,7 @@ struct gateway; /* the process: config, health state, metrics (router/gateway.h)
 #define WORKER_REQ_POOL 64
 
 struct request;
+struct shadow;
 
 struct worker {
     unsigned idx;
@@ -41,6 +42,7 @@ struct worker {
      * glibc serves from its large bins, consolidating its fast bins first, every time. */
     struct request *req_pool[WORKER_REQ_POOL];
     unsigned n_req_pool;
+    struct shadow *shadows;    /* mirrored requests running on this loop (router/shadow.c) */
 };
 
 enum worker_cmd {
