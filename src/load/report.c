@@ -377,14 +377,22 @@ static enum bsc_err json_head(struct bsc_buf *b, const struct load_stats *st,
     if (!err)
         err = bsc_buf_append_json_str(b, bsc_str_cstr(m->model));
     if (!err)
+        err = bsc_buf_appendf(b, ",\"stream\":%s,\"concurrency\":%u,", m->stream ? "true" : "false",
+                              m->concurrency);
+    if (!err)
+        err = m->planned ? bsc_buf_appendf(b, "\"planned_requests\":%llu,",
+                                           (unsigned long long)m->planned)
+                         : BSC_BUF_APPEND_LIT(b, "\"planned_requests\":null,");
+    if (!err)
+        err = m->duration_ms ? bsc_buf_appendf(b, "\"duration_s\":%.3f,", m->duration_ms / 1000.0)
+                             : BSC_BUF_APPEND_LIT(b, "\"duration_s\":null,");
+    if (!err)
         err = bsc_buf_appendf(
             b,
-            ",\"stream\":%s,\"concurrency\":%u,\"planned_requests\":%llu,\"duration_s\":%.3f,"
             "\"elapsed_s\":%.3f,\"interrupted\":%s,\"sent\":%llu,\"completed\":%llu,\"ok\":%llu,"
             "\"errors_total\":%llu,\"cancelled\":%llu,\"success_rate\":%.6f,"
             "\"requests_per_s\":%.3f,",
-            m->stream ? "true" : "false", m->concurrency, (unsigned long long)m->planned,
-            m->duration_ms / 1000.0, elapsed_s(m), m->interrupted ? "true" : "false",
+            elapsed_s(m), m->interrupted ? "true" : "false",
             (unsigned long long)m->sent, (unsigned long long)st->completed,
             (unsigned long long)st->ok, (unsigned long long)st->errors,
             (unsigned long long)m->cancelled, success_rate(st), rate(st, m));
