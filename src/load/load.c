@@ -263,6 +263,8 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
     load_stats_add(&r->stats, &out);
     s->t = NULL;
     r->active--;
+    /* The next request at once: curl picks its connection only when the multi runs next,
+     * after this transfer has handed its connection back to the pool. */
     slot_start(s);
 }
 

@@ -1,57 +1,73 @@
 /* SPDX-License-Identifier: MIT */
-/* response.c -- reading usage and error codes out of answers for `bascule load`, with
- * json-c through the strict whole-text parser. A stream's content chunks are not parsed:
- * only an event that mentions "usage" or "error" can change the report, so the check is a
- * substring search first (a false hit only costs a parse). See response.h. */
+/* response.c -- reading usage and error codes out of answers for `bascule load`, without a
+ * parse tree: one validating pass (core/json_check) records the spans of "usage" and
+ * "error", and the few numbers and the code are read from those (core/json_scan), so the
+ * load tester's own cost per request stays small next to the gateway's. A stream's content
+ * chunks are not even validated: only an event whose "usage" or "error" holds an object can
+ * change the report, which a substring search tells first. See response.h. */
 #include <string.h>
 
-#include "core/json_get.h"
-#include "core/json_parse.h"
+#include "core/json_check.h"
+#include "core/json_scan.h"
 #include "load/response.h"
 #include "stream/sse_parse.h"
 
-/* Nesting bound of the parse: answers are shallow; a deeper one reads as malformed. */
+/* Nesting bound of the check: answers are shallow; a deeper one reads as malformed. */
 #define LOAD_JSON_DEPTH 64
 
-static void read_usage(struct load_seen *seen, struct json_object *usage)
+static void read_usage(struct load_seen *seen, struct bsc_str usage)
 {
-    struct json_object *in = bsc_json_get_type(usage, "prompt_tokens", json_type_int);
-    struct json_object *out = bsc_json_get_type(usage, "completion_tokens", json_type_int);
-    int64_t i = in ? json_object_get_int64(in) : 0, o = out ? json_object_get_int64(out) : 0;
+    static const struct bsc_str keys[] = {BSC_STR("prompt_tokens"), BSC_STR("completion_tokens")};
+    struct bsc_str vals[2];
+    unsigned long long in = 0, out = 0;
+    bool has_in, has_out;
 
-    if (!in && !out)
+    if (bsc_json_kind_of(usage) != BSC_JSON_OBJECT || bsc_json_members(usage, keys, 2, vals) < 0)
+        return;
+    has_in = vals[0].p && bsc_json_u64(vals[0], &in);
+    has_out = vals[1].p && bsc_json_u64(vals[1], &out);
+    if (!has_in && !has_out)
         return;
     seen->has_usage = true;
-    seen->input_tokens = i > 0 ? (uint64_t)i : 0;
-    seen->output_tokens = o > 0 ? (uint64_t)o : 0;
+    seen->input_tokens = in;
+    seen->output_tokens = out;
 }
 
-static void read_error(struct load_seen *seen, struct json_object *error)
+/* error.code as written: a string's raw contents (escapes left as they are: codes are
+ * plain identifiers) or a number's digits; "" for null, absent or anything else. */
+static void read_error(struct load_seen *seen, struct bsc_str error)
 {
-    struct json_object *code = bsc_json_get(error, "code");
-    const char *s = NULL;
+    struct bsc_str code = BSC_STR_NULL;
+    size_t len;
 
+    if (bsc_json_kind_of(error) == BSC_JSON_NULL)
+        return;
     seen->has_error = true;
     seen->code[0] = '\0';
-    if (code && json_object_is_type(code, json_type_string))
-        s = json_object_get_string(code);
-    else if (code && json_object_is_type(code, json_type_int))
-        s = json_object_get_string(code); /* numeric codes (some providers): as written */
-    if (s)
-        snprintf(seen->code, sizeof(seen->code), "%s", s);
+    if (bsc_json_kind_of(error) != BSC_JSON_OBJECT ||
+        bsc_json_member(error, BSC_STR("code"), &code) != 1)
+        return;
+    if (bsc_json_kind_of(code) == BSC_JSON_STRING)
+        code = bsc_json_string_raw(code);
+    else if (bsc_json_kind_of(code) != BSC_JSON_NUMBER)
+        return;
+    len = code.len < sizeof(seen->code) - 1 ? code.len : sizeof(seen->code) - 1;
+    memcpy(seen->code, code.p, len);
+    seen->code[len] = '\0';
 }
 
 bool load_seen_json(struct load_seen *seen, struct bsc_str json)
 {
-    struct json_object *root = bsc_json_parse_whole(json, LOAD_JSON_DEPTH), *v;
+    static const struct bsc_str keys[] = {BSC_STR("usage"), BSC_STR("error")};
+    struct bsc_str vals[2];
+    struct bsc_json_error jerr;
 
-    if (!root)
+    if (bsc_json_check_members(json, LOAD_JSON_DEPTH, keys, 2, vals, &jerr) < 0)
         return false;
-    if ((v = bsc_json_get_type(root, "usage", json_type_object)))
-        read_usage(seen, v);
-    if ((v = bsc_json_get(root, "error")))
-        read_error(seen, v);
-    json_object_put(root);
+    if (vals[0].p)
+        read_usage(seen, vals[0]);
+    if (vals[1].p)
+        read_error(seen, vals[1]);
     return true;
 }
 

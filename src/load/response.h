@@ -24,7 +24,7 @@ struct load_seen {
 };
 
 /* Reads the JSON document <json> (a whole body, or one event's data) into <seen>: usage
- * when it has a usage object, the error and its code when it has an "error" member.
+ * when it has a usage object, the error and its code when it has a non-null "error" member.
  * Malformed JSON or other shapes change nothing. Returns true when <json> parsed. */
 bool load_seen_json(struct load_seen *seen, struct bsc_str json);
 
