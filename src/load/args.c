@@ -14,7 +14,7 @@
 const char load_usage[] =
     "usage: bascule load --url URL --model ROUTE [--requests N] [--concurrency C]\n"
     "                    [--duration S] [--stream] [--key KEY] [--body FILE] [--json FILE]\n"
-    "                    [--timeout S]\n"
+    "                    [--timeout S] [--threads T]\n"
     "  --url URL          the gateway, with or without /v1 (http://127.0.0.1:8080)\n"
     "  --model ROUTE      the route (\"model\") every request names\n"
     "  --requests N       stop after N requests (default 100; 1..10000000)\n"
@@ -25,7 +25,8 @@ const char load_usage[] =
     "  --key KEY          sends Authorization: Bearer KEY\n"
     "  --body FILE        a JSON request object to send (model and stream are set)\n"
     "  --json FILE        also write the report as JSON to FILE\n"
-    "  --timeout S        per-request timeout (default 60)\n";
+    "  --timeout S        per-request timeout (default 60)\n"
+    "  --threads T        event loops sharing the C requests (default 2; 1..64)\n";
 
 /* A positive decimal number of seconds up to <max>, in milliseconds. */
 static bool parse_seconds(const char *s, double max, uint64_t *ms)
@@ -51,7 +52,7 @@ static bool parse_count(const char *s, unsigned long long min, unsigned long lon
 }
 
 enum { OPT_URL = 256, OPT_MODEL, OPT_REQUESTS, OPT_CONCURRENCY, OPT_DURATION, OPT_STREAM,
-       OPT_KEY, OPT_BODY, OPT_JSON, OPT_TIMEOUT, OPT_HELP };
+       OPT_KEY, OPT_BODY, OPT_JSON, OPT_TIMEOUT, OPT_THREADS, OPT_HELP };
 
 /* One option's value into <o>. False with <why> set when it is out of bounds. */
 static bool take(int c, const char *arg, struct load_opts *o, const char **url, char *why,
@@ -79,6 +80,11 @@ static bool take(int c, const char *arg, struct load_opts *o, const char **url, 
             break;
         o->concurrency = (unsigned)v;
         return true;
+    case OPT_THREADS:
+        if (!parse_count(arg, 1, LOAD_MAX_THREADS, &v))
+            break;
+        o->threads = (unsigned)v;
+        return true;
     case OPT_DURATION:
         if (!parse_seconds(arg, LOAD_MAX_DURATION_S, &ms))
             break;
@@ -96,6 +102,7 @@ static bool take(int c, const char *arg, struct load_opts *o, const char **url, 
     snprintf(why, why_len, "invalid value \"%s\" for --%s", arg,
              c == OPT_REQUESTS      ? "requests (1..10000000)"
              : c == OPT_CONCURRENCY ? "concurrency (1..4096)"
+             : c == OPT_THREADS     ? "threads (1..64)"
              : c == OPT_DURATION    ? "duration (seconds, > 0, at most 86400)"
                                     : "timeout (seconds, > 0, at most 86400)");
     return false;
@@ -115,6 +122,7 @@ enum bsc_err load_args_parse(int argc, char **argv, struct load_opts *o, char *w
         {"body", required_argument, NULL, OPT_BODY},
         {"json", required_argument, NULL, OPT_JSON},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"threads", required_argument, NULL, OPT_THREADS},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0}};
     const char *url = NULL;
@@ -122,6 +130,7 @@ enum bsc_err load_args_parse(int argc, char **argv, struct load_opts *o, char *w
 
     memset(o, 0, sizeof(*o));
     o->concurrency = LOAD_DEFAULT_CONCURRENCY;
+    o->threads = LOAD_DEFAULT_THREADS;
     o->timeout_ms = LOAD_DEFAULT_TIMEOUT_S * 1000u;
     optind = 0; /* 0: a full reinitialisation in glibc, for a second parse in one process */
     opterr = 0;
@@ -148,6 +157,8 @@ enum bsc_err load_args_parse(int argc, char **argv, struct load_opts *o, char *w
         snprintf(why, why_len, "--url must be http://HOST[:PORT][/PATH] or https://...: %s", url);
         return BSC_EINVAL;
     }
+    if (o->threads > o->concurrency)
+        o->threads = o->concurrency;
     if (!o->requests_set)
         o->requests = o->duration_ms ? LOAD_MAX_REQUESTS : LOAD_DEFAULT_REQUESTS;
     return BSC_OK;

@@ -14,6 +14,8 @@
 #define LOAD_DEFAULT_REQUESTS    100
 #define LOAD_DEFAULT_CONCURRENCY 10
 #define LOAD_DEFAULT_TIMEOUT_S   60
+#define LOAD_DEFAULT_THREADS     2
+#define LOAD_MAX_THREADS         64
 #define LOAD_MAX_REQUESTS        10000000u /* LOAD_MAX_SAMPLES: one latency per request */
 #define LOAD_MAX_CONCURRENCY     4096
 #define LOAD_MAX_DURATION_S      86400
@@ -28,6 +30,7 @@ struct load_opts {
     uint64_t requests;      /* the bound on requests started */
     bool requests_set;
     unsigned concurrency;
+    unsigned threads;       /* event loops; never more than <concurrency> */
     uint64_t duration_ms;   /* 0: no time bound */
     uint32_t timeout_ms;    /* per request */
     bool stream;

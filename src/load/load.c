@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* load.c -- `bascule load`: the driver. C slots, each running one request at a time on
- * one libuv loop through the gateway's libcurl multi glue (keep-alive connections, one
- * per slot); a finished request is counted (report.c) and its slot starts the next, until
- * N were started or the duration timer (or SIGINT) cancels what is in flight. Progress goes
- * to stderr, the report to stdout and --json. It does not retry or pace: it measures the
- * gateway, closed loop. Options: args.c; docs/load.md. */
+/* load.c -- `bascule load`: the driver. T worker threads, each with its own libuv loop and
+ * the gateway's libcurl multi glue (src/upstream/), share the C slots; a slot runs one
+ * request at a time on a keep-alive connection and starts the next as soon as one ends,
+ * until N were started (a shared atomic count) or the main thread -- which owns the
+ * duration timer, SIGINT and the progress line -- tells the workers to stop and cancel
+ * what is in flight. Each worker counts into its own load_stats, merged at the end
+ * (report.c). It does not retry or pace: closed loop. Options: args.c; docs/load.md. */
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +33,11 @@
 #define LOAD_PLAIN_TICK_MS 1000
 #define LOAD_BAR_WIDTH     30
 
-struct load_run;
+struct load_worker;
 
 /* One request at a time. */
 struct load_slot {
-    struct load_run *run;       /* borrowed */
+    struct load_worker *w;      /* borrowed */
     struct up_transfer *t;      /* the running request; NULL when idle */
     uint64_t start_us;
     uint64_t ttft_us;
@@ -47,109 +49,84 @@ struct load_slot {
     struct load_seen seen;
 };
 
+/* What every thread reads; written before the workers start, except the atomics. */
 struct load_run {
-    const struct load_opts *o; /* borrowed */
-    uv_loop_t loop;
-    struct up_multi *up;       /* owned until the teardown */
-    const char *headers[3];    /* borrowed lines: static, or <auth> */
+    const struct load_opts *o;  /* borrowed */
+    const char *headers[3];     /* borrowed lines: static, or <auth> */
     size_t n_headers;
-    char *auth;                /* owned "Authorization: Bearer ..." */
-    char *body;                /* owned */
+    char *auth;                 /* owned "Authorization: Bearer ..." */
+    char *body;                 /* owned */
     size_t body_len;
-    struct load_slot *slots;   /* owned, o->concurrency of them */
-    unsigned active;
-    uint64_t sent, cancelled;
-    uint64_t start_us, end_us;
-    bool stopping, stop_scheduled, interrupted, tty;
-    uv_timer_t duration, progress, stop;
+    atomic_uint_fast64_t claimed;  /* request numbers handed out, all workers */
+    atomic_bool stop;              /* the duration ended or SIGINT came */
+    atomic_uint finished;          /* workers whose loop is done */
+    struct load_worker *workers;   /* owned, o->threads of them */
+    uv_loop_t loop;                /* the main thread's: timers, SIGINT, progress */
+    uv_timer_t duration, progress;
     uv_signal_t sigint;
-    struct load_stats stats;
+    uv_async_t done;               /* a worker finished */
+    bool interrupted, tty;
+    uint64_t start_us, end_us;
+};
+
+/* One thread: a loop, a multi, a share of the slots. */
+struct load_worker {
+    struct load_run *run;       /* borrowed */
+    uv_thread_t thread;
+    uv_loop_t loop;
+    struct up_multi *up;        /* owned until the teardown */
+    uv_async_t wake;            /* the main thread says stop; closed by the main thread */
+    uv_timer_t stop;            /* the teardown, from a fresh loop pass */
+    struct load_slot *slots;    /* owned */
+    unsigned n_slots, active;
+    uint64_t sent, cancelled;
+    bool stopping, stop_scheduled;
+    bool has_loop;              /* worker_init got as far as the loop and its handles */
+    struct load_stats stats;    /* this thread's only, until the merge */
+    atomic_uint_fast64_t done_n, err_n; /* copies for the progress line */
 };
 
 static const struct up_callbacks load_cb;
 static const struct sse_callbacks load_sse_cb;
 
-/* ---- progress ---- */
-
-static void progress_line(struct load_run *r, bool final)
-{
-    double el = (bsc_now_us() - r->start_us) / 1e6;
-    double rps = el > 0 ? (double)r->stats.completed / el : 0;
-    unsigned long long done = r->stats.completed, errs = r->stats.errors;
-    double frac;
-
-    if (!r->o->requests_set && r->o->duration_ms)
-        frac = el * 1000.0 / (double)r->o->duration_ms;
-    else
-        frac = (double)done / (double)r->o->requests;
-    if (frac > 1)
-        frac = 1;
-    if (!r->tty) {
-        fprintf(stderr, "load: %llu/%llu done, %.1f s, %.1f req/s, %llu errors\n", done,
-                (unsigned long long)r->o->requests, el, rps, errs);
-        return;
-    }
-    char bar[LOAD_BAR_WIDTH + 1];
-    int fill = (int)(frac * LOAD_BAR_WIDTH);
-    memset(bar, '#', (size_t)fill);
-    memset(bar + fill, '.', (size_t)(LOAD_BAR_WIDTH - fill));
-    bar[LOAD_BAR_WIDTH] = '\0';
-    fprintf(stderr, "\r[%s] %llu/%llu  %.1f s  %.1f req/s  %llu errors\033[K%s", bar, done,
-            (unsigned long long)r->o->requests, el, rps, errs, final ? "\n" : "");
-}
-
-static void on_progress(uv_timer_t *h)
-{
-    progress_line(h->data, false);
-}
-
-/* ---- the end ---- */
+/* ---- a worker's end ---- */
 
 static void on_stop(uv_timer_t *h)
 {
-    struct load_run *r = h->data;
+    struct load_worker *w = h->data;
 
-    for (unsigned i = 0; i < r->o->concurrency; i++) {
-        struct load_slot *s = &r->slots[i];
+    for (unsigned i = 0; i < w->n_slots; i++) {
+        struct load_slot *s = &w->slots[i];
         if (s->t) {
             up_cancel(s->t);
             s->t = NULL;
-            r->cancelled++;
-            r->active--;
+            w->cancelled++;
+            w->active--;
         }
     }
-    r->end_us = bsc_now_us();
-    uv_close((uv_handle_t *)&r->duration, NULL);
-    uv_close((uv_handle_t *)&r->progress, NULL);
-    uv_close((uv_handle_t *)&r->stop, NULL);
-    uv_close((uv_handle_t *)&r->sigint, NULL);
-    up_multi_free(r->up);
-    r->up = NULL;
+    uv_close((uv_handle_t *)&w->stop, NULL);
+    uv_unref((uv_handle_t *)&w->wake); /* the main thread may still signal it */
+    up_multi_free(w->up);
+    w->up = NULL;
 }
 
-/* Ends the run from the next loop pass: never from inside a curl callback, where the multi
- * must not be freed. */
-static void stop_soon(struct load_run *r)
+/* Ends this worker from the next loop pass: never from inside a curl callback, where the
+ * multi must not be freed. */
+static void stop_soon(struct load_worker *w)
 {
-    r->stopping = true;
-    if (r->stop_scheduled)
+    w->stopping = true;
+    if (w->stop_scheduled)
         return;
-    r->stop_scheduled = true;
-    uv_timer_start(&r->stop, on_stop, 0, 0);
+    w->stop_scheduled = true;
+    uv_timer_start(&w->stop, on_stop, 0, 0);
 }
 
-static void on_duration(uv_timer_t *h)
+static void on_wake(uv_async_t *h)
 {
-    stop_soon(h->data);
-}
+    struct load_worker *w = h->data;
 
-static void on_sigint(uv_signal_t *h, int signum)
-{
-    struct load_run *r = h->data;
-
-    (void)signum;
-    r->interrupted = true;
-    stop_soon(r);
+    if (atomic_load(&w->run->stop))
+        stop_soon(w);
 }
 
 /* ---- one request ---- */
@@ -165,9 +142,20 @@ static void slot_reset(struct load_slot *s)
     memset(&s->seen, 0, sizeof(s->seen));
 }
 
+/* Whether one more request may start: the shared count is below N and no stop came. */
+static bool claim(struct load_worker *w)
+{
+    struct load_run *r = w->run;
+
+    if (w->stopping || atomic_load_explicit(&r->stop, memory_order_relaxed))
+        return false;
+    return atomic_fetch_add(&r->claimed, 1) < r->o->requests;
+}
+
 static void slot_start(struct load_slot *s)
 {
-    struct load_run *r = s->run;
+    struct load_worker *w = s->w;
+    struct load_run *r = w->run;
     struct up_request req = {
         .url = r->o->url,
         .method = "POST",
@@ -178,22 +166,22 @@ static void slot_start(struct load_slot *s)
         .timeout_ms = r->o->timeout_ms,
     };
 
-    if (r->stopping || r->sent >= r->o->requests) {
-        if (!r->active)
-            stop_soon(r);
+    if (!claim(w)) {
+        if (!w->active)
+            stop_soon(w);
         return;
     }
     slot_reset(s);
     s->start_us = bsc_now_us();
-    if (up_start(r->up, &req, &load_cb, s, &s->t) != BSC_OK) {
+    if (up_start(w->up, &req, &load_cb, s, &s->t) != BSC_OK) {
         fprintf(stderr, "bascule load: cannot start a request (out of memory)\n");
         s->t = NULL;
-        if (!r->active)
-            stop_soon(r);
+        if (!w->active)
+            stop_soon(w);
         return;
     }
-    r->sent++;
-    r->active++;
+    w->sent++;
+    w->active++;
 }
 
 static int on_sse_event(void *ud, struct bsc_str name, struct bsc_str data)
@@ -214,7 +202,7 @@ static void on_head(void *ud, struct up_transfer *t, int status)
     struct load_slot *s = ud;
 
     (void)t;
-    if (s->run->o->stream && status >= 200 && status <= 299) {
+    if (s->w->run->o->stream && status >= 200 && status <= 299) {
         s->sse = true;
         sse_parser_init(&s->parser, LOAD_SSE_MAX, &load_sse_cb, s);
     }
@@ -235,12 +223,12 @@ static bool on_data(void *ud, struct up_transfer *t, const char *p, size_t len)
 static void on_done(void *ud, struct up_transfer *t, enum up_result res, const char *detail)
 {
     struct load_slot *s = ud;
-    struct load_run *r = s->run;
+    struct load_worker *w = s->w;
     struct load_result out = {
         .status = up_status(t),
         .transport = res == UP_OK ? NULL : up_result_name(res),
         .latency_us = bsc_now_us() - s->start_us,
-        .stream = r->o->stream,
+        .stream = w->run->o->stream,
         .target = up_header(t, BSC_STR("x-bascule-target")),
         .workflow = up_header(t, BSC_STR("x-bascule-workflow")),
         .attempts = up_header(t, BSC_STR("x-bascule-attempts")),
@@ -260,9 +248,11 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
     out.has_usage = s->seen.has_usage;
     out.input_tokens = s->seen.input_tokens;
     out.output_tokens = s->seen.output_tokens;
-    load_stats_add(&r->stats, &out);
+    load_stats_add(&w->stats, &out);
+    atomic_store_explicit(&w->done_n, w->stats.completed, memory_order_relaxed);
+    atomic_store_explicit(&w->err_n, w->stats.errors, memory_order_relaxed);
     s->t = NULL;
-    r->active--;
+    w->active--;
     /* The next request at once: curl picks its connection only when the multi runs next,
      * after this transfer has handed its connection back to the pool. */
     slot_start(s);
@@ -270,6 +260,136 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
 
 static const struct up_callbacks load_cb = {on_head, on_data, on_done};
 static const struct sse_callbacks load_sse_cb = {.on_event = on_sse_event};
+
+/* ---- workers ---- */
+
+static void worker_main(void *arg)
+{
+    struct load_worker *w = arg;
+
+    for (unsigned i = 0; i < w->n_slots && !w->stopping; i++)
+        slot_start(&w->slots[i]);
+    if (!w->n_slots)
+        stop_soon(w);
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    atomic_fetch_add(&w->run->finished, 1);
+    uv_async_send(&w->run->done);
+}
+
+/* Sets up <w> of <r> with <n_slots> slots, on the main thread. Returns false when out of
+ * memory (worker_free then releases what was set up). */
+static bool worker_init(struct load_run *r, struct load_worker *w, unsigned n_slots)
+{
+    struct up_limits lim = {.max_cached_connections = n_slots + 16};
+
+    w->run = r;
+    load_stats_init(&w->stats);
+    if (uv_loop_init(&w->loop) != 0)
+        return false;
+    w->has_loop = true;
+    uv_async_init(&w->loop, &w->wake, on_wake);
+    uv_timer_init(&w->loop, &w->stop);
+    w->wake.data = w->stop.data = w;
+    w->slots = calloc(n_slots ? n_slots : 1, sizeof(*w->slots));
+    if (!w->slots || up_multi_new(&w->loop, &lim, &w->up) != BSC_OK)
+        return false;
+    w->n_slots = n_slots;
+    for (unsigned i = 0; i < n_slots; i++) {
+        w->slots[i].w = w;
+        bsc_buf_init(&w->slots[i].body, LOAD_BODY_MAX);
+    }
+    return true;
+}
+
+/* After the thread ended: closes what the main thread owns and frees the slots. */
+static void worker_free(struct load_worker *w)
+{
+    if (!w->has_loop)
+        return;
+    if (w->up) /* never started */
+        up_multi_free(w->up);
+    uv_close((uv_handle_t *)&w->wake, NULL);
+    if (!w->stop_scheduled)
+        uv_close((uv_handle_t *)&w->stop, NULL);
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&w->loop);
+    for (unsigned i = 0; i < w->n_slots; i++) {
+        slot_reset(&w->slots[i]);
+        bsc_buf_cleanup(&w->slots[i].body);
+    }
+    free(w->slots);
+    load_stats_cleanup(&w->stats);
+}
+
+/* ---- the main thread: progress, duration, SIGINT ---- */
+
+static void progress_line(struct load_run *r, bool final)
+{
+    double el = (bsc_now_us() - r->start_us) / 1e6, frac, rps;
+    unsigned long long done = 0, errs = 0;
+    char bar[LOAD_BAR_WIDTH + 1];
+    int fill;
+
+    for (unsigned i = 0; i < r->o->threads; i++) {
+        done += atomic_load_explicit(&r->workers[i].done_n, memory_order_relaxed);
+        errs += atomic_load_explicit(&r->workers[i].err_n, memory_order_relaxed);
+    }
+    rps = el > 0 ? (double)done / el : 0;
+    if (!r->tty) {
+        fprintf(stderr, "load: %llu/%llu done, %.1f s, %.1f req/s, %llu errors\n", done,
+                (unsigned long long)r->o->requests, el, rps, errs);
+        return;
+    }
+    if (!r->o->requests_set && r->o->duration_ms)
+        frac = el * 1000.0 / (double)r->o->duration_ms;
+    else
+        frac = (double)done / (double)r->o->requests;
+    fill = (int)((frac > 1 ? 1 : frac) * LOAD_BAR_WIDTH);
+    memset(bar, '#', (size_t)fill);
+    memset(bar + fill, '.', (size_t)(LOAD_BAR_WIDTH - fill));
+    bar[LOAD_BAR_WIDTH] = '\0';
+    fprintf(stderr, "\r[%s] %llu/%llu  %.1f s  %.1f req/s  %llu errors\033[K%s", bar, done,
+            (unsigned long long)r->o->requests, el, rps, errs, final ? "\n" : "");
+}
+
+static void on_progress(uv_timer_t *h)
+{
+    progress_line(h->data, false);
+}
+
+static void stop_all(struct load_run *r)
+{
+    atomic_store(&r->stop, true);
+    for (unsigned i = 0; i < r->o->threads; i++)
+        uv_async_send(&r->workers[i].wake);
+}
+
+static void on_duration(uv_timer_t *h)
+{
+    stop_all(h->data);
+}
+
+static void on_sigint(uv_signal_t *h, int signum)
+{
+    struct load_run *r = h->data;
+
+    (void)signum;
+    r->interrupted = true;
+    stop_all(r);
+}
+
+static void on_worker_done(uv_async_t *h)
+{
+    struct load_run *r = h->data;
+
+    if (atomic_load(&r->finished) < r->o->threads)
+        return;
+    r->end_us = bsc_now_us();
+    uv_close((uv_handle_t *)&r->duration, NULL);
+    uv_close((uv_handle_t *)&r->progress, NULL);
+    uv_close((uv_handle_t *)&r->sigint, NULL);
+    uv_close((uv_handle_t *)&r->done, NULL);
+}
 
 /* ---- setup ---- */
 
@@ -304,16 +424,13 @@ static int prepare(struct load_run *r)
 
     if (r->o->body_file) {
         file = read_file(r->o->body_file, &len, &why);
-        if (!file) {
-            fprintf(stderr, "bascule load: --body %s: %s\n", r->o->body_file, why);
-            return 2;
-        }
-        base = bsc_str_make(file, len);
-        if (!len) {
-            fprintf(stderr, "bascule load: --body %s: empty\n", r->o->body_file);
+        if (!file || !len) {
+            fprintf(stderr, "bascule load: --body %s: %s\n", r->o->body_file,
+                    file ? "empty" : why);
             free(file);
             return 2;
         }
+        base = bsc_str_make(file, len);
     }
     err = load_body_build(base, r->o->model, r->o->stream, &r->body, &r->body_len, &why);
     free(file);
@@ -346,54 +463,83 @@ static void raise_nofile(unsigned concurrency)
     }
 }
 
-static int run_loop(struct load_run *r)
+static void main_loop_init(struct load_run *r)
 {
-    struct up_limits lim = {.max_cached_connections = r->o->concurrency + 16};
+    uint64_t tick;
 
-    if (uv_loop_init(&r->loop) != 0 || up_multi_new(&r->loop, &lim, &r->up) != BSC_OK) {
-        fprintf(stderr, "bascule load: cannot set up the event loop\n");
-        return 1;
-    }
-    r->slots = calloc(r->o->concurrency, sizeof(*r->slots));
-    if (!r->slots) {
-        fprintf(stderr, "bascule load: out of memory\n");
-        return 1;
-    }
-    for (unsigned i = 0; i < r->o->concurrency; i++) {
-        r->slots[i].run = r;
-        bsc_buf_init(&r->slots[i].body, LOAD_BODY_MAX);
-    }
+    uv_loop_init(&r->loop);
     uv_timer_init(&r->loop, &r->duration);
     uv_timer_init(&r->loop, &r->progress);
-    uv_timer_init(&r->loop, &r->stop);
     uv_signal_init(&r->loop, &r->sigint);
-    r->duration.data = r->progress.data = r->stop.data = r->sigint.data = r;
+    uv_async_init(&r->loop, &r->done, on_worker_done);
+    r->duration.data = r->progress.data = r->sigint.data = r->done.data = r;
     uv_signal_start(&r->sigint, on_sigint, SIGINT);
     if (r->o->duration_ms)
         uv_timer_start(&r->duration, on_duration, r->o->duration_ms, 0);
     r->tty = isatty(STDERR_FILENO);
-    {
-        uint64_t tick = r->tty ? LOAD_TTY_TICK_MS : LOAD_PLAIN_TICK_MS;
-        uv_timer_start(&r->progress, on_progress, tick, tick);
+    tick = r->tty ? LOAD_TTY_TICK_MS : LOAD_PLAIN_TICK_MS;
+    uv_timer_start(&r->progress, on_progress, tick, tick);
+}
+
+/* Runs the workers to their end. Returns 0, or 1 when they could not be set up. */
+static int run_workers(struct load_run *r)
+{
+    unsigned n = r->o->threads, started = 0;
+
+    r->workers = calloc(n, sizeof(*r->workers));
+    if (!r->workers) {
+        fprintf(stderr, "bascule load: out of memory\n");
+        return 1;
     }
+    for (unsigned i = 0; i < n; i++) {
+        /* C spread evenly: the first C mod T workers take one more. */
+        unsigned share = r->o->concurrency / n + (i < r->o->concurrency % n);
+        if (!worker_init(r, &r->workers[i], share)) {
+            fprintf(stderr, "bascule load: cannot set up worker %u\n", i);
+            for (unsigned j = 0; j <= i; j++)
+                worker_free(&r->workers[j]);
+            BSC_FREE(r->workers);
+            return 1;
+        }
+    }
+    main_loop_init(r);
     r->start_us = bsc_now_us();
-    for (unsigned i = 0; i < r->o->concurrency && !r->stopping; i++)
-        slot_start(&r->slots[i]);
+    for (; started < n; started++)
+        if (uv_thread_create(&r->workers[started].thread, worker_main, &r->workers[started]))
+            break;
+    if (started < n) {
+        /* Those never started count as finished; the others are told to stop. */
+        atomic_fetch_add(&r->finished, n - started);
+        stop_all(r);
+        uv_async_send(&r->done);
+    }
     uv_run(&r->loop, UV_RUN_DEFAULT);
-    progress_line(r, true);
     uv_loop_close(&r->loop);
+    for (unsigned i = 0; i < started; i++)
+        uv_thread_join(&r->workers[i].thread);
+    progress_line(r, true);
     return 0;
 }
 
-static int write_json(struct load_run *r, const struct load_meta *meta)
+/* Every worker's counts in one. */
+static void merge(struct load_run *r, struct load_stats *all, struct load_meta *meta)
+{
+    for (unsigned i = 0; i < r->o->threads; i++) {
+        load_stats_merge(all, &r->workers[i].stats);
+        meta->sent += r->workers[i].sent;
+        meta->cancelled += r->workers[i].cancelled;
+    }
+}
+
+static int write_json(const char *path, struct load_stats *st, const struct load_meta *meta)
 {
     struct bsc_buf b;
     FILE *f;
     int rc = 0;
 
     bsc_buf_init(&b, 64u << 20);
-    if (load_report_json(&b, &r->stats, meta) != BSC_OK || !(f = fopen(r->o->json_file, "w"))) {
-        fprintf(stderr, "bascule load: cannot write %s\n", r->o->json_file);
+    if (load_report_json(&b, st, meta) != BSC_OK || !(f = fopen(path, "w"))) {
+        fprintf(stderr, "bascule load: cannot write %s\n", path);
         bsc_buf_cleanup(&b);
         return 1;
     }
@@ -402,21 +548,31 @@ static int write_json(struct load_run *r, const struct load_meta *meta)
     if (fclose(f) != 0)
         rc = 1;
     if (rc)
-        fprintf(stderr, "bascule load: cannot write %s\n", r->o->json_file);
+        fprintf(stderr, "bascule load: cannot write %s\n", path);
     bsc_buf_cleanup(&b);
     return rc;
 }
 
-static void run_free(struct load_run *r)
+static int report(struct load_run *r)
 {
-    for (unsigned i = 0; r->slots && i < r->o->concurrency; i++) {
-        slot_reset(&r->slots[i]);
-        bsc_buf_cleanup(&r->slots[i].body);
-    }
-    free(r->slots);
-    free(r->body);
-    free(r->auth);
-    load_stats_cleanup(&r->stats);
+    const struct load_opts *o = r->o;
+    struct load_stats all;
+    struct load_meta meta = {
+        .url = o->url, .model = o->model, .stream = o->stream, .concurrency = o->concurrency,
+        .planned = o->requests_set || !o->duration_ms ? o->requests : 0,
+        .duration_ms = o->duration_ms, .elapsed_us = r->end_us - r->start_us,
+        .interrupted = r->interrupted,
+    };
+    int rc = 0;
+
+    load_stats_init(&all);
+    merge(r, &all, &meta);
+    load_report_text(stdout, &all, &meta);
+    fflush(stdout);
+    if (o->json_file)
+        rc = write_json(o->json_file, &all, &meta);
+    load_stats_cleanup(&all);
+    return rc;
 }
 
 int load_main(int argc, char **argv)
@@ -434,23 +590,19 @@ int load_main(int argc, char **argv)
         fputs(load_usage, stdout);
         return 0;
     }
-    load_stats_init(&r.stats);
     raise_nofile(o.concurrency);
+    atomic_init(&r.claimed, 0);
+    atomic_init(&r.stop, false);
+    atomic_init(&r.finished, 0);
     rc = prepare(&r);
     if (!rc)
-        rc = run_loop(&r);
-    if (!rc) {
-        struct load_meta meta = {
-            .url = o.url, .model = o.model, .stream = o.stream, .concurrency = o.concurrency,
-            .planned = o.requests_set || !o.duration_ms ? o.requests : 0,
-            .duration_ms = o.duration_ms, .elapsed_us = r.end_us - r.start_us, .sent = r.sent,
-            .cancelled = r.cancelled, .interrupted = r.interrupted,
-        };
-        load_report_text(stdout, &r.stats, &meta);
-        fflush(stdout);
-        if (o.json_file)
-            rc = write_json(&r, &meta);
-    }
-    run_free(&r);
+        rc = run_workers(&r);
+    if (!rc)
+        rc = report(&r);
+    for (unsigned i = 0; r.workers && i < o.threads; i++)
+        worker_free(&r.workers[i]);
+    free(r.workers);
+    free(r.body);
+    free(r.auth);
     return rc;
 }

@@ -32,8 +32,8 @@ void load_stats_cleanup(struct load_stats *st)
     memset(st, 0, sizeof(*st));
 }
 
-/* Counts one <key> (cut to LOAD_KEY_MAX) with <status>. Returns false on ENOMEM. */
-static bool table_add(struct load_table *t, struct bsc_str key, int status)
+/* Counts <n> of <key> (cut to LOAD_KEY_MAX) with <status>. Returns false on ENOMEM. */
+static bool table_add_n(struct load_table *t, struct bsc_str key, int status, uint64_t n)
 {
     char *copy;
 
@@ -42,20 +42,44 @@ static bool table_add(struct load_table *t, struct bsc_str key, int status)
     for (size_t i = 0; i < t->n; i++) {
         struct load_row *r = &t->rows[i];
         if (r->status == status && strlen(r->key) == key.len && memcmp(r->key, key.p, key.len) == 0) {
-            r->n++;
+            r->n += n;
             return true;
         }
     }
     if (t->n == LOAD_TABLE_MAX) {
-        t->other++;
+        t->other += n;
         return true;
     }
     copy = bsc_str_dup(key);
     if (!copy) {
-        t->other++;
+        t->other += n;
         return false;
     }
-    t->rows[t->n++] = (struct load_row){.key = copy, .status = status, .n = 1};
+    t->rows[t->n++] = (struct load_row){.key = copy, .status = status, .n = n};
+    return true;
+}
+
+static bool table_add(struct load_table *t, struct bsc_str key, int status)
+{
+    return table_add_n(t, key, status, 1);
+}
+
+static bool table_merge(struct load_table *dst, const struct load_table *src)
+{
+    bool ok = true;
+
+    for (size_t i = 0; i < src->n; i++)
+        ok &= table_add_n(dst, bsc_str_cstr(src->rows[i].key), src->rows[i].status,
+                          src->rows[i].n);
+    dst->other += src->other;
+    return ok;
+}
+
+static bool samples_merge(struct load_samples *dst, const struct load_samples *src)
+{
+    for (size_t i = 0; i < src->n; i++)
+        if (load_samples_add(dst, src->v[i]) != BSC_OK)
+            return false;
     return true;
 }
 
@@ -209,6 +233,30 @@ void load_stats_add(struct load_stats *st, const struct load_result *r)
         st->usage_n++;
     }
     add_headers(st, r);
+}
+
+void load_stats_merge(struct load_stats *dst, const struct load_stats *src)
+{
+    bool ok = true;
+
+    dst->completed += src->completed;
+    dst->ok += src->ok;
+    dst->errors += src->errors;
+    ok &= samples_merge(&dst->latency, &src->latency);
+    ok &= samples_merge(&dst->ttft, &src->ttft);
+    ok &= table_merge(&dst->targets, &src->targets);
+    ok &= table_merge(&dst->workflows, &src->workflows);
+    ok &= table_merge(&dst->errors_by, &src->errors_by);
+    dst->attempts_sum += src->attempts_sum;
+    dst->attempts_n += src->attempts_n;
+    if (src->attempts_max > dst->attempts_max)
+        dst->attempts_max = src->attempts_max;
+    dst->input_tokens += src->input_tokens;
+    dst->output_tokens += src->output_tokens;
+    dst->usage_n += src->usage_n;
+    dst->cost_usd += src->cost_usd;
+    dst->cost_n += src->cost_n;
+    dst->oom |= src->oom || !ok;
 }
 
 /* ---- output ---- */

@@ -100,6 +100,10 @@ bool load_result_ok(const struct load_result *r);
 /* Adds <r> to <st>. Never fails: what cannot be stored sets st->oom and is left out. */
 void load_stats_add(struct load_stats *st, const struct load_result *r);
 
+/* Adds everything <src> counted to <dst> (one load_stats per thread, merged at the end).
+ * Never fails: what cannot be stored sets dst->oom. <src> is unchanged. */
+void load_stats_merge(struct load_stats *dst, const struct load_stats *src);
+
 /* Appends <us> (saturated at UINT32_MAX). BSC_ELIMIT past LOAD_MAX_SAMPLES, BSC_ENOMEM. */
 enum bsc_err load_samples_add(struct load_samples *s, uint64_t us);
 void load_samples_sort(struct load_samples *s);

@@ -207,6 +207,45 @@ static void test_table_bounds(void **state)
     load_stats_cleanup(&st);
 }
 
+static void test_stats_merge(void **state)
+{
+    struct load_stats a, b, all;
+    struct load_result r = ok_result(1000);
+
+    (void)state;
+    load_stats_init(&a);
+    load_stats_init(&b);
+    load_stats_init(&all);
+    load_stats_add(&a, &r);
+    load_stats_add(&a, &(struct load_result){.status = 503, .error_code = BSC_STR("x")});
+    r = ok_result(3000);
+    r.target = BSC_STR("b@sim");
+    r.attempts = BSC_STR("4");
+    r.cost = BSC_STR("0.5");
+    load_stats_add(&b, &r);
+    load_stats_add(&b, &(struct load_result){.status = 503, .error_code = BSC_STR("x")});
+    load_stats_add(&b, &(struct load_result){.status = 429, .error_code = BSC_STR("x")});
+    load_stats_merge(&all, &a);
+    load_stats_merge(&all, &b);
+    assert_int_equal(all.completed, 5);
+    assert_int_equal(all.ok, 2);
+    assert_int_equal(all.errors, 3);
+    assert_int_equal(all.latency.n, 2);
+    assert_int_equal(all.targets.n, 2);
+    assert_int_equal(all.targets.rows[0].n + all.targets.rows[1].n, 2);
+    assert_int_equal(all.errors_by.n, 2); /* same code, two statuses */
+    assert_int_equal(all.errors_by.rows[0].status, 503);
+    assert_int_equal(all.errors_by.rows[0].n, 2);
+    assert_int_equal(all.attempts_n, 2);
+    assert_int_equal(all.attempts_max, 4);
+    assert_int_equal(all.usage_n, 2);
+    assert_int_equal(all.cost_n, 1);
+    assert_int_equal(b.completed, 3); /* the source is unchanged */
+    load_stats_cleanup(&a);
+    load_stats_cleanup(&b);
+    load_stats_cleanup(&all);
+}
+
 /* ---- the JSON report ---- */
 
 static void test_json_report_adds_up(void **state)
@@ -428,6 +467,7 @@ static void test_args(void **state)
     assert_int_equal(o.duration_ms, 0);
     assert_int_equal(o.timeout_ms, 60000);
     assert_false(o.stream);
+    assert_int_equal(o.threads, LOAD_DEFAULT_THREADS);
     assert_string_equal(o.url, "http://127.0.0.1:1/v1/chat/completions");
 
     assert_int_equal(parse(&o, why, "--url", "http://h", "--model", "m", "--duration", "2.5",
@@ -442,6 +482,14 @@ static void test_args(void **state)
                            "--requests", "5", NULL),
                      BSC_OK);
     assert_int_equal(o.requests, 5);
+    assert_int_equal(parse(&o, why, "--url", "http://h", "--model", "m", "--threads", "8",
+                           "--concurrency", "3", NULL),
+                     BSC_OK);
+    assert_int_equal(o.threads, 3); /* never more loops than requests in flight */
+    assert_int_equal(parse(&o, why, "--url", "http://h", "--model", "m", "--threads", "0", NULL),
+                     BSC_EINVAL);
+    assert_int_equal(parse(&o, why, "--url", "http://h", "--model", "m", "--threads", "65", NULL),
+                     BSC_EINVAL);
 
     assert_int_equal(parse(&o, why, "--model", "m", NULL), BSC_EINVAL);
     assert_int_equal(parse(&o, why, "--url", "http://h", NULL), BSC_EINVAL);
@@ -481,6 +529,7 @@ int main(void)
         cmocka_unit_test(test_result_ok_rules),
         cmocka_unit_test(test_stats_aggregate),
         cmocka_unit_test(test_table_bounds),
+        cmocka_unit_test(test_stats_merge),
         cmocka_unit_test(test_json_report_adds_up),
         cmocka_unit_test(test_seen_json),
         cmocka_unit_test(test_seen_events),
