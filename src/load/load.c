@@ -325,31 +325,34 @@ static void worker_free(struct load_worker *w)
 
 static void progress_line(struct load_run *r, bool final)
 {
+    const struct load_opts *o = r->o;
     double el = (bsc_now_us() - r->start_us) / 1e6, frac, rps;
+    bool by_time = !o->requests_set && o->duration_ms; /* no N given: time is the bound */
     unsigned long long done = 0, errs = 0;
-    char bar[LOAD_BAR_WIDTH + 1];
+    char bar[LOAD_BAR_WIDTH + 1], total[48];
     int fill;
 
-    for (unsigned i = 0; i < r->o->threads; i++) {
+    for (unsigned i = 0; i < o->threads; i++) {
         done += atomic_load_explicit(&r->workers[i].done_n, memory_order_relaxed);
         errs += atomic_load_explicit(&r->workers[i].err_n, memory_order_relaxed);
     }
     rps = el > 0 ? (double)done / el : 0;
+    if (by_time)
+        snprintf(total, sizeof(total), "%llu in %.1f/%.1f s", done, el, o->duration_ms / 1000.0);
+    else
+        snprintf(total, sizeof(total), "%llu/%llu in %.1f s", done,
+                 (unsigned long long)o->requests, el);
     if (!r->tty) {
-        fprintf(stderr, "load: %llu/%llu done, %.1f s, %.1f req/s, %llu errors\n", done,
-                (unsigned long long)r->o->requests, el, rps, errs);
+        fprintf(stderr, "load: %s, %.1f req/s, %llu errors\n", total, rps, errs);
         return;
     }
-    if (!r->o->requests_set && r->o->duration_ms)
-        frac = el * 1000.0 / (double)r->o->duration_ms;
-    else
-        frac = (double)done / (double)r->o->requests;
+    frac = by_time ? el * 1000.0 / (double)o->duration_ms : (double)done / (double)o->requests;
     fill = (int)((frac > 1 ? 1 : frac) * LOAD_BAR_WIDTH);
     memset(bar, '#', (size_t)fill);
     memset(bar + fill, '.', (size_t)(LOAD_BAR_WIDTH - fill));
     bar[LOAD_BAR_WIDTH] = '\0';
-    fprintf(stderr, "\r[%s] %llu/%llu  %.1f s  %.1f req/s  %llu errors\033[K%s", bar, done,
-            (unsigned long long)r->o->requests, el, rps, errs, final ? "\n" : "");
+    fprintf(stderr, "\r[%s] %s  %.1f req/s  %llu errors\033[K%s", bar, total, rps, errs,
+            final ? "\n" : "");
 }
 
 static void on_progress(uv_timer_t *h)

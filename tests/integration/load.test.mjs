@@ -84,7 +84,7 @@ test('50 requests, 5 at a time: 100% success, the route target seen, the JSON ad
   assert.match(r.stdout, /workflows\s+primary=50/);
   assert.match(r.stdout, /attempts\/request mean 1\.00\s+max 1/);
   // stderr is not a terminal here: plain progress lines, the last one final
-  assert.match(r.stderr, /load: 50\/50 done/);
+  assert.match(r.stderr, /load: 50\/50 in [\d.]+ s, [\d.]+ req\/s, 0 errors/);
   const j = JSON.parse(readFileSync(out, 'utf8'));
   assert.equal(j.url, `${gw.url}/v1/chat/completions`);
   assert.equal(j.model, 'chat');
