@@ -51,8 +51,20 @@ static bool parse_count(const char *s, unsigned long long min, unsigned long lon
     return true;
 }
 
-enum { OPT_URL = 256, OPT_MODEL, OPT_REQUESTS, OPT_CONCURRENCY, OPT_DURATION, OPT_STREAM,
-       OPT_KEY, OPT_BODY, OPT_JSON, OPT_TIMEOUT, OPT_THREADS, OPT_HELP };
+enum {
+    OPT_URL = 256,
+    OPT_MODEL,
+    OPT_REQUESTS,
+    OPT_CONCURRENCY,
+    OPT_DURATION,
+    OPT_STREAM,
+    OPT_KEY,
+    OPT_BODY,
+    OPT_JSON,
+    OPT_TIMEOUT,
+    OPT_THREADS,
+    OPT_HELP
+};
 
 /* One option's value into <o>. False with <why> set when it is out of bounds. */
 static bool take(int c, const char *arg, struct load_opts *o, const char **url, char *why,
@@ -62,13 +74,27 @@ static bool take(int c, const char *arg, struct load_opts *o, const char **url, 
     uint64_t ms;
 
     switch (c) {
-    case OPT_URL: *url = arg; return true;
-    case OPT_MODEL: o->model = arg; return true;
-    case OPT_STREAM: o->stream = true; return true;
-    case OPT_KEY: o->key = arg; return true;
-    case OPT_BODY: o->body_file = arg; return true;
-    case OPT_JSON: o->json_file = arg; return true;
-    case OPT_HELP: o->help = true; return true;
+    case OPT_URL:
+        *url = arg;
+        return true;
+    case OPT_MODEL:
+        o->model = arg;
+        return true;
+    case OPT_STREAM:
+        o->stream = true;
+        return true;
+    case OPT_KEY:
+        o->key = arg;
+        return true;
+    case OPT_BODY:
+        o->body_file = arg;
+        return true;
+    case OPT_JSON:
+        o->json_file = arg;
+        return true;
+    case OPT_HELP:
+        o->help = true;
+        return true;
     case OPT_REQUESTS:
         if (!parse_count(arg, 1, LOAD_MAX_REQUESTS, &v))
             break;
@@ -108,23 +134,21 @@ static bool take(int c, const char *arg, struct load_opts *o, const char **url, 
     return false;
 }
 
-enum bsc_err load_args_parse(int argc, char **argv, struct load_opts *o, char *why,
-                             size_t why_len)
+enum bsc_err load_args_parse(int argc, char **argv, struct load_opts *o, char *why, size_t why_len)
 {
-    static const struct option opts[] = {
-        {"url", required_argument, NULL, OPT_URL},
-        {"model", required_argument, NULL, OPT_MODEL},
-        {"requests", required_argument, NULL, OPT_REQUESTS},
-        {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
-        {"duration", required_argument, NULL, OPT_DURATION},
-        {"stream", no_argument, NULL, OPT_STREAM},
-        {"key", required_argument, NULL, OPT_KEY},
-        {"body", required_argument, NULL, OPT_BODY},
-        {"json", required_argument, NULL, OPT_JSON},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"help", no_argument, NULL, OPT_HELP},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"url", required_argument, NULL, OPT_URL},
+                                         {"model", required_argument, NULL, OPT_MODEL},
+                                         {"requests", required_argument, NULL, OPT_REQUESTS},
+                                         {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
+                                         {"duration", required_argument, NULL, OPT_DURATION},
+                                         {"stream", no_argument, NULL, OPT_STREAM},
+                                         {"key", required_argument, NULL, OPT_KEY},
+                                         {"body", required_argument, NULL, OPT_BODY},
+                                         {"json", required_argument, NULL, OPT_JSON},
+                                         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+                                         {"threads", required_argument, NULL, OPT_THREADS},
+                                         {"help", no_argument, NULL, OPT_HELP},
+                                         {NULL, 0, NULL, 0}};
     const char *url = NULL;
     int c;
 

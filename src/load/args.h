@@ -30,9 +30,9 @@ struct load_opts {
     uint64_t requests;      /* the bound on requests started */
     bool requests_set;
     unsigned concurrency;
-    unsigned threads;       /* event loops; never more than <concurrency> */
-    uint64_t duration_ms;   /* 0: no time bound */
-    uint32_t timeout_ms;    /* per request */
+    unsigned threads;     /* event loops; never more than <concurrency> */
+    uint64_t duration_ms; /* 0: no time bound */
+    uint32_t timeout_ms;  /* per request */
     bool stream;
     bool help;
 };
@@ -41,8 +41,7 @@ struct load_opts {
  * BSC_EINVAL with a one-line reason in <why> (<why_len> bytes). When only --duration bounds
  * the run, requests default to LOAD_MAX_REQUESTS instead of LOAD_DEFAULT_REQUESTS. Uses
  * getopt_long (resets optind). */
-enum bsc_err load_args_parse(int argc, char **argv, struct load_opts *o, char *why,
-                             size_t why_len);
+enum bsc_err load_args_parse(int argc, char **argv, struct load_opts *o, char *why, size_t why_len);
 
 /* The chat completions URL for the base <url>: "http(s)://host[:port][/prefix]" with or
  * without a trailing "/v1" (and trailing slashes) gives ".../v1/chat/completions". False

@@ -57,8 +57,8 @@ enum bsc_err load_body_build(struct bsc_str base, const char *model, bool stream
     if (json_object_object_add(root, "model", json_object_new_string(model)) != 0 ||
         !set_stream(root, stream))
         goto done;
-    text = json_object_to_json_string_length(root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
-                                            &len);
+    text = json_object_to_json_string_length(
+        root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
     if (!text || !(*out = bsc_str_dup(bsc_str_make(text, len))))
         goto done;
     *out_len = len;

@@ -37,52 +37,52 @@ struct load_worker;
 
 /* One request at a time. */
 struct load_slot {
-    struct load_worker *w;      /* borrowed */
-    struct up_transfer *t;      /* the running request; NULL when idle */
+    struct load_worker *w; /* borrowed */
+    struct up_transfer *t; /* the running request; NULL when idle */
     uint64_t start_us;
     uint64_t ttft_us;
     bool has_ttft;
-    bool sse;                   /* the answer is fed to <parser> (a 2xx head of a stream) */
-    struct sse_parser parser;   /* owned */
-    struct bsc_buf body;        /* owned: a JSON answer, bounded by LOAD_BODY_MAX */
+    bool sse;                 /* the answer is fed to <parser> (a 2xx head of a stream) */
+    struct sse_parser parser; /* owned */
+    struct bsc_buf body;      /* owned: a JSON answer, bounded by LOAD_BODY_MAX */
     bool body_cut;
     struct load_seen seen;
 };
 
 /* What every thread reads; written before the workers start, except the atomics. */
 struct load_run {
-    const struct load_opts *o;  /* borrowed */
-    const char *headers[3];     /* borrowed lines: static, or <auth> */
+    const struct load_opts *o; /* borrowed */
+    const char *headers[3];    /* borrowed lines: static, or <auth> */
     size_t n_headers;
-    char *auth;                 /* owned "Authorization: Bearer ..." */
-    char *body;                 /* owned */
+    char *auth; /* owned "Authorization: Bearer ..." */
+    char *body; /* owned */
     size_t body_len;
-    atomic_uint_fast64_t claimed;  /* request numbers handed out, all workers */
-    atomic_bool stop;              /* the duration ended or SIGINT came */
-    atomic_uint finished;          /* workers whose loop is done */
-    struct load_worker *workers;   /* owned, o->threads of them */
-    uv_loop_t loop;                /* the main thread's: timers, SIGINT, progress */
+    atomic_uint_fast64_t claimed; /* request numbers handed out, all workers */
+    atomic_bool stop;             /* the duration ended or SIGINT came */
+    atomic_uint finished;         /* workers whose loop is done */
+    struct load_worker *workers;  /* owned, o->threads of them */
+    uv_loop_t loop;               /* the main thread's: timers, SIGINT, progress */
     uv_timer_t duration, progress;
     uv_signal_t sigint;
-    uv_async_t done;               /* a worker finished */
+    uv_async_t done; /* a worker finished */
     bool interrupted, tty;
     uint64_t start_us, end_us;
 };
 
 /* One thread: a loop, a multi, a share of the slots. */
 struct load_worker {
-    struct load_run *run;       /* borrowed */
+    struct load_run *run; /* borrowed */
     uv_thread_t thread;
     uv_loop_t loop;
-    struct up_multi *up;        /* owned until the teardown */
-    uv_async_t wake;            /* the main thread says stop; closed by the main thread */
-    uv_timer_t stop;            /* the teardown, from a fresh loop pass */
-    struct load_slot *slots;    /* owned */
+    struct up_multi *up;     /* owned until the teardown */
+    uv_async_t wake;         /* the main thread says stop; closed by the main thread */
+    uv_timer_t stop;         /* the teardown, from a fresh loop pass */
+    struct load_slot *slots; /* owned */
     unsigned n_slots, active;
     uint64_t sent, cancelled;
     bool stopping, stop_scheduled;
-    bool has_loop;              /* worker_init got as far as the loop and its handles */
-    struct load_stats stats;    /* this thread's only, until the merge */
+    bool has_loop;                      /* worker_init got as far as the loop and its handles */
+    struct load_stats stats;            /* this thread's only, until the merge */
     atomic_uint_fast64_t done_n, err_n; /* copies for the progress line */
 };
 
@@ -340,8 +340,8 @@ static void progress_line(struct load_run *r, bool final)
     if (by_time)
         snprintf(total, sizeof(total), "%llu in %.1f/%.1f s", done, el, o->duration_ms / 1000.0);
     else
-        snprintf(total, sizeof(total), "%llu/%llu in %.1f s", done,
-                 (unsigned long long)o->requests, el);
+        snprintf(total, sizeof(total), "%llu/%llu in %.1f s", done, (unsigned long long)o->requests,
+                 el);
     if (!r->tty) {
         fprintf(stderr, "load: %s, %.1f req/s, %llu errors\n", total, rps, errs);
         return;
@@ -428,8 +428,7 @@ static int prepare(struct load_run *r)
     if (r->o->body_file) {
         file = read_file(r->o->body_file, &len, &why);
         if (!file || !len) {
-            fprintf(stderr, "bascule load: --body %s: %s\n", r->o->body_file,
-                    file ? "empty" : why);
+            fprintf(stderr, "bascule load: --body %s: %s\n", r->o->body_file, file ? "empty" : why);
             free(file);
             return 2;
         }
@@ -561,9 +560,13 @@ static int report(struct load_run *r)
     const struct load_opts *o = r->o;
     struct load_stats all;
     struct load_meta meta = {
-        .url = o->url, .model = o->model, .stream = o->stream, .concurrency = o->concurrency,
+        .url = o->url,
+        .model = o->model,
+        .stream = o->stream,
+        .concurrency = o->concurrency,
         .planned = o->requests_set || !o->duration_ms ? o->requests : 0,
-        .duration_ms = o->duration_ms, .elapsed_us = r->end_us - r->start_us,
+        .duration_ms = o->duration_ms,
+        .elapsed_us = r->end_us - r->start_us,
         .interrupted = r->interrupted,
     };
     int rc = 0;

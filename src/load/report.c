@@ -41,7 +41,8 @@ static bool table_add_n(struct load_table *t, struct bsc_str key, int status, ui
         key.len = LOAD_KEY_MAX;
     for (size_t i = 0; i < t->n; i++) {
         struct load_row *r = &t->rows[i];
-        if (r->status == status && strlen(r->key) == key.len && memcmp(r->key, key.p, key.len) == 0) {
+        if (r->status == status && strlen(r->key) == key.len &&
+            memcmp(r->key, key.p, key.len) == 0) {
             r->n += n;
             return true;
         }
@@ -69,8 +70,7 @@ static bool table_merge(struct load_table *dst, const struct load_table *src)
     bool ok = true;
 
     for (size_t i = 0; i < src->n; i++)
-        ok &= table_add_n(dst, bsc_str_cstr(src->rows[i].key), src->rows[i].status,
-                          src->rows[i].n);
+        ok &= table_add_n(dst, bsc_str_cstr(src->rows[i].key), src->rows[i].status, src->rows[i].n);
     dst->other += src->other;
     return ok;
 }
@@ -287,8 +287,8 @@ static void text_dist(FILE *f, const char *label, const struct load_dist *d)
         fprintf(f, "%-16s -\n", label);
         return;
     }
-    fprintf(f, "%-16s p50 %.1f  p95 %.1f  p99 %.1f  max %.1f  (%llu samples)\n", label,
-            ms(d->p50), ms(d->p95), ms(d->p99), ms(d->max), (unsigned long long)d->n);
+    fprintf(f, "%-16s p50 %.1f  p95 %.1f  p99 %.1f  max %.1f  (%llu samples)\n", label, ms(d->p50),
+            ms(d->p95), ms(d->p99), ms(d->max), (unsigned long long)d->n);
 }
 
 static void text_table(FILE *f, const char *label, const struct load_table *t)
@@ -352,8 +352,8 @@ void load_report_text(FILE *f, struct load_stats *st, const struct load_meta *me
         fprintf(f, "%-16s -\n", "attempts/request");
     text_errors(f, &st->errors_by);
     if (st->usage_n)
-        fprintf(f, "%-16s input %.0f  output %.0f  (usage in %llu responses)\n",
-                "tokens/1k req", load_per_1k((double)st->input_tokens, st->usage_n),
+        fprintf(f, "%-16s input %.0f  output %.0f  (usage in %llu responses)\n", "tokens/1k req",
+                load_per_1k((double)st->input_tokens, st->usage_n),
                 load_per_1k((double)st->output_tokens, st->usage_n),
                 (unsigned long long)st->usage_n);
     else
@@ -428,9 +428,9 @@ static enum bsc_err json_head(struct bsc_buf *b, const struct load_stats *st,
         err = bsc_buf_appendf(b, ",\"stream\":%s,\"concurrency\":%u,", m->stream ? "true" : "false",
                               m->concurrency);
     if (!err)
-        err = m->planned ? bsc_buf_appendf(b, "\"planned_requests\":%llu,",
-                                           (unsigned long long)m->planned)
-                         : BSC_BUF_APPEND_LIT(b, "\"planned_requests\":null,");
+        err = m->planned
+                  ? bsc_buf_appendf(b, "\"planned_requests\":%llu,", (unsigned long long)m->planned)
+                  : BSC_BUF_APPEND_LIT(b, "\"planned_requests\":null,");
     if (!err)
         err = m->duration_ms ? bsc_buf_appendf(b, "\"duration_s\":%.3f,", m->duration_ms / 1000.0)
                              : BSC_BUF_APPEND_LIT(b, "\"duration_s\":null,");
@@ -440,10 +440,10 @@ static enum bsc_err json_head(struct bsc_buf *b, const struct load_stats *st,
             "\"elapsed_s\":%.3f,\"interrupted\":%s,\"sent\":%llu,\"completed\":%llu,\"ok\":%llu,"
             "\"errors_total\":%llu,\"cancelled\":%llu,\"success_rate\":%.6f,"
             "\"requests_per_s\":%.3f,",
-            elapsed_s(m), m->interrupted ? "true" : "false",
-            (unsigned long long)m->sent, (unsigned long long)st->completed,
-            (unsigned long long)st->ok, (unsigned long long)st->errors,
-            (unsigned long long)m->cancelled, success_rate(st), rate(st, m));
+            elapsed_s(m), m->interrupted ? "true" : "false", (unsigned long long)m->sent,
+            (unsigned long long)st->completed, (unsigned long long)st->ok,
+            (unsigned long long)st->errors, (unsigned long long)m->cancelled, success_rate(st),
+            rate(st, m));
     return err;
 }
 
@@ -462,14 +462,12 @@ static enum bsc_err json_tail(struct bsc_buf *b, const struct load_stats *st)
         err = bsc_buf_appendf(b,
                               "\"tokens\":{\"responses\":%llu,\"input\":%llu,\"output\":%llu,"
                               "\"input_per_1k\":%.3f,\"output_per_1k\":%.3f},",
-                              (unsigned long long)st->usage_n,
-                              (unsigned long long)st->input_tokens,
+                              (unsigned long long)st->usage_n, (unsigned long long)st->input_tokens,
                               (unsigned long long)st->output_tokens,
                               load_per_1k((double)st->input_tokens, st->usage_n),
                               load_per_1k((double)st->output_tokens, st->usage_n));
     if (!err && st->cost_n)
-        err = bsc_buf_appendf(b,
-                              "\"cost\":{\"responses\":%llu,\"usd\":%.9f,\"usd_per_1k\":%.9f},",
+        err = bsc_buf_appendf(b, "\"cost\":{\"responses\":%llu,\"usd\":%.9f,\"usd_per_1k\":%.9f},",
                               (unsigned long long)st->cost_n, st->cost_usd,
                               load_per_1k(st->cost_usd, st->cost_n));
     else if (!err)

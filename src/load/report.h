@@ -24,8 +24,8 @@
 #define LOAD_MAX_SAMPLES 10000000u
 
 struct load_row {
-    char *key;     /* owned, NUL-terminated */
-    int status;    /* errors: the HTTP status (0: none arrived); other tables: 0 */
+    char *key;  /* owned, NUL-terminated */
+    int status; /* errors: the HTTP status (0: none arrived); other tables: 0 */
     uint64_t n;
 };
 
@@ -71,16 +71,16 @@ struct load_stats {
 
 /* Facts about the run itself, set by the driver. Strings borrowed. */
 struct load_meta {
-    const char *url;       /* the full chat completions URL */
+    const char *url; /* the full chat completions URL */
     const char *model;
     bool stream;
     unsigned concurrency;
-    uint64_t planned;      /* --requests; 0 when only --duration bounds the run */
-    uint64_t duration_ms;  /* --duration; 0 when not given */
-    uint64_t elapsed_us;   /* first request start to the end of the run */
-    uint64_t sent;         /* requests started */
-    uint64_t cancelled;    /* in flight when the duration ended or SIGINT came: not counted */
-    bool interrupted;      /* SIGINT ended the run */
+    uint64_t planned;     /* --requests; 0 when only --duration bounds the run */
+    uint64_t duration_ms; /* --duration; 0 when not given */
+    uint64_t elapsed_us;  /* first request start to the end of the run */
+    uint64_t sent;        /* requests started */
+    uint64_t cancelled;   /* in flight when the duration ended or SIGINT came: not counted */
+    bool interrupted;     /* SIGINT ended the run */
 };
 
 /* Latency percentiles etc. of one series, in microseconds. */

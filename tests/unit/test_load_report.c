@@ -133,16 +133,21 @@ static void test_stats_aggregate(void **state)
     load_stats_add(&st, &r);
     /* errors: a gateway error with a code, the same again, a transport failure, a broken
      * stream, a stream error event */
-    r = (struct load_result){.status = 503, .error_code = BSC_STR("no_eligible_fallback"),
-                             .attempts = BSC_STR("2"), .target = BSC_STR("a@sim"),
+    r = (struct load_result){.status = 503,
+                             .error_code = BSC_STR("no_eligible_fallback"),
+                             .attempts = BSC_STR("2"),
+                             .target = BSC_STR("a@sim"),
                              .latency_us = 50};
     load_stats_add(&st, &r);
     load_stats_add(&st, &r);
     load_stats_add(&st, &(struct load_result){.transport = "connect"});
     load_stats_add(&st, &(struct load_result){.status = 200, .stream = true});
-    load_stats_add(&st, &(struct load_result){.status = 200, .stream = true, .error_event = true,
+    load_stats_add(&st, &(struct load_result){.status = 200,
+                                              .stream = true,
+                                              .error_event = true,
                                               .error_code = BSC_STR("server_error"),
-                                              .has_ttft = true, .ttft_us = 700});
+                                              .has_ttft = true,
+                                              .ttft_us = 700});
     /* a bad cost and attempts header count as absent */
     r = ok_result(2000);
     r.attempts = BSC_STR("x");
@@ -251,9 +256,14 @@ static void test_stats_merge(void **state)
 static void test_json_report_adds_up(void **state)
 {
     struct load_stats st;
-    struct load_meta meta = {.url = "http://127.0.0.1:1/v1/chat/completions", .model = "r\"1",
-                             .stream = true, .concurrency = 5, .planned = 10,
-                             .elapsed_us = 2000000, .sent = 10, .cancelled = 1};
+    struct load_meta meta = {.url = "http://127.0.0.1:1/v1/chat/completions",
+                             .model = "r\"1",
+                             .stream = true,
+                             .concurrency = 5,
+                             .planned = 10,
+                             .elapsed_us = 2000000,
+                             .sent = 10,
+                             .cancelled = 1};
     struct bsc_buf b;
     struct json_object *root, *errs;
     uint64_t sum = 0;
@@ -268,8 +278,10 @@ static void test_json_report_adds_up(void **state)
         r.ttft_us = 100;
         load_stats_add(&st, &r);
     }
-    load_stats_add(&st, &(struct load_result){.status = 429, .error_code = BSC_STR("rate_limited")});
-    load_stats_add(&st, &(struct load_result){.status = 429, .error_code = BSC_STR("rate_limited")});
+    load_stats_add(&st,
+                   &(struct load_result){.status = 429, .error_code = BSC_STR("rate_limited")});
+    load_stats_add(&st,
+                   &(struct load_result){.status = 429, .error_code = BSC_STR("rate_limited")});
     load_stats_add(&st, &(struct load_result){.transport = "timeout"});
     bsc_buf_init(&b, 1 << 20);
     assert_int_equal(load_report_json(&b, &st, &meta), BSC_OK);
@@ -287,14 +299,16 @@ static void test_json_report_adds_up(void **state)
     assert_true(json_object_get_double(bsc_json_get(bsc_json_get(root, "latency_ms"), "p50")) ==
                 3.0);
     assert_true(json_object_get_double(bsc_json_get(bsc_json_get(root, "ttft_ms"), "p99")) == 0.1);
-    assert_int_equal(json_object_get_int64(bsc_json_get(bsc_json_get(root, "targets"), "a@sim")), 6);
+    assert_int_equal(json_object_get_int64(bsc_json_get(bsc_json_get(root, "targets"), "a@sim")),
+                     6);
     errs = bsc_json_get_type(root, "errors", json_type_array);
     assert_non_null(errs);
     assert_int_equal(json_object_array_length(errs), 2);
     for (size_t i = 0; i < json_object_array_length(errs); i++)
         sum += json_object_get_int64(bsc_json_get(json_object_array_get_idx(errs, i), "count"));
     assert_int_equal(sum, 3);
-    assert_int_equal(json_object_get_int(bsc_json_get(json_object_array_get_idx(errs, 1), "status")), 0);
+    assert_int_equal(
+        json_object_get_int(bsc_json_get(json_object_array_get_idx(errs, 1), "status")), 0);
     assert_true(json_object_get_double(
                     bsc_json_get(bsc_json_get(root, "tokens"), "output_per_1k")) == 4000.0);
     assert_null(bsc_json_get(root, "cost"));
@@ -310,14 +324,16 @@ static void test_seen_json(void **state)
     struct load_seen s = {0};
 
     (void)state;
-    assert_true(load_seen_json(&s, BSC_STR("{\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3}}")));
+    assert_true(
+        load_seen_json(&s, BSC_STR("{\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3}}")));
     assert_true(s.has_usage);
     assert_int_equal(s.input_tokens, 7);
     assert_int_equal(s.output_tokens, 3);
     assert_false(s.has_error);
 
     memset(&s, 0, sizeof(s));
-    assert_true(load_seen_json(&s, BSC_STR("{\"error\":{\"message\":\"m\",\"code\":\"rate_limited\"}}")));
+    assert_true(
+        load_seen_json(&s, BSC_STR("{\"error\":{\"message\":\"m\",\"code\":\"rate_limited\"}}")));
     assert_true(s.has_error);
     assert_string_equal(s.code, "rate_limited");
     memset(&s, 0, sizeof(s));
@@ -343,7 +359,8 @@ static void test_seen_events(void **state)
     load_seen_event(&s, BSC_STR("{\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}"));
     assert_true(s.first_event);
     assert_false(s.has_usage);
-    load_seen_event(&s, BSC_STR("{\"choices\":[],\"usage\": {\"prompt_tokens\":5,\"completion_tokens\":2}}"));
+    load_seen_event(
+        &s, BSC_STR("{\"choices\":[],\"usage\": {\"prompt_tokens\":5,\"completion_tokens\":2}}"));
     assert_true(s.has_usage);
     assert_int_equal(s.output_tokens, 2);
     assert_false(s.done);
@@ -351,7 +368,8 @@ static void test_seen_events(void **state)
     assert_true(s.done);
 
     memset(&s, 0, sizeof(s));
-    load_seen_event(&s, BSC_STR("{\"error\":{\"message\":\"cut\",\"code\":\"upstream_stream_error\"}}"));
+    load_seen_event(
+        &s, BSC_STR("{\"error\":{\"message\":\"cut\",\"code\":\"upstream_stream_error\"}}"));
     assert_true(s.has_error);
     assert_string_equal(s.code, "upstream_stream_error");
 }
@@ -388,7 +406,8 @@ static void test_body(void **state)
     json_object_put(o);
 
     o = built("{\"model\":\"old\",\"messages\":[],\"temperature\":0,\"stream\":true,"
-              "\"stream_options\":{\"x\":1}}", "r/1", false);
+              "\"stream_options\":{\"x\":1}}",
+              "r/1", false);
     assert_string_equal(bsc_json_get_str(o, "model"), "r/1");
     assert_null(bsc_json_get(o, "stream"));
     assert_null(bsc_json_get(o, "stream_options"));
@@ -397,8 +416,8 @@ static void test_body(void **state)
 
     o = built("{\"messages\":[],\"stream_options\":{\"x\":1}}", "chat", true);
     assert_true(json_object_get_boolean(bsc_json_get(o, "stream")));
-    assert_true(json_object_get_boolean(
-        bsc_json_get(bsc_json_get(o, "stream_options"), "include_usage")));
+    assert_true(
+        json_object_get_boolean(bsc_json_get(bsc_json_get(o, "stream_options"), "include_usage")));
     assert_int_equal(json_object_get_int(bsc_json_get(bsc_json_get(o, "stream_options"), "x")), 1);
     json_object_put(o);
 
@@ -419,8 +438,12 @@ static void test_chat_url(void **state)
         {"http://127.0.0.1:8080/v1/", "http://127.0.0.1:8080/v1/chat/completions"},
         {"https://gw.example/prefix/v1", "https://gw.example/prefix/v1/chat/completions"},
         {"http://h/xv1", "http://h/xv1/v1/chat/completions"},
-        {"ftp://h", NULL}, {"http://", NULL}, {"http:///v1", NULL}, {"127.0.0.1:80", NULL},
-        {"http://h/?q=1", NULL}, {"http://h v", NULL},
+        {"ftp://h", NULL},
+        {"http://", NULL},
+        {"http:///v1", NULL},
+        {"127.0.0.1:80", NULL},
+        {"http://h/?q=1", NULL},
+        {"http://h v", NULL},
     };
     char out[LOAD_URL_MAX];
 
@@ -461,7 +484,8 @@ static void test_args(void **state)
     char why[256];
 
     (void)state;
-    assert_int_equal(parse(&o, why, "--url", "http://127.0.0.1:1", "--model", "chat", NULL), BSC_OK);
+    assert_int_equal(parse(&o, why, "--url", "http://127.0.0.1:1", "--model", "chat", NULL),
+                     BSC_OK);
     assert_int_equal(o.requests, LOAD_DEFAULT_REQUESTS);
     assert_int_equal(o.concurrency, LOAD_DEFAULT_CONCURRENCY);
     assert_int_equal(o.duration_ms, 0);
@@ -498,12 +522,12 @@ static void test_args(void **state)
     assert_non_null(strstr(why, "--requests"));
     assert_int_equal(parse(&o, why, "--url", "http://h", "--model", "m", "--requests", "10x", NULL),
                      BSC_EINVAL);
-    assert_int_equal(parse(&o, why, "--url", "http://h", "--model", "m", "--requests",
-                           "10000001", NULL),
-                     BSC_EINVAL);
-    assert_int_equal(parse(&o, why, "--url", "http://h", "--model", "m", "--concurrency", "4097",
-                           NULL),
-                     BSC_EINVAL);
+    assert_int_equal(
+        parse(&o, why, "--url", "http://h", "--model", "m", "--requests", "10000001", NULL),
+        BSC_EINVAL);
+    assert_int_equal(
+        parse(&o, why, "--url", "http://h", "--model", "m", "--concurrency", "4097", NULL),
+        BSC_EINVAL);
     assert_int_equal(parse(&o, why, "--url", "http://h", "--model", "m", "--duration", "-1", NULL),
                      BSC_EINVAL);
     assert_int_equal(parse(&o, why, "--url", "http://h", "--model", "m", "--duration", "nan", NULL),
