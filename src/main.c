@@ -17,6 +17,7 @@
 
 #include "api/api.h"
 #include "config/config.h"
+#include "load/load.h"
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -48,6 +49,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: bascule --config FILE      serve\n"
                "       bascule --check-config FILE  validate FILE and exit (0 ok, 1 errors)\n"
+               "       bascule load --url URL --model ROUTE [options]  load-test a gateway\n"
                "       bascule --version\n");
 }
 
@@ -404,6 +406,17 @@ int main(int argc, char **argv)
     int c, rc;
 
     dumps_forbid(&core_limit); /* first: --check-config reads the keys too */
+    if (argc > 1 && strcmp(argv[1], "load") == 0) {
+        /* The load tester: a client of a gateway, sharing only the upstream glue. */
+        signal(SIGPIPE, SIG_IGN);
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+            fprintf(stderr, "bascule: libcurl initialisation failed\n");
+            return 1;
+        }
+        rc = load_main(argc - 1, argv + 1);
+        curl_global_cleanup();
+        return rc;
+    }
     while ((c = getopt_long(argc, argv, "c:k:vh", opts, NULL)) != -1) {
         switch (c) {
         case 'c': config = optarg; break;
