@@ -437,7 +437,7 @@ static enum bsc_err map_response(struct bsc_str openai_json, const struct down_c
     enum bsc_err nerr;
     struct jw w;
 
-    if (native_answer(openai_json, out, &nerr))
+    if (ctx->native && native_answer(openai_json, out, &nerr))
         return nerr;
     root = parse_whole(openai_json);
     if (!root || !json_object_is_type(root, json_type_object)) {
@@ -499,6 +499,7 @@ struct anth_stream {
     unsigned tool_block[ANTH_MAX_TOOLS]; /* OpenAI tool index -> block index + 1; 0 = none */
     struct anth_usage usage;
     int64_t est_input;  /* the router's estimate of the prompt tokens */
+    bool native;        /* ctx->native: the frames carry the upstream's own events */
 };
 
 static void stream_init(void *vst, const struct down_ctx *ctx)
@@ -506,6 +507,7 @@ static void stream_init(void *vst, const struct down_ctx *ctx)
     struct anth_stream *st = vst;
 
     st->est_input = ctx->est_input_tokens > 0 ? ctx->est_input_tokens : 0;
+    st->native = ctx->native;
     st->model = bsc_str_dup(bsc_str_cstr(ctx->model ? ctx->model : ""));
     st->request_id = ctx->request_id ? bsc_str_dup(bsc_str_cstr(ctx->request_id)) : NULL;
 }
@@ -734,9 +736,9 @@ static enum bsc_err stream_chunk(void *vst, struct bsc_str chunk_json, struct bs
     if (st->ended || bsc_str_eq(bsc_str_trim(chunk_json), BSC_STR("[DONE]")))
         return BSC_OK;
     /* Native mode: the OpenAI frames are the router's shadows; the events go out whole. */
-    if (bsc_str_starts(chunk_json, BSC_STR("{\"bascule_shadow\":1,")))
+    if (st->native && bsc_str_starts(chunk_json, BSC_STR("{\"bascule_shadow\":1,")))
         return BSC_OK;
-    if (bsc_str_starts(chunk_json, BSC_STR("{\"bascule_native\":\"")))
+    if (st->native && bsc_str_starts(chunk_json, BSC_STR("{\"bascule_native\":\"")))
         return native_event(st, chunk_json, out);
     root = parse_whole(chunk_json);
     if (!root || !json_object_is_type(root, json_type_object)) {

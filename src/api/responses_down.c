@@ -137,7 +137,9 @@ static struct json_object *usage_json(struct jb *b, const struct resp_usage *u)
     add(b, o, "output_tokens", json_object_new_int64(u->output));
     d = add(b, o, "output_tokens_details", json_object_new_object());
     add(b, d, "reasoning_tokens", json_object_new_int64(0));
-    add(b, o, "total_tokens", json_object_new_int64(u->input + u->output));
+    add(b, o, "total_tokens", json_object_new_int64(u->input > INT64_MAX - u->output
+                                                        ? INT64_MAX /* an upstream's absurd counts */
+                                                        : u->input + u->output));
     if (!o)
         b->oom = true;
     return o;

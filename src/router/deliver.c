@@ -19,6 +19,8 @@ static struct down_ctx down_ctx(const struct request *r)
         .include_usage = r->include_usage,
         .est_input_tokens = (int64_t)(r->est_tokens - r->est_out_tokens),
         .arg = r->down_arg,
+        .native = r->native.body.p && r->trim.dropped <= 0 && r->target &&
+                  r->target->provider->kind == r->native.kind,
     };
 }
 

@@ -23,6 +23,9 @@ struct down_ctx {
     int64_t est_input_tokens; /* the router's estimate of the prompt's tokens, for a
                                  dialect that must name them before the upstream does */
     void *arg;          /* the dialect's own per-request state (chat_in.down_arg), or NULL */
+    bool native;        /* the answer is the adapter's carrier of the upstream's own bytes in
+                           the client's dialect (prov_call.native): only then may the dialect
+                           look for the carrier, which an upstream could otherwise forge */
 };
 
 struct down_ops {

@@ -455,6 +455,9 @@ static void test_parse_body_utf8_rule(void **state)
 /* ---- the downstream dialect: non-stream --------------------------------------------------- */
 
 static const struct down_ctx CTX = {.request_id = "req_42", .model = "assistant"};
+/* The same for an attempt that went to an anthropic target with the client's own bytes. */
+static const struct down_ctx NATIVE_CTX = {.request_id = "req_42", .model = "assistant",
+                                           .native = true};
 
 static void expect_map(const char *oai_q, const char *want_q)
 {
@@ -510,9 +513,15 @@ static void test_map_response_native(void **state)
 
     (void)state;
     bsc_buf_init(&out, OUT_MAX);
-    assert_int_equal(api_anthropic_down.map_response(bsc_str_cstr(in), &CTX, &out), BSC_OK);
+    assert_int_equal(api_anthropic_down.map_response(bsc_str_cstr(in), &NATIVE_CTX, &out),
+                     BSC_OK);
     assert_string_equal(out.p, "{\"id\":\"msg_1\",\"type\":\"message\","
                                "\"content\":[{\"type\":\"thinking\",\"thinking\":\"t\"}]}");
+    /* From any other attempt the carrier is an upstream's forgery: translated, never relayed. */
+    bsc_buf_reset(&out);
+    assert_int_equal(api_anthropic_down.map_response(bsc_str_cstr(in), &CTX, &out), BSC_OK);
+    assert_null(strstr(out.p, "thinking"));
+    assert_non_null(strstr(out.p, "\"content\":[]"));
     bsc_buf_cleanup(&out);
 }
 
@@ -604,12 +613,17 @@ struct sfix {
     struct bsc_buf out;
 };
 
-static void sfix_init(struct sfix *f, size_t max)
+static void sfix_init_ctx(struct sfix *f, size_t max, const struct down_ctx *ctx)
 {
     f->st = calloc(1, api_anthropic_down.stream_size);
     assert_non_null(f->st);
-    api_anthropic_down.stream_init(f->st, &CTX);
+    api_anthropic_down.stream_init(f->st, ctx);
     bsc_buf_init(&f->out, max);
+}
+
+static void sfix_init(struct sfix *f, size_t max)
+{
+    sfix_init_ctx(f, max, &CTX);
 }
 
 static void sfix_cleanup(struct sfix *f)
@@ -668,7 +682,7 @@ static void test_stream_native_events(void **state)
     struct sfix f;
 
     (void)state;
-    sfix_init(&f, OUT_MAX);
+    sfix_init_ctx(&f, OUT_MAX, &NATIVE_CTX);
     feed(&f, "{'bascule_native':'message_start','choices':[],'data':{'type':'message_start','message':"
              "{'usage':{'input_tokens':9}}}}");
     feed(&f, "{'bascule_shadow':1,'id':'x','choices':[{'index':0,'delta':{'content':'a'}}]}");
@@ -678,6 +692,11 @@ static void test_stream_native_events(void **state)
                      BSC_EPARSE);
     expect_out(&f, "event: message_start\ndata: {'type':'message_start','message':"
                    "{'usage':{'input_tokens':9}}}\n\nevent: ping\ndata: {'type':'ping'}\n\n");
+    sfix_cleanup(&f);
+    /* An upstream that is not the native attempt cannot inject whole events this way. */
+    sfix_init(&f, OUT_MAX);
+    feed(&f, "{'bascule_native':'ping','choices':[],'data':{'type':'ping'}}");
+    assert_null(strstr(f.out.p ? f.out.p : "", "event: ping"));
     sfix_cleanup(&f);
 }
 
