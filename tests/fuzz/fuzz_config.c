@@ -1,7 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz-sources: src/config/diag.c src/config/env.c src/config/load.c src/config/resolve.c */
-/* fuzz-sources: src/config/schema.c src/config/secrets.c src/config/snapshot.c */
-/* fuzz-sources: src/config/validate.c */
+/* fuzz-sources: src/config/[a-z]*.c src/contract/[a-z]*.c */
 /* fuzz_config.c -- libFuzzer target for the config loader (cfg_load_string): YAML parsing,
  * ${VAR} expansion, the schema, references. Beyond "no crash, no leak, no UB" it checks,
  * and aborts when one breaks:
