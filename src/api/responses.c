@@ -13,6 +13,7 @@
 #include "api/openai_chat.h"
 #include "api/responses.h"
 #include "core/clock.h"
+#include "core/id.h"
 #include "core/json_check.h"
 #include "core/json_get.h"
 #include "router/gateway.h"
@@ -524,9 +525,9 @@ out:
     return BSC_OK;
 }
 
-struct bsc_str api__resp_store_key(const char *id, char *buf, size_t len)
+struct bsc_str api__resp_store_key(const char *scope, const char *id, char *buf, size_t len)
 {
-    snprintf(buf, len, "responses:%s", id);
+    snprintf(buf, len, "responses:%s:%s", scope, id);
     return bsc_str_cstr(buf);
 }
 
@@ -574,6 +575,7 @@ struct resp_call {
     bool has_prev;           /* ids[0] is previous_response_id */
     unsigned n_ids, next;    /* responses to fetch, and the next one */
     char ids[RESP_MAX_LOOKUPS][RESP_ID_MAX];
+    char scope[40];           /* req_client_scope(): only this client's turns are found */
     struct json_object *docs; /* owned: response id -> the kept {"messages","output"} */
 };
 
@@ -622,7 +624,7 @@ static bool start(struct resp_call *c)
     struct chat_in in = {.op = PROV_OP_CHAT};
     struct json_object *oreq = NULL, *turn = NULL, *stream, *refs = refs_of(c->docs), *history;
     struct resp_arg *a = NULL;
-    char why[400];
+    char why[400], rid[BSC_REQ_ID_LEN + 1];
     enum bsc_err err = refs ? BSC_OK : BSC_ENOMEM;
 
     history = c->has_prev ? bsc_json_get(bsc_json_get(c->docs, c->ids[0]), "messages") : NULL;
@@ -642,7 +644,11 @@ static bool start(struct resp_call *c)
         call_free(c);
         return false;
     }
-    snprintf(a->id, sizeof(a->id), "resp_%s", srv_req_id(c->req));
+    /* Never the client's X-Request-Id: an id a client can choose is one it can make collide
+     * with another's stored turn. bsc_req_id's base32 has no '_' (item ids split on it). */
+    bsc_req_id(rid);
+    snprintf(a->id, sizeof(a->id), "resp_%s", rid + 4);
+    snprintf(a->scope, sizeof(a->scope), "%s", c->scope);
     a->created_at = (int64_t)(bsc_wall_ms() / 1000);
     a->loop = &c->w->loop;
     a->ttl_ms = (uint64_t)c->cfg->responses.ttl_s * 1000;
@@ -733,7 +739,7 @@ static void on_doc(enum bsc_err err, struct bsc_str value, void *ud)
 static void fetch_next(struct resp_call *c, bool async)
 {
     struct store *st = c->w->gw->store;
-    char key[RESP_ID_MAX + 16];
+    char key[RESP_ID_MAX + 64];
     struct api_line line;
     enum bsc_err err = BSC_ENOTFOUND;
 
@@ -747,7 +753,8 @@ static void fetch_next(struct resp_call *c, bool async)
     }
     if (st)
         err = store_blob_get(st, &c->w->loop,
-                             api__resp_store_key(c->ids[c->next], key, sizeof(key)), on_doc, c);
+                             api__resp_store_key(c->scope, c->ids[c->next], key, sizeof(key)),
+                             on_doc, c);
     if (err == BSC_OK) {
         srv_req_on_abort(c->req, on_client_gone, c);
         return;
@@ -875,6 +882,7 @@ void api__responses(struct worker *w, struct srv_req *req)
         return srv_resp_error(req, 503, "server_error", "out_of_memory", "out of memory");
     c->w = w;
     c->req = req;
+    req_client_scope(req, c->scope, sizeof(c->scope));
     c->rq = api__parse_json(body, msg, sizeof(msg));
     c->cfg = cfg_current_get();
     if (!c->rq || !is(c->rq, json_type_object)) {

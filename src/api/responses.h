@@ -29,7 +29,8 @@ extern const struct down_ops api_responses_down;
 /* What the handler hands to the down_ops (down_ctx.arg): one per request, freed by
  * api_responses_down.arg_free. */
 struct resp_arg {
-    char id[RESP_ID_MAX];           /* "resp_<request id>" */
+    char id[RESP_ID_MAX];           /* "resp_" + a random id of the gateway's own */
+    char scope[40];                 /* req_client_scope(): whose turn this is */
     int64_t created_at;             /* wall-clock seconds */
     struct json_object *echo;       /* owned: request fields a Response repeats (instructions,
                                        tools, tool_choice, temperature, top_p, text,
@@ -59,6 +60,6 @@ enum bsc_err api__responses_to_chat(struct json_object *rq, struct json_object *
                                     struct json_object **turn, char *why, size_t why_len);
 
 /* The store key of response <id> (copied into <buf>, NUL-terminated). */
-struct bsc_str api__resp_store_key(const char *id, char *buf, size_t len);
+struct bsc_str api__resp_store_key(const char *scope, const char *id, char *buf, size_t len);
 
 #endif

@@ -317,7 +317,7 @@ static void keep_turn(struct resp_arg *a, struct json_object *output)
 {
     struct jb b = {0};
     struct json_object *doc, *msgs;
-    char key[RESP_ID_MAX + 16];
+    char key[RESP_ID_MAX + 64];
     const char *text;
     size_t len;
     enum bsc_err err;
@@ -329,7 +329,7 @@ static void keep_turn(struct resp_arg *a, struct json_object *output)
     push(&b, msgs, assistant_of(&b, output));
     add(&b, doc, "output", json_object_get(output)); /* for item_reference */
     text = b.oom ? NULL : json_object_to_json_string_length(doc, JSON_C_TO_STRING_PLAIN, &len);
-    err = text ? store_blob_put(a->store, a->loop, api__resp_store_key(a->id, key, sizeof(key)),
+    err = text ? store_blob_put(a->store, a->loop, api__resp_store_key(a->scope, a->id, key, sizeof(key)),
                                 bsc_str_make(text, len), a->ttl_ms, on_kept, NULL)
                : BSC_ENOMEM;
     if (err)

@@ -62,7 +62,7 @@ static void no_op_done(enum bsc_err err, void *ud)
  * clients, and no credential is stored. Requests without one share the gateway-wide
  * "anonymous" scope (docs/internals/store.md says why not the client address). The three
  * shapes cannot collide: "auth:" / "xkey:" + 32 hex digits, or "anonymous". */
-static void client_scope(struct srv_req *sreq, char *out, size_t len)
+void req_client_scope(struct srv_req *sreq, char *out, size_t len)
 {
     static const char kind_auth[] = "authorization", kind_xkey[] = "x-api-key";
     struct bsc_str cred = srv_req_header(sreq, BSC_STR("authorization"));
@@ -181,7 +181,7 @@ enum guard_start guard_idem_start(struct request *r)
         body = bsc_str_make(text, text ? len : 0);
     }
     snprintf(r->idem_key, sizeof(r->idem_key), "%.*s", BSC_STR_FMT(key));
-    client_scope(r->sreq, r->idem_scope, sizeof(r->idem_scope));
+    req_client_scope(r->sreq, r->idem_scope, sizeof(r->idem_scope));
     err = idem_fingerprint(bsc_str_cstr(r->path), body, &fp);
     if (err) {
         idem_unavailable(r, err);

@@ -252,6 +252,31 @@ test('previous_response_id continues the conversation; an unknown id is a 400 na
   assert.equal(res.status, 400);
 });
 
+test('a kept turn belongs to the credential that made it, and its id is never the client\'s choice', async () => {
+  const as = (cred, body, extra = {}) => fetch(`${gw.base}/responses`, {
+    method: 'POST', headers: { 'content-type': 'application/json', ...cred, ...extra }, body: JSON.stringify(body),
+  });
+  const alice = { authorization: 'Bearer sk-alice-0123456789' };
+  const mallory = { authorization: 'Bearer sk-mallory-0123456789' };
+  await sim.setModel('rs-plain', { content: 'alice private answer' });
+  let res = await as(alice, { model: 'plain', input: 'my secret' }, { 'x-request-id': 'chosen-id-1' });
+  const r1 = await res.json();
+  assert.equal(res.status, 200);
+  assert.notEqual(r1.id, 'resp_chosen-id-1', 'the response id does not come from X-Request-Id');
+  res = await as(alice, { model: 'plain', input: 'again' }, { 'x-request-id': 'chosen-id-1' });
+  assert.notEqual((await res.json()).id, r1.id, 'the same X-Request-Id never gives the same id');
+  // Another credential (or none) cannot continue, and so cannot read, Alice's conversation.
+  for (const cred of [mallory, { 'x-api-key': 'sk-alice-0123456789' }, {}]) {
+    res = await as(cred, { model: 'plain', input: 'what did she say?', previous_response_id: r1.id });
+    assert.equal(res.status, 400);
+    assert.equal((await res.json()).error.code, 'previous_response_not_found');
+  }
+  res = await as(alice, { model: 'plain', input: 'go on', previous_response_id: r1.id });
+  assert.equal(res.status, 200);
+  const sent = (await sim.lastRequest('rs-plain')).body;
+  assert.deepEqual(sent.messages.map((m) => m.content), ['my secret', 'alice private answer', 'go on']);
+});
+
 test('item_reference entries are replaced by the kept items they name', async () => {
   await sim.setModel('rs-tool', { script: [{ action: 'ok', tool_arguments: '{"city":"Oslo"}' }] });
   let res = await post({ model: 'tooly', input: 'weather?', tools: [weather] });
