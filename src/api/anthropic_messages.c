@@ -24,62 +24,7 @@
 #define ANTH_TEXT_MAX ((size_t)1 << 30)
 #define ANTH_WHERE    96 /* "messages.12.content.3.content.1" and the like */
 
-/* ---- the translation context: the first error wins, later steps do nothing ---- */
-
-struct xl {
-    char *why;
-    size_t why_len;
-    enum bsc_err err;
-};
-
-static bool fail(struct xl *x, const char *fmt, ...) BSC_PRINTF(2, 3);
-
-/* Records a client-facing error (the first one only). Always returns false. */
-static bool fail(struct xl *x, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (x->err)
-        return false;
-    x->err = BSC_EINVAL;
-    va_start(ap, fmt);
-    vsnprintf(x->why, x->why_len, fmt, ap);
-    va_end(ap);
-    return false;
-}
-
-static bool oom(struct xl *x)
-{
-    if (!x->err) {
-        x->err = BSC_ENOMEM;
-        snprintf(x->why, x->why_len, "out of memory");
-    }
-    return false;
-}
-
-/* Adds <val> as <key> of <obj>; takes ownership of <val>, also on failure. */
-static bool put(struct xl *x, struct json_object *obj, const char *key, struct json_object *val)
-{
-    if (!val)
-        return oom(x);
-    if (json_object_object_add(obj, key, val) != 0) {
-        json_object_put(val);
-        return oom(x);
-    }
-    return true;
-}
-
-/* Appends <val> to <arr>; takes ownership of <val>, also on failure. */
-static bool push(struct xl *x, struct json_object *arr, struct json_object *val)
-{
-    if (!val)
-        return oom(x);
-    if (json_object_array_add(arr, val) != 0) {
-        json_object_put(val);
-        return oom(x);
-    }
-    return true;
-}
+/* ---- the translation (the context and its builders, first error wins: api/xlate.c) ---- */
 
 static bool is(struct json_object *v, enum json_type t)
 {
@@ -106,40 +51,41 @@ static struct json_object *new_str(struct bsc_str s)
 
 /* {"role": <role>, "content": <content>}; takes ownership of <content> (NULL = JSON null
  * when <null_ok>). NULL with x->err set on failure. */
-static struct json_object *msg_new(struct xl *x, const char *role, struct json_object *content,
+static struct json_object *msg_new(struct api_xl *x, const char *role, struct json_object *content,
                                    bool null_ok)
 {
     struct json_object *m;
 
     if (!content && !null_ok) {
-        oom(x); /* the caller's allocation of <content> failed */
+        api__xl_oom(x); /* the caller's allocation of <content> failed */
         return NULL;
     }
     m = json_object_new_object();
-    if (!m || !put(x, m, "role", json_object_new_string(role))) {
+    if (!m || !api__xl_put(x, m, "role", json_object_new_string(role))) {
         json_object_put(m);
         json_object_put(content);
-        oom(x);
+        api__xl_oom(x);
         return NULL;
     }
-    if (content ? !put(x, m, "content", content)
+    if (content ? !api__xl_put(x, m, "content", content)
                 : json_object_object_add(m, "content", NULL) != 0) {
         json_object_put(m);
-        oom(x);
+        api__xl_oom(x);
         return NULL;
     }
     return m;
 }
 
 /* The "type" of content block <b> at <where>; false (error set) when <b> has none. */
-static bool block_type(struct xl *x, struct json_object *b, const char *where, struct bsc_str *type)
+static bool block_type(struct api_xl *x, struct json_object *b, const char *where,
+                       struct bsc_str *type)
 {
     *type = BSC_STR_NULL;
     if (!is(b, json_type_object))
-        return fail(x, "%s: each content block must be an object", where);
+        return api__xl_fail(x, "%s: each content block must be an object", where);
     *type = str_of(bsc_json_get(b, "type"));
     if (!type->len)
-        return fail(x, "%s.type: field required", where);
+        return api__xl_fail(x, "%s.type: field required", where);
     return true;
 }
 
@@ -149,23 +95,24 @@ static bool type_is(struct bsc_str type, const char *lit)
 }
 
 /* A text block's "text", which must be a string. */
-static bool block_text(struct xl *x, struct json_object *b, const char *where, struct bsc_str *text)
+static bool block_text(struct api_xl *x, struct json_object *b, const char *where,
+                       struct bsc_str *text)
 {
     struct json_object *t = bsc_json_get(b, "text");
 
     if (!is(t, json_type_string))
-        return fail(x, "%s.text: must be a string", where);
+        return api__xl_fail(x, "%s.text: must be a string", where);
     *text = str_of(t);
     return true;
 }
 
-static bool append(struct xl *x, struct bsc_buf *b, struct bsc_str s)
+static bool append(struct api_xl *x, struct bsc_buf *b, struct bsc_str s)
 {
     enum bsc_err err = bsc_buf_append_str(b, s);
 
     if (err == BSC_ELIMIT)
-        return fail(x, "the text of the request is too large");
-    return err ? oom(x) : true;
+        return api__xl_fail(x, "the text of the request is too large");
+    return err ? api__xl_oom(x) : true;
 }
 
 /* "<where>.<i>", the JSON path of an error message. A path cut short only shortens the
@@ -186,14 +133,14 @@ static void content_path(char *at, size_t len, const char *where)
 
 /* An image block -> {"type":"image_url","image_url":{"url":...}}: a base64 source becomes
  * a data: URL, a url source stays a URL. NULL with x->err set on failure. */
-static struct json_object *xl_image(struct xl *x, struct json_object *b, const char *where)
+static struct json_object *xl_image(struct api_xl *x, struct json_object *b, const char *where)
 {
     struct json_object *src = bsc_json_get(b, "source"), *part, *iu;
     struct bsc_str stype = str_of(bsc_json_get(src, "type")), media, data, url;
     struct bsc_buf u;
 
     if (!is(src, json_type_object)) {
-        fail(x, "%s.source: field required (an object)", where);
+        api__xl_fail(x, "%s.source: field required (an object)", where);
         return NULL;
     }
     bsc_buf_init(&u, ANTH_TEXT_MAX);
@@ -201,7 +148,7 @@ static struct json_object *xl_image(struct xl *x, struct json_object *b, const c
         media = str_of(bsc_json_get(src, "media_type"));
         data = str_of(bsc_json_get(src, "data"));
         if (!media.len || !data.len) {
-            fail(x, "%s.source: a base64 source needs media_type and data", where);
+            api__xl_fail(x, "%s.source: a base64 source needs media_type and data", where);
             return NULL;
         }
         if (!append(x, &u, BSC_STR("data:")) || !append(x, &u, media) ||
@@ -213,11 +160,11 @@ static struct json_object *xl_image(struct xl *x, struct json_object *b, const c
     } else if (type_is(stype, "url")) {
         url = str_of(bsc_json_get(src, "url"));
         if (!url.len) {
-            fail(x, "%s.source.url: field required", where);
+            api__xl_fail(x, "%s.source.url: field required", where);
             return NULL;
         }
     } else {
-        fail(x, "%s.source.type: '%.*s' is not supported (use base64 or url)", where,
+        api__xl_fail(x, "%s.source.type: '%.*s' is not supported (use base64 or url)", where,
              (int)(stype.len > 40 ? 40 : stype.len), stype.p ? stype.p : "");
         return NULL;
     }
@@ -227,12 +174,12 @@ static struct json_object *xl_image(struct xl *x, struct json_object *b, const c
         json_object_put(part);
         json_object_put(iu);
         bsc_buf_cleanup(&u);
-        oom(x);
+        api__xl_oom(x);
         return NULL;
     }
-    if (!put(x, iu, "url", new_str(url)) ||
-        !put(x, part, "type", json_object_new_string("image_url")) ||
-        !put(x, part, "image_url", json_object_get(iu))) {
+    if (!api__xl_put(x, iu, "url", new_str(url)) ||
+        !api__xl_put(x, part, "type", json_object_new_string("image_url")) ||
+        !api__xl_put(x, part, "image_url", json_object_get(iu))) {
         json_object_put(part);
         part = NULL;
     }
@@ -241,16 +188,16 @@ static struct json_object *xl_image(struct xl *x, struct json_object *b, const c
     return part;
 }
 
-static struct json_object *text_part(struct xl *x, struct json_object *text)
+static struct json_object *text_part(struct api_xl *x, struct json_object *text)
 {
     struct json_object *p = json_object_new_object();
 
     if (!p) {
-        oom(x);
+        api__xl_oom(x);
         return NULL;
     }
-    if (!put(x, p, "type", json_object_new_string("text")) ||
-        !put(x, p, "text", json_object_get(text))) {
+    if (!api__xl_put(x, p, "type", json_object_new_string("text")) ||
+        !api__xl_put(x, p, "text", json_object_get(text))) {
         json_object_put(p);
         return NULL;
     }
@@ -259,8 +206,8 @@ static struct json_object *text_part(struct xl *x, struct json_object *text)
 
 /* Joins the text blocks of <blocks> with <sep> into <out>; images go to <images> as
  * image_url parts when it is not NULL, and are refused otherwise. Other kinds are refused. */
-static bool join_text(struct xl *x, struct json_object *blocks, const char *where, const char *sep,
-                      struct bsc_buf *out, struct json_object *images)
+static bool join_text(struct api_xl *x, struct json_object *blocks, const char *where,
+                      const char *sep, struct bsc_buf *out, struct json_object *images)
 {
     char at[ANTH_WHERE];
     struct bsc_str type, text;
@@ -271,12 +218,12 @@ static bool join_text(struct xl *x, struct json_object *blocks, const char *wher
         if (!block_type(x, b, at, &type))
             return false;
         if (type_is(type, "image") && images) {
-            if (!push(x, images, xl_image(x, b, at)))
+            if (!api__xl_push(x, images, xl_image(x, b, at)))
                 return false;
             continue;
         }
         if (!type_is(type, "text"))
-            return fail(x, "%s.type: only text%s blocks are allowed here, not '%.*s'", at,
+            return api__xl_fail(x, "%s.type: only text%s blocks are allowed here, not '%.*s'", at,
                         images ? " and image" : "", (int)(type.len > 40 ? 40 : type.len), type.p);
         if (!block_text(x, b, at, &text))
             return false;
@@ -292,19 +239,20 @@ static bool join_text(struct xl *x, struct json_object *blocks, const char *wher
  * text blocks (joined by newlines); images in it go to <parts>, the user message that
  * follows the tool messages, since OpenAI tool messages carry text only. is_error is
  * kept as an "Error: " prefix. */
-static bool xl_tool_result(struct xl *x, struct json_object *b, const char *where,
+static bool xl_tool_result(struct api_xl *x, struct json_object *b, const char *where,
                            struct json_object *msgs, struct json_object *parts)
 {
-    struct json_object *content = bsc_json_get(b, "content"), *err = bsc_json_get(b, "is_error"), *m;
+    struct json_object *content = bsc_json_get(b, "content"), *err = bsc_json_get(b, "is_error"),
+                       *m;
     struct bsc_str id = str_of(bsc_json_get(b, "tool_use_id"));
     char at[ANTH_WHERE];
     struct bsc_buf text, inner;
     bool ok = true;
 
     if (!id.len)
-        return fail(x, "%s.tool_use_id: field required (a string)", where);
+        return api__xl_fail(x, "%s.tool_use_id: field required (a string)", where);
     if (given(err) && !is(err, json_type_boolean))
-        return fail(x, "%s.is_error: must be a boolean", where);
+        return api__xl_fail(x, "%s.is_error: must be a boolean", where);
     bsc_buf_init(&text, ANTH_TEXT_MAX);
     bsc_buf_init(&inner, ANTH_TEXT_MAX);
     if (is(err, json_type_boolean) && json_object_get_boolean(err))
@@ -316,13 +264,13 @@ static bool xl_tool_result(struct xl *x, struct json_object *b, const char *wher
         ok =
             join_text(x, content, at, "\n", &inner, parts) && append(x, &text, bsc_buf_str(&inner));
     } else if (ok && given(content)) {
-        ok = fail(x, "%s.content: must be a string or an array of content blocks", where);
+        ok = api__xl_fail(x, "%s.content: must be a string or an array of content blocks", where);
     }
     if (ok) {
         m = msg_new(x, "tool", new_str(bsc_buf_str(&text)), false);
-        ok = m && put(x, m, "tool_call_id", new_str(id));
+        ok = m && api__xl_put(x, m, "tool_call_id", new_str(id));
         if (ok)
-            ok = push(x, msgs, m);
+            ok = api__xl_push(x, msgs, m);
         else
             json_object_put(m);
     }
@@ -334,7 +282,7 @@ static bool xl_tool_result(struct xl *x, struct json_object *b, const char *wher
 /* A user message with content blocks: tool_result blocks become "tool" messages first
  * (OpenAI wants them right after the assistant's tool calls), then one user message with
  * the text and image parts, if any. A lone text part stays a plain string. */
-static bool xl_user(struct xl *x, struct json_object *blocks, const char *where,
+static bool xl_user(struct api_xl *x, struct json_object *blocks, const char *where,
                     struct json_object *msgs)
 {
     struct json_object *parts = json_object_new_array(), *content;
@@ -343,7 +291,7 @@ static bool xl_user(struct xl *x, struct json_object *blocks, const char *where,
     bool ok = parts != NULL;
 
     if (!parts)
-        return oom(x);
+        return api__xl_oom(x);
     for (size_t i = 0; ok && i < json_object_array_length(blocks); i++) {
         struct json_object *b = json_object_array_get_idx(blocks, i);
         struct bsc_str text;
@@ -352,26 +300,28 @@ static bool xl_user(struct xl *x, struct json_object *blocks, const char *where,
         if (!block_type(x, b, at, &type))
             ok = false;
         else if (type_is(type, "text"))
-            ok = block_text(x, b, at, &text) && push(x, parts, text_part(x, bsc_json_get(b, "text")));
+            ok = block_text(x, b, at, &text) &&
+                 api__xl_push(x, parts, text_part(x, bsc_json_get(b, "text")));
         else if (type_is(type, "image"))
-            ok = push(x, parts, xl_image(x, b, at));
+            ok = api__xl_push(x, parts, xl_image(x, b, at));
         else if (type_is(type, "tool_result"))
             ok = xl_tool_result(x, b, at, msgs, parts);
         else if (type_is(type, "thinking") || type_is(type, "redacted_thinking"))
             continue;
         else if (type_is(type, "tool_use"))
-            ok = fail(x, "%s: tool_use blocks belong in assistant messages", at);
+            ok = api__xl_fail(x, "%s: tool_use blocks belong in assistant messages", at);
         else
-            ok = fail(x, "%s.type: '%.*s' blocks are not supported by this gateway", at,
+            ok = api__xl_fail(x, "%s.type: '%.*s' blocks are not supported by this gateway", at,
                       (int)(type.len > 40 ? 40 : type.len), type.p);
     }
     if (ok && json_object_array_length(parts) > 0) {
         struct json_object *only = json_object_array_get_idx(parts, 0);
-        if (json_object_array_length(parts) == 1 && type_is(str_of(bsc_json_get(only, "type")), "text"))
+        if (json_object_array_length(parts) == 1 &&
+            type_is(str_of(bsc_json_get(only, "type")), "text"))
             content = json_object_get(bsc_json_get(only, "text"));
         else
             content = json_object_get(parts);
-        ok = push(x, msgs, msg_new(x, "user", content, false));
+        ok = api__xl_push(x, msgs, msg_new(x, "user", content, false));
     }
     json_object_put(parts);
     return ok;
@@ -379,7 +329,7 @@ static bool xl_user(struct xl *x, struct json_object *blocks, const char *where,
 
 /* A tool_use block -> {"id","type":"function","function":{"name","arguments"}}, the input
  * object serialized as the arguments string. */
-static bool xl_tool_call(struct xl *x, struct json_object *b, const char *where,
+static bool xl_tool_call(struct api_xl *x, struct json_object *b, const char *where,
                          struct json_object *calls)
 {
     struct json_object *input = bsc_json_get(b, "input"), *call, *fn;
@@ -387,40 +337,40 @@ static bool xl_tool_call(struct xl *x, struct json_object *b, const char *where,
     const char *args = "{}";
 
     if (!id.len)
-        return fail(x, "%s.id: field required (a string)", where);
+        return api__xl_fail(x, "%s.id: field required (a string)", where);
     if (!name.len)
-        return fail(x, "%s.name: field required (a string)", where);
+        return api__xl_fail(x, "%s.name: field required (a string)", where);
     if (given(input) && !is(input, json_type_object))
-        return fail(x, "%s.input: must be an object", where);
+        return api__xl_fail(x, "%s.input: must be an object", where);
     if (given(input)) {
         args = json_object_to_json_string_ext(input, JSON_C_TO_STRING_PLAIN |
                                                          JSON_C_TO_STRING_NOSLASHESCAPE);
         if (!args)
-            return oom(x);
+            return api__xl_oom(x);
     }
     call = json_object_new_object();
     fn = json_object_new_object();
     if (!call || !fn) {
         json_object_put(call);
         json_object_put(fn);
-        return oom(x);
+        return api__xl_oom(x);
     }
-    if (!put(x, fn, "name", new_str(name)) ||
-        !put(x, fn, "arguments", json_object_new_string(args)) ||
-        !put(x, call, "id", new_str(id)) ||
-        !put(x, call, "type", json_object_new_string("function")) ||
-        !put(x, call, "function", json_object_get(fn))) {
+    if (!api__xl_put(x, fn, "name", new_str(name)) ||
+        !api__xl_put(x, fn, "arguments", json_object_new_string(args)) ||
+        !api__xl_put(x, call, "id", new_str(id)) ||
+        !api__xl_put(x, call, "type", json_object_new_string("function")) ||
+        !api__xl_put(x, call, "function", json_object_get(fn))) {
         json_object_put(call);
         json_object_put(fn);
         return false;
     }
     json_object_put(fn);
-    return push(x, calls, call);
+    return api__xl_push(x, calls, call);
 }
 
 /* An assistant message with content blocks: the text blocks joined (as OpenAI clients
  * read one content string), tool_use blocks as tool_calls, thinking blocks dropped. */
-static bool xl_assistant(struct xl *x, struct json_object *blocks, const char *where,
+static bool xl_assistant(struct api_xl *x, struct json_object *blocks, const char *where,
                          struct json_object *msgs)
 {
     struct json_object *calls = json_object_new_array(), *m = NULL, *content = NULL;
@@ -430,7 +380,7 @@ static bool xl_assistant(struct xl *x, struct json_object *blocks, const char *w
     bool ok = calls != NULL;
 
     if (!calls)
-        return oom(x);
+        return api__xl_oom(x);
     bsc_buf_init(&buf, ANTH_TEXT_MAX);
     for (size_t i = 0; ok && i < json_object_array_length(blocks); i++) {
         struct json_object *b = json_object_array_get_idx(blocks, i);
@@ -444,7 +394,7 @@ static bool xl_assistant(struct xl *x, struct json_object *blocks, const char *w
         else if (type_is(type, "thinking") || type_is(type, "redacted_thinking"))
             continue;
         else
-            ok = fail(x, "%s.type: '%.*s' blocks are not allowed in assistant messages", at,
+            ok = api__xl_fail(x, "%s.type: '%.*s' blocks are not allowed in assistant messages", at,
                       (int)(type.len > 40 ? 40 : type.len), type.p);
     }
     if (ok) {
@@ -452,12 +402,12 @@ static bool xl_assistant(struct xl *x, struct json_object *blocks, const char *w
         if (buf.len || !has_calls) {
             content = new_str(bsc_buf_str(&buf));
             if (!content)
-                ok = oom(x);
+                ok = api__xl_oom(x);
         }
         m = ok ? msg_new(x, "assistant", content, true) : NULL;
-        ok = m && (!has_calls || put(x, m, "tool_calls", json_object_get(calls)));
+        ok = m && (!has_calls || api__xl_put(x, m, "tool_calls", json_object_get(calls)));
         if (ok)
-            ok = push(x, msgs, m);
+            ok = api__xl_push(x, msgs, m);
         else
             json_object_put(m);
     }
@@ -469,7 +419,7 @@ static bool xl_assistant(struct xl *x, struct json_object *blocks, const char *w
 /* ---- the request ---- */
 
 /* Top-level "system": a string or text blocks -> one leading system message. */
-static bool xl_system(struct xl *x, struct json_object *areq, struct json_object *msgs)
+static bool xl_system(struct api_xl *x, struct json_object *areq, struct json_object *msgs)
 {
     struct json_object *sys = bsc_json_get(areq, "system");
     struct bsc_buf text;
@@ -480,47 +430,47 @@ static bool xl_system(struct xl *x, struct json_object *areq, struct json_object
     if (is(sys, json_type_string)) {
         if (json_object_get_string_len(sys) == 0)
             return true;
-        return push(x, msgs, msg_new(x, "system", json_object_get(sys), false));
+        return api__xl_push(x, msgs, msg_new(x, "system", json_object_get(sys), false));
     }
     if (!is(sys, json_type_array))
-        return fail(x, "system: must be a string or an array of text blocks");
+        return api__xl_fail(x, "system: must be a string or an array of text blocks");
     bsc_buf_init(&text, ANTH_TEXT_MAX);
     ok = join_text(x, sys, "system", "\n", &text, NULL);
     if (ok && text.len)
-        ok = push(x, msgs, msg_new(x, "system", new_str(bsc_buf_str(&text)), false));
+        ok = api__xl_push(x, msgs, msg_new(x, "system", new_str(bsc_buf_str(&text)), false));
     bsc_buf_cleanup(&text);
     return ok;
 }
 
-static bool xl_messages(struct xl *x, struct json_object *areq, struct json_object *msgs)
+static bool xl_messages(struct api_xl *x, struct json_object *areq, struct json_object *msgs)
 {
     struct json_object *arr = bsc_json_get(areq, "messages");
     char at[ANTH_WHERE];
 
     if (!is(arr, json_type_array) || json_object_array_length(arr) == 0)
-        return fail(x, "messages: field required (a non-empty array)");
+        return api__xl_fail(x, "messages: field required (a non-empty array)");
     for (size_t i = 0; i < json_object_array_length(arr); i++) {
         struct json_object *m = json_object_array_get_idx(arr, i), *content;
         struct bsc_str role;
         bool user, ok;
 
         if (!is(m, json_type_object))
-            return fail(x, "messages.%zu: must be an object", i);
+            return api__xl_fail(x, "messages.%zu: must be an object", i);
         role = str_of(bsc_json_get(m, "role"));
         content = bsc_json_get(m, "content");
         user = type_is(role, "user");
         if (!user && !type_is(role, "assistant"))
-            return fail(x, "messages.%zu.role: must be 'user' or 'assistant'", i);
+            return api__xl_fail(x, "messages.%zu.role: must be 'user' or 'assistant'", i);
         snprintf(at, sizeof(at), "messages.%zu.content", i);
         if (is(content, json_type_string))
-            ok = push(x, msgs,
+            ok = api__xl_push(x, msgs,
                       msg_new(x, user ? "user" : "assistant", json_object_get(content), false));
         else if (user && is(content, json_type_array) && json_object_array_length(content) == 0)
-            ok = fail(x, "%s: a user message needs at least one content block", at);
+            ok = api__xl_fail(x, "%s: a user message needs at least one content block", at);
         else if (is(content, json_type_array))
             ok = user ? xl_user(x, content, at, msgs) : xl_assistant(x, content, at, msgs);
         else
-            ok = fail(x, "%s: must be a string or an array of content blocks", at);
+            ok = api__xl_fail(x, "%s: must be a string or an array of content blocks", at);
         if (!ok)
             return false;
     }
@@ -529,7 +479,7 @@ static bool xl_messages(struct xl *x, struct json_object *areq, struct json_obje
 
 /* tools[] {name, description, input_schema} -> function tools. Server tools (a "type"
  * other than "custom") run on Anthropic's side and cannot be expressed: refused. */
-static bool xl_tools(struct xl *x, struct json_object *areq, struct json_object *oreq,
+static bool xl_tools(struct api_xl *x, struct json_object *areq, struct json_object *oreq,
                      bool *has_tools)
 {
     struct json_object *tools = bsc_json_get(areq, "tools"), *out;
@@ -538,44 +488,46 @@ static bool xl_tools(struct xl *x, struct json_object *areq, struct json_object 
     if (!given(tools))
         return true;
     if (!is(tools, json_type_array))
-        return fail(x, "tools: must be an array");
+        return api__xl_fail(x, "tools: must be an array");
     if (json_object_array_length(tools) == 0)
         return true;
     out = json_object_new_array();
-    if (!out || !put(x, oreq, "tools", out))
-        return oom(x);
+    if (!out || !api__xl_put(x, oreq, "tools", out))
+        return api__xl_oom(x);
     for (size_t i = 0; i < json_object_array_length(tools); i++) {
         struct json_object *t = json_object_array_get_idx(tools, i), *schema, *fn, *tool;
-        struct bsc_str type = str_of(bsc_json_get(t, "type")), name = str_of(bsc_json_get(t, "name"));
+        struct bsc_str type = str_of(bsc_json_get(t, "type")),
+                       name = str_of(bsc_json_get(t, "name"));
         struct json_object *desc = bsc_json_get(t, "description");
 
         if (!is(t, json_type_object))
-            return fail(x, "tools.%zu: must be an object", i);
+            return api__xl_fail(x, "tools.%zu: must be an object", i);
         if (type.len && !type_is(type, "custom"))
-            return fail(x, "tools.%zu.type: server tool '%.*s' is not supported by this gateway", i,
-                        (int)(type.len > 40 ? 40 : type.len), type.p);
+            return api__xl_fail(
+                x, "tools.%zu.type: server tool '%.*s' is not supported by this gateway", i,
+                (int)(type.len > 40 ? 40 : type.len), type.p);
         if (!name.len)
-            return fail(x, "tools.%zu.name: field required (a string)", i);
+            return api__xl_fail(x, "tools.%zu.name: field required (a string)", i);
         if (given(desc) && !is(desc, json_type_string))
-            return fail(x, "tools.%zu.description: must be a string", i);
+            return api__xl_fail(x, "tools.%zu.description: must be a string", i);
         schema = bsc_json_get(t, "input_schema");
         if (given(schema) && !is(schema, json_type_object))
-            return fail(x, "tools.%zu.input_schema: must be an object", i);
+            return api__xl_fail(x, "tools.%zu.input_schema: must be an object", i);
         fn = json_object_new_object();
         tool = json_object_new_object();
         if (!fn || !tool) {
             json_object_put(fn);
             json_object_put(tool);
-            return oom(x);
+            return api__xl_oom(x);
         }
-        if (!push(x, out, tool)) {
+        if (!api__xl_push(x, out, tool)) {
             json_object_put(fn);
             return false;
         }
-        if (!put(x, tool, "type", json_object_new_string("function")) ||
-            !put(x, tool, "function", fn) || !put(x, fn, "name", new_str(name)) ||
-            (given(desc) && !put(x, fn, "description", json_object_get(desc))) ||
-            !put(x, fn, "parameters",
+        if (!api__xl_put(x, tool, "type", json_object_new_string("function")) ||
+            !api__xl_put(x, tool, "function", fn) || !api__xl_put(x, fn, "name", new_str(name)) ||
+            (given(desc) && !api__xl_put(x, fn, "description", json_object_get(desc))) ||
+            !api__xl_put(x, fn, "parameters",
                  given(schema) ? json_object_get(schema)
                                : json_tokener_parse("{\"type\":\"object\",\"properties\":{}}")))
             return false;
@@ -587,7 +539,7 @@ static bool xl_tools(struct xl *x, struct json_object *areq, struct json_object 
 /* tool_choice auto / any / tool / none -> auto / required / named / none;
  * disable_parallel_tool_use -> parallel_tool_calls: false. Without tools there is nothing
  * to choose from, and OpenAI refuses both fields then: they are left out. */
-static bool xl_tool_choice(struct xl *x, struct json_object *areq, struct json_object *oreq,
+static bool xl_tool_choice(struct api_xl *x, struct json_object *areq, struct json_object *oreq,
                            bool has_tools)
 {
     struct json_object *tc = bsc_json_get(areq, "tool_choice"), *dp, *named, *fn;
@@ -596,13 +548,13 @@ static bool xl_tool_choice(struct xl *x, struct json_object *areq, struct json_o
     if (!given(tc))
         return true;
     if (!is(tc, json_type_object))
-        return fail(x, "tool_choice: must be an object");
+        return api__xl_fail(x, "tool_choice: must be an object");
     type = str_of(bsc_json_get(tc, "type"));
     dp = bsc_json_get(tc, "disable_parallel_tool_use");
     if (given(dp) && !is(dp, json_type_boolean))
-        return fail(x, "tool_choice.disable_parallel_tool_use: must be a boolean");
+        return api__xl_fail(x, "tool_choice.disable_parallel_tool_use: must be a boolean");
     if (type_is(type, "auto") || type_is(type, "any") || type_is(type, "none")) {
-        if (has_tools && !put(x, oreq, "tool_choice",
+        if (has_tools && !api__xl_put(x, oreq, "tool_choice",
                               json_object_new_string(type_is(type, "any")    ? "required"
                                                      : type_is(type, "none") ? "none"
                                                                              : "auto")))
@@ -610,34 +562,35 @@ static bool xl_tool_choice(struct xl *x, struct json_object *areq, struct json_o
     } else if (type_is(type, "tool")) {
         name = str_of(bsc_json_get(tc, "name"));
         if (!name.len)
-            return fail(x, "tool_choice.name: field required when type is 'tool'");
+            return api__xl_fail(x, "tool_choice.name: field required when type is 'tool'");
         if (has_tools) {
             named = json_object_new_object();
             fn = json_object_new_object();
             if (!named || !fn) {
                 json_object_put(named);
                 json_object_put(fn);
-                return oom(x);
+                return api__xl_oom(x);
             }
-            if (!put(x, oreq, "tool_choice", named)) {
+            if (!api__xl_put(x, oreq, "tool_choice", named)) {
                 json_object_put(fn);
                 return false;
             }
-            if (!put(x, named, "type", json_object_new_string("function")) ||
-                !put(x, named, "function", fn) || !put(x, fn, "name", new_str(name)))
+            if (!api__xl_put(x, named, "type", json_object_new_string("function")) ||
+                !api__xl_put(x, named, "function", fn) ||
+                !api__xl_put(x, fn, "name", new_str(name)))
                 return false;
         }
     } else {
-        return fail(x, "tool_choice.type: must be one of auto, any, tool, none");
+        return api__xl_fail(x, "tool_choice.type: must be one of auto, any, tool, none");
     }
     if (has_tools && !type_is(type, "none") && is(dp, json_type_boolean) &&
         json_object_get_boolean(dp))
-        return put(x, oreq, "parallel_tool_calls", json_object_new_boolean(0));
+        return api__xl_put(x, oreq, "parallel_tool_calls", json_object_new_boolean(0));
     return true;
 }
 
 /* A number in [lo, hi] (temperature, top_p), shared into <oreq> as is. */
-static bool xl_number(struct xl *x, struct json_object *areq, struct json_object *oreq,
+static bool xl_number(struct api_xl *x, struct json_object *areq, struct json_object *oreq,
                       const char *key, double lo, double hi)
 {
     struct json_object *v = bsc_json_get(areq, key);
@@ -646,62 +599,65 @@ static bool xl_number(struct xl *x, struct json_object *areq, struct json_object
     if (!given(v))
         return true;
     if (!is(v, json_type_double) && !is(v, json_type_int))
-        return fail(x, "%s: must be a number", key);
+        return api__xl_fail(x, "%s: must be a number", key);
     d = json_object_get_double(v);
     if (d < lo || d > hi)
-        return fail(x, "%s: must be between %g and %g", key, lo, hi);
-    return put(x, oreq, key, json_object_get(v));
+        return api__xl_fail(x, "%s: must be between %g and %g", key, lo, hi);
+    return api__xl_put(x, oreq, key, json_object_get(v));
 }
 
 /* max_tokens, stop_sequences, temperature, top_p, metadata.user_id, stream. top_k has no
  * OpenAI equivalent and is dropped; so are thinking, service_tier and the like. */
-static bool xl_params(struct xl *x, struct json_object *areq, struct json_object *oreq,
+static bool xl_params(struct api_xl *x, struct json_object *areq, struct json_object *oreq,
                       bool *stream)
 {
-    struct json_object *mt = bsc_json_get(areq, "max_tokens"), *stop = bsc_json_get(areq, "stop_sequences");
-    struct json_object *meta = bsc_json_get(areq, "metadata"), *st = bsc_json_get(areq, "stream"), *opts;
+    struct json_object *mt = bsc_json_get(areq, "max_tokens"),
+                       *stop = bsc_json_get(areq, "stop_sequences");
+    struct json_object *meta = bsc_json_get(areq, "metadata"), *st = bsc_json_get(areq, "stream"),
+                       *opts;
     struct bsc_str user;
 
     *stream = false;
     if (!is(mt, json_type_int) || json_object_get_int64(mt) < 1)
-        return fail(x, "max_tokens: field required (an integer >= 1)");
-    if (!put(x, oreq, "max_tokens", json_object_new_int64(json_object_get_int64(mt))))
+        return api__xl_fail(x, "max_tokens: field required (an integer >= 1)");
+    if (!api__xl_put(x, oreq, "max_tokens", json_object_new_int64(json_object_get_int64(mt))))
         return false;
     if (given(stop)) {
         if (!is(stop, json_type_array))
-            return fail(x, "stop_sequences: must be an array of strings");
+            return api__xl_fail(x, "stop_sequences: must be an array of strings");
         for (size_t i = 0; i < json_object_array_length(stop); i++) {
             if (!is(json_object_array_get_idx(stop, i), json_type_string))
-                return fail(x, "stop_sequences.%zu: must be a string", i);
+                return api__xl_fail(x, "stop_sequences.%zu: must be a string", i);
         }
-        if (json_object_array_length(stop) && !put(x, oreq, "stop", json_object_get(stop)))
+        if (json_object_array_length(stop) && !api__xl_put(x, oreq, "stop", json_object_get(stop)))
             return false;
     }
     if (!xl_number(x, areq, oreq, "temperature", 0.0, 1.0) ||
         !xl_number(x, areq, oreq, "top_p", 0.0, 1.0))
         return false;
     if (given(meta) && !is(meta, json_type_object))
-        return fail(x, "metadata: must be an object");
-    if (given(bsc_json_get(meta, "user_id")) && !is(bsc_json_get(meta, "user_id"), json_type_string))
-        return fail(x, "metadata.user_id: must be a string");
+        return api__xl_fail(x, "metadata: must be an object");
+    if (given(bsc_json_get(meta, "user_id")) &&
+        !is(bsc_json_get(meta, "user_id"), json_type_string))
+        return api__xl_fail(x, "metadata.user_id: must be a string");
     user = str_of(bsc_json_get(meta, "user_id"));
-    if (user.len && !put(x, oreq, "user", new_str(user)))
+    if (user.len && !api__xl_put(x, oreq, "user", new_str(user)))
         return false;
     if (given(st) && !is(st, json_type_boolean))
-        return fail(x, "stream: must be a boolean");
+        return api__xl_fail(x, "stream: must be a boolean");
     *stream = is(st, json_type_boolean) && json_object_get_boolean(st);
     if (!*stream)
         return true;
     /* Anthropic streams always carry usage: ask for OpenAI's usage chunk. */
     opts = json_object_new_object();
-    return put(x, oreq, "stream", json_object_new_boolean(1)) &&
-           put(x, oreq, "stream_options", opts) &&
-           put(x, opts, "include_usage", json_object_new_boolean(1));
+    return api__xl_put(x, oreq, "stream", json_object_new_boolean(1)) &&
+           api__xl_put(x, oreq, "stream_options", opts) &&
+           api__xl_put(x, opts, "include_usage", json_object_new_boolean(1));
 }
 
 /* output_config.format (and the older beta's output_format) {type: json_schema, schema}:
  * OpenAI's response_format json_schema, which the router checks answers against. */
-static bool xl_output(struct xl *x, struct json_object *areq, struct json_object *oreq)
+static bool xl_output(struct api_xl *x, struct json_object *areq, struct json_object *oreq)
 {
     struct json_object *fmt = bsc_json_get(bsc_json_get(areq, "output_config"), "format");
     struct json_object *schema, *rf, *js;
@@ -711,26 +667,27 @@ static bool xl_output(struct xl *x, struct json_object *areq, struct json_object
     if (!given(fmt))
         return true;
     if (!type_is(str_of(bsc_json_get(fmt, "type")), "json_schema"))
-        return fail(x, "output_config.format.type: only 'json_schema' is supported");
+        return api__xl_fail(x, "output_config.format.type: only 'json_schema' is supported");
     schema = bsc_json_get(fmt, "schema");
     if (!is(schema, json_type_object))
-        return fail(x, "output_config.format.schema: must be an object");
+        return api__xl_fail(x, "output_config.format.schema: must be an object");
     rf = json_object_new_object();
     js = json_object_new_object();
-    if (!put(x, oreq, "response_format", rf)) {
+    if (!api__xl_put(x, oreq, "response_format", rf)) {
         json_object_put(js);
         return false;
     }
-    return put(x, rf, "type", json_object_new_string("json_schema")) &&
-           put(x, rf, "json_schema", js) && put(x, js, "name", json_object_new_string("output")) &&
-           put(x, js, "schema", json_object_get(schema)) &&
-           put(x, js, "strict", json_object_new_boolean(1));
+    return api__xl_put(x, rf, "type", json_object_new_string("json_schema")) &&
+           api__xl_put(x, rf, "json_schema", js) &&
+           api__xl_put(x, js, "name", json_object_new_string("output")) &&
+           api__xl_put(x, js, "schema", json_object_get(schema)) &&
+           api__xl_put(x, js, "strict", json_object_new_boolean(1));
 }
 
 enum bsc_err api__anthropic_to_openai(struct json_object *areq, struct json_object **out, char *why,
                                       size_t why_len)
 {
-    struct xl x = {why, why_len, BSC_OK};
+    struct api_xl x = {why, why_len, BSC_OK};
     struct json_object *model = bsc_json_get(areq, "model"), *oreq, *msgs;
     bool has_tools = false, stream = false;
 
@@ -738,11 +695,11 @@ enum bsc_err api__anthropic_to_openai(struct json_object *areq, struct json_obje
     if (why_len)
         why[0] = '\0';
     if (!is(areq, json_type_object)) {
-        fail(&x, "the request body must be a JSON object");
+        api__xl_fail(&x, "the request body must be a JSON object");
         return x.err;
     }
     if (!is(model, json_type_string) || json_object_get_string_len(model) == 0) {
-        fail(&x, "model: field required (a string)");
+        api__xl_fail(&x, "model: field required (a string)");
         return x.err;
     }
     oreq = json_object_new_object();
@@ -750,11 +707,11 @@ enum bsc_err api__anthropic_to_openai(struct json_object *areq, struct json_obje
     if (!oreq || !msgs) {
         json_object_put(oreq);
         json_object_put(msgs);
-        oom(&x);
+        api__xl_oom(&x);
         return x.err;
     }
-    if (put(&x, oreq, "model", json_object_get(model)) &&
-        put(&x, oreq, "messages", json_object_get(msgs)) && xl_system(&x, areq, msgs) &&
+    if (api__xl_put(&x, oreq, "model", json_object_get(model)) &&
+        api__xl_put(&x, oreq, "messages", json_object_get(msgs)) && xl_system(&x, areq, msgs) &&
         xl_messages(&x, areq, msgs) && xl_params(&x, areq, oreq, &stream) &&
         xl_tools(&x, areq, oreq, &has_tools) && xl_tool_choice(&x, areq, oreq, has_tools))
         xl_output(&x, areq, oreq);

@@ -8,6 +8,8 @@
 #include <json-c/json.h>
 
 #include "core/buf.h"
+#include "core/compat.h"
+#include "core/err.h"
 
 #include "router/worker.h"
 #include "server/server.h"
@@ -61,5 +63,25 @@ void api__line_detail(struct srv_req *req, const char *fmt, ...)
  * has been answered (403 for a Host or Origin refused, 204 for a CORS preflight), with
  * *<why> saying which for the access log. */
 bool api__guard(struct srv_req *req, const struct cfg *cfg, const char **why);
+
+/* ---- the translation context of the inbound dialects (xlate.c) ---- */
+
+/* One translation: the first client-facing error wins, later steps do nothing. */
+struct api_xl {
+    char *why; /* borrowed: the client-facing message */
+    size_t why_len;
+    enum bsc_err err; /* BSC_OK, BSC_EINVAL (the client's request) or BSC_ENOMEM */
+};
+
+/* Records a client-facing error (the first one only). Always returns false. */
+bool api__xl_fail(struct api_xl *x, const char *fmt, ...) BSC_PRINTF(2, 3);
+/* Records "out of memory" (unless an error is already recorded). Always returns false. */
+bool api__xl_oom(struct api_xl *x);
+/* Adds <val> as <key> of <obj>; takes ownership of <val>, also on failure (NULL <val>:
+ * out of memory). */
+bool api__xl_put(struct api_xl *x, struct json_object *obj, const char *key,
+                 struct json_object *val);
+/* Appends <val> to <arr>, with the same ownership rule. */
+bool api__xl_push(struct api_xl *x, struct json_object *arr, struct json_object *val);
 
 #endif

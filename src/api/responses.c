@@ -22,62 +22,7 @@
 
 #define RESP_JSON_MAX_DEPTH 64
 
-/* ---- the translation: a sticky first error, a client-facing message ---- */
-
-struct xl {
-    char *why;
-    size_t why_len;
-    enum bsc_err err;
-};
-
-static bool fail(struct xl *x, const char *fmt, ...) BSC_PRINTF(2, 3);
-
-/* Records a client-facing error (the first one only). Always returns false. */
-static bool fail(struct xl *x, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (x->err)
-        return false;
-    x->err = BSC_EINVAL;
-    va_start(ap, fmt);
-    vsnprintf(x->why, x->why_len, fmt, ap);
-    va_end(ap);
-    return false;
-}
-
-static bool oom(struct xl *x)
-{
-    if (!x->err) {
-        x->err = BSC_ENOMEM;
-        snprintf(x->why, x->why_len, "out of memory");
-    }
-    return false;
-}
-
-/* Adds <val> (a new ref, taken; NULL means out of memory) to <obj> under <key>. */
-static bool put(struct xl *x, struct json_object *obj, const char *key, struct json_object *val)
-{
-    if (!val)
-        return oom(x);
-    if (json_object_object_add(obj, key, val) != 0) {
-        json_object_put(val);
-        return oom(x);
-    }
-    return true;
-}
-
-/* Appends <val> (a new ref, taken) to the array <arr>. */
-static bool push(struct xl *x, struct json_object *arr, struct json_object *val)
-{
-    if (!val)
-        return oom(x);
-    if (json_object_array_add(arr, val) != 0) {
-        json_object_put(val);
-        return oom(x);
-    }
-    return true;
-}
+/* ---- the translation (the context and its builders: api/xlate.c) ---- */
 
 static bool is(struct json_object *o, enum json_type t)
 {
@@ -93,13 +38,13 @@ static const char *str_or(struct json_object *o, const char *dflt)
 
 /* Appends the text parts of <content> (a string, or input_text/output_text/text parts)
  * to <b>, joined with "\n"; other parts are refused under <path>. */
-static bool join_text(struct xl *x, struct json_object *content, struct bsc_buf *b,
+static bool join_text(struct api_xl *x, struct json_object *content, struct bsc_buf *b,
                       const char *path)
 {
     if (is(content, json_type_string))
-        return bsc_buf_append_cstr(b, json_object_get_string(content)) == BSC_OK || oom(x);
+        return bsc_buf_append_cstr(b, json_object_get_string(content)) == BSC_OK || api__xl_oom(x);
     if (!is(content, json_type_array))
-        return fail(x, "%s: must be a string or an array of content parts", path);
+        return api__xl_fail(x, "%s: must be a string or an array of content parts", path);
     for (size_t i = 0; i < json_object_array_length(content); i++) {
         struct json_object *p = json_object_array_get_idx(content, i);
         const char *type = str_or(bsc_json_get(p, "type"), "");
@@ -108,23 +53,24 @@ static bool join_text(struct xl *x, struct json_object *content, struct bsc_buf 
         if (strcmp(type, "refusal") == 0)
             text = str_or(bsc_json_get(p, "refusal"), NULL);
         else if (strcmp(type, "input_text") && strcmp(type, "output_text") && strcmp(type, "text"))
-            return fail(x, "%s.%zu.type: '%s' is not supported here (text parts only)", path, i,
-                        type);
+            return api__xl_fail(x, "%s.%zu.type: '%s' is not supported here (text parts only)",
+                                path, i, type);
         if (!text)
-            return fail(x, "%s.%zu.text: field required (a string)", path, i);
+            return api__xl_fail(x, "%s.%zu.text: field required (a string)", path, i);
         if ((b->len && bsc_buf_append_cstr(b, "\n")) || bsc_buf_append_cstr(b, text))
-            return oom(x);
+            return api__xl_oom(x);
     }
     return true;
 }
 
 /* A user/system content array: input_text -> text part, input_image -> image_url part. */
-static struct json_object *user_parts(struct xl *x, struct json_object *content, const char *path)
+static struct json_object *user_parts(struct api_xl *x, struct json_object *content,
+                                      const char *path)
 {
     struct json_object *parts = json_object_new_array();
 
     if (!parts)
-        return oom(x), NULL;
+        return api__xl_oom(x), NULL;
     for (size_t i = 0; !x->err && i < json_object_array_length(content); i++) {
         struct json_object *p = json_object_array_get_idx(content, i), *part, *img;
         const char *type = str_or(bsc_json_get(p, "type"), "");
@@ -132,33 +78,33 @@ static struct json_object *user_parts(struct xl *x, struct json_object *content,
 
         part = json_object_new_object();
         if (!part) {
-            oom(x);
+            api__xl_oom(x);
             break;
         }
         if (!strcmp(type, "input_text") || !strcmp(type, "output_text") || !strcmp(type, "text")) {
             struct json_object *text = bsc_json_get(p, "text");
             if (!is(text, json_type_string))
-                fail(x, "%s.%zu.text: field required (a string)", path, i);
-            else if (put(x, part, "type", json_object_new_string("text")))
-                put(x, part, "text", json_object_get(text));
+                api__xl_fail(x, "%s.%zu.text: field required (a string)", path, i);
+            else if (api__xl_put(x, part, "type", json_object_new_string("text")))
+                api__xl_put(x, part, "text", json_object_get(text));
         } else if (!strcmp(type, "input_image")) {
             url = str_or(bsc_json_get(p, "image_url"), NULL);
             if (!url) {
-                fail(x, "%s.%zu: only input_image parts with an image_url are supported "
+                api__xl_fail(x, "%s.%zu: only input_image parts with an image_url are supported "
                         "(file_id needs the Files API)", path, i);
-            } else if (put(x, part, "type", json_object_new_string("image_url")) &&
-                       (img = json_object_new_object()) && put(x, part, "image_url", img) &&
-                       put(x, img, "url", json_object_new_string(url))) {
+            } else if (api__xl_put(x, part, "type", json_object_new_string("image_url")) &&
+                       (img = json_object_new_object()) && api__xl_put(x, part, "image_url", img) &&
+                       api__xl_put(x, img, "url", json_object_new_string(url))) {
                 struct json_object *detail = bsc_json_get(p, "detail");
                 if (is(detail, json_type_string))
-                    put(x, img, "detail", json_object_get(detail));
+                    api__xl_put(x, img, "detail", json_object_get(detail));
             } else if (!x->err) {
-                oom(x);
+                api__xl_oom(x);
             }
         } else {
-            fail(x, "%s.%zu.type: '%s' is not supported", path, i, type);
+            api__xl_fail(x, "%s.%zu.type: '%s' is not supported", path, i, type);
         }
-        push(x, parts, part);
+        api__xl_push(x, parts, part);
     }
     if (x->err) {
         json_object_put(parts);
@@ -169,20 +115,20 @@ static struct json_object *user_parts(struct xl *x, struct json_object *content,
 
 /* ---- input items ---- */
 
-static struct json_object *new_msg(struct xl *x, const char *role)
+static struct json_object *new_msg(struct api_xl *x, const char *role)
 {
     struct json_object *m = json_object_new_object();
 
-    if (!m || !put(x, m, "role", json_object_new_string(role))) {
+    if (!m || !api__xl_put(x, m, "role", json_object_new_string(role))) {
         json_object_put(m);
-        oom(x);
+        api__xl_oom(x);
         return NULL;
     }
     return m;
 }
 
 /* A message item: {role, content} (type "message" or none). */
-static bool xl_message(struct xl *x, struct json_object *item, struct json_object *msgs,
+static bool xl_message(struct api_xl *x, struct json_object *item, struct json_object *msgs,
                        size_t i)
 {
     const char *role = str_or(bsc_json_get(item, "role"), NULL);
@@ -192,11 +138,11 @@ static bool xl_message(struct xl *x, struct json_object *item, struct json_objec
 
     snprintf(path, sizeof(path), "input.%zu.content", i);
     if (!role)
-        return fail(x, "input.%zu.role: field required", i);
+        return api__xl_fail(x, "input.%zu.role: field required", i);
     if (!strcmp(role, "developer"))
         role = "system"; /* every dialect has system; not every one has developer */
     else if (strcmp(role, "user") && strcmp(role, "system") && strcmp(role, "assistant"))
-        return fail(x, "input.%zu.role: '%s' is not supported (user, assistant, system, "
+        return api__xl_fail(x, "input.%zu.role: '%s' is not supported (user, assistant, system, "
                        "developer)", i, role);
     if (!(m = new_msg(x, role)))
         return false;
@@ -204,25 +150,25 @@ static bool xl_message(struct xl *x, struct json_object *item, struct json_objec
         /* system and assistant content is text only: joined into one string */
         bsc_buf_init(&b, 64u << 20);
         if (join_text(x, content, &b, path))
-            put(x, m, "content", json_object_new_string_len(b.p ? b.p : "", (int)b.len));
+            api__xl_put(x, m, "content", json_object_new_string_len(b.p ? b.p : "", (int)b.len));
         bsc_buf_cleanup(&b);
     } else if (is(content, json_type_array)) {
         struct json_object *parts = user_parts(x, content, path);
         if (parts)
-            put(x, m, "content", parts);
+            api__xl_put(x, m, "content", parts);
     } else {
-        fail(x, "%s: field required (a string or an array of content parts)", path);
+        api__xl_fail(x, "%s: field required (a string or an array of content parts)", path);
     }
     if (x->err) {
         json_object_put(m);
         return false;
     }
-    return push(x, msgs, m);
+    return api__xl_push(x, msgs, m);
 }
 
 /* The assistant message function_call items attach to: the last message when it is an
  * assistant's (consecutive calls are one turn), else a new one. */
-static struct json_object *assistant_for_call(struct xl *x, struct json_object *msgs)
+static struct json_object *assistant_for_call(struct api_xl *x, struct json_object *msgs)
 {
     size_t n = json_object_array_length(msgs);
     struct json_object *last = n ? json_object_array_get_idx(msgs, n - 1) : NULL, *m;
@@ -233,14 +179,14 @@ static struct json_object *assistant_for_call(struct xl *x, struct json_object *
         return NULL;
     if (json_object_object_add(m, "content", NULL)) { /* json-c's null is NULL */
         json_object_put(m);
-        return oom(x), NULL;
+        return api__xl_oom(x), NULL;
     }
-    if (!push(x, msgs, m))
+    if (!api__xl_push(x, msgs, m))
         return NULL;
     return m;
 }
 
-static bool xl_function_call(struct xl *x, struct json_object *item, struct json_object *msgs,
+static bool xl_function_call(struct api_xl *x, struct json_object *item, struct json_object *msgs,
                              size_t i)
 {
     struct json_object *call_id = bsc_json_get(item, "call_id"), *name = bsc_json_get(item, "name");
@@ -248,23 +194,23 @@ static bool xl_function_call(struct xl *x, struct json_object *item, struct json
 
     if (!is(call_id, json_type_string) || !is(name, json_type_string) ||
         !is(args, json_type_string))
-        return fail(x, "input.%zu: a function_call needs call_id, name and arguments (strings)",
-                    i);
+        return api__xl_fail(
+            x, "input.%zu: a function_call needs call_id, name and arguments (strings)", i);
     if (!(m = assistant_for_call(x, msgs)))
         return false;
     calls = bsc_json_get(m, "tool_calls");
-    if (!calls && !put(x, m, "tool_calls", calls = json_object_new_array()))
+    if (!calls && !api__xl_put(x, m, "tool_calls", calls = json_object_new_array()))
         return false;
-    if (!(tc = json_object_new_object()) || !push(x, calls, tc))
-        return oom(x);
-    return put(x, tc, "id", json_object_get(call_id)) &&
-           put(x, tc, "type", json_object_new_string("function")) &&
-           put(x, tc, "function", fn = json_object_new_object()) &&
-           put(x, fn, "name", json_object_get(name)) &&
-           put(x, fn, "arguments", json_object_get(args));
+    if (!(tc = json_object_new_object()) || !api__xl_push(x, calls, tc))
+        return api__xl_oom(x);
+    return api__xl_put(x, tc, "id", json_object_get(call_id)) &&
+           api__xl_put(x, tc, "type", json_object_new_string("function")) &&
+           api__xl_put(x, tc, "function", fn = json_object_new_object()) &&
+           api__xl_put(x, fn, "name", json_object_get(name)) &&
+           api__xl_put(x, fn, "arguments", json_object_get(args));
 }
 
-static bool xl_function_output(struct xl *x, struct json_object *item, struct json_object *msgs,
+static bool xl_function_output(struct api_xl *x, struct json_object *item, struct json_object *msgs,
                                size_t i)
 {
     struct json_object *call_id = bsc_json_get(item, "call_id"), *m;
@@ -272,49 +218,51 @@ static bool xl_function_output(struct xl *x, struct json_object *item, struct js
     struct bsc_buf b;
 
     if (!is(call_id, json_type_string))
-        return fail(x, "input.%zu.call_id: field required (a string)", i);
+        return api__xl_fail(x, "input.%zu.call_id: field required (a string)", i);
     snprintf(path, sizeof(path), "input.%zu.output", i);
     if (!(m = new_msg(x, "tool")))
         return false;
     bsc_buf_init(&b, 64u << 20);
-    if (put(x, m, "tool_call_id", json_object_get(call_id)) &&
+    if (api__xl_put(x, m, "tool_call_id", json_object_get(call_id)) &&
         join_text(x, bsc_json_get(item, "output"), &b, path))
-        put(x, m, "content", json_object_new_string_len(b.p ? b.p : "", (int)b.len));
+        api__xl_put(x, m, "content", json_object_new_string_len(b.p ? b.p : "", (int)b.len));
     bsc_buf_cleanup(&b);
     if (x->err) {
         json_object_put(m);
         return false;
     }
-    return push(x, msgs, m);
+    return api__xl_push(x, msgs, m);
 }
 
 /* The input: a string (one user message) or a list of items. An item_reference is
  * replaced by the item it names, found in <refs> (item id -> item, borrowed). */
-static bool xl_input(struct xl *x, struct json_object *input, struct json_object *refs,
+static bool xl_input(struct api_xl *x, struct json_object *input, struct json_object *refs,
                      struct json_object *msgs)
 {
     struct json_object *m;
 
     if (is(input, json_type_string)) {
-        if (!(m = new_msg(x, "user")) || !put(x, m, "content", json_object_get(input)))
+        if (!(m = new_msg(x, "user")) || !api__xl_put(x, m, "content", json_object_get(input)))
             return false;
-        return push(x, msgs, m);
+        return api__xl_push(x, msgs, m);
     }
     if (!is(input, json_type_array))
-        return fail(x, "input: field required (a string or an array of input items)");
+        return api__xl_fail(x, "input: field required (a string or an array of input items)");
     for (size_t i = 0; i < json_object_array_length(input); i++) {
         struct json_object *item = json_object_array_get_idx(input, i);
         const char *type = str_or(bsc_json_get(item, "type"), "message");
         bool ok;
 
         if (!is(item, json_type_object))
-            return fail(x, "input.%zu: must be an object", i);
+            return api__xl_fail(x, "input.%zu: must be an object", i);
         if (!strcmp(type, "item_reference")) {
             const char *id = str_or(bsc_json_get(item, "id"), "");
             item = bsc_json_get(refs, id);
             if (!is(item, json_type_object))
-                return fail(x, "input.%zu.id: item '%.100s' not found (unknown, expired, or "
-                               "stored with store: false)", i, id);
+                return api__xl_fail(x,
+                                    "input.%zu.id: item '%.100s' not found (unknown, expired, or "
+                                    "stored with store: false)",
+                                    i, id);
             type = str_or(bsc_json_get(item, "type"), "message");
         }
         if (!strcmp(type, "message"))
@@ -326,7 +274,7 @@ static bool xl_input(struct xl *x, struct json_object *input, struct json_object
         else if (!strcmp(type, "reasoning"))
             ok = true; /* a model's reasoning summary: nothing a chat model can take back */
         else
-            ok = fail(x, "input.%zu.type: '%s' is not supported by this gateway", i, type);
+            ok = api__xl_fail(x, "input.%zu.type: '%s' is not supported by this gateway", i, type);
         if (!ok)
             return false;
     }
@@ -335,7 +283,7 @@ static bool xl_input(struct xl *x, struct json_object *input, struct json_object
 
 /* ---- tools and parameters ---- */
 
-static bool xl_tools(struct xl *x, struct json_object *rq, struct json_object *oreq, bool *has)
+static bool xl_tools(struct api_xl *x, struct json_object *rq, struct json_object *oreq, bool *has)
 {
     struct json_object *tools = bsc_json_get(rq, "tools"), *out;
 
@@ -343,41 +291,43 @@ static bool xl_tools(struct xl *x, struct json_object *rq, struct json_object *o
     if (!tools || is(tools, json_type_null))
         return true;
     if (!is(tools, json_type_array))
-        return fail(x, "tools: must be an array");
+        return api__xl_fail(x, "tools: must be an array");
     if (json_object_array_length(tools) == 0)
         return true;
-    if (!put(x, oreq, "tools", out = json_object_new_array()))
+    if (!api__xl_put(x, oreq, "tools", out = json_object_new_array()))
         return false;
     for (size_t i = 0; i < json_object_array_length(tools); i++) {
         struct json_object *t = json_object_array_get_idx(tools, i), *ct, *fn, *v;
         const char *type = str_or(bsc_json_get(t, "type"), "");
 
         if (strcmp(type, "function"))
-            return fail(x, "tools.%zu.type: the built-in tool '%s' is not supported by this "
-                           "route's targets (function tools only)", i, type);
+            return api__xl_fail(x,
+                                "tools.%zu.type: the built-in tool '%s' is not supported by this "
+                                "route's targets (function tools only)",
+                                i, type);
         if (!is(bsc_json_get(t, "name"), json_type_string))
-            return fail(x, "tools.%zu.name: field required (a string)", i);
-        if (!(ct = json_object_new_object()) || !push(x, out, ct) ||
-            !put(x, ct, "type", json_object_new_string("function")) ||
-            !put(x, ct, "function", fn = json_object_new_object()))
-            return oom(x);
-        if (!put(x, fn, "name", json_object_get(bsc_json_get(t, "name"))))
+            return api__xl_fail(x, "tools.%zu.name: field required (a string)", i);
+        if (!(ct = json_object_new_object()) || !api__xl_push(x, out, ct) ||
+            !api__xl_put(x, ct, "type", json_object_new_string("function")) ||
+            !api__xl_put(x, ct, "function", fn = json_object_new_object()))
+            return api__xl_oom(x);
+        if (!api__xl_put(x, fn, "name", json_object_get(bsc_json_get(t, "name"))))
             return false;
         if (is(v = bsc_json_get(t, "description"), json_type_string) &&
-            !put(x, fn, "description", json_object_get(v)))
+            !api__xl_put(x, fn, "description", json_object_get(v)))
             return false;
         if (is(v = bsc_json_get(t, "parameters"), json_type_object) &&
-            !put(x, fn, "parameters", json_object_get(v)))
+            !api__xl_put(x, fn, "parameters", json_object_get(v)))
             return false;
         if (is(v = bsc_json_get(t, "strict"), json_type_boolean) &&
-            !put(x, fn, "strict", json_object_get(v)))
+            !api__xl_put(x, fn, "strict", json_object_get(v)))
             return false;
     }
     *has = true;
     return true;
 }
 
-static bool xl_tool_choice(struct xl *x, struct json_object *rq, struct json_object *oreq,
+static bool xl_tool_choice(struct api_xl *x, struct json_object *rq, struct json_object *oreq,
                            bool has_tools)
 {
     struct json_object *tc = bsc_json_get(rq, "tool_choice"), *o, *fn;
@@ -388,21 +338,22 @@ static bool xl_tool_choice(struct xl *x, struct json_object *rq, struct json_obj
     if (is(tc, json_type_string)) {
         s = json_object_get_string(tc);
         if (strcmp(s, "auto") && strcmp(s, "none") && strcmp(s, "required"))
-            return fail(x, "tool_choice: '%s' is not one of auto, none, required", s);
-        return put(x, oreq, "tool_choice", json_object_get(tc));
+            return api__xl_fail(x, "tool_choice: '%s' is not one of auto, none, required", s);
+        return api__xl_put(x, oreq, "tool_choice", json_object_get(tc));
     }
     s = str_or(bsc_json_get(tc, "type"), "");
     if (strcmp(s, "function") || !is(bsc_json_get(tc, "name"), json_type_string))
-        return fail(x, "tool_choice: only auto, none, required or {type: function, name} are "
-                       "supported here");
-    return put(x, oreq, "tool_choice", o = json_object_new_object()) &&
-           put(x, o, "type", json_object_new_string("function")) &&
-           put(x, o, "function", fn = json_object_new_object()) &&
-           put(x, fn, "name", json_object_get(bsc_json_get(tc, "name")));
+        return api__xl_fail(x,
+                            "tool_choice: only auto, none, required or {type: function, name} are "
+                            "supported here");
+    return api__xl_put(x, oreq, "tool_choice", o = json_object_new_object()) &&
+           api__xl_put(x, o, "type", json_object_new_string("function")) &&
+           api__xl_put(x, o, "function", fn = json_object_new_object()) &&
+           api__xl_put(x, fn, "name", json_object_get(bsc_json_get(tc, "name")));
 }
 
 /* text.format -> response_format. */
-static bool xl_format(struct xl *x, struct json_object *rq, struct json_object *oreq)
+static bool xl_format(struct api_xl *x, struct json_object *rq, struct json_object *oreq)
 {
     struct json_object *fmt = bsc_json_get(bsc_json_get(rq, "text"), "format"), *rf, *js, *v;
     const char *type = str_or(bsc_json_get(fmt, "type"), "text");
@@ -411,59 +362,59 @@ static bool xl_format(struct xl *x, struct json_object *rq, struct json_object *
     if (!fmt || !strcmp(type, "text"))
         return true;
     if (!strcmp(type, "json_object"))
-        return put(x, oreq, "response_format", rf = json_object_new_object()) &&
-               put(x, rf, "type", json_object_new_string("json_object"));
+        return api__xl_put(x, oreq, "response_format", rf = json_object_new_object()) &&
+               api__xl_put(x, rf, "type", json_object_new_string("json_object"));
     if (strcmp(type, "json_schema"))
-        return fail(x, "text.format.type: '%s' is not one of text, json_object, json_schema",
-                    type);
+        return api__xl_fail(
+            x, "text.format.type: '%s' is not one of text, json_object, json_schema", type);
     if (!is(bsc_json_get(fmt, "schema"), json_type_object))
-        return fail(x, "text.format.schema: field required (an object)");
-    if (!put(x, oreq, "response_format", rf = json_object_new_object()) ||
-        !put(x, rf, "type", json_object_new_string("json_schema")) ||
-        !put(x, rf, "json_schema", js = json_object_new_object()))
+        return api__xl_fail(x, "text.format.schema: field required (an object)");
+    if (!api__xl_put(x, oreq, "response_format", rf = json_object_new_object()) ||
+        !api__xl_put(x, rf, "type", json_object_new_string("json_schema")) ||
+        !api__xl_put(x, rf, "json_schema", js = json_object_new_object()))
         return false;
     for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++) {
         if ((v = bsc_json_get(fmt, copy[i])) && !is(v, json_type_null) &&
-            !put(x, js, copy[i], json_object_get(v)))
+            !api__xl_put(x, js, copy[i], json_object_get(v)))
             return false;
     }
     if (!bsc_json_get(js, "name"))
-        return put(x, js, "name", json_object_new_string("response"));
+        return api__xl_put(x, js, "name", json_object_new_string("response"));
     return true;
 }
 
-static bool xl_params(struct xl *x, struct json_object *rq, struct json_object *oreq)
+static bool xl_params(struct api_xl *x, struct json_object *rq, struct json_object *oreq)
 {
     static const char *const same[] = {"temperature", "top_p", "user", "parallel_tool_calls"};
     struct json_object *v, *opts;
 
     for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
         if ((v = bsc_json_get(rq, same[i])) && !is(v, json_type_null) &&
-            !put(x, oreq, same[i], json_object_get(v)))
+            !api__xl_put(x, oreq, same[i], json_object_get(v)))
             return false;
     }
     v = bsc_json_get(rq, "max_output_tokens");
     if (v && !is(v, json_type_null)) {
         if (!is(v, json_type_int) || json_object_get_int64(v) < 1)
-            return fail(x, "max_output_tokens: must be an integer >= 1");
-        if (!put(x, oreq, "max_tokens", json_object_get(v)))
+            return api__xl_fail(x, "max_output_tokens: must be an integer >= 1");
+        if (!api__xl_put(x, oreq, "max_tokens", json_object_get(v)))
             return false;
     }
     v = bsc_json_get(rq, "stream");
     if (v && !is(v, json_type_null) && !is(v, json_type_boolean))
-        return fail(x, "stream: must be a boolean");
+        return api__xl_fail(x, "stream: must be a boolean");
     if (!is(v, json_type_boolean) || !json_object_get_boolean(v))
         return true;
-    return put(x, oreq, "stream", json_object_new_boolean(1)) &&
-           put(x, oreq, "stream_options", opts = json_object_new_object()) &&
-           put(x, opts, "include_usage", json_object_new_boolean(1));
+    return api__xl_put(x, oreq, "stream", json_object_new_boolean(1)) &&
+           api__xl_put(x, oreq, "stream_options", opts = json_object_new_object()) &&
+           api__xl_put(x, opts, "include_usage", json_object_new_boolean(1));
 }
 
 /* Copies the messages of <from> (borrowed) to the end of <to>. */
-static bool append_all(struct xl *x, struct json_object *to, struct json_object *from)
+static bool append_all(struct api_xl *x, struct json_object *to, struct json_object *from)
 {
     for (size_t i = 0; is(from, json_type_array) && i < json_object_array_length(from); i++) {
-        if (!push(x, to, json_object_get(json_object_array_get_idx(from, i))))
+        if (!api__xl_push(x, to, json_object_get(json_object_array_get_idx(from, i))))
             return false;
     }
     return true;
@@ -473,7 +424,7 @@ enum bsc_err api__responses_to_chat(struct json_object *rq, struct json_object *
                                     struct json_object *refs, struct json_object **out,
                                     struct json_object **turn, char *why, size_t why_len)
 {
-    struct xl x = {why, why_len, BSC_OK};
+    struct api_xl x = {why, why_len, BSC_OK};
     struct json_object *model = bsc_json_get(rq, "model");
     struct json_object *instr = bsc_json_get(rq, "instructions");
     struct json_object *oreq = NULL, *msgs = NULL, *mine = NULL, *m;
@@ -483,31 +434,31 @@ enum bsc_err api__responses_to_chat(struct json_object *rq, struct json_object *
     if (why_len)
         why[0] = '\0';
     if (!is(rq, json_type_object))
-        return fail(&x, "the request body must be a JSON object"), x.err;
+        return api__xl_fail(&x, "the request body must be a JSON object"), x.err;
     if (!is(model, json_type_string) || json_object_get_string_len(model) == 0)
-        return fail(&x, "model: field required (a string)"), x.err;
+        return api__xl_fail(&x, "model: field required (a string)"), x.err;
     if (instr && !is(instr, json_type_null) && !is(instr, json_type_string))
-        return fail(&x, "instructions: must be a string"), x.err;
+        return api__xl_fail(&x, "instructions: must be a string"), x.err;
     oreq = json_object_new_object();
     msgs = json_object_new_array();
     mine = json_object_new_array();
     if (!oreq || !msgs || !mine) {
-        oom(&x);
+        api__xl_oom(&x);
         goto out;
     }
-    if (!put(&x, oreq, "model", json_object_get(model)) ||
-        !put(&x, oreq, "messages", json_object_get(msgs)))
+    if (!api__xl_put(&x, oreq, "model", json_object_get(model)) ||
+        !api__xl_put(&x, oreq, "messages", json_object_get(msgs)))
         goto out;
     if (is(instr, json_type_string) && json_object_get_string_len(instr)) {
-        if (!(m = new_msg(&x, "system")) || !put(&x, m, "content", json_object_get(instr)) ||
-            !push(&x, msgs, m))
+        if (!(m = new_msg(&x, "system")) ||
+            !api__xl_put(&x, m, "content", json_object_get(instr)) || !api__xl_push(&x, msgs, m))
             goto out;
     }
     if (!append_all(&x, mine, history) || !xl_input(&x, bsc_json_get(rq, "input"), refs, mine) ||
         !append_all(&x, msgs, mine))
         goto out;
     if (json_object_array_length(msgs) == 0) {
-        fail(&x, "input: must not be empty");
+        api__xl_fail(&x, "input: must not be empty");
         goto out;
     }
     if (xl_tools(&x, rq, oreq, &has_tools) && xl_tool_choice(&x, rq, oreq, has_tools) &&

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* xlate.c -- the translation context the inbound dialects share (Anthropic messages and the
+ * Responses API into the neutral chat form): the first client-facing error wins and later
+ * steps do nothing, and json-c builders that take ownership of what they are given. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "api/internal.h"
+
+bool api__xl_fail(struct api_xl *x, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (x->err)
+        return false;
+    x->err = BSC_EINVAL;
+    va_start(ap, fmt);
+    vsnprintf(x->why, x->why_len, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+bool api__xl_oom(struct api_xl *x)
+{
+    if (!x->err) {
+        x->err = BSC_ENOMEM;
+        snprintf(x->why, x->why_len, "out of memory");
+    }
+    return false;
+}
+
+bool api__xl_put(struct api_xl *x, struct json_object *obj, const char *key,
+                 struct json_object *val)
+{
+    if (!val)
+        return api__xl_oom(x);
+    if (json_object_object_add(obj, key, val) != 0) {
+        json_object_put(val);
+        return api__xl_oom(x);
+    }
+    return true;
+}
+
+bool api__xl_push(struct api_xl *x, struct json_object *arr, struct json_object *val)
+{
+    if (!val)
+        return api__xl_oom(x);
+    if (json_object_array_add(arr, val) != 0) {
+        json_object_put(val);
+        return api__xl_oom(x);
+    }
+    return true;
+}
