@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api/anthropic.h"
+#include "api/internal.h"
 #include "core/json_get.h"
 #include "core/json_parse.h"
 #include "core/json_scan.h"
@@ -103,18 +104,6 @@ static struct bsc_str get_str(struct json_object *o, const char *key)
     return bsc_str_make(json_object_get_string(v), (size_t)json_object_get_string_len(v));
 }
 
-/* A non-negative integer member, or -1. */
-static int64_t get_count(struct json_object *o, const char *key)
-{
-    struct json_object *v = bsc_json_get(o, key);
-    int64_t n;
-
-    if (!v || !json_object_is_type(v, json_type_int))
-        return -1;
-    n = json_object_get_int64(v);
-    return n < 0 ? -1 : n;
-}
-
 /* The choice with index 0 (or the first when none says its index), or NULL. */
 static struct json_object *first_choice(struct json_object *root)
 {
@@ -126,7 +115,7 @@ static struct json_object *first_choice(struct json_object *root)
     n = json_object_array_length(choices);
     for (size_t i = 0; i < n; i++) {
         struct json_object *c = json_object_array_get_idx(choices, i);
-        if (get_count(c, "index") <= 0 && json_object_is_type(c, json_type_object))
+        if (api__json_count(c, "index") <= 0 && json_object_is_type(c, json_type_object))
             return c;
     }
     return NULL;
@@ -149,39 +138,16 @@ static bool is_blank(struct bsc_str s)
 
 /* ---- shared pieces ---- */
 
-struct anth_usage {
-    bool seen;
-    int64_t prompt;     /* OpenAI prompt_tokens: cached tokens included */
-    int64_t completion; /* OpenAI completion_tokens */
-    int64_t cached;     /* prompt_tokens_details.cached_tokens */
-};
-
-static void usage_read(struct json_object *u, struct anth_usage *out)
-{
-    if (!u || !json_object_is_type(u, json_type_object))
-        return;
-    out->seen = true;
-    out->prompt = get_count(u, "prompt_tokens");
-    out->completion = get_count(u, "completion_tokens");
-    out->cached = get_count(bsc_json_get(u, "prompt_tokens_details"), "cached_tokens");
-    if (out->prompt < 0)
-        out->prompt = 0;
-    if (out->completion < 0)
-        out->completion = 0;
-    if (out->cached < 0 || out->cached > out->prompt)
-        out->cached = 0;
-}
-
 /* Anthropic's input_tokens exclude cached tokens (docs/providers.md §2.3); OpenAI reports no
  * cache writes, so cache_creation_input_tokens is 0 and any such cost is in input_tokens. */
-static void put_usage(struct jw *w, const struct anth_usage *u)
+static void put_usage(struct jw *w, const struct api_usage *u)
 {
     jw_lit(w, "{\"input_tokens\":");
-    jw_i64(w, u->prompt - u->cached);
+    jw_i64(w, u->input - u->cached);
     jw_lit(w, ",\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":");
     jw_i64(w, u->cached);
     jw_lit(w, ",\"output_tokens\":");
-    jw_i64(w, u->completion);
+    jw_i64(w, u->output);
     jw_lit(w, "}");
 }
 
@@ -430,7 +396,7 @@ static enum bsc_err map_response(struct bsc_str openai_json, const struct down_c
                                  struct bsc_buf *out)
 {
     struct json_object *root, *choice, *msg;
-    struct anth_usage usage = {0};
+    struct api_usage usage = {0};
     struct bsc_str refusal, stop;
     bool comma = false;
     size_t n_tools;
@@ -448,7 +414,7 @@ static enum bsc_err map_response(struct bsc_str openai_json, const struct down_c
     msg = bsc_json_get(choice, "message");
     refusal = get_str(msg, "refusal");
     stop = matched_stop(choice);
-    usage_read(bsc_json_get(root, "usage"), &usage);
+    api__usage_read(bsc_json_get(root, "usage"), &usage);
 
     jw_begin(&w, out);
     jw_lit(&w, "{\"id\":");
@@ -497,7 +463,7 @@ struct anth_stream {
     unsigned n_tools;                    /* tool calls started */
     unsigned last_tool;                  /* the OpenAI index of the latest tool fragment */
     unsigned tool_block[ANTH_MAX_TOOLS]; /* OpenAI tool index -> block index + 1; 0 = none */
-    struct anth_usage usage;
+    struct api_usage usage;
     int64_t est_input;  /* the router's estimate of the prompt tokens */
     bool native;        /* ctx->native: the frames carry the upstream's own events */
 };
@@ -524,14 +490,14 @@ static void stream_cleanup(void *vst)
 static void put_message_start(struct jw *w, struct anth_stream *st, struct bsc_str oai_id,
                               struct bsc_str model)
 {
-    struct anth_usage u = st->usage;
+    struct api_usage u = st->usage;
 
-    u.completion = 0; /* the output count goes in message_delta */
+    u.output = 0; /* the output count goes in message_delta */
     /* OpenAI counts the prompt only in its last chunk, but clients (LangChain) read the
      * input tokens from message_start alone: the router's estimate stands in, and
      * message_delta carries the upstream's count. */
     if (!u.seen) {
-        u.prompt = st->est_input;
+        u.input = st->est_input;
         u.cached = 0;
     }
     ev_begin(w, "message_start");
@@ -660,7 +626,8 @@ static void put_tool_fragment(struct jw *w, struct anth_stream *st, struct json_
 
 static void put_choice(struct jw *w, struct anth_stream *st, struct json_object *choice)
 {
-    struct json_object *delta = bsc_json_get(choice, "delta"), *calls = bsc_json_get(delta, "tool_calls");
+    struct json_object *delta = bsc_json_get(choice, "delta"),
+                       *calls = bsc_json_get(delta, "tool_calls");
     struct bsc_str text = get_str(delta, "content"), refusal = get_str(delta, "refusal");
     struct bsc_str finish = get_str(choice, "finish_reason"), stop = matched_stop(choice);
 
@@ -750,7 +717,7 @@ static enum bsc_err stream_chunk(void *vst, struct bsc_str chunk_json, struct bs
     if (err && json_object_is_type(err, json_type_object)) {
         put_inband_error(&w, st, err);
     } else {
-        usage_read(bsc_json_get(root, "usage"), &st->usage);
+        api__usage_read(bsc_json_get(root, "usage"), &st->usage);
         if (!st->started)
             put_message_start(&w, st, get_str(root, "id"), get_str(root, "model"));
         put_choice(&w, st, first_choice(root));

@@ -84,4 +84,19 @@ bool api__xl_put(struct api_xl *x, struct json_object *obj, const char *key,
 /* Appends <val> to <arr>, with the same ownership rule. */
 bool api__xl_push(struct api_xl *x, struct json_object *arr, struct json_object *val);
 
+/* A non-negative integer member <key> of <o>, or -1 (absent, not an integer, negative). */
+int64_t api__json_count(struct json_object *o, const char *key);
+
+/* An OpenAI usage object, as the client dialects read it. */
+struct api_usage {
+    bool seen;
+    int64_t input;  /* prompt_tokens: cached tokens included */
+    int64_t output; /* completion_tokens */
+    int64_t cached; /* prompt_tokens_details.cached_tokens, never above <input> */
+};
+
+/* Reads the OpenAI usage object <u> into <out> (missing or negative counts are 0); leaves
+ * <out> as it was when <u> is not an object. */
+void api__usage_read(struct json_object *u, struct api_usage *out);
+
 #endif

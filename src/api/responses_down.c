@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/internal.h"
 #include "api/responses.h"
 #include "core/json_get.h"
 #include "core/json_parse.h"
@@ -33,17 +34,6 @@ static struct bsc_str get_str(struct json_object *o, const char *key)
     return bsc_str_make(json_object_get_string(v), (size_t)json_object_get_string_len(v));
 }
 
-static int64_t get_count(struct json_object *o, const char *key)
-{
-    struct json_object *v = bsc_json_get(o, key);
-    int64_t n;
-
-    if (!is(v, json_type_int))
-        return -1;
-    n = json_object_get_int64(v);
-    return n < 0 ? -1 : n;
-}
-
 static struct json_object *first_choice(struct json_object *root)
 {
     struct json_object *choices = bsc_json_get(root, "choices");
@@ -52,7 +42,7 @@ static struct json_object *first_choice(struct json_object *root)
         return NULL;
     for (size_t i = 0; i < json_object_array_length(choices); i++) {
         struct json_object *c = json_object_array_get_idx(choices, i);
-        if (get_count(c, "index") <= 0 && is(c, json_type_object))
+        if (api__json_count(c, "index") <= 0 && is(c, json_type_object))
             return c;
     }
     return NULL;
@@ -106,28 +96,7 @@ static void push(struct jb *b, struct json_object *arr, struct json_object *v)
 
 /* ---- usage ---- */
 
-struct resp_usage {
-    bool seen;
-    int64_t input, output, cached;
-};
-
-static void usage_read(struct json_object *u, struct resp_usage *out)
-{
-    if (!is(u, json_type_object))
-        return;
-    out->seen = true;
-    out->input = get_count(u, "prompt_tokens");
-    out->output = get_count(u, "completion_tokens");
-    out->cached = get_count(bsc_json_get(u, "prompt_tokens_details"), "cached_tokens");
-    if (out->input < 0)
-        out->input = 0;
-    if (out->output < 0)
-        out->output = 0;
-    if (out->cached < 0 || out->cached > out->input)
-        out->cached = 0;
-}
-
-static struct json_object *usage_json(struct jb *b, const struct resp_usage *u)
+static struct json_object *usage_json(struct jb *b, const struct api_usage *u)
 {
     struct json_object *o = json_object_new_object(), *d;
 
@@ -137,9 +106,10 @@ static struct json_object *usage_json(struct jb *b, const struct resp_usage *u)
     add(b, o, "output_tokens", json_object_new_int64(u->output));
     d = add(b, o, "output_tokens_details", json_object_new_object());
     add(b, d, "reasoning_tokens", json_object_new_int64(0));
-    add(b, o, "total_tokens", json_object_new_int64(u->input > INT64_MAX - u->output
-                                                        ? INT64_MAX /* an upstream's absurd counts */
-                                                        : u->input + u->output));
+    add(b, o, "total_tokens",
+        json_object_new_int64(u->input > INT64_MAX - u->output
+                                  ? INT64_MAX /* an upstream's absurd counts */
+                                  : u->input + u->output));
     if (!o)
         b->oom = true;
     return o;
@@ -329,7 +299,8 @@ static void keep_turn(struct resp_arg *a, struct json_object *output)
     push(&b, msgs, assistant_of(&b, output));
     add(&b, doc, "output", json_object_get(output)); /* for item_reference */
     text = b.oom ? NULL : json_object_to_json_string_length(doc, JSON_C_TO_STRING_PLAIN, &len);
-    err = text ? store_blob_put(a->store, a->loop, api__resp_store_key(a->scope, a->id, key, sizeof(key)),
+    err = text ? store_blob_put(a->store, a->loop,
+                                api__resp_store_key(a->scope, a->id, key, sizeof(key)),
                                 bsc_str_make(text, len), a->ttl_ms, on_kept, NULL)
                : BSC_ENOMEM;
     if (err)
@@ -369,7 +340,7 @@ static enum bsc_err map_response(struct bsc_str openai_json, const struct down_c
     struct json_object *root = bsc_json_parse_whole(openai_json, 64), *choice, *msg, *calls;
     struct json_object *output, *resp;
     struct resp_arg *a = ctx->arg;
-    struct resp_usage usage = {0};
+    struct api_usage usage = {0};
     struct bsc_str refusal;
     const char *reason, *status;
     struct jb b = {0};
@@ -383,7 +354,7 @@ static enum bsc_err map_response(struct bsc_str openai_json, const struct down_c
     choice = first_choice(root);
     msg = bsc_json_get(choice, "message");
     refusal = get_str(msg, "refusal");
-    usage_read(bsc_json_get(root, "usage"), &usage);
+    api__usage_read(bsc_json_get(root, "usage"), &usage);
     status = status_of(get_str(choice, "finish_reason"), &reason);
     output = json_object_new_array();
     bsc_buf_init(&text, RESP_MAX_ACCUM);
@@ -441,7 +412,7 @@ struct resp_stream {
     unsigned last_tool;
     unsigned tool_slot[RESP_MAX_TOOLS]; /* OpenAI tool index -> slot + 1 */
     struct resp_tool tools[RESP_MAX_TOOLS];
-    struct resp_usage usage;
+    struct api_usage usage;
 };
 
 static void stream_init(void *vst, const struct down_ctx *ctx)
@@ -750,7 +721,7 @@ static enum bsc_err stream_chunk(void *vst, struct bsc_str chunk_json, struct bs
         put_failed(&b, st, out, code.p ? code.p : "server_error",
                    msg.p ? msg.p : "the upstream stream failed");
     } else {
-        usage_read(bsc_json_get(root, "usage"), &st->usage);
+        api__usage_read(bsc_json_get(root, "usage"), &st->usage);
         put_choice(&b, st, out, first_choice(root));
     }
     json_object_put(root);

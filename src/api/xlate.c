@@ -51,3 +51,31 @@ bool api__xl_push(struct api_xl *x, struct json_object *arr, struct json_object 
     }
     return true;
 }
+
+int64_t api__json_count(struct json_object *o, const char *key)
+{
+    struct json_object *v = o ? json_object_object_get(o, key) : NULL;
+    int64_t n;
+
+    if (!v || !json_object_is_type(v, json_type_int))
+        return -1;
+    n = json_object_get_int64(v);
+    return n < 0 ? -1 : n;
+}
+
+void api__usage_read(struct json_object *u, struct api_usage *out)
+{
+    if (!u || !json_object_is_type(u, json_type_object))
+        return;
+    out->seen = true;
+    out->input = api__json_count(u, "prompt_tokens");
+    out->output = api__json_count(u, "completion_tokens");
+    out->cached =
+        api__json_count(json_object_object_get(u, "prompt_tokens_details"), "cached_tokens");
+    if (out->input < 0)
+        out->input = 0;
+    if (out->output < 0)
+        out->output = 0;
+    if (out->cached < 0 || out->cached > out->input)
+        out->cached = 0;
+}
