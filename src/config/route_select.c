@@ -84,6 +84,18 @@ static bool is_token(const char *s)
     return true;
 }
 
+/* Frees <rule>'s metadata pairs: a key written twice in one `if` map is decoded twice, and
+ * the later one replaces the earlier. */
+static void drop_metadata(struct cfg_sel_rule *rule)
+{
+    for (size_t k = 0; k < rule->n_metadata; k++) {
+        free(rule->metadata[k].key);
+        free(rule->metadata[k].value);
+    }
+    BSC_FREE(rule->metadata);
+    rule->n_metadata = 0;
+}
+
 static void metadata_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
                         void *base, const char *where)
 {
@@ -96,6 +108,7 @@ static void metadata_fn(struct cfg__v *v, const struct cfg__field *f, const stru
         cfg__bad_type(v, m, where, f->name, "a map of 1..16 keys to strings");
         return;
     }
+    drop_metadata(rule);
     rule->metadata = calloc(m->n, sizeof(*rule->metadata));
     if (!rule->metadata) {
         cfg__oom(v);
@@ -145,6 +158,8 @@ static void last_user_fn(struct cfg__v *v, const struct cfg__field *f, const str
         p += 4;
         flags |= JS_REGEX_ICASE;
     }
+    js_regex_free(rule->last_user); /* the same key written twice: the later one holds */
+    rule->last_user = NULL;
     err = js_regex_compile(p, strlen(p), flags, &rule->last_user, why, sizeof(why));
     if (err == BSC_ENOMEM)
         cfg__oom(v);
@@ -381,11 +396,7 @@ void cfg__select_cleanup(struct cfg_route *r)
     for (size_t i = 0; i < r->n_select; i++) {
         struct cfg_sel_rule *rule = &r->select[i];
 
-        for (size_t k = 0; k < rule->n_metadata; k++) {
-            free(rule->metadata[k].key);
-            free(rule->metadata[k].value);
-        }
-        free(rule->metadata);
+        drop_metadata(rule);
         js_regex_free(rule->last_user);
     }
     BSC_FREE(r->select);
