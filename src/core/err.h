@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* err.h -- the one error enum every fallible function of ours returns (BSC_OK = 0).
  * Upstream failures are not these: they are classified into enum fail_kind by the
- * provider adapters (router/taxonomy.h). */
+ * provider adapters (fail/taxonomy.h). */
 #ifndef BSC_CORE_ERR_H
 #define BSC_CORE_ERR_H
 

@@ -3,7 +3,7 @@
  * enum fail_kind (docs/providers.md §1.7, §5, §6). The body is parsed with a bounded json-c
  * tokener and never trusted: any shape, size or encoding problem degrades to "classify by
  * status". Dialects are rows in the profile tables below. Does not decide what to do about
- * a failure (router/taxonomy.c) nor read headers off the wire (the adapter passes them).
+ * a failure (fail/taxonomy.c) nor read headers off the wire (the adapter passes them).
  * See docs/internals/taxonomy.md. */
 #include "providers/openai_errors.h"
 
@@ -17,7 +17,7 @@
 #include "core/compat.h"
 #include "core/str.h"
 #include "providers/retry_after.h"
-#include "router/taxonomy.h"
+#include "fail/taxonomy.h"
 
 /* Error bodies are small; a larger one is not worth parsing (it is classified by status). */
 #define ERR_BODY_MAX 65536

@@ -14,7 +14,7 @@
 
 #include "core/compat.h"
 #include "core/str.h"
-#include "router/taxonomy.h"
+#include "fail/taxonomy.h"
 
 /* What an adapter saw of a failed (or suspicious 200) response. Every slice is borrowed
  * for the duration of the call only; empty = absent. */

@@ -22,7 +22,7 @@
 #include "core/err.h"
 #include "core/str.h"
 #include "providers/openai_errors.h"
-#include "router/taxonomy.h"
+#include "fail/taxonomy.h"
 
 enum prov_op {
     PROV_OP_CHAT = 0,         /* chat completion, plain or streaming */

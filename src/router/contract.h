@@ -7,7 +7,7 @@
 #include <stdbool.h>
 
 #include "core/str.h"
-#include "router/taxonomy.h"
+#include "fail/taxonomy.h"
 
 struct request;
 

@@ -22,7 +22,7 @@
 #include "router/params.h"
 #include "router/reply.h"
 #include "router/request.h"
-#include "router/taxonomy.h"
+#include "fail/taxonomy.h"
 #include "router/trim.h"
 #include "stream/sse_parse.h"
 #include "upstream/upstream.h"

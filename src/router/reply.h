@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
-#include "router/taxonomy.h"
+#include "fail/taxonomy.h"
 #include "server/server.h"
 
 /* When no wait is known, a retryable failure says one second. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz-sources: src/providers/openai_errors.c src/providers/retry_after.c */
-/* fuzz-sources: src/router/taxonomy.c src/stream/utf8.c */
+/* fuzz-sources: src/fail/taxonomy.c src/stream/utf8.c */
 /* fuzz_openai_errors.c -- libFuzzer target for the OpenAI-dialect error classifier and the
  * retry-hint parsers (providers/openai_errors.h, providers/retry_after.h). Input layout:
  *   byte 0     the HTTP status: < 160 picks a common one from a table, else any 0..999
@@ -26,7 +26,7 @@
 #include "core/str.h"
 #include "providers/openai_errors.h"
 #include "providers/retry_after.h"
-#include "router/taxonomy.h"
+#include "fail/taxonomy.h"
 #include "stream/utf8.h"
 
 /* Tue, 14 Nov 2023 22:13:20 GMT: a fixed wall clock. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz-sources: src/providers/[a-z]*.c src/stream/sse_parse.c src/stream/utf8.c */
-/* fuzz-sources: src/router/taxonomy.c */
+/* fuzz-sources: src/fail/taxonomy.c */
 /* fuzz_provider_streams.c -- libFuzzer target for the answer side of every provider adapter
  * (prov_ops_for each kind): the input is an upstream body. It goes through the SSE parser
  * into the adapter's stream hooks the way router/exchange.c drives them (stop at the first

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz-sources: src/providers/[a-z]*.c src/stream/sse_parse.c src/stream/utf8.c */
-/* fuzz-sources: src/router/taxonomy.c */
+/* fuzz-sources: src/fail/taxonomy.c */
 /* fuzz_translate_request.c -- libFuzzer target for the request side of the translating
  * adapters: the canonical OpenAI chat (or embeddings) request, as the router holds it (the
  * client's body parsed by json-c), into Anthropic's Messages request (providers/anthropic.c)

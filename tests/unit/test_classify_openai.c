@@ -15,7 +15,7 @@
 #include "providers/openai_errors.h"
 #include "providers/provider.h"
 #include "providers/retry_after.h"
-#include "router/taxonomy.h"
+#include "fail/taxonomy.h"
 
 #define EXPECT_INT(ctx, got, want)                                                         \
     do {                                                                                   \

@@ -22,7 +22,7 @@
 
 #include "providers/provider.h"
 #include "header_lines.h"
-#include "router/taxonomy.h"
+#include "fail/taxonomy.h"
 #include "stream/utf8.h"
 
 extern const struct prov_ops prov_anthropic;

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "router/taxonomy.h"
+#include "fail/taxonomy.h"
 
 /* Table rows name themselves in failures instead of printing on every pass. */
 #define EXPECT_INT(ctx, got, want)                                                         \

@@ -3,7 +3,7 @@
  * enum fail_kind. Data first: every decision about a kind is one row below, the router does
  * not branch on kinds. Does not classify provider bodies (providers/ does that).
  * Why each row says what it says: docs/internals/taxonomy.md. */
-#include "router/taxonomy.h"
+#include "fail/taxonomy.h"
 
 #include <string.h>
 

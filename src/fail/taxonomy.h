@@ -5,8 +5,8 @@
  * fail_info; the router only ever reads fail_policy(kind) instead of branching on kinds.
  * Pure: no I/O, no clock, no allocation. Includes only core/ so that providers/ and health/
  * may include it. Design notes: docs/internals/taxonomy.md. */
-#ifndef BSC_ROUTER_TAXONOMY_H
-#define BSC_ROUTER_TAXONOMY_H
+#ifndef BSC_FAIL_TAXONOMY_H
+#define BSC_FAIL_TAXONOMY_H
 
 #include <stdbool.h>
 #include <stddef.h>
