@@ -246,6 +246,30 @@ void fail_after_head(struct fail_info *f, int status)
         f->kind = FAIL_UPSTREAM_RESET;
 }
 
+void fail_from_transfer(struct fail_info *f, enum fail_transport t, int status)
+{
+    char msg[FAIL_TEXT_MESSAGE];
+
+    memcpy(msg, f->message, sizeof(msg));
+    fail_from_transport(t, status != 0 || t == FT_RESET, f);
+    memcpy(f->message, msg, sizeof(msg));
+    fail_after_head(f, status); /* a reset mid-answer is not a connect failure */
+}
+
+void fail_before_commit(struct fail_info *f)
+{
+    if (f->kind == FAIL_NONE || f->kind == FAIL_PARTIAL_OUTPUT)
+        f->kind = FAIL_SERVER_ERROR;
+}
+
+void fail_other_shape(struct fail_info *f, int status)
+{
+    fail_info_init(f);
+    f->kind = FAIL_UNKNOWN;
+    f->status = status;
+    f->request_caused = true;
+}
+
 bool fail_counts_against_target(const struct fail_info *f)
 {
     if (f->request_caused)

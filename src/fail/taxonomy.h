@@ -154,6 +154,26 @@ void fail_from_transport(enum fail_transport t, bool request_sent, struct fail_i
  * is upstream_reset, not connect; the status is recorded. A <status> of 0 changes nothing. */
 void fail_after_head(struct fail_info *f, int status);
 
+/* Reclassifies <f> as the transport outcome <t> of a transfer whose upstream had answered
+ * with <status> (0: no response head), keeping f->message (the transport's own words): the
+ * request counts as sent once a head came or the connection was reset (a reset may follow a
+ * request fully written: the careful reading), then fail_from_transport() and
+ * fail_after_head(). */
+void fail_from_transfer(struct fail_info *f, enum fail_transport t, int status);
+
+/* Settles the kind of a stream failure that happened before anything reached the client
+ * (the commit point): partial output (an adapter counts the frames it emitted, not what the
+ * client got) and a failure without a kind are a server error, retryable like one; every
+ * other kind stays. */
+void fail_before_commit(struct fail_info *f);
+
+/* Fills <f> for a well-formed 2xx answer with <status> in the other shape than the request
+ * asked for (a stream for a single answer, or the reverse): the upstream read the request
+ * differently from the gateway, so FAIL_UNKNOWN (no replay on the same target) and
+ * request_caused (the client's bytes can cause it at will: never held against the target's
+ * breaker). The message is left empty for the caller to say what came. */
+void fail_other_shape(struct fail_info *f, int status);
+
 /* True when <f> counts as a failure of the target for its circuit breaker: the kind's row
  * says so (FAIL_BRK_TARGET; FAIL_BRK_IF_INFRA when an upstream fault caused it), and the
  * answer was not provoked by the request itself (request_caused). Everything a client can

@@ -941,7 +941,7 @@ static void anth_classify(const struct prov_err_input *in, struct fail_info *out
     prov__anth_fail_from_error(err, in->status, out);
     if (!err) /* HTML from a proxy, an empty body: the status decides */
         out->kind = fail_kind_from_status(in->status);
-    hint = prov_parse_retry_after(in->retry_after, in->retry_after_ms, in->now_wall_ms);
+    hint = prov_err_retry_after(in); /* Anthropic's retry-after (s); retry-after-ms if sent */
     if (hint < 0 && out->message[0])
         hint = prov_parse_retry_hint_text(bsc_str_cstr(out->message));
     out->retry_after_ms = hint;

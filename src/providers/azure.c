@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "providers/provider.h"
 #include "core/json_get.h"
@@ -141,11 +142,27 @@ static bool inner_policy_violation(struct bsc_str body)
     return hit;
 }
 
-/* The classify hook: the OpenAI classifier with Azure's rules, then the two checks rules
- * cannot express (an inner policy code; a rate limit whose wait is hours). */
+/* Azure spells retry-after-ms x-ms-retry-after-ms too: the OpenAI classifier asks for the
+ * standard name and gets Azure's when only that one came. <ctx> is the caller's input. */
+static struct bsc_str az_header(const void *ctx, const char *name)
+{
+    const struct prov_err_input *in = ctx;
+    struct bsc_str v = prov_err_header(in, name);
+
+    if (v.len == 0 && strcasecmp(name, "retry-after-ms") == 0)
+        v = prov_err_header(in, "x-ms-retry-after-ms");
+    return v;
+}
+
+/* The classify hook: the OpenAI classifier with Azure's rules and header names, then the
+ * two checks rules cannot express (an inner policy code; a rate limit whose wait is hours). */
 static void az_classify(const struct prov_err_input *in, struct fail_info *out)
 {
-    prov_openai_classify_profile(in, &az_profile, out);
+    struct prov_err_input az = *in;
+
+    az.header = az_header;
+    az.header_ctx = in;
+    prov_openai_classify_profile(&az, &az_profile, out);
     if (out->kind != FAIL_NONE && out->kind != FAIL_CONTENT_POLICY &&
         inner_policy_violation(in->body))
         out->kind = FAIL_CONTENT_POLICY;

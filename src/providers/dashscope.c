@@ -256,8 +256,7 @@ static void classify_2xx(const struct prov_err_input *in, struct fail_info *out)
     if (e.found) {
         out->kind = hidden_kind(&e, in->body);
         copy_texts(&e, out);
-        out->retry_after_ms =
-            prov_parse_retry_after(in->retry_after, in->retry_after_ms, in->now_wall_ms);
+        out->retry_after_ms = prov_err_retry_after(in);
         if (out->retry_after_ms < 0)
             out->retry_after_ms = prov_parse_retry_hint_text(e.message);
     }

@@ -1180,8 +1180,7 @@ bool prov__gem_fail_from_error(struct json_object *root, int http_status,
     fail_copy_text(out->code, sizeof(out->code),
                    e.reason.len ? e.reason : e.quota_id.len ? e.quota_id : bsc_str_cstr(num));
     fail_copy_text(out->message, sizeof(out->message), e.message);
-    out->retry_after_ms =
-        in ? prov_parse_retry_after(in->retry_after, in->retry_after_ms, in->now_wall_ms) : -1;
+    out->retry_after_ms = prov_err_retry_after(in);
     if (out->retry_after_ms < 0)
         out->retry_after_ms = e.retry_ms;
     if (out->retry_after_ms < 0)
@@ -1225,8 +1224,7 @@ static void gem_classify(const struct prov_err_input *in, struct fail_info *out)
     }
     json_object_put(root);
     out->kind = fail_kind_from_status(in->status);
-    out->retry_after_ms = prov_parse_retry_after(in->retry_after, in->retry_after_ms,
-                                                 in->now_wall_ms);
+    out->retry_after_ms = prov_err_retry_after(in);
     fail_copy_text(out->message, sizeof(out->message),
                    in->body.len ? bsc_str_make(in->body.p, in->body.len > 200 ? 200 : in->body.len)
                                 : BSC_STR("the upstream error had no body"));

@@ -468,6 +468,7 @@ static void oa_stream_cleanup(void *st)
 
 const struct prov_ops prov_openai = {
     .name = "openai",
+    .takes_raw = true,
     .build = oa_build,
     .classify = oa_classify,
     .map_response = oa_map_response,

@@ -3,7 +3,8 @@
  * enum fail_kind (docs/providers.md §1.7, §5, §6). The body is parsed with a bounded json-c
  * tokener and never trusted: any shape, size or encoding problem degrades to "classify by
  * status". Dialects are rows in the profile tables below. Does not decide what to do about
- * a failure (fail/taxonomy.c) nor read headers off the wire (the adapter passes them).
+ * a failure (fail/taxonomy.c) nor read headers off the wire (it asks the caller's header
+ * accessor for the ones it knows).
  * See docs/internals/taxonomy.md. */
 #include "providers/openai_errors.h"
 
@@ -264,6 +265,14 @@ static bool host_matches(struct bsc_str host, const char *pattern)
         !bsc_str_ieq(bsc_str_make(host.p + host.len - suf.len, suf.len), suf))
         return false;
     return memchr(host.p + pre.len, '.', host.len - pre.len - suf.len) == NULL;
+}
+
+int64_t prov_err_retry_after(const struct prov_err_input *in)
+{
+    if (!in)
+        return -1;
+    return prov_parse_retry_after(prov_err_header(in, "retry-after"),
+                                  prov_err_header(in, "retry-after-ms"), in->now_wall_ms);
 }
 
 const struct prov_openai_profile *prov_openai_profile_of(const struct prov_err_input *in)
@@ -571,8 +580,7 @@ void prov_openai_classify_profile(const struct prov_err_input *in,
     copy_fields(&f, out);
     if (!root && !hidden)
         describe_raw_body(in, out);
-    out->retry_after_ms = prov_parse_retry_after(in->retry_after, in->retry_after_ms,
-                                                 in->now_wall_ms);
+    out->retry_after_ms = prov_err_retry_after(in);
     if (out->retry_after_ms < 0)
         out->retry_after_ms = prov_parse_retry_hint_text(f.message);
     json_object_put(root);
@@ -600,8 +608,7 @@ void prov_openai_classify_malformed(const struct prov_err_input *in,
                        BSC_STR("the upstream answered 2xx without a completion"));
     else if (!root)
         describe_raw_body(in, out);
-    out->retry_after_ms = prov_parse_retry_after(in->retry_after, in->retry_after_ms,
-                                                 in->now_wall_ms);
+    out->retry_after_ms = prov_err_retry_after(in);
     if (out->retry_after_ms < 0)
         out->retry_after_ms = prov_parse_retry_hint_text(f.message);
     json_object_put(root);

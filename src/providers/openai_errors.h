@@ -19,15 +19,31 @@
 /* What an adapter saw of a failed (or suspicious 200) response. Every slice is borrowed
  * for the duration of the call only; empty = absent. */
 struct prov_err_input {
-    int status;                    /* upstream HTTP status */
-    struct bsc_str body;           /* the response body (may be cut short: then unparsable) */
-    struct bsc_str content_type;   /* the Content-Type header value */
-    struct bsc_str retry_after;    /* the Retry-After header value */
-    struct bsc_str retry_after_ms; /* retry-after-ms (or Azure x-ms-retry-after-ms) */
-    uint64_t now_wall_ms;          /* wall clock, for an HTTP-date Retry-After */
-    struct bsc_str base_url;       /* the provider's base_url: picks the dialect profile */
-    struct bsc_str profile;        /* the provider's `profile:` name; empty: by base_url */
+    int status;                  /* upstream HTTP status */
+    struct bsc_str body;         /* the response body (may be cut short: then unparsable) */
+    struct bsc_str content_type; /* the Content-Type header value */
+    /* The response's headers: header(header_ctx, name) is the value of the header <name>
+     * (case-insensitive, first match), empty when absent, borrowed for the call. Each
+     * adapter asks for the headers its provider sends (Retry-After, retry-after-ms, Azure's
+     * x-ms-retry-after-ms), so the caller needs to know none of them. NULL: no headers. */
+    struct bsc_str (*header)(const void *ctx, const char *name);
+    const void *header_ctx;
+    uint64_t now_wall_ms;    /* wall clock, for an HTTP-date Retry-After */
+    struct bsc_str base_url; /* the provider's base_url: picks the dialect profile */
+    struct bsc_str profile;  /* the provider's `profile:` name; empty: by base_url */
 };
+
+/* The value of the response header <name> of <in> (see prov_err_input.header); empty when
+ * absent, when <in> has no headers, or when <in> is NULL. */
+static inline struct bsc_str prov_err_header(const struct prov_err_input *in, const char *name)
+{
+    return in && in->header ? in->header(in->header_ctx, name) : BSC_STR_NULL;
+}
+
+/* The wait the standard headers of <in> ask for: retry-after-ms, else Retry-After, read by
+ * prov_parse_retry_after() against in->now_wall_ms. Returns -1 when neither gives one, or
+ * when <in> is NULL. */
+int64_t prov_err_retry_after(const struct prov_err_input *in);
 
 /* One override rule: when every set field matches, the failure is <kind>. */
 struct prov_err_rule {

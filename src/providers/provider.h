@@ -123,6 +123,11 @@ struct prov_ops {
      * with BSC_EINVAL, so the router never picks it for a request that sets them. */
     uint32_t unhonoured;
     uint32_t max_choices; /* the largest `n` it can answer; 0 = no limit of its own */
+    /* build() takes the client's own OpenAI bytes (prov_call.raw) as they are, parsing them
+     * itself only when it must rewrite them: the caller need not parse the request first
+     * (prov_call.req may be NULL). False: build() translates prov_call.req, which the
+     * caller must supply. */
+    bool takes_raw;
 
     /* Builds the upstream request for <call> into <out>. BSC_EINVAL when the request
      * cannot be expressed in this dialect (e.g. n > 1 for Anthropic, a custom tool), with
@@ -167,6 +172,20 @@ struct prov_ops {
 
 /* The adapter of each kind (providers/registry.c). Never NULL for a valid kind. */
 const struct prov_ops *prov_ops_for(enum cfg_provider_kind kind);
+
+/* The verdict of <ops> on a finished response <in> (providers/classify.c): its classify hook,
+ * and when that found no error in a non-2xx answer, the status map (fail_kind_from_status).
+ * *<out> is always fully written; FAIL_NONE only for a 2xx. Pure. */
+void prov_classify(const struct prov_ops *ops, const struct prov_err_input *in,
+                   struct fail_info *out);
+
+/* Maps the 2xx answer <body> (HTTP <status>) of <call> through the map_response hook of
+ * <ops>. On BSC_OK as the hook. On an error *<fail> names the failure: the hook's, or a
+ * server_error "the upstream answer could not be read" when the hook gave no kind; its
+ * status is <status>. */
+enum bsc_err prov_map_response(const struct prov_ops *ops, const struct prov_call *call,
+                               int status, struct bsc_str body, struct bsc_buf *out,
+                               struct prov_usage *usage, struct fail_info *fail);
 
 /* Shared helpers for adapters (providers/common.c). */
 

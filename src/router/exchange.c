@@ -159,10 +159,6 @@ static void on_head(void *ud, struct up_transfer *t, int status)
     if (bsc_str_to_u64(cl, &len) && len < r->resp.max)
         bsc_buf_reserve(&r->resp, (size_t)len); /* one allocation for the whole body */
     save_header(t, "content-type", r->up_ctype, sizeof(r->up_ctype));
-    save_header(t, "retry-after", r->up_retry_after, sizeof(r->up_retry_after));
-    save_header(t, "retry-after-ms", r->up_retry_after_ms, sizeof(r->up_retry_after_ms));
-    if (!r->up_retry_after_ms[0]) /* Azure's spelling */
-        save_header(t, "x-ms-retry-after-ms", r->up_retry_after_ms, sizeof(r->up_retry_after_ms));
     r->mode = BODY_BUFFER;
     if (r->stream && status >= 200 && status < 300 && is_sse_type(r->up_ctype) &&
         !start_stream(r))
@@ -265,9 +261,9 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
 {
     struct request *r = ud;
 
-    (void)t;
     r->xfer = NULL;
     r->up_res = res;
+    up_take_head(t, &r->up_head); /* the adapter reads the headers it knows at classify */
     if (res != UP_OK)
         fail_local(&r->fail, FAIL_NONE, "%s: %s", up_result_name(res), detail ? detail : "");
     if (r->mode == BODY_SSE && !r->saw_done && !r->stream_failed)
@@ -297,7 +293,7 @@ enum bsc_err xchg_start(struct request *r)
     err = trim_req_attempt(r); /* context.overflow: trim, against this target's window */
     if (err)
         return err;
-    if (r->ops != prov_ops_for(CFG_PROV_OPENAI) && !req__json(r)) /* translation needs it */
+    if (!r->ops->takes_raw && !req__json(r)) /* translation needs the parsed request */
         return BSC_ENOMEM;
     call = make_call(r);
     /* A field only the client's own dialect can honour (anthropic-inbound.md §2) makes the
@@ -345,7 +341,7 @@ void xchg_reset(struct request *r)
     r->mode = BODY_NONE;
     r->up_status = 0;
     r->up_ctype[0] = '\0';
-    r->up_retry_after[0] = r->up_retry_after_ms[0] = '\0';
+    bsc_buf_reset(&r->up_head);
     r->saw_done = false;
     r->timed_out = false;
     r->stream_failed = false;
@@ -374,6 +370,7 @@ void xchg_reset(struct request *r)
 
 /* ---- classification ---- */
 
+/* The transport's outcome as the taxonomy names it; the kind is the taxonomy's to say. */
 static void classify_transport(struct request *r)
 {
     static const enum fail_transport map[UP_RESULT_COUNT] = {
@@ -381,12 +378,14 @@ static void classify_transport(struct request *r)
         [UP_TIMEOUT] = FT_TIMEOUT, [UP_RESET] = FT_RESET,       [UP_TLS] = FT_TLS,
         [UP_PROTOCOL] = FT_PROTOCOL, [UP_TOO_LARGE] = FT_PROTOCOL,
     };
-    char msg[FAIL_TEXT_MESSAGE];
 
-    snprintf(msg, sizeof(msg), "%s", r->fail.message);
-    fail_from_transport(map[r->up_res], r->up_status != 0 || r->up_res == UP_RESET, &r->fail);
-    snprintf(r->fail.message, sizeof(r->fail.message), "%s", msg);
-    fail_after_head(&r->fail, r->up_status); /* a reset mid-answer is not a connect failure */
+    fail_from_transfer(&r->fail, map[r->up_res], r->up_status);
+}
+
+/* The header accessor of prov_err_input over the head on_done took (<ctx>: r->up_head). */
+static struct bsc_str head_header(const void *ctx, const char *name)
+{
+    return up_head_find(bsc_buf_str(ctx), bsc_str_cstr(name));
 }
 
 /* True when <body> starts like an SSE stream (after blank space): a data, event, id or
@@ -407,42 +406,83 @@ static bool looks_like_sse(struct bsc_str body)
 }
 
 /* A 2xx answer, well-formed, but in the other shape than the request asked for (docs/
- * internals/taxonomy.md, "Answers in the other shape"): the upstream read the request
- * differently from the gateway. The client's bytes can make that happen at will, so it
- * is never held against the target's breaker; no replay on the same target (it would
- * read the request the same way), other targets may be tried. */
-static void fail_other_shape(struct request *r, const char *what)
+ * internals/taxonomy.md, "Answers in the other shape"); the taxonomy says what it is. */
+static void answered_other_shape(struct request *r, const char *what)
 {
-    fail_local(&r->fail, FAIL_UNKNOWN, "%s answered %s", r->target->id, what);
-    r->fail.status = r->up_status;
-    r->fail.request_caused = true;
+    fail_other_shape(&r->fail, r->up_status);
+    snprintf(r->fail.message, sizeof(r->fail.message), "%s answered %s", r->target->id, what);
 }
 
-void xchg_classify(struct request *r)
+/* The attempt ended before a whole answer: the router's own timer, a failed stream, or the
+ * transport. Returns false when the answer came whole (r->fail untouched). */
+static bool classify_cut(struct request *r)
 {
-    struct prov_call call = make_call(r);
-    struct prov_err_input in;
-
     if (r->timed_out) {
         fail_from_transport(FT_TIMEOUT, true, &r->fail);
         snprintf(r->fail.message, sizeof(r->fail.message), "no answer from %s within %llu ms",
                  r->target->id,
                  (unsigned long long)((bsc_now_us() - req__cur_attempt(r)->start_us) / 1000));
-        return;
+        return true;
     }
     if (r->stream_failed) {
         r->fail = r->stream_fail;
         if (r->fail.kind == FAIL_NONE || r->fail.kind == FAIL_PARTIAL_OUTPUT) {
-            r->fail.kind = FAIL_SERVER_ERROR; /* nothing was committed: retryable */
+            fail_before_commit(&r->fail); /* nothing was committed: retryable */
             if (r->up_res != UP_OK) /* the stream was cut: say how */
                 classify_transport(r);
         }
-        return;
+        return true;
     }
     if (r->up_res != UP_OK) {
         classify_transport(r);
+        return true;
+    }
+    return false;
+}
+
+/* A complete buffered answer: the adapter's verdict on it, then its translation. */
+static void classify_answer(struct request *r)
+{
+    struct prov_call call = make_call(r);
+    struct prov_err_input in = {
+        .status = r->up_status,
+        .body = bsc_buf_str(&r->resp),
+        .content_type = bsc_str_cstr(r->up_ctype),
+        .header = head_header,
+        .header_ctx = &r->up_head,
+        .now_wall_ms = bsc_wall_ms(),
+        .base_url = bsc_str_cstr(r->target->provider->base_url),
+        .profile = bsc_str_cstr(cfg_profile_name(r->target->provider->profile)),
+    };
+
+    prov_classify(r->ops, &in, &r->fail);
+    scrub_fail(r, &r->fail);
+    if (r->fail.kind != FAIL_NONE)
+        return;
+    if (!r->stream && is_sse_type(r->up_ctype) && looks_like_sse(bsc_buf_str(&r->resp))) {
+        answered_other_shape(r, "with a stream to a request for a single answer");
         return;
     }
+    if (prov_map_response(r->ops, &call, r->up_status, bsc_buf_str(&r->resp), &r->answer,
+                          &r->usage, &r->fail) != BSC_OK) {
+        scrub_fail(r, &r->fail);
+        return;
+    }
+    if (r->stream) { /* a complete single answer to a request for a stream */
+        answered_other_shape(r, "with a single answer to a request for a stream");
+        return;
+    }
+    if (r->answer.len == 0) { /* already OpenAI-shaped: take the buffer, no copy */
+        struct bsc_buf tmp = r->answer;
+        r->answer = r->resp;
+        r->resp = tmp;
+    }
+}
+
+void xchg_classify(struct request *r)
+{
+    if (classify_cut(r))
+        return;
     if (r->mode == BODY_SSE && r->saw_done) { /* a buffered stream, complete */
         fail_info_init(&r->fail);
         r->fail.status = r->up_status;
@@ -453,45 +493,7 @@ void xchg_classify(struct request *r)
         r->fail.status = r->up_status;
         return;
     }
-    in = (struct prov_err_input){
-        .status = r->up_status,
-        .body = bsc_buf_str(&r->resp),
-        .content_type = bsc_str_cstr(r->up_ctype),
-        .retry_after = bsc_str_cstr(r->up_retry_after),
-        .retry_after_ms = bsc_str_cstr(r->up_retry_after_ms),
-        .now_wall_ms = bsc_wall_ms(),
-        .base_url = bsc_str_cstr(r->target->provider->base_url),
-        .profile = bsc_str_cstr(cfg_profile_name(r->target->provider->profile)),
-    };
-    r->ops->classify(&in, &r->fail);
-    scrub_fail(r, &r->fail);
-    if (r->fail.kind == FAIL_NONE && (r->up_status < 200 || r->up_status >= 300)) {
-        r->fail.kind = fail_kind_from_status(r->up_status);
-        r->fail.status = r->up_status;
-    }
-    if (r->fail.kind != FAIL_NONE)
-        return;
-    if (!r->stream && is_sse_type(r->up_ctype) && looks_like_sse(bsc_buf_str(&r->resp))) {
-        fail_other_shape(r, "with a stream to a request for a single answer");
-        return;
-    }
-    if (r->ops->map_response(&call, bsc_buf_str(&r->resp), &r->answer, &r->usage, &r->fail) !=
-        BSC_OK) {
-        if (r->fail.kind == FAIL_NONE)
-            fail_local(&r->fail, FAIL_SERVER_ERROR, "the upstream answer could not be read");
-        scrub_fail(r, &r->fail);
-        r->fail.status = r->up_status;
-        return;
-    }
-    if (r->stream) { /* a complete single answer to a request for a stream */
-        fail_other_shape(r, "with a single answer to a request for a stream");
-        return;
-    }
-    if (r->answer.len == 0) { /* already OpenAI-shaped: take the buffer, no copy */
-        struct bsc_buf tmp = r->answer;
-        r->answer = r->resp;
-        r->resp = tmp;
-    }
+    classify_answer(r);
 }
 
 void xchg_cleanup(struct request *r)
@@ -510,6 +512,7 @@ void xchg_cleanup(struct request *r)
     bsc_buf_cleanup(&r->http.url);
     bsc_buf_cleanup(&r->http.headers);
     bsc_buf_cleanup(&r->http.body);
+    bsc_buf_cleanup(&r->up_head);
     bsc_buf_cleanup(&r->resp);
     bsc_buf_cleanup(&r->answer);
     bsc_buf_cleanup(&r->conv);

@@ -110,7 +110,8 @@ struct request {
     struct bsc_buf out;              /* owned: client bytes to write downstream */
     int up_status;
     char up_ctype[128];
-    char up_retry_after[64], up_retry_after_ms[64]; /* saved from the head */
+    struct bsc_buf up_head;          /* owned: the response head, taken at on_done, for the
+                                        adapter's classify to read its headers from */
     bool saw_done;                   /* the upstream stream ended properly */
     bool timed_out;
     bool stream_failed;              /* an in-band error or a bad stream */

@@ -566,15 +566,11 @@ static void classify(struct shadow *s)
         .base_url = bsc_str_cstr(s->target->provider->base_url),
         .profile = bsc_str_cstr(cfg_profile_name(s->target->provider->profile)),
     };
-    s->ops->classify(&in, &s->fail);
-    if (s->fail.kind == FAIL_NONE && (s->up_status < 200 || s->up_status >= 300))
-        s->fail.kind = fail_kind_from_status(s->up_status);
+    prov_classify(s->ops, &in, &s->fail); /* the adapter's verdict, as for a real attempt */
     if (s->fail.kind != FAIL_NONE)
         return;
-    if (s->ops->map_response(&call, bsc_buf_str(&s->resp), &s->answer, &s->usage, &s->fail) !=
-            BSC_OK &&
-        s->fail.kind == FAIL_NONE)
-        s->fail.kind = FAIL_SERVER_ERROR;
+    prov_map_response(s->ops, &call, s->up_status, bsc_buf_str(&s->resp), &s->answer, &s->usage,
+                      &s->fail);
 }
 
 /* The transfer ended (or was cancelled): classify, check the contract, account. */

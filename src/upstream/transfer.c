@@ -278,9 +278,9 @@ void up_resume(struct up_transfer *t)
     curl_easy_pause(t->easy, CURLPAUSE_CONT);
 }
 
-struct bsc_str up_header(const struct up_transfer *t, struct bsc_str name)
+struct bsc_str up_head_find(struct bsc_str head, struct bsc_str name)
 {
-    const char *p = t->head.p, *end = p ? p + t->head.len : NULL;
+    const char *p = head.p, *end = p ? p + head.len : NULL;
 
     while (p && p < end) {
         const char *eol = memchr(p, '\n', (size_t)(end - p));
@@ -297,6 +297,19 @@ struct bsc_str up_header(const struct up_transfer *t, struct bsc_str name)
         p = eol ? eol + 1 : end;
     }
     return BSC_STR_NULL;
+}
+
+struct bsc_str up_header(const struct up_transfer *t, struct bsc_str name)
+{
+    return up_head_find(bsc_buf_str(&t->head), name);
+}
+
+void up_take_head(struct up_transfer *t, struct bsc_buf *dst)
+{
+    struct bsc_buf old = *dst;
+
+    *dst = t->head;
+    t->head = old;
 }
 
 int up_status(const struct up_transfer *t)

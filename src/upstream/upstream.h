@@ -13,6 +13,7 @@
 
 #include <uv.h>
 
+#include "core/buf.h"
 #include "core/err.h"
 #include "core/str.h"
 
@@ -93,6 +94,14 @@ void up_resume(struct up_transfer *t);
 
 /* A response header's value (first match, case-insensitive), valid until on_done/cancel. */
 struct bsc_str up_header(const struct up_transfer *t, struct bsc_str name);
+/* Hands the response head of <t> (the raw header lines of the final response) to <dst>, an
+ * initialised or zeroed buffer the caller owns, for reading after on_done with
+ * up_head_find(); <t> takes the old contents of <dst> and frees them. From on_done only:
+ * up_header() on <t> finds nothing afterwards. Never fails, allocates nothing. */
+void up_take_head(struct up_transfer *t, struct bsc_buf *dst);
+/* The value of the header <name> (first match, case-insensitive, trimmed) among the raw
+ * header lines <head>, borrowed from <head>; empty when absent. Pure. */
+struct bsc_str up_head_find(struct bsc_str head, struct bsc_str name);
 int up_status(const struct up_transfer *t);
 /* Whether any request body byte was sent (used to judge replay safety). */
 bool up_request_sent(const struct up_transfer *t);

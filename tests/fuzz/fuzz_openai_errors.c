@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/compat.h"
 #include "core/str.h"
@@ -127,6 +128,22 @@ static int64_t ref_digits(struct bsc_str s, int64_t unit_ms)
     return v > PROV_RETRY_AFTER_CAP_MS ? PROV_RETRY_AFTER_CAP_MS : v;
 }
 
+/* The response's retry headers, handed to the classifier through its header accessor. */
+struct retry_headers {
+    struct bsc_str retry_after, retry_after_ms;
+};
+
+static struct bsc_str get_header(const void *ctx, const char *name)
+{
+    const struct retry_headers *h = ctx;
+
+    if (strcasecmp(name, "retry-after") == 0)
+        return h->retry_after;
+    if (strcasecmp(name, "retry-after-ms") == 0)
+        return h->retry_after_ms;
+    return bsc_str_make("", 0);
+}
+
 static void check_hint(int64_t ms, const char *what)
 {
     if (ms != -1 && (ms < 0 || ms > PROV_RETRY_AFTER_CAP_MS))
@@ -169,7 +186,8 @@ static void check_classify(const struct prov_err_input *in)
 {
     struct fail_info a, b;
     const struct prov_openai_profile *profile = prov_openai_profile_for_url(in->base_url);
-    int64_t hint = prov_parse_retry_after(in->retry_after, in->retry_after_ms, in->now_wall_ms);
+    const struct retry_headers *h = in->header_ctx;
+    int64_t hint = prov_parse_retry_after(h->retry_after, h->retry_after_ms, in->now_wall_ms);
 
     if (!profile)
         die("no profile for a base_url");
@@ -218,7 +236,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct prov_err_input in = {.now_wall_ms = NOW_MS};
+    struct retry_headers h;
+    struct prov_err_input in = {.now_wall_ms = NOW_MS, .header = get_header, .header_ctx = &h};
     const char *p, *end;
 
     if (size < 2)
@@ -230,13 +249,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p = (const char *)data + 2;
     end = (const char *)data + size;
     in.body = next_part(&p, end);
-    in.retry_after = next_part(&p, end);
-    in.retry_after_ms = next_part(&p, end);
+    h.retry_after = next_part(&p, end);
+    h.retry_after_ms = next_part(&p, end);
 
     check_classify(&in);
     check_event(in.body, NULL);
     check_event(in.body, prov_openai_profile_for_url(in.base_url));
-    check_retry_after(in.retry_after, in.retry_after_ms);
+    check_retry_after(h.retry_after, h.retry_after_ms);
     check_hint(prov_parse_retry_hint_text(in.body), "body hint out of range");
     return 0;
 }

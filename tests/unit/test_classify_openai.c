@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "config/config.h"
+#include "header_lines.h"
 #include "providers/openai_errors.h"
 #include "providers/provider.h"
 #include "providers/retry_after.h"
@@ -427,12 +428,13 @@ static void test_classify_responses(void **state)
     for (size_t i = 0; i < BSC_ARRAY_LEN(resp_rows); i++) {
         const struct resp_row *r = &resp_rows[i];
         const struct prov_openai_profile *prof = NULL;
+        struct test_headers h = test_retry_headers(r->ra, r->ra_ms);
         struct prov_err_input in = {
             .status = r->status,
             .body = s(r->body),
             .content_type = s(r->ctype),
-            .retry_after = s(r->ra),
-            .retry_after_ms = s(r->ra_ms),
+            .header = test_header,
+            .header_ctx = &h,
             .now_wall_ms = NOW_WALL,
         };
         struct fail_info out;
@@ -728,7 +730,10 @@ static void test_garbage_never_crashes(void **state)
     char body[sizeof(seed_body)];
 
     for (int round = 0; round < 3000; round++) {
+        struct test_headers h = {{"Retry-After"}, {BSC_STR_NULL}};
         struct prov_err_input in = {.status = statuses[round % BSC_ARRAY_LEN(statuses)],
+                                    .header = test_header,
+                                    .header_ctx = &h,
                                     .now_wall_ms = NOW_WALL};
         struct fail_info out;
         size_t len = sizeof(seed_body) - 1;
@@ -741,7 +746,7 @@ static void test_garbage_never_crashes(void **state)
         if (round % 3 == 0)
             len = (size_t)((x >> 40) % len);
         in.body = bsc_str_make(body, len);
-        in.retry_after = bsc_str_make(body + 10, len > 40 ? 29 : 0);
+        h.value[0] = bsc_str_make(body + 10, len > 40 ? 29 : 0);
         prov_openai_classify(&in, &out);
         assert_true(out.kind >= FAIL_NONE && out.kind < FAIL_KIND_COUNT);
         assert_true(out.retry_after_ms >= -1 && out.retry_after_ms <= PROV_RETRY_AFTER_CAP_MS);
@@ -935,6 +940,144 @@ static void test_profile_by_config_name(void **state)
 
 /* ---- hint parsers ---------------------------------------------------------------------------- */
 
+/* The classifier reads Retry-After and retry-after-ms itself, through the caller's header
+ * accessor over the response head (names case-insensitive, values trimmed): the ms header
+ * wins, Retry-After is seconds or an HTTP-date, and without either the message's "try again
+ * in" is the hint. No accessor: no headers. */
+static void test_classify_reads_headers(void **state)
+{
+    static const struct {
+        const char *head;
+        int64_t retry_ms;
+    } rows[] = {
+        {"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 2\r\n\r\n", 2000},
+        {"HTTP/1.1 429 Too Many Requests\r\nretry-after:  3 \r\n\r\n", 3000},
+        {"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 2\r\nRETRY-AFTER-MS: 1500\r\n\r\n",
+         1500},
+        {"HTTP/1.1 429 Too Many Requests\r\nretry-after-ms: 20\r\n\r\n", 20},
+        {"HTTP/1.1 429 Too Many Requests\r\nretry-after-ms: soon\r\nRetry-After: 4\r\n\r\n",
+         4000},
+        {"HTTP/1.1 429 Too Many Requests\r\nRetry-After: Tue, 14 Nov 2023 22:13:30 GMT\r\n",
+         10000},
+        {"HTTP/1.1 429 Too Many Requests\r\nX-Retry-After: 9\r\n\r\n", 1200},
+        {NULL, 1200},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(rows); i++) {
+        struct prov_err_input in = {
+            .status = 429,
+            .body = BSC_STR("{\"error\":{\"message\":\"Rate limit reached. Please try again in "
+                            "1.2s.\",\"type\":\"requests\",\"code\":\"rate_limit_exceeded\"}}"),
+            .content_type = BSC_STR("application/json"),
+            .header = rows[i].head ? test_head_header : NULL,
+            .header_ctx = rows[i].head,
+            .now_wall_ms = 1700000000000ull,
+        };
+        struct fail_info out;
+        char ctx[32];
+
+        snprintf(ctx, sizeof(ctx), "row %zu", i);
+        prov_ops_for(CFG_PROV_OPENAI)->classify(&in, &out);
+        EXPECT_INT(ctx, out.kind, FAIL_RATE_LIMITED);
+        EXPECT_INT(ctx, out.retry_after_ms, rows[i].retry_ms);
+    }
+}
+
+/* The OpenAI adapter says it takes the client's own bytes: with no parsed request it
+ * splices the target's model into them, so the router need not parse them. The adapters
+ * that translate say they need the parsed request. */
+static void test_takes_raw(void **state)
+{
+    static const char raw[] = "{\"model\":\"m\",\"messages\":[]}";
+    char base_url[] = "https://api.openai.com/v1", model[] = "gpt-x";
+    struct cfg_provider p = {.kind = CFG_PROV_OPENAI, .base_url = base_url};
+    struct cfg_target t = {.provider = &p, .model = model};
+    struct prov_call call = {.op = PROV_OP_CHAT, .provider = &p, .target = &t,
+                             .raw = BSC_STR(raw), .model_span = bsc_str_make(raw + 9, 3)};
+    struct prov_http h = {0};
+    char why[64];
+
+    (void)state;
+    assert_true(prov_ops_for(CFG_PROV_OPENAI)->takes_raw);
+    assert_true(prov_ops_for(CFG_PROV_OPENAI_COMPATIBLE)->takes_raw);
+    assert_false(prov_ops_for(CFG_PROV_AZURE)->takes_raw);
+    assert_false(prov_ops_for(CFG_PROV_ANTHROPIC)->takes_raw);
+    assert_false(prov_ops_for(CFG_PROV_GEMINI)->takes_raw);
+    assert_false(prov_ops_for(CFG_PROV_DASHSCOPE)->takes_raw);
+    bsc_buf_init(&h.url, 8192);
+    bsc_buf_init(&h.headers, 65536);
+    bsc_buf_init(&h.body, 65536);
+    assert_int_equal(prov_ops_for(CFG_PROV_OPENAI)->build(&call, &h, why, sizeof(why)), BSC_OK);
+    assert_string_equal(h.body.p, "{\"model\":\"gpt-x\",\"messages\":[]}");
+    bsc_buf_cleanup(&h.url);
+    bsc_buf_cleanup(&h.headers);
+    bsc_buf_cleanup(&h.body);
+}
+
+/* ---- the whole verdict (providers/classify.c) ---- */
+
+static void hook_says_nothing(const struct prov_err_input *in, struct fail_info *out)
+{
+    (void)in;
+    fail_info_init(out);
+}
+
+static enum bsc_err hook_cannot_read(const struct prov_call *call, struct bsc_str body,
+                                     struct bsc_buf *out, struct prov_usage *usage,
+                                     struct fail_info *fail)
+{
+    (void)call, (void)body, (void)out, (void)usage;
+    fail_info_init(fail);
+    return BSC_EPARSE;
+}
+
+static enum bsc_err hook_hidden_429(const struct prov_call *call, struct bsc_str body,
+                                    struct bsc_buf *out, struct prov_usage *usage,
+                                    struct fail_info *fail)
+{
+    (void)call, (void)body, (void)out, (void)usage;
+    fail_info_init(fail);
+    fail->kind = FAIL_RATE_LIMITED;
+    fail->retry_after_ms = 700;
+    return BSC_EPARSE;
+}
+
+/* What an adapter's hook leaves open is closed the same way for every adapter: a non-2xx
+ * with no error found is the status map's, an unreadable answer without a kind is a
+ * server error; the hook's own kind stands, with the answer's status. */
+static void test_verdict_closes_hooks(void **state)
+{
+    struct prov_ops ops = {.name = "fake", .classify = hook_says_nothing,
+                           .map_response = hook_cannot_read};
+    struct prov_err_input in = {.status = 503};
+    struct prov_call call = {.op = PROV_OP_CHAT};
+    struct prov_usage u;
+    struct fail_info f;
+
+    (void)state;
+    prov_classify(&ops, &in, &f);
+    EXPECT_INT("503", f.kind, FAIL_OVERLOADED);
+    EXPECT_INT("503 status", f.status, 503);
+    in.status = 404;
+    prov_classify(&ops, &in, &f);
+    EXPECT_INT("404", f.kind, FAIL_NOT_FOUND);
+    in.status = 200;
+    prov_classify(&ops, &in, &f);
+    EXPECT_INT("200", f.kind, FAIL_NONE);
+    assert_int_equal(prov_map_response(&ops, &call, 200, BSC_STR("{}"), NULL, &u, &f),
+                     BSC_EPARSE);
+    EXPECT_INT("unreadable", f.kind, FAIL_SERVER_ERROR);
+    EXPECT_INT("unreadable status", f.status, 200);
+    assert_string_equal(f.message, "the upstream answer could not be read");
+    ops.map_response = hook_hidden_429;
+    assert_int_equal(prov_map_response(&ops, &call, 201, BSC_STR("{}"), NULL, &u, &f),
+                     BSC_EPARSE);
+    EXPECT_INT("hidden", f.kind, FAIL_RATE_LIMITED);
+    EXPECT_INT("hidden status", f.status, 201);
+    EXPECT_INT("hidden hint", f.retry_after_ms, 700);
+}
+
 static void test_retry_after_parser(void **state)
 {
     (void)state;
@@ -1085,6 +1228,9 @@ int main(void)
         cmocka_unit_test(test_classify_events),
         cmocka_unit_test(test_event_profile),
         cmocka_unit_test(test_profile_lookup),
+        cmocka_unit_test(test_classify_reads_headers),
+        cmocka_unit_test(test_takes_raw),
+        cmocka_unit_test(test_verdict_closes_hooks),
         cmocka_unit_test(test_retry_after_parser),
         cmocka_unit_test(test_profile_by_config_name),
         cmocka_unit_test(test_http_date),

@@ -206,11 +206,12 @@ static void test_classify_table(void **state)
     (void)state;
     for (size_t i = 0; i < BSC_ARRAY_LEN(cls_rows); i++) {
         const struct cls_row *r = &cls_rows[i];
+        struct test_headers h = test_retry_headers(r->ra, r->ra_ms);
         struct prov_err_input in = {.status = r->status,
                                     .body = bsc_str_cstr(r->body),
                                     .content_type = BSC_STR("application/json"),
-                                    .retry_after = bsc_str_cstr(r->ra ? r->ra : ""),
-                                    .retry_after_ms = bsc_str_cstr(r->ra_ms ? r->ra_ms : ""),
+                                    .header = test_header,
+                                    .header_ctx = &h,
                                     .now_wall_ms = 1700000000000ull};
         struct fail_info out;
 
@@ -224,6 +225,51 @@ static void test_classify_table(void **state)
         if (r->retry_ms != -2 && out.retry_after_ms != r->retry_ms)
             fail_msg("%s: retry %lld, want %lld", r->name, (long long)out.retry_after_ms,
                      (long long)r->retry_ms);
+    }
+}
+
+/* The adapter reads its own headers from the response head through the accessor: Azure's
+ * x-ms-retry-after-ms counts as retry-after-ms (which wins when both came), and beats
+ * Retry-After; a wait of hours is a quota, not a rate limit. */
+static void test_classify_reads_x_ms_retry_after_ms(void **state)
+{
+    static const struct {
+        const char *head;
+        enum fail_kind kind;
+        int64_t retry_ms;
+    } rows[] = {
+        {"HTTP/1.1 429 Too Many Requests\r\nx-ms-retry-after-ms: 300\r\n\r\n",
+         FAIL_RATE_LIMITED, 300},
+        {"HTTP/1.1 429 Too Many Requests\r\nX-Ms-Retry-After-Ms: 300\r\nRetry-After: 2\r\n",
+         FAIL_RATE_LIMITED, 300},
+        {"HTTP/1.1 429 Too Many Requests\r\nx-ms-retry-after-ms: 300\r\n"
+         "retry-after-ms: 450\r\n\r\n",
+         FAIL_RATE_LIMITED, 450},
+        {"HTTP/1.1 429 Too Many Requests\r\nretry-after-ms: \r\n"
+         "x-ms-retry-after-ms: 250\r\n\r\n",
+         FAIL_RATE_LIMITED, 250},
+        {"HTTP/1.1 429 Too Many Requests\r\nx-ms-retry-after-ms: 7200000\r\n\r\n",
+         FAIL_QUOTA_EXHAUSTED, 7200000},
+        {"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 2\r\n\r\n", FAIL_RATE_LIMITED,
+         2000},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(rows); i++) {
+        struct prov_err_input in = {.status = 429,
+                                    .body = BSC_STR("{\"error\":{\"code\":\"429\",\"message\":"
+                                                    "\"Rate limit is exceeded.\"}}"),
+                                    .content_type = BSC_STR("application/json"),
+                                    .header = test_head_header,
+                                    .header_ctx = rows[i].head,
+                                    .now_wall_ms = 1700000000000ull};
+        struct fail_info out;
+
+        prov_azure.classify(&in, &out);
+        if (out.kind != rows[i].kind || out.retry_after_ms != rows[i].retry_ms)
+            fail_msg("row %zu: %s %lld, want %s %lld", i, fail_kind_name(out.kind),
+                     (long long)out.retry_after_ms, fail_kind_name(rows[i].kind),
+                     (long long)rows[i].retry_ms);
     }
 }
 
@@ -416,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_build_chat),
         cmocka_unit_test(test_build_urls),
         cmocka_unit_test(test_classify_table),
+        cmocka_unit_test(test_classify_reads_x_ms_retry_after_ms),
         cmocka_unit_test(test_map_content_filter_passes),
         cmocka_unit_test(test_stream_goldens_every_split),
         cmocka_unit_test(test_stream_errors),

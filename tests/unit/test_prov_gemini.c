@@ -1501,9 +1501,11 @@ static void classify_table(void **state)
     (void)state;
     for (size_t i = 0; i < BSC_ARRAY_LEN(cls_rows); i++) {
         const struct cls_row *r = &cls_rows[i];
+        struct test_headers h = test_retry_headers(r->retry_after, NULL);
         struct prov_err_input in = {.status = r->status,
                                     .body = bsc_str_cstr(r->body),
-                                    .retry_after = bsc_str_cstr(r->retry_after),
+                                    .header = test_header,
+                                    .header_ctx = &h,
                                     .now_wall_ms = 1700000000000ull};
         struct fail_info out;
 

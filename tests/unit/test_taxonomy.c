@@ -448,6 +448,70 @@ static void test_counts_against_target(void **state)
     assert_false(fail_counts_against_target(&f));
 }
 
+/* A transfer's end, reclassified by the taxonomy: the transport's words are kept, a reset
+ * counts as sent, and once a head came a reset is upstream_reset with the status kept. */
+static void test_from_transfer(void **state)
+{
+    static const struct {
+        enum fail_transport t;
+        int status;
+        enum fail_kind kind;
+        bool sent;
+    } rows[] = {
+        {FT_CONNECT, 0, FAIL_CONNECT, false},   {FT_DNS, 0, FAIL_CONNECT, false},
+        {FT_RESET, 0, FAIL_CONNECT, true},      {FT_RESET, 200, FAIL_UPSTREAM_RESET, true},
+        {FT_TIMEOUT, 0, FAIL_TIMEOUT, false},   {FT_TIMEOUT, 200, FAIL_TIMEOUT, true},
+        {FT_PROTOCOL, 502, FAIL_PROTOCOL_ERROR, true}, {FT_TLS, 0, FAIL_CONNECT, false},
+    };
+    struct fail_info f;
+
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(rows); i++) {
+        fail_info_init(&f);
+        snprintf(f.message, sizeof(f.message), "curl: row %zu", i);
+        f.retry_after_ms = 5;
+        fail_from_transfer(&f, rows[i].t, rows[i].status);
+        EXPECT_INT("kind", f.kind, rows[i].kind);
+        EXPECT_INT("sent", f.request_sent, rows[i].sent);
+        EXPECT_INT("status", f.status, rows[i].status);
+        EXPECT_INT("transport", f.transport, rows[i].t);
+        EXPECT_INT("hint", f.retry_after_ms, -1);
+        assert_int_equal(strncmp(f.message, "curl: row ", 10), 0);
+    }
+}
+
+/* Before the commit point a stream failure is retryable: partial output (the adapter's
+ * count, not the client's) and no kind become server_error, other kinds stay. */
+static void test_before_commit(void **state)
+{
+    struct fail_info f;
+
+    (void)state;
+    for (unsigned k = 0; k < FAIL_KIND_COUNT; k++) {
+        fail_info_init(&f);
+        f.kind = (enum fail_kind)k;
+        fail_before_commit(&f);
+        EXPECT_INT(fail_kind_name((enum fail_kind)k), f.kind,
+                   k == FAIL_NONE || k == FAIL_PARTIAL_OUTPUT ? FAIL_SERVER_ERROR : k);
+    }
+}
+
+/* An answer in the other shape: unknown, caused by the request (never the breaker's). */
+static void test_other_shape(void **state)
+{
+    struct fail_info f;
+
+    (void)state;
+    memset(&f, 0x5a, sizeof(f));
+    fail_other_shape(&f, 200);
+    EXPECT_INT("kind", f.kind, FAIL_UNKNOWN);
+    EXPECT_INT("status", f.status, 200);
+    assert_true(f.request_caused);
+    assert_false(fail_counts_against_target(&f));
+    assert_string_equal(f.message, "");
+    EXPECT_INT("hint", f.retry_after_ms, -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -463,6 +527,9 @@ int main(void)
         cmocka_unit_test(test_copy_text),
         cmocka_unit_test(test_after_head),
         cmocka_unit_test(test_counts_against_target),
+        cmocka_unit_test(test_from_transfer),
+        cmocka_unit_test(test_before_commit),
+        cmocka_unit_test(test_other_shape),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
