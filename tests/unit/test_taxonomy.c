@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_taxonomy.c -- the fail_kind names, the policy table against docs/design.md §4, the generic
- * status map, transport mapping and the safe text copy. */
+ * status map, transport mapping (a transfer cut short, a stream failed before the commit
+ * point, an answer in the other shape) and the safe text copy (src/fail/taxonomy.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
