@@ -10,13 +10,13 @@
 
 #include "core/clock.h"
 #include "core/id.h"
+#include "health/hstate.h"
 #include "metrics/metrics.h"
 #include "router/guard.h"
 #include "router/internal.h"
 #include "router/params.h"
 #include "router/pick.h"
 #include "router/retry.h"
-#include "router/state.h"
 
 #define M(r) req__metrics(r)
 
@@ -64,7 +64,7 @@ static bool canary_admits(const struct cfg_target *t)
 /* Kill switches: config, provider, and the run-time admin switch. */
 static bool switched_off(struct request *r, const struct cfg_target *t)
 {
-    return t->disabled || t->provider->disabled || hstate_is_disabled(r->gw->hs, t->id);
+    return t->disabled || t->provider->disabled || hstate_is_disabled(r->gw->hs, t);
 }
 
 /* The parameters of the request that <t>'s adapter cannot honour (params.h). The request's
@@ -153,7 +153,7 @@ static const struct cfg_target *choose(struct request *r, enum tier tier, bool f
         const struct cfg_target *ct = t->targets[i];
         struct target_view v;
 
-        hstate_view(r->gw->hs, ct->id, now, &v);
+        hstate_view(r->gw->hs, ct, now, &v);
         c[i] = (struct pick_cand){
             .eligible = usable(r, ct, tier, fresh, min_window) && v.state != BRK_OPEN,
             .weight = t->weights ? t->weights[i] : 1,
@@ -419,7 +419,7 @@ static void note_waiting(struct request *r, const struct cfg_target *t, uint64_t
     uint64_t at = 0, keys_at = hstate_keys_ready_at(r->gw->hs, t->provider, now);
     bool open;
 
-    hstate_view(r->gw->hs, t->id, now, &v);
+    hstate_view(r->gw->hs, t, now, &v);
     open = v.state == BRK_OPEN;
     if (open)
         at = now + v.retry_after_ms;

@@ -15,6 +15,8 @@
 #include "core/json_name.h"
 #include "core/json_scan.h"
 #include "core/log.h"
+#include "health/hstate.h"
+#include "ledger/ledger.h"
 #include "metrics/metrics.h"
 #include "router/access_log.h"
 #include "router/contract.h"
@@ -22,8 +24,6 @@
 #include "router/internal.h"
 #include "router/select.h"
 #include "router/shadow.h"
-#include "ledger/ledger.h"
-#include "router/state.h"
 
 typedef void req_step_fn(struct request *r);
 
