@@ -348,22 +348,14 @@ static void st_pick(struct request *r)
         return;
     }
     if (r->n_attempts == 0) {
-        r->target = decide_first(r);
-        if (!r->target) {
-            decide_none_eligible(r);
+        if (decide_req_first(r) == DECIDE_STOP) {
             req__goto(r, REQ_ST_REPLY_ERROR);
             return;
         }
-        if (!decide_within_budgets(r, r->target)) {
-            req__goto(r, REQ_ST_REPLY_ERROR);
-            return;
-        }
-        if (r->next_wf != ATTEMPT_WF_PRIMARY)
-            decide_count_workflow(r, r->next_wf);
         begin_attempt(r);
         return;
     }
-    if (decide_next(r, &why) == DECIDE_STOP) {
+    if (decide_req_next(r, &why) == DECIDE_STOP) {
         log_attempt(r, "stop", why);
         req__goto(r, REQ_ST_REPLY_ERROR);
         return;
