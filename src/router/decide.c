@@ -170,7 +170,8 @@ static bool within_budgets(const struct decide_in *in, const struct cfg_target *
         return true;
     /* Too dear from the start: never retryable. After failed attempts, a fresh request has
      * spent nothing yet: the last failure decides. */
-    stop_typed(out, "cost_budget_exhausted", in->n_attempts ? REPLY_OUTLOOK_KIND : REPLY_OUTLOOK_NEVER,
+    stop_typed(out, "cost_budget_exhausted",
+               in->n_attempts ? REPLY_OUTLOOK_KIND : REPLY_OUTLOOK_NEVER,
                in->n_attempts ? in->fail->retry_after_ms : -1, "cost_budget_exhausted",
                "an attempt on %s would bring the estimated cost to $%.6f, over the route's "
                "max_cost_usd of $%.6f",
@@ -303,7 +304,8 @@ static enum decision try_other_targets(const struct decide_in *in, const struct 
         d = choose(in, TIER_FALLBACK, min_window, out);
         if (d != DECIDE_STOP) {
             out->why = fail_kind_name(in->fail->kind);
-            return d == DECIDE_ADMIT ? d : go(in, out->target, ATTEMPT_WF_CROSS_MODEL_FALLBACK, out);
+            return d == DECIDE_ADMIT ? d
+                                     : go(in, out->target, ATTEMPT_WF_CROSS_MODEL_FALLBACK, out);
         }
     }
     return DECIDE_STOP;
