@@ -21,13 +21,13 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "health/hstate.h"
+#include "health/probe.h"
 #include "metrics/metrics.h"
 #include "router/access_log.h"
 #include "router/gateway.h"
-#include "router/probe.h"
 #include "router/request.h"
 #include "router/shadow.h"
-#include "router/state.h"
 #include "router/worker.h"
 #include "server/server.h"
 #include "store/store.h"
@@ -209,7 +209,7 @@ static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const
     srv_set_refused(w->srv, api_refused);
     uv_async_init(&w->loop, &w->wake, worker_on_wake);
     w->wake.data = w;
-    if (idx == 0 && !(w->prober = prober_start(w))) {
+    if (idx == 0 && !(w->prober = prober_start(&w->loop, w->up, gw->hs, gw->metrics, idx))) {
         LOG_ERR("worker %u: out of memory", idx);
         return -1;
     }

@@ -8,8 +8,8 @@
 #include "api/internal.h"
 #include "core/buf.h"
 #include "core/clock.h"
+#include "health/hstate.h"
 #include "router/gateway.h"
-#include "router/state.h"
 
 /* Compares in time independent of where the strings differ. */
 static bool key_equal(struct bsc_str given, const char *want)
@@ -55,7 +55,7 @@ static void switch_target(struct worker *w, struct srv_req *req, const struct cf
     const struct cfg_target *t = cfg_target_find(cfg, id);
     struct bsc_buf b;
 
-    if (!t || hstate_set_disabled(w->gw->hs, t->id, disable) != BSC_OK) {
+    if (!t || hstate_set_disabled(w->gw->hs, t, disable) != BSC_OK) {
         api__line_detail(req, "%s target %.*s: not found", disable ? "disable" : "enable",
                          (int)(id.len > 128 ? 128 : id.len), id.p);
         srv_resp_error(req, 404, "invalid_request_error", "target_not_found",

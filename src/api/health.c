@@ -3,8 +3,8 @@
  * is loaded and at least one route has an eligible target: enabled, circuit not open). */
 #include "api/internal.h"
 #include "core/clock.h"
+#include "health/hstate.h"
 #include "router/gateway.h"
-#include "router/state.h"
 
 static const char live_body[] = "{\"status\":\"ok\"}";
 
@@ -25,7 +25,7 @@ static bool tier_has_eligible(struct hstate *hs, const struct cfg_tier *t, uint6
         struct target_view v;
         if (tg->disabled || tg->provider->disabled)
             continue;
-        hstate_view(hs, tg->id, now, &v);
+        hstate_view(hs, tg, now, &v);
         if (!v.admin_disabled && v.state != BRK_OPEN)
             return true;
     }

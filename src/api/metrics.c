@@ -2,10 +2,10 @@
 /* metrics.c -- GET /metrics: the Prometheus text exposition of the gateway's registry. */
 #include "api/internal.h"
 #include "core/buf.h"
-#include "metrics/metrics.h"
 #include "core/clock.h"
+#include "health/hstate.h"
+#include "metrics/metrics.h"
 #include "router/gateway.h"
-#include "router/state.h"
 
 /* Breaker states are read from the routing state at scrape time: a shared circuit moves
  * for every target that uses it, and an untouched one still shows as closed (0). */
@@ -19,7 +19,7 @@ static void breaker_gauges(struct worker *w)
         struct target_view v;
         double value;
 
-        hstate_view(w->gw->hs, cfg->targets[i].id, now, &v);
+        hstate_view(w->gw->hs, &cfg->targets[i], now, &v);
         value = v.state == BRK_OPEN ? 1 : v.state == BRK_HALF_OPEN ? 2 : v.ramping ? 3 : 0;
         metrics_gauge_set(m, metrics_shared_shard(m), METRIC_BREAKER_STATE, cfg->targets[i].id,
                           NULL, value);

@@ -3,8 +3,8 @@
  * status page: circuit, ramp, health, latency, load, counters, last error. Never keys. */
 #include "api/internal.h"
 #include "core/buf.h"
+#include "health/hstate.h"
 #include "router/gateway.h"
-#include "router/state.h"
 
 /* A latency figure in milliseconds, or null while there is no measurement yet (the state
  * keeps a negative or NaN value for "unmeasured"). */
@@ -22,7 +22,7 @@ void api__put_target(struct bsc_buf *b, struct worker *w, const struct cfg_targe
 {
     struct target_view v;
 
-    hstate_view(w->gw->hs, t->id, now, &v);
+    hstate_view(w->gw->hs, t, now, &v);
     bsc_buf_append_cstr(b, "{\"id\":");
     bsc_buf_append_json_str(b, bsc_str_cstr(t->id));
     bsc_buf_append_cstr(b, ",\"provider\":");

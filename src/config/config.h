@@ -107,6 +107,7 @@ struct cfg_breaker {
 
 struct cfg_provider {
     char *id; /* owned; the map key */
+    struct hs_provider *hs; /* set by hstate_sync: its health object (health/hstate.h) */
     enum cfg_provider_kind kind;
     enum cfg_profile profile; /* openai_compatible only; AUTO: from the base_url's host */
     char *base_url; /* owned; no trailing slash */
@@ -133,6 +134,7 @@ struct cfg_price {
 
 struct cfg_target {
     char *id; /* owned; the map key, e.g. "gpt-4.1@openai-us" */
+    struct hs_target *hs; /* set by hstate_sync: its health object (health/hstate.h) */
     struct cfg_provider *provider; /* borrowed from the same snapshot */
     char *model;      /* owned; the upstream model name */
     char *deployment; /* owned; NULL when unset */

@@ -16,6 +16,7 @@
 #include "health/breaker.h"
 #include "providers/provider.h"
 #include "router/attempt.h"
+#include "router/decide.h"
 #include "router/downstream.h"
 #include "router/envelope.h"
 #include "router/gateway.h"
@@ -42,8 +43,6 @@ enum req_state {
 #undef X
         REQ_ST_COUNT
 };
-
-enum tier { TIER_PRIMARY = 0, TIER_EQUIVALENT, TIER_FALLBACK, TIER_COUNT };
 
 /* How the upstream body is consumed during an attempt. */
 enum body_mode { BODY_NONE = 0, BODY_BUFFER, BODY_SSE };
@@ -181,22 +180,13 @@ void req__set_typed_failure(struct request *r, const char *reason, enum reply_ou
 void req__set_retry(struct request *r, enum reply_outlook outlook, int64_t wait_ms);
 void req__set_provider_error(struct request *r);
 
-/* decide.c */
-enum decision { DECIDE_GO, DECIDE_STOP };
-/* The first target: the best primary, else the next allowed tier. NULL when none. */
-const struct cfg_target *decide_first(struct request *r);
+/* decide_req.c: the request's side of decide.c -- builds its input, carries out its answer */
+/* The first target: the best primary, else the next allowed tier (r->target, r->tier,
+ * r->next_wf set). DECIDE_STOP: r->err says why not. */
+enum decision decide_req_first(struct request *r);
 /* After the failure in r->fail: the next target/workflow/delay, or the error to reply. */
-enum decision decide_next(struct request *r, const char **why);
+enum decision decide_req_next(struct request *r, const char **why);
 bool decide_later_tier_exists(const struct request *r);
-/* No target was eligible for the first attempt: sets the answer by what could change --
- * a 400 when no target can serve the request as it is (a parameter, a capability, its
- * size), a 503 that is not retryable when the only ones that could are switched off, else
- * a retryable 503 (429 when only rate-limited keys are in the way) with the soonest time
- * one of them may be back. */
-void decide_none_eligible(struct request *r);
-/* Whether starting the next attempt keeps the request within the envelope's added-latency
- * and cost budgets; when not, sets the typed failure and returns false. */
-bool decide_within_budgets(struct request *r, const struct cfg_target *next);
 /* The names of the capability bits in <caps>, comma-separated. */
 void decide_caps_names(uint32_t caps, char *buf, size_t len);
 /* Counts the workflow in metrics; returns its name. */

@@ -15,6 +15,8 @@
 #include "core/json_name.h"
 #include "core/json_scan.h"
 #include "core/log.h"
+#include "health/hstate.h"
+#include "ledger/ledger.h"
 #include "metrics/metrics.h"
 #include "router/access_log.h"
 #include "router/contract.h"
@@ -22,8 +24,6 @@
 #include "router/internal.h"
 #include "router/select.h"
 #include "router/shadow.h"
-#include "ledger/ledger.h"
-#include "router/state.h"
 
 typedef void req_step_fn(struct request *r);
 
@@ -174,6 +174,10 @@ static void on_timer(uv_timer_t *h)
 
 void req__arm_timer(struct request *r, uint64_t delay_ms)
 {
+    /* Timers count from the loop's cached time, which lags the clock the decisions read
+     * (bsc_now_ms) by however long this loop pass has run. Refresh it, so a wait for a key's
+     * cooldown or a Retry-After never ends before the time it was computed for. */
+    uv_update_time(r->timer.loop);
     uv_timer_start(&r->timer, on_timer, delay_ms, 0);
 }
 
@@ -348,22 +352,14 @@ static void st_pick(struct request *r)
         return;
     }
     if (r->n_attempts == 0) {
-        r->target = decide_first(r);
-        if (!r->target) {
-            decide_none_eligible(r);
+        if (decide_req_first(r) == DECIDE_STOP) {
             req__goto(r, REQ_ST_REPLY_ERROR);
             return;
         }
-        if (!decide_within_budgets(r, r->target)) {
-            req__goto(r, REQ_ST_REPLY_ERROR);
-            return;
-        }
-        if (r->next_wf != ATTEMPT_WF_PRIMARY)
-            decide_count_workflow(r, r->next_wf);
         begin_attempt(r);
         return;
     }
-    if (decide_next(r, &why) == DECIDE_STOP) {
+    if (decide_req_next(r, &why) == DECIDE_STOP) {
         log_attempt(r, "stop", why);
         req__goto(r, REQ_ST_REPLY_ERROR);
         return;

@@ -15,10 +15,10 @@
 #include "core/clock.h"
 #include "core/json_get.h"
 #include "core/log.h"
+#include "health/hstate.h"
 #include "metrics/metrics.h"
 #include "router/internal.h"
 #include "router/shadow.h"
-#include "router/state.h"
 #include "stream/sse_parse.h"
 
 #define SHADOW_MAX_RESPONSE (8u << 20)
@@ -739,7 +739,7 @@ static void start_one(struct request *r, const struct cfg_target *t, struct cfg_
     uint64_t soonest = 0;
     int key;
 
-    if (t->disabled || t->provider->disabled || hstate_is_disabled(r->gw->hs, t->id) ||
+    if (t->disabled || t->provider->disabled || hstate_is_disabled(r->gw->hs, t) ||
         (key = hstate_key_next(r->gw->hs, t->provider, bsc_now_ms(), &soonest)) == -1) {
         count_skip(r, t);
         return;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* worker.h -- one worker: a thread with its own libuv loop, its own listener socket
  * (SO_REUSEPORT) and its own libcurl multi. Shared-nothing except the config snapshot
- * pointer and the process-wide health state (router/state.h). */
+ * pointer and the process-wide health state (health/hstate.h). */
 #ifndef BSC_ROUTER_WORKER_H
 #define BSC_ROUTER_WORKER_H
 

@@ -6,15 +6,21 @@
  * a failed probe counts as an infrastructure failure for the breaker. The same loop
  * re-verifies refused keys (health.key_reverify_ms): a list-models request with that key
  * puts it back in rotation or keeps it out (health/keys.h). */
-#ifndef BSC_ROUTER_PROBE_H
-#define BSC_ROUTER_PROBE_H
+#ifndef BSC_HEALTH_PROBE_H
+#define BSC_HEALTH_PROBE_H
 
-#include "router/worker.h"
+#include <uv.h>
 
+#include "upstream/upstream.h"
+
+struct hstate;
+struct metrics;
 struct prober;
 
-/* Starts probing from <w>'s loop. Returns NULL when out of memory. */
-struct prober *prober_start(struct worker *w);
+/* Starts probing on <loop>, sending through <up> (a multi of the same loop), feeding <hs>
+ * and counting in <metrics> shard <shard>. Returns NULL when out of memory. */
+struct prober *prober_start(uv_loop_t *loop, struct up_multi *up, struct hstate *hs,
+                            struct metrics *metrics, unsigned shard);
 /* Stops the timer and cancels probes in flight; frees through the loop. */
 void prober_stop(struct prober *p);
 

@@ -4,7 +4,7 @@
  * at a time. A probe is an ordinary upstream transfer with a short timeout. The same tick
  * re-verifies refused keys: a list-models request with the key in question, at most one
  * per provider at a time, whose verdict puts the key back or keeps it out (keys.h). */
-#include "router/probe.h"
+#include "health/probe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,10 +13,9 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "health/hstate.h"
 #include "metrics/metrics.h"
 #include "providers/provider.h"
-#include "router/gateway.h"
-#include "router/state.h"
 #include "upstream/upstream.h"
 
 #define PROBE_TICK_MS    250
@@ -35,7 +34,11 @@ struct probe_slot {
 };
 
 struct prober {
-    struct worker *w;
+    uv_loop_t *loop;
+    struct up_multi *up;
+    struct hstate *hs;
+    struct metrics *metrics;
+    unsigned shard; /* the metrics shard of the loop it runs on */
     uv_timer_t timer;
     struct probe_slot slots[PROBE_MAX];
     size_t n;
@@ -68,7 +71,7 @@ static void apply(struct prober *pr, const char *provider_id, bool up)
         struct brk_change c;
         if (strcmp(cfg->targets[i].provider->id, provider_id) != 0)
             continue;
-        hstate_health(pr->w->gw->hs, cfg->targets[i].id, up, now, &c);
+        hstate_health(pr->hs, &cfg->targets[i], up, now, &c);
         if (c.changed)
             LOG_WARN("health probe: circuit of %s %s -> %s", cfg->targets[i].id,
                      brk_state_name(c.from), brk_state_name(c.to));
@@ -107,15 +110,14 @@ static enum key_verdict verdict_of(enum up_result res, int status)
 static void verified(struct probe_slot *s, enum key_verdict verdict)
 {
     static const char *const names[] = {"restored", "refused", "inconclusive"};
-    struct worker *w = s->owner->w;
+    struct prober *pr = s->owner;
     struct cfg *cfg = cfg_current_get();
 
     for (size_t i = 0; cfg && i < cfg->n_providers; i++) {
         if (strcmp(cfg->providers[i].id, s->provider_id) != 0)
             continue;
-        hstate_key_verify_done(w->gw->hs, &cfg->providers[i], s->key_idx, verdict,
-                               bsc_now_ms());
-        metrics_inc(w->gw->metrics, w->idx, METRIC_KEY_REVERIFICATIONS, s->provider_id,
+        hstate_key_verify_done(pr->hs, &cfg->providers[i], s->key_idx, verdict, bsc_now_ms());
+        metrics_inc(pr->metrics, pr->shard, METRIC_KEY_REVERIFICATIONS, s->provider_id,
                     names[verdict], 1);
         if (verdict == KEY_VERIFY_OK)
             LOG_INFO("key %d of %s works again: back in rotation", s->key_idx, s->provider_id);
@@ -183,7 +185,7 @@ static bool start_probe(struct prober *pr, struct probe_slot *s, const struct cf
         .connect_timeout_ms = p->connect_timeout_ms,
         .timeout_ms = PROBE_TIMEOUT_MS,
     };
-    if (up_start(pr->w->up, &req, &probe_cb, s, &s->xfer) != BSC_OK) {
+    if (up_start(pr->up, &req, &probe_cb, s, &s->xfer) != BSC_OK) {
         s->xfer = NULL;
         return false;
     }
@@ -202,7 +204,7 @@ static void reverify_keys(struct prober *pr, const struct cfg *cfg, const struct
     s = slot_for(pr, p->id, true);
     if (!s || s->xfer)
         return;
-    idx = hstate_key_verify_take(pr->w->gw->hs, p, now);
+    idx = hstate_key_verify_take(pr->hs, p, now);
     if (idx < 0)
         return;
     s->key_idx = idx;
@@ -237,14 +239,19 @@ static void on_tick(uv_timer_t *h)
     cfg_unref(cfg);
 }
 
-struct prober *prober_start(struct worker *w)
+struct prober *prober_start(uv_loop_t *loop, struct up_multi *up, struct hstate *hs,
+                             struct metrics *metrics, unsigned shard)
 {
     struct prober *pr = calloc(1, sizeof(*pr));
 
     if (!pr)
         return NULL;
-    pr->w = w;
-    uv_timer_init(&w->loop, &pr->timer);
+    pr->loop = loop;
+    pr->up = up;
+    pr->hs = hs;
+    pr->metrics = metrics;
+    pr->shard = shard;
+    uv_timer_init(loop, &pr->timer);
     pr->timer.data = pr;
     /* The first round waits one interval: a fresh gateway has no reason to doubt. */
     uv_timer_start(&pr->timer, on_tick, PROBE_TICK_MS, PROBE_TICK_MS);

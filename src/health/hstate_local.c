@@ -1,0 +1,553 @@
+/* SPDX-License-Identifier: MIT */
+/* hstate_local.c -- the in-process health backend: one object per target, per provider and
+ * per circuit, each with its own lock, found by id only when a config is synced (never on the
+ * request path) and never removed while the process runs, so a request holding an older
+ * snapshot always finds its objects. Counters a request bumps or a status page reads (in
+ * flight, successes, failures, health, kill switch) are C11 atomics, read without a lock. */
+#include "health/hstate.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "health/budget.h"
+#include "health/tstats.h"
+
+#define HSTATE_MAX 1024
+
+/* One circuit, shared by every target whose breaker.key dimensions agree. */
+struct brk_entry {
+    char *key; /* owned: "provider|model|region|deployment" as the dimensions select */
+    pthread_mutex_t lock;
+    struct brk brk;
+};
+
+struct hs_target {
+    char *id; /* owned */
+    _Atomic(struct brk_entry *) b; /* borrowed from hs_local.brks; a reload may move it */
+    pthread_mutex_t lock;          /* the EWMAs and the last error */
+    struct tstats ts;              /* its EWMAs only: the counters are the atomics below */
+    const char *last_error;
+    uint64_t last_error_wall_ms;
+    atomic_uint inflight;
+    atomic_ullong successes, failures;
+    atomic_int health; /* enum target_health */
+    atomic_bool admin_disabled, misconfigured;
+};
+
+struct hs_provider {
+    char *id; /* owned */
+    pthread_mutex_t lock;
+    struct keypool keys;
+};
+
+struct hs_local {
+    struct hstate base;
+    pthread_mutex_t sync_lock; /* the tables below: only sync adds to them */
+    struct hs_target *tgts[HSTATE_MAX];
+    size_t n_tgts;
+    struct hs_provider *provs[HSTATE_MAX];
+    size_t n_provs;
+    struct brk_entry *brks[HSTATE_MAX];
+    size_t n_brks;
+    pthread_mutex_t budget_lock;
+    struct retry_budget budget;
+};
+
+static struct hs_local *local(struct hstate *hs)
+{
+    return (struct hs_local *)hs;
+}
+
+/* ---- sync: the tables, by id ---- */
+
+static struct hs_target *tgt_find(struct hs_local *hl, const char *id)
+{
+    for (size_t i = 0; i < hl->n_tgts; i++)
+        if (strcmp(hl->tgts[i]->id, id) == 0)
+            return hl->tgts[i];
+    return NULL;
+}
+
+static struct hs_provider *prov_find(struct hs_local *hl, const char *id)
+{
+    for (size_t i = 0; i < hl->n_provs; i++)
+        if (strcmp(hl->provs[i]->id, id) == 0)
+            return hl->provs[i];
+    return NULL;
+}
+
+/* The breaker identity of <t> from its breaker.key dimensions. The key dimension is not
+ * part of it: a failing key (rate limit, quota, auth) cools down on its own instead of
+ * opening a circuit. No dimension at all: one circuit per target. */
+static void breaker_key(const struct cfg_target *t, char *out, size_t len)
+{
+    uint32_t d = t->breaker.key_dims;
+
+    if (!(d & (CFG_BRK_PROVIDER | CFG_BRK_MODEL | CFG_BRK_REGION | CFG_BRK_DEPLOYMENT))) {
+        snprintf(out, len, "target:%s", t->id);
+        return;
+    }
+    snprintf(out, len, "%s|%s|%s|%s", d & CFG_BRK_PROVIDER ? t->provider->id : "*",
+             d & CFG_BRK_MODEL ? t->model : "*",
+             d & CFG_BRK_REGION && t->provider->region ? t->provider->region : "*",
+             d & CFG_BRK_DEPLOYMENT && t->deployment ? t->deployment : "*");
+}
+
+/* The circuit <key>, created or given the new parameters (the config resolves overrides
+ * top level -> provider -> target into target->breaker). */
+static struct brk_entry *brk_slot(struct hs_local *hl, const char *key,
+                                  const struct cfg_breaker *params)
+{
+    struct brk_entry *b;
+
+    for (size_t i = 0; i < hl->n_brks; i++) {
+        if (strcmp(hl->brks[i]->key, key) == 0) {
+            pthread_mutex_lock(&hl->brks[i]->lock);
+            brk_set_params(&hl->brks[i]->brk, params);
+            pthread_mutex_unlock(&hl->brks[i]->lock);
+            return hl->brks[i];
+        }
+    }
+    if (hl->n_brks == HSTATE_MAX)
+        return NULL;
+    b = calloc(1, sizeof(*b));
+    if (!b || !(b->key = strdup(key))) {
+        free(b);
+        return NULL;
+    }
+    pthread_mutex_init(&b->lock, NULL);
+    brk_init(&b->brk, params);
+    hl->brks[hl->n_brks++] = b;
+    return b;
+}
+
+static struct hs_target *tgt_new(const char *id)
+{
+    struct hs_target *ts = calloc(1, sizeof(*ts));
+
+    if (!ts || !(ts->id = strdup(id))) {
+        free(ts);
+        return NULL;
+    }
+    pthread_mutex_init(&ts->lock, NULL);
+    tstats_init(&ts->ts);
+    return ts;
+}
+
+static enum bsc_err sync_target(struct hs_local *hl, struct cfg_target *t)
+{
+    struct hs_target *ts = tgt_find(hl, t->id);
+    struct brk_entry *b;
+    char key[512];
+
+    breaker_key(t, key, sizeof(key));
+    b = brk_slot(hl, key, &t->breaker);
+    if (!b)
+        return BSC_ENOMEM;
+    if (!ts) {
+        if (hl->n_tgts == HSTATE_MAX)
+            return BSC_ELIMIT;
+        if (!(ts = tgt_new(t->id)))
+            return BSC_ENOMEM;
+        hl->tgts[hl->n_tgts++] = ts;
+    }
+    atomic_store(&ts->b, b);
+    t->hs = ts;
+    return BSC_OK;
+}
+
+static enum bsc_err sync_provider(struct hs_local *hl, struct cfg_provider *p)
+{
+    struct hs_provider *ps = prov_find(hl, p->id);
+
+    if (ps) {
+        pthread_mutex_lock(&ps->lock);
+        if (keys_count(&ps->keys) != (p->n_keys > KEYS_MAX ? KEYS_MAX : p->n_keys))
+            keys_init(&ps->keys, p->n_keys); /* the key list changed: start afresh */
+        pthread_mutex_unlock(&ps->lock);
+        p->hs = ps;
+        return BSC_OK;
+    }
+    if (hl->n_provs == HSTATE_MAX)
+        return BSC_ELIMIT;
+    ps = calloc(1, sizeof(*ps));
+    if (!ps || !(ps->id = strdup(p->id))) {
+        free(ps);
+        return BSC_ENOMEM;
+    }
+    pthread_mutex_init(&ps->lock, NULL);
+    keys_init(&ps->keys, p->n_keys);
+    hl->provs[hl->n_provs++] = ps;
+    p->hs = ps;
+    return BSC_OK;
+}
+
+static void sync_budget(struct hs_local *hl, const struct cfg_retry *rc)
+{
+    pthread_mutex_lock(&hl->budget_lock);
+    hl->budget.ratio = rc->budget_ratio;
+    hl->budget.floor = (double)rc->budget_min_per_s * rc->budget_window_ms / 1000.0;
+    /* Only a new bucket width restarts the window; a reload keeps the counts. */
+    if (hl->budget.bucket_ms != retry_budget_bucket_ms(rc->budget_window_ms))
+        retry_budget_init(&hl->budget, rc->budget_ratio, rc->budget_min_per_s,
+                          rc->budget_window_ms);
+    pthread_mutex_unlock(&hl->budget_lock);
+}
+
+static enum bsc_err l_sync(struct hstate *hs, struct cfg *cfg, uint64_t now_ms)
+{
+    struct hs_local *hl = local(hs);
+    enum bsc_err err = BSC_OK, e;
+
+    (void)now_ms;
+    pthread_mutex_lock(&hl->sync_lock);
+    for (size_t i = 0; i < cfg->n_providers; i++)
+        if ((e = sync_provider(hl, &cfg->providers[i])) != BSC_OK && !err)
+            err = e;
+    for (size_t i = 0; i < cfg->n_targets; i++)
+        if ((e = sync_target(hl, &cfg->targets[i])) != BSC_OK && !err)
+            err = e;
+    pthread_mutex_unlock(&hl->sync_lock);
+    sync_budget(hl, &cfg->retry);
+    return err;
+}
+
+/* ---- targets: breaker under its circuit's lock, stats under the target's ---- */
+
+static enum brk_decision l_admit(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms,
+                                 double rand01)
+{
+    struct brk_entry *b;
+    enum brk_decision d;
+
+    (void)hs;
+    if (!t->hs)
+        return BRK_ALLOW;
+    b = atomic_load(&t->hs->b);
+    pthread_mutex_lock(&b->lock);
+    d = brk_allow(&b->brk, now_ms, rand01);
+    pthread_mutex_unlock(&b->lock);
+    return d;
+}
+
+/* Records <outcome> on <t>'s circuit; *<change> tells whether it moved. */
+static void brk_report(struct hs_target *ts, uint64_t now_ms, enum brk_outcome outcome,
+                       bool was_probe, struct brk_change *change)
+{
+    struct brk_entry *b = atomic_load(&ts->b);
+
+    pthread_mutex_lock(&b->lock);
+    change->from = brk_state(&b->brk);
+    brk_record(&b->brk, now_ms, outcome, was_probe);
+    change->to = brk_state(&b->brk);
+    pthread_mutex_unlock(&b->lock);
+    change->changed = change->from != change->to;
+}
+
+static void l_record(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms,
+                     const struct attempt_report *rep, struct brk_change *change)
+{
+    struct hs_target *ts = t->hs;
+    struct brk_change c = {0};
+
+    (void)hs;
+    if (ts) {
+        brk_report(ts, now_ms, rep->outcome, rep->was_probe, &c);
+        pthread_mutex_lock(&ts->lock);
+        if (rep->latency_ms >= 0)
+            tstats_latency(&ts->ts, rep->latency_ms);
+        if (rep->ttft_ms >= 0)
+            tstats_ttft(&ts->ts, rep->ttft_ms);
+        if (rep->error) {
+            ts->last_error = rep->error;
+            ts->last_error_wall_ms = bsc_wall_ms();
+        }
+        pthread_mutex_unlock(&ts->lock);
+        atomic_fetch_add(rep->error ? &ts->failures : &ts->successes, 1);
+        if (rep->misconfigured || !rep->error)
+            atomic_store(&ts->misconfigured, rep->misconfigured);
+    }
+    if (change)
+        *change = c;
+}
+
+static void l_inflight(struct hstate *hs, const struct cfg_target *t, int delta)
+{
+    unsigned v;
+
+    (void)hs;
+    if (!t->hs)
+        return;
+    if (delta > 0) {
+        atomic_fetch_add(&t->hs->inflight, 1);
+        return;
+    }
+    /* At zero it stays at zero. */
+    v = atomic_load(&t->hs->inflight);
+    while (v && !atomic_compare_exchange_weak(&t->hs->inflight, &v, v - 1))
+        ;
+}
+
+static void view_breaker(struct brk_entry *b, uint64_t now_ms, struct target_view *out)
+{
+    pthread_mutex_lock(&b->lock);
+    brk_advance(&b->brk, now_ms);
+    out->state = brk_state(&b->brk);
+    out->ramping = brk_is_ramping(&b->brk, now_ms);
+    out->ramp_fraction = brk_ramp_fraction(&b->brk, now_ms);
+    out->retry_after_ms = brk_retry_after_ms(&b->brk, now_ms);
+    out->counters = *brk_counters(&b->brk);
+    pthread_mutex_unlock(&b->lock);
+}
+
+static void l_view(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms,
+                   struct target_view *out)
+{
+    struct hs_target *ts = t->hs;
+
+    (void)hs;
+    memset(out, 0, sizeof(*out));
+    out->ewma_latency_ms = out->ewma_ttft_ms = -1;
+    if (!ts)
+        return;
+    view_breaker(atomic_load(&ts->b), now_ms, out);
+    pthread_mutex_lock(&ts->lock);
+    out->ewma_latency_ms = tstats_latency_ms(&ts->ts);
+    out->ewma_ttft_ms = tstats_ttft_ms(&ts->ts);
+    out->last_error = ts->last_error;
+    out->last_error_wall_ms = ts->last_error_wall_ms;
+    pthread_mutex_unlock(&ts->lock);
+    out->inflight = atomic_load(&ts->inflight);
+    out->successes = atomic_load(&ts->successes);
+    out->failures = atomic_load(&ts->failures);
+    out->health = (enum target_health)atomic_load(&ts->health);
+    out->admin_disabled = atomic_load(&ts->admin_disabled);
+    out->misconfigured = atomic_load(&ts->misconfigured);
+}
+
+static void l_health(struct hstate *hs, const struct cfg_target *t, bool up, uint64_t now_ms,
+                     struct brk_change *change)
+{
+    struct hs_target *ts = t->hs;
+    struct brk_entry *b;
+    struct brk_change c = {0};
+
+    (void)hs;
+    if (ts) {
+        b = atomic_load(&ts->b);
+        atomic_store(&ts->health, up ? HEALTH_UP : HEALTH_DOWN);
+        pthread_mutex_lock(&b->lock);
+        c.from = c.to = brk_state(&b->brk);
+        /* A failed probe is an infrastructure failure; a good one says the endpoint
+         * answers, which is not proof the model works: it only refreshes health. */
+        if (!up && c.from == BRK_CLOSED) {
+            brk_record(&b->brk, now_ms, BRK_FAILURE, false);
+            c.to = brk_state(&b->brk);
+        }
+        pthread_mutex_unlock(&b->lock);
+        c.changed = c.from != c.to;
+    }
+    if (change)
+        *change = c;
+}
+
+static enum bsc_err l_set_disabled(struct hstate *hs, const struct cfg_target *t, bool disabled)
+{
+    (void)hs;
+    if (!t->hs)
+        return BSC_ENOTFOUND;
+    atomic_store(&t->hs->admin_disabled, disabled);
+    return BSC_OK;
+}
+
+static bool l_is_disabled(struct hstate *hs, const struct cfg_target *t)
+{
+    (void)hs;
+    return t->hs && atomic_load(&t->hs->admin_disabled);
+}
+
+/* ---- providers: the key pool under the provider's lock ---- */
+
+static int l_key_next(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms,
+                      uint64_t *soonest_ms)
+{
+    struct hs_provider *ps = p->hs;
+    int idx;
+
+    (void)hs;
+    if (p->n_keys == 0)
+        return -2;
+    if (!ps)
+        return 0;
+    pthread_mutex_lock(&ps->lock);
+    idx = keys_next(&ps->keys, now_ms);
+    if (idx < 0 && soonest_ms)
+        *soonest_ms = keys_soonest_ms(&ps->keys);
+    pthread_mutex_unlock(&ps->lock);
+    return idx;
+}
+
+static void l_key_cooldown(struct hstate *hs, const struct cfg_provider *p, int idx, int reason,
+                           int64_t retry_after_ms, uint64_t now_ms)
+{
+    struct hs_provider *ps = p->hs;
+    uint64_t until = keys_cooldown_until(now_ms, (enum key_reason)reason,
+                                         retry_after_ms > 0 ? (uint64_t)retry_after_ms : 0);
+
+    (void)hs;
+    if (idx < 0 || !ps)
+        return;
+    pthread_mutex_lock(&ps->lock);
+    if (keys_cooldown(&ps->keys, idx, until, (enum key_reason)reason) == BSC_OK &&
+        reason == KEY_AUTH && p->health.key_reverify_ms)
+        keys_verify_schedule(&ps->keys, idx, now_ms + p->health.key_reverify_ms);
+    pthread_mutex_unlock(&ps->lock);
+}
+
+static int l_key_verify_take(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms)
+{
+    struct hs_provider *ps = p->hs;
+    int idx;
+
+    (void)hs;
+    if (!ps)
+        return -1;
+    pthread_mutex_lock(&ps->lock);
+    idx = keys_verify_take(&ps->keys, now_ms);
+    pthread_mutex_unlock(&ps->lock);
+    return idx;
+}
+
+static void l_key_verify_done(struct hstate *hs, const struct cfg_provider *p, int idx,
+                              enum key_verdict verdict, uint64_t now_ms)
+{
+    struct hs_provider *ps = p->hs;
+
+    (void)hs;
+    if (!ps)
+        return;
+    pthread_mutex_lock(&ps->lock);
+    keys_verify_done(&ps->keys, idx, verdict, now_ms, p->health.key_reverify_ms);
+    pthread_mutex_unlock(&ps->lock);
+}
+
+static void l_keys(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms,
+                   size_t *available, uint64_t *ready_at, uint64_t *hint_at)
+{
+    struct hs_provider *ps = p->hs;
+
+    (void)hs;
+    *available = 1;
+    *ready_at = *hint_at = now_ms;
+    if (p->n_keys == 0 || !ps)
+        return;
+    pthread_mutex_lock(&ps->lock);
+    *available = keys_available(&ps->keys, now_ms);
+    if (*available == 0) {
+        *ready_at = keys_soonest_ms(&ps->keys);
+        *hint_at = keys_soonest_hint_ms(&ps->keys, now_ms);
+    }
+    pthread_mutex_unlock(&ps->lock);
+}
+
+/* ---- the retry budget, under its own lock ---- */
+
+static void l_budget_first(struct hstate *hs, uint64_t now_ms)
+{
+    struct hs_local *hl = local(hs);
+
+    pthread_mutex_lock(&hl->budget_lock);
+    retry_budget_note_first(&hl->budget, now_ms);
+    pthread_mutex_unlock(&hl->budget_lock);
+}
+
+static bool l_budget_available(struct hstate *hs, uint64_t now_ms)
+{
+    struct hs_local *hl = local(hs);
+    bool ok;
+
+    pthread_mutex_lock(&hl->budget_lock);
+    ok = retry_budget_available(&hl->budget, now_ms);
+    pthread_mutex_unlock(&hl->budget_lock);
+    return ok;
+}
+
+static bool l_budget_take(struct hstate *hs, uint64_t now_ms)
+{
+    struct hs_local *hl = local(hs);
+    bool ok;
+
+    pthread_mutex_lock(&hl->budget_lock);
+    ok = retry_budget_try_take(&hl->budget, now_ms);
+    pthread_mutex_unlock(&hl->budget_lock);
+    return ok;
+}
+
+/* ---- life ---- */
+
+static void l_destroy(struct hstate *hs)
+{
+    struct hs_local *hl = local(hs);
+
+    for (size_t i = 0; i < hl->n_tgts; i++) {
+        pthread_mutex_destroy(&hl->tgts[i]->lock);
+        free(hl->tgts[i]->id);
+        free(hl->tgts[i]);
+    }
+    for (size_t i = 0; i < hl->n_provs; i++) {
+        pthread_mutex_destroy(&hl->provs[i]->lock);
+        free(hl->provs[i]->id);
+        free(hl->provs[i]);
+    }
+    for (size_t i = 0; i < hl->n_brks; i++) {
+        pthread_mutex_destroy(&hl->brks[i]->lock);
+        free(hl->brks[i]->key);
+        free(hl->brks[i]);
+    }
+    pthread_mutex_destroy(&hl->sync_lock);
+    pthread_mutex_destroy(&hl->budget_lock);
+    free(hl);
+}
+
+static const struct hstate_ops local_ops = {
+    .destroy = l_destroy,
+    .sync = l_sync,
+    .admit = l_admit,
+    .record = l_record,
+    .inflight = l_inflight,
+    .view = l_view,
+    .health = l_health,
+    .set_disabled = l_set_disabled,
+    .is_disabled = l_is_disabled,
+    .key_next = l_key_next,
+    .key_cooldown = l_key_cooldown,
+    .key_verify_take = l_key_verify_take,
+    .key_verify_done = l_key_verify_done,
+    .keys = l_keys,
+    .budget_first = l_budget_first,
+    .budget_available = l_budget_available,
+    .budget_take = l_budget_take,
+};
+
+struct hstate *hstate_new(void)
+{
+    struct hs_local *hl = calloc(1, sizeof(*hl));
+
+    if (!hl)
+        return NULL;
+    hl->base.ops = &local_ops;
+    pthread_mutex_init(&hl->sync_lock, NULL);
+    pthread_mutex_init(&hl->budget_lock, NULL);
+    retry_budget_init(&hl->budget, 0.2, 10, 10000);
+    return &hl->base;
+}
+
+void hstate_free(struct hstate *hs)
+{
+    if (hs)
+        hs->ops->destroy(hs);
+}

@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT */
+/* decide_req.c -- the request's side of the pure decision (decide.h): copies what a decision
+ * reads into a decide_in (the request's needs against each candidate, each candidate's
+ * health view and key availability read once, the clock, random draws, the retry budget),
+ * asks a breaker when decide.c needs its answer, and carries out the decide_out -- metrics,
+ * the retry budget taken, the ledger entry of an uncertain side effect, the error body.
+ * Also the answer when no target may take a first attempt. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/id.h"
+#include "health/hstate.h"
+#include "metrics/metrics.h"
+#include "router/guard.h"
+#include "router/internal.h"
+#include "router/params.h"
+
+#define M(r) req__metrics(r)
+
+/* The capabilities of <t> that the route and the request need but <t> lacks. */
+static uint32_t missing_caps(const struct request *r, const struct cfg_target *t)
+{
+    uint32_t need = r->route->requires.capabilities | r->need_caps;
+
+    return need & ~t->capabilities;
+}
+
+/* The route's minimums, and the request's estimated size against the target's window. */
+static bool satisfies_sizes(const struct request *r, const struct cfg_target *t)
+{
+    const struct cfg_requires *q = &r->route->requires;
+
+    if (q->context_window_min && t->context_window && t->context_window < q->context_window_min)
+        return false;
+    if (q->max_output_tokens_min && t->max_output_tokens &&
+        t->max_output_tokens < q->max_output_tokens_min)
+        return false;
+    if (r->trim.msgs) /* context.overflow: trim -- as far as it may be trimmed */
+        return trim_req_fits(r, t);
+    return !t->context_window || r->est_tokens <= t->context_window;
+}
+
+/* Kill switches: config, provider, and the run-time admin switch. */
+static bool switched_off(struct request *r, const struct cfg_target *t)
+{
+    return t->disabled || t->provider->disabled || hstate_is_disabled(r->gw->hs, t);
+}
+
+/* The parameters of the request that <t>'s adapter cannot honour (params.h). The request's
+ * parameters are read on the first target whose adapter declares any limit, so the OpenAI
+ * fast path never reads them. */
+static uint32_t unhonoured_params(struct request *r, const struct cfg_target *t)
+{
+    const struct prov_ops *ops = prov_ops_for(t->provider->kind);
+
+    if (r->op != PROV_OP_CHAT || (!ops->unhonoured && !ops->max_choices))
+        return 0;
+    if (!r->params_read) {
+        r->params_read = true;
+        if (r->json)
+            params_of_json(r->json, &r->params);
+        else
+            params_of_body(r->body, &r->params);
+    }
+    return params_unhonoured(&r->params, ops);
+}
+
+/* True when <t> can never serve this request as it is: a capability it lacks, a size it
+ * cannot take, a parameter it cannot honour. Each is recorded, to be named in the answer
+ * if no target is left. */
+static bool request_excludes(struct request *r, const struct cfg_target *t)
+{
+    uint32_t missing = missing_caps(r, t), params = unhonoured_params(r, t);
+    bool small = !satisfies_sizes(r, t);
+
+    r->missing_caps |= missing;
+    r->unhonoured |= params;
+    r->too_small |= small;
+    return missing || params || small;
+}
+
+/* Appends the names of the capability bits in <caps> to <buf>, comma-separated. */
+void decide_caps_names(uint32_t caps, char *buf, size_t len)
+{
+    static const char *const names[] = {"text",  "vision",      "streaming", "tools",
+                                        "parallel_tool_calls", "json_schema", "json_object",
+                                        "embeddings"};
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < BSC_ARRAY_LEN(names) && used < len; i++) {
+        if (!(caps & (1u << i)))
+            continue;
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", names[i]);
+    }
+}
+
+bool decide_later_tier_exists(const struct request *r)
+{
+    return decide_later_tier(r->route, &r->env, r->tier);
+}
+
+const char *decide_count_workflow(struct request *r, enum attempt_workflow wf)
+{
+    switch (wf) {
+    case ATTEMPT_WF_RETRY:
+        metrics_inc(M(r), r->w->idx, METRIC_RETRIES, r->route->id, NULL, 1);
+        return "retry";
+    case ATTEMPT_WF_EQUIVALENT_FAILOVER:
+        metrics_inc(M(r), r->w->idx, METRIC_FAILOVERS, r->route->id, NULL, 1);
+        return "equivalent_failover";
+    case ATTEMPT_WF_CROSS_MODEL_FALLBACK:
+        metrics_inc(M(r), r->w->idx, METRIC_FALLBACKS, r->route->id, NULL, 1);
+        return "cross_model_fallback";
+    default:
+        return "primary";
+    }
+}
+
+/* What kept the targets of a request from its first attempt, by what could change it. */
+struct none_eligible {
+    unsigned request;  /* targets that cannot serve the request as it is */
+    unsigned off;      /* targets that could, switched off (config, admin) */
+    unsigned waiting;  /* targets that could, unavailable for a while */
+    bool cooling_only; /* every waiting one only waits for a rate-limited key */
+    uint64_t back_at;  /* the soonest a waiting one may be back */
+};
+
+/* When waiting target <t> may be back: the end of its circuit's open time and of its
+ * keys' cooldowns, whichever is later; a second when neither says (a ramp, the probe
+ * slots of a half-open circuit, a canary's share). */
+static void note_waiting(struct request *r, const struct cfg_target *t, uint64_t now,
+                         struct none_eligible *ne)
+{
+    struct target_view v;
+    uint64_t at = 0, keys_at = hstate_keys_ready_at(r->gw->hs, t->provider, now);
+    bool open;
+
+    hstate_view(r->gw->hs, t, now, &v);
+    open = v.state == BRK_OPEN;
+    if (open)
+        at = now + v.retry_after_ms;
+    if (keys_at > now) {
+        /* A refused key may be back at its next re-verification: say so, not 600 s. */
+        keys_at = hstate_keys_hint_at(r->gw->hs, t->provider, now);
+        keys_at = keys_at > now ? keys_at : now + 1;
+        at = keys_at > at ? keys_at : at;
+    }
+    ne->cooling_only = ne->cooling_only && !open && keys_at > now;
+    if (!at)
+        at = now + REPLY_DEFAULT_RETRY_MS;
+    ne->back_at = at < ne->back_at ? at : ne->back_at;
+    ne->waiting++;
+}
+
+/* The 400 for a request no target can serve as it is. */
+static void answer_request_excluded(struct request *r)
+{
+    const char *param = params_first_name(r->unhonoured);
+    char caps[160];
+
+    decide_caps_names(r->missing_caps, caps, sizeof(caps));
+    if (param) {
+        /* OpenAI's own answer for a parameter a model does not take. */
+        req__set_error(r, 400, "invalid_request_error", "unsupported_parameter",
+                       "no target of route '%s' can honour the parameter '%s'%s%s%s",
+                       r->route->id, param, r->missing_caps ? "; missing: " : "", caps,
+                       r->too_small ? "; context window too small" : "");
+        r->err.param = param;
+        r->termination = "unsupported_parameter";
+        return;
+    }
+    req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_NEVER, -1,
+                           "no target of route '%s' satisfies this request%s%s%s",
+                           r->route->id, r->missing_caps ? "; missing: " : "", caps,
+                           r->too_small ? "; context window too small" : "");
+    r->err.status = 400;
+    r->err.type = "invalid_request_error";
+}
+
+/* No target was eligible for the first attempt: sets the answer by what could change --
+ * a 400 when no target can serve the request as it is (a parameter, a capability, its
+ * size), a 503 that is not retryable when the only ones that could are switched off, else
+ * a retryable 503 (429 when only rate-limited keys are in the way) with the soonest time
+ * one of them may be back. */
+static void none_eligible(struct request *r)
+{
+    const struct cfg_tier *tiers[] = {&r->route->primary,
+                                      r->env.allow_equivalent ? &r->route->equivalent : NULL,
+                                      r->env.allow_fallback ? &r->route->fallback : NULL};
+    struct none_eligible ne = {.cooling_only = true, .back_at = UINT64_MAX};
+    uint64_t now = bsc_now_ms();
+
+    for (size_t i = 0; i < BSC_ARRAY_LEN(tiers); i++) {
+        for (size_t j = 0; tiers[i] && j < tiers[i]->n; j++) {
+            const struct cfg_target *t = tiers[i]->targets[j];
+            if (request_excludes(r, t))
+                ne.request++;
+            else if (tiers[i]->disabled || switched_off(r, t))
+                ne.off++;
+            else
+                note_waiting(r, t, now, &ne);
+        }
+    }
+    if (ne.waiting) {
+        req__set_typed_failure(r, ne.cooling_only ? "rate_limited" : "no_eligible_fallback",
+                               REPLY_OUTLOOK_TIME, (int64_t)(ne.back_at - now),
+                               "route '%s' has no eligible target now (%s)", r->route->id,
+                               ne.cooling_only ? "every key is cooling down after rate limits"
+                                               : "circuits open, keys cooling down or targets "
+                                                 "ramping up");
+        if (ne.cooling_only) {
+            r->err.status = 429;
+            r->err.type = "rate_limit_error";
+        }
+    } else if (ne.off) {
+        /* Only the operator can bring them back: no retry helps, and no time can be said. */
+        req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_NEVER, -1,
+                               "every target of route '%s' that could serve this request is "
+                               "disabled", r->route->id);
+    } else if (ne.request) {
+        answer_request_excluded(r);
+    } else {
+        req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_NEVER, -1,
+                               "route '%s' has no target this request may use", r->route->id);
+    }
+}
+
+/* ---- the decision's input ---- */
+
+/* Copies what a decision reads of candidate <t>. */
+static void fill_cand(struct request *r, const struct cfg_target *t, uint64_t now,
+                      struct decide_cand *c)
+{
+    size_t avail;
+    uint64_t ready, hint;
+
+    c->t = t;
+    c->excluded = request_excludes(r, t);
+    c->off = switched_off(r, t);
+    r->gw->hs->ops->keys(r->gw->hs, t->provider, now, &avail, &ready, &hint);
+    c->keys_available = avail;
+    c->keys_ready_at = ready;
+    c->canary_draw = t->canary_percent < 100 ? bsc_rand01() : 0.0;
+    c->admit = ADMIT_UNASKED;
+    hstate_view(r->gw->hs, t, now, &c->v);
+}
+
+static void fill_tier(struct request *r, enum tier tier, bool allowed, uint64_t now,
+                      struct decide_tier *dt)
+{
+    const struct cfg_tier *ct = tier == TIER_PRIMARY      ? &r->route->primary
+                                : tier == TIER_EQUIVALENT ? &r->route->equivalent
+                                                          : &r->route->fallback;
+
+    dt->n = 0;
+    if (!allowed || ct->disabled)
+        return;
+    dt->n = ct->n < DECIDE_MAX_CANDS ? ct->n : DECIDE_MAX_CANDS;
+    for (size_t i = 0; i < dt->n; i++)
+        fill_cand(r, ct->targets[i], now, &dt->c[i]);
+}
+
+/* Everything a decision about <r> reads, once. */
+static void build_in(struct request *r, struct decide_in *in)
+{
+    uint64_t now = bsc_now_ms();
+
+    in->route = r->route;
+    in->env = &r->env;
+    in->retry = &r->cfg->retry;
+    in->fail = &r->fail;
+    in->attempts = r->attempts;
+    in->n_attempts = r->n_attempts;
+    in->tier = r->tier;
+    in->now_ms = now;
+    in->now_us = bsc_now_us();
+    in->time_left_ms = req__time_left(r);
+    in->est_tokens = r->est_tokens;
+    in->est_out_tokens = r->est_out_tokens;
+    in->draw_pick = bsc_rand01();
+    in->draw_jitter = bsc_rand01();
+    in->budget_ok = r->n_attempts == 0 || hstate_budget_available(r->gw->hs, now);
+    fill_tier(r, TIER_PRIMARY, true, now, &in->tiers[TIER_PRIMARY]);
+    fill_tier(r, TIER_EQUIVALENT, r->env.allow_equivalent, now, &in->tiers[TIER_EQUIVALENT]);
+    fill_tier(r, TIER_FALLBACK, r->env.allow_fallback, now, &in->tiers[TIER_FALLBACK]);
+    if (r->n_attempts)
+        fill_cand(r, r->target, now, &in->failed);
+}
+
+/* Runs <fn> until it no longer needs a breaker's answer: each candidate it asks about is
+ * admitted (or refused) once, so the loop ends within the number of candidates. */
+static enum decision decide_admitted(struct request *r, struct decide_in *in,
+                                     enum decision (*fn)(const struct decide_in *,
+                                                         struct decide_out *),
+                                     struct decide_out *out)
+{
+    enum decision d = fn(in, out);
+
+    for (unsigned n = 0; d == DECIDE_ADMIT && n <= TIER_COUNT * DECIDE_MAX_CANDS; n++) {
+        struct decide_cand *c = &in->tiers[out->tier].c[out->cand];
+        /* Weighted picks already scaled by the ramp: do not apply it twice. */
+        enum brk_decision b = hstate_admit(r->gw->hs, c->t, in->now_ms,
+                                           r->route->balance == CFG_BALANCE_WEIGHTED
+                                               ? 0.0
+                                               : bsc_rand01());
+        c->admit = b == BRK_ALLOW ? ADMIT_ALLOWED : b == BRK_ALLOW_PROBE ? ADMIT_PROBE
+                                                                         : ADMIT_DENIED;
+        d = fn(in, out);
+    }
+    return d == DECIDE_ADMIT ? DECIDE_STOP : d;
+}
+
+/* ---- carrying out the answer ---- */
+
+static void apply_stop(struct request *r, const struct decide_out *out)
+{
+    switch (out->stop) {
+    case DECIDE_STOP_NONE_ELIGIBLE:
+        none_eligible(r);
+        break;
+    case DECIDE_STOP_UNCERTAIN:
+        r->fail.kind = FAIL_SIDE_EFFECT_UNCERTAIN;
+        req__set_provider_error(r);
+        r->err.code = "reconcile_required";
+        r->termination = "reconcile_required";
+        guard_record_uncertain(r, "side_effect_uncertain");
+        break;
+    case DECIDE_STOP_TYPED:
+        req__set_typed_failure(r, out->reason, out->outlook, out->wait_ms, "%s", out->msg);
+        if (out->status)
+            r->err.status = out->status;
+        break;
+    default:
+        req__set_provider_error(r);
+        break;
+    }
+}
+
+static void apply_go(struct request *r, const struct decide_out *out)
+{
+    r->target = out->target;
+    r->tier = out->tier;
+    r->next_wf = out->wf;
+    if (out->admitted)
+        r->probe = out->probe;
+}
+
+enum decision decide_req_first(struct request *r)
+{
+    struct decide_in in;
+    struct decide_out out;
+    enum decision d;
+
+    build_in(r, &in);
+    d = decide_admitted(r, &in, decide_first, &out);
+    if (d == DECIDE_STOP && out.stop == DECIDE_STOP_NONE)
+        out.stop = DECIDE_STOP_NONE_ELIGIBLE;
+    r->target = NULL;
+    if (out.stop != DECIDE_STOP_NONE_ELIGIBLE) {
+        apply_go(r, &out);
+        r->recovery_reason = out.recovery ? out.recovery : r->recovery_reason;
+    }
+    if (d == DECIDE_STOP) {
+        apply_stop(r, &out);
+        return DECIDE_STOP;
+    }
+    if (r->next_wf != ATTEMPT_WF_PRIMARY)
+        decide_count_workflow(r, r->next_wf);
+    return DECIDE_GO;
+}
+
+/* Takes one unit of the gateway-wide retry budget for a decided step; false when another
+ * request took the last one since the decision read it. */
+static bool take_budget(struct request *r)
+{
+    if (!hstate_budget_take(r->gw->hs, bsc_now_ms()))
+        return false;
+    metrics_inc(M(r), r->w->idx, METRIC_RETRY_BUDGET_SPENT, NULL, NULL, 1);
+    return true;
+}
+
+enum decision decide_req_next(struct request *r, const char **why)
+{
+    struct decide_in in;
+    struct decide_out out;
+    enum decision d;
+
+    build_in(r, &in);
+    d = decide_admitted(r, &in, decide_next, &out);
+    if (d == DECIDE_GO && !take_budget(r)) {
+        in.budget_ok = false;
+        d = decide_admitted(r, &in, decide_next, &out);
+    }
+    r->next_delay_ms = out.delay_ms;
+    r->next_delay_why = out.delay_why;
+    *why = out.why;
+    if (out.budget_rejected)
+        metrics_inc(M(r), r->w->idx, METRIC_RETRY_BUDGET_REJECTIONS, NULL, NULL, 1);
+    if (d == DECIDE_STOP) {
+        apply_stop(r, &out);
+        return DECIDE_STOP;
+    }
+    apply_go(r, &out);
+    return DECIDE_GO;
+}

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/* test_hstate.c -- the shared health state (health/hstate.h): sync resolves each target and
+ * provider of a snapshot to its object, the objects are keyed by id so a reload (a new
+ * snapshot) finds the same breaker, counters, kill switch and key cooldowns, an unresolved
+ * target reads as unknown, the retry budget, and the lock-free counters stay exact while
+ * several threads update and read them (run under ThreadSanitizer by make test-tsan). */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "health/hstate.h"
+
+#define NOW 1000000u
+
+static char *keys2[] = {"k1", "k2"};
+
+/* One snapshot: provider p (two keys), targets a and b. */
+struct snap {
+    struct cfg cfg;
+    struct cfg_provider p;
+    struct cfg_target t[2];
+};
+
+static void snap_init(struct snap *s)
+{
+    struct cfg_breaker brk = {.window_ms = 30000, .min_requests = 20, .failure_rate = 0.5,
+                              .consecutive_failures = 2, .open_ms = 60000,
+                              .half_open_probes = 1, .success_threshold = 1, .ramp_ms = 0};
+
+    memset(s, 0, sizeof(*s));
+    s->p = (struct cfg_provider){.id = "p", .keys = keys2, .n_keys = 2};
+    s->t[0] = (struct cfg_target){.id = "a", .provider = &s->p, .model = "m1", .breaker = brk};
+    s->t[1] = (struct cfg_target){.id = "b", .provider = &s->p, .model = "m2", .breaker = brk};
+    s->cfg.providers = &s->p;
+    s->cfg.n_providers = 1;
+    s->cfg.targets = s->t;
+    s->cfg.n_targets = 2;
+    s->cfg.retry = (struct cfg_retry){.budget_ratio = 0, .budget_min_per_s = 1,
+                                      .budget_window_ms = 1000};
+}
+
+static const struct attempt_report failed = {.outcome = BRK_FAILURE, .latency_ms = -1,
+                                             .ttft_ms = -1, .error = "server_error"};
+static const struct attempt_report ok = {.outcome = BRK_SUCCESS, .latency_ms = 120,
+                                         .ttft_ms = -1};
+
+static void test_sync_resolves(void **state)
+{
+    struct hstate *hs = hstate_new();
+    struct snap s;
+
+    (void)state;
+    snap_init(&s);
+    assert_int_equal(hstate_sync(hs, &s.cfg, NOW), BSC_OK);
+    assert_non_null(s.t[0].hs);
+    assert_non_null(s.t[1].hs);
+    assert_ptr_not_equal(s.t[0].hs, s.t[1].hs);
+    assert_non_null(s.p.hs);
+    hstate_free(hs);
+}
+
+/* A reload: a new snapshot with the same ids finds the same objects and their state. */
+static void test_reload_keeps_state(void **state)
+{
+    struct hstate *hs = hstate_new();
+    struct snap s1, s2;
+    struct target_view v;
+    struct brk_change c;
+    uint64_t soon = 0;
+
+    (void)state;
+    snap_init(&s1);
+    hstate_sync(hs, &s1.cfg, NOW);
+    hstate_record(hs, &s1.t[0], NOW, &ok, NULL);
+    hstate_record(hs, &s1.t[0], NOW, &failed, NULL);
+    hstate_record(hs, &s1.t[0], NOW, &failed, &c);
+    assert_true(c.changed && c.to == BRK_OPEN);
+    assert_int_equal(hstate_set_disabled(hs, &s1.t[1], true), BSC_OK);
+    hstate_key_cooldown(hs, &s1.p, 0, KEY_RATE_LIMITED, 5000, NOW);
+
+    snap_init(&s2);
+    assert_int_equal(hstate_sync(hs, &s2.cfg, NOW + 1), BSC_OK);
+    assert_ptr_equal(s2.t[0].hs, s1.t[0].hs);
+    hstate_view(hs, &s2.t[0], NOW + 1, &v);
+    assert_int_equal(v.state, BRK_OPEN);
+    assert_int_equal(v.successes, 1);
+    assert_int_equal(v.failures, 2);
+    assert_string_equal(v.last_error, "server_error");
+    assert_true(v.ewma_latency_ms > 119 && v.ewma_latency_ms < 121);
+    assert_true(hstate_is_disabled(hs, &s2.t[1]));
+    assert_false(hstate_is_disabled(hs, &s2.t[0]));
+    assert_int_equal(hstate_keys_available(hs, &s2.p, NOW + 1), 1);
+    assert_int_equal(hstate_key_next(hs, &s2.p, NOW + 1, &soon), 1);
+    hstate_free(hs);
+}
+
+/* A new key list starts the pool afresh; a target nobody synced reads as unknown. */
+static void test_keys_reset_and_unknown(void **state)
+{
+    struct hstate *hs = hstate_new();
+    struct snap s1, s2;
+    struct cfg_target stray = {.id = "stray", .provider = &s1.p};
+    struct target_view v;
+
+    (void)state;
+    snap_init(&s1);
+    hstate_sync(hs, &s1.cfg, NOW);
+    hstate_key_cooldown(hs, &s1.p, 0, KEY_RATE_LIMITED, 5000, NOW);
+    hstate_key_cooldown(hs, &s1.p, 1, KEY_RATE_LIMITED, 5000, NOW);
+    assert_int_equal(hstate_keys_available(hs, &s1.p, NOW), 0);
+    assert_int_equal(hstate_keys_ready_at(hs, &s1.p, NOW), NOW + 5000);
+    snap_init(&s2);
+    s2.p.n_keys = 1;
+    hstate_sync(hs, &s2.cfg, NOW);
+    assert_int_equal(hstate_keys_available(hs, &s2.p, NOW), 1);
+
+    hstate_view(hs, &stray, NOW, &v);
+    assert_int_equal(v.state, BRK_CLOSED);
+    assert_int_equal(v.inflight, 0);
+    assert_true(v.ewma_latency_ms < 0);
+    assert_int_equal(hstate_admit(hs, &stray, NOW, 0.5), BRK_ALLOW);
+    assert_int_equal(hstate_set_disabled(hs, &stray, true), BSC_ENOTFOUND);
+    hstate_free(hs);
+}
+
+static void test_budget(void **state)
+{
+    struct hstate *hs = hstate_new();
+    struct snap s;
+
+    (void)state;
+    snap_init(&s);
+    hstate_sync(hs, &s.cfg, NOW); /* one retry per second, whatever the traffic */
+    assert_true(hstate_budget_available(hs, NOW));
+    assert_true(hstate_budget_available(hs, NOW)); /* asking takes nothing */
+    assert_true(hstate_budget_take(hs, NOW));
+    assert_false(hstate_budget_available(hs, NOW));
+    assert_false(hstate_budget_take(hs, NOW));
+    hstate_free(hs);
+}
+
+#define THREADS 4
+#define ROUNDS  2000
+
+struct worker_arg {
+    struct hstate *hs;
+    struct snap *s;
+};
+
+static void *hammer(void *p)
+{
+    struct worker_arg *w = p;
+    struct target_view v;
+
+    for (unsigned i = 0; i < ROUNDS; i++) {
+        const struct cfg_target *t = &w->s->t[i % 2];
+        hstate_inflight(w->hs, t, +1);
+        hstate_view(w->hs, t, NOW, &v);
+        hstate_record(w->hs, t, NOW, &ok, NULL);
+        hstate_inflight(w->hs, t, -1);
+        hstate_set_disabled(w->hs, t, i % 3 == 0);
+    }
+    return NULL;
+}
+
+/* Several threads on the same objects: every count arrives, nothing in flight at the end. */
+static void test_threads(void **state)
+{
+    struct hstate *hs = hstate_new();
+    struct snap s;
+    pthread_t th[THREADS];
+    struct worker_arg arg;
+    struct target_view va, vb;
+
+    (void)state;
+    snap_init(&s);
+    hstate_sync(hs, &s.cfg, NOW);
+    arg = (struct worker_arg){hs, &s};
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, hammer, &arg), 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    hstate_view(hs, &s.t[0], NOW, &va);
+    hstate_view(hs, &s.t[1], NOW, &vb);
+    assert_int_equal(va.successes + vb.successes, THREADS * ROUNDS);
+    assert_int_equal(va.inflight, 0);
+    assert_int_equal(vb.inflight, 0);
+    hstate_inflight(hs, &s.t[0], -1); /* at zero it stays at zero */
+    hstate_view(hs, &s.t[0], NOW, &va);
+    assert_int_equal(va.inflight, 0);
+    hstate_free(hs);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sync_resolves),
+        cmocka_unit_test(test_reload_keeps_state),
+        cmocka_unit_test(test_keys_reset_and_unknown),
+        cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_threads),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
