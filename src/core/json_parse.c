@@ -83,7 +83,8 @@ struct json_object *bsc_json_parse(struct bsc_str s, int depth, unsigned flags,
     tok = json_tokener_new_ex(depth);
     if (!tok)
         return fail(where, s, BSC_JSONP_NOMEM, 0, "out of memory");
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
+    /* json-c stops after the value; what follows is judged below, so it can be named. */
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS |
                                     ((flags & BSC_JSON_UTF8) ? JSON_TOKENER_VALIDATE_UTF8 : 0));
     o = run(tok, s, &why, &end, &what);
     json_tokener_free(tok);
