@@ -973,6 +973,7 @@ void api__anthropic_messages(struct worker *w, struct srv_req *req)
     if (!has_anth)
         in.native = (struct prov_native){0};
     in.json = oreq;
+    api__inspect(&in, NULL);
     req_chat_start(w, req, &in);
     return;
 refuse:
@@ -1022,6 +1023,7 @@ void api__anthropic_count_tokens(struct worker *w, struct srv_req *req)
                  "count_tokens: only an anthropic target counts tokens");
         in.json = stub_request(areq, false);
         json_object_put(areq);
+        api__inspect(&in, NULL);
         req_chat_start(w, req, &in);
         return;
     }

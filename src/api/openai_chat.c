@@ -238,12 +238,6 @@ void api__chat_completions(struct worker *w, struct srv_req *req)
     in.model_span = c.model;
     in.stream = c.stream;
     in.include_usage = c.include_usage;
-    in.have_spans = true;
-    in.messages = c.messages;
-    in.tools = c.tools;
-    in.response_format = c.response_format;
-    in.max_tokens = c.max_tokens;
-    in.max_completion_tokens = c.max_completion_tokens;
     in.cfg = cfg_current_get();
     name = route_name(c.name, decoded, sizeof(decoded));
     in.route = cfg_route_find(in.cfg, name);
@@ -259,5 +253,7 @@ void api__chat_completions(struct worker *w, struct srv_req *req)
         cfg_unref(in.cfg);
         return;
     }
+    api__inspect(&in, &(struct api_scan){c.messages, c.tools, c.response_format, c.max_tokens,
+                                         c.max_completion_tokens});
     req_chat_start(w, req, &in);
 }
