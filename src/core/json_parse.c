@@ -58,7 +58,12 @@ static struct json_object *run(struct json_tokener *tok, struct bsc_str s,
         }
         *off = s.len;
     }
-    if (e != json_tokener_success || !o) {
+    if (e == json_tokener_success && !o) {
+        *why = BSC_JSONP_NULL;
+        *what = "the value is null";
+        return NULL;
+    }
+    if (e != json_tokener_success) {
         json_object_put(o);
         *why = e == json_tokener_error_depth ? BSC_JSONP_DEPTH : BSC_JSONP_SYNTAX;
         *what = json_tokener_error_desc(e);

@@ -23,6 +23,7 @@ enum bsc_json_why {
     BSC_JSONP_DEPTH,      /* nested deeper than allowed */
     BSC_JSONP_INCOMPLETE, /* the text ended inside the value (or was empty) */
     BSC_JSONP_TRAILING,   /* something other than whitespace follows the value */
+    BSC_JSONP_NULL,       /* the value is null, which json-c gives as no object */
     BSC_JSONP_TOO_LONG,   /* longer than json-c can take (INT_MAX) */
     BSC_JSONP_NOMEM,
     BSC_JSONP_COUNT
@@ -40,7 +41,8 @@ struct bsc_json_where {
 
 /* Parses <s> as one JSON value (json-c STRICT, at most <depth> levels of nesting,
  * <flags> from BSC_JSON_*) followed by nothing but whitespace. A top-level number at the
- * very end is accepted. Returns a new reference, or NULL with *<where> filled when
+ * very end is accepted; a bare null is refused (json-c's null is no object). Returns a
+ * new reference, or NULL with *<where> filled when
  * <where> is not NULL. <s> is borrowed for the call; s.p may be NULL when s.len is 0. */
 struct json_object *bsc_json_parse(struct bsc_str s, int depth, unsigned flags,
                                    struct bsc_json_where *where);

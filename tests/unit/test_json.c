@@ -934,6 +934,8 @@ static void test_parse_where(void **state)
         {"{}{}", 8, BSC_JSONP_TRAILING, 2, 1, 3},
         {"{}\n\n]", 8, BSC_JSONP_TRAILING, 4, 3, 1},
         {"1 2", 8, BSC_JSONP_TRAILING, 2, 1, 3},
+        {" null ", 8, BSC_JSONP_NULL, 6, 1, 7},
+        {"nul", 8, BSC_JSONP_INCOMPLETE, 3, 1, 4},
     };
     struct bsc_json_where w;
     struct json_object *o;
