@@ -25,8 +25,8 @@ void bsc_json_line_col(struct bsc_str s, size_t off, unsigned *line, unsigned *c
     }
 }
 
-static struct json_object *fail(struct bsc_json_where *w, struct bsc_str s,
-                                enum bsc_json_why why, size_t off, const char *what)
+static struct json_object *fail(struct bsc_json_where *w, struct bsc_str s, enum bsc_json_why why,
+                                size_t off, const char *what)
 {
     if (w) {
         w->why = why;
@@ -38,8 +38,8 @@ static struct json_object *fail(struct bsc_json_where *w, struct bsc_str s,
 }
 
 /* Runs json-c over <s>. Returns the value, or NULL with *<why>, *<off> and *<what> set. */
-static struct json_object *run(struct json_tokener *tok, struct bsc_str s,
-                               enum bsc_json_why *why, size_t *off, const char **what)
+static struct json_object *run(struct json_tokener *tok, struct bsc_str s, enum bsc_json_why *why,
+                               size_t *off, const char **what)
 {
     struct json_object *o = json_tokener_parse_ex(tok, s.p ? s.p : "", (int)s.len);
     enum json_tokener_error e = json_tokener_get_error(tok);

@@ -106,13 +106,19 @@ static const char *anthropic_type_inband(struct bsc_str t, struct bsc_str c)
 const char *dialect_anthropic_error_type(int status, const char *openai_type, const char *code)
 {
     switch (status) {
-    case 401: return "authentication_error";
-    case 403: return "permission_error";
-    case 404: return "not_found_error";
-    case 429: return "rate_limit_error";
+    case 401:
+        return "authentication_error";
+    case 403:
+        return "permission_error";
+    case 404:
+        return "not_found_error";
+    case 429:
+        return "rate_limit_error";
     case 503:
-    case 529: return "overloaded_error";
-    default: break;
+    case 529:
+        return "overloaded_error";
+    default:
+        break;
     }
     if (status >= 400 && status < 500)
         return "invalid_request_error";
@@ -127,7 +133,9 @@ enum bsc_err dialect_openai_srv_error(int status, const char *type, const char *
 {
     struct dialect_error e = {
         .status = status,
-        .type = type ? type : status >= 500 ? "server_error" : "invalid_request_error",
+        .type = type            ? type
+                : status >= 500 ? "server_error"
+                                : "invalid_request_error",
         .code = code,
         .message = message,
         .retry_after_ms = -1,

@@ -66,8 +66,8 @@ static void test_openai_body(void **state)
         assert_ptr_equal(in.scan_body.p, body.p);
         assert_int_equal(api__chat_read(body, &c, &why), BSC_OK);
         in = (struct chat_in){.op = PROV_OP_CHAT, .body = body, .stream = rows[i].stream};
-        api__inspect(&in, &(struct api_scan){c.messages, c.tools, c.response_format,
-                                             c.max_tokens, c.max_completion_tokens});
+        api__inspect(&in, &(struct api_scan){c.messages, c.tools, c.response_format, c.max_tokens,
+                                             c.max_completion_tokens});
         check("spans", i, &in, body.len);
     }
 }

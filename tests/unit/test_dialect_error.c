@@ -25,12 +25,19 @@ static void expect_body(enum bsc_err (*fn)(const struct dialect_error *, struct 
 
 static void test_openai(void **state)
 {
-    struct dialect_error plain = {.status = 400, .type = "invalid_request_error",
-                                  .code = "invalid_json", .message = "bad \"x\"\n",
-                                  .retry_after_ms = -1, .request_id = "req_1"};
-    struct dialect_error typed = {.status = 503, .code = "no_eligible_fallback",
-                                  .message = "m", .param = "p", .reason = "no_eligible_fallback",
-                                  .retryable = true, .retry_after_ms = 1500};
+    struct dialect_error plain = {.status = 400,
+                                  .type = "invalid_request_error",
+                                  .code = "invalid_json",
+                                  .message = "bad \"x\"\n",
+                                  .retry_after_ms = -1,
+                                  .request_id = "req_1"};
+    struct dialect_error typed = {.status = 503,
+                                  .code = "no_eligible_fallback",
+                                  .message = "m",
+                                  .param = "p",
+                                  .reason = "no_eligible_fallback",
+                                  .retryable = true,
+                                  .retry_after_ms = 1500};
 
     (void)state;
     expect_body(dialect_openai_error, &plain,
@@ -52,10 +59,14 @@ static void test_openai(void **state)
 
 static void test_anthropic(void **state)
 {
-    struct dialect_error e = {.status = 429, .message = "slow down", .retry_after_ms = -1,
-                              .request_id = "req_2"};
-    struct dialect_error typed = {.status = 503, .message = "m", .reason = "deadline_exhausted",
-                                  .retryable = true, .retry_after_ms = 0, .request_id = "r"};
+    struct dialect_error e = {
+        .status = 429, .message = "slow down", .retry_after_ms = -1, .request_id = "req_2"};
+    struct dialect_error typed = {.status = 503,
+                                  .message = "m",
+                                  .reason = "deadline_exhausted",
+                                  .retryable = true,
+                                  .retry_after_ms = 0,
+                                  .request_id = "r"};
 
     (void)state;
     expect_body(dialect_anthropic_error, &e,
@@ -93,8 +104,8 @@ static void test_server_body(void **state)
 /* A body that does not fit the buffer's bound is not written at all. */
 static void test_all_or_nothing(void **state)
 {
-    struct dialect_error e = {.status = 400, .type = "t", .message = "a long enough message",
-                              .retry_after_ms = -1};
+    struct dialect_error e = {
+        .status = 400, .type = "t", .message = "a long enough message", .retry_after_ms = -1};
     struct bsc_buf b;
 
     (void)state;
