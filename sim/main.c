@@ -19,6 +19,7 @@
 #include <uv.h>
 
 #include "app.h"
+#include "dialect/error.h"
 #include "script.h"
 
 #include "core/compat.h"
@@ -211,6 +212,7 @@ static bool start(struct sim_main *m, const struct opts *o)
         fprintf(stderr, "bascule-sim: cannot start the server\n");
         return false;
     }
+    srv_set_error_body(m->app.srv, dialect_openai_srv_error);
     printf(strchr(o->host, ':') ? "bascule-sim listening on [%s]:%u\n"
                                 : "bascule-sim listening on %s:%u\n",
            o->host, bound_port(fd));

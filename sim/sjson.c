@@ -5,57 +5,28 @@
 #include <errno.h>
 
 #include "core/compat.h"
+#include "core/json_parse.h"
 
 struct json_object *sim_json_parse(struct bsc_str text, char *errbuf, size_t errlen)
 {
-    struct json_tokener *tok;
     struct json_object *obj;
-    enum json_tokener_error jerr;
-    size_t end;
+    struct bsc_json_where w;
 
     if (text.len == 0 || text.len > INT32_MAX) {
         if (errbuf)
             snprintf(errbuf, errlen, "%s", text.len ? "body too large" : "empty body");
         return NULL;
     }
-    tok = json_tokener_new_ex(SIM_JSON_MAX_DEPTH);
-    if (!tok) {
-        if (errbuf)
-            snprintf(errbuf, errlen, "out of memory");
-        return NULL;
-    }
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    obj = json_tokener_parse_ex(tok, text.p, (int)text.len);
-    jerr = json_tokener_get_error(tok);
-    end = json_tokener_get_parse_end(tok);
-    if (jerr == json_tokener_continue) {
-        /* Numbers at the very end wait for a delimiter: a final NUL settles them. */
-        obj = json_tokener_parse_ex(tok, "", 1);
-        jerr = json_tokener_get_error(tok);
-        end = text.len;
-    }
-    if (jerr != json_tokener_success || !obj) {
-        if (errbuf)
-            snprintf(errbuf, errlen, "invalid JSON at byte %zu: %s", end,
-                     json_tokener_error_desc(jerr == json_tokener_success
-                                                 ? json_tokener_error_parse_eof
-                                                 : jerr));
-        json_object_put(obj);
-        json_tokener_free(tok);
-        return NULL;
-    }
-    for (; end < text.len; end++) {
-        char c = text.p[end];
-        if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
-            if (errbuf)
-                snprintf(errbuf, errlen, "invalid JSON: trailing data at byte %zu", end);
-            json_object_put(obj);
-            json_tokener_free(tok);
-            return NULL;
-        }
-    }
-    json_tokener_free(tok);
-    return obj;
+    obj = bsc_json_parse(text, SIM_JSON_MAX_DEPTH, BSC_JSON_UTF8, &w);
+    if (obj || !errbuf)
+        return obj;
+    if (w.why == BSC_JSONP_NOMEM)
+        snprintf(errbuf, errlen, "out of memory");
+    else if (w.why == BSC_JSONP_TRAILING)
+        snprintf(errbuf, errlen, "invalid JSON: trailing data at byte %zu", w.offset);
+    else
+        snprintf(errbuf, errlen, "invalid JSON at byte %zu: %s", w.offset, w.what);
+    return NULL;
 }
 
 enum bsc_err sim_json_get_u32(struct json_object *obj, const char *key, uint32_t min,

@@ -21,6 +21,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "dialect/error.h"
 #include "health/hstate.h"
 #include "health/probe.h"
 #include "metrics/metrics.h"
@@ -207,6 +208,7 @@ static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const
         return -1;
     }
     srv_set_refused(w->srv, api_refused);
+    srv_set_error_body(w->srv, dialect_openai_srv_error);
     uv_async_init(&w->loop, &w->wake, worker_on_wake);
     w->wake.data = w;
     if (idx == 0 && !(w->prober = prober_start(&w->loop, w->up, gw->hs, gw->metrics, idx))) {

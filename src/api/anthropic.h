@@ -42,9 +42,4 @@ enum bsc_err api__anthropic_parse(struct bsc_str body, struct anth_req *out, cha
 enum bsc_err api__anthropic_to_openai(struct json_object *areq, struct json_object **out, char *why,
                                       size_t why_len);
 
-/* The Anthropic error.type for an error of HTTP <status> (0 when there is none, as for
- * an in-band stream error) whose OpenAI side said <openai_type> / <code> (either may be
- * NULL). Returns a static string. */
-const char *api__anthropic_error_type(int status, const char *openai_type, const char *code);
-
 #endif

@@ -216,63 +216,13 @@ static struct bsc_str matched_stop(struct json_object *choice)
 
 /* ---- errors ---- */
 
-const char *api__anthropic_error_type(int status, const char *openai_type, const char *code)
-{
-    struct bsc_str t = bsc_str_cstr(openai_type), c = bsc_str_cstr(code);
-
-    switch (status) {
-    case 401: return "authentication_error";
-    case 403: return "permission_error";
-    case 404: return "not_found_error";
-    case 429: return "rate_limit_error";
-    case 503:
-    case 529: return "overloaded_error";
-    default: break;
-    }
-    if (status >= 400 && status < 500)
-        return "invalid_request_error";
-    if (status >= 500)
-        return "api_error";
-    /* No status (an in-band error): go by the OpenAI type and code. */
-    if (bsc_str_eq(c, BSC_STR("server_is_overloaded")) ||
-        bsc_str_eq(t, BSC_STR("overloaded_error")))
-        return "overloaded_error";
-    if (bsc_str_eq(t, BSC_STR("invalid_request_error")))
-        return "invalid_request_error";
-    if (bsc_str_eq(t, BSC_STR("authentication_error")) || bsc_str_eq(c, BSC_STR("invalid_api_key")))
-        return "authentication_error";
-    if (bsc_str_eq(t, BSC_STR("permission_error")))
-        return "permission_error";
-    if (bsc_str_eq(t, BSC_STR("not_found_error")) || bsc_str_eq(c, BSC_STR("model_not_found")))
-        return "not_found_error";
-    if (bsc_str_eq(t, BSC_STR("rate_limit_error")) ||
-        bsc_str_eq(c, BSC_STR("rate_limit_exceeded")) ||
-        bsc_str_eq(t, BSC_STR("insufficient_quota")))
-        return "rate_limit_error";
-    return "api_error";
-}
-
-/* {"type":"error","error":{"type","message"}, typed-failure members, "request_id"}. */
+/* The Anthropic error body of <e> (dialect/error.c), inside the unit of <w>. */
 static void put_error(struct jw *w, const struct reply_error *e, const char *request_id)
 {
-    jw_lit(w, "{\"type\":\"error\",\"error\":{\"type\":");
-    jw_str(w, bsc_str_cstr(api__anthropic_error_type(e->status, e->type, e->code)));
-    jw_lit(w, ",\"message\":");
-    jw_str(w, bsc_str_cstr(e->message ? e->message : ""));
-    jw_lit(w, "}");
-    if (e->reason) {
-        jw_lit(w, ",\"status\":\"unavailable\",\"reason\":");
-        jw_str(w, bsc_str_cstr(e->reason));
-        jw_lit(w, e->retryable ? ",\"retryable\":true" : ",\"retryable\":false");
-        jw_lit(w, ",\"retry_after_ms\":");
-        if (e->retry_after_ms >= 0)
-            jw_i64(w, e->retry_after_ms);
-        else
-            jw_lit(w, "null");
-    }
-    jw_lit(w, ",\"request_id\":");
-    jw_cstr_or_null(w, request_id);
-    jw_lit(w, "}");
+    struct dialect_error d = reply_error_view(e, request_id);
+
+    if (!w->err)
+        w->err = dialect_anthropic_error(&d, w->b);
 }
 
 static enum bsc_err error_body(const struct reply_error *e, const char *request_id,

@@ -15,6 +15,7 @@
 #include "core/buf.h"
 #include "api/openai_chat.h"
 #include "core/json_check.h"
+#include "core/json_parse.h"
 #include "core/json_scan.h"
 #include "router/request.h"
 
@@ -726,27 +727,12 @@ enum bsc_err api__anthropic_to_openai(struct json_object *areq, struct json_obje
 
 /* ---- the handler ---- */
 
-/* Line and column (1-based) of byte <off> in <s>, as /v1/chat/completions reports them. */
-static void line_col(struct bsc_str s, size_t off, unsigned *line, unsigned *col)
-{
-    *line = 1;
-    *col = 1;
-    for (size_t i = 0; i < off && i < s.len; i++) {
-        if (s.p[i] == '\n') {
-            (*line)++;
-            *col = 1;
-        } else {
-            (*col)++;
-        }
-    }
-}
-
 static void parse_error(struct bsc_str body, size_t off, const char *what, char *why,
                         size_t why_len)
 {
     unsigned line, col;
 
-    line_col(body, off, &line, &col);
+    bsc_json_line_col(body, off, &line, &col);
     snprintf(why, why_len,
              "We could not parse the JSON body of your request: %s at line %u column %u",
              body.len ? what : "empty body", line, col);
@@ -759,36 +745,23 @@ static void parse_error(struct bsc_str body, size_t off, const char *what, char 
 static struct json_object *parse_body(struct bsc_str body, char *why, size_t why_len,
                                       enum bsc_err *err)
 {
-    struct json_tokener *tok;
     struct json_object *o;
     struct bsc_json_error jerr;
-    enum json_tokener_error terr;
-    size_t off;
+    struct bsc_json_where w;
 
     *err = BSC_EINVAL;
     if (!bsc_json_check(body, ANTH_JSON_MAX_DEPTH, &jerr)) {
         parse_error(body, jerr.offset, jerr.what, why, why_len);
         return NULL;
     }
-    tok = json_tokener_new_ex(ANTH_JSON_MAX_DEPTH);
-    if (!tok) {
+    /* Nothing but whitespace follows: bsc_json_check saw to that. */
+    o = bsc_json_parse(body, ANTH_JSON_MAX_DEPTH, BSC_JSON_UTF8, &w);
+    if (!o && w.why == BSC_JSONP_NOMEM) {
         *err = BSC_ENOMEM;
         snprintf(why, why_len, "out of memory");
-        return NULL;
+    } else if (!o) { /* json-c's own limits (depth counted its way) */
+        parse_error(body, w.offset, w.what, why, why_len);
     }
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    o = json_tokener_parse_ex(tok, body.p ? body.p : "", (int)body.len);
-    terr = json_tokener_get_error(tok);
-    off = json_tokener_get_parse_end(tok);
-    if (terr == json_tokener_continue)
-        terr = json_tokener_error_parse_eof;
-    if (!o || terr != json_tokener_success) { /* json-c's own limits (depth counted its way) */
-        parse_error(body, off, json_tokener_error_desc(terr), why, why_len);
-        json_object_put(o);
-        o = NULL;
-    }
-    /* Nothing but whitespace follows: bsc_json_check saw to that. */
-    json_tokener_free(tok);
     return o;
 }
 
@@ -1000,6 +973,7 @@ void api__anthropic_messages(struct worker *w, struct srv_req *req)
     if (!has_anth)
         in.native = (struct prov_native){0};
     in.json = oreq;
+    api__inspect(&in, NULL);
     req_chat_start(w, req, &in);
     return;
 refuse:
@@ -1049,6 +1023,7 @@ void api__anthropic_count_tokens(struct worker *w, struct srv_req *req)
                  "count_tokens: only an anthropic target counts tokens");
         in.json = stub_request(areq, false);
         json_object_put(areq);
+        api__inspect(&in, NULL);
         req_chat_start(w, req, &in);
         return;
     }

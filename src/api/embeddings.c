@@ -93,5 +93,6 @@ void api__embeddings(struct worker *w, struct srv_req *req)
         json_object_put(in.json);
         return;
     }
+    api__inspect(&in, NULL);
     req_chat_start(w, req, &in);
 }

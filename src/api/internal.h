@@ -36,6 +36,18 @@ void api__status_json(struct worker *w, struct srv_req *req);
 void api__admin(struct worker *w, struct srv_req *req, struct bsc_str rest);
 /* GET|PUT /v1/ledger/{<op_id>}: the tool side-effect ledger (api/ledger.c). */
 void api__ledger(struct worker *w, struct srv_req *req, struct bsc_str op_id);
+/* The OpenAI-shaped members of a chat body its reader already found (api__chat_read). */
+struct api_scan {
+    struct bsc_str messages, tools, response_format, max_tokens, max_completion_tokens;
+};
+
+struct chat_in;
+/* Fills what the router needs to know of <in>'s request (need_caps, has_tools, est_tokens,
+ * est_out_tokens, scan_body, messages) from in->body with <spans> (NULL: found here), or
+ * from in->json serialised when in->body is empty. Call it last before req_chat_start:
+ * the serialised text belongs to in->json. in->op and in->stream must be set. */
+void api__inspect(struct chat_in *in, const struct api_scan *spans);
+
 /* Answers 400 with an OpenAI-shaped error; <param> may be NULL. */
 void api__bad_request(struct srv_req *req, const char *code, const char *param,
                       const char *message);

@@ -10,6 +10,7 @@
 #include "api/openai_chat.h"
 #include "core/json_check.h"
 #include "core/json_name.h"
+#include "core/json_parse.h"
 #include "core/json_scan.h"
 #include "router/request.h"
 
@@ -22,74 +23,36 @@ void api__bad_request(struct srv_req *req, const char *code, const char *param,
     srv_resp_error(req, 400, "invalid_request_error", code, message);
 }
 
-/* Line and column (1-based) of byte <off> in <s>, for JSON error messages. */
-static void line_col(struct bsc_str s, size_t off, unsigned *line, unsigned *col)
-{
-    *line = 1;
-    *col = 1;
-    for (size_t i = 0; i < off && i < s.len; i++) {
-        if (s.p[i] == '\n') {
-            (*line)++;
-            *col = 1;
-        } else {
-            (*col)++;
-        }
-    }
-}
-
 /* Parses <body> strictly. Returns the object or NULL with <msg> filled. The validator runs
  * first: json-c's own UTF-8 check lets overlong forms and surrogates through, and every
  * endpoint must refuse the same bytes. */
 struct json_object *api__parse_json(struct bsc_str body, char *msg, size_t msglen)
 {
-    struct json_tokener *tok;
     struct json_object *obj;
     struct bsc_json_error verr;
-    enum json_tokener_error jerr;
-    size_t off;
+    struct bsc_json_where w;
     unsigned line, col;
 
     if (body.len && !bsc_json_check(body, API_JSON_MAX_DEPTH, &verr)) {
-        line_col(body, verr.offset, &line, &col);
+        bsc_json_line_col(body, verr.offset, &line, &col);
         snprintf(msg, msglen,
                  "We could not parse the JSON body of your request: %s at line %u column %u",
                  verr.what, line, col);
         return NULL;
     }
-    tok = json_tokener_new_ex(API_JSON_MAX_DEPTH);
-    if (!tok) {
+    obj = bsc_json_parse(body, API_JSON_MAX_DEPTH, BSC_JSON_UTF8, &w);
+    if (obj)
+        return obj;
+    if (w.why == BSC_JSONP_NOMEM)
         snprintf(msg, msglen, "out of memory");
-        return NULL;
-    }
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    obj = json_tokener_parse_ex(tok, body.p ? body.p : "", (int)body.len);
-    jerr = json_tokener_get_error(tok);
-    off = json_tokener_get_parse_end(tok);
-    if (jerr == json_tokener_continue)
-        jerr = json_tokener_error_parse_eof;
-    if (!obj || jerr != json_tokener_success) {
-        line_col(body, off, &line, &col);
+    else if (w.why == BSC_JSONP_TRAILING)
+        snprintf(msg, msglen, "unexpected data after the JSON body at line %u column %u", w.line,
+                 w.col);
+    else
         snprintf(msg, msglen,
                  "We could not parse the JSON body of your request: %s at line %u column %u",
-                 body.len ? json_tokener_error_desc(jerr) : "empty body", line, col);
-        json_object_put(obj);
-        obj = NULL;
-    } else {
-        /* Only whitespace may follow the document. */
-        for (; off < body.len; off++) {
-            char c = body.p[off];
-            if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
-                line_col(body, off, &line, &col);
-                snprintf(msg, msglen, "unexpected data after the JSON body at line %u column %u",
-                         line, col);
-                json_object_put(obj);
-                obj = NULL;
-                break;
-            }
-        }
-    }
-    json_tokener_free(tok);
-    return obj;
+                 body.len ? w.what : "empty body", w.line, w.col);
+    return NULL;
 }
 
 /* Fills <why> for a body bsc_json_check_request did not pass. */
@@ -99,7 +62,7 @@ void api__json_refusal(struct bsc_str body, enum bsc_json_verdict v,
     char name[BSC_JSON_MAX_NAME + 1];
     unsigned line, col;
 
-    line_col(body, jerr->offset, &line, &col);
+    bsc_json_line_col(body, jerr->offset, &line, &col);
     switch (v) {
     case BSC_JSONV_DUPLICATE:
         bsc_json_name_decode(jerr->name, name, sizeof(name));
@@ -275,12 +238,6 @@ void api__chat_completions(struct worker *w, struct srv_req *req)
     in.model_span = c.model;
     in.stream = c.stream;
     in.include_usage = c.include_usage;
-    in.have_spans = true;
-    in.messages = c.messages;
-    in.tools = c.tools;
-    in.response_format = c.response_format;
-    in.max_tokens = c.max_tokens;
-    in.max_completion_tokens = c.max_completion_tokens;
     in.cfg = cfg_current_get();
     name = route_name(c.name, decoded, sizeof(decoded));
     in.route = cfg_route_find(in.cfg, name);
@@ -296,5 +253,7 @@ void api__chat_completions(struct worker *w, struct srv_req *req)
         cfg_unref(in.cfg);
         return;
     }
+    api__inspect(&in, &(struct api_scan){c.messages, c.tools, c.response_format, c.max_tokens,
+                                         c.max_completion_tokens});
     req_chat_start(w, req, &in);
 }

@@ -618,6 +618,7 @@ static bool start(struct resp_call *c)
     in.down = &api_responses_down;
     in.down_arg = a;
     c->cfg = NULL; /* taken by the router */
+    api__inspect(&in, NULL);
     req_chat_start(c->w, c->req, &in);
     call_free(c);
     return true;
@@ -808,6 +809,7 @@ static void pass_through(struct resp_call *c, struct bsc_str body, struct bsc_st
     in.stream = bsc_str_eq(bsc_str_trim(stream), BSC_STR("true"));
     in.include_usage = true;
     c->cfg = NULL; /* taken by the router */
+    api__inspect(&in, NULL);
     req_chat_start(c->w, c->req, &in);
     call_free(c);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/json_parse.h"
 #include "providers/provider.h"
 #include "stream/utf8.h"
 
@@ -128,21 +129,7 @@ struct json_object *prov_usage_json(const struct prov_usage *u)
 
 struct json_object *prov_parse_json(struct bsc_str s)
 {
-    struct json_tokener *tok = json_tokener_new_ex(PROV_JSON_DEPTH);
-    struct json_object *o;
-
-    if (!tok || !s.p) {
-        json_tokener_free(tok);
-        return NULL;
-    }
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-    o = json_tokener_parse_ex(tok, s.p, (int)s.len);
-    if (json_tokener_get_error(tok) != json_tokener_success) {
-        json_object_put(o);
-        o = NULL;
-    }
-    json_tokener_free(tok);
-    return o;
+    return bsc_json_parse_whole(s, PROV_JSON_DEPTH);
 }
 
 enum bsc_err prov_probe_chat_body(const struct prov_call *c, struct bsc_buf *body)

@@ -437,6 +437,12 @@ static struct json_object *tool_response(struct bctx *b, struct bsc_str text)
 
     if (v && json_object_is_type(v, json_type_object))
         return v;
+    /* A bare number stays the text it was: the parser used to refuse one at the end of the
+     * input, and tool results sent to Gemini must not change shape with the parser. */
+    if (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)) {
+        json_object_put(v);
+        v = NULL;
+    }
     o = json_object_new_object();
     put(b, o, "content", v ? v : jstr(text));
     return o;

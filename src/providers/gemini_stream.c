@@ -9,6 +9,7 @@
  * Design: docs/internals/provider-gemini.md. */
 #include <string.h>
 
+#include "core/json_parse.h"
 #include "providers/gemini.h"
 #include "providers/provider.h"
 #include "stream/utf8.h"
@@ -612,9 +613,8 @@ enum prov_stream_status prov__gem_stream_line(void *st, struct bsc_str line, str
 {
     struct gem_stream *s = st;
     struct bsc_str t = bsc_str_trim(line);
-    struct json_tokener *tok;
+    struct bsc_json_where w;
     struct json_object *o;
-    enum json_tokener_error e;
 
     (void)out;
     if (s->done)
@@ -625,20 +625,15 @@ enum prov_stream_status prov__gem_stream_line(void *st, struct bsc_str line, str
         fail_bad_answer(fail, "a JSON object in the Gemini stream passed its bound");
         return PROV_STREAM_ERROR;
     }
-    tok = json_tokener_new_ex(64);
-    if (!tok) {
+    o = bsc_json_parse(bsc_buf_str(&s->pend), 64, 0, &w);
+    if (!o && w.why == BSC_JSONP_INCOMPLETE)
+        return PROV_STREAM_MORE;
+    bsc_buf_reset(&s->pend);
+    if (!o && w.why == BSC_JSONP_NOMEM) {
         fail_bad_answer(fail, "out of memory reading the Gemini stream");
         return PROV_STREAM_ERROR;
     }
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-    o = json_tokener_parse_ex(tok, s->pend.p, (int)s->pend.len);
-    e = json_tokener_get_error(tok);
-    json_tokener_free(tok);
-    if (e == json_tokener_continue)
-        return PROV_STREAM_MORE;
-    bsc_buf_reset(&s->pend);
-    if (e != json_tokener_success) {
-        json_object_put(o);
+    if (!o) {
         fail_bad_answer(fail, "the Gemini stream carried text that is neither an event nor JSON");
         return PROV_STREAM_ERROR;
     }

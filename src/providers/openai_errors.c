@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "core/compat.h"
+#include "core/json_parse.h"
 #include "core/str.h"
 #include "providers/retry_after.h"
 #include "fail/taxonomy.h"
@@ -352,9 +353,6 @@ static struct json_object *json_get(struct json_object *o, const char *key)
  * too big, too deep, or memory ran out. The caller puts the result. */
 static struct json_object *parse_bounded(struct bsc_str s)
 {
-    struct json_tokener *tok;
-    struct json_object *root;
-
     if (s.len >= 3 && memcmp(s.p, "\xef\xbb\xbf", 3) == 0)
         s = bsc_str_make(s.p + 3, s.len - 3);
     /* DeepSeek sends blank lines while a request waits; skip all leading whitespace. */
@@ -362,16 +360,7 @@ static struct json_object *parse_bounded(struct bsc_str s)
         s = bsc_str_make(s.p + 1, s.len - 1);
     if (s.len == 0 || s.len > ERR_BODY_MAX || (s.p[0] != '{' && s.p[0] != '['))
         return NULL;
-    tok = json_tokener_new_ex(ERR_JSON_DEPTH);
-    if (!tok)
-        return NULL;
-    root = json_tokener_parse_ex(tok, s.p, (int)s.len);
-    if (json_tokener_get_error(tok) != json_tokener_success) {
-        json_object_put(root);
-        root = NULL;
-    }
-    json_tokener_free(tok);
-    return root;
+    return bsc_json_parse_whole(s, ERR_JSON_DEPTH);
 }
 
 static int status_from_digits(struct bsc_str s)

@@ -204,7 +204,8 @@ void prov_chunk_choice(struct json_object *chunk, struct json_object *delta, con
 /* {"prompt_tokens","completion_tokens","total_tokens", prompt_tokens_details.cached_tokens}
  * from <u> (new ref). */
 struct json_object *prov_usage_json(const struct prov_usage *u);
-/* Parses <s> strictly with bounded depth; NULL when it is not JSON. New ref. */
+/* Parses <s> as one JSON value (core/json_parse.h: strict, bounded depth, nothing but
+ * whitespace after it); NULL when it is not exactly that. New ref. */
 struct json_object *prov_parse_json(struct bsc_str s);
 /* The one-token completion of a health probe, in the shape OpenAI and Anthropic share:
  * {"model", "max_tokens": 1, "messages": [{"role": "user", "content": "ping"}]}. */

@@ -1,19 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* reply.c -- error bodies and their headers, and the one derivation of the retry signals
+/* reply.c -- error answers and their headers, and the one derivation of the retry signals
  * they carry (body "retryable"/"retry_after_ms", Retry-After, x-should-retry), so the
- * three never disagree. */
+ * three never disagree. The bodies themselves are written by dialect/error.c. */
 #include "router/reply.h"
 
 #include <stdio.h>
-
-static void put_nullable(struct bsc_buf *b, const char *key, const char *val)
-{
-    bsc_buf_appendf(b, ",\"%s\":", key);
-    if (val)
-        bsc_buf_append_json_str(b, bsc_str_cstr(val));
-    else
-        bsc_buf_append_cstr(b, "null");
-}
 
 void reply_set_retry(struct reply_error *e, const struct reply_cause *c)
 {
@@ -32,26 +23,27 @@ static int64_t announced_wait(const struct reply_error *e)
     return e->retryable ? e->retry_after_ms : -1;
 }
 
+struct dialect_error reply_error_view(const struct reply_error *e, const char *request_id)
+{
+    return (struct dialect_error){
+        .status = e->status,
+        .type = e->type,
+        .code = e->code,
+        .message = e->message,
+        .param = e->param,
+        .reason = e->reason,
+        .retryable = e->retryable,
+        .retry_after_ms = announced_wait(e),
+        .request_id = request_id,
+    };
+}
+
 enum bsc_err reply_error_body(const struct reply_error *e, const char *request_id,
                               struct bsc_buf *b)
 {
-    bsc_buf_append_cstr(b, "{\"error\":{\"message\":");
-    bsc_buf_append_json_str(b, bsc_str_cstr(e->message ? e->message : ""));
-    put_nullable(b, "type", e->type ? e->type : "server_error");
-    put_nullable(b, "param", e->param);
-    put_nullable(b, "code", e->code);
-    bsc_buf_append_char(b, '}');
-    if (e->reason) {
-        bsc_buf_append_cstr(b, ",\"status\":\"unavailable\"");
-        put_nullable(b, "reason", e->reason);
-        bsc_buf_appendf(b, ",\"retryable\":%s", e->retryable ? "true" : "false");
-        if (announced_wait(e) >= 0)
-            bsc_buf_appendf(b, ",\"retry_after_ms\":%lld", (long long)e->retry_after_ms);
-        else
-            bsc_buf_append_cstr(b, ",\"retry_after_ms\":null");
-    }
-    put_nullable(b, "request_id", request_id);
-    return bsc_buf_append_char(b, '}');
+    struct dialect_error d = reply_error_view(e, request_id);
+
+    return dialect_openai_error(&d, b);
 }
 
 void reply_error_send(struct srv_req *sreq, const struct reply_error *e,

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
+#include "dialect/error.h"
 #include "fail/taxonomy.h"
 #include "server/server.h"
 
@@ -59,7 +60,11 @@ struct reply_error {
  * retryable: no wait and should_retry false. */
 void reply_set_retry(struct reply_error *e, const struct reply_cause *c);
 
-/* Appends the JSON body of <e> for request <request_id> to <out>. */
+/* <e> for request <request_id> as the dialect writers take it (dialect/error.h): the wait
+ * is the one announced (none unless retryable). Borrows <e>'s strings. */
+struct dialect_error reply_error_view(const struct reply_error *e, const char *request_id);
+
+/* Appends the OpenAI JSON body of <e> for request <request_id> to <out>. */
 enum bsc_err reply_error_body(const struct reply_error *e, const char *request_id,
                               struct bsc_buf *out);
 

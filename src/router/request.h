@@ -34,10 +34,15 @@ struct chat_in {
                                        empty otherwise); borrowed from the srv_req */
     void *down_arg;                 /* owned; taken over by the router: handed to <down> in
                                        down_ctx.arg, freed by down->arg_free at the end */
-    /* Spans of <body> the api layer already found (one pass serves both); valid only
-     * when <have_spans>: */
-    bool have_spans;
-    struct bsc_str messages, tools, response_format, max_tokens, max_completion_tokens;
+    /* What the dialect computed of its own request (api/inspect.c); the router copies it: */
+    uint32_t need_caps;             /* CFG_CAP_* the request itself needs of a target */
+    bool has_tools;                 /* a non-empty "tools" */
+    uint64_t est_tokens;            /* estimated prompt + output tokens */
+    uint64_t est_out_tokens;        /* the output part of it (the client's max tokens) */
+    struct bsc_str scan_body;       /* the OpenAI-shaped text route selection and trimming
+                                       read: <body>, or the canonical form serialised (owned
+                                       by <json>, valid while <json> is unchanged) */
+    struct bsc_str messages;        /* its "messages" value; empty when absent */
 };
 
 /* Starts the request on <w>. Takes ownership of in->cfg's ref and in->json. Always

@@ -479,6 +479,11 @@ void srv__conn_error(struct srv_conn *c, int status, const char *code, const cha
         c->srv->refused(&c->req, status, c->srv->ud);
 }
 
+void srv_set_error_body(struct srv *srv, srv_error_body_fn *fn)
+{
+    srv->error_body = fn;
+}
+
 void srv_set_refused(struct srv *srv, srv_refused_fn *fn)
 {
     srv->refused = fn;

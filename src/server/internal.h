@@ -183,6 +183,7 @@ struct srv {
     struct srv_limits lim;
     srv_handler_fn *handler;
     srv_refused_fn *refused; /* NULL, or told of the server's own answers (access log) */
+    srv_error_body_fn *error_body; /* NULL: plain-text error bodies */
     void *ud;
     struct srv_conn *conns;      /* every connection not yet freed */
     struct srv_conn *work_head, *work_tail;

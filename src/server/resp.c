@@ -332,31 +332,21 @@ void srv_resp_send(struct srv_req *req, int status, const char *content_type,
 void srv_resp_error(struct srv_req *req, int status, const char *type, const char *code,
                     const char *message)
 {
+    srv_error_body_fn *fn = req->conn->srv->error_body;
     struct bsc_buf j;
-    enum bsc_err err = BSC_OK;
+    enum bsc_err err;
 
-    if (!type)
-        type = status >= 500 ? "server_error" : "invalid_request_error";
     bsc_buf_init(&j, JSON_ERR_MAX);
-    PUT_LIT(&j, &err, "{\"error\":{\"message\":");
-    if (!err)
-        err = bsc_buf_append_json_str(&j, bsc_str_cstr(message ? message : ""));
-    PUT_LIT(&j, &err, ",\"type\":");
-    if (!err)
-        err = bsc_buf_append_json_str(&j, bsc_str_cstr(type));
-    PUT_LIT(&j, &err, ",\"param\":null,\"code\":");
-    if (!err && code)
-        err = bsc_buf_append_json_str(&j, bsc_str_cstr(code));
-    else
-        PUT_LIT(&j, &err, "null");
-    PUT_LIT(&j, &err, "},\"request_id\":");
-    if (!err)
-        err = bsc_buf_append_json_str(&j, bsc_str_cstr(req->id));
-    PUT_LIT(&j, &err, "}");
+    if (fn) {
+        err = fn(status, type, code, message, req->id, &j);
+    } else {
+        err = bsc_buf_appendf(&j, "%s%s%s\n", code ? code : "", code ? ": " : "",
+                              message ? message : "");
+    }
     if (err)
         resp_fail(req, err);
     else
-        srv_resp_send(req, status, "application/json", NULL, 0, j.p, j.len);
+        srv_resp_send(req, status, fn ? "application/json" : "text/plain", NULL, 0, j.p, j.len);
     bsc_buf_cleanup(&j);
 }
 

@@ -3,7 +3,8 @@
  * It owns connections and requests: keep-alive, Content-Length and chunked bodies,
  * pipelined requests answered in order, Expect: 100-continue, and the limits of
  * docs/configuration.md (413, 431, 408, idle close, connection cap), each protocol error answered
- * with an OpenAI-shaped JSON error body carrying the request id. It knows nothing of
+ * with a body from the error body callback main.c sets (the client dialect's shape, with the
+ * request id): the server sends status and bytes only. It knows nothing of
  * LLMs: a complete request (head and body) is handed to one handler callback, which
  * answers through srv_resp_*, at once or later, streaming or not.
  * See docs/internals/server.md. */
@@ -16,6 +17,7 @@
 
 #include <uv.h>
 
+#include "core/buf.h"
 #include "core/err.h"
 #include "core/str.h"
 
@@ -64,6 +66,17 @@ enum bsc_err srv_listen_first(const char *host, uint16_t port, int *fd, char *er
  * <limits> is copied. <handler> gets each request. Returns BSC_OK and *<out>. */
 enum bsc_err srv_new(uv_loop_t *loop, int listen_fd, const struct srv_limits *limits,
                      srv_handler_fn *handler, void *ud, struct srv **out);
+
+/* Writes the JSON body of an error answer for request <request_id> into <out>: the client
+ * dialect's error shape, which the server does not know. <type> and <code> may be NULL.
+ * Returns BSC_OK, or an error with <out> unusable. Must not call back into the server. */
+typedef enum bsc_err srv_error_body_fn(int status, const char *type, const char *code,
+                                       const char *message, const char *request_id,
+                                       struct bsc_buf *out);
+
+/* Sets the writer of the bodies of srv_resp_error() on <srv> (the server's own framing
+ * errors included). Without one, an error's body is "<code>: <message>" as text/plain. */
+void srv_set_error_body(struct srv *srv, srv_error_body_fn *fn);
 
 /* Sets the callback told of every answer <srv> writes itself (NULL: none). The handler's
  * <ud> is passed to it. Set before the loop runs. */
@@ -146,8 +159,9 @@ void srv_resp_end(struct srv_req *req);
 /* Head, body and end in one call; <content_type> may be NULL. */
 void srv_resp_send(struct srv_req *req, int status, const char *content_type,
                    const struct srv_header *h, size_t n, const void *body, size_t len);
-/* Sends an OpenAI-shaped error, {"error":{"message","type","param":null,"code"},
- * "request_id"}, with <status>; <code> may be NULL. Ends the response. */
+/* Sends an error with <status>, its body written by the server's error body callback
+ * (srv_set_error_body) from <type>, <code> (either may be NULL), <message> and the
+ * request id. Ends the response. */
 void srv_resp_error(struct srv_req *req, int status, const char *type, const char *code,
                     const char *message);
 /* Ends the response by closing the connection after what is queued (a stream that

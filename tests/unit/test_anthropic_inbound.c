@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "api/anthropic.h"
+#include "dialect/error.h"
 #include "core/buf.h"
 #include "core/str.h"
 #include "core/utf8.h"
@@ -1002,7 +1003,7 @@ static void test_error_types(void **state)
 
     (void)state;
     for (size_t i = 0; i < BSC_ARRAY_LEN(rows); i++) {
-        const char *got = api__anthropic_error_type(rows[i].status, rows[i].type, rows[i].code);
+        const char *got = dialect_anthropic_error_type(rows[i].status, rows[i].type, rows[i].code);
         if (strcmp(got, rows[i].want) != 0)
             fail_msg("row %zu (status %d): got %s, want %s", i, rows[i].status, got, rows[i].want);
     }

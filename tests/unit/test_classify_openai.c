@@ -420,6 +420,14 @@ static const struct resp_row resp_rows[] = {
      NULL, NULL},
     {"huge Retry-After is capped at 24 h", NULL, 429, "", NULL, "99999999999999999999999",
      NULL, FAIL_RATE_LIMITED, 86400000, NULL, NULL},
+    /* One strict parser (core/json_parse.c): bytes after the JSON, or a spelling strict
+     * JSON refuses, make the body unreadable; the status alone decides. */
+    {"429 quota body with bytes after it", NULL, 429,
+     "{\"error\":{\"code\":\"insufficient_quota\",\"message\":\"q\"}} <html>", NULL, NULL,
+     NULL, FAIL_RATE_LIMITED, -1, "", NULL},
+    {"429 quota body with a trailing comma", NULL, 429,
+     "{\"error\":{\"code\":\"insufficient_quota\",\"message\":\"q\",}}", NULL, NULL, NULL,
+     FAIL_RATE_LIMITED, -1, "", NULL},
 };
 
 static void test_classify_responses(void **state)

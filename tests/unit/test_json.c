@@ -906,6 +906,59 @@ static void test_parse_whole(void **state)
     assert_null(bsc_json_parse_whole(BSC_STR("{\"a\":"), 8)); /* cut short */
 }
 
+/* bsc_json_parse: where and why a text is refused, as a table. Offsets are json-c's
+ * stopping byte (the offending one), the text's length when it ends inside the value,
+ * the first non-blank byte after the value for trailing data. */
+static void test_parse_where(void **state)
+{
+    static const struct {
+        const char *in;
+        int depth;
+        enum bsc_json_why why;
+        size_t offset;
+        unsigned line, col;
+    } rows[] = {
+        {"{\"a\":1}", 8, BSC_JSONP_OK, 0, 1, 1},
+        {"42", 8, BSC_JSONP_OK, 0, 1, 1},     /* a number at the very end is a value */
+        {" -1.5e3 ", 8, BSC_JSONP_OK, 0, 1, 1},
+        {"", 8, BSC_JSONP_INCOMPLETE, 0, 1, 1},
+        {"{\"a\":", 8, BSC_JSONP_INCOMPLETE, 5, 1, 6},
+        {"[1,\n2", 8, BSC_JSONP_INCOMPLETE, 5, 2, 2},
+        {"tru", 8, BSC_JSONP_INCOMPLETE, 3, 1, 4},
+        {"{\"a\":1,}", 8, BSC_JSONP_SYNTAX, 7, 1, 8},
+        {"{\n  \"a\": x}", 8, BSC_JSONP_SYNTAX, 9, 2, 8},
+        {"[1 2]", 8, BSC_JSONP_SYNTAX, 3, 1, 4},
+        {"{\"a\":01}", 8, BSC_JSONP_SYNTAX, 7, 1, 8},
+        {"[[[[1]]]]", 3, BSC_JSONP_DEPTH, 3, 1, 4},
+        {"{} x", 8, BSC_JSONP_TRAILING, 3, 1, 4},
+        {"{}{}", 8, BSC_JSONP_TRAILING, 2, 1, 3},
+        {"{}\n\n]", 8, BSC_JSONP_TRAILING, 4, 3, 1},
+        {"1 2", 8, BSC_JSONP_TRAILING, 2, 1, 3},
+        {" null ", 8, BSC_JSONP_NULL, 6, 1, 7},
+        {"nul", 8, BSC_JSONP_INCOMPLETE, 3, 1, 4},
+    };
+    struct bsc_json_where w;
+    struct json_object *o;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        o = bsc_json_parse(bsc_str_cstr(rows[i].in), rows[i].depth, 0, &w);
+        if (w.why != rows[i].why || (o != NULL) != (rows[i].why == BSC_JSONP_OK) ||
+            w.offset != rows[i].offset || w.line != rows[i].line || w.col != rows[i].col)
+            fail_msg("row %zu (%s): why %d offset %zu at %u:%u (%s)", i, rows[i].in, (int)w.why,
+                     w.offset, w.line, w.col, w.what ? w.what : "-");
+        assert_true(rows[i].why == BSC_JSONP_OK || (w.what && w.what[0]));
+        json_object_put(o);
+    }
+    /* json-c's own UTF-8 check is the caller's choice: a lone continuation byte */
+    o = bsc_json_parse(BSC_STR("\"\x80\""), 8, 0, &w);
+    assert_non_null(o);
+    json_object_put(o);
+    assert_null(bsc_json_parse(BSC_STR("\"\x80\""), 8, BSC_JSON_UTF8, &w));
+    assert_int_equal(w.why, BSC_JSONP_SYNTAX);
+    assert_null(bsc_json_parse(BSC_STR_NULL, 8, 0, NULL)); /* <where> may be NULL */
+}
+
 /* ---- names compared decoded (json_name.c) ----------------------------------------------- */
 
 static void test_name_eq(void **state)
@@ -1195,6 +1248,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_valid),
         cmocka_unit_test(test_parse_whole),
+        cmocka_unit_test(test_parse_where),
         cmocka_unit_test(test_check_invalid),
         cmocka_unit_test(test_check_exact_buffers),
         cmocka_unit_test(test_check_null_doc),

@@ -31,6 +31,7 @@
 
 #include "core/clock.h"
 #include "core/compat.h"
+#include "dialect/error.h"
 #include "server/server.h"
 
 #define BIG_TOTAL  (4u << 20)
@@ -282,6 +283,7 @@ static void fx_start(struct fx *fx)
     assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
     fx->port = ntohs(sin.sin_port);
     assert_int_equal(srv_new(&fx->loop, fd, &fx->lim, handler, fx, &fx->srv), BSC_OK);
+    srv_set_error_body(fx->srv, dialect_openai_srv_error);
     assert_int_equal(pthread_create(&fx->thread, NULL, loop_main, fx), 0);
     fx->started = true;
 }
