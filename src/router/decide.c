@@ -246,7 +246,7 @@ static bool try_same_target(struct request *r, const struct fail_policy *pol, co
      * reserve for the next tier: go there instead when there is one. */
     if (!pol->needs_delay && decide_later_tier_exists(r))
         return false;
-    d = retry_choose_delay(&r->cfg->retry, done - 1, pol->needs_delay ? r->fail.retry_after_ms : -1,
+    d = retry_choose_delay(&r->cfg->retry, done - 1, pol->needs_delay ? r->x.fail.retry_after_ms : -1,
                            bsc_rand01(), req__time_left(r));
     if (!pol->needs_delay)
         d.delay_ms = 0;
@@ -281,7 +281,7 @@ static enum decision go(struct request *r, const struct cfg_target *next,
         req__set_typed_failure(r, "retry_budget_exhausted", REPLY_OUTLOOK_TIME,
                                REPLY_DEFAULT_RETRY_MS,
                                "%s failed (%s) and the gateway's retry budget is spent",
-                               r->target->id, fail_kind_name(r->fail.kind));
+                               r->target->id, fail_kind_name(r->x.fail.kind));
         *why = "retry_budget_exhausted";
         return DECIDE_STOP;
     }
@@ -290,11 +290,11 @@ static enum decision go(struct request *r, const struct cfg_target *next,
     return DECIDE_GO;
 }
 
-/* Decides the step after the failure in r->fail. Sets r->target/next_wf/next_delay_ms
+/* Decides the step after the failure in r->x.fail. Sets r->target/next_wf/next_delay_ms
  * and returns DECIDE_GO, or sets the error to reply with and returns DECIDE_STOP. */
 enum decision decide_next(struct request *r, const char **why)
 {
-    const struct fail_policy *pol = fail_policy(r->fail.kind);
+    const struct fail_policy *pol = fail_policy(r->x.fail.kind);
     bool wait_too_long = false;
     int64_t wait_ms = -1;
     uint64_t min_window = 0;
@@ -307,29 +307,29 @@ enum decision decide_next(struct request *r, const char **why)
         *why = "client_error";
         return DECIDE_STOP;
     }
-    if (r->env.side_effects == CFG_SE_WRITE_POSSIBLE && r->fail.request_sent &&
-        r->fail.transport != FT_OK) {
+    if (r->env.side_effects == CFG_SE_WRITE_POSSIBLE && r->x.fail.request_sent &&
+        r->x.fail.transport != FT_OK) {
         /* The upstream may have acted on it and we cannot know: never replay blindly. */
-        r->fail.kind = FAIL_SIDE_EFFECT_UNCERTAIN;
+        r->x.fail.kind = FAIL_SIDE_EFFECT_UNCERTAIN;
         req__set_provider_error(r);
         r->err.code = "reconcile_required";
-        r->termination = "reconcile_required";
+        r->d.termination = "reconcile_required";
         guard_record_uncertain(r, "side_effect_uncertain");
         *why = "side_effect_uncertain";
         return DECIDE_STOP;
     }
     if (req__time_left(r) == 0) {
-        req__set_typed_failure(r, "deadline_exhausted", REPLY_OUTLOOK_KIND, r->fail.retry_after_ms,
+        req__set_typed_failure(r, "deadline_exhausted", REPLY_OUTLOOK_KIND, r->x.fail.retry_after_ms,
                                "the request deadline passed after %u attempts (last: %s)",
-                               r->n_attempts, fail_kind_name(r->fail.kind));
+                               r->n_attempts, fail_kind_name(r->x.fail.kind));
         *why = "deadline_exhausted";
         return DECIDE_STOP;
     }
     if (r->n_attempts >= r->env.max_attempts) {
         req__set_typed_failure(r, "attempts_exhausted", REPLY_OUTLOOK_KIND,
-                               r->fail.retry_after_ms,
+                               r->x.fail.retry_after_ms,
                           "all %u attempts failed (last: %s on %s)", r->n_attempts,
-                          fail_kind_name(r->fail.kind), failed->id);
+                          fail_kind_name(r->x.fail.kind), failed->id);
         *why = "max_attempts";
         return DECIDE_STOP;
     }
@@ -342,7 +342,7 @@ enum decision decide_next(struct request *r, const char **why)
         if (!next)
             next = choose(r, TIER_EQUIVALENT, true, 0);
         if (next) {
-            *why = fail_kind_name(r->fail.kind);
+            *why = fail_kind_name(r->x.fail.kind);
             return go(r, next, ATTEMPT_WF_EQUIVALENT_FAILOVER, why);
         }
     }
@@ -351,7 +351,7 @@ enum decision decide_next(struct request *r, const char **why)
             min_window = failed->context_window ? failed->context_window : UINT64_MAX - 1;
         next = choose(r, TIER_FALLBACK, true, min_window);
         if (next) {
-            *why = fail_kind_name(r->fail.kind);
+            *why = fail_kind_name(r->x.fail.kind);
             return go(r, next, ATTEMPT_WF_CROSS_MODEL_FALLBACK, why);
         }
     }
@@ -360,10 +360,10 @@ enum decision decide_next(struct request *r, const char **why)
         *why = "no_larger_window";
         return DECIDE_STOP;
     }
-    if (r->fail.kind == FAIL_CONTRACT_FAILURE) {
+    if (r->x.fail.kind == FAIL_CONTRACT_FAILURE) {
         /* Never the invalid answer presented as success. */
         req__set_typed_failure(r, "contract_failure", REPLY_OUTLOOK_NEVER, -1, "%s",
-                               r->fail.message);
+                               r->x.fail.message);
         r->err.status = 502;
         *why = "contract_failure";
         return DECIDE_STOP;
@@ -376,9 +376,9 @@ enum decision decide_next(struct request *r, const char **why)
         *why = "wait_exceeds_deadline";
         return DECIDE_STOP;
     }
-    req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_KIND, r->fail.retry_after_ms,
+    req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_KIND, r->x.fail.retry_after_ms,
                       "%s failed (%s) and no eligible target is left to try", failed->id,
-                      fail_kind_name(r->fail.kind));
+                      fail_kind_name(r->x.fail.kind));
     *why = "no_eligible_fallback";
     return DECIDE_STOP;
 }
@@ -450,7 +450,7 @@ static void answer_request_excluded(struct request *r)
                        r->route->id, param, r->missing_caps ? "; missing: " : "", caps,
                        r->too_small ? "; context window too small" : "");
         r->err.param = param;
-        r->termination = "unsupported_parameter";
+        r->d.termination = "unsupported_parameter";
         return;
     }
     req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_NEVER, -1,
@@ -524,7 +524,7 @@ bool decide_within_budgets(struct request *r, const struct cfg_target *next)
         uint64_t added_ms = (now_us - r->attempts[0].end_us) / 1000 + r->next_delay_ms;
         if (added_ms > r->env.max_added_latency_ms) {
             req__set_typed_failure(r, "latency_budget_exhausted", REPLY_OUTLOOK_KIND,
-                                   r->fail.retry_after_ms,
+                                   r->x.fail.retry_after_ms,
                                    "recovering would add %llu ms, more than the route's "
                                    "max_added_latency_ms of %u",
                                    (unsigned long long)added_ms, r->env.max_added_latency_ms);
@@ -540,7 +540,7 @@ bool decide_within_budgets(struct request *r, const struct cfg_target *next)
              * request has spent nothing yet: the last failure decides. */
             req__set_typed_failure(r, "cost_budget_exhausted",
                                    r->n_attempts ? REPLY_OUTLOOK_KIND : REPLY_OUTLOOK_NEVER,
-                                   r->fail.retry_after_ms,
+                                   r->x.fail.retry_after_ms,
                                    "an attempt on %s would bring the estimated cost to $%.6f, "
                                    "over the route's max_cost_usd of $%.6f",
                                    next->id, spent + attempt_cost(r, next, false),

@@ -6,8 +6,27 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
 
 struct request;
+
+/* What guard.c keeps per request: the idempotency record, the operation id and what its
+ * ledger entry says, and the store calls still running. guard.c alone writes it. */
+struct guard {
+    unsigned store_ops;          /* store calls whose callback is still due */
+    bool zombie;                 /* done while a store call was running: freed by it */
+    bool waiting_store;          /* a lookup runs: the request waits for its callback */
+    char idem_key[256], idem_scope[40];
+    uint64_t idem_claim;
+    bool idem_active, idem_overflow;
+    struct bsc_buf idem_copy;    /* owned: the bytes sent, for the idempotency record */
+    char op_id[129];             /* X-Bascule-Operation-Id, or "" */
+    unsigned ledger_checked;     /* n_attempts when the ledger was last read */
+    const char *ledger_blocked;  /* static: why a replay is refused, or NULL */
+    char uncertain_id[160];      /* the WORKFLOW_3 ledger entry being written */
+};
 
 enum guard_start {
     GUARD_PROCEED = 0, /* nothing to wait for */

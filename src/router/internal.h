@@ -19,11 +19,13 @@
 #include "router/downstream.h"
 #include "router/envelope.h"
 #include "router/gateway.h"
+#include "router/guard.h"
 #include "router/params.h"
 #include "router/reply.h"
 #include "router/request.h"
 #include "router/taxonomy.h"
 #include "router/trim.h"
+#include "router/xchg.h"
 #include "stream/sse_parse.h"
 #include "upstream/upstream.h"
 
@@ -44,12 +46,6 @@ enum req_state {
 };
 
 enum tier { TIER_PRIMARY = 0, TIER_EQUIVALENT, TIER_FALLBACK, TIER_COUNT };
-
-/* How the upstream body is consumed during an attempt. */
-enum body_mode { BODY_NONE = 0, BODY_BUFFER, BODY_SSE };
-
-#define REQ_MAX_RESPONSE_BYTES (64u << 20)
-#define REQ_MAX_SSE_EVENT      (4u << 20)
 
 struct request {
     struct worker *w;         /* borrowed */
@@ -77,10 +73,7 @@ struct request {
     bool buffering;           /* on_stream_failure: buffer: release a stream only when whole */
     struct contract *contract; /* owned: compiled schemas (contract.c), or NULL */
     bool too_small;           /* a candidate's context window was too small */
-    const struct down_ops *down; /* the client's dialect; NULL = OpenAI */
     struct prov_native native;   /* borrowed from sreq like <body>; body empty when none */
-    void *down_st;            /* owned: down->stream_size bytes */
-    void *down_arg;           /* owned: chat_in.down_arg, freed by down->arg_free */
     char id[130];             /* copy of the request id, for logs after sreq is gone */
     char path[64];            /* copy of the request path, for the access log */
     struct envelope env;
@@ -97,29 +90,7 @@ struct request {
     bool probe;                      /* admitted as a half-open probe */
     enum brk_state circuit;          /* the target's circuit after the last report */
     bool attempt_open;               /* inflight counted and outcome not yet reported */
-    const struct prov_ops *ops;      /* the target's adapter */
-    void *prov_st;                   /* owned: ops->stream_size bytes, for streams */
-    bool prov_st_live;               /* stream_init ran; cleanup due */
-    struct up_transfer *xfer;        /* NULL when none is running */
-    struct prov_http http;           /* owned: what was sent upstream */
-    enum body_mode mode;
-    struct bsc_buf resp;             /* owned: buffered upstream body (BODY_BUFFER) */
-    struct bsc_buf answer;           /* owned: the OpenAI-shaped answer (non-stream) */
-    struct sse_parser sse;           /* BODY_SSE */
-    struct bsc_buf conv;             /* owned: OpenAI frames from the adapter, per read */
-    struct bsc_buf out;              /* owned: client bytes to write downstream */
-    int up_status;
-    char up_ctype[128];
-    char up_retry_after[64], up_retry_after_ms[64]; /* saved from the head */
-    bool saw_done;                   /* the upstream stream ended properly */
-    bool timed_out;
-    bool stream_failed;              /* an in-band error or a bad stream */
-    const char *limit_cut;           /* static: the stream passed max_stream_ms or _bytes */
-    bool limit_timer;                /* the relay timer is armed for max_stream_ms */
-    enum up_result up_res;
-    struct fail_info fail;           /* the last failure */
-    struct fail_info stream_fail;    /* an in-band error seen in the stream */
-    struct prov_usage usage;         /* of the delivered answer */
+    struct xchg x;                   /* its upstream side (exchange.c) */
     double cost_usd;
 
     /* the next step, chosen by decide_next */
@@ -130,30 +101,15 @@ struct request {
     bool all_rate_limited;       /* every failure so far was a rate limit or quota */
 
     /* the answer */
-    bool committed; /* response head sent */
-    int status;
-    uint64_t bytes_out;
-    uint64_t ttfb_us;
-    const char *termination; /* access-log termination code */
+    struct downstream d;             /* the client side (deliver.c) */
     struct attempt attempts[ATTEMPT_MAX];
     unsigned n_attempts;
     struct reply_error err;
     char err_msg[320];
     char err_code[64];
 
-    /* guards (guard.c) */
-    unsigned store_ops;          /* store calls whose callback is still due */
-    bool zombie;                 /* done while a store call was running: freed by it */
+    struct guard g;              /* idempotency, ledger, store calls (guard.c) */
     bool finished;               /* st_done ran */
-    bool waiting_store;          /* PICK waits for a store callback */
-    char idem_key[256], idem_scope[40];
-    uint64_t idem_claim;
-    bool idem_active, idem_overflow;
-    struct bsc_buf idem_copy;    /* owned: the bytes sent, for the idempotency record */
-    char op_id[129];             /* X-Bascule-Operation-Id, or "" */
-    unsigned ledger_checked;     /* n_attempts when the ledger was last read */
-    const char *ledger_blocked;  /* static: why a replay is refused, or NULL */
-    char uncertain_id[160];      /* the WORKFLOW_3 ledger entry being written */
 
     struct trim_state trim;      /* context.overflow: trim (trim.c) */
     struct shadow *shadows;      /* borrowed: its mirrored copies still running (shadow.c) */
@@ -200,52 +156,5 @@ bool decide_within_budgets(struct request *r, const struct cfg_target *next);
 void decide_caps_names(uint32_t caps, char *buf, size_t len);
 /* Counts the workflow in metrics; returns its name. */
 const char *decide_count_workflow(struct request *r, enum attempt_workflow wf);
-
-/* exchange.c */
-/* Builds the request through the adapter and starts the transfer. BSC_EINVAL: the adapter
- * cannot express the request for this target (r->fail is a contract failure). */
-enum bsc_err xchg_start(struct request *r);
-/* Clears the per-attempt upstream state. */
-void xchg_reset(struct request *r);
-/* After an uncommitted attempt ended: r->fail (FAIL_NONE = success, r->answer holds the
- * OpenAI-shaped answer and r->usage its usage). */
-void xchg_classify(struct request *r);
-/* Frees everything the exchange owns. */
-void xchg_cleanup(struct request *r);
-
-/* deliver.c */
-/* Sends the SSE head (the commit point) and moves to RELAY. */
-void deliver_commit(struct request *r);
-/* Converts the adapter's OpenAI frames in r->conv into client bytes in r->out. */
-enum bsc_err deliver_convert(struct request *r);
-/* Writes r->out; true when the upstream should pause (back-pressure). */
-bool deliver_flush(struct request *r);
-/* Ends the response with r->out as <termination>, the idempotency record settled first. */
-void deliver_end(struct request *r, const char *termination);
-/* Ends a broken stream: what is queued (the error event) goes out, then the connection
- * closes with no terminal chunk, so no client takes the response for a complete one and
- * reuses the connection while it closes. */
-void deliver_break(struct request *r, const char *termination);
-/* A committed stream past limits.max_stream_bytes (with what r->out holds) or
- * limits.max_stream_ms (<timer>: the timer armed by deliver_stream_arm fired): true, with
- * r->limit_cut, r->stream_failed and the message set, and r->out dropped. */
-bool deliver_stream_over(struct request *r, bool timer);
-/* Arms the relay timer for <gap_ms> (the longest silence allowed), or sooner when the
- * stream's max_stream_ms ends first. */
-void deliver_stream_arm(struct request *r, uint64_t gap_ms);
-/* Appends the error event that ends a committed stream, in the client's dialect. */
-void deliver_stream_error(struct request *r, const char *message);
-/* Releases a buffered stream: head, every byte held in r->out, end. */
-void deliver_stream_complete(struct request *r);
-/* Writes the complete answer in r->answer (non-stream). */
-void deliver_answer(struct request *r);
-/* Writes r->err. */
-void deliver_error(struct request *r);
-/* The x-bascule-* headers; returns how many were put in <h> (room for 5). */
-size_t deliver_route_headers(struct request *r, struct srv_header *h, char *buf, size_t len);
-/* Drops the client dialect's stream state: a new attempt before the commit point starts
- * its translation afresh (a buffered stream may have converted part of a failed one). */
-void deliver_down_reset(struct request *r);
-void deliver_cleanup(struct request *r);
 
 #endif

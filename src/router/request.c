@@ -99,7 +99,7 @@ void req__set_retry(struct request *r, enum reply_outlook outlook, int64_t wait_
 {
     struct reply_cause c = {
         .outlook = outlook,
-        .kind = r->n_attempts ? r->fail.kind : FAIL_NONE,
+        .kind = r->n_attempts ? r->x.fail.kind : FAIL_NONE,
         .wait_ms = wait_ms,
         .attempted = r->n_attempts > 0,
     };
@@ -125,28 +125,28 @@ void req__set_typed_failure(struct request *r, const char *reason, enum reply_ou
         .reason = reason,
     };
     req__set_retry(r, outlook, wait_ms);
-    r->termination = reason;
+    r->d.termination = reason;
 }
 
 /* The provider's own error, normalized: a client fault, or a kind with no recovery left. */
 void req__set_provider_error(struct request *r)
 {
-    const struct fail_policy *pol = fail_policy(r->fail.kind);
+    const struct fail_policy *pol = fail_policy(r->x.fail.kind);
     const char *code = pol->client_code && pol->client_code[0] ? pol->client_code
-                       : r->fail.code[0]                         ? r->fail.code
+                       : r->x.fail.code[0]                         ? r->x.fail.code
                                                                  : NULL;
 
-    if (pol->forward_message && r->fail.message[0])
-        req__set_error(r, pol->client_status, pol->client_type, code, "%s", r->fail.message);
+    if (pol->forward_message && r->x.fail.message[0])
+        req__set_error(r, pol->client_status, pol->client_type, code, "%s", r->x.fail.message);
     else
         req__set_error(r, pol->client_status, pol->client_type, code,
                   "upstream %s failed: %s%s%s", r->target ? r->target->id : "-",
-                  fail_kind_name(r->fail.kind), r->fail.message[0] ? ": " : "",
-                  pol->forward_message ? r->fail.message : "");
+                  fail_kind_name(r->x.fail.kind), r->x.fail.message[0] ? ": " : "",
+                  pol->forward_message ? r->x.fail.message : "");
     /* Only a client fault or an uncertain side effect stops here: nothing a retry of the
      * same request would change (the row's client_should_retry is false for them all). */
     req__set_retry(r, REPLY_OUTLOOK_NEVER, -1);
-    r->termination = fail_kind_name(r->fail.kind);
+    r->d.termination = fail_kind_name(r->x.fail.kind);
 }
 
 /* ---- timers ---- */
@@ -160,10 +160,10 @@ static void on_timer(uv_timer_t *h)
         break; /* st_backoff sees the timer is no longer active */
     case REQ_ST_ATTEMPT:
     case REQ_ST_RELAY:
-        if (r->xfer) { /* else an attempt aborted from a callback continues here */
-            r->timed_out = true;
-            up_cancel(r->xfer);
-            r->xfer = NULL;
+        if (r->x.xfer) { /* else an attempt aborted from a callback continues here */
+            r->x.timed_out = true;
+            up_cancel(r->x.xfer);
+            r->x.xfer = NULL;
         }
         break;
     default:
@@ -210,8 +210,8 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
     r->attempt_open = false;
     if (outcome == BRK_SUCCESS) {
         rep.latency_ms = (double)(bsc_now_us() - a->start_us) / 1e3;
-        if (r->stream && r->ttfb_us)
-            rep.ttft_ms = (double)(r->start_us + r->ttfb_us - a->start_us) / 1e3;
+        if (r->stream && r->d.ttfb_us)
+            rep.ttft_ms = (double)(r->start_us + r->d.ttfb_us - a->start_us) / 1e3;
     }
     hstate_record(r->gw->hs, r->target, bsc_now_ms(), &rep, &change);
     r->circuit = change.to; /* for the attempt's log line */
@@ -257,24 +257,24 @@ static void log_attempt(struct request *r, const char *next, const char *why)
 static void attempt_failed(struct request *r)
 {
     struct attempt *a = req__cur_attempt(r);
-    const struct fail_policy *pol = fail_policy(r->fail.kind);
+    const struct fail_policy *pol = fail_policy(r->x.fail.kind);
 
-    attempt_end(a, bsc_now_us(), ATTEMPT_FAILED, fail_kind_name(r->fail.kind));
-    a->status = r->fail.status;
+    attempt_end(a, bsc_now_us(), ATTEMPT_FAILED, fail_kind_name(r->x.fail.kind));
+    a->status = r->x.fail.status;
     if (pol->cools_key && r->key_idx >= 0) {
-        int reason = key_reason_of(r->fail.kind);
+        int reason = key_reason_of(r->x.fail.kind);
         static const char *const reasons[] = {"rate_limited", "quota", "auth"};
         hstate_key_cooldown(r->gw->hs, r->target->provider, r->key_idx, reason,
-                            r->fail.retry_after_ms, bsc_now_ms());
+                            r->x.fail.retry_after_ms, bsc_now_ms());
         metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->target->provider->id,
                     reasons[reason], 1);
     }
-    report_attempt(r, breaker_outcome(&r->fail), fail_kind_name(r->fail.kind),
+    report_attempt(r, breaker_outcome(&r->x.fail), fail_kind_name(r->x.fail.kind),
                    pol->flags_misconfigured);
-    if (r->fail.kind != FAIL_RATE_LIMITED && r->fail.kind != FAIL_QUOTA_EXHAUSTED)
+    if (r->x.fail.kind != FAIL_RATE_LIMITED && r->x.fail.kind != FAIL_QUOTA_EXHAUSTED)
         r->all_rate_limited = false;
     if (!r->recovery_reason)
-        r->recovery_reason = fail_kind_name(r->fail.kind);
+        r->recovery_reason = fail_kind_name(r->x.fail.kind);
 }
 
 /* ---- states ---- */
@@ -308,16 +308,16 @@ static void begin_attempt(struct request *r)
     req__goto(r, REQ_ST_ATTEMPT);
     if (r->key_idx == -1) {
         /* Another request cooled the last key meanwhile: a local rate limit. */
-        fail_info_init(&r->fail);
-        r->fail.kind = FAIL_RATE_LIMITED;
-        r->fail.retry_after_ms = soonest > now ? (int64_t)(soonest - now) : 0;
-        snprintf(r->fail.message, sizeof(r->fail.message), "every key of %s is cooling down",
+        fail_info_init(&r->x.fail);
+        r->x.fail.kind = FAIL_RATE_LIMITED;
+        r->x.fail.retry_after_ms = soonest > now ? (int64_t)(soonest - now) : 0;
+        snprintf(r->x.fail.message, sizeof(r->x.fail.message), "every key of %s is cooling down",
                  r->target->provider->id);
         return;
     }
     err = xchg_start(r);
     if (err == BSC_EINVAL)
-        return; /* r->fail says why the target cannot take it; st_attempt moves on */
+        return; /* r->x.fail says why the target cannot take it; st_attempt moves on */
     if (err) {
         req__set_error(r, 503, "server_error", "gateway_overloaded", "could not start an attempt");
         report_attempt(r, BRK_NEUTRAL, NULL, false);
@@ -333,16 +333,16 @@ static void st_pick(struct request *r)
 {
     const char *why = NULL;
 
-    if (r->waiting_store)
+    if (r->g.waiting_store)
         return; /* an idempotency or ledger lookup is running */
     if (r->n_attempts > 0 && guard_ledger_check(r) == GUARD_WAIT)
         return;
-    if (r->ledger_blocked) {
+    if (r->g.ledger_blocked) {
         req__set_error(r, 409, "invalid_request_error", "reconcile_required",
                        "operation '%s' may already have acted (its ledger entry is %s): "
                        "reconcile it before retrying; the gateway will not replay it",
-                       r->op_id, r->ledger_blocked);
-        r->termination = "reconcile_required";
+                       r->g.op_id, r->g.ledger_blocked);
+        r->d.termination = "reconcile_required";
         guard_record_uncertain(r, "side_effect_uncertain");
         req__goto(r, REQ_ST_REPLY_ERROR);
         return;
@@ -389,37 +389,37 @@ static void account_usage(struct request *r)
 {
     const struct cfg_price *p = &r->target->price;
 
-    if (r->mode == BODY_SSE && r->prov_st_live && r->ops->stream_usage)
-        r->ops->stream_usage(r->prov_st, &r->usage);
+    if (r->x.mode == BODY_SSE && r->x.prov_st_live && r->x.ops->stream_usage)
+        r->x.ops->stream_usage(r->x.prov_st, &r->x.usage);
     r->cost_usd = 0;
-    if (r->usage.input_tokens > 0)
-        r->cost_usd += (double)r->usage.input_tokens * p->input_per_mtok / 1e6;
-    if (r->usage.output_tokens > 0)
-        r->cost_usd += (double)r->usage.output_tokens * p->output_per_mtok / 1e6;
+    if (r->x.usage.input_tokens > 0)
+        r->cost_usd += (double)r->x.usage.input_tokens * p->input_per_mtok / 1e6;
+    if (r->x.usage.output_tokens > 0)
+        r->cost_usd += (double)r->x.usage.output_tokens * p->output_per_mtok / 1e6;
 }
 
 static void st_attempt(struct request *r)
 {
-    if (r->xfer)
+    if (r->x.xfer)
         return; /* still running: upstream events drive us */
     uv_timer_stop(&r->timer);
-    if (r->key_idx != -1 && r->fail.kind != FAIL_CONTRACT_FAILURE)
+    if (r->key_idx != -1 && r->x.fail.kind != FAIL_CONTRACT_FAILURE)
         xchg_classify(r);
     metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "transport",
-                 r->fail.kind == FAIL_NONE ? "ok" : "failed", 1);
-    if (r->fail.kind == FAIL_NONE && contract_wanted(r)) {
-        bool ok = r->mode == BODY_SSE ? contract_check_stream(r, &r->fail)
-                                      : contract_check_answer(r, bsc_buf_str(&r->answer), &r->fail);
-        if (r->mode != BODY_SSE || r->buffering) {
+                 r->x.fail.kind == FAIL_NONE ? "ok" : "failed", 1);
+    if (r->x.fail.kind == FAIL_NONE && contract_wanted(r)) {
+        bool ok = r->x.mode == BODY_SSE ? contract_check_stream(r, &r->x.fail)
+                                      : contract_check_answer(r, bsc_buf_str(&r->x.answer), &r->x.fail);
+        if (r->x.mode != BODY_SSE || r->buffering) {
             metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "contract",
                          ok ? "ok" : "failed", 1);
             metrics_inc3(M(r), r->w->idx, METRIC_TARGET_OUTCOMES, r->target->id, "contract",
                          ok ? "ok" : "failed", 1);
         }
     }
-    if (r->fail.kind == FAIL_NONE) {
+    if (r->x.fail.kind == FAIL_NONE) {
         attempt_end(req__cur_attempt(r), bsc_now_us(), ATTEMPT_OK, NULL);
-        req__cur_attempt(r)->status = r->up_status;
+        req__cur_attempt(r)->status = r->x.up_status;
         report_attempt(r, BRK_SUCCESS, NULL, false);
         account_usage(r);
         log_attempt(r, "deliver", "ok");
@@ -434,14 +434,14 @@ static void st_attempt(struct request *r)
  * the upstream's fault, so its circuit hears of a success. One error event, then close. */
 static void relay_cut(struct request *r, struct attempt *a)
 {
-    attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, r->limit_cut);
+    attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, r->d.limit_cut);
     a->status = 200;
     report_attempt(r, BRK_SUCCESS, NULL, false);
     account_usage(r);
-    log_attempt(r, "stop", r->limit_cut);
+    log_attempt(r, "stop", r->d.limit_cut);
     guard_record_uncertain(r, "partial_output");
-    deliver_stream_error(r, r->stream_fail.message);
-    deliver_break(r, r->limit_cut);
+    deliver_stream_error(r, r->x.stream_fail.message);
+    deliver_break(r, r->d.limit_cut);
     req__goto(r, REQ_ST_DONE);
 }
 
@@ -449,10 +449,10 @@ static void st_relay(struct request *r)
 {
     struct attempt *a = req__cur_attempt(r);
 
-    if (r->xfer)
+    if (r->x.xfer)
         return; /* streaming: upstream events drive us */
     uv_timer_stop(&r->timer);
-    if (r->saw_done && !r->stream_failed) {
+    if (r->x.saw_done && !r->x.stream_failed) {
         attempt_end(a, bsc_now_us(), ATTEMPT_OK, NULL);
         a->status = 200;
         report_attempt(r, BRK_SUCCESS, NULL, false);
@@ -462,25 +462,25 @@ static void st_relay(struct request *r)
         req__goto(r, REQ_ST_DONE);
         return;
     }
-    if (r->timed_out ? deliver_stream_over(r, true) : r->limit_cut != NULL) {
+    if (r->x.timed_out ? deliver_stream_over(r, true) : r->d.limit_cut != NULL) {
         relay_cut(r, a);
         return;
     }
     /* Broke after the commit point: never replay; one error event, then close. */
-    fail_info_init(&r->fail);
-    r->fail.kind = FAIL_PARTIAL_OUTPUT;
-    r->fail.transport = r->stream_failed ? FT_OK : FT_RESET;
-    r->fail.status = 200;
-    r->fail.request_caused = r->stream_failed && r->stream_fail.request_caused;
+    fail_info_init(&r->x.fail);
+    r->x.fail.kind = FAIL_PARTIAL_OUTPUT;
+    r->x.fail.transport = r->x.stream_failed ? FT_OK : FT_RESET;
+    r->x.fail.status = 200;
+    r->x.fail.request_caused = r->x.stream_failed && r->x.stream_fail.request_caused;
     attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, "partial_output");
     a->status = 200;
-    report_attempt(r, breaker_outcome(&r->fail), "partial_output", false);
-    log_attempt(r, "stop", r->timed_out ? "stream_stalled" : r->stream_failed ? "error_event"
+    report_attempt(r, breaker_outcome(&r->x.fail), "partial_output", false);
+    log_attempt(r, "stop", r->x.timed_out ? "stream_stalled" : r->x.stream_failed ? "error_event"
                                                                               : "stream_cut");
     guard_record_uncertain(r, "partial_output");
-    deliver_stream_error(r, r->timed_out ? "the upstream stream stalled past the deadline"
-                            : r->stream_failed && r->stream_fail.message[0]
-                                ? r->stream_fail.message
+    deliver_stream_error(r, r->x.timed_out ? "the upstream stream stalled past the deadline"
+                            : r->x.stream_failed && r->x.stream_fail.message[0]
+                                ? r->x.stream_fail.message
                                 : "the upstream stream was interrupted");
     /* The error event, then the connection closes without the chunked terminator: the
      * SDKs raise on the event; a reader of the raw stream sees it end broken. A well-framed
@@ -491,8 +491,8 @@ static void st_relay(struct request *r)
 
 static void st_reply(struct request *r)
 {
-    r->termination = "ok"; /* before delivery: the idempotency record is settled there */
-    if (r->mode == BODY_SSE)
+    r->d.termination = "ok"; /* before delivery: the idempotency record is settled there */
+    if (r->x.mode == BODY_SSE)
         deliver_stream_complete(r); /* a buffered stream that passed its checks */
     else
         deliver_answer(r); /* may turn into a translation_failed error */
@@ -503,7 +503,7 @@ static void st_reply_error(struct request *r)
 {
     uv_timer_stop(&r->timer);
     deliver_error(r);
-    r->termination = r->termination ? r->termination : "error";
+    r->d.termination = r->d.termination ? r->d.termination : "error";
     req__goto(r, REQ_ST_DONE);
 }
 
@@ -540,20 +540,20 @@ static void request_free(uv_handle_t *h)
 {
     struct request *r = h->data;
 
-    bsc_buf_cleanup(&r->idem_copy);
+    bsc_buf_cleanup(&r->g.idem_copy);
     if (guard_can_free(r))
         req__release(r);
 }
 
 static const char *outcome_label(const struct request *r)
 {
-    if (strcmp(r->termination, "ok") == 0)
+    if (strcmp(r->d.termination, "ok") == 0)
         return "ok";
-    if (strcmp(r->termination, "client_abort") == 0)
+    if (strcmp(r->d.termination, "client_abort") == 0)
         return "client_abort";
-    if (strcmp(r->termination, "upstream_interrupted") == 0 || r->limit_cut)
+    if (strcmp(r->d.termination, "upstream_interrupted") == 0 || r->d.limit_cut)
         return "partial";
-    return r->status >= 400 && r->status < 500 && r->status != 429 ? "client_error" : "error";
+    return r->d.status >= 400 && r->d.status < 500 && r->d.status != 429 ? "client_error" : "error";
 }
 
 static void st_done(struct request *r)
@@ -567,10 +567,7 @@ static void st_done(struct request *r)
     r->finished = true;
     r->state = REQ_ST_DONE;
     uv_timer_stop(&r->timer);
-    if (r->xfer) {
-        up_cancel(r->xfer);
-        r->xfer = NULL;
-    }
+    xchg_cancel(&r->x);
     report_attempt(r, BRK_NEUTRAL, NULL, false); /* a cancelled attempt frees its probe */
     if (r->sreq) {
         srv_resp_abort(r->sreq);
@@ -580,8 +577,8 @@ static void st_done(struct request *r)
     xchg_cleanup(r);
     deliver_cleanup(r);
     contract_cleanup(r);
-    if (!r->termination)
-        r->termination = "ok";
+    if (!r->d.termination)
+        r->d.termination = "ok";
     guard_idem_finish(r);
     if (r->select_route)
         snprintf(selected_by, sizeof(selected_by), "%.128s#%d", r->select_route->id,
@@ -592,38 +589,38 @@ static void st_done(struct request *r)
         .route = r->route->id,
         .selected_by = r->select_route && r->select_rule >= 0 ? selected_by : NULL,
         .target = r->target ? r->target->id : NULL,
-        .status = r->status,
+        .status = r->d.status,
         .stream = r->stream,
         .bytes_in = r->bytes_in,
-        .bytes_out = r->bytes_out,
+        .bytes_out = r->d.bytes_out,
         .duration_us = bsc_now_us() - r->start_us,
-        .ttfb_us = r->ttfb_us,
+        .ttfb_us = r->d.ttfb_us,
         .attempts = r->attempts,
         .n_attempts = r->n_attempts,
-        .termination = r->termination,
-        .input_tokens = r->usage.input_tokens,
-        .output_tokens = r->usage.output_tokens,
+        .termination = r->d.termination,
+        .input_tokens = r->x.usage.input_tokens,
+        .output_tokens = r->x.usage.output_tokens,
         .cost_usd = r->cost_usd,
     };
     access_log_write(&e);
-    if (r->usage.input_tokens > 0)
+    if (r->x.usage.input_tokens > 0)
         metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, "input",
-                    (double)r->usage.input_tokens);
-    if (r->usage.output_tokens > 0)
+                    (double)r->x.usage.input_tokens);
+    if (r->x.usage.output_tokens > 0)
         metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, "output",
-                    (double)r->usage.output_tokens);
+                    (double)r->x.usage.output_tokens);
     if (r->cost_usd > 0)
         metrics_inc(M(r), shard, METRIC_COST, r->route->id, NULL, r->cost_usd);
     metrics_inc(M(r), shard, METRIC_REQUESTS, r->route->id, outcome_label(r), 1);
     metrics_inc3(M(r), shard, METRIC_OUTCOMES, r->route->id, "task",
-                 strcmp(r->termination, "ok") == 0 ? "ok" : "failed", 1);
+                 strcmp(r->d.termination, "ok") == 0 ? "ok" : "failed", 1);
     if (r->target) /* the task's result, charged to the target that answered last */
         metrics_inc3(M(r), shard, METRIC_TARGET_OUTCOMES, r->target->id, "task",
-                     strcmp(r->termination, "ok") == 0 ? "ok" : "failed", 1);
+                     strcmp(r->d.termination, "ok") == 0 ? "ok" : "failed", 1);
     metrics_observe(M(r), shard, METRIC_REQUEST_DURATION, r->route->id, NULL,
                     (double)e.duration_us / 1e6);
-    if (r->ttfb_us && r->status == 200)
-        metrics_observe(M(r), shard, METRIC_TTFT, r->route->id, NULL, (double)r->ttfb_us / 1e6);
+    if (r->d.ttfb_us && r->d.status == 200)
+        metrics_observe(M(r), shard, METRIC_TTFT, r->route->id, NULL, (double)r->d.ttfb_us / 1e6);
     r->body = BSC_STR_NULL;
     r->native = (struct prov_native){0};
     trim_req_cleanup(r);
@@ -647,14 +644,11 @@ static void on_client_abort(struct srv_req *sreq, void *ud)
     r->sreq = NULL;
     r->body = BSC_STR_NULL; /* borrowed from the now freed srv_req */
     r->native = (struct prov_native){0};
-    if (r->xfer) {
-        up_cancel(r->xfer);
-        r->xfer = NULL;
-    }
+    xchg_cancel(&r->x);
     if (a && a->outcome == ATTEMPT_RUNNING)
         attempt_end(a, bsc_now_us(), ATTEMPT_CANCELLED, "cancelled");
-    r->termination = "client_abort";
-    r->status = r->status ? r->status : 499;
+    r->d.termination = "client_abort";
+    r->d.status = r->d.status ? r->d.status : 499;
     st_done(r);
 }
 
@@ -817,7 +811,7 @@ static bool read_operation_id(struct request *r)
                        LEDGER_OP_ID_MAX);
         return false;
     }
-    snprintf(r->op_id, sizeof(r->op_id), "%.*s", BSC_STR_FMT(id));
+    snprintf(r->g.op_id, sizeof(r->g.op_id), "%.*s", BSC_STR_FMT(id));
     return true;
 }
 
@@ -860,23 +854,18 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->bytes_in = srv_req_body(sreq).len;
     r->model_span = in->model_span;
     r->include_usage = in->include_usage;
-    r->down = in->down;
     r->native = in->native;
-    r->down_arg = in->down_arg;
+    deliver_init(&r->d, in->down, in->down_arg);
     r->buffering = r->stream && r->env.on_stream_failure == CFG_SF_BUFFER;
     r->all_rate_limited = true;
     snprintf(r->id, sizeof(r->id), "%s", srv_req_id(sreq));
     snprintf(r->path, sizeof(r->path), "%.*s", BSC_STR_FMT(srv_req_path(sreq)));
     r->start_us = srv_req_start_us(sreq);
     r->created = (int64_t)(bsc_wall_ms() / 1000);
-    bsc_buf_init(&r->resp, REQ_MAX_RESPONSE_BYTES);
-    bsc_buf_init(&r->answer, REQ_MAX_RESPONSE_BYTES);
-    bsc_buf_init(&r->conv, 8u << 20);
-    bsc_buf_init(&r->out, 8u << 20);
-    r->usage = (struct prov_usage){-1, -1, -1};
+    xchg_init(&r->x);
     uv_timer_init(&w->loop, &r->timer);
     r->timer.data = r;
-    bsc_buf_init(&r->idem_copy, 8u << 20);
+    bsc_buf_init(&r->g.idem_copy, 8u << 20);
     r->state = REQ_ST_PICK;
     w->inflight++;
     srv_req_on_abort(sreq, on_client_abort, r);
