@@ -124,7 +124,6 @@ void deliver_commit(struct request *r)
     r->d.committed = true;
     r->d.status = 200;
     r->d.ttfb_us = bsc_now_us() - r->start_us;
-    req__goto(r, REQ_ST_RELAY);
 }
 
 /* Splits the adapter's frames ("data: <json>\n\n") and feeds them to the client dialect. */

@@ -73,7 +73,7 @@ struct downstream {
 /* deliver.c, for the router's own files: it never decides anything, request.c calls it once
  * a decision is made (exchange.c converts and flushes stream bytes as they come). */
 void deliver_init(struct downstream *d, const struct down_ops *ops, void *down_arg);
-/* Sends the SSE head (the commit point). */
+/* Sends the SSE head (the commit point); request.c moves to RELAY. */
 void deliver_commit(struct request *r);
 /* Converts the adapter's OpenAI frames in r->x.conv into client bytes in r->d.out. */
 enum bsc_err deliver_convert(struct request *r);

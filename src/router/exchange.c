@@ -180,6 +180,14 @@ static void abort_from_callback(struct request *r)
     req__arm_timer(r, 0); /* continue on the next loop turn, outside curl */
 }
 
+/* The first client bytes of a stream are ready: an event. request.c decides the commit
+ * (st_attempt), here inside curl's write callback, before they are flushed. */
+static void first_frame(struct request *r)
+{
+    r->x.first_frame = true;
+    req__run(r);
+}
+
 static bool on_stream_data(struct request *r, const char *p, size_t len)
 {
     if (r->x.saw_done || r->x.stream_failed)
@@ -206,7 +214,9 @@ static bool on_stream_data(struct request *r, const char *p, size_t len)
     if (r->d.out.len == 0)
         return false;
     if (!r->d.committed)
-        deliver_commit(r);
+        first_frame(r);
+    if (!r->d.committed || r->state != REQ_ST_RELAY)
+        return false; /* the machine did not take the commit (the client went away) */
     if (deliver_stream_over(r, false)) { /* limits.max_stream_bytes or max_stream_ms */
         abort_from_callback(r);
         return false;
@@ -256,8 +266,8 @@ static void finish_stream(struct request *r)
         return; /* st_attempt checks and releases it */
     }
     if (deliver_convert(r) == BSC_OK && r->d.out.len && !r->d.committed && !r->x.stream_failed)
-        deliver_commit(r);
-    if (r->d.committed)
+        r->x.first_frame = true; /* on_done runs the machine: it commits, then ends */
+    else if (r->d.committed)
         deliver_flush(r);
 }
 
@@ -274,8 +284,9 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
         finish_stream(r);
     else if (r->x.mode == BODY_SSE && r->x.saw_done && !r->buffering) {
         if (deliver_convert(r) == BSC_OK && r->d.out.len && !r->d.committed)
-            deliver_commit(r);
-        deliver_flush(r);
+            r->x.first_frame = true; /* committed and ended by the machine */
+        else
+            deliver_flush(r);
     }
     req__run(r);
 }
@@ -347,6 +358,7 @@ void xchg_reset(struct request *r)
     r->x.up_ctype[0] = '\0';
     r->x.up_retry_after[0] = r->x.up_retry_after_ms[0] = '\0';
     r->x.saw_done = false;
+    r->x.first_frame = false;
     r->x.timed_out = false;
     r->x.stream_failed = false;
     r->x.up_res = UP_OK;

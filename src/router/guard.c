@@ -127,6 +127,8 @@ static void reply_replay(struct request *r, const struct idem_answer *a)
     r->d.termination = "idempotent_replay";
 }
 
+/* The store's answer is recorded; the machine acts on it (guard_idem_verdict). A replay's
+ * answer is the store's, valid during this callback only: the machine runs inside it. */
 static void on_idem_begin(enum bsc_err err, const struct store_idem_result *res, void *ud)
 {
     struct request *r = ud;
@@ -136,28 +138,52 @@ static void on_idem_begin(enum bsc_err err, const struct store_idem_result *res,
     r->g.waiting_store = false;
     if (r->state == REQ_ST_DONE || !r->sreq)
         return;
-    if (err) {
-        idem_unavailable(r, err);
-        req__goto(r, REQ_ST_REPLY_ERROR);
-    } else if (res->decision == IDEM_MISS) {
+    r->g.idem_err = err;
+    r->g.idem_decision = err ? IDEM_MISS : res->decision;
+    r->g.idem_replay = !err && res->decision == IDEM_REPLAY ? res->answer : NULL;
+    if (!err && res->decision == IDEM_MISS) {
         r->g.idem_active = true;
         r->g.idem_claim = res->claim;
-    } else if (res->decision == IDEM_REPLAY) {
-        reply_replay(r, res->answer);
-        req__goto(r, REQ_ST_DONE);
-    } else {
-        bool mismatch = res->decision == IDEM_MISMATCH;
-        req__set_error(r, mismatch ? 422 : 409, "invalid_request_error",
-                       mismatch ? "idempotency_key_reused" : "idempotency_key_in_use",
-                       mismatch ? "this Idempotency-Key was used with a different request body"
-                                : "a request with this Idempotency-Key is still in progress");
-        /* In flight: the first one ends soon. Reused: only a new key helps. */
-        req__set_retry(r, mismatch ? REPLY_OUTLOOK_NEVER : REPLY_OUTLOOK_TIME,
-                       REPLY_DEFAULT_RETRY_MS);
-        r->d.termination = mismatch ? "idempotency_mismatch" : "idempotency_in_flight";
-        req__goto(r, REQ_ST_REPLY_ERROR);
     }
+    r->g.idem_known = true;
     req__run(r);
+    r->g.idem_replay = NULL;
+}
+
+/* In flight: the first one ends soon. Reused: only a new key helps. */
+static void idem_refuse(struct request *r, bool mismatch)
+{
+    req__set_error(r, mismatch ? 422 : 409, "invalid_request_error",
+                   mismatch ? "idempotency_key_reused" : "idempotency_key_in_use",
+                   mismatch ? "this Idempotency-Key was used with a different request body"
+                            : "a request with this Idempotency-Key is still in progress");
+    req__set_retry(r, mismatch ? REPLY_OUTLOOK_NEVER : REPLY_OUTLOOK_TIME,
+                   REPLY_DEFAULT_RETRY_MS);
+    r->d.termination = mismatch ? "idempotency_mismatch" : "idempotency_in_flight";
+}
+
+enum guard_start guard_idem_verdict(struct request *r)
+{
+    if (r->g.waiting_store)
+        return GUARD_WAIT;
+    if (!r->g.idem_known)
+        return GUARD_PROCEED; /* no key, or no store */
+    r->g.idem_known = false; /* acted on once */
+    if (r->g.idem_err) {
+        idem_unavailable(r, r->g.idem_err);
+        return GUARD_STOP;
+    }
+    switch (r->g.idem_decision) {
+    case IDEM_MISS:
+        return GUARD_PROCEED;
+    case IDEM_REPLAY:
+        reply_replay(r, r->g.idem_replay);
+        r->g.idem_replay = NULL;
+        return GUARD_ANSWERED;
+    default:
+        idem_refuse(r, r->g.idem_decision == IDEM_MISMATCH);
+        return GUARD_STOP;
+    }
 }
 
 enum guard_start guard_idem_start(struct request *r)

@@ -9,6 +9,8 @@
 #include <stdint.h>
 
 #include "core/buf.h"
+#include "core/err.h"
+#include "ledger/idempotency.h"
 
 struct request;
 
@@ -20,6 +22,10 @@ struct guard {
     bool waiting_store;          /* a lookup runs: the request waits for its callback */
     char idem_key[256], idem_scope[40];
     uint64_t idem_claim;
+    bool idem_known;             /* the lookup answered: idem_err / idem_decision hold it */
+    enum bsc_err idem_err;
+    enum idem_decision idem_decision;
+    const struct idem_answer *idem_replay; /* borrowed from the store, during its callback */
     bool idem_active, idem_overflow;
     struct bsc_buf idem_copy;    /* owned: the bytes sent, for the idempotency record */
     char op_id[129];             /* X-Bascule-Operation-Id, or "" */
@@ -31,12 +37,17 @@ struct guard {
 enum guard_start {
     GUARD_PROCEED = 0, /* nothing to wait for */
     GUARD_WAIT,        /* a store call is running: the request waits in PICK */
-    GUARD_STOP         /* answer r->err */
+    GUARD_STOP,        /* answer r->err */
+    GUARD_ANSWERED     /* the client has its answer (an idempotent replay): done */
 };
 
-/* Idempotency-Key: looks the key up (async). REPLAY, IN_FLIGHT and MISMATCH end the
- * request from the callback; MISS lets it run and marks the record for completion. */
+/* Idempotency-Key: looks the key up (async); its callback records the answer and runs the
+ * machine, which asks guard_idem_verdict. */
 enum guard_start guard_idem_start(struct request *r);
+/* What the lookup said, once its callback ran: WAIT while it runs, STOP (r->err set: store
+ * unavailable, key in flight or reused), ANSWERED (the stored answer was replayed), or
+ * PROCEED (no key, or a miss: the request runs and its answer will be recorded). */
+enum guard_start guard_idem_verdict(struct request *r);
 /* Keeps a copy of the bytes sent to the client, for the record. */
 void guard_idem_record(struct request *r, const void *p, size_t len);
 /* Settles the record once: stores a 2xx answer, or abandons it so a repeat runs again.

@@ -48,11 +48,28 @@ void req__goto(struct request *r, enum req_state next)
     r->state = next;
 }
 
+/* The client went away (on_client_abort): whatever the state, the request ends here. */
+static void req_abort(struct request *r)
+{
+    struct attempt *a = req__cur_attempt(r);
+
+    xchg_cancel(&r->x);
+    if (a && a->outcome == ATTEMPT_RUNNING)
+        attempt_end(a, bsc_now_us(), ATTEMPT_CANCELLED, "cancelled");
+    r->d.termination = "client_abort";
+    r->d.status = r->d.status ? r->d.status : 499;
+    req__goto(r, REQ_ST_DONE);
+}
+
 void req__run(struct request *r)
 {
     while (r->state != REQ_ST_DONE) {
         enum req_state prev = r->state;
 
+        if (r->client_gone) {
+            req_abort(r);
+            break;
+        }
         req_states[prev].step(r);
         if (r->state == prev)
             return; /* waiting for an event */
@@ -333,8 +350,18 @@ static void st_pick(struct request *r)
 {
     const char *why = NULL;
 
-    if (r->g.waiting_store)
+    switch (guard_idem_verdict(r)) {
+    case GUARD_WAIT:
         return; /* an idempotency or ledger lookup is running */
+    case GUARD_STOP:
+        req__goto(r, REQ_ST_REPLY_ERROR);
+        return;
+    case GUARD_ANSWERED:
+        req__goto(r, REQ_ST_DONE);
+        return;
+    case GUARD_PROCEED:
+        break;
+    }
     if (r->n_attempts > 0 && guard_ledger_check(r) == GUARD_WAIT)
         return;
     if (r->g.ledger_blocked) {
@@ -400,6 +427,11 @@ static void account_usage(struct request *r)
 
 static void st_attempt(struct request *r)
 {
+    if (r->x.first_frame && !r->d.committed) {
+        deliver_commit(r); /* the commit point: from here on there is no way back to PICK */
+        req__goto(r, REQ_ST_RELAY);
+        return;
+    }
     if (r->x.xfer)
         return; /* still running: upstream events drive us */
     uv_timer_stop(&r->timer);
@@ -565,7 +597,6 @@ static void st_done(struct request *r)
     if (r->finished)
         return;
     r->finished = true;
-    r->state = REQ_ST_DONE;
     uv_timer_stop(&r->timer);
     xchg_cancel(&r->x);
     report_attempt(r, BRK_NEUTRAL, NULL, false); /* a cancelled attempt frees its probe */
@@ -638,18 +669,13 @@ static void st_done(struct request *r)
 static void on_client_abort(struct srv_req *sreq, void *ud)
 {
     struct request *r = ud;
-    struct attempt *a = req__cur_attempt(r);
 
     (void)sreq;
     r->sreq = NULL;
     r->body = BSC_STR_NULL; /* borrowed from the now freed srv_req */
     r->native = (struct prov_native){0};
-    xchg_cancel(&r->x);
-    if (a && a->outcome == ATTEMPT_RUNNING)
-        attempt_end(a, bsc_now_us(), ATTEMPT_CANCELLED, "cancelled");
-    r->d.termination = "client_abort";
-    r->d.status = r->d.status ? r->d.status : 499;
-    st_done(r);
+    r->client_gone = true;
+    req__run(r);
 }
 
 struct json_object *req__json(struct request *r)

@@ -38,6 +38,7 @@ struct xchg {
     char up_ctype[128];
     char up_retry_after[64], up_retry_after_ms[64]; /* saved from the head */
     bool saw_done;                   /* the upstream stream ended properly */
+    bool first_frame;                /* client bytes are ready: st_attempt commits */
     bool timed_out;
     bool stream_failed;              /* an in-band error or a bad stream */
     enum up_result up_res;
