@@ -22,28 +22,13 @@
 #include "router/guard.h"
 #include "router/params.h"
 #include "router/reply.h"
+#include "router/req_state.h"
 #include "router/request.h"
 #include "router/taxonomy.h"
 #include "router/trim.h"
 #include "router/xchg.h"
 #include "stream/sse_parse.h"
 #include "upstream/upstream.h"
-
-#define REQ_STATES(X)                                                                     \
-    X(PICK, pick, "choose the next target, or decide to stop, after each failure")        \
-    X(BACKOFF, backoff, "wait (backoff or Retry-After) before the next attempt")          \
-    X(ATTEMPT, attempt, "upstream transfer running until its answer or first event")      \
-    X(RELAY, relay, "committed: streaming to the client; no way back to PICK")            \
-    X(REPLY, reply, "a complete upstream answer is written to the client")                \
-    X(REPLY_ERROR, reply_error, "write the normalized error or the typed failure")         \
-    X(DONE, done, "log, account, release")
-
-enum req_state {
-#define X(NAME, name, doc) REQ_ST_##NAME,
-    REQ_STATES(X)
-#undef X
-        REQ_ST_COUNT
-};
 
 enum tier { TIER_PRIMARY = 0, TIER_EQUIVALENT, TIER_FALLBACK, TIER_COUNT };
 
@@ -79,6 +64,7 @@ struct request {
     struct envelope env;
 
     enum req_state state;
+    struct req_times times;   /* time spent in each state, for the access log */
     uint64_t start_us;
     int64_t created;  /* wall-clock seconds at the start, for "created" fields */
     uv_timer_t timer; /* attempt timeout, stream idle bound, or backoff */
