@@ -55,7 +55,8 @@ struct down_ops {
 };
 
 /* The client side of one request (deliver.c): whether and what went out, in which dialect.
- * deliver.c alone writes it. */
+ * deliver.c writes it, except the termination code, which the step that ends the request
+ * names (request.c, decide.c, admit.c). */
 struct downstream {
     const struct down_ops *ops; /* the client's dialect; NULL = OpenAI */
     void *down_st;              /* owned: ops->stream_size bytes */

@@ -4,7 +4,7 @@
  * 409, another body under the same key 422), the tool ledger gate (a write_possible
  * operation whose ledger entry is started or unknown is never replayed: the client gets
  * reconcile_required), and the records of WORKFLOW_3 stops for reconciliation. Every call
- * to the store is asynchronous: the request waits in PICK, and a request whose client went
+ * to the store is asynchronous: the request waits in ADMIT, and a request whose client went
  * away meanwhile is kept alive until the store's callback has run (a zombie). */
 #include <stdio.h>
 #include <string.h>

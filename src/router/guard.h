@@ -36,7 +36,7 @@ struct guard {
 
 enum guard_start {
     GUARD_PROCEED = 0, /* nothing to wait for */
-    GUARD_WAIT,        /* a store call is running: the request waits in PICK */
+    GUARD_WAIT,        /* a store call is running: the request waits in ADMIT */
     GUARD_STOP,        /* answer r->err */
     GUARD_ANSWERED     /* the client has its answer (an idempotent replay): done */
 };

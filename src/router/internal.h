@@ -97,6 +97,7 @@ struct request {
     struct guard g;              /* idempotency, ledger, store calls (guard.c) */
     bool finished;               /* st_done ran */
     bool client_gone;            /* on_client_abort: req__run ends the request */
+    unsigned admit_at;           /* the next admission check to run (admit.c) */
 
     struct trim_state trim;      /* context.overflow: trim (trim.c) */
     struct shadow *shadows;      /* borrowed: its mirrored copies still running (shadow.c) */

@@ -12,12 +12,14 @@
 /* X(NAME, name, what happens, the states it may go to). DONE is reachable from every
  * state but itself: a client that goes away ends the request wherever it is. */
 #define REQ_STATES(X)                                                                     \
+    X(ADMIT, admit, "may it start (or, after a failure, be replayed): the admission checks", \
+      REQ_TO(PICK) | REQ_TO(REPLY_ERROR) | REQ_TO(DONE))                                   \
     X(PICK, pick, "choose the next target, or decide to stop, after each failure",        \
       REQ_TO(BACKOFF) | REQ_TO(ATTEMPT) | REQ_TO(REPLY_ERROR) | REQ_TO(DONE))              \
     X(BACKOFF, backoff, "wait (backoff or Retry-After) before the next attempt",          \
       REQ_TO(ATTEMPT) | REQ_TO(REPLY_ERROR) | REQ_TO(DONE))                                \
     X(ATTEMPT, attempt, "upstream transfer running until its answer or first event",      \
-      REQ_TO(PICK) | REQ_TO(RELAY) | REQ_TO(REPLY) | REQ_TO(REPLY_ERROR) | REQ_TO(DONE))   \
+      REQ_TO(ADMIT) | REQ_TO(RELAY) | REQ_TO(REPLY) | REQ_TO(REPLY_ERROR) | REQ_TO(DONE))  \
     X(RELAY, relay, "committed: streaming to the client; no way back to PICK",            \
       REQ_TO(DONE))                                                                        \
     X(REPLY, reply, "a complete upstream answer is written to the client", REQ_TO(DONE))  \

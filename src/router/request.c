@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "metrics/metrics.h"
 #include "router/access_log.h"
+#include "router/admit.h"
 #include "router/contract.h"
 #include "router/guard.h"
 #include "router/internal.h"
@@ -353,34 +354,28 @@ static void begin_attempt(struct request *r)
         shadow_start(r); /* after the primary started: a copy never delays it */
 }
 
+/* Whether the request may start, or after a failure be replayed (admit.c). */
+static void st_admit(struct request *r)
+{
+    switch (admit_run(r)) {
+    case ADMIT_WAIT:
+        return; /* a store lookup is running: its callback runs the machine */
+    case ADMIT_REFUSE:
+        req__goto(r, REQ_ST_REPLY_ERROR);
+        return;
+    case ADMIT_ANSWERED:
+        req__goto(r, REQ_ST_DONE);
+        return;
+    case ADMIT_PASS:
+        req__goto(r, REQ_ST_PICK);
+        return;
+    }
+}
+
 static void st_pick(struct request *r)
 {
     const char *why = NULL;
 
-    switch (guard_idem_verdict(r)) {
-    case GUARD_WAIT:
-        return; /* an idempotency or ledger lookup is running */
-    case GUARD_STOP:
-        req__goto(r, REQ_ST_REPLY_ERROR);
-        return;
-    case GUARD_ANSWERED:
-        req__goto(r, REQ_ST_DONE);
-        return;
-    case GUARD_PROCEED:
-        break;
-    }
-    if (r->n_attempts > 0 && guard_ledger_check(r) == GUARD_WAIT)
-        return;
-    if (r->g.ledger_blocked) {
-        req__set_error(r, 409, "invalid_request_error", "reconcile_required",
-                       "operation '%s' may already have acted (its ledger entry is %s): "
-                       "reconcile it before retrying; the gateway will not replay it",
-                       r->g.op_id, r->g.ledger_blocked);
-        r->d.termination = "reconcile_required";
-        guard_record_uncertain(r, "side_effect_uncertain");
-        req__goto(r, REQ_ST_REPLY_ERROR);
-        return;
-    }
     if (r->n_attempts == 0) {
         r->target = decide_first(r);
         if (!r->target) {
@@ -466,7 +461,8 @@ static void st_attempt(struct request *r)
         return;
     }
     attempt_failed(r);
-    req__goto(r, REQ_ST_PICK);
+    r->admit_at = 0; /* a replay is admitted afresh */
+    req__goto(r, REQ_ST_ADMIT);
 }
 
 /* The stream passed limits.max_stream_ms or max_stream_bytes: the gateway's own bound, not
@@ -832,23 +828,6 @@ static void inspect_request(struct request *r, const struct chat_in *in)
     trim_req_inspect(r, body, f[F_MESSAGES]);
 }
 
-/* X-Bascule-Operation-Id ties the call to an operation of the tool ledger. */
-static bool read_operation_id(struct request *r)
-{
-    struct bsc_str id = srv_req_header(r->sreq, BSC_STR("x-bascule-operation-id"));
-
-    if (!id.p)
-        return true;
-    if (!ledger_op_id_valid(id)) {
-        req__set_error(r, 400, "invalid_request_error", "invalid_operation_id",
-                       "X-Bascule-Operation-Id must be 1..%d characters of [A-Za-z0-9._:~-]",
-                       LEDGER_OP_ID_MAX);
-        return false;
-    }
-    snprintf(r->g.op_id, sizeof(r->g.op_id), "%.*s", BSC_STR_FMT(id));
-    return true;
-}
-
 void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
 {
     struct request *r = req_alloc(w);
@@ -900,20 +879,9 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     uv_timer_init(&w->loop, &r->timer);
     r->timer.data = r;
     bsc_buf_init(&r->g.idem_copy, 8u << 20);
-    r->state = REQ_ST_PICK;
+    r->state = REQ_ST_ADMIT;
     req_times_start(&r->times, r->state, bsc_now_us());
     w->inflight++;
     srv_req_on_abort(sreq, on_client_abort, r);
-    if (r->route->n_select) {
-        req__set_error(r, 400, "invalid_request_error", "no_route_selected",
-                       "no rule of route '%s' takes this request", r->route->id);
-        req__goto(r, REQ_ST_REPLY_ERROR);
-    } else if (!read_operation_id(r)) {
-        req__goto(r, REQ_ST_REPLY_ERROR);
-    } else if (guard_idem_start(r) == GUARD_STOP) {
-        req__goto(r, REQ_ST_REPLY_ERROR);
-    } else {
-        hstate_budget_first(r->gw->hs, bsc_now_ms());
-    }
     req__run(r);
 }

@@ -11,6 +11,7 @@ function config(simBase) {
   return `listen: "127.0.0.1:{{PORT}}"
 workers: 2
 log: { level: info, format: json }
+store: { kind: memory }
 retry:
   backoff: { base_ms: 50, max_ms: 400, jitter: 0.2 }
 providers:
@@ -39,10 +40,10 @@ after(async () => {
   await sim?.stop();
 });
 
-function chat(route, id, body = {}, extra = {}) {
+function chat(route, id, body = {}, extra = {}, headers = {}) {
   return fetch(`${gw.base}/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-request-id': id },
+    headers: { 'content-type': 'application/json', 'x-request-id': id, ...headers },
     body: JSON.stringify({ model: route, messages: [{ role: 'user', content: 'hi' }], ...body }),
     ...extra,
   });
@@ -70,7 +71,7 @@ test('a plain answer: the access line has the time spent in each state it entere
   await res.json();
   const line = await accessLine('st-plain');
   assert.equal(line.termination, 'ok');
-  assertStates(line, ['pick', 'attempt', 'reply']);
+  assertStates(line, ['admit', 'pick', 'attempt', 'reply']);
 });
 
 test('a stream goes through RELAY after the first frame', async () => {
@@ -79,7 +80,7 @@ test('a stream goes through RELAY after the first frame', async () => {
   const { text } = await readStream(res);
   assert.match(text, /\[DONE\]/);
   const line = await accessLine('st-stream');
-  assertStates(line, ['pick', 'attempt', 'relay']);
+  assertStates(line, ['admit', 'pick', 'attempt', 'relay']);
 });
 
 test('a Retry-After wait is counted in backoff, and a state visited twice adds up', async () => {
@@ -89,7 +90,7 @@ test('a Retry-After wait is counted in backoff, and a state visited twice adds u
   await res.json();
   const line = await accessLine('st-ra');
   assert.equal(line.attempts, 2);
-  assertStates(line, ['pick', 'backoff', 'attempt', 'reply']);
+  assertStates(line, ['admit', 'pick', 'backoff', 'attempt', 'reply']);
   assert.ok(line.states.backoff >= 900, `the second waited in backoff (${line.states.backoff} ms)`);
 });
 
@@ -104,6 +105,28 @@ test('a client that leaves during backoff ends the request from that state', asy
   const line = await accessLine('st-abort');
   assert.equal(line.termination, 'client_abort');
   assert.equal(line.status, 499);
-  assertStates(line, ['pick', 'attempt', 'backoff']);
+  assertStates(line, ['admit', 'pick', 'attempt', 'backoff']);
   assert.ok(line.states.backoff < 1900, 'the request ended before its backoff did');
+});
+
+test('ADMIT answers an idempotent replay itself: no PICK, no attempt', async () => {
+  const a = await chat('plain', 'st-idem-1', {}, {}, { 'idempotency-key': 'st-k-1' });
+  const bodyA = await a.text();
+  assert.equal(a.status, 200);
+  assertStates(await accessLine('st-idem-1'), ['admit', 'pick', 'attempt', 'reply']);
+  const b = await chat('plain', 'st-idem-2', {}, {}, { 'idempotency-key': 'st-k-1' });
+  assert.equal(b.headers.get('x-bascule-idempotent-replay'), 'true');
+  assert.equal(await b.text(), bodyA);
+  const line = await accessLine('st-idem-2');
+  assert.equal(line.termination, 'idempotent_replay');
+  assert.equal(line.attempts, 0);
+  assertStates(line, ['admit']);
+});
+
+test('ADMIT refuses a request by its headers before anything is picked', async () => {
+  const res = await chat('plain', 'st-bad-op', {}, {}, { 'x-bascule-operation-id': 'bad id!' });
+  assert.equal(res.status, 400);
+  assert.equal((await res.json()).error.code, 'invalid_operation_id');
+  const line = await accessLine('st-bad-op');
+  assertStates(line, ['admit', 'reply_error']);
 });

@@ -12,6 +12,7 @@
 
 #include "router/req_state.h"
 
+#define AD REQ_ST_ADMIT
 #define P  REQ_ST_PICK
 #define B  REQ_ST_BACKOFF
 #define A  REQ_ST_ATTEMPT
@@ -22,14 +23,15 @@
 
 /* allowed[from][to]: 1 = a path the lifecycle uses (docs/internals/request-lifecycle.md). */
 static const int allowed[REQ_ST_COUNT][REQ_ST_COUNT] = {
-    /*            P  B  A  RL RP RE D */
-    [P] =       { 0, 1, 1, 0, 0, 1, 1},
-    [B] =       { 0, 0, 1, 0, 0, 1, 1},
-    [A] =       { 1, 0, 0, 1, 1, 1, 1},
-    [RL] =      { 0, 0, 0, 0, 0, 0, 1},
-    [RP] =      { 0, 0, 0, 0, 0, 0, 1},
-    [RE] =      { 0, 0, 0, 0, 0, 0, 1},
-    [D] =       { 0, 0, 0, 0, 0, 0, 0},
+    /*        AD P  B  A  RL RP RE D */
+    [AD] =  { 0, 1, 0, 0, 0, 0, 1, 1},
+    [P] =   { 0, 0, 1, 1, 0, 0, 1, 1},
+    [B] =   { 0, 0, 0, 1, 0, 0, 1, 1},
+    [A] =   { 1, 0, 0, 0, 1, 1, 1, 1},
+    [RL] =  { 0, 0, 0, 0, 0, 0, 0, 1},
+    [RP] =  { 0, 0, 0, 0, 0, 0, 0, 1},
+    [RE] =  { 0, 0, 0, 0, 0, 0, 0, 1},
+    [D] =   { 0, 0, 0, 0, 0, 0, 0, 0},
 };
 
 static void every_pair_matches_the_table(void **state)
@@ -49,9 +51,20 @@ static void relay_never_goes_back(void **state)
 {
     (void)state;
     assert_false(req_state_may_go(RL, P));
+    assert_false(req_state_may_go(RL, AD));
     assert_false(req_state_may_go(RL, A));
     assert_false(req_state_may_go(RL, RE));
     assert_true(req_state_may_go(RL, D));
+}
+
+/* Nothing reaches PICK without passing ADMIT: a failed attempt is re-admitted (the tool
+ * ledger) before the next decision. */
+static void pick_only_after_admit(void **state)
+{
+    (void)state;
+    for (int s = 0; s < REQ_ST_COUNT; s++)
+        assert_int_equal(req_state_may_go(s, P), s == AD);
+    assert_string_equal(req_state_name(AD), "admit");
 }
 
 /* A client abort ends the request from any state but DONE. */
@@ -109,6 +122,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_pair_matches_the_table),
         cmocka_unit_test(relay_never_goes_back),
+        cmocka_unit_test(pick_only_after_admit),
         cmocka_unit_test(done_is_reachable_from_every_state),
         cmocka_unit_test(out_of_range_is_refused),
         cmocka_unit_test(times_add_up_per_state),
