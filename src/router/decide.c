@@ -246,8 +246,9 @@ static bool try_same_target(struct request *r, const struct fail_policy *pol, co
      * reserve for the next tier: go there instead when there is one. */
     if (!pol->needs_delay && decide_later_tier_exists(r))
         return false;
-    d = retry_choose_delay(&r->cfg->retry, done - 1, pol->needs_delay ? r->x.fail.retry_after_ms : -1,
-                           bsc_rand01(), req__time_left(r));
+    d = retry_choose_delay(&r->cfg->retry, done - 1,
+                           pol->needs_delay ? r->x.fail.retry_after_ms : -1, bsc_rand01(),
+                           req__time_left(r));
     if (!pol->needs_delay)
         d.delay_ms = 0;
     key_at = hstate_keys_ready_at(r->gw->hs, t->provider, now);
@@ -319,7 +320,8 @@ enum decision decide_next(struct request *r, const char **why)
         return DECIDE_STOP;
     }
     if (req__time_left(r) == 0) {
-        req__set_typed_failure(r, "deadline_exhausted", REPLY_OUTLOOK_KIND, r->x.fail.retry_after_ms,
+        req__set_typed_failure(r, "deadline_exhausted", REPLY_OUTLOOK_KIND,
+                               r->x.fail.retry_after_ms,
                                "the request deadline passed after %u attempts (last: %s)",
                                r->n_attempts, fail_kind_name(r->x.fail.kind));
         *why = "deadline_exhausted";

@@ -162,11 +162,14 @@ static void on_head(void *ud, struct up_transfer *t, int status)
     save_header(t, "retry-after", r->x.up_retry_after, sizeof(r->x.up_retry_after));
     save_header(t, "retry-after-ms", r->x.up_retry_after_ms, sizeof(r->x.up_retry_after_ms));
     if (!r->x.up_retry_after_ms[0]) /* Azure's spelling */
-        save_header(t, "x-ms-retry-after-ms", r->x.up_retry_after_ms, sizeof(r->x.up_retry_after_ms));
+        save_header(t, "x-ms-retry-after-ms", r->x.up_retry_after_ms,
+                    sizeof(r->x.up_retry_after_ms));
     r->x.mode = BODY_BUFFER;
     if (r->stream && status >= 200 && status < 300 && is_sse_type(r->x.up_ctype) &&
-        !start_stream(r))
-        fail_local(&r->x.stream_fail, FAIL_SERVER_ERROR, "out of memory"), r->x.stream_failed = true;
+        !start_stream(r)) {
+        fail_local(&r->x.stream_fail, FAIL_SERVER_ERROR, "out of memory");
+        r->x.stream_failed = true;
+    }
 }
 
 /* Fails the running attempt from inside a transfer callback. */
@@ -396,7 +399,8 @@ static void classify_transport(struct request *r)
     char msg[FAIL_TEXT_MESSAGE];
 
     snprintf(msg, sizeof(msg), "%s", r->x.fail.message);
-    fail_from_transport(map[r->x.up_res], r->x.up_status != 0 || r->x.up_res == UP_RESET, &r->x.fail);
+    fail_from_transport(map[r->x.up_res], r->x.up_status != 0 || r->x.up_res == UP_RESET,
+                        &r->x.fail);
     snprintf(r->x.fail.message, sizeof(r->x.fail.message), "%s", msg);
     fail_after_head(&r->x.fail, r->x.up_status); /* a reset mid-answer is not a connect failure */
 }
@@ -430,11 +434,55 @@ static void fail_other_shape(struct request *r, const char *what)
     r->x.fail.request_caused = true;
 }
 
-void xchg_classify(struct request *r)
+/* A complete upstream answer (not a stream): the adapter says whether it is a failure, else
+ * maps it to the OpenAI shape. */
+static void classify_answer(struct request *r)
 {
     struct prov_call call = make_call(r);
-    struct prov_err_input in;
+    struct prov_err_input in = {
+        .status = r->x.up_status,
+        .body = bsc_buf_str(&r->x.resp),
+        .content_type = bsc_str_cstr(r->x.up_ctype),
+        .retry_after = bsc_str_cstr(r->x.up_retry_after),
+        .retry_after_ms = bsc_str_cstr(r->x.up_retry_after_ms),
+        .now_wall_ms = bsc_wall_ms(),
+        .base_url = bsc_str_cstr(r->target->provider->base_url),
+        .profile = bsc_str_cstr(cfg_profile_name(r->target->provider->profile)),
+    };
 
+    r->x.ops->classify(&in, &r->x.fail);
+    scrub_fail(r, &r->x.fail);
+    if (r->x.fail.kind == FAIL_NONE && (r->x.up_status < 200 || r->x.up_status >= 300)) {
+        r->x.fail.kind = fail_kind_from_status(r->x.up_status);
+        r->x.fail.status = r->x.up_status;
+    }
+    if (r->x.fail.kind != FAIL_NONE)
+        return;
+    if (!r->stream && is_sse_type(r->x.up_ctype) && looks_like_sse(bsc_buf_str(&r->x.resp))) {
+        fail_other_shape(r, "with a stream to a request for a single answer");
+        return;
+    }
+    if (r->x.ops->map_response(&call, bsc_buf_str(&r->x.resp), &r->x.answer, &r->x.usage,
+                               &r->x.fail) != BSC_OK) {
+        if (r->x.fail.kind == FAIL_NONE)
+            fail_local(&r->x.fail, FAIL_SERVER_ERROR, "the upstream answer could not be read");
+        scrub_fail(r, &r->x.fail);
+        r->x.fail.status = r->x.up_status;
+        return;
+    }
+    if (r->stream) { /* a complete single answer to a request for a stream */
+        fail_other_shape(r, "with a single answer to a request for a stream");
+        return;
+    }
+    if (r->x.answer.len == 0) { /* already OpenAI-shaped: take the buffer, no copy */
+        struct bsc_buf tmp = r->x.answer;
+        r->x.answer = r->x.resp;
+        r->x.resp = tmp;
+    }
+}
+
+void xchg_classify(struct request *r)
+{
     if (r->x.timed_out) {
         fail_from_transport(FT_TIMEOUT, true, &r->x.fail);
         snprintf(r->x.fail.message, sizeof(r->x.fail.message), "no answer from %s within %llu ms",
@@ -465,45 +513,7 @@ void xchg_classify(struct request *r)
         r->x.fail.status = r->x.up_status;
         return;
     }
-    in = (struct prov_err_input){
-        .status = r->x.up_status,
-        .body = bsc_buf_str(&r->x.resp),
-        .content_type = bsc_str_cstr(r->x.up_ctype),
-        .retry_after = bsc_str_cstr(r->x.up_retry_after),
-        .retry_after_ms = bsc_str_cstr(r->x.up_retry_after_ms),
-        .now_wall_ms = bsc_wall_ms(),
-        .base_url = bsc_str_cstr(r->target->provider->base_url),
-        .profile = bsc_str_cstr(cfg_profile_name(r->target->provider->profile)),
-    };
-    r->x.ops->classify(&in, &r->x.fail);
-    scrub_fail(r, &r->x.fail);
-    if (r->x.fail.kind == FAIL_NONE && (r->x.up_status < 200 || r->x.up_status >= 300)) {
-        r->x.fail.kind = fail_kind_from_status(r->x.up_status);
-        r->x.fail.status = r->x.up_status;
-    }
-    if (r->x.fail.kind != FAIL_NONE)
-        return;
-    if (!r->stream && is_sse_type(r->x.up_ctype) && looks_like_sse(bsc_buf_str(&r->x.resp))) {
-        fail_other_shape(r, "with a stream to a request for a single answer");
-        return;
-    }
-    if (r->x.ops->map_response(&call, bsc_buf_str(&r->x.resp), &r->x.answer, &r->x.usage, &r->x.fail) !=
-        BSC_OK) {
-        if (r->x.fail.kind == FAIL_NONE)
-            fail_local(&r->x.fail, FAIL_SERVER_ERROR, "the upstream answer could not be read");
-        scrub_fail(r, &r->x.fail);
-        r->x.fail.status = r->x.up_status;
-        return;
-    }
-    if (r->stream) { /* a complete single answer to a request for a stream */
-        fail_other_shape(r, "with a single answer to a request for a stream");
-        return;
-    }
-    if (r->x.answer.len == 0) { /* already OpenAI-shaped: take the buffer, no copy */
-        struct bsc_buf tmp = r->x.answer;
-        r->x.answer = r->x.resp;
-        r->x.resp = tmp;
-    }
+    classify_answer(r);
 }
 
 void xchg_init(struct xchg *x)

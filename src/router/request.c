@@ -442,8 +442,9 @@ static void st_attempt(struct request *r)
     metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "transport",
                  r->x.fail.kind == FAIL_NONE ? "ok" : "failed", 1);
     if (r->x.fail.kind == FAIL_NONE && contract_wanted(r)) {
-        bool ok = r->x.mode == BODY_SSE ? contract_check_stream(r, &r->x.fail)
-                                      : contract_check_answer(r, bsc_buf_str(&r->x.answer), &r->x.fail);
+        bool ok = r->x.mode == BODY_SSE
+                      ? contract_check_stream(r, &r->x.fail)
+                      : contract_check_answer(r, bsc_buf_str(&r->x.answer), &r->x.fail);
         if (r->x.mode != BODY_SSE || r->buffering) {
             metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "contract",
                          ok ? "ok" : "failed", 1);
@@ -591,33 +592,11 @@ static const char *outcome_label(const struct request *r)
     return r->d.status >= 400 && r->d.status < 500 && r->d.status != 429 ? "client_error" : "error";
 }
 
-static void st_done(struct request *r)
+/* The request's access-log line; returns its duration. */
+static uint64_t write_access_line(struct request *r)
 {
-    struct access_entry e;
-    unsigned shard = r->w->idx;
     char selected_by[160]; /* a route id is at most 128 bytes */
-
-    if (r->finished)
-        return;
-    r->finished = true;
-    uv_timer_stop(&r->timer);
-    xchg_cancel(&r->x);
-    report_attempt(r, BRK_NEUTRAL, NULL, false); /* a cancelled attempt frees its probe */
-    if (r->sreq) {
-        srv_resp_abort(r->sreq);
-        r->sreq = NULL;
-    }
-    shadow_primary_done(r); /* before the answer is freed */
-    xchg_cleanup(r);
-    deliver_cleanup(r);
-    contract_cleanup(r);
-    if (!r->d.termination)
-        r->d.termination = "ok";
-    guard_idem_finish(r);
-    if (r->select_route)
-        snprintf(selected_by, sizeof(selected_by), "%.128s#%d", r->select_route->id,
-                 r->select_rule + 1);
-    e = (struct access_entry){
+    struct access_entry e = {
         .request_id = r->id,
         .path = r->path,
         .route = r->route->id,
@@ -637,7 +616,20 @@ static void st_done(struct request *r)
         .cost_usd = r->cost_usd,
         .states = &r->times,
     };
+
+    if (r->select_route)
+        snprintf(selected_by, sizeof(selected_by), "%.128s#%d", r->select_route->id,
+                 r->select_rule + 1);
     access_log_write(&e);
+    return e.duration_us;
+}
+
+/* The request's metrics: tokens, cost, outcome, duration and time to first token. */
+static void count_request(struct request *r, uint64_t duration_us)
+{
+    unsigned shard = r->w->idx;
+    const char *task = strcmp(r->d.termination, "ok") == 0 ? "ok" : "failed";
+
     if (r->x.usage.input_tokens > 0)
         metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, "input",
                     (double)r->x.usage.input_tokens);
@@ -647,15 +639,35 @@ static void st_done(struct request *r)
     if (r->cost_usd > 0)
         metrics_inc(M(r), shard, METRIC_COST, r->route->id, NULL, r->cost_usd);
     metrics_inc(M(r), shard, METRIC_REQUESTS, r->route->id, outcome_label(r), 1);
-    metrics_inc3(M(r), shard, METRIC_OUTCOMES, r->route->id, "task",
-                 strcmp(r->d.termination, "ok") == 0 ? "ok" : "failed", 1);
+    metrics_inc3(M(r), shard, METRIC_OUTCOMES, r->route->id, "task", task, 1);
     if (r->target) /* the task's result, charged to the target that answered last */
-        metrics_inc3(M(r), shard, METRIC_TARGET_OUTCOMES, r->target->id, "task",
-                     strcmp(r->d.termination, "ok") == 0 ? "ok" : "failed", 1);
+        metrics_inc3(M(r), shard, METRIC_TARGET_OUTCOMES, r->target->id, "task", task, 1);
     metrics_observe(M(r), shard, METRIC_REQUEST_DURATION, r->route->id, NULL,
-                    (double)e.duration_us / 1e6);
+                    (double)duration_us / 1e6);
     if (r->d.ttfb_us && r->d.status == 200)
         metrics_observe(M(r), shard, METRIC_TTFT, r->route->id, NULL, (double)r->d.ttfb_us / 1e6);
+}
+
+static void st_done(struct request *r)
+{
+    if (r->finished)
+        return;
+    r->finished = true;
+    uv_timer_stop(&r->timer);
+    xchg_cancel(&r->x);
+    report_attempt(r, BRK_NEUTRAL, NULL, false); /* a cancelled attempt frees its probe */
+    if (r->sreq) {
+        srv_resp_abort(r->sreq);
+        r->sreq = NULL;
+    }
+    shadow_primary_done(r); /* before the answer is freed */
+    xchg_cleanup(r);
+    deliver_cleanup(r);
+    contract_cleanup(r);
+    if (!r->d.termination)
+        r->d.termination = "ok";
+    guard_idem_finish(r);
+    count_request(r, write_access_line(r));
     r->body = BSC_STR_NULL;
     r->native = (struct prov_native){0};
     trim_req_cleanup(r);
