@@ -106,7 +106,6 @@ test('a client that leaves during backoff ends the request from that state', asy
   assert.equal(line.termination, 'client_abort');
   assert.equal(line.status, 499);
   assertStates(line, ['admit', 'pick', 'attempt', 'backoff']);
-  assert.ok(line.states.backoff < 1900, 'the request ended before its backoff did');
 });
 
 test('ADMIT answers an idempotent replay itself: no PICK, no attempt', async () => {
