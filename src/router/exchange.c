@@ -2,10 +2,11 @@
 /* exchange.c -- the upstream side of one attempt: the adapter builds the request, the
  * transfer runs on the worker's curl multi, the head and body come back through the
  * callbacks below. A stream is parsed as SSE and each event goes through the adapter,
- * which emits OpenAI frames; the first frame that reaches the client is the commit point
- * (deliver_commit). Failures are recorded here and classified once the transfer is over;
- * what to do about them is decide.c's business. Callbacks never start a new transfer from
- * inside curl: an attempt failed mid-callback continues on the next loop turn. */
+ * which emits OpenAI frames; the first frame ready for the client is an event (first_frame)
+ * on which request.c commits. Failures are recorded here and classified once the transfer
+ * is over; what to do about them is decide.c's business. Callbacks never start a new
+ * transfer from inside curl: an attempt failed mid-callback continues on the next loop
+ * turn. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* internal.h -- the request object and the functions shared by the router's files:
- * request.c (the state machine), decide.c (which target next, or stop), exchange.c (the
- * upstream side of an attempt, through the provider adapter) and deliver.c (the client
- * side: commit point, stream relay, answers and errors in the client's dialect).
+ * request.c (the state machine, the only writer of r->state), admit.c (may it start),
+ * decide.c (which target next, or stop), exchange.c (the upstream side of an attempt:
+ * struct xchg, xchg.h), guard.c (idempotency and ledger: struct guard, guard.h) and
+ * deliver.c (the client side: struct downstream, downstream.h).
  * Never included from outside src/router/. */
 #ifndef BSC_ROUTER_INTERNAL_H
 #define BSC_ROUTER_INTERNAL_H

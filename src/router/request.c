@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* request.c -- the request state machine (docs/design.md §3, §13.3). One list of states
- * (internal.h), one handler per state, one place that changes state (req__goto). Events
- * (upstream head, body bytes, completion, timers, client abort) record what happened and
- * call req__run(); handlers never call each other. The workflows are decisions taken in
- * PICK after a failure (decide.c); the upstream side of an attempt is exchange.c, the
- * client side deliver.c. RELAY is the commit point: once the first byte went to the
- * client there is no path back to PICK. See docs/internals/request-lifecycle.md. */
+ * (req_state.h, with the transition mask), one handler per state, one place that changes
+ * state (req__goto). Events (first upstream frame, completion, store callbacks, timers,
+ * client abort) record what happened and call req__run(); handlers never call each other.
+ * ADMIT runs the admission checks (admit.c); the workflows are decisions taken in PICK
+ * after a failure (decide.c); the upstream side of an attempt is exchange.c, the client
+ * side deliver.c. RELAY is the commit point: once the first byte went to the client
+ * there is no path back to PICK. See docs/internals/request-lifecycle.md. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
