@@ -111,15 +111,15 @@ enum admit_verdict admit_run(struct request *r)
     const struct admit_check *list = r->n_attempts ? admit_replay : admit_start;
     unsigned n = r->n_attempts ? BSC_ARRAY_LEN(admit_replay) : BSC_ARRAY_LEN(admit_start);
 
-    while (r->admit_at < n) {
-        enum admit_verdict v = list[r->admit_at].check(r);
+    while (r->m.admit_at < n) {
+        enum admit_verdict v = list[r->m.admit_at].check(r);
 
         if (v != ADMIT_PASS) {
-            LOG_DEBUG("%s: admission check %s: %s", r->id, list[r->admit_at].name,
+            LOG_DEBUG("%s: admission check %s: %s", r->id, list[r->m.admit_at].name,
                       v == ADMIT_WAIT ? "waits" : "answers");
             return v;
         }
-        r->admit_at++;
+        r->m.admit_at++;
     }
     return ADMIT_PASS;
 }

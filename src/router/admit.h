@@ -14,10 +14,10 @@ enum admit_verdict {
     ADMIT_ANSWERED  /* the client has its answer already (an idempotent replay): DONE */
 };
 
-/* Runs the checks in order from the one that last waited (r->admit_at): the first that
+/* Runs the checks in order from the one that last waited (r->m.admit_at): the first that
  * does not pass gives the verdict. A request that has not made an attempt yet runs the
  * admission list; one entering ADMIT after a failed attempt runs the replay list (set
- * r->admit_at to 0 before each entry). */
+ * r->m.admit_at to 0 before each entry). */
 enum admit_verdict admit_run(struct request *r);
 
 #endif

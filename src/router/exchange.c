@@ -219,7 +219,7 @@ static bool on_stream_data(struct request *r, const char *p, size_t len)
         return false;
     if (!r->d.committed)
         first_frame(r);
-    if (!r->d.committed || r->state != REQ_ST_RELAY)
+    if (!r->d.committed || r->m.state != REQ_ST_RELAY)
         return false; /* the machine did not take the commit (the client went away) */
     if (deliver_stream_over(r, false)) { /* limits.max_stream_bytes or max_stream_ms */
         abort_from_callback(r);

@@ -136,7 +136,7 @@ static void on_idem_begin(enum bsc_err err, const struct store_idem_result *res,
     if (!op_end(r))
         return;
     r->g.waiting_store = false;
-    if (r->state == REQ_ST_DONE || !r->sreq)
+    if (r->m.state == REQ_ST_DONE || !r->sreq)
         return;
     r->g.idem_err = err;
     r->g.idem_decision = err ? IDEM_MISS : res->decision;
@@ -280,7 +280,7 @@ static void on_ledger_get(enum bsc_err err, const struct ledger_entry *e,
         r->g.ledger_blocked = e->state == LEDGER_ST_STARTED ? "started" : "unknown";
     else if (err && err != BSC_ENOTFOUND)
         r->g.ledger_blocked = "unreadable"; /* cannot prove it is safe: do not replay */
-    if (r->state != REQ_ST_DONE)
+    if (r->m.state != REQ_ST_DONE)
         req__run(r);
 }
 

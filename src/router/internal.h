@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* internal.h -- the request object and the functions shared by the router's files:
- * request.c (the state machine, the only writer of r->state), admit.c (may it start),
+ * request.c (the state machine, the only writer of r->m.state), admit.c (may it start),
  * decide.c (which target next, or stop), exchange.c (the upstream side of an attempt:
  * struct xchg, xchg.h), guard.c (idempotency and ledger: struct guard, guard.h) and
  * deliver.c (the client side: struct downstream, downstream.h).
@@ -33,6 +33,16 @@
 
 enum tier { TIER_PRIMARY = 0, TIER_EQUIVALENT, TIER_FALLBACK, TIER_COUNT };
 
+/* Where the request is in its lifecycle. request.c writes it (req__goto, req__run, the
+ * abort event); admit.c advances <admit_at>; everything else only reads <state>. */
+struct req_machine {
+    enum req_state state;
+    struct req_times times; /* time spent in each state, for the access log */
+    unsigned admit_at;      /* the next admission check to run (admit.c) */
+    bool client_gone;       /* on_client_abort: req__run ends the request */
+    bool finished;          /* st_done ran */
+};
+
 struct request {
     struct worker *w;         /* borrowed */
     struct gateway *gw;       /* borrowed */
@@ -64,8 +74,7 @@ struct request {
     char path[64];            /* copy of the request path, for the access log */
     struct envelope env;
 
-    enum req_state state;
-    struct req_times times;   /* time spent in each state, for the access log */
+    struct req_machine m;
     uint64_t start_us;
     int64_t created;  /* wall-clock seconds at the start, for "created" fields */
     uv_timer_t timer; /* attempt timeout, stream idle bound, or backoff */
@@ -92,13 +101,11 @@ struct request {
     struct attempt attempts[ATTEMPT_MAX];
     unsigned n_attempts;
     struct reply_error err;
-    char err_msg[320];
-    char err_code[64];
+    struct {
+        char msg[320], code[64];
+    } err_text; /* what err.message and err.code point into */
 
     struct guard g;              /* idempotency, ledger, store calls (guard.c) */
-    bool finished;               /* st_done ran */
-    bool client_gone;            /* on_client_abort: req__run ends the request */
-    unsigned admit_at;           /* the next admission check to run (admit.c) */
 
     struct trim_state trim;      /* context.overflow: trim (trim.c) */
     struct shadow *shadows;      /* borrowed: its mirrored copies still running (shadow.c) */

@@ -43,18 +43,18 @@ static req_step_fn *const req_steps[REQ_ST_COUNT] = {
  * a bug: test builds stop on it; in production the request ends (DONE) and says why. */
 void req__goto(struct request *r, enum req_state next)
 {
-    BSC_BUG_ON(r->state == REQ_ST_DONE);
-    if (!req_state_may_go(r->state, next)) {
+    BSC_BUG_ON(r->m.state == REQ_ST_DONE);
+    if (!req_state_may_go(r->m.state, next)) {
         LOG_ERR("%s: forbidden transition %s -> %s: the request ends", r->id,
-                  req_state_name(r->state), req_state_name(next));
+                  req_state_name(r->m.state), req_state_name(next));
 #ifdef BSC_UNIT_TEST
         bsc_bug(__FILE__, __LINE__, "forbidden request state transition");
 #endif
         next = REQ_ST_DONE;
     }
-    LOG_DEBUG("%s: %s -> %s", r->id, req_state_name(r->state), req_state_name(next));
-    req_times_move(&r->times, r->state, next, bsc_now_us());
-    r->state = next;
+    LOG_DEBUG("%s: %s -> %s", r->id, req_state_name(r->m.state), req_state_name(next));
+    req_times_move(&r->m.times, r->m.state, next, bsc_now_us());
+    r->m.state = next;
 }
 
 /* The client went away (on_client_abort): whatever the state, the request ends here. */
@@ -72,15 +72,15 @@ static void req_abort(struct request *r)
 
 void req__run(struct request *r)
 {
-    while (r->state != REQ_ST_DONE) {
-        enum req_state prev = r->state;
+    while (r->m.state != REQ_ST_DONE) {
+        enum req_state prev = r->m.state;
 
-        if (r->client_gone) {
+        if (r->m.client_gone) {
             req_abort(r);
             break;
         }
         req_steps[prev](r);
-        if (r->state == prev)
+        if (r->m.state == prev)
             return; /* waiting for an event */
     }
     st_done(r);
@@ -111,13 +111,13 @@ void req__set_error(struct request *r, int status, const char *type, const char 
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
+    vsnprintf(r->err_text.msg, sizeof(r->err_text.msg), fmt, ap);
     va_end(ap);
-    snprintf(r->err_code, sizeof(r->err_code), "%s", code ? code : "");
+    snprintf(r->err_text.code, sizeof(r->err_text.code), "%s", code ? code : "");
     r->err = (struct reply_error){.status = status,
                                   .type = type,
-                                  .code = code ? r->err_code : NULL,
-                                  .message = r->err_msg,
+                                  .code = code ? r->err_text.code : NULL,
+                                  .message = r->err_text.msg,
                                   .retry_after_ms = -1};
 }
 
@@ -140,14 +140,14 @@ void req__set_typed_failure(struct request *r, const char *reason, enum reply_ou
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
+    vsnprintf(r->err_text.msg, sizeof(r->err_text.msg), fmt, ap);
     va_end(ap);
-    snprintf(r->err_code, sizeof(r->err_code), "%s", reason);
+    snprintf(r->err_text.code, sizeof(r->err_text.code), "%s", reason);
     r->err = (struct reply_error){
         .status = r->n_attempts && r->all_rate_limited ? 429 : 503,
         .type = r->n_attempts && r->all_rate_limited ? "rate_limit_error" : "server_error",
-        .code = r->err_code,
-        .message = r->err_msg,
+        .code = r->err_text.code,
+        .message = r->err_text.msg,
         .reason = reason,
     };
     req__set_retry(r, outlook, wait_ms);
@@ -181,7 +181,7 @@ static void on_timer(uv_timer_t *h)
 {
     struct request *r = h->data;
 
-    switch (r->state) {
+    switch (r->m.state) {
     case REQ_ST_BACKOFF:
         break; /* st_backoff sees the timer is no longer active */
     case REQ_ST_ATTEMPT:
@@ -463,7 +463,7 @@ static void st_attempt(struct request *r)
         return;
     }
     attempt_failed(r);
-    r->admit_at = 0; /* a replay is admitted afresh */
+    r->m.admit_at = 0; /* a replay is admitted afresh */
     req__goto(r, REQ_ST_ADMIT);
 }
 
@@ -615,7 +615,7 @@ static uint64_t write_access_line(struct request *r)
         .input_tokens = r->x.usage.input_tokens,
         .output_tokens = r->x.usage.output_tokens,
         .cost_usd = r->cost_usd,
-        .states = &r->times,
+        .states = &r->m.times,
     };
 
     if (r->select_route)
@@ -651,9 +651,9 @@ static void count_request(struct request *r, uint64_t duration_us)
 
 static void st_done(struct request *r)
 {
-    if (r->finished)
+    if (r->m.finished)
         return;
-    r->finished = true;
+    r->m.finished = true;
     uv_timer_stop(&r->timer);
     xchg_cancel(&r->x);
     report_attempt(r, BRK_NEUTRAL, NULL, false); /* a cancelled attempt frees its probe */
@@ -691,7 +691,7 @@ static void on_client_abort(struct srv_req *sreq, void *ud)
     r->sreq = NULL;
     r->body = BSC_STR_NULL; /* borrowed from the now freed srv_req */
     r->native = (struct prov_native){0};
-    r->client_gone = true;
+    r->m.client_gone = true;
     req__run(r);
 }
 
@@ -892,8 +892,8 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     uv_timer_init(&w->loop, &r->timer);
     r->timer.data = r;
     bsc_buf_init(&r->g.idem_copy, 8u << 20);
-    r->state = REQ_ST_ADMIT;
-    req_times_start(&r->times, r->state, bsc_now_us());
+    r->m.state = REQ_ST_ADMIT;
+    req_times_start(&r->m.times, r->m.state, bsc_now_us());
     w->inflight++;
     srv_req_on_abort(sreq, on_client_abort, r);
     req__run(r);
