@@ -7,6 +7,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "router/req_state.h"
 
 /* Each line is built in this thread's scratch buffer: no allocation per line once warm. */
 static _Thread_local struct bsc_buf scratch = {NULL, 0, 0, 16384};
@@ -84,6 +85,27 @@ static void put_attempts(struct bsc_buf *b, const struct attempt *a, size_t n)
     bsc_buf_append_char(b, ']');
 }
 
+/* ",\"states\":{\"pick\":0.0,\"attempt\":12.3,...}": milliseconds in each state the request
+ * entered, DONE left out (the line is written in it). */
+static void put_states(struct bsc_buf *b, const struct req_times *t)
+{
+    bool first = true;
+
+    PUT_KEY(b, "states");
+    bsc_buf_append_char(b, '{');
+    for (unsigned s = 0; s < REQ_ST_COUNT; s++) {
+        if (s == REQ_ST_DONE || !(t->visited & (1u << s)))
+            continue;
+        if (!first)
+            bsc_buf_append_char(b, ',');
+        first = false;
+        bsc_buf_append_json_str(b, bsc_str_cstr(req_state_name(s)));
+        bsc_buf_append_char(b, ':');
+        bsc_buf_append_milli(b, t->spent_us[s]);
+    }
+    bsc_buf_append_char(b, '}');
+}
+
 void access_log_write(const struct access_entry *e)
 {
     struct bsc_buf *b = LINE_BEGIN("access", e->request_id);
@@ -111,6 +133,8 @@ void access_log_write(const struct access_entry *e)
     }
     if (e->n_attempts)
         put_attempts(b, e->attempts, e->n_attempts);
+    if (e->states)
+        put_states(b, e->states);
     line_end(b);
 }
 

@@ -11,6 +11,8 @@
 
 #include "router/attempt.h"
 
+struct req_times; /* router/req_state.h */
+
 struct access_entry {
     const char *request_id;
     const char *method, *path; /* may be NULL: defaults to POST /v1/chat/completions */
@@ -25,6 +27,7 @@ struct access_entry {
     const char *termination; /* "ok", "client_abort", "upstream_interrupted", ... */
     int64_t input_tokens, output_tokens; /* -1 when unknown */
     double cost_usd;
+    const struct req_times *states; /* may be NULL; the time spent in each state */
     const char *detail; /* may be NULL; what a request the router did not take did or why it
                          * was refused ("disable target t1", "origin not allowed") */
 };

@@ -168,7 +168,7 @@ static void answer_request_excluded(struct request *r)
                        r->route->id, param, r->missing_caps ? "; missing: " : "", caps,
                        r->too_small ? "; context window too small" : "");
         r->err.param = param;
-        r->termination = "unsupported_parameter";
+        r->d.termination = "unsupported_parameter";
         return;
     }
     req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_NEVER, -1,
@@ -270,7 +270,7 @@ static void build_in(struct request *r, struct decide_in *in)
     in->route = r->route;
     in->env = &r->env;
     in->retry = &r->cfg->retry;
-    in->fail = &r->fail;
+    in->fail = &r->x.fail;
     in->attempts = r->attempts;
     in->n_attempts = r->n_attempts;
     in->tier = r->tier;
@@ -321,10 +321,10 @@ static void apply_stop(struct request *r, const struct decide_out *out)
         none_eligible(r);
         break;
     case DECIDE_STOP_UNCERTAIN:
-        r->fail.kind = FAIL_SIDE_EFFECT_UNCERTAIN;
+        r->x.fail.kind = FAIL_SIDE_EFFECT_UNCERTAIN;
         req__set_provider_error(r);
         r->err.code = "reconcile_required";
-        r->termination = "reconcile_required";
+        r->d.termination = "reconcile_required";
         guard_record_uncertain(r, "side_effect_uncertain");
         break;
     case DECIDE_STOP_TYPED:

@@ -18,7 +18,7 @@ static struct down_ctx down_ctx(const struct request *r)
         .model = r->route->id,
         .include_usage = r->include_usage,
         .est_input_tokens = (int64_t)(r->est_tokens - r->est_out_tokens),
-        .arg = r->down_arg,
+        .arg = r->d.down_arg,
         .native = r->native.body.p && r->trim.dropped <= 0 && r->target &&
                   r->target->provider->kind == r->native.kind,
     };
@@ -52,18 +52,18 @@ static void on_drain(struct srv_req *sreq, void *ud)
     struct request *r = ud;
 
     (void)sreq;
-    if (r->xfer)
-        up_resume(r->xfer);
+    if (r->x.xfer)
+        up_resume(r->x.xfer);
 }
 
-/* Writes r->out without recording it; true when the upstream should pause. */
+/* Writes r->d.out without recording it; true when the upstream should pause. */
 static bool write_out(struct request *r)
 {
-    if (r->out.len == 0)
+    if (r->d.out.len == 0)
         return false;
-    srv_resp_body(r->sreq, r->out.p, r->out.len);
-    r->bytes_out += r->out.len;
-    bsc_buf_reset(&r->out);
+    srv_resp_body(r->sreq, r->d.out.p, r->d.out.len);
+    r->d.bytes_out += r->d.out.len;
+    bsc_buf_reset(&r->d.out);
     if (srv_req_pending(r->sreq) > r->cfg->limits.max_stream_buffer_bytes) {
         srv_req_on_drain(r->sreq, on_drain, r);
         return true;
@@ -73,21 +73,21 @@ static bool write_out(struct request *r)
 
 bool deliver_flush(struct request *r)
 {
-    if (!r->sreq || r->out.len == 0)
+    if (!r->sreq || r->d.out.len == 0)
         return false;
-    guard_idem_record(r, r->out.p, r->out.len);
+    guard_idem_record(r, r->d.out.p, r->d.out.len);
     return write_out(r);
 }
 
-/* Ends the response with what r->out holds, as <termination>. The idempotency record is
+/* Ends the response with what r->d.out holds, as <termination>. The idempotency record is
  * settled (stored or released) before the last bytes are handed to the socket: the store
  * runs jobs in arrival order, so a repeat the client sends once it has seen the end finds
  * the record settled, never "in use". */
 static void end_response(struct request *r, const char *termination, bool complete)
 {
-    r->termination = termination;
-    if (r->sreq && r->out.len)
-        guard_idem_record(r, r->out.p, r->out.len);
+    r->d.termination = termination;
+    if (r->sreq && r->d.out.len)
+        guard_idem_record(r, r->d.out.p, r->d.out.len);
     guard_idem_finish(r);
     if (!r->sreq)
         return;
@@ -121,10 +121,9 @@ void deliver_commit(struct request *r)
     n = 3 + deliver_route_headers(r, h + 3, attempts, sizeof(attempts));
     if (r->sreq)
         srv_resp_head(r->sreq, 200, h, n, -1);
-    r->committed = true;
-    r->status = 200;
-    r->ttfb_us = bsc_now_us() - r->start_us;
-    req__goto(r, REQ_ST_RELAY);
+    r->d.committed = true;
+    r->d.status = 200;
+    r->d.ttfb_us = bsc_now_us() - r->start_us;
 }
 
 /* Splits the adapter's frames ("data: <json>\n\n") and feeds them to the client dialect. */
@@ -133,18 +132,18 @@ static bool down_stream_ready(struct request *r)
 {
     struct down_ctx ctx;
 
-    if (r->down_st)
+    if (r->d.down_st)
         return true;
     ctx = down_ctx(r);
-    r->down_st = calloc(1, r->down->stream_size ? r->down->stream_size : 1);
-    if (r->down_st)
-        r->down->stream_init(r->down_st, &ctx);
-    return r->down_st != NULL;
+    r->d.down_st = calloc(1, r->d.ops->stream_size ? r->d.ops->stream_size : 1);
+    if (r->d.down_st)
+        r->d.ops->stream_init(r->d.down_st, &ctx);
+    return r->d.down_st != NULL;
 }
 
 static enum bsc_err convert_down(struct request *r)
 {
-    const char *p = r->conv.p, *end = p ? p + r->conv.len : NULL;
+    const char *p = r->x.conv.p, *end = p ? p + r->x.conv.len : NULL;
     enum bsc_err err = BSC_OK;
 
     if (!down_stream_ready(r))
@@ -158,8 +157,8 @@ static enum bsc_err convert_down(struct request *r)
         data = bsc_str_make(p, (size_t)(sep - p));
         if (bsc_str_starts(data, BSC_STR("data: "))) {
             data = bsc_str_make(data.p + 6, data.len - 6);
-            err = sse_is_done(data) ? r->down->stream_done(r->down_st, &r->out)
-                                    : r->down->stream_chunk(r->down_st, data, &r->out);
+            err = sse_is_done(data) ? r->d.ops->stream_done(r->d.down_st, &r->d.out)
+                                    : r->d.ops->stream_chunk(r->d.down_st, data, &r->d.out);
         }
         p = sep + 2;
     }
@@ -170,39 +169,39 @@ enum bsc_err deliver_convert(struct request *r)
 {
     enum bsc_err err;
 
-    if (r->conv.len == 0)
+    if (r->x.conv.len == 0)
         return BSC_OK;
-    err = r->down ? convert_down(r) : bsc_buf_append(&r->out, r->conv.p, r->conv.len);
-    bsc_buf_reset(&r->conv);
+    err = r->d.ops ? convert_down(r) : bsc_buf_append(&r->d.out, r->x.conv.p, r->x.conv.len);
+    bsc_buf_reset(&r->x.conv);
     return err;
 }
 
 /* Milliseconds since the commit point. */
 static uint64_t stream_age_ms(const struct request *r)
 {
-    return (bsc_now_us() - r->start_us - r->ttfb_us) / 1000;
+    return (bsc_now_us() - r->start_us - r->d.ttfb_us) / 1000;
 }
 
 bool deliver_stream_over(struct request *r, bool timer)
 {
     const struct cfg_limits *l = &r->cfg->limits;
 
-    if (r->limit_cut || !r->committed)
-        return r->limit_cut != NULL;
-    if (r->bytes_out + r->out.len > l->max_stream_bytes) {
-        r->limit_cut = "stream_too_large";
-        snprintf(r->stream_fail.message, sizeof(r->stream_fail.message),
+    if (r->d.limit_cut || !r->d.committed)
+        return r->d.limit_cut != NULL;
+    if (r->d.bytes_out + r->d.out.len > l->max_stream_bytes) {
+        r->d.limit_cut = "stream_too_large";
+        snprintf(r->x.stream_fail.message, sizeof(r->x.stream_fail.message),
                  "the stream passed limits.max_stream_bytes (%llu bytes)",
                  (unsigned long long)l->max_stream_bytes);
-    } else if ((timer && r->limit_timer) || stream_age_ms(r) >= l->max_stream_ms) {
-        r->limit_cut = "stream_too_long";
-        snprintf(r->stream_fail.message, sizeof(r->stream_fail.message),
+    } else if ((timer && r->d.limit_timer) || stream_age_ms(r) >= l->max_stream_ms) {
+        r->d.limit_cut = "stream_too_long";
+        snprintf(r->x.stream_fail.message, sizeof(r->x.stream_fail.message),
                  "the stream passed limits.max_stream_ms (%u ms)", l->max_stream_ms);
     } else {
         return false;
     }
-    r->stream_failed = true;
-    bsc_buf_reset(&r->out); /* what would pass the limit is not sent: the error event is */
+    r->x.stream_failed = true;
+    bsc_buf_reset(&r->d.out); /* what would pass the limit is not sent: the error event is */
     return true;
 }
 
@@ -211,24 +210,24 @@ void deliver_stream_arm(struct request *r, uint64_t gap_ms)
     uint64_t max = r->cfg->limits.max_stream_ms, age = stream_age_ms(r);
     uint64_t left = age < max ? max - age : 0;
 
-    r->limit_timer = left <= gap_ms;
-    req__arm_timer(r, r->limit_timer ? left : gap_ms);
+    r->d.limit_timer = left <= gap_ms;
+    req__arm_timer(r, r->d.limit_timer ? left : gap_ms);
 }
 
 void deliver_stream_error(struct request *r, const char *message)
 {
     struct reply_error e = {.type = "server_error",
-                            .code = r->limit_cut ? r->limit_cut : "upstream_interrupted",
+                            .code = r->d.limit_cut ? r->d.limit_cut : "upstream_interrupted",
                             .message = message,
                             .retry_after_ms = -1};
 
-    if (r->down && down_stream_ready(r)) {
-        r->down->stream_error(r->down_st, &e, &r->out);
+    if (r->d.ops && down_stream_ready(r)) {
+        r->d.ops->stream_error(r->d.down_st, &e, &r->d.out);
         return;
     }
-    bsc_buf_append_cstr(&r->out, "data: ");
-    reply_error_body(&e, r->id, &r->out);
-    bsc_buf_append_cstr(&r->out, "\n\n");
+    bsc_buf_append_cstr(&r->d.out, "data: ");
+    reply_error_body(&e, r->id, &r->d.out);
+    bsc_buf_append_cstr(&r->d.out, "\n\n");
 }
 
 void deliver_stream_complete(struct request *r)
@@ -244,9 +243,9 @@ void deliver_stream_complete(struct request *r)
     h[2] = (struct srv_header){BSC_STR("x-bascule-buffered"), BSC_STR("true")};
     n = 3 + deliver_route_headers(r, h + 3, attempts, sizeof(attempts));
     srv_resp_head(r->sreq, 200, h, n, -1);
-    r->committed = true;
-    r->status = 200;
-    r->ttfb_us = bsc_now_us() - r->start_us;
+    r->d.committed = true;
+    r->d.status = 200;
+    r->d.ttfb_us = bsc_now_us() - r->start_us;
     deliver_end(r, "ok");
 }
 
@@ -256,31 +255,31 @@ void deliver_answer(struct request *r)
     char attempts[16];
     size_t n;
     struct bsc_buf mapped;
-    struct bsc_str body = bsc_buf_str(&r->answer);
+    struct bsc_str body = bsc_buf_str(&r->x.answer);
     struct down_ctx ctx = down_ctx(r);
 
     if (!r->sreq)
         return;
     bsc_buf_init(&mapped, REQ_MAX_RESPONSE_BYTES);
-    if (r->down) {
-        if (r->down->map_response(body, &ctx, &mapped) != BSC_OK) {
+    if (r->d.ops) {
+        if (r->d.ops->map_response(body, &ctx, &mapped) != BSC_OK) {
             bsc_buf_cleanup(&mapped);
             req__set_error(r, 502, "server_error", "translation_failed",
                            "the answer could not be translated to the client's API");
-            r->termination = "translation_failed";
+            r->d.termination = "translation_failed";
             deliver_error(r);
             return;
         }
         body = bsc_buf_str(&mapped);
     }
     n = deliver_route_headers(r, h, attempts, sizeof(attempts));
-    r->status = r->up_status >= 200 && r->up_status < 300 ? r->up_status : 200;
-    r->termination = "ok";
+    r->d.status = r->x.up_status >= 200 && r->x.up_status < 300 ? r->x.up_status : 200;
+    r->d.termination = "ok";
     guard_idem_record(r, body.p, body.len);
     guard_idem_finish(r); /* settled before the client can see the answer */
-    srv_resp_send(r->sreq, r->status, "application/json", h, n, body.p, body.len);
-    r->bytes_out += body.len;
-    r->ttfb_us = bsc_now_us() - r->start_us;
+    srv_resp_send(r->sreq, r->d.status, "application/json", h, n, body.p, body.len);
+    r->d.bytes_out += body.len;
+    r->d.ttfb_us = bsc_now_us() - r->start_us;
     r->sreq = NULL;
     bsc_buf_cleanup(&mapped);
 }
@@ -294,23 +293,31 @@ void deliver_error(struct request *r)
     if (!r->sreq)
         return;
     n = deliver_route_headers(r, h, attempts, sizeof(attempts));
-    r->status = r->err.status;
+    r->d.status = r->err.status;
     guard_idem_finish(r); /* released before the client can see the error */
-    reply_error_send(r->sreq, &r->err, h, n, r->down ? r->down->error_body : NULL);
+    reply_error_send(r->sreq, &r->err, h, n, r->d.ops ? r->d.ops->error_body : NULL);
     r->sreq = NULL;
 }
 
 void deliver_down_reset(struct request *r)
 {
-    if (r->down_st && r->down)
-        r->down->stream_cleanup(r->down_st);
-    BSC_FREE(r->down_st);
+    if (r->d.down_st && r->d.ops)
+        r->d.ops->stream_cleanup(r->d.down_st);
+    BSC_FREE(r->d.down_st);
+}
+
+void deliver_init(struct downstream *d, const struct down_ops *ops, void *down_arg)
+{
+    d->ops = ops;
+    d->down_arg = down_arg;
+    bsc_buf_init(&d->out, 8u << 20);
 }
 
 void deliver_cleanup(struct request *r)
 {
     deliver_down_reset(r);
-    if (r->down && r->down->arg_free)
-        r->down->arg_free(r->down_arg);
-    r->down_arg = NULL;
+    if (r->d.ops && r->d.ops->arg_free)
+        r->d.ops->arg_free(r->d.down_arg);
+    r->d.down_arg = NULL;
+    bsc_buf_cleanup(&r->d.out);
 }

@@ -16,6 +16,9 @@
 #include "core/str.h"
 #include "router/reply.h"
 
+struct request;
+struct srv_header;
+
 struct down_ctx {
     const char *request_id;
     const char *model;  /* the model name to show the client (what it asked for) */
@@ -50,5 +53,59 @@ struct down_ops {
     /* Frees chat_in.down_arg when the request ends (or is refused); may be NULL. */
     void (*arg_free)(void *arg);
 };
+
+/* The client side of one request (deliver.c): whether and what went out, in which dialect.
+ * deliver.c writes it, except the termination code, which the step that ends the request
+ * names (request.c, decide.c, admit.c). */
+struct downstream {
+    const struct down_ops *ops; /* the client's dialect; NULL = OpenAI */
+    void *down_st;              /* owned: ops->stream_size bytes */
+    void *down_arg;             /* owned: chat_in.down_arg, freed by ops->arg_free */
+    bool committed;             /* response head sent */
+    int status;
+    uint64_t bytes_out;
+    uint64_t ttfb_us;
+    struct bsc_buf out;         /* owned: client bytes to write downstream */
+    const char *termination;    /* access-log termination code */
+    const char *limit_cut;      /* static: the stream passed max_stream_ms or _bytes */
+    bool limit_timer;           /* the relay timer is armed for max_stream_ms */
+};
+
+/* deliver.c, for the router's own files: it never decides anything, request.c calls it once
+ * a decision is made (exchange.c converts and flushes stream bytes as they come). */
+void deliver_init(struct downstream *d, const struct down_ops *ops, void *down_arg);
+/* Sends the SSE head (the commit point); request.c moves to RELAY. */
+void deliver_commit(struct request *r);
+/* Converts the adapter's OpenAI frames in r->x.conv into client bytes in r->d.out. */
+enum bsc_err deliver_convert(struct request *r);
+/* Writes r->d.out; true when the upstream should pause (back-pressure). */
+bool deliver_flush(struct request *r);
+/* Ends the response with r->d.out as <termination>, the idempotency record settled first. */
+void deliver_end(struct request *r, const char *termination);
+/* Ends a broken stream: what is queued (the error event) goes out, then the connection
+ * closes with no terminal chunk, so no client takes the response for a complete one and
+ * reuses the connection while it closes. */
+void deliver_break(struct request *r, const char *termination);
+/* A committed stream past limits.max_stream_bytes (with what r->d.out holds) or
+ * limits.max_stream_ms (<timer>: the timer armed by deliver_stream_arm fired): true, with
+ * r->d.limit_cut, r->x.stream_failed and the message set, and r->d.out dropped. */
+bool deliver_stream_over(struct request *r, bool timer);
+/* Arms the relay timer for <gap_ms> (the longest silence allowed), or sooner when the
+ * stream's max_stream_ms ends first. */
+void deliver_stream_arm(struct request *r, uint64_t gap_ms);
+/* Appends the error event that ends a committed stream, in the client's dialect. */
+void deliver_stream_error(struct request *r, const char *message);
+/* Releases a buffered stream: head, every byte held in r->d.out, end. */
+void deliver_stream_complete(struct request *r);
+/* Writes the complete answer in r->x.answer (non-stream). */
+void deliver_answer(struct request *r);
+/* Writes r->err. */
+void deliver_error(struct request *r);
+/* The x-bascule-* headers; returns how many were put in <h> (room for 5). */
+size_t deliver_route_headers(struct request *r, struct srv_header *h, char *buf, size_t len);
+/* Drops the client dialect's stream state: a new attempt before the commit point starts
+ * its translation afresh (a buffered stream may have converted part of a failed one). */
+void deliver_down_reset(struct request *r);
+void deliver_cleanup(struct request *r);
 
 #endif

@@ -2,10 +2,11 @@
 /* exchange.c -- the upstream side of one attempt: the adapter builds the request, the
  * transfer runs on the worker's curl multi, the head and body come back through the
  * callbacks below. A stream is parsed as SSE and each event goes through the adapter,
- * which emits OpenAI frames; the first frame that reaches the client is the commit point
- * (deliver_commit). Failures are recorded here and classified once the transfer is over;
- * what to do about them is decide.c's business. Callbacks never start a new transfer from
- * inside curl: an attempt failed mid-callback continues on the next loop turn. */
+ * which emits OpenAI frames; the first frame ready for the client is an event (first_frame)
+ * on which request.c commits. Failures are recorded here and classified once the transfer
+ * is over; what to do about them is decide.c's business. Callbacks never start a new
+ * transfer from inside curl: an attempt failed mid-callback continues on the next loop
+ * turn. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,8 +71,8 @@ static void scrub_fail(const struct request *r, struct fail_info *f)
  * invalid request) is about what the client sent, even after the commit point. */
 static void stream_error(struct request *r)
 {
-    r->stream_failed = true;
-    r->stream_fail.request_caused = fail_policy(r->stream_fail.kind)->client_fault;
+    r->x.stream_failed = true;
+    r->x.stream_fail.request_caused = fail_policy(r->x.stream_fail.kind)->client_fault;
 }
 
 static int on_sse_event(void *ud, struct bsc_str event, struct bsc_str data)
@@ -79,14 +80,14 @@ static int on_sse_event(void *ud, struct bsc_str event, struct bsc_str data)
     struct request *r = ud;
     enum prov_stream_status st;
 
-    st = r->ops->stream_event(r->prov_st, event, data, &r->conv, &r->stream_fail);
+    st = r->x.ops->stream_event(r->x.prov_st, event, data, &r->x.conv, &r->x.stream_fail);
     if (st == PROV_STREAM_ERROR) {
-        scrub_fail(r, &r->stream_fail);
+        scrub_fail(r, &r->x.stream_fail);
         stream_error(r);
         return 1;
     }
     if (st == PROV_STREAM_DONE) {
-        r->saw_done = true;
+        r->x.saw_done = true;
         return 1; /* nothing after the end matters */
     }
     return 0;
@@ -104,11 +105,11 @@ static int on_sse_line(void *ud, struct bsc_str line)
     struct request *r = ud;
     enum prov_stream_status st;
 
-    if (!r->ops->stream_line)
+    if (!r->x.ops->stream_line)
         return 0;
-    st = r->ops->stream_line(r->prov_st, line, &r->conv, &r->stream_fail);
+    st = r->x.ops->stream_line(r->x.prov_st, line, &r->x.conv, &r->x.stream_fail);
     if (st == PROV_STREAM_ERROR) {
-        scrub_fail(r, &r->stream_fail);
+        scrub_fail(r, &r->x.stream_fail);
         stream_error(r);
         return 1;
     }
@@ -121,13 +122,13 @@ static bool start_stream(struct request *r)
 {
     struct prov_call call = make_call(r);
 
-    r->prov_st = calloc(1, r->ops->stream_size ? r->ops->stream_size : 1);
-    if (!r->prov_st)
+    r->x.prov_st = calloc(1, r->x.ops->stream_size ? r->x.ops->stream_size : 1);
+    if (!r->x.prov_st)
         return false;
-    r->ops->stream_init(r->prov_st, &call);
-    r->prov_st_live = true;
-    sse_parser_init(&r->sse, REQ_MAX_SSE_EVENT, &sse_cb, r);
-    r->mode = BODY_SSE;
+    r->x.ops->stream_init(r->x.prov_st, &call);
+    r->x.prov_st_live = true;
+    sse_parser_init(&r->x.sse, REQ_MAX_SSE_EVENT, &sse_cb, r);
+    r->x.mode = BODY_SSE;
     return true;
 }
 
@@ -155,54 +156,66 @@ static void on_head(void *ud, struct up_transfer *t, int status)
     struct bsc_str cl = up_header(t, BSC_STR("content-length"));
     unsigned long long len;
 
-    r->up_status = status;
-    if (bsc_str_to_u64(cl, &len) && len < r->resp.max)
-        bsc_buf_reserve(&r->resp, (size_t)len); /* one allocation for the whole body */
-    save_header(t, "content-type", r->up_ctype, sizeof(r->up_ctype));
-    r->mode = BODY_BUFFER;
-    if (r->stream && status >= 200 && status < 300 && is_sse_type(r->up_ctype) &&
-        !start_stream(r))
-        fail_local(&r->stream_fail, FAIL_SERVER_ERROR, "out of memory"), r->stream_failed = true;
+    r->x.up_status = status;
+    if (bsc_str_to_u64(cl, &len) && len < r->x.resp.max)
+        bsc_buf_reserve(&r->x.resp, (size_t)len); /* one allocation for the whole body */
+    save_header(t, "content-type", r->x.up_ctype, sizeof(r->x.up_ctype));
+    r->x.mode = BODY_BUFFER;
+    if (r->stream && status >= 200 && status < 300 && is_sse_type(r->x.up_ctype) &&
+        !start_stream(r)) {
+        fail_local(&r->x.stream_fail, FAIL_SERVER_ERROR, "out of memory");
+        r->x.stream_failed = true;
+    }
 }
 
 /* Fails the running attempt from inside a transfer callback. */
 static void abort_from_callback(struct request *r)
 {
-    r->stream_failed = true;
-    if (r->xfer) {
-        up_cancel(r->xfer);
-        r->xfer = NULL;
+    r->x.stream_failed = true;
+    if (r->x.xfer) {
+        up_cancel(r->x.xfer);
+        r->x.xfer = NULL;
     }
     req__arm_timer(r, 0); /* continue on the next loop turn, outside curl */
 }
 
+/* The first client bytes of a stream are ready: an event. request.c decides the commit
+ * (st_attempt), here inside curl's write callback, before they are flushed. */
+static void first_frame(struct request *r)
+{
+    r->x.first_frame = true;
+    req__run(r);
+}
+
 static bool on_stream_data(struct request *r, const char *p, size_t len)
 {
-    if (r->saw_done || r->stream_failed)
+    if (r->x.saw_done || r->x.stream_failed)
         return false;
-    if (sse_parser_feed(&r->sse, p, len) < 0 && !r->stream_failed && !r->saw_done) {
-        fail_local(&r->stream_fail, r->committed ? FAIL_PARTIAL_OUTPUT : FAIL_SERVER_ERROR,
+    if (sse_parser_feed(&r->x.sse, p, len) < 0 && !r->x.stream_failed && !r->x.saw_done) {
+        fail_local(&r->x.stream_fail, r->d.committed ? FAIL_PARTIAL_OUTPUT : FAIL_SERVER_ERROR,
                    "the upstream stream could not be parsed");
-        r->stream_failed = true;
+        r->x.stream_failed = true;
     }
-    if (r->stream_failed) {
+    if (r->x.stream_failed) {
         abort_from_callback(r);
         return false;
     }
     if (r->buffering)
-        contract_feed_frames(r, bsc_buf_str(&r->conv));
+        contract_feed_frames(r, bsc_buf_str(&r->x.conv));
     if (deliver_convert(r) != BSC_OK) {
-        fail_local(&r->stream_fail, r->committed ? FAIL_PARTIAL_OUTPUT : FAIL_SERVER_ERROR,
+        fail_local(&r->x.stream_fail, r->d.committed ? FAIL_PARTIAL_OUTPUT : FAIL_SERVER_ERROR,
                    "the stream could not be translated");
         abort_from_callback(r);
         return false;
     }
     if (r->buffering)
         return false; /* held until the whole stream is in and checked */
-    if (r->out.len == 0)
+    if (r->d.out.len == 0)
         return false;
-    if (!r->committed)
-        deliver_commit(r);
+    if (!r->d.committed)
+        first_frame(r);
+    if (!r->d.committed || r->m.state != REQ_ST_RELAY)
+        return false; /* the machine did not take the commit (the client went away) */
     if (deliver_stream_over(r, false)) { /* limits.max_stream_bytes or max_stream_ms */
         abort_from_callback(r);
         return false;
@@ -218,11 +231,11 @@ static bool on_data(void *ud, struct up_transfer *t, const char *p, size_t len)
     struct request *r = ud;
 
     (void)t;
-    if (r->mode == BODY_SSE)
+    if (r->x.mode == BODY_SSE)
         return on_stream_data(r, p, len);
-    if (bsc_buf_append(&r->resp, p, len) != BSC_OK) {
-        fail_local(&r->stream_fail, FAIL_SERVER_ERROR, "the upstream answer passed %zu bytes",
-                   r->resp.max);
+    if (bsc_buf_append(&r->x.resp, p, len) != BSC_OK) {
+        fail_local(&r->x.stream_fail, FAIL_SERVER_ERROR, "the upstream answer passed %zu bytes",
+                   r->x.resp.max);
         abort_from_callback(r);
     }
     return false;
@@ -234,26 +247,26 @@ static void finish_stream(struct request *r)
     bool pending = false;
     struct fail_info f;
 
-    sse_parser_finish(&r->sse, &pending);
+    sse_parser_finish(&r->x.sse, &pending);
     if (r->buffering)
-        contract_feed_frames(r, bsc_buf_str(&r->conv));
-    if (!r->saw_done && !r->stream_failed) {
-        if (r->ops->stream_end(r->prov_st, &r->conv, &f) == PROV_STREAM_DONE) {
-            r->saw_done = true;
-        } else if (r->committed || r->conv.len) {
+        contract_feed_frames(r, bsc_buf_str(&r->x.conv));
+    if (!r->x.saw_done && !r->x.stream_failed) {
+        if (r->x.ops->stream_end(r->x.prov_st, &r->x.conv, &f) == PROV_STREAM_DONE) {
+            r->x.saw_done = true;
+        } else if (r->d.committed || r->x.conv.len) {
             scrub_fail(r, &f);
-            r->stream_fail = f;
-            r->stream_failed = true;
+            r->x.stream_fail = f;
+            r->x.stream_failed = true;
         }
     }
     if (r->buffering) {
-        contract_feed_frames(r, bsc_buf_str(&r->conv));
+        contract_feed_frames(r, bsc_buf_str(&r->x.conv));
         deliver_convert(r);
         return; /* st_attempt checks and releases it */
     }
-    if (deliver_convert(r) == BSC_OK && r->out.len && !r->committed && !r->stream_failed)
-        deliver_commit(r);
-    if (r->committed)
+    if (deliver_convert(r) == BSC_OK && r->d.out.len && !r->d.committed && !r->x.stream_failed)
+        r->x.first_frame = true; /* on_done runs the machine: it commits, then ends */
+    else if (r->d.committed)
         deliver_flush(r);
 }
 
@@ -261,17 +274,18 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
 {
     struct request *r = ud;
 
-    r->xfer = NULL;
-    r->up_res = res;
-    up_take_head(t, &r->up_head); /* the adapter reads the headers it knows at classify */
+    r->x.xfer = NULL;
+    r->x.up_res = res;
+    up_take_head(t, &r->x.up_head); /* the adapter reads the headers it knows at classify */
     if (res != UP_OK)
-        fail_local(&r->fail, FAIL_NONE, "%s: %s", up_result_name(res), detail ? detail : "");
-    if (r->mode == BODY_SSE && !r->saw_done && !r->stream_failed)
+        fail_local(&r->x.fail, FAIL_NONE, "%s: %s", up_result_name(res), detail ? detail : "");
+    if (r->x.mode == BODY_SSE && !r->x.saw_done && !r->x.stream_failed)
         finish_stream(r);
-    else if (r->mode == BODY_SSE && r->saw_done && !r->buffering) {
-        if (deliver_convert(r) == BSC_OK && r->out.len && !r->committed)
-            deliver_commit(r);
-        deliver_flush(r);
+    else if (r->x.mode == BODY_SSE && r->x.saw_done && !r->buffering) {
+        if (deliver_convert(r) == BSC_OK && r->d.out.len && !r->d.committed)
+            r->x.first_frame = true; /* committed and ended by the machine */
+        else
+            deliver_flush(r);
     }
     req__run(r);
 }
@@ -289,11 +303,11 @@ enum bsc_err xchg_start(struct request *r)
     char why[256] = "";
     enum bsc_err err;
 
-    r->ops = prov_ops_for(r->target->provider->kind);
+    r->x.ops = prov_ops_for(r->target->provider->kind);
     err = trim_req_attempt(r); /* context.overflow: trim, against this target's window */
     if (err)
         return err;
-    if (!r->ops->takes_raw && !req__json(r)) /* translation needs the parsed request */
+    if (!r->x.ops->takes_raw && !req__json(r)) /* translation needs the parsed request */
         return BSC_ENOMEM;
     call = make_call(r);
     /* A field only the client's own dialect can honour (anthropic-inbound.md §2) makes the
@@ -302,70 +316,71 @@ enum bsc_err xchg_start(struct request *r)
         snprintf(why, sizeof(why), "%s", call.native->required);
         err = BSC_EINVAL;
     } else {
-        err = r->ops->build(&call, &r->http, why, sizeof(why));
+        err = r->x.ops->build(&call, &r->x.http, why, sizeof(why));
     }
     if (err == BSC_EINVAL) {
-        fail_local(&r->fail, FAIL_CONTRACT_FAILURE, "%s cannot take this request: %s",
+        fail_local(&r->x.fail, FAIL_CONTRACT_FAILURE, "%s cannot take this request: %s",
                    r->target->id, why[0] ? why : "not expressible in its API");
         return err;
     }
     if (!err)
-        err = prov_header(&r->http.headers, "X-Request-Id", "%s", r->id);
+        err = prov_header(&r->x.http.headers, "X-Request-Id", "%s", r->id);
     if (err)
         return err;
-    for (size_t off = 0; off < r->http.headers.len && n < BSC_ARRAY_LEN(lines);) {
-        lines[n++] = r->http.headers.p + off;
-        off += strlen(r->http.headers.p + off) + 1;
+    for (size_t off = 0; off < r->x.http.headers.len && n < BSC_ARRAY_LEN(lines);) {
+        lines[n++] = r->x.http.headers.p + off;
+        off += strlen(r->x.http.headers.p + off) + 1;
     }
     ureq = (struct up_request){
-        .url = r->http.url.p,
-        .method = r->http.method,
+        .url = r->x.http.url.p,
+        .method = r->x.http.method,
         .headers = lines,
         .n_headers = n,
-        .body = r->http.body.p,
-        .body_len = r->http.body.len,
+        .body = r->x.http.body.p,
+        .body_len = r->x.http.body.len,
         .connect_timeout_ms = r->target->provider->connect_timeout_ms,
         .fresh_connection = r->env.side_effects == CFG_SE_WRITE_POSSIBLE,
     };
-    return up_start(r->w->up, &ureq, &up_cb, r, &r->xfer);
+    return up_start(r->w->up, &ureq, &up_cb, r, &r->x.xfer);
 }
 
 void xchg_reset(struct request *r)
 {
-    if (r->mode == BODY_SSE)
-        sse_parser_cleanup(&r->sse);
-    if (r->prov_st_live)
-        r->ops->stream_cleanup(r->prov_st);
-    r->prov_st_live = false;
-    BSC_FREE(r->prov_st);
-    r->mode = BODY_NONE;
-    r->up_status = 0;
-    r->up_ctype[0] = '\0';
-    bsc_buf_reset(&r->up_head);
-    r->saw_done = false;
-    r->timed_out = false;
-    r->stream_failed = false;
-    r->up_res = UP_OK;
-    fail_info_init(&r->fail);
-    fail_info_init(&r->stream_fail);
-    r->usage = (struct prov_usage){-1, -1, -1};
-    bsc_buf_reset(&r->resp);
-    bsc_buf_reset(&r->answer);
-    bsc_buf_reset(&r->conv);
-    bsc_buf_reset(&r->out);
+    if (r->x.mode == BODY_SSE)
+        sse_parser_cleanup(&r->x.sse);
+    if (r->x.prov_st_live)
+        r->x.ops->stream_cleanup(r->x.prov_st);
+    r->x.prov_st_live = false;
+    BSC_FREE(r->x.prov_st);
+    r->x.mode = BODY_NONE;
+    r->x.up_status = 0;
+    r->x.up_ctype[0] = '\0';
+    bsc_buf_reset(&r->x.up_head);
+    r->x.saw_done = false;
+    r->x.first_frame = false;
+    r->x.timed_out = false;
+    r->x.stream_failed = false;
+    r->x.up_res = UP_OK;
+    fail_info_init(&r->x.fail);
+    fail_info_init(&r->x.stream_fail);
+    r->x.usage = (struct prov_usage){-1, -1, -1};
+    bsc_buf_reset(&r->x.resp);
+    bsc_buf_reset(&r->x.answer);
+    bsc_buf_reset(&r->x.conv);
+    bsc_buf_reset(&r->d.out);
     contract_reset_stream(r);
-    if (!r->committed)
+    if (!r->d.committed)
         deliver_down_reset(r);
-    if (!r->http.url.max) {
-        bsc_buf_init(&r->http.url, HTTP_URL_MAX);
-        bsc_buf_init(&r->http.headers, HTTP_HEADERS_MAX);
-        bsc_buf_init(&r->http.body, r->cfg->limits.max_body_bytes * 2 + 65536);
-        bsc_buf_reserve(&r->http.url, 256); /* one allocation each for the usual sizes */
-        bsc_buf_reserve(&r->http.headers, 512);
+    if (!r->x.http.url.max) {
+        bsc_buf_init(&r->x.http.url, HTTP_URL_MAX);
+        bsc_buf_init(&r->x.http.headers, HTTP_HEADERS_MAX);
+        bsc_buf_init(&r->x.http.body, r->cfg->limits.max_body_bytes * 2 + 65536);
+        bsc_buf_reserve(&r->x.http.url, 256); /* one allocation each for the usual sizes */
+        bsc_buf_reserve(&r->x.http.headers, 512);
     }
-    bsc_buf_reset(&r->http.url);
-    bsc_buf_reset(&r->http.headers);
-    bsc_buf_reset(&r->http.body);
+    bsc_buf_reset(&r->x.http.url);
+    bsc_buf_reset(&r->x.http.headers);
+    bsc_buf_reset(&r->x.http.body);
 }
 
 /* ---- classification ---- */
@@ -379,10 +394,10 @@ static void classify_transport(struct request *r)
         [UP_PROTOCOL] = FT_PROTOCOL, [UP_TOO_LARGE] = FT_PROTOCOL,
     };
 
-    fail_from_transfer(&r->fail, map[r->up_res], r->up_status);
+    fail_from_transfer(&r->x.fail, map[r->x.up_res], r->x.up_status);
 }
 
-/* The header accessor of prov_err_input over the head on_done took (<ctx>: r->up_head). */
+/* The header accessor of prov_err_input over the head on_done took (<ctx>: r->x.up_head). */
 static struct bsc_str head_header(const void *ctx, const char *name)
 {
     return up_head_find(bsc_buf_str(ctx), bsc_str_cstr(name));
@@ -409,31 +424,31 @@ static bool looks_like_sse(struct bsc_str body)
  * internals/taxonomy.md, "Answers in the other shape"); the taxonomy says what it is. */
 static void answered_other_shape(struct request *r, const char *what)
 {
-    fail_other_shape(&r->fail, r->up_status);
-    snprintf(r->fail.message, sizeof(r->fail.message), "%s answered %s", r->target->id, what);
+    fail_other_shape(&r->x.fail, r->x.up_status);
+    snprintf(r->x.fail.message, sizeof(r->x.fail.message), "%s answered %s", r->target->id, what);
 }
 
 /* The attempt ended before a whole answer: the router's own timer, a failed stream, or the
- * transport. Returns false when the answer came whole (r->fail untouched). */
+ * transport. Returns false when the answer came whole (r->x.fail untouched). */
 static bool classify_cut(struct request *r)
 {
-    if (r->timed_out) {
-        fail_from_transport(FT_TIMEOUT, true, &r->fail);
-        snprintf(r->fail.message, sizeof(r->fail.message), "no answer from %s within %llu ms",
+    if (r->x.timed_out) {
+        fail_from_transport(FT_TIMEOUT, true, &r->x.fail);
+        snprintf(r->x.fail.message, sizeof(r->x.fail.message), "no answer from %s within %llu ms",
                  r->target->id,
                  (unsigned long long)((bsc_now_us() - req__cur_attempt(r)->start_us) / 1000));
         return true;
     }
-    if (r->stream_failed) {
-        r->fail = r->stream_fail;
-        if (r->fail.kind == FAIL_NONE || r->fail.kind == FAIL_PARTIAL_OUTPUT) {
-            fail_before_commit(&r->fail); /* nothing was committed: retryable */
-            if (r->up_res != UP_OK) /* the stream was cut: say how */
+    if (r->x.stream_failed) {
+        r->x.fail = r->x.stream_fail;
+        if (r->x.fail.kind == FAIL_NONE || r->x.fail.kind == FAIL_PARTIAL_OUTPUT) {
+            fail_before_commit(&r->x.fail); /* nothing was committed: retryable */
+            if (r->x.up_res != UP_OK) /* the stream was cut: say how */
                 classify_transport(r);
         }
         return true;
     }
-    if (r->up_res != UP_OK) {
+    if (r->x.up_res != UP_OK) {
         classify_transport(r);
         return true;
     }
@@ -445,37 +460,37 @@ static void classify_answer(struct request *r)
 {
     struct prov_call call = make_call(r);
     struct prov_err_input in = {
-        .status = r->up_status,
-        .body = bsc_buf_str(&r->resp),
-        .content_type = bsc_str_cstr(r->up_ctype),
+        .status = r->x.up_status,
+        .body = bsc_buf_str(&r->x.resp),
+        .content_type = bsc_str_cstr(r->x.up_ctype),
         .header = head_header,
-        .header_ctx = &r->up_head,
+        .header_ctx = &r->x.up_head,
         .now_wall_ms = bsc_wall_ms(),
         .base_url = bsc_str_cstr(r->target->provider->base_url),
         .profile = bsc_str_cstr(cfg_profile_name(r->target->provider->profile)),
     };
 
-    prov_classify(r->ops, &in, &r->fail);
-    scrub_fail(r, &r->fail);
-    if (r->fail.kind != FAIL_NONE)
+    prov_classify(r->x.ops, &in, &r->x.fail);
+    scrub_fail(r, &r->x.fail);
+    if (r->x.fail.kind != FAIL_NONE)
         return;
-    if (!r->stream && is_sse_type(r->up_ctype) && looks_like_sse(bsc_buf_str(&r->resp))) {
+    if (!r->stream && is_sse_type(r->x.up_ctype) && looks_like_sse(bsc_buf_str(&r->x.resp))) {
         answered_other_shape(r, "with a stream to a request for a single answer");
         return;
     }
-    if (prov_map_response(r->ops, &call, r->up_status, bsc_buf_str(&r->resp), &r->answer,
-                          &r->usage, &r->fail) != BSC_OK) {
-        scrub_fail(r, &r->fail);
+    if (prov_map_response(r->x.ops, &call, r->x.up_status, bsc_buf_str(&r->x.resp), &r->x.answer,
+                          &r->x.usage, &r->x.fail) != BSC_OK) {
+        scrub_fail(r, &r->x.fail);
         return;
     }
     if (r->stream) { /* a complete single answer to a request for a stream */
         answered_other_shape(r, "with a single answer to a request for a stream");
         return;
     }
-    if (r->answer.len == 0) { /* already OpenAI-shaped: take the buffer, no copy */
-        struct bsc_buf tmp = r->answer;
-        r->answer = r->resp;
-        r->resp = tmp;
+    if (r->x.answer.len == 0) { /* already OpenAI-shaped: take the buffer, no copy */
+        struct bsc_buf tmp = r->x.answer;
+        r->x.answer = r->x.resp;
+        r->x.resp = tmp;
     }
 }
 
@@ -483,38 +498,50 @@ void xchg_classify(struct request *r)
 {
     if (classify_cut(r))
         return;
-    if (r->mode == BODY_SSE && r->saw_done) { /* a buffered stream, complete */
-        fail_info_init(&r->fail);
-        r->fail.status = r->up_status;
+    if (r->x.mode == BODY_SSE && r->x.saw_done) { /* a buffered stream, complete */
+        fail_info_init(&r->x.fail);
+        r->x.fail.status = r->x.up_status;
         return;
     }
-    if (r->mode == BODY_SSE) {
-        fail_local(&r->fail, FAIL_SERVER_ERROR, "the stream ended before any event");
-        r->fail.status = r->up_status;
+    if (r->x.mode == BODY_SSE) {
+        fail_local(&r->x.fail, FAIL_SERVER_ERROR, "the stream ended before any event");
+        r->x.fail.status = r->x.up_status;
         return;
     }
     classify_answer(r);
 }
 
+void xchg_init(struct xchg *x)
+{
+    bsc_buf_init(&x->resp, REQ_MAX_RESPONSE_BYTES);
+    bsc_buf_init(&x->answer, REQ_MAX_RESPONSE_BYTES);
+    bsc_buf_init(&x->conv, 8u << 20);
+    x->usage = (struct prov_usage){-1, -1, -1};
+}
+
+void xchg_cancel(struct xchg *x)
+{
+    if (x->xfer) {
+        up_cancel(x->xfer);
+        x->xfer = NULL;
+    }
+}
+
 void xchg_cleanup(struct request *r)
 {
-    if (r->xfer) {
-        up_cancel(r->xfer);
-        r->xfer = NULL;
-    }
-    if (r->mode == BODY_SSE)
-        sse_parser_cleanup(&r->sse);
-    r->mode = BODY_NONE;
-    if (r->prov_st_live)
-        r->ops->stream_cleanup(r->prov_st);
-    r->prov_st_live = false;
-    BSC_FREE(r->prov_st);
-    bsc_buf_cleanup(&r->http.url);
-    bsc_buf_cleanup(&r->http.headers);
-    bsc_buf_cleanup(&r->http.body);
-    bsc_buf_cleanup(&r->up_head);
-    bsc_buf_cleanup(&r->resp);
-    bsc_buf_cleanup(&r->answer);
-    bsc_buf_cleanup(&r->conv);
-    bsc_buf_cleanup(&r->out);
+    xchg_cancel(&r->x);
+    if (r->x.mode == BODY_SSE)
+        sse_parser_cleanup(&r->x.sse);
+    r->x.mode = BODY_NONE;
+    if (r->x.prov_st_live)
+        r->x.ops->stream_cleanup(r->x.prov_st);
+    r->x.prov_st_live = false;
+    BSC_FREE(r->x.prov_st);
+    bsc_buf_cleanup(&r->x.http.url);
+    bsc_buf_cleanup(&r->x.http.headers);
+    bsc_buf_cleanup(&r->x.http.body);
+    bsc_buf_cleanup(&r->x.up_head);
+    bsc_buf_cleanup(&r->x.resp);
+    bsc_buf_cleanup(&r->x.answer);
+    bsc_buf_cleanup(&r->x.conv);
 }

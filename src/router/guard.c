@@ -4,7 +4,7 @@
  * 409, another body under the same key 422), the tool ledger gate (a write_possible
  * operation whose ledger entry is started or unknown is never replayed: the client gets
  * reconcile_required), and the records of WORKFLOW_3 stops for reconciliation. Every call
- * to the store is asynchronous: the request waits in PICK, and a request whose client went
+ * to the store is asynchronous: the request waits in ADMIT, and a request whose client went
  * away meanwhile is kept alive until the store's callback has run (a zombie). */
 #include <stdio.h>
 #include <string.h>
@@ -23,25 +23,25 @@ static void no_op_ledger(enum bsc_err err, const struct ledger_entry *e,
 
 static void op_begin(struct request *r)
 {
-    r->store_ops++;
+    r->g.store_ops++;
 }
 
 /* Returns false when the request is gone (its client left): the caller must return. */
 static bool op_end(struct request *r)
 {
-    r->store_ops--;
-    if (!r->zombie)
+    r->g.store_ops--;
+    if (!r->g.zombie)
         return true;
-    if (r->store_ops == 0)
+    if (r->g.store_ops == 0)
         req__release(r);
     return false;
 }
 
 bool guard_can_free(struct request *r)
 {
-    if (r->store_ops == 0)
+    if (r->g.store_ops == 0)
         return true;
-    r->zombie = true; /* the last store callback frees it */
+    r->g.zombie = true; /* the last store callback frees it */
     return false;
 }
 
@@ -104,7 +104,7 @@ static void idem_unavailable(struct request *r, enum bsc_err err)
                    "sent upstream and it is safe to retry",
                    err == BSC_ELIMIT ? "full or overloaded" : "unavailable");
     req__set_retry(r, REPLY_OUTLOOK_TIME, REPLY_DEFAULT_RETRY_MS);
-    r->termination = "store_unavailable";
+    r->d.termination = "store_unavailable";
 }
 
 static void reply_replay(struct request *r, const struct idem_answer *a)
@@ -121,43 +121,69 @@ static void reply_replay(struct request *r, const struct idem_answer *a)
         h[n++] = (struct srv_header){BSC_STR("Content-Type"), BSC_STR("application/json")};
     }
     srv_resp_send(r->sreq, a->status, NULL, h, n, a->body.p, a->body.len);
-    r->status = a->status;
-    r->bytes_out = a->body.len;
+    r->d.status = a->status;
+    r->d.bytes_out = a->body.len;
     r->sreq = NULL;
-    r->termination = "idempotent_replay";
+    r->d.termination = "idempotent_replay";
 }
 
+/* The store's answer is recorded; the machine acts on it (guard_idem_verdict). A replay's
+ * answer is the store's, valid during this callback only: the machine runs inside it. */
 static void on_idem_begin(enum bsc_err err, const struct store_idem_result *res, void *ud)
 {
     struct request *r = ud;
 
     if (!op_end(r))
         return;
-    r->waiting_store = false;
-    if (r->state == REQ_ST_DONE || !r->sreq)
+    r->g.waiting_store = false;
+    if (r->m.state == REQ_ST_DONE || !r->sreq)
         return;
-    if (err) {
-        idem_unavailable(r, err);
-        req__goto(r, REQ_ST_REPLY_ERROR);
-    } else if (res->decision == IDEM_MISS) {
-        r->idem_active = true;
-        r->idem_claim = res->claim;
-    } else if (res->decision == IDEM_REPLAY) {
-        reply_replay(r, res->answer);
-        req__goto(r, REQ_ST_DONE);
-    } else {
-        bool mismatch = res->decision == IDEM_MISMATCH;
-        req__set_error(r, mismatch ? 422 : 409, "invalid_request_error",
-                       mismatch ? "idempotency_key_reused" : "idempotency_key_in_use",
-                       mismatch ? "this Idempotency-Key was used with a different request body"
-                                : "a request with this Idempotency-Key is still in progress");
-        /* In flight: the first one ends soon. Reused: only a new key helps. */
-        req__set_retry(r, mismatch ? REPLY_OUTLOOK_NEVER : REPLY_OUTLOOK_TIME,
-                       REPLY_DEFAULT_RETRY_MS);
-        r->termination = mismatch ? "idempotency_mismatch" : "idempotency_in_flight";
-        req__goto(r, REQ_ST_REPLY_ERROR);
+    r->g.idem_err = err;
+    r->g.idem_decision = err ? IDEM_MISS : res->decision;
+    r->g.idem_replay = !err && res->decision == IDEM_REPLAY ? res->answer : NULL;
+    if (!err && res->decision == IDEM_MISS) {
+        r->g.idem_active = true;
+        r->g.idem_claim = res->claim;
     }
+    r->g.idem_known = true;
     req__run(r);
+    r->g.idem_replay = NULL;
+}
+
+/* In flight: the first one ends soon. Reused: only a new key helps. */
+static void idem_refuse(struct request *r, bool mismatch)
+{
+    req__set_error(r, mismatch ? 422 : 409, "invalid_request_error",
+                   mismatch ? "idempotency_key_reused" : "idempotency_key_in_use",
+                   mismatch ? "this Idempotency-Key was used with a different request body"
+                            : "a request with this Idempotency-Key is still in progress");
+    req__set_retry(r, mismatch ? REPLY_OUTLOOK_NEVER : REPLY_OUTLOOK_TIME,
+                   REPLY_DEFAULT_RETRY_MS);
+    r->d.termination = mismatch ? "idempotency_mismatch" : "idempotency_in_flight";
+}
+
+enum guard_start guard_idem_verdict(struct request *r)
+{
+    if (r->g.waiting_store)
+        return GUARD_WAIT;
+    if (!r->g.idem_known)
+        return GUARD_PROCEED; /* no key, or no store */
+    r->g.idem_known = false; /* acted on once */
+    if (r->g.idem_err) {
+        idem_unavailable(r, r->g.idem_err);
+        return GUARD_STOP;
+    }
+    switch (r->g.idem_decision) {
+    case IDEM_MISS:
+        return GUARD_PROCEED;
+    case IDEM_REPLAY:
+        reply_replay(r, r->g.idem_replay);
+        r->g.idem_replay = NULL;
+        return GUARD_ANSWERED;
+    default:
+        idem_refuse(r, r->g.idem_decision == IDEM_MISMATCH);
+        return GUARD_STOP;
+    }
 }
 
 enum guard_start guard_idem_start(struct request *r)
@@ -180,61 +206,61 @@ enum guard_start guard_idem_start(struct request *r)
         text = json_object_to_json_string_length(r->json, JSON_C_TO_STRING_PLAIN, &len);
         body = bsc_str_make(text, text ? len : 0);
     }
-    snprintf(r->idem_key, sizeof(r->idem_key), "%.*s", BSC_STR_FMT(key));
-    req_client_scope(r->sreq, r->idem_scope, sizeof(r->idem_scope));
+    snprintf(r->g.idem_key, sizeof(r->g.idem_key), "%.*s", BSC_STR_FMT(key));
+    req_client_scope(r->sreq, r->g.idem_scope, sizeof(r->g.idem_scope));
     err = idem_fingerprint(bsc_str_cstr(r->path), body, &fp);
     if (err) {
         idem_unavailable(r, err);
         return GUARD_STOP;
     }
     op_begin(r);
-    err = store_idem_begin(r->gw->store, &r->w->loop, bsc_str_cstr(r->idem_scope),
-                           bsc_str_cstr(r->idem_key), &fp, 0, on_idem_begin, r);
+    err = store_idem_begin(r->gw->store, &r->w->loop, bsc_str_cstr(r->g.idem_scope),
+                           bsc_str_cstr(r->g.idem_key), &fp, 0, on_idem_begin, r);
     if (err) {
-        r->store_ops--;
+        r->g.store_ops--;
         idem_unavailable(r, err);
         return GUARD_STOP;
     }
-    r->waiting_store = true;
+    r->g.waiting_store = true;
     return GUARD_WAIT;
 }
 
 void guard_idem_record(struct request *r, const void *p, size_t len)
 {
-    if (r->idem_active && !r->idem_overflow &&
-        bsc_buf_append(&r->idem_copy, p, len) != BSC_OK)
-        r->idem_overflow = true; /* too large to store: the record is abandoned at the end */
+    if (r->g.idem_active && !r->g.idem_overflow &&
+        bsc_buf_append(&r->g.idem_copy, p, len) != BSC_OK)
+        r->g.idem_overflow = true; /* too large to store: the record is abandoned at the end */
 }
 
 /* Stores the answer (a complete 2xx) or releases the key, once. */
 static void idem_settle(struct request *r)
 {
-    struct bsc_str scope = bsc_str_cstr(r->idem_scope), key = bsc_str_cstr(r->idem_key);
-    bool ok = r->status >= 200 && r->status < 300 && r->termination &&
-              strcmp(r->termination, "ok") == 0 && !r->idem_overflow;
+    struct bsc_str scope = bsc_str_cstr(r->g.idem_scope), key = bsc_str_cstr(r->g.idem_key);
+    bool ok = r->d.status >= 200 && r->d.status < 300 && r->d.termination &&
+              strcmp(r->d.termination, "ok") == 0 && !r->g.idem_overflow;
     struct idem_answer a = {
-        .status = r->status,
+        .status = r->d.status,
         .stream = r->stream,
         .headers = BSC_STR("{}"),
-        .body = bsc_buf_str(&r->idem_copy),
+        .body = bsc_buf_str(&r->g.idem_copy),
     };
     enum bsc_err err;
 
-    r->idem_active = false;
+    r->g.idem_active = false;
     op_begin(r);
-    err = ok ? store_idem_complete(r->gw->store, &r->w->loop, scope, key, r->idem_claim, &a,
+    err = ok ? store_idem_complete(r->gw->store, &r->w->loop, scope, key, r->g.idem_claim, &a,
                                    no_op_done, r)
              : BSC_EINVAL;
     if (err) /* not stored (a failure, or too large): a repeat runs the request again */
-        err = store_idem_abandon(r->gw->store, &r->w->loop, scope, key, r->idem_claim,
+        err = store_idem_abandon(r->gw->store, &r->w->loop, scope, key, r->g.idem_claim,
                                  no_op_done, r);
     if (err)
-        r->store_ops--;
+        r->g.store_ops--;
 }
 
 void guard_idem_finish(struct request *r)
 {
-    if (r->idem_active)
+    if (r->g.idem_active)
         idem_settle(r);
 }
 
@@ -248,29 +274,29 @@ static void on_ledger_get(enum bsc_err err, const struct ledger_entry *e,
     (void)outcome;
     if (!op_end(r))
         return;
-    r->waiting_store = false;
-    r->ledger_checked = r->n_attempts;
+    r->g.waiting_store = false;
+    r->g.ledger_checked = r->n_attempts;
     if (!err && e && (e->state == LEDGER_ST_STARTED || e->state == LEDGER_ST_UNKNOWN))
-        r->ledger_blocked = e->state == LEDGER_ST_STARTED ? "started" : "unknown";
+        r->g.ledger_blocked = e->state == LEDGER_ST_STARTED ? "started" : "unknown";
     else if (err && err != BSC_ENOTFOUND)
-        r->ledger_blocked = "unreadable"; /* cannot prove it is safe: do not replay */
-    if (r->state != REQ_ST_DONE)
+        r->g.ledger_blocked = "unreadable"; /* cannot prove it is safe: do not replay */
+    if (r->m.state != REQ_ST_DONE)
         req__run(r);
 }
 
 enum guard_start guard_ledger_check(struct request *r)
 {
-    if (r->env.side_effects != CFG_SE_WRITE_POSSIBLE || !r->op_id[0] || !r->gw->store ||
-        r->ledger_checked == r->n_attempts)
+    if (r->env.side_effects != CFG_SE_WRITE_POSSIBLE || !r->g.op_id[0] || !r->gw->store ||
+        r->g.ledger_checked == r->n_attempts)
         return GUARD_PROCEED;
     op_begin(r);
-    if (store_ledger_get(r->gw->store, &r->w->loop, bsc_str_cstr(r->op_id), on_ledger_get, r) !=
+    if (store_ledger_get(r->gw->store, &r->w->loop, bsc_str_cstr(r->g.op_id), on_ledger_get, r) !=
         BSC_OK) {
-        r->store_ops--;
-        r->ledger_blocked = "unreadable";
+        r->g.store_ops--;
+        r->g.ledger_blocked = "unreadable";
         return GUARD_PROCEED;
     }
-    r->waiting_store = true;
+    r->g.waiting_store = true;
     return GUARD_WAIT;
 }
 
@@ -286,16 +312,16 @@ static void on_uncertain_started(enum bsc_err err, const struct ledger_entry *e,
     if (!op_end(r))
         return;
     if (err) {
-        LOG_WARN("%s: reconciliation record for %s not written: %s", r->id, r->op_id,
+        LOG_WARN("%s: reconciliation record for %s not written: %s", r->id, r->g.op_id,
                  bsc_err_str(err));
         return;
     }
     snprintf(u.tool_name, sizeof(u.tool_name), "bascule.model_call");
     snprintf(u.external_reference, sizeof(u.external_reference), "%s", r->id);
     op_begin(r);
-    if (store_ledger_put(r->gw->store, &r->w->loop, bsc_str_cstr(r->uncertain_id), &u,
+    if (store_ledger_put(r->gw->store, &r->w->loop, bsc_str_cstr(r->g.uncertain_id), &u,
                          no_op_ledger, r) != BSC_OK)
-        r->store_ops--;
+        r->g.store_ops--;
 }
 
 static void no_op_ledger(enum bsc_err err, const struct ledger_entry *e,
@@ -318,18 +344,18 @@ void guard_record_uncertain(struct request *r, const char *what)
 
     metrics_inc3(req__metrics(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "transport", what, 1);
     LOG_WARN("%s: %s on route %s%s%s: not replayed; reconcile before retrying", r->id, what,
-             r->route->id, r->op_id[0] ? ", operation " : "", r->op_id);
-    if (!r->op_id[0] || !r->gw->store)
+             r->route->id, r->g.op_id[0] ? ", operation " : "", r->g.op_id);
+    if (!r->g.op_id[0] || !r->gw->store)
         return;
     /* The gateway's own entry beside the agent's: <operation>:model:<digest of request>. */
     bsc_sha256(r->id, strlen(r->id), d);
     for (int i = 0; i < 8; i++)
         snprintf(hex + 2 * i, 3, "%02x", d[i]);
-    snprintf(r->uncertain_id, sizeof(r->uncertain_id), "%.100s:model:%s", r->op_id, hex);
+    snprintf(r->g.uncertain_id, sizeof(r->g.uncertain_id), "%.100s:model:%s", r->g.op_id, hex);
     snprintf(u.tool_name, sizeof(u.tool_name), "bascule.model_call");
     snprintf(u.external_reference, sizeof(u.external_reference), "%s", r->id);
     op_begin(r);
-    if (store_ledger_put(r->gw->store, &r->w->loop, bsc_str_cstr(r->uncertain_id), &u,
+    if (store_ledger_put(r->gw->store, &r->w->loop, bsc_str_cstr(r->g.uncertain_id), &u,
                          on_uncertain_started, r) != BSC_OK)
-        r->store_ops--;
+        r->g.store_ops--;
 }

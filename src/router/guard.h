@@ -6,18 +6,48 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/err.h"
+#include "ledger/idempotency.h"
 
 struct request;
 
-enum guard_start {
-    GUARD_PROCEED = 0, /* nothing to wait for */
-    GUARD_WAIT,        /* a store call is running: the request waits in PICK */
-    GUARD_STOP         /* answer r->err */
+/* What guard.c keeps per request: the idempotency record, the operation id and what its
+ * ledger entry says, and the store calls still running. guard.c alone writes it. */
+struct guard {
+    unsigned store_ops;          /* store calls whose callback is still due */
+    bool zombie;                 /* done while a store call was running: freed by it */
+    bool waiting_store;          /* a lookup runs: the request waits for its callback */
+    char idem_key[256], idem_scope[40];
+    uint64_t idem_claim;
+    bool idem_known;             /* the lookup answered: idem_err / idem_decision hold it */
+    enum bsc_err idem_err;
+    enum idem_decision idem_decision;
+    const struct idem_answer *idem_replay; /* borrowed from the store, during its callback */
+    bool idem_active, idem_overflow;
+    struct bsc_buf idem_copy;    /* owned: the bytes sent, for the idempotency record */
+    char op_id[129];             /* X-Bascule-Operation-Id, or "" */
+    unsigned ledger_checked;     /* n_attempts when the ledger was last read */
+    const char *ledger_blocked;  /* static: why a replay is refused, or NULL */
+    char uncertain_id[160];      /* the WORKFLOW_3 ledger entry being written */
 };
 
-/* Idempotency-Key: looks the key up (async). REPLAY, IN_FLIGHT and MISMATCH end the
- * request from the callback; MISS lets it run and marks the record for completion. */
+enum guard_start {
+    GUARD_PROCEED = 0, /* nothing to wait for */
+    GUARD_WAIT,        /* a store call is running: the request waits in ADMIT */
+    GUARD_STOP,        /* answer r->err */
+    GUARD_ANSWERED     /* the client has its answer (an idempotent replay): done */
+};
+
+/* Idempotency-Key: looks the key up (async); its callback records the answer and runs the
+ * machine, which asks guard_idem_verdict. */
 enum guard_start guard_idem_start(struct request *r);
+/* What the lookup said, once its callback ran: WAIT while it runs, STOP (r->err set: store
+ * unavailable, key in flight or reused), ANSWERED (the stored answer was replayed), or
+ * PROCEED (no key, or a miss: the request runs and its answer will be recorded). */
+enum guard_start guard_idem_verdict(struct request *r);
 /* Keeps a copy of the bytes sent to the client, for the record. */
 void guard_idem_record(struct request *r, const void *p, size_t len);
 /* Settles the record once: stores a 2xx answer, or abandons it so a repeat runs again.

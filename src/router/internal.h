@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* internal.h -- the request object and the functions shared by the router's files:
- * request.c (the state machine), decide.c (which target next, or stop), exchange.c (the
- * upstream side of an attempt, through the provider adapter) and deliver.c (the client
- * side: commit point, stream relay, answers and errors in the client's dialect).
+ * request.c (the state machine, the only writer of r->m.state), admit.c (may it start),
+ * decide.c (which target next, or stop), exchange.c (the upstream side of an attempt:
+ * struct xchg, xchg.h), guard.c (idempotency and ledger: struct guard, guard.h) and
+ * deliver.c (the client side: struct downstream, downstream.h).
  * Never included from outside src/router/. */
 #ifndef BSC_ROUTER_INTERNAL_H
 #define BSC_ROUTER_INTERNAL_H
@@ -20,35 +21,26 @@
 #include "router/downstream.h"
 #include "router/envelope.h"
 #include "router/gateway.h"
+#include "router/guard.h"
 #include "router/params.h"
 #include "router/reply.h"
+#include "router/req_state.h"
 #include "router/request.h"
 #include "fail/taxonomy.h"
 #include "router/trim.h"
+#include "router/xchg.h"
 #include "stream/sse_parse.h"
 #include "upstream/upstream.h"
 
-#define REQ_STATES(X)                                                                     \
-    X(PICK, pick, "choose the next target, or decide to stop, after each failure")        \
-    X(BACKOFF, backoff, "wait (backoff or Retry-After) before the next attempt")          \
-    X(ATTEMPT, attempt, "upstream transfer running until its answer or first event")      \
-    X(RELAY, relay, "committed: streaming to the client; no way back to PICK")            \
-    X(REPLY, reply, "a complete upstream answer is written to the client")                \
-    X(REPLY_ERROR, reply_error, "write the normalized error or the typed failure")         \
-    X(DONE, done, "log, account, release")
-
-enum req_state {
-#define X(NAME, name, doc) REQ_ST_##NAME,
-    REQ_STATES(X)
-#undef X
-        REQ_ST_COUNT
+/* Where the request is in its lifecycle. request.c writes it (req__goto, req__run, the
+ * abort event); admit.c advances <admit_at>; everything else only reads <state>. */
+struct req_machine {
+    enum req_state state;
+    struct req_times times; /* time spent in each state, for the access log */
+    unsigned admit_at;      /* the next admission check to run (admit.c) */
+    bool client_gone;       /* on_client_abort: req__run ends the request */
+    bool finished;          /* st_done ran */
 };
-
-/* How the upstream body is consumed during an attempt. */
-enum body_mode { BODY_NONE = 0, BODY_BUFFER, BODY_SSE };
-
-#define REQ_MAX_RESPONSE_BYTES (64u << 20)
-#define REQ_MAX_SSE_EVENT      (4u << 20)
 
 struct request {
     struct worker *w;         /* borrowed */
@@ -76,15 +68,12 @@ struct request {
     bool buffering;           /* on_stream_failure: buffer: release a stream only when whole */
     struct contract *contract; /* owned: compiled schemas (contract.c), or NULL */
     bool too_small;           /* a candidate's context window was too small */
-    const struct down_ops *down; /* the client's dialect; NULL = OpenAI */
     struct prov_native native;   /* borrowed from sreq like <body>; body empty when none */
-    void *down_st;            /* owned: down->stream_size bytes */
-    void *down_arg;           /* owned: chat_in.down_arg, freed by down->arg_free */
     char id[130];             /* copy of the request id, for logs after sreq is gone */
     char path[64];            /* copy of the request path, for the access log */
     struct envelope env;
 
-    enum req_state state;
+    struct req_machine m;
     uint64_t start_us;
     int64_t created;  /* wall-clock seconds at the start, for "created" fields */
     uv_timer_t timer; /* attempt timeout, stream idle bound, or backoff */
@@ -96,30 +85,7 @@ struct request {
     bool probe;                      /* admitted as a half-open probe */
     enum brk_state circuit;          /* the target's circuit after the last report */
     bool attempt_open;               /* inflight counted and outcome not yet reported */
-    const struct prov_ops *ops;      /* the target's adapter */
-    void *prov_st;                   /* owned: ops->stream_size bytes, for streams */
-    bool prov_st_live;               /* stream_init ran; cleanup due */
-    struct up_transfer *xfer;        /* NULL when none is running */
-    struct prov_http http;           /* owned: what was sent upstream */
-    enum body_mode mode;
-    struct bsc_buf resp;             /* owned: buffered upstream body (BODY_BUFFER) */
-    struct bsc_buf answer;           /* owned: the OpenAI-shaped answer (non-stream) */
-    struct sse_parser sse;           /* BODY_SSE */
-    struct bsc_buf conv;             /* owned: OpenAI frames from the adapter, per read */
-    struct bsc_buf out;              /* owned: client bytes to write downstream */
-    int up_status;
-    char up_ctype[128];
-    struct bsc_buf up_head;          /* owned: the response head, taken at on_done, for the
-                                        adapter's classify to read its headers from */
-    bool saw_done;                   /* the upstream stream ended properly */
-    bool timed_out;
-    bool stream_failed;              /* an in-band error or a bad stream */
-    const char *limit_cut;           /* static: the stream passed max_stream_ms or _bytes */
-    bool limit_timer;                /* the relay timer is armed for max_stream_ms */
-    enum up_result up_res;
-    struct fail_info fail;           /* the last failure */
-    struct fail_info stream_fail;    /* an in-band error seen in the stream */
-    struct prov_usage usage;         /* of the delivered answer */
+    struct xchg x;                   /* its upstream side (exchange.c) */
     double cost_usd;
 
     /* the next step, chosen by decide_next */
@@ -130,30 +96,15 @@ struct request {
     bool all_rate_limited;       /* every failure so far was a rate limit or quota */
 
     /* the answer */
-    bool committed; /* response head sent */
-    int status;
-    uint64_t bytes_out;
-    uint64_t ttfb_us;
-    const char *termination; /* access-log termination code */
+    struct downstream d;             /* the client side (deliver.c) */
     struct attempt attempts[ATTEMPT_MAX];
     unsigned n_attempts;
     struct reply_error err;
-    char err_msg[320];
-    char err_code[64];
+    struct {
+        char msg[320], code[64];
+    } err_text; /* what err.message and err.code point into */
 
-    /* guards (guard.c) */
-    unsigned store_ops;          /* store calls whose callback is still due */
-    bool zombie;                 /* done while a store call was running: freed by it */
-    bool finished;               /* st_done ran */
-    bool waiting_store;          /* PICK waits for a store callback */
-    char idem_key[256], idem_scope[40];
-    uint64_t idem_claim;
-    bool idem_active, idem_overflow;
-    struct bsc_buf idem_copy;    /* owned: the bytes sent, for the idempotency record */
-    char op_id[129];             /* X-Bascule-Operation-Id, or "" */
-    unsigned ledger_checked;     /* n_attempts when the ledger was last read */
-    const char *ledger_blocked;  /* static: why a replay is refused, or NULL */
-    char uncertain_id[160];      /* the WORKFLOW_3 ledger entry being written */
+    struct guard g;              /* idempotency, ledger, store calls (guard.c) */
 
     struct trim_state trim;      /* context.overflow: trim (trim.c) */
     struct shadow *shadows;      /* borrowed: its mirrored copies still running (shadow.c) */
@@ -191,52 +142,5 @@ bool decide_later_tier_exists(const struct request *r);
 void decide_caps_names(uint32_t caps, char *buf, size_t len);
 /* Counts the workflow in metrics; returns its name. */
 const char *decide_count_workflow(struct request *r, enum attempt_workflow wf);
-
-/* exchange.c */
-/* Builds the request through the adapter and starts the transfer. BSC_EINVAL: the adapter
- * cannot express the request for this target (r->fail is a contract failure). */
-enum bsc_err xchg_start(struct request *r);
-/* Clears the per-attempt upstream state. */
-void xchg_reset(struct request *r);
-/* After an uncommitted attempt ended: r->fail (FAIL_NONE = success, r->answer holds the
- * OpenAI-shaped answer and r->usage its usage). */
-void xchg_classify(struct request *r);
-/* Frees everything the exchange owns. */
-void xchg_cleanup(struct request *r);
-
-/* deliver.c */
-/* Sends the SSE head (the commit point) and moves to RELAY. */
-void deliver_commit(struct request *r);
-/* Converts the adapter's OpenAI frames in r->conv into client bytes in r->out. */
-enum bsc_err deliver_convert(struct request *r);
-/* Writes r->out; true when the upstream should pause (back-pressure). */
-bool deliver_flush(struct request *r);
-/* Ends the response with r->out as <termination>, the idempotency record settled first. */
-void deliver_end(struct request *r, const char *termination);
-/* Ends a broken stream: what is queued (the error event) goes out, then the connection
- * closes with no terminal chunk, so no client takes the response for a complete one and
- * reuses the connection while it closes. */
-void deliver_break(struct request *r, const char *termination);
-/* A committed stream past limits.max_stream_bytes (with what r->out holds) or
- * limits.max_stream_ms (<timer>: the timer armed by deliver_stream_arm fired): true, with
- * r->limit_cut, r->stream_failed and the message set, and r->out dropped. */
-bool deliver_stream_over(struct request *r, bool timer);
-/* Arms the relay timer for <gap_ms> (the longest silence allowed), or sooner when the
- * stream's max_stream_ms ends first. */
-void deliver_stream_arm(struct request *r, uint64_t gap_ms);
-/* Appends the error event that ends a committed stream, in the client's dialect. */
-void deliver_stream_error(struct request *r, const char *message);
-/* Releases a buffered stream: head, every byte held in r->out, end. */
-void deliver_stream_complete(struct request *r);
-/* Writes the complete answer in r->answer (non-stream). */
-void deliver_answer(struct request *r);
-/* Writes r->err. */
-void deliver_error(struct request *r);
-/* The x-bascule-* headers; returns how many were put in <h> (room for 5). */
-size_t deliver_route_headers(struct request *r, struct srv_header *h, char *buf, size_t len);
-/* Drops the client dialect's stream state: a new attempt before the commit point starts
- * its translation afresh (a buffered stream may have converted part of a failed one). */
-void deliver_down_reset(struct request *r);
-void deliver_cleanup(struct request *r);
 
 #endif

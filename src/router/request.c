@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* request.c -- the request state machine (docs/design.md §3, §13.3). One list of states
- * (internal.h), one handler per state, one place that changes state (req__goto). Events
- * (upstream head, body bytes, completion, timers, client abort) record what happened and
- * call req__run(); handlers never call each other. The workflows are decisions taken in
- * PICK after a failure (decide.c); the upstream side of an attempt is exchange.c, the
- * client side deliver.c. RELAY is the commit point: once the first byte went to the
- * client there is no path back to PICK. See docs/internals/request-lifecycle.md. */
+ * (req_state.h, with the transition mask), one handler per state, one place that changes
+ * state (req__goto). Events (first upstream frame, completion, store callbacks, timers,
+ * client abort) record what happened and call req__run(); handlers never call each other.
+ * ADMIT runs the admission checks (admit.c); the workflows are decisions taken in PICK
+ * after a failure (decide.c); the upstream side of an attempt is exchange.c, the client
+ * side deliver.c. RELAY is the commit point: once the first byte went to the client
+ * there is no path back to PICK. See docs/internals/request-lifecycle.md. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "ledger/ledger.h"
 #include "metrics/metrics.h"
 #include "router/access_log.h"
+#include "router/admit.h"
 #include "router/contract.h"
 #include "router/guard.h"
 #include "router/internal.h"
@@ -26,34 +28,58 @@
 
 typedef void req_step_fn(struct request *r);
 
-#define X(NAME, name, doc) static req_step_fn st_##name;
+#define X(NAME, name, doc, to) static req_step_fn st_##name;
 REQ_STATES(X)
 #undef X
 
-static const struct {
-    const char *name;
-    req_step_fn *step;
-} req_states[REQ_ST_COUNT] = {
-#define X(NAME, name, doc) [REQ_ST_##NAME] = {#name, st_##name},
+static req_step_fn *const req_steps[REQ_ST_COUNT] = {
+#define X(NAME, name, doc, to) [REQ_ST_##NAME] = st_##name,
     REQ_STATES(X)
 #undef X
 };
 
+/* The one place that changes state. A transition the mask (req_state.h) does not allow is
+ * a bug: test builds stop on it; in production the request ends (DONE) and says why. */
 void req__goto(struct request *r, enum req_state next)
 {
-    BSC_BUG_ON(r->state == REQ_ST_DONE);
-    BSC_BUG_ON(r->state == REQ_ST_RELAY && next == REQ_ST_PICK);
-    LOG_DEBUG("%s: %s -> %s", r->id, req_states[r->state].name, req_states[next].name);
-    r->state = next;
+    BSC_BUG_ON(r->m.state == REQ_ST_DONE);
+    if (!req_state_may_go(r->m.state, next)) {
+        LOG_ERR("%s: forbidden transition %s -> %s: the request ends", r->id,
+                  req_state_name(r->m.state), req_state_name(next));
+#ifdef BSC_UNIT_TEST
+        bsc_bug(__FILE__, __LINE__, "forbidden request state transition");
+#endif
+        next = REQ_ST_DONE;
+    }
+    LOG_DEBUG("%s: %s -> %s", r->id, req_state_name(r->m.state), req_state_name(next));
+    req_times_move(&r->m.times, r->m.state, next, bsc_now_us());
+    r->m.state = next;
+}
+
+/* The client went away (on_client_abort): whatever the state, the request ends here. */
+static void req_abort(struct request *r)
+{
+    struct attempt *a = req__cur_attempt(r);
+
+    xchg_cancel(&r->x);
+    if (a && a->outcome == ATTEMPT_RUNNING)
+        attempt_end(a, bsc_now_us(), ATTEMPT_CANCELLED, "cancelled");
+    r->d.termination = "client_abort";
+    r->d.status = r->d.status ? r->d.status : 499;
+    req__goto(r, REQ_ST_DONE);
 }
 
 void req__run(struct request *r)
 {
-    while (r->state != REQ_ST_DONE) {
-        enum req_state prev = r->state;
+    while (r->m.state != REQ_ST_DONE) {
+        enum req_state prev = r->m.state;
 
-        req_states[prev].step(r);
-        if (r->state == prev)
+        if (r->m.client_gone) {
+            req_abort(r);
+            break;
+        }
+        req_steps[prev](r);
+        if (r->m.state == prev)
             return; /* waiting for an event */
     }
     st_done(r);
@@ -84,13 +110,13 @@ void req__set_error(struct request *r, int status, const char *type, const char 
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
+    vsnprintf(r->err_text.msg, sizeof(r->err_text.msg), fmt, ap);
     va_end(ap);
-    snprintf(r->err_code, sizeof(r->err_code), "%s", code ? code : "");
+    snprintf(r->err_text.code, sizeof(r->err_text.code), "%s", code ? code : "");
     r->err = (struct reply_error){.status = status,
                                   .type = type,
-                                  .code = code ? r->err_code : NULL,
-                                  .message = r->err_msg,
+                                  .code = code ? r->err_text.code : NULL,
+                                  .message = r->err_text.msg,
                                   .retry_after_ms = -1};
 }
 
@@ -98,7 +124,7 @@ void req__set_retry(struct request *r, enum reply_outlook outlook, int64_t wait_
 {
     struct reply_cause c = {
         .outlook = outlook,
-        .kind = r->n_attempts ? r->fail.kind : FAIL_NONE,
+        .kind = r->n_attempts ? r->x.fail.kind : FAIL_NONE,
         .wait_ms = wait_ms,
         .attempted = r->n_attempts > 0,
     };
@@ -113,39 +139,39 @@ void req__set_typed_failure(struct request *r, const char *reason, enum reply_ou
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
+    vsnprintf(r->err_text.msg, sizeof(r->err_text.msg), fmt, ap);
     va_end(ap);
-    snprintf(r->err_code, sizeof(r->err_code), "%s", reason);
+    snprintf(r->err_text.code, sizeof(r->err_text.code), "%s", reason);
     r->err = (struct reply_error){
         .status = r->n_attempts && r->all_rate_limited ? 429 : 503,
         .type = r->n_attempts && r->all_rate_limited ? "rate_limit_error" : "server_error",
-        .code = r->err_code,
-        .message = r->err_msg,
+        .code = r->err_text.code,
+        .message = r->err_text.msg,
         .reason = reason,
     };
     req__set_retry(r, outlook, wait_ms);
-    r->termination = reason;
+    r->d.termination = reason;
 }
 
 /* The provider's own error, normalized: a client fault, or a kind with no recovery left. */
 void req__set_provider_error(struct request *r)
 {
-    const struct fail_policy *pol = fail_policy(r->fail.kind);
+    const struct fail_policy *pol = fail_policy(r->x.fail.kind);
     const char *code = pol->client_code && pol->client_code[0] ? pol->client_code
-                       : r->fail.code[0]                         ? r->fail.code
+                       : r->x.fail.code[0]                         ? r->x.fail.code
                                                                  : NULL;
 
-    if (pol->forward_message && r->fail.message[0])
-        req__set_error(r, pol->client_status, pol->client_type, code, "%s", r->fail.message);
+    if (pol->forward_message && r->x.fail.message[0])
+        req__set_error(r, pol->client_status, pol->client_type, code, "%s", r->x.fail.message);
     else
         req__set_error(r, pol->client_status, pol->client_type, code,
                   "upstream %s failed: %s%s%s", r->target ? r->target->id : "-",
-                  fail_kind_name(r->fail.kind), r->fail.message[0] ? ": " : "",
-                  pol->forward_message ? r->fail.message : "");
+                  fail_kind_name(r->x.fail.kind), r->x.fail.message[0] ? ": " : "",
+                  pol->forward_message ? r->x.fail.message : "");
     /* Only a client fault or an uncertain side effect stops here: nothing a retry of the
      * same request would change (the row's client_should_retry is false for them all). */
     req__set_retry(r, REPLY_OUTLOOK_NEVER, -1);
-    r->termination = fail_kind_name(r->fail.kind);
+    r->d.termination = fail_kind_name(r->x.fail.kind);
 }
 
 /* ---- timers ---- */
@@ -154,15 +180,15 @@ static void on_timer(uv_timer_t *h)
 {
     struct request *r = h->data;
 
-    switch (r->state) {
+    switch (r->m.state) {
     case REQ_ST_BACKOFF:
         break; /* st_backoff sees the timer is no longer active */
     case REQ_ST_ATTEMPT:
     case REQ_ST_RELAY:
-        if (r->xfer) { /* else an attempt aborted from a callback continues here */
-            r->timed_out = true;
-            up_cancel(r->xfer);
-            r->xfer = NULL;
+        if (r->x.xfer) { /* else an attempt aborted from a callback continues here */
+            r->x.timed_out = true;
+            up_cancel(r->x.xfer);
+            r->x.xfer = NULL;
         }
         break;
     default:
@@ -213,8 +239,8 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
     r->attempt_open = false;
     if (outcome == BRK_SUCCESS) {
         rep.latency_ms = (double)(bsc_now_us() - a->start_us) / 1e3;
-        if (r->stream && r->ttfb_us)
-            rep.ttft_ms = (double)(r->start_us + r->ttfb_us - a->start_us) / 1e3;
+        if (r->stream && r->d.ttfb_us)
+            rep.ttft_ms = (double)(r->start_us + r->d.ttfb_us - a->start_us) / 1e3;
     }
     hstate_record(r->gw->hs, r->target, bsc_now_ms(), &rep, &change);
     r->circuit = change.to; /* for the attempt's log line */
@@ -260,24 +286,24 @@ static void log_attempt(struct request *r, const char *next, const char *why)
 static void attempt_failed(struct request *r)
 {
     struct attempt *a = req__cur_attempt(r);
-    const struct fail_policy *pol = fail_policy(r->fail.kind);
+    const struct fail_policy *pol = fail_policy(r->x.fail.kind);
 
-    attempt_end(a, bsc_now_us(), ATTEMPT_FAILED, fail_kind_name(r->fail.kind));
-    a->status = r->fail.status;
+    attempt_end(a, bsc_now_us(), ATTEMPT_FAILED, fail_kind_name(r->x.fail.kind));
+    a->status = r->x.fail.status;
     if (pol->cools_key && r->key_idx >= 0) {
-        int reason = key_reason_of(r->fail.kind);
+        int reason = key_reason_of(r->x.fail.kind);
         static const char *const reasons[] = {"rate_limited", "quota", "auth"};
         hstate_key_cooldown(r->gw->hs, r->target->provider, r->key_idx, reason,
-                            r->fail.retry_after_ms, bsc_now_ms());
+                            r->x.fail.retry_after_ms, bsc_now_ms());
         metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->target->provider->id,
                     reasons[reason], 1);
     }
-    report_attempt(r, breaker_outcome(&r->fail), fail_kind_name(r->fail.kind),
+    report_attempt(r, breaker_outcome(&r->x.fail), fail_kind_name(r->x.fail.kind),
                    pol->flags_misconfigured);
-    if (r->fail.kind != FAIL_RATE_LIMITED && r->fail.kind != FAIL_QUOTA_EXHAUSTED)
+    if (r->x.fail.kind != FAIL_RATE_LIMITED && r->x.fail.kind != FAIL_QUOTA_EXHAUSTED)
         r->all_rate_limited = false;
     if (!r->recovery_reason)
-        r->recovery_reason = fail_kind_name(r->fail.kind);
+        r->recovery_reason = fail_kind_name(r->x.fail.kind);
 }
 
 /* ---- states ---- */
@@ -311,16 +337,16 @@ static void begin_attempt(struct request *r)
     req__goto(r, REQ_ST_ATTEMPT);
     if (r->key_idx == -1) {
         /* Another request cooled the last key meanwhile: a local rate limit. */
-        fail_info_init(&r->fail);
-        r->fail.kind = FAIL_RATE_LIMITED;
-        r->fail.retry_after_ms = soonest > now ? (int64_t)(soonest - now) : 0;
-        snprintf(r->fail.message, sizeof(r->fail.message), "every key of %s is cooling down",
+        fail_info_init(&r->x.fail);
+        r->x.fail.kind = FAIL_RATE_LIMITED;
+        r->x.fail.retry_after_ms = soonest > now ? (int64_t)(soonest - now) : 0;
+        snprintf(r->x.fail.message, sizeof(r->x.fail.message), "every key of %s is cooling down",
                  r->target->provider->id);
         return;
     }
     err = xchg_start(r);
     if (err == BSC_EINVAL)
-        return; /* r->fail says why the target cannot take it; st_attempt moves on */
+        return; /* r->x.fail says why the target cannot take it; st_attempt moves on */
     if (err) {
         req__set_error(r, 503, "server_error", "gateway_overloaded", "could not start an attempt");
         report_attempt(r, BRK_NEUTRAL, NULL, false);
@@ -332,24 +358,28 @@ static void begin_attempt(struct request *r)
         shadow_start(r); /* after the primary started: a copy never delays it */
 }
 
+/* Whether the request may start, or after a failure be replayed (admit.c). */
+static void st_admit(struct request *r)
+{
+    switch (admit_run(r)) {
+    case ADMIT_WAIT:
+        return; /* a store lookup is running: its callback runs the machine */
+    case ADMIT_REFUSE:
+        req__goto(r, REQ_ST_REPLY_ERROR);
+        return;
+    case ADMIT_ANSWERED:
+        req__goto(r, REQ_ST_DONE);
+        return;
+    case ADMIT_PASS:
+        req__goto(r, REQ_ST_PICK);
+        return;
+    }
+}
+
 static void st_pick(struct request *r)
 {
     const char *why = NULL;
 
-    if (r->waiting_store)
-        return; /* an idempotency or ledger lookup is running */
-    if (r->n_attempts > 0 && guard_ledger_check(r) == GUARD_WAIT)
-        return;
-    if (r->ledger_blocked) {
-        req__set_error(r, 409, "invalid_request_error", "reconcile_required",
-                       "operation '%s' may already have acted (its ledger entry is %s): "
-                       "reconcile it before retrying; the gateway will not replay it",
-                       r->op_id, r->ledger_blocked);
-        r->termination = "reconcile_required";
-        guard_record_uncertain(r, "side_effect_uncertain");
-        req__goto(r, REQ_ST_REPLY_ERROR);
-        return;
-    }
     if (r->n_attempts == 0) {
         if (decide_req_first(r) == DECIDE_STOP) {
             req__goto(r, REQ_ST_REPLY_ERROR);
@@ -384,37 +414,43 @@ static void account_usage(struct request *r)
 {
     const struct cfg_price *p = &r->target->price;
 
-    if (r->mode == BODY_SSE && r->prov_st_live && r->ops->stream_usage)
-        r->ops->stream_usage(r->prov_st, &r->usage);
+    if (r->x.mode == BODY_SSE && r->x.prov_st_live && r->x.ops->stream_usage)
+        r->x.ops->stream_usage(r->x.prov_st, &r->x.usage);
     r->cost_usd = 0;
-    if (r->usage.input_tokens > 0)
-        r->cost_usd += (double)r->usage.input_tokens * p->input_per_mtok / 1e6;
-    if (r->usage.output_tokens > 0)
-        r->cost_usd += (double)r->usage.output_tokens * p->output_per_mtok / 1e6;
+    if (r->x.usage.input_tokens > 0)
+        r->cost_usd += (double)r->x.usage.input_tokens * p->input_per_mtok / 1e6;
+    if (r->x.usage.output_tokens > 0)
+        r->cost_usd += (double)r->x.usage.output_tokens * p->output_per_mtok / 1e6;
 }
 
 static void st_attempt(struct request *r)
 {
-    if (r->xfer)
+    if (r->x.first_frame && !r->d.committed) {
+        deliver_commit(r); /* the commit point: from here on there is no way back to PICK */
+        req__goto(r, REQ_ST_RELAY);
+        return;
+    }
+    if (r->x.xfer)
         return; /* still running: upstream events drive us */
     uv_timer_stop(&r->timer);
-    if (r->key_idx != -1 && r->fail.kind != FAIL_CONTRACT_FAILURE)
+    if (r->key_idx != -1 && r->x.fail.kind != FAIL_CONTRACT_FAILURE)
         xchg_classify(r);
     metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "transport",
-                 r->fail.kind == FAIL_NONE ? "ok" : "failed", 1);
-    if (r->fail.kind == FAIL_NONE && contract_wanted(r)) {
-        bool ok = r->mode == BODY_SSE ? contract_check_stream(r, &r->fail)
-                                      : contract_check_answer(r, bsc_buf_str(&r->answer), &r->fail);
-        if (r->mode != BODY_SSE || r->buffering) {
+                 r->x.fail.kind == FAIL_NONE ? "ok" : "failed", 1);
+    if (r->x.fail.kind == FAIL_NONE && contract_wanted(r)) {
+        bool ok = r->x.mode == BODY_SSE
+                      ? contract_check_stream(r, &r->x.fail)
+                      : contract_check_answer(r, bsc_buf_str(&r->x.answer), &r->x.fail);
+        if (r->x.mode != BODY_SSE || r->buffering) {
             metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "contract",
                          ok ? "ok" : "failed", 1);
             metrics_inc3(M(r), r->w->idx, METRIC_TARGET_OUTCOMES, r->target->id, "contract",
                          ok ? "ok" : "failed", 1);
         }
     }
-    if (r->fail.kind == FAIL_NONE) {
+    if (r->x.fail.kind == FAIL_NONE) {
         attempt_end(req__cur_attempt(r), bsc_now_us(), ATTEMPT_OK, NULL);
-        req__cur_attempt(r)->status = r->up_status;
+        req__cur_attempt(r)->status = r->x.up_status;
         report_attempt(r, BRK_SUCCESS, NULL, false);
         account_usage(r);
         log_attempt(r, "deliver", "ok");
@@ -422,21 +458,22 @@ static void st_attempt(struct request *r)
         return;
     }
     attempt_failed(r);
-    req__goto(r, REQ_ST_PICK);
+    r->m.admit_at = 0; /* a replay is admitted afresh */
+    req__goto(r, REQ_ST_ADMIT);
 }
 
 /* The stream passed limits.max_stream_ms or max_stream_bytes: the gateway's own bound, not
  * the upstream's fault, so its circuit hears of a success. One error event, then close. */
 static void relay_cut(struct request *r, struct attempt *a)
 {
-    attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, r->limit_cut);
+    attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, r->d.limit_cut);
     a->status = 200;
     report_attempt(r, BRK_SUCCESS, NULL, false);
     account_usage(r);
-    log_attempt(r, "stop", r->limit_cut);
+    log_attempt(r, "stop", r->d.limit_cut);
     guard_record_uncertain(r, "partial_output");
-    deliver_stream_error(r, r->stream_fail.message);
-    deliver_break(r, r->limit_cut);
+    deliver_stream_error(r, r->x.stream_fail.message);
+    deliver_break(r, r->d.limit_cut);
     req__goto(r, REQ_ST_DONE);
 }
 
@@ -444,10 +481,10 @@ static void st_relay(struct request *r)
 {
     struct attempt *a = req__cur_attempt(r);
 
-    if (r->xfer)
+    if (r->x.xfer)
         return; /* streaming: upstream events drive us */
     uv_timer_stop(&r->timer);
-    if (r->saw_done && !r->stream_failed) {
+    if (r->x.saw_done && !r->x.stream_failed) {
         attempt_end(a, bsc_now_us(), ATTEMPT_OK, NULL);
         a->status = 200;
         report_attempt(r, BRK_SUCCESS, NULL, false);
@@ -457,25 +494,25 @@ static void st_relay(struct request *r)
         req__goto(r, REQ_ST_DONE);
         return;
     }
-    if (r->timed_out ? deliver_stream_over(r, true) : r->limit_cut != NULL) {
+    if (r->x.timed_out ? deliver_stream_over(r, true) : r->d.limit_cut != NULL) {
         relay_cut(r, a);
         return;
     }
     /* Broke after the commit point: never replay; one error event, then close. */
-    fail_info_init(&r->fail);
-    r->fail.kind = FAIL_PARTIAL_OUTPUT;
-    r->fail.transport = r->stream_failed ? FT_OK : FT_RESET;
-    r->fail.status = 200;
-    r->fail.request_caused = r->stream_failed && r->stream_fail.request_caused;
+    fail_info_init(&r->x.fail);
+    r->x.fail.kind = FAIL_PARTIAL_OUTPUT;
+    r->x.fail.transport = r->x.stream_failed ? FT_OK : FT_RESET;
+    r->x.fail.status = 200;
+    r->x.fail.request_caused = r->x.stream_failed && r->x.stream_fail.request_caused;
     attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, "partial_output");
     a->status = 200;
-    report_attempt(r, breaker_outcome(&r->fail), "partial_output", false);
-    log_attempt(r, "stop", r->timed_out ? "stream_stalled" : r->stream_failed ? "error_event"
+    report_attempt(r, breaker_outcome(&r->x.fail), "partial_output", false);
+    log_attempt(r, "stop", r->x.timed_out ? "stream_stalled" : r->x.stream_failed ? "error_event"
                                                                               : "stream_cut");
     guard_record_uncertain(r, "partial_output");
-    deliver_stream_error(r, r->timed_out ? "the upstream stream stalled past the deadline"
-                            : r->stream_failed && r->stream_fail.message[0]
-                                ? r->stream_fail.message
+    deliver_stream_error(r, r->x.timed_out ? "the upstream stream stalled past the deadline"
+                            : r->x.stream_failed && r->x.stream_fail.message[0]
+                                ? r->x.stream_fail.message
                                 : "the upstream stream was interrupted");
     /* The error event, then the connection closes without the chunked terminator: the
      * SDKs raise on the event; a reader of the raw stream sees it end broken. A well-framed
@@ -486,8 +523,8 @@ static void st_relay(struct request *r)
 
 static void st_reply(struct request *r)
 {
-    r->termination = "ok"; /* before delivery: the idempotency record is settled there */
-    if (r->mode == BODY_SSE)
+    r->d.termination = "ok"; /* before delivery: the idempotency record is settled there */
+    if (r->x.mode == BODY_SSE)
         deliver_stream_complete(r); /* a buffered stream that passed its checks */
     else
         deliver_answer(r); /* may turn into a translation_failed error */
@@ -498,7 +535,7 @@ static void st_reply_error(struct request *r)
 {
     uv_timer_stop(&r->timer);
     deliver_error(r);
-    r->termination = r->termination ? r->termination : "error";
+    r->d.termination = r->d.termination ? r->d.termination : "error";
     req__goto(r, REQ_ST_DONE);
 }
 
@@ -535,37 +572,85 @@ static void request_free(uv_handle_t *h)
 {
     struct request *r = h->data;
 
-    bsc_buf_cleanup(&r->idem_copy);
+    bsc_buf_cleanup(&r->g.idem_copy);
     if (guard_can_free(r))
         req__release(r);
 }
 
 static const char *outcome_label(const struct request *r)
 {
-    if (strcmp(r->termination, "ok") == 0)
+    if (strcmp(r->d.termination, "ok") == 0)
         return "ok";
-    if (strcmp(r->termination, "client_abort") == 0)
+    if (strcmp(r->d.termination, "client_abort") == 0)
         return "client_abort";
-    if (strcmp(r->termination, "upstream_interrupted") == 0 || r->limit_cut)
+    if (strcmp(r->d.termination, "upstream_interrupted") == 0 || r->d.limit_cut)
         return "partial";
-    return r->status >= 400 && r->status < 500 && r->status != 429 ? "client_error" : "error";
+    return r->d.status >= 400 && r->d.status < 500 && r->d.status != 429 ? "client_error" : "error";
+}
+
+/* The request's access-log line; returns its duration. */
+static uint64_t write_access_line(struct request *r)
+{
+    char selected_by[160]; /* a route id is at most 128 bytes */
+    struct access_entry e = {
+        .request_id = r->id,
+        .path = r->path,
+        .route = r->route->id,
+        .selected_by = r->select_route && r->select_rule >= 0 ? selected_by : NULL,
+        .target = r->target ? r->target->id : NULL,
+        .status = r->d.status,
+        .stream = r->stream,
+        .bytes_in = r->bytes_in,
+        .bytes_out = r->d.bytes_out,
+        .duration_us = bsc_now_us() - r->start_us,
+        .ttfb_us = r->d.ttfb_us,
+        .attempts = r->attempts,
+        .n_attempts = r->n_attempts,
+        .termination = r->d.termination,
+        .input_tokens = r->x.usage.input_tokens,
+        .output_tokens = r->x.usage.output_tokens,
+        .cost_usd = r->cost_usd,
+        .states = &r->m.times,
+    };
+
+    if (r->select_route)
+        snprintf(selected_by, sizeof(selected_by), "%.128s#%d", r->select_route->id,
+                 r->select_rule + 1);
+    access_log_write(&e);
+    return e.duration_us;
+}
+
+/* The request's metrics: tokens, cost, outcome, duration and time to first token. */
+static void count_request(struct request *r, uint64_t duration_us)
+{
+    unsigned shard = r->w->idx;
+    const char *task = strcmp(r->d.termination, "ok") == 0 ? "ok" : "failed";
+
+    if (r->x.usage.input_tokens > 0)
+        metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, "input",
+                    (double)r->x.usage.input_tokens);
+    if (r->x.usage.output_tokens > 0)
+        metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, "output",
+                    (double)r->x.usage.output_tokens);
+    if (r->cost_usd > 0)
+        metrics_inc(M(r), shard, METRIC_COST, r->route->id, NULL, r->cost_usd);
+    metrics_inc(M(r), shard, METRIC_REQUESTS, r->route->id, outcome_label(r), 1);
+    metrics_inc3(M(r), shard, METRIC_OUTCOMES, r->route->id, "task", task, 1);
+    if (r->target) /* the task's result, charged to the target that answered last */
+        metrics_inc3(M(r), shard, METRIC_TARGET_OUTCOMES, r->target->id, "task", task, 1);
+    metrics_observe(M(r), shard, METRIC_REQUEST_DURATION, r->route->id, NULL,
+                    (double)duration_us / 1e6);
+    if (r->d.ttfb_us && r->d.status == 200)
+        metrics_observe(M(r), shard, METRIC_TTFT, r->route->id, NULL, (double)r->d.ttfb_us / 1e6);
 }
 
 static void st_done(struct request *r)
 {
-    struct access_entry e;
-    unsigned shard = r->w->idx;
-    char selected_by[160]; /* a route id is at most 128 bytes */
-
-    if (r->finished)
+    if (r->m.finished)
         return;
-    r->finished = true;
-    r->state = REQ_ST_DONE;
+    r->m.finished = true;
     uv_timer_stop(&r->timer);
-    if (r->xfer) {
-        up_cancel(r->xfer);
-        r->xfer = NULL;
-    }
+    xchg_cancel(&r->x);
     report_attempt(r, BRK_NEUTRAL, NULL, false); /* a cancelled attempt frees its probe */
     if (r->sreq) {
         srv_resp_abort(r->sreq);
@@ -575,50 +660,10 @@ static void st_done(struct request *r)
     xchg_cleanup(r);
     deliver_cleanup(r);
     contract_cleanup(r);
-    if (!r->termination)
-        r->termination = "ok";
+    if (!r->d.termination)
+        r->d.termination = "ok";
     guard_idem_finish(r);
-    if (r->select_route)
-        snprintf(selected_by, sizeof(selected_by), "%.128s#%d", r->select_route->id,
-                 r->select_rule + 1);
-    e = (struct access_entry){
-        .request_id = r->id,
-        .path = r->path,
-        .route = r->route->id,
-        .selected_by = r->select_route && r->select_rule >= 0 ? selected_by : NULL,
-        .target = r->target ? r->target->id : NULL,
-        .status = r->status,
-        .stream = r->stream,
-        .bytes_in = r->bytes_in,
-        .bytes_out = r->bytes_out,
-        .duration_us = bsc_now_us() - r->start_us,
-        .ttfb_us = r->ttfb_us,
-        .attempts = r->attempts,
-        .n_attempts = r->n_attempts,
-        .termination = r->termination,
-        .input_tokens = r->usage.input_tokens,
-        .output_tokens = r->usage.output_tokens,
-        .cost_usd = r->cost_usd,
-    };
-    access_log_write(&e);
-    if (r->usage.input_tokens > 0)
-        metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, "input",
-                    (double)r->usage.input_tokens);
-    if (r->usage.output_tokens > 0)
-        metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, "output",
-                    (double)r->usage.output_tokens);
-    if (r->cost_usd > 0)
-        metrics_inc(M(r), shard, METRIC_COST, r->route->id, NULL, r->cost_usd);
-    metrics_inc(M(r), shard, METRIC_REQUESTS, r->route->id, outcome_label(r), 1);
-    metrics_inc3(M(r), shard, METRIC_OUTCOMES, r->route->id, "task",
-                 strcmp(r->termination, "ok") == 0 ? "ok" : "failed", 1);
-    if (r->target) /* the task's result, charged to the target that answered last */
-        metrics_inc3(M(r), shard, METRIC_TARGET_OUTCOMES, r->target->id, "task",
-                     strcmp(r->termination, "ok") == 0 ? "ok" : "failed", 1);
-    metrics_observe(M(r), shard, METRIC_REQUEST_DURATION, r->route->id, NULL,
-                    (double)e.duration_us / 1e6);
-    if (r->ttfb_us && r->status == 200)
-        metrics_observe(M(r), shard, METRIC_TTFT, r->route->id, NULL, (double)r->ttfb_us / 1e6);
+    count_request(r, write_access_line(r));
     r->body = BSC_STR_NULL;
     r->native = (struct prov_native){0};
     trim_req_cleanup(r);
@@ -636,21 +681,13 @@ static void st_done(struct request *r)
 static void on_client_abort(struct srv_req *sreq, void *ud)
 {
     struct request *r = ud;
-    struct attempt *a = req__cur_attempt(r);
 
     (void)sreq;
     r->sreq = NULL;
     r->body = BSC_STR_NULL; /* borrowed from the now freed srv_req */
     r->native = (struct prov_native){0};
-    if (r->xfer) {
-        up_cancel(r->xfer);
-        r->xfer = NULL;
-    }
-    if (a && a->outcome == ATTEMPT_RUNNING)
-        attempt_end(a, bsc_now_us(), ATTEMPT_CANCELLED, "cancelled");
-    r->termination = "client_abort";
-    r->status = r->status ? r->status : 499;
-    st_done(r);
+    r->m.client_gone = true;
+    req__run(r);
 }
 
 struct json_object *req__json(struct request *r)
@@ -708,23 +745,6 @@ static void inspect_request(struct request *r, const struct chat_in *in)
     trim_req_inspect(r, in->scan_body, in->messages);
 }
 
-/* X-Bascule-Operation-Id ties the call to an operation of the tool ledger. */
-static bool read_operation_id(struct request *r)
-{
-    struct bsc_str id = srv_req_header(r->sreq, BSC_STR("x-bascule-operation-id"));
-
-    if (!id.p)
-        return true;
-    if (!ledger_op_id_valid(id)) {
-        req__set_error(r, 400, "invalid_request_error", "invalid_operation_id",
-                       "X-Bascule-Operation-Id must be 1..%d characters of [A-Za-z0-9._:~-]",
-                       LEDGER_OP_ID_MAX);
-        return false;
-    }
-    snprintf(r->op_id, sizeof(r->op_id), "%.*s", BSC_STR_FMT(id));
-    return true;
-}
-
 void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
 {
     struct request *r = req_alloc(w);
@@ -764,36 +784,21 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->bytes_in = srv_req_body(sreq).len;
     r->model_span = in->model_span;
     r->include_usage = in->include_usage;
-    r->down = in->down;
     r->native = in->native;
-    r->down_arg = in->down_arg;
+    deliver_init(&r->d, in->down, in->down_arg);
     r->buffering = r->stream && r->env.on_stream_failure == CFG_SF_BUFFER;
     r->all_rate_limited = true;
     snprintf(r->id, sizeof(r->id), "%s", srv_req_id(sreq));
     snprintf(r->path, sizeof(r->path), "%.*s", BSC_STR_FMT(srv_req_path(sreq)));
     r->start_us = srv_req_start_us(sreq);
     r->created = (int64_t)(bsc_wall_ms() / 1000);
-    bsc_buf_init(&r->resp, REQ_MAX_RESPONSE_BYTES);
-    bsc_buf_init(&r->answer, REQ_MAX_RESPONSE_BYTES);
-    bsc_buf_init(&r->conv, 8u << 20);
-    bsc_buf_init(&r->out, 8u << 20);
-    r->usage = (struct prov_usage){-1, -1, -1};
+    xchg_init(&r->x);
     uv_timer_init(&w->loop, &r->timer);
     r->timer.data = r;
-    bsc_buf_init(&r->idem_copy, 8u << 20);
-    r->state = REQ_ST_PICK;
+    bsc_buf_init(&r->g.idem_copy, 8u << 20);
+    r->m.state = REQ_ST_ADMIT;
+    req_times_start(&r->m.times, r->m.state, bsc_now_us());
     w->inflight++;
     srv_req_on_abort(sreq, on_client_abort, r);
-    if (r->route->n_select) {
-        req__set_error(r, 400, "invalid_request_error", "no_route_selected",
-                       "no rule of route '%s' takes this request", r->route->id);
-        req__goto(r, REQ_ST_REPLY_ERROR);
-    } else if (!read_operation_id(r)) {
-        req__goto(r, REQ_ST_REPLY_ERROR);
-    } else if (guard_idem_start(r) == GUARD_STOP) {
-        req__goto(r, REQ_ST_REPLY_ERROR);
-    } else {
-        hstate_budget_first(r->gw->hs, bsc_now_ms());
-    }
     req__run(r);
 }

@@ -813,8 +813,8 @@ void shadow_primary_done(struct request *r)
         return;
     /* Only a single answer is kept whole; a relayed stream is not, so its agreement is
      * unknown. An answer delivered passed the router's own contract check. */
-    if (!r->stream && r->status == 200 && r->answer.len &&
-        shadow_summarize(bsc_buf_str(&r->answer), &sum))
+    if (!r->stream && r->d.status == 200 && r->x.answer.len &&
+        shadow_summarize(bsc_buf_str(&r->x.answer), &sum))
         sum.valid = true;
     for (s = r->shadows; s; s = next) {
         next = s->sib;

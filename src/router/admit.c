@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/* admit.c -- ADMIT, the one place that decides whether a request may start: an ordered list
+ * of checks, each answering now (an error, or a replayed answer), waiting for an event, or
+ * passing. Traffic governance (client keys, limits, budgets, queues) is added here as more
+ * checks. After a failed attempt the request comes back through ADMIT with the replay list
+ * (the tool ledger) before PICK decides anything. Checks may be called again after a wait,
+ * so each one is safe to repeat. See docs/internals/request-lifecycle.md. */
+#include "router/admit.h"
+
+#include <stdio.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "ledger/ledger.h"
+#include "router/guard.h"
+#include "router/internal.h"
+#include "health/hstate.h"
+
+typedef enum admit_verdict admit_check_fn(struct request *r);
+
+struct admit_check {
+    const char *name; /* for the debug log */
+    admit_check_fn *check;
+};
+
+/* A select route none of whose rules took the request (req_chat_start kept it). */
+static enum admit_verdict check_route_selected(struct request *r)
+{
+    if (!r->route->n_select)
+        return ADMIT_PASS;
+    req__set_error(r, 400, "invalid_request_error", "no_route_selected",
+                   "no rule of route '%s' takes this request", r->route->id);
+    return ADMIT_REFUSE;
+}
+
+/* X-Bascule-Operation-Id ties the call to an operation of the tool ledger. */
+static enum admit_verdict check_operation_id(struct request *r)
+{
+    struct bsc_str id = srv_req_header(r->sreq, BSC_STR("x-bascule-operation-id"));
+
+    if (!id.p)
+        return ADMIT_PASS;
+    if (!ledger_op_id_valid(id)) {
+        req__set_error(r, 400, "invalid_request_error", "invalid_operation_id",
+                       "X-Bascule-Operation-Id must be 1..%d characters of [A-Za-z0-9._:~-]",
+                       LEDGER_OP_ID_MAX);
+        return ADMIT_REFUSE;
+    }
+    snprintf(r->g.op_id, sizeof(r->g.op_id), "%.*s", BSC_STR_FMT(id));
+    return ADMIT_PASS;
+}
+
+/* Starts the Idempotency-Key lookup; check_idempotency acts on its answer. Refuses a key
+ * that is not valid, or a store that cannot take the lookup. */
+static enum admit_verdict check_idempotency_lookup(struct request *r)
+{
+    return guard_idem_start(r) == GUARD_STOP ? ADMIT_REFUSE : ADMIT_PASS;
+}
+
+/* The request counts towards the retry budget once it was not refused for its headers. */
+static enum admit_verdict check_retry_budget(struct request *r)
+{
+    hstate_budget_first(r->gw->hs, bsc_now_ms());
+    return ADMIT_PASS;
+}
+
+static enum admit_verdict check_idempotency(struct request *r)
+{
+    switch (guard_idem_verdict(r)) {
+    case GUARD_WAIT: return ADMIT_WAIT;
+    case GUARD_STOP: return ADMIT_REFUSE;
+    case GUARD_ANSWERED: return ADMIT_ANSWERED;
+    case GUARD_PROCEED: break;
+    }
+    return ADMIT_PASS;
+}
+
+/* Before any replay of a write_possible operation: its ledger entry must not say it may
+ * already have acted. */
+static enum admit_verdict check_ledger(struct request *r)
+{
+    if (guard_ledger_check(r) == GUARD_WAIT)
+        return ADMIT_WAIT;
+    if (!r->g.ledger_blocked)
+        return ADMIT_PASS;
+    req__set_error(r, 409, "invalid_request_error", "reconcile_required",
+                   "operation '%s' may already have acted (its ledger entry is %s): "
+                   "reconcile it before retrying; the gateway will not replay it",
+                   r->g.op_id, r->g.ledger_blocked);
+    r->d.termination = "reconcile_required";
+    guard_record_uncertain(r, "side_effect_uncertain");
+    return ADMIT_REFUSE;
+}
+
+/* In order: the checks on the request's own headers answer at once, before anything is
+ * counted or looked up in the store. */
+static const struct admit_check admit_start[] = {
+    {"route_selected", check_route_selected},
+    {"operation_id", check_operation_id},
+    {"idempotency_lookup", check_idempotency_lookup},
+    {"retry_budget", check_retry_budget},
+    {"idempotency", check_idempotency},
+};
+
+static const struct admit_check admit_replay[] = {
+    {"ledger", check_ledger},
+};
+
+enum admit_verdict admit_run(struct request *r)
+{
+    const struct admit_check *list = r->n_attempts ? admit_replay : admit_start;
+    unsigned n = r->n_attempts ? BSC_ARRAY_LEN(admit_replay) : BSC_ARRAY_LEN(admit_start);
+
+    while (r->m.admit_at < n) {
+        enum admit_verdict v = list[r->m.admit_at].check(r);
+
+        if (v != ADMIT_PASS) {
+            LOG_DEBUG("%s: admission check %s: %s", r->id, list[r->m.admit_at].name,
+                      v == ADMIT_WAIT ? "waits" : "answers");
+            return v;
+        }
+        r->m.admit_at++;
+    }
+    return ADMIT_PASS;
+}
