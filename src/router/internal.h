@@ -151,6 +151,8 @@ struct request {
     bool idem_active, idem_overflow;
     struct bsc_buf idem_copy;    /* owned: the bytes sent, for the idempotency record */
     char op_id[129];             /* X-Bascule-Operation-Id, or "" */
+    const struct cfg_client *client; /* clients: the authenticated caller (borrowed from
+                                        <cfg>); NULL on an open gateway */
     unsigned ledger_checked;     /* n_attempts when the ledger was last read */
     const char *ledger_blocked;  /* static: why a replay is refused, or NULL */
     char uncertain_id[160];      /* the WORKFLOW_3 ledger entry being written */
