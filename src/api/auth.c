@@ -102,7 +102,11 @@ static bool operator_gate(struct srv_req *req, const struct cfg *cfg, const char
 {
     struct bsc_str key = presented_key(req);
 
+    struct bsc_str xadmin = bsc_str_trim(srv_req_header(req, BSC_STR("x-admin-key")));
+
     if (key.len && (api__key_equal(key, want) || api__key_equal(key, cfg->admin_key)))
+        return true;
+    if (xadmin.len && api__key_equal(xadmin, cfg->admin_key)) /* as the admin API takes it */
         return true;
     if (key.len && cfg_client_by_key(cfg, key)) {
         *why = "client key on an operator surface";

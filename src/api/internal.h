@@ -59,11 +59,12 @@ void api__line_end(const struct api_line *l, int status, const char *termination
 void api__line_detail(struct srv_req *req, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Host (DNS rebinding) and Origin (CORS) policy of <cfg> for <req> (cors.c). Returns true
- * when the request goes on, with CORS headers added for an allowed origin; false when it
- * has been answered (403 for a Host or Origin refused, 204 for a CORS preflight), with
- * *<why> saying which for the access log. */
-bool api__guard(struct srv_req *req, const struct cfg *cfg, const char **why);
+/* Host (DNS rebinding) and Origin (CORS) policy of <cfg> for <req>, which came in on the
+ * admin listener when <on_admin_port> (cors.c). Returns true when the request goes on, with
+ * CORS headers added for an allowed origin; false when it has been answered (403 for a Host
+ * or Origin refused, 204 for a CORS preflight), with *<why> saying which for the access log. */
+bool api__guard(struct srv_req *req, const struct cfg *cfg, bool on_admin_port,
+                const char **why);
 
 /* ---- who is calling (auth.c) ---- */
 

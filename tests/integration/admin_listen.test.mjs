@@ -5,7 +5,7 @@
 // (no clients) warns at start unless it listens on loopback only.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startSim, startGateway, freePort } from '../lib/harness.mjs';
+import { startSim, startGateway, freePort, rawRequest } from '../lib/harness.mjs';
 
 const ADMIN = 'admin-key-0123456789abcdef';
 const METRICS = 'metrics-key-0123456789abcdef';
@@ -116,6 +116,11 @@ test('an open gateway: served without a key; a warning unless it listens on loop
   assert.equal(res.status, 200);
   await res.json();
   assert.equal(await status(`${local.url}/status`), 200, 'no clients: the status page stays open');
-  const wide = await start({ listen: '0.0.0.0:{{PORT}}' });
+  const adminPort = await freePort();
+  const wide = await start({ listen: '0.0.0.0:{{PORT}}', extra: `admin: { listen: "127.0.0.1:${adminPort}" }\n` });
   assert.match(wide.logs(), /no clients: configured and listening on 0\.0\.0\.0/);
+  // The loopback admin listener keeps the loopback Host rule, whatever the API port's address.
+  const head = (port) => rawRequest(port, 'GET /health/live HTTP/1.1\r\nHost: rebound.example\r\nConnection: close\r\n\r\n');
+  assert.match(await head(wide.port), /^HTTP\/1\.1 200 /);
+  assert.match(await head(adminPort), /^HTTP\/1\.1 403 [^]*host_not_allowed/);
 });

@@ -155,6 +155,9 @@ test('operator surfaces: the admin key opens them, a client key is 403, health s
     res = await fetch(`${gw.url}${path}`, { headers: bearer(ADMIN) });
     assert.equal(res.status, 200, path);
     await res.arrayBuffer();
+    res = await fetch(`${gw.url}${path}`, { headers: { 'x-admin-key': ADMIN } }); // as /admin takes it
+    assert.equal(res.status, 200, path);
+    await res.arrayBuffer();
   }
   let res = await fetch(`${gw.url}/admin/targets`, { headers: bearer(BETA) });
   assert.equal(res.status, 403);
