@@ -86,9 +86,20 @@ test('no key or a wrong key: 401 in each dialect, nothing sent upstream', async 
     assert.equal(body.type, 'error');
     assert.equal(body.error.type, 'authentication_error');
 
-    res = await fetch(`${gw.base}/models`, { headers });
+    res = await post('/v1/messages/count_tokens', { model: 'support-agent', messages: [{ role: 'user', content: 'hi' }] },
+      { 'anthropic-version': '2023-06-01', ...headers });
     assert.equal(res.status, 401);
-    await res.arrayBuffer();
+    assert.equal((await res.json()).error.type, 'authentication_error');
+
+    res = await post('/v1/embeddings', { model: 'support-agent', input: 'hi' }, headers);
+    assert.equal(res.status, 401);
+    assert.equal((await res.json()).error.code, 'invalid_api_key');
+
+    for (const path of ['/v1/models', '/models', '/v1/ledger/op-1']) {
+      res = await fetch(`${gw.url}${path}`, { headers });
+      assert.equal(res.status, 401, path);
+      await res.arrayBuffer();
+    }
   }
   assert.equal(await total(), before, 'no upstream call');
   const lines = gw.accessLog().filter((l) => l.status === 401);
