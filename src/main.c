@@ -74,6 +74,25 @@ static struct srv_limits srv_limits_of(const struct cfg *cfg, unsigned n_workers
     };
 }
 
+static bool admin_listen_same(const struct cfg *a, const struct cfg *b)
+{
+    if (!a->admin_listen_host || !b->admin_listen_host)
+        return a->admin_listen_host == b->admin_listen_host;
+    return strcmp(a->admin_listen_host, b->admin_listen_host) == 0 &&
+           a->admin_listen_port == b->admin_listen_port;
+}
+
+/* An open gateway (no clients:) lets anyone who reaches the port spend the provider keys:
+ * fine on loopback (the demo), worth a warning anywhere else. */
+static void warn_if_open(const struct cfg *cfg)
+{
+    if (cfg->n_clients || strncmp(cfg->listen_host, "127.", 4) == 0 ||
+        strcmp(cfg->listen_host, "::1") == 0)
+        return;
+    LOG_WARN("no clients: configured and listening on %s: anyone who reaches the port can "
+             "use the gateway and its provider keys", cfg->listen_host);
+}
+
 /* Loads <path>, printing every diagnostic. Returns the snapshot or NULL. */
 static struct cfg *load_config(const char *path)
 {
@@ -134,6 +153,20 @@ static void worker_closed(struct srv *srv, void *ud)
     uv_close((uv_handle_t *)&w->wake, NULL);
 }
 
+static void admin_closed(struct srv *srv, void *ud)
+{
+    (void)srv, (void)ud; /* freed with the worker's server, after the thread ends */
+}
+
+/* The admin listener does not drain: operator calls are short and may be cut. */
+static void admin_close(struct worker *w)
+{
+    if (w->admin_srv && !w->admin_closing) {
+        w->admin_closing = true;
+        srv_close_all(w->admin_srv, admin_closed, w);
+    }
+}
+
 static void worker_on_wake(uv_async_t *h)
 {
     struct worker *w = h->data;
@@ -143,8 +176,12 @@ static void worker_on_wake(uv_async_t *h)
         struct cfg *cfg = cfg_current_get();
         struct srv_limits lim = srv_limits_of(cfg, w->gw->n_workers);
         srv_set_limits(w->srv, &lim);
+        if (w->admin_srv)
+            srv_set_limits(w->admin_srv, &lim);
         cfg_unref(cfg);
     }
+    if (cmd & (WORKER_CMD_DRAIN | WORKER_CMD_STOP))
+        admin_close(w);
     if ((cmd & WORKER_CMD_DRAIN) && !w->draining) {
         w->draining = true;
         srv_drain(w->srv, worker_closed, w);
@@ -181,6 +218,30 @@ static void worker_main(void *arg)
     access_log_thread_cleanup();
 }
 
+/* admin.listen: the operator surfaces on their own socket, on worker 0's loop. */
+static int admin_listen(struct worker *w, const struct cfg *cfg, const struct srv_limits *lim)
+{
+    char errbuf[256];
+    int fd;
+
+    if (srv_listen_first(cfg->admin_listen_host, cfg->admin_listen_port, &fd, errbuf,
+                         sizeof(errbuf))) {
+        LOG_ERR("cannot listen on %s:%u (admin.listen): %s", cfg->admin_listen_host,
+                cfg->admin_listen_port, errbuf);
+        return -1;
+    }
+    if (srv_new(&w->loop, fd, lim, api_handle_admin, w, &w->admin_srv)) {
+        LOG_ERR("admin listener: out of memory");
+        return -1;
+    }
+    srv_set_refused(w->admin_srv, api_refused);
+    srv_set_error_body(w->admin_srv, dialect_openai_srv_error);
+    LOG_INFO("admin listener on http://%s%s%s:%u (/status, /metrics, /admin/...)",
+             strchr(cfg->admin_listen_host, ':') ? "[" : "", cfg->admin_listen_host,
+             strchr(cfg->admin_listen_host, ':') ? "]" : "", cfg->admin_listen_port);
+    return 0;
+}
+
 static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const struct cfg *cfg)
 {
     struct srv_limits lim = srv_limits_of(cfg, gw->n_workers);
@@ -209,6 +270,8 @@ static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const
     }
     srv_set_refused(w->srv, api_refused);
     srv_set_error_body(w->srv, dialect_openai_srv_error);
+    if (idx == 0 && cfg->admin_listen_host && admin_listen(w, cfg, &lim) != 0)
+        return -1;
     uv_async_init(&w->loop, &w->wake, worker_on_wake);
     w->wake.data = w;
     if (idx == 0 && !(w->prober = prober_start(&w->loop, w->up, gw->hs, gw->metrics, idx))) {
@@ -248,9 +311,10 @@ static void on_hup(uv_signal_t *h, int signum)
         struct cfg *cur = cfg_current_get();
         if (cur && (strcmp(cur->listen_host, next->listen_host) != 0 ||
                     cur->listen_port != next->listen_port || cur->workers != next->workers ||
-                    cur->store.kind != next->store.kind || cur->core_dumps != next->core_dumps))
-            LOG_WARN("reload: listen, workers, store and debug.core_dumps take effect only at "
-                     "the next start");
+                    cur->store.kind != next->store.kind || cur->core_dumps != next->core_dumps ||
+                    !admin_listen_same(cur, next)))
+            LOG_WARN("reload: listen, admin.listen, workers, store and debug.core_dumps take "
+                     "effect only at the next start");
         cfg_unref(cur);
     }
     apply_log_settings(next);
@@ -326,6 +390,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
     if (!cfg)
         return 1;
     apply_log_settings(cfg);
+    warn_if_open(cfg);
     dumps_apply(cfg, core_limit);
     srv_raise_nofile(cfg->limits.max_connections);
     cfg_current_swap(cfg_ref(cfg));
@@ -381,6 +446,8 @@ static int serve(const char *path, const struct rlimit *core_limit)
         struct worker *w = &mc.gw.workers[i];
         uv_thread_join(&w->thread);
         srv_free(w->srv);
+        if (w->admin_srv)
+            srv_free(w->admin_srv);
         uv_run(&w->loop, UV_RUN_DEFAULT); /* close callbacks */
         uv_loop_close(&w->loop);
     }

@@ -22,6 +22,7 @@ void api__line_begin(struct api_line *l, struct srv_req *req)
     l->start_us = srv_req_start_us(req);
     l->bytes_in = srv_req_body(req).len;
     l->detail[0] = '\0';
+    snprintf(l->client, sizeof(l->client), "%s", srv_req_principal(req));
 }
 
 void api__line_detail(struct srv_req *req, const char *fmt, ...)
@@ -43,6 +44,7 @@ void api__line_end(const struct api_line *l, int status, const char *termination
         .request_id = l->id,
         .method = l->method,
         .path = l->path,
+        .client = l->client[0] ? l->client : NULL,
         .status = status,
         .bytes_in = l->bytes_in,
         .duration_us = now > l->start_us ? now - l->start_us : 0,

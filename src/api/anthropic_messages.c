@@ -914,7 +914,7 @@ static bool read_request(struct srv_req *req, struct chat_in *in, struct json_ob
         goto fail;
     }
     in->cfg = cfg_current_get();
-    in->route = cfg_route_find(in->cfg, model);
+    in->route = api__route_find(req, in->cfg, model);
     if (!in->route) {
         snprintf(why, sizeof(why), "model: '%.*s' does not exist or is not routed by this gateway",
                  (int)(model.len > 120 ? 120 : model.len), model.p);

@@ -9,6 +9,8 @@
 
 /* The srv handler of every worker; <ud> is the struct worker. */
 void api_handle(struct srv_req *req, void *ud);
+/* The same for the admin listener (admin.listen): operator surfaces and health only. */
+void api_handle_admin(struct srv_req *req, void *ud);
 /* The access line of a request the server answered itself (srv_set_refused): malformed
  * framing, oversized heads or bodies, slow clients. */
 void api_refused(struct srv_req *req, int status, void *ud);

@@ -27,10 +27,8 @@ static const char *const allowed_names[] = {
 };
 static const char *const allowed_prefixes[] = {"x-bascule-", "x-stainless-"};
 
-static bool is_loopback_listener(const struct cfg *cfg)
+static bool is_loopback_listener(const char *h)
 {
-    const char *h = cfg->listen_host;
-
     return strncmp(h, "127.", 4) == 0 || strcmp(h, "::1") == 0 || strcmp(h, "[::1]") == 0;
 }
 
@@ -84,10 +82,10 @@ static bool host_listed(const struct cfg *cfg, struct bsc_str value, struct bsc_
 
 /* DNS rebinding: a page whose name resolves to 127.0.0.1 talks to the gateway with its own
  * name in Host. A request without Host (HTTP/1.0) passes: browsers always send one. */
-static bool host_allowed(struct srv_req *req, const struct cfg *cfg)
+static bool host_allowed(struct srv_req *req, const struct cfg *cfg, const char *listen_host)
 {
     struct bsc_str value = srv_req_header(req, BSC_STR("host")), name;
-    bool loopback = is_loopback_listener(cfg), has_port;
+    bool loopback = is_loopback_listener(listen_host), has_port;
 
     if (!loopback && cfg->allowed_hosts.n == 0)
         return true;
@@ -176,13 +174,16 @@ static void refuse(struct srv_req *req, const char *code, const char *msg)
     srv_resp_error(req, 403, "invalid_request_error", code, msg);
 }
 
-bool api__guard(struct srv_req *req, const struct cfg *cfg, const char **why)
+bool api__guard(struct srv_req *req, const struct cfg *cfg, bool on_admin_port,
+                const char **why)
 {
     struct bsc_str origin = srv_req_header(req, BSC_STR("origin"));
     bool options = bsc_str_eq(srv_req_method(req), BSC_STR("OPTIONS"));
 
     *why = NULL;
-    if (!host_allowed(req, cfg)) {
+    /* The admin listener is judged by its own address (admin.listen). */
+    if (!host_allowed(req, cfg, on_admin_port && cfg->admin_listen_host ? cfg->admin_listen_host
+                                                                        : cfg->listen_host)) {
         *why = "host not allowed";
         refuse(req, "host_not_allowed",
                "this Host is not served here (a loopback listener takes localhost, 127.0.0.1 "

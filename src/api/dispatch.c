@@ -2,7 +2,8 @@
 /* dispatch.c -- method + path -> the handler of that surface. Unknown paths get an
  * OpenAI-shaped 404, a known path with the wrong method a 405. Before that the Host and
  * Origin policy runs (cors.c); after it, every request the router did not keep gets its
- * access-log line here (access.c), so no handler can forget one. */
+ * access-log line here (access.c), so no handler can forget one. Between the two, auth.c
+ * decides who is calling and which listener serves what. */
 #include <string.h>
 
 #include "api/api.h"
@@ -80,17 +81,18 @@ static void route(struct worker *w, struct srv_req *req)
     srv_resp_error(req, 404, "invalid_request_error", "unknown_url", msg);
 }
 
-void api_handle(struct srv_req *req, void *ud)
+static void handle(struct srv_req *req, struct worker *w, bool admin_port)
 {
-    struct worker *w = ud;
     struct cfg *cfg = cfg_current_get();
     struct api_line line;
-    const char *why;
+    const char *why = NULL;
 
     api__line_begin(&line, req);
     srv_req_set_data(req, &line); /* for api__line_detail() during the call only */
-    if (api__guard(req, cfg, &why))
+    if (api__guard(req, cfg, admin_port, &why) && api__auth(req, cfg, admin_port, &why)) {
+        snprintf(line.client, sizeof(line.client), "%s", srv_req_principal(req));
         route(w, req);
+    }
     else if (why)
         snprintf(line.detail, sizeof(line.detail), "%s", why);
     cfg_unref(cfg);
@@ -100,4 +102,14 @@ void api_handle(struct srv_req *req, void *ud)
      * (the richer line with route and attempts) or the ledger once the store answers. */
     if (!srv_req_abort_watched(req))
         api__line_end(&line, srv_resp_status(req), NULL);
+}
+
+void api_handle(struct srv_req *req, void *ud)
+{
+    handle(req, ud, false);
+}
+
+void api_handle_admin(struct srv_req *req, void *ud)
+{
+    handle(req, ud, true);
 }

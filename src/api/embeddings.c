@@ -84,7 +84,7 @@ void api__embeddings(struct worker *w, struct srv_req *req)
     in.json = e.json;
     in.model_span = e.model;
     in.cfg = cfg_current_get();
-    in.route = cfg_route_find(in.cfg, bsc_str_cstr(e.name));
+    in.route = api__route_find(req, in.cfg, bsc_str_cstr(e.name));
     if (!in.route) {
         snprintf(msg, sizeof(msg),
                  "The model '%.120s' does not exist or is not routed by this gateway", e.name);

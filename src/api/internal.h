@@ -59,6 +59,7 @@ struct api_line {
     char path[256];      /* truncated */
     uint64_t start_us, bytes_in;
     char detail[192];    /* "" = none; what an admin action changed, why a refusal */
+    char client[SRV_PRINCIPAL_MAX + 1]; /* the authenticated client, "" = none */
 };
 
 /* Copies what the line needs from <req> (valid until the response ends) into <l>. */
@@ -70,11 +71,29 @@ void api__line_end(const struct api_line *l, int status, const char *termination
 void api__line_detail(struct srv_req *req, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Host (DNS rebinding) and Origin (CORS) policy of <cfg> for <req> (cors.c). Returns true
- * when the request goes on, with CORS headers added for an allowed origin; false when it
- * has been answered (403 for a Host or Origin refused, 204 for a CORS preflight), with
- * *<why> saying which for the access log. */
-bool api__guard(struct srv_req *req, const struct cfg *cfg, const char **why);
+/* Host (DNS rebinding) and Origin (CORS) policy of <cfg> for <req>, which came in on the
+ * admin listener when <on_admin_port> (cors.c). Returns true when the request goes on, with
+ * CORS headers added for an allowed origin; false when it has been answered (403 for a Host
+ * or Origin refused, 204 for a CORS preflight), with *<why> saying which for the access log. */
+bool api__guard(struct srv_req *req, const struct cfg *cfg, bool on_admin_port,
+                const char **why);
+
+/* ---- who is calling (auth.c) ---- */
+
+/* The client-key and operator-key policy of <cfg> for <req> (arrived on the admin listener
+ * when <on_admin_port>). Returns true when the request goes on, the authenticated client's
+ * id set as its principal; false when it has been answered (401, 403, 404), with *<why>
+ * for the access log. */
+bool api__auth(struct srv_req *req, const struct cfg *cfg, bool on_admin_port,
+               const char **why);
+/* Compares a presented key with <want> in time independent of where they differ; an empty
+ * or NULL <want> matches nothing. */
+bool api__key_equal(struct bsc_str given, const char *want);
+/* The route <name> as <req>'s client may see it: NULL when unknown or outside its
+ * `routes` (so both answer the same 404). */
+const struct cfg_route *api__route_find(struct srv_req *req, const struct cfg *cfg,
+                                        struct bsc_str name);
+bool api__route_allowed(struct srv_req *req, const struct cfg *cfg, const struct cfg_route *r);
 
 /* ---- the translation context of the inbound dialects (xlate.c) ---- */
 

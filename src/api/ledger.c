@@ -4,7 +4,9 @@
  *       201 created, 200 moved (or repeated), 409 illegal transition, 400 bad input
  *   GET /v1/ledger/{operation_id}  200 with the entry, 404 when unknown
  * The answer of a PUT is sent only once the store's callback says the write is durable.
- * Validation lives in ledger/ledger.c and the atomic read-modify-write in store/.
+ * Validation lives in ledger/ledger.c and the atomic read-modify-write in store/. With
+ * clients configured each client has its own name space of operation ids (ledger_scoped_id):
+ * one cannot read or move another's entries.
  * See docs/internals/store.md. */
 #include <string.h>
 
@@ -12,6 +14,7 @@
 #include "core/buf.h"
 #include "ledger/ledger.h"
 #include "router/gateway.h"
+#include "router/request.h"
 #include "store/store.h"
 
 #define ENTRY_JSON_MAX 4096 /* an entry's JSON is under 2 KiB even fully escaped */
@@ -23,6 +26,7 @@ struct ledger_call {
     bool put;
     struct ledger_update upd;
     char op_id[LEDGER_OP_ID_MAX + 1];
+    char key[LEDGER_OP_ID_MAX + 1]; /* the store's key: <op_id> in the caller's name space */
 };
 
 /* Starts the access-log line api_handle leaves to whoever keeps the request (access.c). */
@@ -116,9 +120,15 @@ static void on_store(enum bsc_err err, const struct ledger_entry *e, enum ledger
     if (c->req) {
         struct srv_req *req = c->req;
         struct api_line line;
+        struct ledger_entry shown;
 
         srv_req_on_abort(req, NULL, NULL);
         line_begin(&line, c, req); /* before the answer: <req> is the server's after it */
+        if (e) { /* the caller sees its own id, not the scoped store key */
+            shown = *e;
+            snprintf(shown.op_id, sizeof(shown.op_id), "%s", c->op_id);
+            e = &shown;
+        }
         answer(c, err, e, outcome);
         api__line_end(&line, srv_resp_status(req), NULL);
     }
@@ -138,6 +148,7 @@ static void refused(struct srv_req *req, enum bsc_err err)
 static struct ledger_call *call_new(struct srv_req *req, struct bsc_str op_id, bool put)
 {
     struct ledger_call *c = calloc(1, sizeof(*c));
+    char scope[40] = "";
 
     if (!c) {
         srv_resp_error(req, 503, "server_error", "out_of_memory", "out of memory");
@@ -146,6 +157,13 @@ static struct ledger_call *call_new(struct srv_req *req, struct bsc_str op_id, b
     c->req = req;
     c->put = put;
     memcpy(c->op_id, op_id.p, op_id.len); /* op_id was validated: <= LEDGER_OP_ID_MAX */
+    if (srv_req_principal(req)[0]) /* clients: the authenticated client's name space */
+        req_client_scope(req, scope, sizeof(scope));
+    if (ledger_scoped_id(scope, op_id, c->key, sizeof(c->key)) != BSC_OK) {
+        free(c);
+        api__bad_request(req, "invalid_operation_id", "operation_id", "invalid operation id");
+        return NULL;
+    }
     return c;
 }
 
@@ -165,7 +183,8 @@ static void start_put(struct worker *w, struct srv_req *req, struct bsc_str op_i
     if (!c)
         return;
     c->upd = upd;
-    err = store_ledger_put(w->gw->store, srv_req_loop(req), op_id, &upd, on_store, c);
+    err = store_ledger_put(w->gw->store, srv_req_loop(req), bsc_str_cstr(c->key), &upd,
+                           on_store, c);
     if (err) {
         free(c);
         refused(req, err);
@@ -181,7 +200,7 @@ static void start_get(struct worker *w, struct srv_req *req, struct bsc_str op_i
 
     if (!c)
         return;
-    err = store_ledger_get(w->gw->store, srv_req_loop(req), op_id, on_store, c);
+    err = store_ledger_get(w->gw->store, srv_req_loop(req), bsc_str_cstr(c->key), on_store, c);
     if (err) {
         free(c);
         refused(req, err);

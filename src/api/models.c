@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* models.c -- GET /v1/models lists the route aliases (what clients send as "model");
  * GET /v1/models/{id} one of them, 404 when unknown. A client that sends anthropic-version
- * (the Anthropic SDK always does) gets Anthropic's shapes. */
+ * (the Anthropic SDK always does) gets Anthropic's shapes. A client key sees only the routes
+ * it may call (auth.c). */
 #include <time.h>
 
 #include "api/internal.h"
@@ -32,23 +33,48 @@ static void put_anth_model(struct bsc_buf *b, const char *id, uint64_t created)
     bsc_buf_appendf(b, ",\"created_at\":\"%s\"}", when);
 }
 
-static void anth_list(struct bsc_buf *b, const struct cfg *cfg, uint64_t created)
+/* Anthropic's list; only the routes <req>'s client may call. */
+static void anth_list(struct bsc_buf *b, struct srv_req *req, const struct cfg *cfg,
+                      uint64_t created)
 {
+    const char *first = NULL, *last = NULL;
+
     bsc_buf_append_cstr(b, "{\"data\":[");
     for (size_t i = 0; i < cfg->n_routes; i++) {
-        if (i)
+        if (!api__route_allowed(req, cfg, &cfg->routes[i]))
+            continue;
+        if (first)
             bsc_buf_append_char(b, ',');
         put_anth_model(b, cfg->routes[i].id, created);
+        first = first ? first : cfg->routes[i].id;
+        last = cfg->routes[i].id;
     }
     bsc_buf_append_cstr(b, "],\"has_more\":false,\"first_id\":");
-    if (cfg->n_routes) {
-        bsc_buf_append_json_str(b, bsc_str_cstr(cfg->routes[0].id));
+    if (first) {
+        bsc_buf_append_json_str(b, bsc_str_cstr(first));
         bsc_buf_append_cstr(b, ",\"last_id\":");
-        bsc_buf_append_json_str(b, bsc_str_cstr(cfg->routes[cfg->n_routes - 1].id));
+        bsc_buf_append_json_str(b, bsc_str_cstr(last));
         bsc_buf_append_char(b, '}');
     } else {
         bsc_buf_append_cstr(b, "null,\"last_id\":null}");
     }
+}
+
+static void openai_list(struct bsc_buf *b, struct srv_req *req, const struct cfg *cfg,
+                        uint64_t created)
+{
+    bool any = false;
+
+    bsc_buf_append_cstr(b, "{\"object\":\"list\",\"data\":[");
+    for (size_t i = 0; i < cfg->n_routes; i++) {
+        if (!api__route_allowed(req, cfg, &cfg->routes[i]))
+            continue;
+        if (any)
+            bsc_buf_append_char(b, ',');
+        put_model(b, cfg->routes[i].id, created);
+        any = true;
+    }
+    bsc_buf_append_cstr(b, "]}");
 }
 
 void api__models(struct worker *w, struct srv_req *req, struct bsc_str id)
@@ -60,7 +86,7 @@ void api__models(struct worker *w, struct srv_req *req, struct bsc_str id)
 
     bsc_buf_init(&b, 1u << 20);
     if (id.p) {
-        const struct cfg_route *r = cfg_route_find(cfg, id);
+        const struct cfg_route *r = api__route_find(req, cfg, id);
         if (!r) {
             char msg[200];
             snprintf(msg, sizeof(msg), "The model '%.*s' does not exist",
@@ -73,15 +99,9 @@ void api__models(struct worker *w, struct srv_req *req, struct bsc_str id)
         else
             put_model(&b, r->id, created);
     } else if (anth) {
-        anth_list(&b, cfg, created);
+        anth_list(&b, req, cfg, created);
     } else {
-        bsc_buf_append_cstr(&b, "{\"object\":\"list\",\"data\":[");
-        for (size_t i = 0; i < cfg->n_routes; i++) {
-            if (i)
-                bsc_buf_append_char(&b, ',');
-            put_model(&b, cfg->routes[i].id, created);
-        }
-        bsc_buf_append_cstr(&b, "]}");
+        openai_list(&b, req, cfg, created);
     }
     srv_resp_send(req, 200, "application/json", NULL, 0, b.p, b.len);
 out:

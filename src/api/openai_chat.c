@@ -240,7 +240,7 @@ void api__chat_completions(struct worker *w, struct srv_req *req)
     in.include_usage = c.include_usage;
     in.cfg = cfg_current_get();
     name = route_name(c.name, decoded, sizeof(decoded));
-    in.route = cfg_route_find(in.cfg, name);
+    in.route = api__route_find(req, in.cfg, name);
     if (!in.route) {
         size_t n = name.len > 120 ? 120 : name.len;
 

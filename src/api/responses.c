@@ -849,7 +849,7 @@ void api__responses(struct worker *w, struct srv_req *req)
                          "you must provide a model parameter (a string)");
         return call_free(c);
     }
-    c->route = cfg_route_find(c->cfg, bsc_str_cstr(json_object_get_string(model)));
+    c->route = api__route_find(req, c->cfg, bsc_str_cstr(json_object_get_string(model)));
     if (!c->route) {
         snprintf(msg, sizeof(msg), "The model '%.120s' does not exist or is not routed by this "
                  "gateway", json_object_get_string(model));

@@ -293,6 +293,27 @@ struct cfg_responses {
 
 struct bsc_redact;
 
+/* clients: virtual keys of the callers (config/clients.c, docs/configuration.md "clients").
+ * Only the SHA-256 of each key is kept once the snapshot is built. */
+#define CFG_CLIENT_ID_MAX 64 /* bytes of a client id: [A-Za-z0-9._-] */
+enum cfg_period { CFG_PERIOD_DAY = 0, CFG_PERIOD_MONTH, CFG_PERIOD_TOTAL, CFG_PERIOD_COUNT };
+
+struct cfg_budget {
+    double usd; /* < 0: no budget */
+    enum cfg_period period; /* month */
+};
+
+struct cfg_client {
+    char *id;                /* owned; the map key */
+    uint8_t key_hash[32];    /* SHA-256 of the key */
+    char *key;               /* owned plaintext while the snapshot is built; NULL after */
+    const struct cfg_route **routes; /* owned array of borrowed routes */
+    size_t n_routes;
+    bool all_routes;         /* routes: ["*"] */
+    uint32_t rpm, tpm, max_concurrency; /* 0 = unlimited (enforced elsewhere) */
+    struct cfg_budget budget;
+};
+
 struct cfg {
     atomic_int refs; /* see cfg_ref/cfg_unref */
     char *file; /* owned; the path it was loaded from */
@@ -317,6 +338,11 @@ struct cfg {
     struct cfg_cors cors;
     struct cfg_strs allowed_hosts; /* Host values accepted beyond loopback names; empty */
     struct cfg_responses responses;
+    struct cfg_client *clients; /* owned array; n_clients == 0: an open gateway */
+    size_t n_clients;
+    char *admin_listen_host; /* owned; NULL: no admin listener (admin.listen) */
+    uint16_t admin_listen_port;
+    char *metrics_key; /* owned; "" = /metrics needs no key */
 };
 
 /* One problem found while loading. */
@@ -355,6 +381,12 @@ void cfg_unref(struct cfg *cfg);
 const struct cfg_route *cfg_route_find(const struct cfg *cfg, struct bsc_str id);
 const struct cfg_target *cfg_target_find(const struct cfg *cfg, struct bsc_str id);
 const struct cfg_provider *cfg_provider_find(const struct cfg *cfg, struct bsc_str id);
+
+/* The client whose key is <key> (every client's hash compared in constant time), or NULL. */
+const struct cfg_client *cfg_client_by_key(const struct cfg *cfg, struct bsc_str key);
+const struct cfg_client *cfg_client_find(const struct cfg *cfg, struct bsc_str id);
+/* True when <c> may call route <r> (its `routes`, or ["*"]). */
+bool cfg_client_allows(const struct cfg_client *c, const struct cfg_route *r);
 
 /* Names for enum values (as written in YAML). */
 const char *cfg_provider_kind_name(enum cfg_provider_kind kind);

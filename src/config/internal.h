@@ -141,6 +141,7 @@ struct cfg__v {
     struct cfg__target_src *tsrc; /* owned; parallel to cfg->targets */
     struct cfg__route_src *rsrc;  /* owned; parallel to cfg->routes */
     void *cur;                    /* the *_src of the object being decoded */
+    const struct cfg__entry *clients_src; /* `clients:`, decoded in the second pass */
     bool oom;
 };
 
@@ -264,6 +265,17 @@ void cfg__select_route(struct cfg__v *v, const struct cfg__node *map,
 void cfg__select_resolve(struct cfg__v *v);
 /* Frees the rules of <r>. */
 void cfg__select_cleanup(struct cfg_route *r);
+
+/* ---- clients (clients.c) --------------------------------------------------------------- */
+
+/* Pass 1: notes the `clients` entry (a CFG__F_FN decoder). */
+void cfg__clients_note(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
+                       void *base, const char *where);
+/* Pass 2, once routes exist: decodes every client, refuses unknown routes and shared keys. */
+void cfg__clients_build(struct cfg__v *v);
+/* Zeroes and frees every client's plaintext key (once the redaction set holds it). */
+void cfg__clients_wipe(struct cfg *cfg);
+void cfg__clients_free(struct cfg *cfg);
 
 /* Frees <cfg> and everything it owns, whatever its refcount; NULL is fine. */
 void cfg__free(struct cfg *cfg);

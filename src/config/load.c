@@ -63,6 +63,14 @@ static struct cfg__node *node_new(struct builder *b, enum cfg__kind kind, yaml_m
 
 static void node_free(struct cfg__node *n)
 {
+    /* Scalars hold ${VAR}-expanded secrets (client keys, of which the snapshot keeps only a
+     * hash): zeroed before the heap gets them back. */
+    if (n->text) {
+        volatile char *p = n->text;
+
+        for (size_t i = 0; i < n->len; i++)
+            p[i] = '\0';
+    }
     free(n->text);
     free(n->raw);
     free(n->items);

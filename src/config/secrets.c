@@ -77,8 +77,13 @@ enum bsc_err cfg__secrets_build(struct cfg *cfg)
 
     if (!err && cfg->admin_key)
         err = bsc_redact_add(rd, bsc_str_cstr(cfg->admin_key));
+    if (!err && cfg->metrics_key)
+        err = bsc_redact_add(rd, bsc_str_cstr(cfg->metrics_key));
     for (size_t i = 0; !err && i < cfg->n_providers; i++)
         err = add_provider(rd, &cfg->providers[i]);
+    for (size_t i = 0; !err && i < cfg->n_clients; i++) /* before the plaintext is wiped */
+        if (cfg->clients[i].key)
+            err = bsc_redact_add(rd, bsc_str_cstr(cfg->clients[i].key));
     if (err) {
         bsc_redact_free(rd);
         return err;

@@ -84,6 +84,9 @@ void cfg__free(struct cfg *cfg)
     free(cfg->file);
     free(cfg->listen_host);
     free(cfg->admin_key);
+    free(cfg->admin_listen_host);
+    free(cfg->metrics_key);
+    cfg__clients_free(cfg);
     free(cfg->store.path);
     free(cfg->store.url);
     bsc_redact_free(cfg->secrets);

@@ -166,6 +166,8 @@ static const struct cfg__field limit_fields[] = {
     {FU64(struct cfg_limits, "max_stream_bytes", max_stream_bytes, 1, 1ull << 40)},
 };
 
+static const char *parse_listen(const char *s, char **host, uint16_t *port);
+
 static void admin_check(struct cfg__v *v, const struct cfg__node *map, void *base,
                         const char *where)
 {
@@ -178,8 +180,37 @@ static void admin_check(struct cfg__v *v, const struct cfg__node *map, void *bas
                   "the admin key is shorter than 16 characters; use a long random secret");
 }
 
+static void admin_listen_fn(struct cfg__v *v, const struct cfg__field *f,
+                            const struct cfg__entry *e, void *base, const char *where)
+{
+    struct cfg *cfg = base;
+    const char *s, *problem;
+    char *host = NULL;
+    uint16_t port;
+
+    if (!cfg__get_str(v, e->value, where, f->name, &s))
+        return;
+    problem = parse_listen(s, &host, &port);
+    if (problem) {
+        error_at(v, e->value, where, f->name, problem);
+        return;
+    }
+    if (!host) {
+        cfg__oom(v);
+        return;
+    }
+    free(cfg->admin_listen_host);
+    cfg->admin_listen_host = host;
+    cfg->admin_listen_port = port;
+}
+
 static const struct cfg__field admin_fields[] = {
     {FSTR(struct cfg, "key", admin_key)},
+    {FFN("listen", admin_listen_fn)},
+};
+
+static const struct cfg__field metrics_fields[] = {
+    {FSTR(struct cfg, "key", metrics_key)},
 };
 
 static const struct cfg__field debug_fields[] = {
@@ -1001,6 +1032,8 @@ static const struct cfg__field top_fields[] = {
     {FMAP(struct cfg, "cors", cors, cors_fields, NULL)},
     {FFN("allowed_hosts", hosts_fn), .off = offsetof(struct cfg, allowed_hosts)},
     {FMAP(struct cfg, "responses", responses, responses_fields, NULL)},
+    {FFN("clients", cfg__clients_note)},
+    {FMAP_FLAT("metrics", metrics_fields, NULL)},
 };
 
 static bool defaults(struct cfg *cfg, const char *file)
@@ -1008,6 +1041,7 @@ static bool defaults(struct cfg *cfg, const char *file)
     cfg->file = bsc_str_dup(bsc_str_cstr(file));
     cfg->listen_host = bsc_str_dup(BSC_STR("127.0.0.1"));
     cfg->admin_key = bsc_str_dup(BSC_STR(""));
+    cfg->metrics_key = bsc_str_dup(BSC_STR(""));
     cfg->listen_port = 8080;
     cfg->workers = 0;
     cfg->log = (struct cfg_log){.level = BSC_LOG_INFO, .json = true, .prompts = false};
@@ -1044,7 +1078,24 @@ static bool defaults(struct cfg *cfg, const char *file)
         .budget_min_per_s = 10,
         .budget_window_ms = 10000,
     };
-    return cfg->file && cfg->listen_host && cfg->admin_key;
+    return cfg->file && cfg->listen_host && cfg->admin_key && cfg->metrics_key;
+}
+
+/* admin.listen is a second socket: it cannot be the API's own address. */
+static void listeners_check(struct cfg__v *v, const struct cfg__node *root)
+{
+    const struct cfg *cfg = v->cfg;
+    const struct cfg__entry *admin = root ? cfg__map_find(root, "admin") : NULL;
+    const struct cfg__entry *at = admin && admin->value->kind == CFG__MAP
+                                      ? cfg__map_find(admin->value, "listen")
+                                      : NULL;
+
+    if (!at || !cfg->admin_listen_host || cfg->admin_listen_port != cfg->listen_port ||
+        strcmp(cfg->admin_listen_host, cfg->listen_host) != 0)
+        return;
+    cfg__diag(v->s, false, at->value->line, at->value->column,
+              "'listen' in admin: must differ from the top-level 'listen' (%s:%u)",
+              cfg->listen_host, (unsigned)cfg->listen_port);
 }
 
 enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct cfg **out)
@@ -1067,6 +1118,10 @@ enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct 
                     cfg, NULL, root ? root->line : 0, root ? root->column : 0);
     if (!v.oom)
         cfg__resolve(&v);
+    if (!v.oom)
+        cfg__clients_build(&v);
+    if (!v.oom)
+        listeners_check(&v, root);
     if (!v.oom && !s->n_errors) {
         enum bsc_err serr = cfg__secrets_build(cfg);
 
@@ -1076,6 +1131,7 @@ enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct 
             cfg__diag(s, false, 0, 0, "more than %d secret values (keys, admin key, auth "
                       "headers): the gateway could not scrub them all", BSC_REDACT_MAX);
     }
+    cfg__clients_wipe(cfg); /* the redaction set has its copy: only hashes stay */
     free(v.psrc);
     free(v.tsrc);
     free(v.rsrc);

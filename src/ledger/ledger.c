@@ -8,6 +8,7 @@
 
 #include "ledger/ledger.h"
 #include "core/json_check.h"
+#include "core/sha256.h"
 #include "core/json_parse.h"
 #include "core/utf8.h"
 
@@ -417,4 +418,27 @@ enum bsc_err ledger_entry_to_json(const struct ledger_entry *e, struct bsc_buf *
             out->p[mark] = '\0';
     }
     return err;
+}
+
+enum bsc_err ledger_scoped_id(const char *scope, struct bsc_str op_id, char *out, size_t len)
+{
+    size_t sl = strlen(scope);
+    uint8_t d[BSC_SHA256_LEN];
+    char hex[BSC_SHA256_HEX_LEN + 1];
+
+    if (!ledger_op_id_valid(op_id) || len <= LEDGER_OP_ID_MAX ||
+        (sl && (sl > 48 || !ledger_op_id_valid(bsc_str_make(scope, sl)))))
+        return BSC_EINVAL;
+    if (!sl) {
+        snprintf(out, len, "%.*s", (int)op_id.len, op_id.p);
+        return BSC_OK;
+    }
+    if (sl + 1 + op_id.len <= LEDGER_OP_ID_MAX) {
+        snprintf(out, len, "%s~%.*s", scope, (int)op_id.len, op_id.p);
+        return BSC_OK;
+    }
+    bsc_sha256(op_id.p, op_id.len, d);
+    bsc_sha256_hex(d, hex);
+    snprintf(out, len, "%s~h.%s", scope, hex); /* 48 + 3 + 64 < LEDGER_OP_ID_MAX */
+    return BSC_OK;
 }

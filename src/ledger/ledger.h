@@ -91,6 +91,13 @@ bool ledger_state_blocks_replay(enum ledger_state s);
  * a log line and a Redis key without escaping. */
 bool ledger_op_id_valid(struct bsc_str id);
 
+/* The store key of operation <op_id> for a caller whose name space is <scope> (a client
+ * scope such as "client:<digest>"; "" = the shared name space of an open gateway, where the
+ * key is <op_id> itself). Scoped keys are "<scope>~<op_id>", or "<scope>~h.<sha256 of op_id>"
+ * when that would pass LEDGER_OP_ID_MAX; they are valid operation ids. <out> holds at least
+ * LEDGER_OP_ID_MAX + 1 bytes. Returns BSC_EINVAL when <op_id> or <scope> is not valid. */
+enum bsc_err ledger_scoped_id(const char *scope, struct bsc_str op_id, char *out, size_t len);
+
 /* Parses an update body, {"tool_name": str, "state": str, "external_reference"?: str|null}.
  * Unknown members are refused (a typo must not silently drop data). Returns BSC_OK and
  * fills <out>; BSC_EPARSE when <json> is not a JSON object, BSC_EINVAL when a member is

@@ -113,6 +113,8 @@ void access_log_write(const struct access_entry *e)
     PUT_STR(b, "method", e->method ? e->method : "POST");
     PUT_STR(b, "path", e->path ? e->path : "/v1/chat/completions");
     PUT_STR(b, "route", e->route);
+    if (e->client)
+        PUT_STR(b, "client", e->client);
     if (e->selected_by)
         PUT_STR(b, "selected_by", e->selected_by);
     PUT_STR(b, "target", e->target);

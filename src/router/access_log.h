@@ -17,6 +17,7 @@ struct access_entry {
     const char *request_id;
     const char *method, *path; /* may be NULL: defaults to POST /v1/chat/completions */
     const char *route, *target; /* may be NULL */
+    const char *client; /* may be NULL: the authenticated client's id (clients:) */
     const char *selected_by; /* may be NULL; "<select route>#<rule>" that chose <route> */
     int status;
     bool stream;

@@ -62,6 +62,23 @@ static void no_op_done(enum bsc_err err, void *ud)
  * clients, and no credential is stored. Requests without one share the gateway-wide
  * "anonymous" scope (docs/internals/store.md says why not the client address). The three
  * shapes cannot collide: "auth:" / "xkey:" + 32 hex digits, or "anonymous". */
+/* "client:" and a digest of the id: stable across restarts and key rotations, at most 40
+ * bytes whatever the id's length. */
+static void client_scope(const char *id, char *out, size_t len)
+{
+    struct bsc_sha256 h;
+    uint8_t d[BSC_SHA256_LEN];
+    int n;
+
+    bsc_sha256_init(&h);
+    bsc_sha256_update(&h, "client", sizeof("client")); /* the NUL separates kind and value */
+    bsc_sha256_update(&h, id, strlen(id));
+    bsc_sha256_final(&h, d);
+    n = snprintf(out, len, "client:");
+    for (size_t i = 0; i < 16 && n > 0 && (size_t)n + 2 < len; i++, n += 2)
+        snprintf(out + n, 3, "%02x", d[i]);
+}
+
 void req_client_scope(struct srv_req *sreq, char *out, size_t len)
 {
     static const char kind_auth[] = "authorization", kind_xkey[] = "x-api-key";
@@ -71,6 +88,10 @@ void req_client_scope(struct srv_req *sreq, char *out, size_t len)
     uint8_t d[BSC_SHA256_LEN];
     int n;
 
+    if (srv_req_principal(sreq)[0]) { /* clients: the authenticated client, not its key */
+        client_scope(srv_req_principal(sreq), out, len);
+        return;
+    }
     if (!cred.len) {
         cred = srv_req_header(sreq, BSC_STR("x-api-key"));
         kind = kind_xkey;
@@ -87,6 +108,20 @@ void req_client_scope(struct srv_req *sreq, char *out, size_t len)
     n = snprintf(out, len, "%s:", tag);
     for (size_t i = 0; i < 16 && n > 0 && (size_t)n + 2 < len; i++, n += 2)
         snprintf(out + n, 3, "%02x", d[i]);
+}
+
+/* The store key of ledger operation <id> for this request's caller: the client's own name
+ * space when clients are configured, the shared one (the id itself) when the gateway is
+ * open (ledger_scoped_id). */
+static struct bsc_str ledger_key(const struct request *r, const char *id, char *buf, size_t len)
+{
+    char scope[40] = "";
+
+    if (r->client)
+        client_scope(r->client->id, scope, sizeof(scope));
+    if (ledger_scoped_id(scope, bsc_str_cstr(id), buf, len) != BSC_OK)
+        snprintf(buf, len, "%s", id); /* not reached: ids are checked as they are read */
+    return bsc_str_cstr(buf);
 }
 
 /* Fails the request closed when its Idempotency-Key cannot be looked up: serving it
@@ -286,12 +321,14 @@ static void on_ledger_get(enum bsc_err err, const struct ledger_entry *e,
 
 enum guard_start guard_ledger_check(struct request *r)
 {
+    char key[LEDGER_OP_ID_MAX + 1];
+
     if (r->env.side_effects != CFG_SE_WRITE_POSSIBLE || !r->g.op_id[0] || !r->gw->store ||
         r->g.ledger_checked == r->n_attempts)
         return GUARD_PROCEED;
     op_begin(r);
-    if (store_ledger_get(r->gw->store, &r->w->loop, bsc_str_cstr(r->g.op_id), on_ledger_get, r) !=
-        BSC_OK) {
+    if (store_ledger_get(r->gw->store, &r->w->loop, ledger_key(r, r->g.op_id, key, sizeof(key)),
+                         on_ledger_get, r) != BSC_OK) {
         r->g.store_ops--;
         r->g.ledger_blocked = "unreadable";
         return GUARD_PROCEED;
@@ -306,6 +343,7 @@ static void on_uncertain_started(enum bsc_err err, const struct ledger_entry *e,
 {
     struct request *r = ud;
     struct ledger_update u = {.state = LEDGER_ST_UNKNOWN};
+    char key[LEDGER_OP_ID_MAX + 1];
 
     (void)e;
     (void)outcome;
@@ -319,7 +357,8 @@ static void on_uncertain_started(enum bsc_err err, const struct ledger_entry *e,
     snprintf(u.tool_name, sizeof(u.tool_name), "bascule.model_call");
     snprintf(u.external_reference, sizeof(u.external_reference), "%s", r->id);
     op_begin(r);
-    if (store_ledger_put(r->gw->store, &r->w->loop, bsc_str_cstr(r->g.uncertain_id), &u,
+    if (store_ledger_put(r->gw->store, &r->w->loop,
+                         ledger_key(r, r->g.uncertain_id, key, sizeof(key)), &u,
                          no_op_ledger, r) != BSC_OK)
         r->g.store_ops--;
 }
@@ -339,6 +378,7 @@ static void no_op_ledger(enum bsc_err err, const struct ledger_entry *e,
 void guard_record_uncertain(struct request *r, const char *what)
 {
     struct ledger_update u = {.state = LEDGER_ST_STARTED};
+    char key[LEDGER_OP_ID_MAX + 1];
     uint8_t d[BSC_SHA256_LEN];
     char hex[17];
 
@@ -355,7 +395,8 @@ void guard_record_uncertain(struct request *r, const char *what)
     snprintf(u.tool_name, sizeof(u.tool_name), "bascule.model_call");
     snprintf(u.external_reference, sizeof(u.external_reference), "%s", r->id);
     op_begin(r);
-    if (store_ledger_put(r->gw->store, &r->w->loop, bsc_str_cstr(r->g.uncertain_id), &u,
+    if (store_ledger_put(r->gw->store, &r->w->loop,
+                         ledger_key(r, r->g.uncertain_id, key, sizeof(key)), &u,
                          on_uncertain_started, r) != BSC_OK)
         r->g.store_ops--;
 }

@@ -105,6 +105,8 @@ struct request {
     } err_text; /* what err.message and err.code point into */
 
     struct guard g;              /* idempotency, ledger, store calls (guard.c) */
+    const struct cfg_client *client; /* clients: the authenticated caller (borrowed from
+                                        <cfg>); NULL on an open gateway */
 
     struct trim_state trim;      /* context.overflow: trim (trim.c) */
     struct shadow *shadows;      /* borrowed: its mirrored copies still running (shadow.c) */

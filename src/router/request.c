@@ -596,6 +596,7 @@ static uint64_t write_access_line(struct request *r)
         .request_id = r->id,
         .path = r->path,
         .route = r->route->id,
+        .client = r->client ? r->client->id : NULL,
         .selected_by = r->select_route && r->select_rule >= 0 ? selected_by : NULL,
         .target = r->target ? r->target->id : NULL,
         .status = r->d.status,
@@ -781,6 +782,9 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->w = w;
     r->gw = w->gw;
     r->cfg = in->cfg;
+    /* clients: auth.c put the caller's id on the request (later limits and budgets key on
+     * it); NULL when the gateway is open or a reload dropped the client meanwhile. */
+    r->client = cfg_client_find(r->cfg, bsc_str_cstr(srv_req_principal(sreq)));
     r->bytes_in = srv_req_body(sreq).len;
     r->model_span = in->model_span;
     r->include_usage = in->include_usage;

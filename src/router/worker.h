@@ -30,6 +30,8 @@ struct worker {
     uv_async_t wake;           /* main -> worker: reload limits, drain, stop */
     atomic_uint pending;       /* WORKER_CMD_* bits set by main before waking */
     struct srv *srv;           /* owned */
+    struct srv *admin_srv;     /* owned; worker 0 with admin.listen only, else NULL */
+    bool admin_closing;
     struct up_multi *up;       /* owned */
     struct prober *prober;     /* owned; worker 0 only: active health checks */
     struct gateway *gw;        /* borrowed */

@@ -329,6 +329,7 @@ static void dispatch(struct srv_conn *c)
     struct srv *srv = c->srv;
 
     c->req.dispatched = true;
+    c->req.principal[0] = '\0'; /* each request authenticates on its own */
     uv_timer_stop(&c->timer);
     update_reading(c);
     srv->handler(&c->req, srv->ud);

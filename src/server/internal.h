@@ -128,6 +128,7 @@ struct srv_req {
     char id[SRV__REQ_ID_MAX + 1];   /* NUL-terminated; "" until the head is parsed */
     uint64_t start_us;
     void *data;                     /* the handler's, never touched here */
+    char principal[SRV_PRINCIPAL_MAX + 1]; /* who the handler authenticated; "" = nobody */
     srv_req_cb *on_abort;
     void *abort_ud;
     srv_req_cb *on_drain;

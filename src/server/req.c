@@ -67,6 +67,20 @@ void *srv_req_data(const struct srv_req *req)
     return req->data;
 }
 
+void srv_req_set_principal(struct srv_req *req, struct bsc_str who)
+{
+    size_t n = who.len > SRV_PRINCIPAL_MAX ? SRV_PRINCIPAL_MAX : who.len;
+
+    if (n)
+        memcpy(req->principal, who.p, n);
+    req->principal[n] = '\0';
+}
+
+const char *srv_req_principal(const struct srv_req *req)
+{
+    return req->principal;
+}
+
 bool srv_req_abort_watched(const struct srv_req *req)
 {
     return req->on_abort != NULL;

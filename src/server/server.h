@@ -142,6 +142,12 @@ uv_loop_t *srv_req_loop(const struct srv_req *req);
 /* Opaque pointer for the handler's own state. */
 void srv_req_set_data(struct srv_req *req, void *data);
 void *srv_req_data(const struct srv_req *req);
+/* Who the handler authenticated for this request (an id, copied, cut to SRV_PRINCIPAL_MAX
+ * bytes); "" until set, and again for the next request of the connection. The server only
+ * keeps it, so that code reading the request later (store scopes) knows the caller. */
+#define SRV_PRINCIPAL_MAX 64
+void srv_req_set_principal(struct srv_req *req, struct bsc_str who);
+const char *srv_req_principal(const struct srv_req *req);
 
 /* ---- the response ---- */
 

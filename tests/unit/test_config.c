@@ -1657,6 +1657,100 @@ static void test_core_dumps_flag(void **state)
 }
 
 /* cors.allowed_origins and allowed_hosts: lists of checked strings, empty by default. */
+/* ---- clients, admin.listen, metrics.key ------------------------------------------------ */
+
+static void test_clients(void **state)
+{
+    struct cfg_diags d = {0};
+    struct cfg *cfg;
+    const struct cfg_client *c;
+    char text[128] = "upstream said: team-key-0123456789 is wrong";
+
+    (void)state;
+    setenv("TEST_CFG_TEAM_KEY", "team-key-0123456789", 1);
+    cfg = load_ok(BASE "  r2: {primary: [t]}\n"
+                       "admin: { key: admin-key-0123456789, listen: \"127.0.0.1:9901\" }\n"
+                       "metrics: { key: metrics-key-0123456789 }\n"
+                       "clients:\n"
+                       "  support-team:\n"
+                       "    key: \"${TEST_CFG_TEAM_KEY}\"\n"
+                       "    routes: [r]\n"
+                       "    rpm: 600\n"
+                       "    tpm: 200000\n"
+                       "    max_concurrency: 20\n"
+                       "    budget: { usd: 50.0, period: day }\n"
+                       "  ops: { key: ops-key-0123456789, routes: [\"*\"] }\n",
+                  &d);
+    assert_int_equal(cfg->n_clients, 2);
+    assert_string_equal(cfg->admin_listen_host, "127.0.0.1");
+    assert_int_equal(cfg->admin_listen_port, 9901);
+    assert_string_equal(cfg->metrics_key, "metrics-key-0123456789");
+    c = cfg_client_by_key(cfg, BSC_STR("team-key-0123456789"));
+    assert_non_null(c);
+    assert_string_equal(c->id, "support-team");
+    assert_null(c->key); /* only the hash is kept */
+    assert_int_equal(c->rpm, 600);
+    assert_int_equal(c->tpm, 200000);
+    assert_int_equal(c->max_concurrency, 20);
+    assert_true(c->budget.usd == 50.0);
+    assert_int_equal(c->budget.period, CFG_PERIOD_DAY);
+    assert_true(cfg_client_allows(c, cfg_route_find(cfg, BSC_STR("r"))));
+    assert_false(cfg_client_allows(c, cfg_route_find(cfg, BSC_STR("r2"))));
+    c = cfg_client_by_key(cfg, BSC_STR("ops-key-0123456789"));
+    assert_non_null(c);
+    assert_true(c->budget.usd < 0);
+    assert_true(cfg_client_allows(c, cfg_route_find(cfg, BSC_STR("r2"))));
+    assert_null(cfg_client_by_key(cfg, BSC_STR("team-key-012345678")));
+    assert_null(cfg_client_by_key(cfg, BSC_STR("")));
+    assert_ptr_equal(cfg_client_find(cfg, BSC_STR("ops")), c);
+    /* client keys are scrubbed from upstream text like provider keys */
+    bsc_redact_cstr(cfg->secrets, text, sizeof(text));
+    assert_string_equal(text, "upstream said: " BSC_REDACT_MARK " is wrong");
+    cfg_unref(cfg);
+    cfg_diags_cleanup(&d);
+
+    cfg = load_ok(BASE, &d); /* absent: an open gateway */
+    assert_int_equal(cfg->n_clients, 0);
+    assert_null(cfg->admin_listen_host);
+    assert_string_equal(cfg->metrics_key, "");
+    cfg_unref(cfg);
+    cfg_diags_cleanup(&d);
+}
+
+static void test_clients_errors(void **state)
+{
+    struct cfg_diags d = {0};
+
+    (void)state;
+    setenv("TEST_CFG_EMPTY", "", 1);
+    load_bad(BASE "clients:\n"                                             /* 7 */
+                  "  a: {key: same-key-0123456789, routes: [r]}\n"         /* 8 */
+                  "  b: {key: same-key-0123456789, routes: [r, nope]}\n"   /* 9 */
+                  "  c: {key: \"${TEST_CFG_EMPTY}\", routes: [r]}\n"       /* 10 */
+                  "  d: {key: d-key-0123456789, routes: [r], rmp: 5}\n"    /* 11 */
+                  "  e: {routes: [r]}\n"                                   /* 12 */
+                  "  f: {key: f-key-0123456789, routes: [r],\n"            /* 13 */
+                  "      budget: {usd: 5, period: week}}\n"                /* 14 */
+                  "  bad id: {key: g-key-0123456789, routes: [r]}\n"       /* 15 */
+                  "admin: {listen: \"127.0.0.1:8080\"}\n",                 /* 16 */
+             &d);
+    assert_line(&d, "gateway.yaml:9:3: error: client 'b' has the same key as client 'a'");
+    assert_line(&d, "gateway.yaml:9:45: error: 'routes' in client 'b': unknown route 'nope'");
+    assert_line(&d, "gateway.yaml:10:12: error: 'key' in client 'c': must not be empty (an "
+                    "unset variable?)");
+    assert_line(&d, "gateway.yaml:11:43: error: unknown key 'rmp' in client 'd' (did you mean "
+                    "'rpm'?)");
+    assert_line(&d, "gateway.yaml:12:3: error: missing required key 'key' in client 'e'");
+    assert_line(&d, "gateway.yaml:14:32: error: 'period' in client 'f' budget: unknown value "
+                    "'week'; expected one of: day, month, total");
+    assert_line(&d, "gateway.yaml:15:3: error: invalid client id 'bad id': ids are 1 to 64 "
+                    "characters of A-Z a-z 0-9 . _ -");
+    assert_line(&d, "gateway.yaml:16:17: error: 'listen' in admin: must differ from the "
+                    "top-level 'listen' (127.0.0.1:8080)");
+    assert_int_equal(count(&d, false), 8);
+    cfg_diags_cleanup(&d);
+}
+
 static void test_cors_and_allowed_hosts(void **state)
 {
     static const char *const bad[] = {
@@ -1732,6 +1826,8 @@ int main(void)
         cmocka_unit_test(test_azure_deployment_dots),
         cmocka_unit_test(test_core_dumps_flag),
         cmocka_unit_test(test_cors_and_allowed_hosts),
+        cmocka_unit_test(test_clients),
+        cmocka_unit_test(test_clients_errors),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -218,6 +218,35 @@ static void test_op_id(void **state)
     assert_false(ledger_op_id_valid(BSC_STR("caf\xc3\xa9")));
 }
 
+/* A client's operation ids live in its own name space; the open gateway's are the ids. */
+static void test_scoped_id(void **state)
+{
+    char out[LEDGER_OP_ID_MAX + 1], id[LEDGER_OP_ID_MAX + 1], other[LEDGER_OP_ID_MAX + 1];
+    const char *scope = "client:0123456789abcdef0123456789abcdef";
+
+    (void)state;
+    assert_int_equal(ledger_scoped_id("", BSC_STR("op-1"), out, sizeof(out)), BSC_OK);
+    assert_string_equal(out, "op-1");
+    assert_int_equal(ledger_scoped_id(scope, BSC_STR("op-1"), out, sizeof(out)), BSC_OK);
+    assert_string_equal(out, "client:0123456789abcdef0123456789abcdef~op-1");
+    assert_true(ledger_op_id_valid(bsc_str_cstr(out)));
+    /* Too long to prefix: the digest of the id, still a valid id, still distinct. */
+    memset(id, 'a', LEDGER_OP_ID_MAX);
+    assert_int_equal(ledger_scoped_id(scope, bsc_str_make(id, LEDGER_OP_ID_MAX), out,
+                                      sizeof(out)), BSC_OK);
+    assert_true(ledger_op_id_valid(bsc_str_cstr(out)));
+    assert_memory_equal(out, "client:0123456789abcdef0123456789abcdef~h.", 42);
+    assert_int_equal(strlen(out), 42 + 64);
+    id[0] = 'b';
+    assert_int_equal(ledger_scoped_id(scope, bsc_str_make(id, LEDGER_OP_ID_MAX), other,
+                                      sizeof(other)), BSC_OK);
+    assert_string_not_equal(out, other);
+    /* Bad input is refused, never truncated into another id. */
+    assert_int_equal(ledger_scoped_id(scope, BSC_STR("a b"), out, sizeof(out)), BSC_EINVAL);
+    assert_int_equal(ledger_scoped_id("bad scope", BSC_STR("a"), out, sizeof(out)), BSC_EINVAL);
+    assert_int_equal(ledger_scoped_id(scope, BSC_STR("a"), out, LEDGER_OP_ID_MAX), BSC_EINVAL);
+}
+
 static enum bsc_err parse(const char *json, struct ledger_update *u, struct ledger_parse_err *w)
 {
     return ledger_update_parse(bsc_str_cstr(json), u, w);
@@ -378,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_op_id),           cmocka_unit_test(test_parse_ok),
         cmocka_unit_test(test_parse_bad),       cmocka_unit_test(test_parse_bounds),
         cmocka_unit_test(test_json_roundtrip),
+        cmocka_unit_test(test_scoped_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
