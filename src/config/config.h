@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "contract/checks.h"
 #include "core/err.h"
 #include "core/str.h"
 
@@ -237,6 +238,7 @@ struct cfg_route {
     struct cfg_envelope envelope;
     struct cfg_context context;
     struct cfg_shadow shadow;
+    struct chk_set checks; /* output checks, patterns compiled at load (contract/checks.h) */
 };
 
 struct cfg_limits {

@@ -265,6 +265,10 @@ void cfg__select_resolve(struct cfg__v *v);
 /* Frees the rules of <r>. */
 void cfg__select_cleanup(struct cfg_route *r);
 
+/* A route's `checks:` map (checks.c). */
+void cfg__checks_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
+                    void *base, const char *where);
+
 /* Frees <cfg> and everything it owns, whatever its refcount; NULL is fine. */
 void cfg__free(struct cfg *cfg);
 /* Frees what one provider, target or route owns (not the struct itself). */

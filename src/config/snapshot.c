@@ -58,6 +58,7 @@ void cfg__route_cleanup(struct cfg_route *r)
     tier_cleanup(&r->equivalent);
     tier_cleanup(&r->fallback);
     tier_cleanup(&r->shadow.targets);
+    chk_cleanup(&r->checks);
 }
 
 static void strs_cleanup(struct cfg_strs *l)

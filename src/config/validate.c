@@ -708,6 +708,7 @@ static const struct cfg__field route_fields[] = {
     {FBOOL(struct cfg_route, "fallback_disabled", fallback.disabled)},
     {FMAP(struct cfg_route, "context", context, context_fields, NULL)},
     {FMAP(struct cfg_route, "shadow", shadow, shadow_fields, NULL)},
+    {FFN("checks", cfg__checks_fn)},
 };
 
 /* ---- the three maps of objects -------------------------------------------------------- */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "router/contract.h"
 #include "router/guard.h"
 #include "router/internal.h"
 #include "stream/sse_write.h"
@@ -172,6 +173,7 @@ enum bsc_err deliver_convert(struct request *r)
 
     if (r->conv.len == 0)
         return BSC_OK;
+    contract_feed_checks(r, bsc_buf_str(&r->conv)); /* what the client gets, checked */
     err = r->down ? convert_down(r) : bsc_buf_append(&r->out, r->conv.p, r->conv.len);
     bsc_buf_reset(&r->conv);
     return err;

@@ -407,7 +407,7 @@ static void st_attempt(struct request *r)
         xchg_classify(r);
     metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "transport",
                  r->fail.kind == FAIL_NONE ? "ok" : "failed", 1);
-    if (r->fail.kind == FAIL_NONE && contract_wanted(r)) {
+    if (r->fail.kind == FAIL_NONE && contract_active(r)) {
         bool ok = r->mode == BODY_SSE ? contract_check_stream(r, &r->fail)
                                       : contract_check_answer(r, bsc_buf_str(&r->answer), &r->fail);
         if (r->mode != BODY_SSE || r->buffering) {
@@ -458,6 +458,7 @@ static void st_relay(struct request *r)
         report_attempt(r, BRK_SUCCESS, NULL, false);
         account_usage(r);
         log_attempt(r, "deliver", "ok");
+        contract_record_stream(r); /* pass-through: checks recorded, the bytes are gone */
         deliver_end(r, "ok");
         req__goto(r, REQ_ST_DONE);
         return;
