@@ -291,6 +291,15 @@ struct cfg_responses {
     uint32_t ttl_s; /* how long a response is kept; 0 = never kept */
 };
 
+/* telemetry: OpenTelemetry spans (src/telemetry/). No endpoint: nothing is recorded. */
+struct cfg_telemetry {
+    char *otlp_endpoint;      /* owned; "" = off; spans go to <it>/v1/traces */
+    char *service_name;       /* owned; "bascule" */
+    double sample;            /* 1.0: the fraction of traces recorded */
+    struct cfg_header *headers; /* owned; sent with every export (auth of a collector) */
+    size_t n_headers;
+};
+
 struct bsc_redact;
 
 struct cfg {
@@ -317,6 +326,7 @@ struct cfg {
     struct cfg_cors cors;
     struct cfg_strs allowed_hosts; /* Host values accepted beyond loopback names; empty */
     struct cfg_responses responses;
+    struct cfg_telemetry telemetry;
 };
 
 /* One problem found while loading. */

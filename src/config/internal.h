@@ -269,6 +269,12 @@ void cfg__select_cleanup(struct cfg_route *r);
 void cfg__checks_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
                     void *base, const char *where);
 
+/* The `telemetry:` map (telemetry.c); its defaults, and what it owns freed. */
+#define CFG__N_TELEMETRY_FIELDS 4
+extern const struct cfg__field cfg__telemetry_fields[CFG__N_TELEMETRY_FIELDS];
+bool cfg__telemetry_defaults(struct cfg_telemetry *t);
+void cfg__telemetry_cleanup(struct cfg_telemetry *t);
+
 /* Frees <cfg> and everything it owns, whatever its refcount; NULL is fine. */
 void cfg__free(struct cfg *cfg);
 /* Frees what one provider, target or route owns (not the struct itself). */

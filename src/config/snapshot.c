@@ -90,6 +90,7 @@ void cfg__free(struct cfg *cfg)
     bsc_redact_free(cfg->secrets);
     strs_cleanup(&cfg->cors.allowed_origins);
     strs_cleanup(&cfg->allowed_hosts);
+    cfg__telemetry_cleanup(&cfg->telemetry);
     free(cfg);
 }
 

@@ -1002,6 +1002,8 @@ static const struct cfg__field top_fields[] = {
     {FMAP(struct cfg, "cors", cors, cors_fields, NULL)},
     {FFN("allowed_hosts", hosts_fn), .off = offsetof(struct cfg, allowed_hosts)},
     {FMAP(struct cfg, "responses", responses, responses_fields, NULL)},
+    {.name = "telemetry", .type = CFG__F_MAP, .off = offsetof(struct cfg, telemetry),
+     .sub = cfg__telemetry_fields, .n_sub = CFG__N_TELEMETRY_FIELDS},
 };
 
 static bool defaults(struct cfg *cfg, const char *file)
@@ -1045,7 +1047,8 @@ static bool defaults(struct cfg *cfg, const char *file)
         .budget_min_per_s = 10,
         .budget_window_ms = 10000,
     };
-    return cfg->file && cfg->listen_host && cfg->admin_key;
+    return cfg->file && cfg->listen_host && cfg->admin_key &&
+           cfg__telemetry_defaults(&cfg->telemetry);
 }
 
 enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct cfg **out)

@@ -25,6 +25,7 @@
 #include "router/taxonomy.h"
 #include "router/trim.h"
 #include "stream/sse_parse.h"
+#include "telemetry/trace.h"
 #include "upstream/upstream.h"
 
 #define REQ_STATES(X)                                                                     \
@@ -76,6 +77,7 @@ struct request {
     uint32_t unhonoured;      /* parameters candidates could not honour, for the 400 */
     bool buffering;           /* on_stream_failure: buffer: release a stream only when whole */
     struct contract *contract; /* owned: compiled schemas (contract.c), or NULL */
+    struct tel_trace trace;   /* ids of the request's trace, sampled or not (trace.c) */
     bool too_small;           /* a candidate's context window was too small */
     const struct down_ops *down; /* the client's dialect; NULL = OpenAI */
     struct prov_native native;   /* borrowed from sreq like <body>; body empty when none */

@@ -24,6 +24,7 @@
 #include "router/shadow.h"
 #include "ledger/ledger.h"
 #include "router/state.h"
+#include "router/trace.h"
 
 typedef void req_step_fn(struct request *r);
 
@@ -215,6 +216,8 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
     }
     hstate_record(r->gw->hs, r->target, bsc_now_ms(), &rep, &change);
     r->circuit = change.to; /* for the attempt's log line */
+    if (a)
+        a->circuit = brk_state_name(change.to); /* and its span */
     hstate_inflight(r->gw->hs, r->target, -1);
     metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->target->id, NULL, -1);
     metrics_inc(M(r), r->w->idx, METRIC_ATTEMPTS, r->target->id, kind ? kind : "ok", 1);
@@ -607,6 +610,7 @@ static void st_done(struct request *r)
         .cost_usd = r->cost_usd,
     };
     access_log_write(&e);
+    req_trace_finish(r); /* the request span and one per attempt, when sampled */
     if (r->usage.input_tokens > 0)
         metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, "input",
                     (double)r->usage.input_tokens);
@@ -858,6 +862,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->w = w;
     r->gw = w->gw;
     r->cfg = in->cfg;
+    req_trace_begin(r); /* continues the client's traceparent */
     r->bytes_in = srv_req_body(sreq).len;
     r->model_span = in->model_span;
     r->include_usage = in->include_usage;
