@@ -6,18 +6,21 @@
  * the queue, and the spans past its bound are dropped and counted. */
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "metrics/metrics.h"
 #include "telemetry/exporter.h"
 
 #define TEL_URL_MAX  1024
 #define TEL_HDRS_MAX 4096 /* the configured headers, "Name: value\n" each */
+#define TEL_FLUSH_MS 1000 /* how long an exit waits for the export in flight */
 
 struct tel_settings {
     char url[TEL_URL_MAX];       /* <otlp_endpoint>/v1/traces */
@@ -34,6 +37,7 @@ static struct {
     struct tel_settings settings; /* the latest config's, under the lock */
     struct tel_span *ring;        /* TEL_QUEUE_MAX spans */
     size_t head, len;
+    _Atomic uint64_t stop_by_ms; /* 0, or when an exit stops waiting for the collector */
 } q = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
 static void settings_of(const struct cfg_telemetry *tc, struct tel_settings *s)
@@ -68,6 +72,16 @@ static size_t discard(void *p, size_t size, size_t n, void *ud)
     return size * n;
 }
 
+/* Aborts the transfer once an exit has waited TEL_FLUSH_MS for it: a hung collector must
+ * not hold up a shutdown for the whole TEL_TIMEOUT_MS. */
+static int progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    uint64_t by = atomic_load(&q.stop_by_ms);
+
+    (void)ud, (void)dt, (void)dn, (void)ut, (void)un;
+    return by && bsc_now_ms() > by;
+}
+
 /* POSTs one encoded batch; true on a 2xx. */
 static bool post(CURL *c, const struct tel_settings *s, const struct bsc_buf *body)
 {
@@ -87,6 +101,8 @@ static bool post(CURL *c, const struct tel_settings *s, const struct bsc_buf *bo
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)TEL_TIMEOUT_MS);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, progress);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     rc = curl_easy_perform(c);
     if (rc == CURLE_OK)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -212,6 +228,7 @@ void tel_shutdown(void)
         return;
     }
     q.stopping = true;
+    atomic_store(&q.stop_by_ms, bsc_now_ms() + TEL_FLUSH_MS);
     pthread_cond_signal(&q.wake);
     pthread_mutex_unlock(&q.lock);
     pthread_join(q.thread, NULL);
