@@ -15,9 +15,11 @@
 
 void req_trace_begin(struct request *r)
 {
+    const struct cfg_telemetry *tc = &r->cfg->telemetry;
     struct bsc_str tp = srv_req_header(r->sreq, BSC_STR("traceparent"));
 
-    tel_trace_begin(&r->trace, tp, r->cfg->telemetry.sample);
+    /* No collector: nothing is recorded, and the flag sent upstream says so. */
+    tel_trace_begin(&r->trace, tp, tc->otlp_endpoint[0] ? tc->sample : 0.0);
 }
 
 enum bsc_err req_trace_header(struct request *r, struct bsc_buf *h)

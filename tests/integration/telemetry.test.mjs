@@ -178,3 +178,18 @@ test('a collector that hangs, or is not there, never holds up requests', async (
     await hung.stop();
   }
 });
+
+test('without a collector the client trace still goes upstream, flagged not sampled', async () => {
+  const off = await startGateway({ config: config(sim.base, '') });
+  try {
+    await sim.setModel('tel-p', { content: 'ok' });
+    const res = await chat(off.base, { traceparent: `00-${TID}-${SID}-01` });
+    assert.equal(res.status, 200);
+    await res.text();
+    const up = (await sim.lastRequest('tel-p')).headers.traceparent;
+    assert.match(up, new RegExp(`^00-${TID}-[0-9a-f]{16}-00$`));
+    assert.ok(!up.includes(SID), 'the upstream is a child of the gateway, not of the client');
+  } finally {
+    await off.stop();
+  }
+});
