@@ -32,6 +32,7 @@
 #include "router/worker.h"
 #include "server/server.h"
 #include "store/store.h"
+#include "telemetry/exporter.h"
 #include "upstream/upstream.h"
 
 #ifndef BASCULE_VERSION
@@ -457,6 +458,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
     free(mc.gw.workers);
     srv_group_free(mc.gw.conns);
     hstate_free(mc.gw.hs);
+    tel_shutdown(); /* it counts into the metrics: first */
     metrics_free(mc.gw.metrics);
     store_close(mc.gw.store);
     cfg_current_swap(NULL);

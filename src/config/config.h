@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "contract/checks.h"
 #include "core/err.h"
 #include "core/str.h"
 
@@ -239,6 +240,7 @@ struct cfg_route {
     struct cfg_envelope envelope;
     struct cfg_context context;
     struct cfg_shadow shadow;
+    struct chk_set checks; /* output checks, patterns compiled at load (contract/checks.h) */
 };
 
 struct cfg_limits {
@@ -289,6 +291,15 @@ struct cfg_store {
 /* responses: POST /v1/responses conversations kept for previous_response_id. */
 struct cfg_responses {
     uint32_t ttl_s; /* how long a response is kept; 0 = never kept */
+};
+
+/* telemetry: OpenTelemetry spans (src/telemetry/). No endpoint: nothing is recorded. */
+struct cfg_telemetry {
+    char *otlp_endpoint;      /* owned; "" = off; spans go to <it>/v1/traces */
+    char *service_name;       /* owned; "bascule" */
+    double sample;            /* 1.0: the fraction of traces recorded */
+    struct cfg_header *headers; /* owned; sent with every export (auth of a collector) */
+    size_t n_headers;
 };
 
 struct bsc_redact;
@@ -343,6 +354,7 @@ struct cfg {
     char *admin_listen_host; /* owned; NULL: no admin listener (admin.listen) */
     uint16_t admin_listen_port;
     char *metrics_key; /* owned; "" = /metrics needs no key */
+    struct cfg_telemetry telemetry;
 };
 
 /* One problem found while loading. */

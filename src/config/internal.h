@@ -276,6 +276,15 @@ void cfg__clients_build(struct cfg__v *v);
 /* Zeroes and frees every client's plaintext key (once the redaction set holds it). */
 void cfg__clients_wipe(struct cfg *cfg);
 void cfg__clients_free(struct cfg *cfg);
+/* A route's `checks:` map (checks.c). */
+void cfg__checks_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
+                    void *base, const char *where);
+
+/* The `telemetry:` map (telemetry.c); its defaults, and what it owns freed. */
+#define CFG__N_TELEMETRY_FIELDS 4
+extern const struct cfg__field cfg__telemetry_fields[CFG__N_TELEMETRY_FIELDS];
+bool cfg__telemetry_defaults(struct cfg_telemetry *t);
+void cfg__telemetry_cleanup(struct cfg_telemetry *t);
 
 /* Frees <cfg> and everything it owns, whatever its refcount; NULL is fine. */
 void cfg__free(struct cfg *cfg);

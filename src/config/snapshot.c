@@ -58,6 +58,7 @@ void cfg__route_cleanup(struct cfg_route *r)
     tier_cleanup(&r->equivalent);
     tier_cleanup(&r->fallback);
     tier_cleanup(&r->shadow.targets);
+    chk_cleanup(&r->checks);
 }
 
 static void strs_cleanup(struct cfg_strs *l)
@@ -92,6 +93,7 @@ void cfg__free(struct cfg *cfg)
     bsc_redact_free(cfg->secrets);
     strs_cleanup(&cfg->cors.allowed_origins);
     strs_cleanup(&cfg->allowed_hosts);
+    cfg__telemetry_cleanup(&cfg->telemetry);
     free(cfg);
 }
 

@@ -739,6 +739,7 @@ static const struct cfg__field route_fields[] = {
     {FBOOL(struct cfg_route, "fallback_disabled", fallback.disabled)},
     {FMAP(struct cfg_route, "context", context, context_fields, NULL)},
     {FMAP(struct cfg_route, "shadow", shadow, shadow_fields, NULL)},
+    {FFN("checks", cfg__checks_fn)},
 };
 
 /* ---- the three maps of objects -------------------------------------------------------- */
@@ -1034,6 +1035,8 @@ static const struct cfg__field top_fields[] = {
     {FMAP(struct cfg, "responses", responses, responses_fields, NULL)},
     {FFN("clients", cfg__clients_note)},
     {FMAP_FLAT("metrics", metrics_fields, NULL)},
+    {.name = "telemetry", .type = CFG__F_MAP, .off = offsetof(struct cfg, telemetry),
+     .sub = cfg__telemetry_fields, .n_sub = CFG__N_TELEMETRY_FIELDS},
 };
 
 static bool defaults(struct cfg *cfg, const char *file)
@@ -1078,7 +1081,8 @@ static bool defaults(struct cfg *cfg, const char *file)
         .budget_min_per_s = 10,
         .budget_window_ms = 10000,
     };
-    return cfg->file && cfg->listen_host && cfg->admin_key && cfg->metrics_key;
+    return cfg->file && cfg->listen_host && cfg->admin_key && cfg->metrics_key &&
+           cfg__telemetry_defaults(&cfg->telemetry);
 }
 
 /* admin.listen is a second socket: it cannot be the API's own address. */

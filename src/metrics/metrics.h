@@ -111,7 +111,11 @@ enum metric_buckets {
     X(SHADOW_TOKENS, COUNTER, NONE, "bascule_shadow_tokens_total",                             \
       METRICS_L3("route", "target", "direction"), "Tokens used by shadow requests.")            \
     X(SHADOW_COST, COUNTER, NONE, "bascule_shadow_cost_usd_total",                             \
-      METRICS_L2("route", "target"), "Cost of shadow requests at the candidate's price.")
+      METRICS_L2("route", "target"), "Cost of shadow requests at the candidate's price.")      \
+    X(SPANS_EXPORTED, COUNTER, NONE, "bascule_spans_exported_total", METRICS_L0(),             \
+      "Trace spans the OTLP collector accepted.")                                              \
+    X(SPANS_DROPPED, COUNTER, NONE, "bascule_spans_dropped_total", METRICS_L0(),               \
+      "Trace spans not exported: queue full or the collector failed or refused them.")
 
 enum metric_id {
 #define X(ID, TYPE, BUCKETS, NAME, LABELS, HELP) METRIC_##ID,

@@ -37,6 +37,7 @@ struct attempt {
     uint32_t delay_ms;  /* wait before this attempt */
     const char *delay_why; /* static: "backoff", "retry_after" or NULL */
     uint64_t start_us, end_us;
+    const char *circuit; /* static: the target's circuit after the attempt; NULL before */
 };
 
 void attempt_begin(struct attempt *a, const struct cfg_target *t, enum attempt_workflow wf,

@@ -4,13 +4,18 @@
  * schema; every tool call must name a declared tool and carry arguments valid against its
  * parameters. Schemas are compiled once per request, on the first answer to check. A
  * stream is checked only when it is buffered (on_stream_failure: buffer): its chunks are
- * accumulated here, and the stream is released to the client only when it passes. */
+ * accumulated here, and the stream is released to the client only when it passes.
+ * The route's output checks (`checks:`, contract/checks.c) run after the schema on every
+ * answer: on a buffered stream before release, on a pass-through stream at its end, where a
+ * failure can only be recorded (the bytes are gone). docs/internals/checks.md. */
 #include <stdio.h>
 #include <string.h>
 
+#include "contract/checks.h"
 #include "contract/jsonschema.h"
 #include "core/json_get.h"
 #include "core/log.h"
+#include "metrics/metrics.h"
 #include "router/contract.h"
 #include "router/internal.h"
 
@@ -38,6 +43,10 @@ struct contract {
     struct bsc_buf content;
     struct contract_call calls[CONTRACT_MAX_CALLS];
     size_t n_calls;
+    bool prepared; /* schemas compiled (or found missing) */
+    /* a stream's text and tool-call count for the output checks, fed in every mode */
+    struct bsc_buf chk_text;
+    size_t chk_calls;
 };
 
 static void compile_tools(struct contract *c, struct json_object *tools, const char *rid)
@@ -68,20 +77,34 @@ bool contract_wanted(const struct request *r)
     return r->op == PROV_OP_CHAT && (r->need_caps & (CFG_CAP_JSON_SCHEMA | CFG_CAP_TOOLS));
 }
 
+/* The request's contract state, allocated on first use. */
+static struct contract *contract_of(struct request *r)
+{
+    struct contract *c = r->contract;
+
+    if (c)
+        return c;
+    c = r->contract = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    bsc_buf_init(&c->content, CONTRACT_MAX_TEXT);
+    bsc_buf_init(&c->chk_text, CONTRACT_MAX_TEXT);
+    return c;
+}
+
 /* Compiles what the request asks for. False only when out of memory. */
 static bool prepare(struct request *r)
 {
     struct json_object *req, *schema, *tools;
-    struct contract *c;
+    struct contract *c = contract_of(r);
     char err[256];
 
-    if (r->contract)
+    if (c && c->prepared)
         return true;
     req = req__json(r);
-    c = r->contract = calloc(1, sizeof(*c));
     if (!req || !c)
         return false;
-    bsc_buf_init(&c->content, CONTRACT_MAX_TEXT);
+    c->prepared = true;
     schema = bsc_json_get(bsc_json_get(bsc_json_get(req, "response_format"), "json_schema"), "schema");
     if (schema && js_compile(schema, &c->schema, err, sizeof(err)) != BSC_OK) {
         LOG_INFO("%s: response schema not checked: %s", r->id, err);
@@ -131,7 +154,47 @@ static bool check_call(const struct contract *c, const char *name, struct bsc_st
     return false;
 }
 
-bool contract_check_answer(struct request *r, struct bsc_str answer, struct fail_info *f)
+static bool checks_active(const struct request *r)
+{
+    return r->op == PROV_OP_CHAT && r->route->checks.active;
+}
+
+bool contract_active(const struct request *r)
+{
+    return contract_wanted(r) || checks_active(r);
+}
+
+/* The route's output checks on <text> and <n_calls>; false with *<f> a contract_failure. */
+static bool run_checks(struct request *r, struct bsc_str text, size_t n_calls,
+                       struct fail_info *f)
+{
+    uint64_t budget = CHK_MAX_REGEX_STEPS;
+    char why[200];
+
+    if (chk_eval(&r->route->checks, text, n_calls, &budget, why, sizeof(why)))
+        return true;
+    fail_contract(f, "%s%s", why, "");
+    return false;
+}
+
+static bool checks_answer(struct request *r, struct bsc_str answer, struct fail_info *f)
+{
+    struct json_object *root, *msg, *calls, *content;
+    bool ok;
+
+    if (!checks_active(r))
+        return true;
+    root = prov_parse_json(answer);
+    msg = bsc_json_get(bsc_json_idx(bsc_json_get(root, "choices"), 0), "message");
+    content = bsc_json_get(msg, "content");
+    calls = bsc_json_get(msg, "tool_calls");
+    ok = run_checks(r, bsc_str_cstr(content ? json_object_get_string(content) : ""),
+                    calls ? json_object_array_length(calls) : 0, f);
+    json_object_put(root);
+    return ok;
+}
+
+static bool schema_answer(struct request *r, struct bsc_str answer, struct fail_info *f)
 {
     struct json_object *root, *msg, *calls, *content;
     bool ok = true;
@@ -159,6 +222,11 @@ bool contract_check_answer(struct request *r, struct bsc_str answer, struct fail
     }
     json_object_put(root);
     return ok;
+}
+
+bool contract_check_answer(struct request *r, struct bsc_str answer, struct fail_info *f)
+{
+    return schema_answer(r, answer, f) && checks_answer(r, answer, f);
 }
 
 /* ---- buffered streams ---- */
@@ -218,13 +286,76 @@ bool contract_check_stream(struct request *r, struct fail_info *f)
     struct contract *c = r->contract;
     bool ok = true;
 
-    if (!contract_wanted(r) || !c)
+    if (!r->buffering) {
+        contract_record_stream(r); /* nothing held back: recorded, never refused */
         return true;
-    if (c->schema && c->n_calls == 0)
+    }
+    if (!c)
+        return !checks_active(r) || run_checks(r, BSC_STR_NULL, 0, f);
+    if (contract_wanted(r) && c->schema && c->n_calls == 0)
         ok = check_content(c, bsc_buf_str(&c->content), f);
-    for (size_t i = 0; ok && i < c->n_calls; i++)
+    for (size_t i = 0; contract_wanted(r) && ok && i < c->n_calls; i++)
         ok = check_call(c, c->calls[i].name, bsc_buf_str(&c->calls[i].args), f);
+    if (ok && checks_active(r))
+        ok = run_checks(r, bsc_buf_str(&c->chk_text), c->chk_calls, f);
     return ok;
+}
+
+/* Accumulates what the checks read of each chunk: the content text, the tool-call count. */
+static void feed_checks_chunk(struct contract *c, struct json_object *delta)
+{
+    struct json_object *content = bsc_json_get(delta, "content"), *calls = bsc_json_get(delta, "tool_calls");
+
+    if (content && json_object_is_type(content, json_type_string))
+        bsc_buf_append(&c->chk_text, json_object_get_string(content),
+                       (size_t)json_object_get_string_len(content));
+    for (size_t i = 0; calls && i < json_object_array_length(calls); i++) {
+        int idx = json_object_get_int(bsc_json_get(json_object_array_get_idx(calls, i), "index"));
+
+        if (idx >= 0 && (size_t)idx >= c->chk_calls)
+            c->chk_calls = (size_t)idx + 1;
+    }
+}
+
+void contract_feed_checks(struct request *r, struct bsc_str frames)
+{
+    const char *p = frames.p, *end = p ? p + frames.len : NULL;
+    struct contract *c;
+
+    if (!checks_active(r) || !(c = contract_of(r)))
+        return;
+    while (p && p < end) {
+        const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
+        struct json_object *chunk;
+
+        if (!sep)
+            break;
+        if ((size_t)(sep - p) > 6 && memcmp(p, "data: {", 7) == 0) {
+            chunk = prov_parse_json(bsc_str_make(p + 6, (size_t)(sep - p - 6)));
+            feed_checks_chunk(c, bsc_json_get(bsc_json_idx(bsc_json_get(chunk, "choices"), 0),
+                                              "delta"));
+            json_object_put(chunk);
+        }
+        p = sep + 2;
+    }
+}
+
+void contract_record_stream(struct request *r)
+{
+    struct contract *c = r->contract;
+    struct fail_info f;
+    bool ok;
+
+    if (!checks_active(r) || r->buffering)
+        return;
+    ok = run_checks(r, c ? bsc_buf_str(&c->chk_text) : BSC_STR_NULL, c ? c->chk_calls : 0, &f);
+    metrics_inc3(req__metrics(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "contract",
+                 ok ? "ok" : "failed", 1);
+    metrics_inc3(req__metrics(r), r->w->idx, METRIC_TARGET_OUTCOMES, r->target->id, "contract",
+                 ok ? "ok" : "failed", 1);
+    if (!ok)
+        LOG_WARN("%s: the pass-through stream from %s failed its checks (recorded, already "
+                 "delivered): %s", r->id, r->target->id, f.message);
 }
 
 void contract_reset_stream(struct request *r)
@@ -234,6 +365,8 @@ void contract_reset_stream(struct request *r)
     if (!c)
         return;
     bsc_buf_reset(&c->content);
+    bsc_buf_reset(&c->chk_text);
+    c->chk_calls = 0;
     for (size_t i = 0; i < c->n_calls; i++)
         bsc_buf_cleanup(&c->calls[i].args);
     c->n_calls = 0;
@@ -247,6 +380,7 @@ void contract_cleanup(struct request *r)
         return;
     contract_reset_stream(r);
     bsc_buf_cleanup(&c->content);
+    bsc_buf_cleanup(&c->chk_text);
     js_free(c->schema);
     for (size_t i = 0; i < c->n_tools; i++)
         js_free(c->tools[i].params);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "router/contract.h"
 #include "router/guard.h"
 #include "router/internal.h"
 #include "stream/sse_write.h"
@@ -171,6 +172,7 @@ enum bsc_err deliver_convert(struct request *r)
 
     if (r->x.conv.len == 0)
         return BSC_OK;
+    contract_feed_checks(r, bsc_buf_str(&r->x.conv)); /* what the client gets, checked */
     err = r->d.ops ? convert_down(r) : bsc_buf_append(&r->d.out, r->x.conv.p, r->x.conv.len);
     bsc_buf_reset(&r->x.conv);
     return err;

@@ -15,6 +15,7 @@
 #include "core/redact.h"
 #include "router/contract.h"
 #include "router/internal.h"
+#include "router/trace.h"
 
 #define HTTP_URL_MAX     8192
 #define HTTP_HEADERS_MAX (64u * 1024u)
@@ -325,6 +326,8 @@ enum bsc_err xchg_start(struct request *r)
     }
     if (!err)
         err = prov_header(&r->x.http.headers, "X-Request-Id", "%s", r->id);
+    if (!err)
+        err = req_trace_header(r, &r->x.http.headers); /* this attempt's span, upstream */
     if (err)
         return err;
     for (size_t off = 0; off < r->x.http.headers.len && n < BSC_ARRAY_LEN(lines);) {

@@ -30,6 +30,7 @@
 #include "router/trim.h"
 #include "router/xchg.h"
 #include "stream/sse_parse.h"
+#include "telemetry/trace.h"
 #include "upstream/upstream.h"
 
 /* Where the request is in its lifecycle. request.c writes it (req__goto, req__run, the
@@ -67,6 +68,7 @@ struct request {
     uint32_t unhonoured;      /* parameters candidates could not honour, for the 400 */
     bool buffering;           /* on_stream_failure: buffer: release a stream only when whole */
     struct contract *contract; /* owned: compiled schemas (contract.c), or NULL */
+    struct tel_trace trace;   /* ids of the request's trace, sampled or not (trace.c) */
     bool too_small;           /* a candidate's context window was too small */
     struct prov_native native;   /* borrowed from sreq like <body>; body empty when none */
     char id[130];             /* copy of the request id, for logs after sreq is gone */

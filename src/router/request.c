@@ -25,6 +25,7 @@
 #include "router/internal.h"
 #include "router/select.h"
 #include "router/shadow.h"
+#include "router/trace.h"
 
 typedef void req_step_fn(struct request *r);
 
@@ -244,6 +245,8 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
     }
     hstate_record(r->gw->hs, r->target, bsc_now_ms(), &rep, &change);
     r->circuit = change.to; /* for the attempt's log line */
+    if (a)
+        a->circuit = brk_state_name(change.to); /* and its span */
     hstate_inflight(r->gw->hs, r->target, -1);
     metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->target->id, NULL, -1);
     metrics_inc(M(r), r->w->idx, METRIC_ATTEMPTS, r->target->id, kind ? kind : "ok", 1);
@@ -437,7 +440,7 @@ static void st_attempt(struct request *r)
         xchg_classify(r);
     metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "transport",
                  r->x.fail.kind == FAIL_NONE ? "ok" : "failed", 1);
-    if (r->x.fail.kind == FAIL_NONE && contract_wanted(r)) {
+    if (r->x.fail.kind == FAIL_NONE && contract_active(r)) {
         bool ok = r->x.mode == BODY_SSE
                       ? contract_check_stream(r, &r->x.fail)
                       : contract_check_answer(r, bsc_buf_str(&r->x.answer), &r->x.fail);
@@ -490,6 +493,7 @@ static void st_relay(struct request *r)
         report_attempt(r, BRK_SUCCESS, NULL, false);
         account_usage(r);
         log_attempt(r, "deliver", "ok");
+        contract_record_stream(r); /* pass-through: checks recorded, the bytes are gone */
         deliver_end(r, "ok");
         req__goto(r, REQ_ST_DONE);
         return;
@@ -665,6 +669,7 @@ static void st_done(struct request *r)
         r->d.termination = "ok";
     guard_idem_finish(r);
     count_request(r, write_access_line(r));
+    req_trace_finish(r); /* the request span and one per attempt, when sampled */
     r->body = BSC_STR_NULL;
     r->native = (struct prov_native){0};
     trim_req_cleanup(r);
@@ -785,6 +790,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     /* clients: auth.c put the caller's id on the request (later limits and budgets key on
      * it); NULL when the gateway is open or a reload dropped the client meanwhile. */
     r->client = cfg_client_find(r->cfg, bsc_str_cstr(srv_req_principal(sreq)));
+    req_trace_begin(r); /* continues the client's traceparent */
     r->bytes_in = srv_req_body(sreq).len;
     r->model_span = in->model_span;
     r->include_usage = in->include_usage;

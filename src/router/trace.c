@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/* trace.c -- glue from a request to its spans (trace.h). Everything about ids, sampling,
+ * encoding and export is src/telemetry/; this file only reads the request: its route,
+ * outcome, usage and attempts[] records. No prompt, answer or error text goes into a span:
+ * ids, kinds and numbers only. docs/internals/telemetry.md lists the attributes. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "providers/provider.h"
+#include "router/internal.h"
+#include "router/trace.h"
+#include "telemetry/exporter.h"
+
+void req_trace_begin(struct request *r)
+{
+    const struct cfg_telemetry *tc = &r->cfg->telemetry;
+    struct bsc_str tp = srv_req_header(r->sreq, BSC_STR("traceparent"));
+
+    /* No collector: nothing is recorded, and the flag sent upstream says so. */
+    tel_trace_begin(&r->trace, tp, tc->otlp_endpoint[0] ? tc->sample : 0.0);
+}
+
+enum bsc_err req_trace_header(struct request *r, struct bsc_buf *h)
+{
+    char tp[TEL_TRACEPARENT_LEN + 1];
+
+    if (!r->trace.begun)
+        return BSC_OK;
+    tel_trace_header(&r->trace, r->n_attempts, tp);
+    return prov_header(h, "traceparent", "%s", tp);
+}
+
+/* Unix nanoseconds of the monotonic microsecond <us>, by the offset of the two clocks now. */
+static uint64_t unix_ns(uint64_t us, int64_t offset_ns)
+{
+    return (uint64_t)((int64_t)us * 1000 + offset_ns);
+}
+
+static int64_t clock_offset_ns(void)
+{
+    struct timespec wall, mono;
+
+    clock_gettime(CLOCK_REALTIME, &wall);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    return ((int64_t)wall.tv_sec - (int64_t)mono.tv_sec) * 1000000000 +
+           ((int64_t)wall.tv_nsec - (int64_t)mono.tv_nsec);
+}
+
+static void request_span(struct request *r, struct tel_span *s, int64_t off)
+{
+    const struct attempt *last = r->n_attempts ? &r->attempts[r->n_attempts - 1] : NULL;
+
+    memcpy(s->trace_id, r->trace.trace_id, 16);
+    memcpy(s->span_id, r->trace.span_id, 8);
+    memcpy(s->parent_id, r->trace.parent_id, 8);
+    s->has_parent = r->trace.has_parent;
+    s->name = "bascule.request";
+    s->kind = TEL_KIND_SERVER;
+    s->start_ns = unix_ns(r->start_us, off);
+    s->end_ns = unix_ns(bsc_now_us(), off);
+    s->error = strcmp(r->d.termination, "ok") != 0;
+    tel_span_str(s, "bascule.request_id", r->id);
+    tel_span_str(s, "bascule.route", r->route->id);
+    tel_span_str(s, "bascule.workflow", last ? attempt_workflow_name(last->workflow) : "none");
+    tel_span_str(s, "bascule.outcome", r->d.termination);
+    tel_span_int(s, "http.response.status_code", r->d.status);
+    tel_span_int(s, "bascule.attempts", r->n_attempts);
+    tel_span_str(s, "bascule.target", r->target ? r->target->id : NULL);
+    if (r->x.usage.input_tokens >= 0)
+        tel_span_int(s, "gen_ai.usage.input_tokens", r->x.usage.input_tokens);
+    if (r->x.usage.output_tokens >= 0)
+        tel_span_int(s, "gen_ai.usage.output_tokens", r->x.usage.output_tokens);
+    tel_span_dbl(s, "bascule.cost_usd", r->cost_usd);
+}
+
+static void attempt_span(struct request *r, unsigned n, struct tel_span *s, int64_t off)
+{
+    const struct attempt *a = &r->attempts[n - 1];
+    uint64_t end = a->end_us ? a->end_us : bsc_now_us();
+
+    memcpy(s->trace_id, r->trace.trace_id, 16);
+    tel_trace_attempt_id(&r->trace, n, s->span_id);
+    memcpy(s->parent_id, r->trace.span_id, 8);
+    s->has_parent = true;
+    s->name = "bascule.attempt";
+    s->kind = TEL_KIND_CLIENT;
+    s->start_ns = unix_ns(a->start_us, off);
+    s->end_ns = unix_ns(end, off);
+    s->error = a->outcome != ATTEMPT_OK && a->outcome != ATTEMPT_COMMITTED;
+    tel_span_int(s, "bascule.attempt", n);
+    tel_span_str(s, "bascule.target", a->target->id);
+    tel_span_str(s, "bascule.provider", a->target->provider->id);
+    tel_span_str(s, "gen_ai.request.model", a->target->model);
+    tel_span_str(s, "bascule.workflow", attempt_workflow_name(a->workflow));
+    tel_span_str(s, "bascule.outcome", attempt_outcome_name(a->outcome));
+    tel_span_str(s, "bascule.failure_kind", a->kind);
+    tel_span_int(s, "http.response.status_code", a->status);
+    tel_span_int(s, "bascule.delay_ms", a->delay_ms);
+    tel_span_str(s, "bascule.delay_reason", a->delay_why);
+    tel_span_int(s, "bascule.time_left_ms",
+                 (int64_t)envelope_remaining_ms(&r->env, a->start_us / 1000));
+    tel_span_str(s, "bascule.circuit", a->circuit);
+}
+
+void req_trace_finish(struct request *r)
+{
+    const struct cfg_telemetry *tc = &r->cfg->telemetry;
+    struct tel_span *spans;
+    int64_t off;
+
+    if (!r->trace.begun || !r->trace.sampled || !tc->otlp_endpoint[0])
+        return;
+    spans = calloc(1 + r->n_attempts, sizeof(*spans)); /* ~2.4 KB each: not on a loop stack */
+    if (!spans)
+        return;
+    off = clock_offset_ns();
+    request_span(r, &spans[0], off);
+    for (unsigned i = 1; i <= r->n_attempts; i++)
+        attempt_span(r, i, &spans[i], off);
+    tel_export(tc, req__metrics(r), spans, 1 + r->n_attempts);
+    free(spans);
+}
