@@ -22,6 +22,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "metrics/metrics.h"
+#include "health/verdicts.h"
 #include "router/access_log.h"
 #include "router/gateway.h"
 #include "router/probe.h"
@@ -333,7 +334,8 @@ static int serve(const char *path, const struct rlimit *core_limit)
     mc.gw.n_workers = worker_count(cfg);
     mc.gw.metrics = metrics_new(mc.gw.n_workers);
     mc.gw.conns = srv_group_new(mc.gw.n_workers);
-    if (!mc.gw.hs || !mc.gw.metrics || !mc.gw.conns || hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK) {
+    mc.gw.verdicts = verdicts_new(VERDICTS_MAX_REQUESTS, VERDICTS_MAX_AGE_MS);
+    if (!mc.gw.hs || !mc.gw.metrics || !mc.gw.conns || !mc.gw.verdicts || hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK) {
         LOG_ERR("out of memory at start");
         return 1;
     }
@@ -388,6 +390,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
     free(mc.gw.workers);
     srv_group_free(mc.gw.conns);
     hstate_free(mc.gw.hs);
+    verdicts_free(mc.gw.verdicts);
     metrics_free(mc.gw.metrics);
     store_close(mc.gw.store);
     cfg_current_swap(NULL);

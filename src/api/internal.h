@@ -36,6 +36,8 @@ void api__status_json(struct worker *w, struct srv_req *req);
 void api__admin(struct worker *w, struct srv_req *req, struct bsc_str rest);
 /* GET|PUT /v1/ledger/{<op_id>}: the tool side-effect ledger (api/ledger.c). */
 void api__ledger(struct worker *w, struct srv_req *req, struct bsc_str op_id);
+/* POST /v1/feedback: a task verdict on an answered request (api/feedback.c). */
+void api__feedback(struct worker *w, struct srv_req *req);
 /* Answers 400 with an OpenAI-shaped error; <param> may be NULL. */
 void api__bad_request(struct srv_req *req, const char *code, const char *param,
                       const char *message);

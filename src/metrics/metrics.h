@@ -111,7 +111,10 @@ enum metric_buckets {
     X(SHADOW_TOKENS, COUNTER, NONE, "bascule_shadow_tokens_total",                             \
       METRICS_L3("route", "target", "direction"), "Tokens used by shadow requests.")            \
     X(SHADOW_COST, COUNTER, NONE, "bascule_shadow_cost_usd_total",                             \
-      METRICS_L2("route", "target"), "Cost of shadow requests at the candidate's price.")
+      METRICS_L2("route", "target"), "Cost of shadow requests at the candidate's price.")     \
+    X(WORKFLOW_OUTCOMES, COUNTER, NONE, "bascule_workflow_outcomes_total",                     \
+      METRICS_L3("workflow", "layer", "result"),                                               \
+      "Outcomes by the workflow that produced the answer (primary, retry, fallback, ...).")
 
 enum metric_id {
 #define X(ID, TYPE, BUCKETS, NAME, LABELS, HELP) METRIC_##ID,

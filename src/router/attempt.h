@@ -37,6 +37,7 @@ struct attempt {
     uint32_t delay_ms;  /* wait before this attempt */
     const char *delay_why; /* static: "backoff", "retry_after" or NULL */
     uint64_t start_us, end_us;
+    char ranking[160]; /* balance: score: the order and scores that chose it, or "" */
 };
 
 void attempt_begin(struct attempt *a, const struct cfg_target *t, enum attempt_workflow wf,

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/id.h"
 #include "metrics/metrics.h"
+#include "router/feedback.h"
 #include "router/guard.h"
 #include "router/internal.h"
 #include "router/params.h"
@@ -165,7 +166,9 @@ static const struct cfg_target *choose(struct request *r, enum tier tier, bool f
         };
     }
     for (size_t tries = 0; tries < n; tries++) {
-        int i = pick_next(c, n, r->route->balance, bsc_rand01());
+        int i = r->route->balance == CFG_BALANCE_SCORE ? feedback_score_pick(r, t, c, n)
+                                                        : pick_next(c, n, r->route->balance,
+                                                                    bsc_rand01());
         enum brk_decision d;
 
         if (i < 0)

@@ -18,6 +18,7 @@
 #include "metrics/metrics.h"
 #include "router/access_log.h"
 #include "router/contract.h"
+#include "router/feedback.h"
 #include "router/guard.h"
 #include "router/internal.h"
 #include "router/select.h"
@@ -298,6 +299,8 @@ static void begin_attempt(struct request *r)
                                  r->next_wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
     a = &r->attempts[r->n_attempts++];
     attempt_begin(a, r->target, r->next_wf, bsc_now_us());
+    snprintf(a->ranking, sizeof(a->ranking), "%s", r->ranking); /* feedback.c */
+    r->ranking[0] = '\0';
     a->delay_ms = r->next_delay_ms;
     a->delay_why = r->next_delay_why;
     r->next_delay_ms = 0;
@@ -400,11 +403,14 @@ static void account_usage(struct request *r)
 
 static void st_attempt(struct request *r)
 {
+    bool transport_ok;
+
     if (r->xfer)
         return; /* still running: upstream events drive us */
     uv_timer_stop(&r->timer);
     if (r->key_idx != -1 && r->fail.kind != FAIL_CONTRACT_FAILURE)
         xchg_classify(r);
+    transport_ok = r->fail.kind == FAIL_NONE;
     metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "transport",
                  r->fail.kind == FAIL_NONE ? "ok" : "failed", 1);
     if (r->fail.kind == FAIL_NONE && contract_wanted(r)) {
@@ -417,6 +423,7 @@ static void st_attempt(struct request *r)
                          ok ? "ok" : "failed", 1);
         }
     }
+    feedback_attempt(r, transport_ok);
     if (r->fail.kind == FAIL_NONE) {
         attempt_end(req__cur_attempt(r), bsc_now_us(), ATTEMPT_OK, NULL);
         req__cur_attempt(r)->status = r->up_status;
@@ -615,11 +622,7 @@ static void st_done(struct request *r)
     if (r->cost_usd > 0)
         metrics_inc(M(r), shard, METRIC_COST, r->route->id, NULL, r->cost_usd);
     metrics_inc(M(r), shard, METRIC_REQUESTS, r->route->id, outcome_label(r), 1);
-    metrics_inc3(M(r), shard, METRIC_OUTCOMES, r->route->id, "task",
-                 strcmp(r->termination, "ok") == 0 ? "ok" : "failed", 1);
-    if (r->target) /* the task's result, charged to the target that answered last */
-        metrics_inc3(M(r), shard, METRIC_TARGET_OUTCOMES, r->target->id, "task",
-                     strcmp(r->termination, "ok") == 0 ? "ok" : "failed", 1);
+    feedback_finished(r); /* task outcomes are counted when the client's verdict comes */
     metrics_observe(M(r), shard, METRIC_REQUEST_DURATION, r->route->id, NULL,
                     (double)e.duration_us / 1e6);
     if (r->ttfb_us && r->status == 200)
@@ -866,6 +869,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->buffering = r->stream && r->env.on_stream_failure == CFG_SF_BUFFER;
     r->all_rate_limited = true;
     snprintf(r->id, sizeof(r->id), "%s", srv_req_id(sreq));
+    req_client_scope(sreq, r->client_scope, sizeof(r->client_scope)); /* feedback.c */
     snprintf(r->path, sizeof(r->path), "%.*s", BSC_STR_FMT(srv_req_path(sreq)));
     r->start_us = srv_req_start_us(sreq);
     r->created = (int64_t)(bsc_wall_ms() / 1000);

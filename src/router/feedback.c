@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* feedback.c -- the router's side of task feedback (feedback.h): the signals each attempt
+ * and each answered request leave behind, and the balance: score pick that reads them
+ * back. Outcome windows and the recent-request table are health/verdicts.c; the ranking
+ * itself is the pure score.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "health/verdicts.h"
+#include "metrics/metrics.h"
+#include "router/contract.h"
+#include "router/feedback.h"
+#include "router/gateway.h"
+#include "router/internal.h"
+#include "router/pick.h"
+#include "router/score.h"
+#include "router/state.h"
+
+#define SCORE_MAX_CANDS 64 /* as decide.c's choose() */
+
+static const char *ok_word(bool ok)
+{
+    return ok ? "ok" : "failed";
+}
+
+void feedback_attempt(struct request *r, bool transport_ok)
+{
+    struct metrics *m = req__metrics(r);
+    const char *wf = attempt_workflow_name(req__cur_attempt(r)->workflow);
+    bool usable = r->fail.kind == FAIL_NONE;
+
+    metrics_inc3(m, r->w->idx, METRIC_WORKFLOW_OUTCOMES, wf, "transport", ok_word(transport_ok),
+                 1);
+    metrics_inc3(m, r->w->idx, METRIC_TARGET_OUTCOMES, r->target->id, "transport",
+                 ok_word(transport_ok), 1);
+    /* The same condition as request.c's contract count: a pass-through stream's check
+     * comes too late to count. */
+    if (transport_ok && contract_wanted(r) && (r->mode != BODY_SSE || r->buffering))
+        metrics_inc3(m, r->w->idx, METRIC_WORKFLOW_OUTCOMES, wf, "contract", ok_word(usable), 1);
+    if (r->gw->verdicts)
+        verdicts_attempt(r->gw->verdicts, r->target->id, usable);
+}
+
+void feedback_finished(struct request *r)
+{
+    struct vd_request rq = {
+        .id = r->id,
+        .route = r->route->id,
+        .target = r->target ? r->target->id : NULL,
+        .scope = r->client_scope,
+        .workflow = r->n_attempts ? (int)r->attempts[r->n_attempts - 1].workflow
+                                  : ATTEMPT_WF_PRIMARY,
+        .finish_ms = bsc_now_ms(),
+    };
+
+    /* Only an answer can be judged: errors have their own outcome already. */
+    if (!r->gw->verdicts || !rq.target || r->status != 200 ||
+        strcmp(r->termination, "ok") != 0)
+        return;
+    if (verdicts_finished(r->gw->verdicts, &rq) != BSC_OK)
+        LOG_DEBUG("%s: not kept for feedback", r->id);
+}
+
+/* The estimated cost of this request on <t>: its token estimate at <t>'s price. */
+static double est_cost(const struct request *r, const struct cfg_target *t)
+{
+    uint64_t out = r->est_out_tokens, in = r->est_tokens > out ? r->est_tokens - out : 0;
+
+    return ((double)in * t->price.input_per_mtok + (double)out * t->price.output_per_mtok) /
+           1e6;
+}
+
+static struct score_cand cand_of(struct request *r, const struct cfg_target *t, bool eligible,
+                                 const struct pick_cand *pc)
+{
+    struct vd_rates v;
+    double lat = r->stream && pc->ewma_ttft_ms >= 0.0 ? pc->ewma_ttft_ms : pc->ewma_latency_ms;
+
+    verdicts_rates(r->gw->verdicts, t->id, &v);
+    return (struct score_cand){
+        .eligible = eligible,
+        .samples = v.attempts,
+        .contract_rate = v.attempts ? (double)v.attempts_ok / v.attempts : 0.0,
+        .task_rate = v.tasks ? (double)v.tasks_ok / v.tasks : -1.0,
+        .latency_ms = lat,
+        .cost_usd = est_cost(r, t),
+    };
+}
+
+/* "score b=1.950 a=0.120" or "priority (a: 3 of 10 samples)", cut to fit. */
+static void note(struct request *r, const struct cfg_tier *tier, const struct score_cand *sc,
+                 const size_t *order, const double *scores, size_t m, bool by_score)
+{
+    size_t used = 0, len = sizeof(r->ranking);
+
+    used = (size_t)snprintf(r->ranking, len, "%s", by_score ? "score" : "priority");
+    for (size_t k = 0; k < m && used < len; k++) {
+        const struct score_cand *c = &sc[order[k]];
+        const char *id = tier->targets[order[k]]->id;
+
+        if (by_score)
+            used += (size_t)snprintf(r->ranking + used, len - used, " %s=%.3f", id, scores[k]);
+        else
+            used += (size_t)snprintf(r->ranking + used, len - used, " %s(%u samples)", id,
+                                     c->samples);
+    }
+}
+
+int feedback_score_pick(struct request *r, const struct cfg_tier *tier,
+                        const struct pick_cand *c, size_t n)
+{
+    struct score_cand sc[SCORE_MAX_CANDS];
+    size_t order[SCORE_MAX_CANDS], m;
+    double scores[SCORE_MAX_CANDS];
+    bool by_score;
+
+    if (n > SCORE_MAX_CANDS)
+        n = SCORE_MAX_CANDS;
+    if (!r->gw->verdicts)
+        return pick_next(c, n, CFG_BALANCE_PRIORITY, 0.0);
+    for (size_t i = 0; i < n; i++)
+        sc[i] = cand_of(r, tier->targets[i], c[i].eligible, &c[i]);
+    m = score_rank(&r->route->score, sc, n, order, scores, &by_score);
+    note(r, tier, sc, order, scores, m, by_score);
+    return m ? (int)order[0] : -1;
+}
