@@ -25,6 +25,24 @@ static const char *ok_word(bool ok)
     return ok ? "ok" : "failed";
 }
 
+/* The answer about to be delivered is remembered for POST /v1/feedback. Before the
+ * response ends, not in st_done: a client may send its verdict as soon as it has read the
+ * answer, before the request's last bookkeeping ran. */
+static void remember(struct request *r)
+{
+    struct vd_request rq = {
+        .id = r->id,
+        .route = r->route->id,
+        .target = r->target->id,
+        .scope = r->client_scope,
+        .workflow = (int)req__cur_attempt(r)->workflow,
+        .finish_ms = bsc_now_ms(),
+    };
+
+    if (verdicts_finished(r->gw->verdicts, &rq) != BSC_OK)
+        LOG_DEBUG("%s: not kept for feedback", r->id);
+}
+
 void feedback_attempt(struct request *r, bool transport_ok)
 {
     struct metrics *m = req__metrics(r);
@@ -39,28 +57,11 @@ void feedback_attempt(struct request *r, bool transport_ok)
      * comes too late to count. */
     if (transport_ok && contract_wanted(r) && (r->mode != BODY_SSE || r->buffering))
         metrics_inc3(m, r->w->idx, METRIC_WORKFLOW_OUTCOMES, wf, "contract", ok_word(usable), 1);
-    if (r->gw->verdicts)
-        verdicts_attempt(r->gw->verdicts, r->target->id, usable);
-}
-
-void feedback_finished(struct request *r)
-{
-    struct vd_request rq = {
-        .id = r->id,
-        .route = r->route->id,
-        .target = r->target ? r->target->id : NULL,
-        .scope = r->client_scope,
-        .workflow = r->n_attempts ? (int)r->attempts[r->n_attempts - 1].workflow
-                                  : ATTEMPT_WF_PRIMARY,
-        .finish_ms = bsc_now_ms(),
-    };
-
-    /* Only an answer can be judged: errors have their own outcome already. */
-    if (!r->gw->verdicts || !rq.target || r->status != 200 ||
-        strcmp(r->termination, "ok") != 0)
+    if (!r->gw->verdicts)
         return;
-    if (verdicts_finished(r->gw->verdicts, &rq) != BSC_OK)
-        LOG_DEBUG("%s: not kept for feedback", r->id);
+    verdicts_attempt(r->gw->verdicts, r->target->id, usable);
+    if (usable)
+        remember(r);
 }
 
 /* The estimated cost of this request on <t>: its token estimate at <t>'s price. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* feedback.h -- the router's side of task feedback and balance: score: what each attempt
- * and each finished request leave in health/verdicts.h and the per-workflow outcome
+ * and each answered request leave in health/verdicts.h and the per-workflow outcome
  * metric, and the score-ordered pick of a tier. Called at a few points of request.c and
  * decide.c. See docs/internals/feedback.md. */
 #ifndef BSC_ROUTER_FEEDBACK_H
@@ -14,12 +14,10 @@ struct pick_cand;
 struct cfg_tier;
 
 /* An attempt ended (after the contract check): counts its transport and contract outcome
- * per workflow and per target, and adds it to the target's attempt window. <transport_ok>:
- * a complete answer came back, before the contract check. */
+ * per workflow and per target, and adds it to the target's attempt window; a usable answer
+ * (the one delivered next) is remembered for POST /v1/feedback. <transport_ok>: a complete
+ * answer came back, before the contract check. */
 void feedback_attempt(struct request *r, bool transport_ok);
-
-/* The request ended: an answered one is remembered for POST /v1/feedback. */
-void feedback_finished(struct request *r);
 
 /* balance: score: the index in <c> of the best eligible candidate of <tier> (-1: none), and
  * the order with the scores noted in r->ranking for the attempt log. */

@@ -465,6 +465,7 @@ static void st_relay(struct request *r)
         report_attempt(r, BRK_SUCCESS, NULL, false);
         account_usage(r);
         log_attempt(r, "deliver", "ok");
+        feedback_attempt(r, true); /* before the end: the client may judge it at once */
         deliver_end(r, "ok");
         req__goto(r, REQ_ST_DONE);
         return;
@@ -481,6 +482,7 @@ static void st_relay(struct request *r)
     r->fail.request_caused = r->stream_failed && r->stream_fail.request_caused;
     attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, "partial_output");
     a->status = 200;
+    feedback_attempt(r, false);
     report_attempt(r, breaker_outcome(&r->fail), "partial_output", false);
     log_attempt(r, "stop", r->timed_out ? "stream_stalled" : r->stream_failed ? "error_event"
                                                                               : "stream_cut");
@@ -622,7 +624,7 @@ static void st_done(struct request *r)
     if (r->cost_usd > 0)
         metrics_inc(M(r), shard, METRIC_COST, r->route->id, NULL, r->cost_usd);
     metrics_inc(M(r), shard, METRIC_REQUESTS, r->route->id, outcome_label(r), 1);
-    feedback_finished(r); /* task outcomes are counted when the client's verdict comes */
+    /* Task outcomes are counted when the client's verdict comes (api/feedback.c). */
     metrics_observe(M(r), shard, METRIC_REQUEST_DURATION, r->route->id, NULL,
                     (double)e.duration_us / 1e6);
     if (r->ttfb_us && r->status == 200)
