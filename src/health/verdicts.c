@@ -109,6 +109,12 @@ static void evict(struct verdicts *vs, size_t slot)
     vs->count--;
 }
 
+/* A finish time ahead of <now_ms> (another worker's clock read) is not expired. */
+static bool expired(const struct verdicts *vs, const struct vrec *e, uint64_t now_ms)
+{
+    return e->finish_ms < now_ms && now_ms - e->finish_ms > vs->max_age_ms;
+}
+
 /* Evicts the oldest entries while they are past the age bound (locked). */
 static void expire(struct verdicts *vs, uint64_t now_ms)
 {
@@ -116,8 +122,7 @@ static void expire(struct verdicts *vs, uint64_t now_ms)
         size_t oldest = (vs->head + vs->cap - vs->count) % vs->cap;
         const struct vrec *e = vs->ring[oldest];
 
-        /* A finish time ahead of <now_ms> (another worker's clock read) is not expired. */
-        if (!e || e->finish_ms >= now_ms || now_ms - e->finish_ms <= vs->max_age_ms)
+        if (!e || !expired(vs, e, now_ms))
             return;
         evict(vs, oldest);
     }
@@ -191,7 +196,9 @@ enum bsc_err verdicts_claim(struct verdicts *vs, const char *id, const char *sco
     pthread_mutex_lock(&vs->mu);
     expire(vs, now_ms);
     e = lookup(vs, id);
-    if (!e || strcmp(e->s + e->off_scope, scope) != 0) {
+    /* Entries are evicted in insertion order, so one finished out of order (a slower
+     * worker's clock) can outlive its age: check it here too. */
+    if (!e || expired(vs, e, now_ms) || strcmp(e->s + e->off_scope, scope) != 0) {
         err = BSC_ENOTFOUND;
     } else if (e->claimed) {
         err = BSC_EEXIST;
