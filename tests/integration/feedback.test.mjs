@@ -135,3 +135,19 @@ test('a malformed verdict is a 400 that says what is wrong', async () => {
   const get = await fetch(`${gw.base}/feedback`);
   assert.equal(get.status, 405);
 });
+
+test('the status page shows transport, contract and task success per target and workflow', async () => {
+  const s = await (await fetch(`${gw.url}/status.json`)).json();
+  const fa = s.outcomes.targets.find((t) => t.target === 'fa');
+  const fb = s.outcomes.targets.find((t) => t.target === 'fb');
+  // fa: two answers and one 503 from the earlier tests; two verdicts, both failed.
+  assert.deepEqual(fa.task, { ok: 0, failed: 2 });
+  assert.deepEqual(fa.transport, { ok: 2, failed: 1 });
+  assert.deepEqual(fa.recent, { attempts: 3, attempts_ok: 2, tasks: 2, tasks_ok: 0 });
+  assert.deepEqual(fb.task, { ok: 1, failed: 0 });
+  const fallback = s.outcomes.workflows.find((x) => x.workflow === 'cross_model_fallback');
+  assert.deepEqual(fallback.transport, { ok: 1, failed: 0 });
+  assert.deepEqual(fallback.task, { ok: 1, failed: 0 });
+  const page = await (await fetch(`${gw.url}/status`)).text();
+  assert.match(page, /Success by layer/);
+});
