@@ -151,3 +151,17 @@ test('the status page shows transport, contract and task success per target and 
   const page = await (await fetch(`${gw.url}/status`)).text();
   assert.match(page, /Success by layer/);
 });
+
+test('a streamed answer can be judged as soon as it has been read', async () => {
+  const t0 = await metric('bascule_target_outcomes_total', { target: 'fa', layer: 'transport', result: 'ok' });
+  const res = await fetch(`${gw.base}/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'judged', stream: true, messages: [{ role: 'user', content: 'hi' }] }) });
+  assert.equal(res.status, 200);
+  assert.match(await res.text(), /data: \[DONE\]/);
+  const fb = await feedback({ request_id: res.headers.get('x-request-id'), task_success: true });
+  assert.equal(fb.status, 200);
+  assert.equal((await fb.json()).target, 'fa');
+  assert.equal(await metric('bascule_target_outcomes_total', { target: 'fa', layer: 'transport', result: 'ok' }), t0 + 1);
+  assert.equal(await metric('bascule_target_outcomes_total', { target: 'fa', layer: 'task', result: 'ok' }), 1);
+});
