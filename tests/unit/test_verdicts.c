@@ -2,6 +2,7 @@
 /* test_verdicts.c -- health/verdicts.h: the recent-request table (claim once, 404 for
  * unknown, expired or another client's requests, bounded count and age) and the
  * per-target windows of attempt outcomes and task verdicts. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -210,6 +211,60 @@ static void test_target_bound(void **state)
     verdicts_free(vs);
 }
 
+/* Workers record and claim at once: every claim of a thread's own ids succeeds exactly once
+ * (run under TSan by make test-tsan). */
+#define CONC_THREADS 4
+#define CONC_PER_THREAD 500
+
+struct conc_arg {
+    struct verdicts *vs;
+    int idx, claimed;
+};
+
+static void *conc_worker(void *p)
+{
+    struct conc_arg *a = p;
+    struct vd_claim c;
+    char id[32], scope[16];
+
+    snprintf(scope, sizeof(scope), "s%d", a->idx);
+    for (int i = 0; i < CONC_PER_THREAD; i++) {
+        struct vd_request r;
+
+        snprintf(id, sizeof(id), "w%d-%d", a->idx, i);
+        r = rq(id, scope, 100);
+        if (verdicts_finished(a->vs, &r) != BSC_OK)
+            continue;
+        verdicts_attempt(a->vs, "shared", i % 2 == 0);
+        a->claimed += verdicts_claim(a->vs, id, scope, 100, &c) == BSC_OK;
+        a->claimed -= verdicts_claim(a->vs, id, scope, 100, &c) == BSC_OK; /* never twice */
+        verdicts_task(a->vs, "shared", true);
+    }
+    return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+    struct verdicts *vs = verdicts_new(CONC_THREADS * CONC_PER_THREAD, 1000);
+    struct conc_arg args[CONC_THREADS];
+    pthread_t th[CONC_THREADS];
+    struct vd_rates r;
+
+    (void)state;
+    for (int i = 0; i < CONC_THREADS; i++) {
+        args[i] = (struct conc_arg){.vs = vs, .idx = i};
+        assert_int_equal(pthread_create(&th[i], NULL, conc_worker, &args[i]), 0);
+    }
+    for (int i = 0; i < CONC_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(args[i].claimed, CONC_PER_THREAD);
+    }
+    verdicts_rates(vs, "shared", &r);
+    assert_int_equal(r.attempts, VERDICTS_WINDOW);
+    assert_int_equal(r.tasks_ok, VERDICTS_WINDOW);
+    verdicts_free(vs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -217,7 +272,7 @@ int main(void)
         cmocka_unit_test(test_expiry),       cmocka_unit_test(test_count_bound),
         cmocka_unit_test(test_reused_id),    cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_windows),      cmocka_unit_test(test_window_slides),
-        cmocka_unit_test(test_target_bound),
+        cmocka_unit_test(test_target_bound), cmocka_unit_test(test_concurrent),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
