@@ -335,7 +335,8 @@ static int serve(const char *path, const struct rlimit *core_limit)
     mc.gw.metrics = metrics_new(mc.gw.n_workers);
     mc.gw.conns = srv_group_new(mc.gw.n_workers);
     mc.gw.verdicts = verdicts_new(VERDICTS_MAX_REQUESTS, VERDICTS_MAX_AGE_MS);
-    if (!mc.gw.hs || !mc.gw.metrics || !mc.gw.conns || !mc.gw.verdicts || hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK) {
+    if (!mc.gw.hs || !mc.gw.metrics || !mc.gw.conns || !mc.gw.verdicts ||
+        hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK) {
         LOG_ERR("out of memory at start");
         return 1;
     }
