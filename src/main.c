@@ -25,6 +25,7 @@
 #include "health/hstate.h"
 #include "health/probe.h"
 #include "metrics/metrics.h"
+#include "health/verdicts.h"
 #include "router/access_log.h"
 #include "router/gateway.h"
 #include "router/request.h"
@@ -401,7 +402,9 @@ static int serve(const char *path, const struct rlimit *core_limit)
     mc.gw.n_workers = worker_count(cfg);
     mc.gw.metrics = metrics_new(mc.gw.n_workers);
     mc.gw.conns = srv_group_new(mc.gw.n_workers);
-    if (!mc.gw.hs || !mc.gw.metrics || !mc.gw.conns || hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK) {
+    mc.gw.verdicts = verdicts_new(VERDICTS_MAX_REQUESTS, VERDICTS_MAX_AGE_MS);
+    if (!mc.gw.hs || !mc.gw.metrics || !mc.gw.conns || !mc.gw.verdicts ||
+        hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK) {
         LOG_ERR("out of memory at start");
         return 1;
     }
@@ -459,6 +462,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
     srv_group_free(mc.gw.conns);
     hstate_free(mc.gw.hs);
     tel_shutdown(); /* it counts into the metrics: first */
+    verdicts_free(mc.gw.verdicts);
     metrics_free(mc.gw.metrics);
     store_close(mc.gw.store);
     cfg_current_swap(NULL);

@@ -62,6 +62,11 @@ static void route(struct worker *w, struct srv_req *req)
     }
     if (bsc_str_starts(path, BSC_STR("/v1/models/")) && get)
         return api__models(w, req, bsc_str_make(path.p + 11, path.len - 11));
+    if (is(path, "/v1/feedback")) {
+        if (post)
+            return api__feedback(w, req);
+        return method_not_allowed(req, "POST");
+    }
     if (bsc_str_starts(path, BSC_STR("/v1/ledger/")))
         return api__ledger(w, req, bsc_str_make(path.p + 11, path.len - 11));
     if (is(path, "/status") && get)

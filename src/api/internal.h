@@ -31,6 +31,9 @@ struct json_object *api__parse_json(struct bsc_str body, char *msg, size_t msgle
 void api__put_target(struct bsc_buf *b, struct worker *w, const struct cfg_target *t,
                      uint64_t now);
 void api__status_page(struct worker *w, struct srv_req *req);
+/* Appends ,"outcomes":{targets, workflows}: transport / contract / task success per target
+ * and per workflow (status_outcomes.c). */
+void api__put_outcomes(struct bsc_buf *b, struct worker *w, const struct cfg *cfg);
 void api__status_json(struct worker *w, struct srv_req *req);
 /* <rest> is the path after "/admin/". */
 void api__admin(struct worker *w, struct srv_req *req, struct bsc_str rest);
@@ -48,6 +51,8 @@ struct chat_in;
  * the serialised text belongs to in->json. in->op and in->stream must be set. */
 void api__inspect(struct chat_in *in, const struct api_scan *spans);
 
+/* POST /v1/feedback: a task verdict on an answered request (api/feedback.c). */
+void api__feedback(struct worker *w, struct srv_req *req);
 /* Answers 400 with an OpenAI-shaped error; <param> may be NULL. */
 void api__bad_request(struct srv_req *req, const char *code, const char *param,
                       const char *message);

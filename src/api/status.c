@@ -37,7 +37,10 @@ static const char page[] =
     "<th>equivalent</th><th>fallback</th><th>balance</th></tr></thead>"
     "<tbody id=\"routes\"></tbody></table><h2>Shadow candidates</h2><table><thead><tr>"
     "<th>route</th><th>candidate</th><th>ok</th><th>failed</th><th>agreement</th>"
-    "<th>p50 ms</th></tr></thead><tbody id=\"shadow\"></tbody></table><script>"
+    "<th>p50 ms</th></tr></thead><tbody id=\"shadow\"></tbody></table>"
+    "<h2>Success by layer</h2><table><thead><tr><th>target / workflow</th><th>transport</th>"
+    "<th>contract</th><th>task</th><th>recent attempts ok</th><th>recent tasks ok</th></tr>"
+    "</thead><tbody id=\"outcomes\"></tbody></table><script>"
     "const esc=s=>String(s==null?'':s).replace(/[&<>\"']/g,c=>'&#'+c.charCodeAt(0)+';');"
     "const ms=v=>v==null||v<0?'-':v.toFixed(1);"
     "function circuit(t){if(t.disabled||t.admin_disabled)return'<span class=\"pill off\">disabled</span>';"
@@ -62,6 +65,15 @@ static const char page[] =
     "'</td><td>'+esc(x.target)+'</td><td class=num>'+x.ok+'</td><td class=num>'+x.failed+"
     "'</td><td class=num>'+(x.agreement_rate==null?'-':(x.agreement_rate*100).toFixed(1)+'%')+"
     "'</td><td class=num>'+ms(x.p50_latency_ms)+'</td></tr>').join('');"
+    "const pct=(ok,n)=>n?(ok*100/n).toFixed(1)+'% of '+n:'-';"
+    "const lay=x=>['transport','contract','task'].map(l=>'<td class=num>'+"
+    "pct(x[l].ok,x[l].ok+x[l].failed)+'</td>').join('');"
+    "const oc=s.outcomes||{targets:[],workflows:[]};"
+    "document.getElementById('outcomes').innerHTML=oc.targets.map(x=>'<tr><td>'+esc(x.target)+"
+    "'</td>'+lay(x)+'<td class=num>'+pct(x.recent.attempts_ok,x.recent.attempts)+"
+    "'</td><td class=num>'+pct(x.recent.tasks_ok,x.recent.tasks)+'</td></tr>').join('')+"
+    "oc.workflows.map(x=>'<tr><td><i>'+esc(x.workflow)+'</i></td>'+lay(x)+"
+    "'<td>-</td><td>-</td></tr>').join('');"
     "document.getElementById('state').textContent='live \\u00b7 '+new Date().toLocaleTimeString();"
     "}catch(e){document.getElementById('state').textContent='disconnected'}}"
     "tick();setInterval(tick,2000);</script></body></html>";
@@ -218,6 +230,7 @@ void api__status_json(struct worker *w, struct srv_req *req)
     }
     bsc_buf_append_char(&b, ']');
     put_shadow(&b, w);
+    api__put_outcomes(&b, w, cfg);
     bsc_buf_append_char(&b, '}');
     srv_resp_send(req, 200, "application/json", NULL, 0, b.p, b.len);
     bsc_buf_cleanup(&b);

@@ -55,6 +55,7 @@ enum cfg_balance {
     CFG_BALANCE_WEIGHTED,
     CFG_BALANCE_LEAST_LATENCY,
     CFG_BALANCE_CHEAPEST,
+    CFG_BALANCE_SCORE,
     CFG_BALANCE_COUNT
 };
 
@@ -230,6 +231,14 @@ struct cfg_shadow {
     atomic_uint inflight;      /* copies running */
 };
 
+/* score: the weights of balance: score (router/score.h; docs/configuration.md). */
+struct cfg_score {
+    double contract;   /* 1.0: per unit of contract success rate */
+    double task;       /* 1.0: per unit of task success rate */
+    double latency_ms; /* 0.001: subtracted per millisecond of latency */
+    double cost_usd;   /* 100: subtracted per US dollar of estimated cost */
+};
+
 struct cfg_route {
     char *id; /* owned; what clients send as "model" */
     struct cfg_sel_rule *select; /* owned; n_select > 0: a select route, without tiers */
@@ -241,6 +250,7 @@ struct cfg_route {
     struct cfg_context context;
     struct cfg_shadow shadow;
     struct chk_set checks; /* output checks, patterns compiled at load (contract/checks.h) */
+    struct cfg_score score;
 };
 
 struct cfg_limits {

@@ -60,7 +60,8 @@ static const char *const profile_names[] = {
 _Static_assert(BSC_ARRAY_LEN(profile_names) == CFG_PROFILE_COUNT, "profile_names");
 static const char *const probe_names[] = {"models", "completion", "none"};
 _Static_assert(BSC_ARRAY_LEN(probe_names) == CFG_PROBE_COUNT, "probe_names");
-static const char *const balance_names[] = {"priority", "weighted", "least_latency", "cheapest"};
+static const char *const balance_names[] = {"priority", "weighted", "least_latency", "cheapest",
+                                            "score"};
 _Static_assert(BSC_ARRAY_LEN(balance_names) == CFG_BALANCE_COUNT, "balance_names");
 static const char *const side_names[] = {"none", "read_only", "write_possible"};
 _Static_assert(BSC_ARRAY_LEN(side_names) == CFG_SE_COUNT, "side_names");
@@ -725,6 +726,13 @@ static const struct cfg__field shadow_fields[] = {
     {FU32(struct cfg_shadow, "max_concurrency", max_concurrency, 1, 100000)},
 };
 
+static const struct cfg__field score_fields[] = {
+    {FDBL(struct cfg_score, "contract", contract, 0.0, 1e9, false)},
+    {FDBL(struct cfg_score, "task", task, 0.0, 1e9, false)},
+    {FDBL(struct cfg_score, "latency_ms", latency_ms, 0.0, 1e9, false)},
+    {FDBL(struct cfg_score, "cost_usd", cost_usd, 0.0, 1e9, false)},
+};
+
 static const struct cfg__field route_fields[] = {
     {FMAP(struct cfg_route, "requires", requires, requires_fields, NULL)},
     {FFN("primary", tier_fn), .required = true},
@@ -740,6 +748,7 @@ static const struct cfg__field route_fields[] = {
     {FMAP(struct cfg_route, "context", context, context_fields, NULL)},
     {FMAP(struct cfg_route, "shadow", shadow, shadow_fields, NULL)},
     {FFN("checks", cfg__checks_fn)},
+    {FMAP(struct cfg_route, "score", score, score_fields, NULL)},
 };
 
 /* ---- the three maps of objects -------------------------------------------------------- */
@@ -881,6 +890,18 @@ static void route_defaults(struct cfg_route *r)
     r->context = (struct cfg_context){.overflow = CFG_OVERFLOW_FAIL, .keep_last = 4};
     r->shadow.percent = 100;
     r->shadow.max_concurrency = 16;
+    r->score = (struct cfg_score){.contract = 1.0, .task = 1.0, .latency_ms = 0.001,
+                                  .cost_usd = 100.0};
+}
+
+/* `score` weights only order balance: score; elsewhere they would silently do nothing. */
+static void score_warn(struct cfg__v *v, const struct cfg__node *map, const struct cfg_route *r)
+{
+    const struct cfg__entry *e = map->kind == CFG__MAP ? cfg__map_find(map, "score") : NULL;
+
+    if (e && r->balance != CFG_BALANCE_SCORE)
+        cfg__diag(v->s, true, e->key->line, e->key->column,
+                  "'score' in route '%s' is ignored unless balance is score", r->id);
 }
 
 static void routes_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
@@ -911,9 +932,11 @@ static void routes_fn(struct cfg__v *v, const struct cfg__field *f, const struct
         snprintf(w, sizeof(w), "route '%.*s'", CFG__MAX_ID, key->text);
         if (m->items[i].value->kind == CFG__MAP && cfg__map_find(m->items[i].value, "select"))
             cfg__select_route(v, m->items[i].value, route_fields, BSC_ARRAY_LEN(route_fields), w);
-        else
+        else {
             cfg__decode_map(v, m->items[i].value, route_fields, BSC_ARRAY_LEN(route_fields), r, w,
                             key->line, key->column);
+            score_warn(v, m->items[i].value, r);
+        }
     }
 }
 

@@ -115,7 +115,10 @@ enum metric_buckets {
     X(SPANS_EXPORTED, COUNTER, NONE, "bascule_spans_exported_total", METRICS_L0(),             \
       "Trace spans the OTLP collector accepted.")                                              \
     X(SPANS_DROPPED, COUNTER, NONE, "bascule_spans_dropped_total", METRICS_L0(),               \
-      "Trace spans not exported: queue full or the collector failed or refused them.")
+      "Trace spans not exported: queue full or the collector failed or refused them.")         \
+    X(WORKFLOW_OUTCOMES, COUNTER, NONE, "bascule_workflow_outcomes_total",                     \
+      METRICS_L3("workflow", "layer", "result"),                                               \
+      "Outcomes by the workflow that produced the answer (primary, retry, fallback, ...).")
 
 enum metric_id {
 #define X(ID, TYPE, BUCKETS, NAME, LABELS, HELP) METRIC_##ID,

@@ -160,6 +160,8 @@ void attempt_log_write(const struct attempt_line *l)
     PUT_STR(b, "why", l->why);
     PUT_U64(b, "next_delay_ms", l->next_delay_ms);
     PUT_STR(b, "delay_why", l->delay_why);
+    if (a->ranking[0])
+        PUT_STR(b, "ranking", a->ranking);
     line_end(b);
 }
 

@@ -38,6 +38,7 @@ struct attempt {
     const char *delay_why; /* static: "backoff", "retry_after" or NULL */
     uint64_t start_us, end_us;
     const char *circuit; /* static: the target's circuit after the attempt; NULL before */
+    char ranking[160]; /* balance: score: the order and scores that chose it, or "" */
 };
 
 void attempt_begin(struct attempt *a, const struct cfg_target *t, enum attempt_workflow wf,

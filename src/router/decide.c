@@ -57,6 +57,28 @@ static bool usable(const struct decide_in *in, const struct decide_cand *c, enum
 /* Picks the best usable target of <tier> by the route's balance mode. DECIDE_ADMIT when its
  * breaker is still to be asked, DECIDE_GO (out->target set) when it said yes, DECIDE_STOP
  * when none is left. */
+/* balance: score: the best eligible candidate of <dt> by score.h's ranking (priority order
+ * while samples are few); the order goes to <out> for the attempt log. -1: none. */
+static int rank_by_score(const struct decide_in *in, const struct decide_tier *dt,
+                         const struct pick_cand *c, struct decide_out *out)
+{
+    struct score_cand sc[DECIDE_MAX_CANDS];
+    size_t order[DECIDE_MAX_CANDS], m;
+    double scores[DECIDE_MAX_CANDS];
+
+    for (size_t k = 0; k < dt->n; k++) {
+        sc[k] = dt->c[k].sc;
+        sc[k].eligible = c[k].eligible;
+    }
+    m = score_rank(&in->route->score, sc, dt->n, order, scores, &out->by_score);
+    out->n_ranked = m < DECIDE_RANK_MAX ? m : DECIDE_RANK_MAX;
+    for (size_t k = 0; k < out->n_ranked; k++) {
+        out->ranked[k] = order[k];
+        out->scores[k] = scores[k];
+    }
+    return m ? (int)order[0] : -1;
+}
+
 static enum decision choose(const struct decide_in *in, enum tier tier, uint64_t min_window,
                             struct decide_out *out)
 {
@@ -79,7 +101,9 @@ static enum decision choose(const struct decide_in *in, enum tier tier, uint64_t
             .ramp_fraction = d->v.ramp_fraction,
         };
     }
-    i = pick_next(c, dt->n, in->route->balance, in->draw_pick);
+    i = in->route->balance == CFG_BALANCE_SCORE
+            ? rank_by_score(in, dt, c, out)
+            : pick_next(c, dt->n, in->route->balance, in->draw_pick);
     if (i < 0)
         return DECIDE_STOP;
     out->target = dt->c[i].t;

@@ -17,6 +17,7 @@
 #include "router/attempt.h"
 #include "router/envelope.h"
 #include "router/reply.h"
+#include "router/score.h"
 #include "fail/taxonomy.h"
 
 #define DECIDE_MAX_CANDS 64 /* per tier; later targets of a longer tier are not considered */
@@ -34,6 +35,9 @@ enum decision {
 enum decide_admit { ADMIT_UNASKED = 0, ADMIT_ALLOWED, ADMIT_PROBE, ADMIT_DENIED };
 
 /* One target as the decision sees it. */
+/* The ranked candidates a decision reports (the attempt log shows the first ones). */
+#define DECIDE_RANK_MAX 8
+
 struct decide_cand {
     const struct cfg_target *t;
     bool excluded;         /* the request rules it out: a capability, a parameter, its size */
@@ -43,6 +47,7 @@ struct decide_cand {
     double canary_draw;    /* [0, 1): its share of a fallback canary */
     enum decide_admit admit;
     struct target_view v;  /* copied once per decision */
+    struct score_cand sc;  /* balance: score: its recent results (eligible is decided here) */
 };
 
 struct decide_tier {
@@ -89,6 +94,11 @@ struct decide_out {
     enum reply_outlook outlook;
     int64_t wait_ms;
     int status;                      /* 0: the reason's own status */
+    /* balance: score: how the chosen tier was ranked (best first), for the attempt log */
+    bool by_score;                   /* false: too few samples, priority order */
+    size_t n_ranked;
+    size_t ranked[DECIDE_RANK_MAX];  /* indices in in->tiers[tier] */
+    double scores[DECIDE_RANK_MAX];
     bool budget_rejected;            /* the retry budget said no */
     char msg[320];
 };

@@ -12,6 +12,7 @@
 #include "core/id.h"
 #include "health/hstate.h"
 #include "metrics/metrics.h"
+#include "router/feedback.h"
 #include "router/guard.h"
 #include "router/internal.h"
 #include "router/params.h"
@@ -245,6 +246,8 @@ static void fill_cand(struct request *r, const struct cfg_target *t, uint64_t no
     c->canary_draw = t->canary_percent < 100 ? bsc_rand01() : 0.0;
     c->admit = ADMIT_UNASKED;
     hstate_view(r->gw->hs, t, now, &c->v);
+    if (r->route->balance == CFG_BALANCE_SCORE)
+        feedback_score_cand(r, t, &c->v, &c->sc);
 }
 
 static void fill_tier(struct request *r, enum tier tier, bool allowed, uint64_t now,
@@ -338,8 +341,10 @@ static void apply_stop(struct request *r, const struct decide_out *out)
     }
 }
 
-static void apply_go(struct request *r, const struct decide_out *out)
+static void apply_go(struct request *r, const struct decide_in *in,
+                     const struct decide_out *out)
 {
+    feedback_note_ranking(r, in, out);
     r->target = out->target;
     r->tier = out->tier;
     r->next_wf = out->wf;
@@ -359,7 +364,7 @@ enum decision decide_req_first(struct request *r)
         out.stop = DECIDE_STOP_NONE_ELIGIBLE;
     r->target = NULL;
     if (out.stop != DECIDE_STOP_NONE_ELIGIBLE) {
-        apply_go(r, &out);
+        apply_go(r, &in, &out);
         r->recovery_reason = out.recovery ? out.recovery : r->recovery_reason;
     }
     if (d == DECIDE_STOP) {
@@ -402,6 +407,6 @@ enum decision decide_req_next(struct request *r, const char **why)
         apply_stop(r, &out);
         return DECIDE_STOP;
     }
-    apply_go(r, &out);
+    apply_go(r, &in, &out);
     return DECIDE_GO;
 }

@@ -12,6 +12,7 @@
 struct hstate;
 struct metrics;
 struct store;
+struct verdicts;
 
 struct gateway {
     const char *config_path; /* borrowed from argv */
@@ -20,6 +21,7 @@ struct gateway {
     struct hstate *hs;       /* owned: shared health and routing state */
     struct metrics *metrics; /* owned: one shard per worker */
     struct store *store;     /* owned: idempotency records and the tool ledger */
+    struct verdicts *verdicts; /* owned: recent requests and verdicts (health/verdicts.h) */
     struct srv_group *conns; /* owned: the workers' servers even out their connections */
     uint64_t started_ms;     /* wall clock */
     atomic_ullong reloads_ok, reloads_failed;

@@ -112,6 +112,10 @@ struct request {
 
     struct trim_state trim;      /* context.overflow: trim (trim.c) */
     struct shadow *shadows;      /* borrowed: its mirrored copies still running (shadow.c) */
+
+    /* task feedback and balance: score (feedback.c) */
+    char client_scope[40];       /* req_client_scope() of the caller, taken at the start */
+    char ranking[160];           /* balance: score's order for the next attempt, or "" */
 };
 
 /* request.c */

@@ -21,6 +21,7 @@
 #include "router/access_log.h"
 #include "router/admit.h"
 #include "router/contract.h"
+#include "router/feedback.h"
 #include "router/guard.h"
 #include "router/internal.h"
 #include "router/select.h"
@@ -330,6 +331,8 @@ static void begin_attempt(struct request *r)
                                  r->next_wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
     a = &r->attempts[r->n_attempts++];
     attempt_begin(a, r->target, r->next_wf, bsc_now_us());
+    snprintf(a->ranking, sizeof(a->ranking), "%s", r->ranking); /* feedback.c */
+    r->ranking[0] = '\0';
     a->delay_ms = r->next_delay_ms;
     a->delay_why = r->next_delay_why;
     r->next_delay_ms = 0;
@@ -428,6 +431,8 @@ static void account_usage(struct request *r)
 
 static void st_attempt(struct request *r)
 {
+    bool transport_ok;
+
     if (r->x.first_frame && !r->d.committed) {
         deliver_commit(r); /* the commit point: from here on there is no way back to PICK */
         req__goto(r, REQ_ST_RELAY);
@@ -438,6 +443,7 @@ static void st_attempt(struct request *r)
     uv_timer_stop(&r->timer);
     if (r->key_idx != -1 && r->x.fail.kind != FAIL_CONTRACT_FAILURE)
         xchg_classify(r);
+    transport_ok = r->x.fail.kind == FAIL_NONE;
     metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "transport",
                  r->x.fail.kind == FAIL_NONE ? "ok" : "failed", 1);
     if (r->x.fail.kind == FAIL_NONE && contract_active(r)) {
@@ -451,6 +457,7 @@ static void st_attempt(struct request *r)
                          ok ? "ok" : "failed", 1);
         }
     }
+    feedback_attempt(r, transport_ok);
     if (r->x.fail.kind == FAIL_NONE) {
         attempt_end(req__cur_attempt(r), bsc_now_us(), ATTEMPT_OK, NULL);
         req__cur_attempt(r)->status = r->x.up_status;
@@ -494,6 +501,7 @@ static void st_relay(struct request *r)
         account_usage(r);
         log_attempt(r, "deliver", "ok");
         contract_record_stream(r); /* pass-through: checks recorded, the bytes are gone */
+        feedback_attempt(r, true); /* before the end: the client may judge it at once */
         deliver_end(r, "ok");
         req__goto(r, REQ_ST_DONE);
         return;
@@ -510,6 +518,7 @@ static void st_relay(struct request *r)
     r->x.fail.request_caused = r->x.stream_failed && r->x.stream_fail.request_caused;
     attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, "partial_output");
     a->status = 200;
+    feedback_attempt(r, false);
     report_attempt(r, breaker_outcome(&r->x.fail), "partial_output", false);
     log_attempt(r, "stop", r->x.timed_out ? "stream_stalled" : r->x.stream_failed ? "error_event"
                                                                               : "stream_cut");
@@ -629,7 +638,6 @@ static uint64_t write_access_line(struct request *r)
 static void count_request(struct request *r, uint64_t duration_us)
 {
     unsigned shard = r->w->idx;
-    const char *task = strcmp(r->d.termination, "ok") == 0 ? "ok" : "failed";
 
     if (r->x.usage.input_tokens > 0)
         metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, "input",
@@ -640,9 +648,7 @@ static void count_request(struct request *r, uint64_t duration_us)
     if (r->cost_usd > 0)
         metrics_inc(M(r), shard, METRIC_COST, r->route->id, NULL, r->cost_usd);
     metrics_inc(M(r), shard, METRIC_REQUESTS, r->route->id, outcome_label(r), 1);
-    metrics_inc3(M(r), shard, METRIC_OUTCOMES, r->route->id, "task", task, 1);
-    if (r->target) /* the task's result, charged to the target that answered last */
-        metrics_inc3(M(r), shard, METRIC_TARGET_OUTCOMES, r->target->id, "task", task, 1);
+    /* Task outcomes are counted when the client's verdict comes (api/feedback.c). */
     metrics_observe(M(r), shard, METRIC_REQUEST_DURATION, r->route->id, NULL,
                     (double)duration_us / 1e6);
     if (r->d.ttfb_us && r->d.status == 200)
@@ -799,6 +805,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->buffering = r->stream && r->env.on_stream_failure == CFG_SF_BUFFER;
     r->all_rate_limited = true;
     snprintf(r->id, sizeof(r->id), "%s", srv_req_id(sreq));
+    req_client_scope(sreq, r->client_scope, sizeof(r->client_scope)); /* feedback.c */
     snprintf(r->path, sizeof(r->path), "%.*s", BSC_STR_FMT(srv_req_path(sreq)));
     r->start_us = srv_req_start_us(sreq);
     r->created = (int64_t)(bsc_wall_ms() / 1000);

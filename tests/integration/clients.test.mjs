@@ -102,9 +102,12 @@ test('no key or a wrong key: 401 in each dialect, nothing sent upstream', async 
     }
   }
   assert.equal(await total(), before, 'no upstream call');
-  const lines = gw.accessLog().filter((l) => l.status === 401);
-  assert.ok(lines.some((l) => l.detail === 'client key missing'));
-  assert.ok(lines.some((l) => l.detail === 'client key unknown'));
+  // The access log is read from the gateway's stderr: wait for both lines to arrive.
+  await waitFor(() => {
+    const lines = gw.accessLog().filter((l) => l.status === 401);
+    return lines.some((l) => l.detail === 'client key missing') &&
+      lines.some((l) => l.detail === 'client key unknown');
+  }, { timeoutMs: 10000, what: 'the 401 access-log lines' });
 });
 
 test('a client key as a bearer token or as x-api-key: served, the client in the access log', async () => {

@@ -111,9 +111,10 @@ test('a canary fallback takes about its share of the failures', async () => {
   assert.equal(canary + stable, N);
   // canary_percent 30: expected 60, sd ~6.5; the bounds are ~4.5 sd wide.
   assert.ok(canary >= 30 && canary <= 90, `canary took ${canary}/${N}`);
-  // Its task results are counted apart from the stable fallback's.
+  // Its results are counted apart from the stable fallback's (task results come from
+  // POST /v1/feedback; the answers themselves are the transport layer).
   const metrics = await (await fetch(`${gw.url}/metrics`)).text();
-  const task = (t) => Number((new RegExp(`bascule_target_outcomes_total\\{target="${t}",layer="task",result="ok"\\} (\\d+)`).exec(metrics) || [])[1] || 0);
+  const task = (t) => Number((new RegExp(`bascule_target_outcomes_total\\{target="${t}",layer="transport",result="ok"\\} (\\d+)`).exec(metrics) || [])[1] || 0);
   assert.equal(task('canary'), canary);
   assert.equal(task('stable'), stable);
 });

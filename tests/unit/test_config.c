@@ -847,7 +847,8 @@ static void test_bad_enums(void **state)
                     "'telepathy'; expected one of: text, vision, streaming, tools, "
                     "parallel_tool_calls, json_schema, json_object, embeddings");
     assert_line(&d, "gateway.yaml:10:14: error: 'balance' in route 'r': unknown value "
-                    "'fastest'; expected one of: priority, weighted, least_latency, cheapest");
+                    "'fastest'; expected one of: priority, weighted, least_latency, cheapest, "
+                    "score");
     assert_line(&d, "gateway.yaml:11:31: error: 'side_effects' in route 'r' envelope: unknown "
                     "value 'all'; expected one of: none, read_only, write_possible");
     assert_line(&d, "gateway.yaml:11:55: error: 'on_stream_failure' in route 'r' envelope: "

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: MIT */
+/* verdicts.c -- the recent-request table and the per-target outcome windows of verdicts.h.
+ * Requests live in a ring in finish order (the oldest is evicted first, so count and age
+ * stay bounded without a sweep) and in a chained hash for lookup. Target windows are a
+ * fixed open-addressed table that never deletes: target ids survive config reloads. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "health/verdicts.h"
+
+struct vrec {
+    struct vrec *next; /* hash chain */
+    uint64_t finish_ms;
+    int workflow;
+    bool claimed;
+    uint16_t off_route, off_target, off_scope; /* into s[] */
+    char s[];                                  /* id, route, target, scope, NUL-separated */
+};
+
+/* A bit window of the last VERDICTS_WINDOW outcomes. */
+struct vwin {
+    uint8_t bits[(VERDICTS_WINDOW + 7) / 8];
+    uint32_t n, ok, pos;
+};
+
+struct vtarget {
+    char id[VERDICTS_ID_MAX + 1]; /* "" = free slot */
+    struct vwin attempts, tasks;
+};
+
+#define VT_SLOTS (2 * VERDICTS_MAX_TARGETS) /* a power of two, half full at most */
+
+struct verdicts {
+    pthread_mutex_t mu;
+    struct vrec **ring, **buckets;
+    size_t cap, head, count, mask;
+    uint64_t max_age_ms;
+    struct vtarget *targets; /* VT_SLOTS */
+    size_t n_targets;
+};
+
+static uint64_t hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+    return h;
+}
+
+struct verdicts *verdicts_new(size_t max_requests, uint64_t max_age_ms)
+{
+    struct verdicts *vs;
+    size_t nb = 16;
+
+    if (max_requests == 0)
+        return NULL;
+    while (nb < max_requests)
+        nb <<= 1;
+    vs = calloc(1, sizeof(*vs));
+    if (!vs)
+        return NULL;
+    vs->ring = calloc(max_requests, sizeof(*vs->ring));
+    vs->buckets = calloc(nb, sizeof(*vs->buckets));
+    vs->targets = calloc(VT_SLOTS, sizeof(*vs->targets));
+    if (!vs->ring || !vs->buckets || !vs->targets || pthread_mutex_init(&vs->mu, NULL)) {
+        free(vs->ring);
+        free(vs->buckets);
+        free(vs->targets);
+        free(vs);
+        return NULL;
+    }
+    vs->cap = max_requests;
+    vs->mask = nb - 1;
+    vs->max_age_ms = max_age_ms;
+    return vs;
+}
+
+void verdicts_free(struct verdicts *vs)
+{
+    if (!vs)
+        return;
+    for (size_t i = 0; i < vs->cap; i++)
+        free(vs->ring[i]);
+    free(vs->ring);
+    free(vs->buckets);
+    free(vs->targets);
+    pthread_mutex_destroy(&vs->mu);
+    free(vs);
+}
+
+/* Drops the entry in ring slot <slot> (locked). */
+static void evict(struct verdicts *vs, size_t slot)
+{
+    struct vrec *e = vs->ring[slot], **pp;
+
+    if (!e)
+        return;
+    for (pp = &vs->buckets[hash(e->s) & vs->mask]; *pp; pp = &(*pp)->next) {
+        if (*pp == e) {
+            *pp = e->next;
+            break;
+        }
+    }
+    free(e);
+    vs->ring[slot] = NULL;
+    vs->count--;
+}
+
+/* A finish time ahead of <now_ms> (another worker's clock read) is not expired. */
+static bool expired(const struct verdicts *vs, const struct vrec *e, uint64_t now_ms)
+{
+    return e->finish_ms < now_ms && now_ms - e->finish_ms > vs->max_age_ms;
+}
+
+/* Evicts the oldest entries while they are past the age bound (locked). */
+static void expire(struct verdicts *vs, uint64_t now_ms)
+{
+    while (vs->count) {
+        size_t oldest = (vs->head + vs->cap - vs->count) % vs->cap;
+        const struct vrec *e = vs->ring[oldest];
+
+        if (!e || !expired(vs, e, now_ms))
+            return;
+        evict(vs, oldest);
+    }
+}
+
+static bool str_ok(const char *s, size_t max)
+{
+    return s && *s && strlen(s) <= max;
+}
+
+static struct vrec *rec_new(const struct vd_request *rq)
+{
+    size_t li = strlen(rq->id), lr = strlen(rq->route), lt = strlen(rq->target);
+    size_t ls = strlen(rq->scope);
+    struct vrec *e = malloc(sizeof(*e) + li + lr + lt + ls + 4);
+
+    if (!e)
+        return NULL;
+    *e = (struct vrec){.finish_ms = rq->finish_ms, .workflow = rq->workflow};
+    e->off_route = (uint16_t)(li + 1);
+    e->off_target = (uint16_t)(e->off_route + lr + 1);
+    e->off_scope = (uint16_t)(e->off_target + lt + 1);
+    memcpy(e->s, rq->id, li + 1);
+    memcpy(e->s + e->off_route, rq->route, lr + 1);
+    memcpy(e->s + e->off_target, rq->target, lt + 1);
+    memcpy(e->s + e->off_scope, rq->scope, ls + 1);
+    return e;
+}
+
+enum bsc_err verdicts_finished(struct verdicts *vs, const struct vd_request *rq)
+{
+    struct vrec *e;
+    size_t b;
+
+    if (!str_ok(rq->id, VERDICTS_ID_MAX) || !str_ok(rq->route, VERDICTS_ID_MAX) ||
+        !str_ok(rq->target, VERDICTS_ID_MAX) || !str_ok(rq->scope, VERDICTS_SCOPE_MAX))
+        return BSC_EINVAL;
+    e = rec_new(rq);
+    if (!e)
+        return BSC_ENOMEM;
+    b = hash(rq->id) & vs->mask;
+    pthread_mutex_lock(&vs->mu);
+    expire(vs, rq->finish_ms);
+    evict(vs, vs->head); /* the oldest when full */
+    e->next = vs->buckets[b]; /* newest first: a reused client id finds its last request */
+    vs->buckets[b] = e;
+    vs->ring[vs->head] = e;
+    vs->head = (vs->head + 1) % vs->cap;
+    vs->count++;
+    pthread_mutex_unlock(&vs->mu);
+    return BSC_OK;
+}
+
+static struct vrec *lookup(struct verdicts *vs, const char *id)
+{
+    struct vrec *e = vs->buckets[hash(id) & vs->mask];
+
+    while (e && strcmp(e->s, id) != 0)
+        e = e->next;
+    return e;
+}
+
+enum bsc_err verdicts_claim(struct verdicts *vs, const char *id, const char *scope,
+                            uint64_t now_ms, struct vd_claim *out)
+{
+    enum bsc_err err = BSC_OK;
+    struct vrec *e;
+
+    if (!id || !scope)
+        return BSC_ENOTFOUND;
+    pthread_mutex_lock(&vs->mu);
+    expire(vs, now_ms);
+    e = lookup(vs, id);
+    /* Entries are evicted in insertion order, so one finished out of order (a slower
+     * worker's clock) can outlive its age: check it here too. */
+    if (!e || expired(vs, e, now_ms) || strcmp(e->s + e->off_scope, scope) != 0) {
+        err = BSC_ENOTFOUND;
+    } else if (e->claimed) {
+        err = BSC_EEXIST;
+    } else {
+        e->claimed = true;
+        snprintf(out->route, sizeof(out->route), "%s", e->s + e->off_route);
+        snprintf(out->target, sizeof(out->target), "%s", e->s + e->off_target);
+        out->workflow = e->workflow;
+    }
+    pthread_mutex_unlock(&vs->mu);
+    return err;
+}
+
+/* The slot of <id>, created when <create> and there is room; NULL otherwise (locked). */
+static struct vtarget *target_slot(struct verdicts *vs, const char *id, bool create)
+{
+    size_t i = hash(id) & (VT_SLOTS - 1);
+
+    if (!str_ok(id, VERDICTS_ID_MAX))
+        return NULL;
+    for (size_t probes = 0; probes < VT_SLOTS; probes++, i = (i + 1) & (VT_SLOTS - 1)) {
+        struct vtarget *t = &vs->targets[i];
+
+        if (t->id[0] && strcmp(t->id, id) == 0)
+            return t;
+        if (!t->id[0]) {
+            if (!create || vs->n_targets >= VERDICTS_MAX_TARGETS)
+                return NULL;
+            snprintf(t->id, sizeof(t->id), "%s", id);
+            vs->n_targets++;
+            return t;
+        }
+    }
+    return NULL;
+}
+
+static void win_add(struct vwin *w, bool ok)
+{
+    uint8_t *byte = &w->bits[w->pos / 8], bit = (uint8_t)(1u << (w->pos % 8));
+
+    if (w->n == VERDICTS_WINDOW)
+        w->ok -= (*byte & bit) ? 1 : 0; /* the outcome this one replaces */
+    else
+        w->n++;
+    *byte = ok ? (uint8_t)(*byte | bit) : (uint8_t)(*byte & ~bit);
+    w->ok += ok ? 1 : 0;
+    w->pos = (w->pos + 1) % VERDICTS_WINDOW;
+}
+
+static void add(struct verdicts *vs, const char *target_id, bool ok, bool task)
+{
+    struct vtarget *t;
+
+    pthread_mutex_lock(&vs->mu);
+    t = target_slot(vs, target_id, true);
+    if (t)
+        win_add(task ? &t->tasks : &t->attempts, ok);
+    pthread_mutex_unlock(&vs->mu);
+}
+
+void verdicts_attempt(struct verdicts *vs, const char *target_id, bool ok)
+{
+    add(vs, target_id, ok, false);
+}
+
+void verdicts_task(struct verdicts *vs, const char *target_id, bool ok)
+{
+    add(vs, target_id, ok, true);
+}
+
+void verdicts_rates(struct verdicts *vs, const char *target_id, struct vd_rates *out)
+{
+    const struct vtarget *t;
+
+    *out = (struct vd_rates){0};
+    pthread_mutex_lock(&vs->mu);
+    t = target_slot(vs, target_id, false);
+    if (t)
+        *out = (struct vd_rates){t->attempts.n, t->attempts.ok, t->tasks.n, t->tasks.ok};
+    pthread_mutex_unlock(&vs->mu);
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/* feedback.c -- the router's side of task feedback (feedback.h): the signals each attempt
+ * and each answered request leave behind, and the balance: score pick that reads them
+ * back. Outcome windows and the recent-request table are health/verdicts.c; the ranking
+ * itself is the pure score.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "health/verdicts.h"
+#include "metrics/metrics.h"
+#include "router/contract.h"
+#include "router/feedback.h"
+#include "router/gateway.h"
+#include "router/internal.h"
+#include "router/pick.h"
+#include "router/score.h"
+#include "health/hstate.h"
+
+#define SCORE_MAX_CANDS 64 /* as decide.c's choose() */
+
+static const char *ok_word(bool ok)
+{
+    return ok ? "ok" : "failed";
+}
+
+/* The answer about to be delivered is remembered for POST /v1/feedback. Before the
+ * response ends, not in st_done: a client may send its verdict as soon as it has read the
+ * answer, before the request's last bookkeeping ran. */
+static void remember(struct request *r)
+{
+    struct vd_request rq = {
+        .id = r->id,
+        .route = r->route->id,
+        .target = r->target->id,
+        .scope = r->client_scope,
+        .workflow = (int)req__cur_attempt(r)->workflow,
+        .finish_ms = bsc_now_ms(),
+    };
+
+    if (verdicts_finished(r->gw->verdicts, &rq) != BSC_OK)
+        LOG_DEBUG("%s: not kept for feedback", r->id);
+}
+
+void feedback_attempt(struct request *r, bool transport_ok)
+{
+    struct metrics *m = req__metrics(r);
+    const char *wf = attempt_workflow_name(req__cur_attempt(r)->workflow);
+    bool usable = r->x.fail.kind == FAIL_NONE;
+
+    metrics_inc3(m, r->w->idx, METRIC_WORKFLOW_OUTCOMES, wf, "transport", ok_word(transport_ok),
+                 1);
+    metrics_inc3(m, r->w->idx, METRIC_TARGET_OUTCOMES, r->target->id, "transport",
+                 ok_word(transport_ok), 1);
+    /* The same condition as request.c's contract count: a pass-through stream's check
+     * comes too late to count. */
+    if (transport_ok && contract_wanted(r) && (r->x.mode != BODY_SSE || r->buffering))
+        metrics_inc3(m, r->w->idx, METRIC_WORKFLOW_OUTCOMES, wf, "contract", ok_word(usable), 1);
+    if (!r->gw->verdicts)
+        return;
+    verdicts_attempt(r->gw->verdicts, r->target->id, usable);
+    if (usable)
+        remember(r);
+}
+
+/* The estimated cost of this request on <t>: its token estimate at <t>'s price. */
+static double est_cost(const struct request *r, const struct cfg_target *t)
+{
+    uint64_t out = r->est_out_tokens, in = r->est_tokens > out ? r->est_tokens - out : 0;
+
+    return ((double)in * t->price.input_per_mtok + (double)out * t->price.output_per_mtok) /
+           1e6;
+}
+
+void feedback_score_cand(const struct request *r, const struct cfg_target *t,
+                         const struct target_view *view, struct score_cand *out)
+{
+    struct vd_rates v;
+    double lat = r->stream && view->ewma_ttft_ms >= 0.0 ? view->ewma_ttft_ms
+                                                        : view->ewma_latency_ms;
+
+    memset(out, 0, sizeof(*out));
+    if (!r->gw->verdicts)
+        return;
+    verdicts_rates(r->gw->verdicts, t->id, &v);
+    *out = (struct score_cand){
+        .samples = v.attempts,
+        .contract_rate = v.attempts ? (double)v.attempts_ok / v.attempts : 0.0,
+        .task_rate = v.tasks ? (double)v.tasks_ok / v.tasks : -1.0,
+        .latency_ms = lat,
+        .cost_usd = est_cost(r, t),
+    };
+}
+
+/* "score b=1.950 a=0.120" or "priority a(3 samples) b(12 samples)", cut to fit. */
+void feedback_note_ranking(struct request *r, const struct decide_in *in,
+                           const struct decide_out *out)
+{
+    const struct decide_tier *dt = &in->tiers[out->tier];
+    size_t used, len = sizeof(r->ranking);
+
+    r->ranking[0] = '\0';
+    if (r->route->balance != CFG_BALANCE_SCORE || !out->n_ranked)
+        return;
+    used = (size_t)snprintf(r->ranking, len, "%s", out->by_score ? "score" : "priority");
+    for (size_t k = 0; k < out->n_ranked && used < len; k++) {
+        const struct decide_cand *c = &dt->c[out->ranked[k]];
+
+        if (out->by_score)
+            used += (size_t)snprintf(r->ranking + used, len - used, " %s=%.3f", c->t->id,
+                                     out->scores[k]);
+        else
+            used += (size_t)snprintf(r->ranking + used, len - used, " %s(%u samples)",
+                                     c->t->id, c->sc.samples);
+    }
+}

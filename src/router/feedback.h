@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* feedback.h -- the router's side of task feedback and balance: score: what each attempt
+ * and each answered request leave in health/verdicts.h and the per-workflow outcome
+ * metric, and the score-ordered pick of a tier. Called at a few points of request.c and
+ * decide.c. See docs/internals/feedback.md. */
+#ifndef BSC_ROUTER_FEEDBACK_H
+#define BSC_ROUTER_FEEDBACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct request;
+struct cfg_target;
+struct target_view;
+struct score_cand;
+struct decide_in;
+struct decide_out;
+
+/* An attempt ended (after the contract check): counts its transport and contract outcome
+ * per workflow and per target, and adds it to the target's attempt window; a usable answer
+ * (the one delivered next) is remembered for POST /v1/feedback. <transport_ok>: a complete
+ * answer came back, before the contract check. */
+void feedback_attempt(struct request *r, bool transport_ok);
+
+/* balance: score: the recent results of candidate <t> (its health view <view>) that the
+ * pure decision ranks by (router/score.h); zeroed without a verdict table. */
+void feedback_score_cand(const struct request *r, const struct cfg_target *t,
+                         const struct target_view *view, struct score_cand *out);
+/* After a decision that ranked a tier by score: its order and scores into r->ranking, for the
+ * next attempt's log line ("" otherwise). */
+void feedback_note_ranking(struct request *r, const struct decide_in *in,
+                           const struct decide_out *out);
+
+#endif
