@@ -74,7 +74,7 @@ static void compile_tools(struct contract *c, struct json_object *tools, const c
 
 bool contract_wanted(const struct request *r)
 {
-    return r->op == PROV_OP_CHAT && (r->need_caps & (CFG_CAP_JSON_SCHEMA | CFG_CAP_TOOLS));
+    return r->input.op == PROV_OP_CHAT && (r->input.need_caps & (CFG_CAP_JSON_SCHEMA | CFG_CAP_TOOLS));
 }
 
 /* The request's contract state, allocated on first use. */
@@ -156,7 +156,7 @@ static bool check_call(const struct contract *c, const char *name, struct bsc_st
 
 static bool checks_active(const struct request *r)
 {
-    return r->op == PROV_OP_CHAT && r->route->checks.active;
+    return r->input.op == PROV_OP_CHAT && r->route->checks.active;
 }
 
 bool contract_active(const struct request *r)
@@ -203,7 +203,7 @@ static bool schema_answer(struct request *r, struct bsc_str answer, struct fail_
         return true;
     /* Tools declared but none called, and no response schema: nothing to check, and
      * no reason to parse anything (the common case of tool-capable chat). */
-    if (!(r->need_caps & CFG_CAP_JSON_SCHEMA) && !memmem(answer.p, answer.len, "\"tool_calls\"", 12))
+    if (!(r->input.need_caps & CFG_CAP_JSON_SCHEMA) && !memmem(answer.p, answer.len, "\"tool_calls\"", 12))
         return true;
     if (!prepare(r))
         return true; /* out of memory: nothing checked, nothing refused */

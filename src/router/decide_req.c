@@ -22,7 +22,7 @@
 /* The capabilities of <t> that the route and the request need but <t> lacks. */
 static uint32_t missing_caps(const struct request *r, const struct cfg_target *t)
 {
-    uint32_t need = r->route->requires.capabilities | r->need_caps;
+    uint32_t need = r->route->requires.capabilities | r->input.need_caps;
 
     return need & ~t->capabilities;
 }
@@ -39,7 +39,7 @@ static bool satisfies_sizes(const struct request *r, const struct cfg_target *t)
         return false;
     if (r->trim.msgs) /* context.overflow: trim -- as far as it may be trimmed */
         return trim_req_fits(r, t);
-    return !t->context_window || r->est_tokens <= t->context_window;
+    return !t->context_window || r->input.est_tokens <= t->context_window;
 }
 
 /* Kill switches: config, provider, and the run-time admin switch. */
@@ -55,16 +55,16 @@ static uint32_t unhonoured_params(struct request *r, const struct cfg_target *t)
 {
     const struct prov_ops *ops = prov_ops_for(t->provider->kind);
 
-    if (r->op != PROV_OP_CHAT || (!ops->unhonoured && !ops->max_choices))
+    if (r->input.op != PROV_OP_CHAT || (!ops->unhonoured && !ops->max_choices))
         return 0;
-    if (!r->params_read) {
-        r->params_read = true;
-        if (r->json)
-            params_of_json(r->json, &r->params);
+    if (!r->input.params_read) {
+        r->input.params_read = true;
+        if (r->input.json)
+            params_of_json(r->input.json, &r->input.params);
         else
-            params_of_body(r->body, &r->params);
+            params_of_body(r->input.body, &r->input.params);
     }
-    return params_unhonoured(&r->params, ops);
+    return params_unhonoured(&r->input.params, ops);
 }
 
 /* True when <t> can never serve this request as it is: a capability it lacks, a size it
@@ -75,9 +75,9 @@ static bool request_excludes(struct request *r, const struct cfg_target *t)
     uint32_t missing = missing_caps(r, t), params = unhonoured_params(r, t);
     bool small = !satisfies_sizes(r, t);
 
-    r->missing_caps |= missing;
-    r->unhonoured |= params;
-    r->too_small |= small;
+    r->notes.missing_caps |= missing;
+    r->notes.unhonoured |= params;
+    r->notes.too_small |= small;
     return missing || params || small;
 }
 
@@ -158,24 +158,24 @@ static void note_waiting(struct request *r, const struct cfg_target *t, uint64_t
 /* The 400 for a request no target can serve as it is. */
 static void answer_request_excluded(struct request *r)
 {
-    const char *param = params_first_name(r->unhonoured);
+    const char *param = params_first_name(r->notes.unhonoured);
     char caps[160];
 
-    decide_caps_names(r->missing_caps, caps, sizeof(caps));
+    decide_caps_names(r->notes.missing_caps, caps, sizeof(caps));
     if (param) {
         /* OpenAI's own answer for a parameter a model does not take. */
         req__set_error(r, 400, "invalid_request_error", "unsupported_parameter",
                        "no target of route '%s' can honour the parameter '%s'%s%s%s",
-                       r->route->id, param, r->missing_caps ? "; missing: " : "", caps,
-                       r->too_small ? "; context window too small" : "");
+                       r->route->id, param, r->notes.missing_caps ? "; missing: " : "", caps,
+                       r->notes.too_small ? "; context window too small" : "");
         r->err.param = param;
         r->d.termination = "unsupported_parameter";
         return;
     }
     req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_NEVER, -1,
                            "no target of route '%s' satisfies this request%s%s%s",
-                           r->route->id, r->missing_caps ? "; missing: " : "", caps,
-                           r->too_small ? "; context window too small" : "");
+                           r->route->id, r->notes.missing_caps ? "; missing: " : "", caps,
+                           r->notes.too_small ? "; context window too small" : "");
     r->err.status = 400;
     r->err.type = "invalid_request_error";
 }
@@ -280,8 +280,8 @@ static void build_in(struct request *r, struct decide_in *in)
     in->now_ms = now;
     in->now_us = bsc_now_us();
     in->time_left_ms = req__time_left(r);
-    in->est_tokens = r->est_tokens;
-    in->est_out_tokens = r->est_out_tokens;
+    in->est_tokens = r->input.est_tokens;
+    in->est_out_tokens = r->input.est_out_tokens;
     in->draw_pick = bsc_rand01();
     in->draw_jitter = bsc_rand01();
     in->budget_ok = r->n_attempts == 0 || hstate_budget_available(r->gw->hs, now);
@@ -347,7 +347,7 @@ static void apply_go(struct request *r, const struct decide_in *in,
     feedback_note_ranking(r, in, out);
     r->target = out->target;
     r->tier = out->tier;
-    r->next_wf = out->wf;
+    r->next.wf = out->wf;
     if (out->admitted)
         r->probe = out->probe;
 }
@@ -365,14 +365,14 @@ enum decision decide_req_first(struct request *r)
     r->target = NULL;
     if (out.stop != DECIDE_STOP_NONE_ELIGIBLE) {
         apply_go(r, &in, &out);
-        r->recovery_reason = out.recovery ? out.recovery : r->recovery_reason;
+        r->notes.recovery_reason = out.recovery ? out.recovery : r->notes.recovery_reason;
     }
     if (d == DECIDE_STOP) {
         apply_stop(r, &out);
         return DECIDE_STOP;
     }
-    if (r->next_wf != ATTEMPT_WF_PRIMARY)
-        decide_count_workflow(r, r->next_wf);
+    if (r->next.wf != ATTEMPT_WF_PRIMARY)
+        decide_count_workflow(r, r->next.wf);
     return DECIDE_GO;
 }
 
@@ -398,8 +398,8 @@ enum decision decide_req_next(struct request *r, const char **why)
         in.budget_ok = false;
         d = decide_admitted(r, &in, decide_next, &out);
     }
-    r->next_delay_ms = out.delay_ms;
-    r->next_delay_why = out.delay_why;
+    r->next.delay_ms = out.delay_ms;
+    r->next.delay_why = out.delay_why;
     *why = out.why;
     if (out.budget_rejected)
         metrics_inc(M(r), r->w->idx, METRIC_RETRY_BUDGET_REJECTIONS, NULL, NULL, 1);

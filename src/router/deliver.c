@@ -17,11 +17,11 @@ static struct down_ctx down_ctx(const struct request *r)
     return (struct down_ctx){
         .request_id = r->id,
         .model = r->route->id,
-        .include_usage = r->include_usage,
-        .est_input_tokens = (int64_t)(r->est_tokens - r->est_out_tokens),
+        .include_usage = r->input.include_usage,
+        .est_input_tokens = (int64_t)(r->input.est_tokens - r->input.est_out_tokens),
         .arg = r->d.down_arg,
-        .native = r->native.body.p && r->trim.dropped <= 0 && r->target &&
-                  r->target->provider->kind == r->native.kind,
+        .native = r->input.native.body.p && r->trim.dropped <= 0 && r->target &&
+                  r->target->provider->kind == r->input.native.kind,
     };
 }
 
@@ -38,10 +38,10 @@ size_t deliver_route_headers(struct request *r, struct srv_header *h, char *buf,
         BSC_STR("x-bascule-workflow"),
         bsc_str_cstr(attempt_workflow_name(
             r->n_attempts ? r->attempts[r->n_attempts - 1].workflow : ATTEMPT_WF_PRIMARY))};
-    if (r->recovery_reason &&
+    if (r->notes.recovery_reason &&
         (r->n_attempts > 1 || (r->n_attempts && r->attempts[0].workflow != ATTEMPT_WF_PRIMARY)))
         h[n++] = (struct srv_header){BSC_STR("x-bascule-recovery-reason"),
-                                     bsc_str_cstr(r->recovery_reason)};
+                                     bsc_str_cstr(r->notes.recovery_reason)};
     if (r->trim.dropped > 0)
         h[n++] = (struct srv_header){BSC_STR("x-bascule-trimmed-messages"),
                                      bsc_str_cstr(r->trim.count_text)};

@@ -23,18 +23,18 @@
 static struct prov_call make_call(const struct request *r)
 {
     return (struct prov_call){
-        .op = r->op,
+        .op = r->input.op,
         .provider = r->target->provider,
         .target = r->target,
         .key = r->key_idx >= 0 ? r->target->provider->keys[r->key_idx] : NULL,
-        .req = r->trim.dropped > 0 ? r->trim.json : r->json,
-        .raw = r->trim.dropped <= 0 ? r->body
+        .req = r->trim.dropped > 0 ? r->trim.json : r->input.json,
+        .raw = r->trim.dropped <= 0 ? r->input.body
                : r->trim.body.len ? bsc_buf_str(&r->trim.body) : BSC_STR_NULL,
-        .model_span = r->trim.dropped > 0 ? r->trim.model_span : r->model_span,
+        .model_span = r->trim.dropped > 0 ? r->trim.model_span : r->input.model_span,
         /* a trimmed request goes through the translation, never as the client's bytes */
-        .native = r->native.body.p && r->trim.dropped <= 0 ? &r->native : NULL,
-        .stream = r->stream,
-        .include_usage = r->include_usage,
+        .native = r->input.native.body.p && r->trim.dropped <= 0 ? &r->input.native : NULL,
+        .stream = r->input.stream,
+        .include_usage = r->input.include_usage,
         .request_id = r->id,
         .created = r->created,
     };
@@ -162,7 +162,7 @@ static void on_head(void *ud, struct up_transfer *t, int status)
         bsc_buf_reserve(&r->x.resp, (size_t)len); /* one allocation for the whole body */
     save_header(t, "content-type", r->x.up_ctype, sizeof(r->x.up_ctype));
     r->x.mode = BODY_BUFFER;
-    if (r->stream && status >= 200 && status < 300 && is_sse_type(r->x.up_ctype) &&
+    if (r->input.stream && status >= 200 && status < 300 && is_sse_type(r->x.up_ctype) &&
         !start_stream(r)) {
         fail_local(&r->x.stream_fail, FAIL_SERVER_ERROR, "out of memory");
         r->x.stream_failed = true;
@@ -477,7 +477,7 @@ static void classify_answer(struct request *r)
     scrub_fail(r, &r->x.fail);
     if (r->x.fail.kind != FAIL_NONE)
         return;
-    if (!r->stream && is_sse_type(r->x.up_ctype) && looks_like_sse(bsc_buf_str(&r->x.resp))) {
+    if (!r->input.stream && is_sse_type(r->x.up_ctype) && looks_like_sse(bsc_buf_str(&r->x.resp))) {
         answered_other_shape(r, "with a stream to a request for a single answer");
         return;
     }
@@ -486,7 +486,7 @@ static void classify_answer(struct request *r)
         scrub_fail(r, &r->x.fail);
         return;
     }
-    if (r->stream) { /* a complete single answer to a request for a stream */
+    if (r->input.stream) { /* a complete single answer to a request for a stream */
         answered_other_shape(r, "with a single answer to a request for a stream");
         return;
     }

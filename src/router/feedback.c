@@ -67,7 +67,7 @@ void feedback_attempt(struct request *r, bool transport_ok)
 /* The estimated cost of this request on <t>: its token estimate at <t>'s price. */
 static double est_cost(const struct request *r, const struct cfg_target *t)
 {
-    uint64_t out = r->est_out_tokens, in = r->est_tokens > out ? r->est_tokens - out : 0;
+    uint64_t out = r->input.est_out_tokens, in = r->input.est_tokens > out ? r->input.est_tokens - out : 0;
 
     return ((double)in * t->price.input_per_mtok + (double)out * t->price.output_per_mtok) /
            1e6;
@@ -77,7 +77,7 @@ void feedback_score_cand(const struct request *r, const struct cfg_target *t,
                          const struct target_view *view, struct score_cand *out)
 {
     struct vd_rates v;
-    double lat = r->stream && view->ewma_ttft_ms >= 0.0 ? view->ewma_ttft_ms
+    double lat = r->input.stream && view->ewma_ttft_ms >= 0.0 ? view->ewma_ttft_ms
                                                         : view->ewma_latency_ms;
 
     memset(out, 0, sizeof(*out));

@@ -224,7 +224,7 @@ enum guard_start guard_idem_verdict(struct request *r)
 enum guard_start guard_idem_start(struct request *r)
 {
     struct bsc_str key = srv_req_header(r->sreq, BSC_STR("idempotency-key"));
-    struct bsc_str body = r->body;
+    struct bsc_str body = r->input.body;
     struct idem_fp fp;
     const char *text;
     size_t len = 0;
@@ -237,8 +237,8 @@ enum guard_start guard_idem_start(struct request *r)
                        "Idempotency-Key must be 1 to %d printable characters", IDEM_KEY_MAX);
         return GUARD_STOP;
     }
-    if (!body.p && r->json) {
-        text = json_object_to_json_string_length(r->json, JSON_C_TO_STRING_PLAIN, &len);
+    if (!body.p && r->input.json) {
+        text = json_object_to_json_string_length(r->input.json, JSON_C_TO_STRING_PLAIN, &len);
         body = bsc_str_make(text, text ? len : 0);
     }
     snprintf(r->g.idem_key, sizeof(r->g.idem_key), "%.*s", BSC_STR_FMT(key));
@@ -275,7 +275,7 @@ static void idem_settle(struct request *r)
               strcmp(r->d.termination, "ok") == 0 && !r->g.idem_overflow;
     struct idem_answer a = {
         .status = r->d.status,
-        .stream = r->stream,
+        .stream = r->input.stream,
         .headers = BSC_STR("{}"),
         .body = bsc_buf_str(&r->g.idem_copy),
     };

@@ -43,15 +43,9 @@ struct req_machine {
     bool finished;          /* st_done ran */
 };
 
-struct request {
-    struct worker *w;         /* borrowed */
-    struct gateway *gw;       /* borrowed */
-    struct srv_req *sreq;     /* borrowed; NULL once the client went away or was answered */
-    struct cfg *cfg;          /* a ref */
-    const struct cfg_route *route; /* borrowed from cfg: the route that serves */
-    const struct cfg_route *select_route; /* borrowed: the select route the client named, or
-                                             NULL; its rule <select_rule> chose <route> */
-    int select_rule;                      /* 0-based; -1 when no rule held */
+/* The request as the client asked it: its dialect's reader (api/) computed the facts the
+ * router decides on; the router reads them, and parses <json> only when it must. */
+struct req_input {
     enum prov_op op;
     struct json_object *json; /* owned: the canonical request; NULL until req__json() */
     struct bsc_str body;      /* borrowed from sreq: the client's raw OpenAI body, or empty */
@@ -62,15 +56,43 @@ struct request {
     uint32_t need_caps;       /* capabilities the request itself requires */
     uint64_t est_tokens;      /* estimated prompt + output tokens (decide.c) */
     uint64_t est_out_tokens;  /* the output part of it (the client's max tokens) */
-    uint32_t missing_caps;    /* capabilities candidates lacked, for the typed failure */
     struct req_params params; /* the parameters the request sets (params.h) ... */
     bool params_read;         /* ... read on the first target that may not honour one */
-    uint32_t unhonoured;      /* parameters candidates could not honour, for the 400 */
+    struct prov_native native; /* borrowed from sreq like <body>; body empty when none */
+};
+
+/* What the candidates and failures so far said: the final answer is built from it when no
+ * target is left (a 400 naming a capability or parameter, a 429 when only rate limits were
+ * in the way, the recovery reason header). */
+struct req_notes {
+    uint32_t missing_caps;       /* capabilities candidates lacked, for the typed failure */
+    uint32_t unhonoured;         /* parameters candidates could not honour, for the 400 */
+    bool too_small;              /* a candidate's context window was too small */
+    bool all_rate_limited;       /* every failure so far was a rate limit or quota */
+    const char *recovery_reason; /* static: kind of the first failure that made us recover */
+};
+
+/* The next step, as decide_next chose it (decide_req.c writes it, request.c carries it out). */
+struct req_next {
+    enum attempt_workflow wf;
+    uint32_t delay_ms;
+    const char *delay_why; /* static, NULL when no delay */
+};
+
+struct request {
+    struct worker *w;         /* borrowed */
+    struct gateway *gw;       /* borrowed */
+    struct srv_req *sreq;     /* borrowed; NULL once the client went away or was answered */
+    struct cfg *cfg;          /* a ref */
+    const struct cfg_route *route; /* borrowed from cfg: the route that serves */
+    const struct cfg_route *select_route; /* borrowed: the select route the client named, or
+                                             NULL; its rule <select_rule> chose <route> */
+    int select_rule;                      /* 0-based; -1 when no rule held */
+    struct req_input input;   /* the request as the client asked it (api/ filled most) */
+    struct req_notes notes;   /* what candidates and failures said, for the final answer */
     bool buffering;           /* on_stream_failure: buffer: release a stream only when whole */
     struct contract *contract; /* owned: compiled schemas (contract.c), or NULL */
     struct tel_trace trace;   /* ids of the request's trace, sampled or not (trace.c) */
-    bool too_small;           /* a candidate's context window was too small */
-    struct prov_native native;   /* borrowed from sreq like <body>; body empty when none */
     char id[130];             /* copy of the request id, for logs after sreq is gone */
     char path[64];            /* copy of the request path, for the access log */
     struct envelope env;
@@ -90,12 +112,7 @@ struct request {
     struct xchg x;                   /* its upstream side (exchange.c) */
     double cost_usd;
 
-    /* the next step, chosen by decide_next */
-    enum attempt_workflow next_wf;
-    uint32_t next_delay_ms;
-    const char *next_delay_why;
-    const char *recovery_reason; /* static: kind of the first failure that made us recover */
-    bool all_rate_limited;       /* every failure so far was a rate limit or quota */
+    struct req_next next;        /* the next step, chosen by decide_next */
 
     /* the answer */
     struct downstream d;             /* the client side (deliver.c) */

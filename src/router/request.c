@@ -145,8 +145,8 @@ void req__set_typed_failure(struct request *r, const char *reason, enum reply_ou
     va_end(ap);
     snprintf(r->err_text.code, sizeof(r->err_text.code), "%s", reason);
     r->err = (struct reply_error){
-        .status = r->n_attempts && r->all_rate_limited ? 429 : 503,
-        .type = r->n_attempts && r->all_rate_limited ? "rate_limit_error" : "server_error",
+        .status = r->n_attempts && r->notes.all_rate_limited ? 429 : 503,
+        .type = r->n_attempts && r->notes.all_rate_limited ? "rate_limit_error" : "server_error",
         .code = r->err_text.code,
         .message = r->err_text.msg,
         .reason = reason,
@@ -241,7 +241,7 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
     r->attempt_open = false;
     if (outcome == BRK_SUCCESS) {
         rep.latency_ms = (double)(bsc_now_us() - a->start_us) / 1e3;
-        if (r->stream && r->d.ttfb_us)
+        if (r->input.stream && r->d.ttfb_us)
             rep.ttft_ms = (double)(r->start_us + r->d.ttfb_us - a->start_us) / 1e3;
     }
     hstate_record(r->gw->hs, r->target, bsc_now_ms(), &rep, &change);
@@ -279,8 +279,8 @@ static void log_attempt(struct request *r, const char *next, const char *why)
         .time_left_ms = req__time_left(r),
         .next = next,
         .why = why,
-        .next_delay_ms = r->next_delay_ms,
-        .delay_why = r->next_delay_why,
+        .next_delay_ms = r->next.delay_ms,
+        .delay_why = r->next.delay_why,
     };
 
     attempt_log_write(&l);
@@ -305,9 +305,9 @@ static void attempt_failed(struct request *r)
     report_attempt(r, breaker_outcome(&r->x.fail), fail_kind_name(r->x.fail.kind),
                    pol->flags_misconfigured);
     if (r->x.fail.kind != FAIL_RATE_LIMITED && r->x.fail.kind != FAIL_QUOTA_EXHAUSTED)
-        r->all_rate_limited = false;
-    if (!r->recovery_reason)
-        r->recovery_reason = fail_kind_name(r->x.fail.kind);
+        r->notes.all_rate_limited = false;
+    if (!r->notes.recovery_reason)
+        r->notes.recovery_reason = fail_kind_name(r->x.fail.kind);
 }
 
 /* ---- states ---- */
@@ -328,15 +328,15 @@ static void begin_attempt(struct request *r)
     /* A retry that waited for a key's cooldown may wake a millisecond early by the loop's
      * coarser clock: a small grace keeps it from failing on its own wait. */
     r->key_idx = hstate_key_next(r->gw->hs, r->target->provider,
-                                 r->next_wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
+                                 r->next.wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
     a = &r->attempts[r->n_attempts++];
-    attempt_begin(a, r->target, r->next_wf, bsc_now_us());
+    attempt_begin(a, r->target, r->next.wf, bsc_now_us());
     snprintf(a->ranking, sizeof(a->ranking), "%s", r->ranking); /* feedback.c */
     r->ranking[0] = '\0';
-    a->delay_ms = r->next_delay_ms;
-    a->delay_why = r->next_delay_why;
-    r->next_delay_ms = 0;
-    r->next_delay_why = NULL;
+    a->delay_ms = r->next.delay_ms;
+    a->delay_why = r->next.delay_why;
+    r->next.delay_ms = 0;
+    r->next.delay_why = NULL;
     r->attempt_open = true;
     hstate_inflight(r->gw->hs, r->target, +1);
     metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->target->id, NULL, 1);
@@ -399,9 +399,9 @@ static void st_pick(struct request *r)
         req__goto(r, REQ_ST_REPLY_ERROR);
         return;
     }
-    log_attempt(r, decide_count_workflow(r, r->next_wf), why);
-    if (r->next_delay_ms) {
-        req__arm_timer(r, r->next_delay_ms);
+    log_attempt(r, decide_count_workflow(r, r->next.wf), why);
+    if (r->next.delay_ms) {
+        req__arm_timer(r, r->next.delay_ms);
         req__goto(r, REQ_ST_BACKOFF);
         return;
     }
@@ -613,8 +613,8 @@ static uint64_t write_access_line(struct request *r)
         .selected_by = r->select_route && r->select_rule >= 0 ? selected_by : NULL,
         .target = r->target ? r->target->id : NULL,
         .status = r->d.status,
-        .stream = r->stream,
-        .bytes_in = r->bytes_in,
+        .stream = r->input.stream,
+        .bytes_in = r->input.bytes_in,
         .bytes_out = r->d.bytes_out,
         .duration_us = bsc_now_us() - r->start_us,
         .ttfb_us = r->d.ttfb_us,
@@ -676,11 +676,11 @@ static void st_done(struct request *r)
     guard_idem_finish(r);
     count_request(r, write_access_line(r));
     req_trace_finish(r); /* the request span and one per attempt, when sampled */
-    r->body = BSC_STR_NULL;
-    r->native = (struct prov_native){0};
+    r->input.body = BSC_STR_NULL;
+    r->input.native = (struct prov_native){0};
     trim_req_cleanup(r);
-    json_object_put(r->json);
-    r->json = NULL;
+    json_object_put(r->input.json);
+    r->input.json = NULL;
     cfg_unref(r->cfg);
     r->cfg = NULL;
     r->route = NULL;
@@ -696,17 +696,17 @@ static void on_client_abort(struct srv_req *sreq, void *ud)
 
     (void)sreq;
     r->sreq = NULL;
-    r->body = BSC_STR_NULL; /* borrowed from the now freed srv_req */
-    r->native = (struct prov_native){0};
+    r->input.body = BSC_STR_NULL; /* borrowed from the now freed srv_req */
+    r->input.native = (struct prov_native){0};
     r->m.client_gone = true;
     req__run(r);
 }
 
 struct json_object *req__json(struct request *r)
 {
-    if (!r->json && r->body.p)
-        r->json = prov_parse_json(r->body);
-    return r->json;
+    if (!r->input.json && r->input.body.p)
+        r->input.json = prov_parse_json(r->input.body);
+    return r->input.json;
 }
 
 static struct bsc_str meta_header(const void *sreq, struct bsc_str name)
@@ -722,11 +722,11 @@ static void select_route(struct request *r, struct bsc_str messages)
     uint64_t budget = SEL_MAX_REGEX_STEPS;
     struct bsc_str meta = BSC_STR_NULL;
     struct sel_facts f = {
-        .tools = r->has_tools,
-        .images = (r->need_caps & CFG_CAP_VISION) != 0,
-        .json_schema = (r->need_caps & CFG_CAP_JSON_SCHEMA) != 0,
-        .stream = r->stream,
-        .input_tokens = r->est_tokens - r->est_out_tokens,
+        .tools = r->input.has_tools,
+        .images = (r->input.need_caps & CFG_CAP_VISION) != 0,
+        .json_schema = (r->input.need_caps & CFG_CAP_JSON_SCHEMA) != 0,
+        .stream = r->input.stream,
+        .input_tokens = r->input.est_tokens - r->input.est_out_tokens,
         .header = meta_header,
         .header_ctx = r->sreq,
     };
@@ -748,10 +748,10 @@ static void select_route(struct request *r, struct bsc_str messages)
  * route selection and trimming. */
 static void inspect_request(struct request *r, const struct chat_in *in)
 {
-    r->need_caps = in->need_caps;
-    r->has_tools = in->has_tools;
-    r->est_tokens = in->est_tokens;
-    r->est_out_tokens = in->est_out_tokens;
+    r->input.need_caps = in->need_caps;
+    r->input.has_tools = in->has_tools;
+    r->input.est_tokens = in->est_tokens;
+    r->input.est_out_tokens = in->est_out_tokens;
     if (r->route->n_select)
         select_route(r, in->messages);
     trim_req_inspect(r, in->scan_body, in->messages);
@@ -771,10 +771,10 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     if (r) { /* what inspect_request reads; the rest is set once the envelope is built */
         r->sreq = sreq;
         r->route = in->route;
-        r->json = in->json;
-        r->body = in->body;
-        r->stream = in->stream;
-        r->op = in->op;
+        r->input.json = in->json;
+        r->input.body = in->body;
+        r->input.stream = in->stream;
+        r->input.op = in->op;
         inspect_request(r, in);
     }
     if (!r || envelope_build(&r->route->envelope, &eh, srv_req_start_us(sreq) / 1000, &r->env,
@@ -797,13 +797,13 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
      * it); NULL when the gateway is open or a reload dropped the client meanwhile. */
     r->client = cfg_client_find(r->cfg, bsc_str_cstr(srv_req_principal(sreq)));
     req_trace_begin(r); /* continues the client's traceparent */
-    r->bytes_in = srv_req_body(sreq).len;
-    r->model_span = in->model_span;
-    r->include_usage = in->include_usage;
-    r->native = in->native;
+    r->input.bytes_in = srv_req_body(sreq).len;
+    r->input.model_span = in->model_span;
+    r->input.include_usage = in->include_usage;
+    r->input.native = in->native;
     deliver_init(&r->d, in->down, in->down_arg);
-    r->buffering = r->stream && r->env.on_stream_failure == CFG_SF_BUFFER;
-    r->all_rate_limited = true;
+    r->buffering = r->input.stream && r->env.on_stream_failure == CFG_SF_BUFFER;
+    r->notes.all_rate_limited = true;
     snprintf(r->id, sizeof(r->id), "%s", srv_req_id(sreq));
     req_client_scope(sreq, r->client_scope, sizeof(r->client_scope)); /* feedback.c */
     snprintf(r->path, sizeof(r->path), "%.*s", BSC_STR_FMT(srv_req_path(sreq)));

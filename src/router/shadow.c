@@ -763,7 +763,7 @@ static void start_one(struct request *r, const struct cfg_target *t, struct cfg_
     s->schemas = s->req;
     s->key_idx = key;
     s->created = r->created;
-    s->stream = r->stream;
+    s->stream = r->input.stream;
     s->usage = (struct prov_usage){-1, -1, -1};
     snprintf(s->id, sizeof(s->id), "%s", r->id);
     bsc_buf_init(&s->resp, SHADOW_MAX_RESPONSE);
@@ -793,7 +793,7 @@ void shadow_start(struct request *r)
 
     /* The counters are the snapshot's one mutable part (config.h): cast, not copied. */
     sh = (struct cfg_shadow *)&r->route->shadow;
-    if (!sh->targets.n || r->n_attempts != 1 || r->op != PROV_OP_CHAT)
+    if (!sh->targets.n || r->n_attempts != 1 || r->input.op != PROV_OP_CHAT)
         return;
     /* A copy of a request that may act would act twice: none, whatever the percent. */
     if (r->env.side_effects != CFG_SE_NONE)
@@ -813,7 +813,7 @@ void shadow_primary_done(struct request *r)
         return;
     /* Only a single answer is kept whole; a relayed stream is not, so its agreement is
      * unknown. An answer delivered passed the router's own contract check. */
-    if (!r->stream && r->d.status == 200 && r->x.answer.len &&
+    if (!r->input.stream && r->d.status == 200 && r->x.answer.len &&
         shadow_summarize(bsc_buf_str(&r->x.answer), &sum))
         sum.valid = true;
     for (s = r->shadows; s; s = next) {

@@ -280,8 +280,8 @@ void trim_req_inspect(struct request *r, struct bsc_str body, struct bsc_str msg
     struct trim_state *ts = &r->trim;
     const struct cfg_context *c = &r->route->context;
 
-    if (c->overflow != CFG_OVERFLOW_TRIM || r->op != PROV_OP_CHAT || !msgs.p ||
-        r->native.count_tokens)
+    if (c->overflow != CFG_OVERFLOW_TRIM || r->input.op != PROV_OP_CHAT || !msgs.p ||
+        r->input.native.count_tokens)
         return;
     if (trim_describe(body, msgs, &ts->msgs, &ts->n, &ts->fixed_bytes) != BSC_OK || !ts->n ||
         !(ts->drop = calloc(ts->n, sizeof(*ts->drop)))) {
@@ -290,16 +290,16 @@ void trim_req_inspect(struct request *r, struct bsc_str body, struct bsc_str msg
     }
     ts->min_bytes = trim_min_bytes(ts->msgs, ts->n, ts->fixed_bytes, c->keep_last);
     ts->all_bytes = trim_min_bytes(ts->msgs, ts->n, ts->fixed_bytes, (uint32_t)ts->n);
-    if (r->body.p && body.p == r->body.p)
+    if (r->input.body.p && body.p == r->input.body.p)
         ts->msgs_span = msgs;
-    bsc_buf_init(&ts->body, r->body.len + 4096);
+    bsc_buf_init(&ts->body, r->input.body.len + 4096);
 }
 
 /* The output budget to reserve: the client's max tokens, else the target's, else a default. */
 static uint64_t out_tokens(const struct request *r, const struct cfg_target *t)
 {
-    if (r->est_out_tokens)
-        return r->est_out_tokens;
+    if (r->input.est_out_tokens)
+        return r->input.est_out_tokens;
     return t->max_output_tokens ? t->max_output_tokens : TRIM_DEFAULT_OUTPUT_TOKENS;
 }
 
@@ -308,7 +308,7 @@ static uint64_t out_tokens(const struct request *r, const struct cfg_target *t)
  * ...) forbids it. Such a request is not trimmed for <t>. */
 static bool pass_through_only(const struct request *r, const struct cfg_target *t)
 {
-    return r->native.body.p && r->native.required[0] && t->provider->kind == r->native.kind;
+    return r->input.native.body.p && r->input.native.required[0] && t->provider->kind == r->input.native.kind;
 }
 
 bool trim_req_fits(const struct request *r, const struct cfg_target *t)
@@ -317,7 +317,7 @@ bool trim_req_fits(const struct request *r, const struct cfg_target *t)
     uint64_t bytes = pass_through_only(r, t) ? ts->all_bytes : ts->min_bytes;
 
     /* Never refuses what `fail` would send: the upstream may still take it whole. */
-    if (!t->context_window || r->est_tokens <= t->context_window)
+    if (!t->context_window || r->input.est_tokens <= t->context_window)
         return true;
     return fits(bytes, out_tokens(r, t), t->context_window);
 }
@@ -342,10 +342,10 @@ static enum bsc_err build_cut(struct request *r, const struct trim_cut *cut)
 
     if (!req || !(ts->json = trim_json(req, cut)))
         return BSC_ENOMEM;
-    if (!ts->msgs_span.p || !r->body.p)
+    if (!ts->msgs_span.p || !r->input.body.p)
         return BSC_OK;
-    ts->model_span = r->model_span;
-    err = trim_splice(r->body, ts->msgs_span, cut, &ts->body, &ts->model_span);
+    ts->model_span = r->input.model_span;
+    err = trim_splice(r->input.body, ts->msgs_span, cut, &ts->body, &ts->model_span);
     return err == BSC_ELIMIT ? BSC_ENOMEM : err;
 }
 
