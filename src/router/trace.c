@@ -18,7 +18,13 @@ void req_trace_begin(struct request *r)
     const struct cfg_telemetry *tc = &r->cfg->telemetry;
     struct bsc_str tp = srv_req_header(r->sreq, BSC_STR("traceparent"));
 
-    /* No collector: nothing is recorded, and the flag sent upstream says so. */
+    struct tel_parent parent;
+
+    /* No collector: nothing is recorded. A client's trace is still continued upstream
+     * (flagged not sampled by the gateway); without one the upstream request gets no
+     * traceparent at all, as before telemetry existed. */
+    if (!tc->otlp_endpoint[0] && !tel_traceparent_parse(tp, &parent))
+        return;
     tel_trace_begin(&r->trace, tp, tc->otlp_endpoint[0] ? tc->sample : 0.0);
 }
 

@@ -189,6 +189,11 @@ test('without a collector the client trace still goes upstream, flagged not samp
     const up = (await sim.lastRequest('tel-p')).headers.traceparent;
     assert.match(up, new RegExp(`^00-${TID}-[0-9a-f]{16}-00$`));
     assert.ok(!up.includes(SID), 'the upstream is a child of the gateway, not of the client');
+    const plain = await chat(off.base, {});
+    assert.equal(plain.status, 200);
+    await plain.text();
+    assert.equal((await sim.lastRequest('tel-p')).headers.traceparent, undefined,
+      'no collector and no client trace: the upstream request has no traceparent');
   } finally {
     await off.stop();
   }
