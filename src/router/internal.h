@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 
 #include "core/buf.h"
+#include "core/clock.h"
 #include "health/breaker.h"
 #include "providers/provider.h"
 #include "router/attempt.h"
@@ -135,18 +136,36 @@ struct request {
     char ranking[160];           /* balance: score's order for the next attempt, or "" */
 };
 
-/* request.c */
+/* request.c: the machine. Helpers call back into it only for these three: an event ran
+ * (req__run), a timer of the machine (req__arm_timer), and a request freed by its last
+ * store callback (req__release). */
 /* Gives back a request's memory: to the worker's pool, or to the allocator. */
 void req__release(struct request *r);
 void req__goto(struct request *r, enum req_state next);
 void req__run(struct request *r);
 void req__arm_timer(struct request *r, uint64_t delay_ms);
-uint64_t req__time_left(const struct request *r);
-struct attempt *req__cur_attempt(struct request *r);
-struct metrics *req__metrics(const struct request *r);
-/* The canonical request as a parse tree, parsed from the client's bytes on first use
- * (the OpenAI fast path never needs it). NULL only when out of memory. */
+
+/* Reading the request (no writes). */
+static inline uint64_t req__time_left(const struct request *r)
+{
+    return envelope_remaining_ms(&r->env, bsc_now_ms());
+}
+
+static inline struct attempt *req__cur_attempt(struct request *r)
+{
+    return r->n_attempts ? &r->attempts[r->n_attempts - 1] : NULL;
+}
+
+static inline struct metrics *req__metrics(const struct request *r)
+{
+    return r->gw->metrics;
+}
+
+/* input.c: the canonical request as a parse tree, parsed from the client's bytes on first
+ * use (the OpenAI fast path never needs it). NULL only when out of memory. */
 struct json_object *req__json(struct request *r);
+
+/* req_error.c: the error the request will answer with (r->err). */
 void req__set_error(struct request *r, int status, const char *type, const char *code,
                     const char *fmt, ...) BSC_PRINTF(5, 6);
 void req__set_typed_failure(struct request *r, const char *reason, enum reply_outlook outlook,

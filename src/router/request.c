@@ -7,7 +7,6 @@
  * after a failure (decide.c); the upstream side of an attempt is exchange.c, the client
  * side deliver.c. RELAY is the commit point: once the first byte went to the client
  * there is no path back to PICK. See docs/internals/request-lifecycle.md. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,94 +86,8 @@ void req__run(struct request *r)
     st_done(r);
 }
 
-struct metrics *req__metrics(const struct request *r)
-{
-    return r->gw->metrics;
-}
-
 #define M(r) req__metrics(r)
 
-uint64_t req__time_left(const struct request *r)
-{
-    return envelope_remaining_ms(&r->env, bsc_now_ms());
-}
-
-struct attempt *req__cur_attempt(struct request *r)
-{
-    return r->n_attempts ? &r->attempts[r->n_attempts - 1] : NULL;
-}
-
-/* ---- errors ---- */
-
-void req__set_error(struct request *r, int status, const char *type, const char *code,
-                      const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(r->err_text.msg, sizeof(r->err_text.msg), fmt, ap);
-    va_end(ap);
-    snprintf(r->err_text.code, sizeof(r->err_text.code), "%s", code ? code : "");
-    r->err = (struct reply_error){.status = status,
-                                  .type = type,
-                                  .code = code ? r->err_text.code : NULL,
-                                  .message = r->err_text.msg,
-                                  .retry_after_ms = -1};
-}
-
-void req__set_retry(struct request *r, enum reply_outlook outlook, int64_t wait_ms)
-{
-    struct reply_cause c = {
-        .outlook = outlook,
-        .kind = r->n_attempts ? r->x.fail.kind : FAIL_NONE,
-        .wait_ms = wait_ms,
-        .attempted = r->n_attempts > 0,
-    };
-
-    reply_set_retry(&r->err, &c);
-}
-
-/* A stop decided by the router: the typed failure of docs/design.md §9. */
-void req__set_typed_failure(struct request *r, const char *reason, enum reply_outlook outlook,
-                            int64_t wait_ms, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(r->err_text.msg, sizeof(r->err_text.msg), fmt, ap);
-    va_end(ap);
-    snprintf(r->err_text.code, sizeof(r->err_text.code), "%s", reason);
-    r->err = (struct reply_error){
-        .status = r->n_attempts && r->notes.all_rate_limited ? 429 : 503,
-        .type = r->n_attempts && r->notes.all_rate_limited ? "rate_limit_error" : "server_error",
-        .code = r->err_text.code,
-        .message = r->err_text.msg,
-        .reason = reason,
-    };
-    req__set_retry(r, outlook, wait_ms);
-    r->d.termination = reason;
-}
-
-/* The provider's own error, normalized: a client fault, or a kind with no recovery left. */
-void req__set_provider_error(struct request *r)
-{
-    const struct fail_policy *pol = fail_policy(r->x.fail.kind);
-    const char *code = pol->client_code && pol->client_code[0] ? pol->client_code
-                       : r->x.fail.code[0]                         ? r->x.fail.code
-                                                                 : NULL;
-
-    if (pol->forward_message && r->x.fail.message[0])
-        req__set_error(r, pol->client_status, pol->client_type, code, "%s", r->x.fail.message);
-    else
-        req__set_error(r, pol->client_status, pol->client_type, code,
-                  "upstream %s failed: %s%s%s", r->target ? r->target->id : "-",
-                  fail_kind_name(r->x.fail.kind), r->x.fail.message[0] ? ": " : "",
-                  pol->forward_message ? r->x.fail.message : "");
-    /* Only a client fault or an uncertain side effect stops here: nothing a retry of the
-     * same request would change (the row's client_should_retry is false for them all). */
-    req__set_retry(r, REPLY_OUTLOOK_NEVER, -1);
-    r->d.termination = fail_kind_name(r->x.fail.kind);
-}
 
 /* ---- timers ---- */
 
@@ -700,13 +613,6 @@ static void on_client_abort(struct srv_req *sreq, void *ud)
     r->input.native = (struct prov_native){0};
     r->m.client_gone = true;
     req__run(r);
-}
-
-struct json_object *req__json(struct request *r)
-{
-    if (!r->input.json && r->input.body.p)
-        r->input.json = prov_parse_json(r->input.body);
-    return r->input.json;
 }
 
 static struct bsc_str meta_header(const void *sreq, struct bsc_str name)

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/* req_error.c -- the error a request will answer with (r->err), built from what the request
+ * knows: an error of the client's own (req__set_error), a typed failure of the router's
+ * (docs/design.md §9), the provider's own error normalized, and the retry signals every one
+ * of them carries. The helpers that stop a request (admission, the decision's caller,
+ * delivery, the store guards) call these; none of them changes the request's state -- the
+ * machine (request.c) moves to REPLY_ERROR when the helper's outcome says so. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "router/internal.h"
+
+void req__set_error(struct request *r, int status, const char *type, const char *code,
+                      const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(r->err_text.msg, sizeof(r->err_text.msg), fmt, ap);
+    va_end(ap);
+    snprintf(r->err_text.code, sizeof(r->err_text.code), "%s", code ? code : "");
+    r->err = (struct reply_error){.status = status,
+                                  .type = type,
+                                  .code = code ? r->err_text.code : NULL,
+                                  .message = r->err_text.msg,
+                                  .retry_after_ms = -1};
+}
+
+void req__set_retry(struct request *r, enum reply_outlook outlook, int64_t wait_ms)
+{
+    struct reply_cause c = {
+        .outlook = outlook,
+        .kind = r->n_attempts ? r->x.fail.kind : FAIL_NONE,
+        .wait_ms = wait_ms,
+        .attempted = r->n_attempts > 0,
+    };
+
+    reply_set_retry(&r->err, &c);
+}
+
+/* A stop decided by the router: the typed failure of docs/design.md §9. */
+void req__set_typed_failure(struct request *r, const char *reason, enum reply_outlook outlook,
+                            int64_t wait_ms, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(r->err_text.msg, sizeof(r->err_text.msg), fmt, ap);
+    va_end(ap);
+    snprintf(r->err_text.code, sizeof(r->err_text.code), "%s", reason);
+    r->err = (struct reply_error){
+        .status = r->n_attempts && r->notes.all_rate_limited ? 429 : 503,
+        .type = r->n_attempts && r->notes.all_rate_limited ? "rate_limit_error" : "server_error",
+        .code = r->err_text.code,
+        .message = r->err_text.msg,
+        .reason = reason,
+    };
+    req__set_retry(r, outlook, wait_ms);
+    r->d.termination = reason;
+}
+
+/* The provider's own error, normalized: a client fault, or a kind with no recovery left. */
+void req__set_provider_error(struct request *r)
+{
+    const struct fail_policy *pol = fail_policy(r->x.fail.kind);
+    const char *code = pol->client_code && pol->client_code[0] ? pol->client_code
+                       : r->x.fail.code[0]                         ? r->x.fail.code
+                                                                 : NULL;
+
+    if (pol->forward_message && r->x.fail.message[0])
+        req__set_error(r, pol->client_status, pol->client_type, code, "%s", r->x.fail.message);
+    else
+        req__set_error(r, pol->client_status, pol->client_type, code,
+                  "upstream %s failed: %s%s%s", r->target ? r->target->id : "-",
+                  fail_kind_name(r->x.fail.kind), r->x.fail.message[0] ? ": " : "",
+                  pol->forward_message ? r->x.fail.message : "");
+    /* Only a client fault or an uncertain side effect stops here: nothing a retry of the
+     * same request would change (the row's client_should_retry is false for them all). */
+    req__set_retry(r, REPLY_OUTLOOK_NEVER, -1);
+    r->d.termination = fail_kind_name(r->x.fail.kind);
+}
+
