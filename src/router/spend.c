@@ -277,13 +277,17 @@ static void refuse(struct request *r, double spent)
     const struct cfg_budget *bu = &r->client->budget;
     static const char *const names[] = {"day", "month", "total"};
 
-    req__set_error(r, 429, "rate_limit_error", "budget_exceeded",
-                   "client '%s' has spent $%.6f of its $%.6f budget for this %s; no request "
-                   "is sent until %s", r->client->id, spent, bu->usd, names[bu->period],
-                   bu->period == CFG_PERIOD_TOTAL ? "an operator resets it"
-                                                  : "the period ends (UTC)");
+    /* A typed failure, so the body says "retryable": false; waiting a little will not help,
+     * the period's end or an operator will (REPLY_OUTLOOK_NEVER: no Retry-After). */
+    req__set_typed_failure(r, "budget_exceeded", REPLY_OUTLOOK_NEVER, -1,
+                           "client '%s' has spent $%.6f of its $%.6f budget for this %s; no "
+                           "request is sent until %s", r->client->id, spent, bu->usd,
+                           names[bu->period],
+                           bu->period == CFG_PERIOD_TOTAL ? "an operator resets it"
+                                                          : "the period ends (UTC)");
+    r->err.status = 429;
+    r->err.type = "rate_limit_error";
     r->limited_by = "budget";
-    r->d.termination = "budget_exceeded";
 }
 
 int spend_admit(struct request *r)
