@@ -247,3 +247,26 @@ bool api__admin_clients(struct worker *w, struct srv_req *req, struct cfg *cfg,
     reset_spend(w, req, c);
     return true;
 }
+
+/* ---- the status page's view: the book only, never a store read ------------------------- */
+
+void api__put_clients_status(struct bsc_buf *b, struct worker *w, const struct cfg *cfg)
+{
+    uint64_t now = bsc_wall_ms();
+
+    bsc_buf_append_cstr(b, ",\"clients\":[");
+    for (size_t i = 0; i < cfg->n_clients; i++) {
+        const struct cfg_client *c = &cfg->clients[i];
+        struct spend_view v;
+
+        spend_peek(w->gw->spend, c->id, c->budget.period, now, &v);
+        bsc_buf_append_cstr(b, i ? ",{\"id\":" : "{\"id\":");
+        bsc_buf_append_json_str(b, bsc_str_cstr(c->id));
+        bsc_buf_appendf(b, ",\"in_flight\":%u,\"period\":\"%s\",\"spend_usd\":", v.inflight,
+                        period_names[c->budget.period]);
+        bsc_buf_appendf(b, v.known ? "%.8f" : "null", v.usd);
+        bsc_buf_append_cstr(b, ",\"budget_usd\":");
+        bsc_buf_appendf(b, c->budget.usd < 0 ? "null}" : "%.8f}", c->budget.usd);
+    }
+    bsc_buf_append_char(b, ']');
+}

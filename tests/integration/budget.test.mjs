@@ -132,6 +132,14 @@ test('GET /admin/clients needs the admin key and shows spend and budget left', a
   assert.equal(beta.spend_usd, 4);
   assert.equal(beta.budget_usd, null);
   assert.equal(beta.budget_left_usd, null);
+  const status = await (await admin('../status.json')).json();
+  assert.deepEqual(status.clients.find((c) => c.id === 'alpha'), {
+    id: 'alpha',
+    in_flight: 0,
+    period: 'day',
+    spend_usd: 6,
+    budget_usd: 5,
+  });
 });
 
 test('the spent budget survives a restart on the same SQLite file', async () => {
