@@ -78,8 +78,8 @@ static const char page[] =
     "'<td>-</td><td>-</td></tr>').join('');"
     "const usd=v=>v==null?'-':'$'+v.toFixed(4);"
     "document.getElementById('clients').innerHTML=(s.clients||[]).map(x=>'<tr><td>'+esc(x.id)+"
-    "'</td><td class=num>'+x.in_flight+'</td><td class=num>'+usd(x.spend_usd)+'</td><td class=num>'+"
-    "usd(x.budget_usd)+'</td><td>'+esc(x.period)+'</td></tr>').join('');"
+    "'</td><td class=num>'+x.in_flight+'</td><td class=num>'+usd(x.spend_usd)+"
+    "'</td><td class=num>'+usd(x.budget_usd)+'</td><td>'+esc(x.period)+'</td></tr>').join('');"
     "document.getElementById('state').textContent='live \\u00b7 '+new Date().toLocaleTimeString();"
     "}catch(e){document.getElementById('state').textContent='disconnected'}}"
     "tick();setInterval(tick,2000);</script></body></html>";

@@ -288,7 +288,9 @@ void deliver_answer(struct request *r)
         body = bsc_buf_str(&mapped);
     }
     n = deliver_route_headers(r, h, attempts, sizeof(attempts));
-    h[n++] = (struct srv_header){BSC_STR("x-bascule-cost-usd"), cost_text(r, cost, sizeof(cost))};
+    if (r->target && (r->target->price.input_per_mtok > 0 || r->target->price.output_per_mtok > 0))
+        h[n++] = (struct srv_header){BSC_STR("x-bascule-cost-usd"),
+                                     cost_text(r, cost, sizeof(cost))}; /* priced targets */
     r->d.status = r->x.up_status >= 200 && r->x.up_status < 300 ? r->x.up_status : 200;
     r->d.termination = "ok";
     guard_idem_record(r, body.p, body.len);

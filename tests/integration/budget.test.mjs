@@ -32,8 +32,10 @@ targets:
     provider: sim
     model: b-model
     price: { input_per_mtok: 0, output_per_mtok: 1000000 }
+  t2: { provider: sim, model: b-free }
 routes:
   chat: { primary: [t1] }
+  free: { primary: [t2] }
 clients:
   alpha:
     key: "\${TEST_ALPHA_KEY}"
@@ -93,6 +95,17 @@ test('the cost header, the access log and per-client cost metrics', async () => 
   assert.equal(line.cost_usd, 2);
   const text = await (await fetch(`${gw.url}/metrics`)).text();
   assert.match(text, /\nbascule_cost_usd_total\{client="beta",route="chat",target="t1"\} 2\n/);
+});
+
+test('no cost header from a target without a price', async () => {
+  const res = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${BETA}` },
+    body: JSON.stringify({ model: 'free', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('x-bascule-cost-usd'), null);
+  await res.arrayBuffer();
 });
 
 test('a budget stops a client after the request that crossed it, with no upstream call', async () => {
