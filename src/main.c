@@ -30,6 +30,7 @@
 #include "router/gateway.h"
 #include "router/request.h"
 #include "router/shadow.h"
+#include "router/spend.h"
 #include "router/worker.h"
 #include "server/server.h"
 #include "store/store.h"
@@ -403,7 +404,8 @@ static int serve(const char *path, const struct rlimit *core_limit)
     mc.gw.metrics = metrics_new(mc.gw.n_workers);
     mc.gw.conns = srv_group_new(mc.gw.n_workers);
     mc.gw.verdicts = verdicts_new(VERDICTS_MAX_REQUESTS, VERDICTS_MAX_AGE_MS);
-    if (!mc.gw.hs || !mc.gw.metrics || !mc.gw.conns || !mc.gw.verdicts ||
+    mc.gw.spend = spend_book_new();
+    if (!mc.gw.hs || !mc.gw.metrics || !mc.gw.conns || !mc.gw.verdicts || !mc.gw.spend ||
         hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK) {
         LOG_ERR("out of memory at start");
         return 1;
@@ -465,6 +467,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
     verdicts_free(mc.gw.verdicts);
     metrics_free(mc.gw.metrics);
     store_close(mc.gw.store);
+    spend_book_free(mc.gw.spend);
     cfg_current_swap(NULL);
     LOG_INFO("bascule stopped");
     return 0;

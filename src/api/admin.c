@@ -2,6 +2,7 @@
 /* admin.c -- the admin API, guarded by admin.key (off when the key is empty):
  *   GET  /admin/targets                      every target's circuit, health, latency, load
  *   POST /admin/targets/{id}/disable|enable  the run-time kill switch of one target
+ *   /admin/clients...                        clients and their spend (admin_clients.c)
  * The kill switch lives in the shared routing state, so it survives config reloads. */
 #include <string.h>
 
@@ -83,6 +84,8 @@ void api__admin(struct worker *w, struct srv_req *req, struct bsc_str rest)
         api__line_detail(req, "admin key missing or wrong");
         srv_resp_error(req, 401, "authentication_error", "invalid_admin_key",
                        "a valid admin key is required (Authorization: Bearer <admin.key>)");
+    } else if (api__admin_clients(w, req, cfg, rest)) {
+        /* answered there, now or once the store has answered */
     } else if (bsc_str_eq(rest, BSC_STR("targets")) && get) {
         list_targets(w, req, cfg);
     } else if (bsc_str_starts(rest, BSC_STR("targets/")) && post &&

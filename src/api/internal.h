@@ -37,6 +37,13 @@ void api__put_outcomes(struct bsc_buf *b, struct worker *w, const struct cfg *cf
 void api__status_json(struct worker *w, struct srv_req *req);
 /* <rest> is the path after "/admin/". */
 void api__admin(struct worker *w, struct srv_req *req, struct bsc_str rest);
+/* admin_clients.c: GET /admin/clients, POST /admin/clients/{id}/reset-spend (<rest> is the
+ * path after /admin/, the key already checked). False when <rest> is neither. */
+bool api__admin_clients(struct worker *w, struct srv_req *req, struct cfg *cfg,
+                        struct bsc_str rest);
+/* status.json's ",\"clients\":[...]": in flight, the book's spend (null when not loaded),
+ * budget and period of each client. */
+void api__put_clients_status(struct bsc_buf *b, struct worker *w, const struct cfg *cfg);
 /* GET|PUT /v1/ledger/{<op_id>}: the tool side-effect ledger (api/ledger.c). */
 void api__ledger(struct worker *w, struct srv_req *req, struct bsc_str op_id);
 /* The OpenAI-shaped members of a chat body its reader already found (api__chat_read). */

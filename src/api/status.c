@@ -40,7 +40,9 @@ static const char page[] =
     "<th>p50 ms</th></tr></thead><tbody id=\"shadow\"></tbody></table>"
     "<h2>Success by layer</h2><table><thead><tr><th>target / workflow</th><th>transport</th>"
     "<th>contract</th><th>task</th><th>recent attempts ok</th><th>recent tasks ok</th></tr>"
-    "</thead><tbody id=\"outcomes\"></tbody></table><script>"
+    "</thead><tbody id=\"outcomes\"></tbody></table><h2>Clients</h2><table><thead><tr>"
+    "<th>client</th><th>in flight</th><th>spend</th><th>budget</th><th>period</th></tr>"
+    "</thead><tbody id=\"clients\"></tbody></table><script>"
     "const esc=s=>String(s==null?'':s).replace(/[&<>\"']/g,c=>'&#'+c.charCodeAt(0)+';');"
     "const ms=v=>v==null||v<0?'-':v.toFixed(1);"
     "function circuit(t){if(t.disabled||t.admin_disabled)return'<span class=\"pill off\">disabled</span>';"
@@ -74,6 +76,10 @@ static const char page[] =
     "'</td><td class=num>'+pct(x.recent.tasks_ok,x.recent.tasks)+'</td></tr>').join('')+"
     "oc.workflows.map(x=>'<tr><td><i>'+esc(x.workflow)+'</i></td>'+lay(x)+"
     "'<td>-</td><td>-</td></tr>').join('');"
+    "const usd=v=>v==null?'-':'$'+v.toFixed(4);"
+    "document.getElementById('clients').innerHTML=(s.clients||[]).map(x=>'<tr><td>'+esc(x.id)+"
+    "'</td><td class=num>'+x.in_flight+'</td><td class=num>'+usd(x.spend_usd)+"
+    "'</td><td class=num>'+usd(x.budget_usd)+'</td><td>'+esc(x.period)+'</td></tr>').join('');"
     "document.getElementById('state').textContent='live \\u00b7 '+new Date().toLocaleTimeString();"
     "}catch(e){document.getElementById('state').textContent='disconnected'}}"
     "tick();setInterval(tick,2000);</script></body></html>";
@@ -231,6 +237,7 @@ void api__status_json(struct worker *w, struct srv_req *req)
     bsc_buf_append_char(&b, ']');
     put_shadow(&b, w);
     api__put_outcomes(&b, w, cfg);
+    api__put_clients_status(&b, w, cfg);
     bsc_buf_append_char(&b, '}');
     srv_resp_send(req, 200, "application/json", NULL, 0, b.p, b.len);
     bsc_buf_cleanup(&b);

@@ -81,7 +81,7 @@ enum metric_buckets {
       "Requests waiting for a target's concurrency slot.")                                     \
     X(TOKENS, COUNTER, NONE, "bascule_tokens_total", METRICS_L2("route", "direction"),         \
       "Tokens by route and direction (input, output).")                                        \
-    X(COST, COUNTER, NONE, "bascule_cost_usd_total", METRICS_L1("route"),                      \
+    X(COST, COUNTER, NONE, "bascule_cost_usd_total", METRICS_L3("client", "route", "target"), \
       "Estimated spend in US dollars, from usage and the price table.")                        \
     X(KEY_COOLDOWNS, COUNTER, NONE, "bascule_key_cooldowns_total",                             \
       METRICS_L2("provider", "reason"), "Provider API keys put into cooldown, by reason.")     \

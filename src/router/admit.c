@@ -14,6 +14,7 @@
 #include "ledger/ledger.h"
 #include "router/guard.h"
 #include "router/internal.h"
+#include "router/spend.h"
 #include "health/hstate.h"
 
 typedef enum admit_verdict admit_check_fn(struct request *r);
@@ -48,6 +49,17 @@ static enum admit_verdict check_operation_id(struct request *r)
     }
     snprintf(r->g.op_id, sizeof(r->g.op_id), "%.*s", BSC_STR_FMT(id));
     return ADMIT_PASS;
+}
+
+/* The client's budget (clients.<id>.budget): spent, 429 budget_exceeded; the book may
+ * first need the period's figure from the store (router/spend.c). */
+static enum admit_verdict check_budget(struct request *r)
+{
+    switch (spend_admit(r)) {
+    case 1: return ADMIT_WAIT;
+    case 2: return ADMIT_REFUSE;
+    default: return ADMIT_PASS;
+    }
 }
 
 /* Starts the Idempotency-Key lookup; check_idempotency acts on its answer. Refuses a key
@@ -97,6 +109,7 @@ static enum admit_verdict check_ledger(struct request *r)
 static const struct admit_check admit_start[] = {
     {"route_selected", check_route_selected},
     {"operation_id", check_operation_id},
+    {"budget", check_budget},
     {"idempotency_lookup", check_idempotency_lookup},
     {"retry_budget", check_retry_budget},
     {"idempotency", check_idempotency},

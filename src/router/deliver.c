@@ -45,6 +45,9 @@ size_t deliver_route_headers(struct request *r, struct srv_header *h, char *buf,
     if (r->trim.dropped > 0)
         h[n++] = (struct srv_header){BSC_STR("x-bascule-trimmed-messages"),
                                      bsc_str_cstr(r->trim.count_text)};
+    if (r->limited_by)
+        h[n++] = (struct srv_header){BSC_STR("x-bascule-limited-by"),
+                                     bsc_str_cstr(r->limited_by)};
     return n;
 }
 
@@ -251,10 +254,20 @@ void deliver_stream_complete(struct request *r)
     deliver_end(r, "ok");
 }
 
+/* r->cost_usd as a plain decimal, to the 1e-8 dollar, without trailing zeros: "0.000123". */
+static struct bsc_str cost_text(const struct request *r, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "%.8f", r->cost_usd > 0 ? r->cost_usd : 0.0);
+
+    while (n > 1 && buf[n - 1] == '0' && buf[n - 2] != '.')
+        buf[--n] = '\0';
+    return bsc_str_make(buf, n < len ? n : len - 1);
+}
+
 void deliver_answer(struct request *r)
 {
-    struct srv_header h[8];
-    char attempts[16];
+    struct srv_header h[9];
+    char attempts[16], cost[48];
     size_t n;
     struct bsc_buf mapped;
     struct bsc_str body = bsc_buf_str(&r->x.answer);
@@ -275,6 +288,9 @@ void deliver_answer(struct request *r)
         body = bsc_buf_str(&mapped);
     }
     n = deliver_route_headers(r, h, attempts, sizeof(attempts));
+    if (r->target && (r->target->price.input_per_mtok > 0 || r->target->price.output_per_mtok > 0))
+        h[n++] = (struct srv_header){BSC_STR("x-bascule-cost-usd"),
+                                     cost_text(r, cost, sizeof(cost))}; /* priced targets */
     r->d.status = r->x.up_status >= 200 && r->x.up_status < 300 ? r->x.up_status : 200;
     r->d.termination = "ok";
     guard_idem_record(r, body.p, body.len);

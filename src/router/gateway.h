@@ -11,6 +11,7 @@
 
 struct hstate;
 struct metrics;
+struct spend_book;
 struct store;
 struct verdicts;
 
@@ -22,6 +23,7 @@ struct gateway {
     struct metrics *metrics; /* owned: one shard per worker */
     struct store *store;     /* owned: idempotency records and the tool ledger */
     struct verdicts *verdicts; /* owned: recent requests and verdicts (health/verdicts.h) */
+    struct spend_book *spend; /* owned: client spend per budget period (router/spend.h) */
     struct srv_group *conns; /* owned: the workers' servers even out their connections */
     uint64_t started_ms;     /* wall clock */
     atomic_ullong reloads_ok, reloads_failed;

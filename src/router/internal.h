@@ -27,6 +27,7 @@
 #include "router/reply.h"
 #include "router/req_state.h"
 #include "router/request.h"
+#include "router/spend.h"
 #include "fail/taxonomy.h"
 #include "router/trim.h"
 #include "router/xchg.h"
@@ -127,6 +128,8 @@ struct request {
     struct guard g;              /* idempotency, ledger, store calls (guard.c) */
     const struct cfg_client *client; /* clients: the authenticated caller (borrowed from
                                         <cfg>); NULL on an open gateway */
+    struct spend_req spend;      /* its budget check and in-flight count (spend.c) */
+    const char *limited_by;      /* static: the limit that refused it (x-bascule-limited-by) */
 
     struct trim_state trim;      /* context.overflow: trim (trim.c) */
     struct shadow *shadows;      /* borrowed: its mirrored copies still running (shadow.c) */

@@ -340,6 +340,7 @@ static void account_usage(struct request *r)
         r->cost_usd += (double)r->x.usage.input_tokens * p->input_per_mtok / 1e6;
     if (r->x.usage.output_tokens > 0)
         r->cost_usd += (double)r->x.usage.output_tokens * p->output_per_mtok / 1e6;
+    spend_record(r);
 }
 
 static void st_attempt(struct request *r)
@@ -559,7 +560,8 @@ static void count_request(struct request *r, uint64_t duration_us)
         metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, "output",
                     (double)r->x.usage.output_tokens);
     if (r->cost_usd > 0)
-        metrics_inc(M(r), shard, METRIC_COST, r->route->id, NULL, r->cost_usd);
+        metrics_inc3(M(r), shard, METRIC_COST, r->client ? r->client->id : "", r->route->id,
+                     r->target ? r->target->id : "", r->cost_usd);
     metrics_inc(M(r), shard, METRIC_REQUESTS, r->route->id, outcome_label(r), 1);
     /* Task outcomes are counted when the client's verdict comes (api/feedback.c). */
     metrics_observe(M(r), shard, METRIC_REQUEST_DURATION, r->route->id, NULL,
@@ -587,6 +589,7 @@ static void st_done(struct request *r)
     if (!r->d.termination)
         r->d.termination = "ok";
     guard_idem_finish(r);
+    spend_release(r);
     count_request(r, write_access_line(r));
     req_trace_finish(r); /* the request span and one per attempt, when sampled */
     r->input.body = BSC_STR_NULL;

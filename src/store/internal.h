@@ -20,6 +20,8 @@ enum store__op {
     STORE__LEDGER_GET,
     STORE__BLOB_PUT,
     STORE__BLOB_GET,
+    STORE__SPEND_ADD, /* spend.c: add to a client's spend of a period (0: a read) */
+    STORE__SPEND_SET, /* spend.c: set it (reset-spend) */
     STORE__OP_COUNT
 };
 
@@ -40,6 +42,8 @@ struct store__job {
     uint64_t claim;            /* in: complete/abandon; out: begin MISS */
     struct idem_answer in;     /* complete: the answer to store; blob put: in.body */
     struct ledger_update upd;  /* ledger put */
+    uint64_t period_ms;        /* spend: the period's start (key = the client id) */
+    double usd;                /* spend: in, the amount; out, the period's total */
 
     /* outputs, set by the backend */
     enum bsc_err err;
@@ -57,6 +61,7 @@ struct store__job {
         store_done_cb *done;
         store_ledger_cb *ledger;
         store_blob_cb *blob;
+        store_spend_cb *spend;
     } cb;
     void *ud;
     char data[]; /* the input bytes the slices point into */
@@ -90,6 +95,23 @@ void store__base_init(struct store *st, const struct store_ops *ops,
 /* Hands a finished job back to its loop; callable from any thread. The caller must not
  * touch <job> afterwards. */
 void store__job_done(struct store__job *job);
+
+/* store.c's job helpers, for the operations defined in other files (spend.c): a zeroed job
+ * with <extra> bytes for its inputs; copies <s> into them at *<at>; submits it (frees the
+ * job on error: the callback is never called then). */
+struct store__job *store__job_new(struct store *st, enum store__op op, size_t extra);
+struct bsc_str store__put_bytes(struct store__job *job, size_t *at, struct bsc_str s);
+enum bsc_err store__submit(struct store *st, uv_loop_t *loop, struct store__job *job);
+
+/* The memory backend's spend records (spend.c), guarded by the backend's mutex. */
+struct store__spend_row;
+struct store__spend_tab {
+    struct store__spend_row *rows; /* owned */
+    size_t n, cap;
+};
+/* Runs a STORE__SPEND_* job against <t>. */
+void store__spend_mem_run(struct store__spend_tab *t, struct store__job *job);
+void store__spend_tab_free(struct store__spend_tab *t);
 
 /* The store's wall clock. */
 uint64_t store__now(const struct store *st);

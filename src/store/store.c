@@ -207,6 +207,8 @@ static void deliver(struct store__job *job)
         job->cb.blob(job->err, job->err ? BSC_STR_NULL : bsc_str_make(job->body, job->body_len),
                      job->ud);
         break;
+    case STORE__SPEND_ADD:
+    case STORE__SPEND_SET: job->cb.spend(job->err, job->err ? 0 : job->usd, job->ud); break;
     default: BSC_BUG_ON(1);
     }
 }
@@ -284,6 +286,21 @@ static enum bsc_err submit(struct store *st, uv_loop_t *loop, struct store__job 
         uv_close((uv_handle_t *)&job->async, job_free);
     }
     return err;
+}
+
+struct store__job *store__job_new(struct store *st, enum store__op op, size_t extra)
+{
+    return job_new(st, op, extra);
+}
+
+struct bsc_str store__put_bytes(struct store__job *job, size_t *at, struct bsc_str s)
+{
+    return put_bytes(job, at, s);
+}
+
+enum bsc_err store__submit(struct store *st, uv_loop_t *loop, struct store__job *job)
+{
+    return submit(st, loop, job);
 }
 
 static bool scope_key_valid(struct bsc_str scope, struct bsc_str key)

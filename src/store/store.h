@@ -137,4 +137,20 @@ enum bsc_err store_blob_put(struct store *st, uv_loop_t *loop, struct bsc_str ke
 enum bsc_err store_blob_get(struct store *st, uv_loop_t *loop, struct bsc_str key,
                             store_blob_cb *cb, void *ud);
 
+/* ---- spend: what each client spent in a budget period (clients.<id>.budget) ---------- */
+
+/* <err> BSC_OK with <usd>, the period's total after the operation; BSC_EIO, BSC_ELIMIT. */
+typedef void store_spend_cb(enum bsc_err err, double usd, void *ud);
+
+/* Adds <usd> (>= 0; 0 reads) to the spend of client <client> (1..CFG_CLIENT_ID_MAX bytes)
+ * in the period that starts at <period_ms> (ms since the epoch, UTC; 0 for a total), in one
+ * atomic step; a record that does not exist counts as 0. Operations run in the order they
+ * were called, so a read sees every add called before it. Returns BSC_EINVAL, BSC_ELIMIT,
+ * BSC_ENOMEM. */
+enum bsc_err store_spend_add(struct store *st, uv_loop_t *loop, struct bsc_str client,
+                             uint64_t period_ms, double usd, store_spend_cb *cb, void *ud);
+/* Sets that spend to <usd> (>= 0): an operator's reset. Same errors. */
+enum bsc_err store_spend_set(struct store *st, uv_loop_t *loop, struct bsc_str client,
+                             uint64_t period_ms, double usd, store_spend_cb *cb, void *ud);
+
 #endif

@@ -59,6 +59,7 @@ struct mem_store {
     uint64_t k0, k1;      /* the SipHash key */
     struct mem_table idem, ledger, blob;
     size_t blob_bytes;    /* value bytes held by blobs (bounded like answers) */
+    struct store__spend_tab spend; /* spend records (spend.c) */
     size_t idem_bytes;    /* answer bytes held */
     uint64_t full_sweep_ms; /* when the last sweep of every bucket ran */
 };
@@ -477,6 +478,8 @@ static enum bsc_err mem_submit(struct store *st, struct store__job *job)
     case STORE__LEDGER_GET: run_ledger(ms, job, now); break;
     case STORE__BLOB_PUT: run_blob_put(ms, job, now); break;
     case STORE__BLOB_GET: run_blob_get(ms, job, now); break;
+    case STORE__SPEND_ADD:
+    case STORE__SPEND_SET: store__spend_mem_run(&ms->spend, job); break;
     default: BSC_BUG_ON(1);
     }
     uv_mutex_unlock(&ms->mu);
@@ -506,6 +509,7 @@ static void mem_close(struct store *st)
     table_free(ms, &ms->idem, true);
     table_free(ms, &ms->ledger, false);
     table_free(ms, &ms->blob, false);
+    store__spend_tab_free(&ms->spend);
     uv_mutex_destroy(&ms->mu);
     free(ms);
 }

@@ -51,7 +51,14 @@ static const char SCHEMA[] =
     " value BLOB NOT NULL,"
     " expires_ms INTEGER NOT NULL"
     ") STRICT;"
-    "CREATE INDEX IF NOT EXISTS blob_expires ON blob (expires_ms);";
+    "CREATE INDEX IF NOT EXISTS blob_expires ON blob (expires_ms);"
+    /* Spend per client and budget period (period_ms: its UTC start; 0 for a total). */
+    "CREATE TABLE IF NOT EXISTS spend ("
+    " client TEXT NOT NULL,"
+    " period_ms INTEGER NOT NULL,"
+    " usd REAL NOT NULL,"
+    " PRIMARY KEY (client, period_ms)"
+    ") STRICT;";
 
 #define SQ_STMTS(X)                                                                        \
     X(BEGIN, "BEGIN IMMEDIATE")                                                            \
@@ -75,7 +82,11 @@ static const char SCHEMA[] =
     X(BLOB_GET, "SELECT value FROM blob WHERE key = ?1 AND expires_ms > ?2")              \
     X(BLOB_PUT, "INSERT OR REPLACE INTO blob (key, value, expires_ms) VALUES (?1, ?2, ?3)") \
     X(BLOB_PURGE, "DELETE FROM blob WHERE rowid IN (SELECT rowid FROM blob"                \
-                  " WHERE expires_ms <= ?1 LIMIT ?2)")
+                  " WHERE expires_ms <= ?1 LIMIT ?2)")                                     \
+    X(SPEND_GET, "SELECT usd FROM spend WHERE client = ?1 AND period_ms = ?2")           \
+    X(SPEND_ADD, "INSERT INTO spend (client, period_ms, usd) VALUES (?1, ?2, ?3)"        \
+                 " ON CONFLICT (client, period_ms) DO UPDATE SET usd = usd + excluded.usd") \
+    X(SPEND_SET, "INSERT OR REPLACE INTO spend (client, period_ms, usd) VALUES (?1, ?2, ?3)")
 
 enum sq_stmt {
 #define X(NAME, sql) SQ_##NAME,
@@ -395,6 +406,46 @@ static enum bsc_err run_blob_get(struct sq_store *q, struct store__job *job, uin
     return err == BSC_ENOTFOUND ? BSC_OK : err;
 }
 
+/* ---- spend ------------------------------------------------------------------------------ */
+
+/* The add (or set) and the read of the total run in the job's transaction: atomic with
+ * respect to every other job. An add of 0 only reads. */
+/* The client column is TEXT in a STRICT table: bound as text, never as a blob. */
+static void bind_client(sqlite3_stmt *s, struct bsc_str id)
+{
+    sqlite3_bind_text(s, 1, id.p, (int)id.len, SQLITE_STATIC);
+}
+
+static enum bsc_err run_spend(struct sq_store *q, struct store__job *job)
+{
+    sqlite3_stmt *s;
+    enum bsc_err err = BSC_OK;
+    int rc;
+
+    if (job->op == STORE__SPEND_SET || job->usd > 0) {
+        enum sq_stmt which = job->op == STORE__SPEND_SET ? SQ_SPEND_SET : SQ_SPEND_ADD;
+
+        s = stmt(q, which);
+        bind_client(s, job->key);
+        bind_u64(s, 2, job->period_ms);
+        sqlite3_bind_double(s, 3, job->usd);
+        if ((err = run(q, which)) != BSC_OK)
+            return err;
+    }
+    s = stmt(q, SQ_SPEND_GET);
+    bind_client(s, job->key);
+    bind_u64(s, 2, job->period_ms);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        job->usd = sqlite3_column_double(s, 0);
+    else if (rc == SQLITE_DONE)
+        job->usd = 0;
+    else
+        err = db_error(q, "select spend");
+    done_with(s);
+    return err;
+}
+
 /* ---- the writer thread ------------------------------------------------------------------ */
 
 /* Clears what a failed job would have answered, so the caller sees only <err>. */
@@ -422,6 +473,8 @@ static bool run_job(struct sq_store *q, struct store__job *job)
     case STORE__LEDGER_GET: err = run_ledger(q, job, now); break;
     case STORE__BLOB_PUT: err = run_blob_put(q, job, now); break;
     case STORE__BLOB_GET: err = run_blob_get(q, job, now); break;
+    case STORE__SPEND_ADD:
+    case STORE__SPEND_SET: err = run_spend(q, job); break;
     default: BSC_BUG_ON(1);
     }
     if (err)

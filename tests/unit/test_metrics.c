@@ -379,7 +379,7 @@ static void test_family_table(void **state)
         {"bascule_ttft_seconds", METRIC_HISTOGRAM, {"route"}},
         {"bascule_upstream_inflight", METRIC_GAUGE, {"target"}},
         {"bascule_tokens_total", METRIC_COUNTER, {"route", "direction"}},
-        {"bascule_cost_usd_total", METRIC_COUNTER, {"route"}},
+        {"bascule_cost_usd_total", METRIC_COUNTER, {"client", "route", "target"}},
         {"bascule_key_cooldowns_total", METRIC_COUNTER, {"provider", "reason"}},
         {"bascule_outcomes_total", METRIC_COUNTER, {"route", "layer", "result"}},
         {"bascule_config_reloads_total", METRIC_COUNTER, {"result"}},
@@ -477,7 +477,7 @@ static void test_exact_text(void **state)
     (void)state;
     metrics_inc(m, 0, METRIC_REQUESTS, "chat", "ok", 2);
     metrics_inc(m, 1, METRIC_REQUESTS, "chat", "ok", 3);
-    metrics_inc(m, 1, METRIC_COST, "chat", NULL, 0.1);
+    metrics_inc3(m, 1, METRIC_COST, "a", "chat", "t1", 0.1);
     bsc_buf_init(&b, RENDER_MAX);
     assert_int_equal(metrics_render(m, &b), BSC_OK);
     assert_non_null(strstr(b.p, "# HELP bascule_requests_total Client requests by route and "
@@ -485,7 +485,7 @@ static void test_exact_text(void **state)
                                 "# TYPE bascule_requests_total counter\n"
                                 "bascule_requests_total{route=\"chat\",outcome=\"ok\"} 5\n"
                                 "# HELP bascule_attempts_total "));
-    assert_non_null(strstr(b.p, "\nbascule_cost_usd_total{route=\"chat\"} 0.1\n"));
+    assert_non_null(strstr(b.p, "\nbascule_cost_usd_total{client=\"a\",route=\"chat\",target=\"t1\"} 0.1\n"));
     assert_non_null(strstr(b.p, "\n# TYPE bascule_connections gauge\nbascule_connections 0\n"));
     assert_non_null(strstr(b.p, "\nbascule_retry_budget_rejections_total 0\n"));
     assert_int_equal(b.p[b.len - 1], '\n');
@@ -630,11 +630,11 @@ static void test_float_counter(void **state)
 
     (void)state;
     for (unsigned i = 0; i < 10; i++)
-        metrics_inc(m, i % 5, METRIC_COST, "chat", NULL, 0.1);
-    metrics_inc(m, 0, METRIC_COST, "tiny", NULL, 1.5e-7);
-    v = value_of(m, "bascule_cost_usd_total", 1, "chat", NULL, NULL);
+        metrics_inc3(m, i % 5, METRIC_COST, "a", "chat", "t1", 0.1);
+    metrics_inc3(m, 0, METRIC_COST, "a", "tiny", "t1", 1.5e-7);
+    v = value_of(m, "bascule_cost_usd_total", 3, "a", "chat", "t1");
     assert_true(fabs(v - 1.0) < 1e-12);
-    assert_true(value_of(m, "bascule_cost_usd_total", 1, "tiny", NULL, NULL) == 1.5e-7);
+    assert_true(value_of(m, "bascule_cost_usd_total", 3, "a", "tiny", "t1") == 1.5e-7);
     metrics_free(m);
 }
 
@@ -846,7 +846,7 @@ static void *worker_main(void *p)
         metrics_observe(a->m, a->shard, METRIC_REQUEST_DURATION, "chat", NULL,
                         i % 4 ? 0.02 : 200);
         metrics_gauge_add(a->m, a->shard, METRIC_UPSTREAM_INFLIGHT, "t1", NULL, 1);
-        metrics_inc(a->m, a->shard, METRIC_COST, "chat", NULL, 0.25);
+        metrics_inc3(a->m, a->shard, METRIC_COST, "a", "chat", "t1", 0.25);
         metrics_gauge_add(a->m, a->shard, METRIC_UPSTREAM_INFLIGHT, "t1", NULL, -1);
     }
     return NULL;
@@ -942,7 +942,7 @@ static void test_threads(void **state)
     assert_true(find(&ps, "bascule_request_duration_seconds_bucket", 2, "chat", "120")->value ==
                 total * 3 / 4);
     assert_true(find(&ps, "bascule_upstream_inflight", 1, "t1")->value == 0);
-    assert_true(find(&ps, "bascule_cost_usd_total", 1, "chat")->value == total * 0.25);
+    assert_true(find(&ps, "bascule_cost_usd_total", 3, "a", "chat", "t1")->value == total * 0.25);
     assert_true(find(&ps, "bascule_metrics_dropped_total", 0)->value == 0);
     parsed_free(&ps);
     free(text);

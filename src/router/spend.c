@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: MIT */
+/* spend.c -- client budgets. The book holds, per client, the spend of its current UTC
+ * period and its requests in flight, under one mutex shared by every worker, so ADMIT
+ * reads memory, not SQLite. The store is read when the book has no figure for the period
+ * (first request after start, a new period, a reload that changed the period): that
+ * request waits for the read; a request meeting a load already running reads too and
+ * decides on its own figure. Every cost is added to the book and to the store (an atomic
+ * add, not awaited). The store runs operations in call order and adds are called under the
+ * book's mutex, so a load sees every add called before it and the book adds those after.
+ * Precision given up: requests admitted before the one that crossed the budget finished are
+ * still served -- a budget stops a client after the request that crossed it. */
+#include "router/spend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "router/gateway.h"
+#include "router/internal.h"
+
+#define BOOK_BUCKETS 1024u
+#define MS_PER_DAY 86400000ull
+
+enum entry_state { ENTRY_NONE = 0, ENTRY_LOADING, ENTRY_READY };
+
+struct spend_entry {
+    struct spend_entry *next;
+    char id[CFG_CLIENT_ID_MAX + 1];
+    enum cfg_period kind;   /* the period kind <period_ms> is of */
+    uint64_t period_ms;
+    enum entry_state st;
+    double usd;             /* READY: the period's spend */
+    double pending;         /* LOADING: added since the load was called */
+    uint64_t gen;           /* the load that may fill the entry */
+    uint32_t inflight;
+};
+
+struct spend_book {
+    uv_mutex_t mu;
+    struct spend_entry *b[BOOK_BUCKETS];
+};
+
+/* ---- periods (pure) ------------------------------------------------------------------- */
+
+/* Days since 1970-01-01 of the civil date y-m-d (H. Hinnant's days_from_civil). */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    int64_t era;
+    unsigned yoe, doy, doe;
+
+    y -= m <= 2;
+    era = (y >= 0 ? y : y - 399) / 400;
+    yoe = (unsigned)(y - era * 400);
+    doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+/* The civil year and month of day <z> since the epoch (civil_from_days). */
+static void civil_month(int64_t z, int64_t *y, unsigned *m)
+{
+    int64_t era;
+    unsigned doe, yoe, doy, mp;
+
+    z += 719468;
+    era = (z >= 0 ? z : z - 146096) / 146097;
+    doe = (unsigned)(z - era * 146097);
+    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    mp = (5 * doy + 2) / 153;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+uint64_t spend_period_start(enum cfg_period p, uint64_t now_ms)
+{
+    int64_t y;
+    unsigned m;
+
+    switch (p) {
+    case CFG_PERIOD_DAY: return now_ms / MS_PER_DAY * MS_PER_DAY;
+    case CFG_PERIOD_MONTH:
+        civil_month((int64_t)(now_ms / MS_PER_DAY), &y, &m);
+        return (uint64_t)days_from_civil(y, m, 1) * MS_PER_DAY;
+    default: return 0;
+    }
+}
+
+/* ---- the book --------------------------------------------------------------------------- */
+
+struct spend_book *spend_book_new(void)
+{
+    struct spend_book *b = calloc(1, sizeof(*b));
+
+    if (b && uv_mutex_init(&b->mu) != 0) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+void spend_book_free(struct spend_book *b)
+{
+    if (!b)
+        return;
+    for (size_t i = 0; i < BOOK_BUCKETS; i++) {
+        struct spend_entry *e = b->b[i], *next;
+
+        for (; e; e = next) {
+            next = e->next;
+            free(e);
+        }
+    }
+    uv_mutex_destroy(&b->mu);
+    free(b);
+}
+
+static size_t bucket_of(const char *id)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+
+    for (; *id; id++)
+        h = (h ^ (unsigned char)*id) * 16777619u;
+    return h % BOOK_BUCKETS;
+}
+
+/* The entry of <id>, made when absent (NULL only when out of memory). Under the mutex. */
+static struct spend_entry *entry_get(struct spend_book *b, const char *id)
+{
+    size_t i = bucket_of(id);
+    struct spend_entry *e;
+
+    for (e = b->b[i]; e; e = e->next)
+        if (strcmp(e->id, id) == 0)
+            return e;
+    e = calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    snprintf(e->id, sizeof(e->id), "%s", id);
+    e->next = b->b[i];
+    b->b[i] = e;
+    return e;
+}
+
+/* Moves <e> to the period of kind <p> at <now_ms>: a new period is not loaded yet. */
+static void entry_roll(struct spend_entry *e, enum cfg_period p, uint64_t now_ms)
+{
+    uint64_t start = spend_period_start(p, now_ms);
+
+    if (e->kind == p && e->period_ms == start && e->st != ENTRY_NONE)
+        return;
+    e->kind = p;
+    e->period_ms = start;
+    e->st = ENTRY_NONE;
+    e->usd = e->pending = 0;
+}
+
+void spend_peek(struct spend_book *b, const char *id, enum cfg_period p, uint64_t now_ms,
+                struct spend_view *out)
+{
+    struct spend_entry *e;
+
+    *out = (struct spend_view){0};
+    uv_mutex_lock(&b->mu);
+    e = entry_get(b, id);
+    if (e) {
+        entry_roll(e, p, now_ms);
+        out->known = e->st == ENTRY_READY;
+        out->usd = e->usd;
+        out->inflight = e->inflight;
+    }
+    uv_mutex_unlock(&b->mu);
+}
+
+static void on_reset_noop(enum bsc_err err, double usd, void *ud)
+{
+    (void)usd, (void)ud;
+    if (err)
+        LOG_WARN("spend: a spend record was not stored: %s", bsc_err_str(err));
+}
+
+enum bsc_err spend_reset(struct spend_book *b, struct store *st, uv_loop_t *loop,
+                         const char *id, enum cfg_period p, uint64_t now_ms,
+                         store_spend_cb *cb, void *ud)
+{
+    struct spend_entry *e;
+    enum bsc_err err = BSC_OK;
+
+    uv_mutex_lock(&b->mu);
+    e = entry_get(b, id);
+    if (e) {
+        entry_roll(e, p, now_ms);
+        e->st = ENTRY_READY;
+        e->usd = e->pending = 0;
+        e->gen++; /* a load still running must not fill it */
+    }
+    if (st)
+        err = store_spend_set(st, loop, bsc_str_cstr(id), spend_period_start(p, now_ms), 0,
+                              cb ? cb : on_reset_noop, ud);
+    uv_mutex_unlock(&b->mu);
+    return e ? err : BSC_ENOMEM;
+}
+
+/* ---- the request's side ----------------------------------------------------------------- */
+
+/* The store answered a read ADMIT waits for. The request may have ended meanwhile (its
+ * client left): guard.c's zombie rule, the last store callback frees it. */
+static void on_read(enum bsc_err err, double usd, void *ud)
+{
+    struct request *r = ud;
+    struct spend_book *b = r->gw->spend;
+    struct spend_entry *e;
+
+    r->g.store_ops--;
+    if (r->g.zombie) {
+        if (r->g.store_ops == 0)
+            req__release(r);
+        return;
+    }
+    if (err)
+        LOG_WARN("%s: the spend of client %s could not be read: %s (admitted)", r->id,
+                 r->client ? r->client->id : "-", bsc_err_str(err));
+    r->spend.reading = false;
+    r->spend.read_done = true;
+    r->spend.read_usd = err ? -1.0 : usd;
+    uv_mutex_lock(&b->mu);
+    if (r->client && (e = entry_get(b, r->client->id)) && e->st == ENTRY_LOADING &&
+        e->gen == r->spend.loader_gen) {
+        e->st = err ? ENTRY_NONE : ENTRY_READY;
+        e->usd = err ? 0 : usd + e->pending;
+        e->pending = 0;
+    }
+    uv_mutex_unlock(&b->mu);
+    if (!r->m.finished)
+        req__run(r);
+}
+
+/* Starts the store read of <e>'s period (under the mutex: ordered with the adds). */
+static int start_read(struct request *r, struct spend_entry *e)
+{
+    enum bsc_err err;
+
+    r->spend.loader_gen = 0;
+    if (e->st == ENTRY_NONE) {
+        e->st = ENTRY_LOADING;
+        e->pending = 0;
+        r->spend.loader_gen = ++e->gen;
+    }
+    err = store_spend_add(r->gw->store, &r->w->loop, bsc_str_cstr(e->id), e->period_ms, 0,
+                          on_read, r);
+    if (err) {
+        if (r->spend.loader_gen)
+            e->st = ENTRY_NONE;
+        LOG_WARN("%s: the spend of client %s could not be read: %s (admitted)", r->id, e->id,
+                 bsc_err_str(err));
+        return 0;
+    }
+    r->g.store_ops++;
+    r->spend.reading = true;
+    return 1;
+}
+
+/* The figure to judge by: the book's when it has one, else the request's own read. -1
+ * when neither (a read must start). */
+static double spent_now(const struct request *r, const struct spend_entry *e)
+{
+    if (e->st == ENTRY_READY)
+        return e->usd;
+    if (r->spend.read_done)
+        return r->spend.read_usd < 0 ? 0 : r->spend.read_usd;
+    return -1;
+}
+
+static void refuse(struct request *r, double spent)
+{
+    const struct cfg_budget *bu = &r->client->budget;
+    static const char *const names[] = {"day", "month", "total"};
+
+    /* A typed failure, so the body says "retryable": false; waiting a little will not help,
+     * the period's end or an operator will (REPLY_OUTLOOK_NEVER: no Retry-After). */
+    req__set_typed_failure(r, "budget_exceeded", REPLY_OUTLOOK_NEVER, -1,
+                           "client '%s' has spent $%.6f of its $%.6f budget for this %s; no "
+                           "request is sent until %s", r->client->id, spent, bu->usd,
+                           names[bu->period],
+                           bu->period == CFG_PERIOD_TOTAL ? "an operator resets it"
+                                                          : "the period ends (UTC)");
+    r->err.status = 429;
+    r->err.type = "rate_limit_error";
+    r->limited_by = "budget";
+}
+
+int spend_admit(struct request *r)
+{
+    const struct cfg_client *c = r->client;
+    struct spend_book *b = r->gw->spend;
+    struct spend_entry *e;
+    double spent = -1;
+    int v = 0;
+
+    if (!c || !b || r->spend.reading)
+        return r->spend.reading ? 1 : 0;
+    uv_mutex_lock(&b->mu);
+    e = entry_get(b, c->id);
+    if (e && c->budget.usd >= 0) {
+        entry_roll(e, c->budget.period, bsc_wall_ms());
+        spent = spent_now(r, e);
+        if (spent < 0 && !r->gw->store) { /* nothing to load: the book is all there is */
+            e->st = ENTRY_READY;
+            spent = e->usd;
+        }
+        if (spent < 0)
+            v = start_read(r, e);
+        else if (spent >= c->budget.usd)
+            v = 2;
+    }
+    if (e && v == 0) {
+        e->inflight++;
+        r->spend.counted = true;
+    }
+    uv_mutex_unlock(&b->mu);
+    if (v == 2)
+        refuse(r, spent);
+    return v;
+}
+
+static void on_add(enum bsc_err err, double usd, void *ud)
+{
+    (void)usd, (void)ud;
+    if (err)
+        LOG_WARN("spend: a request's cost was not added to the store: %s", bsc_err_str(err));
+}
+
+void spend_record(struct request *r)
+{
+    const struct cfg_client *c = r->client;
+    struct spend_book *b = r->gw->spend;
+    struct spend_entry *e;
+    enum bsc_err err = BSC_OK;
+
+    if (!c || !b || !(r->cost_usd > 0))
+        return;
+    uv_mutex_lock(&b->mu);
+    e = entry_get(b, c->id);
+    if (e) {
+        entry_roll(e, c->budget.period, bsc_wall_ms());
+        if (e->st == ENTRY_READY)
+            e->usd += r->cost_usd;
+        else if (e->st == ENTRY_LOADING)
+            e->pending += r->cost_usd;
+        if (r->gw->store)
+            err = store_spend_add(r->gw->store, &r->w->loop, bsc_str_cstr(c->id), e->period_ms,
+                                  r->cost_usd, on_add, NULL);
+    }
+    uv_mutex_unlock(&b->mu);
+    if (err)
+        LOG_WARN("%s: the cost of client %s was not added to the store: %s", r->id, c->id,
+                 bsc_err_str(err));
+}
+
+void spend_release(struct request *r)
+{
+    struct spend_book *b = r->gw->spend;
+    struct spend_entry *e;
+
+    if (!r->spend.counted || !b || !r->client)
+        return;
+    r->spend.counted = false;
+    uv_mutex_lock(&b->mu);
+    e = entry_get(b, r->client->id);
+    if (e && e->inflight)
+        e->inflight--;
+    uv_mutex_unlock(&b->mu);
+}

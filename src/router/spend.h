@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/* spend.h -- client budgets (clients.<id>.budget): what each client spent in its current
+ * UTC period, kept in an in-process book in front of the store's spend records, the ADMIT
+ * check that refuses a client whose budget is spent (429 budget_exceeded), and the
+ * accounting of each answer's cost. See docs/internals/spend.md. */
+#ifndef BSC_ROUTER_SPEND_H
+#define BSC_ROUTER_SPEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "config/config.h"
+#include "core/err.h"
+#include "store/store.h"
+
+struct request;
+struct spend_book; /* process-wide, shared by every worker; its own mutex */
+
+/* What one request keeps of the budget check (struct request's <spend>). */
+struct spend_req {
+    bool counted;        /* counted in its client's in-flight number: released at DONE */
+    bool reading;        /* a store read of the spend is running */
+    bool read_done;      /* ... and answered: <read_usd> (< 0: the store failed) */
+    uint64_t loader_gen; /* non-zero: this read (re)loads the book's entry */
+    double read_usd;
+};
+
+/* The start of the budget period of kind <p> that holds <now_ms> (ms since the epoch), in
+ * UTC: midnight for a day, midnight of the 1st for a month, 0 for a total. Pure. */
+uint64_t spend_period_start(enum cfg_period p, uint64_t now_ms);
+
+struct spend_book *spend_book_new(void);
+void spend_book_free(struct spend_book *b);
+
+/* ADMIT: 0 passes, 1 waits for the store (the machine runs again on its answer), 2 refuses
+ * (r->err is the 429 budget_exceeded). A request without a client always passes. */
+int spend_admit(struct request *r);
+/* Adds r->cost_usd to its client's spend (book and store); call once, when it is known. */
+void spend_record(struct request *r);
+/* DONE: the request no longer counts as in flight for its client. */
+void spend_release(struct request *r);
+
+/* What the book knows of client <id> for a period of kind <p> at <now_ms>. */
+struct spend_view {
+    bool known;        /* the period's spend is loaded in the book */
+    double usd;        /* when <known> */
+    uint32_t inflight; /* the client's requests admitted and not yet done */
+};
+void spend_peek(struct spend_book *b, const char *id, enum cfg_period p, uint64_t now_ms,
+                struct spend_view *out);
+/* Sets client <id>'s spend of its current period to 0, in the book at once and in the store
+ * (<cb> says when it is durable). Returns the store's error; the book is reset regardless. */
+enum bsc_err spend_reset(struct spend_book *b, struct store *st, uv_loop_t *loop,
+                         const char *id, enum cfg_period p, uint64_t now_ms,
+                         store_spend_cb *cb, void *ud);
+
+#endif
