@@ -11,6 +11,7 @@
 #ifndef BSC_STORE_STORE_H
 #define BSC_STORE_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,8 +60,11 @@ enum bsc_err store_open_opts(const struct cfg_store *cfg, const struct store_opt
 /* Finishes what was queued, closes files and frees <st>. Call after every operation's
  * callback has run (after the worker loops ended). NULL is fine. */
 void store_close(struct store *st);
-/* "memory" or "sqlite". */
+/* "memory", "sqlite" or "redis". */
 const char *store_kind_name(const struct store *st);
+/* False while a remote backend (redis) cannot be reached; *<reason> (may be NULL) is then a
+ * static line saying why. Local backends are always up. Thread-safe; NULL <st> is up. */
+bool store_is_up(const struct store *st, const char **reason);
 
 /* ---- idempotency ---------------------------------------------------------------------- */
 
