@@ -25,7 +25,9 @@
 
 #define RD_BACKOFF_MIN_MS 100
 #define RD_BACKOFF_MAX_MS 2000
-#define RD_CAS_TRIES 8 /* ledger put: optimistic retries when another instance raced us */
+#define RD_CONNECT_MS 1000 /* a connection not up by then is dropped and tried again */
+#define RD_CAS_TRIES 8
+#define RD_PING_MS 1000 /* while connected: notices a stalled Redis coming back */ /* ledger put: optimistic retries when another instance raced us */
 
 /* Idempotency record: "<i|c> <claim hex16> <ttl_ms> <fp hex64>\n" then, once complete,
  * "<status> <stream 0|1> <headers_len>\n<headers><body>". A script keeps each step atomic. */
@@ -56,6 +58,8 @@ struct rd_store {
     uv_loop_t loop;
     uv_async_t wake;
     uv_timer_t retry;
+    uv_timer_t connecting; /* the connect watchdog */
+    uv_timer_t ping;
     uv_mutex_t mu;
     struct store__job *head, *tail; /* guarded by mu */
     bool stopping;                  /* guarded by mu */
@@ -154,6 +158,8 @@ static void op_cb(redisAsyncContext *ac, void *r, void *priv)
     redisReply *reply = r;
 
     (void)ac;
+    if (reply && !op->job)
+        set_up(op->q, true, NULL); /* a late answer: Redis is back from a stall */
     if (op->job) {
         if (!reply || reply->type == REDIS_REPLY_ERROR) {
             if (reply)
@@ -507,6 +513,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
         schedule_reconnect(q);
         return;
     }
+    uv_timer_stop(&q->connecting);
     q->connected = true;
     q->backoff_ms = RD_BACKOFF_MIN_MS;
     set_up(q, true, NULL);
@@ -523,6 +530,21 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     schedule_reconnect(q);
 }
 
+static void ping_reply(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)priv;
+    if (r)
+        set_up(ac->data, true, NULL);
+}
+
+static void ping_fire(uv_timer_t *t)
+{
+    struct rd_store *q = t->data;
+
+    if (q->connected && q->ac)
+        redisAsyncCommand(q->ac, ping_reply, NULL, "PING");
+}
+
 /* Commands queued before the connection completes go first, in order. */
 static void send_setup(struct rd_store *q)
 {
@@ -535,6 +557,20 @@ static void send_setup(struct rd_store *q)
         redisAsyncCommand(q->ac, NULL, NULL, "SELECT %s", db);
     }
     redisAsyncCommand(q->ac, fsync_reply, NULL, "CONFIG GET appendfsync");
+}
+
+/* hiredis's libuv adapter drops a poll error, so a refused connection never calls back:
+ * give each connection attempt a deadline of our own. */
+static void connect_expired(uv_timer_t *t)
+{
+    struct rd_store *q = t->data;
+
+    if (q->connected || !q->ac)
+        return;
+    redisAsyncFree(q->ac); /* not connected: no callback runs */
+    q->ac = NULL;
+    set_up(q, false, "cannot connect to redis");
+    schedule_reconnect(q);
 }
 
 static void rd_connect(struct rd_store *q)
@@ -555,6 +591,7 @@ static void rd_connect(struct rd_store *q)
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     send_setup(q);
+    uv_timer_start(&q->connecting, connect_expired, RD_CONNECT_MS, 0);
 }
 
 /* ---- the store's thread ------------------------------------------------------------- */
@@ -567,6 +604,8 @@ static void close_all(struct rd_store *q)
     q->ac = NULL;
     q->connected = false;
     uv_close((uv_handle_t *)&q->retry, NULL);
+    uv_close((uv_handle_t *)&q->connecting, NULL);
+    uv_close((uv_handle_t *)&q->ping, NULL);
     uv_close((uv_handle_t *)&q->wake, NULL);
 }
 
@@ -653,6 +692,11 @@ static enum bsc_err rd_open(const struct cfg_store *cfg, const struct store_opts
     q->wake.data = q;
     uv_timer_init(&q->loop, &q->retry);
     q->retry.data = q;
+    uv_timer_init(&q->loop, &q->connecting);
+    q->connecting.data = q;
+    uv_timer_init(&q->loop, &q->ping);
+    q->ping.data = q;
+    uv_timer_start(&q->ping, ping_fire, RD_PING_MS, RD_PING_MS);
     if (uv_thread_create(&q->thread, rd_main, q)) {
         snprintf(err, errlen, "redis store: cannot start its thread");
         return BSC_EIO; /* leaks the loop: the process exits on this error */
