@@ -21,7 +21,7 @@
 #include "core/log.h"
 #include "core/sha256.h"
 #include "store/internal.h"
-#include "store/redis_keys.h"
+#include "core/redis_keys.h"
 
 #define RD_BACKOFF_MIN_MS 100
 #define RD_BACKOFF_MAX_MS 2000

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "store/redis_keys.h"
+#include "core/redis_keys.h"
 
 static void test_url_tcp(void **state)
 {

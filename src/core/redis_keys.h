@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* redis_keys.h -- the pure part of the Redis store: parsing store.url and the key layout.
+/* redis_keys.h -- the pure part of the Redis sharing: parsing store.url and the key layout.
  * Every key is <prefix>{<entity>} -- the braces are a Redis Cluster hash tag, so that all
  * the keys of one entity (today one key each) land in one slot. See docs/internals/redis.md
  * for the whole layout, including the keys reserved for limits and spend. */
-#ifndef BSC_STORE_REDIS_KEYS_H
-#define BSC_STORE_REDIS_KEYS_H
+#ifndef BSC_CORE_REDIS_KEYS_H
+#define BSC_CORE_REDIS_KEYS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/redis_keys.h"
+#include "core/redis_keys.h"
 
 static bool starts(const char *s, const char *p)
 {
