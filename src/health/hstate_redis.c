@@ -413,10 +413,14 @@ static void apply(struct hs_redis *h, const char *msg)
         return;
     msg += n;
     if (kind == 'k') {
+        LOG_INFO("shared state: key %d of provider %s cools down for %" PRIu64 " ms (another "
+                 "instance)", idx, msg, ms);
         hstate__key_cool(h->local, msg, idx, reason, now + ms);
         return;
     }
-    hstate__force(h->local, msg, kind == 'o', now);
+    if (hstate__force(h->local, msg, kind == 'o', now))
+        LOG_INFO("shared state: circuit %s %s (another instance)", msg,
+                 kind == 'o' ? "opened" : "closed");
     uv_mutex_lock(&h->mu);
     c = circ_find(h, msg);
     uv_mutex_unlock(&h->mu);

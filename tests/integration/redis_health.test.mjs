@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+// Shared health state through Redis (docs/internals/redis.md): two gateway processes on one
+// private redis-server. A circuit opened through one is open on the other, which then
+// sends the failing target at most one call; a Retry-After seen by one cools the key on
+// the other, which then does not call the provider with it.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startGateway, startSim, waitFor } from '../lib/harness.mjs';
+import { startRedis } from '../lib/redis.mjs';
+
+let redis, sim, a, b;
+
+function config(url) {
+  return `listen: "127.0.0.1:{{PORT}}"
+workers: 2
+log: { level: info }
+store: { kind: redis, url: "${url}", prefix: "h:" }
+providers:
+  sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-s"], health: { probe: none } }
+  lim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-l"], health: { probe: none } }
+targets:
+  bad@sim: { provider: sim, model: u-bad, breaker: { consecutive_failures: 2, open_ms: 60000 } }
+  rl@lim: { provider: lim, model: u-rl }
+routes:
+  bad: { primary: [bad@sim], envelope: { deadline_ms: 3000 } }
+  rl: { primary: [rl@lim], envelope: { deadline_ms: 2000 } }
+`;
+}
+
+async function breakerState(gw, target) {
+  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  const m = new RegExp(`^bascule_breaker_state\\{target="${target.replace('@', '@')}"\\} (\\d+)`, 'm').exec(text);
+  return m ? Number(m[1]) : null;
+}
+
+async function chat(gw, model) {
+  const res = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  await res.arrayBuffer();
+  return res;
+}
+
+async function storeUp(gw) {
+  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  return /^bascule_store_up 1/m.test(text);
+}
+
+before(async () => {
+  redis = await startRedis();
+  sim = await startSim();
+  a = await startGateway({ config: config(redis.url) });
+  b = await startGateway({ config: config(redis.url) });
+  await waitFor(async () => (await storeUp(a)) && (await storeUp(b)),
+    { timeoutMs: 10000, what: 'both gateways connected to redis' });
+  // Both subscribed: a message published now reaches two subscribers.
+  await waitFor(async () => (await redis.command('PUBSUB', 'NUMSUB', 'h:events'))[1] === 2,
+    { timeoutMs: 10000, what: 'both gateways subscribed' });
+});
+
+after(async () => {
+  await a?.stop();
+  await b?.stop();
+  await sim?.stop();
+  await redis?.stop();
+});
+
+test('a circuit opened through one instance is open on the other (<= 1 call from it)', async (t) => {
+  await sim.setModel('u-bad', { script: [{ action: 'status', status: 503, times: 1000 }] });
+  for (let i = 0; i < 10 && (await breakerState(a, 'bad@sim')) !== 1; i++) await chat(a, 'bad');
+  assert.equal(await breakerState(a, 'bad@sim'), 1, 'open on the first instance');
+  const t0 = Date.now();
+  await waitFor(async () => (await breakerState(b, 'bad@sim')) === 1,
+    { timeoutMs: 5000, everyMs: 5, what: 'the circuit open on the second instance' });
+  t.diagnostic(`seen open by the other instance after <= ${Date.now() - t0} ms`);
+  const before = await sim.calls('u-bad');
+  for (let i = 0; i < 3; i++) {
+    const res = await chat(b, 'bad');
+    assert.notEqual(res.status, 200);
+  }
+  assert.ok((await sim.calls('u-bad')) - before <= 1, 'the second instance called the open target at most once');
+  assert.equal(await redis.command('EXISTS', 'h:{circuit:sim|u-bad|*|*}'), 1);
+});
+
+test('a Retry-After seen by one instance is honoured by the other (key cooldown)', async () => {
+  await sim.setModel('u-rl', { script: [{ action: 'status', status: 429, times: 1000, headers: { 'retry-after': '5' } }] });
+  const from = b.logs().length;
+  const first = await chat(a, 'rl');
+  assert.equal(first.status, 429);
+  assert.equal(await sim.calls('u-rl'), 1);
+  await waitFor(() => /key 0 of provider lim cools down/.test(b.logs().slice(from)),
+    { timeoutMs: 5000, what: 'the cooldown announced to the second instance' });
+  const second = await chat(b, 'rl');
+  assert.equal(second.status, 429);
+  const ra = Number(second.headers.get('retry-after'));
+  assert.ok(ra >= 1 && ra <= 5, `Retry-After ${ra}`);
+  assert.equal(await sim.calls('u-rl'), 1, 'the second instance did not use the cooling key');
+  const ttl = await redis.command('PTTL', 'h:{cool:lim:0}');
+  assert.ok(ttl > 0 && ttl <= 5000, `the cooldown key has a TTL (${ttl})`);
+});
