@@ -7,16 +7,16 @@
 // paused no request waits on it longer than store.timeout_ms.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGateway, startSim, waitFor } from '../lib/harness.mjs';
+import { freePort, startGateway, startSim, waitFor } from '../lib/harness.mjs';
 import { startRedis } from '../lib/redis.mjs';
 
 const TIMEOUT_MS = 50;
 let redis, sim, a, b;
 
-function config(url) {
+function config(url, extra = '') {
   return `listen: "127.0.0.1:{{PORT}}"
 workers: 2
-store: { kind: redis, url: "${url}", prefix: "t:", timeout_ms: ${TIMEOUT_MS} }
+store: { kind: redis, url: "${url}", prefix: "t:", timeout_ms: ${TIMEOUT_MS}${extra} }
 providers:
   sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-s"], health: { probe: none } }
 targets:
@@ -165,4 +165,24 @@ test('Redis paused (SIGSTOP) for 2 s: no request waits on it longer than store.t
     redis.resume();
   }
   await bothUp();
+});
+
+test('on_unavailable: reject answers a typed, retryable 503 store_unavailable while Redis is away', async () => {
+  const nowhere = `redis://127.0.0.1:${await freePort()}/0`;
+  const c = await startGateway({ config: config(nowhere, ', on_unavailable: reject') });
+  try {
+    await sim.reset();
+    const res = await chat(c);
+    assert.equal(res.status, 503);
+    const body = await res.json();
+    assert.equal(body.error.code, 'store_unavailable');
+    assert.match(body.error.message, /safe to retry/);
+    assert.ok(res.headers.get('retry-after'));
+    assert.equal(await sim.calls('upstream-m1'), 0);
+    const ready = await fetch(`${c.url}/health/ready`);
+    assert.equal(ready.status, 200);
+    assert.equal((await ready.json()).store, 'unavailable');
+  } finally {
+    await c.stop();
+  }
 });
