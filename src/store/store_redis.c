@@ -26,8 +26,8 @@
 #define RD_BACKOFF_MIN_MS 100
 #define RD_BACKOFF_MAX_MS 2000
 #define RD_CONNECT_MS 1000 /* a connection not up by then is dropped and tried again */
-#define RD_CAS_TRIES 8
-#define RD_PING_MS 1000 /* while connected: notices a stalled Redis coming back */ /* ledger put: optimistic retries when another instance raced us */
+#define RD_CAS_TRIES 8 /* ledger put: optimistic retries when another instance raced us */
+#define RD_PING_MS 1000 /* while connected: notices a stalled Redis coming back */
 
 /* Idempotency record: "<i|c> <claim hex16> <ttl_ms> <fp hex64>\n" then, once complete,
  * "<status> <stream 0|1> <headers_len>\n<headers><body>". A script keeps each step atomic. */
