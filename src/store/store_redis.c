@@ -526,6 +526,8 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     (void)status;
     q->ac = NULL;
     q->connected = false;
+    if (q->closing)
+        return; /* our own redisAsyncFree at shutdown */
     set_up(q, false, "lost the connection to redis");
     schedule_reconnect(q);
 }
