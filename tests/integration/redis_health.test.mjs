@@ -2,7 +2,8 @@
 // Shared health state through Redis (docs/internals/redis.md): two gateway processes on one
 // private redis-server. A circuit opened through one is open on the other, which then
 // sends the failing target at most one call; a Retry-After seen by one cools the key on
-// the other, which then does not call the provider with it.
+// the other, which then does not call the provider with it. Redis restarted empty: both
+// reconnect and keep serving, and the next transition is shared again.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startGateway, startSim, waitFor } from '../lib/harness.mjs';
@@ -99,4 +100,22 @@ test('a Retry-After seen by one instance is honoured by the other (key cooldown)
   assert.equal(await sim.calls('u-rl'), 1, 'the second instance did not use the cooling key');
   const ttl = await redis.command('PTTL', 'h:{cool:lim:0}');
   assert.ok(ttl > 0 && ttl <= 5000, `the cooldown key has a TTL (${ttl})`);
+});
+
+test('Redis restarted empty: both instances reconnect, serve, and share the next transition', async () => {
+  await redis.command('FLUSHALL');
+  await redis.kill9();
+  await redis.restart();
+  assert.equal(await redis.command('DBSIZE'), 0);
+  await waitFor(async () => (await redis.command('PUBSUB', 'NUMSUB', 'h:events'))[1] === 2,
+    { timeoutMs: 10000, what: 'both gateways subscribed again' });
+  const from = b.logs().length;
+  await sim.setModel('u-rl', { script: [{ action: 'status', status: 429, times: 1000, headers: { 'retry-after': '3' } }] });
+  // The key of lim may still cool from the last test (then a answers 429 without a call):
+  // ask until a sees a fresh 429 and announces it again.
+  await waitFor(async () => (await chat(a, 'rl')).status === 429 && /cools down/.test(b.logs().slice(from)),
+    { timeoutMs: 15000, everyMs: 500, what: 'a new cooldown shared after the restart' });
+  assert.equal(await redis.command('EXISTS', 'h:{cool:lim:0}'), 1);
+  assert.equal(a.proc.exitCode, null);
+  assert.equal(b.proc.exitCode, null);
 });

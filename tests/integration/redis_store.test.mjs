@@ -186,3 +186,16 @@ test('on_unavailable: reject answers a typed, retryable 503 store_unavailable wh
     await c.stop();
   }
 });
+
+test('a Redis without appendfsync always is warned about at connect', async () => {
+  await redis.command('CONFIG', 'SET', 'appendfsync', 'everysec');
+  const d = await startGateway({ config: config(redis.url) });
+  try {
+    await waitFor(() => /appendfsync is 'everysec', not 'always'/.test(d.logs()),
+      { timeoutMs: 10000, what: 'the appendfsync warning' });
+    assert.doesNotMatch(a.logs(), /appendfsync is/);
+  } finally {
+    await d.stop();
+    await redis.command('CONFIG', 'SET', 'appendfsync', 'always');
+  }
+});
