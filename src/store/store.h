@@ -2,7 +2,7 @@
 /* store.h -- the gateway's state store: Idempotency-Key records and the tool side-effect
  * ledger, shared by every worker loop. One API, several backends behind a const ops
  * table: memory (one process, lost on exit), SQLite (one process, durable: WAL,
- * synchronous=FULL, an answer only after COMMIT returned) and, later, Redis.
+ * synchronous=FULL, an answer only after COMMIT returned) and Redis (several processes).
  *
  * Every operation is asynchronous, with libuv's contract: it is called on the thread that
  * runs <loop>; if it returns an error its callback is never called; otherwise the callback
@@ -50,7 +50,7 @@ void store_opts_default(struct store_opts *o);
 /* Opens the store <cfg> names, at boot, on the main thread: the SQLite file is created
  * or opened, its schema checked and made, in_flight records left by a previous process
  * dropped. Returns BSC_OK and *<out> (the caller owns it: store_close()); BSC_EINVAL for
- * a kind not built in (redis, for now), BSC_EIO when the file cannot be used,
+ * a kind not built in or a bad URL (rediss://), BSC_EIO when the file cannot be used,
  * BSC_ENOMEM; <err> then says why in a NUL-terminated line. <cfg> is not kept. */
 enum bsc_err store_open(const struct cfg_store *cfg, struct store **out, char *err,
                         size_t errlen);
