@@ -21,10 +21,12 @@ providers:
   lim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-l"], health: { probe: none } }
 targets:
   bad@sim: { provider: sim, model: u-bad, breaker: { consecutive_failures: 2, open_ms: 60000 } }
+  probe@sim: { provider: sim, model: u-probe, breaker: { consecutive_failures: 2, open_ms: 1500, half_open_probes: 1 } }
   rl@lim: { provider: lim, model: u-rl }
 routes:
   bad: { primary: [bad@sim], envelope: { deadline_ms: 3000 } }
   rl: { primary: [rl@lim], envelope: { deadline_ms: 2000 } }
+  probe: { primary: [probe@sim], envelope: { deadline_ms: 800, max_attempts: 1 } }
 `;
 }
 
@@ -100,6 +102,34 @@ test('a Retry-After seen by one instance is honoured by the other (key cooldown)
   assert.equal(await sim.calls('u-rl'), 1, 'the second instance did not use the cooling key');
   const ttl = await redis.command('PTTL', 'h:{cool:lim:0}');
   assert.ok(ttl > 0 && ttl <= 5000, `the cooldown key has a TTL (${ttl})`);
+});
+
+async function reopened(gw, target) {
+  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  const m = new RegExp(`^bascule_breaker_transitions_total\\{target="${target}",to="open"\\} (\\d+)`, 'm').exec(text);
+  return m ? Number(m[1]) : 0;
+}
+
+test('half-open probes are limited across instances: one probe for both', async () => {
+  // Two failures open the circuit; then every call hangs past the deadline, so a probe
+  // holds its half-open window open long enough for the other instance to probe too if
+  // it were allowed to.
+  await sim.setModel('u-probe', { script: [{ action: 'status', status: 503, times: 2 }, { action: 'hang', times: 1000 }] });
+  for (let i = 0; i < 4 && (await breakerState(a, 'probe@sim')) !== 1; i++) await chat(a, 'probe');
+  assert.equal(await breakerState(a, 'probe@sim'), 1);
+  await waitFor(async () => (await breakerState(b, 'probe@sim')) === 1, { what: 'open on the second instance' });
+  const before = await sim.calls('u-probe');
+  const opensA = await reopened(a, 'probe@sim');
+  const opensB = await reopened(b, 'probe@sim');
+  const pending = [];
+  // Both instances get traffic through the end of the open period until a probe failed
+  // and reopened a circuit (the event that ends the half-open window).
+  await waitFor(async () => {
+    pending.push(chat(a, 'probe'), chat(b, 'probe'));
+    return (await reopened(a, 'probe@sim')) > opensA || (await reopened(b, 'probe@sim')) > opensB;
+  }, { timeoutMs: 10000, everyMs: 50, what: 'a probe that failed and reopened the circuit' });
+  await Promise.all(pending);
+  assert.equal((await sim.calls('u-probe')) - before, 1, 'one probe in total across both instances');
 });
 
 test('Redis restarted empty: both instances reconnect, serve, and share the next transition', async () => {
