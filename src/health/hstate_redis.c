@@ -33,6 +33,7 @@
 #define HR_BACKOFF_MAX_MS 2000
 #define HR_CONNECT_MS 1000
 #define HR_CLAIM_MARGIN_MS 100  /* the probe lease is asked for this long before the end */
+#define HR_PING_MS 1000
 
 /* Reads a key's value and remaining life in one round trip. */
 static const char LUA_PEEK[] =
@@ -84,7 +85,9 @@ struct hs_redis {
     size_t n_circ;
     struct hr_provider prov[HR_MAX];
     size_t n_prov;
-    struct hr_conn cmd, sub; /* the store thread only */
+    struct hr_conn cmd, sub; /* the store thread only, as is what follows */
+    uv_timer_t ping;
+    unsigned ping_out; /* periods a PING has gone unanswered; 0: none out */
     bool closing;
 };
 
@@ -575,6 +578,32 @@ static void conn_start(struct hr_conn *c)
     uv_timer_start(&c->watchdog, watchdog_fire, HR_CONNECT_MS, 0);
 }
 
+static void ping_reply(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)ac;
+    (void)r;
+    ((struct hs_redis *)priv)->ping_out = 0;
+}
+
+/* libuv reports a socket error (a reset) by stopping the poll, which hiredis's adapter
+ * ignores: a dead connection could look alive forever. A PING unanswered for two periods
+ * drops both connections, which then reconnect (and resynchronise). */
+static void ping_fire(uv_timer_t *t)
+{
+    struct hs_redis *h = t->data;
+
+    if (!h->cmd.up || !h->cmd.ac)
+        return;
+    if (h->ping_out && ++h->ping_out > 2) {
+        redisAsyncFree(h->cmd.ac); /* on_disconnect: conn_lost, reconnect */
+        if (h->sub.ac && h->sub.up)
+            redisAsyncFree(h->sub.ac);
+        return;
+    }
+    if (!h->ping_out && redisAsyncCommand(h->cmd.ac, ping_reply, h, "PING") == REDIS_OK)
+        h->ping_out = 1;
+}
+
 static void conn_init(struct hs_redis *h, struct hr_conn *c, bool sub)
 {
     c->h = h;
@@ -603,6 +632,7 @@ static void close_all(struct hs_redis *h)
     for (size_t i = 0; i < h->n_circ; i++)
         if (h->circ[i]->armed)
             uv_close((uv_handle_t *)&h->circ[i]->claim, NULL);
+    uv_close((uv_handle_t *)&h->ping, NULL);
     uv_close((uv_handle_t *)&h->wake, NULL);
 }
 
@@ -688,6 +718,9 @@ static bool hr_start(struct hs_redis *h)
     h->wake.data = h;
     conn_init(h, &h->cmd, false);
     conn_init(h, &h->sub, true);
+    uv_timer_init(&h->loop, &h->ping);
+    h->ping.data = h;
+    uv_timer_start(&h->ping, ping_fire, HR_PING_MS, HR_PING_MS);
     return uv_thread_create(&h->thread, hr_main, h) == 0;
 }
 

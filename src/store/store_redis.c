@@ -27,7 +27,8 @@
 #define RD_BACKOFF_MAX_MS 2000
 #define RD_CONNECT_MS 1000 /* a connection not up by then is dropped and tried again */
 #define RD_CAS_TRIES 8 /* ledger put: optimistic retries when another instance raced us */
-#define RD_PING_MS 1000 /* while connected: notices a stalled Redis coming back */
+#define RD_PING_MS 1000 /* while connected: notices a stalled Redis, and its return */
+#define RD_DOWN_AFTER 3 /* timeouts in a row (no reply between) before the store is "down" */
 
 /* Idempotency record: "<i|c> <claim hex16> <ttl_ms> <fp hex64>\n" then, once complete,
  * "<status> <stream 0|1> <headers_len>\n<headers><body>". A script keeps each step atomic. */
@@ -65,6 +66,8 @@ struct rd_store {
     bool stopping;                  /* guarded by mu */
     redisAsyncContext *ac;          /* the store's thread only, as is what follows */
     bool connected, closing;
+    unsigned ping_out; /* periods a PING has gone unanswered; 0: none out */
+    unsigned timeouts; /* in a row, without a reply between */
     uint64_t backoff_ms;
 };
 
@@ -97,7 +100,7 @@ static void set_up(struct rd_store *q, bool up, const char *reason)
         return;
     if (up) {
         atomic_store(&q->base.down_reason, NULL);
-        LOG_INFO("store: redis is reachable again");
+        LOG_INFO("store: redis is reachable");
     } else {
         LOG_WARN("store: redis unavailable: %s", reason);
     }
@@ -145,7 +148,10 @@ static void op_timeout(uv_timer_t *t)
 {
     struct rd_op *op = t->data;
 
-    set_up(op->q, false, "redis did not answer within store.timeout_ms");
+    /* One slow reply on a loaded machine is not an outage: the job fails, the store is
+     * reported down only when several in a row did. */
+    if (++op->q->timeouts >= RD_DOWN_AFTER)
+        set_up(op->q, false, "redis did not answer within store.timeout_ms");
     op_finish(op, BSC_EIO);
 }
 
@@ -158,6 +164,8 @@ static void op_cb(redisAsyncContext *ac, void *r, void *priv)
     redisReply *reply = r;
 
     (void)ac;
+    if (reply)
+        op->q->timeouts = 0;
     if (reply && !op->job)
         set_up(op->q, true, NULL); /* a late answer: Redis is back from a stall */
     if (op->job) {
@@ -503,6 +511,40 @@ static void fsync_reply(redisAsyncContext *ac, void *r, void *priv)
                  reply->element[1]->str);
 }
 
+static void ping_reply(redisAsyncContext *ac, void *r, void *priv)
+{
+    struct rd_store *q = priv;
+
+    (void)ac;
+    q->ping_out = 0;
+    if (r && !q->closing) {
+        q->timeouts = 0;
+        set_up(q, true, NULL);
+    }
+}
+
+/* Without traffic a stalled Redis would go unnoticed: a PING still unanswered a period
+ * later marks the store down; its answer marks it up. Two periods and the connection is
+ * dropped and made again: libuv reports a socket error (a reset) by stopping the poll, which
+ * hiredis's adapter ignores, so a dead connection can otherwise look alive forever. */
+static void ping_fire(uv_timer_t *t)
+{
+    struct rd_store *q = t->data;
+
+    if (!q->connected || !q->ac)
+        return;
+    if (q->ping_out && ++q->ping_out > 2) {
+        redisAsyncFree(q->ac); /* on_disconnect: down, reconnect with backoff */
+        return;
+    }
+    if (q->ping_out) {
+        set_up(q, false, "redis did not answer a PING within a second");
+        return;
+    }
+    if (redisAsyncCommand(q->ac, ping_reply, q, "PING") == REDIS_OK)
+        q->ping_out = 1;
+}
+
 static void on_connect(const redisAsyncContext *ac, int status)
 {
     struct rd_store *q = ac->data;
@@ -516,7 +558,9 @@ static void on_connect(const redisAsyncContext *ac, int status)
     uv_timer_stop(&q->connecting);
     q->connected = true;
     q->backoff_ms = RD_BACKOFF_MIN_MS;
-    set_up(q, true, NULL);
+    /* Up once Redis answers, not when the kernel accepted the connection (it does that
+     * for a stopped Redis too). */
+    ping_fire(&q->ping);
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
@@ -530,21 +574,6 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
         return; /* our own redisAsyncFree at shutdown */
     set_up(q, false, "lost the connection to redis");
     schedule_reconnect(q);
-}
-
-static void ping_reply(redisAsyncContext *ac, void *r, void *priv)
-{
-    (void)priv;
-    if (r)
-        set_up(ac->data, true, NULL);
-}
-
-static void ping_fire(uv_timer_t *t)
-{
-    struct rd_store *q = t->data;
-
-    if (q->connected && q->ac)
-        redisAsyncCommand(q->ac, ping_reply, NULL, "PING");
 }
 
 /* Commands queued before the connection completes go first, in order. */
