@@ -33,6 +33,7 @@
 #include "router/spend.h"
 #include "router/worker.h"
 #include "server/server.h"
+#include "health/hstate_redis.h"
 #include "store/store.h"
 #include "telemetry/exporter.h"
 #include "upstream/upstream.h"
@@ -399,7 +400,16 @@ static int serve(const char *path, const struct rlimit *core_limit)
     cfg_current_swap(cfg_ref(cfg));
     mc.gw.config_path = path;
     mc.gw.started_ms = bsc_wall_ms();
-    mc.gw.hs = hstate_new();
+    if (cfg->store.kind == CFG_STORE_REDIS) {
+        char err[256] = "";
+        /* Circuits and key cooldowns are shared with the other instances on this Redis. */
+        if (!(mc.gw.hs = hstate_redis_new(&cfg->store, err, sizeof(err)))) {
+            LOG_ERR("cannot start the shared health state: %s", err);
+            return 1;
+        }
+    } else {
+        mc.gw.hs = hstate_new();
+    }
     mc.gw.n_workers = worker_count(cfg);
     mc.gw.metrics = metrics_new(mc.gw.n_workers);
     mc.gw.conns = srv_group_new(mc.gw.n_workers);

@@ -5,6 +5,7 @@
 #include "core/clock.h"
 #include "health/hstate.h"
 #include "router/gateway.h"
+#include "store/store.h"
 
 static const char live_body[] = "{\"status\":\"ok\"}";
 
@@ -32,9 +33,26 @@ static bool tier_has_eligible(struct hstate *hs, const struct cfg_tier *t, uint6
     return false;
 }
 
-void api__health_ready(struct worker *w, struct srv_req *req)
+/* Ready, and when a shared store is unreachable, why: the gateway still serves, on local
+ * state (store.on_unavailable), so a load balancer must not take it out. */
+static void send_ready(struct srv_req *req, const struct store *st)
 {
     static const char ready[] = "{\"status\":\"ready\"}";
+    const char *why = NULL;
+    char body[256];
+    int n;
+
+    if (store_is_up(st, &why)) {
+        srv_resp_send(req, 200, "application/json", NULL, 0, ready, sizeof(ready) - 1);
+        return;
+    }
+    n = snprintf(body, sizeof(body), "{\"status\":\"ready\",\"store\":\"unavailable\","
+                 "\"reason\":\"%s\"}", why ? why : "store unavailable");
+    srv_resp_send(req, 200, "application/json", NULL, 0, body, (size_t)n);
+}
+
+void api__health_ready(struct worker *w, struct srv_req *req)
+{
     static const char not_ready[] = "{\"status\":\"unavailable\",\"reason\":\"no_eligible_target\"}";
     struct cfg *cfg = cfg_current_get();
     bool ok = false;
@@ -49,7 +67,7 @@ void api__health_ready(struct worker *w, struct srv_req *req)
     }
     cfg_unref(cfg);
     if (ok)
-        srv_resp_send(req, 200, "application/json", NULL, 0, ready, sizeof(ready) - 1);
+        send_ready(req, w->gw->store);
     else
         srv_resp_send(req, 503, "application/json", NULL, 0, not_ready, sizeof(not_ready) - 1);
 }

@@ -6,6 +6,7 @@
 #include "health/hstate.h"
 #include "metrics/metrics.h"
 #include "router/gateway.h"
+#include "store/store.h"
 
 /* Breaker states are read from the routing state at scrape time: a shared circuit moves
  * for every target that uses it, and an untouched one still shows as closed (0). */
@@ -34,6 +35,8 @@ void api__metrics(struct worker *w, struct srv_req *req)
 
     metrics_gauge_set(w->gw->metrics, w->idx, METRIC_CONNECTIONS, NULL, NULL, (double)conns);
     breaker_gauges(w);
+    metrics_gauge_set(w->gw->metrics, metrics_shared_shard(w->gw->metrics), METRIC_STORE_UP,
+                      NULL, NULL, store_is_up(w->gw->store, NULL) ? 1 : 0);
     bsc_buf_init(&b, 32u << 20);
     if (metrics_render(w->gw->metrics, &b) != BSC_OK) {
         srv_resp_error(req, 503, "server_error", "metrics_unavailable",

@@ -62,6 +62,8 @@ enum cfg_balance {
 enum cfg_side_effects { CFG_SE_NONE = 0, CFG_SE_READ_ONLY, CFG_SE_WRITE_POSSIBLE, CFG_SE_COUNT };
 enum cfg_stream_failure { CFG_SF_FAIL = 0, CFG_SF_BUFFER, CFG_SF_COUNT };
 enum cfg_store_kind { CFG_STORE_MEMORY = 0, CFG_STORE_SQLITE, CFG_STORE_REDIS, CFG_STORE_COUNT };
+/* What a redis store does while Redis cannot be reached. */
+enum cfg_store_unavail { CFG_STORE_LOCAL = 0, CFG_STORE_REJECT, CFG_STORE_UNAVAIL_COUNT };
 
 /* Capability bits, for targets' `capabilities` and routes' `requires.capabilities`. */
 enum cfg_cap {
@@ -296,6 +298,10 @@ struct cfg_store {
     enum cfg_store_kind kind;
     char *path; /* owned; sqlite */
     char *url;  /* owned; redis */
+    char *prefix;          /* owned; redis: "bascule:" */
+    uint32_t timeout_ms;   /* redis: 50, the longest a request waits on Redis */
+    enum cfg_store_unavail on_unavailable; /* redis: local */
+    uint32_t instances;    /* redis: 1, gateways sharing the Redis (local limits divide) */
 };
 
 /* responses: POST /v1/responses conversations kept for previous_response_id. */

@@ -90,6 +90,7 @@ void cfg__free(struct cfg *cfg)
     cfg__clients_free(cfg);
     free(cfg->store.path);
     free(cfg->store.url);
+    free(cfg->store.prefix);
     bsc_redact_free(cfg->secrets);
     strs_cleanup(&cfg->cors.allowed_origins);
     strs_cleanup(&cfg->allowed_hosts);

@@ -71,6 +71,8 @@ static const char *const overflow_names[] = {"fail", "trim"};
 _Static_assert(BSC_ARRAY_LEN(overflow_names) == CFG_OVERFLOW_COUNT, "overflow_names");
 static const char *const store_names[] = {"memory", "sqlite", "redis"};
 _Static_assert(BSC_ARRAY_LEN(store_names) == CFG_STORE_COUNT, "store_names");
+static const char *const unavail_names[] = {"local", "reject"};
+_Static_assert(BSC_ARRAY_LEN(unavail_names) == CFG_STORE_UNAVAIL_COUNT, "unavail_names");
 /* Bit i is names[i]: the order of enum cfg_cap and enum cfg_breaker_dim. */
 const char *const cfg__cap_names[] = {"text",  "vision",      "streaming",   "tools",
                                       "parallel_tool_calls", "json_schema", "json_object",
@@ -240,6 +242,10 @@ static void store_check(struct cfg__v *v, const struct cfg__node *map, void *bas
     if (want_url && st->url && st->url[0] && !has_prefix(st->url, "redis://") &&
         !has_prefix(st->url, "rediss://") && !has_prefix(st->url, "unix://"))
         error_at(v, url->value, where, "url", "expected a redis://, rediss:// or unix:// URL");
+    if (want_url && st->url && has_prefix(st->url, "rediss://"))
+        error_at(v, url->value, where, "url",
+                 "rediss:// (TLS) is not supported: the Redis client (hiredis 0.14) has no TLS; "
+                 "use redis:// on a trusted network or unix://");
     if (!want_path && path && !path->value->is_null)
         cfg__diag(v->s, true, path->key->line, path->key->column,
                   "'path' in %s is only used with kind sqlite", where);
@@ -252,6 +258,10 @@ static const struct cfg__field store_fields[] = {
     {FENUM(struct cfg_store, "kind", kind, store_names)},
     {FSTR(struct cfg_store, "path", path)},
     {FSTR(struct cfg_store, "url", url)},
+    {FSTR(struct cfg_store, "prefix", prefix)},
+    {FU32(struct cfg_store, "timeout_ms", timeout_ms, 1, 60000)},
+    {FENUM(struct cfg_store, "on_unavailable", on_unavailable, unavail_names)},
+    {FU32(struct cfg_store, "instances", instances, 1, 1024)},
 };
 
 /* ---- breaker, retry ------------------------------------------------------------------- */
@@ -1084,6 +1094,8 @@ static bool defaults(struct cfg *cfg, const char *file)
         .max_stream_bytes = 1073741824,
     };
     cfg->store.kind = CFG_STORE_MEMORY;
+    cfg->store.timeout_ms = 50;
+    cfg->store.instances = 1;
     cfg->responses.ttl_s = 3600;
     cfg->breaker = (struct cfg_breaker){
         .key_dims = CFG_BRK_PROVIDER | CFG_BRK_MODEL | CFG_BRK_REGION | CFG_BRK_KEY,

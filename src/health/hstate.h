@@ -5,9 +5,9 @@
  * Objects are keyed by id, so they survive config reloads, and hstate_sync() resolves each
  * target and provider of a snapshot to its object (cfg_target.hs, cfg_provider.hs): the
  * request path does no name lookup. The calls go through a small backend vtable: the
- * in-process backend (hstate_local.c) is the one there is; a Redis-shared backend for
- * several gateway processes implements the same calls. Every call is thread-safe, takes
- * <now> from the caller and holds at most one object's lock for a few hundred
+ * in-process backend (hstate_local.c), and the Redis-shared one for several gateway
+ * processes (hstate_redis.c), which decides on a local mirror. Every call is thread-safe,
+ * takes <now> from the caller and holds at most one object's lock for a few hundred
  * instructions. See docs/internals/breaker.md. */
 #ifndef BSC_HEALTH_HSTATE_H
 #define BSC_HEALTH_HSTATE_H

@@ -5,6 +5,7 @@
  * snapshot always finds its objects. Counters a request bumps or a status page reads (in
  * flight, successes, failures, health, kill switch) are C11 atomics, read without a lock. */
 #include "health/hstate.h"
+#include "health/hstate_mirror.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -83,7 +84,7 @@ static struct hs_provider *prov_find(struct hs_local *hl, const char *id)
 /* The breaker identity of <t> from its breaker.key dimensions. The key dimension is not
  * part of it: a failing key (rate limit, quota, auth) cools down on its own instead of
  * opening a circuit. No dimension at all: one circuit per target. */
-static void breaker_key(const struct cfg_target *t, char *out, size_t len)
+void hstate__breaker_key(const struct cfg_target *t, char *out, size_t len)
 {
     uint32_t d = t->breaker.key_dims;
 
@@ -144,7 +145,7 @@ static enum bsc_err sync_target(struct hs_local *hl, struct cfg_target *t)
     struct brk_entry *b;
     char key[512];
 
-    breaker_key(t, key, sizeof(key));
+    hstate__breaker_key(t, key, sizeof(key));
     b = brk_slot(hl, key, &t->breaker);
     if (!b)
         return BSC_ENOMEM;
@@ -485,6 +486,45 @@ static bool l_budget_take(struct hstate *hs, uint64_t now_ms)
     ok = retry_budget_try_take(&hl->budget, now_ms);
     pthread_mutex_unlock(&hl->budget_lock);
     return ok;
+}
+
+/* ---- the mirror of a shared backend (hstate_mirror.h) ---- */
+
+bool hstate__force(struct hstate *hs, const char *key, bool open, uint64_t now_ms)
+{
+    struct hs_local *hl = local(hs);
+    struct brk_entry *b = NULL;
+
+    pthread_mutex_lock(&hl->sync_lock);
+    for (size_t i = 0; i < hl->n_brks && !b; i++)
+        if (strcmp(hl->brks[i]->key, key) == 0)
+            b = hl->brks[i];
+    pthread_mutex_unlock(&hl->sync_lock);
+    if (!b)
+        return false;
+    pthread_mutex_lock(&b->lock);
+    if (open)
+        brk_force_open(&b->brk, now_ms);
+    else if (brk_state(&b->brk) != BRK_CLOSED)
+        brk_force_close(&b->brk, now_ms);
+    pthread_mutex_unlock(&b->lock);
+    return true;
+}
+
+void hstate__key_cool(struct hstate *hs, const char *provider_id, int idx, int reason,
+                      uint64_t until_ms)
+{
+    struct hs_local *hl = local(hs);
+    struct hs_provider *ps;
+
+    pthread_mutex_lock(&hl->sync_lock);
+    ps = prov_find(hl, provider_id);
+    pthread_mutex_unlock(&hl->sync_lock);
+    if (!ps || idx < 0)
+        return;
+    pthread_mutex_lock(&ps->lock);
+    keys_cooldown(&ps->keys, idx, until_ms, (enum key_reason)reason);
+    pthread_mutex_unlock(&ps->lock);
 }
 
 /* ---- life ---- */

@@ -118,7 +118,9 @@ enum metric_buckets {
       "Trace spans not exported: queue full or the collector failed or refused them.")         \
     X(WORKFLOW_OUTCOMES, COUNTER, NONE, "bascule_workflow_outcomes_total",                     \
       METRICS_L3("workflow", "layer", "result"),                                               \
-      "Outcomes by the workflow that produced the answer (primary, retry, fallback, ...).")
+      "Outcomes by the workflow that produced the answer (primary, retry, fallback, ...).")    \
+    X(STORE_UP, GAUGE, NONE, "bascule_store_up", METRICS_L0(),                                 \
+      "1 when the state store can be reached (always for memory and sqlite), 0 when not.")
 
 enum metric_id {
 #define X(ID, TYPE, BUCKETS, NAME, LABELS, HELP) METRIC_##ID,

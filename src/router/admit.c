@@ -16,6 +16,7 @@
 #include "router/internal.h"
 #include "router/spend.h"
 #include "health/hstate.h"
+#include "store/store.h"
 
 typedef enum admit_verdict admit_check_fn(struct request *r);
 
@@ -60,6 +61,24 @@ static enum admit_verdict check_budget(struct request *r)
     case 2: return ADMIT_REFUSE;
     default: return ADMIT_PASS;
     }
+}
+
+/* store.on_unavailable: reject. While the shared store cannot be reached, nothing is served
+ * on local state alone: limits and circuits would no longer hold across the instances. */
+static enum admit_verdict check_store_available(struct request *r)
+{
+    const char *why = NULL;
+
+    if (r->cfg->store.kind != CFG_STORE_REDIS || r->cfg->store.on_unavailable != CFG_STORE_REJECT ||
+        store_is_up(r->gw->store, &why))
+        return ADMIT_PASS;
+    req__set_error(r, 503, "server_error", "store_unavailable",
+                   "the shared state store is unavailable (%s) and store.on_unavailable is "
+                   "reject; nothing was sent upstream and it is safe to retry",
+                   why ? why : "unreachable");
+    req__set_retry(r, REPLY_OUTLOOK_TIME, REPLY_DEFAULT_RETRY_MS);
+    r->d.termination = "store_unavailable";
+    return ADMIT_REFUSE;
 }
 
 /* Starts the Idempotency-Key lookup; check_idempotency acts on its answer. Refuses a key
@@ -109,6 +128,7 @@ static enum admit_verdict check_ledger(struct request *r)
 static const struct admit_check admit_start[] = {
     {"route_selected", check_route_selected},
     {"operation_id", check_operation_id},
+    {"store_available", check_store_available},
     {"budget", check_budget},
     {"idempotency_lookup", check_idempotency_lookup},
     {"retry_budget", check_retry_budget},

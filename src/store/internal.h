@@ -83,10 +83,13 @@ struct store {
     const struct store_ops *ops;
     struct store_opts opts;
     atomic_size_t pending; /* jobs accepted whose callback has not returned yet */
+    atomic_bool up;        /* false while a remote backend cannot be reached */
+    _Atomic(const char *) down_reason; /* static string, NULL when up */
 };
 
 extern const struct store_ops store__mem;
 extern const struct store_ops store__sqlite;
+extern const struct store_ops store__redis;
 
 /* Fills the common part of a backend's store; the backend's open calls it first. */
 void store__base_init(struct store *st, const struct store_ops *ops,

@@ -29,6 +29,7 @@ static const struct store_ops *backend_of(enum cfg_store_kind kind)
     switch (kind) {
     case CFG_STORE_MEMORY: return &store__mem;
     case CFG_STORE_SQLITE: return &store__sqlite;
+    case CFG_STORE_REDIS: return &store__redis;
     default: return NULL;
     }
 }
@@ -65,6 +66,17 @@ void store__base_init(struct store *st, const struct store_ops *ops,
     st->ops = ops;
     st->opts = *opts;
     atomic_init(&st->pending, 0);
+    atomic_init(&st->up, true);
+    atomic_init(&st->down_reason, NULL);
+}
+
+bool store_is_up(const struct store *st, const char **reason)
+{
+    bool up = !st || atomic_load(&((struct store *)st)->up);
+
+    if (reason)
+        *reason = up ? NULL : atomic_load(&((struct store *)st)->down_reason);
+    return up;
 }
 
 enum bsc_err store_open(const struct cfg_store *cfg, struct store **out, char *err,

@@ -2,7 +2,7 @@
 /* store.h -- the gateway's state store: Idempotency-Key records and the tool side-effect
  * ledger, shared by every worker loop. One API, several backends behind a const ops
  * table: memory (one process, lost on exit), SQLite (one process, durable: WAL,
- * synchronous=FULL, an answer only after COMMIT returned) and, later, Redis.
+ * synchronous=FULL, an answer only after COMMIT returned) and Redis (several processes).
  *
  * Every operation is asynchronous, with libuv's contract: it is called on the thread that
  * runs <loop>; if it returns an error its callback is never called; otherwise the callback
@@ -11,6 +11,7 @@
 #ifndef BSC_STORE_STORE_H
 #define BSC_STORE_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,7 +50,7 @@ void store_opts_default(struct store_opts *o);
 /* Opens the store <cfg> names, at boot, on the main thread: the SQLite file is created
  * or opened, its schema checked and made, in_flight records left by a previous process
  * dropped. Returns BSC_OK and *<out> (the caller owns it: store_close()); BSC_EINVAL for
- * a kind not built in (redis, for now), BSC_EIO when the file cannot be used,
+ * a kind not built in or a bad URL (rediss://), BSC_EIO when the file cannot be used,
  * BSC_ENOMEM; <err> then says why in a NUL-terminated line. <cfg> is not kept. */
 enum bsc_err store_open(const struct cfg_store *cfg, struct store **out, char *err,
                         size_t errlen);
@@ -59,8 +60,11 @@ enum bsc_err store_open_opts(const struct cfg_store *cfg, const struct store_opt
 /* Finishes what was queued, closes files and frees <st>. Call after every operation's
  * callback has run (after the worker loops ended). NULL is fine. */
 void store_close(struct store *st);
-/* "memory" or "sqlite". */
+/* "memory", "sqlite" or "redis". */
 const char *store_kind_name(const struct store *st);
+/* False while a remote backend (redis) cannot be reached; *<reason> (may be NULL) is then a
+ * static line saying why. Local backends are always up. Thread-safe; NULL <st> is up. */
+bool store_is_up(const struct store *st, const char **reason);
 
 /* ---- idempotency ---------------------------------------------------------------------- */
 

@@ -917,6 +917,39 @@ static void test_missing_required(void **state)
     cfg_diags_cleanup(&d);
 }
 
+/* The redis store block: defaults, every key, rediss:// refused with its reason. */
+static void test_store_redis(void **state)
+{
+    struct cfg_diags d = {0};
+    struct cfg *cfg;
+
+    (void)state;
+    cfg = load_ok(BASE "store: { kind: redis, url: \"redis://127.0.0.1:6379/0\" }\n", &d);
+    assert_null(cfg->store.prefix);
+    assert_int_equal(cfg->store.timeout_ms, 50);
+    assert_int_equal(cfg->store.on_unavailable, CFG_STORE_LOCAL);
+    assert_int_equal(cfg->store.instances, 1);
+    cfg_unref(cfg);
+    cfg_diags_cleanup(&d);
+
+    cfg = load_ok(BASE "store: { kind: redis, url: \"unix:///r.sock\", prefix: \"gw:\", "
+                       "timeout_ms: 20, on_unavailable: reject, instances: 3 }\n", &d);
+    assert_string_equal(cfg->store.prefix, "gw:");
+    assert_int_equal(cfg->store.timeout_ms, 20);
+    assert_int_equal(cfg->store.on_unavailable, CFG_STORE_REJECT);
+    assert_int_equal(cfg->store.instances, 3);
+    cfg_unref(cfg);
+    cfg_diags_cleanup(&d);
+
+    load_bad(BASE "store: { kind: redis, url: \"rediss://h:6379\" }\n", &d);
+    assert_line(&d, "gateway.yaml:7:28: error: 'url' in store: rediss:// (TLS) is not "
+                    "supported: the Redis client (hiredis 0.14) has no TLS; use redis:// on a "
+                    "trusted network or unix://");
+    cfg_diags_cleanup(&d);
+    load_bad(BASE "store: { kind: redis, url: \"redis://h\", on_unavailable: maybe }\n", &d);
+    cfg_diags_cleanup(&d);
+}
+
 static void test_dangling_references(void **state)
 {
     struct cfg_diags d = {0};
@@ -1829,6 +1862,7 @@ int main(void)
         cmocka_unit_test(test_cors_and_allowed_hosts),
         cmocka_unit_test(test_clients),
         cmocka_unit_test(test_clients_errors),
+        cmocka_unit_test(test_store_redis),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,750 @@
+/* SPDX-License-Identifier: MIT */
+/* hstate_redis.c -- the health backend shared by several gateway processes through Redis.
+ * Every decision is made on a local mirror (the in-process backend): the request path never
+ * waits on Redis. Circuit transitions (opened, closed) and key cooldowns are written to
+ * Redis and published on <prefix>events from this backend's own thread; the other
+ * instances apply what they hear to their mirrors, and read the live keys back when they
+ * (re)connect. Half-open probes are limited across instances by a probe lease (SET NX PX)
+ * taken just before a circuit's open period ends. See docs/internals/redis.md. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wshadow"
+#include <hiredis/adapters/libuv.h>
+#pragma GCC diagnostic pop
+
+#include "core/clock.h"
+#include "core/id.h"
+#include "core/log.h"
+#include "core/redis_keys.h"
+#include "health/hstate_mirror.h"
+#include "health/hstate_redis.h"
+
+#define HR_MAX 1024             /* circuits, providers */
+#define HR_MAX_QUEUED 10000     /* events waiting for Redis; more are dropped (local only) */
+#define HR_BACKOFF_MIN_MS 100
+#define HR_BACKOFF_MAX_MS 2000
+#define HR_CONNECT_MS 1000
+#define HR_CLAIM_MARGIN_MS 100  /* the probe lease is asked for this long before the end */
+#define HR_PING_MS 1000
+
+/* Reads a key's value and remaining life in one round trip. */
+static const char LUA_PEEK[] =
+    "return {redis.call('GET',KEYS[1]) or '', redis.call('PTTL',KEYS[1])}";
+
+struct hr_circuit {
+    char key[256];     /* the breaker key (hstate__breaker_key) */
+    uint32_t open_ms;  /* guarded by hs_redis.mu */
+    uv_timer_t claim;  /* the store thread only, as is <armed> */
+    bool armed;
+    struct hs_redis *h;
+};
+
+struct hr_provider {
+    char id[128];
+    size_t n_keys;
+};
+
+/* A transition a worker saw, on its way to Redis. */
+struct hr_event {
+    struct hr_event *next;
+    char kind;         /* 'o' opened, 'c' closed, 'k' key cooldown */
+    uint64_t ms;       /* 'o': open_ms; 'k': the cooldown left */
+    int reason, idx;
+    char id[256];      /* circuit key, or provider id */
+};
+
+struct hr_conn {
+    struct hs_redis *h;
+    redisAsyncContext *ac;
+    bool up, sub;
+    uv_timer_t retry, watchdog;
+    uint64_t backoff_ms;
+};
+
+struct hs_redis {
+    struct hstate base;
+    struct hstate *local; /* the mirror: every decision */
+    struct redis_url url;
+    char prefix[128], channel[160], instance[24];
+    uv_thread_t thread;
+    uv_loop_t loop;
+    uv_async_t wake;
+    uv_mutex_t mu;
+    struct hr_event *head, *tail; /* guarded by mu, with what follows */
+    size_t queued;
+    bool stopping;
+    struct hr_circuit *circ[HR_MAX];
+    size_t n_circ;
+    struct hr_provider prov[HR_MAX];
+    size_t n_prov;
+    struct hr_conn cmd, sub; /* the store thread only, as is what follows */
+    uv_timer_t ping;
+    unsigned ping_out; /* periods a PING has gone unanswered; 0: none out */
+    bool closing;
+};
+
+static struct hs_redis *hr(struct hstate *hs)
+{
+    return (struct hs_redis *)hs;
+}
+
+/* ---- the worker side: decide locally, queue what others must hear ----------------------- */
+
+static void enqueue(struct hs_redis *h, char kind, const char *id, uint64_t ms, int reason,
+                    int idx)
+{
+    struct hr_event *ev;
+
+    uv_mutex_lock(&h->mu);
+    if (h->queued >= HR_MAX_QUEUED || !(ev = calloc(1, sizeof(*ev)))) {
+        uv_mutex_unlock(&h->mu);
+        return; /* Redis far behind: this instance still decides on its own state */
+    }
+    ev->kind = kind;
+    ev->ms = ms;
+    ev->reason = reason;
+    ev->idx = idx;
+    snprintf(ev->id, sizeof(ev->id), "%s", id);
+    if (h->tail)
+        h->tail->next = ev;
+    else
+        h->head = ev;
+    h->tail = ev;
+    h->queued++;
+    uv_mutex_unlock(&h->mu);
+    uv_async_send(&h->wake);
+}
+
+/* A local transition to open or to closed is announced; half-open stays local (the probe
+ * lease decides who probes). */
+static void announce(struct hs_redis *h, const struct cfg_target *t, const struct brk_change *c)
+{
+    char key[256];
+
+    if (!c->changed || c->to == BRK_HALF_OPEN)
+        return;
+    hstate__breaker_key(t, key, sizeof(key));
+    enqueue(h, c->to == BRK_OPEN ? 'o' : 'c', key, t->breaker.open_ms, 0, 0);
+}
+
+static void r_record(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms,
+                     const struct attempt_report *rep, struct brk_change *change)
+{
+    struct hs_redis *h = hr(hs);
+    struct brk_change c = {0};
+
+    hstate_record(h->local, t, now_ms, rep, &c);
+    announce(h, t, &c);
+    if (change)
+        *change = c;
+}
+
+static void r_health(struct hstate *hs, const struct cfg_target *t, bool up, uint64_t now_ms,
+                     struct brk_change *change)
+{
+    struct hs_redis *h = hr(hs);
+    struct brk_change c = {0};
+
+    hstate_health(h->local, t, up, now_ms, &c);
+    announce(h, t, &c);
+    if (change)
+        *change = c;
+}
+
+static void r_key_cooldown(struct hstate *hs, const struct cfg_provider *p, int idx, int reason,
+                           int64_t retry_after_ms, uint64_t now_ms)
+{
+    struct hs_redis *h = hr(hs);
+    uint64_t until = keys_cooldown_until(now_ms, (enum key_reason)reason,
+                                         retry_after_ms > 0 ? (uint64_t)retry_after_ms : 0);
+
+    hstate_key_cooldown(h->local, p, idx, reason, retry_after_ms, now_ms);
+    if (idx >= 0 && until > now_ms)
+        enqueue(h, 'k', p->id, until - now_ms, reason, idx);
+}
+
+/* ---- everything else is the mirror's ----------------------------------------------------- */
+
+static enum brk_decision r_admit(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms,
+                                 double rand01)
+{
+    return hstate_admit(hr(hs)->local, t, now_ms, rand01);
+}
+
+static void r_inflight(struct hstate *hs, const struct cfg_target *t, int delta)
+{
+    hstate_inflight(hr(hs)->local, t, delta);
+}
+
+static void r_view(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms,
+                   struct target_view *out)
+{
+    hstate_view(hr(hs)->local, t, now_ms, out);
+}
+
+static enum bsc_err r_set_disabled(struct hstate *hs, const struct cfg_target *t, bool disabled)
+{
+    return hstate_set_disabled(hr(hs)->local, t, disabled);
+}
+
+static bool r_is_disabled(struct hstate *hs, const struct cfg_target *t)
+{
+    return hstate_is_disabled(hr(hs)->local, t);
+}
+
+static int r_key_next(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms,
+                      uint64_t *soonest_ms)
+{
+    return hstate_key_next(hr(hs)->local, p, now_ms, soonest_ms);
+}
+
+static int r_key_verify_take(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms)
+{
+    return hstate_key_verify_take(hr(hs)->local, p, now_ms);
+}
+
+static void r_key_verify_done(struct hstate *hs, const struct cfg_provider *p, int idx,
+                              enum key_verdict verdict, uint64_t now_ms)
+{
+    hstate_key_verify_done(hr(hs)->local, p, idx, verdict, now_ms);
+}
+
+static void r_keys(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms,
+                   size_t *available, uint64_t *ready_at, uint64_t *hint_at)
+{
+    struct hstate *l = hr(hs)->local;
+
+    l->ops->keys(l, p, now_ms, available, ready_at, hint_at);
+}
+
+/* The retry budget stays per instance: it bounds the retries this process adds on top of
+ * its own first attempts, a ratio that holds per instance as it does in sum. */
+static void r_budget_first(struct hstate *hs, uint64_t now_ms)
+{
+    hstate_budget_first(hr(hs)->local, now_ms);
+}
+
+static bool r_budget_available(struct hstate *hs, uint64_t now_ms)
+{
+    return hstate_budget_available(hr(hs)->local, now_ms);
+}
+
+static bool r_budget_take(struct hstate *hs, uint64_t now_ms)
+{
+    return hstate_budget_take(hr(hs)->local, now_ms);
+}
+
+/* ---- sync: the circuits and providers the store thread must know by name ---------------- */
+
+static struct hr_circuit *circ_find(struct hs_redis *h, const char *key)
+{
+    for (size_t i = 0; i < h->n_circ; i++)
+        if (strcmp(h->circ[i]->key, key) == 0)
+            return h->circ[i];
+    return NULL;
+}
+
+static void note_circuit(struct hs_redis *h, const struct cfg_target *t)
+{
+    char key[256];
+    struct hr_circuit *c;
+
+    hstate__breaker_key(t, key, sizeof(key));
+    if ((c = circ_find(h, key))) {
+        c->open_ms = t->breaker.open_ms;
+        return;
+    }
+    if (h->n_circ == HR_MAX || !(c = calloc(1, sizeof(*c))))
+        return;
+    snprintf(c->key, sizeof(c->key), "%s", key);
+    c->open_ms = t->breaker.open_ms;
+    c->h = h;
+    h->circ[h->n_circ++] = c;
+}
+
+static void note_provider(struct hs_redis *h, const struct cfg_provider *p)
+{
+    for (size_t i = 0; i < h->n_prov; i++) {
+        if (strcmp(h->prov[i].id, p->id) == 0) {
+            h->prov[i].n_keys = p->n_keys;
+            return;
+        }
+    }
+    if (h->n_prov == HR_MAX)
+        return;
+    snprintf(h->prov[h->n_prov].id, sizeof(h->prov[0].id), "%s", p->id);
+    h->prov[h->n_prov++].n_keys = p->n_keys;
+}
+
+static enum bsc_err r_sync(struct hstate *hs, struct cfg *cfg, uint64_t now_ms)
+{
+    struct hs_redis *h = hr(hs);
+    enum bsc_err err = hstate_sync(h->local, cfg, now_ms);
+
+    uv_mutex_lock(&h->mu);
+    for (size_t i = 0; i < cfg->n_targets; i++)
+        note_circuit(h, &cfg->targets[i]);
+    for (size_t i = 0; i < cfg->n_providers; i++)
+        note_provider(h, &cfg->providers[i]);
+    uv_mutex_unlock(&h->mu);
+    return err;
+}
+
+/* ---- the store thread: commands --------------------------------------------------------- */
+
+/* False when not sent: then <fn> is never called. */
+static bool cmd_argv(struct hs_redis *h, redisCallbackFn *fn, void *priv, int argc,
+                     const char **argv)
+{
+    size_t lens[8];
+
+    if (!h->cmd.up || !h->cmd.ac)
+        return false; /* not connected: the mirror stays local until the next connect */
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    return redisAsyncCommandArgv(h->cmd.ac, fn, priv, argc, argv, lens) == REDIS_OK;
+}
+
+static void circuit_rkey(struct hs_redis *h, const char *key, char *out, bool probe)
+{
+    size_t n = rkey_entity(out, RKEY_MAX, h->prefix, "circuit", (struct bsc_str){key, strlen(key)});
+
+    if (n && probe && n + 7 < RKEY_MAX)
+        memcpy(out + n, ":probe", 7); /* same hash tag, so the same slot */
+}
+
+static void claim_fire(uv_timer_t *t);
+
+/* Asks for the probe lease <ms> from now, less a margin, so that the answer is known when
+ * the mirror's open period ends. */
+static void arm_claim(struct hr_circuit *c, uint64_t ms)
+{
+    struct hs_redis *h = c->h;
+
+    if (!c->armed) {
+        uv_timer_init(&h->loop, &c->claim);
+        c->claim.data = c;
+        c->armed = true;
+    }
+    uv_timer_start(&c->claim, claim_fire, ms > 2 * HR_CLAIM_MARGIN_MS ? ms - HR_CLAIM_MARGIN_MS
+                                                                         : ms / 2, 0);
+}
+
+static void claim_reply(redisAsyncContext *ac, void *r, void *priv)
+{
+    struct hr_circuit *c = priv;
+    redisReply *reply = r;
+    uint32_t open_ms;
+
+    (void)ac;
+    if (!reply || reply->type != REDIS_REPLY_NIL || c->h->closing)
+        return; /* won the lease (or Redis is gone): our own half-open probes go */
+    uv_mutex_lock(&c->h->mu);
+    open_ms = c->open_ms;
+    uv_mutex_unlock(&c->h->mu);
+    /* Another instance probes: stay open here, and ask again when that would end. */
+    hstate__force(c->h->local, c->key, true, bsc_now_ms());
+    arm_claim(c, open_ms);
+}
+
+static void claim_fire(uv_timer_t *t)
+{
+    struct hr_circuit *c = t->data;
+    struct hs_redis *h = c->h;
+    char key[RKEY_MAX], px[24];
+    const char *argv[6] = {"SET", key, h->instance, "NX", "PX", px};
+
+    uv_mutex_lock(&h->mu);
+    snprintf(px, sizeof(px), "%" PRIu32, c->open_ms ? c->open_ms : 1);
+    uv_mutex_unlock(&h->mu);
+    circuit_rkey(h, c->key, key, true);
+    cmd_argv(h, claim_reply, c, 6, argv);
+}
+
+/* Writes one local transition to Redis and tells the other instances. */
+static void publish(struct hs_redis *h, const struct hr_event *ev)
+{
+    char key[RKEY_MAX], probe[RKEY_MAX], id[300], ms[24], reason[8], msg[512];
+    struct hr_circuit *c;
+
+    snprintf(ms, sizeof(ms), "%" PRIu64, ev->ms ? ev->ms : 1);
+    snprintf(reason, sizeof(reason), "%d", ev->reason);
+    snprintf(msg, sizeof(msg), "%s %c %s %d %d %s", h->instance, ev->kind, ms, ev->reason,
+             ev->idx, ev->id);
+    if (ev->kind == 'k') {
+        snprintf(id, sizeof(id), "%s:%d", ev->id, ev->idx);
+        rkey_entity(key, RKEY_MAX, h->prefix, "cool", (struct bsc_str){id, strlen(id)});
+        cmd_argv(h, NULL, NULL, 5, (const char *[]){"SET", key, reason, "PX", ms});
+    } else {
+        circuit_rkey(h, ev->id, key, false);
+        circuit_rkey(h, ev->id, probe, true);
+        uv_mutex_lock(&h->mu);
+        c = circ_find(h, ev->id);
+        uv_mutex_unlock(&h->mu);
+        if (ev->kind == 'o') {
+            cmd_argv(h, NULL, NULL, 5, (const char *[]){"SET", key, "open", "PX", ms});
+            if (c)
+                arm_claim(c, ev->ms);
+        } else {
+            cmd_argv(h, NULL, NULL, 3, (const char *[]){"DEL", key, probe});
+            if (c && c->armed)
+                uv_timer_stop(&c->claim);
+        }
+    }
+    cmd_argv(h, NULL, NULL, 3, (const char *[]){"PUBLISH", h->channel, msg});
+}
+
+/* ---- the store thread: what the other instances say ------------------------------------ */
+
+static void apply(struct hs_redis *h, const char *msg)
+{
+    char inst[24], kind;
+    uint64_t ms, now = bsc_now_ms();
+    int reason, idx, n = 0;
+    struct hr_circuit *c;
+
+    if (sscanf(msg, "%23s %c %" SCNu64 " %d %d %n", inst, &kind, &ms, &reason, &idx, &n) != 5 ||
+        n == 0 || strcmp(inst, h->instance) == 0)
+        return;
+    msg += n;
+    if (kind == 'k') {
+        LOG_INFO("shared state: key %d of provider %s cools down for %" PRIu64 " ms (another "
+                 "instance)", idx, msg, ms);
+        hstate__key_cool(h->local, msg, idx, reason, now + ms);
+        return;
+    }
+    if (hstate__force(h->local, msg, kind == 'o', now))
+        LOG_INFO("shared state: circuit %s %s (another instance)", msg,
+                 kind == 'o' ? "opened" : "closed");
+    uv_mutex_lock(&h->mu);
+    c = circ_find(h, msg);
+    uv_mutex_unlock(&h->mu);
+    if (c && kind == 'o')
+        arm_claim(c, ms);
+    else if (c && c->armed)
+        uv_timer_stop(&c->claim);
+}
+
+static void on_message(redisAsyncContext *ac, void *r, void *priv)
+{
+    redisReply *reply = r;
+
+    (void)ac;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
+        reply->element[0]->type != REDIS_REPLY_STRING ||
+        strcmp(reply->element[0]->str, "message") != 0 ||
+        reply->element[2]->type != REDIS_REPLY_STRING)
+        return;
+    apply(priv, reply->element[2]->str);
+}
+
+/* What a (re)connected instance learns: circuits still open, keys still cooling. */
+static void peek_circuit(redisAsyncContext *ac, void *r, void *priv)
+{
+    struct hr_circuit *c = priv;
+    redisReply *reply = r;
+
+    (void)ac;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+        reply->element[1]->type != REDIS_REPLY_INTEGER || reply->element[1]->integer <= 0 ||
+        c->h->closing)
+        return;
+    hstate__force(c->h->local, c->key, true, bsc_now_ms());
+    arm_claim(c, (uint64_t)reply->element[1]->integer);
+}
+
+static void peek_cool(redisAsyncContext *ac, void *r, void *priv)
+{
+    struct hs_redis *h = ac->data ? ((struct hr_conn *)ac->data)->h : NULL;
+    redisReply *reply = r;
+    char *id = priv, *colon;
+
+    if (h && reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+        reply->element[0]->type == REDIS_REPLY_STRING &&
+        reply->element[1]->type == REDIS_REPLY_INTEGER && reply->element[1]->integer > 0 &&
+        (colon = strrchr(id, ':'))) {
+        *colon = '\0';
+        hstate__key_cool(h->local, id, (int)strtol(colon + 1, NULL, 10),
+                         (int)strtol(reply->element[0]->str, NULL, 10),
+                         bsc_now_ms() + (uint64_t)reply->element[1]->integer);
+    }
+    free(id);
+}
+
+static void resync(struct hs_redis *h)
+{
+    char key[RKEY_MAX], id[160];
+    const char *argv[4] = {"EVAL", LUA_PEEK, "1", key};
+
+    uv_mutex_lock(&h->mu);
+    for (size_t i = 0; i < h->n_circ; i++) {
+        circuit_rkey(h, h->circ[i]->key, key, false);
+        cmd_argv(h, peek_circuit, h->circ[i], 4, argv);
+    }
+    for (size_t i = 0; i < h->n_prov; i++) {
+        for (size_t k = 0; k < h->prov[i].n_keys && k < KEYS_MAX; k++) {
+            char *dup;
+            snprintf(id, sizeof(id), "%s:%zu", h->prov[i].id, k);
+            rkey_entity(key, RKEY_MAX, h->prefix, "cool", (struct bsc_str){id, strlen(id)});
+            if ((dup = strdup(id)) && !cmd_argv(h, peek_cool, dup, 4, argv))
+                free(dup);
+        }
+    }
+    uv_mutex_unlock(&h->mu);
+}
+
+/* ---- the store thread: two connections (commands; the subscription) ------------------- */
+
+static void conn_start(struct hr_conn *c);
+
+static void retry_fire(uv_timer_t *t)
+{
+    conn_start(t->data);
+}
+
+static void conn_lost(struct hr_conn *c)
+{
+    c->ac = NULL;
+    c->up = false;
+    if (c->h->closing)
+        return;
+    uv_timer_start(&c->retry, retry_fire, c->backoff_ms, 0);
+    c->backoff_ms = c->backoff_ms * 2 > HR_BACKOFF_MAX_MS ? HR_BACKOFF_MAX_MS : c->backoff_ms * 2;
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    struct hr_conn *c = ac->data;
+
+    if (status != REDIS_OK) {
+        conn_lost(c); /* hiredis frees the context */
+        return;
+    }
+    uv_timer_stop(&c->watchdog);
+    c->up = true;
+    c->backoff_ms = HR_BACKOFF_MIN_MS;
+    if (!c->sub)
+        resync(c->h);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    (void)status;
+    conn_lost(ac->data);
+}
+
+/* hiredis's libuv adapter drops poll errors: a refused connect would never call back. */
+static void watchdog_fire(uv_timer_t *t)
+{
+    struct hr_conn *c = t->data;
+
+    if (c->up || !c->ac)
+        return;
+    redisAsyncFree(c->ac); /* not connected: no callback runs */
+    conn_lost(c);
+}
+
+static void conn_start(struct hr_conn *c)
+{
+    struct hs_redis *h = c->h;
+    redisAsyncContext *ac = h->url.path[0] ? redisAsyncConnectUnix(h->url.path)
+                                           : redisAsyncConnect(h->url.host, h->url.port);
+
+    if (!ac || ac->err) {
+        if (ac)
+            redisAsyncFree(ac);
+        conn_lost(c);
+        return;
+    }
+    ac->data = c;
+    c->ac = ac;
+    redisLibuvAttach(ac, &h->loop);
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    if (h->url.password[0])
+        redisAsyncCommand(ac, NULL, NULL, "AUTH %s", h->url.password);
+    if (c->sub)
+        redisAsyncCommand(ac, on_message, h, "SUBSCRIBE %s", h->channel);
+    else if (h->url.db)
+        redisAsyncCommand(ac, NULL, NULL, "SELECT %d", h->url.db);
+    uv_timer_start(&c->watchdog, watchdog_fire, HR_CONNECT_MS, 0);
+}
+
+static void ping_reply(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)ac;
+    (void)r;
+    ((struct hs_redis *)priv)->ping_out = 0;
+}
+
+/* libuv reports a socket error (a reset) by stopping the poll, which hiredis's adapter
+ * ignores: a dead connection could look alive forever. A PING unanswered for two periods
+ * drops both connections, which then reconnect (and resynchronise). */
+static void ping_fire(uv_timer_t *t)
+{
+    struct hs_redis *h = t->data;
+
+    if (!h->cmd.up || !h->cmd.ac)
+        return;
+    if (h->ping_out && ++h->ping_out > 2) {
+        redisAsyncFree(h->cmd.ac); /* on_disconnect: conn_lost, reconnect */
+        if (h->sub.ac && h->sub.up)
+            redisAsyncFree(h->sub.ac);
+        return;
+    }
+    if (!h->ping_out && redisAsyncCommand(h->cmd.ac, ping_reply, h, "PING") == REDIS_OK)
+        h->ping_out = 1;
+}
+
+static void conn_init(struct hs_redis *h, struct hr_conn *c, bool sub)
+{
+    c->h = h;
+    c->sub = sub;
+    c->backoff_ms = HR_BACKOFF_MIN_MS;
+    uv_timer_init(&h->loop, &c->retry);
+    uv_timer_init(&h->loop, &c->watchdog);
+    c->retry.data = c->watchdog.data = c;
+}
+
+static void conn_close(struct hr_conn *c)
+{
+    if (c->ac)
+        redisAsyncFree(c->ac);
+    c->ac = NULL;
+    c->up = false;
+    uv_close((uv_handle_t *)&c->retry, NULL);
+    uv_close((uv_handle_t *)&c->watchdog, NULL);
+}
+
+static void close_all(struct hs_redis *h)
+{
+    h->closing = true;
+    conn_close(&h->cmd);
+    conn_close(&h->sub);
+    for (size_t i = 0; i < h->n_circ; i++)
+        if (h->circ[i]->armed)
+            uv_close((uv_handle_t *)&h->circ[i]->claim, NULL);
+    uv_close((uv_handle_t *)&h->ping, NULL);
+    uv_close((uv_handle_t *)&h->wake, NULL);
+}
+
+static void on_wake(uv_async_t *a)
+{
+    struct hs_redis *h = a->data;
+    struct hr_event *ev, *next;
+    bool stop;
+
+    uv_mutex_lock(&h->mu);
+    ev = h->head;
+    h->head = h->tail = NULL;
+    h->queued = 0;
+    stop = h->stopping;
+    uv_mutex_unlock(&h->mu);
+    for (; ev; ev = next) {
+        next = ev->next;
+        if (!h->closing)
+            publish(h, ev);
+        free(ev);
+    }
+    if (stop && !h->closing)
+        close_all(h);
+}
+
+static void hr_main(void *arg)
+{
+    struct hs_redis *h = arg;
+
+    conn_start(&h->cmd);
+    conn_start(&h->sub);
+    uv_run(&h->loop, UV_RUN_DEFAULT);
+}
+
+/* ---- life ----------------------------------------------------------------------------- */
+
+static void r_destroy(struct hstate *hs)
+{
+    struct hs_redis *h = hr(hs);
+
+    uv_mutex_lock(&h->mu);
+    h->stopping = true;
+    uv_mutex_unlock(&h->mu);
+    uv_async_send(&h->wake);
+    uv_thread_join(&h->thread);
+    uv_loop_close(&h->loop);
+    uv_mutex_destroy(&h->mu);
+    for (size_t i = 0; i < h->n_circ; i++)
+        free(h->circ[i]);
+    hstate_free(h->local);
+    free(h);
+}
+
+static const struct hstate_ops redis_ops = {
+    .destroy = r_destroy,
+    .sync = r_sync,
+    .admit = r_admit,
+    .record = r_record,
+    .inflight = r_inflight,
+    .view = r_view,
+    .health = r_health,
+    .set_disabled = r_set_disabled,
+    .is_disabled = r_is_disabled,
+    .key_next = r_key_next,
+    .key_cooldown = r_key_cooldown,
+    .key_verify_take = r_key_verify_take,
+    .key_verify_done = r_key_verify_done,
+    .keys = r_keys,
+    .budget_first = r_budget_first,
+    .budget_available = r_budget_available,
+    .budget_take = r_budget_take,
+};
+
+static bool hr_start(struct hs_redis *h)
+{
+    if (uv_loop_init(&h->loop))
+        return false;
+    if (uv_mutex_init(&h->mu)) {
+        uv_loop_close(&h->loop);
+        return false;
+    }
+    uv_async_init(&h->loop, &h->wake, on_wake);
+    h->wake.data = h;
+    conn_init(h, &h->cmd, false);
+    conn_init(h, &h->sub, true);
+    uv_timer_init(&h->loop, &h->ping);
+    h->ping.data = h;
+    uv_timer_start(&h->ping, ping_fire, HR_PING_MS, HR_PING_MS);
+    return uv_thread_create(&h->thread, hr_main, h) == 0;
+}
+
+struct hstate *hstate_redis_new(const struct cfg_store *st, char *err, size_t errlen)
+{
+    struct hs_redis *h = calloc(1, sizeof(*h));
+
+    if (!h || !(h->local = hstate_new())) {
+        snprintf(err, errlen, "out of memory");
+        free(h);
+        return NULL;
+    }
+    h->base.ops = &redis_ops;
+    if (redis_url_parse(st->url, &h->url, err, errlen) != BSC_OK) {
+        hstate_free(h->local);
+        free(h);
+        return NULL;
+    }
+    snprintf(h->prefix, sizeof(h->prefix), "%s", st->prefix ? st->prefix : RKEY_DEFAULT_PREFIX);
+    snprintf(h->channel, sizeof(h->channel), "%sevents", h->prefix);
+    snprintf(h->instance, sizeof(h->instance), "%016" PRIx64, bsc_rand64());
+    if (!hr_start(h)) {
+        snprintf(err, errlen, "cannot start the health state's Redis thread");
+        return NULL; /* the process exits on this error */
+    }
+    return &h->base;
+}

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+// A private redis-server for integration tests: loopback, a free port, no RDB snapshots, an
+// append-only file fsynced on every write in its own temp dir, so that kill -9 and a
+// restart on the same dir is a real durability test. Killed by PID; never by name.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort, waitFor } from './harness.mjs';
+
+function launch(port, dir) {
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes',
+    '--appendfsync', 'always', '--dir', dir, '--daemonize', 'no', '--protected-mode', 'yes'];
+  const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = { all: '' };
+  child.stdout.setEncoding('utf8');
+  child.stderr.setEncoding('utf8');
+  child.stdout.on('data', (d) => { out.all += d; });
+  child.stderr.on('data', (d) => { out.all += d; });
+  child.exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  return { child, out };
+}
+
+/** One RESP command; resolves with the reply (string, number, null, array) or rejects. */
+export function redisCommand(port, args, { timeoutMs = 2000 } = {}) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(port, '127.0.0.1');
+    let buf = Buffer.alloc(0);
+    const timer = setTimeout(() => { sock.destroy(); reject(new Error('redis command timed out')); }, timeoutMs);
+    const done = (fn, v) => { clearTimeout(timer); sock.destroy(); fn(v); };
+    sock.on('error', (e) => done(reject, e));
+    sock.on('data', (d) => {
+      buf = Buffer.concat([buf, d]);
+      const r = parse(buf, 0);
+      if (r) done(r.value instanceof Error ? reject : resolve, r.value);
+    });
+    let req = `*${args.length}\r\n`;
+    for (const a of args) req += `$${Buffer.byteLength(String(a))}\r\n${a}\r\n`;
+    sock.write(req);
+  });
+}
+
+function parse(buf, at) {
+  const nl = buf.indexOf('\r\n', at);
+  if (nl < 0) return null;
+  const line = buf.toString('utf8', at + 1, nl);
+  const type = String.fromCharCode(buf[at]);
+  if (type === '+') return { value: line, next: nl + 2 };
+  if (type === '-') return { value: new Error(line), next: nl + 2 };
+  if (type === ':') return { value: Number(line), next: nl + 2 };
+  if (type === '$') {
+    const n = Number(line);
+    if (n < 0) return { value: null, next: nl + 2 };
+    if (buf.length < nl + 2 + n + 2) return null;
+    return { value: buf.toString('utf8', nl + 2, nl + 2 + n), next: nl + 2 + n + 2 };
+  }
+  const n = Number(line);
+  if (n < 0) return { value: null, next: nl + 2 };
+  const items = [];
+  let next = nl + 2;
+  for (let i = 0; i < n; i++) {
+    const r = parse(buf, next);
+    if (!r) return null;
+    items.push(r.value);
+    next = r.next;
+  }
+  return { value: items, next };
+}
+
+async function pingable(port) {
+  try {
+    return (await redisCommand(port, ['PING'], { timeoutMs: 500 })) === 'PONG';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Starts redis-server; resolves once it answers PING. The returned object can kill -9 it,
+ * restart it on the same port and dir (reading its AOF back), pause (SIGSTOP) and resume
+ * it, and stop it for good (which also removes the dir).
+ */
+export async function startRedis() {
+  const port = await freePort();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bascule-redis-'));
+  let cur = null;
+  const up = async () => {
+    cur = launch(port, dir);
+    await waitFor(async () => {
+      if (cur.child.exitCode !== null) throw new Error(`redis-server exited:\n${cur.out.all}`);
+      return pingable(port);
+    }, { timeoutMs: 10000, everyMs: 50, what: `redis-server on ${port}` });
+  };
+  const signal = (sig) => {
+    try {
+      process.kill(cur.child.pid, sig);
+    } catch {
+      // already gone
+    }
+  };
+  await up();
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}/0`,
+    dir,
+    command: (...args) => redisCommand(port, args),
+    kill9: async () => { signal('SIGKILL'); await cur.child.exited; },
+    restart: up,
+    pause: () => signal('SIGSTOP'),
+    resume: () => signal('SIGCONT'),
+    stop: async () => {
+      signal('SIGCONT');
+      signal('SIGKILL');
+      await cur.child.exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
