@@ -36,12 +36,15 @@ struct hs_target {
     atomic_ullong successes, failures;
     atomic_int health; /* enum target_health */
     atomic_bool admin_disabled, misconfigured;
+    atomic_int model_slot; /* its model's slot in its provider's key pool; -1: none */
 };
 
 struct hs_provider {
     char *id; /* owned */
     pthread_mutex_t lock;
     struct keypool keys;
+    char *models[KEYS_MODELS_MAX]; /* owned: the model of each key-pool model slot */
+    int n_models;
 };
 
 struct hs_local {
@@ -135,7 +138,26 @@ static struct hs_target *tgt_new(const char *id)
     }
     pthread_mutex_init(&ts->lock, NULL);
     tstats_init(&ts->ts);
+    atomic_init(&ts->model_slot, -1);
     return ts;
+}
+
+/* The slot of <model> in <ps>'s key pool, added when new; -1 when the slots are full (that
+ * model's rate limits then cool the key for every model) or out of memory. Sync only. */
+static int model_slot(struct hs_provider *ps, const char *model)
+{
+    int slot = -1;
+
+    if (!ps || !model)
+        return -1;
+    pthread_mutex_lock(&ps->lock);
+    for (int i = 0; i < ps->n_models && slot < 0; i++)
+        if (strcmp(ps->models[i], model) == 0)
+            slot = i;
+    if (slot < 0 && ps->n_models < KEYS_MODELS_MAX && (ps->models[ps->n_models] = strdup(model)))
+        slot = ps->n_models++;
+    pthread_mutex_unlock(&ps->lock);
+    return slot;
 }
 
 static enum bsc_err sync_target(struct hs_local *hl, struct cfg_target *t)
@@ -156,6 +178,7 @@ static enum bsc_err sync_target(struct hs_local *hl, struct cfg_target *t)
         hl->tgts[hl->n_tgts++] = ts;
     }
     atomic_store(&ts->b, b);
+    atomic_store(&ts->model_slot, model_slot(t->provider ? t->provider->hs : NULL, t->model));
     t->hs = ts;
     return BSC_OK;
 }
@@ -372,11 +395,17 @@ static bool l_is_disabled(struct hstate *hs, const struct cfg_target *t)
 
 /* ---- providers: the key pool under the provider's lock ---- */
 
-static int l_key_next(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms,
-                      uint64_t *soonest_ms)
+/* The key-pool model slot of <t>; -1 (key-wide) for NULL or an unresolved target. */
+static int slot_of(const struct cfg_target *t)
+{
+    return t && t->hs ? atomic_load(&t->hs->model_slot) : -1;
+}
+
+static int l_key_next(struct hstate *hs, const struct cfg_provider *p, const struct cfg_target *t,
+                      uint64_t now_ms, uint64_t *soonest_ms)
 {
     struct hs_provider *ps = p->hs;
-    int idx;
+    int idx, model = slot_of(t);
 
     (void)hs;
     if (p->n_keys == 0)
@@ -384,14 +413,15 @@ static int l_key_next(struct hstate *hs, const struct cfg_provider *p, uint64_t 
     if (!ps)
         return 0;
     pthread_mutex_lock(&ps->lock);
-    idx = keys_next(&ps->keys, now_ms);
+    idx = keys_next_model(&ps->keys, model, now_ms);
     if (idx < 0 && soonest_ms)
-        *soonest_ms = keys_soonest_ms(&ps->keys);
+        *soonest_ms = keys_soonest_model_ms(&ps->keys, model);
     pthread_mutex_unlock(&ps->lock);
     return idx;
 }
 
-static void l_key_cooldown(struct hstate *hs, const struct cfg_provider *p, int idx, int reason,
+static void l_key_cooldown(struct hstate *hs, const struct cfg_provider *p,
+                           const struct cfg_target *t, int idx, int reason,
                            int64_t retry_after_ms, uint64_t now_ms)
 {
     struct hs_provider *ps = p->hs;
@@ -402,7 +432,8 @@ static void l_key_cooldown(struct hstate *hs, const struct cfg_provider *p, int 
     if (idx < 0 || !ps)
         return;
     pthread_mutex_lock(&ps->lock);
-    if (keys_cooldown(&ps->keys, idx, until, (enum key_reason)reason) == BSC_OK &&
+    if (keys_cooldown_model(&ps->keys, idx, slot_of(t), until, (enum key_reason)reason) ==
+            BSC_OK &&
         reason == KEY_AUTH && p->health.key_reverify_ms)
         keys_verify_schedule(&ps->keys, idx, now_ms + p->health.key_reverify_ms);
     pthread_mutex_unlock(&ps->lock);
@@ -435,10 +466,11 @@ static void l_key_verify_done(struct hstate *hs, const struct cfg_provider *p, i
     pthread_mutex_unlock(&ps->lock);
 }
 
-static void l_keys(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms,
-                   size_t *available, uint64_t *ready_at, uint64_t *hint_at)
+static void l_keys(struct hstate *hs, const struct cfg_provider *p, const struct cfg_target *t,
+                   uint64_t now_ms, size_t *available, uint64_t *ready_at, uint64_t *hint_at)
 {
     struct hs_provider *ps = p->hs;
+    int model = slot_of(t);
 
     (void)hs;
     *available = 1;
@@ -446,10 +478,10 @@ static void l_keys(struct hstate *hs, const struct cfg_provider *p, uint64_t now
     if (p->n_keys == 0 || !ps)
         return;
     pthread_mutex_lock(&ps->lock);
-    *available = keys_available(&ps->keys, now_ms);
+    *available = keys_available_model(&ps->keys, model, now_ms);
     if (*available == 0) {
-        *ready_at = keys_soonest_ms(&ps->keys);
-        *hint_at = keys_soonest_hint_ms(&ps->keys, now_ms);
+        *ready_at = keys_soonest_model_ms(&ps->keys, model);
+        *hint_at = keys_soonest_hint_model_ms(&ps->keys, model, now_ms);
     }
     pthread_mutex_unlock(&ps->lock);
 }
@@ -500,6 +532,8 @@ static void l_destroy(struct hstate *hs)
     }
     for (size_t i = 0; i < hl->n_provs; i++) {
         pthread_mutex_destroy(&hl->provs[i]->lock);
+        for (int m = 0; m < hl->provs[i]->n_models; m++)
+            free(hl->provs[i]->models[m]);
         free(hl->provs[i]->id);
         free(hl->provs[i]);
     }

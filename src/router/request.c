@@ -297,8 +297,8 @@ static void attempt_failed(struct request *r)
     if (pol->cools_key && r->key_idx >= 0) {
         int reason = key_reason_of(r->x.fail.kind);
         static const char *const reasons[] = {"rate_limited", "quota", "auth"};
-        hstate_key_cooldown(r->gw->hs, r->target->provider, r->key_idx, reason,
-                            r->x.fail.retry_after_ms, bsc_now_ms());
+        hstate_tkey_cooldown(r->gw->hs, r->target, r->key_idx, reason,
+                             r->x.fail.retry_after_ms, bsc_now_ms());
         metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->target->provider->id,
                     reasons[reason], 1);
     }
@@ -327,8 +327,8 @@ static void begin_attempt(struct request *r)
     xchg_reset(r);
     /* A retry that waited for a key's cooldown may wake a millisecond early by the loop's
      * coarser clock: a small grace keeps it from failing on its own wait. */
-    r->key_idx = hstate_key_next(r->gw->hs, r->target->provider,
-                                 r->next_wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
+    r->key_idx = hstate_tkey_next(r->gw->hs, r->target,
+                                  r->next_wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
     a = &r->attempts[r->n_attempts++];
     attempt_begin(a, r->target, r->next_wf, bsc_now_us());
     snprintf(a->ranking, sizeof(a->ranking), "%s", r->ranking); /* feedback.c */
