@@ -15,6 +15,9 @@
 /* The floor: one request at a time, and this share of the configured rate. */
 #define ADAPTIVE_MIN_CONCURRENCY 1.0
 #define ADAPTIVE_MIN_RATE_SHARE  0.05
+/* The wait suggested to a request turned away by the effective concurrency: about one short
+ * completion, after which a slot has likely freed. */
+#define ADAPTIVE_RETRY_MS 100
 
 /* Public layout for embedding; fields are private to adaptive.c. */
 struct adaptive {

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
+#include "health/adaptive.h"
 #include "health/breaker.h"
 #include "health/keys.h"
 
@@ -37,6 +38,14 @@ struct target_view {
     bool admin_disabled;
     bool misconfigured;
     struct brk_counters counters;
+    struct adaptive_eff eff; /* the AIMD controller's effective limits (0: none) */
+};
+
+/* What an answer tells the target's AIMD controller (health/adaptive.h). */
+enum adapt_signal {
+    ADAPT_NONE = 0, /* nothing: no answer, a failure of another kind, adaptive off */
+    ADAPT_LIMITED,  /* the provider said 429, or its headers said nothing is left */
+    ADAPT_OK,       /* a successful answer */
 };
 
 /* What one finished attempt tells the state. */
@@ -47,6 +56,8 @@ struct attempt_report {
     double ttft_ms;    /* < 0: not a stream, or no first token */
     const char *error; /* static kind name, NULL on success */
     bool misconfigured;
+    enum adapt_signal adapt; /* for targets with `adaptive: true` */
+    uint64_t started_ms;     /* when the attempt began (a 429 older than a cut is stale) */
 };
 
 /* Transition reported by hstate_record for metrics/logs. */
@@ -88,6 +99,8 @@ struct hstate_ops {
      * refused key's next re-verification). */
     void (*keys)(struct hstate *hs, const struct cfg_provider *p, const struct cfg_target *t,
                  uint64_t now_ms, size_t *available, uint64_t *ready_at, uint64_t *hint_at);
+    void (*adaptive)(struct hstate *hs, const struct cfg_target *t, struct adaptive_eff *eff,
+                     uint32_t *inflight);
     void (*budget_first)(struct hstate *hs, uint64_t now_ms);
     bool (*budget_available)(struct hstate *hs, uint64_t now_ms);
     bool (*budget_take)(struct hstate *hs, uint64_t now_ms);
@@ -183,6 +196,14 @@ static inline void hstate_key_verify_done(struct hstate *hs, const struct cfg_pr
                                           int idx, enum key_verdict verdict, uint64_t now_ms)
 {
     hs->ops->key_verify_done(hs, p, idx, verdict, now_ms);
+}
+
+/* The effective limits of <t>'s AIMD controller (0: none) and its attempts in flight: what
+ * the limiter enforces. Lock-light: one target lock. */
+static inline void hstate_adaptive(struct hstate *hs, const struct cfg_target *t,
+                                   struct adaptive_eff *eff, uint32_t *inflight)
+{
+    hs->ops->adaptive(hs, t, eff, inflight);
 }
 
 /* Keys of <p> usable now. */

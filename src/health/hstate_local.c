@@ -37,6 +37,7 @@ struct hs_target {
     atomic_int health; /* enum target_health */
     atomic_bool admin_disabled, misconfigured;
     atomic_int model_slot; /* its model's slot in its provider's key pool; -1: none */
+    struct adaptive adapt; /* under <lock> */
 };
 
 struct hs_provider {
@@ -138,6 +139,7 @@ static struct hs_target *tgt_new(const char *id)
     }
     pthread_mutex_init(&ts->lock, NULL);
     tstats_init(&ts->ts);
+    adaptive_init(&ts->adapt);
     atomic_init(&ts->model_slot, -1);
     return ts;
 }
@@ -271,6 +273,44 @@ static void brk_report(struct hs_target *ts, uint64_t now_ms, enum brk_outcome o
     change->changed = change->from != change->to;
 }
 
+/* The configured caps the AIMD controller of <t> works under: the target's max_concurrency
+ * and rpm once the limiter's schema has them; until then none, so the cap is learnt (in
+ * flight at the first 429, docs/internals/adaptive.md). */
+static void adapt_caps(const struct cfg_target *t, uint32_t *conc, uint32_t *rpm)
+{
+    (void)t;
+    *conc = 0;
+    *rpm = 0;
+}
+
+/* Feeds <rep>'s signal to <ts>'s controller; under ts->lock. */
+static void adapt_report(struct hs_target *ts, const struct cfg_target *t, uint64_t now_ms,
+                         const struct attempt_report *rep)
+{
+    uint32_t conc, rpm;
+
+    if (!t->adaptive || rep->adapt == ADAPT_NONE)
+        return;
+    adapt_caps(t, &conc, &rpm);
+    if (rep->adapt == ADAPT_LIMITED)
+        adaptive_on_limited(&ts->adapt, conc, atomic_load(&ts->inflight), rep->started_ms,
+                            now_ms);
+    else
+        adaptive_on_success(&ts->adapt, conc);
+}
+
+/* <t>'s effective limits; under ts->lock. Zero when adaptive is off. */
+static void adapt_eff(struct hs_target *ts, const struct cfg_target *t, struct adaptive_eff *eff)
+{
+    uint32_t conc, rpm;
+
+    adapt_caps(t, &conc, &rpm);
+    if (t->adaptive)
+        adaptive_effective(&ts->adapt, conc, rpm, eff);
+    else
+        *eff = (struct adaptive_eff){.concurrency = conc, .rpm = rpm, .factor = 1.0};
+}
+
 static void l_record(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms,
                      const struct attempt_report *rep, struct brk_change *change)
 {
@@ -289,6 +329,7 @@ static void l_record(struct hstate *hs, const struct cfg_target *t, uint64_t now
             ts->last_error = rep->error;
             ts->last_error_wall_ms = bsc_wall_ms();
         }
+        adapt_report(ts, t, now_ms, rep);
         pthread_mutex_unlock(&ts->lock);
         atomic_fetch_add(rep->error ? &ts->failures : &ts->successes, 1);
         if (rep->misconfigured || !rep->error)
@@ -335,6 +376,7 @@ static void l_view(struct hstate *hs, const struct cfg_target *t, uint64_t now_m
     (void)hs;
     memset(out, 0, sizeof(*out));
     out->ewma_latency_ms = out->ewma_ttft_ms = -1;
+    out->eff.factor = 1.0;
     if (!ts)
         return;
     view_breaker(atomic_load(&ts->b), now_ms, out);
@@ -343,6 +385,7 @@ static void l_view(struct hstate *hs, const struct cfg_target *t, uint64_t now_m
     out->ewma_ttft_ms = tstats_ttft_ms(&ts->ts);
     out->last_error = ts->last_error;
     out->last_error_wall_ms = ts->last_error_wall_ms;
+    adapt_eff(ts, t, &out->eff);
     pthread_mutex_unlock(&ts->lock);
     out->inflight = atomic_load(&ts->inflight);
     out->successes = atomic_load(&ts->successes);
@@ -391,6 +434,22 @@ static bool l_is_disabled(struct hstate *hs, const struct cfg_target *t)
 {
     (void)hs;
     return t->hs && atomic_load(&t->hs->admin_disabled);
+}
+
+static void l_adaptive(struct hstate *hs, const struct cfg_target *t, struct adaptive_eff *eff,
+                       uint32_t *inflight)
+{
+    struct hs_target *ts = t->hs;
+
+    (void)hs;
+    *eff = (struct adaptive_eff){.factor = 1.0};
+    *inflight = 0;
+    if (!ts)
+        return;
+    pthread_mutex_lock(&ts->lock);
+    adapt_eff(ts, t, eff);
+    pthread_mutex_unlock(&ts->lock);
+    *inflight = atomic_load(&ts->inflight);
 }
 
 /* ---- providers: the key pool under the provider's lock ---- */
@@ -562,6 +621,7 @@ static const struct hstate_ops local_ops = {
     .key_verify_take = l_key_verify_take,
     .key_verify_done = l_key_verify_done,
     .keys = l_keys,
+    .adaptive = l_adaptive,
     .budget_first = l_budget_first,
     .budget_available = l_budget_available,
     .budget_take = l_budget_take,

@@ -118,7 +118,11 @@ enum metric_buckets {
       "Trace spans not exported: queue full or the collector failed or refused them.")         \
     X(WORKFLOW_OUTCOMES, COUNTER, NONE, "bascule_workflow_outcomes_total",                     \
       METRICS_L3("workflow", "layer", "result"),                                               \
-      "Outcomes by the workflow that produced the answer (primary, retry, fallback, ...).")
+      "Outcomes by the workflow that produced the answer (primary, retry, fallback, ...).")   \
+    X(TARGET_EFFECTIVE_CONCURRENCY, GAUGE, NONE, "bascule_target_effective_concurrency",       \
+      METRICS_L1("target"), "Adaptive concurrency limit per target (0: not limited).")        \
+    X(TARGET_EFFECTIVE_RPM, GAUGE, NONE, "bascule_target_effective_rpm", METRICS_L1("target"), \
+      "Adaptive requests-per-minute limit per target (0: not limited).")
 
 enum metric_id {
 #define X(ID, TYPE, BUCKETS, NAME, LABELS, HELP) METRIC_##ID,
