@@ -129,7 +129,7 @@ int64_t rl_parse_rfc3339_ms(struct bsc_str s)
 {
     int y, mo, d, h, mi, se, ms = 0;
     size_t i = 19;
-    int64_t off;
+    int64_t off, at;
 
     s = bsc_str_trim(s);
     if (s.len < 20 || s.p[4] != '-' || s.p[7] != '-' || (s.p[10] != 'T' && s.p[10] != 't') ||
@@ -151,8 +151,8 @@ int64_t rl_parse_rfc3339_ms(struct bsc_str s)
     }
     if (!read_offset(s.p + i, s.len - i, &off))
         return -1;
-    return ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60000 + (int64_t)se * 1000 + ms -
-           off;
+    at = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60000 + (int64_t)se * 1000 + ms - off;
+    return at >= 0 ? at : -1; /* before 1970 by its offset: no reset we could wait for */
 }
 
 /* The header <name> of <in> as a count; -1 when absent or not a number. */

@@ -49,6 +49,7 @@ static void test_rfc3339(void **state)
     assert_true(rl_parse_rfc3339_ms(BSC_STR("2026-12-02T00:40:03.Z")) == -1);
     assert_true(rl_parse_rfc3339_ms(BSC_STR("2026-12-02T00:40:03Zjunk")) == -1);
     assert_true(rl_parse_rfc3339_ms(BSC_STR("soon")) == -1);
+    assert_true(rl_parse_rfc3339_ms(BSC_STR("1970-01-01T00:00:00+01:00")) == -1);
 }
 
 /* A header table for the accessor: "name", "value" pairs, NULL-ended. */
