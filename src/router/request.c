@@ -223,13 +223,17 @@ static void note_breaker_change(struct request *r, const struct brk_change *c)
 
 /* Reports the end of the current attempt to the shared state, once. */
 /* The answer's rate-limit headers, read before any 429: a key with nothing left in a window
- * rests, for this target's model, until the window resets (docs/internals/adaptive.md). */
+ * rests, for this target's model, until the window resets (docs/internals/adaptive.md). A
+ * 429 that says when to retry has cooled the key by that already: its Retry-After is the
+ * provider's word for this refusal and wins over the window's reset. */
 static void note_rate_limits(struct request *r)
 {
     struct rl_headers rl;
     int64_t rest;
 
     if (r->key_idx < 0 || !r->x.up_head.len)
+        return;
+    if (r->x.up_status == 429 && r->x.fail.retry_after_ms >= 0)
         return;
     xchg_rate_limits(r, &rl);
     rest = rl_exhausted_ms(&rl);
