@@ -69,7 +69,7 @@ void adaptive_effective(const struct adaptive *a, uint32_t conf_conc, uint32_t c
     out->concurrency = (uint32_t)limit;
     if (conf_rpm) {
         double share = out->factor > ADAPTIVE_MIN_RATE_SHARE ? out->factor
-                                                              : ADAPTIVE_MIN_RATE_SHARE;
+                                                             : ADAPTIVE_MIN_RATE_SHARE;
         out->rpm = (uint32_t)(conf_rpm * share);
         out->rpm = out->rpm ? out->rpm : 1;
     }

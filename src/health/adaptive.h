@@ -21,10 +21,10 @@
 
 /* Public layout for embedding; fields are private to adaptive.c. */
 struct adaptive {
-    double limit;        /* effective concurrency; 0 until a cap is known */
-    double base;         /* the cap without a configured one: in flight at the first 429 */
-    uint64_t cut_ms;     /* the latest decrease: a 429 of an attempt begun before it is stale */
-    uint64_t decreases;  /* counters for metrics */
+    double limit;       /* effective concurrency; 0 until a cap is known */
+    double base;        /* the cap without a configured one: in flight at the first 429 */
+    uint64_t cut_ms;    /* the latest decrease: a 429 of an attempt begun before it is stale */
+    uint64_t decreases; /* counters for metrics */
     uint64_t increases;
 };
 

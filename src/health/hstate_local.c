@@ -293,8 +293,7 @@ static void adapt_report(struct hs_target *ts, const struct cfg_target *t, uint6
         return;
     adapt_caps(t, &conc, &rpm);
     if (rep->adapt == ADAPT_LIMITED)
-        adaptive_on_limited(&ts->adapt, conc, atomic_load(&ts->inflight), rep->started_ms,
-                            now_ms);
+        adaptive_on_limited(&ts->adapt, conc, atomic_load(&ts->inflight), rep->started_ms, now_ms);
     else
         adaptive_on_success(&ts->adapt, conc);
 }
@@ -480,8 +479,8 @@ static int l_key_next(struct hstate *hs, const struct cfg_provider *p, const str
 }
 
 static void l_key_cooldown(struct hstate *hs, const struct cfg_provider *p,
-                           const struct cfg_target *t, int idx, int reason,
-                           int64_t retry_after_ms, uint64_t now_ms)
+                           const struct cfg_target *t, int idx, int reason, int64_t retry_after_ms,
+                           uint64_t now_ms)
 {
     struct hs_provider *ps = p->hs;
     uint64_t until = keys_cooldown_until(now_ms, (enum key_reason)reason,
@@ -491,8 +490,7 @@ static void l_key_cooldown(struct hstate *hs, const struct cfg_provider *p,
     if (idx < 0 || !ps)
         return;
     pthread_mutex_lock(&ps->lock);
-    if (keys_cooldown_model(&ps->keys, idx, slot_of(t), until, (enum key_reason)reason) ==
-            BSC_OK &&
+    if (keys_cooldown_model(&ps->keys, idx, slot_of(t), until, (enum key_reason)reason) == BSC_OK &&
         reason == KEY_AUTH && p->health.key_reverify_ms)
         keys_verify_schedule(&ps->keys, idx, now_ms + p->health.key_reverify_ms);
     pthread_mutex_unlock(&ps->lock);

@@ -37,8 +37,11 @@ static bool read_number(struct bsc_str s, size_t *i, int64_t *micro)
 /* The unit at <s>[*<i>] as nanoseconds per unit, advancing past it; 0 when none. */
 static int64_t read_unit(struct bsc_str s, size_t *i)
 {
-    static const struct { const char *name; int64_t ns; } units[] = {
-        {"ms", 1000000}, {"us", 1000}, {"\xc2\xb5s", 1000}, {"ns", 1},
+    static const struct {
+        const char *name;
+        int64_t ns;
+    } units[] = {
+        {"ms", 1000000},        {"us", 1000},         {"\xc2\xb5s", 1000}, {"ns", 1},
         {"h", 3600000000000LL}, {"m", 60000000000LL}, {"s", 1000000000},
     };
 
@@ -137,8 +140,8 @@ int64_t rl_parse_rfc3339_ms(struct bsc_str s)
         return -1;
     y = digits(s.p, 4), mo = digits(s.p + 5, 2), d = digits(s.p + 8, 2);
     h = digits(s.p + 11, 2), mi = digits(s.p + 14, 2), se = digits(s.p + 17, 2);
-    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 ||
-        mi > 59 || se < 0 || se > 60)
+    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
+        se < 0 || se > 60)
         return -1;
     if (s.p[i] == '.') {
         int scale = 100, n = 0;
@@ -179,10 +182,10 @@ void rl_read_openai(const struct prov_err_input *in, struct rl_headers *out)
         return;
     out->remaining_requests = header_count(in, "x-ratelimit-remaining-requests");
     out->remaining_tokens = header_count(in, "x-ratelimit-remaining-tokens");
-    out->reset_requests_ms =
-        rl_parse_duration_ms(in->header(in->header_ctx, "x-ratelimit-reset-requests"));
-    out->reset_tokens_ms =
-        rl_parse_duration_ms(in->header(in->header_ctx, "x-ratelimit-reset-tokens"));
+    out->reset_requests_ms = rl_parse_duration_ms(
+        in->header(in->header_ctx, "x-ratelimit-reset-requests"));
+    out->reset_tokens_ms = rl_parse_duration_ms(
+        in->header(in->header_ctx, "x-ratelimit-reset-tokens"));
 }
 
 /* The wait until the RFC 3339 time in header <name> of <in>: 0 when past, -1 when none. */

@@ -45,7 +45,8 @@ void rl_read_anthropic(const struct prov_err_input *in, struct rl_headers *out);
 
 /* How long the key must rest because a window has nothing left: the reset of every window
  * whose remaining is 0 (the longest), clipped to RL_MAX_RESET_MS; a window with nothing left
- * and no reset rests one second (one already past: none). 0 when something remains or nothing was said. */
+ * and no reset rests one second (one already past: none). 0 when something remains or
+ * nothing was said. */
 int64_t rl_exhausted_ms(const struct rl_headers *h);
 
 #endif

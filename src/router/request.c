@@ -240,8 +240,7 @@ static void note_rate_limits(struct request *r)
     if (rest <= 0)
         return;
     hstate_tkey_cooldown(r->gw->hs, r->target, r->key_idx, KEY_RATE_LIMITED, rest, bsc_now_ms());
-    metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->target->provider->id, "rate_limited",
-                1);
+    metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->target->provider->id, "rate_limited", 1);
 }
 
 /* What the attempt tells the target's AIMD controller: a provider 429 shrinks, a success
@@ -331,8 +330,8 @@ static void attempt_failed(struct request *r)
     if (pol->cools_key && r->key_idx >= 0) {
         int reason = key_reason_of(r->x.fail.kind);
         static const char *const reasons[] = {"rate_limited", "quota", "auth"};
-        hstate_tkey_cooldown(r->gw->hs, r->target, r->key_idx, reason,
-                             r->x.fail.retry_after_ms, bsc_now_ms());
+        hstate_tkey_cooldown(r->gw->hs, r->target, r->key_idx, reason, r->x.fail.retry_after_ms,
+                             bsc_now_ms());
         metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->target->provider->id,
                     reasons[reason], 1);
     }

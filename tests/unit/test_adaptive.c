@@ -105,7 +105,7 @@ static void test_cap_lowered_by_config(void **state)
     (void)state;
     adaptive_init(&a);
     adaptive_on_limited(&a, 16, 16, 1, 1); /* 8 */
-    adaptive_effective(&a, 4, 0, &e); /* reloaded with 4 */
+    adaptive_effective(&a, 4, 0, &e);      /* reloaded with 4 */
     assert_int_equal(e.concurrency, 4);
     adaptive_on_success(&a, 4);
     adaptive_effective(&a, 4, 0, &e);

@@ -65,9 +65,15 @@ static struct bsc_str table_header(const void *ctx, const char *name)
 
 static void test_openai_headers(void **state)
 {
-    static const char *const h[] = {
-        "x-ratelimit-remaining-requests", "0",   "x-ratelimit-reset-requests", "3s",
-        "X-Ratelimit-Remaining-Tokens",   "149", "x-ratelimit-reset-tokens",   "6m0s", NULL};
+    static const char *const h[] = {"x-ratelimit-remaining-requests",
+                                    "0",
+                                    "x-ratelimit-reset-requests",
+                                    "3s",
+                                    "X-Ratelimit-Remaining-Tokens",
+                                    "149",
+                                    "x-ratelimit-reset-tokens",
+                                    "6m0s",
+                                    NULL};
     struct prov_err_input in = {.status = 200, .header = table_header, .header_ctx = h};
     struct rl_headers rl;
 
@@ -88,13 +94,18 @@ static void test_openai_headers(void **state)
 
 static void test_anthropic_headers(void **state)
 {
-    static const char *const h[] = {
-        "anthropic-ratelimit-requests-remaining", "12",
-        "anthropic-ratelimit-requests-reset",     "2026-12-02T00:40:03Z",
-        "anthropic-ratelimit-tokens-remaining",   "0",
-        "anthropic-ratelimit-tokens-reset",       "2026-12-02T00:40:05.5Z",
-        NULL};
-    struct prov_err_input in = {.status = 200, .header = table_header, .header_ctx = h,
+    static const char *const h[] = {"anthropic-ratelimit-requests-remaining",
+                                    "12",
+                                    "anthropic-ratelimit-requests-reset",
+                                    "2026-12-02T00:40:03Z",
+                                    "anthropic-ratelimit-tokens-remaining",
+                                    "0",
+                                    "anthropic-ratelimit-tokens-reset",
+                                    "2026-12-02T00:40:05.5Z",
+                                    NULL};
+    struct prov_err_input in = {.status = 200,
+                                .header = table_header,
+                                .header_ctx = h,
                                 .now_wall_ms = 1796172003000ULL - 500};
     struct rl_headers rl;
 
@@ -140,10 +151,8 @@ static void test_exhausted(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_durations),
-        cmocka_unit_test(test_rfc3339),
-        cmocka_unit_test(test_openai_headers),
-        cmocka_unit_test(test_anthropic_headers),
+        cmocka_unit_test(test_durations),      cmocka_unit_test(test_rfc3339),
+        cmocka_unit_test(test_openai_headers), cmocka_unit_test(test_anthropic_headers),
         cmocka_unit_test(test_exhausted),
     };
 
