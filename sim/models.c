@@ -146,6 +146,15 @@ static bool is_ok_action(enum sim_action a)
     return a == SIM_ACT_OK || a == SIM_ACT_DELAY;
 }
 
+/* True when <mod> already has its spec's max_concurrent calls in flight (<src>: the spec
+ * that applies, its own or the default's). */
+static bool over_limit(const struct sim_model *src, const struct sim_model *mod)
+{
+    uint64_t in_flight = mod->stats.calls - mod->stats.completed - mod->stats.cancelled;
+
+    return src->spec.max_concurrent && in_flight >= src->spec.max_concurrent;
+}
+
 enum bsc_err sim_models_begin(struct sim_models *m, struct bsc_str name, struct sim_plan *plan)
 {
     struct sim_model *mod = sim_models_get(m, name, true);
@@ -182,6 +191,13 @@ enum bsc_err sim_models_begin(struct sim_models *m, struct bsc_str name, struct 
         sim_step_cleanup(&plan->step);
         src->cur = saved;
         return BSC_ENOMEM;
+    }
+    if (src && mod && over_limit(src, mod)) {
+        sim_step_cleanup(&plan->step);
+        if (sim_step_init_overload(&plan->step, src->spec.max_concurrent)) {
+            src->cur = saved;
+            return BSC_ENOMEM;
+        }
     }
     if (mod) {
         mod->stats.calls++;

@@ -43,6 +43,30 @@ void sim_step_init_ok(struct sim_step *step)
     step->times = 1;
 }
 
+enum bsc_err sim_step_init_overload(struct sim_step *step, uint32_t max_concurrent)
+{
+    char limit[16];
+    const char *const kv[][2] = {
+        {"x-ratelimit-limit-requests", limit},   {"x-ratelimit-remaining-requests", "100"},
+        {"x-ratelimit-reset-requests", "50ms"}, {"retry-after-ms", "50"},
+    };
+
+    snprintf(limit, sizeof(limit), "%u", max_concurrent);
+    sim_step_init_ok(step);
+    step->action = SIM_ACT_STATUS;
+    step->status = 429;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(kv); i++) {
+        step->headers[i].name = strdup(kv[i][0]);
+        step->headers[i].value = strdup(kv[i][1]);
+        step->n_headers = i + 1;
+        if (!step->headers[i].name || !step->headers[i].value) {
+            sim_step_cleanup(step);
+            return BSC_ENOMEM;
+        }
+    }
+    return BSC_OK;
+}
+
 void sim_step_cleanup(struct sim_step *step)
 {
     for (size_t i = 0; i < step->n_headers; i++) {
@@ -463,7 +487,7 @@ static enum bsc_err parse_steps(struct json_object *arr, struct sim_spec *spec, 
 static enum bsc_err parse_spec_obj(struct json_object *o, struct sim_spec *spec, struct perr *pe)
 {
     static const char *const keys[] = {"tokens", "token_delay_ms", "script", "repeat",
-                                       "content", "tool_arguments"};
+                                       "content", "tool_arguments", "max_concurrent"};
     struct json_object *v;
     uint32_t delay = 0;
     bool present = false;
@@ -491,6 +515,9 @@ static enum bsc_err parse_spec_obj(struct json_object *o, struct sim_spec *spec,
                                pe->buf, pe->len);
     if (!err && present)
         spec->token_delay_ms = (int32_t)delay;
+    if (!err)
+        err = sim_json_get_u32(o, "max_concurrent", 0, 1000000, &spec->max_concurrent, NULL,
+                               pe->buf, pe->len);
     if (!err && json_object_object_get_ex(o, "repeat", &v)) {
         if (!json_object_is_type(v, json_type_boolean)) {
             snprintf(pe->buf, pe->len, "\"repeat\" must be true or false");

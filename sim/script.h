@@ -77,6 +77,8 @@ struct sim_spec {
     uint32_t tokens;        /* completion tokens (1..SIM_TOKENS_MAX) */
     int32_t token_delay_ms; /* ms between stream chunks; -1 when the spec does not say */
     bool repeat;            /* restart the script when it is exhausted */
+    uint32_t max_concurrent; /* above this many calls in flight a call gets a 429 (with
+                              * x-ratelimit headers) instead of its step; 0: no limit */
     struct sim_step *steps; /* owned array of <n_steps> */
     size_t n_steps;
     char *content;          /* owned or NULL: "content" for steps that do not say */
@@ -109,6 +111,11 @@ const struct sim_step *sim_script_next(const struct sim_spec *spec, struct sim_c
  * leaves <dst> empty. */
 enum bsc_err sim_step_copy(struct sim_step *dst, const struct sim_step *src);
 void sim_step_cleanup(struct sim_step *step);
+
+/* The step a call above a model's max_concurrent gets: 429 rate_limit_exceeded with
+ * x-ratelimit-limit|remaining|reset-requests (requests remain: the limit is concurrency)
+ * and retry-after-ms: 50. BSC_ENOMEM leaves it empty. */
+enum bsc_err sim_step_init_overload(struct sim_step *step, uint32_t max_concurrent);
 
 /* The step an unscripted call gets: action ok, times 1, nothing else. */
 void sim_step_init_ok(struct sim_step *step);

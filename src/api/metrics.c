@@ -24,6 +24,10 @@ static void breaker_gauges(struct worker *w)
         value = v.state == BRK_OPEN ? 1 : v.state == BRK_HALF_OPEN ? 2 : v.ramping ? 3 : 0;
         metrics_gauge_set(m, metrics_shared_shard(m), METRIC_BREAKER_STATE, cfg->targets[i].id,
                           NULL, value);
+        metrics_gauge_set(m, metrics_shared_shard(m), METRIC_TARGET_EFFECTIVE_CONCURRENCY,
+                          cfg->targets[i].id, NULL, v.eff.concurrency);
+        metrics_gauge_set(m, metrics_shared_shard(m), METRIC_TARGET_EFFECTIVE_RPM,
+                          cfg->targets[i].id, NULL, v.eff.rpm);
     }
     cfg_unref(cfg);
 }

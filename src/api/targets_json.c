@@ -54,6 +54,10 @@ void api__put_target(struct bsc_buf *b, struct worker *w, const struct cfg_targe
         bsc_buf_append_json_str(b, bsc_str_cstr(v.last_error));
     else
         bsc_buf_append_cstr(b, "null");
+    bsc_buf_appendf(b,
+                    ",\"adaptive\":{\"enabled\":%s,\"effective_concurrency\":%u,"
+                    "\"effective_rpm\":%u,\"factor\":%.3f}",
+                    t->adaptive ? "true" : "false", v.eff.concurrency, v.eff.rpm, v.eff.factor);
     bsc_buf_append_char(b, '}');
 }
 

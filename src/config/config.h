@@ -150,6 +150,7 @@ struct cfg_target {
     uint32_t canary_percent; /* 0..100, default 100 */
     bool has_breaker;
     struct cfg_breaker breaker;
+    bool adaptive; /* true: 429s shrink its effective concurrency and rate (AIMD) */
 };
 
 struct cfg_requires {

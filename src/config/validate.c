@@ -645,6 +645,7 @@ static const struct cfg__field target_fields[] = {
     {FMAP(struct cfg_target, "price", price, price_fields, NULL)},
     {FBOOL(struct cfg_target, "disabled", disabled)},
     {FU32(struct cfg_target, "canary_percent", canary_percent, 0, 100)},
+    {FBOOL(struct cfg_target, "adaptive", adaptive)},
     {FFN("breaker", target_breaker_fn)},
 };
 
@@ -844,6 +845,7 @@ static void target_defaults(struct cfg_target *t)
 {
     t->capabilities = CFG_CAP_TEXT | CFG_CAP_STREAMING;
     t->canary_percent = 100;
+    t->adaptive = true;
 }
 
 static void targets_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,

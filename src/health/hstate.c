@@ -8,7 +8,7 @@ size_t hstate_keys_available(struct hstate *hs, const struct cfg_provider *p, ui
     size_t n;
     uint64_t ready, hint;
 
-    hs->ops->keys(hs, p, now_ms, &n, &ready, &hint);
+    hs->ops->keys(hs, p, NULL, now_ms, &n, &ready, &hint);
     return n;
 }
 
@@ -17,7 +17,7 @@ uint64_t hstate_keys_ready_at(struct hstate *hs, const struct cfg_provider *p, u
     size_t n;
     uint64_t ready, hint;
 
-    hs->ops->keys(hs, p, now_ms, &n, &ready, &hint);
+    hs->ops->keys(hs, p, NULL, now_ms, &n, &ready, &hint);
     return ready;
 }
 
@@ -26,7 +26,25 @@ uint64_t hstate_keys_hint_at(struct hstate *hs, const struct cfg_provider *p, ui
     size_t n;
     uint64_t ready, hint;
 
-    hs->ops->keys(hs, p, now_ms, &n, &ready, &hint);
+    hs->ops->keys(hs, p, NULL, now_ms, &n, &ready, &hint);
+    return hint;
+}
+
+uint64_t hstate_tkeys_ready_at(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms)
+{
+    size_t n;
+    uint64_t ready, hint;
+
+    hs->ops->keys(hs, t->provider, t, now_ms, &n, &ready, &hint);
+    return ready;
+}
+
+uint64_t hstate_tkeys_hint_at(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms)
+{
+    size_t n;
+    uint64_t ready, hint;
+
+    hs->ops->keys(hs, t->provider, t, now_ms, &n, &ready, &hint);
     return hint;
 }
 

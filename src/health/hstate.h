@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
+#include "health/adaptive.h"
 #include "health/breaker.h"
 #include "health/keys.h"
 
@@ -37,6 +38,14 @@ struct target_view {
     bool admin_disabled;
     bool misconfigured;
     struct brk_counters counters;
+    struct adaptive_eff eff; /* the AIMD controller's effective limits (0: none) */
+};
+
+/* What an answer tells the target's AIMD controller (health/adaptive.h). */
+enum adapt_signal {
+    ADAPT_NONE = 0, /* nothing: no answer, a failure of another kind, adaptive off */
+    ADAPT_LIMITED,  /* the provider said 429, or its headers said nothing is left */
+    ADAPT_OK,       /* a successful answer */
 };
 
 /* What one finished attempt tells the state. */
@@ -47,6 +56,8 @@ struct attempt_report {
     double ttft_ms;    /* < 0: not a stream, or no first token */
     const char *error; /* static kind name, NULL on success */
     bool misconfigured;
+    enum adapt_signal adapt; /* for targets with `adaptive: true` */
+    uint64_t started_ms;     /* when the attempt began (a 429 older than a cut is stale) */
 };
 
 /* Transition reported by hstate_record for metrics/logs. */
@@ -73,18 +84,23 @@ struct hstate_ops {
                    struct brk_change *change);
     enum bsc_err (*set_disabled)(struct hstate *hs, const struct cfg_target *t, bool disabled);
     bool (*is_disabled)(struct hstate *hs, const struct cfg_target *t);
-    int (*key_next)(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms,
-                    uint64_t *soonest_ms);
-    void (*key_cooldown)(struct hstate *hs, const struct cfg_provider *p, int idx, int reason,
-                         int64_t retry_after_ms, uint64_t now_ms);
+    /* The key calls take the target <t> whose model they are about (a rate limit is per
+     * key and model), or NULL for the key-wide view (probes, shadows). */
+    int (*key_next)(struct hstate *hs, const struct cfg_provider *p, const struct cfg_target *t,
+                    uint64_t now_ms, uint64_t *soonest_ms);
+    void (*key_cooldown)(struct hstate *hs, const struct cfg_provider *p,
+                         const struct cfg_target *t, int idx, int reason, int64_t retry_after_ms,
+                         uint64_t now_ms);
     int (*key_verify_take)(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms);
     void (*key_verify_done)(struct hstate *hs, const struct cfg_provider *p, int idx,
                             enum key_verdict verdict, uint64_t now_ms);
     /* Key availability of <p> at <now_ms>: usable keys, when one is usable again for the
      * gateway's waits (<ready_at>) and for what a client is told (<hint_at>, counting a
      * refused key's next re-verification). */
-    void (*keys)(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms,
-                 size_t *available, uint64_t *ready_at, uint64_t *hint_at);
+    void (*keys)(struct hstate *hs, const struct cfg_provider *p, const struct cfg_target *t,
+                 uint64_t now_ms, size_t *available, uint64_t *ready_at, uint64_t *hint_at);
+    void (*adaptive)(struct hstate *hs, const struct cfg_target *t, struct adaptive_eff *eff,
+                     uint32_t *inflight);
     void (*budget_first)(struct hstate *hs, uint64_t now_ms);
     bool (*budget_available)(struct hstate *hs, uint64_t now_ms);
     bool (*budget_take)(struct hstate *hs, uint64_t now_ms);
@@ -140,7 +156,15 @@ static inline void hstate_view(struct hstate *hs, const struct cfg_target *t, ui
 static inline int hstate_key_next(struct hstate *hs, const struct cfg_provider *p,
                                   uint64_t now_ms, uint64_t *soonest_ms)
 {
-    return hs->ops->key_next(hs, p, now_ms, soonest_ms);
+    return hs->ops->key_next(hs, p, NULL, now_ms, soonest_ms);
+}
+
+/* hstate_key_next() for an attempt on <t>: also skips the keys rate-limited for <t>'s
+ * model (a 429, or rate-limit headers saying nothing is left until a reset). */
+static inline int hstate_tkey_next(struct hstate *hs, const struct cfg_target *t,
+                                   uint64_t now_ms, uint64_t *soonest_ms)
+{
+    return hs->ops->key_next(hs, t->provider, t, now_ms, soonest_ms);
 }
 
 /* Cools key <idx> of <p> for the reason (0 rate limited, 1 quota, 2 auth: enum key_reason)
@@ -148,7 +172,15 @@ static inline int hstate_key_next(struct hstate *hs, const struct cfg_provider *
 static inline void hstate_key_cooldown(struct hstate *hs, const struct cfg_provider *p, int idx,
                                        int reason, int64_t retry_after_ms, uint64_t now_ms)
 {
-    hs->ops->key_cooldown(hs, p, idx, reason, retry_after_ms, now_ms);
+    hs->ops->key_cooldown(hs, p, NULL, idx, reason, retry_after_ms, now_ms);
+}
+
+/* hstate_key_cooldown() after an attempt on <t>: a rate limit cools key <idx> for <t>'s
+ * model only; quota exhaustion and refused credentials for every model. */
+static inline void hstate_tkey_cooldown(struct hstate *hs, const struct cfg_target *t, int idx,
+                                        int reason, int64_t retry_after_ms, uint64_t now_ms)
+{
+    hs->ops->key_cooldown(hs, t->provider, t, idx, reason, retry_after_ms, now_ms);
 }
 
 /* Re-verification of refused keys (health/keys.h): the index of a key of <p> due for its
@@ -166,6 +198,14 @@ static inline void hstate_key_verify_done(struct hstate *hs, const struct cfg_pr
     hs->ops->key_verify_done(hs, p, idx, verdict, now_ms);
 }
 
+/* The effective limits of <t>'s AIMD controller (0: none) and its attempts in flight: what
+ * the limiter enforces. Lock-light: one target lock. */
+static inline void hstate_adaptive(struct hstate *hs, const struct cfg_target *t,
+                                   struct adaptive_eff *eff, uint32_t *inflight)
+{
+    hs->ops->adaptive(hs, t, eff, inflight);
+}
+
 /* Keys of <p> usable now. */
 size_t hstate_keys_available(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms);
 /* When <p> next has a usable key: <now_ms> (or earlier) when one is usable now. */
@@ -173,6 +213,9 @@ uint64_t hstate_keys_ready_at(struct hstate *hs, const struct cfg_provider *p, u
 /* Like hstate_keys_ready_at(), but counting a refused key's next re-verification as a
  * possible return: for the Retry-After a client is told, not for the gateway's waits. */
 uint64_t hstate_keys_hint_at(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms);
+/* The two above as seen by <t>'s model (its rate limits counted). */
+uint64_t hstate_tkeys_ready_at(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms);
+uint64_t hstate_tkeys_hint_at(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms);
 
 /* The retry budget (docs/design.md §3): count a first attempt; whether a retry would be
  * allowed now; try to take one retry/failover. */

@@ -37,12 +37,16 @@ struct hs_target {
     atomic_ullong successes, failures;
     atomic_int health; /* enum target_health */
     atomic_bool admin_disabled, misconfigured;
+    atomic_int model_slot; /* its model's slot in its provider's key pool; -1: none */
+    struct adaptive adapt; /* under <lock> */
 };
 
 struct hs_provider {
     char *id; /* owned */
     pthread_mutex_t lock;
     struct keypool keys;
+    char *models[KEYS_MODELS_MAX]; /* owned: the model of each key-pool model slot */
+    int n_models;
 };
 
 struct hs_local {
@@ -136,7 +140,27 @@ static struct hs_target *tgt_new(const char *id)
     }
     pthread_mutex_init(&ts->lock, NULL);
     tstats_init(&ts->ts);
+    adaptive_init(&ts->adapt);
+    atomic_init(&ts->model_slot, -1);
     return ts;
+}
+
+/* The slot of <model> in <ps>'s key pool, added when new; -1 when the slots are full (that
+ * model's rate limits then cool the key for every model) or out of memory. Sync only. */
+static int model_slot(struct hs_provider *ps, const char *model)
+{
+    int slot = -1;
+
+    if (!ps || !model)
+        return -1;
+    pthread_mutex_lock(&ps->lock);
+    for (int i = 0; i < ps->n_models && slot < 0; i++)
+        if (strcmp(ps->models[i], model) == 0)
+            slot = i;
+    if (slot < 0 && ps->n_models < KEYS_MODELS_MAX && (ps->models[ps->n_models] = strdup(model)))
+        slot = ps->n_models++;
+    pthread_mutex_unlock(&ps->lock);
+    return slot;
 }
 
 static enum bsc_err sync_target(struct hs_local *hl, struct cfg_target *t)
@@ -157,6 +181,7 @@ static enum bsc_err sync_target(struct hs_local *hl, struct cfg_target *t)
         hl->tgts[hl->n_tgts++] = ts;
     }
     atomic_store(&ts->b, b);
+    atomic_store(&ts->model_slot, model_slot(t->provider ? t->provider->hs : NULL, t->model));
     t->hs = ts;
     return BSC_OK;
 }
@@ -249,6 +274,43 @@ static void brk_report(struct hs_target *ts, uint64_t now_ms, enum brk_outcome o
     change->changed = change->from != change->to;
 }
 
+/* The configured caps the AIMD controller of <t> works under: the target's max_concurrency
+ * and rpm once the limiter's schema has them; until then none, so the cap is learnt (in
+ * flight at the first 429, docs/internals/adaptive.md). */
+static void adapt_caps(const struct cfg_target *t, uint32_t *conc, uint32_t *rpm)
+{
+    (void)t;
+    *conc = 0;
+    *rpm = 0;
+}
+
+/* Feeds <rep>'s signal to <ts>'s controller; under ts->lock. */
+static void adapt_report(struct hs_target *ts, const struct cfg_target *t, uint64_t now_ms,
+                         const struct attempt_report *rep)
+{
+    uint32_t conc, rpm;
+
+    if (!t->adaptive || rep->adapt == ADAPT_NONE)
+        return;
+    adapt_caps(t, &conc, &rpm);
+    if (rep->adapt == ADAPT_LIMITED)
+        adaptive_on_limited(&ts->adapt, conc, atomic_load(&ts->inflight), rep->started_ms, now_ms);
+    else
+        adaptive_on_success(&ts->adapt, conc);
+}
+
+/* <t>'s effective limits; under ts->lock. Zero when adaptive is off. */
+static void adapt_eff(struct hs_target *ts, const struct cfg_target *t, struct adaptive_eff *eff)
+{
+    uint32_t conc, rpm;
+
+    adapt_caps(t, &conc, &rpm);
+    if (t->adaptive)
+        adaptive_effective(&ts->adapt, conc, rpm, eff);
+    else
+        *eff = (struct adaptive_eff){.concurrency = conc, .rpm = rpm, .factor = 1.0};
+}
+
 static void l_record(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms,
                      const struct attempt_report *rep, struct brk_change *change)
 {
@@ -267,6 +329,7 @@ static void l_record(struct hstate *hs, const struct cfg_target *t, uint64_t now
             ts->last_error = rep->error;
             ts->last_error_wall_ms = bsc_wall_ms();
         }
+        adapt_report(ts, t, now_ms, rep);
         pthread_mutex_unlock(&ts->lock);
         atomic_fetch_add(rep->error ? &ts->failures : &ts->successes, 1);
         if (rep->misconfigured || !rep->error)
@@ -313,6 +376,7 @@ static void l_view(struct hstate *hs, const struct cfg_target *t, uint64_t now_m
     (void)hs;
     memset(out, 0, sizeof(*out));
     out->ewma_latency_ms = out->ewma_ttft_ms = -1;
+    out->eff.factor = 1.0;
     if (!ts)
         return;
     view_breaker(atomic_load(&ts->b), now_ms, out);
@@ -321,6 +385,7 @@ static void l_view(struct hstate *hs, const struct cfg_target *t, uint64_t now_m
     out->ewma_ttft_ms = tstats_ttft_ms(&ts->ts);
     out->last_error = ts->last_error;
     out->last_error_wall_ms = ts->last_error_wall_ms;
+    adapt_eff(ts, t, &out->eff);
     pthread_mutex_unlock(&ts->lock);
     out->inflight = atomic_load(&ts->inflight);
     out->successes = atomic_load(&ts->successes);
@@ -371,13 +436,35 @@ static bool l_is_disabled(struct hstate *hs, const struct cfg_target *t)
     return t->hs && atomic_load(&t->hs->admin_disabled);
 }
 
+static void l_adaptive(struct hstate *hs, const struct cfg_target *t, struct adaptive_eff *eff,
+                       uint32_t *inflight)
+{
+    struct hs_target *ts = t->hs;
+
+    (void)hs;
+    *eff = (struct adaptive_eff){.factor = 1.0};
+    *inflight = 0;
+    if (!ts)
+        return;
+    pthread_mutex_lock(&ts->lock);
+    adapt_eff(ts, t, eff);
+    pthread_mutex_unlock(&ts->lock);
+    *inflight = atomic_load(&ts->inflight);
+}
+
 /* ---- providers: the key pool under the provider's lock ---- */
 
-static int l_key_next(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms,
-                      uint64_t *soonest_ms)
+/* The key-pool model slot of <t>; -1 (key-wide) for NULL or an unresolved target. */
+static int slot_of(const struct cfg_target *t)
+{
+    return t && t->hs ? atomic_load(&t->hs->model_slot) : -1;
+}
+
+static int l_key_next(struct hstate *hs, const struct cfg_provider *p, const struct cfg_target *t,
+                      uint64_t now_ms, uint64_t *soonest_ms)
 {
     struct hs_provider *ps = p->hs;
-    int idx;
+    int idx, model = slot_of(t);
 
     (void)hs;
     if (p->n_keys == 0)
@@ -385,15 +472,16 @@ static int l_key_next(struct hstate *hs, const struct cfg_provider *p, uint64_t 
     if (!ps)
         return 0;
     pthread_mutex_lock(&ps->lock);
-    idx = keys_next(&ps->keys, now_ms);
+    idx = keys_next_model(&ps->keys, model, now_ms);
     if (idx < 0 && soonest_ms)
-        *soonest_ms = keys_soonest_ms(&ps->keys);
+        *soonest_ms = keys_soonest_model_ms(&ps->keys, model);
     pthread_mutex_unlock(&ps->lock);
     return idx;
 }
 
-static void l_key_cooldown(struct hstate *hs, const struct cfg_provider *p, int idx, int reason,
-                           int64_t retry_after_ms, uint64_t now_ms)
+static void l_key_cooldown(struct hstate *hs, const struct cfg_provider *p,
+                           const struct cfg_target *t, int idx, int reason, int64_t retry_after_ms,
+                           uint64_t now_ms)
 {
     struct hs_provider *ps = p->hs;
     uint64_t until = keys_cooldown_until(now_ms, (enum key_reason)reason,
@@ -403,7 +491,7 @@ static void l_key_cooldown(struct hstate *hs, const struct cfg_provider *p, int 
     if (idx < 0 || !ps)
         return;
     pthread_mutex_lock(&ps->lock);
-    if (keys_cooldown(&ps->keys, idx, until, (enum key_reason)reason) == BSC_OK &&
+    if (keys_cooldown_model(&ps->keys, idx, slot_of(t), until, (enum key_reason)reason) == BSC_OK &&
         reason == KEY_AUTH && p->health.key_reverify_ms)
         keys_verify_schedule(&ps->keys, idx, now_ms + p->health.key_reverify_ms);
     pthread_mutex_unlock(&ps->lock);
@@ -436,10 +524,11 @@ static void l_key_verify_done(struct hstate *hs, const struct cfg_provider *p, i
     pthread_mutex_unlock(&ps->lock);
 }
 
-static void l_keys(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms,
-                   size_t *available, uint64_t *ready_at, uint64_t *hint_at)
+static void l_keys(struct hstate *hs, const struct cfg_provider *p, const struct cfg_target *t,
+                   uint64_t now_ms, size_t *available, uint64_t *ready_at, uint64_t *hint_at)
 {
     struct hs_provider *ps = p->hs;
+    int model = slot_of(t);
 
     (void)hs;
     *available = 1;
@@ -447,10 +536,10 @@ static void l_keys(struct hstate *hs, const struct cfg_provider *p, uint64_t now
     if (p->n_keys == 0 || !ps)
         return;
     pthread_mutex_lock(&ps->lock);
-    *available = keys_available(&ps->keys, now_ms);
+    *available = keys_available_model(&ps->keys, model, now_ms);
     if (*available == 0) {
-        *ready_at = keys_soonest_ms(&ps->keys);
-        *hint_at = keys_soonest_hint_ms(&ps->keys, now_ms);
+        *ready_at = keys_soonest_model_ms(&ps->keys, model);
+        *hint_at = keys_soonest_hint_model_ms(&ps->keys, model, now_ms);
     }
     pthread_mutex_unlock(&ps->lock);
 }
@@ -511,19 +600,21 @@ bool hstate__force(struct hstate *hs, const char *key, bool open, uint64_t now_m
     return true;
 }
 
-void hstate__key_cool(struct hstate *hs, const char *provider_id, int idx, int reason,
-                      uint64_t until_ms)
+void hstate__key_cool(struct hstate *hs, const char *provider_id, const char *model, int idx,
+                      int reason, uint64_t until_ms)
 {
     struct hs_local *hl = local(hs);
     struct hs_provider *ps;
+    int slot;
 
     pthread_mutex_lock(&hl->sync_lock);
     ps = prov_find(hl, provider_id);
     pthread_mutex_unlock(&hl->sync_lock);
     if (!ps || idx < 0)
         return;
+    slot = model ? model_slot(ps, model) : -1; /* a model this instance has not seen is added */
     pthread_mutex_lock(&ps->lock);
-    keys_cooldown(&ps->keys, idx, until_ms, (enum key_reason)reason);
+    keys_cooldown_model(&ps->keys, idx, slot, until_ms, (enum key_reason)reason);
     pthread_mutex_unlock(&ps->lock);
 }
 
@@ -540,6 +631,8 @@ static void l_destroy(struct hstate *hs)
     }
     for (size_t i = 0; i < hl->n_provs; i++) {
         pthread_mutex_destroy(&hl->provs[i]->lock);
+        for (int m = 0; m < hl->provs[i]->n_models; m++)
+            free(hl->provs[i]->models[m]);
         free(hl->provs[i]->id);
         free(hl->provs[i]);
     }
@@ -568,6 +661,7 @@ static const struct hstate_ops local_ops = {
     .key_verify_take = l_key_verify_take,
     .key_verify_done = l_key_verify_done,
     .keys = l_keys,
+    .adaptive = l_adaptive,
     .budget_first = l_budget_first,
     .budget_available = l_budget_available,
     .budget_take = l_budget_take,

@@ -15,8 +15,9 @@ void hstate__breaker_key(const struct cfg_target *t, char *out, size_t len);
 bool hstate__force(struct hstate *hs, const char *key, bool open, uint64_t now_ms);
 
 /* Cools key <idx> of provider <provider_id> until <until_ms> for <reason> (enum key_reason),
- * as hstate_key_cooldown() would have. Thread-safe; unknown ids are ignored. */
-void hstate__key_cool(struct hstate *hs, const char *provider_id, int idx, int reason,
-                      uint64_t until_ms);
+ * for <model> only when it is not NULL (a rate limit), as hstate_tkey_cooldown() would
+ * have; NULL: for every model. Thread-safe; unknown ids are ignored. */
+void hstate__key_cool(struct hstate *hs, const char *provider_id, const char *model, int idx,
+                      int reason, uint64_t until_ms);
 
 #endif

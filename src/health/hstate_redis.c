@@ -159,16 +159,27 @@ static void r_health(struct hstate *hs, const struct cfg_target *t, bool up, uin
         *change = c;
 }
 
-static void r_key_cooldown(struct hstate *hs, const struct cfg_provider *p, int idx, int reason,
+/* A rate limit on <t> cools the key for <t>'s model only: that is announced as 'm' (provider
+ * and model, the pub/sub message alone: such cooldowns are short); a quota or a refusal cools
+ * the key for every model: 'k', also kept in Redis for an instance that connects later. */
+static void r_key_cooldown(struct hstate *hs, const struct cfg_provider *p,
+                           const struct cfg_target *t, int idx, int reason,
                            int64_t retry_after_ms, uint64_t now_ms)
 {
     struct hs_redis *h = hr(hs);
     uint64_t until = keys_cooldown_until(now_ms, (enum key_reason)reason,
                                          retry_after_ms > 0 ? (uint64_t)retry_after_ms : 0);
+    char id[256];
 
-    hstate_key_cooldown(h->local, p, idx, reason, retry_after_ms, now_ms);
-    if (idx >= 0 && until > now_ms)
+    h->local->ops->key_cooldown(h->local, p, t, idx, reason, retry_after_ms, now_ms);
+    if (idx < 0 || until <= now_ms)
+        return;
+    if (t && reason == KEY_RATE_LIMITED) {
+        snprintf(id, sizeof(id), "%s\t%s", p->id, t->model);
+        enqueue(h, 'm', id, until - now_ms, reason, idx);
+    } else {
         enqueue(h, 'k', p->id, until - now_ms, reason, idx);
+    }
 }
 
 /* ---- everything else is the mirror's ----------------------------------------------------- */
@@ -200,10 +211,21 @@ static bool r_is_disabled(struct hstate *hs, const struct cfg_target *t)
     return hstate_is_disabled(hr(hs)->local, t);
 }
 
-static int r_key_next(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms,
-                      uint64_t *soonest_ms)
+static int r_key_next(struct hstate *hs, const struct cfg_provider *p,
+                      const struct cfg_target *t, uint64_t now_ms, uint64_t *soonest_ms)
 {
-    return hstate_key_next(hr(hs)->local, p, now_ms, soonest_ms);
+    struct hstate *l = hr(hs)->local;
+
+    return l->ops->key_next(l, p, t, now_ms, soonest_ms);
+}
+
+/* Adaptive limits are learnt per instance: each one sees its own 429s and successes. */
+static void r_adaptive(struct hstate *hs, const struct cfg_target *t, struct adaptive_eff *eff,
+                       uint32_t *inflight)
+{
+    struct hstate *l = hr(hs)->local;
+
+    l->ops->adaptive(l, t, eff, inflight);
 }
 
 static int r_key_verify_take(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms)
@@ -217,12 +239,12 @@ static void r_key_verify_done(struct hstate *hs, const struct cfg_provider *p, i
     hstate_key_verify_done(hr(hs)->local, p, idx, verdict, now_ms);
 }
 
-static void r_keys(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms,
-                   size_t *available, uint64_t *ready_at, uint64_t *hint_at)
+static void r_keys(struct hstate *hs, const struct cfg_provider *p, const struct cfg_target *t,
+                   uint64_t now_ms, size_t *available, uint64_t *ready_at, uint64_t *hint_at)
 {
     struct hstate *l = hr(hs)->local;
 
-    l->ops->keys(l, p, now_ms, available, ready_at, hint_at);
+    l->ops->keys(l, p, t, now_ms, available, ready_at, hint_at);
 }
 
 /* The retry budget stays per instance: it bounds the retries this process adds on top of
@@ -379,7 +401,18 @@ static void publish(struct hs_redis *h, const struct hr_event *ev)
     snprintf(reason, sizeof(reason), "%d", ev->reason);
     snprintf(msg, sizeof(msg), "%s %c %s %d %d %s", h->instance, ev->kind, ms, ev->reason,
              ev->idx, ev->id);
-    if (ev->kind == 'k') {
+    if (ev->kind == 'm') {
+        /* One model's cooldown, kept for an instance that connects later unless the key
+         * already has a record (a quota or refusal for every model wins). */
+        char val[300];
+        const char *tab = strchr(ev->id, '\t');
+        int plen = tab ? (int)(tab - ev->id) : (int)strlen(ev->id);
+
+        snprintf(id, sizeof(id), "%.*s:%d", plen, ev->id, ev->idx);
+        snprintf(val, sizeof(val), "%d\t%s", ev->reason, tab ? tab + 1 : "");
+        rkey_entity(key, RKEY_MAX, h->prefix, "cool", (struct bsc_str){id, strlen(id)});
+        cmd_argv(h, NULL, NULL, 6, (const char *[]){"SET", key, val, "PX", ms, "NX"});
+    } else if (ev->kind == 'k') {
         snprintf(id, sizeof(id), "%s:%d", ev->id, ev->idx);
         rkey_entity(key, RKEY_MAX, h->prefix, "cool", (struct bsc_str){id, strlen(id)});
         cmd_argv(h, NULL, NULL, 5, (const char *[]){"SET", key, reason, "PX", ms});
@@ -418,7 +451,19 @@ static void apply(struct hs_redis *h, const char *msg)
     if (kind == 'k') {
         LOG_INFO("shared state: key %d of provider %s cools down for %" PRIu64 " ms (another "
                  "instance)", idx, msg, ms);
-        hstate__key_cool(h->local, msg, idx, reason, now + ms);
+        hstate__key_cool(h->local, msg, NULL, idx, reason, now + ms);
+        return;
+    }
+    if (kind == 'm') {
+        char prov[256], *tab;
+
+        snprintf(prov, sizeof(prov), "%s", msg);
+        if (!(tab = strchr(prov, '\t')))
+            return;
+        *tab = '\0';
+        LOG_INFO("shared state: key %d of provider %s cools down for model %s for %" PRIu64
+                 " ms (another instance)", idx, prov, tab + 1, ms);
+        hstate__key_cool(h->local, prov, tab + 1, idx, reason, now + ms);
         return;
     }
     if (hstate__force(h->local, msg, kind == 'o', now))
@@ -471,8 +516,11 @@ static void peek_cool(redisAsyncContext *ac, void *r, void *priv)
         reply->element[0]->type == REDIS_REPLY_STRING &&
         reply->element[1]->type == REDIS_REPLY_INTEGER && reply->element[1]->integer > 0 &&
         (colon = strrchr(id, ':'))) {
+        const char *model = strchr(reply->element[0]->str, '\t'); /* one model's, or all */
+
         *colon = '\0';
-        hstate__key_cool(h->local, id, (int)strtol(colon + 1, NULL, 10),
+        hstate__key_cool(h->local, id, model && model[1] ? model + 1 : NULL,
+                         (int)strtol(colon + 1, NULL, 10),
                          (int)strtol(reply->element[0]->str, NULL, 10),
                          bsc_now_ms() + (uint64_t)reply->element[1]->integer);
     }
@@ -701,6 +749,7 @@ static const struct hstate_ops redis_ops = {
     .key_verify_take = r_key_verify_take,
     .key_verify_done = r_key_verify_done,
     .keys = r_keys,
+    .adaptive = r_adaptive,
     .budget_first = r_budget_first,
     .budget_available = r_budget_available,
     .budget_take = r_budget_take,

@@ -15,6 +15,22 @@ static bool valid_idx(const struct keypool *pool, int idx)
     return idx >= 0 && (uint32_t)idx < pool->n;
 }
 
+static bool valid_model(int model)
+{
+    return model >= 0 && model < KEYS_MODELS_MAX;
+}
+
+/* When <k> is usable again for model slot <model>: the later of its key-wide cooldown and
+ * that model's rate limit. */
+static uint64_t slot_until(const struct key_slot *k, int model)
+{
+    uint64_t at = k->cool_until_ms;
+
+    if (valid_model(model) && k->model_until_ms[model] > at)
+        at = k->model_until_ms[model];
+    return at;
+}
+
 void keys_init(struct keypool *pool, size_t n)
 {
     memset(pool, 0, sizeof(*pool));
@@ -28,11 +44,16 @@ size_t keys_count(const struct keypool *pool)
 
 int keys_next(struct keypool *pool, uint64_t now_ms)
 {
+    return keys_next_model(pool, -1, now_ms);
+}
+
+int keys_next_model(struct keypool *pool, int model, uint64_t now_ms)
+{
     for (uint32_t i = 0; i < pool->n; i++) {
         uint32_t idx = (pool->next + i) % pool->n;
         struct key_slot *k = &pool->keys[idx];
 
-        if (k->cool_until_ms > now_ms)
+        if (slot_until(k, model) > now_ms)
             continue;
         pool->next = (idx + 1) % pool->n;
         k->stats.picks++;
@@ -43,12 +64,23 @@ int keys_next(struct keypool *pool, uint64_t now_ms)
 
 enum bsc_err keys_cooldown(struct keypool *pool, int idx, uint64_t until_ms, enum key_reason reason)
 {
+    return keys_cooldown_model(pool, idx, -1, until_ms, reason);
+}
+
+enum bsc_err keys_cooldown_model(struct keypool *pool, int idx, int model, uint64_t until_ms,
+                                 enum key_reason reason)
+{
     struct key_slot *k;
 
     if (!valid_idx(pool, idx) || (unsigned)reason >= KEY_REASON_COUNT)
         return BSC_EINVAL;
     k = &pool->keys[idx];
     k->stats.cooldowns[reason]++;
+    if (reason == KEY_RATE_LIMITED && valid_model(model)) {
+        if (until_ms > k->model_until_ms[model])
+            k->model_until_ms[model] = until_ms;
+        return BSC_OK;
+    }
     if (until_ms > k->cool_until_ms) {
         k->cool_until_ms = until_ms;
         k->reason = reason;
@@ -146,16 +178,28 @@ void keys_verify_done(struct keypool *pool, int idx, enum key_verdict verdict, u
 
 uint64_t keys_soonest_ms(const struct keypool *pool)
 {
+    return keys_soonest_model_ms(pool, -1);
+}
+
+uint64_t keys_soonest_model_ms(const struct keypool *pool, int model)
+{
     uint64_t soonest = UINT64_MAX;
 
     for (uint32_t i = 0; i < pool->n; i++) {
-        if (pool->keys[i].cool_until_ms < soonest)
-            soonest = pool->keys[i].cool_until_ms;
+        uint64_t at = slot_until(&pool->keys[i], model);
+
+        if (at < soonest)
+            soonest = at;
     }
     return soonest;
 }
 
 uint64_t keys_soonest_hint_ms(const struct keypool *pool, uint64_t now_ms)
+{
+    return keys_soonest_hint_model_ms(pool, -1, now_ms);
+}
+
+uint64_t keys_soonest_hint_model_ms(const struct keypool *pool, int model, uint64_t now_ms)
 {
     uint64_t soonest = UINT64_MAX;
 
@@ -163,10 +207,13 @@ uint64_t keys_soonest_hint_ms(const struct keypool *pool, uint64_t now_ms)
         const struct key_slot *k = &pool->keys[i];
         uint64_t at = k->cool_until_ms;
 
+        /* A re-verification may bring back a refused key early, never a rate limit. */
         if (k->verifying && now_ms < at)
             at = now_ms;
         else if (k->verify_at_ms && k->verify_at_ms < at)
             at = k->verify_at_ms;
+        if (valid_model(model) && k->model_until_ms[model] > at)
+            at = k->model_until_ms[model];
         if (at < soonest)
             soonest = at;
     }
@@ -180,10 +227,15 @@ bool keys_is_cooling(const struct keypool *pool, int idx, uint64_t now_ms)
 
 size_t keys_available(const struct keypool *pool, uint64_t now_ms)
 {
+    return keys_available_model(pool, -1, now_ms);
+}
+
+size_t keys_available_model(const struct keypool *pool, int model, uint64_t now_ms)
+{
     size_t n = 0;
 
     for (uint32_t i = 0; i < pool->n; i++) {
-        if (pool->keys[i].cool_until_ms <= now_ms)
+        if (slot_until(&pool->keys[i], model) <= now_ms)
             n++;
     }
     return n;

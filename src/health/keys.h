@@ -16,6 +16,9 @@
 
 /* The most keys one provider may have; config validation must reject more. */
 #define KEYS_MAX 64
+/* The most models one pool tracks rate limits for. A model past these (no slot, -1) cools
+ * its key for every model, as a rate limit did before models had slots. */
+#define KEYS_MODELS_MAX 16
 
 /* Cooldowns when the caller has no better figure (keys_cooldown_until()). A rate limit is
  * short-lived, so a missing Retry-After means "try again in a second". Quota exhaustion and
@@ -48,6 +51,9 @@ struct key_slot {
     uint64_t verify_at_ms;  /* a refused key: when to re-verify it; 0 = nothing due */
     uint32_t verify_fails;  /* re-verifications refused in a row (the backoff) */
     bool verifying;         /* a re-verification is running */
+    /* A rate limit is the provider's per model: the key stays usable for the other models
+     * (<cool_until_ms> above is for every model: quota, auth, a model without a slot). */
+    uint64_t model_until_ms[KEYS_MODELS_MAX];
 };
 
 /* What a re-verification of a refused key found (keys_verify_done()). */
@@ -76,6 +82,22 @@ size_t keys_count(const struct keypool *pool);
  * <now_ms>, and advances the rotation past it; -1 when the pool is empty or every key is
  * cooling (see keys_soonest_ms()). */
 int keys_next(struct keypool *pool, uint64_t now_ms);
+
+/* keys_next() for model slot <model> (0..KEYS_MODELS_MAX-1; -1: any model): also skips the
+ * keys rate-limited for that model. */
+int keys_next_model(struct keypool *pool, int model, uint64_t now_ms);
+
+/* keys_cooldown() scoped to model slot <model>: a KEY_RATE_LIMITED cooldown with a model
+ * slot cools the key for that model only; every other reason, or <model> -1, cools it for
+ * every model. Same returns as keys_cooldown(). */
+enum bsc_err keys_cooldown_model(struct keypool *pool, int idx, int model, uint64_t until_ms,
+                                 enum key_reason reason);
+
+/* keys_available(), keys_soonest_ms() and keys_soonest_hint_ms() as seen by model slot
+ * <model> (-1: the key-wide cooldowns only). */
+size_t keys_available_model(const struct keypool *pool, int model, uint64_t now_ms);
+uint64_t keys_soonest_model_ms(const struct keypool *pool, int model);
+uint64_t keys_soonest_hint_model_ms(const struct keypool *pool, int model, uint64_t now_ms);
 
 /* Takes key <idx> out of rotation until <until_ms> for <reason>. A cooldown never shortens
  * an existing one (a key refused for auth stays out even if it is later rate-limited).

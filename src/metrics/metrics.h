@@ -120,7 +120,11 @@ enum metric_buckets {
       METRICS_L3("workflow", "layer", "result"),                                               \
       "Outcomes by the workflow that produced the answer (primary, retry, fallback, ...).")    \
     X(STORE_UP, GAUGE, NONE, "bascule_store_up", METRICS_L0(),                                 \
-      "1 when the state store can be reached (always for memory and sqlite), 0 when not.")
+      "1 when the state store can be reached (always for memory and sqlite), 0 when not.")  \
+    X(TARGET_EFFECTIVE_CONCURRENCY, GAUGE, NONE, "bascule_target_effective_concurrency",       \
+      METRICS_L1("target"), "Adaptive concurrency limit per target (0: not limited).")        \
+    X(TARGET_EFFECTIVE_RPM, GAUGE, NONE, "bascule_target_effective_rpm", METRICS_L1("target"), \
+      "Adaptive requests-per-minute limit per target (0: not limited).")
 
 enum metric_id {
 #define X(ID, TYPE, BUCKETS, NAME, LABELS, HELP) METRIC_##ID,

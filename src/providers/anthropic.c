@@ -1213,6 +1213,7 @@ const struct prov_ops prov_anthropic = {
     .max_choices = 1,
     .build = anth_build,
     .classify = anth_classify,
+    .ratelimit = rl_read_anthropic,
     .map_response = anth_map_response,
     .stream_size = sizeof(struct anth_stream),
     .stream_init = prov__anth_stream_init,

@@ -304,6 +304,7 @@ const struct prov_ops prov_azure = {
     .name = "azure",
     .build = az_build,
     .classify = az_classify,
+    .ratelimit = rl_read_openai,
     .map_response = az_map_response,
     .stream_size = sizeof(struct az_stream),
     .stream_init = az_stream_init,

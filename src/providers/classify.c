@@ -17,6 +17,17 @@ void prov_classify(const struct prov_ops *ops, const struct prov_err_input *in,
     }
 }
 
+void prov_ratelimit(const struct prov_ops *ops, const struct prov_err_input *in,
+                    struct rl_headers *out)
+{
+    static const struct prov_err_input none = {0}; /* no headers: every field -1 */
+
+    if (ops->ratelimit)
+        ops->ratelimit(in, out);
+    else
+        rl_read_openai(&none, out);
+}
+
 enum bsc_err prov_map_response(const struct prov_ops *ops, const struct prov_call *call,
                                int status, struct bsc_str body, struct bsc_buf *out,
                                struct prov_usage *usage, struct fail_info *fail)

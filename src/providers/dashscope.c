@@ -447,6 +447,7 @@ const struct prov_ops prov_dashscope = {
     .name = "dashscope",
     .build = ds_build,
     .classify = ds_classify,
+    .ratelimit = rl_read_openai,
     .map_response = ds_map_response,
     .stream_size = sizeof(struct ds_stream),
     .stream_init = ds_stream_init,

@@ -471,6 +471,7 @@ const struct prov_ops prov_openai = {
     .takes_raw = true,
     .build = oa_build,
     .classify = oa_classify,
+    .ratelimit = rl_read_openai,
     .map_response = oa_map_response,
     .stream_size = sizeof(struct oa_stream),
     .stream_init = oa_stream_init,

@@ -22,6 +22,7 @@
 #include "core/err.h"
 #include "core/str.h"
 #include "providers/openai_errors.h"
+#include "providers/ratelimit_headers.h"
 #include "fail/taxonomy.h"
 
 enum prov_op {
@@ -141,6 +142,10 @@ struct prov_ops {
      * body is not an error. Never trusts the body. */
     void (*classify)(const struct prov_err_input *in, struct fail_info *out);
 
+    /* Reads the provider's rate-limit headers of any answer, success or not (only the
+     * header accessor and the wall time of <in> are used); NULL: the provider sends none. */
+    void (*ratelimit)(const struct prov_err_input *in, struct rl_headers *out);
+
     /* Maps a complete 2xx response body of <call> into OpenAI JSON appended to <out>
      * (chat.completion, or the embeddings list), fills <usage>. Leaving <out> empty with
      * BSC_OK means the body is already OpenAI-shaped and is used as it is. On a body that is not a
@@ -178,6 +183,10 @@ const struct prov_ops *prov_ops_for(enum cfg_provider_kind kind);
  * *<out> is always fully written; FAIL_NONE only for a 2xx. Pure. */
 void prov_classify(const struct prov_ops *ops, const struct prov_err_input *in,
                    struct fail_info *out);
+
+/* What <ops>' rate-limit headers in <in> say (all -1 when it reads none). Pure. */
+void prov_ratelimit(const struct prov_ops *ops, const struct prov_err_input *in,
+                    struct rl_headers *out);
 
 /* Maps the 2xx answer <body> (HTTP <status>) of <call> through the map_response hook of
  * <ops>. On BSC_OK as the hook. On an error *<fail> names the failure: the hook's, or a

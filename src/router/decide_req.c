@@ -135,7 +135,7 @@ static void note_waiting(struct request *r, const struct cfg_target *t, uint64_t
                          struct none_eligible *ne)
 {
     struct target_view v;
-    uint64_t at = 0, keys_at = hstate_keys_ready_at(r->gw->hs, t->provider, now);
+    uint64_t at = 0, keys_at = hstate_tkeys_ready_at(r->gw->hs, t, now);
     bool open;
 
     hstate_view(r->gw->hs, t, now, &v);
@@ -144,7 +144,7 @@ static void note_waiting(struct request *r, const struct cfg_target *t, uint64_t
         at = now + v.retry_after_ms;
     if (keys_at > now) {
         /* A refused key may be back at its next re-verification: say so, not 600 s. */
-        keys_at = hstate_keys_hint_at(r->gw->hs, t->provider, now);
+        keys_at = hstate_tkeys_hint_at(r->gw->hs, t, now);
         keys_at = keys_at > now ? keys_at : now + 1;
         at = keys_at > at ? keys_at : at;
     }
@@ -240,7 +240,7 @@ static void fill_cand(struct request *r, const struct cfg_target *t, uint64_t no
     c->t = t;
     c->excluded = request_excludes(r, t);
     c->off = switched_off(r, t);
-    r->gw->hs->ops->keys(r->gw->hs, t->provider, now, &avail, &ready, &hint);
+    r->gw->hs->ops->keys(r->gw->hs, t->provider, t, now, &avail, &ready, &hint);
     c->keys_available = avail;
     c->keys_ready_at = ready;
     c->canary_draw = t->canary_percent < 100 ? bsc_rand01() : 0.0;

@@ -406,6 +406,20 @@ static struct bsc_str head_header(const void *ctx, const char *name)
     return up_head_find(bsc_buf_str(ctx), bsc_str_cstr(name));
 }
 
+void xchg_rate_limits(struct request *r, struct rl_headers *out)
+{
+    struct prov_err_input in = {
+        .status = r->x.up_status,
+        .header = r->x.up_head.len ? head_header : NULL,
+        .header_ctx = &r->x.up_head,
+        .now_wall_ms = bsc_wall_ms(),
+    };
+
+    if (!r->x.ops)
+        in.header = NULL;
+    prov_ratelimit(r->x.ops ? r->x.ops : prov_ops_for(CFG_PROV_OPENAI), &in, out);
+}
+
 /* True when <body> starts like an SSE stream (after blank space): a data, event, id or
  * retry field, or a comment. */
 static bool looks_like_sse(struct bsc_str body)

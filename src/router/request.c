@@ -135,6 +135,36 @@ static void note_breaker_change(struct request *r, const struct brk_change *c)
 }
 
 /* Reports the end of the current attempt to the shared state, once. */
+/* The answer's rate-limit headers, read before any 429: a key with nothing left in a window
+ * rests, for this target's model, until the window resets (docs/internals/adaptive.md). A
+ * 429 that says when to retry has cooled the key by that already: its Retry-After is the
+ * provider's word for this refusal and wins over the window's reset. */
+static void note_rate_limits(struct request *r)
+{
+    struct rl_headers rl;
+    int64_t rest;
+
+    if (r->key_idx < 0 || !r->x.up_head.len)
+        return;
+    if (r->x.up_status == 429 && r->x.fail.retry_after_ms >= 0)
+        return;
+    xchg_rate_limits(r, &rl);
+    rest = rl_exhausted_ms(&rl);
+    if (rest <= 0)
+        return;
+    hstate_tkey_cooldown(r->gw->hs, r->target, r->key_idx, KEY_RATE_LIMITED, rest, bsc_now_ms());
+    metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->target->provider->id, "rate_limited", 1);
+}
+
+/* What the attempt tells the target's AIMD controller: a provider 429 shrinks, a success
+ * grows; a failure the gateway made itself (no answer) says nothing. */
+static enum adapt_signal adapt_signal_of(const struct request *r, enum brk_outcome outcome)
+{
+    if (r->x.up_status == 429)
+        return ADAPT_LIMITED;
+    return outcome == BRK_SUCCESS ? ADAPT_OK : ADAPT_NONE;
+}
+
 static void report_attempt(struct request *r, enum brk_outcome outcome, const char *kind,
                            bool misconfigured)
 {
@@ -146,12 +176,15 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
         .ttft_ms = -1,
         .error = kind,
         .misconfigured = misconfigured,
+        .adapt = adapt_signal_of(r, outcome),
+        .started_ms = a ? a->start_us / 1000 : 0,
     };
     struct brk_change change;
 
     if (!r->attempt_open)
         return;
     r->attempt_open = false;
+    note_rate_limits(r);
     if (outcome == BRK_SUCCESS) {
         rep.latency_ms = (double)(bsc_now_us() - a->start_us) / 1e3;
         if (r->input.stream && r->d.ttfb_us)
@@ -210,8 +243,8 @@ static void attempt_failed(struct request *r)
     if (pol->cools_key && r->key_idx >= 0) {
         int reason = key_reason_of(r->x.fail.kind);
         static const char *const reasons[] = {"rate_limited", "quota", "auth"};
-        hstate_key_cooldown(r->gw->hs, r->target->provider, r->key_idx, reason,
-                            r->x.fail.retry_after_ms, bsc_now_ms());
+        hstate_tkey_cooldown(r->gw->hs, r->target, r->key_idx, reason, r->x.fail.retry_after_ms,
+                             bsc_now_ms());
         metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->target->provider->id,
                     reasons[reason], 1);
     }
@@ -225,12 +258,43 @@ static void attempt_failed(struct request *r)
 
 /* ---- states ---- */
 
+/* True when r->target runs as many attempts as its adaptive concurrency allows. Until the
+ * limiter enforces the effective limits itself, the attempt ends as a local rate limit. */
+static bool adaptive_full(struct request *r)
+{
+    struct adaptive_eff eff;
+    uint32_t inflight;
+
+    if (!r->target->adaptive)
+        return false;
+    hstate_adaptive(r->gw->hs, r->target, &eff, &inflight);
+    return eff.concurrency && inflight >= eff.concurrency;
+}
+
+/* The attempt cannot go: every key cools for this model (another request cooled the last
+ * one meanwhile) or the target is at its adaptive limit (<full>): a local rate limit. */
+static void limited_locally(struct request *r, bool full, uint64_t soonest, uint64_t now)
+{
+    fail_info_init(&r->x.fail);
+    r->x.fail.kind = FAIL_RATE_LIMITED;
+    if (full) {
+        r->x.fail.retry_after_ms = ADAPTIVE_RETRY_MS;
+        snprintf(r->x.fail.message, sizeof(r->x.fail.message),
+                 "%s is at its adaptive concurrency limit", r->target->id);
+        return;
+    }
+    r->x.fail.retry_after_ms = soonest > now ? (int64_t)(soonest - now) : 0;
+    snprintf(r->x.fail.message, sizeof(r->x.fail.message), "every key of %s is cooling down",
+             r->target->provider->id);
+}
+
 /* Starts an attempt on r->target with the workflow and delay decided before. */
 static void begin_attempt(struct request *r)
 {
     struct attempt *a;
     uint64_t now = bsc_now_ms(), soonest = 0;
     enum bsc_err err;
+    bool full;
 
     if (r->n_attempts == ATTEMPT_MAX) {
         req__set_error(r, 503, "server_error", "gateway_overloaded", "too many attempts");
@@ -240,8 +304,10 @@ static void begin_attempt(struct request *r)
     xchg_reset(r);
     /* A retry that waited for a key's cooldown may wake a millisecond early by the loop's
      * coarser clock: a small grace keeps it from failing on its own wait. */
-    r->key_idx = hstate_key_next(r->gw->hs, r->target->provider,
-                                 r->next.wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
+    full = adaptive_full(r);
+    r->key_idx = full ? -1
+                      : hstate_tkey_next(r->gw->hs, r->target,
+                                         r->next.wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
     a = &r->attempts[r->n_attempts++];
     attempt_begin(a, r->target, r->next.wf, bsc_now_us());
     snprintf(a->ranking, sizeof(a->ranking), "%s", r->ranking); /* feedback.c */
@@ -255,12 +321,7 @@ static void begin_attempt(struct request *r)
     metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->target->id, NULL, 1);
     req__goto(r, REQ_ST_ATTEMPT);
     if (r->key_idx == -1) {
-        /* Another request cooled the last key meanwhile: a local rate limit. */
-        fail_info_init(&r->x.fail);
-        r->x.fail.kind = FAIL_RATE_LIMITED;
-        r->x.fail.retry_after_ms = soonest > now ? (int64_t)(soonest - now) : 0;
-        snprintf(r->x.fail.message, sizeof(r->x.fail.message), "every key of %s is cooling down",
-                 r->target->provider->id);
+        limited_locally(r, full, soonest, now);
         return;
     }
     err = xchg_start(r);

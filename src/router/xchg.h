@@ -58,6 +58,9 @@ void xchg_reset(struct request *r);
 /* After an uncommitted attempt ended: r->x.fail (FAIL_NONE = success, r->x.answer holds the
  * OpenAI-shaped answer and r->x.usage its usage). */
 void xchg_classify(struct request *r);
+/* What the rate-limit headers of the attempt's answer say, read by its adapter (all -1
+ * when there was no answer). Any answer: a success's head counts too. */
+void xchg_rate_limits(struct request *r, struct rl_headers *out);
 /* Stops the transfer, if one is running (its callbacks will not run again). */
 void xchg_cancel(struct xchg *x);
 /* Frees everything the exchange owns. */

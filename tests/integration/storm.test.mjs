@@ -1,6 +1,7 @@
 // A 429 storm: every upstream answers 429. The gateway-wide retry budget (docs/design.md §3)
 // must keep upstream calls a bounded multiple of client requests; a control gateway with
-// an unlimited budget shows what the budget prevents.
+// an unlimited budget shows what the budget prevents. Adaptive concurrency is off here: it
+// would turn requests away before the budget is measured (adaptive.test.mjs covers it).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startSim, startGateway } from '../lib/harness.mjs';
@@ -22,8 +23,8 @@ providers:
   a: { kind: openai_compatible, base_url: "${simBase}", keys: ["sk-a"], health: { probe: none } }
   b: { kind: openai_compatible, base_url: "${simBase}", keys: ["sk-b"], health: { probe: none } }
 targets:
-  p: { provider: a, model: ${model}-p, breaker: { consecutive_failures: 100000, min_requests: 100000 } }
-  e: { provider: b, model: ${model}-e, breaker: { consecutive_failures: 100000, min_requests: 100000 } }
+  p: { provider: a, model: ${model}-p, adaptive: false, breaker: { consecutive_failures: 100000, min_requests: 100000 } }
+  e: { provider: b, model: ${model}-e, adaptive: false, breaker: { consecutive_failures: 100000, min_requests: 100000 } }
 routes:
   storm:
     primary: [p]

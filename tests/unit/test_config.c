@@ -155,6 +155,7 @@ static const char full_yaml[] =
     "    max_output_tokens: 32768\n"
     "    price: { input_per_mtok: 2.00, output_per_mtok: 8.00 }\n"
     "    canary_percent: 30\n"
+    "    adaptive: false\n"
     "    breaker: { window_ms: 1000 }\n"
     "  gpt-4.1@azure-eu:\n"
     "    provider: azure-eu\n"
@@ -295,6 +296,7 @@ static void test_full_config(void **state)
     assert_true(t->price.input_per_mtok == 2.0);
     assert_true(t->price.output_per_mtok == 8.0);
     assert_int_equal(t->canary_percent, 30);
+    assert_false(t->adaptive);
     assert_false(t->disabled);
     assert_true(t->has_breaker);
     assert_int_equal(t->breaker.window_ms, 1000);
@@ -304,6 +306,7 @@ static void test_full_config(void **state)
     assert_string_equal(t->deployment, "gpt41");
     assert_true(t->disabled);
     assert_int_equal(t->canary_percent, 100);
+    assert_true(t->adaptive); /* the default */
     assert_false(t->has_breaker);
     assert_int_equal(cfg->targets[2].capabilities,
                      CFG_CAP_TEXT | CFG_CAP_VISION | CFG_CAP_STREAMING | CFG_CAP_TOOLS |

@@ -196,6 +196,73 @@ static void test_threads(void **state)
     hstate_free(hs);
 }
 
+
+/* Targets a (model m1) and b (model m2) share p's keys: a rate limit reported for a cools
+ * the key for m1 only; a quota for b cools it for both; a third target with a's model
+ * shares a's slot. */
+static void test_key_rate_limit_per_model(void **state)
+{
+    struct hstate *hs = hstate_new();
+    struct snap s;
+    uint64_t soon = 0;
+
+    (void)state;
+    snap_init(&s);
+    s.p.n_keys = 1;
+    hstate_sync(hs, &s.cfg, NOW);
+    hstate_tkey_cooldown(hs, &s.t[0], 0, KEY_RATE_LIMITED, 5000, NOW);
+    assert_int_equal(hstate_tkey_next(hs, &s.t[0], NOW, &soon), -1);
+    assert_true(soon == NOW + 5000);
+    assert_true(hstate_tkeys_ready_at(hs, &s.t[0], NOW) == NOW + 5000);
+    assert_int_equal(hstate_tkey_next(hs, &s.t[1], NOW, &soon), 0);
+    assert_true(hstate_tkeys_ready_at(hs, &s.t[1], NOW) == NOW);
+    assert_int_equal(hstate_key_next(hs, &s.p, NOW, &soon), 0); /* the key-wide view */
+    /* The same model through another target id: the same slot. */
+    s.t[1].model = "m1";
+    hstate_sync(hs, &s.cfg, NOW);
+    assert_int_equal(hstate_tkey_next(hs, &s.t[1], NOW, &soon), -1);
+    s.t[1].model = "m2";
+    hstate_sync(hs, &s.cfg, NOW);
+    hstate_tkey_cooldown(hs, &s.t[1], 0, KEY_QUOTA, -1, NOW);
+    assert_int_equal(hstate_tkey_next(hs, &s.t[1], NOW + 6000, &soon), -1);
+    assert_int_equal(hstate_tkey_next(hs, &s.t[0], NOW + 6000, &soon), -1);
+    hstate_free(hs);
+}
+
+/* The AIMD signals of attempt reports reach the target's controller (adaptive on), and
+ * its effective limits show in the view; adaptive off, nothing moves. */
+static void test_adaptive_signals(void **state)
+{
+    struct hstate *hs = hstate_new();
+    struct snap s;
+    struct attempt_report limited = {.outcome = BRK_NEUTRAL, .latency_ms = -1, .ttft_ms = -1,
+                                     .error = "rate_limited", .adapt = ADAPT_LIMITED,
+                                     .started_ms = NOW};
+    struct adaptive_eff eff;
+    struct target_view v;
+    uint32_t inflight;
+
+    (void)state;
+    snap_init(&s);
+    s.t[0].adaptive = true;
+    hstate_sync(hs, &s.cfg, NOW);
+    for (int i = 0; i < 6; i++)
+        hstate_inflight(hs, &s.t[0], +1);
+    hstate_record(hs, &s.t[0], NOW + 10, &limited, NULL);
+    hstate_adaptive(hs, &s.t[0], &eff, &inflight);
+    assert_int_equal(eff.concurrency, 3); /* 6 in flight at the first 429, halved */
+    assert_int_equal(inflight, 6);
+    hstate_view(hs, &s.t[0], NOW + 10, &v);
+    assert_int_equal(v.eff.concurrency, 3);
+    hstate_record(hs, &s.t[0], NOW + 11, &limited, NULL); /* begun before the cut: stale */
+    hstate_adaptive(hs, &s.t[0], &eff, &inflight);
+    assert_int_equal(eff.concurrency, 3);
+    hstate_record(hs, &s.t[1], NOW + 10, &limited, NULL); /* b: adaptive off */
+    hstate_adaptive(hs, &s.t[1], &eff, &inflight);
+    assert_int_equal(eff.concurrency, 0);
+    hstate_free(hs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -204,6 +271,8 @@ int main(void)
         cmocka_unit_test(test_keys_reset_and_unknown),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_key_rate_limit_per_model),
+        cmocka_unit_test(test_adaptive_signals),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

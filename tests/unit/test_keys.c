@@ -274,6 +274,80 @@ static void test_verify_only_auth(void **state)
     keys_verify_done(&pool, 7, KEY_VERIFY_OK, 100, 100);
 }
 
+
+/* A rate limit on model slot 0 leaves the key usable for model slot 1 (issue: a 429 on model A
+ * stopped model B on the same key). */
+static void test_rate_limit_per_model(void **state)
+{
+    struct keypool pool;
+
+    (void)state;
+    keys_init(&pool, 1);
+    assert_int_equal(keys_cooldown_model(&pool, 0, 0, 5000, KEY_RATE_LIMITED), BSC_OK);
+    assert_int_equal(keys_next_model(&pool, 0, 100), -1);
+    assert_true(keys_soonest_model_ms(&pool, 0) == 5000);
+    assert_int_equal(keys_available_model(&pool, 0, 100), 0);
+    assert_int_equal(keys_next_model(&pool, 1, 100), 0);
+    assert_int_equal(keys_available_model(&pool, 1, 100), 1);
+    assert_true(keys_soonest_model_ms(&pool, 1) == 0);
+    /* The key-wide view does not count a model's rate limit. */
+    assert_int_equal(keys_available(&pool, 100), 1);
+    assert_int_equal(keys_next_model(&pool, 0, 5000), 0);
+    assert_int_equal(keys_stats(&pool, 0)->cooldowns[KEY_RATE_LIMITED], 1);
+}
+
+/* Quota and refused credentials cool the key for every model, whatever slot reported it. */
+static void test_quota_auth_every_model(void **state)
+{
+    struct keypool pool;
+
+    (void)state;
+    keys_init(&pool, 2);
+    assert_int_equal(keys_cooldown_model(&pool, 0, 3, 9000, KEY_QUOTA), BSC_OK);
+    assert_int_equal(keys_cooldown_model(&pool, 1, 3, 7000, KEY_AUTH), BSC_OK);
+    for (int m = -1; m < KEYS_MODELS_MAX; m++) {
+        assert_int_equal(keys_next_model(&pool, m, 100), -1);
+        assert_true(keys_soonest_model_ms(&pool, m) == 7000);
+    }
+    assert_int_equal(keys_reason(&pool, 0), KEY_QUOTA);
+}
+
+/* A model without a slot (-1, or out of range) rate-limits the key for every model. */
+static void test_rate_limit_no_slot_key_wide(void **state)
+{
+    struct keypool pool;
+
+    (void)state;
+    keys_init(&pool, 1);
+    assert_int_equal(keys_cooldown_model(&pool, 0, -1, 4000, KEY_RATE_LIMITED), BSC_OK);
+    assert_int_equal(keys_next_model(&pool, 2, 100), -1);
+    keys_init(&pool, 1);
+    assert_int_equal(keys_cooldown_model(&pool, 0, KEYS_MODELS_MAX, 4000, KEY_RATE_LIMITED),
+                     BSC_OK);
+    assert_int_equal(keys_next_model(&pool, 2, 100), -1);
+}
+
+/* The later of the key-wide and the model cooldown wins; rotation skips per model. */
+static void test_model_and_key_cooldowns_combine(void **state)
+{
+    struct keypool pool;
+
+    (void)state;
+    keys_init(&pool, 2);
+    keys_cooldown_model(&pool, 0, 1, 8000, KEY_RATE_LIMITED);
+    keys_cooldown_model(&pool, 0, -1, 3000, KEY_RATE_LIMITED);
+    assert_true(keys_soonest_model_ms(&pool, 1) == 0); /* key 1 is free */
+    assert_int_equal(keys_next_model(&pool, 1, 100), 1);
+    assert_int_equal(keys_next_model(&pool, 1, 100), 1);
+    assert_int_equal(keys_next_model(&pool, 0, 3000), 0);
+    assert_int_equal(keys_next_model(&pool, 1, 3000), 1);
+    assert_int_equal(keys_next_model(&pool, 1, 3000), 1);
+    keys_cooldown_model(&pool, 1, 1, 6000, KEY_RATE_LIMITED);
+    assert_true(keys_soonest_model_ms(&pool, 1) == 6000);
+    assert_true(keys_soonest_hint_model_ms(&pool, 1, 3000) == 6000);
+    assert_int_equal(keys_available_model(&pool, 1, 6000), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -292,6 +366,10 @@ int main(void)
         cmocka_unit_test(test_verify_inconclusive),
         cmocka_unit_test(test_verify_only_auth),
         cmocka_unit_test(test_verify_hint),
+        cmocka_unit_test(test_rate_limit_per_model),
+        cmocka_unit_test(test_quota_auth_every_model),
+        cmocka_unit_test(test_rate_limit_no_slot_key_wide),
+        cmocka_unit_test(test_model_and_key_cooldowns_combine),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -385,6 +385,8 @@ static void test_family_table(void **state)
         {"bascule_config_reloads_total", METRIC_COUNTER, {"result"}},
         {"bascule_connections", METRIC_GAUGE, {NULL}},
         {"bascule_metrics_dropped_total", METRIC_COUNTER, {NULL}},
+        {"bascule_target_effective_concurrency", METRIC_GAUGE, {"target"}},
+        {"bascule_target_effective_rpm", METRIC_GAUGE, {"target"}},
     };
 
     (void)state;

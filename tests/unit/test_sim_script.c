@@ -293,6 +293,37 @@ static void models_own_and_star(void **state)
     sim_models_cleanup(&m);
 }
 
+
+/* max_concurrent: with that many calls in flight a new one gets the overload 429 with its
+ * rate-limit headers; once one ends, the script's step again. */
+static void models_max_concurrent(void **state)
+{
+    struct sim_models m;
+    struct sim_plan p1, p2, p3;
+
+    (void)state;
+    sim_models_init(&m);
+    set_spec(&m, "mc", "{\"max_concurrent\":2,\"repeat\":true,"
+                       "\"script\":[{\"action\":\"delay\",\"delay_ms\":5}]}");
+    assert_int_equal(begin(&m, "mc", &p1), SIM_ACT_DELAY);
+    assert_int_equal(begin(&m, "mc", &p2), SIM_ACT_DELAY);
+    assert_int_equal(begin(&m, "mc", &p3), SIM_ACT_STATUS);
+    assert_int_equal(p3.step.status, 429);
+    assert_int_equal(p3.step.n_headers, 4);
+    assert_string_equal(p3.step.headers[0].name, "x-ratelimit-limit-requests");
+    assert_string_equal(p3.step.headers[0].value, "2");
+    assert_string_equal(p3.step.headers[3].name, "retry-after-ms");
+    sim_models_end(&m, BSC_STR("mc"), p3.gen, false);
+    sim_models_end(&m, BSC_STR("mc"), p1.gen, false);
+    sim_plan_cleanup(&p1);
+    sim_plan_cleanup(&p3);
+    assert_int_equal(begin_end(&m, "mc"), SIM_ACT_DELAY);
+    sim_models_end(&m, BSC_STR("mc"), p2.gen, false);
+    sim_plan_cleanup(&p2);
+    set_spec(&m, "bad", "{\"max_concurrent\":1}");
+    sim_models_cleanup(&m);
+}
+
 static void models_bad_spec_keeps_old(void **state)
 {
     struct sim_models m;
@@ -890,6 +921,7 @@ int main(void)
         cmocka_unit_test(step_copy_is_deep),
         cmocka_unit_test(models_own_and_star),
         cmocka_unit_test(models_bad_spec_keeps_old),
+        cmocka_unit_test(models_max_concurrent),
         cmocka_unit_test(models_counters),
         cmocka_unit_test(request_log_ring),
         cmocka_unit_test(headers_json_lowercase_and_join),

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/* test_ratelimit_headers.c -- the rate-limit header parsers: Go-style durations, RFC 3339
+ * times, both header families through the adapters' accessor, and when a key must rest. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "providers/provider.h"
+#include "providers/ratelimit_headers.h"
+
+static void test_durations(void **state)
+{
+    (void)state;
+    assert_int_equal(rl_parse_duration_ms(BSC_STR("1s")), 1000);
+    assert_int_equal(rl_parse_duration_ms(BSC_STR("6m0s")), 360000);
+    assert_int_equal(rl_parse_duration_ms(BSC_STR("20ms")), 20);
+    assert_int_equal(rl_parse_duration_ms(BSC_STR("1h2m3.5s")), 3723500);
+    assert_int_equal(rl_parse_duration_ms(BSC_STR("0.5s")), 500);
+    assert_int_equal(rl_parse_duration_ms(BSC_STR("3")), 3000);
+    assert_int_equal(rl_parse_duration_ms(BSC_STR(" 2s ")), 2000);
+    assert_int_equal(rl_parse_duration_ms(BSC_STR("1.0001s")), 1001); /* rounded up */
+    assert_int_equal(rl_parse_duration_ms(BSC_STR("250us")), 1);
+    assert_int_equal(rl_parse_duration_ms(BSC_STR("0s")), 0);
+    assert_int_equal(rl_parse_duration_ms(BSC_STR("")), -1);
+    assert_int_equal(rl_parse_duration_ms(BSC_STR("-1s")), -1);
+    assert_int_equal(rl_parse_duration_ms(BSC_STR("s")), -1);
+    assert_int_equal(rl_parse_duration_ms(BSC_STR("1x")), -1);
+    assert_int_equal(rl_parse_duration_ms(BSC_STR("1s2")), -1);
+    assert_int_equal(rl_parse_duration_ms(BSC_STR(".s")), -1);
+    assert_int_equal(rl_parse_duration_ms(BSC_STR("99999999999999h")), -1);
+}
+
+static void test_rfc3339(void **state)
+{
+    (void)state;
+    assert_true(rl_parse_rfc3339_ms(BSC_STR("1970-01-01T00:00:00Z")) == 0);
+    assert_true(rl_parse_rfc3339_ms(BSC_STR("2026-12-02T00:40:03Z")) == 1796172003000LL);
+    assert_true(rl_parse_rfc3339_ms(BSC_STR("2026-12-02T00:40:03.25Z")) == 1796172003250LL);
+    assert_true(rl_parse_rfc3339_ms(BSC_STR("2026-12-02T01:40:03+01:00")) == 1796172003000LL);
+    assert_true(rl_parse_rfc3339_ms(BSC_STR("2026-12-01T23:40:03-01:00")) == 1796172003000LL);
+    assert_true(rl_parse_rfc3339_ms(BSC_STR("2024-02-29T00:00:00Z")) == 1709164800000LL);
+    assert_true(rl_parse_rfc3339_ms(BSC_STR("2026-12-02 00:40:03Z")) == -1);
+    assert_true(rl_parse_rfc3339_ms(BSC_STR("2026-13-02T00:40:03Z")) == -1);
+    assert_true(rl_parse_rfc3339_ms(BSC_STR("2026-12-02T00:40:03")) == -1);
+    assert_true(rl_parse_rfc3339_ms(BSC_STR("2026-12-02T00:40:03.Z")) == -1);
+    assert_true(rl_parse_rfc3339_ms(BSC_STR("2026-12-02T00:40:03Zjunk")) == -1);
+    assert_true(rl_parse_rfc3339_ms(BSC_STR("soon")) == -1);
+    assert_true(rl_parse_rfc3339_ms(BSC_STR("1970-01-01T00:00:00+01:00")) == -1);
+}
+
+/* A header table for the accessor: "name", "value" pairs, NULL-ended. */
+static struct bsc_str table_header(const void *ctx, const char *name)
+{
+    const char *const *kv = ctx;
+
+    for (; kv[0]; kv += 2)
+        if (strcasecmp(kv[0], name) == 0)
+            return bsc_str_cstr(kv[1]);
+    return bsc_str_make(NULL, 0);
+}
+
+static void test_openai_headers(void **state)
+{
+    static const char *const h[] = {"x-ratelimit-remaining-requests",
+                                    "0",
+                                    "x-ratelimit-reset-requests",
+                                    "3s",
+                                    "X-Ratelimit-Remaining-Tokens",
+                                    "149",
+                                    "x-ratelimit-reset-tokens",
+                                    "6m0s",
+                                    NULL};
+    struct prov_err_input in = {.status = 200, .header = table_header, .header_ctx = h};
+    struct rl_headers rl;
+
+    (void)state;
+    prov_ratelimit(prov_ops_for(CFG_PROV_OPENAI), &in, &rl);
+    assert_int_equal(rl.remaining_requests, 0);
+    assert_int_equal(rl.remaining_tokens, 149);
+    assert_int_equal(rl.reset_requests_ms, 3000);
+    assert_int_equal(rl.reset_tokens_ms, 360000);
+    assert_int_equal(rl_exhausted_ms(&rl), 3000);
+    prov_ratelimit(prov_ops_for(CFG_PROV_AZURE), &in, &rl);
+    assert_int_equal(rl_exhausted_ms(&rl), 3000);
+    /* Gemini sends none: nothing read. */
+    prov_ratelimit(prov_ops_for(CFG_PROV_GEMINI), &in, &rl);
+    assert_int_equal(rl.remaining_requests, -1);
+    assert_int_equal(rl_exhausted_ms(&rl), 0);
+}
+
+static void test_anthropic_headers(void **state)
+{
+    static const char *const h[] = {"anthropic-ratelimit-requests-remaining",
+                                    "12",
+                                    "anthropic-ratelimit-requests-reset",
+                                    "2026-12-02T00:40:03Z",
+                                    "anthropic-ratelimit-tokens-remaining",
+                                    "0",
+                                    "anthropic-ratelimit-tokens-reset",
+                                    "2026-12-02T00:40:05.5Z",
+                                    NULL};
+    struct prov_err_input in = {.status = 200,
+                                .header = table_header,
+                                .header_ctx = h,
+                                .now_wall_ms = 1796172003000ULL - 500};
+    struct rl_headers rl;
+
+    (void)state;
+    prov_ratelimit(prov_ops_for(CFG_PROV_ANTHROPIC), &in, &rl);
+    assert_int_equal(rl.remaining_requests, 12);
+    assert_int_equal(rl.reset_requests_ms, 500);
+    assert_int_equal(rl.remaining_tokens, 0);
+    assert_int_equal(rl.reset_tokens_ms, 3000);
+    assert_int_equal(rl_exhausted_ms(&rl), 3000);
+    in.now_wall_ms = 1796172010000ULL; /* the reset is past */
+    prov_ratelimit(prov_ops_for(CFG_PROV_ANTHROPIC), &in, &rl);
+    assert_int_equal(rl.reset_tokens_ms, 0);
+    assert_int_equal(rl_exhausted_ms(&rl), 0);
+    /* The OpenAI headers mean nothing to the Anthropic adapter. */
+    prov_ratelimit(prov_ops_for(CFG_PROV_OPENAI), &in, &rl);
+    assert_int_equal(rl.remaining_tokens, -1);
+}
+
+static void test_exhausted(void **state)
+{
+    struct rl_headers rl = {-1, -1, -1, -1};
+
+    (void)state;
+    assert_int_equal(rl_exhausted_ms(&rl), 0);
+    rl.remaining_requests = 1;
+    rl.reset_requests_ms = 5000;
+    assert_int_equal(rl_exhausted_ms(&rl), 0); /* one left */
+    rl.remaining_requests = 0;
+    assert_int_equal(rl_exhausted_ms(&rl), 5000);
+    rl.reset_requests_ms = -1;
+    assert_int_equal(rl_exhausted_ms(&rl), 1000); /* none left, no reset given */
+    rl.remaining_tokens = 0;
+    rl.reset_tokens_ms = 999999999;
+    assert_int_equal(rl_exhausted_ms(&rl), RL_MAX_RESET_MS);
+    /* No accessor: nothing. */
+    struct prov_err_input none = {0};
+    rl_read_openai(&none, &rl);
+    assert_int_equal(rl.remaining_requests, -1);
+    assert_int_equal(rl.reset_tokens_ms, -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_durations),      cmocka_unit_test(test_rfc3339),
+        cmocka_unit_test(test_openai_headers), cmocka_unit_test(test_anthropic_headers),
+        cmocka_unit_test(test_exhausted),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
