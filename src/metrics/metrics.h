@@ -118,7 +118,10 @@ enum metric_buckets {
       "Trace spans not exported: queue full or the collector failed or refused them.")         \
     X(WORKFLOW_OUTCOMES, COUNTER, NONE, "bascule_workflow_outcomes_total",                     \
       METRICS_L3("workflow", "layer", "result"),                                               \
-      "Outcomes by the workflow that produced the answer (primary, retry, fallback, ...).")
+      "Outcomes by the workflow that produced the answer (primary, retry, fallback, ...).") \
+    X(LIMIT_DECISIONS, COUNTER, NONE, "bascule_limit_decisions_total",                         \
+      METRICS_L2("limit", "outcome"),                                                          \
+      "Local limit decisions by limit (client_rpm, target_concurrency, ...) and outcome.")
 
 enum metric_id {
 #define X(ID, TYPE, BUCKETS, NAME, LABELS, HELP) METRIC_##ID,

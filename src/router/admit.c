@@ -50,6 +50,13 @@ static enum admit_verdict check_operation_id(struct request *r)
     return ADMIT_PASS;
 }
 
+/* The client's rpm, tpm and max_concurrency (limit.c): a 429 before anything is looked up
+ * or sent upstream. */
+static enum admit_verdict check_client_limits(struct request *r)
+{
+    return lim_req_admit_client(r) ? ADMIT_PASS : ADMIT_REFUSE;
+}
+
 /* Starts the Idempotency-Key lookup; check_idempotency acts on its answer. Refuses a key
  * that is not valid, or a store that cannot take the lookup. */
 static enum admit_verdict check_idempotency_lookup(struct request *r)
@@ -97,6 +104,7 @@ static enum admit_verdict check_ledger(struct request *r)
 static const struct admit_check admit_start[] = {
     {"route_selected", check_route_selected},
     {"operation_id", check_operation_id},
+    {"client_limits", check_client_limits},
     {"idempotency_lookup", check_idempotency_lookup},
     {"retry_budget", check_retry_budget},
     {"idempotency", check_idempotency},

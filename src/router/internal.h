@@ -22,6 +22,7 @@
 #include "router/envelope.h"
 #include "router/gateway.h"
 #include "router/guard.h"
+#include "router/limit.h"
 #include "router/params.h"
 #include "router/reply.h"
 #include "router/req_state.h"
@@ -110,6 +111,7 @@ struct request {
     const struct cfg_client *client; /* clients: the authenticated caller (borrowed from
                                         <cfg>); NULL on an open gateway */
 
+    struct req_limits lim;       /* local limits: slots held, the wait for room (limit.c) */
     struct trim_state trim;      /* context.overflow: trim (trim.c) */
     struct shadow *shadows;      /* borrowed: its mirrored copies still running (shadow.c) */
 

@@ -185,6 +185,8 @@ static void on_timer(uv_timer_t *h)
     switch (r->m.state) {
     case REQ_ST_BACKOFF:
         break; /* st_backoff sees the timer is no longer active */
+    case REQ_ST_PICK:
+        break; /* the wait for a target's room (limit.c) is over: decide again */
     case REQ_ST_ATTEMPT:
     case REQ_ST_RELAY:
         if (r->x.xfer) { /* else an attempt aborted from a callback continues here */
@@ -249,6 +251,7 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
     if (a)
         a->circuit = brk_state_name(change.to); /* and its span */
     hstate_inflight(r->gw->hs, r->target, -1);
+    lim_req_attempt_done(r);
     metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->target->id, NULL, -1);
     metrics_inc(M(r), r->w->idx, METRIC_ATTEMPTS, r->target->id, kind ? kind : "ok", 1);
     note_breaker_change(r, &change);
@@ -386,15 +389,19 @@ static void st_pick(struct request *r)
 {
     const char *why = NULL;
 
+    lim_req_resume(r);
     if (r->n_attempts == 0) {
         if (decide_req_first(r) == DECIDE_STOP) {
-            req__goto(r, REQ_ST_REPLY_ERROR);
+            if (!r->lim.waiting) /* else queued for room: a timer or a release runs it */
+                req__goto(r, REQ_ST_REPLY_ERROR);
             return;
         }
         begin_attempt(r);
         return;
     }
     if (decide_req_next(r, &why) == DECIDE_STOP) {
+        if (r->lim.waiting)
+            return;
         log_attempt(r, "stop", why);
         req__goto(r, REQ_ST_REPLY_ERROR);
         return;
@@ -625,6 +632,8 @@ static uint64_t write_access_line(struct request *r)
         .output_tokens = r->x.usage.output_tokens,
         .cost_usd = r->cost_usd,
         .states = &r->m.times,
+        .limited_by = r->lim.limited_by,
+        .queued_ms = r->lim.queue_start_ms ? (int64_t)r->lim.queued_ms : -1,
     };
 
     if (r->select_route)
@@ -663,6 +672,7 @@ static void st_done(struct request *r)
     uv_timer_stop(&r->timer);
     xchg_cancel(&r->x);
     report_attempt(r, BRK_NEUTRAL, NULL, false); /* a cancelled attempt frees its probe */
+    lim_req_done(r); /* after the attempt's report: the usage corrects the client's tokens */
     if (r->sreq) {
         srv_resp_abort(r->sreq);
         r->sreq = NULL;

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/* limit.h -- the router's side of the local limits (health/limits.h): the client's limits
+ * as an admission check, each candidate's room (target and provider) copied into the
+ * decision's input, the slots an attempt takes and gives back, and the wait for capacity
+ * (queue_ms) in PICK. Router-private. See docs/internals/limits.md. */
+#ifndef BSC_ROUTER_LIMIT_H
+#define BSC_ROUTER_LIMIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct request;
+struct worker;
+struct decide_cand;
+struct decide_out;
+struct cfg_target;
+
+/* What a request holds and waits for. Zeroed with the request. */
+struct req_limits {
+    bool client_held;             /* a slot of the client's limits is taken */
+    const struct cfg_target *held; /* the target whose (and whose provider's) slot the
+                                      current attempt holds, or NULL */
+    uint64_t held_tokens;         /* the tokens taken with it (the estimate) */
+    const char *limited_by;       /* static: the last limit that said no (header, logs) */
+    bool waiting;                 /* queued in PICK for a target's capacity ... */
+    const struct cfg_target *waiting_on; /* ... the one whose queue it is counted in */
+    uint64_t queue_start_ms, queue_until_ms;
+    uint64_t queued_ms;           /* time spent queued, for the logs */
+    struct request *q_prev, *q_next; /* the worker's list of waiting requests */
+};
+
+/* ADMIT: the client's rpm, tpm and max_concurrency; a limit reached sets the 429. */
+bool lim_req_admit_client(struct request *r);
+/* The room candidate <c> (its target, its provider) has for <r> now. */
+void lim_req_fill(struct request *r, struct decide_cand *c, uint64_t now_ms);
+/* Takes <t>'s and its provider's slots for the attempt decided; false (nothing taken,
+ * r->lim.limited_by set, *<wait_ms> when room returns) when another request took the room
+ * since the decision looked. */
+bool lim_req_take(struct request *r, const struct cfg_target *t, int64_t *wait_ms);
+/* Gives back the current attempt's slots (tokens corrected by the usage when known). */
+void lim_req_attempt_done(struct request *r);
+/* Nothing had room: waits in PICK when a candidate's queue_ms allows (true: the timer or a
+ * release runs the machine again), else false and the caller answers 429 rate_limited. */
+bool lim_req_wait(struct request *r, const struct decide_out *out);
+/* PICK runs again: out of the waiting list (the time queued counted), timer stopped. */
+void lim_req_resume(struct request *r);
+/* At DONE: the client's slot back, out of the waiting list. */
+void lim_req_done(struct request *r);
+/* WORKER_CMD_CAPACITY: runs this loop's waiting requests again, oldest first. */
+void lim_req_wake(struct worker *w);
+
+#endif
