@@ -347,8 +347,10 @@ static enum decision decide_room(struct request *r, struct decide_in *in,
     int64_t wait_ms;
 
     for (unsigned n = 0; d == DECIDE_GO && n <= TIER_COUNT * DECIDE_MAX_CANDS; n++) {
-        if (lim_req_take(r, out->target, &wait_ms))
+        if (lim_req_take(r, out->target, &wait_ms)) {
+            lim_req_note_moved(r, in, out->target);
             return d;
+        }
         mark_no_room(in, out->target, r->lim.limited_by, wait_ms);
         d = decide_admitted(r, in, fn, out);
     }
@@ -380,6 +382,7 @@ static void apply_stop(struct request *r, const struct decide_out *out)
         r->err.status = 429;
         r->err.type = "rate_limit_error";
         r->lim.limited_by = out->limited_by;
+        metrics_inc(M(r), r->w->idx, METRIC_LIMIT_DECISIONS, out->limited_by, "rejected", 1);
         break;
     default:
         req__set_provider_error(r);

@@ -133,6 +133,21 @@ bool lim_req_take(struct request *r, const struct cfg_target *t, int64_t *wait_m
     return true;
 }
 
+void lim_req_note_moved(struct request *r, const struct decide_in *in,
+                        const struct cfg_target *chosen)
+{
+    for (int tier = 0; tier < TIER_COUNT; tier++) {
+        for (size_t k = 0; k < in->tiers[tier].n; k++) {
+            const struct decide_cand *c = &in->tiers[tier].c[k];
+
+            if (c->limited_by && c->t != chosen) {
+                count(r, c->limited_by, "moved_on");
+                return;
+            }
+        }
+    }
+}
+
 void lim_req_attempt_done(struct request *r)
 {
     const struct cfg_target *t = r->lim.held;

@@ -12,6 +12,7 @@
 struct request;
 struct worker;
 struct decide_cand;
+struct decide_in;
 struct decide_out;
 struct cfg_target;
 
@@ -37,6 +38,9 @@ void lim_req_fill(struct request *r, struct decide_cand *c, uint64_t now_ms);
  * r->lim.limited_by set, *<wait_ms> when room returns) when another request took the room
  * since the decision looked. */
 bool lim_req_take(struct request *r, const struct cfg_target *t, int64_t *wait_ms);
+/* After a decision took <chosen>: counts a move past a candidate kept out for room. */
+void lim_req_note_moved(struct request *r, const struct decide_in *in,
+                        const struct cfg_target *chosen);
 /* Gives back the current attempt's slots (tokens corrected by the usage when known). */
 void lim_req_attempt_done(struct request *r);
 /* Nothing had room: waits in PICK when a candidate's queue_ms allows (true: the timer or a

@@ -12,6 +12,7 @@ import { startSim, startGateway, waitFor } from '../lib/harness.mjs';
 const LIMITED = 'limits-limited-key-0123456789';
 const SINGLE = 'limits-single-key-0123456789';
 const FREE = 'limits-free-key-0123456789abc';
+const ADMIN = 'limits-admin-key-0123456789ab';
 let sim, gw;
 
 before(async () => {
@@ -20,6 +21,7 @@ before(async () => {
     config: `listen: "127.0.0.1:{{PORT}}"
 workers: 2
 log: { level: warn }
+admin: { key: "${ADMIN}" }
 providers:
   sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-l"], health: { probe: none } }
 targets:
@@ -160,4 +162,15 @@ test('max_concurrency 2: never more than 2 in flight at the provider, all served
   assert.match(metrics, /bascule_limit_decisions_total\{limit="target_concurrency",outcome="queued"\} [1-9]/);
   assert.match(metrics, /bascule_limit_decisions_total\{limit="client_rpm",outcome="rejected"\} 5/);
   assert.match(metrics, /bascule_queue_depth\{target="tc"\} 0/);
+  assert.match(metrics, /bascule_limit_decisions_total\{limit="target_rpm",outcome="moved_on"\} [1-9]/);
+  // The status page: the configured limits, the slots in use and the queue, per target.
+  const status = await (await fetch(`${gw.url}/status.json`, { headers: { authorization: `Bearer ${ADMIN}` } })).json();
+  const tc = status.targets.find((t) => t.id === 'tc');
+  assert.deepEqual(
+    { ...tc.limits, provider: undefined },
+    { rpm: 0, tpm: 0, max_concurrency: 2, queue_ms: 20000, effective_rpm: 0, effective_max_concurrency: 2,
+      inflight: 0, queued: 0, provider: undefined },
+  );
+  assert.equal(tc.limits.provider.max_concurrency, 256);
+  assert.equal(status.targets.find((t) => t.id === 'tr').limits.rpm, 10);
 });
