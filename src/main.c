@@ -154,6 +154,7 @@ static void worker_closed(struct srv *srv, void *ud)
     shadow_worker_stop(w); /* copies still running: before their curl multi goes */
     up_multi_free(w->up);
     w->up = NULL;
+    lim_worker_closing(w);
     uv_close((uv_handle_t *)&w->wake, NULL);
 }
 

@@ -57,6 +57,7 @@ void lim_set_init(struct lim_set *s, struct lim_caps caps)
     pthread_mutex_init(&s->mu, NULL);
     s->caps = caps;
     s->factor = 1.0;
+    atomic_init(&s->active, caps.rpm || caps.tpm || caps.conc);
 }
 
 void lim_set_destroy(struct lim_set *s)
@@ -68,6 +69,7 @@ void lim_set_configure(struct lim_set *s, struct lim_caps caps)
 {
     pthread_mutex_lock(&s->mu);
     s->caps = caps;
+    atomic_store_explicit(&s->active, caps.rpm || caps.tpm || caps.conc, memory_order_relaxed);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -91,7 +93,7 @@ struct lim_caps lim_set_effective(struct lim_set *s)
 
 bool lim_set_active(const struct lim_set *s)
 {
-    return s && (s->caps.rpm || s->caps.tpm || s->caps.conc);
+    return s && atomic_load_explicit(&((struct lim_set *)s)->active, memory_order_relaxed);
 }
 
 /* The limit in the way, the caller holding the lock; buckets brought to <now_ms>. The
@@ -99,7 +101,9 @@ bool lim_set_active(const struct lim_set *s)
 static struct lim_verdict check(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
 {
     struct lim_caps c = effective(s);
-    struct lim_verdict v = {LIM_NONE, 0};
+    struct lim_verdict v = {LIM_NONE, 0, 0};
+    unsigned enforced = (c.rpm ? 1u << LIM_RPM : 0) | (c.tpm ? 1u << LIM_TPM : 0) |
+                        (c.conc ? 1u << LIM_CONC : 0);
     int64_t w;
 
     if (c.rpm) {
@@ -113,7 +117,8 @@ static struct lim_verdict check(struct lim_set *s, uint64_t tokens, uint64_t now
             v = (struct lim_verdict){LIM_TPM, w};
     }
     if (c.conc && s->inflight >= c.conc && v.kind == LIM_NONE)
-        v = (struct lim_verdict){LIM_CONC, -1};
+        v = (struct lim_verdict){LIM_CONC, -1, 0};
+    v.enforced = enforced;
     return v;
 }
 
@@ -122,7 +127,7 @@ struct lim_verdict lim_peek(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
     struct lim_verdict v;
 
     if (!lim_set_active(s))
-        return (struct lim_verdict){LIM_NONE, 0};
+        return (struct lim_verdict){LIM_NONE, 0, 0};
     pthread_mutex_lock(&s->mu);
     v = check(s, tokens, now_ms);
     pthread_mutex_unlock(&s->mu);
@@ -134,7 +139,7 @@ struct lim_verdict lim_acquire(struct lim_set *s, uint64_t tokens, uint64_t now_
     struct lim_verdict v;
 
     if (!lim_set_active(s))
-        return (struct lim_verdict){LIM_NONE, 0};
+        return (struct lim_verdict){LIM_NONE, 0, 0};
     pthread_mutex_lock(&s->mu);
     v = check(s, tokens, now_ms);
     if (v.kind == LIM_NONE) {

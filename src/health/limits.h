@@ -10,6 +10,7 @@
 #define BSC_HEALTH_LIMITS_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -33,11 +34,13 @@ struct lim_caps {
 struct lim_verdict {
     enum lim_kind kind;
     int64_t wait_ms;
+    unsigned enforced; /* bit (1 << kind) for each limit the set enforced, for metrics */
 };
 
 struct lim_set {
     pthread_mutex_t mu;
-    struct lim_caps caps; /* configured */
+    atomic_bool active;   /* any cap set: read without the lock (a reload may change it) */
+    struct lim_caps caps; /* configured; under <mu> */
     double factor;        /* (0, 1]: scales rpm and conc (the adaptive limiter's effective caps) */
     struct lim_bucket req, tok;
     uint32_t inflight;

@@ -9,6 +9,7 @@
  * never past the queue_ms or the deadline. See docs/internals/limits.md. */
 #include "router/limit.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "core/clock.h"
@@ -30,26 +31,41 @@ static void count(struct request *r, const char *limit, const char *outcome)
         metrics_inc(r->gw->metrics, r->w->idx, METRIC_LIMIT_DECISIONS, limit, outcome, 1);
 }
 
-/* One "allowed" per limit a set enforces. */
-static void count_allowed(struct request *r, struct lim_set *s, enum lim_subject subj)
+/* One "allowed" per limit the set enforced. */
+static void count_allowed(struct request *r, const struct lim_verdict *v, enum lim_subject subj)
 {
-    if (s->caps.rpm)
-        count(r, limit_names[subj][LIM_RPM], "allowed");
-    if (s->caps.tpm)
-        count(r, limit_names[subj][LIM_TPM], "allowed");
-    if (s->caps.conc)
-        count(r, limit_names[subj][LIM_CONC], "allowed");
+    for (int k = LIM_RPM; k < LIM_KIND_COUNT; k++)
+        if (v->enforced & (1u << k))
+            count(r, limit_names[subj][k], "allowed");
 }
+
+/* A loop's wake-up handle is closed when it stops (main.c): wake-ups from other loops and
+ * that close are serialized, and a closed loop is never woken. Taken only when some loop
+ * waits for room. */
+static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Wakes every loop with a request waiting on a set that just had room given back. */
 static void wake(struct request *r, uint64_t waiters)
 {
-    for (unsigned i = 0; waiters && i < r->gw->n_workers; i++) {
-        if (!(waiters & (1ull << (i % 64))))
+    if (!waiters)
+        return;
+    pthread_mutex_lock(&wake_lock);
+    for (unsigned i = 0; i < r->gw->n_workers; i++) {
+        struct worker *w = &r->gw->workers[i];
+
+        if (!(waiters & (1ull << (i % 64))) || w->lim_closed)
             continue;
-        atomic_fetch_or(&r->gw->workers[i].pending, WORKER_CMD_CAPACITY);
-        uv_async_send(&r->gw->workers[i].wake);
+        atomic_fetch_or(&w->pending, WORKER_CMD_CAPACITY);
+        uv_async_send(&w->wake);
     }
+    pthread_mutex_unlock(&wake_lock);
+}
+
+void lim_worker_closing(struct worker *w)
+{
+    pthread_mutex_lock(&wake_lock);
+    w->lim_closed = true;
+    pthread_mutex_unlock(&wake_lock);
 }
 
 static uint64_t used_tokens(const struct request *r)
@@ -73,7 +89,7 @@ bool lim_req_admit_client(struct request *r)
     v = lim_acquire(s, r->est_tokens, bsc_now_ms());
     if (v.kind == LIM_NONE) {
         r->lim.client_held = true;
-        count_allowed(r, s, SUBJ_CLIENT);
+        count_allowed(r, &v, SUBJ_CLIENT);
         return true;
     }
     r->lim.limited_by = limit_names[SUBJ_CLIENT][v.kind];
@@ -110,26 +126,24 @@ bool lim_req_take(struct request *r, const struct cfg_target *t, int64_t *wait_m
 {
     struct lim_set *ts = t->lim, *ps = t->provider->lim;
     uint64_t now = bsc_now_ms();
-    struct lim_verdict v = lim_acquire(ts, r->est_tokens, now);
+    struct lim_verdict v = lim_acquire(ts, r->est_tokens, now), pv;
 
     if (v.kind != LIM_NONE) {
         r->lim.limited_by = limit_names[SUBJ_TARGET][v.kind];
         *wait_ms = v.wait_ms;
         return false;
     }
-    v = lim_acquire(ps, r->est_tokens, now);
-    if (v.kind != LIM_NONE) {
+    pv = lim_acquire(ps, r->est_tokens, now);
+    if (pv.kind != LIM_NONE) {
         wake(r, lim_undo(ts, r->est_tokens));
-        r->lim.limited_by = limit_names[SUBJ_PROVIDER][v.kind];
-        *wait_ms = v.wait_ms;
+        r->lim.limited_by = limit_names[SUBJ_PROVIDER][pv.kind];
+        *wait_ms = pv.wait_ms;
         return false;
     }
     r->lim.held = t;
     r->lim.held_tokens = r->est_tokens;
-    if (lim_set_active(ts))
-        count_allowed(r, ts, SUBJ_TARGET);
-    if (lim_set_active(ps))
-        count_allowed(r, ps, SUBJ_PROVIDER);
+    count_allowed(r, &v, SUBJ_TARGET);
+    count_allowed(r, &pv, SUBJ_PROVIDER);
     return true;
 }
 

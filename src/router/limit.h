@@ -50,6 +50,8 @@ bool lim_req_wait(struct request *r, const struct decide_out *out);
 void lim_req_resume(struct request *r);
 /* At DONE: the client's slot back, out of the waiting list. */
 void lim_req_done(struct request *r);
+/* The loop of <w> stops: no wake-up is sent to it any more (before its handle closes). */
+void lim_worker_closing(struct worker *w);
 /* WORKER_CMD_CAPACITY: runs this loop's waiting requests again, oldest first. */
 void lim_req_wake(struct worker *w);
 

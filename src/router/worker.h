@@ -46,6 +46,7 @@ struct worker {
     unsigned n_req_pool;
     struct shadow *shadows;    /* mirrored requests running on this loop (router/shadow.c) */
     struct request *lim_waiting; /* requests queued for a target's capacity (router/limit.c) */
+    bool lim_closed;           /* <wake> is closing: limit.c wakes it no more */
 };
 
 enum worker_cmd {
