@@ -344,14 +344,15 @@ static enum decision decide_room(struct request *r, struct decide_in *in,
                                  struct decide_out *out)
 {
     enum decision d = decide_admitted(r, in, fn, out);
+    const char *by;
     int64_t wait_ms;
 
     for (unsigned n = 0; d == DECIDE_GO && n <= TIER_COUNT * DECIDE_MAX_CANDS; n++) {
-        if (lim_req_take(r, out->target, &wait_ms)) {
+        if (!(by = lim_req_take(r, out->target, &wait_ms))) {
             lim_req_note_moved(r, in, out->target);
             return d;
         }
-        mark_no_room(in, out->target, r->lim.limited_by, wait_ms);
+        mark_no_room(in, out->target, by, wait_ms);
         d = decide_admitted(r, in, fn, out);
     }
     return d == DECIDE_GO ? DECIDE_STOP : d;
@@ -446,7 +447,7 @@ enum decision decide_req_next(struct request *r, const char **why)
     build_in(r, &in);
     d = decide_room(r, &in, decide_next, &out);
     if (d == DECIDE_GO && !take_budget(r)) {
-        lim_req_attempt_done(r); /* the room it took */
+        lim_req_untake(r); /* the room it took */
         in.budget_ok = false;
         d = decide_room(r, &in, decide_next, &out);
     }

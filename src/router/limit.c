@@ -122,29 +122,37 @@ void lim_req_fill(struct request *r, struct decide_cand *c, uint64_t now_ms)
     c->room_in_ms = v.wait_ms;
 }
 
-bool lim_req_take(struct request *r, const struct cfg_target *t, int64_t *wait_ms)
+const char *lim_req_take(struct request *r, const struct cfg_target *t, int64_t *wait_ms)
 {
     struct lim_set *ts = t->lim, *ps = t->provider->lim;
     uint64_t now = bsc_now_ms();
     struct lim_verdict v = lim_acquire(ts, r->est_tokens, now), pv;
 
     if (v.kind != LIM_NONE) {
-        r->lim.limited_by = limit_names[SUBJ_TARGET][v.kind];
         *wait_ms = v.wait_ms;
-        return false;
+        return limit_names[SUBJ_TARGET][v.kind];
     }
     pv = lim_acquire(ps, r->est_tokens, now);
     if (pv.kind != LIM_NONE) {
         wake(r, lim_undo(ts, r->est_tokens));
-        r->lim.limited_by = limit_names[SUBJ_PROVIDER][pv.kind];
         *wait_ms = pv.wait_ms;
-        return false;
+        return limit_names[SUBJ_PROVIDER][pv.kind];
     }
     r->lim.held = t;
     r->lim.held_tokens = r->est_tokens;
     count_allowed(r, &v, SUBJ_TARGET);
     count_allowed(r, &pv, SUBJ_PROVIDER);
-    return true;
+    return NULL;
+}
+
+void lim_req_untake(struct request *r)
+{
+    const struct cfg_target *t = r->lim.held;
+
+    if (!t)
+        return;
+    r->lim.held = NULL;
+    wake(r, lim_undo(t->lim, r->lim.held_tokens) | lim_undo(t->provider->lim, r->lim.held_tokens));
 }
 
 void lim_req_note_moved(struct request *r, const struct decide_in *in,

@@ -22,7 +22,8 @@ struct req_limits {
     const struct cfg_target *held; /* the target whose (and whose provider's) slot the
                                       current attempt holds, or NULL */
     uint64_t held_tokens;         /* the tokens taken with it (the estimate) */
-    const char *limited_by;       /* static: the last limit that said no (header, logs) */
+    const char *limited_by;       /* static: the limit the request was refused for (header,
+                                     logs), or NULL */
     bool waiting;                 /* queued in PICK for a target's capacity ... */
     const struct cfg_target *waiting_on; /* ... the one whose queue it is counted in */
     uint64_t queue_start_ms, queue_until_ms;
@@ -34,10 +35,12 @@ struct req_limits {
 bool lim_req_admit_client(struct request *r);
 /* The room candidate <c> (its target, its provider) has for <r> now. */
 void lim_req_fill(struct request *r, struct decide_cand *c, uint64_t now_ms);
-/* Takes <t>'s and its provider's slots for the attempt decided; false (nothing taken,
- * r->lim.limited_by set, *<wait_ms> when room returns) when another request took the room
- * since the decision looked. */
-bool lim_req_take(struct request *r, const struct cfg_target *t, int64_t *wait_ms);
+/* Takes <t>'s and its provider's slots for the attempt decided: NULL, or when another
+ * request took the room since the decision looked, the limit in the way (nothing taken;
+ * *<wait_ms> when room returns). */
+const char *lim_req_take(struct request *r, const struct cfg_target *t, int64_t *wait_ms);
+/* Gives back what lim_req_take took, unused (the step was not taken after all). */
+void lim_req_untake(struct request *r);
 /* After a decision took <chosen>: counts a move past a candidate kept out for room. */
 void lim_req_note_moved(struct request *r, const struct decide_in *in,
                         const struct cfg_target *chosen);

@@ -24,7 +24,10 @@ log: { level: warn }
 admin: { key: "${ADMIN}" }
 providers:
   sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-l"], health: { probe: none } }
+  one: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-o"], max_concurrency: 1, health: { probe: none } }
 targets:
+  p1: { provider: one, model: l-prov-1 }
+  p2: { provider: one, model: l-prov-2 }
   cl: { provider: sim, model: l-client }
   cs: { provider: sim, model: l-single }
   tr: { provider: sim, model: l-trpm, rpm: 10 }
@@ -37,6 +40,8 @@ routes:
   target-rpm: { primary: [tr] }
   tiered: { primary: [tq], equivalent: [tqe] }
   conc: { primary: [tc] }
+  prov-1: { primary: [p1] }
+  prov-2: { primary: [p2] }
 clients:
   limited: { key: "${LIMITED}", routes: ["*"], rpm: 10 }
   single: { key: "${SINGLE}", routes: ["*"], max_concurrency: 1 }
@@ -105,17 +110,29 @@ test('client rpm 10: exactly 10 of 15 concurrent are served, 5 x 429 with Retry-
 });
 
 test('client max_concurrency 1: a second call while the first runs is a 429', async () => {
-  await sim.setModel('l-single', { script: [{ action: 'delay', delay_ms: 1500 }] });
+  await sim.setModel('l-single', { script: [{ action: 'delay', delay_ms: 5000 }] });
   const first = chat('single', SINGLE);
-  // Wait for the event itself: the first call has reached the sim.
-  for (let i = 0; i < 200 && (await stats('l-single')).calls < 1; i++)
-    await new Promise((r) => setTimeout(r, 10));
+  // Wait for the event itself: the first call has reached the sim (it is held there 5 s).
+  await waitFor(async () => (await stats('l-single')).calls >= 1, { timeoutMs: 10000, what: 'the first call upstream' });
   const second = await chat('single', SINGLE);
   assertLimited(second, await second.json(), 'client_concurrency');
   assert.equal((await first).status, 200);
   assert.equal((await stats('l-single')).calls, 1);
   // The slot came back with the answer.
   assert.equal((await chat('single', SINGLE)).status, 200);
+});
+
+test('provider max_concurrency 1 spans its targets: a call to another target waits for none, 429', async () => {
+  await sim.setModel('l-prov-1', { script: [{ action: 'delay', delay_ms: 5000 }] });
+  const first = chat('prov-1', FREE);
+  await waitFor(async () => (await stats('l-prov-1')).calls >= 1, { timeoutMs: 10000, what: 'the first call upstream' });
+  const second = await chat('prov-2', FREE);
+  const body = await second.json();
+  assertLimited(second, body, 'provider_concurrency');
+  assert.equal(body.reason, 'rate_limited');
+  assert.equal((await first).status, 200);
+  assert.equal((await stats('l-prov-2')).calls, 0);
+  assert.equal((await chat('prov-2', FREE)).status, 200); // the slot came back
 });
 
 test('target rpm 10: at most 10 (+1) upstream calls for 20 concurrent, the rest typed 429', async () => {
