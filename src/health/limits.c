@@ -176,7 +176,7 @@ uint64_t lim_release(struct lim_set *s, uint64_t estimated, uint64_t used, uint6
 {
     uint64_t w;
 
-    if (!lim_set_active(s))
+    if (!s)
         return 0;
     pthread_mutex_lock(&s->mu);
     if (s->inflight)
@@ -200,7 +200,7 @@ uint64_t lim_undo(struct lim_set *s, uint64_t tokens)
 {
     uint64_t w;
 
-    if (!lim_set_active(s))
+    if (!s)
         return 0;
     pthread_mutex_lock(&s->mu);
     if (s->inflight)

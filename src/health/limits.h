@@ -74,7 +74,8 @@ bool lim_set_active(const struct lim_set *s);
 struct lim_verdict lim_acquire(struct lim_set *s, uint64_t tokens, uint64_t now_ms);
 /* Only looks: what lim_acquire would answer now. */
 struct lim_verdict lim_peek(struct lim_set *s, uint64_t tokens, uint64_t now_ms);
-/* Gives back the slot taken by lim_acquire and corrects the tokens: <used> instead of the
+/* Gives back the slot taken by lim_acquire (call it only for an acquire whose verdict
+ * enforced something: a reload may have changed the caps since) and corrects the tokens: <used> instead of the
  * <estimated> taken (more used: the bucket goes into debt, down to -capacity). Returns the
  * waiters to wake (bits as lim_wait_on set them), cleared. */
 uint64_t lim_release(struct lim_set *s, uint64_t estimated, uint64_t used, uint64_t now_ms);

@@ -139,6 +139,8 @@ const char *lim_req_take(struct request *r, const struct cfg_target *t, int64_t 
         return limit_names[SUBJ_PROVIDER][pv.kind];
     }
     r->lim.held = t;
+    r->lim.held_t = v.enforced != 0;
+    r->lim.held_p = pv.enforced != 0;
     r->lim.held_tokens = r->est_tokens;
     count_allowed(r, &v, SUBJ_TARGET);
     count_allowed(r, &pv, SUBJ_PROVIDER);
@@ -152,7 +154,8 @@ void lim_req_untake(struct request *r)
     if (!t)
         return;
     r->lim.held = NULL;
-    wake(r, lim_undo(t->lim, r->lim.held_tokens) | lim_undo(t->provider->lim, r->lim.held_tokens));
+    wake(r, (r->lim.held_t ? lim_undo(t->lim, r->lim.held_tokens) : 0) |
+                (r->lim.held_p ? lim_undo(t->provider->lim, r->lim.held_tokens) : 0));
 }
 
 void lim_req_note_moved(struct request *r, const struct decide_in *in,
@@ -178,12 +181,13 @@ void lim_req_attempt_done(struct request *r)
     if (!t)
         return;
     r->lim.held = NULL;
-    if (!lim_set_active(t->lim) && !lim_set_active(t->provider->lim))
+    if (!r->lim.held_t && !r->lim.held_p)
         return;
     used = used_tokens(r);
     now = bsc_now_ms();
-    wake(r, lim_release(t->lim, r->lim.held_tokens, used, now) |
-                lim_release(t->provider->lim, r->lim.held_tokens, used, now));
+    wake(r, (r->lim.held_t ? lim_release(t->lim, r->lim.held_tokens, used, now) : 0) |
+                (r->lim.held_p ? lim_release(t->provider->lim, r->lim.held_tokens, used, now)
+                               : 0));
 }
 
 /* ---- the wait for room ---- */

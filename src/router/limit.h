@@ -21,6 +21,7 @@ struct req_limits {
     bool client_held;             /* a slot of the client's limits is taken */
     const struct cfg_target *held; /* the target whose (and whose provider's) slot the
                                       current attempt holds, or NULL */
+    bool held_t, held_p;          /* ... its target's, its provider's set took them */
     uint64_t held_tokens;         /* the tokens taken with it (the estimate) */
     const char *limited_by;       /* static: the limit the request was refused for (header,
                                      logs), or NULL */

@@ -167,7 +167,7 @@ test('target rpm with an equivalent tier: the overflow is served there (20/20)',
 });
 
 test('max_concurrency 2: never more than 2 in flight at the provider, all served by waiting', async () => {
-  await sim.setModel('l-conc', { script: [{ action: 'delay', delay_ms: 400 }], repeat: true });
+  await sim.setModel('l-conc', { script: [{ action: 'delay', delay_ms: 1000 }], repeat: true });
   const answers = await burst(8, 'conc', FREE);
   for (const { res, body } of answers) assert.equal(res.status, 200, JSON.stringify(body));
   const s = await stats('l-conc');

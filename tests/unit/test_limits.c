@@ -85,6 +85,7 @@ static void test_concurrency(void **state)
 {
     struct lim_set s;
     struct lim_verdict v;
+    struct lim_snapshot snap;
 
     (void)state;
     lim_set_init(&s, (struct lim_caps){.rpm = 3, .conc = 2});
@@ -99,7 +100,16 @@ static void test_concurrency(void **state)
     v = lim_acquire(&s, 0, T0); /* a slot, but no token: nothing taken */
     assert_int_equal(v.kind, LIM_RPM);
     lim_undo(&s, 0);
-    assert_int_equal(lim_acquire(&s, 0, T0).kind, LIM_NONE); /* the undone one */
+    v = lim_acquire(&s, 0, T0); /* the undone one */
+    assert_int_equal(v.kind, LIM_NONE);
+    assert_int_equal(v.enforced, (1u << LIM_RPM) | (1u << LIM_CONC));
+    /* A reload that drops the caps: the slot taken before still comes back. */
+    lim_set_configure(&s, (struct lim_caps){0});
+    assert_false(lim_set_active(&s));
+    assert_int_equal(lim_acquire(&s, 0, T0).enforced, 0);
+    lim_release(&s, 0, 0, T0);
+    lim_snapshot(&s, &snap);
+    assert_int_equal(snap.inflight, 0);
     lim_set_destroy(&s);
 }
 
