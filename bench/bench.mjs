@@ -16,7 +16,9 @@ import {
   ProcSet, freePort, snapshot, childrenOf, httpRequest, waitReady, sleep, statusKiB,
 } from './proc.mjs';
 import { printReport } from './report.mjs';
-import { RESPONSE, basculeYaml, chatBenchYaml, nginxConf, nginxQuote } from './configs.mjs';
+import {
+  RESPONSE, basculeYaml, chatBenchYaml, chatBenchLimitsYaml, nginxConf, nginxQuote,
+} from './configs.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
@@ -48,7 +50,8 @@ const C = {
   nofile: envNum('BENCH_NOFILE', 1024),
   strict: process.env.BENCH_STRICT === '1',
   parts: new Set((process.env.BENCH_PARTS || 'throughput,paced,streams').split(',').map((s) => s.trim())),
-  targets: new Set((process.env.BENCH_TARGETS || 'direct,nginx,bascule,portkey').split(',').map((s) => s.trim())),
+  targets: new Set((process.env.BENCH_TARGETS || 'direct,nginx,bascule,bascule-key,bascule-limits,portkey')
+    .split(',').map((s) => s.trim())),
   tmp: process.env.BENCH_TMP || fs.mkdtempSync(path.join(os.tmpdir(), 'bascule-bench-')),
   out: process.env.BENCH_OUT || path.join(ROOT, 'build', 'bench'),
   bascule: process.env.BASCULE_BIN || path.join(ROOT, 'build', 'bascule'),
@@ -315,10 +318,19 @@ async function throughputAndPaced(results) {
         port: await freePort(), upstreamPort: upstream.port, workers: C.workers, maxConnections: maxGatewayConnections(),
       }), (url) => chatOk(url)),
     },
+    // The local limits' cost: the same client key with and without limits that never bind.
+    ...[['bascule-key', 'client key, no limits', false], ['bascule-limits', 'client rpm + target limits', true]]
+      .map(([key, what, limits]) => ({
+        key, label: `bascule, ${what}`,
+        start: async () => startBascule(key, chatBenchLimitsYaml({
+          port: await freePort(), upstreamPort: upstream.port, workers: C.workers,
+          maxConnections: maxGatewayConnections(), limits,
+        }), (url) => chatOk(url)),
+      })),
     { key: 'portkey', label: 'Portkey gateway 1.15 (Node, 1 process)', start: () => startPortkey(upstream.port) },
   ];
   if (C.basculeB) {
-    defs.splice(3, 0, {
+    defs.splice(5, 0, {
       key: 'bascule-b', label: `bascule B: ${shown(C.basculeB)}`,
       start: async () => startBascule('bascule-b', chatBenchYaml({
         port: await freePort(), upstreamPort: upstream.port, workers: C.workers, maxConnections: maxGatewayConnections(),

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const ORDER = ['direct', 'nginx', 'bascule', 'bascule-b', 'portkey'];
+const ORDER = ['direct', 'nginx', 'bascule', 'bascule-key', 'bascule-limits', 'bascule-b', 'portkey'];
 
 function fmt(v, d = 2) {
   if (v === null || v === undefined || Number.isNaN(v)) return '-';

@@ -200,7 +200,11 @@ enum bsc_err sim_models_begin(struct sim_models *m, struct bsc_str name, struct 
         }
     }
     if (mod) {
+        uint64_t ended = mod->stats.completed + mod->stats.cancelled;
+
         mod->stats.calls++;
+        if (mod->stats.calls - ended > mod->stats.max_in_flight)
+            mod->stats.max_in_flight = mod->stats.calls - ended;
         if (is_ok_action(plan->step.action))
             mod->stats.ok++;
         else
@@ -355,11 +359,12 @@ static enum bsc_err stats_json(const struct sim_stats *s, struct bsc_buf *out)
 
     return bsc_buf_appendf(out,
                            "{\"calls\":%llu,\"ok\":%llu,\"faults\":%llu,\"completed\":%llu,"
-                           "\"cancelled\":%llu,\"in_flight\":%llu}",
+                           "\"cancelled\":%llu,\"in_flight\":%llu,\"max_in_flight\":%llu}",
                            (unsigned long long)s->calls, (unsigned long long)s->ok,
                            (unsigned long long)s->faults, (unsigned long long)s->completed,
                            (unsigned long long)s->cancelled,
-                           (unsigned long long)(s->calls > ended ? s->calls - ended : 0));
+                           (unsigned long long)(s->calls > ended ? s->calls - ended : 0),
+                           (unsigned long long)s->max_in_flight);
 }
 
 enum bsc_err sim_models_stats_json(const struct sim_models *m, struct bsc_buf *out)

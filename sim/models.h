@@ -29,6 +29,7 @@ struct sim_stats {
     uint64_t faults;    /* any other step, and requests rejected (401, 400) */
     uint64_t completed; /* responses the sim ended itself (incl. reset, cut, errors) */
     uint64_t cancelled; /* the client went away before the response ended */
+    uint64_t max_in_flight; /* the most calls in flight at once (limit tests read it) */
 };
 
 struct sim_logent {

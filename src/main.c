@@ -23,11 +23,13 @@
 #include "core/log.h"
 #include "dialect/error.h"
 #include "health/hstate.h"
+#include "health/limits.h"
 #include "health/probe.h"
 #include "metrics/metrics.h"
 #include "health/verdicts.h"
 #include "router/access_log.h"
 #include "router/gateway.h"
+#include "router/limit.h"
 #include "router/request.h"
 #include "router/shadow.h"
 #include "router/spend.h"
@@ -154,6 +156,7 @@ static void worker_closed(struct srv *srv, void *ud)
     shadow_worker_stop(w); /* copies still running: before their curl multi goes */
     up_multi_free(w->up);
     w->up = NULL;
+    lim_worker_closing(w);
     uv_close((uv_handle_t *)&w->wake, NULL);
 }
 
@@ -184,6 +187,8 @@ static void worker_on_wake(uv_async_t *h)
             srv_set_limits(w->admin_srv, &lim);
         cfg_unref(cfg);
     }
+    if (cmd & WORKER_CMD_CAPACITY)
+        lim_req_wake(w);
     if (cmd & (WORKER_CMD_DRAIN | WORKER_CMD_STOP))
         admin_close(w);
     if ((cmd & WORKER_CMD_DRAIN) && !w->draining) {
@@ -324,6 +329,8 @@ static void on_hup(uv_signal_t *h, int signum)
     apply_log_settings(next);
     if (hstate_sync(mc->gw.hs, next, bsc_now_ms()) != BSC_OK)
         LOG_WARN("routing state could not track every target of the new config");
+    if (lim_reg_sync(mc->gw.lim, next) != BSC_OK)
+        LOG_WARN("limits could not track every client and target of the new config");
     cfg_current_swap(next);
     atomic_fetch_add(&mc->gw.reloads_ok, 1);
     metrics_inc(mc->gw.metrics, metrics_shared_shard(mc->gw.metrics), METRIC_CONFIG_RELOADS,
@@ -410,13 +417,15 @@ static int serve(const char *path, const struct rlimit *core_limit)
     } else {
         mc.gw.hs = hstate_new();
     }
+    mc.gw.lim = lim_reg_new();
     mc.gw.n_workers = worker_count(cfg);
     mc.gw.metrics = metrics_new(mc.gw.n_workers);
     mc.gw.conns = srv_group_new(mc.gw.n_workers);
     mc.gw.verdicts = verdicts_new(VERDICTS_MAX_REQUESTS, VERDICTS_MAX_AGE_MS);
     mc.gw.spend = spend_book_new();
-    if (!mc.gw.hs || !mc.gw.metrics || !mc.gw.conns || !mc.gw.verdicts || !mc.gw.spend ||
-        hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK) {
+    if (!mc.gw.hs || !mc.gw.lim || !mc.gw.metrics || !mc.gw.conns || !mc.gw.verdicts ||
+        !mc.gw.spend || hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK ||
+        lim_reg_sync(mc.gw.lim, cfg) != BSC_OK) {
         LOG_ERR("out of memory at start");
         return 1;
     }
@@ -473,6 +482,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
     free(mc.gw.workers);
     srv_group_free(mc.gw.conns);
     hstate_free(mc.gw.hs);
+    lim_reg_free(mc.gw.lim);
     tel_shutdown(); /* it counts into the metrics: first */
     verdicts_free(mc.gw.verdicts);
     metrics_free(mc.gw.metrics);

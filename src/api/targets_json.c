@@ -4,6 +4,7 @@
 #include "api/internal.h"
 #include "core/buf.h"
 #include "health/hstate.h"
+#include "health/limits.h"
 #include "router/gateway.h"
 
 /* A latency figure in milliseconds, or null while there is no measurement yet (the state
@@ -15,6 +16,24 @@ static void put_ms(struct bsc_buf *b, const char *name, double ms)
         bsc_buf_appendf(b, "%.3f", ms);
     else
         bsc_buf_append_cstr(b, "null");
+}
+
+/* ",\"limits\":{...}": the configured limits of <t> (0: none) and of its provider, the
+ * effective ones (the adaptive factor applied), the slots held and the requests queued. */
+static void put_limits(struct bsc_buf *b, const struct cfg_target *t)
+{
+    struct lim_snapshot s, p;
+
+    lim_snapshot(t->lim, &s);
+    lim_snapshot(t->provider->lim, &p);
+    bsc_buf_appendf(b,
+                    ",\"limits\":{\"rpm\":%u,\"tpm\":%u,\"max_concurrency\":%u,\"queue_ms\":%u,"
+                    "\"effective_rpm\":%u,\"effective_max_concurrency\":%u,\"inflight\":%u,"
+                    "\"queued\":%u,\"provider\":{\"rpm\":%u,\"tpm\":%u,\"max_concurrency\":%u,"
+                    "\"inflight\":%u}}",
+                    t->rpm, t->tpm, t->max_concurrency, t->queue_ms, s.effective.rpm,
+                    s.effective.conc, s.inflight, s.queued, t->provider->rpm, t->provider->tpm,
+                    t->provider->max_concurrency, p.inflight);
 }
 
 void api__put_target(struct bsc_buf *b, struct worker *w, const struct cfg_target *t,
@@ -58,6 +77,7 @@ void api__put_target(struct bsc_buf *b, struct worker *w, const struct cfg_targe
                     ",\"adaptive\":{\"enabled\":%s,\"effective_concurrency\":%u,"
                     "\"effective_rpm\":%u,\"factor\":%.3f}",
                     t->adaptive ? "true" : "false", v.eff.concurrency, v.eff.rpm, v.eff.factor);
+    put_limits(b, t);
     bsc_buf_append_char(b, '}');
 }
 

@@ -86,6 +86,8 @@ enum cfg_breaker_dim {
     CFG_BRK_KEY = 1u << 4
 };
 
+struct lim_set; /* health/limits.h */
+
 struct cfg_header {
     char *name;  /* owned */
     char *value; /* owned */
@@ -112,6 +114,7 @@ struct cfg_breaker {
 struct cfg_provider {
     char *id; /* owned; the map key */
     struct hs_provider *hs; /* set by hstate_sync: its health object (health/hstate.h) */
+    struct lim_set *lim;    /* set by lim_reg_sync: its limits (health/limits.h), or NULL */
     enum cfg_provider_kind kind;
     enum cfg_profile profile; /* openai_compatible only; AUTO: from the base_url's host */
     char *base_url; /* owned; no trailing slash */
@@ -139,6 +142,7 @@ struct cfg_price {
 struct cfg_target {
     char *id; /* owned; the map key, e.g. "gpt-4.1@openai-us" */
     struct hs_target *hs; /* set by hstate_sync: its health object (health/hstate.h) */
+    struct lim_set *lim;  /* set by lim_reg_sync: its limits (health/limits.h), or NULL */
     struct cfg_provider *provider; /* borrowed from the same snapshot */
     char *model;      /* owned; the upstream model name */
     char *deployment; /* owned; NULL when unset */
@@ -148,6 +152,8 @@ struct cfg_target {
     struct cfg_price price;
     bool disabled;
     uint32_t canary_percent; /* 0..100, default 100 */
+    uint32_t rpm, tpm, max_concurrency; /* 0 = unlimited */
+    uint32_t queue_ms;       /* a wait for its capacity; 0 = none */
     bool has_breaker;
     struct cfg_breaker breaker;
     bool adaptive; /* true: 429s shrink its effective concurrency and rate (AIMD) */
@@ -338,7 +344,8 @@ struct cfg_client {
     const struct cfg_route **routes; /* owned array of borrowed routes */
     size_t n_routes;
     bool all_routes;         /* routes: ["*"] */
-    uint32_t rpm, tpm, max_concurrency; /* 0 = unlimited (enforced elsewhere) */
+    uint32_t rpm, tpm, max_concurrency; /* 0 = unlimited (health/limits.h) */
+    struct lim_set *lim;     /* set by lim_reg_sync, or NULL */
     struct cfg_budget budget;
 };
 

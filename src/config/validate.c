@@ -646,6 +646,10 @@ static const struct cfg__field target_fields[] = {
     {FBOOL(struct cfg_target, "disabled", disabled)},
     {FU32(struct cfg_target, "canary_percent", canary_percent, 0, 100)},
     {FBOOL(struct cfg_target, "adaptive", adaptive)},
+    {FU32(struct cfg_target, "rpm", rpm, 0, UINT32_MAX)},
+    {FU32(struct cfg_target, "tpm", tpm, 0, UINT32_MAX)},
+    {FU32(struct cfg_target, "max_concurrency", max_concurrency, 0, 1000000)},
+    {FU32(struct cfg_target, "queue_ms", queue_ms, 0, 600000)},
     {FFN("breaker", target_breaker_fn)},
 };
 

@@ -275,13 +275,12 @@ static void brk_report(struct hs_target *ts, uint64_t now_ms, enum brk_outcome o
 }
 
 /* The configured caps the AIMD controller of <t> works under: the target's max_concurrency
- * and rpm once the limiter's schema has them; until then none, so the cap is learnt (in
- * flight at the first 429, docs/internals/adaptive.md). */
+ * and rpm; without a max_concurrency the cap is learnt (in flight at the first 429,
+ * docs/internals/adaptive.md). */
 static void adapt_caps(const struct cfg_target *t, uint32_t *conc, uint32_t *rpm)
 {
-    (void)t;
-    *conc = 0;
-    *rpm = 0;
+    *conc = t->max_concurrency;
+    *rpm = t->rpm;
 }
 
 /* Feeds <rep>'s signal to <ts>'s controller; under ts->lock. */

@@ -124,7 +124,10 @@ enum metric_buckets {
     X(TARGET_EFFECTIVE_CONCURRENCY, GAUGE, NONE, "bascule_target_effective_concurrency",       \
       METRICS_L1("target"), "Adaptive concurrency limit per target (0: not limited).")        \
     X(TARGET_EFFECTIVE_RPM, GAUGE, NONE, "bascule_target_effective_rpm", METRICS_L1("target"), \
-      "Adaptive requests-per-minute limit per target (0: not limited).")
+      "Adaptive requests-per-minute limit per target (0: not limited).")  \
+    X(LIMIT_DECISIONS, COUNTER, NONE, "bascule_limit_decisions_total",                         \
+      METRICS_L2("limit", "outcome"),                                                          \
+      "Local limit decisions by limit (client_rpm, target_concurrency, ...) and outcome.")
 
 enum metric_id {
 #define X(ID, TYPE, BUCKETS, NAME, LABELS, HELP) METRIC_##ID,

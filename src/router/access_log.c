@@ -128,6 +128,10 @@ void access_log_write(const struct access_entry *e)
     PUT_STR(b, "termination", e->termination);
     if (e->detail)
         PUT_STR(b, "detail", e->detail);
+    if (e->limited_by)
+        PUT_STR(b, "limited_by", e->limited_by);
+    if (e->queued_ms > 0 || (e->queued_ms == 0 && e->limited_by))
+        PUT_I64(b, "queued_ms", e->queued_ms);
     if (e->input_tokens >= 0 || e->output_tokens >= 0) {
         PUT_I64(b, "input_tokens", e->input_tokens);
         PUT_I64(b, "output_tokens", e->output_tokens);

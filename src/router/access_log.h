@@ -31,6 +31,8 @@ struct access_entry {
     const struct req_times *states; /* may be NULL; the time spent in each state */
     const char *detail; /* may be NULL; what a request the router did not take did or why it
                          * was refused ("disable target t1", "origin not allowed") */
+    const char *limited_by; /* may be NULL: the local limit that said no (router/limit.c) */
+    int64_t queued_ms;      /* time queued for a target's room; < 0 (or 0 unset): not queued */
 };
 
 /* Formats <e> as one JSON line and writes it to stdout. A request the router does not take

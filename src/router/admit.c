@@ -81,6 +81,13 @@ static enum admit_verdict check_store_available(struct request *r)
     return ADMIT_REFUSE;
 }
 
+/* The client's rpm, tpm and max_concurrency (limit.c): a 429 before anything is looked up
+ * or sent upstream. */
+static enum admit_verdict check_client_limits(struct request *r)
+{
+    return lim_req_admit_client(r) ? ADMIT_PASS : ADMIT_REFUSE;
+}
+
 /* Starts the Idempotency-Key lookup; check_idempotency acts on its answer. Refuses a key
  * that is not valid, or a store that cannot take the lookup. */
 static enum admit_verdict check_idempotency_lookup(struct request *r)
@@ -129,6 +136,7 @@ static const struct admit_check admit_start[] = {
     {"route_selected", check_route_selected},
     {"operation_id", check_operation_id},
     {"store_available", check_store_available},
+    {"client_limits", check_client_limits},
     {"budget", check_budget},
     {"idempotency_lookup", check_idempotency_lookup},
     {"retry_budget", check_retry_budget},

@@ -42,7 +42,7 @@ static bool usable(const struct decide_in *in, const struct decide_cand *c, enum
 
     if (c->excluded || c->off || attempts_on(in, t))
         return false;
-    if (c->keys_available == 0)
+    if (c->keys_available == 0 || c->limited_by)
         return false;
     if (min_window && (!t->context_window || t->context_window <= min_window))
         return false;
@@ -247,7 +247,8 @@ static struct retry_delay same_target_delay(const struct decide_in *in,
 /* Workflow 1: the same target again (next key, or after a wait). True with out's delay set
  * when it may; *<wait_too_long> when only the deadline is in the way. */
 static bool try_same_target(const struct decide_in *in, const struct fail_policy *pol,
-                            struct decide_out *out, bool *wait_too_long, int64_t *wait_ms)
+                            struct decide_out *out, bool *wait_too_long, int64_t *wait_ms,
+                            bool *no_room)
 {
     const struct decide_cand *f = &in->failed;
     unsigned done = attempts_on(in, f->t);
@@ -255,7 +256,8 @@ static bool try_same_target(const struct decide_in *in, const struct fail_policy
 
     if (done >= in->env->max_same_target_attempts || f->off)
         return false;
-    if (pol->next_key && f->t->provider->n_keys > 1 && f->keys_available > 0) {
+    if (pol->next_key && f->t->provider->n_keys > 1 && f->keys_available > 0 &&
+        !f->limited_by) {
         out->why = "next_key";
         return true;
     }
@@ -269,6 +271,10 @@ static bool try_same_target(const struct decide_in *in, const struct fail_policy
     if (d.exceeds_deadline) {
         *wait_too_long = true;
         *wait_ms = d.delay_ms;
+        return false;
+    }
+    if (f->limited_by) { /* no room for it under the local limits now */
+        *no_room = true;
         return false;
     }
     out->delay_ms = d.delay_ms;
@@ -361,10 +367,71 @@ static enum decision stop_exhausted(const struct decide_in *in, const struct fai
                       fail_kind_name(f->kind));
 }
 
+/* ---- local limits ---- */
+
+/* <c> would be usable in <tier> but for its room under the local limits. */
+static bool only_room_lacks(const struct decide_in *in, const struct decide_cand *c,
+                            enum tier tier)
+{
+    struct decide_cand d;
+
+    if (!c->limited_by)
+        return false;
+    d = *c;
+    d.limited_by = NULL;
+    return usable(in, &d, tier, 0);
+}
+
+/* Folds candidate <c>, kept out by its room alone, into the capacity stop: the soonest
+ * known return of room names the limit, and the longest queue_ms bounds the wait. */
+static void note_room(const struct decide_cand *c, int64_t *soonest, struct decide_out *out)
+{
+    if (!out->limited_by || (c->room_in_ms >= 0 && c->room_in_ms < *soonest)) {
+        out->limited_by = c->limited_by;
+        out->limited = c->t;
+    }
+    if (c->room_in_ms >= 0 && c->room_in_ms < *soonest)
+        *soonest = c->room_in_ms;
+    if (c->t->queue_ms > out->queue_ms)
+        out->queue_ms = c->t->queue_ms;
+}
+
+/* Nothing usable was chosen: when some candidate of the tiers the request may use (or the
+ * failed target, <failed>, when it could have been retried) lacks only room under the local
+ * limits, a typed 429 rate_limited with when room returns, and how long the request may wait
+ * for it. Moving past such a candidate is not a retry: nothing was sent. */
+static bool stop_capacity(const struct decide_in *in, const struct decide_cand *failed,
+                          struct decide_out *out)
+{
+    int64_t soonest = INT64_MAX;
+
+    out->limited_by = NULL;
+    out->queue_ms = 0;
+    if (failed)
+        note_room(failed, &soonest, out);
+    for (enum tier t = TIER_PRIMARY; t < TIER_COUNT; t++) {
+        if (route_tier(in->route, t)->disabled)
+            continue;
+        for (size_t k = 0; k < in->tiers[t].n; k++)
+            if (only_room_lacks(in, &in->tiers[t].c[k], t))
+                note_room(&in->tiers[t].c[k], &soonest, out);
+    }
+    if (!out->limited_by)
+        return false;
+    if (out->queue_ms > in->time_left_ms)
+        out->queue_ms = (uint32_t)in->time_left_ms;
+    stop_typed(out, "rate_limited", REPLY_OUTLOOK_TIME, soonest == INT64_MAX ? -1 : soonest,
+               "no_capacity", "route '%s' has no target with room under its limits now (%s)",
+               in->route->id, out->limited_by);
+    out->stop = DECIDE_STOP_CAPACITY;
+    out->status = 429;
+    return true;
+}
+
 enum decision decide_next(const struct decide_in *in, struct decide_out *out)
 {
     const struct fail_policy *pol = fail_policy(in->fail->kind);
-    bool wait_too_long = false;
+    bool wait_too_long = false, no_room = false;
     int64_t wait_ms = -1;
     enum decision d;
 
@@ -373,11 +440,14 @@ enum decision decide_next(const struct decide_in *in, struct decide_out *out)
     if (stop_early(in, pol, out) == DECIDE_STOP)
         return DECIDE_STOP;
     if (!pol->fallback_needs_larger_window &&
-        try_same_target(in, pol, out, &wait_too_long, &wait_ms))
+        try_same_target(in, pol, out, &wait_too_long, &wait_ms, &no_room))
         return go(in, in->failed.t, ATTEMPT_WF_RETRY, out);
     d = try_other_targets(in, pol, out);
     if (d != DECIDE_STOP || out->stop != DECIDE_STOP_NONE)
         return d;
+    if ((no_room || pol->equivalent_failover || pol->cross_model_fallback) &&
+        stop_capacity(in, no_room ? &in->failed : NULL, out))
+        return DECIDE_STOP;
     return stop_exhausted(in, pol, wait_too_long, wait_ms, out);
 }
 
@@ -395,6 +465,8 @@ enum decision decide_first(const struct decide_in *in, struct decide_out *out)
             continue;
         d = choose(in, t, 0, out);
     }
+    if (d == DECIDE_STOP && stop_capacity(in, NULL, out))
+        return DECIDE_STOP;
     if (d == DECIDE_STOP)
         return stop(out, DECIDE_STOP_NONE_ELIGIBLE, "none_eligible");
     out->wf = wfs[out->tier];

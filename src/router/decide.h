@@ -46,6 +46,11 @@ struct decide_cand {
     uint64_t keys_ready_at; /* when one is usable again (<= now when one is) */
     double canary_draw;    /* [0, 1): its share of a fallback canary */
     enum decide_admit admit;
+    /* Its room under the local limits (router/limit.c), target's and provider's: NULL when
+     * it has room now, else the limit in the way ("target_rpm", "provider_concurrency", ...)
+     * and when room returns (room_in_ms; -1 when a request in flight must finish first). */
+    const char *limited_by;
+    int64_t room_in_ms;
     struct target_view v;  /* copied once per decision */
     struct score_cand sc;  /* balance: score: its recent results (eligible is decided here) */
 };
@@ -77,6 +82,8 @@ enum decide_stop {
     DECIDE_STOP_PROVIDER_ERROR, /* the upstream's own error, as classified */
     DECIDE_STOP_UNCERTAIN,      /* WORKFLOW_3: it may have acted: reconcile_required */
     DECIDE_STOP_TYPED,          /* a typed failure: reason, outlook, wait_ms, msg */
+    DECIDE_STOP_CAPACITY,       /* only local limits are in the way: a typed 429
+                                   rate_limited (limited_by, limited, queue_ms, wait_ms) */
 };
 
 struct decide_out {
@@ -100,6 +107,12 @@ struct decide_out {
     size_t ranked[DECIDE_RANK_MAX];  /* indices in in->tiers[tier] */
     double scores[DECIDE_RANK_MAX];
     bool budget_rejected;            /* the retry budget said no */
+    /* STOP_CAPACITY: the limit in the way and its target, and how long the request may
+     * wait for room (the longest queue_ms of the candidates in the way, within the time
+     * left; 0: no wait) */
+    const char *limited_by;
+    const struct cfg_target *limited;
+    uint32_t queue_ms;
     char msg[320];
 };
 

@@ -15,6 +15,7 @@
 #include "router/feedback.h"
 #include "router/guard.h"
 #include "router/internal.h"
+#include "router/limit.h"
 #include "router/params.h"
 
 #define M(r) req__metrics(r)
@@ -245,6 +246,7 @@ static void fill_cand(struct request *r, const struct cfg_target *t, uint64_t no
     c->keys_ready_at = ready;
     c->canary_draw = t->canary_percent < 100 ? bsc_rand01() : 0.0;
     c->admit = ADMIT_UNASKED;
+    lim_req_fill(r, c, now);
     hstate_view(r->gw->hs, t, now, &c->v);
     if (r->route->balance == CFG_BALANCE_SCORE)
         feedback_score_cand(r, t, &c->v, &c->sc);
@@ -315,6 +317,47 @@ static enum decision decide_admitted(struct request *r, struct decide_in *in,
     return d == DECIDE_ADMIT ? DECIDE_STOP : d;
 }
 
+/* Marks every copy of <t> in <in> as out of room. */
+static void mark_no_room(struct decide_in *in, const struct cfg_target *t, const char *by,
+                         int64_t wait_ms)
+{
+    for (int tier = 0; tier < TIER_COUNT; tier++) {
+        for (size_t k = 0; k < in->tiers[tier].n; k++) {
+            if (in->tiers[tier].c[k].t != t)
+                continue;
+            in->tiers[tier].c[k].limited_by = by;
+            in->tiers[tier].c[k].room_in_ms = wait_ms;
+        }
+    }
+    if (in->failed.t == t) {
+        in->failed.limited_by = by;
+        in->failed.room_in_ms = wait_ms;
+    }
+}
+
+/* decide_admitted, then the room the decision saw taken under the local limits: when
+ * another request took it meanwhile, the target is marked out of room and the decision
+ * made again (at most once per candidate, like the breakers). */
+static enum decision decide_room(struct request *r, struct decide_in *in,
+                                 enum decision (*fn)(const struct decide_in *,
+                                                     struct decide_out *),
+                                 struct decide_out *out)
+{
+    enum decision d = decide_admitted(r, in, fn, out);
+    const char *by;
+    int64_t wait_ms;
+
+    for (unsigned n = 0; d == DECIDE_GO && n <= TIER_COUNT * DECIDE_MAX_CANDS; n++) {
+        if (!(by = lim_req_take(r, out->target, &wait_ms))) {
+            lim_req_note_moved(r, in, out->target);
+            return d;
+        }
+        mark_no_room(in, out->target, by, wait_ms);
+        d = decide_admitted(r, in, fn, out);
+    }
+    return d == DECIDE_GO ? DECIDE_STOP : d;
+}
+
 /* ---- carrying out the answer ---- */
 
 static void apply_stop(struct request *r, const struct decide_out *out)
@@ -334,6 +377,13 @@ static void apply_stop(struct request *r, const struct decide_out *out)
         req__set_typed_failure(r, out->reason, out->outlook, out->wait_ms, "%s", out->msg);
         if (out->status)
             r->err.status = out->status;
+        break;
+    case DECIDE_STOP_CAPACITY:
+        req__set_typed_failure(r, out->reason, out->outlook, out->wait_ms, "%s", out->msg);
+        r->err.status = 429;
+        r->err.type = "rate_limit_error";
+        r->lim.limited_by = out->limited_by;
+        metrics_inc(M(r), r->w->idx, METRIC_LIMIT_DECISIONS, out->limited_by, "rejected", 1);
         break;
     default:
         req__set_provider_error(r);
@@ -359,9 +409,11 @@ enum decision decide_req_first(struct request *r)
     enum decision d;
 
     build_in(r, &in);
-    d = decide_admitted(r, &in, decide_first, &out);
+    d = decide_room(r, &in, decide_first, &out);
     if (d == DECIDE_STOP && out.stop == DECIDE_STOP_NONE)
         out.stop = DECIDE_STOP_NONE_ELIGIBLE;
+    if (d == DECIDE_STOP && out.stop == DECIDE_STOP_CAPACITY && lim_req_wait(r, &out))
+        return DECIDE_STOP; /* queued: r->lim.waiting */
     r->target = NULL;
     if (out.stop != DECIDE_STOP_NONE_ELIGIBLE) {
         apply_go(r, &in, &out);
@@ -393,11 +445,14 @@ enum decision decide_req_next(struct request *r, const char **why)
     enum decision d;
 
     build_in(r, &in);
-    d = decide_admitted(r, &in, decide_next, &out);
+    d = decide_room(r, &in, decide_next, &out);
     if (d == DECIDE_GO && !take_budget(r)) {
+        lim_req_untake(r); /* the room it took */
         in.budget_ok = false;
-        d = decide_admitted(r, &in, decide_next, &out);
+        d = decide_room(r, &in, decide_next, &out);
     }
+    if (d == DECIDE_STOP && out.stop == DECIDE_STOP_CAPACITY && lim_req_wait(r, &out))
+        return DECIDE_STOP; /* queued: r->lim.waiting */
     r->next.delay_ms = out.delay_ms;
     r->next.delay_why = out.delay_why;
     *why = out.why;

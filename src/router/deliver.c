@@ -311,6 +311,9 @@ void deliver_error(struct request *r)
     if (!r->sreq)
         return;
     n = deliver_route_headers(r, h, attempts, sizeof(attempts));
+    if (r->lim.limited_by)
+        h[n++] = (struct srv_header){BSC_STR("x-bascule-limited-by"),
+                                     bsc_str_cstr(r->lim.limited_by)};
     r->d.status = r->err.status;
     guard_idem_finish(r); /* released before the client can see the error */
     reply_error_send(r->sreq, &r->err, h, n, r->d.ops ? r->d.ops->error_body : NULL);

@@ -23,6 +23,7 @@
 #include "router/envelope.h"
 #include "router/gateway.h"
 #include "router/guard.h"
+#include "router/limit.h"
 #include "router/params.h"
 #include "router/reply.h"
 #include "router/req_state.h"
@@ -131,6 +132,7 @@ struct request {
     struct spend_req spend;      /* its budget check and in-flight count (spend.c) */
     const char *limited_by;      /* static: the limit that refused it (x-bascule-limited-by) */
 
+    struct req_limits lim;       /* local limits: slots held, the wait for room (limit.c) */
     struct trim_state trim;      /* context.overflow: trim (trim.c) */
     struct shadow *shadows;      /* borrowed: its mirrored copies still running (shadow.c) */
 

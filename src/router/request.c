@@ -15,6 +15,7 @@
 #include "core/json_scan.h"
 #include "core/log.h"
 #include "health/hstate.h"
+#include "health/limits.h"
 #include "ledger/ledger.h"
 #include "metrics/metrics.h"
 #include "router/access_log.h"
@@ -98,6 +99,8 @@ static void on_timer(uv_timer_t *h)
     switch (r->m.state) {
     case REQ_ST_BACKOFF:
         break; /* st_backoff sees the timer is no longer active */
+    case REQ_ST_PICK:
+        break; /* the wait for a target's room (limit.c) is over: decide again */
     case REQ_ST_ATTEMPT:
     case REQ_ST_RELAY:
         if (r->x.xfer) { /* else an attempt aborted from a callback continues here */
@@ -122,6 +125,20 @@ void req__arm_timer(struct request *r, uint64_t delay_ms)
 }
 
 /* ---- attempt accounting ---- */
+
+/* adaptive: the target's configured rpm and max_concurrency, as the limiter enforces them,
+ * follow the AIMD factor the last report left (health/adaptive.h). */
+static void adapt_limits(struct request *r)
+{
+    struct adaptive_eff eff;
+    uint32_t inflight;
+
+    if (!r->target->adaptive || !r->target->lim ||
+        (!r->target->max_concurrency && !r->target->rpm))
+        return;
+    hstate_adaptive(r->gw->hs, r->target, &eff, &inflight);
+    lim_set_factor(r->target->lim, eff.factor);
+}
 
 static void note_breaker_change(struct request *r, const struct brk_change *c)
 {
@@ -191,10 +208,12 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
             rep.ttft_ms = (double)(r->start_us + r->d.ttfb_us - a->start_us) / 1e3;
     }
     hstate_record(r->gw->hs, r->target, bsc_now_ms(), &rep, &change);
+    adapt_limits(r);
     r->circuit = change.to; /* for the attempt's log line */
     if (a)
         a->circuit = brk_state_name(change.to); /* and its span */
     hstate_inflight(r->gw->hs, r->target, -1);
+    lim_req_attempt_done(r);
     metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->target->id, NULL, -1);
     metrics_inc(M(r), r->w->idx, METRIC_ATTEMPTS, r->target->id, kind ? kind : "ok", 1);
     note_breaker_change(r, &change);
@@ -258,15 +277,15 @@ static void attempt_failed(struct request *r)
 
 /* ---- states ---- */
 
-/* True when r->target runs as many attempts as its adaptive concurrency allows. Until the
- * limiter enforces the effective limits itself, the attempt ends as a local rate limit. */
+/* True when r->target, which has no configured max_concurrency, runs as many attempts as its
+ * learnt adaptive concurrency allows: the attempt ends as a local rate limit. */
 static bool adaptive_full(struct request *r)
 {
     struct adaptive_eff eff;
     uint32_t inflight;
 
-    if (!r->target->adaptive)
-        return false;
+    if (!r->target->adaptive || r->target->max_concurrency)
+        return false; /* a configured cap: the limiter enforces it, scaled (adapt_limits) */
     hstate_adaptive(r->gw->hs, r->target, &eff, &inflight);
     return eff.concurrency && inflight >= eff.concurrency;
 }
@@ -360,15 +379,19 @@ static void st_pick(struct request *r)
 {
     const char *why = NULL;
 
+    lim_req_resume(r);
     if (r->n_attempts == 0) {
         if (decide_req_first(r) == DECIDE_STOP) {
-            req__goto(r, REQ_ST_REPLY_ERROR);
+            if (!r->lim.waiting) /* else queued for room: a timer or a release runs it */
+                req__goto(r, REQ_ST_REPLY_ERROR);
             return;
         }
         begin_attempt(r);
         return;
     }
     if (decide_req_next(r, &why) == DECIDE_STOP) {
+        if (r->lim.waiting)
+            return;
         log_attempt(r, "stop", why);
         req__goto(r, REQ_ST_REPLY_ERROR);
         return;
@@ -600,6 +623,8 @@ static uint64_t write_access_line(struct request *r)
         .output_tokens = r->x.usage.output_tokens,
         .cost_usd = r->cost_usd,
         .states = &r->m.times,
+        .limited_by = r->lim.limited_by,
+        .queued_ms = r->lim.queue_start_ms ? (int64_t)r->lim.queued_ms : -1,
     };
 
     if (r->select_route)
@@ -639,6 +664,7 @@ static void st_done(struct request *r)
     uv_timer_stop(&r->timer);
     xchg_cancel(&r->x);
     report_attempt(r, BRK_NEUTRAL, NULL, false); /* a cancelled attempt frees its probe */
+    lim_req_done(r); /* after the attempt's report: the usage corrects the client's tokens */
     if (r->sreq) {
         srv_resp_abort(r->sreq);
         r->sreq = NULL;

@@ -45,12 +45,15 @@ struct worker {
     struct request *req_pool[WORKER_REQ_POOL];
     unsigned n_req_pool;
     struct shadow *shadows;    /* mirrored requests running on this loop (router/shadow.c) */
+    struct request *lim_waiting; /* requests queued for a target's capacity (router/limit.c) */
+    bool lim_closed;           /* <wake> is closing: limit.c wakes it no more */
 };
 
 enum worker_cmd {
     WORKER_CMD_RELOAD = 1u << 0,
     WORKER_CMD_DRAIN = 1u << 1,
-    WORKER_CMD_STOP = 1u << 2
+    WORKER_CMD_STOP = 1u << 2,
+    WORKER_CMD_CAPACITY = 1u << 3 /* a limit this loop's queued requests wait on has room */
 };
 
 #endif

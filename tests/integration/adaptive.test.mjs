@@ -22,12 +22,14 @@ providers:
   p-rl1: { kind: openai_compatible, base_url: "${simBase}", keys: ["sk-rl1"], health: { probe: none } }
   p-rl2: { kind: openai_compatible, base_url: "${simBase}", keys: ["sk-rl2"], health: { probe: none } }
   p-aimd: { kind: openai_compatible, base_url: "${simBase}", keys: [${AIMD_KEYS}], health: { probe: none } }
+  p-cap: { kind: openai_compatible, base_url: "${simBase}", keys: [${AIMD_KEYS}], health: { probe: none } }
 targets:
   two-a: { provider: p-two, model: twoA }
   two-b: { provider: p-two, model: twoB }
   rl-first: { provider: p-rl1, model: rlFirst }
   rl-second: { provider: p-rl2, model: rlSecond }
   aimd: { provider: p-aimd, model: aimdM }
+  capped: { provider: p-cap, model: capM, max_concurrency: 8, rpm: 6000, queue_ms: 3000 }
 routes:
   twoA:
     primary: [two-a]
@@ -41,6 +43,9 @@ routes:
   aimd:
     primary: [aimd]
     envelope: { deadline_ms: 5000 }
+  capped:
+    primary: [capped]
+    envelope: { deadline_ms: 8000 }
 `;
 
 before(async () => {
@@ -125,4 +130,23 @@ test('16 client loops against an upstream taking 4 at once settle under 30% reje
   assert.ok(m, 'effective concurrency gauge for aimd');
   assert.ok(Number(m[1]) >= 1 && Number(m[1]) <= LOOPS, `effective concurrency ${m[1]}`);
   assert.match(metrics, /^bascule_target_effective_rpm\{target="aimd"\} 0$/m);
+});
+
+test('with a configured max_concurrency, the limiter enforces the AIMD-scaled caps', async () => {
+  // The upstream takes 2 at once; the target allows 8. Its 429s halve the effective limit
+  // the limiter enforces (configured x factor), rpm included.
+  await sim.setModel('capM', { max_concurrent: 2, repeat: true, script: [{ action: 'delay', delay_ms: 40 }] });
+  const limits = async () => (await (await fetch(`${gw.url}/status.json`)).json())
+    .targets.find((t) => t.id === 'capped');
+  const before = await limits();
+  assert.equal(before.limits.effective_max_concurrency, 8);
+  assert.equal(before.limits.effective_rpm, 6000);
+  await Promise.all(Array.from({ length: 12 }, async () => { const r = await chat('capped'); await r.text(); }));
+  assert.ok((await sim.stats()).models.capM.faults > 0, 'the upstream limit was reached');
+  const after = await limits();
+  assert.ok(after.adaptive.factor < 1, `factor ${after.adaptive.factor}`);
+  assert.ok(after.limits.effective_max_concurrency < 8,
+    `effective max_concurrency ${after.limits.effective_max_concurrency}`);
+  assert.equal(after.limits.effective_max_concurrency, after.adaptive.effective_concurrency);
+  assert.ok(after.limits.effective_rpm < 6000, `effective rpm ${after.limits.effective_rpm}`);
 });

@@ -254,6 +254,37 @@ static void s_cost_budget(struct fx *x)
     x->env.allow_fallback = false;
 }
 
+/* Local limits (router/limit.c): a candidate without room is skipped as a 429 would be. */
+static void no_room(struct decide_cand *c, const char *by, int64_t room_in_ms)
+{
+    c->limited_by = by;
+    c->room_in_ms = room_in_ms;
+}
+static void s_no_room_equiv(struct fx *x)
+{
+    fx_init(x, FAIL_SERVER_ERROR);
+    two_on_a(x);
+    no_room(&x->in.tiers[TIER_EQUIVALENT].c[0], "target_rpm", 2000);
+}
+static void s_no_room_anywhere(struct fx *x)
+{
+    s_no_room_equiv(x);
+    no_room(&x->in.tiers[TIER_FALLBACK].c[0], "provider_concurrency", -1);
+}
+static void s_no_room_next_key(struct fx *x)
+{
+    fx_init(x, FAIL_RATE_LIMITED);
+    no_room(&x->in.failed, "target_concurrency", -1);
+}
+static void s_no_room_same_only(struct fx *x)
+{
+    fx_init(x, FAIL_OVERLOADED);
+    x->fail.retry_after_ms = 100;
+    x->env.allow_equivalent = x->env.allow_fallback = false;
+    x->in.tiers[TIER_EQUIVALENT].n = x->in.tiers[TIER_FALLBACK].n = 0;
+    no_room(&x->in.failed, "target_tpm", 700);
+}
+
 struct scenario {
     const char *name;
     void (*setup)(struct fx *);
@@ -324,6 +355,14 @@ static const struct scenario scenarios[] = {
          "latency_budget_exhausted", -1),
     STOP("max_cost_usd", s_cost_budget, "cost_budget_exhausted", TYPED,
          "cost_budget_exhausted", -1),
+    GO("no room on the equivalent: the fallback", s_no_room_equiv, "F", CROSS_MODEL_FALLBACK, 0,
+       "server_error"),
+    STOP("no room anywhere: 429 with the soonest room", s_no_room_anywhere, "no_capacity",
+         CAPACITY, "rate_limited", 2000),
+    GO("rate limit, no room for the next key: equivalent", s_no_room_next_key, "E",
+       EQUIVALENT_FAILOVER, 0, "rate_limited"),
+    STOP("the same target only, without room", s_no_room_same_only, "no_capacity", CAPACITY,
+         "rate_limited", 700),
 };
 
 static void check(const struct scenario *s, enum decision d, const struct decide_out *out)
@@ -423,6 +462,42 @@ static void test_first(void **state)
     assert_int_equal(out.outlook, REPLY_OUTLOOK_NEVER);
 }
 
+/* Capacity: the first attempt moves on past a target without room (no retry budget asked:
+ * nothing was sent), and with none left says which limit, when room returns and how long the
+ * request may wait (the longest queue_ms, within the time left). */
+static void test_capacity(void **state)
+{
+    struct fx x;
+    struct decide_out out;
+
+    (void)state;
+    s_server_error(&x);
+    x.in.n_attempts = 0;
+    x.in.budget_ok = false;
+    no_room(&x.in.tiers[TIER_PRIMARY].c[0], "target_rpm", 3000);
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_GO);
+    assert_string_equal(out.target->id, "E");
+    assert_string_equal(out.recovery, "primary_unavailable");
+    x.a.queue_ms = 500;
+    x.e.queue_ms = 60000;
+    no_room(&x.in.tiers[TIER_EQUIVALENT].c[0], "provider_concurrency", -1);
+    x.env.allow_fallback = false;
+    x.in.tiers[TIER_FALLBACK].n = 0;
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_STOP);
+    assert_int_equal(out.stop, DECIDE_STOP_CAPACITY);
+    assert_string_equal(out.limited_by, "target_rpm"); /* the soonest back */
+    assert_ptr_equal(out.limited, &x.a);
+    assert_int_equal(out.wait_ms, 3000);
+    assert_int_equal(out.queue_ms, 30000); /* 60000 capped by the time left */
+    assert_int_equal(out.status, 429);
+    assert_int_equal(out.outlook, REPLY_OUTLOOK_TIME);
+    /* Kept out for another reason too: not a capacity stop. */
+    x.in.tiers[TIER_PRIMARY].c[0].off = true;
+    x.in.tiers[TIER_EQUIVALENT].c[0].v.state = BRK_OPEN;
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_STOP);
+    assert_int_equal(out.stop, DECIDE_STOP_NONE_ELIGIBLE);
+}
+
 static void test_later_tier(void **state)
 {
     struct fx x;
@@ -444,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_probe_and_status),
         cmocka_unit_test(test_first),
         cmocka_unit_test(test_later_tier),
+        cmocka_unit_test(test_capacity),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -389,6 +389,7 @@ static void models_counters(void **state)
     assert_int_equal(field(s, "faults"), 3);
     assert_int_equal(field(s, "completed"), 1);
     assert_int_equal(field(s, "in_flight"), 3);
+    assert_int_equal(field(s, "max_in_flight"), 3);
     json_object_put(s);
     sim_models_end(&m, BSC_STR("m"), p1.gen, false);
     sim_models_end(&m, BSC_STR("m"), p2.gen, false);
@@ -397,6 +398,7 @@ static void models_counters(void **state)
     assert_int_equal(field(s, "completed"), 3);
     assert_int_equal(field(s, "cancelled"), 1);
     assert_int_equal(field(s, "in_flight"), 0);
+    assert_int_equal(field(s, "max_in_flight"), 3); /* the high-water mark stays */
     json_object_put(s);
     /* A call begun before a reset does not count after it. */
     sim_plan_cleanup(&p1);

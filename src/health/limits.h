@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/* limits.h -- request and token rates and concurrency caps, mirrored from the providers' own
+ * limits and applied per client, per target and per provider. One struct lim_set holds the
+ * three counters of one subject behind its own lock; every call takes <now> from the caller,
+ * so tests/unit/test_limits.c drives them with an injected clock. Rates are token buckets:
+ * capacity rpm (tpm), refilled rpm/60 (tpm/60) per second, starting full. The registry
+ * (lim_reg) keeps one set per client, target and provider id across config reloads and
+ * points each config object at its set (lim_reg_sync). See docs/internals/limits.md. */
+#ifndef BSC_HEALTH_LIMITS_H
+#define BSC_HEALTH_LIMITS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+
+/* Which limit said no; the order is the order of the checks. */
+enum lim_kind { LIM_NONE = 0, LIM_RPM, LIM_TPM, LIM_CONC, LIM_KIND_COUNT };
+
+/* A token bucket: <level> tokens at <at_ms>, capacity and refill given by the caller. */
+struct lim_bucket {
+    double level;
+    uint64_t at_ms;
+};
+
+struct lim_caps {
+    uint32_t rpm, tpm, conc; /* 0: unlimited */
+};
+
+/* What an acquire found: LIM_NONE (taken), or the limit in the way and when the set may
+ * have room again (wait_ms; -1 when it depends on another request finishing). */
+struct lim_verdict {
+    enum lim_kind kind;
+    int64_t wait_ms;
+    unsigned enforced; /* bit (1 << kind) for each limit the set enforced, for metrics */
+};
+
+struct lim_set {
+    pthread_mutex_t mu;
+    atomic_bool active;   /* any cap set: read without the lock (a reload may change it) */
+    struct lim_caps caps; /* configured; under <mu> */
+    double factor;        /* (0, 1]: scales rpm and conc (the adaptive limiter's effective caps) */
+    struct lim_bucket req, tok;
+    uint32_t inflight;
+    uint32_t queued;      /* requests waiting for this set (gauge only) */
+    uint64_t waiters;     /* bit (worker index % 64): a loop with requests waiting for room */
+};
+
+/* ---- pure bucket arithmetic ---- */
+
+/* Brings <b> to <now_ms> (first use: full). */
+void lim_bucket_refill(struct lim_bucket *b, uint32_t cap, uint64_t now_ms);
+/* Milliseconds until <n> tokens are there (n capped at <cap>: a request larger than the
+ * capacity waits for a full bucket). 0 when they are. */
+int64_t lim_bucket_wait_ms(const struct lim_bucket *b, uint32_t cap, uint64_t n);
+
+/* ---- sets ---- */
+
+void lim_set_init(struct lim_set *s, struct lim_caps caps);
+void lim_set_destroy(struct lim_set *s);
+/* Changes the configured caps (a reload); counters stay. */
+void lim_set_configure(struct lim_set *s, struct lim_caps caps);
+/* The adaptive hook: effective rpm and concurrency = configured x factor (at least 1),
+ * factor clamped to [0.01, 1]. tpm is not scaled. */
+void lim_set_factor(struct lim_set *s, double factor);
+/* The effective caps now. */
+struct lim_caps lim_set_effective(struct lim_set *s);
+/* Whether any cap is set (a set without caps is never locked on the request path). */
+bool lim_set_active(const struct lim_set *s);
+
+/* Takes one request, <tokens> tokens and one concurrency slot, all or nothing. */
+struct lim_verdict lim_acquire(struct lim_set *s, uint64_t tokens, uint64_t now_ms);
+/* Only looks: what lim_acquire would answer now. */
+struct lim_verdict lim_peek(struct lim_set *s, uint64_t tokens, uint64_t now_ms);
+/* Gives back the slot taken by lim_acquire (call it only for an acquire whose verdict
+ * enforced something: a reload may have changed the caps since) and corrects the tokens: <used> instead of the
+ * <estimated> taken (more used: the bucket goes into debt, down to -capacity). Returns the
+ * waiters to wake (bits as lim_wait_on set them), cleared. */
+uint64_t lim_release(struct lim_set *s, uint64_t estimated, uint64_t used, uint64_t now_ms);
+/* Gives back everything lim_acquire took (the attempt never started); as lim_release. */
+uint64_t lim_undo(struct lim_set *s, uint64_t tokens);
+/* Worker <worker> has a request waiting for room in <s>: the next release wakes it. */
+void lim_wait_on(struct lim_set *s, unsigned worker);
+void lim_queued(struct lim_set *s, int delta);
+
+/* A copy of a set's counters. */
+struct lim_snapshot {
+    struct lim_caps caps, effective;
+    uint32_t inflight, queued;
+};
+void lim_snapshot(struct lim_set *s, struct lim_snapshot *out);
+
+const char *lim_kind_name(enum lim_kind k); /* "rpm", "tpm", "concurrency", "none" */
+
+/* ---- the registry ---- */
+
+struct lim_reg;
+
+struct lim_reg *lim_reg_new(void);
+void lim_reg_free(struct lim_reg *reg);
+/* Points every client's, target's and provider's <lim> at its set (created on first sight,
+ * kept by id across reloads) and applies the configured caps. BSC_ENOMEM leaves the
+ * unresolved ones NULL (unlimited). */
+enum bsc_err lim_reg_sync(struct lim_reg *reg, struct cfg *cfg);
+
+#endif

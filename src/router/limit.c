@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+/* limit.c -- the local limits (health/limits.h) in the request's life: the client's rpm, tpm
+ * and max_concurrency in ADMIT (a 429 before anything goes upstream); each candidate's room,
+ * its target's and its provider's, copied into the decision (decide.c skips a candidate
+ * without room, moving on as a 429 would); the slots an attempt holds from the decision to
+ * its report; and the wait in PICK when no candidate has room and queue_ms allows it:
+ * a timer for a rate (its room returns at a known time), and for concurrency a wake-up from
+ * the release (WORKER_CMD_CAPACITY to every loop that has waiters), whichever comes first,
+ * never past the queue_ms or the deadline. See docs/internals/limits.md. */
+#include "router/limit.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/clock.h"
+#include "health/limits.h"
+#include "metrics/metrics.h"
+#include "router/internal.h"
+
+enum lim_subject { SUBJ_CLIENT = 0, SUBJ_TARGET, SUBJ_PROVIDER, SUBJ_COUNT };
+
+static const char *const limit_names[SUBJ_COUNT][LIM_KIND_COUNT] = {
+    {NULL, "client_rpm", "client_tpm", "client_concurrency"},
+    {NULL, "target_rpm", "target_tpm", "target_concurrency"},
+    {NULL, "provider_rpm", "provider_tpm", "provider_concurrency"},
+};
+
+static void count(struct request *r, const char *limit, const char *outcome)
+{
+    if (limit)
+        metrics_inc(r->gw->metrics, r->w->idx, METRIC_LIMIT_DECISIONS, limit, outcome, 1);
+}
+
+/* One "allowed" per limit the set enforced. */
+static void count_allowed(struct request *r, const struct lim_verdict *v, enum lim_subject subj)
+{
+    for (int k = LIM_RPM; k < LIM_KIND_COUNT; k++)
+        if (v->enforced & (1u << k))
+            count(r, limit_names[subj][k], "allowed");
+}
+
+/* A loop's wake-up handle is closed when it stops (main.c): wake-ups from other loops and
+ * that close are serialized, and a closed loop is never woken. Taken only when some loop
+ * waits for room. */
+static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Wakes every loop with a request waiting on a set that just had room given back. */
+static void wake(struct request *r, uint64_t waiters)
+{
+    if (!waiters)
+        return;
+    pthread_mutex_lock(&wake_lock);
+    for (unsigned i = 0; i < r->gw->n_workers; i++) {
+        struct worker *w = &r->gw->workers[i];
+
+        if (!(waiters & (1ull << (i % 64))) || w->lim_closed)
+            continue;
+        atomic_fetch_or(&w->pending, WORKER_CMD_CAPACITY);
+        uv_async_send(&w->wake);
+    }
+    pthread_mutex_unlock(&wake_lock);
+}
+
+void lim_worker_closing(struct worker *w)
+{
+    pthread_mutex_lock(&wake_lock);
+    w->lim_closed = true;
+    pthread_mutex_unlock(&wake_lock);
+}
+
+static uint64_t used_tokens(const struct request *r)
+{
+    int64_t used = 0;
+
+    if (r->x.usage.input_tokens > 0)
+        used += r->x.usage.input_tokens;
+    if (r->x.usage.output_tokens > 0)
+        used += r->x.usage.output_tokens;
+    return used > 0 ? (uint64_t)used : r->input.est_tokens;
+}
+
+bool lim_req_admit_client(struct request *r)
+{
+    struct lim_set *s = r->client ? r->client->lim : NULL;
+    struct lim_verdict v;
+
+    if (r->lim.client_held || !lim_set_active(s))
+        return true;
+    v = lim_acquire(s, r->input.est_tokens, bsc_now_ms());
+    if (v.kind == LIM_NONE) {
+        r->lim.client_held = true;
+        count_allowed(r, &v, SUBJ_CLIENT);
+        return true;
+    }
+    r->lim.limited_by = limit_names[SUBJ_CLIENT][v.kind];
+    count(r, r->lim.limited_by, "rejected");
+    req__set_error(r, 429, "rate_limit_error", "rate_limited",
+                   "client '%s' reached its %s limit", r->client->id, lim_kind_name(v.kind));
+    r->err.reason = "rate_limited";
+    req__set_retry(r, REPLY_OUTLOOK_TIME, v.wait_ms);
+    r->d.termination = "rate_limited";
+    return false;
+}
+
+void lim_req_fill(struct request *r, struct decide_cand *c, uint64_t now_ms)
+{
+    struct lim_set *ts = c->t->lim, *ps = c->t->provider->lim;
+    struct lim_verdict v = {LIM_NONE, 0};
+    enum lim_subject subj = SUBJ_TARGET;
+
+    c->limited_by = NULL;
+    c->room_in_ms = 0;
+    if (lim_set_active(ts))
+        v = lim_peek(ts, r->input.est_tokens, now_ms);
+    if (v.kind == LIM_NONE && lim_set_active(ps)) {
+        v = lim_peek(ps, r->input.est_tokens, now_ms);
+        subj = SUBJ_PROVIDER;
+    }
+    if (v.kind == LIM_NONE)
+        return;
+    c->limited_by = limit_names[subj][v.kind];
+    c->room_in_ms = v.wait_ms;
+}
+
+const char *lim_req_take(struct request *r, const struct cfg_target *t, int64_t *wait_ms)
+{
+    struct lim_set *ts = t->lim, *ps = t->provider->lim;
+    uint64_t now = bsc_now_ms();
+    struct lim_verdict v = lim_acquire(ts, r->input.est_tokens, now), pv;
+
+    if (v.kind != LIM_NONE) {
+        *wait_ms = v.wait_ms;
+        return limit_names[SUBJ_TARGET][v.kind];
+    }
+    pv = lim_acquire(ps, r->input.est_tokens, now);
+    if (pv.kind != LIM_NONE) {
+        wake(r, lim_undo(ts, r->input.est_tokens));
+        *wait_ms = pv.wait_ms;
+        return limit_names[SUBJ_PROVIDER][pv.kind];
+    }
+    r->lim.held = t;
+    r->lim.held_t = v.enforced != 0;
+    r->lim.held_p = pv.enforced != 0;
+    r->lim.held_tokens = r->input.est_tokens;
+    count_allowed(r, &v, SUBJ_TARGET);
+    count_allowed(r, &pv, SUBJ_PROVIDER);
+    return NULL;
+}
+
+void lim_req_untake(struct request *r)
+{
+    const struct cfg_target *t = r->lim.held;
+
+    if (!t)
+        return;
+    r->lim.held = NULL;
+    wake(r, (r->lim.held_t ? lim_undo(t->lim, r->lim.held_tokens) : 0) |
+                (r->lim.held_p ? lim_undo(t->provider->lim, r->lim.held_tokens) : 0));
+}
+
+void lim_req_note_moved(struct request *r, const struct decide_in *in,
+                        const struct cfg_target *chosen)
+{
+    for (int tier = 0; tier < TIER_COUNT; tier++) {
+        for (size_t k = 0; k < in->tiers[tier].n; k++) {
+            const struct decide_cand *c = &in->tiers[tier].c[k];
+
+            if (c->limited_by && c->t != chosen) {
+                count(r, c->limited_by, "moved_on");
+                return;
+            }
+        }
+    }
+}
+
+void lim_req_attempt_done(struct request *r)
+{
+    const struct cfg_target *t = r->lim.held;
+    uint64_t used, now;
+
+    if (!t)
+        return;
+    r->lim.held = NULL;
+    if (!r->lim.held_t && !r->lim.held_p)
+        return;
+    used = used_tokens(r);
+    now = bsc_now_ms();
+    wake(r, (r->lim.held_t ? lim_release(t->lim, r->lim.held_tokens, used, now) : 0) |
+                (r->lim.held_p ? lim_release(t->provider->lim, r->lim.held_tokens, used, now)
+                               : 0));
+}
+
+/* ---- the wait for room ---- */
+
+static void list_add(struct request *r)
+{
+    struct request **head = &r->w->lim_waiting;
+    struct request *last = *head;
+
+    while (last && last->lim.q_next) /* short: the requests queued on this loop */
+        last = last->lim.q_next;
+    r->lim.q_prev = last;
+    r->lim.q_next = NULL;
+    if (last)
+        last->lim.q_next = r;
+    else
+        *head = r;
+}
+
+static void list_remove(struct request *r)
+{
+    if (r->lim.q_prev)
+        r->lim.q_prev->lim.q_next = r->lim.q_next;
+    else if (r->w->lim_waiting == r)
+        r->w->lim_waiting = r->lim.q_next;
+    if (r->lim.q_next)
+        r->lim.q_next->lim.q_prev = r->lim.q_prev;
+    r->lim.q_prev = r->lim.q_next = NULL;
+}
+
+bool lim_req_wait(struct request *r, const struct decide_out *out)
+{
+    uint64_t now = bsc_now_ms(), delay;
+    const struct cfg_target *t = out->limited;
+
+    if (!out->queue_ms || !t)
+        return false;
+    if (!r->lim.queue_until_ms) {
+        r->lim.queue_start_ms = now;
+        r->lim.queue_until_ms = now + out->queue_ms;
+        count(r, out->limited_by, "queued");
+    }
+    if (now >= r->lim.queue_until_ms)
+        return false;
+    delay = r->lim.queue_until_ms - now;
+    if (out->wait_ms >= 0 && (uint64_t)out->wait_ms + 1 < delay)
+        delay = (uint64_t)out->wait_ms + 1;
+    lim_wait_on(t->lim, r->w->idx);
+    lim_wait_on(t->provider->lim, r->w->idx);
+    lim_queued(t->lim, +1);
+    metrics_gauge_add(r->gw->metrics, r->w->idx, METRIC_QUEUE_DEPTH, t->id, NULL, 1);
+    r->lim.waiting = true;
+    r->lim.waiting_on = t;
+    list_add(r);
+    req__arm_timer(r, delay);
+    return true;
+}
+
+void lim_req_resume(struct request *r)
+{
+    const struct cfg_target *t = r->lim.waiting_on;
+
+    if (!r->lim.waiting)
+        return;
+    r->lim.waiting = false;
+    r->lim.waiting_on = NULL;
+    list_remove(r);
+    uv_timer_stop(&r->timer);
+    r->lim.queued_ms = bsc_now_ms() - r->lim.queue_start_ms;
+    lim_queued(t->lim, -1);
+    metrics_gauge_add(r->gw->metrics, r->w->idx, METRIC_QUEUE_DEPTH, t->id, NULL, -1);
+}
+
+void lim_req_done(struct request *r)
+{
+    struct lim_set *s = r->client ? r->client->lim : NULL;
+
+    lim_req_resume(r);
+    lim_req_attempt_done(r);
+    if (!r->lim.client_held)
+        return;
+    r->lim.client_held = false;
+    wake(r, lim_release(s, r->input.est_tokens, used_tokens(r), bsc_now_ms()));
+}
+
+void lim_req_wake(struct worker *w)
+{
+    struct request *batch = w->lim_waiting;
+
+    /* Oldest first; a request still without room queues again at the new list's end. */
+    w->lim_waiting = NULL;
+    if (batch)
+        batch->lim.q_prev = NULL;
+    while (batch) {
+        struct request *r = batch;
+
+        batch = r->lim.q_next;
+        if (batch)
+            batch->lim.q_prev = NULL;
+        r->lim.q_prev = r->lim.q_next = NULL;
+        if (r->lim.waiting && r->m.state == REQ_ST_PICK)
+            req__run(r);
+    }
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* limit.h -- the router's side of the local limits (health/limits.h): the client's limits
+ * as an admission check, each candidate's room (target and provider) copied into the
+ * decision's input, the slots an attempt takes and gives back, and the wait for capacity
+ * (queue_ms) in PICK. Router-private. See docs/internals/limits.md. */
+#ifndef BSC_ROUTER_LIMIT_H
+#define BSC_ROUTER_LIMIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct request;
+struct worker;
+struct decide_cand;
+struct decide_in;
+struct decide_out;
+struct cfg_target;
+
+/* What a request holds and waits for. Zeroed with the request. */
+struct req_limits {
+    bool client_held;             /* a slot of the client's limits is taken */
+    const struct cfg_target *held; /* the target whose (and whose provider's) slot the
+                                      current attempt holds, or NULL */
+    bool held_t, held_p;          /* ... its target's, its provider's set took them */
+    uint64_t held_tokens;         /* the tokens taken with it (the estimate) */
+    const char *limited_by;       /* static: the limit the request was refused for (header,
+                                     logs), or NULL */
+    bool waiting;                 /* queued in PICK for a target's capacity ... */
+    const struct cfg_target *waiting_on; /* ... the one whose queue it is counted in */
+    uint64_t queue_start_ms, queue_until_ms;
+    uint64_t queued_ms;           /* time spent queued, for the logs */
+    struct request *q_prev, *q_next; /* the worker's list of waiting requests */
+};
+
+/* ADMIT: the client's rpm, tpm and max_concurrency; a limit reached sets the 429. */
+bool lim_req_admit_client(struct request *r);
+/* The room candidate <c> (its target, its provider) has for <r> now. */
+void lim_req_fill(struct request *r, struct decide_cand *c, uint64_t now_ms);
+/* Takes <t>'s and its provider's slots for the attempt decided: NULL, or when another
+ * request took the room since the decision looked, the limit in the way (nothing taken;
+ * *<wait_ms> when room returns). */
+const char *lim_req_take(struct request *r, const struct cfg_target *t, int64_t *wait_ms);
+/* Gives back what lim_req_take took, unused (the step was not taken after all). */
+void lim_req_untake(struct request *r);
+/* After a decision took <chosen>: counts a move past a candidate kept out for room. */
+void lim_req_note_moved(struct request *r, const struct decide_in *in,
+                        const struct cfg_target *chosen);
+/* Gives back the current attempt's slots (tokens corrected by the usage when known). */
+void lim_req_attempt_done(struct request *r);
+/* Nothing had room: waits in PICK when a candidate's queue_ms allows (true: the timer or a
+ * release runs the machine again), else false and the caller answers 429 rate_limited. */
+bool lim_req_wait(struct request *r, const struct decide_out *out);
+/* PICK runs again: out of the waiting list (the time queued counted), timer stopped. */
+void lim_req_resume(struct request *r);
+/* At DONE: the client's slot back, out of the waiting list. */
+void lim_req_done(struct request *r);
+/* The loop of <w> stops: no wake-up is sent to it any more (before its handle closes). */
+void lim_worker_closing(struct worker *w);
+/* WORKER_CMD_CAPACITY: runs this loop's waiting requests again, oldest first. */
+void lim_req_wake(struct worker *w);
+
+#endif
