@@ -621,6 +621,7 @@ function ratios(r) {
     out[`${k}_ttft_added_p50_ms`] = r.streams[k]?.ttft_added_ms.p50 ?? null;
     out[`${k}_ttft_added_p99_ms`] = r.streams[k]?.ttft_added_ms.p99 ?? null;
     out[`${k}_rss_per_stream_kib`] = r.streams[k]?.rss_per_stream_kib ?? null;
+    out[`${k}_cpu_us_per_event`] = r.streams[k]?.cpu_us_per_event ?? null;
   }
   return out;
 }
