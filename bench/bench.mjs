@@ -501,7 +501,7 @@ async function streams(results) {
   // A gateway holds a client and an upstream socket per stream; the sim and the client one.
   const maxByFd = Math.floor((C.nofile - 1000) / 2);
   if (n > maxByFd) {
-    results.notes.push(`streams: fd limit ${C.nofile} allows ${maxByFd} streams, not ${n}; raise the hard limit (ulimit -Hn)`);
+    results.notes.push(`streams: fd limit ${C.nofile} allows ${maxByFd} streams, not ${n}; raise the hard limit (ulimit -Hn; bench/run raises it itself with CAP_SYS_RESOURCE)`);
     n = maxByFd;
   }
   results.settings.streams = n;
