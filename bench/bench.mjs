@@ -513,7 +513,7 @@ async function streams(results) {
   // A gateway holds a client and an upstream socket per stream; the sim and the client one.
   const maxByFd = Math.floor((C.nofile - 1000) / 2);
   if (n > maxByFd) {
-    results.notes.push(`streams: fd limit ${C.nofile} allows ${maxByFd} streams, not ${n}; raise the hard limit (ulimit -Hn)`);
+    results.notes.push(`streams: fd limit ${C.nofile} allows ${maxByFd} streams, not ${n}; raise the hard limit (ulimit -Hn; bench/run raises it itself with CAP_SYS_RESOURCE)`);
     n = maxByFd;
   }
   results.settings.streams = n;
@@ -633,6 +633,7 @@ function ratios(r) {
     out[`${k}_ttft_added_p50_ms`] = r.streams[k]?.ttft_added_ms.p50 ?? null;
     out[`${k}_ttft_added_p99_ms`] = r.streams[k]?.ttft_added_ms.p99 ?? null;
     out[`${k}_rss_per_stream_kib`] = r.streams[k]?.rss_per_stream_kib ?? null;
+    out[`${k}_cpu_us_per_event`] = r.streams[k]?.cpu_us_per_event ?? null;
   }
   return out;
 }

@@ -141,6 +141,7 @@ function openStream(url, model, agent, full) {
       res.setEncoding('utf8');
       res.on('data', (chunk) => {
         if (!parsing) {
+          heldEvents += countEvents(chunk);
           if (chunk.includes('data: {"error"')) fail('error event after first token');
           if (chunk.includes('[DONE]')) st.sawDone = true;
           return;
@@ -176,6 +177,16 @@ function openStream(url, model, agent, full) {
   });
   req.end(payload);
   return { req, st, first, done, close: () => { st.closedByUs = true; req.destroy(); } };
+}
+
+/** Token events relayed to the held streams (after their first), for CPU per event. */
+let heldEvents = 0;
+
+/** `data:` lines in a chunk: one per event the gateway relayed (a chunk holds whole lines). */
+function countEvents(chunk) {
+  let n = 0;
+  for (let i = chunk.indexOf('data:'); i >= 0; i = chunk.indexOf('data:', i + 5)) n++;
+  return n;
 }
 
 /** A timer that does not keep the process alive: for bounding a wait in Promise.race. */
@@ -267,6 +278,7 @@ async function main() {
   const cpuAt = () => opts.pids.reduce((a, pid) => a + cpuSeconds(pid), 0);
   const holdCpu0 = cpuAt();
   const holdT0 = performance.now();
+  const holdEvents0 = heldEvents;
 
   // ---- probe pairs while the N are held ----
   const agents = {
@@ -307,7 +319,10 @@ async function main() {
   while (performance.now() < holdUntil) await sleep(50);
   out.held_open_at_end = openNow();
   // CPU the gateway spent while holding the N (relaying their tokens) and serving probes.
-  out.cpu_hold_pct = Math.round(((cpuAt() - holdCpu0) / ((performance.now() - holdT0) / 1000)) * 1000) / 10;
+  const holdCpu = cpuAt() - holdCpu0;
+  out.cpu_hold_pct = Math.round((holdCpu / ((performance.now() - holdT0) / 1000)) * 1000) / 10;
+  out.hold_events = heldEvents - holdEvents0;
+  out.cpu_us_per_event = out.hold_events > 0 ? Math.round((holdCpu / out.hold_events) * 1e7) / 10 : null;
   out.rss_peak_held_kib = Math.max(peakHeld, rssKiB());
   out.rss_peak_kib = Math.max(peakRss, out.rss_peak_held_kib);
   out.hwm_kib = opts.pids.reduce((a, pid) => a + statusKiB(pid, 'VmHWM'), 0);

@@ -12,6 +12,10 @@
 #define UP_EASY_CACHE     64
 #define UP_MAX_HEADERS    (UP_REQUEST_MAX_HEADERS + 2) /* the caller's lines and ours */
 #define UP_URL_CACHE      32 /* parsed URLs kept per multi */
+/* curl's receive buffer, one per easy handle, kept while the handle is: a held stream
+ * reads a few hundred bytes at a time, and 16 KiB (curl's default) a stream is most of
+ * what a thousand held streams cost (docs/internals/streams-memory.md). */
+#define UP_RECV_BUFFER    4096
 
 /* A URL parsed once and handed to curl as a CURLU for every transfer to it. curl reads
  * the CURLU until the transfer ends (at connect time, not at setopt), so an entry is
@@ -56,9 +60,10 @@ struct up_transfer {
     bool request_sent;
     char errbuf[CURL_ERROR_SIZE];
     /* The request header list, its nodes in place: curl only reads a CURLOPT_HTTPHEADER
-     * list, so it needs no curl_slist_append (a malloc and a strdup a line). Last: it is
-     * the one member up_start does not zero. */
-    struct curl_slist header_nodes[UP_MAX_HEADERS];
+     * list, so it needs no curl_slist_append (a malloc and a strdup a line). Sized to the
+     * request's headers (at most UP_MAX_HEADERS), not the bound: a held stream keeps its
+     * transfer. Last: it is the one member up_start does not zero. */
+    struct curl_slist header_nodes[];
 };
 
 struct up_sock;

@@ -112,6 +112,7 @@ void up__easy_defaults(CURL *e, struct up_multi *m)
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)UP_RECV_BUFFER);
     /* No proxy in the environment: saying so spares curl six getenv() walks a transfer. */
     if (!m->env_proxy)
         curl_easy_setopt(e, CURLOPT_PROXY, "");
@@ -147,13 +148,24 @@ static void set_options(struct up_transfer *t, const struct up_request *req)
     }
     curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST,
                      post || strcmp(req->method, "GET") == 0 ? NULL : req->method);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->header_nodes);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, &t->header_nodes[0]);
+}
+
+/* No "Expect: 100-continue" round trip: upstreams answer at once. */
+static const char *const fixed[] = {"Expect:", "Accept-Encoding: identity"};
+
+/* Bytes of a transfer with room for <req>'s header nodes; build_headers refuses more
+ * than UP_MAX_HEADERS before writing any, so the room stops there. */
+static size_t transfer_size(const struct up_request *req)
+{
+    size_t n = BSC_ARRAY_LEN(fixed) + req->n_headers;
+
+    return offsetof(struct up_transfer, header_nodes) +
+           (n < UP_MAX_HEADERS ? n : UP_MAX_HEADERS) * sizeof(struct curl_slist);
 }
 
 static enum bsc_err build_headers(struct up_transfer *t, const struct up_request *req)
 {
-    /* No "Expect: 100-continue" round trip: upstreams answer at once. */
-    static const char *const fixed[] = {"Expect:", "Accept-Encoding: identity"};
     size_t n = BSC_ARRAY_LEN(fixed) + req->n_headers;
 
     if (n > UP_MAX_HEADERS)
@@ -170,7 +182,7 @@ static enum bsc_err build_headers(struct up_transfer *t, const struct up_request
 enum bsc_err up_start(struct up_multi *m, const struct up_request *req,
                       const struct up_callbacks *cb, void *ud, struct up_transfer **out)
 {
-    struct up_transfer *t = malloc(sizeof(*t));
+    struct up_transfer *t = malloc(transfer_size(req));
     enum bsc_err err = BSC_ENOMEM;
 
     if (!t)
