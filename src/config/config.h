@@ -426,6 +426,16 @@ bool cfg_client_allows(const struct cfg_client *c, const struct cfg_route *r);
 
 /* Names for enum values (as written in YAML). */
 const char *cfg_provider_kind_name(enum cfg_provider_kind kind);
+/* A limit written per key (a target's rpm, tpm and max_concurrency; a provider's rpm and
+ * tpm) as the gateway counts it: over all <n_keys> keys of the provider together (key
+ * rotation spreads the calls evenly). 0 (unlimited) stays 0; saturates at UINT32_MAX. */
+static inline uint32_t cfg_per_key(uint32_t v, size_t n_keys)
+{
+    uint64_t total = (uint64_t)v * (n_keys ? n_keys : 1);
+
+    return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
+}
+
 const char *cfg_balance_name(enum cfg_balance b);
 /* "deepseek", ...; NULL for CFG_PROFILE_AUTO (choose by host). Inline: the providers that
  * read it link no config code. */

@@ -279,8 +279,10 @@ static void brk_report(struct hs_target *ts, uint64_t now_ms, enum brk_outcome o
  * docs/internals/adaptive.md). */
 static void adapt_caps(const struct cfg_target *t, uint32_t *conc, uint32_t *rpm)
 {
-    *conc = t->max_concurrency;
-    *rpm = t->rpm;
+    size_t keys = t->provider ? t->provider->n_keys : 1;
+
+    *conc = cfg_per_key(t->max_concurrency, keys); /* as the limiter counts them */
+    *rpm = cfg_per_key(t->rpm, keys);
 }
 
 /* Feeds <rep>'s signal to <ts>'s controller; under ts->lock. */

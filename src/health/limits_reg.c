@@ -93,13 +93,20 @@ enum bsc_err lim_reg_sync(struct lim_reg *reg, struct cfg *cfg)
     for (size_t i = 0; i < cfg->n_providers; i++) {
         struct cfg_provider *p = &cfg->providers[i];
 
-        p->lim = resolve(reg, 'p', p->id, (struct lim_caps){p->rpm, p->tpm, p->max_concurrency},
+        /* rpm and tpm per key; max_concurrency across every key and target */
+        p->lim = resolve(reg, 'p', p->id,
+                         (struct lim_caps){cfg_per_key(p->rpm, p->n_keys),
+                                           cfg_per_key(p->tpm, p->n_keys), p->max_concurrency},
                          &err);
     }
     for (size_t i = 0; i < cfg->n_targets; i++) {
         struct cfg_target *t = &cfg->targets[i];
 
-        t->lim = resolve(reg, 't', t->id, (struct lim_caps){t->rpm, t->tpm, t->max_concurrency},
+        size_t keys = t->provider ? t->provider->n_keys : 1;
+
+        t->lim = resolve(reg, 't', t->id,
+                         (struct lim_caps){cfg_per_key(t->rpm, keys), cfg_per_key(t->tpm, keys),
+                                           cfg_per_key(t->max_concurrency, keys)},
                          &err);
     }
     for (size_t i = 0; i < cfg->n_clients; i++) {

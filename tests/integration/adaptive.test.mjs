@@ -22,7 +22,7 @@ providers:
   p-rl1: { kind: openai_compatible, base_url: "${simBase}", keys: ["sk-rl1"], health: { probe: none } }
   p-rl2: { kind: openai_compatible, base_url: "${simBase}", keys: ["sk-rl2"], health: { probe: none } }
   p-aimd: { kind: openai_compatible, base_url: "${simBase}", keys: [${AIMD_KEYS}], health: { probe: none } }
-  p-cap: { kind: openai_compatible, base_url: "${simBase}", keys: [${AIMD_KEYS}], health: { probe: none } }
+  p-cap: { kind: openai_compatible, base_url: "${simBase}", keys: ["sk-cap"], health: { probe: none } }
 targets:
   two-a: { provider: p-two, model: twoA }
   two-b: { provider: p-two, model: twoB }

@@ -25,6 +25,7 @@ admin: { key: "${ADMIN}" }
 providers:
   sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-l"], health: { probe: none } }
   one: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-o"], max_concurrency: 1, health: { probe: none } }
+  two: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-k1", "sk-k2"], health: { probe: none } }
 targets:
   p1: { provider: one, model: l-prov-1 }
   p2: { provider: one, model: l-prov-2 }
@@ -34,12 +35,14 @@ targets:
   tq: { provider: sim, model: l-tier, rpm: 10 }
   tqe: { provider: sim, model: l-tier-eq }
   tc: { provider: sim, model: l-conc, max_concurrency: 2, queue_ms: 20000 }
+  tk: { provider: two, model: l-per-key, rpm: 3 }
 routes:
   client-rpm: { primary: [cl] }
   single: { primary: [cs] }
   target-rpm: { primary: [tr] }
   tiered: { primary: [tq], equivalent: [tqe] }
   conc: { primary: [tc] }
+  per-key: { primary: [tk] }
   prov-1: { primary: [p1] }
   prov-2: { primary: [p2] }
 clients:
@@ -151,6 +154,19 @@ test('target rpm 10: at most 10 (+1) upstream calls for 20 concurrent, the rest 
   const refused = answers.length - ok.length;
   const lines = await accessLines('target-rpm', refused, (l) => l.status === 429);
   assert.ok(lines.every((l) => l.limited_by === 'target_rpm' && l.attempts === 0));
+});
+
+test('a target rpm is per key: two keys at rpm 3 serve 6 of 10, 3 on each key', async () => {
+  const answers = await burst(10, 'per-key', FREE);
+  const ok = answers.filter((a) => a.res.status === 200);
+  assert.equal(ok.length, 6);
+  assert.equal((await stats('l-per-key')).calls, 6);
+  for (const { res, body } of answers.filter((a) => a.res.status !== 200))
+    assertLimited(res, body, 'target_rpm');
+  const seen = await sim.requests('l-per-key');
+  const byKey = {};
+  for (const r of seen) byKey[r.headers.authorization] = (byKey[r.headers.authorization] ?? 0) + 1;
+  assert.deepEqual(byKey, { 'Bearer sk-k1': 3, 'Bearer sk-k2': 3 });
 });
 
 test('target rpm with an equivalent tier: the overflow is served there (20/20)', async () => {
