@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* verdicts.c -- the recent-request table and the per-target outcome windows of verdicts.h.
  * Requests live in a ring in finish order (the oldest is evicted first, so count and age
- * stay bounded without a sweep) and in a chained hash for lookup. Target windows are a
- * fixed open-addressed table that never deletes: target ids survive config reloads. */
+ * stay bounded without a sweep) and in a chained hash for lookup. Each ring slot owns a
+ * fixed record in one slab allocated at start, so recording a request allocates nothing:
+ * a malloc per request kept for up to an hour interleaved long-lived chunks with every
+ * request's short-lived ones and slowed the allocator on the whole request path (only a
+ * record whose strings do not fit goes to the heap). Target windows are a fixed
+ * open-addressed table that never deletes: target ids survive config reloads. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +19,7 @@ struct vrec {
     uint64_t finish_ms;
     int workflow;
     bool claimed;
+    bool heap;         /* its strings did not fit its slab slot: malloc'd */
     uint16_t off_route, off_target, off_scope; /* into s[] */
     char s[];                                  /* id, route, target, scope, NUL-separated */
 };
@@ -32,9 +37,13 @@ struct vtarget {
 
 #define VT_SLOTS (2 * VERDICTS_MAX_TARGETS) /* a power of two, half full at most */
 
+/* A slab slot: a record and the usual id, route, target and scope lengths. */
+#define VREC_SLOT 192u
+
 struct verdicts {
     pthread_mutex_t mu;
     struct vrec **ring, **buckets;
+    char *slab; /* cap x VREC_SLOT: ring slot i's record, when it fits */
     size_t cap, head, count, mask;
     uint64_t max_age_ms;
     struct vtarget *targets; /* VT_SLOTS */
@@ -65,7 +74,10 @@ struct verdicts *verdicts_new(size_t max_requests, uint64_t max_age_ms)
     vs->ring = calloc(max_requests, sizeof(*vs->ring));
     vs->buckets = calloc(nb, sizeof(*vs->buckets));
     vs->targets = calloc(VT_SLOTS, sizeof(*vs->targets));
-    if (!vs->ring || !vs->buckets || !vs->targets || pthread_mutex_init(&vs->mu, NULL)) {
+    vs->slab = malloc(max_requests * VREC_SLOT); /* pages are touched as the ring fills */
+    if (!vs->ring || !vs->buckets || !vs->targets || !vs->slab ||
+        pthread_mutex_init(&vs->mu, NULL)) {
+        free(vs->slab);
         free(vs->ring);
         free(vs->buckets);
         free(vs->targets);
@@ -83,7 +95,9 @@ void verdicts_free(struct verdicts *vs)
     if (!vs)
         return;
     for (size_t i = 0; i < vs->cap; i++)
-        free(vs->ring[i]);
+        if (vs->ring[i] && vs->ring[i]->heap)
+            free(vs->ring[i]);
+    free(vs->slab);
     free(vs->ring);
     free(vs->buckets);
     free(vs->targets);
@@ -104,7 +118,8 @@ static void evict(struct verdicts *vs, size_t slot)
             break;
         }
     }
-    free(e);
+    if (e->heap)
+        free(e);
     vs->ring[slot] = NULL;
     vs->count--;
 }
@@ -133,15 +148,17 @@ static bool str_ok(const char *s, size_t max)
     return s && *s && strlen(s) <= max;
 }
 
-static struct vrec *rec_new(const struct vd_request *rq)
+/* The record of <rq> in ring slot <slot> (its slab slot, or the heap when too long). */
+static struct vrec *rec_new(struct verdicts *vs, size_t slot, const struct vd_request *rq)
 {
     size_t li = strlen(rq->id), lr = strlen(rq->route), lt = strlen(rq->target);
-    size_t ls = strlen(rq->scope);
-    struct vrec *e = malloc(sizeof(*e) + li + lr + lt + ls + 4);
+    size_t ls = strlen(rq->scope), size = sizeof(struct vrec) + li + lr + lt + ls + 4;
+    bool heap = size > VREC_SLOT;
+    struct vrec *e = heap ? malloc(size) : (struct vrec *)(void *)(vs->slab + slot * VREC_SLOT);
 
     if (!e)
         return NULL;
-    *e = (struct vrec){.finish_ms = rq->finish_ms, .workflow = rq->workflow};
+    *e = (struct vrec){.finish_ms = rq->finish_ms, .workflow = rq->workflow, .heap = heap};
     e->off_route = (uint16_t)(li + 1);
     e->off_target = (uint16_t)(e->off_route + lr + 1);
     e->off_scope = (uint16_t)(e->off_target + lt + 1);
@@ -160,13 +177,15 @@ enum bsc_err verdicts_finished(struct verdicts *vs, const struct vd_request *rq)
     if (!str_ok(rq->id, VERDICTS_ID_MAX) || !str_ok(rq->route, VERDICTS_ID_MAX) ||
         !str_ok(rq->target, VERDICTS_ID_MAX) || !str_ok(rq->scope, VERDICTS_SCOPE_MAX))
         return BSC_EINVAL;
-    e = rec_new(rq);
-    if (!e)
-        return BSC_ENOMEM;
     b = hash(rq->id) & vs->mask;
     pthread_mutex_lock(&vs->mu);
     expire(vs, rq->finish_ms);
-    evict(vs, vs->head); /* the oldest when full */
+    evict(vs, vs->head); /* the oldest when full: its slot is the new record's */
+    e = rec_new(vs, vs->head, rq);
+    if (!e) {
+        pthread_mutex_unlock(&vs->mu);
+        return BSC_ENOMEM;
+    }
     e->next = vs->buckets[b]; /* newest first: a reused client id finds its last request */
     vs->buckets[b] = e;
     vs->ring[vs->head] = e;

@@ -45,6 +45,38 @@ static void test_claim_once(void **state)
     verdicts_free(vs);
 }
 
+/* Records whose strings do not fit a slab slot live on the heap; both kinds are found,
+ * evicted in ring order and freed (ASan checks the heap ones are freed exactly once). */
+static void test_long_records(void **state)
+{
+    struct verdicts *vs = verdicts_new(4, 1000);
+    char id[VERDICTS_ID_MAX + 1], route[VERDICTS_ID_MAX + 1];
+    struct vd_request big;
+    struct vd_claim c;
+
+    (void)state;
+    memset(id, 'i', VERDICTS_ID_MAX);
+    id[VERDICTS_ID_MAX] = '\0';
+    memset(route, 'r', VERDICTS_ID_MAX);
+    route[VERDICTS_ID_MAX] = '\0';
+    big = (struct vd_request){.id = id, .route = route, .target = route, .scope = "anonymous",
+                              .workflow = 1, .finish_ms = 100};
+    assert_int_equal(verdicts_finished(vs, &big), BSC_OK);
+    put(vs, "req_small", "anonymous", 101);
+    assert_int_equal(verdicts_claim(vs, id, "anonymous", 110, &c), BSC_OK);
+    assert_string_equal(c.route, route);
+    assert_int_equal(verdicts_claim(vs, "req_small", "anonymous", 110, &c), BSC_OK);
+    for (int i = 0; i < 6; i++) { /* push both out of the 4-slot ring, reusing their slots */
+        char other[16];
+
+        snprintf(other, sizeof(other), "req_%d", i);
+        put(vs, other, "anonymous", 120);
+    }
+    assert_int_equal(verdicts_claim(vs, id, "anonymous", 130, &c), BSC_ENOTFOUND);
+    assert_int_equal(verdicts_claim(vs, "req_5", "anonymous", 130, &c), BSC_OK);
+    verdicts_free(vs);
+}
+
 static void test_scope(void **state)
 {
     struct verdicts *vs = verdicts_new(8, 1000);
@@ -273,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_reused_id),    cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_windows),      cmocka_unit_test(test_window_slides),
         cmocka_unit_test(test_target_bound), cmocka_unit_test(test_concurrent),
+        cmocka_unit_test(test_long_records),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
