@@ -62,34 +62,63 @@ static void no_op_done(enum bsc_err err, void *ud)
  * clients, and no credential is stored. Requests without one share the gateway-wide
  * "anonymous" scope (docs/internals/store.md says why not the client address). The three
  * shapes cannot collide: "auth:" / "xkey:" + 32 hex digits, or "anonymous". */
-/* "client:" and a digest of the id: stable across restarts and key rotations, at most 40
- * bytes whatever the id's length. */
-static void client_scope(const char *id, char *out, size_t len)
+/* One credential per worker thread remembered with its scope: a connection sends the same
+ * one request after request, and a SHA-256 per request showed in profiles. The value is
+ * compared whole, so a hit is exact. */
+struct scope_memo {
+    const char *kind; /* a static string; NULL: empty */
+    size_t len;
+    char value[256];
+    char scope[40];
+};
+
+static _Thread_local struct scope_memo scope_memo;
+
+static const char kind_auth[] = "authorization", kind_xkey[] = "x-api-key",
+                  kind_client[] = "client";
+
+/* "<tag>:" and 32 hex digits of SHA-256(<kind> NUL <value>), at most 40 bytes with the NUL.
+ * "client:" + the id's digest: stable across restarts and key rotations. */
+static void scope_digest(const char *kind, const char *tag, const char *value, size_t vlen,
+                         char *out, size_t len)
 {
+    static const char hex[] = "0123456789abcdef";
+    struct scope_memo *m = &scope_memo;
     struct bsc_sha256 h;
     uint8_t d[BSC_SHA256_LEN];
+    char scope[40];
     int n;
 
+    if (m->kind == kind && m->len == vlen && memcmp(m->value, value, vlen) == 0) {
+        snprintf(out, len, "%s", m->scope);
+        return;
+    }
     bsc_sha256_init(&h);
-    bsc_sha256_update(&h, "client", sizeof("client")); /* the NUL separates kind and value */
-    bsc_sha256_update(&h, id, strlen(id));
+    bsc_sha256_update(&h, kind, strlen(kind) + 1); /* the NUL separates kind and value */
+    bsc_sha256_update(&h, value, vlen);
     bsc_sha256_final(&h, d);
-    n = snprintf(out, len, "client:");
-    for (size_t i = 0; i < 16 && n > 0 && (size_t)n + 2 < len; i++, n += 2)
-        snprintf(out + n, 3, "%02x", d[i]);
+    n = snprintf(scope, sizeof(scope), "%s:", tag);
+    for (size_t i = 0; i < 16 && (size_t)n + 2 < sizeof(scope); i++) {
+        scope[n++] = hex[d[i] >> 4];
+        scope[n++] = hex[d[i] & 15];
+    }
+    scope[n] = '\0';
+    snprintf(out, len, "%s", scope);
+    if (vlen <= sizeof(m->value)) {
+        memcpy(m->value, value, vlen);
+        m->len = vlen;
+        m->kind = kind;
+        memcpy(m->scope, scope, sizeof(scope));
+    }
 }
 
 void req_client_scope(struct srv_req *sreq, char *out, size_t len)
 {
-    static const char kind_auth[] = "authorization", kind_xkey[] = "x-api-key";
     struct bsc_str cred = srv_req_header(sreq, BSC_STR("authorization"));
-    const char *kind = kind_auth, *tag = "auth";
-    struct bsc_sha256 h;
-    uint8_t d[BSC_SHA256_LEN];
-    int n;
+    const char *kind = kind_auth, *tag = "auth", *principal = srv_req_principal(sreq);
 
-    if (srv_req_principal(sreq)[0]) { /* clients: the authenticated client, not its key */
-        client_scope(srv_req_principal(sreq), out, len);
+    if (principal[0]) { /* clients: the authenticated client, not its key */
+        scope_digest(kind_client, "client", principal, strlen(principal), out, len);
         return;
     }
     if (!cred.len) {
@@ -101,13 +130,7 @@ void req_client_scope(struct srv_req *sreq, char *out, size_t len)
         snprintf(out, len, "anonymous");
         return;
     }
-    bsc_sha256_init(&h);
-    bsc_sha256_update(&h, kind, strlen(kind) + 1); /* the NUL separates kind and value */
-    bsc_sha256_update(&h, cred.p, cred.len);
-    bsc_sha256_final(&h, d);
-    n = snprintf(out, len, "%s:", tag);
-    for (size_t i = 0; i < 16 && n > 0 && (size_t)n + 2 < len; i++, n += 2)
-        snprintf(out + n, 3, "%02x", d[i]);
+    scope_digest(kind, tag, cred.p, cred.len, out, len);
 }
 
 /* The store key of ledger operation <id> for this request's caller: the client's own name
@@ -118,7 +141,8 @@ static struct bsc_str ledger_key(const struct request *r, const char *id, char *
     char scope[40] = "";
 
     if (r->client)
-        client_scope(r->client->id, scope, sizeof(scope));
+        scope_digest(kind_client, "client", r->client->id, strlen(r->client->id), scope,
+                     sizeof(scope));
     if (ledger_scoped_id(scope, bsc_str_cstr(id), buf, len) != BSC_OK)
         snprintf(buf, len, "%s", id); /* not reached: ids are checked as they are read */
     return bsc_str_cstr(buf);
