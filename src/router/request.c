@@ -753,6 +753,22 @@ static void inspect_request(struct request *r, const struct chat_in *in)
     trim_req_inspect(r, in->scan_body, in->messages);
 }
 
+/* The request could not start (out of memory, or a header that does not tighten the
+ * envelope): answered at once, and what <in> handed over is given back. */
+static void start_refused(struct srv_req *sreq, struct request *r, struct chat_in *in,
+                          const char *why)
+{
+    if (r)
+        srv_resp_error(sreq, 400, "invalid_request_error", "invalid_header", why);
+    else
+        srv_resp_error(sreq, 503, "server_error", "gateway_overloaded", "out of memory");
+    json_object_put(in->json);
+    if (in->down && in->down->arg_free)
+        in->down->arg_free(in->down_arg);
+    cfg_unref(in->cfg);
+    free(r); /* never handed out: r->w is not set */
+}
+
 void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
 {
     struct request *r = req_alloc(w);
@@ -774,18 +790,8 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
         inspect_request(r, in);
     }
     if (!r || envelope_build(&r->route->envelope, &eh, srv_req_start_us(sreq) / 1000, &r->env,
-                             &why) != BSC_OK) {
-        if (r)
-            srv_resp_error(sreq, 400, "invalid_request_error", "invalid_header", why);
-        else
-            srv_resp_error(sreq, 503, "server_error", "gateway_overloaded", "out of memory");
-        json_object_put(in->json);
-        if (in->down && in->down->arg_free)
-            in->down->arg_free(in->down_arg);
-        cfg_unref(in->cfg);
-        free(r); /* never handed out: r->w is not set */
-        return;
-    }
+                             &why) != BSC_OK)
+        return start_refused(sreq, r, in, why);
     r->w = w;
     r->gw = w->gw;
     r->cfg = in->cfg;
