@@ -89,5 +89,7 @@ test('after task failures on one target and successes on another, traffic goes t
   const line = await attemptLine(last.headers.get('x-request-id'));
   const m = /^score sb=(-?[\d.]+) sa=(-?[\d.]+)$/.exec(line.ranking);
   assert.ok(m, line.ranking);
-  assert.ok(Number(m[1]) > 1.9 && Number(m[2]) < 1.0, line.ranking);
+  // sb: contract 1 + task 1, less its latency; sa: contract 1 + task 0, less its latency. The
+  // latency term is a few microseconds' worth here, so sa prints as 1.000 on a fast machine.
+  assert.ok(Number(m[1]) > 1.9 && Number(m[2]) <= 1.0, line.ranking);
 });
