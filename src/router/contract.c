@@ -259,12 +259,13 @@ static void feed_delta(struct contract *c, struct json_object *delta)
     }
 }
 
-void contract_feed_frames(struct request *r, struct bsc_str frames)
+/* Calls <fn> with the delta of each whole "data: {...}" event of <frames> (the OpenAI
+ * chunks the adapter produced). */
+static void each_delta(struct contract *c, struct bsc_str frames,
+                       void (*fn)(struct contract *c, struct json_object *delta))
 {
     const char *p = frames.p, *end = p ? p + frames.len : NULL;
 
-    if (!contract_wanted(r) || !prepare(r))
-        return;
     while (p && p < end) {
         const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
         struct json_object *chunk;
@@ -273,12 +274,18 @@ void contract_feed_frames(struct request *r, struct bsc_str frames)
             break;
         if ((size_t)(sep - p) > 6 && memcmp(p, "data: {", 7) == 0) {
             chunk = prov_parse_json(bsc_str_make(p + 6, (size_t)(sep - p - 6)));
-            feed_delta(r->contract,
-                       bsc_json_get(bsc_json_idx(bsc_json_get(chunk, "choices"), 0), "delta"));
+            fn(c, bsc_json_get(bsc_json_idx(bsc_json_get(chunk, "choices"), 0), "delta"));
             json_object_put(chunk);
         }
         p = sep + 2;
     }
+}
+
+void contract_feed_frames(struct request *r, struct bsc_str frames)
+{
+    if (!contract_wanted(r) || !prepare(r))
+        return;
+    each_delta(r->contract, frames, feed_delta);
 }
 
 bool contract_check_stream(struct request *r, struct fail_info *f)
@@ -319,25 +326,11 @@ static void feed_checks_chunk(struct contract *c, struct json_object *delta)
 
 void contract_feed_checks(struct request *r, struct bsc_str frames)
 {
-    const char *p = frames.p, *end = p ? p + frames.len : NULL;
     struct contract *c;
 
     if (!checks_active(r) || !(c = contract_of(r)))
         return;
-    while (p && p < end) {
-        const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
-        struct json_object *chunk;
-
-        if (!sep)
-            break;
-        if ((size_t)(sep - p) > 6 && memcmp(p, "data: {", 7) == 0) {
-            chunk = prov_parse_json(bsc_str_make(p + 6, (size_t)(sep - p - 6)));
-            feed_checks_chunk(c, bsc_json_get(bsc_json_idx(bsc_json_get(chunk, "choices"), 0),
-                                              "delta"));
-            json_object_put(chunk);
-        }
-        p = sep + 2;
-    }
+    each_delta(c, frames, feed_checks_chunk);
 }
 
 void contract_record_stream(struct request *r)
