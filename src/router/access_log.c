@@ -166,6 +166,10 @@ void attempt_log_write(const struct attempt_line *l)
     PUT_STR(b, "delay_why", l->delay_why);
     if (a->ranking[0])
         PUT_STR(b, "ranking", a->ranking);
+    if (l->limited_by)
+        PUT_STR(b, "limited_by", l->limited_by);
+    if (l->queued_ms >= 0)
+        PUT_I64(b, "queued_ms", l->queued_ms);
     line_end(b);
 }
 

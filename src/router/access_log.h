@@ -53,6 +53,8 @@ struct attempt_line {
     const char *next, *why;
     uint32_t next_delay_ms;
     const char *delay_why; /* NULL when no wait */
+    const char *limited_by; /* may be NULL: the local limit the request waited for */
+    int64_t queued_ms;      /* < 0: never queued for room before this attempt */
 };
 
 void attempt_log_write(const struct attempt_line *l);

@@ -228,6 +228,7 @@ bool lim_req_wait(struct request *r, const struct decide_out *out)
     if (!r->lim.queue_until_ms) {
         r->lim.queue_start_ms = now;
         r->lim.queue_until_ms = now + out->queue_ms;
+        r->lim.queued_for = out->limited_by;
         count(r, out->limited_by, "queued");
     }
     if (now >= r->lim.queue_until_ms)

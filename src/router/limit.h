@@ -28,7 +28,8 @@ struct req_limits {
     bool waiting;                 /* queued in PICK for a target's capacity ... */
     const struct cfg_target *waiting_on; /* ... the one whose queue it is counted in */
     uint64_t queue_start_ms, queue_until_ms;
-    uint64_t queued_ms;           /* time spent queued, for the logs */
+    uint64_t queued_ms;           /* time spent queued, for the logs ... */
+    const char *queued_for;       /* ... static: for which limit (the first wait's) */
     struct request *q_prev, *q_next; /* the worker's list of waiting requests */
 };
 

@@ -246,6 +246,8 @@ static void log_attempt(struct request *r, const char *next, const char *why)
         .why = why,
         .next_delay_ms = r->next.delay_ms,
         .delay_why = r->next.delay_why,
+        .limited_by = r->lim.queue_start_ms ? r->lim.queued_for : NULL,
+        .queued_ms = r->lim.queue_start_ms ? (int64_t)r->lim.queued_ms : -1,
     };
 
     attempt_log_write(&l);

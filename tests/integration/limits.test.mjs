@@ -191,6 +191,13 @@ test('max_concurrency 2: never more than 2 in flight at the provider, all served
   assert.ok(s.max_in_flight <= 2, `max in flight: ${s.max_in_flight}`);
   const lines = await accessLines('conc', 8);
   assert.ok(lines.some((l) => l.queued_ms > 0), 'some waited for a slot');
+  // The attempt line of a request that waited says how long, and for which limit.
+  const waited = lines.filter((l) => l.queued_ms > 0).map((l) => l.request_id);
+  await waitFor(() => gw.accessLog().some((l) => l.type === 'attempt' && waited.includes(l.request_id)),
+    { what: 'the attempt line of a request that waited' });
+  const attempt = gw.accessLog().find((l) => l.type === 'attempt' && waited.includes(l.request_id));
+  assert.ok(attempt.queued_ms > 0, JSON.stringify(attempt));
+  assert.equal(attempt.limited_by, 'target_concurrency');
   const metrics = await (await fetch(`${gw.url}/metrics`)).text();
   assert.match(metrics, /bascule_limit_decisions_total\{limit="target_concurrency",outcome="queued"\} [1-9]/);
   assert.match(metrics, /bascule_limit_decisions_total\{limit="client_rpm",outcome="rejected"\} 5/);
