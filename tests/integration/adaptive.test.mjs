@@ -119,7 +119,9 @@ test('16 client loops against an upstream taking 4 at once settle under 30% reje
   await midPromise;
   const end = (await sim.stats()).models.aimdM;
   const calls = end.calls - mid.calls, rejected = end.faults - mid.faults;
-  assert.ok(calls >= 20, `upstream calls in the second half: ${calls}`);
+  // Enough calls to judge a ratio; a slow build (ThreadSanitizer) turns more requests away
+  // locally at the adaptive limit, so fewer reach the upstream.
+  assert.ok(calls >= 10, `upstream calls in the second half: ${calls}`);
   assert.ok(rejected / calls < 0.3,
     `second half: ${rejected} of ${calls} upstream calls rejected (whole run ${end.faults}/${end.calls}; client statuses ${JSON.stringify(statuses)})`);
   assert.ok(end.faults > 0, 'the upstream limit was reached at least once');
