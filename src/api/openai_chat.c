@@ -31,13 +31,25 @@ struct json_object *api__parse_json(struct bsc_str body, char *msg, size_t msgle
     struct json_object *obj;
     struct bsc_json_error verr;
     struct bsc_json_where w;
+    enum bsc_json_verdict v;
     unsigned line, col;
+    char name[BSC_JSON_MAX_NAME + 1];
 
-    if (body.len && !bsc_json_check(body, API_JSON_MAX_DEPTH, &verr)) {
+    /* One member name once: the value read here is the one any other parser would read. */
+    if (body.len && (v = bsc_json_check_request(body, API_JSON_MAX_DEPTH, NULL, 0, 0, NULL,
+                                                &verr)) != BSC_JSONV_OK) {
         bsc_json_line_col(body, verr.offset, &line, &col);
-        snprintf(msg, msglen,
-                 "We could not parse the JSON body of your request: %s at line %u column %u",
-                 verr.what, line, col);
+        if (v == BSC_JSONV_DUPLICATE) {
+            bsc_json_name_decode(verr.name, name, sizeof(name));
+            snprintf(msg, msglen,
+                     "the member '%s' must appear at most once in the request body; it appears "
+                     "again at line %u column %u (names compared with escapes decoded)",
+                     name, line, col);
+        } else {
+            snprintf(msg, msglen,
+                     "We could not parse the JSON body of your request: %s at line %u column %u",
+                     verr.what, line, col);
+        }
         return NULL;
     }
     obj = bsc_json_parse(body, API_JSON_MAX_DEPTH, BSC_JSON_UTF8, &w);

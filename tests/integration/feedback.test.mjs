@@ -165,3 +165,18 @@ test('a streamed answer can be judged as soon as it has been read', async () => 
   assert.equal(await metric('bascule_target_outcomes_total', { target: 'fa', layer: 'transport', result: 'ok' }), t0 + 1);
   assert.equal(await metric('bascule_target_outcomes_total', { target: 'fa', layer: 'task', result: 'ok' }), 1);
 });
+
+test('a verdict with a member written twice (escaped or not) is a 400 and claims nothing', async () => {
+  const res = await chat({ 'x-request-id': 'fb-dup-1' });
+  assert.equal(res.status, 200);
+  for (const body of [
+    '{"request_id": "fb-dup-1", "task_success": true, "task_success": false}',
+    '{"request_id": "fb-dup-1", "task_success": true, "task_\\u0073uccess": false}',
+  ]) {
+    const dup = await feedback(body);
+    assert.equal(dup.status, 400, body);
+    assert.match((await dup.json()).error.message, /'task_success' must appear at most once/);
+  }
+  const ok = await feedback({ request_id: 'fb-dup-1', task_success: true });
+  assert.equal(ok.status, 200, 'the rejected bodies did not use up the verdict');
+});
