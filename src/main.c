@@ -418,6 +418,14 @@ static int serve(const char *path, const struct rlimit *core_limit)
         mc.gw.hs = hstate_new();
     }
     mc.gw.lim = lim_reg_new();
+    if (mc.gw.lim && cfg->store.kind == CFG_STORE_REDIS) {
+        /* Rate buckets and concurrency leases too: shared, taken in slices. */
+        struct lim_share *sh = hstate_redis_share(mc.gw.hs);
+
+        sh->wake = lim_wake_loops;
+        sh->wake_ctx = &mc.gw;
+        lim_reg_share(mc.gw.lim, sh);
+    }
     mc.gw.n_workers = worker_count(cfg);
     mc.gw.metrics = metrics_new(mc.gw.n_workers);
     mc.gw.conns = srv_group_new(mc.gw.n_workers);
@@ -479,9 +487,9 @@ static int serve(const char *path, const struct rlimit *core_limit)
     uv_close((uv_handle_t *)&mc.drain_timer, NULL);
     uv_run(mc.loop, UV_RUN_DEFAULT);
     uv_loop_close(mc.loop);
+    hstate_free(mc.gw.hs); /* its thread may wake the loops (limits): before they go */
     free(mc.gw.workers);
     srv_group_free(mc.gw.conns);
-    hstate_free(mc.gw.hs);
     lim_reg_free(mc.gw.lim);
     tel_shutdown(); /* it counts into the metrics: first */
     verdicts_free(mc.gw.verdicts);

@@ -309,6 +309,7 @@ struct cfg_store {
     uint32_t timeout_ms;   /* redis: 50, the longest a request waits on Redis */
     enum cfg_store_unavail on_unavailable; /* redis: local */
     uint32_t instances;    /* redis: 1, gateways sharing the Redis (local limits divide) */
+    uint32_t lease_ttl_ms; /* redis: 10000, a concurrency lease not renewed this long expires */
 };
 
 /* responses: POST /v1/responses conversations kept for previous_response_id. */

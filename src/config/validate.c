@@ -262,6 +262,7 @@ static const struct cfg__field store_fields[] = {
     {FU32(struct cfg_store, "timeout_ms", timeout_ms, 1, 60000)},
     {FENUM(struct cfg_store, "on_unavailable", on_unavailable, unavail_names)},
     {FU32(struct cfg_store, "instances", instances, 1, 1024)},
+    {FU32(struct cfg_store, "lease_ttl_ms", lease_ttl_ms, 300, 600000)},
 };
 
 /* ---- breaker, retry ------------------------------------------------------------------- */
@@ -1102,6 +1103,7 @@ static bool defaults(struct cfg *cfg, const char *file)
     cfg->store.kind = CFG_STORE_MEMORY;
     cfg->store.timeout_ms = 50;
     cfg->store.instances = 1;
+    cfg->store.lease_ttl_ms = 10000;
     cfg->responses.ttl_s = 3600;
     cfg->breaker = (struct cfg_breaker){
         .key_dims = CFG_BRK_PROVIDER | CFG_BRK_MODEL | CFG_BRK_REGION | CFG_BRK_KEY,

@@ -11,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
 #pragma GCC diagnostic ignored "-Wunused-parameter"
@@ -26,70 +24,11 @@
 #include "core/redis_keys.h"
 #include "health/hstate_mirror.h"
 #include "health/hstate_redis.h"
-
-#define HR_MAX 1024             /* circuits, providers */
-#define HR_MAX_QUEUED 10000     /* events waiting for Redis; more are dropped (local only) */
-#define HR_BACKOFF_MIN_MS 100
-#define HR_BACKOFF_MAX_MS 2000
-#define HR_CONNECT_MS 1000
-#define HR_CLAIM_MARGIN_MS 100  /* the probe lease is asked for this long before the end */
-#define HR_PING_MS 1000
+#include "health/hstate_redis_int.h"
 
 /* Reads a key's value and remaining life in one round trip. */
 static const char LUA_PEEK[] =
     "return {redis.call('GET',KEYS[1]) or '', redis.call('PTTL',KEYS[1])}";
-
-struct hr_circuit {
-    char key[256];     /* the breaker key (hstate__breaker_key) */
-    uint32_t open_ms;  /* guarded by hs_redis.mu */
-    uv_timer_t claim;  /* the store thread only, as is <armed> */
-    bool armed;
-    struct hs_redis *h;
-};
-
-struct hr_provider {
-    char id[128];
-    size_t n_keys;
-};
-
-/* A transition a worker saw, on its way to Redis. */
-struct hr_event {
-    struct hr_event *next;
-    char kind;         /* 'o' opened, 'c' closed, 'k' key cooldown */
-    uint64_t ms;       /* 'o': open_ms; 'k': the cooldown left */
-    int reason, idx;
-    char id[256];      /* circuit key, or provider id */
-};
-
-struct hr_conn {
-    struct hs_redis *h;
-    redisAsyncContext *ac;
-    bool up, sub;
-    uv_timer_t retry, watchdog;
-    uint64_t backoff_ms;
-};
-
-struct hs_redis {
-    struct hstate base;
-    struct hstate *local; /* the mirror: every decision */
-    struct redis_url url;
-    char prefix[128], channel[160], instance[24];
-    uv_thread_t thread;
-    uv_loop_t loop;
-    uv_async_t wake;
-    uv_mutex_t mu;
-    struct hr_event *head, *tail; /* guarded by mu, with what follows */
-    size_t queued;
-    bool stopping;
-    struct hr_circuit *circ[HR_MAX];
-    size_t n_circ;
-    struct hr_provider prov[HR_MAX];
-    size_t n_prov;
-    struct hr_conn cmd, sub; /* the store thread only, as is what follows */
-    uv_timer_t ping;
-    unsigned ping_out; /* periods a PING has gone unanswered; 0: none out */
-    bool closing;
-};
 
 static struct hs_redis *hr(struct hstate *hs)
 {
@@ -98,21 +37,15 @@ static struct hs_redis *hr(struct hstate *hs)
 
 /* ---- the worker side: decide locally, queue what others must hear ----------------------- */
 
-static void enqueue(struct hs_redis *h, char kind, const char *id, uint64_t ms, int reason,
-                    int idx)
+void hr__enqueue(struct hs_redis *h, struct hr_event *ev)
 {
-    struct hr_event *ev;
-
     uv_mutex_lock(&h->mu);
-    if (h->queued >= HR_MAX_QUEUED || !(ev = calloc(1, sizeof(*ev)))) {
+    if (h->queued >= HR_MAX_QUEUED) {
         uv_mutex_unlock(&h->mu);
-        return; /* Redis far behind: this instance still decides on its own state */
+        free(ev); /* Redis far behind: this instance decides on its own state (an ask of a
+                     limit is overdue after timeout_ms and its set turns local) */
+        return;
     }
-    ev->kind = kind;
-    ev->ms = ms;
-    ev->reason = reason;
-    ev->idx = idx;
-    snprintf(ev->id, sizeof(ev->id), "%s", id);
     if (h->tail)
         h->tail->next = ev;
     else
@@ -121,6 +54,21 @@ static void enqueue(struct hs_redis *h, char kind, const char *id, uint64_t ms, 
     h->queued++;
     uv_mutex_unlock(&h->mu);
     uv_async_send(&h->wake);
+}
+
+static void enqueue(struct hs_redis *h, char kind, const char *id, uint64_t ms, int reason,
+                    int idx)
+{
+    struct hr_event *ev = calloc(1, sizeof(*ev));
+
+    if (!ev)
+        return;
+    ev->kind = kind;
+    ev->ms = ms;
+    ev->reason = reason;
+    ev->idx = idx;
+    snprintf(ev->id, sizeof(ev->id), "%s", id);
+    hr__enqueue(h, ev);
 }
 
 /* A local transition to open or to closed is announced; half-open stays local (the probe
@@ -322,11 +270,9 @@ static enum bsc_err r_sync(struct hstate *hs, struct cfg *cfg, uint64_t now_ms)
 
 /* ---- the store thread: commands --------------------------------------------------------- */
 
-/* False when not sent: then <fn> is never called. */
-static bool cmd_argv(struct hs_redis *h, redisCallbackFn *fn, void *priv, int argc,
-                     const char **argv)
+bool hr__cmd(struct hs_redis *h, redisCallbackFn *fn, void *priv, int argc, const char **argv)
 {
-    size_t lens[8];
+    size_t lens[16];
 
     if (!h->cmd.up || !h->cmd.ac)
         return false; /* not connected: the mirror stays local until the next connect */
@@ -388,7 +334,7 @@ static void claim_fire(uv_timer_t *t)
     snprintf(px, sizeof(px), "%" PRIu32, c->open_ms ? c->open_ms : 1);
     uv_mutex_unlock(&h->mu);
     circuit_rkey(h, c->key, key, true);
-    cmd_argv(h, claim_reply, c, 6, argv);
+    hr__cmd(h, claim_reply, c, 6, argv);
 }
 
 /* Writes one local transition to Redis and tells the other instances. */
@@ -397,6 +343,10 @@ static void publish(struct hs_redis *h, const struct hr_event *ev)
     char key[RKEY_MAX], probe[RKEY_MAX], id[300], ms[24], reason[8], msg[512];
     struct hr_circuit *c;
 
+    if (ev->kind == 'L' || ev->kind == 'G') {
+        hr__limits_run(h, ev); /* the fleet's limits: not announced */
+        return;
+    }
     snprintf(ms, sizeof(ms), "%" PRIu64, ev->ms ? ev->ms : 1);
     snprintf(reason, sizeof(reason), "%d", ev->reason);
     snprintf(msg, sizeof(msg), "%s %c %s %d %d %s", h->instance, ev->kind, ms, ev->reason,
@@ -411,11 +361,11 @@ static void publish(struct hs_redis *h, const struct hr_event *ev)
         snprintf(id, sizeof(id), "%.*s:%d", plen, ev->id, ev->idx);
         snprintf(val, sizeof(val), "%d\t%s", ev->reason, tab ? tab + 1 : "");
         rkey_entity(key, RKEY_MAX, h->prefix, "cool", (struct bsc_str){id, strlen(id)});
-        cmd_argv(h, NULL, NULL, 6, (const char *[]){"SET", key, val, "PX", ms, "NX"});
+        hr__cmd(h, NULL, NULL, 6, (const char *[]){"SET", key, val, "PX", ms, "NX"});
     } else if (ev->kind == 'k') {
         snprintf(id, sizeof(id), "%s:%d", ev->id, ev->idx);
         rkey_entity(key, RKEY_MAX, h->prefix, "cool", (struct bsc_str){id, strlen(id)});
-        cmd_argv(h, NULL, NULL, 5, (const char *[]){"SET", key, reason, "PX", ms});
+        hr__cmd(h, NULL, NULL, 5, (const char *[]){"SET", key, reason, "PX", ms});
     } else {
         circuit_rkey(h, ev->id, key, false);
         circuit_rkey(h, ev->id, probe, true);
@@ -423,16 +373,16 @@ static void publish(struct hs_redis *h, const struct hr_event *ev)
         c = circ_find(h, ev->id);
         uv_mutex_unlock(&h->mu);
         if (ev->kind == 'o') {
-            cmd_argv(h, NULL, NULL, 5, (const char *[]){"SET", key, "open", "PX", ms});
+            hr__cmd(h, NULL, NULL, 5, (const char *[]){"SET", key, "open", "PX", ms});
             if (c)
                 arm_claim(c, ev->ms);
         } else {
-            cmd_argv(h, NULL, NULL, 3, (const char *[]){"DEL", key, probe});
+            hr__cmd(h, NULL, NULL, 3, (const char *[]){"DEL", key, probe});
             if (c && c->armed)
                 uv_timer_stop(&c->claim);
         }
     }
-    cmd_argv(h, NULL, NULL, 3, (const char *[]){"PUBLISH", h->channel, msg});
+    hr__cmd(h, NULL, NULL, 3, (const char *[]){"PUBLISH", h->channel, msg});
 }
 
 /* ---- the store thread: what the other instances say ------------------------------------ */
@@ -535,14 +485,14 @@ static void resync(struct hs_redis *h)
     uv_mutex_lock(&h->mu);
     for (size_t i = 0; i < h->n_circ; i++) {
         circuit_rkey(h, h->circ[i]->key, key, false);
-        cmd_argv(h, peek_circuit, h->circ[i], 4, argv);
+        hr__cmd(h, peek_circuit, h->circ[i], 4, argv);
     }
     for (size_t i = 0; i < h->n_prov; i++) {
         for (size_t k = 0; k < h->prov[i].n_keys && k < KEYS_MAX; k++) {
             char *dup;
             snprintf(id, sizeof(id), "%s:%zu", h->prov[i].id, k);
             rkey_entity(key, RKEY_MAX, h->prefix, "cool", (struct bsc_str){id, strlen(id)});
-            if ((dup = strdup(id)) && !cmd_argv(h, peek_cool, dup, 4, argv))
+            if ((dup = strdup(id)) && !hr__cmd(h, peek_cool, dup, 4, argv))
                 free(dup);
         }
     }
@@ -562,6 +512,8 @@ static void conn_lost(struct hr_conn *c)
 {
     c->ac = NULL;
     c->up = false;
+    if (!c->sub)
+        hr__limits_connected(c->h, false);
     if (c->h->closing)
         return;
     uv_timer_start(&c->retry, retry_fire, c->backoff_ms, 0);
@@ -579,8 +531,10 @@ static void on_connect(const redisAsyncContext *ac, int status)
     uv_timer_stop(&c->watchdog);
     c->up = true;
     c->backoff_ms = HR_BACKOFF_MIN_MS;
-    if (!c->sub)
+    if (!c->sub) {
         resync(c->h);
+        hr__limits_connected(c->h, true);
+    }
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
@@ -630,7 +584,11 @@ static void ping_reply(redisAsyncContext *ac, void *r, void *priv)
 {
     (void)ac;
     (void)r;
-    ((struct hs_redis *)priv)->ping_out = 0;
+    struct hs_redis *h = priv;
+
+    if (h->ping_out > 1 && h->cmd.up && r)
+        hr__limits_connected(h, true);
+    h->ping_out = 0;
 }
 
 /* libuv reports a socket error (a reset) by stopping the poll, which hiredis's adapter
@@ -642,6 +600,8 @@ static void ping_fire(uv_timer_t *t)
 
     if (!h->cmd.up || !h->cmd.ac)
         return;
+    if (h->ping_out == 1)
+        hr__limits_connected(h, false); /* a period without an answer: limits decide locally */
     if (h->ping_out && ++h->ping_out > 2) {
         redisAsyncFree(h->cmd.ac); /* on_disconnect: conn_lost, reconnect */
         if (h->sub.ac && h->sub.up)
@@ -681,6 +641,7 @@ static void close_all(struct hs_redis *h)
         if (h->circ[i]->armed)
             uv_close((uv_handle_t *)&h->circ[i]->claim, NULL);
     uv_close((uv_handle_t *)&h->ping, NULL);
+    hr__limits_close(h);
     uv_close((uv_handle_t *)&h->wake, NULL);
 }
 
@@ -730,6 +691,7 @@ static void r_destroy(struct hstate *hs)
     uv_mutex_destroy(&h->mu);
     for (size_t i = 0; i < h->n_circ; i++)
         free(h->circ[i]);
+    hr__limits_free(h);
     hstate_free(h->local);
     free(h);
 }
@@ -770,7 +732,13 @@ static bool hr_start(struct hs_redis *h)
     uv_timer_init(&h->loop, &h->ping);
     h->ping.data = h;
     uv_timer_start(&h->ping, ping_fire, HR_PING_MS, HR_PING_MS);
+    hr__limits_start(h);
     return uv_thread_create(&h->thread, hr_main, h) == 0;
+}
+
+struct lim_share *hstate_redis_share(struct hstate *hs)
+{
+    return &hr(hs)->share;
 }
 
 struct hstate *hstate_redis_new(const struct cfg_store *st, char *err, size_t errlen)
@@ -791,6 +759,7 @@ struct hstate *hstate_redis_new(const struct cfg_store *st, char *err, size_t er
     snprintf(h->prefix, sizeof(h->prefix), "%s", st->prefix ? st->prefix : RKEY_DEFAULT_PREFIX);
     snprintf(h->channel, sizeof(h->channel), "%sevents", h->prefix);
     snprintf(h->instance, sizeof(h->instance), "%016" PRIx64, bsc_rand64());
+    hr__limits_init(h, st);
     if (!hr_start(h)) {
         snprintf(err, errlen, "cannot start the health state's Redis thread");
         return NULL; /* the process exits on this error */

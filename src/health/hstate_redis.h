@@ -8,9 +8,13 @@
 #include "config/config.h"
 #include "health/hstate.h"
 
+struct lim_share;
+
 /* A shared backend for the Redis <st> names (kind redis), started on its own thread; it
  * connects, and reconnects, in the background. NULL with <err> set when the URL is bad or
  * out of memory. Freed with hstate_free(). */
 struct hstate *hstate_redis_new(const struct cfg_store *st, char *err, size_t errlen);
+/* The fleet's limits through the same Redis (health/limits.h): hand it to lim_reg_share(). */
+struct lim_share *hstate_redis_share(struct hstate *hs);
 
 #endif

@@ -4,6 +4,7 @@
  * caps is never locked. Buckets start full and refill continuously at capacity per minute,
  * so a burst of rpm requests passes at once and the next one waits 60/rpm seconds. */
 #include "health/limits.h"
+#include "health/limits_fleet.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -96,11 +97,20 @@ bool lim_set_active(const struct lim_set *s)
     return s && atomic_load_explicit(&((struct lim_set *)s)->active, memory_order_relaxed);
 }
 
-/* The limit in the way, the caller holding the lock; buckets brought to <now_ms>. The
- * reported wait is the longest: capacity returns when every limit has room. */
-static struct lim_verdict check(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
+/* The caps the set enforces now, and whether on the fleet's grants (<fleet>). */
+static struct lim_caps mode(struct lim_set *s, uint64_t now_ms, bool *fleet)
 {
     struct lim_caps c = effective(s);
+
+    *fleet = s->share && lim__fleet_on(s, now_ms);
+    return s->share && !*fleet ? lim__local_caps(s, c) : c;
+}
+
+/* The limit in the way, the caller holding the lock; buckets brought to <now_ms>. The
+ * reported wait is the longest: capacity returns when every limit has room. */
+static struct lim_verdict check_local(struct lim_set *s, struct lim_caps c, uint64_t tokens,
+                                      uint64_t now_ms)
+{
     struct lim_verdict v = {LIM_NONE, 0, 0};
     unsigned enforced = (c.rpm ? 1u << LIM_RPM : 0) | (c.tpm ? 1u << LIM_TPM : 0) |
                         (c.conc ? 1u << LIM_CONC : 0);
@@ -125,33 +135,48 @@ static struct lim_verdict check(struct lim_set *s, uint64_t tokens, uint64_t now
 struct lim_verdict lim_peek(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
 {
     struct lim_verdict v;
+    struct lim_caps c;
+    bool fleet;
 
     if (!lim_set_active(s))
         return (struct lim_verdict){LIM_NONE, 0, 0};
     pthread_mutex_lock(&s->mu);
-    v = check(s, tokens, now_ms);
+    c = mode(s, now_ms, &fleet);
+    v = fleet ? lim__fleet_check(s, c, tokens, now_ms, NULL) : check_local(s, c, tokens, now_ms);
     pthread_mutex_unlock(&s->mu);
     return v;
 }
 
+static void take_local(struct lim_set *s, struct lim_caps c, uint64_t tokens)
+{
+    if (c.rpm)
+        s->req.level -= 1.0;
+    if (c.tpm)
+        s->tok.level -= (double)(tokens < c.tpm ? tokens : c.tpm);
+}
+
 struct lim_verdict lim_acquire(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
 {
+    struct lim__asks asks = {0};
     struct lim_verdict v;
+    struct lim_caps c;
+    bool fleet;
 
     if (!lim_set_active(s))
         return (struct lim_verdict){LIM_NONE, 0, 0};
     pthread_mutex_lock(&s->mu);
-    v = check(s, tokens, now_ms);
+    c = mode(s, now_ms, &fleet);
+    v = fleet ? lim__fleet_check(s, c, tokens, now_ms, &asks) : check_local(s, c, tokens, now_ms);
     if (v.kind == LIM_NONE) {
-        struct lim_caps c = effective(s);
-
-        if (c.rpm)
-            s->req.level -= 1.0;
-        if (c.tpm)
-            s->tok.level -= (double)(tokens < c.tpm ? tokens : c.tpm);
+        if (fleet)
+            lim__fleet_take(s, c, tokens);
+        else
+            take_local(s, c, tokens);
         s->inflight++;
     }
     pthread_mutex_unlock(&s->mu);
+    if (asks.n)
+        lim__fleet_send(s, &asks, 0);
     return v;
 }
 
@@ -174,14 +199,20 @@ void lim_wait_on(struct lim_set *s, unsigned worker)
 
 uint64_t lim_release(struct lim_set *s, uint64_t estimated, uint64_t used, uint64_t now_ms)
 {
+    uint32_t give = 0;
+    struct lim_caps c;
     uint64_t w;
+    bool fleet;
 
     if (!s)
         return 0;
     pthread_mutex_lock(&s->mu);
     if (s->inflight)
         s->inflight--;
-    if (s->caps.tpm && used != estimated) {
+    c = mode(s, now_ms, &fleet);
+    if (fleet) {
+        give = lim__fleet_settle(s, c, estimated, used);
+    } else if (s->caps.tpm && used != estimated) {
         uint64_t est = estimated < s->caps.tpm ? estimated : s->caps.tpm;
 
         lim_bucket_refill(&s->tok, s->caps.tpm, now_ms);
@@ -193,24 +224,37 @@ uint64_t lim_release(struct lim_set *s, uint64_t estimated, uint64_t used, uint6
     }
     w = take_waiters(s);
     pthread_mutex_unlock(&s->mu);
+    if (give)
+        lim__fleet_send(s, NULL, give);
     return w;
 }
 
-uint64_t lim_undo(struct lim_set *s, uint64_t tokens)
+uint64_t lim_undo(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
 {
+    uint32_t give = 0;
+    struct lim_caps c;
     uint64_t w;
+    bool fleet;
 
     if (!s)
         return 0;
     pthread_mutex_lock(&s->mu);
     if (s->inflight)
         s->inflight--;
-    if (s->caps.rpm)
-        s->req.level += 1.0;
-    if (s->caps.tpm)
-        s->tok.level += (double)(tokens < s->caps.tpm ? tokens : s->caps.tpm);
+    c = mode(s, now_ms, &fleet);
+    if (fleet) {
+        lim__fleet_untake(s, c, tokens);
+        give = lim__fleet_settle(s, c, tokens, tokens);
+    } else {
+        if (c.rpm)
+            s->req.level += 1.0;
+        if (c.tpm)
+            s->tok.level += (double)(tokens < c.tpm ? tokens : c.tpm);
+    }
     w = take_waiters(s);
     pthread_mutex_unlock(&s->mu);
+    if (give)
+        lim__fleet_send(s, NULL, give);
     return w;
 }
 

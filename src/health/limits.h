@@ -30,11 +30,49 @@ struct lim_caps {
 };
 
 /* What an acquire found: LIM_NONE (taken), or the limit in the way and when the set may
- * have room again (wait_ms; -1 when it depends on another request finishing). */
+ * have room again (wait_ms; -1 when it depends on another request finishing;
+ * LIM_WAIT_FLEET when the set asked the fleet for room and the answer wakes the waiters). */
+#define LIM_WAIT_FLEET (-2)
 struct lim_verdict {
     enum lim_kind kind;
     int64_t wait_ms;
     unsigned enforced; /* bit (1 << kind) for each limit the set enforced, for metrics */
+};
+
+struct lim_set;
+
+/* The fleet's side of the limits (store.kind: redis): several gateway processes take their
+ * tokens and concurrency slots from shared buckets and leases. A backend (hstate_redis_limits.c)
+ * fills in the calls; limits_fleet.c decides, per set, when to ask it. The calls queue work
+ * and return at once: an answer comes back through lim_fleet_granted/lim_fleet_failed on
+ * another thread. NULL share: every limit is per process. */
+struct lim_share {
+    /* Asks for up to <want> (at least <need>) of <kind> from <s>'s shared bucket or lease
+     * of capacity <cap>. */
+    void (*ask)(struct lim_share *sh, struct lim_set *s, enum lim_kind kind, uint64_t need,
+                uint64_t want, uint32_t cap);
+    /* Gives <slots> concurrency slots of <s> back to the fleet. */
+    void (*give)(struct lim_share *sh, struct lim_set *s, uint32_t slots);
+    /* A set was created: the backend keeps its leases alive while they are held. */
+    void (*track)(struct lim_share *sh, struct lim_set *s);
+    /* Wakes the loops with requests waiting for room (bits as lim_wait_on sets them). */
+    void (*wake)(void *ctx, uint64_t waiters);
+    void *wake_ctx;
+    atomic_bool up;      /* the backend can reach the fleet now */
+    uint32_t instances;  /* store.instances: while it cannot, local caps are divided by it */
+    uint32_t timeout_ms; /* store.timeout_ms: an ask unanswered this long decides locally */
+};
+
+/* A set's part of the fleet's limits; under the set's lock. */
+struct lim_fleet {
+    double req, tok;              /* tokens the shared buckets granted, not spent yet */
+    uint64_t req_empty_until;     /* the shared bucket said no until then */
+    uint64_t tok_empty_until;
+    uint64_t conc_full_until;     /* the shared lease was full: ask again after this */
+    uint32_t slots;               /* concurrency slots leased by this process */
+    unsigned asking;              /* bit (1 << kind): an ask is out, since asked_at[kind] */
+    uint64_t asked_at[LIM_KIND_COUNT];
+    uint64_t local_until;         /* an ask failed or timed out: local caps until then */
 };
 
 struct lim_set {
@@ -46,6 +84,10 @@ struct lim_set {
     uint32_t inflight;
     uint32_t queued;      /* requests waiting for this set (gauge only) */
     uint64_t waiters;     /* bit (worker index % 64): a loop with requests waiting for room */
+    struct lim_share *share; /* the fleet's limits, or NULL (set before first use) */
+    char subject;         /* 'c' client, 't' target, 'p' provider */
+    const char *id;       /* the subject's id (the registry owns it) */
+    struct lim_fleet fl;
 };
 
 /* ---- pure bucket arithmetic ---- */
@@ -80,7 +122,7 @@ struct lim_verdict lim_peek(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
  * waiters to wake (bits as lim_wait_on set them), cleared. */
 uint64_t lim_release(struct lim_set *s, uint64_t estimated, uint64_t used, uint64_t now_ms);
 /* Gives back everything lim_acquire took (the attempt never started); as lim_release. */
-uint64_t lim_undo(struct lim_set *s, uint64_t tokens);
+uint64_t lim_undo(struct lim_set *s, uint64_t tokens, uint64_t now_ms);
 /* Worker <worker> has a request waiting for room in <s>: the next release wakes it. */
 void lim_wait_on(struct lim_set *s, unsigned worker);
 void lim_queued(struct lim_set *s, int delta);
@@ -94,6 +136,17 @@ void lim_snapshot(struct lim_set *s, struct lim_snapshot *out);
 
 const char *lim_kind_name(enum lim_kind k); /* "rpm", "tpm", "concurrency", "none" */
 
+/* ---- the fleet's answers (limits_fleet.c), from the share's thread ---- */
+
+/* The fleet granted <grant> of <kind> (0: none; the bucket has room again in <wait_ms>).
+ * Wakes the set's waiters through the share. */
+void lim_fleet_granted(struct lim_set *s, enum lim_kind kind, uint64_t grant, int64_t wait_ms,
+                       uint64_t now_ms);
+/* The ask got no answer (Redis gone or slow): the set decides on local caps for a while. */
+void lim_fleet_failed(struct lim_set *s, enum lim_kind kind, uint64_t now_ms);
+/* The concurrency slots <s> leases now (for renewals). */
+uint32_t lim_fleet_slots(struct lim_set *s);
+
 /* ---- the registry ---- */
 
 struct lim_reg;
@@ -104,5 +157,7 @@ void lim_reg_free(struct lim_reg *reg);
  * kept by id across reloads) and applies the configured caps. BSC_ENOMEM leaves the
  * unresolved ones NULL (unlimited). */
 enum bsc_err lim_reg_sync(struct lim_reg *reg, struct cfg *cfg);
+/* Shares every set, present and future, with the fleet through <sh> (before the first sync). */
+void lim_reg_share(struct lim_reg *reg, struct lim_share *sh);
 
 #endif

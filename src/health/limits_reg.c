@@ -17,6 +17,7 @@ struct lim_entry {
 
 struct lim_reg {
     pthread_mutex_t lock; /* the table: only sync changes it */
+    struct lim_share *share; /* every set shares the fleet's limits through it, or NULL */
     struct lim_entry **e;
     size_t n, cap;
 };
@@ -64,7 +65,12 @@ static struct lim_entry *entry_new(struct lim_reg *reg, char kind, const char *i
     }
     e->kind = kind;
     lim_set_init(&e->set, (struct lim_caps){0});
+    e->set.subject = kind;
+    e->set.id = e->id;
+    e->set.share = reg->share;
     reg->e[reg->n++] = e;
+    if (reg->share && reg->share->track)
+        reg->share->track(reg->share, &e->set);
     return e;
 }
 
@@ -83,6 +89,13 @@ static struct lim_set *resolve(struct lim_reg *reg, char kind, const char *id,
     }
     lim_set_configure(&e->set, caps);
     return &e->set;
+}
+
+void lim_reg_share(struct lim_reg *reg, struct lim_share *sh)
+{
+    pthread_mutex_lock(&reg->lock);
+    reg->share = sh;
+    pthread_mutex_unlock(&reg->lock);
 }
 
 enum bsc_err lim_reg_sync(struct lim_reg *reg, struct cfg *cfg)

@@ -85,7 +85,11 @@ static enum admit_verdict check_store_available(struct request *r)
  * or sent upstream. */
 static enum admit_verdict check_client_limits(struct request *r)
 {
-    return lim_req_admit_client(r) ? ADMIT_PASS : ADMIT_REFUSE;
+    switch (lim_req_admit_client(r)) {
+    case LIM_ADMIT_WAIT: return ADMIT_WAIT;
+    case LIM_ADMIT_REFUSE: return ADMIT_REFUSE;
+    default: return ADMIT_PASS;
+    }
 }
 
 /* Starts the Idempotency-Key lookup; check_idempotency acts on its answer. Refuses a key

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/id.h"
 #include "health/hstate.h"
+#include "health/limits.h"
 #include "metrics/metrics.h"
 #include "router/feedback.h"
 #include "router/guard.h"
@@ -351,6 +352,11 @@ static enum decision decide_room(struct request *r, struct decide_in *in,
         if (!(by = lim_req_take(r, out->target, &wait_ms))) {
             lim_req_note_moved(r, in, out->target);
             return d;
+        }
+        if (wait_ms == LIM_WAIT_FLEET) { /* asked the fleet for room: wait for its answer */
+            out->stop = DECIDE_STOP_CAPACITY;
+            out->limited = out->target;
+            return DECIDE_STOP;
         }
         mark_no_room(in, out->target, by, wait_ms);
         d = decide_admitted(r, in, fn, out);

@@ -44,14 +44,15 @@ static void count_allowed(struct request *r, const struct lim_verdict *v, enum l
  * waits for room. */
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Wakes every loop with a request waiting on a set that just had room given back. */
-static void wake(struct request *r, uint64_t waiters)
+void lim_wake_loops(void *gateway, uint64_t waiters)
 {
+    struct gateway *gw = gateway;
+
     if (!waiters)
         return;
     pthread_mutex_lock(&wake_lock);
-    for (unsigned i = 0; i < r->gw->n_workers; i++) {
-        struct worker *w = &r->gw->workers[i];
+    for (unsigned i = 0; i < gw->n_workers && gw->workers; i++) {
+        struct worker *w = &gw->workers[i];
 
         if (!(waiters & (1ull << (i % 64))) || w->lim_closed)
             continue;
@@ -61,11 +62,25 @@ static void wake(struct request *r, uint64_t waiters)
     pthread_mutex_unlock(&wake_lock);
 }
 
+/* Wakes every loop with a request waiting on a set that just had room given back. */
+static void wake(struct request *r, uint64_t waiters)
+{
+    lim_wake_loops(r->gw, waiters);
+}
+
 void lim_worker_closing(struct worker *w)
 {
     pthread_mutex_lock(&wake_lock);
     w->lim_closed = true;
     pthread_mutex_unlock(&wake_lock);
+}
+
+/* How long a request waits for the fleet's answer before its set decides locally. */
+static uint64_t lim_fleet_timeout_ms(const struct cfg_target *t)
+{
+    const struct lim_set *s = t->lim && t->lim->share ? t->lim : t->provider->lim;
+
+    return s && s->share ? s->share->timeout_ms : 50;
 }
 
 static uint64_t used_tokens(const struct request *r)
@@ -79,18 +94,26 @@ static uint64_t used_tokens(const struct request *r)
     return used > 0 ? (uint64_t)used : r->input.est_tokens;
 }
 
-bool lim_req_admit_client(struct request *r)
+static void park(struct request *r, struct lim_set *a, struct lim_set *b,
+                 const struct cfg_target *t, uint64_t delay_ms);
+
+enum lim_admit lim_req_admit_client(struct request *r)
 {
     struct lim_set *s = r->client ? r->client->lim : NULL;
     struct lim_verdict v;
 
+    lim_req_resume(r);
     if (r->lim.client_held || !lim_set_active(s))
-        return true;
+        return LIM_ADMIT_PASS;
     v = lim_acquire(s, r->input.est_tokens, bsc_now_ms());
     if (v.kind == LIM_NONE) {
         r->lim.client_held = true;
         count_allowed(r, &v, SUBJ_CLIENT);
-        return true;
+        return LIM_ADMIT_PASS;
+    }
+    if (v.wait_ms == LIM_WAIT_FLEET) { /* the fleet's answer, or its timeout, runs it again */
+        park(r, s, NULL, NULL, s->share->timeout_ms + 1);
+        return LIM_ADMIT_WAIT;
     }
     r->lim.limited_by = limit_names[SUBJ_CLIENT][v.kind];
     count(r, r->lim.limited_by, "rejected");
@@ -99,7 +122,7 @@ bool lim_req_admit_client(struct request *r)
     r->err.reason = "rate_limited";
     req__set_retry(r, REPLY_OUTLOOK_TIME, v.wait_ms);
     r->d.termination = "rate_limited";
-    return false;
+    return LIM_ADMIT_REFUSE;
 }
 
 void lim_req_fill(struct request *r, struct decide_cand *c, uint64_t now_ms)
@@ -130,12 +153,16 @@ const char *lim_req_take(struct request *r, const struct cfg_target *t, int64_t 
 
     if (v.kind != LIM_NONE) {
         *wait_ms = v.wait_ms;
+        if (v.wait_ms == LIM_WAIT_FLEET)
+            r->lim.fleet_wait = t;
         return limit_names[SUBJ_TARGET][v.kind];
     }
     pv = lim_acquire(ps, r->input.est_tokens, now);
     if (pv.kind != LIM_NONE) {
-        wake(r, lim_undo(ts, r->input.est_tokens));
+        wake(r, lim_undo(ts, r->input.est_tokens, now));
         *wait_ms = pv.wait_ms;
+        if (pv.wait_ms == LIM_WAIT_FLEET)
+            r->lim.fleet_wait = t;
         return limit_names[SUBJ_PROVIDER][pv.kind];
     }
     r->lim.held = t;
@@ -151,11 +178,13 @@ void lim_req_untake(struct request *r)
 {
     const struct cfg_target *t = r->lim.held;
 
+    uint64_t now = bsc_now_ms();
+
     if (!t)
         return;
     r->lim.held = NULL;
-    wake(r, (r->lim.held_t ? lim_undo(t->lim, r->lim.held_tokens) : 0) |
-                (r->lim.held_p ? lim_undo(t->provider->lim, r->lim.held_tokens) : 0));
+    wake(r, (r->lim.held_t ? lim_undo(t->lim, r->lim.held_tokens, now) : 0) |
+                (r->lim.held_p ? lim_undo(t->provider->lim, r->lim.held_tokens, now) : 0));
 }
 
 void lim_req_note_moved(struct request *r, const struct decide_in *in,
@@ -218,11 +247,35 @@ static void list_remove(struct request *r)
     r->lim.q_prev = r->lim.q_next = NULL;
 }
 
+/* Waits for room in <a> (and <b>): a release or the fleet's answer wakes the loop, else the
+ * timer after <delay_ms>; <t>: the target whose queue the request is counted in, or NULL. */
+static void park(struct request *r, struct lim_set *a, struct lim_set *b,
+                 const struct cfg_target *t, uint64_t delay_ms)
+{
+    lim_wait_on(a, r->w->idx);
+    if (b)
+        lim_wait_on(b, r->w->idx);
+    if (t) {
+        lim_queued(t->lim, +1);
+        metrics_gauge_add(r->gw->metrics, r->w->idx, METRIC_QUEUE_DEPTH, t->id, NULL, 1);
+    }
+    r->lim.waiting = true;
+    r->lim.waiting_on = t;
+    list_add(r);
+    req__arm_timer(r, delay_ms);
+}
+
 bool lim_req_wait(struct request *r, const struct decide_out *out)
 {
     uint64_t now = bsc_now_ms(), delay;
     const struct cfg_target *t = out->limited;
 
+    if (r->lim.fleet_wait) { /* asked the fleet for room: not a queue, the answer is near */
+        t = r->lim.fleet_wait;
+        r->lim.fleet_wait = NULL;
+        park(r, t->lim, t->provider->lim, NULL, lim_fleet_timeout_ms(t) + 1);
+        return true;
+    }
     if (!out->queue_ms || !t)
         return false;
     if (!r->lim.queue_until_ms) {
@@ -236,14 +289,7 @@ bool lim_req_wait(struct request *r, const struct decide_out *out)
     delay = r->lim.queue_until_ms - now;
     if (out->wait_ms >= 0 && (uint64_t)out->wait_ms + 1 < delay)
         delay = (uint64_t)out->wait_ms + 1;
-    lim_wait_on(t->lim, r->w->idx);
-    lim_wait_on(t->provider->lim, r->w->idx);
-    lim_queued(t->lim, +1);
-    metrics_gauge_add(r->gw->metrics, r->w->idx, METRIC_QUEUE_DEPTH, t->id, NULL, 1);
-    r->lim.waiting = true;
-    r->lim.waiting_on = t;
-    list_add(r);
-    req__arm_timer(r, delay);
+    park(r, t->lim, t->provider->lim, t, delay);
     return true;
 }
 
@@ -257,6 +303,8 @@ void lim_req_resume(struct request *r)
     r->lim.waiting_on = NULL;
     list_remove(r);
     uv_timer_stop(&r->timer);
+    if (!t)
+        return; /* waited for the fleet's answer, not in a queue */
     r->lim.queued_ms = bsc_now_ms() - r->lim.queue_start_ms;
     lim_queued(t->lim, -1);
     metrics_gauge_add(r->gw->metrics, r->w->idx, METRIC_QUEUE_DEPTH, t->id, NULL, -1);
@@ -289,7 +337,7 @@ void lim_req_wake(struct worker *w)
         if (batch)
             batch->lim.q_prev = NULL;
         r->lim.q_prev = r->lim.q_next = NULL;
-        if (r->lim.waiting && r->m.state == REQ_ST_PICK)
+        if (r->lim.waiting && (r->m.state == REQ_ST_PICK || r->m.state == REQ_ST_ADMIT))
             req__run(r);
     }
 }

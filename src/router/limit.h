@@ -25,6 +25,7 @@ struct req_limits {
     uint64_t held_tokens;         /* the tokens taken with it (the estimate) */
     const char *limited_by;       /* static: the limit the request was refused for (header,
                                      logs), or NULL */
+    const struct cfg_target *fleet_wait; /* the target whose slot was asked of the fleet */
     bool waiting;                 /* queued in PICK for a target's capacity ... */
     const struct cfg_target *waiting_on; /* ... the one whose queue it is counted in */
     uint64_t queue_start_ms, queue_until_ms;
@@ -33,8 +34,12 @@ struct req_limits {
     struct request *q_prev, *q_next; /* the worker's list of waiting requests */
 };
 
-/* ADMIT: the client's rpm, tpm and max_concurrency; a limit reached sets the 429. */
-bool lim_req_admit_client(struct request *r);
+enum lim_admit { LIM_ADMIT_PASS, LIM_ADMIT_WAIT, LIM_ADMIT_REFUSE };
+
+/* ADMIT: the client's rpm, tpm and max_concurrency; a limit reached sets the 429. WAIT:
+ * the client's set asked the fleet (store.kind: redis) for room; its answer, or a timer,
+ * runs the machine again. */
+enum lim_admit lim_req_admit_client(struct request *r);
 /* The room candidate <c> (its target, its provider) has for <r> now. */
 void lim_req_fill(struct request *r, struct decide_cand *c, uint64_t now_ms);
 /* Takes <t>'s and its provider's slots for the attempt decided: NULL, or when another
@@ -57,6 +62,9 @@ void lim_req_resume(struct request *r);
 void lim_req_done(struct request *r);
 /* The loop of <w> stops: no wake-up is sent to it any more (before its handle closes). */
 void lim_worker_closing(struct worker *w);
+/* Wakes the loops of gateway <gateway> whose bits are set in <waiters> (WORKER_CMD_CAPACITY):
+ * the limits' wake-up, also for the fleet's answers (struct lim_share.wake). */
+void lim_wake_loops(void *gateway, uint64_t waiters);
 /* WORKER_CMD_CAPACITY: runs this loop's waiting requests again, oldest first. */
 void lim_req_wake(struct worker *w);
 

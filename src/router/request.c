@@ -100,7 +100,8 @@ static void on_timer(uv_timer_t *h)
     case REQ_ST_BACKOFF:
         break; /* st_backoff sees the timer is no longer active */
     case REQ_ST_PICK:
-        break; /* the wait for a target's room (limit.c) is over: decide again */
+    case REQ_ST_ADMIT:
+        break; /* the wait for a target's or a client's room (limit.c) is over: again */
     case REQ_ST_ATTEMPT:
     case REQ_ST_RELAY:
         if (r->x.xfer) { /* else an attempt aborted from a callback continues here */

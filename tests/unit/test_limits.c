@@ -99,7 +99,7 @@ static void test_concurrency(void **state)
     lim_release(&s, 0, 0, T0);
     v = lim_acquire(&s, 0, T0); /* a slot, but no token: nothing taken */
     assert_int_equal(v.kind, LIM_RPM);
-    lim_undo(&s, 0);
+    lim_undo(&s, 0, 1000);
     v = lim_acquire(&s, 0, T0); /* the undone one */
     assert_int_equal(v.kind, LIM_NONE);
     assert_int_equal(v.enforced, (1u << LIM_RPM) | (1u << LIM_CONC));

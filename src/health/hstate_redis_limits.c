@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/* hstate_redis_limits.c -- the fleet's rate buckets and concurrency leases in Redis, behind
+ * struct lim_share (health/limits.h). A bucket is one hash per subject, refilled by the
+ * elapsed time (Redis's own clock, so hosts' clocks never disagree) and taken from by one
+ * Lua script: all-or-nothing, exact. A lease is a hash of slots per gateway process and a
+ * sorted set of those processes' expiries; a process renews its entry every lease_ttl_ms/3
+ * while it holds slots, and the take script drops the entries of processes that stopped
+ * renewing, so a crashed gateway's slots come back after the TTL. Answers go back to the
+ * sets (lim_fleet_granted), which wake their waiters. See docs/internals/redis.md. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "health/hstate_redis_int.h"
+
+/* ARGV: capacity per minute, need, want, field prefix. Returns {granted, wait_ms}. */
+static const char LUA_BUCKET[] =
+    "local cap, need, want = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])\n"
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local v = redis.call('HMGET', KEYS[1], ARGV[4] .. 'l', ARGV[4] .. 't')\n"
+    "local level, at = tonumber(v[1]), tonumber(v[2])\n"
+    "if not level then level, at = cap, now end\n"
+    "if now > at then level = level + (now - at) * cap / 60000 end\n"
+    "if level > cap then level = cap end\n"
+    "local grant, wait = 0, 0\n"
+    "if level >= need then\n"
+    "  grant = math.min(want, math.floor(level))\n"
+    "  level = level - grant\n"
+    "else\n"
+    "  wait = math.ceil((need - level) * 60000 / cap)\n"
+    "end\n"
+    "redis.call('HSET', KEYS[1], ARGV[4] .. 'l', tostring(level), ARGV[4] .. 't', now)\n"
+    "redis.call('PEXPIRE', KEYS[1], 120000)\n"
+    "return {grant, wait}\n";
+
+/* Drops the slots of processes whose lease expired. KEYS: slots, expiries. */
+#define LUA_EXPIRE                                                                          \
+    "local t = redis.call('TIME')\n"                                                        \
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"              \
+    "local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)\n"                      \
+    "for _, p in ipairs(dead) do redis.call('HDEL', KEYS[1], p) end\n"                     \
+    "if #dead > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) end\n"
+
+/* ARGV: limit, want, process, ttl_ms. Returns the slots granted. */
+static const char LUA_LEASE_TAKE[] =
+    LUA_EXPIRE
+    "local used = 0\n"
+    "for _, n in ipairs(redis.call('HVALS', KEYS[1])) do used = used + tonumber(n) end\n"
+    "local grant = math.min(tonumber(ARGV[2]), tonumber(ARGV[1]) - used)\n"
+    "if grant <= 0 then return 0 end\n"
+    "redis.call('HINCRBY', KEYS[1], ARGV[3], grant)\n"
+    "redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[3])\n"
+    "redis.call('PEXPIRE', KEYS[1], 2 * tonumber(ARGV[4]))\n"
+    "redis.call('PEXPIRE', KEYS[2], 2 * tonumber(ARGV[4]))\n"
+    "return grant\n";
+
+/* ARGV: slots now held (absolute), process, ttl_ms: a renewal, or the state after a
+ * reconnect (Redis may have restarted empty, or expired us while we could not renew). */
+static const char LUA_LEASE_HOLD[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "if tonumber(ARGV[1]) <= 0 then\n"
+    "  redis.call('HDEL', KEYS[1], ARGV[2])\n"
+    "  redis.call('ZREM', KEYS[2], ARGV[2])\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('HSET', KEYS[1], ARGV[2], ARGV[1])\n"
+    "redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[2])\n"
+    "redis.call('PEXPIRE', KEYS[1], 2 * tonumber(ARGV[3]))\n"
+    "redis.call('PEXPIRE', KEYS[2], 2 * tonumber(ARGV[3]))\n"
+    "return 1\n";
+
+/* ARGV: slots given back, process. */
+static const char LUA_LEASE_GIVE[] =
+    "local n = redis.call('HINCRBY', KEYS[1], ARGV[2], -tonumber(ARGV[1]))\n"
+    "if n <= 0 then\n"
+    "  redis.call('HDEL', KEYS[1], ARGV[2])\n"
+    "  redis.call('ZREM', KEYS[2], ARGV[2])\n"
+    "end\n"
+    "return n\n";
+
+static struct hs_redis *of(struct lim_share *sh)
+{
+    return (struct hs_redis *)((char *)sh - offsetof(struct hs_redis, share));
+}
+
+/* ---- the workers' side: queue the work for the backend's thread ---------------------- */
+
+static void sh_ask(struct lim_share *sh, struct lim_set *s, enum lim_kind kind, uint64_t need,
+                   uint64_t want, uint32_t cap)
+{
+    struct hr_event *ev = calloc(1, sizeof(*ev));
+
+    if (!ev)
+        return; /* the ask is overdue after timeout_ms: the set turns local */
+    ev->kind = 'L';
+    ev->set = s;
+    ev->idx = (int)kind;
+    ev->need = need;
+    ev->want = want;
+    ev->cap = cap;
+    hr__enqueue(of(sh), ev);
+}
+
+static void sh_give(struct lim_share *sh, struct lim_set *s, uint32_t slots)
+{
+    struct hr_event *ev = calloc(1, sizeof(*ev));
+
+    if (!ev)
+        return; /* the next renewal writes what is held */
+    ev->kind = 'G';
+    ev->set = s;
+    ev->want = slots;
+    hr__enqueue(of(sh), ev);
+}
+
+static void sh_track(struct lim_share *sh, struct lim_set *s)
+{
+    struct hs_redis *h = of(sh);
+
+    uv_mutex_lock(&h->mu);
+    if (h->n_sets == h->cap_sets) {
+        size_t cap = h->cap_sets ? h->cap_sets * 2 : 32;
+        struct lim_set **p = realloc(h->sets, cap * sizeof(*p));
+
+        if (!p) {
+            uv_mutex_unlock(&h->mu);
+            return; /* its leases are not renewed: they expire and are asked for again */
+        }
+        h->sets = p;
+        h->cap_sets = cap;
+    }
+    h->sets[h->n_sets++] = s;
+    uv_mutex_unlock(&h->mu);
+}
+
+void hr__limits_init(struct hs_redis *h, const struct cfg_store *st)
+{
+    h->share.ask = sh_ask;
+    h->share.give = sh_give;
+    h->share.track = sh_track;
+    h->share.instances = st->instances ? st->instances : 1;
+    h->share.timeout_ms = st->timeout_ms ? st->timeout_ms : 50;
+    h->lease_ttl_ms = st->lease_ttl_ms ? st->lease_ttl_ms : 10000;
+    atomic_init(&h->share.up, false);
+}
+
+/* ---- the backend's thread -------------------------------------------------------------- */
+
+struct ask_ctx {
+    struct lim_set *set;
+    enum lim_kind kind;
+};
+
+/* <p>{lim:<subject>:<id>}, with <suffix> ("", ":slots", ":exp") inside the same slot. */
+static bool set_key(struct hs_redis *h, const struct lim_set *s, const char *suffix, char *out)
+{
+    char id[300];
+    size_t n, sl = strlen(suffix);
+
+    snprintf(id, sizeof(id), "%c:%s", s->subject, s->id ? s->id : "");
+    n = rkey_entity(out, RKEY_MAX, h->prefix, "lim", (struct bsc_str){id, strlen(id)});
+    if (!n || n + sl >= RKEY_MAX)
+        return false;
+    memcpy(out + n, suffix, sl + 1);
+    return true;
+}
+
+static int64_t int_at(const redisReply *r, size_t i)
+{
+    return r->element[i]->type == REDIS_REPLY_INTEGER ? (int64_t)r->element[i]->integer : -1;
+}
+
+static void ask_reply(redisAsyncContext *ac, void *r, void *priv)
+{
+    struct ask_ctx *a = priv;
+    redisReply *reply = r;
+    uint64_t now = bsc_now_ms();
+    int64_t grant = -1, wait = 0;
+
+    (void)ac;
+    if (reply && reply->type == REDIS_REPLY_INTEGER) {
+        grant = reply->integer;
+    } else if (reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2) {
+        grant = int_at(reply, 0);
+        wait = int_at(reply, 1);
+    } else if (reply && reply->type == REDIS_REPLY_ERROR) {
+        LOG_WARN("shared limits: Redis refused an ask: %s", reply->str);
+    }
+    if (grant < 0)
+        lim_fleet_failed(a->set, a->kind, now);
+    else
+        lim_fleet_granted(a->set, a->kind, (uint64_t)grant, wait, now);
+    free(a);
+}
+
+static bool send_ask(struct hs_redis *h, const struct hr_event *ev, struct ask_ctx *a)
+{
+    char k1[RKEY_MAX], k2[RKEY_MAX], cap[24], need[24], want[24], ttl[24];
+
+    snprintf(cap, sizeof(cap), "%" PRIu32, ev->cap);
+    snprintf(need, sizeof(need), "%" PRIu64, ev->need);
+    snprintf(want, sizeof(want), "%" PRIu64, ev->want);
+    snprintf(ttl, sizeof(ttl), "%" PRIu32, h->lease_ttl_ms);
+    if (a->kind != LIM_CONC)
+        return set_key(h, a->set, "", k1) &&
+               hr__cmd(h, ask_reply, a, 8,
+                       (const char *[]){"EVAL", LUA_BUCKET, "1", k1, cap, need, want,
+                                        a->kind == LIM_RPM ? "r" : "t"});
+    return set_key(h, a->set, ":slots", k1) && set_key(h, a->set, ":exp", k2) &&
+           hr__cmd(h, ask_reply, a, 9,
+                   (const char *[]){"EVAL", LUA_LEASE_TAKE, "2", k1, k2, cap, want, h->instance,
+                                    ttl});
+}
+
+/* Writes the slots <s> holds (a renewal, or after a reconnect). */
+static void send_hold(struct hs_redis *h, struct lim_set *s, uint32_t slots)
+{
+    char k1[RKEY_MAX], k2[RKEY_MAX], n[16], ttl[24];
+
+    snprintf(n, sizeof(n), "%" PRIu32, slots);
+    snprintf(ttl, sizeof(ttl), "%" PRIu32, h->lease_ttl_ms);
+    if (set_key(h, s, ":slots", k1) && set_key(h, s, ":exp", k2))
+        hr__cmd(h, NULL, NULL, 8,
+                (const char *[]){"EVAL", LUA_LEASE_HOLD, "2", k1, k2, n, h->instance, ttl});
+}
+
+void hr__limits_run(struct hs_redis *h, const struct hr_event *ev)
+{
+    char k1[RKEY_MAX], k2[RKEY_MAX], n[24];
+    struct ask_ctx *a;
+
+    if (ev->kind == 'G') {
+        snprintf(n, sizeof(n), "%" PRIu64, ev->want);
+        if (set_key(h, ev->set, ":slots", k1) && set_key(h, ev->set, ":exp", k2))
+            hr__cmd(h, NULL, NULL, 7,
+                    (const char *[]){"EVAL", LUA_LEASE_GIVE, "2", k1, k2, n, h->instance});
+        return; /* not sent: the slots stay ours in Redis until the lease expires */
+    }
+    if (!(a = malloc(sizeof(*a)))) {
+        lim_fleet_failed(ev->set, (enum lim_kind)ev->idx, bsc_now_ms());
+        return;
+    }
+    a->set = ev->set;
+    a->kind = (enum lim_kind)ev->idx;
+    if (!send_ask(h, ev, a)) {
+        free(a);
+        lim_fleet_failed(ev->set, (enum lim_kind)ev->idx, bsc_now_ms());
+    }
+}
+
+/* Every held lease, written again with a fresh expiry. */
+static void renew_all(struct hs_redis *h)
+{
+    uint32_t slots;
+
+    uv_mutex_lock(&h->mu);
+    for (size_t i = 0; i < h->n_sets; i++)
+        if ((slots = lim_fleet_slots(h->sets[i])) > 0)
+            send_hold(h, h->sets[i], slots);
+    uv_mutex_unlock(&h->mu);
+}
+
+static void renew_fire(uv_timer_t *t)
+{
+    renew_all(t->data);
+}
+
+void hr__limits_start(struct hs_redis *h)
+{
+    uint64_t every = h->lease_ttl_ms / 3 ? h->lease_ttl_ms / 3 : 1;
+
+    uv_timer_init(&h->loop, &h->renew);
+    h->renew.data = h;
+    uv_timer_start(&h->renew, renew_fire, every, every);
+}
+
+void hr__limits_connected(struct hs_redis *h, bool up)
+{
+    bool was = atomic_exchange(&h->share.up, up);
+
+    if (up == was)
+        return;
+    LOG_INFO("shared limits: %s", up ? "decided with the other instances through Redis"
+                                     : "decided locally (caps divided by store.instances)");
+    if (up)
+        renew_all(h); /* Redis may have restarted empty, or expired us meanwhile */
+}
+
+void hr__limits_close(struct hs_redis *h)
+{
+    uv_close((uv_handle_t *)&h->renew, NULL);
+}
+
+void hr__limits_free(struct hs_redis *h)
+{
+    free(h->sets);
+}
