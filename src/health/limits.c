@@ -188,13 +188,17 @@ static uint64_t take_waiters(struct lim_set *s)
     return w;
 }
 
-void lim_wait_on(struct lim_set *s, unsigned worker)
+bool lim_wait_on(struct lim_set *s, unsigned worker)
 {
+    bool asking;
+
     if (!lim_set_active(s))
-        return;
+        return false;
     pthread_mutex_lock(&s->mu);
     s->waiters |= 1ull << (worker % 64);
+    asking = s->fl.asking != 0;
     pthread_mutex_unlock(&s->mu);
+    return asking;
 }
 
 uint64_t lim_release(struct lim_set *s, uint64_t estimated, uint64_t used, uint64_t now_ms)

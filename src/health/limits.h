@@ -123,8 +123,10 @@ struct lim_verdict lim_peek(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
 uint64_t lim_release(struct lim_set *s, uint64_t estimated, uint64_t used, uint64_t now_ms);
 /* Gives back everything lim_acquire took (the attempt never started); as lim_release. */
 uint64_t lim_undo(struct lim_set *s, uint64_t tokens, uint64_t now_ms);
-/* Worker <worker> has a request waiting for room in <s>: the next release wakes it. */
-void lim_wait_on(struct lim_set *s, unsigned worker);
+/* Worker <worker> has a request waiting for room in <s>: the next release, or the fleet's
+ * next answer, wakes it. True when an ask of the fleet is still out (false: its answer
+ * came before the wait began, and will not wake it). */
+bool lim_wait_on(struct lim_set *s, unsigned worker);
 void lim_queued(struct lim_set *s, int delta);
 
 /* A copy of a set's counters. */

@@ -252,9 +252,12 @@ static void list_remove(struct request *r)
 static void park(struct request *r, struct lim_set *a, struct lim_set *b,
                  const struct cfg_target *t, uint64_t delay_ms)
 {
-    lim_wait_on(a, r->w->idx);
+    bool asking = lim_wait_on(a, r->w->idx);
+
     if (b)
-        lim_wait_on(b, r->w->idx);
+        asking = lim_wait_on(b, r->w->idx) || asking;
+    if (!t && !asking)
+        delay_ms = 0; /* the fleet answered before the wait began: look again now */
     if (t) {
         lim_queued(t->lim, +1);
         metrics_gauge_add(r->gw->metrics, r->w->idx, METRIC_QUEUE_DEPTH, t->id, NULL, 1);

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+// Limits shared through Redis (docs/internals/redis.md, "Rate buckets and concurrency
+// leases"): two gateway processes on one private redis-server enforce one client rpm and one
+// target max_concurrency together -- exactly rpm served across both, never more than the
+// slots in flight at the provider -- and the slots of a gateway killed with -9 come back to
+// the others once its lease expires. store.timeout_ms is generous here: the claim is
+// exactness while Redis answers (a slow answer turns the limits local, divided by
+// store.instances, which docs/internals/redis.md describes and test_limits_fleet covers).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startGateway, startSim, waitFor } from '../lib/harness.mjs';
+import { startRedis } from '../lib/redis.mjs';
+
+const KEY = 'redis-limits-client-key-0123456789';
+const FREE = 'redis-limits-free-key-0123456789ab';
+const TTL_MS = 3000;
+let redis, sim, a, b;
+
+function config(url) {
+  return `listen: "127.0.0.1:{{PORT}}"
+workers: 2
+log: { level: info }
+store: { kind: redis, url: "${url}", prefix: "l:", timeout_ms: 2000, instances: 2, lease_ttl_ms: ${TTL_MS} }
+providers:
+  sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-s"], health: { probe: none } }
+targets:
+  cl: { provider: sim, model: rl-client }
+  tc: { provider: sim, model: rl-conc, max_concurrency: 2, queue_ms: 20000 }
+  tk: { provider: sim, model: rl-kill, max_concurrency: 2 }
+routes:
+  client-rpm: { primary: [cl] }
+  conc: { primary: [tc], envelope: { deadline_ms: 30000 } }
+  kill: { primary: [tk], envelope: { deadline_ms: 60000 } }
+clients:
+  team: { key: "${KEY}", routes: ["*"], rpm: 10 }
+  free: { key: "${FREE}", routes: ["*"] }
+`;
+}
+
+const sharing = (gw) => /shared limits: decided with the other instances/.test(gw.logs());
+
+async function start() {
+  const gw = await startGateway({ config: config(redis.url) });
+  await waitFor(() => sharing(gw), { timeoutMs: 10000, what: 'limits shared through redis' });
+  return gw;
+}
+
+function chat(gw, model) {
+  return fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${model === 'client-rpm' ? KEY : FREE}` },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+}
+
+async function answer(gw, model) {
+  const res = await chat(gw, model);
+  return { res, body: await res.json() };
+}
+
+const stats = async (model) => (await sim.stats()).models[model] ?? { calls: 0, max_in_flight: 0, in_flight: 0 };
+
+before(async () => {
+  redis = await startRedis();
+  sim = await startSim();
+  a = await start();
+  b = await start();
+});
+
+after(async () => {
+  await a?.stop();
+  await b?.stop();
+  await sim?.stop();
+  await redis?.stop();
+});
+
+test('client rpm 10 across two instances: exactly 10 of 16 concurrent served', async () => {
+  const answers = await Promise.all(
+    Array.from({ length: 16 }, (_, i) => answer(i % 2 ? a : b, 'client-rpm')));
+  const ok = answers.filter((x) => x.res.status === 200);
+  const limited = answers.filter((x) => x.res.status !== 200);
+  assert.equal(ok.length, 10, JSON.stringify(limited.map((x) => x.body)));
+  for (const { res, body } of limited) {
+    assert.equal(res.status, 429, JSON.stringify(body));
+    assert.equal(body.error.code, 'rate_limited');
+    assert.equal(res.headers.get('x-bascule-limited-by'), 'client_rpm');
+    assert.ok(Number(res.headers.get('retry-after')) >= 1);
+  }
+  assert.equal((await stats('rl-client')).calls, 10);
+  // Both instances served some: the bucket is one, not one per process.
+  const served = (gw) => gw.accessLog().filter((l) => l.type === 'access' && l.route === 'client-rpm' && l.status === 200).length;
+  await waitFor(() => served(a) + served(b) === 10, { what: 'the access lines of the 10 served' });
+});
+
+test('max_concurrency 2 across two instances: never more than 2 in flight, all served', async () => {
+  await sim.setModel('rl-conc', { script: [{ action: 'delay', delay_ms: 400 }], repeat: true });
+  const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => answer(i % 2 ? a : b, 'conc')));
+  for (const { res, body } of answers) assert.equal(res.status, 200, JSON.stringify(body));
+  const s = await stats('rl-conc');
+  assert.equal(s.calls, 8);
+  assert.ok(s.max_in_flight <= 2, `max in flight: ${s.max_in_flight}`);
+  // The slots went back: nothing is left leased in Redis.
+  await waitFor(async () => (await redis.command('HLEN', 'l:{lim:t:tc}:slots')) === 0,
+    { what: 'every slot given back' });
+});
+
+test('a gateway killed with -9 while holding slots: they come back after the lease TTL', async () => {
+  const c = await start();
+  await sim.setModel('rl-kill', { script: [{ action: 'delay', delay_ms: 60000 }], repeat: true });
+  const held = [chat(c, 'kill').catch(() => null), chat(c, 'kill').catch(() => null)];
+  await waitFor(async () => (await stats('rl-kill')).in_flight === 2,
+    { timeoutMs: 10000, what: 'two calls held at the provider' });
+  const killedAt = Date.now();
+  c.proc.kill('SIGKILL');
+  await Promise.all(held);
+  await sim.setModel('rl-kill', { script: [] });
+  // The dead process's slots are still leased for up to TTL_MS: refused meanwhile.
+  const early = await answer(a, 'kill');
+  if (Date.now() - killedAt < TTL_MS - TTL_MS / 3 - 200) {
+    assert.equal(early.res.status, 429, JSON.stringify(early.body));
+    assert.equal(early.res.headers.get('x-bascule-limited-by'), 'target_concurrency');
+  }
+  // Once the lease expired, the capacity is the fleet's again.
+  let last;
+  await waitFor(async () => (last = await answer(a, 'kill')).res.status === 200,
+    { timeoutMs: TTL_MS + 10000, everyMs: 200, what: 'the dead gateway\'s slots back' });
+  assert.equal(last.res.status, 200);
+});
