@@ -82,6 +82,7 @@ test('the one-shot run shows the circuit open on both instances and nginx answer
   const { code } = await run.exited;
   for (const line of run.out.trim().split('\n')) t.diagnostic(line);
   assert.equal(code, 0, run.out);
+  assert.doesNotMatch(run.out, /curl: \(/, 'no tool of the demo complained');
   assert.match(run.out, /circuit down-4o@sim-east on gateway A: open/);
   assert.match(run.out, /circuit down-4o@sim-east on gateway B: open/);
   const calls = /3 requests to gateway B: HTTP 200 .*calls to down-4o: (\d+)/.exec(run.out);
