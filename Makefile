@@ -3,6 +3,7 @@
 #   make                 optimized build/bascule and build/bascule-sim
 #   make test            sanitizer build in build/san, then unit + integration tests
 #   make run             the demo: bascule-sim + bascule on 127.0.0.1:8080
+#   make run-cluster     two bascule instances, one Redis, nginx in front (examples/cluster)
 #   make test-tsan       ThreadSanitizer build in build/tsan, then unit + integration tests
 #   make bench           benchmarks against nginx and a peer gateway (bench/)
 #   make fuzz            libFuzzer targets (clang), a short run each
@@ -124,6 +125,10 @@ check-layering:
 # ---- demo, benchmarks, fuzzing --------------------------------------------------------------
 run: all
 	@scripts/demo
+
+.PHONY: run-cluster
+run-cluster: all
+	@scripts/run-cluster
 
 bench: all
 	@bench/run
