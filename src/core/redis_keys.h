@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/err.h"
 #include "core/str.h"
@@ -34,5 +35,10 @@ size_t rkey_idem(char *out, size_t cap, const char *prefix, struct bsc_str scope
 /* <prefix>{<kind>:<id>}, for kind "ledger", "blob", "circuit", "cool", ... */
 size_t rkey_entity(char *out, size_t cap, const char *prefix, const char *kind,
                    struct bsc_str id);
+
+/* <prefix>{spend:<client>:<period_ms>}: one client's spend in the budget period that starts
+ * at <period_ms> (0: a total). Returns the key's length, or 0 when it does not fit <cap>. */
+size_t rkey_spend(char *out, size_t cap, const char *prefix, struct bsc_str client,
+                  uint64_t period_ms);
 
 #endif
