@@ -2,7 +2,7 @@
 /* redis_keys.h -- the pure part of the Redis sharing: parsing store.url and the key layout.
  * Every key is <prefix>{<entity>} -- the braces are a Redis Cluster hash tag, so that all
  * the keys of one entity (today one key each) land in one slot. See docs/internals/redis.md
- * for the whole layout, including the keys reserved for limits and spend. */
+ * for the whole layout, including the keys reserved for limits. */
 #ifndef BSC_CORE_REDIS_KEYS_H
 #define BSC_CORE_REDIS_KEYS_H
 

@@ -413,7 +413,9 @@ static int judge(struct request *r, struct spend_entry *e, double *spent)
     /* Nothing to load: the book is all there is. A shared store away counts as nothing: its
      * figure is read once it is back (fresh_ms 0 is stale), what was spent meanwhile kept. */
     if (*spent < 0 && (!r->gw->store || (is_shared(r) && !store_is_up(r->gw->store, NULL)))) {
-        e->st = ENTRY_READY;
+        e->st = ENTRY_READY; /* a load running (LOADING) will not fill it now */
+        e->usd += e->pending;
+        e->pending = 0;
         *spent = e->usd;
     }
     if (*spent < 0)
