@@ -132,7 +132,7 @@ static void list_clients(struct worker *w, struct srv_req *req, struct cfg *cfg)
         l->slots[i] = (struct clients_slot){l, -1.0};
         if (w->gw->store &&
             store_spend_add(w->gw->store, srv_req_loop(req), bsc_str_cstr(c->id),
-                            spend_period_start(c->budget.period, l->now_ms), 0, on_read,
+                            spend_period_start(c->budget.period, l->now_ms), 0, 0, on_read,
                             &l->slots[i]) == BSC_OK)
             l->due++;
     }

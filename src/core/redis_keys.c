@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* redis_keys.c -- store.url parsing and the Redis key layout (redis_keys.h). Pure: no I/O,
  * unit-tested on its own (tests/unit/test_redis_keys.c). */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,16 @@ size_t rkey_entity(char *out, size_t cap, const char *prefix, const char *kind,
 {
     int n = snprintf(out, cap, "%s{%s:%.*s}", prefix ? prefix : RKEY_DEFAULT_PREFIX, kind,
                      (int)id.len, id.p ? id.p : "");
+
+    return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
+}
+
+size_t rkey_spend(char *out, size_t cap, const char *prefix, struct bsc_str client,
+                  uint64_t period_ms)
+{
+    int n = snprintf(out, cap, "%s{spend:%.*s:%" PRIu64 "}",
+                     prefix ? prefix : RKEY_DEFAULT_PREFIX, (int)client.len,
+                     client.p ? client.p : "", period_ms);
 
     return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
 }

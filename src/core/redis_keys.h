@@ -2,12 +2,13 @@
 /* redis_keys.h -- the pure part of the Redis sharing: parsing store.url and the key layout.
  * Every key is <prefix>{<entity>} -- the braces are a Redis Cluster hash tag, so that all
  * the keys of one entity (today one key each) land in one slot. See docs/internals/redis.md
- * for the whole layout, including the keys reserved for limits and spend. */
+ * for the whole layout, including the keys reserved for limits. */
 #ifndef BSC_CORE_REDIS_KEYS_H
 #define BSC_CORE_REDIS_KEYS_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/err.h"
 #include "core/str.h"
@@ -34,5 +35,10 @@ size_t rkey_idem(char *out, size_t cap, const char *prefix, struct bsc_str scope
 /* <prefix>{<kind>:<id>}, for kind "ledger", "blob", "circuit", "cool", ... */
 size_t rkey_entity(char *out, size_t cap, const char *prefix, const char *kind,
                    struct bsc_str id);
+
+/* <prefix>{spend:<client>:<period_ms>}: one client's spend in the budget period that starts
+ * at <period_ms> (0: a total). Returns the key's length, or 0 when it does not fit <cap>. */
+size_t rkey_spend(char *out, size_t cap, const char *prefix, struct bsc_str client,
+                  uint64_t period_ms);
 
 #endif

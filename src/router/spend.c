@@ -8,7 +8,10 @@
  * add, not awaited). The store runs operations in call order and adds are called under the
  * book's mutex, so a load sees every add called before it and the book adds those after.
  * Precision given up: requests admitted before the one that crossed the budget finished are
- * still served -- a budget stops a client after the request that crossed it. */
+ * still served -- a budget stops a client after the request that crossed it. With a shared
+ * store (Redis) other processes add too: every answer of the store (the total an add
+ * returns, a read) refreshes the book, and a figure older than SPEND_FRESH_MS is read again
+ * before a check (docs/internals/redis.md). */
 #include "router/spend.h"
 
 #include <stdlib.h>
@@ -34,6 +37,12 @@ struct spend_entry {
     double pending;         /* LOADING: added since the load was called */
     uint64_t gen;           /* the load that may fill the entry */
     uint32_t inflight;
+    /* a shared store only: the store's answers refresh <usd> (entry_apply) */
+    uint64_t seq;           /* store calls made on the entry */
+    uint64_t applied;       /* the <seq> of the last answer applied */
+    uint64_t refresh_seq;   /* non-zero: the refresh read running */
+    double sent;            /* this process's adds, ever */
+    uint64_t fresh_ms;      /* bsc_now_ms() the figure last came from the store */
 };
 
 struct spend_book {
@@ -83,6 +92,15 @@ uint64_t spend_period_start(enum cfg_period p, uint64_t now_ms)
     case CFG_PERIOD_MONTH:
         civil_month((int64_t)(now_ms / MS_PER_DAY), &y, &m);
         return (uint64_t)days_from_civil(y, m, 1) * MS_PER_DAY;
+    default: return 0;
+    }
+}
+
+uint64_t spend_period_ttl_ms(enum cfg_period p)
+{
+    switch (p) {
+    case CFG_PERIOD_DAY: return 2 * MS_PER_DAY;
+    case CFG_PERIOD_MONTH: return 32 * MS_PER_DAY;
     default: return 0;
     }
 }
@@ -154,6 +172,36 @@ static void entry_roll(struct spend_entry *e, enum cfg_period p, uint64_t now_ms
     e->period_ms = start;
     e->st = ENTRY_NONE;
     e->usd = e->pending = 0;
+    e->refresh_seq = 0;
+    e->fresh_ms = 0;
+}
+
+/* ---- a shared store: the fleet's figure -------------------------------------------------- */
+
+static bool is_shared(const struct request *r)
+{
+    return store_is_shared(r->gw->store);
+}
+
+/* Notes a store call on <e> that adds <usd> (0: a read). Under the mutex. */
+static struct spend_mark mark_take(struct spend_entry *e, double usd)
+{
+    e->sent += usd;
+    return (struct spend_mark){e->period_ms, e->gen, ++e->seq, e->sent};
+}
+
+/* The store answered <total> to the call <m>: the fleet's figure then, plus what this
+ * process added after the call. Answers reach the worker loops in any order: an older one
+ * than the last applied, one from before a load or a reset (another gen), or for another
+ * period changes nothing. Under the mutex. */
+static void entry_apply(struct spend_entry *e, const struct spend_mark *m, double total)
+{
+    if (e->st != ENTRY_READY || e->gen != m->gen || e->period_ms != m->period_ms ||
+        m->seq <= e->applied)
+        return;
+    e->usd = total + (e->sent - m->sent_at);
+    e->applied = m->seq;
+    e->fresh_ms = bsc_now_ms();
 }
 
 void spend_peek(struct spend_book *b, const char *id, enum cfg_period p, uint64_t now_ms,
@@ -193,11 +241,13 @@ enum bsc_err spend_reset(struct spend_book *b, struct store *st, uv_loop_t *loop
         entry_roll(e, p, now_ms);
         e->st = ENTRY_READY;
         e->usd = e->pending = 0;
-        e->gen++; /* a load still running must not fill it */
+        e->gen++; /* a load still running must not fill it, nor an answer from before */
+        e->refresh_seq = 0;
+        e->fresh_ms = bsc_now_ms();
     }
     if (st)
-        err = store_spend_set(st, loop, bsc_str_cstr(id), spend_period_start(p, now_ms), 0,
-                              cb ? cb : on_reset_noop, ud);
+        err = store_spend_set(st, loop, bsc_str_cstr(id), spend_period_start(p, now_ms),
+                              spend_period_ttl_ms(p), 0, cb ? cb : on_reset_noop, ud);
     uv_mutex_unlock(&b->mu);
     return e ? err : BSC_ENOMEM;
 }
@@ -231,6 +281,8 @@ static void on_read(enum bsc_err err, double usd, void *ud)
         e->usd = err ? 0 : usd + e->pending;
         e->pending = 0;
     }
+    if (!err && r->spend.entry)
+        entry_apply(r->spend.entry, &r->spend.mark, usd);
     uv_mutex_unlock(&b->mu);
     if (!r->m.finished)
         req__run(r);
@@ -247,7 +299,11 @@ static int start_read(struct request *r, struct spend_entry *e)
         e->pending = 0;
         r->spend.loader_gen = ++e->gen;
     }
-    err = store_spend_add(r->gw->store, &r->w->loop, bsc_str_cstr(e->id), e->period_ms, 0,
+    if (is_shared(r)) {
+        r->spend.entry = e;
+        r->spend.mark = mark_take(e, 0);
+    }
+    err = store_spend_add(r->gw->store, &r->w->loop, bsc_str_cstr(e->id), e->period_ms, 0, 0,
                           on_read, r);
     if (err) {
         if (r->spend.loader_gen)
@@ -272,6 +328,62 @@ static double spent_now(const struct request *r, const struct spend_entry *e)
     return -1;
 }
 
+/* A shared store answered the refresh read of a figure gone stale. Unlike a load, the book
+ * had a figure: a failed read leaves it, and the request is judged on it. */
+static void on_refresh(enum bsc_err err, double usd, void *ud)
+{
+    struct request *r = ud;
+    struct spend_book *b = r->gw->spend;
+    struct spend_entry *e = r->spend.entry;
+
+    uv_mutex_lock(&b->mu);
+    if (e->refresh_seq == r->spend.mark.seq)
+        e->refresh_seq = 0;
+    if (!err)
+        entry_apply(e, &r->spend.mark, usd);
+    uv_mutex_unlock(&b->mu);
+    r->g.store_ops--;
+    if (r->g.zombie) {
+        if (r->g.store_ops == 0)
+            req__release(r);
+        return;
+    }
+    if (err)
+        LOG_WARN("%s: the spend of client %s could not be read again: %s (judged on this "
+                 "process's figure)", r->id, e->id, bsc_err_str(err));
+    r->spend.reading = false;
+    r->spend.read_done = true;
+    r->spend.read_usd = err ? -1.0 : usd;
+    if (!r->m.finished)
+        req__run(r);
+}
+
+/* A shared store's figure older than SPEND_FRESH_MS is read again before the check, by one
+ * request at a time (the others judge by the book meanwhile); never while the store is away
+ * (the book is all there is then), never twice for one request. */
+static bool is_stale(const struct request *r, const struct spend_entry *e)
+{
+    return is_shared(r) && e->st == ENTRY_READY && !r->spend.read_done && !e->refresh_seq &&
+           bsc_now_ms() - e->fresh_ms >= SPEND_FRESH_MS && store_is_up(r->gw->store, NULL);
+}
+
+/* Starts that read (under the mutex: ordered with the adds). 1 when the request waits. */
+static int start_refresh(struct request *r, struct spend_entry *e)
+{
+    struct spend_mark m = mark_take(e, 0);
+
+    e->fresh_ms = bsc_now_ms(); /* one try per period, also when this one fails */
+    if (store_spend_add(r->gw->store, &r->w->loop, bsc_str_cstr(e->id), e->period_ms, 0, 0,
+                        on_refresh, r) != BSC_OK)
+        return 0;
+    e->refresh_seq = m.seq;
+    r->spend.entry = e;
+    r->spend.mark = m;
+    r->g.store_ops++;
+    r->spend.reading = true;
+    return 1;
+}
+
 static void refuse(struct request *r, double spent)
 {
     const struct cfg_budget *bu = &r->client->budget;
@@ -290,6 +402,29 @@ static void refuse(struct request *r, double spent)
     r->limited_by = "budget";
 }
 
+/* The check of <r> against <e>, under the mutex: 0 passes, 1 waits for a read, 2 refuses
+ * (*<spent> is the figure). */
+static int judge(struct request *r, struct spend_entry *e, double *spent)
+{
+    const struct cfg_client *c = r->client;
+
+    entry_roll(e, c->budget.period, bsc_wall_ms());
+    *spent = spent_now(r, e);
+    /* Nothing to load: the book is all there is. A shared store away counts as nothing: its
+     * figure is read once it is back (fresh_ms 0 is stale), what was spent meanwhile kept. */
+    if (*spent < 0 && (!r->gw->store || (is_shared(r) && !store_is_up(r->gw->store, NULL)))) {
+        e->st = ENTRY_READY; /* a load running (LOADING) will not fill it now */
+        e->usd += e->pending;
+        e->pending = 0;
+        *spent = e->usd;
+    }
+    if (*spent < 0)
+        return start_read(r, e);
+    if (is_stale(r, e) && start_refresh(r, e))
+        return 1;
+    return *spent >= c->budget.usd ? 2 : 0;
+}
+
 int spend_admit(struct request *r)
 {
     const struct cfg_client *c = r->client;
@@ -302,18 +437,8 @@ int spend_admit(struct request *r)
         return r->spend.reading ? 1 : 0;
     uv_mutex_lock(&b->mu);
     e = entry_get(b, c->id);
-    if (e && c->budget.usd >= 0) {
-        entry_roll(e, c->budget.period, bsc_wall_ms());
-        spent = spent_now(r, e);
-        if (spent < 0 && !r->gw->store) { /* nothing to load: the book is all there is */
-            e->st = ENTRY_READY;
-            spent = e->usd;
-        }
-        if (spent < 0)
-            v = start_read(r, e);
-        else if (spent >= c->budget.usd)
-            v = 2;
-    }
+    if (e && c->budget.usd >= 0)
+        v = judge(r, e, &spent);
     if (e && v == 0) {
         e->inflight++;
         r->spend.counted = true;
@@ -329,6 +454,46 @@ static void on_add(enum bsc_err err, double usd, void *ud)
     (void)usd, (void)ud;
     if (err)
         LOG_WARN("spend: a request's cost was not added to the store: %s", bsc_err_str(err));
+}
+
+/* A cost added to a shared store: its answer (the fleet's total) refreshes the book. */
+struct spend_add {
+    struct spend_book *b;
+    struct spend_entry *e;
+    struct spend_mark m;
+};
+
+static void on_shared_add(enum bsc_err err, double usd, void *ud)
+{
+    struct spend_add *a = ud;
+
+    if (err) { /* the store keeps it and adds it when Redis answers again (store.h) */
+        LOG_DEBUG("spend: a cost on client %s is not confirmed yet: %s", a->e->id,
+                  bsc_err_str(err));
+    } else {
+        uv_mutex_lock(&a->b->mu);
+        entry_apply(a->e, &a->m, usd);
+        uv_mutex_unlock(&a->b->mu);
+    }
+    free(a);
+}
+
+/* Calls the store's add of <usd> to <e> (under the mutex: ordered with the reads). */
+static enum bsc_err add_cost(struct request *r, struct spend_entry *e, double usd)
+{
+    struct store *st = r->gw->store;
+    struct bsc_str id = bsc_str_cstr(e->id);
+    uint64_t ttl = spend_period_ttl_ms(e->kind);
+    struct spend_add *a;
+    enum bsc_err err;
+
+    if (!is_shared(r) || !(a = malloc(sizeof(*a))))
+        return store_spend_add(st, &r->w->loop, id, e->period_ms, ttl, usd, on_add, NULL);
+    *a = (struct spend_add){r->gw->spend, e, mark_take(e, usd)};
+    err = store_spend_add(st, &r->w->loop, id, e->period_ms, ttl, usd, on_shared_add, a);
+    if (err)
+        free(a);
+    return err;
 }
 
 void spend_record(struct request *r)
@@ -349,8 +514,7 @@ void spend_record(struct request *r)
         else if (e->st == ENTRY_LOADING)
             e->pending += r->cost_usd;
         if (r->gw->store)
-            err = store_spend_add(r->gw->store, &r->w->loop, bsc_str_cstr(c->id), e->period_ms,
-                                  r->cost_usd, on_add, NULL);
+            err = add_cost(r, e, r->cost_usd);
     }
     uv_mutex_unlock(&b->mu);
     if (err)

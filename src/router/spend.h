@@ -16,7 +16,18 @@
 #include "store/store.h"
 
 struct request;
-struct spend_book; /* process-wide, shared by every worker; its own mutex */
+struct spend_book;  /* process-wide, shared by every worker; its own mutex */
+struct spend_entry; /* one client's line in the book; lives as long as the book */
+
+/* Figures from a shared store (Redis) older than this are read again before a check. */
+#define SPEND_FRESH_MS 1000
+
+/* A store call on a book entry with a shared store: which answer is newer, and what this
+ * process added after the call, so the answer can refresh the book (spend.c). */
+struct spend_mark {
+    uint64_t period_ms, gen, seq;
+    double sent_at; /* the entry's <sent> once the call was made */
+};
 
 /* What one request keeps of the budget check (struct request's <spend>). */
 struct spend_req {
@@ -25,11 +36,16 @@ struct spend_req {
     bool read_done;      /* ... and answered: <read_usd> (< 0: the store failed) */
     uint64_t loader_gen; /* non-zero: this read (re)loads the book's entry */
     double read_usd;
+    struct spend_entry *entry; /* shared store: the entry the read is for */
+    struct spend_mark mark;    /* ... and the read's place among the entry's calls */
 };
 
 /* The start of the budget period of kind <p> that holds <now_ms> (ms since the epoch), in
  * UTC: midnight for a day, midnight of the 1st for a month, 0 for a total. Pure. */
 uint64_t spend_period_start(enum cfg_period p, uint64_t now_ms);
+/* How long the store must keep a record of period kind <p> after its last change: the
+ * period's length plus a day (a month: 32 days); 0 (kept) for a total. Pure. */
+uint64_t spend_period_ttl_ms(enum cfg_period p);
 
 struct spend_book *spend_book_new(void);
 void spend_book_free(struct spend_book *b);

@@ -38,7 +38,7 @@ struct store__job {
     /* inputs: slices into the job's own allocation (<data>) */
     struct bsc_str scope, key; /* key: the idempotency key, or the ledger op id */
     struct idem_fp fp;
-    uint64_t ttl_ms;
+    uint64_t ttl_ms;           /* idem: the record's life; spend: the record's TTL (0 none) */
     uint64_t claim;            /* in: complete/abandon; out: begin MISS */
     struct idem_answer in;     /* complete: the answer to store; blob put: in.body */
     struct ledger_update upd;  /* ledger put */
@@ -115,6 +115,30 @@ struct store__spend_tab {
 /* Runs a STORE__SPEND_* job against <t>. */
 void store__spend_mem_run(struct store__spend_tab *t, struct store__job *job);
 void store__spend_tab_free(struct store__spend_tab *t);
+
+/* Spend adds a remote backend could not confirm, kept to be added when it can again
+ * (spend_defer.c): one sum per record key, at most STORE__DEFER_MAX keys. The backend's
+ * thread only. */
+#define STORE__DEFER_MAX 4096
+struct store__defer_row {
+    char *key; /* owned */
+    size_t len;
+    double usd;
+    uint64_t ttl_ms;
+};
+struct store__defer {
+    struct store__defer_row *rows; /* owned */
+    size_t n, cap;
+};
+/* Adds <usd> to the sum of <key> (the row made at 0 when absent; <ttl_ms> the latest).
+ * BSC_OK, BSC_ELIMIT when STORE__DEFER_MAX keys are kept already, BSC_ENOMEM. */
+enum bsc_err store__defer_add(struct store__defer *d, const char *key, size_t len, double usd,
+                              uint64_t ttl_ms);
+/* Forgets the sum of <key> (an operator reset the record). */
+void store__defer_drop(struct store__defer *d, const char *key, size_t len);
+/* Takes one row out into *<out> (the caller owns out->key); false when none is left. */
+bool store__defer_pop(struct store__defer *d, struct store__defer_row *out);
+void store__defer_free(struct store__defer *d);
 
 /* The store's wall clock. */
 uint64_t store__now(const struct store *st);

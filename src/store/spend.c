@@ -17,8 +17,8 @@ struct store__spend_row {
 };
 
 static enum bsc_err spend_op(struct store *st, uv_loop_t *loop, enum store__op op,
-                             struct bsc_str client, uint64_t period_ms, double usd,
-                             store_spend_cb *cb, void *ud)
+                             struct bsc_str client, uint64_t period_ms, uint64_t ttl_ms,
+                             double usd, store_spend_cb *cb, void *ud)
 {
     struct store__job *job;
     size_t at = 0;
@@ -31,6 +31,7 @@ static enum bsc_err spend_op(struct store *st, uv_loop_t *loop, enum store__op o
         return BSC_ENOMEM;
     job->key = store__put_bytes(job, &at, client);
     job->period_ms = period_ms;
+    job->ttl_ms = ttl_ms;
     job->usd = usd;
     job->cb.spend = cb;
     job->ud = ud;
@@ -38,15 +39,17 @@ static enum bsc_err spend_op(struct store *st, uv_loop_t *loop, enum store__op o
 }
 
 enum bsc_err store_spend_add(struct store *st, uv_loop_t *loop, struct bsc_str client,
-                             uint64_t period_ms, double usd, store_spend_cb *cb, void *ud)
+                             uint64_t period_ms, uint64_t ttl_ms, double usd,
+                             store_spend_cb *cb, void *ud)
 {
-    return spend_op(st, loop, STORE__SPEND_ADD, client, period_ms, usd, cb, ud);
+    return spend_op(st, loop, STORE__SPEND_ADD, client, period_ms, ttl_ms, usd, cb, ud);
 }
 
 enum bsc_err store_spend_set(struct store *st, uv_loop_t *loop, struct bsc_str client,
-                             uint64_t period_ms, double usd, store_spend_cb *cb, void *ud)
+                             uint64_t period_ms, uint64_t ttl_ms, double usd,
+                             store_spend_cb *cb, void *ud)
 {
-    return spend_op(st, loop, STORE__SPEND_SET, client, period_ms, usd, cb, ud);
+    return spend_op(st, loop, STORE__SPEND_SET, client, period_ms, ttl_ms, usd, cb, ud);
 }
 
 /* ---- the memory backend's records --------------------------------------------------------- */

@@ -105,6 +105,11 @@ void store_close(struct store *st)
     st->ops->close(st);
 }
 
+bool store_is_shared(const struct store *st)
+{
+    return st && st->ops == &store__redis;
+}
+
 const char *store_kind_name(const struct store *st)
 {
     return st->ops->name;

@@ -65,6 +65,9 @@ const char *store_kind_name(const struct store *st);
 /* False while a remote backend (redis) cannot be reached; *<reason> (may be NULL) is then a
  * static line saying why. Local backends are always up. Thread-safe; NULL <st> is up. */
 bool store_is_up(const struct store *st, const char **reason);
+/* True when other processes change the same records (redis): a figure read is the fleet's
+ * and goes stale. NULL <st> is not shared. */
+bool store_is_shared(const struct store *st);
 
 /* ---- idempotency ---------------------------------------------------------------------- */
 
@@ -149,12 +152,17 @@ typedef void store_spend_cb(enum bsc_err err, double usd, void *ud);
 /* Adds <usd> (>= 0; 0 reads) to the spend of client <client> (1..CFG_CLIENT_ID_MAX bytes)
  * in the period that starts at <period_ms> (ms since the epoch, UTC; 0 for a total), in one
  * atomic step; a record that does not exist counts as 0. Operations run in the order they
- * were called, so a read sees every add called before it. Returns BSC_EINVAL, BSC_ELIMIT,
- * BSC_ENOMEM. */
+ * were called, so a read sees every add called before it. A record may be dropped <ttl_ms>
+ * after its last change (0: kept; only Redis drops them). With a shared store (Redis) the
+ * total is the fleet's, every process's adds; an add Redis could not confirm (the callback
+ * got BSC_EIO) is kept in the process and added when Redis answers again. Returns
+ * BSC_EINVAL, BSC_ELIMIT, BSC_ENOMEM. */
 enum bsc_err store_spend_add(struct store *st, uv_loop_t *loop, struct bsc_str client,
-                             uint64_t period_ms, double usd, store_spend_cb *cb, void *ud);
+                             uint64_t period_ms, uint64_t ttl_ms, double usd,
+                             store_spend_cb *cb, void *ud);
 /* Sets that spend to <usd> (>= 0): an operator's reset. Same errors. */
 enum bsc_err store_spend_set(struct store *st, uv_loop_t *loop, struct bsc_str client,
-                             uint64_t period_ms, double usd, store_spend_cb *cb, void *ud);
+                             uint64_t period_ms, uint64_t ttl_ms, double usd,
+                             store_spend_cb *cb, void *ud);
 
 #endif

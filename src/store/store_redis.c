@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* store_redis.c -- the Redis store backend: idempotency records, the tool ledger and blobs
- * kept in one Redis shared by several gateway processes. One hiredis connection on the
+/* store_redis.c -- the Redis store backend: idempotency records, the tool ledger, blobs and
+ * client spend kept in one Redis shared by several gateway processes. One hiredis connection on the
  * store's own libuv loop and thread (jobs arrive from any worker, as with SQLite); every
  * job is time-boxed by a uv timer of store.timeout_ms because hiredis has no async timeout.
  * Nothing is acknowledged unless Redis answered. See docs/internals/redis.md. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,12 @@ static const char LUA_ABANDON[] =
 static const char LUA_CAS[] =
     "local v=redis.call('GET',KEYS[1]) local cur=v and ('='..v) or '-' "
     "if cur~=ARGV[1] then return 0 end redis.call('SET',KEYS[1],ARGV[2]) return 1";
+/* Spend add: ARGV[1] the amount in dollars, ARGV[2] the record's TTL in ms ('0': none). The
+ * TTL is set on every add, so a record lives its period plus a day after its last change.
+ * Answers the new total (a string: INCRBYFLOAT's). */
+static const char LUA_SPEND_ADD[] =
+    "local v=redis.call('INCRBYFLOAT',KEYS[1],ARGV[1]) "
+    "if ARGV[2]~='0' then redis.call('PEXPIRE',KEYS[1],ARGV[2]) end return v";
 
 struct rd_store {
     struct store base;
@@ -69,6 +76,7 @@ struct rd_store {
     unsigned ping_out; /* periods a PING has gone unanswered; 0: none out */
     unsigned timeouts; /* in a row, without a reply between */
     uint64_t backoff_ms;
+    struct store__defer defer; /* spend adds not confirmed yet (spend_defer.c) */
 };
 
 struct rd_op;
@@ -86,6 +94,8 @@ struct rd_op {
     size_t key_len;
     char *seen; /* ledger put: '-' or '=' + the value read */
     size_t seen_len;
+    double defer_usd; /* spend add: kept for later unless Redis confirms it */
+    uint64_t defer_ttl;
 };
 
 static void rd_connect(struct rd_store *q);
@@ -104,6 +114,94 @@ static void set_up(struct rd_store *q, bool up, const char *reason)
     } else {
         LOG_WARN("store: redis unavailable: %s", reason);
     }
+}
+
+/* ---- spend adds not confirmed: kept, added when Redis answers again ------------------- */
+
+static void keep_spend(struct rd_store *q, const char *key, size_t len, double usd,
+                       uint64_t ttl_ms)
+{
+    enum bsc_err err = store__defer_add(&q->defer, key, len, usd, ttl_ms);
+
+    if (err)
+        LOG_WARN("store: $%.6f of spend on %.*s is lost: %s", usd, (int)len, key,
+                 bsc_err_str(err));
+}
+
+/* An error Redis will answer again (a wrong type, a bad number) is not worth keeping; one
+ * of a Redis loading its AOF, busy or out of memory is. */
+static bool reply_is_transient(const redisReply *r)
+{
+    return !r || (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "ERR", 3) != 0 &&
+                  strncmp(r->str, "WRONGTYPE", 9) != 0);
+}
+
+/* The fate of a spend add is known when its reply comes, even after its job timed out: an
+ * answer means Redis added it; no answer (the connection was lost) or a passing error means
+ * it may not have, so it is kept -- at worst counted twice (Redis applied it and died before
+ * answering), never lost. */
+static void settle_spend(struct rd_op *op, const redisReply *r)
+{
+    if (reply_is_transient(r))
+        keep_spend(op->q, op->key, op->key_len, op->defer_usd, op->defer_ttl);
+    else if (r->type == REDIS_REPLY_ERROR)
+        LOG_WARN("store: redis refused a spend add on %s: %s", op->key, r->str);
+    op->defer_usd = 0;
+}
+
+/* One kept sum on its way to Redis: put back if Redis does not take it. */
+struct rd_flush {
+    struct rd_store *q;
+    struct store__defer_row row;
+};
+
+static void flush_cb(redisAsyncContext *ac, void *r, void *priv)
+{
+    struct rd_flush *f = priv;
+    redisReply *reply = r;
+
+    (void)ac;
+    if (reply_is_transient(reply))
+        keep_spend(f->q, f->row.key, f->row.len, f->row.usd, f->row.ttl_ms);
+    else if (reply->type == REDIS_REPLY_ERROR)
+        LOG_WARN("store: redis refused kept spend on %s: %s", f->row.key, reply->str);
+    free(f->row.key);
+    free(f);
+}
+
+static bool flush_one(struct rd_store *q, struct rd_flush *f)
+{
+    char usd[32], ttl[24];
+    const char *argv[6] = {"EVAL", LUA_SPEND_ADD, "1", f->row.key, usd, ttl};
+    size_t l[6] = {4, sizeof(LUA_SPEND_ADD) - 1, 1, f->row.len, 0, 0};
+
+    l[4] = (size_t)snprintf(usd, sizeof(usd), "%.17g", f->row.usd);
+    l[5] = (size_t)snprintf(ttl, sizeof(ttl), "%" PRIu64, f->row.ttl_ms);
+    return redisAsyncCommandArgv(q->ac, flush_cb, f, 6, argv, l) == REDIS_OK;
+}
+
+/* Sends every kept sum (one add each). Called when a connection is made, before any job is
+ * sent on it, so a total Redis answers afterwards includes them; and at each PING answer for
+ * what failed since. */
+static void flush_kept(struct rd_store *q)
+{
+    struct rd_flush *f;
+    size_t n = 0;
+    double sum = 0;
+
+    while (q->connected && q->ac && q->defer.n && (f = malloc(sizeof(*f)))) {
+        f->q = q;
+        store__defer_pop(&q->defer, &f->row);
+        n++;
+        sum += f->row.usd;
+        if (!flush_one(q, f)) {
+            flush_cb(NULL, NULL, f); /* put back */
+            break;
+        }
+    }
+    if (n)
+        LOG_INFO("store: adding $%.6f of spend kept while redis was away (%zu records)", sum,
+                 n);
 }
 
 /* ---- one operation ------------------------------------------------------------------- */
@@ -164,6 +262,8 @@ static void op_cb(redisAsyncContext *ac, void *r, void *priv)
     redisReply *reply = r;
 
     (void)ac;
+    if (op->defer_usd > 0)
+        settle_spend(op, reply);
     if (reply)
         op->q->timeouts = 0;
     if (reply && !op->job)
@@ -190,6 +290,8 @@ static void op_send(struct rd_op *op, rd_step_fn *step, int argc, const char **a
     op->step = step;
     if (!q->connected || !q->ac ||
         redisAsyncCommandArgv(q->ac, op_cb, op, argc, argv, lens) != REDIS_OK) {
+        if (op->defer_usd > 0)
+            settle_spend(op, NULL);
         op_finish(op, BSC_EIO);
         return;
     }
@@ -432,6 +534,56 @@ static void run_blob(struct rd_op *op)
     op_send(op, blob_put_reply, 5, argv, lens);
 }
 
+/* ---- spend: INCRBYFLOAT in dollars, as the other backends keep them ----------------- */
+
+/* A total Redis answered: a number string, or nil for a record not there (0). */
+static void spend_reply(struct rd_op *op, redisReply *r)
+{
+    char *end;
+    double usd = 0;
+
+    if (r->type == REDIS_REPLY_STRING) {
+        usd = strtod(r->str, &end);
+        if (end == r->str || !isfinite(usd)) {
+            op_finish(op, BSC_EIO);
+            return;
+        }
+    } else if (r->type != REDIS_REPLY_NIL && r->type != REDIS_REPLY_STATUS) {
+        op_finish(op, BSC_EIO);
+        return;
+    }
+    if (r->type != REDIS_REPLY_STATUS) /* SET: the job keeps the amount it set */
+        op->job->usd = usd;
+    op_finish(op, BSC_OK);
+}
+
+/* A read is a GET (no record is made for it); an add the script; a reset a SET, which also
+ * forgets what this process kept for the record: the operator's 0 is the new start. */
+static void run_spend(struct rd_op *op)
+{
+    struct store__job *job = op->job;
+    char usd[32], ttl[24];
+    const char *argv[5] = {"SET", op->key, usd, "PX", ttl};
+    size_t l[5] = {3, op->key_len, 0, 2, 0};
+
+    l[2] = (size_t)snprintf(usd, sizeof(usd), "%.17g", job->usd);
+    l[4] = (size_t)snprintf(ttl, sizeof(ttl), "%" PRIu64, job->ttl_ms);
+    if (job->op == STORE__SPEND_SET) {
+        store__defer_drop(&op->q->defer, op->key, op->key_len);
+        op_send(op, spend_reply, job->ttl_ms ? 5 : 3, argv, l);
+    } else if (job->usd == 0) {
+        argv[0] = "GET";
+        op_send(op, spend_reply, 2, argv, l);
+    } else {
+        const char *args[2] = {usd, ttl};
+        size_t al[2] = {l[2], l[4]};
+
+        op->defer_usd = job->usd;
+        op->defer_ttl = job->ttl_ms;
+        op_eval(op, spend_reply, LUA_SPEND_ADD, 2, args, al);
+    }
+}
+
 /* ---- dispatch ----------------------------------------------------------------------- */
 
 static size_t job_key(struct rd_store *q, struct store__job *job, char *out)
@@ -442,8 +594,20 @@ static size_t job_key(struct rd_store *q, struct store__job *job, char *out)
     case STORE__IDEM_ABANDON: return rkey_idem(out, RKEY_MAX, q->prefix, job->scope, job->key);
     case STORE__LEDGER_PUT:
     case STORE__LEDGER_GET: return rkey_entity(out, RKEY_MAX, q->prefix, "ledger", job->key);
+    case STORE__SPEND_ADD:
+    case STORE__SPEND_SET: return rkey_spend(out, RKEY_MAX, q->prefix, job->key, job->period_ms);
     default: return rkey_entity(out, RKEY_MAX, q->prefix, "blob", job->key);
     }
+}
+
+/* An add while not connected: kept for the connection to come. */
+static void keep_job_spend(struct rd_store *q, struct store__job *job)
+{
+    char key[RKEY_MAX];
+    size_t len = job_key(q, job, key);
+
+    if (len)
+        keep_spend(q, key, len, job->usd, job->ttl_ms);
 }
 
 static void run_job(struct rd_store *q, struct store__job *job)
@@ -452,6 +616,8 @@ static void run_job(struct rd_store *q, struct store__job *job)
 
     job->err = BSC_OK;
     if (!q->connected) {
+        if (job->op == STORE__SPEND_ADD && job->usd > 0)
+            keep_job_spend(q, job);
         fail_job(job, BSC_EIO); /* never wait for a connection: the caller answers 503 */
         store__job_done(job);
         return;
@@ -477,6 +643,8 @@ static void run_job(struct rd_store *q, struct store__job *job)
         run_claim(op);
     else if (job->op == STORE__LEDGER_PUT || job->op == STORE__LEDGER_GET)
         run_ledger(op);
+    else if (job->op == STORE__SPEND_ADD || job->op == STORE__SPEND_SET)
+        run_spend(op);
     else
         run_blob(op);
 }
@@ -520,6 +688,7 @@ static void ping_reply(redisAsyncContext *ac, void *r, void *priv)
     if (r && !q->closing) {
         q->timeouts = 0;
         set_up(q, true, NULL);
+        flush_kept(q);
     }
 }
 
@@ -558,6 +727,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
     uv_timer_stop(&q->connecting);
     q->connected = true;
     q->backoff_ms = RD_BACKOFF_MIN_MS;
+    flush_kept(q);
     /* Up once Redis answers, not when the kernel accepted the connection (it does that
      * for a stopped Redis too). */
     ping_fire(&q->ping);
@@ -692,6 +862,10 @@ static void rd_close(struct store *st)
     uv_mutex_unlock(&q->mu);
     uv_async_send(&q->wake);
     uv_thread_join(&q->thread);
+    if (q->defer.n)
+        LOG_WARN("store: %zu records of spend kept while redis was away were never added",
+                 q->defer.n);
+    store__defer_free(&q->defer);
     uv_loop_close(&q->loop);
     uv_mutex_destroy(&q->mu);
     free(q);

@@ -91,6 +91,21 @@ static void test_key_scopes_apart(void **state)
     assert_string_not_equal(k1, k2);
 }
 
+/* One key per client and period, the whole of it in the hash tag: the period is the last
+ * part and all digits, so a client id with a colon cannot pass for another. */
+static void test_key_spend(void **state)
+{
+    char k[RKEY_MAX];
+
+    (void)state;
+    assert_int_equal(rkey_spend(k, sizeof(k), "t:", BSC_STR("alpha"), 1764633600000ull),
+                     strlen("t:{spend:alpha:1764633600000}"));
+    assert_string_equal(k, "t:{spend:alpha:1764633600000}");
+    rkey_spend(k, sizeof(k), NULL, BSC_STR("a:1"), 0);
+    assert_string_equal(k, "bascule:{spend:a:1:0}");
+    assert_int_equal(rkey_spend(k, 16, "bascule:", BSC_STR("alpha"), 0), 0);
+}
+
 static void test_key_too_long(void **state)
 {
     char k[16];
@@ -106,6 +121,7 @@ int main(void)
         cmocka_unit_test(test_url_tcp),        cmocka_unit_test(test_url_unix),
         cmocka_unit_test(test_url_refused),    cmocka_unit_test(test_key_layout),
         cmocka_unit_test(test_key_scopes_apart), cmocka_unit_test(test_key_too_long),
+        cmocka_unit_test(test_key_spend),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

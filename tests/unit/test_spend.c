@@ -57,6 +57,15 @@ static void test_period_total(void **state)
     assert_int_equal(spend_period_start(CFG_PERIOD_TOTAL, 0), 0);
 }
 
+/* A shared store (Redis) drops a record a day after its period can end. */
+static void test_period_ttl(void **state)
+{
+    (void)state;
+    assert_int_equal(spend_period_ttl_ms(CFG_PERIOD_DAY), 2 * 86400000ull);
+    assert_int_equal(spend_period_ttl_ms(CFG_PERIOD_MONTH), 32 * 86400000ull);
+    assert_int_equal(spend_period_ttl_ms(CFG_PERIOD_TOTAL), 0); /* kept */
+}
+
 /* ---- store records ------------------------------------------------------------------- */
 
 struct fx {
@@ -130,10 +139,9 @@ static int teardown(void **state)
 static double op(struct fx *f, bool set, const char *client, uint64_t period, double usd)
 {
     struct got g = {0};
-    enum bsc_err err = set ? store_spend_set(f->st, &f->loop, bsc_str_cstr(client), period, usd,
-                                             on_spend, &g)
-                           : store_spend_add(f->st, &f->loop, bsc_str_cstr(client), period, usd,
-                                             on_spend, &g);
+    struct bsc_str id = bsc_str_cstr(client);
+    enum bsc_err err = set ? store_spend_set(f->st, &f->loop, id, period, 0, usd, on_spend, &g)
+                           : store_spend_add(f->st, &f->loop, id, period, 0, usd, on_spend, &g);
 
     assert_int_equal(err, BSC_OK);
     assert_int_equal(g.calls, 0); /* never from inside the call */
@@ -163,9 +171,9 @@ static void test_ordered(void **state)
     struct got g[4] = {{0}};
 
     /* Adds and a read called one after the other, not awaited: the read sees both. */
-    assert_int_equal(store_spend_add(f->st, &f->loop, BSC_STR("c"), 0, 1, on_spend, &g[0]), 0);
-    assert_int_equal(store_spend_add(f->st, &f->loop, BSC_STR("c"), 0, 2, on_spend, &g[1]), 0);
-    assert_int_equal(store_spend_add(f->st, &f->loop, BSC_STR("c"), 0, 0, on_spend, &g[2]), 0);
+    assert_int_equal(store_spend_add(f->st, &f->loop, BSC_STR("c"), 0, 0, 1, on_spend, &g[0]), 0);
+    assert_int_equal(store_spend_add(f->st, &f->loop, BSC_STR("c"), 0, 0, 2, on_spend, &g[1]), 0);
+    assert_int_equal(store_spend_add(f->st, &f->loop, BSC_STR("c"), 0, 0, 0, on_spend, &g[2]), 0);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     assert_true(g[2].calls == 1 && g[2].usd == 3);
 }
@@ -178,13 +186,14 @@ static void test_invalid(void **state)
 
     memset(long_id, 'a', sizeof(long_id) - 1);
     long_id[sizeof(long_id) - 1] = '\0';
-    assert_int_equal(store_spend_add(f->st, &f->loop, BSC_STR(""), 0, 1, on_spend, &g),
+    assert_int_equal(store_spend_add(f->st, &f->loop, BSC_STR(""), 0, 0, 1, on_spend, &g),
                      BSC_EINVAL);
-    assert_int_equal(store_spend_add(f->st, &f->loop, bsc_str_cstr(long_id), 0, 1, on_spend, &g),
+    assert_int_equal(
+        store_spend_add(f->st, &f->loop, bsc_str_cstr(long_id), 0, 0, 1, on_spend, &g),
+        BSC_EINVAL);
+    assert_int_equal(store_spend_add(f->st, &f->loop, BSC_STR("a"), 0, 0, -1, on_spend, &g),
                      BSC_EINVAL);
-    assert_int_equal(store_spend_add(f->st, &f->loop, BSC_STR("a"), 0, -1, on_spend, &g),
-                     BSC_EINVAL);
-    assert_int_equal(store_spend_set(f->st, &f->loop, BSC_STR("a"), 0, 1, NULL, NULL),
+    assert_int_equal(store_spend_set(f->st, &f->loop, BSC_STR("a"), 0, 0, 1, NULL, NULL),
                      BSC_EINVAL);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     assert_int_equal(g.calls, 0);
@@ -207,6 +216,7 @@ int main(void)
         cmocka_unit_test(test_period_day),
         cmocka_unit_test(test_period_month),
         cmocka_unit_test(test_period_total),
+        cmocka_unit_test(test_period_ttl),
         cmocka_unit_test_setup_teardown(test_records, setup_mem, teardown),
         cmocka_unit_test_setup_teardown(test_records, setup_sqlite, teardown),
         cmocka_unit_test_setup_teardown(test_ordered, setup_mem, teardown),
