@@ -6,7 +6,9 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const ORDER = ['direct', 'nginx', 'bascule', 'bascule-key', 'bascule-limits', 'bascule-b', 'portkey'];
+const ORDER = [
+  'direct', 'nginx', 'bascule', 'bascule-key', 'bascule-limits', 'bascule-redis', 'bascule-redis-limits', 'bascule-b', 'portkey',
+];
 
 function fmt(v, d = 2) {
   if (v === null || v === undefined || Number.isNaN(v)) return '-';
@@ -21,6 +23,30 @@ function table(head, rows) {
 }
 
 const mib = (kib) => (kib ? kib / 1024 : null);
+
+/**
+ * Redis commands per request of the Redis columns, from INFO commandstats read around each
+ * measured run: one row per column and phase, then one per command it sent.
+ */
+function redisSection(r) {
+  const rows = [];
+  for (const phase of ['throughput', 'paced']) {
+    for (const k of ORDER.filter((key) => r[phase]?.[key]?.redis)) {
+      const x = r[phase][k].redis;
+      rows.push([`${k} (${phase})`, 'all', x.commands, fmt(x.commands_per_req, 4), '-', x.failed,
+        fmt(x.redis_cpu_us_per_req, 1)]);
+      for (const [cmd, v] of Object.entries(x.by_command)) {
+        rows.push(['', cmd, v.calls, fmt(v.per_req, 4), fmt(v.usec_per_call, 2), v.failed, '']);
+      }
+    }
+  }
+  if (!rows.length) return [];
+  return [
+    '', 'Redis commands per request (INFO commandstats around each measured run; each Redis column has its own redis-server)',
+    table(['column', 'command', 'calls', 'per request', 'Redis us/call', 'failed', 'redis-server CPU us/req'], rows),
+    'The bench\'s own INFO calls are left out; PINGs are the gateway\'s liveness checks (1/s per connection).',
+  ];
+}
 
 export function printReport(r) {
   const out = [];
@@ -109,7 +135,12 @@ export function printReport(r) {
         q.bascule_rss_per_stream_kib === null ? '-' : `${fmt(q.bascule_rss_per_stream_kib, 1)} KiB`, '-'],
     ]));
     if (q.bascule_over_portkey_rps !== null) out.push(`bascule / Portkey throughput: ${x(q.bascule_over_portkey_rps)}`);
+    if (q.redis_over_memory_rps != null || q.redis_limits_over_memory_limits_rps != null) {
+      out.push(`store redis / memory throughput: no limits ${x(q.redis_over_memory_rps)}, ` +
+        `with limits ${x(q.redis_limits_over_memory_limits_rps)}`);
+    }
   }
+  out.push(...redisSection(r));
 
   if (r.verdicts?.length) {
     out.push('', 'Bars');
