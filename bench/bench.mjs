@@ -3,6 +3,7 @@
 // limit and the PID ledger, and cleans up on exit). Three parts, one table:
 //   1. throughput: wrk, closed loop, the same chat request direct to a static nginx
 //      upstream, through nginx proxy_pass, through bascule and through the Portkey gateway;
+//      bascule with the Redis store, with INFO commandstats around each run (redis.mjs);
 //   2. paced: the same targets at a moderate constant load, added latency over direct;
 //   3. streams: N concurrent SSE streams through bascule from bascule-sim (streams.mjs).
 // A column whose binary is missing or does not come up is skipped with the reason.
