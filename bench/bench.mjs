@@ -3,6 +3,7 @@
 // limit and the PID ledger, and cleans up on exit). Three parts, one table:
 //   1. throughput: wrk, closed loop, the same chat request direct to a static nginx
 //      upstream, through nginx proxy_pass, through bascule and through the Portkey gateway;
+//      bascule with the Redis store, with INFO commandstats around each run (redis.mjs);
 //   2. paced: the same targets at a moderate constant load, added latency over direct;
 //   3. streams: N concurrent SSE streams through bascule from bascule-sim (streams.mjs).
 // A column whose binary is missing or does not come up is skipped with the reason.
@@ -13,11 +14,12 @@ import path from 'node:path';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import {
-  ProcSet, freePort, snapshot, childrenOf, httpRequest, waitReady, sleep, statusKiB,
+  ProcSet, freePort, snapshot, childrenOf, httpRequest, waitReady, sleep, statusKiB, cpuSeconds,
 } from './proc.mjs';
+import { startRedis, commandStats, statsDelta, aggregateRedis, redisVerdicts } from './redis.mjs';
 import { printReport } from './report.mjs';
 import {
-  RESPONSE, basculeYaml, chatBenchYaml, chatBenchLimitsYaml, nginxConf, nginxQuote,
+  RESPONSE, basculeYaml, chatBenchYaml, chatBenchLimitsYaml, nginxConf, nginxQuote, redisStore,
 } from './configs.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -50,7 +52,8 @@ const C = {
   nofile: envNum('BENCH_NOFILE', 1024),
   strict: process.env.BENCH_STRICT === '1',
   parts: new Set((process.env.BENCH_PARTS || 'throughput,paced,streams').split(',').map((s) => s.trim())),
-  targets: new Set((process.env.BENCH_TARGETS || 'direct,nginx,bascule,bascule-key,bascule-limits,portkey')
+  targets: new Set((process.env.BENCH_TARGETS ||
+    'direct,nginx,bascule,bascule-key,bascule-limits,portkey,bascule-redis,bascule-redis-limits')
     .split(',').map((s) => s.trim())),
   tmp: process.env.BENCH_TMP || fs.mkdtempSync(path.join(os.tmpdir(), 'bascule-bench-')),
   out: process.env.BENCH_OUT || path.join(ROOT, 'build', 'bench'),
@@ -186,6 +189,21 @@ async function startBascule(name, yaml, readyProbe, bin = C.bascule) {
   return { rec, port, url, pids: () => [rec.pid], log: errlog };
 }
 
+/**
+ * bascule with `store.kind: redis` on a redis-server of its own, so that the server's INFO
+ * commandstats counts this column's commands only. <makeYaml>(storeValue) resolves the YAML.
+ */
+async function startBasculeRedis(name, makeYaml) {
+  const redis = await startRedis(procs, which('redis-server'), C.tmp, name);
+  if (redis.skip) return redis;
+  const t = await startBascule(name, await makeYaml(redisStore(redis.port)), (url) => chatOk(url));
+  if (t.skip) {
+    await procs.stop(redis.rec);
+    return t;
+  }
+  return { ...t, redis };
+}
+
 async function startPortkey(upstreamPort) {
   if (!fs.existsSync(PORTKEY_ENTRY)) return { skip: 'Portkey gateway not installed (cd bench && npm ci)' };
   const dir = path.join(C.tmp, 'portkey');
@@ -240,15 +258,33 @@ async function runWrk(url, seconds, { connections, threads, delayMs = 0, headers
   return JSON.parse(line.slice('BENCH_RESULT '.length));
 }
 
-/** One measured wrk run, with the CPU time of the measured processes around it. */
+/** A Redis column's server: its INFO commandstats and CPU seconds; null when unreadable. */
+async function redisReading(redis) {
+  try {
+    return { stats: await commandStats(redis.port), cpu: cpuSeconds(redis.rec.pid) };
+  } catch (e) {
+    log(`redis INFO commandstats: ${e.message}`);
+    return null;
+  }
+}
+
+/**
+ * One measured wrk run, with the CPU time of the measured processes around it and, for a
+ * Redis column, what its redis-server did meanwhile.
+ */
 async function measureRound(target, upstream, seconds, wrkOpts) {
   const upPids = upstream && upstream !== target ? upstream.pids() : [];
+  const rBefore = target.redis ? await redisReading(target.redis) : null;
   const before = snapshot(target.pids());
   const upBefore = snapshot(upPids);
   const w = await runWrk(target.url, seconds, { ...wrkOpts, headers: target.headers ?? {} });
   const after = snapshot(target.pids());
   const upAfter = snapshot(upPids);
-  return { w, cpu: after.cpu - before.cpu, upCpu: upPids.length ? upAfter.cpu - upBefore.cpu : null, hwmKiB: after.hwmKiB };
+  const rAfter = rBefore ? await redisReading(target.redis) : null;
+  const redis = rAfter ? { stats: statsDelta(rBefore.stats, rAfter.stats), cpu: rAfter.cpu - rBefore.cpu } : null;
+  return {
+    w, cpu: after.cpu - before.cpu, upCpu: upPids.length ? upAfter.cpu - upBefore.cpu : null, hwmKiB: after.hwmKiB, redis,
+  };
 }
 
 const median = (xs) => {
@@ -291,19 +327,11 @@ function aggregate(rounds, label, pids) {
 
 // ---------------------------------------------------------------- parts 1 and 2
 
-async function throughputAndPaced(results) {
-  const doThroughput = C.parts.has('throughput');
-  const doPaced = C.parts.has('paced');
-  if (!doThroughput && !doPaced) return;
-  if (!which('wrk')) {
-    results.skipped.push({ part: 'throughput+paced', reason: 'wrk not found (apt-get install wrk)' });
-    return;
-  }
-  const upstream = await startNginx('nginx-static', 'nginx-static.conf.in', { RESPONSE: nginxQuote(RESPONSE) });
-  if (upstream.skip) {
-    results.skipped.push({ part: 'throughput+paced', reason: upstream.skip });
-    return;
-  }
+/** The columns of parts 1 and 2, in start order: { key, label, start() -> target or { skip } }. */
+function targetDefs(upstream) {
+  const gw = async (extra = {}) => ({
+    port: await freePort(), upstreamPort: upstream.port, workers: C.workers, maxConnections: maxGatewayConnections(), ...extra,
+  });
   const defs = [
     { key: 'direct', label: 'direct (static nginx, 1 worker)', start: async () => upstream },
     {
@@ -314,33 +342,49 @@ async function throughputAndPaced(results) {
     },
     {
       key: 'bascule', label: `bascule (${C.workers} workers)`,
-      start: async () => startBascule('bascule', chatBenchYaml({
-        port: await freePort(), upstreamPort: upstream.port, workers: C.workers, maxConnections: maxGatewayConnections(),
-      }), (url) => chatOk(url)),
+      start: async () => startBascule('bascule', chatBenchYaml(await gw()), (url) => chatOk(url)),
     },
     // The local limits' cost: the same client key with and without limits that never bind.
     ...[['bascule-key', 'client key, no limits', false], ['bascule-limits', 'client rpm + target limits', true]]
       .map(([key, what, limits]) => ({
         key, label: `bascule, ${what}`,
-        start: async () => startBascule(key, chatBenchLimitsYaml({
-          port: await freePort(), upstreamPort: upstream.port, workers: C.workers,
-          maxConnections: maxGatewayConnections(), limits,
-        }), (url) => chatOk(url)),
+        start: async () => startBascule(key, chatBenchLimitsYaml(await gw({ limits })), (url) => chatOk(url)),
       })),
     { key: 'portkey', label: 'Portkey gateway 1.15 (Node, 1 process)', start: () => startPortkey(upstream.port) },
+    // The Redis store's cost: the bascule and bascule-limits configurations with
+    // `store.kind: redis`, each column with a redis-server of its own.
+    {
+      key: 'bascule-redis', label: 'bascule, store redis, no limits',
+      start: () => startBasculeRedis('bascule-redis', async (store) => chatBenchYaml(await gw({ store }))),
+    },
+    {
+      key: 'bascule-redis-limits', label: 'bascule, store redis, client rpm + target limits',
+      start: () => startBasculeRedis('bascule-redis-limits',
+        async (store) => chatBenchLimitsYaml(await gw({ limits: true, store }))),
+    },
   ];
   if (C.basculeB) {
     defs.splice(5, 0, {
       key: 'bascule-b', label: `bascule B: ${shown(C.basculeB)}`,
-      start: async () => startBascule('bascule-b', chatBenchYaml({
-        port: await freePort(), upstreamPort: upstream.port, workers: C.workers, maxConnections: maxGatewayConnections(),
-      }), (url) => chatOk(url), C.basculeB),
+      start: async () => startBascule('bascule-b', chatBenchYaml(await gw()), (url) => chatOk(url), C.basculeB),
     });
     C.targets.add('bascule-b');
   }
+  return defs;
+}
 
-  // Everything is started first; the rounds then interleave the targets so that a burst
-  // of load from elsewhere on the machine is spread over all of them.
+/** Stops a column's processes (not the upstream's): the gateway, then its redis-server. */
+async function stopTarget(t) {
+  const how = await procs.stop(t.rec);
+  if (t.redis) await procs.stop(t.redis.rec);
+  return how;
+}
+
+/**
+ * Starts every selected column; the ones that come up and answer the upstream's completion
+ * are returned, the others are recorded as skipped with the reason.
+ */
+async function startTargets(defs, upstream, results) {
   const live = [];
   for (const d of defs) {
     if (!C.targets.has(d.key)) continue;
@@ -357,17 +401,14 @@ async function throughputAndPaced(results) {
     } catch (e) {
       log(`${d.key}: SKIPPED: wrong answer: ${e.message}`);
       results.skipped.push({ part: 'throughput+paced', target: d.key, reason: `wrong answer: ${e.message}` });
-      if (t !== upstream) await procs.stop(t.rec);
+      if (t !== upstream) await stopTarget(t);
     }
   }
+  return live;
+}
 
-  const closed = { connections: C.connections, threads: C.threads };
-  const pacedDelay = Math.max(1, Math.round(1000 / C.pacedRate));
-  const paced = { connections: C.pacedConnections, threads: Math.min(C.threads, C.pacedConnections), delayMs: pacedDelay };
-  const phases = [];
-  if (doThroughput) phases.push(['throughput', closed, Math.max(1, Math.round(C.rounds))]);
-  if (doPaced) phases.push(['paced', paced, Math.max(1, Math.round(C.pacedRounds))]);
-
+/** The warm-up, then each phase's rounds, interleaved over the live columns. */
+async function runPhases(live, upstream, phases, closed) {
   if (C.warmup > 0) {
     for (const x of live) {
       log(`${x.key}: warm-up, ${C.warmup} s`);
@@ -398,28 +439,58 @@ async function throughputAndPaced(results) {
       }
     }
   }
+}
 
-  for (const x of live) {
-    if (x.failed) {
-      results.skipped.push({ part: 'throughput+paced', target: x.key, reason: `failed: ${x.failed}` });
-    } else {
-      if (x.rounds.throughput.length) results.throughput[x.key] = aggregate(x.rounds.throughput, x.label, x.t.pids());
-      if (x.rounds.paced.length) {
-        results.paced[x.key] = aggregate(x.rounds.paced, x.label, x.t.pids());
-        results.paced[x.key].target_rps = C.pacedConnections * (1000 / pacedDelay);
-      }
-    }
-    if (x.t !== upstream) {
-      // What a proxy logged during the runs is worth knowing (Portkey's log also has its
-      // banner: only its error lines are kept).
-      let errs = tail(x.t.log, 200).split('\n');
-      if (x.key === 'portkey') errs = errs.filter((l) => /error|exception|rejection/i.test(l));
-      errs = errs.filter((l) => l.trim()).slice(-5).join('\n');
-      if (errs) results.notes.push(`${x.key} log tail:\n${errs}`);
-      const how = await procs.stop(x.t.rec);
-      if (x.key === 'bascule') results.bascule_exit = { ...how, killed: !!x.t.rec.killed };
+/** Folds a column's rounds into the results, keeps its log's last errors, and stops it. */
+async function finishTarget(x, upstream, results, pacedDelay) {
+  if (x.failed) {
+    results.skipped.push({ part: 'throughput+paced', target: x.key, reason: `failed: ${x.failed}` });
+  } else {
+    for (const phase of ['throughput', 'paced']) {
+      if (!x.rounds[phase].length) continue;
+      const a = aggregate(x.rounds[phase], x.label, x.t.pids());
+      if (x.t.redis) a.redis = aggregateRedis(x.rounds[phase]);
+      if (phase === 'paced') a.target_rps = C.pacedConnections * (1000 / pacedDelay);
+      results[phase][x.key] = a;
     }
   }
+  if (x.t === upstream) return;
+  // What a proxy logged during the runs is worth knowing (Portkey's log also has its
+  // banner: only its error lines are kept).
+  let errs = tail(x.t.log, 200).split('\n');
+  if (x.key === 'portkey') errs = errs.filter((l) => /error|exception|rejection/i.test(l));
+  // The bench's Redis keeps nothing on disk on purpose: bascule's warning about it is known.
+  if (x.t.redis) errs = errs.filter((l) => !/redis appendfsync is/.test(l));
+  errs = errs.filter((l) => l.trim()).slice(-5).join('\n');
+  if (errs) results.notes.push(`${x.key} log tail:\n${errs}`);
+  const how = await stopTarget(x.t);
+  if (x.key === 'bascule') results.bascule_exit = { ...how, killed: !!x.t.rec.killed };
+}
+
+async function throughputAndPaced(results) {
+  const doThroughput = C.parts.has('throughput');
+  const doPaced = C.parts.has('paced');
+  if (!doThroughput && !doPaced) return;
+  if (!which('wrk')) {
+    results.skipped.push({ part: 'throughput+paced', reason: 'wrk not found (apt-get install wrk)' });
+    return;
+  }
+  const upstream = await startNginx('nginx-static', 'nginx-static.conf.in', { RESPONSE: nginxQuote(RESPONSE) });
+  if (upstream.skip) {
+    results.skipped.push({ part: 'throughput+paced', reason: upstream.skip });
+    return;
+  }
+  // Everything is started first; the rounds then interleave the targets so that a burst
+  // of load from elsewhere on the machine is spread over all of them.
+  const live = await startTargets(targetDefs(upstream), upstream, results);
+  const closed = { connections: C.connections, threads: C.threads };
+  const pacedDelay = Math.max(1, Math.round(1000 / C.pacedRate));
+  const paced = { connections: C.pacedConnections, threads: Math.min(C.threads, C.pacedConnections), delayMs: pacedDelay };
+  const phases = [];
+  if (doThroughput) phases.push(['throughput', closed, Math.max(1, Math.round(C.rounds))]);
+  if (doPaced) phases.push(['paced', paced, Math.max(1, Math.round(C.pacedRounds))]);
+  await runPhases(live, upstream, phases, closed);
+  for (const x of live) await finishTarget(x, upstream, results, pacedDelay);
   await procs.stop(upstream.rec);
 }
 
@@ -623,6 +694,8 @@ function ratios(r) {
     portkey_over_nginx_rps: div(tp.portkey?.rps, tp.nginx?.rps),
     bascule_over_portkey_rps: div(tp.bascule?.rps, tp.portkey?.rps),
     bascule_over_nginx_cpu_per_req: div(tp.bascule?.cpu_us_per_req, tp.nginx?.cpu_us_per_req),
+    redis_over_memory_rps: div(tp['bascule-redis']?.rps, tp.bascule?.rps),
+    redis_limits_over_memory_limits_rps: div(tp['bascule-redis-limits']?.rps, tp['bascule-limits']?.rps),
   };
   for (const k of ['nginx', 'bascule', 'portkey']) {
     out[`${k}_added_p99_closed_ms`] = sub(tp[k]?.latency_ms.p99, tp.direct?.latency_ms.p99);
@@ -649,6 +722,7 @@ function verdicts(r) {
   const pd = r.paced.direct;
   const added = pb && pd ? pb.latency_ms.p99 - pd.latency_ms.p99 : null;
   out.push({ what: 'bascule added p99 at paced load', value: round(added), unit: 'ms', bar: '<= 0.5', pass: added === null ? null : added <= 0.5 });
+  out.push(...redisVerdicts(r));
   const s = r.streams.bascule;
   if (s) {
     const all = s.streams_failed === 0 && s.held_open === s.streams_requested;
