@@ -126,6 +126,7 @@ struct cfg_provider {
     size_t n_headers;
     uint32_t connect_timeout_ms; /* 2000 */
     uint32_t max_concurrency;    /* 256 */
+    bool max_concurrency_default; /* not configured: 256, each process's own (not shared) */
     uint32_t rpm;                /* 0 = unlimited */
     uint32_t tpm;                /* 0 = unlimited */
     struct cfg_health health;

@@ -809,7 +809,7 @@ static void provider_defaults(struct cfg_provider *p)
 {
     p->kind = CFG_PROV_OPENAI;
     p->connect_timeout_ms = 2000;
-    p->max_concurrency = 256;
+    p->max_concurrency = 0; /* 256 once decoded, unless configured */
     p->health.interval_ms = 30000;
     p->health.probe = CFG_PROBE_MODELS;
     p->health.key_reverify_ms = 30000;
@@ -843,6 +843,9 @@ static void providers_fn(struct cfg__v *v, const struct cfg__field *f, const str
         snprintf(w, sizeof(w), "provider '%.*s'", CFG__MAX_ID, key->text);
         cfg__decode_map(v, m->items[i].value, provider_fields, BSC_ARRAY_LEN(provider_fields),
                         p, w, key->line, key->column);
+        p->max_concurrency_default = !p->max_concurrency;
+        if (!p->max_concurrency)
+            p->max_concurrency = 256;
     }
 }
 

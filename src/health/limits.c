@@ -49,7 +49,7 @@ static uint32_t scaled(uint32_t cap, double factor)
 static struct lim_caps effective(const struct lim_set *s)
 {
     return (struct lim_caps){scaled(s->caps.rpm, s->factor), s->caps.tpm,
-                             scaled(s->caps.conc, s->factor)};
+                             scaled(s->caps.conc, s->factor), s->caps.conc_own};
 }
 
 void lim_set_init(struct lim_set *s, struct lim_caps caps)

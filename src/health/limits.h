@@ -27,6 +27,7 @@ struct lim_bucket {
 
 struct lim_caps {
     uint32_t rpm, tpm, conc; /* 0: unlimited */
+    bool conc_own;           /* conc is each process's own, never the fleet's (a default) */
 };
 
 /* What an acquire found: LIM_NONE (taken), or the limit in the way and when the set may

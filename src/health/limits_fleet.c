@@ -48,7 +48,8 @@ struct lim_caps lim__local_caps(const struct lim_set *s, struct lim_caps c)
 {
     uint32_t n = s->share && s->share->instances ? s->share->instances : 1;
 
-    return (struct lim_caps){divided(c.rpm, n), divided(c.tpm, n), divided(c.conc, n)};
+    return (struct lim_caps){divided(c.rpm, n), divided(c.tpm, n),
+                             c.conc_own ? c.conc : divided(c.conc, n), c.conc_own};
 }
 
 enum room { ROOM_HAVE, ROOM_ASK, ROOM_WAIT };
@@ -104,7 +105,9 @@ struct lim_verdict lim__fleet_check(struct lim_set *s, struct lim_caps c, uint64
     if (c.tpm && tneed &&
         (tr = rate_room(f->tok, f->tok_empty_until, tneed, now_ms, &w)) == ROOM_WAIT)
         worse(&v, LIM_TPM, w);
-    if (c.conc && s->inflight >= f->slots)
+    if (c.conc && c.conc_own && s->inflight >= c.conc)
+        worse(&v, LIM_CONC, -1); /* this process's own cap: as a local limit */
+    else if (c.conc && !c.conc_own && s->inflight >= f->slots)
         cr = now_ms < f->conc_full_until ? ROOM_WAIT : ROOM_ASK;
     if (cr == ROOM_WAIT)
         worse(&v, LIM_CONC, (int64_t)(f->conc_full_until - now_ms));
@@ -149,7 +152,7 @@ uint32_t lim__fleet_settle(struct lim_set *s, struct lim_caps c, uint64_t estima
         if (f->tok < -(double)c.tpm)
             f->tok = -(double)c.tpm; /* a debt the next asks pay */
     }
-    keep = c.conc ? slice(s, c.conc) - 1 : 0;
+    keep = c.conc && !c.conc_own ? slice(s, c.conc) - 1 : 0;
     if (f->slots <= s->inflight + keep)
         return 0;
     keep = f->slots - s->inflight - keep;

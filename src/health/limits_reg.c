@@ -109,7 +109,8 @@ enum bsc_err lim_reg_sync(struct lim_reg *reg, struct cfg *cfg)
         /* rpm and tpm per key; max_concurrency across every key and target */
         p->lim = resolve(reg, 'p', p->id,
                          (struct lim_caps){cfg_per_key(p->rpm, p->n_keys),
-                                           cfg_per_key(p->tpm, p->n_keys), p->max_concurrency},
+                                           cfg_per_key(p->tpm, p->n_keys), p->max_concurrency,
+                                           p->max_concurrency_default},
                          &err);
     }
     for (size_t i = 0; i < cfg->n_targets; i++) {

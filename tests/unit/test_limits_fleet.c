@@ -178,6 +178,27 @@ static void test_slots(void **state)
     lim_set_destroy(&s);
 }
 
+/* A provider's default max_concurrency is each process's own: never asked, never divided. */
+static void test_own_concurrency(void **state)
+{
+    struct rec r;
+    struct lim_set s;
+    struct lim_verdict v;
+
+    (void)state;
+    setup(&r, &s, (struct lim_caps){.conc = 2, .conc_own = true}, 2);
+    assert_int_equal(lim_acquire(&s, 0, T0).kind, LIM_NONE);
+    assert_int_equal(lim_acquire(&s, 0, T0).kind, LIM_NONE);
+    v = lim_acquire(&s, 0, T0);
+    assert_int_equal(v.kind, LIM_CONC);
+    assert_int_equal(v.wait_ms, -1);
+    lim_release(&s, 0, 0, T0);
+    assert_int_equal(r.asks + r.gives, 0);
+    atomic_store(&r.sh.up, false);
+    assert_int_equal(lim_acquire(&s, 0, T0).kind, LIM_NONE); /* 2, not 2 / 2 */
+    lim_set_destroy(&s);
+}
+
 /* The share down: local caps divided by store.instances (at least 1), no asks. */
 static void test_down_divides(void **state)
 {
@@ -226,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_small_rate_is_exact), cmocka_unit_test(test_large_rate_takes_slices),
         cmocka_unit_test(test_tokens),              cmocka_unit_test(test_slots),
         cmocka_unit_test(test_down_divides),        cmocka_unit_test(test_overdue_turns_local),
+        cmocka_unit_test(test_own_concurrency),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
