@@ -13,6 +13,8 @@ import { startRedis } from '../lib/redis.mjs';
 
 const KEY = 'redis-limits-client-key-0123456789';
 const FREE = 'redis-limits-free-key-0123456789ab';
+const KEY2 = 'redis-limits-client2-key-012345678';
+const KEY3 = 'redis-limits-client3-key-012345678';
 const TTL_MS = 3000;
 let redis, sim, a, b;
 
@@ -29,11 +31,15 @@ targets:
   tk: { provider: sim, model: rl-kill, max_concurrency: 2 }
 routes:
   client-rpm: { primary: [cl] }
+  client-rpm-2: { primary: [cl] }
+  client-rpm-3: { primary: [cl] }
   conc: { primary: [tc], envelope: { deadline_ms: 30000 } }
   kill: { primary: [tk], envelope: { deadline_ms: 60000 } }
 clients:
   team: { key: "${KEY}", routes: ["*"], rpm: 10 }
   free: { key: "${FREE}", routes: ["*"] }
+  team2: { key: "${KEY2}", routes: ["*"], rpm: 1000 }
+  team3: { key: "${KEY3}", routes: ["*"], rpm: 10 }
 `;
 }
 
@@ -45,10 +51,12 @@ async function start() {
   return gw;
 }
 
+const KEYS = { 'client-rpm': KEY, 'client-rpm-2': KEY2, 'client-rpm-3': KEY3 };
+
 function chat(gw, model) {
   return fetch(`${gw.url}/v1/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${model === 'client-rpm' ? KEY : FREE}` },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${KEYS[model] ?? FREE}` },
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
   });
 }
@@ -125,4 +133,45 @@ test('a gateway killed with -9 while holding slots: they come back after the lea
   await waitFor(async () => (last = await answer(a, 'kill')).res.status === 200,
     { timeoutMs: TTL_MS + 10000, everyMs: 200, what: 'the dead gateway\'s slots back' });
   assert.equal(last.res.status, 200);
+});
+
+// The time a request spent in ADMIT, from its access line (milliseconds).
+async function admitMs(gw, requestId) {
+  let line;
+  await waitFor(() => (line = gw.accessLog().find((l) => l.type === 'access' && l.request_id === requestId)),
+    { what: `the access line of ${requestId}` });
+  return line.states?.admit ?? 0;
+}
+
+test('Redis paused: a limit\'s ask waits at most store.timeout_ms, then the instance decides alone', async () => {
+  redis.pause();
+  try {
+    const started = Date.now();
+    const { res, body } = await answer(a, 'client-rpm-2');
+    assert.equal(res.status, 200, JSON.stringify(body));
+    const ms = await admitMs(a, res.headers.get('x-request-id'));
+    // 2000 is this file's store.timeout_ms; the rest is scheduling slack on a loaded machine.
+    assert.ok(ms <= 2000 + 1000, `admitted after ${ms} ms`);
+    assert.ok(Date.now() - started < 10000);
+  } finally {
+    redis.resume();
+  }
+  await waitFor(() => /shared limits: decided with the other instances[^]*shared limits: decided locally[^]*shared limits: decided with the other instances/.test(a.logs()),
+    { timeoutMs: 15000, what: 'limits shared again once Redis answers' });
+});
+
+test('Redis gone: each instance enforces the limits divided by store.instances', async () => {
+  const count = (re) => (b.logs().match(re) ?? []).length;
+  const local = count(/shared limits: decided locally/g);
+  const shared = count(/shared limits: decided with the other instances/g);
+  await redis.kill9();
+  await waitFor(() => count(/shared limits: decided locally/g) > local, { timeoutMs: 10000, what: 'limits local' });
+  // rpm 10 over instances: 2 is 5 on this instance, from a full bucket.
+  const answers = [];
+  for (let i = 0; i < 7; i++) answers.push(await answer(b, 'client-rpm-3'));
+  assert.deepEqual(answers.map((x) => x.res.status), [200, 200, 200, 200, 200, 429, 429]);
+  assert.equal(answers[5].res.headers.get('x-bascule-limited-by'), 'client_rpm');
+  await redis.restart();
+  await waitFor(() => count(/shared limits: decided with the other instances/g) > shared,
+    { timeoutMs: 15000, what: 'limits shared again after Redis restarted' });
 });
