@@ -254,6 +254,18 @@ enum bsc_err spend_reset(struct spend_book *b, struct store *st, uv_loop_t *loop
 
 /* ---- the request's side ----------------------------------------------------------------- */
 
+/* One store callback came back for <r>: false when the client left meanwhile (a zombie,
+ * guard.c's rule: the last callback frees it). */
+static bool op_back(struct request *r)
+{
+    r->g.store_ops--;
+    if (!r->g.zombie)
+        return true;
+    if (r->g.store_ops == 0)
+        req__release(r);
+    return false;
+}
+
 /* The store answered a read ADMIT waits for. The request may have ended meanwhile (its
  * client left): guard.c's zombie rule, the last store callback frees it. */
 static void on_read(enum bsc_err err, double usd, void *ud)
@@ -262,12 +274,8 @@ static void on_read(enum bsc_err err, double usd, void *ud)
     struct spend_book *b = r->gw->spend;
     struct spend_entry *e;
 
-    r->g.store_ops--;
-    if (r->g.zombie) {
-        if (r->g.store_ops == 0)
-            req__release(r);
+    if (!op_back(r))
         return;
-    }
     if (err)
         LOG_WARN("%s: the spend of client %s could not be read: %s (admitted)", r->id,
                  r->client ? r->client->id : "-", bsc_err_str(err));
@@ -342,12 +350,8 @@ static void on_refresh(enum bsc_err err, double usd, void *ud)
     if (!err)
         entry_apply(e, &r->spend.mark, usd);
     uv_mutex_unlock(&b->mu);
-    r->g.store_ops--;
-    if (r->g.zombie) {
-        if (r->g.store_ops == 0)
-            req__release(r);
+    if (!op_back(r))
         return;
-    }
     if (err)
         LOG_WARN("%s: the spend of client %s could not be read again: %s (judged on this "
                  "process's figure)", r->id, e->id, bsc_err_str(err));
