@@ -135,6 +135,12 @@ test('a gateway killed with -9 while holding slots: they come back after the lea
   assert.equal(last.res.status, 200);
 });
 
+// Whether <gw>'s last word on its limits is that they are shared (not local).
+function sharedNow(gw) {
+  const logs = gw.logs();
+  return logs.lastIndexOf('shared limits: decided with') > logs.lastIndexOf('shared limits: decided locally');
+}
+
 // The time a request spent in ADMIT, from its access line (milliseconds).
 async function admitMs(gw, requestId) {
   let line;
@@ -156,11 +162,12 @@ test('Redis paused: a limit\'s ask waits at most store.timeout_ms, then the inst
   } finally {
     redis.resume();
   }
-  await waitFor(() => /shared limits: decided with the other instances[^]*shared limits: decided locally[^]*shared limits: decided with the other instances/.test(a.logs()),
+  await waitFor(() => /shared limits: decided locally/.test(a.logs()) && sharedNow(a) && sharedNow(b),
     { timeoutMs: 15000, what: 'limits shared again once Redis answers' });
 });
 
 test('Redis gone: each instance enforces the limits divided by store.instances', async () => {
+  await waitFor(() => sharedNow(b), { timeoutMs: 15000, what: 'limits shared before Redis goes' });
   const count = (re) => (b.logs().match(re) ?? []).length;
   const local = count(/shared limits: decided locally/g);
   const shared = count(/shared limits: decided with the other instances/g);
