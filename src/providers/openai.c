@@ -145,7 +145,7 @@ static enum bsc_err oa_build(const struct prov_call *c, struct prov_http *out, c
 static void oa_classify(const struct prov_err_input *in, struct fail_info *out)
 {
     /* The common case, a 2xx answer with no "error" member anywhere, needs no parse. */
-    if (in->status >= 200 && in->status < 300 && !memmem(in->body.p, in->body.len, "\"error\"", 7)) {
+    if (in->status >= 200 && in->status < 300 && !bsc_str_find(in->body, BSC_STR("\"error\""))) {
         fail_info_init(out);
         out->status = in->status;
         return;
@@ -352,7 +352,7 @@ static bool is_usage_chunk(struct bsc_str data, struct oa_stream *s)
     struct json_object *root;
     struct prov_usage u;
 
-    if (!memmem(data.p, data.len, "\"usage\":{", 9) && !memmem(data.p, data.len, "\"usage\": {", 10))
+    if (!bsc_str_find(data, BSC_STR("\"usage\":{")) && !bsc_str_find(data, BSC_STR("\"usage\": {")))
         return false;
     root = prov_parse_json(data);
     if (!root)
@@ -389,7 +389,7 @@ static enum prov_stream_status oa_stream_event(void *st, struct bsc_str event, s
         return bsc_buf_append_cstr(out, "data: [DONE]\n\n") ? PROV_STREAM_ERROR : PROV_STREAM_DONE;
     }
     /* "error, "error_code" and a bare "code" (Qianfan's {"code":336501,"msg"}). */
-    if ((memmem(data.p, data.len, "\"error", 6) || memmem(data.p, data.len, "\"code\"", 6)) &&
+    if ((bsc_str_find(data, BSC_STR("\"error")) || bsc_str_find(data, BSC_STR("\"code\""))) &&
         prov_openai_classify_event_profile(data, s->profile, fail))
         return PROV_STREAM_ERROR;
     /* Relayed as it is, so it must be what a client can read: one JSON object. Anything
