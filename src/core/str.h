@@ -59,6 +59,21 @@ static inline bool bsc_str_starts(struct bsc_str s, struct bsc_str prefix)
     return s.len >= prefix.len && memcmp(s.p, prefix.p, prefix.len) == 0;
 }
 
+/* Copies <s> into <dst> (<cap> bytes), cut to cap - 1 bytes and NUL-terminated, like
+ * snprintf(dst, cap, "%.*s", ...) at a fraction of its cost on a per-request path.
+ * Returns the bytes copied. */
+static inline size_t bsc_str_copy(char *dst, size_t cap, struct bsc_str s)
+{
+    size_t n = s.len < cap ? s.len : cap - 1;
+
+    if (!cap)
+        return 0;
+    if (n)
+        memcpy(dst, s.p, n);
+    dst[n] = '\0';
+    return n;
+}
+
 /* Strips ASCII spaces and tabs from both ends. */
 struct bsc_str bsc_str_trim(struct bsc_str s);
 

@@ -331,7 +331,7 @@ static void begin_attempt(struct request *r)
                                          r->next.wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
     a = &r->attempts[r->n_attempts++];
     attempt_begin(a, r->target, r->next.wf, bsc_now_us());
-    snprintf(a->ranking, sizeof(a->ranking), "%s", r->ranking); /* feedback.c */
+    bsc_str_copy(a->ranking, sizeof(a->ranking), bsc_str_cstr(r->ranking)); /* feedback.c */
     r->ranking[0] = '\0';
     a->delay_ms = r->next.delay_ms;
     a->delay_why = r->next.delay_why;
@@ -808,9 +808,9 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     deliver_init(&r->d, in->down, in->down_arg);
     r->buffering = r->input.stream && r->env.on_stream_failure == CFG_SF_BUFFER;
     r->notes.all_rate_limited = true;
-    snprintf(r->id, sizeof(r->id), "%s", srv_req_id(sreq));
+    bsc_str_copy(r->id, sizeof(r->id), bsc_str_cstr(srv_req_id(sreq)));
     req_client_scope(sreq, r->client_scope, sizeof(r->client_scope)); /* feedback.c */
-    snprintf(r->path, sizeof(r->path), "%.*s", BSC_STR_FMT(srv_req_path(sreq)));
+    bsc_str_copy(r->path, sizeof(r->path), srv_req_path(sreq));
     r->start_us = srv_req_start_us(sreq);
     r->created = (int64_t)(bsc_wall_ms() / 1000);
     xchg_init(&r->x);
