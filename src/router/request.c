@@ -309,15 +309,39 @@ static void limited_locally(struct request *r, bool full, uint64_t soonest, uint
              r->target->provider->id);
 }
 
+/* Room for the next attempt's record (r->attempts[r->n_attempts]): in place for the first
+ * ATTEMPT_INLINE, then in a heap array that doubles up to ATTEMPT_MAX. NULL (the request
+ * fails) past the bound or without memory. */
+static struct attempt *attempt_slot(struct request *r)
+{
+    unsigned cap = r->attempts_cap * 2;
+    struct attempt *grown;
+
+    if (r->n_attempts == ATTEMPT_MAX)
+        return NULL;
+    if (r->n_attempts < r->attempts_cap)
+        return &r->attempts[r->n_attempts];
+    if (cap > ATTEMPT_MAX)
+        cap = ATTEMPT_MAX;
+    if (!(grown = malloc(cap * sizeof(*grown))))
+        return NULL;
+    memcpy(grown, r->attempts, r->n_attempts * sizeof(*grown));
+    if (r->attempts != r->attempt_inline)
+        free(r->attempts);
+    r->attempts = grown;
+    r->attempts_cap = cap;
+    return &r->attempts[r->n_attempts];
+}
+
 /* Starts an attempt on r->target with the workflow and delay decided before. */
 static void begin_attempt(struct request *r)
 {
-    struct attempt *a;
+    struct attempt *a = attempt_slot(r);
     uint64_t now = bsc_now_ms(), soonest = 0;
     enum bsc_err err;
     bool full;
 
-    if (r->n_attempts == ATTEMPT_MAX) {
+    if (!a) {
         req__set_error(r, 503, "server_error", "gateway_overloaded", "too many attempts");
         req__goto(r, REQ_ST_REPLY_ERROR);
         return;
@@ -329,7 +353,7 @@ static void begin_attempt(struct request *r)
     r->key_idx = full ? -1
                       : hstate_tkey_next(r->gw->hs, r->target,
                                          r->next.wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
-    a = &r->attempts[r->n_attempts++];
+    r->n_attempts++;
     attempt_begin(a, r->target, r->next.wf, bsc_now_us());
     bsc_str_copy(a->ranking, sizeof(a->ranking), bsc_str_cstr(r->ranking)); /* feedback.c */
     r->ranking[0] = '\0';
@@ -557,10 +581,16 @@ static struct request *req_alloc(struct worker *w)
 {
     struct request *r;
 
-    if (!w->n_req_pool)
-        return calloc(1, sizeof(struct request));
-    r = w->req_pool[--w->n_req_pool];
-    memset(r, 0, sizeof(*r));
+    if (!w->n_req_pool) {
+        r = calloc(1, sizeof(struct request));
+    } else {
+        r = w->req_pool[--w->n_req_pool];
+        memset(r, 0, sizeof(*r));
+    }
+    if (r) {
+        r->attempts = r->attempt_inline;
+        r->attempts_cap = ATTEMPT_INLINE;
+    }
     return r;
 }
 
@@ -568,6 +598,9 @@ void req__release(struct request *r)
 {
     struct worker *w = r->w;
 
+    if (r->attempts != r->attempt_inline)
+        free(r->attempts);
+    r->attempts = NULL;
     if (w && w->n_req_pool < WORKER_REQ_POOL) {
         w->req_pool[w->n_req_pool++] = r;
         return;
