@@ -210,13 +210,33 @@ bool deliver_stream_over(struct request *r, bool timer)
     return true;
 }
 
+/* Re-arming a timer per event costs a heap removal and insertion among every held
+ * stream's timers, and a clock read. The due time only moves forward (the gap is fixed, the
+ * max_stream_ms end is fixed and sooner), so a timer already armed fires early, never late:
+ * each event just records the new due time, and the timer, when it fires, is armed again
+ * for what is left -- once per gap rather than once per event. */
 void deliver_stream_arm(struct request *r, uint64_t gap_ms)
 {
     uint64_t max = r->cfg->limits.max_stream_ms, age = stream_age_ms(r);
     uint64_t left = age < max ? max - age : 0;
 
     r->d.limit_timer = left <= gap_ms;
+    r->d.relay_due_ms = bsc_now_ms() + (r->d.limit_timer ? left : gap_ms);
+    if (r->d.relay_timer && uv_is_active((uv_handle_t *)&r->timer))
+        return;
     req__arm_timer(r, r->d.limit_timer ? left : gap_ms);
+    r->d.relay_timer = true;
+}
+
+bool deliver_stream_rearm(struct request *r)
+{
+    uint64_t now = bsc_now_ms();
+
+    if (!r->d.relay_timer || now >= r->d.relay_due_ms)
+        return false;
+    req__arm_timer(r, r->d.relay_due_ms - now);
+    r->d.relay_timer = true;
+    return true;
 }
 
 void deliver_stream_error(struct request *r, const char *message)

@@ -101,8 +101,11 @@ static void on_timer(uv_timer_t *h)
         break; /* st_backoff sees the timer is no longer active */
     case REQ_ST_PICK:
         break; /* the wait for a target's room (limit.c) is over: decide again */
-    case REQ_ST_ATTEMPT:
     case REQ_ST_RELAY:
+        if (deliver_stream_rearm(r))
+            return; /* events came since it was armed: not a stall yet */
+        /* fall through */
+    case REQ_ST_ATTEMPT:
         if (r->x.xfer) { /* else an attempt aborted from a callback continues here */
             r->x.timed_out = true;
             up_cancel(r->x.xfer);
@@ -122,6 +125,7 @@ void req__arm_timer(struct request *r, uint64_t delay_ms)
      * cooldown or a Retry-After never ends before the time it was computed for. */
     uv_update_time(r->timer.loop);
     uv_timer_start(&r->timer, on_timer, delay_ms, 0);
+    r->d.relay_timer = false; /* deliver_stream_arm marks its own */
 }
 
 /* ---- attempt accounting ---- */
