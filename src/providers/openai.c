@@ -265,6 +265,17 @@ static void oa_stream_init(void *st, const struct prov_call *call)
     s->usage = (struct prov_usage){-1, -1, -1};
 }
 
+/* Makes the <len> bytes at <p> one line: line breaks become spaces. A chunk seldom has
+ * one, so two memchr runs look first rather than a test per byte. */
+static void one_line(char *p, size_t len)
+{
+    if (!memchr(p, '\n', len) && !memchr(p, '\r', len))
+        return;
+    for (char *c = p; c < p + len; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = ' ';
+}
+
 /* Appends "event: <name>\ndata: <data>\n\n" (data made one line, as below), or nothing. */
 static enum bsc_err relay_named(struct bsc_buf *out, struct bsc_str name, struct bsc_str data)
 {
@@ -278,9 +289,7 @@ static enum bsc_err relay_named(struct bsc_buf *out, struct bsc_str name, struct
     if (!err)
         err = bsc_buf_append_str(out, data);
     if (!err) {
-        for (char *c = out->p + out->len - data.len; c < out->p + out->len; c++)
-            if (*c == '\n' || *c == '\r')
-                *c = ' ';
+        one_line(out->p + out->len - data.len, data.len);
         err = bsc_buf_append(out, "\n\n", 2);
     }
     if (err) {
@@ -346,13 +355,28 @@ static enum prov_stream_status responses_event(struct oa_stream *s, struct bsc_s
     return PROV_STREAM_DONE;
 }
 
+/* Whether <data> holds "usage":{ or "usage": { -- one walk over the text for both. */
+static bool has_usage_object(struct bsc_str data)
+{
+    const char *p;
+
+    while ((p = bsc_str_find(data, BSC_STR("\"usage\":")))) {
+        size_t off = (size_t)(p - data.p) + sizeof("\"usage\":") - 1;
+
+        data = bsc_str_make(data.p + off, data.len - off);
+        if (bsc_str_starts(data, BSC_STR("{")) || bsc_str_starts(data, BSC_STR(" {")))
+            return true;
+    }
+    return false;
+}
+
 /* The usage chunk: `"choices":[]` and a non-null "usage". */
 static bool is_usage_chunk(struct bsc_str data, struct oa_stream *s)
 {
     struct json_object *root;
     struct prov_usage u;
 
-    if (!bsc_str_find(data, BSC_STR("\"usage\":{")) && !bsc_str_find(data, BSC_STR("\"usage\": {")))
+    if (!has_usage_object(data))
         return false;
     root = prov_parse_json(data);
     if (!root)
@@ -422,9 +446,7 @@ static enum prov_stream_status oa_stream_event(void *st, struct bsc_str event, s
     if (!err) {
         /* Data lines joined with "\n": in valid JSON a line break is only whitespace
          * between tokens, and a raw one would end the client's data line early. */
-        for (char *c = out->p + out->len - data.len; c < out->p + out->len; c++)
-            if (*c == '\n' || *c == '\r')
-                *c = ' ';
+        one_line(out->p + out->len - data.len, data.len);
         err = bsc_buf_append(out, "\n\n", 2);
     }
     if (!err)
