@@ -389,12 +389,39 @@ static bool is_usage_chunk(struct bsc_str data, struct oa_stream *s)
     return true;
 }
 
+/* Appends the chunk <data> as one "data:" frame, or nothing (an error) when it does not fit. */
+static enum prov_stream_status relay_chunk(struct oa_stream *s, struct bsc_str data,
+                                           struct bsc_buf *out, struct fail_info *fail)
+{
+    size_t mark = out->len;
+    enum bsc_err err = bsc_buf_append(out, "data: ", 6);
+
+    if (!err)
+        err = bsc_buf_append_str(out, data);
+    if (!err) {
+        /* Data lines joined with "\n": in valid JSON a line break is only whitespace
+         * between tokens, and a raw one would end the client's data line early. */
+        one_line(out->p + out->len - data.len, data.len);
+        err = bsc_buf_append(out, "\n\n", 2);
+    }
+    if (!err) {
+        s->sent = true;
+        return PROV_STREAM_MORE;
+    }
+    out->len = mark; /* no half frame */
+    if (out->p)
+        out->p[mark] = '\0';
+    fail_info_init(fail);
+    fail->kind = FAIL_SERVER_ERROR;
+    fail_copy_text(fail->message, sizeof(fail->message),
+                   BSC_STR("an upstream event passed the gateway's output bound"));
+    return PROV_STREAM_ERROR;
+}
+
 static enum prov_stream_status oa_stream_event(void *st, struct bsc_str event, struct bsc_str data,
                                                struct bsc_buf *out, struct fail_info *fail)
 {
     struct oa_stream *s = st;
-    enum bsc_err err;
-    size_t mark;
 
     if (s->done)
         return PROV_STREAM_DONE;
@@ -439,29 +466,7 @@ static enum prov_stream_status oa_stream_event(void *st, struct bsc_str event, s
             return PROV_STREAM_MORE;
         s->completion = true;
     }
-    mark = out->len;
-    err = bsc_buf_append(out, "data: ", 6);
-    if (!err)
-        err = bsc_buf_append_str(out, data);
-    if (!err) {
-        /* Data lines joined with "\n": in valid JSON a line break is only whitespace
-         * between tokens, and a raw one would end the client's data line early. */
-        one_line(out->p + out->len - data.len, data.len);
-        err = bsc_buf_append(out, "\n\n", 2);
-    }
-    if (!err)
-        s->sent = true;
-    if (err) {
-        out->len = mark; /* no half frame */
-        if (out->p)
-            out->p[mark] = '\0';
-        fail_info_init(fail);
-        fail->kind = FAIL_SERVER_ERROR;
-        fail_copy_text(fail->message, sizeof(fail->message),
-                       BSC_STR("an upstream event passed the gateway's output bound"));
-        return PROV_STREAM_ERROR;
-    }
-    return PROV_STREAM_MORE;
+    return relay_chunk(s, data, out, fail);
 }
 
 static enum prov_stream_status oa_stream_end(void *st, struct bsc_buf *out, struct fail_info *fail)
