@@ -16,13 +16,13 @@ void api__line_begin(struct api_line *l, struct srv_req *req)
 {
     struct bsc_str m = srv_req_method(req), path = srv_req_path(req);
 
-    snprintf(l->id, sizeof(l->id), "%s", srv_req_id(req));
-    snprintf(l->method, sizeof(l->method), "%.*s", BSC_STR_FMT(m));
-    snprintf(l->path, sizeof(l->path), "%.*s", BSC_STR_FMT(path));
+    bsc_str_copy(l->id, sizeof(l->id), bsc_str_cstr(srv_req_id(req)));
+    bsc_str_copy(l->method, sizeof(l->method), m);
+    bsc_str_copy(l->path, sizeof(l->path), path);
     l->start_us = srv_req_start_us(req);
     l->bytes_in = srv_req_body(req).len;
     l->detail[0] = '\0';
-    snprintf(l->client, sizeof(l->client), "%s", srv_req_principal(req));
+    bsc_str_copy(l->client, sizeof(l->client), bsc_str_cstr(srv_req_principal(req)));
 }
 
 void api__line_detail(struct srv_req *req, const char *fmt, ...)

@@ -95,7 +95,7 @@ static void handle(struct srv_req *req, struct worker *w, bool admin_port)
     api__line_begin(&line, req);
     srv_req_set_data(req, &line); /* for api__line_detail() during the call only */
     if (api__guard(req, cfg, admin_port, &why) && api__auth(req, cfg, admin_port, &why)) {
-        snprintf(line.client, sizeof(line.client), "%s", srv_req_principal(req));
+        bsc_str_copy(line.client, sizeof(line.client), bsc_str_cstr(srv_req_principal(req)));
         route(w, req);
     }
     else if (why)

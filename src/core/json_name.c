@@ -223,17 +223,37 @@ size_t bsc_json_name_decode(struct bsc_str raw, char *buf, size_t cap)
     return len;
 }
 
+/* Whether a backslash of <doc> starts a \u escape; *<any> says whether there is a
+ * backslash at all. Walks from one backslash to the next (memchr), as a chat body holds
+ * few. A "\\u" (an escaped backslash, then u) counts too: erring on "may" is safe. */
+static bool has_unicode_escape(struct bsc_str doc, bool *any)
+{
+    const char *p = doc.p, *end = doc.p + doc.len;
+
+    *any = false;
+    while ((p = memchr(p, '\\', (size_t)(end - p)))) {
+        *any = true;
+        if (++p < end && *p == 'u')
+            return true;
+    }
+    return false;
+}
+
 bool bsc_json_may_hold(struct bsc_str doc, struct bsc_str plain)
 {
+    bool any;
+
     if (!doc.p || !doc.len)
         return false;
-    if (memmem(doc.p, doc.len, plain.p, plain.len))
+    if (!plain.len || bsc_str_find(doc, plain))
         return true;
     /* \uXXXX spells any character; the short escapes only their own few. */
-    if (memmem(doc.p, doc.len, "\\u", 2))
+    if (has_unicode_escape(doc, &any))
         return true;
+    if (!any)
+        return false;
     for (size_t i = 0; i < plain.len; i++)
         if (plain.p[i] && strchr("\"\\/\b\f\n\r\t", plain.p[i]))
-            return memchr(doc.p, '\\', doc.len) != NULL;
+            return true;
     return false;
 }

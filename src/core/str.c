@@ -7,6 +7,10 @@
 
 #include "core/compat.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 struct bsc_str bsc_str_trim(struct bsc_str s)
 {
     while (s.len && (s.p[0] == ' ' || s.p[0] == '\t')) {
@@ -46,4 +50,68 @@ char *bsc_str_dup(struct bsc_str s)
         memcpy(p, s.p, s.len);
     p[s.len] = '\0';
     return p;
+}
+
+#ifdef __SSE2__
+/* Candidate bits of the sixteen positions from h + i: the byte there is the needle's first
+ * and the byte m - 1 further is its last. */
+static inline unsigned candidates16(const char *h, size_t i, size_t m, __m128i first,
+                                    __m128i last)
+{
+    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(h + i));
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(h + i + m - 1));
+
+    return (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first),
+                                                     _mm_cmpeq_epi8(b, last)));
+}
+
+/* Only the candidates are compared whole. Sixteen positions a step; the last step overlaps
+ * the one before so that it ends exactly at the last position (its earlier positions held
+ * no match, so the first match found is still the first). A text shorter than one step
+ * goes to the scalar loop of the caller (*<done> false). */
+static const char *find16(const char *h, size_t n, const char *nd, size_t m, bool *done)
+{
+    const __m128i first = _mm_set1_epi8(nd[0]), last = _mm_set1_epi8(nd[m - 1]);
+    size_t i = 0, end = n - m + 1; /* positions 0 .. end - 1 */
+
+    *done = end >= 16;
+    if (!*done)
+        return NULL;
+    for (;;) {
+        unsigned mask = candidates16(h, i, m, first, last);
+
+        while (mask) {
+            size_t j = i + (size_t)__builtin_ctz(mask);
+            if (memcmp(h + j + 1, nd + 1, m - 2) == 0)
+                return h + j;
+            mask &= mask - 1;
+        }
+        if (i + 16 == end)
+            return NULL;
+        i = end - i - 16 >= 16 ? i + 16 : end - 16;
+    }
+}
+#endif
+
+const char *bsc_str_find(struct bsc_str hay, struct bsc_str needle)
+{
+    size_t m = needle.len;
+    const char *h = hay.p, *nd = needle.p;
+
+    if (!m || !h || hay.len < m)
+        return NULL;
+    if (m == 1)
+        return memchr(h, nd[0], hay.len);
+#ifdef __SSE2__
+    {
+        bool done;
+        const char *r = find16(h, hay.len, nd, m, &done);
+        if (done)
+            return r;
+    }
+#endif
+    for (size_t j = 0; j + m <= hay.len; j++)
+        if (h[j] == nd[0] && h[j + m - 1] == nd[m - 1] && memcmp(h + j + 1, nd + 1, m - 2) == 0)
+            return h + j;
+    return NULL;
 }

@@ -59,6 +59,21 @@ static inline bool bsc_str_starts(struct bsc_str s, struct bsc_str prefix)
     return s.len >= prefix.len && memcmp(s.p, prefix.p, prefix.len) == 0;
 }
 
+/* Copies <s> into <dst> (<cap> bytes), cut to cap - 1 bytes and NUL-terminated, like
+ * snprintf(dst, cap, "%.*s", ...) at a fraction of its cost on a per-request path.
+ * Returns the bytes copied. */
+static inline size_t bsc_str_copy(char *dst, size_t cap, struct bsc_str s)
+{
+    size_t n = s.len < cap ? s.len : cap - 1;
+
+    if (!cap)
+        return 0;
+    if (n)
+        memcpy(dst, s.p, n);
+    dst[n] = '\0';
+    return n;
+}
+
 /* Strips ASCII spaces and tabs from both ends. */
 struct bsc_str bsc_str_trim(struct bsc_str s);
 
@@ -68,5 +83,10 @@ bool bsc_str_to_u64(struct bsc_str s, unsigned long long *out);
 
 /* Returns a malloc'd NUL-terminated copy of <s> (caller owns), or NULL on ENOMEM. */
 char *bsc_str_dup(struct bsc_str s);
+
+/* Where <needle> first occurs in <hay>, or NULL (also for an empty needle, unlike memmem):
+ * sixteen candidate positions at a time where SSE2 is there, since glibc's
+ * memmem walks a short needle through a chat body at a few instructions a byte. */
+const char *bsc_str_find(struct bsc_str hay, struct bsc_str needle);
 
 #endif

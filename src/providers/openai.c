@@ -145,7 +145,7 @@ static enum bsc_err oa_build(const struct prov_call *c, struct prov_http *out, c
 static void oa_classify(const struct prov_err_input *in, struct fail_info *out)
 {
     /* The common case, a 2xx answer with no "error" member anywhere, needs no parse. */
-    if (in->status >= 200 && in->status < 300 && !memmem(in->body.p, in->body.len, "\"error\"", 7)) {
+    if (in->status >= 200 && in->status < 300 && !bsc_str_find(in->body, BSC_STR("\"error\""))) {
         fail_info_init(out);
         out->status = in->status;
         return;
@@ -265,6 +265,17 @@ static void oa_stream_init(void *st, const struct prov_call *call)
     s->usage = (struct prov_usage){-1, -1, -1};
 }
 
+/* Makes the <len> bytes at <p> one line: line breaks become spaces. A chunk seldom has
+ * one, so two memchr runs look first rather than a test per byte. */
+static void one_line(char *p, size_t len)
+{
+    if (!memchr(p, '\n', len) && !memchr(p, '\r', len))
+        return;
+    for (char *c = p; c < p + len; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = ' ';
+}
+
 /* Appends "event: <name>\ndata: <data>\n\n" (data made one line, as below), or nothing. */
 static enum bsc_err relay_named(struct bsc_buf *out, struct bsc_str name, struct bsc_str data)
 {
@@ -278,9 +289,7 @@ static enum bsc_err relay_named(struct bsc_buf *out, struct bsc_str name, struct
     if (!err)
         err = bsc_buf_append_str(out, data);
     if (!err) {
-        for (char *c = out->p + out->len - data.len; c < out->p + out->len; c++)
-            if (*c == '\n' || *c == '\r')
-                *c = ' ';
+        one_line(out->p + out->len - data.len, data.len);
         err = bsc_buf_append(out, "\n\n", 2);
     }
     if (err) {
@@ -346,13 +355,28 @@ static enum prov_stream_status responses_event(struct oa_stream *s, struct bsc_s
     return PROV_STREAM_DONE;
 }
 
+/* Whether <data> holds "usage":{ or "usage": { -- one walk over the text for both. */
+static bool has_usage_object(struct bsc_str data)
+{
+    const char *p;
+
+    while ((p = bsc_str_find(data, BSC_STR("\"usage\":")))) {
+        size_t off = (size_t)(p - data.p) + sizeof("\"usage\":") - 1;
+
+        data = bsc_str_make(data.p + off, data.len - off);
+        if (bsc_str_starts(data, BSC_STR("{")) || bsc_str_starts(data, BSC_STR(" {")))
+            return true;
+    }
+    return false;
+}
+
 /* The usage chunk: `"choices":[]` and a non-null "usage". */
 static bool is_usage_chunk(struct bsc_str data, struct oa_stream *s)
 {
     struct json_object *root;
     struct prov_usage u;
 
-    if (!memmem(data.p, data.len, "\"usage\":{", 9) && !memmem(data.p, data.len, "\"usage\": {", 10))
+    if (!has_usage_object(data))
         return false;
     root = prov_parse_json(data);
     if (!root)
@@ -365,12 +389,39 @@ static bool is_usage_chunk(struct bsc_str data, struct oa_stream *s)
     return true;
 }
 
+/* Appends the chunk <data> as one "data:" frame, or nothing (an error) when it does not fit. */
+static enum prov_stream_status relay_chunk(struct oa_stream *s, struct bsc_str data,
+                                           struct bsc_buf *out, struct fail_info *fail)
+{
+    size_t mark = out->len;
+    enum bsc_err err = bsc_buf_append(out, "data: ", 6);
+
+    if (!err)
+        err = bsc_buf_append_str(out, data);
+    if (!err) {
+        /* Data lines joined with "\n": in valid JSON a line break is only whitespace
+         * between tokens, and a raw one would end the client's data line early. */
+        one_line(out->p + out->len - data.len, data.len);
+        err = bsc_buf_append(out, "\n\n", 2);
+    }
+    if (!err) {
+        s->sent = true;
+        return PROV_STREAM_MORE;
+    }
+    out->len = mark; /* no half frame */
+    if (out->p)
+        out->p[mark] = '\0';
+    fail_info_init(fail);
+    fail->kind = FAIL_SERVER_ERROR;
+    fail_copy_text(fail->message, sizeof(fail->message),
+                   BSC_STR("an upstream event passed the gateway's output bound"));
+    return PROV_STREAM_ERROR;
+}
+
 static enum prov_stream_status oa_stream_event(void *st, struct bsc_str event, struct bsc_str data,
                                                struct bsc_buf *out, struct fail_info *fail)
 {
     struct oa_stream *s = st;
-    enum bsc_err err;
-    size_t mark;
 
     if (s->done)
         return PROV_STREAM_DONE;
@@ -389,7 +440,7 @@ static enum prov_stream_status oa_stream_event(void *st, struct bsc_str event, s
         return bsc_buf_append_cstr(out, "data: [DONE]\n\n") ? PROV_STREAM_ERROR : PROV_STREAM_DONE;
     }
     /* "error, "error_code" and a bare "code" (Qianfan's {"code":336501,"msg"}). */
-    if ((memmem(data.p, data.len, "\"error", 6) || memmem(data.p, data.len, "\"code\"", 6)) &&
+    if ((bsc_str_find(data, BSC_STR("\"error")) || bsc_str_find(data, BSC_STR("\"code\""))) &&
         prov_openai_classify_event_profile(data, s->profile, fail))
         return PROV_STREAM_ERROR;
     /* Relayed as it is, so it must be what a client can read: one JSON object. Anything
@@ -415,31 +466,7 @@ static enum prov_stream_status oa_stream_event(void *st, struct bsc_str event, s
             return PROV_STREAM_MORE;
         s->completion = true;
     }
-    mark = out->len;
-    err = bsc_buf_append(out, "data: ", 6);
-    if (!err)
-        err = bsc_buf_append_str(out, data);
-    if (!err) {
-        /* Data lines joined with "\n": in valid JSON a line break is only whitespace
-         * between tokens, and a raw one would end the client's data line early. */
-        for (char *c = out->p + out->len - data.len; c < out->p + out->len; c++)
-            if (*c == '\n' || *c == '\r')
-                *c = ' ';
-        err = bsc_buf_append(out, "\n\n", 2);
-    }
-    if (!err)
-        s->sent = true;
-    if (err) {
-        out->len = mark; /* no half frame */
-        if (out->p)
-            out->p[mark] = '\0';
-        fail_info_init(fail);
-        fail->kind = FAIL_SERVER_ERROR;
-        fail_copy_text(fail->message, sizeof(fail->message),
-                       BSC_STR("an upstream event passed the gateway's output bound"));
-        return PROV_STREAM_ERROR;
-    }
-    return PROV_STREAM_MORE;
+    return relay_chunk(s, data, out, fail);
 }
 
 static enum prov_stream_status oa_stream_end(void *st, struct bsc_buf *out, struct fail_info *fail)

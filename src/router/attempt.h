@@ -9,6 +9,10 @@
 #include "config/config.h"
 
 #define ATTEMPT_MAX 16 /* hard bound whatever the envelope says */
+/* Records a request holds in place: most take one attempt, a failover two. A request that
+ * goes further moves its records to the heap (request.c, attempt_slot), so a held stream
+ * does not carry room for sixteen. */
+#define ATTEMPT_INLINE 2
 
 enum attempt_workflow {
     ATTEMPT_WF_PRIMARY = 0,

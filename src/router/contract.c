@@ -203,7 +203,8 @@ static bool schema_answer(struct request *r, struct bsc_str answer, struct fail_
         return true;
     /* Tools declared but none called, and no response schema: nothing to check, and
      * no reason to parse anything (the common case of tool-capable chat). */
-    if (!(r->input.need_caps & CFG_CAP_JSON_SCHEMA) && !memmem(answer.p, answer.len, "\"tool_calls\"", 12))
+    if (!(r->input.need_caps & CFG_CAP_JSON_SCHEMA) &&
+        !bsc_str_find(answer, BSC_STR("\"tool_calls\"")))
         return true;
     if (!prepare(r))
         return true; /* out of memory: nothing checked, nothing refused */

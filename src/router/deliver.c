@@ -181,10 +181,10 @@ enum bsc_err deliver_convert(struct request *r)
     return err;
 }
 
-/* Milliseconds since the commit point. */
-static uint64_t stream_age_ms(const struct request *r)
+/* Milliseconds from the commit point to <now_us> (bsc_now_us). */
+static uint64_t stream_age_ms(const struct request *r, uint64_t now_us)
 {
-    return (bsc_now_us() - r->start_us - r->d.ttfb_us) / 1000;
+    return (now_us - r->start_us - r->d.ttfb_us) / 1000;
 }
 
 bool deliver_stream_over(struct request *r, bool timer)
@@ -198,7 +198,7 @@ bool deliver_stream_over(struct request *r, bool timer)
         snprintf(r->x.stream_fail.message, sizeof(r->x.stream_fail.message),
                  "the stream passed limits.max_stream_bytes (%llu bytes)",
                  (unsigned long long)l->max_stream_bytes);
-    } else if ((timer && r->d.limit_timer) || stream_age_ms(r) >= l->max_stream_ms) {
+    } else if ((timer && r->d.limit_timer) || stream_age_ms(r, bsc_now_us()) >= l->max_stream_ms) {
         r->d.limit_cut = "stream_too_long";
         snprintf(r->x.stream_fail.message, sizeof(r->x.stream_fail.message),
                  "the stream passed limits.max_stream_ms (%u ms)", l->max_stream_ms);
@@ -210,13 +210,34 @@ bool deliver_stream_over(struct request *r, bool timer)
     return true;
 }
 
+/* Re-arming a timer per event costs a heap removal and insertion among every held
+ * stream's timers, and a clock read. The due time only moves forward (the gap is fixed, the
+ * max_stream_ms end is fixed and sooner), so a timer already armed fires early, never late:
+ * each event just records the new due time, and the timer, when it fires, is armed again
+ * for what is left -- once per gap rather than once per event. */
 void deliver_stream_arm(struct request *r, uint64_t gap_ms)
 {
-    uint64_t max = r->cfg->limits.max_stream_ms, age = stream_age_ms(r);
+    uint64_t now_us = bsc_now_us(); /* one clock read for the age and the due time */
+    uint64_t max = r->cfg->limits.max_stream_ms, age = stream_age_ms(r, now_us);
     uint64_t left = age < max ? max - age : 0;
 
     r->d.limit_timer = left <= gap_ms;
+    r->d.relay_due_ms = now_us / 1000 + (r->d.limit_timer ? left : gap_ms);
+    if (r->d.relay_timer && uv_is_active((uv_handle_t *)&r->timer))
+        return;
     req__arm_timer(r, r->d.limit_timer ? left : gap_ms);
+    r->d.relay_timer = true;
+}
+
+bool deliver_stream_rearm(struct request *r)
+{
+    uint64_t now = bsc_now_ms();
+
+    if (!r->d.relay_timer || now >= r->d.relay_due_ms)
+        return false;
+    req__arm_timer(r, r->d.relay_due_ms - now);
+    r->d.relay_timer = true;
+    return true;
 }
 
 void deliver_stream_error(struct request *r, const char *message)

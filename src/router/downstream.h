@@ -69,6 +69,9 @@ struct downstream {
     const char *termination;    /* access-log termination code */
     const char *limit_cut;      /* static: the stream passed max_stream_ms or _bytes */
     bool limit_timer;           /* the relay timer is armed for max_stream_ms */
+    bool relay_timer;           /* the request's timer is deliver_stream_arm's, set to fire
+                                   at or before <relay_due_ms> */
+    uint64_t relay_due_ms;      /* when the relay timer must act (bsc_now_ms clock) */
 };
 
 /* deliver.c, for the router's own files: it never decides anything, request.c calls it once
@@ -91,8 +94,12 @@ void deliver_break(struct request *r, const char *termination);
  * r->d.limit_cut, r->x.stream_failed and the message set, and r->d.out dropped. */
 bool deliver_stream_over(struct request *r, bool timer);
 /* Arms the relay timer for <gap_ms> (the longest silence allowed), or sooner when the
- * stream's max_stream_ms ends first. */
+ * stream's max_stream_ms ends first. Called per relayed read: it only moves the due time
+ * forward, and the timer, armed once, catches up when it fires (deliver_stream_rearm). */
 void deliver_stream_arm(struct request *r, uint64_t gap_ms);
+/* The relay timer fired: true when it was early (events came since it was armed), after
+ * arming it again for what is left; false when the stream is due to be cut. */
+bool deliver_stream_rearm(struct request *r);
 /* Appends the error event that ends a committed stream, in the client's dialect. */
 void deliver_stream_error(struct request *r, const char *message);
 /* Releases a buffered stream: head, every byte held in r->d.out, end. */

@@ -90,7 +90,7 @@ static void scope_digest(const char *kind, const char *tag, const char *value, s
     int n;
 
     if (m->kind == kind && m->len == vlen && memcmp(m->value, value, vlen) == 0) {
-        snprintf(out, len, "%s", m->scope);
+        bsc_str_copy(out, len, bsc_str_cstr(m->scope));
         return;
     }
     bsc_sha256_init(&h);

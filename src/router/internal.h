@@ -119,8 +119,9 @@ struct request {
 
     /* the answer */
     struct downstream d;             /* the client side (deliver.c) */
-    struct attempt attempts[ATTEMPT_MAX];
-    unsigned n_attempts;
+    struct attempt *attempts;        /* attempt_inline, or malloc'd once more are needed */
+    unsigned n_attempts, attempts_cap; /* records used, and room in <attempts> */
+    struct attempt attempt_inline[ATTEMPT_INLINE];
     struct reply_error err;
     struct {
         char msg[320], code[64];

@@ -102,8 +102,11 @@ static void on_timer(uv_timer_t *h)
     case REQ_ST_PICK:
     case REQ_ST_ADMIT:
         break; /* the wait for a target's or a client's room (limit.c) is over: again */
-    case REQ_ST_ATTEMPT:
     case REQ_ST_RELAY:
+        if (deliver_stream_rearm(r))
+            return; /* events came since it was armed: not a stall yet */
+        /* fall through */
+    case REQ_ST_ATTEMPT:
         if (r->x.xfer) { /* else an attempt aborted from a callback continues here */
             r->x.timed_out = true;
             up_cancel(r->x.xfer);
@@ -123,6 +126,7 @@ void req__arm_timer(struct request *r, uint64_t delay_ms)
      * cooldown or a Retry-After never ends before the time it was computed for. */
     uv_update_time(r->timer.loop);
     uv_timer_start(&r->timer, on_timer, delay_ms, 0);
+    r->d.relay_timer = false; /* deliver_stream_arm marks its own */
 }
 
 /* ---- attempt accounting ---- */
@@ -310,15 +314,39 @@ static void limited_locally(struct request *r, bool full, uint64_t soonest, uint
              r->target->provider->id);
 }
 
+/* Room for the next attempt's record (r->attempts[r->n_attempts]): in place for the first
+ * ATTEMPT_INLINE, then in a heap array that doubles up to ATTEMPT_MAX. NULL (the request
+ * fails) past the bound or without memory. */
+static struct attempt *attempt_slot(struct request *r)
+{
+    unsigned cap = r->attempts_cap * 2;
+    struct attempt *grown;
+
+    if (r->n_attempts == ATTEMPT_MAX)
+        return NULL;
+    if (r->n_attempts < r->attempts_cap)
+        return &r->attempts[r->n_attempts];
+    if (cap > ATTEMPT_MAX)
+        cap = ATTEMPT_MAX;
+    if (!(grown = malloc(cap * sizeof(*grown))))
+        return NULL;
+    memcpy(grown, r->attempts, r->n_attempts * sizeof(*grown));
+    if (r->attempts != r->attempt_inline)
+        free(r->attempts);
+    r->attempts = grown;
+    r->attempts_cap = cap;
+    return &r->attempts[r->n_attempts];
+}
+
 /* Starts an attempt on r->target with the workflow and delay decided before. */
 static void begin_attempt(struct request *r)
 {
-    struct attempt *a;
+    struct attempt *a = attempt_slot(r);
     uint64_t now = bsc_now_ms(), soonest = 0;
     enum bsc_err err;
     bool full;
 
-    if (r->n_attempts == ATTEMPT_MAX) {
+    if (!a) {
         req__set_error(r, 503, "server_error", "gateway_overloaded", "too many attempts");
         req__goto(r, REQ_ST_REPLY_ERROR);
         return;
@@ -330,9 +358,9 @@ static void begin_attempt(struct request *r)
     r->key_idx = full ? -1
                       : hstate_tkey_next(r->gw->hs, r->target,
                                          r->next.wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
-    a = &r->attempts[r->n_attempts++];
+    r->n_attempts++;
     attempt_begin(a, r->target, r->next.wf, bsc_now_us());
-    snprintf(a->ranking, sizeof(a->ranking), "%s", r->ranking); /* feedback.c */
+    bsc_str_copy(a->ranking, sizeof(a->ranking), bsc_str_cstr(r->ranking)); /* feedback.c */
     r->ranking[0] = '\0';
     a->delay_ms = r->next.delay_ms;
     a->delay_why = r->next.delay_why;
@@ -558,10 +586,16 @@ static struct request *req_alloc(struct worker *w)
 {
     struct request *r;
 
-    if (!w->n_req_pool)
-        return calloc(1, sizeof(struct request));
-    r = w->req_pool[--w->n_req_pool];
-    memset(r, 0, sizeof(*r));
+    if (!w->n_req_pool) {
+        r = calloc(1, sizeof(struct request));
+    } else {
+        r = w->req_pool[--w->n_req_pool];
+        memset(r, 0, sizeof(*r));
+    }
+    if (r) {
+        r->attempts = r->attempt_inline;
+        r->attempts_cap = ATTEMPT_INLINE;
+    }
     return r;
 }
 
@@ -569,6 +603,9 @@ void req__release(struct request *r)
 {
     struct worker *w = r->w;
 
+    if (r->attempts != r->attempt_inline)
+        free(r->attempts);
+    r->attempts = NULL;
     if (w && w->n_req_pool < WORKER_REQ_POOL) {
         w->req_pool[w->n_req_pool++] = r;
         return;
@@ -809,9 +846,9 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     deliver_init(&r->d, in->down, in->down_arg);
     r->buffering = r->input.stream && r->env.on_stream_failure == CFG_SF_BUFFER;
     r->notes.all_rate_limited = true;
-    snprintf(r->id, sizeof(r->id), "%s", srv_req_id(sreq));
+    bsc_str_copy(r->id, sizeof(r->id), bsc_str_cstr(srv_req_id(sreq)));
     req_client_scope(sreq, r->client_scope, sizeof(r->client_scope)); /* feedback.c */
-    snprintf(r->path, sizeof(r->path), "%.*s", BSC_STR_FMT(srv_req_path(sreq)));
+    bsc_str_copy(r->path, sizeof(r->path), srv_req_path(sreq));
     r->start_us = srv_req_start_us(sreq);
     r->created = (int64_t)(bsc_wall_ms() / 1000);
     xchg_init(&r->x);

@@ -592,6 +592,54 @@ static void test_map_response_shape(void **state)
     bsc_buf_cleanup(&out);
 }
 
+/* The usage chunk is told by "usage":{ or "usage": { anywhere in the text (a "usage": that
+ * is not an object, even inside a string, does not count), and is held back when the
+ * client did not ask for it; a chunk with a raw line break is relayed on one line. */
+static void test_stream_usage_and_one_line(void **state)
+{
+    (void)state;
+    struct cfg_provider prov = {.base_url = "http://127.0.0.1:9/v1"};
+    struct cfg_target tgt = {.model = "m"};
+    struct prov_call call = {.op = PROV_OP_CHAT, .provider = &prov, .target = &tgt,
+                             .stream = true, .include_usage = false};
+    const struct prov_ops *ops = prov_ops_for(CFG_PROV_OPENAI_COMPATIBLE);
+    unsigned char st[512] __attribute__((aligned(16)));
+    struct prov_usage u;
+    struct fail_info f;
+    struct bsc_buf out;
+    size_t len;
+
+    bsc_buf_init(&out, 1 << 16);
+    memset(st, 0, sizeof(st));
+    ops->stream_init(st, &call);
+    assert_int_equal(ops->stream_event(st, BSC_STR_NULL,
+                                       BSC_STR("{\"id\":\"c\",\r\n\"choices\":[{\"index\":0,"
+                                               "\"delta\":{\"content\":\"a\"}}]}"),
+                                       &out, &f),
+                     PROV_STREAM_MORE);
+    assert_string_equal(out.p, "data: {\"id\":\"c\",  \"choices\":[{\"index\":0,"
+                               "\"delta\":{\"content\":\"a\"}}]}\n\n");
+    len = out.len;
+    assert_int_equal(ops->stream_event(st, BSC_STR_NULL,
+                                       BSC_STR("{\"id\":\"c\",\"note\":\"\\\"usage\\\":1\","
+                                               "\"choices\":[],\"usage\": "
+                                               "{\"prompt_tokens\":3,\"completion_tokens\":4}}"),
+                                       &out, &f),
+                     PROV_STREAM_MORE);
+    assert_int_equal(out.len, len); /* not asked for: held back */
+    ops->stream_usage(st, &u);
+    assert_int_equal(u.input_tokens, 3);
+    assert_int_equal(u.output_tokens, 4);
+    /* "usage": followed by anything but an object is an ordinary chunk, relayed. */
+    assert_int_equal(ops->stream_event(st, BSC_STR_NULL,
+                                       BSC_STR("{\"id\":\"c\",\"usage\":[],\"choices\":[]}"),
+                                       &out, &f),
+                     PROV_STREAM_MORE);
+    assert_true(out.len > len);
+    ops->stream_cleanup(st);
+    bsc_buf_cleanup(&out);
+}
+
 /* A stream that ends ([DONE]) without a single chunk carrying a choice relays nothing and
  * fails (unknown: another target may answer); events without choices are held until one
  * does; a Qianfan code event is an error of its kind. */
@@ -1244,6 +1292,7 @@ int main(void)
         cmocka_unit_test(test_http_date),
         cmocka_unit_test(test_duration),
         cmocka_unit_test(test_hint_text),
+        cmocka_unit_test(test_stream_usage_and_one_line),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

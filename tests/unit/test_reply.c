@@ -2,7 +2,8 @@
 /* test_reply.c -- the one derivation of the retry signals (reply_set_retry) as a table, the
  * typed-failure body never announcing a wait for a failure that is not retryable, the
  * request parameters a target cannot honour (router/params.c), and the gate that decides
- * whether a JSON text may spell a value through escapes (bsc_json_may_hold). */
+ * whether a JSON text may spell a value through escapes (bsc_json_may_hold), and the
+ * substring search it is built on (bsc_str_find) against memmem. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -199,6 +200,41 @@ static void test_may_hold(void **state)
     assert_false(bsc_json_may_hold(BSC_STR("[{\"content\":\"hi\"}]"), want));
     assert_true(bsc_json_may_hold(BSC_STR("[\"a\\/b\"]"), BSC_STR("a/b")));
     assert_false(bsc_json_may_hold(BSC_STR_NULL, want));
+    /* Past the sixteen-byte blocks, and escapes found however far in. */
+    assert_true(bsc_json_may_hold(BSC_STR("[{\"content\":\"0123456789abcdef0123456789\","
+                                          "\"type\":\"image_url\"}]"), want));
+    assert_true(bsc_json_may_hold(BSC_STR("[\"a\\nb 0123456789abcdef0123456789 \\u0069\"]"),
+                                  want));
+    assert_true(bsc_json_may_hold(BSC_STR("[\"a\\\\u\"]"), want)); /* "may": an escaped \\ */
+    assert_false(bsc_json_may_hold(BSC_STR("[\"0123456789abcdef0123456789 \\n \\t\"]"), want));
+    assert_true(bsc_json_may_hold(BSC_STR("[\"0123456789abcdef0123456789 \\n\"]"),
+                                  BSC_STR("a\nb")));
+}
+
+/* Every needle cut from a text with repeats and near misses, at every length and offset,
+ * and every needle that is not there: the same answer as memmem. */
+static void test_str_find(void **state)
+{
+    static const char text[] = "abcabdabcabcabe image_ur image_url\\u00 xxxxxxxxxxxxxxxxxy "
+                               "aab aaab aaaab zz";
+    const size_t n = sizeof(text) - 1;
+    struct bsc_str hay = bsc_str_make(text, n);
+
+    (void)state;
+    for (size_t off = 0; off < n; off++) {
+        for (size_t m = 1; off + m <= n && m <= 40; m++) {
+            struct bsc_str nd = bsc_str_make(text + off, m);
+            assert_ptr_equal(bsc_str_find(hay, nd), memmem(text, n, nd.p, m));
+            for (size_t cut = 0; cut + m <= n; cut += 7)
+                assert_ptr_equal(bsc_str_find(bsc_str_make(text + cut, n - cut), nd),
+                                 memmem(text + cut, n - cut, nd.p, m));
+        }
+    }
+    assert_null(bsc_str_find(hay, BSC_STR("image_urm")));
+    assert_null(bsc_str_find(hay, BSC_STR("q")));
+    assert_null(bsc_str_find(hay, BSC_STR("")));
+    assert_null(bsc_str_find(BSC_STR_NULL, BSC_STR("a")));
+    assert_null(bsc_str_find(BSC_STR("ab"), BSC_STR("abc")));
 }
 
 int main(void)
@@ -207,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_retry_table),     cmocka_unit_test(test_retry_invariants),
         cmocka_unit_test(test_body_agrees),     cmocka_unit_test(test_params_from_body),
         cmocka_unit_test(test_params_from_json), cmocka_unit_test(test_may_hold),
+        cmocka_unit_test(test_str_find),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
