@@ -37,6 +37,9 @@ static enum h1_take take_head(void *ud, int status)
     t->status = status;
     t->head_done = true;
     t->request_sent = true;
+    /* No replay once a head came: a held stream need not keep its request head. */
+    if (!t->h1.conn->writing)
+        bsc_buf_cleanup(&t->h1.req);
     t->in_callback = true;
     t->cb.on_head(t->ud, t, status);
     t->in_callback = false;
