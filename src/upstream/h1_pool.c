@@ -188,7 +188,7 @@ struct h1_host *h1_host_get(struct h1_pool *p, struct bsc_str name, uint16_t por
     struct sockaddr_in6 *v6;
 
     for (h = p->hosts; h; h = h->next) {
-        if (h->port == port && strlen(h->name) == name.len && memcmp(h->name, name.p, name.len) == 0)
+        if (h->port == port && bsc_str_eq(bsc_str_cstr(h->name), name))
             return h;
     }
     if (!(h = calloc(1, sizeof(*h))) || !(h->name = bsc_str_dup(name))) {
