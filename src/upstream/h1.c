@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* h1.c -- one builtin HTTP/1.1 transfer on one connection: the request head and body go
  * out in one uv_write (two iovecs, the body not copied), the response is read into the
- * loop's shared read buffer and fed to the h1_parse reader. A reused connection that dies
+ * loop's shared read buffer and fed to the h1_wire reader. A reused connection that dies
  * before any response byte is replayed once on a new one, as libcurl does; a transfer
  * asking for a fresh connection never is. Failures found inside an up_* call are
  * finished later from the loop (h1_later), so no callback runs inside one. */

@@ -11,7 +11,7 @@
 #include <uv.h>
 
 #include "core/buf.h"
-#include "upstream/h1_parse.h"
+#include "upstream/h1_wire.h"
 #include "upstream/upstream.h"
 
 #define H1_READ_BUFFER     (64u * 1024u)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* h1_parse.c -- the builtin HTTP/1.1 client's pure parts: URL split, request head, and the
+/* h1_wire.c -- the builtin HTTP/1.1 client's pure parts: URL split, request head, and the
  * response reader around http-parser. The reader rebuilds the final head's raw lines (the
  * form up_head_find reads, as libcurl hands them), drops 1xx heads, and keeps body bytes
  * the consumer holds back so the caller can stop reading without losing what was parsed. */
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "upstream/h1_parse.h"
+#include "upstream/h1_wire.h"
 
 enum { H1__NONE, H1__STATUS, H1__FIELD, H1__VALUE };
 

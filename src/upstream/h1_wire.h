@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* h1_parse.h -- the pure parts of the builtin HTTP/1.1 client: splitting an http:// URL,
+/* h1_wire.h -- the pure parts of the builtin HTTP/1.1 client: splitting an http:// URL,
  * writing a request head, and reading a response with the http-parser library (1xx heads
  * skipped, Content-Length, chunked and close-delimited bodies, a bounded head). Body bytes
  * parsed while the consumer holds them back are kept and handed over by h1_resp_drain.
  * No I/O here: h1.c feeds it what a socket read. See docs/internals/upstream.md. */
-#ifndef BSC_UPSTREAM_H1_PARSE_H
-#define BSC_UPSTREAM_H1_PARSE_H
+#ifndef BSC_UPSTREAM_H1_WIRE_H
+#define BSC_UPSTREAM_H1_WIRE_H
 
 #include <stdbool.h>
 #include <stddef.h>
