@@ -185,7 +185,8 @@ enum bsc_err up_start(struct up_multi *m, const struct up_request *req,
     struct up_transfer *t;
     enum bsc_err err = BSC_ENOMEM;
 
-    if (m->h1 && h1_url_is_http(req->url))
+    /* A proxy in the environment is libcurl's to honour: the builtin client speaks direct. */
+    if (m->h1 && !m->env_proxy && h1_url_is_http(req->url))
         return up__h1_start(m, req, cb, ud, out);
     if (!(t = malloc(transfer_size(req))))
         return BSC_ENOMEM;

@@ -3,7 +3,7 @@
 // Content-Length, chunked and close-delimited bodies, the keep-alive race (a reused
 // connection dropped before any answer byte: replayed once on a new one), fresh
 // connections for write_possible requests, a cancelled stream closing its upstream
-// connection, and a refused connect. Every test runs with http_client: builtin and curl:
+// connection, a refused connect, and http_proxy from the environment still honoured. Every test runs with http_client: builtin and curl:
 // the two must behave the same (docs/internals/upstream.md).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,7 +23,7 @@ const completion = (text) =>
 // One upstream: each connection and each request is counted; the requested model picks
 // how the answer is framed.
 function startUpstream() {
-  const up = { conns: 0, closed: 0, requests: 0, perConn: [], sockets: new Set() };
+  const up = { conns: 0, closed: 0, requests: 0, perConn: [], sockets: new Set(), lines: [] };
   const answer = {
     cl: (s, text) => s.write(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n` +
       `Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`),
@@ -56,6 +56,7 @@ function startUpstream() {
         if (buf.length < end + 4 + len) return;
         const body = JSON.parse(buf.subarray(end + 4, end + 4 + len).toString());
         buf = buf.subarray(end + 4 + len);
+        up.lines.push(head.split('\r\n')[0]);
         up.requests++;
         up.perConn[id]++;
         if (body.model === 'drop2nd' && served++ >= 1) {
@@ -207,3 +208,19 @@ for (const client of ['builtin', 'curl']) {
     assert.ok(attempts.every((l) => l.kind === 'connect'), JSON.stringify(attempts));
   });
 }
+
+test('with http_proxy in the environment, http:// upstreams still go through the proxy', async () => {
+  const proxy = await startUpstream(); // answers like the upstream; records request lines
+  const gw = await startGateway({
+    config: config('builtin', 9, await freePort()),
+    env: { http_proxy: `http://127.0.0.1:${proxy.port}`, HTTP_PROXY: '', no_proxy: '', NO_PROXY: '' },
+  });
+  try {
+    const r = await chat(gw, 'cl');
+    assert.equal(r.status, 200);
+    assert.deepEqual(proxy.lines, ['POST http://127.0.0.1:9/v1/chat/completions HTTP/1.1']);
+  } finally {
+    await gw.stop();
+    await proxy.stop();
+  }
+});
