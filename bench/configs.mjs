@@ -54,6 +54,8 @@ export function basculeYaml({ port, workers, maxConnections, providers, targets,
     `listen: "127.0.0.1:${port}"`,
     `workers: ${workers}`,
     `log: { level: warn }`,
+    // BENCH_HTTP_CLIENT=curl|builtin: the upstream client for http:// (a same-binary A/B).
+    ...(process.env.BENCH_HTTP_CLIENT ? [`http_client: ${process.env.BENCH_HTTP_CLIENT}`] : []),
     ...(store ? [`store: ${store}`] : []),
     `limits:`,
     `  max_connections: ${maxConnections}`,

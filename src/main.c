@@ -256,7 +256,8 @@ static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const
     struct srv_limits lim = srv_limits_of(cfg, gw->n_workers);
     /* No caps: curl's default cache size (4x the transfers it has seen) adapts, and a cap
      * on connections would queue transfers in curl's pending state, invisible to us. */
-    struct up_limits ul = {.max_cached_connections = 4096};
+    struct up_limits ul = {.max_cached_connections = 4096,
+                           .builtin_http = cfg->http_client == CFG_HTTP_CLIENT_BUILTIN};
     char errbuf[256];
     int fd;
 
@@ -321,9 +322,9 @@ static void on_hup(uv_signal_t *h, int signum)
         if (cur && (strcmp(cur->listen_host, next->listen_host) != 0 ||
                     cur->listen_port != next->listen_port || cur->workers != next->workers ||
                     cur->store.kind != next->store.kind || cur->core_dumps != next->core_dumps ||
-                    !admin_listen_same(cur, next)))
-            LOG_WARN("reload: listen, admin.listen, workers, store and debug.core_dumps take "
-                     "effect only at the next start");
+                    cur->http_client != next->http_client || !admin_listen_same(cur, next)))
+            LOG_WARN("reload: listen, admin.listen, workers, store, http_client and "
+                     "debug.core_dumps take effect only at the next start");
         cfg_unref(cur);
     }
     apply_log_settings(next);

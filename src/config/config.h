@@ -61,6 +61,8 @@ enum cfg_balance {
 
 enum cfg_side_effects { CFG_SE_NONE = 0, CFG_SE_READ_ONLY, CFG_SE_WRITE_POSSIBLE, CFG_SE_COUNT };
 enum cfg_stream_failure { CFG_SF_FAIL = 0, CFG_SF_BUFFER, CFG_SF_COUNT };
+/* Which client carries http:// upstream requests (https:// is always libcurl). */
+enum cfg_http_client { CFG_HTTP_CLIENT_CURL = 0, CFG_HTTP_CLIENT_BUILTIN, CFG_HTTP_CLIENT_COUNT };
 enum cfg_store_kind { CFG_STORE_MEMORY = 0, CFG_STORE_SQLITE, CFG_STORE_REDIS, CFG_STORE_COUNT };
 /* What a redis store does while Redis cannot be reached. */
 enum cfg_store_unavail { CFG_STORE_LOCAL = 0, CFG_STORE_REJECT, CFG_STORE_UNAVAIL_COUNT };
@@ -381,6 +383,7 @@ struct cfg {
     uint16_t admin_listen_port;
     char *metrics_key; /* owned; "" = /metrics needs no key */
     struct cfg_telemetry telemetry;
+    enum cfg_http_client http_client; /* http_client; read at start only */
 };
 
 /* One problem found while loading. */

@@ -71,6 +71,8 @@ static const char *const overflow_names[] = {"fail", "trim"};
 _Static_assert(BSC_ARRAY_LEN(overflow_names) == CFG_OVERFLOW_COUNT, "overflow_names");
 static const char *const store_names[] = {"memory", "sqlite", "redis"};
 _Static_assert(BSC_ARRAY_LEN(store_names) == CFG_STORE_COUNT, "store_names");
+static const char *const http_client_names[] = {"curl", "builtin"};
+_Static_assert(BSC_ARRAY_LEN(http_client_names) == CFG_HTTP_CLIENT_COUNT, "http_client_names");
 static const char *const unavail_names[] = {"local", "reject"};
 _Static_assert(BSC_ARRAY_LEN(unavail_names) == CFG_STORE_UNAVAIL_COUNT, "unavail_names");
 /* Bit i is names[i]: the order of enum cfg_cap and enum cfg_breaker_dim. */
@@ -1080,6 +1082,7 @@ static const struct cfg__field top_fields[] = {
     {FMAP_FLAT("metrics", metrics_fields, NULL)},
     {.name = "telemetry", .type = CFG__F_MAP, .off = offsetof(struct cfg, telemetry),
      .sub = cfg__telemetry_fields, .n_sub = CFG__N_TELEMETRY_FIELDS},
+    {FENUM(struct cfg, "http_client", http_client, http_client_names)},
 };
 
 static bool defaults(struct cfg *cfg, const char *file)
@@ -1090,6 +1093,7 @@ static bool defaults(struct cfg *cfg, const char *file)
     cfg->metrics_key = bsc_str_dup(BSC_STR(""));
     cfg->listen_port = 8080;
     cfg->workers = 0;
+    cfg->http_client = CFG_HTTP_CLIENT_BUILTIN;
     cfg->log = (struct cfg_log){.level = BSC_LOG_INFO, .json = true, .prompts = false};
     cfg->limits = (struct cfg_limits){
         .max_body_bytes = 8388608,

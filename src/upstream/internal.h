@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 
 #include "core/buf.h"
+#include "upstream/h1.h"
 #include "upstream/upstream.h"
 
 #define UP_MAX_HEAD_BYTES (64u * 1024u)
@@ -42,6 +43,8 @@ struct up_multi {
     unsigned open_handles; /* while closing: handles whose close callback is pending */
     bool closing;
     bool env_proxy; /* a proxy variable is set: curl reads the environment per transfer */
+    bool builtin;   /* http:// transfers use the builtin client (up_limits.builtin_http) */
+    struct h1_pool *h1; /* owned: the builtin client's connections */
 };
 
 struct up_transfer {
@@ -58,6 +61,7 @@ struct up_transfer {
     bool cancelled; /* up_cancel ran inside a curl callback; finish silently */
     bool in_callback;
     bool request_sent;
+    struct up_h1 h1; /* the builtin client's part; h1.on is false for a curl transfer */
     char errbuf[CURL_ERROR_SIZE];
     /* The request header list, its nodes in place: curl only reads a CURLOPT_HTTPHEADER
      * list, so it needs no curl_slist_append (a malloc and a strdup a line). Sized to the

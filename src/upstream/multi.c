@@ -232,6 +232,10 @@ enum bsc_err up_multi_new(uv_loop_t *loop, const struct up_limits *limits,
     m->loop = loop;
     m->env_proxy = env_has_proxy();
     m->curlm = curl_multi_init();
+    if (m->curlm && limits && limits->builtin_http && h1_pool_new(loop, limits, &m->h1)) {
+        curl_multi_cleanup(m->curlm);
+        m->curlm = NULL;
+    }
     if (!m->curlm) {
         free(m);
         return BSC_ENOMEM;
@@ -274,6 +278,7 @@ void up_multi_free(struct up_multi *m)
     m->closing = true;
     while (m->transfers)
         up_cancel(m->transfers);
+    h1_pool_free(m->h1); /* its connections close through the loop, then it is freed */
     for (size_t i = 0; i < m->n_easy_cache; i++)
         curl_easy_cleanup(m->easy_cache[i]);
     m->n_easy_cache = 0;

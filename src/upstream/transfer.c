@@ -182,10 +182,13 @@ static enum bsc_err build_headers(struct up_transfer *t, const struct up_request
 enum bsc_err up_start(struct up_multi *m, const struct up_request *req,
                       const struct up_callbacks *cb, void *ud, struct up_transfer **out)
 {
-    struct up_transfer *t = malloc(transfer_size(req));
+    struct up_transfer *t;
     enum bsc_err err = BSC_ENOMEM;
 
-    if (!t)
+    /* A proxy in the environment is libcurl's to honour: the builtin client speaks direct. */
+    if (m->h1 && !m->env_proxy && h1_url_is_http(req->url))
+        return up__h1_start(m, req, cb, ud, out);
+    if (!(t = malloc(transfer_size(req))))
         return BSC_ENOMEM;
     memset(t, 0, offsetof(struct up_transfer, header_nodes)); /* the nodes are set when used */
     t->m = m;
@@ -261,6 +264,10 @@ void up__transfer_done(struct up_transfer *t, CURLcode code)
 
 void up_cancel(struct up_transfer *t)
 {
+    if (t->h1.on) {
+        up__h1_cancel(t);
+        return;
+    }
     if (t->in_callback) {
         /* Inside on_head/on_data: curl aborts the transfer when the callback returns 0,
          * and check_done reaps it without callbacks. Inside on_done: freed right after. */
@@ -276,6 +283,10 @@ void up_cancel(struct up_transfer *t)
 
 void up_pause(struct up_transfer *t)
 {
+    if (t->h1.on) {
+        up__h1_pause(t);
+        return;
+    }
     if (t->paused || t->cancelled)
         return;
     t->paused = true;
@@ -284,6 +295,10 @@ void up_pause(struct up_transfer *t)
 
 void up_resume(struct up_transfer *t)
 {
+    if (t->h1.on) {
+        up__h1_resume(t);
+        return;
+    }
     if (!t->paused || t->cancelled)
         return;
     t->paused = false;

@@ -71,6 +71,7 @@ struct up_limits {
     uint32_t max_host_connections; /* per upstream host; 0 = unlimited */
     uint32_t max_total_connections;
     uint32_t max_cached_connections;
+    bool builtin_http; /* http:// URLs go through the builtin HTTP/1.1 client, not libcurl */
 };
 
 /* Creates the multi for <loop>. Returns BSC_OK and *<out>, or BSC_ENOMEM. */

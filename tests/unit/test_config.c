@@ -208,7 +208,8 @@ static const char full_yaml[] =
     "  ramp_ms: 0\n"
     "retry:\n"
     "  backoff: { base_ms: 100, max_ms: 2000, jitter: 0 }\n"
-    "  budget: { ratio: 0.5, min_per_s: 3, window_ms: 5000 }\n";
+    "  budget: { ratio: 0.5, min_per_s: 3, window_ms: 5000 }\n"
+    "http_client: curl\n";
 
 static void test_full_config(void **state)
 {
@@ -227,6 +228,7 @@ static void test_full_config(void **state)
     assert_string_equal(cfg->listen_host, "::1");
     assert_int_equal(cfg->listen_port, 9090);
     assert_int_equal(cfg->workers, 4);
+    assert_int_equal(cfg->http_client, CFG_HTTP_CLIENT_CURL);
     assert_int_equal(cfg->log.level, BSC_LOG_DEBUG);
     assert_false(cfg->log.json);
     assert_true(cfg->log.prompts);
@@ -390,6 +392,7 @@ static void test_defaults(void **state)
     assert_string_equal(cfg->listen_host, "127.0.0.1");
     assert_int_equal(cfg->listen_port, 8080);
     assert_int_equal(cfg->workers, 0);
+    assert_int_equal(cfg->http_client, CFG_HTTP_CLIENT_BUILTIN);
     assert_int_equal(cfg->log.level, BSC_LOG_INFO);
     assert_true(cfg->log.json);
     assert_false(cfg->log.prompts);
@@ -680,6 +683,17 @@ static void test_unknown_keys(void **state)
     assert_line(&d, "gateway.yaml:12:1: error: unknown key 'lisen' at top level (did you mean "
                     "'listen'?)");
     assert_int_equal(count(&d, false), 8);
+    cfg_diags_cleanup(&d);
+}
+
+static void test_http_client_values(void **state)
+{
+    struct cfg_diags d = {0};
+
+    (void)state;
+    load_bad("http_client: libcurl\n" BASE, &d);
+    assert_line(&d, "gateway.yaml:1:14: error: 'http_client': unknown value 'libcurl'; "
+                    "expected one of: curl, builtin");
     cfg_diags_cleanup(&d);
 }
 
@@ -1837,6 +1851,7 @@ int main(void)
         cmocka_unit_test(test_env_errors),
         cmocka_unit_test(test_env_not_in_keys),
         cmocka_unit_test(test_unknown_keys),
+        cmocka_unit_test(test_http_client_values),
         cmocka_unit_test(test_wrong_types),
         cmocka_unit_test(test_ranges),
         cmocka_unit_test(test_range_in_objects),

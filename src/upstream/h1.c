@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: MIT */
+/* h1.c -- one builtin HTTP/1.1 transfer on one connection: the request head and body go
+ * out in one uv_write (two iovecs, the body not copied), the response is read into the
+ * loop's shared read buffer and fed to the h1_wire reader. A reused connection that dies
+ * before any response byte is replayed once on a new one, as libcurl does; a transfer
+ * asking for a fresh connection never is. Failures found inside an up_* call are
+ * finished later from the loop (h1_later), so no callback runs inside one. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "upstream/internal.h"
+
+static void conn_arm(struct h1_conn *c);
+
+static void link_transfer(struct up_multi *m, struct up_transfer *t)
+{
+    t->next = m->transfers;
+    if (m->transfers)
+        m->transfers->prev = t;
+    m->transfers = t;
+    m->n_active++;
+}
+
+static void free_transfer(struct up_transfer *t)
+{
+    bsc_buf_cleanup(&t->head);
+    bsc_buf_cleanup(&t->h1.req);
+    free(t);
+}
+
+/* ---- hooks the response reader calls --------------------------------------------------- */
+
+static enum h1_take take_head(void *ud, int status)
+{
+    struct up_transfer *t = ud;
+
+    t->status = status;
+    t->head_done = true;
+    t->request_sent = true;
+    /* No replay once a head came: a held stream need not keep its request head. */
+    if (!t->h1.conn->writing)
+        bsc_buf_cleanup(&t->h1.req);
+    t->in_callback = true;
+    t->cb.on_head(t->ud, t, status);
+    t->in_callback = false;
+    return t->cancelled ? H1_STOP : H1_GO;
+}
+
+static enum h1_take take_body(void *ud, const char *p, size_t len)
+{
+    struct up_transfer *t = ud;
+    bool pause;
+
+    if (t->cancelled)
+        return H1_STOP;
+    t->in_callback = true;
+    pause = t->cb.on_data(t->ud, t, p, len);
+    t->in_callback = false;
+    if (t->cancelled)
+        return H1_STOP;
+    if (pause)
+        t->paused = true;
+    return pause || t->paused ? H1_HOLD : H1_GO;
+}
+
+/* ---- reading -------------------------------------------------------------------------- */
+
+static void read_stop(struct h1_conn *c)
+{
+    if (c->reading)
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = false;
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    struct h1_conn *c = h->data;
+
+    (void)hint;
+    *buf = uv_buf_init(c->host->pool->rbuf, sizeof(c->host->pool->rbuf));
+}
+
+/* Whether the keep-alive race may be answered by sending <t> again on a new connection. */
+static bool may_replay(const struct h1_conn *c, const struct up_transfer *t)
+{
+    return c->reused && !t->h1.replayed && !t->h1.fresh && c->resp.taken == 0 &&
+           !c->host->pool->closing;
+}
+
+static void replay(struct up_transfer *t)
+{
+    struct h1_conn *c = t->h1.conn;
+
+    c->t = NULL;
+    t->h1.conn = NULL;
+    h1_conn_close(c);
+    t->h1.replayed = true;
+    t->request_sent = false;
+    h1_dispatch(t);
+}
+
+/* The connection broke (or ended) while <t> was on it. */
+static void conn_broke(struct h1_conn *c, struct up_transfer *t, ssize_t err)
+{
+    if (err == UV_EOF && h1_resp_eof(&c->resp) == H1_DONE) {
+        c->spent = true;
+        if (c->resp.hold) {
+            read_stop(c); /* held bytes still to hand over: up_resume finishes */
+            return;
+        }
+        h1_finish(t, UP_OK, "");
+        return;
+    }
+    if (may_replay(c, t)) {
+        replay(t);
+        return;
+    }
+    h1_finish(t, UP_RESET, err == UV_EOF ? "connection closed by upstream before the "
+                                           "response ended" : uv_strerror((int)err));
+}
+
+static void after_feed(struct h1_conn *c, struct up_transfer *t, enum h1_state st, bool rest)
+{
+    if (t->cancelled) {
+        h1_finish(t, UP_RESET, "cancelled");
+        return;
+    }
+    switch (st) {
+    case H1_MORE:
+        if (c->resp.hold)
+            read_stop(c);
+        return;
+    case H1_DONE:
+        c->spent |= rest; /* bytes past the response: nothing to reuse */
+        if (c->resp.hold) {
+            read_stop(c);
+            return;
+        }
+        h1_finish(t, UP_OK, "");
+        return;
+    case H1_TOO_LARGE:
+        h1_finish(t, UP_TOO_LARGE, "response head too large");
+        return;
+    case H1_BAD:
+    case H1_STOPPED:
+    default:
+        h1_finish(t, UP_PROTOCOL, http_errno_description(HTTP_PARSER_ERRNO(&c->resp.p)));
+        return;
+    }
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct h1_conn *c = s->data;
+    struct up_transfer *t = c->t;
+    size_t used = 0;
+    enum h1_state st;
+
+    if (!t) {
+        h1_idle_read(c, nread);
+        return;
+    }
+    if (nread == 0)
+        return;
+    if (nread < 0) {
+        conn_broke(c, t, nread);
+        return;
+    }
+    st = h1_resp_feed(&c->resp, buf->base, (size_t)nread, &used);
+    after_feed(c, t, st, used < (size_t)nread);
+}
+
+void h1_read_start(struct h1_conn *c)
+{
+    if (!c->reading && uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+        c->reading = true;
+}
+
+/* ---- writing -------------------------------------------------------------------------- */
+
+static void on_written(uv_write_t *req, int status)
+{
+    struct h1_conn *c = req->data;
+    struct up_transfer *t = c->t;
+
+    c->writing = false;
+    if (!t || c->closing)
+        return;
+    if (status == 0) {
+        t->request_sent = true;
+        return;
+    }
+    if (may_replay(c, t)) {
+        replay(t);
+        return;
+    }
+    h1_finish(t, UP_RESET, uv_strerror(status));
+}
+
+static void send_request(struct h1_conn *c, struct up_transfer *t)
+{
+    uv_buf_t bufs[2] = {
+        uv_buf_init(t->h1.req.p, (unsigned)t->h1.req.len),
+        uv_buf_init((char *)(uintptr_t)t->h1.body, (unsigned)t->h1.body_len),
+    };
+    int rc;
+
+    c->wreq.data = c;
+    rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, t->h1.body_len ? 2 : 1, on_written);
+    if (rc != 0) {
+        h1_later(t, UP_RESET, uv_strerror(rc));
+        return;
+    }
+    c->writing = true;
+    if (!c->resp.hold)
+        h1_read_start(c);
+}
+
+/* ---- connecting and deadlines ----------------------------------------------------------- */
+
+static void on_connected(uv_connect_t *req, int status)
+{
+    struct h1_conn *c = req->data;
+    struct up_transfer *t = c->t;
+
+    if (c->closing)
+        return;
+    if (status != 0) {
+        if (t)
+            h1_finish(t, status == UV_ETIMEDOUT ? UP_TIMEOUT : UP_CONNECT, uv_strerror(status));
+        else
+            h1_conn_close(c);
+        return;
+    }
+    c->connected = true;
+    uv_tcp_nodelay(&c->tcp, 1);
+    if (!t) {
+        h1_conn_idle(c); /* its transfer went away while it connected */
+        return;
+    }
+    conn_arm(c);
+    send_request(c, t);
+}
+
+static void on_deadline(uv_timer_t *h)
+{
+    struct h1_conn *c = h->data;
+    struct up_transfer *t = c->t;
+
+    if (!t)
+        return;
+    h1_finish(t, UP_TIMEOUT, c->connected ? "operation timed out" : "connection timed out");
+}
+
+/* The nearer of the connect deadline (while connecting) and the whole-transfer one. */
+static void conn_arm(struct h1_conn *c)
+{
+    struct up_transfer *t = c->t;
+    uint64_t now = uv_now(c->host->pool->loop), due = UINT64_MAX;
+
+    if (!c->connected)
+        due = now + (t->h1.connect_timeout_ms ? t->h1.connect_timeout_ms : H1_CONNECT_DEFAULT);
+    if (t->h1.timeout_ms && t->h1.started + t->h1.timeout_ms < due)
+        due = t->h1.started + t->h1.timeout_ms;
+    if (due == UINT64_MAX) {
+        uv_timer_stop(&c->timer);
+        return;
+    }
+    uv_timer_start(&c->timer, on_deadline, due > now ? due - now : 0, 0);
+}
+
+static void conn_handle_closed(uv_handle_t *h)
+{
+    struct h1_conn *c = h->data;
+    struct h1_pool *p = c->host->pool;
+
+    if (--c->open)
+        return;
+    h1_resp_cleanup(&c->resp);
+    free(c);
+    h1_pool_unref(p);
+}
+
+struct h1_conn *h1_conn_new(struct h1_host *h)
+{
+    struct h1_conn *c = calloc(1, sizeof(*c));
+
+    if (!c)
+        return NULL;
+    c->host = h;
+    h1_resp_setup(&c->resp, take_head, take_body);
+    if (uv_tcp_init(h->pool->loop, &c->tcp) != 0) {
+        h1_resp_cleanup(&c->resp);
+        free(c);
+        return NULL;
+    }
+    uv_timer_init(h->pool->loop, &c->timer);
+    c->tcp.data = c->timer.data = c->creq.data = c;
+    c->open = 2;
+    h->pool->open++;
+    h->n_conns++;
+    h->pool->n_conns++;
+    if (uv_tcp_connect(&c->creq, &c->tcp, (const struct sockaddr *)&h->addr, on_connected)) {
+        h1_conn_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Closes the handles; the connection is freed by the last close callback. */
+void h1_conn_handles_close(struct h1_conn *c)
+{
+    uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
+    uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
+}
+
+void h1_attach(struct h1_conn *c, struct up_transfer *t)
+{
+    c->t = t;
+    t->h1.conn = c;
+    h1_resp_start(&c->resp, &t->head, t);
+    c->resp.hold = t->paused;
+    conn_arm(c);
+    if (c->connected)
+        send_request(c, t);
+}
+
+/* ---- the end -------------------------------------------------------------------------- */
+
+static void detach(struct up_transfer *t, enum up_result res)
+{
+    struct h1_conn *c = t->h1.conn;
+
+    h1_unqueue(t);
+    if (!c)
+        return;
+    c->t = NULL;
+    t->h1.conn = NULL;
+    uv_timer_stop(&c->timer);
+    if (res == UP_OK && !t->cancelled && !t->h1.fresh && !c->writing && !c->spent &&
+        h1_resp_keep_alive(&c->resp))
+        h1_conn_idle(c);
+    else
+        h1_conn_close(c);
+}
+
+void h1_finish(struct up_transfer *t, enum up_result res, const char *detail)
+{
+    struct up_multi *m = t->m;
+    struct h1_pool *p = m->h1;
+
+    detach(t, res);
+    up__transfer_unlink(t);
+    if (!t->cancelled) {
+        t->in_callback = true;
+        t->cb.on_done(t->ud, t, res, res == UP_OK ? "" : detail);
+    }
+    free_transfer(t);
+    h1_kick(p);
+}
+
+/* ---- the up_* calls --------------------------------------------------------------------- */
+
+static enum bsc_err prepare(struct up_transfer *t, const struct up_request *req,
+                            struct h1_url *u)
+{
+    enum bsc_err err;
+
+    if (req->n_headers > UP_REQUEST_MAX_HEADERS)
+        return BSC_ELIMIT;
+    if ((err = h1_url_split(req->url, u)) != BSC_OK)
+        return err;
+    bsc_buf_init(&t->h1.req, H1_REQ_HEAD_MAX);
+    err = h1_request_head(&t->h1.req, req->method, u, req->headers, req->n_headers,
+                          req->body_len);
+    if (err)
+        return err;
+    if (!(t->h1.host = h1_host_get(t->m->h1, u->host, u->port)))
+        return BSC_ENOMEM;
+    t->h1.body = req->body ? req->body : "";
+    t->h1.body_len = req->body ? req->body_len : 0;
+    t->h1.connect_timeout_ms = req->connect_timeout_ms;
+    t->h1.timeout_ms = req->timeout_ms;
+    t->h1.fresh = req->fresh_connection;
+    t->h1.started = uv_now(t->m->loop);
+    return BSC_OK;
+}
+
+enum bsc_err up__h1_start(struct up_multi *m, const struct up_request *req,
+                          const struct up_callbacks *cb, void *ud, struct up_transfer **out)
+{
+    struct up_transfer *t = calloc(1, offsetof(struct up_transfer, header_nodes));
+    struct h1_url u;
+    enum bsc_err err;
+
+    if (!t)
+        return BSC_ENOMEM;
+    t->m = m;
+    t->cb = *cb;
+    t->ud = ud;
+    t->h1.on = true;
+    bsc_buf_init(&t->head, UP_MAX_HEAD_BYTES);
+    if ((err = prepare(t, req, &u)) != BSC_OK) {
+        free_transfer(t);
+        return err;
+    }
+    link_transfer(m, t);
+    h1_dispatch(t);
+    *out = t;
+    return BSC_OK;
+}
+
+void up__h1_cancel(struct up_transfer *t)
+{
+    t->cancelled = true;
+    if (t->in_callback)
+        return; /* the code that called back finishes it when the callback returns */
+    h1_finish(t, UP_RESET, "cancelled");
+}
+
+void up__h1_pause(struct up_transfer *t)
+{
+    if (t->paused || t->cancelled)
+        return;
+    t->paused = true;
+    if (t->h1.conn) {
+        t->h1.conn->resp.hold = true;
+        read_stop(t->h1.conn);
+    }
+}
+
+void up__h1_resume(struct up_transfer *t)
+{
+    struct h1_conn *c = t->h1.conn;
+
+    if (!t->paused || t->cancelled)
+        return;
+    t->paused = false;
+    if (!c)
+        return;
+    if (h1_resp_drain(&c->resp) == H1_STOP || t->cancelled) {
+        if (!t->in_callback)
+            h1_later(t, UP_RESET, "cancelled");
+        return;
+    }
+    if (c->resp.hold)
+        return; /* held again */
+    if (c->resp.done) {
+        h1_later(t, UP_OK, "");
+        return;
+    }
+    h1_read_start(c);
+}

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/* h1.h -- the builtin HTTP/1.1 client for http:// upstreams, shared by h1.c (one transfer
+ * on a connection) and h1_pool.c (connections per host:port, name resolution, limits,
+ * waiting transfers, idle connections). Only the upstream module includes it. */
+#ifndef BSC_UPSTREAM_H1_H
+#define BSC_UPSTREAM_H1_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "core/buf.h"
+#include "upstream/h1_wire.h"
+#include "upstream/upstream.h"
+
+#define H1_READ_BUFFER     (64u * 1024u)
+#define H1_REQ_HEAD_MAX    (1024u * 1024u) /* the request head we write */
+#define H1_IDLE_MS         60000u  /* an idle connection is closed after this */
+#define H1_SWEEP_MS        5000u   /* how often idle connections are looked at */
+#define H1_CONNECT_DEFAULT 300000u /* libcurl's default connect timeout */
+
+struct h1_pool;
+struct h1_conn;
+
+/* One upstream host:port of a pool: its address, idle connections, waiting transfers. */
+struct h1_host {
+    struct h1_host *next;
+    struct h1_pool *pool;
+    char *name; /* owned: the host as in the URL (no brackets) */
+    uint16_t port;
+    struct sockaddr_storage addr; /* once resolved */
+    uv_getaddrinfo_t gai;
+    bool resolved, resolving;
+    struct h1_conn *idle; /* idle connections, most recent first */
+    unsigned n_conns;     /* open ones: connecting, busy or idle */
+    struct up_transfer *wait_head, *wait_tail; /* waiting for an address or a slot */
+};
+
+struct h1_conn {
+    uv_tcp_t tcp;
+    uv_timer_t timer; /* the connect and total deadlines of its transfer */
+    uv_connect_t creq;
+    uv_write_t wreq;
+    struct h1_host *host;
+    struct h1_conn *prev, *next; /* in the host's idle list */
+    struct up_transfer *t;       /* the transfer on it; NULL when idle */
+    struct h1_resp resp;
+    uint64_t idle_since;
+    unsigned open; /* handles whose close callback is pending */
+    bool connected, reused, writing, reading, idle, closing;
+    bool spent; /* must not carry another request (bytes after the response, EOF) */
+};
+
+struct h1_pool {
+    uv_loop_t *loop;
+    struct up_limits lim;
+    struct h1_host *hosts;
+    uv_timer_t sweep; /* closes idle connections past H1_IDLE_MS */
+    uv_timer_t later; /* runs the transfers to be finished outside any up_* call */
+    struct up_transfer *later_head;
+    unsigned n_conns, n_idle;
+    unsigned open; /* handles and requests a closing pool waits for */
+    bool closing;
+    char rbuf[H1_READ_BUFFER]; /* every read of the loop lands here, one at a time */
+};
+
+/* The builtin client's part of a transfer. */
+struct up_h1 {
+    struct h1_host *host;
+    struct h1_conn *conn;
+    struct up_transfer *wait_prev, *wait_next;   /* in host->wait_* */
+    struct up_transfer *later_prev, *later_next; /* in pool->later_head */
+    struct bsc_buf req; /* owned: the request head */
+    const char *body;   /* borrowed */
+    size_t body_len;
+    uint64_t started;   /* uv_now at up_start */
+    uint32_t connect_timeout_ms, timeout_ms;
+    enum up_result later_res; /* what the "later" run finishes with */
+    const char *later_detail;
+    bool on;      /* this transfer uses the builtin client */
+    bool fresh;   /* fresh_connection */
+    bool replayed; /* the one replay after the keep-alive race was used */
+    bool waiting, later;
+};
+
+/* h1_pool.c */
+enum bsc_err h1_pool_new(uv_loop_t *loop, const struct up_limits *lim, struct h1_pool **out);
+/* Closes idle connections and the timers; freed when the last handle has closed. */
+void h1_pool_free(struct h1_pool *p);
+/* One handle or request of <p> has finished closing. */
+void h1_pool_unref(struct h1_pool *p);
+/* The entry for <name>:<port>, made on first use. NULL when out of memory. */
+struct h1_host *h1_host_get(struct h1_pool *p, struct bsc_str name, uint16_t port);
+/* Gives <t> a connection (idle, new, or a place in the queue); never calls back. */
+void h1_dispatch(struct up_transfer *t);
+/* Takes <t> out of its host's queue and the pool's "later" list, wherever it is. */
+void h1_unqueue(struct up_transfer *t);
+/* Finishes <t> with <res> from the loop, outside the current call. */
+void h1_later(struct up_transfer *t, enum up_result res, const char *detail);
+/* <c> carried a complete response: back to the idle list (or closed past the limits). */
+void h1_conn_idle(struct h1_conn *c);
+void h1_conn_close(struct h1_conn *c);
+/* A connection slot may have come free: start what waits. */
+void h1_kick(struct h1_pool *p);
+
+/* h1.c: the up_* calls on a builtin transfer (transfer.c dispatches to them) */
+enum bsc_err up__h1_start(struct up_multi *m, const struct up_request *req,
+                          const struct up_callbacks *cb, void *ud, struct up_transfer **out);
+void up__h1_cancel(struct up_transfer *t);
+void up__h1_pause(struct up_transfer *t);
+void up__h1_resume(struct up_transfer *t);
+/* Puts <t> on <c> (new or idle) and starts it. */
+void h1_attach(struct h1_conn *c, struct up_transfer *t);
+/* A new connection to <h>, connecting; NULL when it cannot even be started. */
+struct h1_conn *h1_conn_new(struct h1_host *h);
+/* Reads on <c> (a no-op when it already does). */
+void h1_read_start(struct h1_conn *c);
+/* Closes <c>'s handles; the last close callback frees it. */
+void h1_conn_handles_close(struct h1_conn *c);
+/* Ends <t>: callbacks (unless cancelled), its connection reused or closed, freed. */
+void h1_finish(struct up_transfer *t, enum up_result res, const char *detail);
+/* Reads on an idle connection: any byte or EOF closes it. */
+void h1_idle_read(struct h1_conn *c, ssize_t nread);
+
+#endif

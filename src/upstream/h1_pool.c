@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: MIT */
+/* h1_pool.c -- the builtin client's connections, per host:port and per loop: numeric
+ * addresses are used as they are, names resolve once through uv_getaddrinfo (IPv4 first)
+ * and stay cached; a transfer takes an idle connection, else a new one within
+ * max_host_connections / max_total_connections, else waits in its host's queue. Idle
+ * connections keep reading (a byte or EOF closes them) and are closed after H1_IDLE_MS
+ * or past max_cached_connections. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "upstream/internal.h"
+
+/* ---- lists ---------------------------------------------------------------------------- */
+
+static void wait_push(struct h1_host *h, struct up_transfer *t)
+{
+    t->h1.waiting = true;
+    t->h1.wait_next = NULL;
+    t->h1.wait_prev = h->wait_tail;
+    if (h->wait_tail)
+        h->wait_tail->h1.wait_next = t;
+    else
+        h->wait_head = t;
+    h->wait_tail = t;
+}
+
+void h1_unqueue(struct up_transfer *t)
+{
+    struct h1_host *h = t->h1.host;
+    struct h1_pool *p = t->m->h1;
+
+    if (t->h1.waiting) {
+        if (t->h1.wait_prev)
+            t->h1.wait_prev->h1.wait_next = t->h1.wait_next;
+        else
+            h->wait_head = t->h1.wait_next;
+        if (t->h1.wait_next)
+            t->h1.wait_next->h1.wait_prev = t->h1.wait_prev;
+        else
+            h->wait_tail = t->h1.wait_prev;
+        t->h1.waiting = false;
+    }
+    if (t->h1.later) {
+        if (t->h1.later_prev)
+            t->h1.later_prev->h1.later_next = t->h1.later_next;
+        else
+            p->later_head = t->h1.later_next;
+        if (t->h1.later_next)
+            t->h1.later_next->h1.later_prev = t->h1.later_prev;
+        t->h1.later = false;
+    }
+}
+
+static void idle_remove(struct h1_conn *c)
+{
+    struct h1_host *h = c->host;
+
+    if (!c->idle)
+        return;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        h->idle = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    c->idle = false;
+    h->pool->n_idle--;
+}
+
+/* ---- finishing later ------------------------------------------------------------------ */
+
+static void on_later(uv_timer_t *timer)
+{
+    struct h1_pool *p = timer->data;
+
+    /* Bounded: each pass takes one transfer off the list for good. */
+    while (p->later_head) {
+        struct up_transfer *t = p->later_head;
+
+        h1_unqueue(t);
+        h1_finish(t, t->h1.later_res, t->h1.later_detail);
+    }
+}
+
+void h1_later(struct up_transfer *t, enum up_result res, const char *detail)
+{
+    struct h1_pool *p = t->m->h1;
+
+    if (t->h1.later)
+        return;
+    h1_unqueue(t);
+    t->h1.later = true;
+    t->h1.later_res = res;
+    t->h1.later_detail = detail;
+    t->h1.later_prev = NULL;
+    t->h1.later_next = p->later_head;
+    if (p->later_head)
+        p->later_head->h1.later_prev = t;
+    p->later_head = t;
+    uv_timer_start(&p->later, on_later, 0, 0);
+}
+
+/* ---- connections ---------------------------------------------------------------------- */
+
+void h1_conn_close(struct h1_conn *c)
+{
+    struct h1_pool *p = c->host->pool;
+
+    if (c->closing)
+        return;
+    idle_remove(c);
+    c->closing = true;
+    c->host->n_conns--;
+    p->n_conns--;
+    h1_conn_handles_close(c);
+}
+
+void h1_idle_read(struct h1_conn *c, ssize_t nread)
+{
+    if (nread != 0)
+        h1_conn_close(c); /* the server closed it, or sent what nobody asked for */
+}
+
+static void on_sweep(uv_timer_t *timer)
+{
+    struct h1_pool *p = timer->data;
+    uint64_t now = uv_now(p->loop);
+
+    for (struct h1_host *h = p->hosts; h; h = h->next) {
+        struct h1_conn *c = h->idle, *next;
+
+        for (; c; c = next) {
+            next = c->next;
+            if (now - c->idle_since >= H1_IDLE_MS)
+                h1_conn_close(c);
+        }
+    }
+    if (!p->n_idle)
+        uv_timer_stop(&p->sweep);
+}
+
+/* The least recently used idle connection of the pool, to make room. */
+static struct h1_conn *oldest_idle(struct h1_pool *p)
+{
+    struct h1_conn *old = NULL;
+
+    for (struct h1_host *h = p->hosts; h; h = h->next) {
+        for (struct h1_conn *c = h->idle; c; c = c->next) {
+            if (!old || c->idle_since < old->idle_since)
+                old = c;
+        }
+    }
+    return old;
+}
+
+void h1_conn_idle(struct h1_conn *c)
+{
+    struct h1_host *h = c->host;
+    struct h1_pool *p = h->pool;
+
+    if (p->closing) {
+        h1_conn_close(c);
+        return;
+    }
+    c->idle = true;
+    c->reused = true; /* from now on, a transfer on it is on a reused connection */
+    c->idle_since = uv_now(p->loop);
+    c->prev = NULL;
+    c->next = h->idle;
+    if (h->idle)
+        h->idle->prev = c;
+    h->idle = c;
+    p->n_idle++;
+    h1_read_start(c);
+    if (p->lim.max_cached_connections && p->n_idle > p->lim.max_cached_connections)
+        h1_conn_close(oldest_idle(p));
+    if (!uv_is_active((uv_handle_t *)&p->sweep))
+        uv_timer_start(&p->sweep, on_sweep, H1_SWEEP_MS, H1_SWEEP_MS);
+}
+
+/* ---- hosts and addresses ---------------------------------------------------------------- */
+
+struct h1_host *h1_host_get(struct h1_pool *p, struct bsc_str name, uint16_t port)
+{
+    struct h1_host *h;
+    struct sockaddr_in *v4;
+    struct sockaddr_in6 *v6;
+
+    for (h = p->hosts; h; h = h->next) {
+        if (h->port == port && bsc_str_eq(bsc_str_cstr(h->name), name))
+            return h;
+    }
+    if (!(h = calloc(1, sizeof(*h))) || !(h->name = bsc_str_dup(name))) {
+        free(h);
+        return NULL;
+    }
+    h->pool = p;
+    h->port = port;
+    h->gai.data = h;
+    v4 = (struct sockaddr_in *)&h->addr;
+    v6 = (struct sockaddr_in6 *)&h->addr;
+    if (uv_ip4_addr(h->name, port, v4) == 0 || uv_ip6_addr(h->name, port, v6) == 0)
+        h->resolved = true; /* a numeric address: nothing to look up */
+    h->next = p->hosts;
+    p->hosts = h;
+    return h;
+}
+
+static void fail_waiting(struct h1_host *h, enum up_result res, const char *detail)
+{
+    while (h->wait_head)
+        h1_later(h->wait_head, res, detail); /* takes it off the queue */
+}
+
+/* The first IPv4 address, else the first one (local servers often listen on 127.0.0.1
+ * only, while "localhost" may list ::1 first). */
+static const struct addrinfo *pick(const struct addrinfo *res)
+{
+    for (const struct addrinfo *a = res; a; a = a->ai_next) {
+        if (a->ai_family == AF_INET)
+            return a;
+    }
+    return res;
+}
+
+static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+{
+    struct h1_host *h = req->data;
+    struct h1_pool *p = h->pool;
+    const struct addrinfo *a = status == 0 ? pick(res) : NULL;
+
+    h->resolving = false;
+    if (p->closing) {
+        uv_freeaddrinfo(res);
+        h1_pool_unref(p);
+        return;
+    }
+    p->open--;
+    if (a && a->ai_addrlen <= sizeof(h->addr)) {
+        memcpy(&h->addr, a->ai_addr, a->ai_addrlen);
+        ((struct sockaddr_in *)&h->addr)->sin_port = htons(h->port); /* same place in v6 */
+        h->resolved = true;
+    }
+    uv_freeaddrinfo(res);
+    if (!h->resolved)
+        fail_waiting(h, UP_DNS, status ? uv_strerror(status) : "no address");
+    h1_kick(p);
+}
+
+static void resolve(struct h1_host *h)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_family = AF_UNSPEC};
+    int rc;
+
+    if (h->resolving)
+        return;
+    rc = uv_getaddrinfo(h->pool->loop, &h->gai, on_resolved, h->name, NULL, &hints);
+    if (rc != 0) {
+        fail_waiting(h, UP_DNS, uv_strerror(rc));
+        return;
+    }
+    h->resolving = true;
+    h->pool->open++;
+}
+
+/* ---- dispatch --------------------------------------------------------------------------- */
+
+static bool room_for_new(const struct h1_pool *p, const struct h1_host *h)
+{
+    return (!p->lim.max_host_connections || h->n_conns < p->lim.max_host_connections) &&
+           (!p->lim.max_total_connections || p->n_conns < p->lim.max_total_connections);
+}
+
+/* A connection for <t> now, or NULL (it waits). A transfer that must not reuse one may
+ * close an idle connection to make room for its own. */
+static struct h1_conn *take_conn(struct up_transfer *t)
+{
+    struct h1_host *h = t->h1.host;
+    struct h1_pool *p = h->pool;
+    bool reuse = !t->h1.fresh && !t->h1.replayed;
+
+    if (reuse && h->idle) {
+        struct h1_conn *c = h->idle;
+        idle_remove(c);
+        return c;
+    }
+    if (!room_for_new(p, h) && p->n_idle)
+        h1_conn_close(h->idle ? h->idle : oldest_idle(p));
+    if (!room_for_new(p, h))
+        return NULL;
+    return h1_conn_new(h);
+}
+
+void h1_dispatch(struct up_transfer *t)
+{
+    struct h1_host *h = t->h1.host;
+    struct h1_conn *c;
+
+    if (!h->resolved) {
+        wait_push(h, t);
+        resolve(h);
+        return;
+    }
+    if (h->wait_head && !t->h1.waiting) {
+        wait_push(h, t); /* first come, first served */
+        return;
+    }
+    h1_unqueue(t);
+    c = take_conn(t);
+    if (c) {
+        h1_attach(c, t);
+        return;
+    }
+    if (room_for_new(h->pool, h))
+        h1_later(t, UP_CONNECT, "cannot open a socket");
+    else
+        wait_push(h, t);
+}
+
+void h1_kick(struct h1_pool *p)
+{
+    if (p->closing)
+        return;
+    for (struct h1_host *h = p->hosts; h; h = h->next) {
+        /* Bounded: each pass either starts the head transfer or stops. */
+        while (h->resolved && h->wait_head) {
+            struct up_transfer *t = h->wait_head;
+            struct h1_conn *c;
+
+            if (!(c = take_conn(t)))
+                break;
+            h1_unqueue(t);
+            h1_attach(c, t);
+        }
+    }
+}
+
+/* ---- the pool --------------------------------------------------------------------------- */
+
+enum bsc_err h1_pool_new(uv_loop_t *loop, const struct up_limits *lim, struct h1_pool **out)
+{
+    struct h1_pool *p = calloc(1, sizeof(*p));
+
+    if (!p)
+        return BSC_ENOMEM;
+    p->loop = loop;
+    if (lim)
+        p->lim = *lim;
+    uv_timer_init(loop, &p->sweep);
+    uv_timer_init(loop, &p->later);
+    p->sweep.data = p->later.data = p;
+    p->open = 2; /* the timers; each connection and name lookup adds one while it lives */
+    *out = p;
+    return BSC_OK;
+}
+
+void h1_pool_unref(struct h1_pool *p)
+{
+    struct h1_host *h, *next;
+
+    if (--p->open || !p->closing)
+        return;
+    for (h = p->hosts; h; h = next) {
+        next = h->next;
+        free(h->name);
+        free(h);
+    }
+    free(p);
+}
+
+static void pool_handle_closed(uv_handle_t *h)
+{
+    h1_pool_unref(h->data);
+}
+
+/* Every transfer is gone already (up_multi_free cancels them first). */
+void h1_pool_free(struct h1_pool *p)
+{
+    if (!p)
+        return;
+    p->closing = true;
+    for (struct h1_host *h = p->hosts; h; h = h->next) {
+        while (h->idle)
+            h1_conn_close(h->idle);
+        if (h->resolving)
+            uv_cancel((uv_req_t *)&h->gai);
+    }
+    uv_close((uv_handle_t *)&p->sweep, pool_handle_closed);
+    uv_close((uv_handle_t *)&p->later, pool_handle_closed);
+}

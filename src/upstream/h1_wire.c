@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/* h1_wire.c -- the builtin HTTP/1.1 client's pure parts: URL split, request head, and the
+ * response reader around http-parser. The reader rebuilds the final head's raw lines (the
+ * form up_head_find reads, as libcurl hands them), drops 1xx heads, and keeps body bytes
+ * the consumer holds back so the caller can stop reading without losing what was parsed. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "upstream/h1_wire.h"
+
+enum { H1__NONE, H1__STATUS, H1__FIELD, H1__VALUE };
+
+#define H1_HELD_MAX (4u * 1024u * 1024u) /* held bytes come from reads made before a hold */
+
+bool h1_url_is_http(const char *url)
+{
+    return url && strncasecmp(url, "http://", 7) == 0;
+}
+
+static bool parse_port(const char *p, size_t len, uint16_t *out)
+{
+    unsigned v = 0;
+
+    if (len == 0 || len > 5)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return false;
+        v = v * 10 + (unsigned)(p[i] - '0');
+    }
+    if (v == 0 || v > 65535)
+        return false;
+    *out = (uint16_t)v;
+    return true;
+}
+
+enum bsc_err h1_url_split(const char *url, struct h1_url *out)
+{
+    const char *a, *end, *colon = NULL;
+
+    if (!h1_url_is_http(url))
+        return BSC_EINVAL;
+    a = url + 7;
+    end = a + strcspn(a, "/?#");
+    if (end == a || strchr(url, ' ') || memchr(a, '@', (size_t)(end - a)))
+        return BSC_EINVAL;
+    out->authority = bsc_str_make(a, (size_t)(end - a));
+    out->port = 80;
+    if (*a == '[') {
+        const char *rb = memchr(a, ']', (size_t)(end - a));
+        if (!rb || rb == a + 1)
+            return BSC_EINVAL;
+        out->host = bsc_str_make(a + 1, (size_t)(rb - a - 1));
+        if (rb + 1 < end && rb[1] != ':')
+            return BSC_EINVAL;
+        colon = rb + 1 < end ? rb + 1 : NULL;
+    } else {
+        colon = memchr(a, ':', (size_t)(end - a));
+        out->host = bsc_str_make(a, (size_t)((colon ? colon : end) - a));
+        if (!out->host.len)
+            return BSC_EINVAL;
+    }
+    if (colon && !parse_port(colon + 1, (size_t)(end - colon - 1), &out->port))
+        return BSC_EINVAL;
+    if (*end == '#')
+        return BSC_EINVAL;
+    out->target = *end ? bsc_str_make(end, strcspn(end, "#")) : BSC_STR("/");
+    return BSC_OK;
+}
+
+/* Whether the caller's lines name <name> (given or dropped). */
+static bool has_header(const char *const *headers, size_t n, const char *name)
+{
+    size_t len = strlen(name);
+
+    for (size_t i = 0; i < n; i++) {
+        if (strncasecmp(headers[i], name, len) == 0 && headers[i][len] == ':')
+            return true;
+    }
+    return false;
+}
+
+static enum bsc_err caller_lines(struct bsc_buf *out, const char *const *headers, size_t n)
+{
+    enum bsc_err err = BSC_OK;
+
+    for (size_t i = 0; i < n && !err; i++) {
+        const char *h = headers[i], *colon = strchr(h, ':');
+
+        if (!colon || colon == h || strpbrk(h, "\r\n"))
+            return BSC_EINVAL;
+        if (colon[1 + strspn(colon + 1, " \t")] == '\0')
+            continue; /* "Name:" drops a default header, as with libcurl */
+        err = bsc_buf_append_cstr(out, h);
+        if (!err)
+            err = bsc_buf_append(out, "\r\n", 2);
+    }
+    return err;
+}
+
+enum bsc_err h1_request_head(struct bsc_buf *out, const char *method, const struct h1_url *u,
+                             const char *const *headers, size_t n_headers, size_t body_len)
+{
+    enum bsc_err err = bsc_buf_appendf(out, "%s %.*s HTTP/1.1\r\n", method,
+                                       (int)u->target.len, u->target.p);
+
+    if (!err)
+        err = caller_lines(out, headers, n_headers);
+    if (!err && !has_header(headers, n_headers, "Host"))
+        err = bsc_buf_appendf(out, "Host: %.*s\r\n", (int)u->authority.len, u->authority.p);
+    if (!err && !has_header(headers, n_headers, "Accept"))
+        err = bsc_buf_append_cstr(out, "Accept: */*\r\n");
+    if (!err && !has_header(headers, n_headers, "Accept-Encoding"))
+        err = bsc_buf_append_cstr(out, "Accept-Encoding: identity\r\n");
+    if (!err && strcmp(method, "GET") != 0 && !has_header(headers, n_headers, "Content-Length"))
+        err = bsc_buf_appendf(out, "Content-Length: %zu\r\n", body_len);
+    if (!err)
+        err = bsc_buf_append(out, "\r\n", 2);
+    return err;
+}
+
+/* ---- the response reader -------------------------------------------------------------- */
+
+static struct h1_resp *of(http_parser *p)
+{
+    return (struct h1_resp *)p; /* the parser is the first member */
+}
+
+static int head_put(struct h1_resp *r, const char *p, size_t len)
+{
+    if (bsc_buf_append(r->head, p, len) != BSC_OK) {
+        r->too_large = true;
+        return -1;
+    }
+    return 0;
+}
+
+/* The status line is written once its code is known, before any header piece. */
+static int line_open(struct h1_resp *r)
+{
+    char line[32];
+    int n;
+
+    if (r->line_open)
+        return 0;
+    r->line_open = true;
+    n = snprintf(line, sizeof(line), "HTTP/%u.%u %u ", r->p.http_major, r->p.http_minor,
+                 r->p.status_code);
+    return head_put(r, line, (size_t)n);
+}
+
+static int on_begin(http_parser *p)
+{
+    struct h1_resp *r = of(p);
+
+    bsc_buf_reset(r->head);
+    r->line_open = false;
+    r->last = H1__NONE;
+    return 0;
+}
+
+static int on_status(http_parser *p, const char *at, size_t len)
+{
+    struct h1_resp *r = of(p);
+
+    r->last = H1__STATUS;
+    return line_open(r) || head_put(r, at, len);
+}
+
+/* Header pieces may come split across reads: a piece continues the line it belongs to. */
+static int on_field(http_parser *p, const char *at, size_t len)
+{
+    struct h1_resp *r = of(p);
+
+    if (line_open(r) || (r->last != H1__FIELD && head_put(r, "\r\n", 2)))
+        return -1;
+    r->last = H1__FIELD;
+    return head_put(r, at, len);
+}
+
+static int on_value(http_parser *p, const char *at, size_t len)
+{
+    struct h1_resp *r = of(p);
+
+    if (r->last != H1__VALUE && head_put(r, ": ", 2))
+        return -1;
+    r->last = H1__VALUE;
+    return head_put(r, at, len);
+}
+
+static int on_head_end(http_parser *p)
+{
+    struct h1_resp *r = of(p);
+
+    if (line_open(r) || (r->last == H1__FIELD && head_put(r, ":", 1)) ||
+        head_put(r, "\r\n\r\n", 4))
+        return -1;
+    if (p->status_code < 200)
+        return 0; /* an interim head: the final one follows */
+    r->status = p->status_code;
+    r->head_done = true;
+    if (r->on_head(r->ud, r->status) == H1_STOP) {
+        r->stop = true;
+        return -1;
+    }
+    return 0;
+}
+
+static int on_body_piece(http_parser *p, const char *at, size_t len)
+{
+    struct h1_resp *r = of(p);
+    enum h1_take take;
+
+    if (r->hold)
+        return bsc_buf_append(&r->held, at, len) == BSC_OK ? 0 : -1;
+    take = r->on_body(r->ud, at, len);
+    if (take == H1_STOP) {
+        r->stop = true;
+        return -1;
+    }
+    r->hold = take == H1_HOLD;
+    return 0;
+}
+
+/* The end of a message: an interim one is forgotten; the final one stops the parser so
+ * that bytes after it are left to the caller (they are not part of this response). */
+static int on_end(http_parser *p)
+{
+    struct h1_resp *r = of(p);
+
+    if (!r->head_done)
+        return 0;
+    r->done = true;
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+static const http_parser_settings settings = {
+    .on_message_begin = on_begin,
+    .on_status = on_status,
+    .on_header_field = on_field,
+    .on_header_value = on_value,
+    .on_headers_complete = on_head_end,
+    .on_body = on_body_piece,
+    .on_message_complete = on_end,
+};
+
+void h1_resp_setup(struct h1_resp *r, enum h1_take (*on_head)(void *ud, int status),
+                   enum h1_take (*on_body)(void *ud, const char *p, size_t len))
+{
+    memset(r, 0, sizeof(*r));
+    r->on_head = on_head;
+    r->on_body = on_body;
+    bsc_buf_init(&r->held, H1_HELD_MAX);
+}
+
+void h1_resp_start(struct h1_resp *r, struct bsc_buf *head, void *ud)
+{
+    http_parser_init(&r->p, HTTP_RESPONSE);
+    r->head = head;
+    r->ud = ud;
+    r->taken = 0;
+    r->status = 0;
+    r->hold = r->head_done = r->done = r->stop = r->too_large = r->line_open = false;
+    r->last = H1__NONE;
+    bsc_buf_reset(&r->held);
+    bsc_buf_reset(head);
+}
+
+void h1_resp_cleanup(struct h1_resp *r)
+{
+    bsc_buf_cleanup(&r->held);
+}
+
+static enum h1_state state_of(struct h1_resp *r)
+{
+    if (r->stop)
+        return H1_STOPPED;
+    if (r->too_large || HTTP_PARSER_ERRNO(&r->p) == HPE_HEADER_OVERFLOW)
+        return H1_TOO_LARGE;
+    if (r->done)
+        return H1_DONE;
+    if (HTTP_PARSER_ERRNO(&r->p) != HPE_OK)
+        return H1_BAD;
+    return H1_MORE;
+}
+
+enum h1_state h1_resp_feed(struct h1_resp *r, const char *p, size_t len, size_t *used)
+{
+    size_t n = 0;
+
+    if (!r->done && !r->stop && len)
+        n = http_parser_execute(&r->p, &settings, p, len);
+    r->taken += n;
+    if (used)
+        *used = n;
+    return state_of(r);
+}
+
+enum h1_state h1_resp_eof(struct h1_resp *r)
+{
+    if (r->done || r->stop || HTTP_PARSER_ERRNO(&r->p) != HPE_OK)
+        return state_of(r);
+    if (r->taken == 0)
+        return H1_MORE; /* nothing came: not a response at all */
+    http_parser_execute(&r->p, &settings, NULL, 0);
+    return r->done ? H1_DONE : H1_MORE; /* cut short: the caller reports a reset */
+}
+
+enum h1_take h1_resp_drain(struct h1_resp *r)
+{
+    enum h1_take take = H1_GO;
+
+    r->hold = false;
+    if (r->held.len)
+        take = r->on_body(r->ud, r->held.p, r->held.len);
+    bsc_buf_reset(&r->held);
+    if (take == H1_STOP)
+        r->stop = true;
+    r->hold = take == H1_HOLD;
+    return take;
+}
+
+bool h1_resp_keep_alive(const struct h1_resp *r)
+{
+    return r->done && http_should_keep_alive(&r->p);
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/* h1_wire.h -- the pure parts of the builtin HTTP/1.1 client: splitting an http:// URL,
+ * writing a request head, and reading a response with the http-parser library (1xx heads
+ * skipped, Content-Length, chunked and close-delimited bodies, a bounded head). Body bytes
+ * parsed while the consumer holds them back are kept and handed over by h1_resp_drain.
+ * No I/O here: h1.c feeds it what a socket read. See docs/internals/upstream.md. */
+#ifndef BSC_UPSTREAM_H1_WIRE_H
+#define BSC_UPSTREAM_H1_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <http_parser.h>
+
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/str.h"
+
+/* The parts of an http:// URL a request needs; borrowed from the URL text. */
+struct h1_url {
+    struct bsc_str host;      /* without brackets for IPv6 literals */
+    struct bsc_str authority; /* host[:port] as written: the Host header */
+    uint16_t port;            /* 80 when absent */
+    struct bsc_str target;    /* path and query; "/" when absent */
+};
+
+/* Whether <url> is http:// (any case), the builtin client's scheme. */
+bool h1_url_is_http(const char *url);
+/* Splits <url>. BSC_EINVAL when it is not a well-formed http:// URL. */
+enum bsc_err h1_url_split(const char *url, struct h1_url *out);
+
+/* Writes the request head for <method> to <u> into <out>: the caller's "Name: value"
+ * lines, then Host, Accept, Accept-Encoding and Content-Length (POST) unless the caller
+ * gave them. A caller line "Name:" (no value) drops that default, as with libcurl.
+ * BSC_EINVAL for a line with CR/LF or without a colon; BSC_ENOMEM. */
+enum bsc_err h1_request_head(struct bsc_buf *out, const char *method, const struct h1_url *u,
+                             const char *const *headers, size_t n_headers, size_t body_len);
+
+/* What the consumer says to a piece of body. */
+enum h1_take { H1_GO, H1_HOLD, H1_STOP };
+
+/* Where a response is after a feed. */
+enum h1_state {
+    H1_MORE,      /* all bytes taken, the message goes on */
+    H1_DONE,      /* the message is complete (it may still be held) */
+    H1_STOPPED,   /* a hook said stop */
+    H1_BAD,       /* malformed HTTP */
+    H1_TOO_LARGE, /* the head passed its bound */
+};
+
+struct h1_resp {
+    http_parser p;
+    struct bsc_buf *head; /* borrowed: the final head's raw lines go here */
+    struct bsc_buf held;  /* owned: body bytes parsed while held */
+    /* The final head is in <head>: H1_STOP ends the response. */
+    enum h1_take (*on_head)(void *ud, int status);
+    enum h1_take (*on_body)(void *ud, const char *p, size_t len);
+    void *ud;
+    size_t taken;   /* bytes of the response fed so far */
+    int status;     /* the final status, once its head is complete */
+    bool hold;      /* body bytes are kept, not handed over */
+    bool head_done; /* the final head is complete */
+    bool done;      /* the message is complete */
+    bool stop;
+    bool too_large;
+    unsigned char last; /* the last head piece: H1__NONE, _STATUS, _FIELD, _VALUE */
+    bool line_open; /* the status line was started */
+};
+
+/* Sets <r> up with its hooks, once. */
+void h1_resp_setup(struct h1_resp *r, enum h1_take (*on_head)(void *ud, int status),
+                   enum h1_take (*on_body)(void *ud, const char *p, size_t len));
+/* Starts reading a response into <head> (reset, its bound kept); hooks get <ud>. */
+void h1_resp_start(struct h1_resp *r, struct bsc_buf *head, void *ud);
+void h1_resp_cleanup(struct h1_resp *r);
+/* Feeds <len> bytes; *<used> (may be NULL) says how many belong to this response. */
+enum h1_state h1_resp_feed(struct h1_resp *r, const char *p, size_t len, size_t *used);
+/* The connection ended: H1_DONE when that completes a close-delimited body. */
+enum h1_state h1_resp_eof(struct h1_resp *r);
+/* Stops holding and hands the held bytes over in one on_body call. Returns H1_STOP when
+ * the consumer said so, H1_HOLD when it holds again, else H1_GO. */
+enum h1_take h1_resp_drain(struct h1_resp *r);
+/* Whether the connection may carry another request after this complete response. */
+bool h1_resp_keep_alive(const struct h1_resp *r);
+
+#endif

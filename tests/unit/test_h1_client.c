@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/* test_h1_client.c -- the builtin HTTP/1.1 client (upstream/h1.c, h1_pool.c) through the
+ * up_* API against a libuv server on the same loop: no callback from inside up_start, the
+ * whole-transfer timeout and the connect timeout (a listener whose accept queue is full),
+ * refused connects, pause and resume (nothing delivered while paused; on_done never from
+ * inside up_resume), cancel from inside on_head closing the connection, and freeing the
+ * multi with transfers and idle connections left. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "upstream/internal.h"
+
+#define BIG_BODY (256 * 1024)
+
+enum mode { SILENT, BIG };
+
+static uv_loop_t loop;
+static struct up_multi *m;
+static uv_tcp_t server;
+static int port;
+static enum mode mode;
+static int server_eofs; /* connections the client closed */
+static char *big_response;
+static size_t big_len;
+
+struct sconn {
+    uv_tcp_t tcp;
+    uv_write_t w;
+    bool answered;
+};
+
+struct rec {
+    struct up_transfer *t;
+    int heads, done, status;
+    enum up_result res;
+    size_t body;
+    bool pause_first, paused_now, in_resume, cancel_in_head, sent;
+    int data_calls;
+};
+
+static void sconn_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void s_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+    static char buf[65536];
+
+    (void)h;
+    (void)hint;
+    *b = uv_buf_init(buf, sizeof(buf));
+}
+
+static void s_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+    struct sconn *c = s->data;
+    uv_buf_t out;
+
+    (void)b;
+    if (n < 0) {
+        server_eofs++;
+        uv_close((uv_handle_t *)&c->tcp, sconn_closed);
+        return;
+    }
+    if (n == 0 || mode == SILENT || c->answered)
+        return;
+    c->answered = true;
+    out = uv_buf_init(big_response, (unsigned)big_len);
+    uv_write(&c->w, s, &out, 1, NULL);
+}
+
+static void on_conn(uv_stream_t *srv, int status)
+{
+    struct sconn *c = calloc(1, sizeof(*c));
+
+    assert_int_equal(status, 0);
+    uv_tcp_init(&loop, &c->tcp);
+    c->tcp.data = c;
+    assert_int_equal(uv_accept(srv, (uv_stream_t *)&c->tcp), 0);
+    uv_read_start((uv_stream_t *)&c->tcp, s_alloc, s_read);
+}
+
+static int setup(void **state)
+{
+    struct up_limits lim = {.builtin_http = true, .max_cached_connections = 8};
+    struct sockaddr_in a;
+    int len = sizeof(a);
+
+    (void)state;
+    uv_loop_init(&loop);
+    uv_tcp_init(&loop, &server);
+    uv_ip4_addr("127.0.0.1", 0, &a);
+    uv_tcp_bind(&server, (const struct sockaddr *)&a, 0);
+    uv_listen((uv_stream_t *)&server, 16, on_conn);
+    uv_tcp_getsockname(&server, (struct sockaddr *)&a, &len);
+    port = ntohs(a.sin_port);
+    server_eofs = 0;
+    big_len = (size_t)snprintf(NULL, 0, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", BIG_BODY);
+    big_response = malloc(big_len + BIG_BODY);
+    snprintf(big_response, big_len + 1, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", BIG_BODY);
+    memset(big_response + big_len, 'x', BIG_BODY);
+    big_len += BIG_BODY;
+    return up_multi_new(&loop, &lim, &m) == BSC_OK ? 0 : -1;
+}
+
+static void walk_close(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, h->data == NULL || h == (uv_handle_t *)&server ? NULL : sconn_closed);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    up_multi_free(m);
+    uv_walk(&loop, walk_close, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    free(big_response);
+    return uv_loop_close(&loop) == 0 ? 0 : -1;
+}
+
+static void on_head(void *ud, struct up_transfer *t, int status)
+{
+    struct rec *r = ud;
+
+    r->heads++;
+    r->status = status;
+    if (r->cancel_in_head)
+        up_cancel(t);
+}
+
+static bool on_data(void *ud, struct up_transfer *t, const char *p, size_t len)
+{
+    struct rec *r = ud;
+
+    (void)t;
+    (void)p;
+    assert_false(r->paused_now); /* nothing is delivered while paused */
+    r->data_calls++;
+    r->body += len;
+    if (r->pause_first && r->data_calls == 1) {
+        r->paused_now = true;
+        return true;
+    }
+    return false;
+}
+
+static void on_done(void *ud, struct up_transfer *t, enum up_result res, const char *detail)
+{
+    struct rec *r = ud;
+
+    (void)detail;
+    assert_false(r->in_resume);
+    r->sent = up_request_sent(t);
+    r->done++;
+    r->res = res;
+}
+
+static const struct up_callbacks cbs = {on_head, on_data, on_done};
+
+static void start(struct rec *r, int to_port, uint32_t connect_ms, uint32_t total_ms)
+{
+    char url[64];
+    const char *hs[] = {"Content-Type: application/json"};
+    struct up_request req = {
+        .url = url, .method = "POST", .headers = hs, .n_headers = 1, .body = "{}",
+        .body_len = 2, .connect_timeout_ms = connect_ms, .timeout_ms = total_ms,
+    };
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/x", to_port);
+    assert_int_equal(up_start(m, &req, &cbs, r, &r->t), BSC_OK);
+    assert_int_equal(r->done, 0); /* never from inside up_start */
+}
+
+static void run_until_done(struct rec *r)
+{
+    for (int i = 0; i < 100000 && !r->done; i++)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(r->done, 1);
+}
+
+static void test_total_timeout(void **state)
+{
+    struct rec r = {0};
+
+    (void)state;
+    mode = SILENT;
+    start(&r, port, 0, 50);
+    run_until_done(&r);
+    assert_int_equal(r.res, UP_TIMEOUT);
+    assert_int_equal(r.heads, 0);
+}
+
+static void test_refused(void **state)
+{
+    struct rec r = {0};
+    static uv_tcp_t probe;
+    struct sockaddr_in a;
+    int len = sizeof(a);
+
+    (void)state;
+    /* A port nobody listens on: bound, never listened. */
+    uv_tcp_init(&loop, &probe);
+    uv_ip4_addr("127.0.0.1", 0, &a);
+    uv_tcp_bind(&probe, (const struct sockaddr *)&a, 0);
+    uv_tcp_getsockname(&probe, (struct sockaddr *)&a, &len);
+    start(&r, ntohs(a.sin_port), 0, 0);
+    run_until_done(&r);
+    assert_int_equal(r.res, UP_CONNECT);
+    assert_false(r.sent);
+    uv_close((uv_handle_t *)&probe, NULL);
+}
+
+/* A listener with a full accept queue drops new SYNs: the connect never completes. */
+static void test_connect_timeout(void **state)
+{
+    struct rec r = {0};
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t len = sizeof(a);
+    int lfd = socket(AF_INET, SOCK_STREAM, 0), filler = socket(AF_INET, SOCK_STREAM, 0);
+
+    (void)state;
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(lfd, 0), 0);
+    getsockname(lfd, (struct sockaddr *)&a, &len);
+    assert_int_equal(connect(filler, (struct sockaddr *)&a, sizeof(a)), 0); /* queued */
+    start(&r, ntohs(a.sin_port), 50, 0);
+    run_until_done(&r);
+    assert_int_equal(r.res, UP_TIMEOUT);
+    close(filler);
+    close(lfd);
+}
+
+static void test_pause_resume(void **state)
+{
+    struct rec r = {.pause_first = true};
+
+    (void)state;
+    mode = BIG;
+    start(&r, port, 0, 0);
+    for (int i = 0; i < 100000 && !r.data_calls; i++)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_true(r.paused_now);
+    /* Let the rest of the body reach the client's socket: nothing may be delivered. */
+    for (int i = 0; i < 20; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    assert_int_equal(r.data_calls, 1);
+    r.paused_now = false;
+    r.in_resume = true;
+    up_resume(r.t);
+    r.in_resume = false;
+    run_until_done(&r);
+    assert_int_equal(r.res, UP_OK);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body, BIG_BODY);
+}
+
+static void test_cancel_in_head_closes(void **state)
+{
+    struct rec r = {.cancel_in_head = true};
+
+    (void)state;
+    mode = BIG;
+    start(&r, port, 0, 0);
+    for (int i = 0; i < 100000 && !r.heads; i++)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(r.heads, 1);
+    for (int i = 0; i < 100000 && !server_eofs; i++)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(server_eofs, 1); /* the upstream saw the cancellation */
+    assert_int_equal(r.done, 0);
+    assert_int_equal(r.data_calls, 0);
+    assert_int_equal(up_multi_active(m), 0);
+}
+
+static void test_free_with_work_left(void **state)
+{
+    struct rec done = {0}, silent = {0};
+
+    (void)state;
+    mode = BIG;
+    start(&done, port, 0, 0);
+    run_until_done(&done); /* leaves an idle connection */
+    mode = SILENT;
+    start(&silent, port, 0, 0);
+    assert_int_equal(up_multi_active(m), 1);
+    /* teardown frees the multi with this transfer running and a connection idle */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_total_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_connect_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pause_resume, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_in_head_closes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_free_with_work_left, setup, teardown),
+    };
+
+    return cmocka_run_group_tests_name("h1_client", tests, NULL, NULL);
+}
