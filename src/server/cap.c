@@ -13,7 +13,7 @@
  * loop internals (epoll, eventfd, timerfd per worker), the store, log files, probes. A
  * fixed floor plus a share, so a large limit keeps a large margin. */
 #define CAP_RESERVE_MIN    64
-#define CAP_RESERVE_SHARE  16    /* 1/16 of the limit */
+#define CAP_RESERVE_SHARE  64    /* 1/64 of the limit */
 #define EVICT_LOG_EVERY_MS 10000 /* closing idle connections for room is logged this often */
 
 uint32_t srv_conn_cap_for(uint32_t configured, uint64_t nofile)

