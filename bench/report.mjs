@@ -115,7 +115,8 @@ function streamsSection(r) {
     row('RSS per held stream', (st) => `${fmt(st.rss_per_stream_kib, 1)} KiB`),
     row('gateway CPU while holding them', (st) => (st.cpu_hold_pct === undefined ? '-' : `${fmt(st.cpu_hold_pct, 1)} % of a core`)),
     row('gateway CPU per token event relayed', (st) => (st.cpu_us_per_event == null ? '-' : `${fmt(st.cpu_us_per_event, 1)} us (${st.hold_events} events)`)),
-    row('fds idle / all open / after close', (st) => `${st.fds_idle} / ${st.fds_all_open} / ${st.fds_after_close}`),
+    row('fds idle / all open / after close', (st) => `${st.fds_idle} / ${st.fds_all_open} / ${st.fds_after_close}` +
+      (st.upstream_idle_after_close ? ` (${st.upstream_idle_after_close} pooled upstream)` : '')),
     row('TTFT of the held streams p50 / p99', (st) => `${fmt(st.ttft_held_ms.p50)} / ${fmt(st.ttft_held_ms.p99)} ms`),
     row('probe TTFT direct p50 / p99', (st) => `${fmt(st.ttft_probe_direct_ms.p50, 3)} / ${fmt(st.ttft_probe_direct_ms.p99, 3)} ms`),
     row('probe TTFT via gateway p50 / p99', (st) => `${fmt(st.ttft_probe_gateway_ms.p50, 3)} / ${fmt(st.ttft_probe_gateway_ms.p99, 3)} ms`),

@@ -200,6 +200,21 @@ function fds() {
   return opts.pids.reduce((a, pid) => a + Math.max(0, fdCount(pid)), 0);
 }
 
+/**
+ * The upstream connections the gateway keeps alive idle in its pools (bascule's /metrics
+ * `bascule_upstream_idle_connections`), which are fds it holds on purpose, not leaks; 0 for a
+ * gateway without that metric (nginx).
+ */
+async function upstreamIdle() {
+  try {
+    const res = await fetch(new URL('/metrics', opts.gateway), { signal: AbortSignal.timeout(2000) });
+    const m = /^bascule_upstream_idle_connections (\d+)/m.exec(await res.text());
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
 function rssKiB() {
   return opts.pids.reduce((a, pid) => a + statusKiB(pid, 'VmRSS'), 0);
 }
@@ -345,6 +360,7 @@ async function main() {
       if (out.fds_idle !== null && fdsAfter <= out.fds_idle + 16) break;
       await sleep(100);
     }
+    out.upstream_idle_after_close = await upstreamIdle();
   }
   out.fds_after_close = fdsAfter;
   clearInterval(sampler);

@@ -7,6 +7,7 @@
 #include "metrics/metrics.h"
 #include "router/gateway.h"
 #include "store/store.h"
+#include "upstream/upstream.h"
 
 /* Breaker states are read from the routing state at scrape time: a shared circuit moves
  * for every target that uses it, and an untouched one still shows as closed (0). */
@@ -39,6 +40,8 @@ void api__metrics(struct worker *w, struct srv_req *req)
 
     metrics_gauge_set(w->gw->metrics, w->idx, METRIC_CONNECTIONS, NULL, NULL, (double)conns);
     breaker_gauges(w);
+    metrics_gauge_set(w->gw->metrics, metrics_shared_shard(w->gw->metrics),
+                      METRIC_UPSTREAM_IDLE_CONNECTIONS, NULL, NULL, (double)up_idle_connections());
     metrics_gauge_set(w->gw->metrics, metrics_shared_shard(w->gw->metrics), METRIC_STORE_UP,
                       NULL, NULL, store_is_up(w->gw->store, NULL) ? 1 : 0);
     bsc_buf_init(&b, 32u << 20);

@@ -119,6 +119,8 @@ enum metric_buckets {
     X(WORKFLOW_OUTCOMES, COUNTER, NONE, "bascule_workflow_outcomes_total",                     \
       METRICS_L3("workflow", "layer", "result"),                                               \
       "Outcomes by the workflow that produced the answer (primary, retry, fallback, ...).")    \
+    X(UPSTREAM_IDLE_CONNECTIONS, GAUGE, NONE, "bascule_upstream_idle_connections", METRICS_L0(), \
+      "Kept-alive upstream connections waiting idle in the builtin HTTP/1.1 client's pools.") \
     X(STORE_UP, GAUGE, NONE, "bascule_store_up", METRICS_L0(),                                 \
       "1 when the state store can be reached (always for memory and sqlite), 0 when not.")  \
     X(TARGET_EFFECTIVE_CONCURRENCY, GAUGE, NONE, "bascule_target_effective_concurrency",       \

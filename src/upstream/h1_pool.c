@@ -5,6 +5,7 @@
  * max_host_connections / max_total_connections, else waits in its host's queue. Idle
  * connections keep reading (a byte or EOF closes them) and are closed after H1_IDLE_MS
  * or past max_cached_connections. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,14 @@ void h1_unqueue(struct up_transfer *t)
     }
 }
 
+/* Idle connections of every pool of the process, for /metrics (up_idle_connections). */
+static atomic_size_t h1_idle_total;
+
+size_t up_idle_connections(void)
+{
+    return atomic_load_explicit(&h1_idle_total, memory_order_relaxed);
+}
+
 static void idle_remove(struct h1_conn *c)
 {
     struct h1_host *h = c->host;
@@ -66,6 +75,7 @@ static void idle_remove(struct h1_conn *c)
     c->prev = c->next = NULL;
     c->idle = false;
     h->pool->n_idle--;
+    atomic_fetch_sub_explicit(&h1_idle_total, 1, memory_order_relaxed);
 }
 
 /* ---- finishing later ------------------------------------------------------------------ */
@@ -172,6 +182,7 @@ void h1_conn_idle(struct h1_conn *c)
         h->idle->prev = c;
     h->idle = c;
     p->n_idle++;
+    atomic_fetch_add_explicit(&h1_idle_total, 1, memory_order_relaxed);
     h1_read_start(c);
     if (p->lim.max_cached_connections && p->n_idle > p->lim.max_cached_connections)
         h1_conn_close(oldest_idle(p));

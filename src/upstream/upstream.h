@@ -81,6 +81,9 @@ enum bsc_err up_multi_new(uv_loop_t *loop, const struct up_limits *limits,
 void up_multi_free(struct up_multi *m);
 /* Transfers running now. */
 size_t up_multi_active(const struct up_multi *m);
+/* Kept-alive upstream connections of the builtin client waiting idle in the process's pools
+ * (libcurl's own cache is not counted). Thread-safe. */
+size_t up_idle_connections(void);
 
 /* Starts a transfer. On BSC_OK *<out> is set and exactly one of on_done or the caller's
  * up_cancel ends it; on error no callback is ever called. */

@@ -134,6 +134,10 @@ for (const client of ['builtin', 'curl']) {
     }
     assert.equal(up.requests, 5);
     assert.equal(up.conns, 1);
+    // The kept-alive connection waits in the builtin client's pool, and /metrics says so.
+    const text = await (await fetch(`${gw.url}/metrics`)).text();
+    const idle = Number(/^bascule_upstream_idle_connections (\d+)/m.exec(text)?.[1]);
+    assert.equal(idle, client === 'builtin' ? 1 : 0, text.split('\n').find((l) => l.includes('idle_conn')));
   });
 
   test(`${client}: Content-Length, chunked and close-delimited bodies arrive whole`, async () => {
