@@ -21,13 +21,12 @@ static void no_op_ledger(enum bsc_err err, const struct ledger_entry *e,
 
 /* ---- the zombie rule: store callbacks may outlive the request's life ---- */
 
-static void op_begin(struct request *r)
+void guard_op_begin(struct request *r)
 {
     r->g.store_ops++;
 }
 
-/* Returns false when the request is gone (its client left): the caller must return. */
-static bool op_end(struct request *r)
+bool guard_op_end(struct request *r)
 {
     r->g.store_ops--;
     if (!r->g.zombie)
@@ -52,7 +51,7 @@ static void no_op_done(enum bsc_err err, void *ud)
     if (err && err != BSC_ENOTFOUND)
         LOG_WARN("%s: idempotency record not updated: %s", r ? r->id : "-", bsc_err_str(err));
     if (r)
-        op_end(r);
+        guard_op_end(r);
 }
 
 /* ---- idempotency ---- */
@@ -192,7 +191,7 @@ static void on_idem_begin(enum bsc_err err, const struct store_idem_result *res,
 {
     struct request *r = ud;
 
-    if (!op_end(r))
+    if (!guard_op_end(r))
         return;
     r->g.waiting_store = false;
     if (r->m.state == REQ_ST_DONE || !r->sreq)
@@ -272,7 +271,7 @@ enum guard_start guard_idem_start(struct request *r)
         idem_unavailable(r, err);
         return GUARD_STOP;
     }
-    op_begin(r);
+    guard_op_begin(r);
     err = store_idem_begin(r->gw->store, &r->w->loop, bsc_str_cstr(r->g.idem_scope),
                            bsc_str_cstr(r->g.idem_key), &fp, 0, on_idem_begin, r);
     if (err) {
@@ -306,7 +305,7 @@ static void idem_settle(struct request *r)
     enum bsc_err err;
 
     r->g.idem_active = false;
-    op_begin(r);
+    guard_op_begin(r);
     err = ok ? store_idem_complete(r->gw->store, &r->w->loop, scope, key, r->g.idem_claim, &a,
                                    no_op_done, r)
              : BSC_EINVAL;
@@ -331,7 +330,7 @@ static void on_ledger_get(enum bsc_err err, const struct ledger_entry *e,
     struct request *r = ud;
 
     (void)outcome;
-    if (!op_end(r))
+    if (!guard_op_end(r))
         return;
     r->g.waiting_store = false;
     r->g.ledger_checked = r->n_attempts;
@@ -350,7 +349,7 @@ enum guard_start guard_ledger_check(struct request *r)
     if (r->env.side_effects != CFG_SE_WRITE_POSSIBLE || !r->g.op_id[0] || !r->gw->store ||
         r->g.ledger_checked == r->n_attempts)
         return GUARD_PROCEED;
-    op_begin(r);
+    guard_op_begin(r);
     if (store_ledger_get(r->gw->store, &r->w->loop, ledger_key(r, r->g.op_id, key, sizeof(key)),
                          on_ledger_get, r) != BSC_OK) {
         r->g.store_ops--;
@@ -371,7 +370,7 @@ static void on_uncertain_started(enum bsc_err err, const struct ledger_entry *e,
 
     (void)e;
     (void)outcome;
-    if (!op_end(r))
+    if (!guard_op_end(r))
         return;
     if (err) {
         LOG_WARN("%s: reconciliation record for %s not written: %s", r->id, r->g.op_id,
@@ -380,7 +379,7 @@ static void on_uncertain_started(enum bsc_err err, const struct ledger_entry *e,
     }
     snprintf(u.tool_name, sizeof(u.tool_name), "bascule.model_call");
     snprintf(u.external_reference, sizeof(u.external_reference), "%s", r->id);
-    op_begin(r);
+    guard_op_begin(r);
     if (store_ledger_put(r->gw->store, &r->w->loop,
                          ledger_key(r, r->g.uncertain_id, key, sizeof(key)), &u,
                          no_op_ledger, r) != BSC_OK)
@@ -396,7 +395,7 @@ static void no_op_ledger(enum bsc_err err, const struct ledger_entry *e,
     (void)outcome;
     if (err)
         LOG_WARN("%s: ledger write failed: %s", r->id, bsc_err_str(err));
-    op_end(r);
+    guard_op_end(r);
 }
 
 void guard_record_uncertain(struct request *r, const char *what)
@@ -418,7 +417,7 @@ void guard_record_uncertain(struct request *r, const char *what)
     snprintf(r->g.uncertain_id, sizeof(r->g.uncertain_id), "%.100s:model:%s", r->g.op_id, hex);
     snprintf(u.tool_name, sizeof(u.tool_name), "bascule.model_call");
     snprintf(u.external_reference, sizeof(u.external_reference), "%s", r->id);
-    op_begin(r);
+    guard_op_begin(r);
     if (store_ledger_put(r->gw->store, &r->w->loop,
                          ledger_key(r, r->g.uncertain_id, key, sizeof(key)), &u,
                          on_uncertain_started, r) != BSC_OK)

@@ -65,5 +65,10 @@ void guard_record_uncertain(struct request *r, const char *what);
 /* False when a store callback is still due: the request becomes a zombie and the last
  * callback frees it. */
 bool guard_can_free(struct request *r);
+/* The zombie rule's two halves, for every store call a request makes: begin before the
+ * call; end first thing in its callback -- false when the client left meanwhile (the last
+ * callback freed the request): the callback must return at once. */
+void guard_op_begin(struct request *r);
+bool guard_op_end(struct request *r);
 
 #endif

@@ -20,6 +20,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "router/gateway.h"
+#include "router/guard.h"
 #include "router/internal.h"
 
 #define BOOK_BUCKETS 1024u
@@ -254,18 +255,6 @@ enum bsc_err spend_reset(struct spend_book *b, struct store *st, uv_loop_t *loop
 
 /* ---- the request's side ----------------------------------------------------------------- */
 
-/* One store callback came back for <r>: false when the client left meanwhile (a zombie,
- * guard.c's rule: the last callback frees it). */
-static bool op_back(struct request *r)
-{
-    r->g.store_ops--;
-    if (!r->g.zombie)
-        return true;
-    if (r->g.store_ops == 0)
-        req__release(r);
-    return false;
-}
-
 /* The store answered a read ADMIT waits for. The request may have ended meanwhile (its
  * client left): guard.c's zombie rule, the last store callback frees it. */
 static void on_read(enum bsc_err err, double usd, void *ud)
@@ -274,7 +263,7 @@ static void on_read(enum bsc_err err, double usd, void *ud)
     struct spend_book *b = r->gw->spend;
     struct spend_entry *e;
 
-    if (!op_back(r))
+    if (!guard_op_end(r))
         return;
     if (err)
         LOG_WARN("%s: the spend of client %s could not be read: %s (admitted)", r->id,
@@ -320,7 +309,7 @@ static int start_read(struct request *r, struct spend_entry *e)
                  bsc_err_str(err));
         return 0;
     }
-    r->g.store_ops++;
+    guard_op_begin(r);
     r->spend.reading = true;
     return 1;
 }
@@ -350,7 +339,7 @@ static void on_refresh(enum bsc_err err, double usd, void *ud)
     if (!err)
         entry_apply(e, &r->spend.mark, usd);
     uv_mutex_unlock(&b->mu);
-    if (!op_back(r))
+    if (!guard_op_end(r))
         return;
     if (err)
         LOG_WARN("%s: the spend of client %s could not be read again: %s (judged on this "
@@ -383,7 +372,7 @@ static int start_refresh(struct request *r, struct spend_entry *e)
     e->refresh_seq = m.seq;
     r->spend.entry = e;
     r->spend.mark = m;
-    r->g.store_ops++;
+    guard_op_begin(r);
     r->spend.reading = true;
     return 1;
 }
