@@ -178,8 +178,10 @@ async function startBascule(name, yaml, readyProbe, bin = C.bascule) {
   }
   const port = Number(yaml.match(/listen: "127\.0\.0\.1:(\d+)"/)[1]);
   const errlog = path.join(dir, 'stderr.log');
-  // The access log goes to stdout: discarded, so that writing it is not what we measure.
-  const rec = procs.start(name, bin, ['--config', conf], { stdout: 'ignore', stderr: errlog });
+  // The access log goes to stdout: discarded, so that writing it is not what we measure
+  // (BENCH_ACCESS_LOG=1 keeps it in access.log beside stderr.log, for looking into a run).
+  const stdout = process.env.BENCH_ACCESS_LOG === '1' ? path.join(dir, 'access.log') : 'ignore';
+  const rec = procs.start(name, bin, ['--config', conf], { stdout, stderr: errlog });
   const url = `http://127.0.0.1:${port}`;
   const why = await waitReady(rec, () => readyProbe(url), 10000);
   if (why) {
@@ -608,6 +610,12 @@ async function streams(results) {
     await procs.stop(sim.rec);
     return;
   }
+  const streamsYaml = async () => basculeYaml({
+    port: await freePort(), workers: C.workers, maxConnections: maxGatewayConnections(),
+    providers: [{ id: 'sim', baseUrl: simApi }],
+    targets: [{ id: 'hold@sim', provider: 'sim', model: 'sim-hold' }, { id: 'probe@sim', provider: 'sim', model: 'sim-probe' }],
+    routes: [{ id: 'bench-hold', target: 'hold@sim' }, { id: 'bench-probe', target: 'probe@sim' }],
+  });
   const gateways = [
     {
       key: 'nginx', label: `nginx proxy_pass (${C.workers} workers, proxy_buffering off)`, hold: 'sim-hold', probe: 'sim-probe',
@@ -617,15 +625,18 @@ async function streams(results) {
     },
     {
       key: 'bascule', label: `bascule (${C.workers} workers)`, hold: 'bench-hold', probe: 'bench-probe',
-      start: async () => startBascule('bascule-streams', basculeYaml({
-        port: await freePort(), workers: C.workers, maxConnections: maxGatewayConnections(),
-        providers: [{ id: 'sim', baseUrl: simApi }],
-        targets: [{ id: 'hold@sim', provider: 'sim', model: 'sim-hold' }, { id: 'probe@sim', provider: 'sim', model: 'sim-probe' }],
-        routes: [{ id: 'bench-hold', target: 'hold@sim' }, { id: 'bench-probe', target: 'probe@sim' }],
-      }),
+      start: async () => startBascule('bascule-streams', await streamsYaml(),
       (url) => streamOk(`${url}/v1`, 'bench-probe')),
     },
   ];
+  if (C.basculeB) {
+    // The same held streams and probes through a second build, for a same-run A/B.
+    const b = gateways[1];
+    gateways.push({
+      ...b, key: 'bascule-b', label: `bascule B (${C.workers} workers)`,
+      start: async () => startBascule('bascule-b-streams', await streamsYaml(), (url) => streamOk(`${url}/v1`, 'bench-probe'), C.basculeB),
+    });
+  }
   for (const g of gateways) {
     if (!C.targets.has(g.key)) continue;
     log(`streams: ${g.key}: starting`);

@@ -100,7 +100,7 @@ function pacedSection(r) {
 function streamsSection(r) {
   const s = r.settings;
   const out = [];
-  const gws = ['nginx', 'bascule'].filter((k) => r.streams?.[k]);
+  const gws = ['nginx', 'bascule', 'bascule-b'].filter((k) => r.streams?.[k]);
   if (!gws.length) return out;
   const g = gws.map((k) => r.streams[k]);
   const row = (name, f) => [name, ...g.map((st) => f(st))];

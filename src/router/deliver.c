@@ -60,12 +60,16 @@ static void on_drain(struct srv_req *sreq, void *ud)
         up_resume(r->x.xfer);
 }
 
-/* Writes r->d.out without recording it; true when the upstream should pause. */
-static bool write_out(struct request *r)
+/* Writes r->d.out without recording it, to the socket at once when <now> (else with the
+ * loop pass's other writes); true when the upstream should pause. */
+static bool write_out(struct request *r, bool now)
 {
     if (r->d.out.len == 0)
         return false;
-    srv_resp_body(r->sreq, r->d.out.p, r->d.out.len);
+    if (now)
+        srv_resp_stream(r->sreq, r->d.out.p, r->d.out.len);
+    else
+        srv_resp_body(r->sreq, r->d.out.p, r->d.out.len);
     r->d.bytes_out += r->d.out.len;
     bsc_buf_reset(&r->d.out);
     if (srv_req_pending(r->sreq) > r->cfg->limits.max_stream_buffer_bytes) {
@@ -80,7 +84,9 @@ bool deliver_flush(struct request *r)
     if (!r->sreq || r->d.out.len == 0)
         return false;
     guard_idem_record(r, r->d.out.p, r->d.out.len);
-    return write_out(r);
+    /* A stream's events leave as they arrive: waiting for the end of the loop pass would
+     * add its length (thousands of other streams' events) to each event's latency. */
+    return write_out(r, true);
 }
 
 /* Ends the response with what r->d.out holds, as <termination>. The idempotency record is
@@ -95,7 +101,7 @@ static void end_response(struct request *r, const char *termination, bool comple
     guard_idem_finish(r);
     if (!r->sreq)
         return;
-    write_out(r);
+    write_out(r, false); /* the end follows: one write for both */
     if (complete)
         srv_resp_end(r->sreq);
     else

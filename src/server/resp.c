@@ -235,7 +235,9 @@ enum bsc_err srv_resp_head(struct srv_req *req, int status, const struct srv_hea
     return resp_head(req, status, NULL, h, n, content_length);
 }
 
-enum bsc_err srv_resp_body(struct srv_req *req, const void *p, size_t len)
+/* Appends <len> bytes of body to the connection's output (framed as a chunk when chunked);
+ * the callers decide when it is written. */
+static enum bsc_err body_queue(struct srv_req *req, const void *p, size_t len)
 {
     struct srv_conn *c = req->conn;
     struct bsc_buf *b = &c->out;
@@ -263,10 +265,33 @@ enum bsc_err srv_resp_body(struct srv_req *req, const void *p, size_t len)
     }
     if (req->resp_left >= 0)
         req->resp_left -= (int64_t)len;
-    if (b->len >= SRV__FLUSH_NOW)
+    return BSC_OK;
+}
+
+enum bsc_err srv_resp_body(struct srv_req *req, const void *p, size_t len)
+{
+    struct srv_conn *c = req->conn;
+    enum bsc_err err = body_queue(req, p, len);
+
+    if (err || !c->out.len || c->state == SRV__CONN_ST_CLOSED)
+        return err;
+    if (c->out.len >= SRV__FLUSH_NOW)
         srv__conn_flush(c);
     else if (!c->writing)
         srv__conn_schedule(c, SRV__WORK_FLUSH); /* coalesce what the loop pass adds */
+    return BSC_OK;
+}
+
+enum bsc_err srv_resp_stream(struct srv_req *req, const void *p, size_t len)
+{
+    struct srv_conn *c = req->conn;
+    enum bsc_err err = body_queue(req, p, len);
+
+    if (err || !c->out.len || c->state == SRV__CONN_ST_CLOSED)
+        return err;
+    if (c->work == SRV__WORK_FLUSH)
+        srv__work_remove(c->srv, c); /* queued earlier in the pass: it leaves now too */
+    srv__conn_flush(c);
     return BSC_OK;
 }
 

@@ -159,6 +159,11 @@ enum bsc_err srv_resp_head(struct srv_req *req, int status, const struct srv_hea
 /* Queues <len> bytes of body (copied; framed as a chunk when chunked) and starts writing.
  * Never blocks and never calls back. Check srv_req_pending() for back-pressure. */
 enum bsc_err srv_resp_body(struct srv_req *req, const void *p, size_t len);
+/* srv_resp_body, written to the socket at once rather than at the end of the loop pass
+ * (where srv_resp_body leaves it, so that the writes of one pass coalesce): for a relay
+ * whose bytes must leave as they arrive, such as each read of a stream's events. Never
+ * blocks and never calls back. */
+enum bsc_err srv_resp_stream(struct srv_req *req, const void *p, size_t len);
 /* Finishes the response (the last chunk when chunked). <req> must not be used after.
  * The next pipelined request, if any, is dispatched once the bytes are written. */
 void srv_resp_end(struct srv_req *req);

@@ -62,6 +62,7 @@ struct fx {
     atomic_int n_wait_drain; /* times the /big handler waited for its drain callback */
     atomic_size_t max_pending;
     atomic_size_t conn_count;
+    atomic_size_t pending_after_body, pending_after_stream; /* the /now handler's view */
     /* loop thread only */
     struct srv_req *held;
     struct srv_req *deferred;
@@ -159,6 +160,17 @@ static void handle_misc(struct fx *fx, struct srv_req *req, struct bsc_str p)
 
             assert_int_equal(srv_resp_body(req, line, (size_t)n), BSC_OK);
         }
+        srv_resp_end(req);
+    } else if (bsc_str_eq(p, BSC_STR("/now"))) {
+        /* srv_resp_body waits for the end of the loop pass; srv_resp_stream writes at once,
+         * with whatever srv_resp_body queued before it. */
+        assert_int_equal(srv_resp_head(req, 200, NULL, 0, -1), BSC_OK);
+        assert_int_equal(srv_resp_body(req, "queued,", 7), BSC_OK);
+        atomic_store(&fx->pending_after_body, srv_req_pending(req));
+        assert_int_equal(srv_resp_stream(req, "now,", 4), BSC_OK);
+        atomic_store(&fx->pending_after_stream, srv_req_pending(req));
+        assert_int_equal(srv_resp_stream(req, "", 0), BSC_OK); /* nothing to write */
+        assert_int_equal(srv_resp_body(req, "last", 4), BSC_OK);
         srv_resp_end(req);
     } else if (bsc_str_eq(p, BSC_STR("/reset"))) {
         srv_resp_reset(req);
@@ -1275,6 +1287,22 @@ static void test_chunked_response(void **state)
     resp_free(&r);
 }
 
+static void test_stream_writes_at_once(void **state)
+{
+    struct fx *fx = *state;
+    struct resp r;
+
+    fx_start(fx);
+    roundtrip(fx, "GET /now HTTP/1.1\r\n\r\n", &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "queued,now,last");
+    /* The head and the first chunk were still queued after srv_resp_body; srv_resp_stream
+     * handed everything to the socket before returning. */
+    assert_true(atomic_load(&fx->pending_after_body) > 7);
+    assert_int_equal(atomic_load(&fx->pending_after_stream), 0);
+    resp_free(&r);
+}
+
 static void test_error_json_and_ids(void **state)
 {
     struct fx *fx = *state;
@@ -1560,6 +1588,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_abort_on_disconnect, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain_callback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunked_response, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stream_writes_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_error_json_and_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handler_mistakes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reset_and_abort, setup, teardown),
