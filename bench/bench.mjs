@@ -45,7 +45,7 @@ const C = {
   pacedConnections: envNum('BENCH_PACED_CONNECTIONS', 10),
   pacedRate: envNum('BENCH_PACED_RATE', 100), // requests/s per connection
   streams: envNum('BENCH_STREAMS', 5000),
-  streamProbes: envNum('BENCH_STREAM_PROBES', 200),
+  streamProbes: envNum('BENCH_STREAM_PROBES', 1000),
   streamTokenMs: envNum('BENCH_STREAM_TOKEN_MS', 200),
   streamOpenConcurrency: envNum('BENCH_STREAM_OPEN_CONCURRENCY', 500),
   streamRampSeconds: envNum('BENCH_STREAM_RAMP_S', 30),

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // streams.mjs -- the streaming load of bench/run: N concurrent SSE chat streams held open
 // through a gateway, plus paired probe streams (direct to the upstream vs through the
-// gateway, interleaved, while the N are held) to measure the time to first token the
-// gateway adds under that load.
+// gateway, interleaved, while the N are held; sent from a worker thread, probes.mjs) to
+// measure the time to first token the gateway adds under that load.
 //
 //   node bench/streams.mjs '{"gateway": "http://127.0.0.1:P/v1/chat/completions", ...}'
 //
@@ -13,7 +13,7 @@
 //   probeModelDirect       "model" for probes sent straight to the upstream
 //   streams                N held streams (default 5000)
 //   openConcurrency        at most this many held streams waiting for their first token
-//   probes                 probe pairs (default 200)
+//   probes                 probe pairs (default 1000)
 //   probeIntervalMs        a new pair every this many ms (default 20)
 //   holdMs                 keep the N open at least this long once all are open (default 2000)
 //   pids                   gateway PIDs whose VmRSS is sampled every 100 ms
@@ -26,12 +26,14 @@
 
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
 import { statusKiB, fdCount, cpuSeconds, sleep } from './proc.mjs';
+import { openStream } from './sse-stream.mjs';
 
 const opts = {
   streams: 5000,
   openConcurrency: 500,
-  probes: 200,
+  probes: 1000,
   probeIntervalMs: 20,
   holdMs: 2000,
   pids: [],
@@ -41,16 +43,6 @@ const opts = {
 
 for (const u of [opts.gateway, opts.direct]) {
   if (u && new URL(u).hostname !== '127.0.0.1') throw new Error(`streams.mjs: loopback only, got ${u}`);
-}
-
-const MESSAGES = [
-  { role: 'system', content: 'You are a concise assistant.' },
-  { role: 'user', content: 'Write a short paragraph about suspension bridges.' },
-];
-
-function body(model) {
-  // max_tokens above any stream length the benchmark asks of the sim.
-  return JSON.stringify({ model, messages: MESSAGES, stream: true, max_tokens: 4096 });
 }
 
 /** Nearest-rank percentile of an array of numbers (ms); null when empty. */
@@ -66,128 +58,11 @@ function summary(values) {
   return { n: values.length, p50: r(pct(values, 50)), p90: r(pct(values, 90)), p99: r(pct(values, 99)), max: r(pct(values, 100)) };
 }
 
-/**
- * One streaming request. `full` parses every event (probes: checks [DONE] and counts
- * content deltas); otherwise parsing stops at the first token and the rest of the stream
- * is only watched for an error event or an early end.
- * Returns { req, first: Promise<ttftMs>, done: Promise<result> }.
- */
-function openStream(url, model, agent, full) {
-  const u = new URL(url);
-  const st = { ttft: null, tokens: 0, sawDone: false, error: null, status: 0, ended: false, closedByUs: false };
-  let resolveFirst;
-  let resolveDone;
-  const first = new Promise((r) => (resolveFirst = r));
-  const done = new Promise((r) => (resolveDone = r));
-  const t0 = performance.now();
-  const payload = body(model);
-  let buf = '';
-  let parsing = true;
-
-  const fail = (msg) => {
-    if (!st.error) st.error = msg;
-    resolveFirst(null);
-  };
-
-  const onEvent = (ev) => {
-    let data = '';
-    for (const line of ev.split(/\r?\n/)) {
-      if (line.startsWith('data:')) data += (data ? '\n' : '') + line.slice(5).trimStart();
-    }
-    if (!data) return;
-    if (data === '[DONE]') {
-      st.sawDone = true;
-      return;
-    }
-    let obj;
-    try {
-      obj = JSON.parse(data);
-    } catch {
-      fail(`bad SSE data: ${data.slice(0, 80)}`);
-      return;
-    }
-    if (obj.error) {
-      fail(`error event: ${JSON.stringify(obj.error).slice(0, 160)}`);
-      return;
-    }
-    const c = obj.choices?.[0]?.delta?.content;
-    if (typeof c === 'string' && c.length > 0) {
-      st.tokens++;
-      if (st.ttft === null) {
-        st.ttft = performance.now() - t0;
-        resolveFirst(st.ttft);
-        if (!full) parsing = false;
-      }
-    }
-  };
-
-  const req = http.request(
-    {
-      host: u.hostname,
-      port: u.port,
-      path: u.pathname,
-      method: 'POST',
-      agent,
-      headers: {
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(payload),
-        authorization: 'Bearer sk-bench-not-a-real-key',
-        accept: 'text/event-stream',
-      },
-    },
-    (res) => {
-      st.status = res.statusCode;
-      if (res.statusCode !== 200) fail(`HTTP ${res.statusCode}`);
-      res.setEncoding('utf8');
-      res.on('data', (chunk) => {
-        if (!parsing) {
-          heldEvents += countEvents(chunk);
-          if (chunk.includes('data: {"error"')) fail('error event after first token');
-          if (chunk.includes('[DONE]')) st.sawDone = true;
-          return;
-        }
-        buf += chunk;
-        let i;
-        while ((i = buf.search(/\r?\n\r?\n/)) >= 0) {
-          const ev = buf.slice(0, i);
-          buf = buf.slice(buf[i] === '\r' ? i + 4 : i + 2);
-          onEvent(ev);
-          if (!parsing) {
-            buf = '';
-            break;
-          }
-        }
-      });
-      res.on('end', () => {
-        st.ended = true;
-        if (!st.closedByUs) st.endedBeforeClose = true;
-        if (st.ttft === null) fail('stream ended before the first token');
-        resolveDone(st);
-      });
-      res.on('error', (e) => {
-        if (!st.closedByUs) fail(`response error: ${e.message}`);
-        resolveDone(st);
-      });
-      res.on('close', () => resolveDone(st));
-    },
-  );
-  req.on('error', (e) => {
-    if (!st.closedByUs) fail(`request error: ${e.code ?? e.message}`);
-    resolveDone(st);
-  });
-  req.end(payload);
-  return { req, st, first, done, close: () => { st.closedByUs = true; req.destroy(); } };
-}
-
 /** Token events relayed to the held streams (after their first), for CPU per event. */
 let heldEvents = 0;
-
-/** `data:` lines in a chunk: one per event the gateway relayed (a chunk holds whole lines). */
-function countEvents(chunk) {
-  let n = 0;
-  for (let i = chunk.indexOf('data:'); i >= 0; i = chunk.indexOf('data:', i + 5)) n++;
-  return n;
-}
+const countHeld = (n) => {
+  heldEvents += n;
+};
 
 /** A timer that does not keep the process alive: for bounding a wait in Promise.race. */
 function idle(ms) {
@@ -253,7 +128,7 @@ async function main() {
   await new Promise((resolve) => {
     const launch = () => {
       while (inFlight < opts.openConcurrency && next < opts.streams && timeLeft()) {
-        const s = openStream(opts.gateway, opts.holdModel, holdAgent, false);
+        const s = openStream(opts.gateway, opts.holdModel, holdAgent, false, countHeld);
         held.push(s);
         next++;
         inFlight++;
@@ -295,42 +170,27 @@ async function main() {
   const holdT0 = performance.now();
   const holdEvents0 = heldEvents;
 
-  // ---- probe pairs while the N are held ----
-  const agents = {
-    direct: new http.Agent({ keepAlive: true, maxSockets: Infinity }),
-    gateway: new http.Agent({ keepAlive: true, maxSockets: Infinity }),
-  };
-  const probe = { direct: [], gateway: [] };
-  const probeDone = [];
-  const probeStreams = [];
-  const probeBad = { direct: 0, gateway: 0 };
+  // ---- probe pairs while the N are held (in a worker thread: probes.mjs says why) ----
   const holdUntil = performance.now() + opts.holdMs;
   clearTimeout(rampTimer);
-  // A loaded machine stretches the 20 ms pacing; the probes stop being sent after their
-  // planned window plus 10 s whatever count they reached.
-  const probeUntil = performance.now() + opts.probes * opts.probeIntervalMs + 10000;
-  for (let i = 0; i < opts.probes && performance.now() < probeUntil; i++) {
-    const order = i % 2 === 0 ? ['direct', 'gateway'] : ['gateway', 'direct'];
-    for (const which of order) {
-      const url = which === 'direct' ? opts.direct : opts.gateway;
-      const model = which === 'direct' ? opts.probeModelDirect : opts.probeModelGateway;
-      const s = openStream(url, model, agents[which], true);
-      probeStreams.push(s);
-      probeDone.push(
-        s.done.then((st) => {
-          if (st.ttft !== null && st.sawDone && !st.error) probe[which].push(st.ttft);
-          else {
-            probeBad[which]++;
-            noteError(`probe ${which}: ${st.error ?? (st.sawDone ? 'no token' : 'no [DONE]')}`);
-          }
-        }),
-      );
-    }
-    await sleep(opts.probeIntervalMs);
-  }
-  progress(`probes sent: ${probeStreams.length}`);
-  await Promise.race([Promise.all(probeDone), idle(15000)]);
-  progress(`probes done: ${probe.direct.length} + ${probe.gateway.length} ok`);
+  const probeRun = await new Promise((resolve) => {
+    const w = new Worker(new URL('./probes.mjs', import.meta.url), {
+      workerData: {
+        direct: opts.direct, gateway: opts.gateway,
+        probeModelDirect: opts.probeModelDirect, probeModelGateway: opts.probeModelGateway,
+        probes: opts.probes, probeIntervalMs: opts.probeIntervalMs,
+      },
+    });
+    w.once('message', resolve);
+    w.once('error', (e) => resolve({ fatal: e.stack ?? String(e) }));
+    w.once('exit', (code) => resolve({ fatal: `probe worker exited (${code}) without a result` }));
+  });
+  if (probeRun.fatal) throw new Error(`probes: ${probeRun.fatal}`);
+  const probe = { direct: probeRun.direct, gateway: probeRun.gateway };
+  const probeBad = probeRun.bad;
+  out.probe_new_sockets = probeRun.newSockets;
+  for (const e of probeRun.errors) noteError(e);
+  progress(`probes: ${probeRun.sent} sent, ${probe.direct.length} + ${probe.gateway.length} ok`);
   while (performance.now() < holdUntil) await sleep(50);
   out.held_open_at_end = openNow();
   // CPU the gateway spent while holding the N (relaying their tokens) and serving probes.
@@ -345,13 +205,10 @@ async function main() {
   // ---- close the held streams; the gateway must cancel their upstream transfers ----
   allOpen = false;
   for (const s of held) s.close();
-  for (const s of probeStreams) if (!s.st.ended) s.close();
   progress('closing the held streams');
   await Promise.race([Promise.all(held.map((s) => s.done)), idle(5000)]);
   progress('closed');
   holdAgent.destroy();
-  agents.direct.destroy();
-  agents.gateway.destroy();
   let fdsAfter = null;
   if (opts.pids.length) {
     // Give the gateway up to 5 s to notice the closes and release both sides.
