@@ -197,16 +197,46 @@ static void on_written(uv_write_t *req, int status)
     h1_finish(t, UP_RESET, uv_strerror(status));
 }
 
+/* Drops the first <n> bytes of <bufs>; returns where the rest starts and its count. */
+static uv_buf_t *bufs_skip(uv_buf_t *bufs, unsigned *nbufs, size_t n)
+{
+    while (*nbufs && n >= bufs->len) {
+        n -= bufs->len;
+        bufs++;
+        (*nbufs)--;
+    }
+    if (*nbufs) {
+        bufs->base += n;
+        bufs->len -= n;
+    }
+    return bufs;
+}
+
+/* The request goes out with a direct write when the socket takes it whole, which it does
+ * but for bodies larger than the socket buffer: a uv_write costs an epoll_ctl more (libuv
+ * re-arms the watcher when its queue drains) and a callback from the next pass. What the
+ * socket does not take, and any error (the keep-alive race included), goes through
+ * uv_write and on_written, as before. */
 static void send_request(struct h1_conn *c, struct up_transfer *t)
 {
     uv_buf_t bufs[2] = {
         uv_buf_init(t->h1.req.p, (unsigned)t->h1.req.len),
         uv_buf_init((char *)(uintptr_t)t->h1.body, (unsigned)t->h1.body_len),
     };
-    int rc;
+    unsigned n = t->h1.body_len ? 2 : 1;
+    uv_buf_t *rest = bufs;
+    int rc = uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
 
+    if (rc > 0)
+        rest = bufs_skip(bufs, &n, (size_t)rc);
+    if (n == 0) {
+        t->request_sent = true;
+        if (!c->resp.hold)
+            h1_read_start(c);
+        return;
+    }
     c->wreq.data = c;
-    rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, t->h1.body_len ? 2 : 1, on_written);
+    rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, rest, n, on_written);
     if (rc != 0) {
         h1_later(t, UP_RESET, uv_strerror(rc));
         return;
