@@ -18,6 +18,7 @@ import {
 } from './proc.mjs';
 import { startRedis, commandStats, statsDelta, aggregateRedis, redisVerdicts } from './redis.mjs';
 import { printReport } from './report.mjs';
+import { added, summary } from './summary.mjs';
 import {
   RESPONSE, basculeYaml, chatBenchYaml, chatBenchLimitsYaml, nginxConf, nginxQuote, redisStore,
 } from './configs.mjs';
@@ -49,6 +50,7 @@ const C = {
   streamTokenMs: envNum('BENCH_STREAM_TOKEN_MS', 200),
   streamOpenConcurrency: envNum('BENCH_STREAM_OPEN_CONCURRENCY', 500),
   streamRampSeconds: envNum('BENCH_STREAM_RAMP_S', 30),
+  streamRounds: envNum('BENCH_STREAM_ROUNDS', 2),
   nofile: envNum('BENCH_NOFILE', 1024),
   strict: process.env.BENCH_STRICT === '1',
   parts: new Set((process.env.BENCH_PARTS || 'throughput,paced,streams').split(',').map((s) => s.trim())),
@@ -548,8 +550,42 @@ async function streamOk(url, model) {
   return true;
 }
 
+/**
+ * One gateway's streams figures from its rounds: the TTFT samples pooled (percentiles of
+ * all of them), counts summed, per-stream and per-event figures averaged, a held count the
+ * worst round's; the fd figures are the last round's. The raw samples are dropped.
+ */
+function poolStreamRuns(list) {
+  const last = list[list.length - 1];
+  const sum = (f) => list.reduce((a, s) => a + (f(s) ?? 0), 0);
+  const mean = (f) => {
+    const v = list.map(f).filter((x) => x !== null && x !== undefined);
+    return v.length ? Math.round((v.reduce((a, x) => a + x, 0) / v.length) * 100) / 100 : null;
+  };
+  const cat = (k) => list.flatMap((s) => s.raw?.[k] ?? []);
+  const out = { ...last, rounds: list.length };
+  delete out.raw;
+  out.ttft_held_ms = summary(cat('held'));
+  out.ttft_probe_direct_ms = summary(cat('direct'));
+  out.ttft_probe_gateway_ms = summary(cat('gateway'));
+  out.ttft_added_ms = added(out.ttft_probe_gateway_ms, out.ttft_probe_direct_ms);
+  for (const k of ['held_open', 'held_open_at_end', 'streams_first_token']) out[k] = Math.min(...list.map((s) => s[k]));
+  for (const k of ['streams_failed', 'hold_events', 'ttft_held_over_1s', 'probe_new_sockets', 'held_waiting', 'held_ended_early', 'held_error_after_first']) {
+    out[k] = sum((s) => s[k]);
+  }
+  out.probe_failed = { direct: sum((s) => s.probe_failed?.direct), gateway: sum((s) => s.probe_failed?.gateway) };
+  for (const k of ['cpu_hold_pct', 'rss_per_stream_kib']) out[k] = mean((s) => s[k]);
+  // CPU per event over all the rounds' events, not a mean of the rounds' ratios.
+  out.cpu_us_per_event = out.hold_events
+    ? Math.round((sum((s) => (s.cpu_us_per_event ?? 0) * s.hold_events) / out.hold_events) * 10) / 10 : null;
+  out.ramp_ms = Math.max(...list.map((s) => s.ramp_ms));
+  out.ramp_timed_out = list.some((s) => s.ramp_timed_out);
+  out.errors = list.flatMap((s) => s.errors ?? []).slice(0, 10);
+  return out;
+}
+
 /** Runs streams.mjs against one gateway; resolves its result object. */
-async function streamRun(gw, simApi, n, holdModel, probeModel) {
+async function streamRun(gw, simApi, n, holdModel, probeModel, probes) {
   const rampTimeoutMs = C.streamRampSeconds * 1000;
   const arg = JSON.stringify({
     gateway: `${gw.url}/v1/chat/completions`,
@@ -559,13 +595,13 @@ async function streamRun(gw, simApi, n, holdModel, probeModel) {
     probeModelDirect: 'sim-probe',
     streams: n,
     openConcurrency: C.streamOpenConcurrency,
-    probes: C.streamProbes,
+    probes,
     pids: gw.pids(),
     rampTimeoutMs,
   });
   // After the ramp: sending probes (at most probes x 20 ms + 10 s), waiting for them (at
   // most 15 s), the hold (2 s), the close and the fd check (at most 5 + 5 s).
-  const boundMs = rampTimeoutMs + C.streamProbes * 20 + 45000;
+  const boundMs = rampTimeoutMs + probes * 20 + 45000;
   const progress = path.join(C.tmp, `streams-${gw.name}.log`);
   const r = await runBounded('streams-client', process.execPath, [path.join(HERE, 'streams.mjs'), arg], boundMs, progress);
   const line = r.stdout.trim().split('\n').pop();
@@ -637,26 +673,42 @@ async function streams(results) {
       start: async () => startBascule('bascule-b-streams', await streamsYaml(), (url) => streamOk(`${url}/v1`, 'bench-probe'), C.basculeB),
     });
   }
+  // The gateways take turns, in rounds whose order alternates (A B, B A, ...), each round
+  // with its share of the probes: the load of a shared machine drifts over minutes, and
+  // one gateway measured wholly after the other would carry the drift into the comparison.
+  const rounds = Math.max(1, Math.round(C.streamRounds));
+  const probes = Math.ceil(C.streamProbes / rounds);
+  const runs = {};
+  const dead = new Set();
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? gateways : [...gateways].reverse();
+    for (const g of order) {
+      if (!C.targets.has(g.key) || dead.has(g.key)) continue;
+      log(`streams: round ${round + 1}/${rounds}: ${g.key}: starting`);
+      const gw = await g.start();
+      if (gw.skip) {
+        log(`streams: ${g.key}: SKIPPED: ${gw.skip}`);
+        results.skipped.push({ part: 'streams', target: g.key, reason: gw.skip });
+        dead.add(g.key);
+        continue;
+      }
+      try {
+        log(`streams: round ${round + 1}/${rounds}: ${g.key}: ${n} streams, ${probes} probe pairs`);
+        (runs[g.key] ??= []).push(await streamRun({ ...gw, name: g.key }, simApi, n, g.hold, g.probe, probes));
+      } catch (e) {
+        log(`streams: ${g.key}: FAILED: ${e.message}`);
+        results.skipped.push({ part: 'streams', target: g.key, reason: `failed: ${e.message}` });
+        dead.add(g.key);
+      }
+      const how = await procs.stop(gw.rec, 12000);
+      if (g.key === 'bascule' && (!results.bascule_streams_exit || gw.rec.killed)) {
+        results.bascule_streams_exit = { ...how, killed: !!gw.rec.killed };
+      }
+    }
+  }
   for (const g of gateways) {
-    if (!C.targets.has(g.key)) continue;
-    log(`streams: ${g.key}: starting`);
-    const gw = await g.start();
-    if (gw.skip) {
-      log(`streams: ${g.key}: SKIPPED: ${gw.skip}`);
-      results.skipped.push({ part: 'streams', target: g.key, reason: gw.skip });
-      continue;
-    }
-    try {
-      log(`streams: ${g.key}: ${n} streams`);
-      const s = await streamRun({ ...gw, name: g.key }, simApi, n, g.hold, g.probe);
-      s.label = g.label;
-      results.streams[g.key] = s;
-    } catch (e) {
-      log(`streams: ${g.key}: FAILED: ${e.message}`);
-      results.skipped.push({ part: 'streams', target: g.key, reason: `failed: ${e.message}` });
-    }
-    const how = await procs.stop(gw.rec, 12000);
-    if (g.key === 'bascule') results.bascule_streams_exit = { ...how, killed: !!gw.rec.killed };
+    if (!runs[g.key] || dead.has(g.key)) continue;
+    results.streams[g.key] = { ...poolStreamRuns(runs[g.key]), label: g.label };
   }
   results.sim_peak_rss_kib = statusKiB(sim.rec.pid, 'VmHWM');
   await procs.stop(sim.rec);
@@ -673,7 +725,7 @@ async function main() {
     settings: {
       seconds: C.seconds, rounds: C.rounds, paced_rounds: C.pacedRounds, warmup: C.warmup, connections: C.connections, threads: C.threads, workers: C.workers,
       paced_connections: C.pacedConnections, paced_rate_per_connection: C.pacedRate,
-      streams: C.streams, stream_probes: C.streamProbes, stream_token_ms: C.streamTokenMs,
+      streams: C.streams, stream_probes: C.streamProbes, stream_rounds: Math.max(1, Math.round(C.streamRounds)), stream_token_ms: C.streamTokenMs,
       request_bytes: Buffer.byteLength(REQUEST_BODY), response_bytes: Buffer.byteLength(RESPONSE), nofile: C.nofile,
     },
     throughput: {},
@@ -745,6 +797,38 @@ function verdicts(r) {
   } else {
     out.push({ what: 'streams held open through bascule', value: null, unit: '', bar: 'all, 0 failed', pass: null });
   }
+  out.push(...againstNginx(r));
+  return out;
+}
+
+/**
+ * The same-run targets against nginx proxy_pass (docs/internals/streams-memory.md): the
+ * gateway is to be within these of the floor any HTTP proxy pays, on this machine, now.
+ */
+function againstNginx(r) {
+  const q = r.ratios;
+  const out = [];
+  const bar = (what, value, unit, text, ok) =>
+    out.push({ what, value: value === null ? null : round(value, 3), unit, bar: text, pass: value === null ? null : ok });
+  const tp = q.bascule_over_nginx_rps;
+  bar('bascule / nginx throughput, closed loop', tp, 'x', '>= 0.65', tp >= 0.65);
+  const pb = q.bascule_added_p99_paced_ms;
+  const pn = q.nginx_added_p99_paced_ms;
+  const paced = pb === null || pn === null ? null : pb;
+  bar('bascule paced p99 added vs nginx\'s', paced, `ms (nginx ${round(pn)})`, '<= 1.5x nginx', paced !== null && pb <= 1.5 * Math.max(pn, 0));
+  const sb = r.streams.bascule;
+  const sn = r.streams.nginx;
+  const both = sb && sn;
+  const t50 = both ? q.bascule_ttft_added_p50_ms : null;
+  const lim50 = both ? Math.max(2 * q.nginx_ttft_added_p50_ms, 2) : null;
+  bar('bascule TTFT added p50, held streams', t50, `ms (nginx ${round(q.nginx_ttft_added_p50_ms)})`, `<= max(2x nginx, 2 ms) = ${round(lim50, 3)}`, t50 <= lim50);
+  const t99 = both ? q.bascule_ttft_added_p99_ms : null;
+  const lim99 = both ? Math.max(2 * q.nginx_ttft_added_p99_ms, 6) : null;
+  bar('bascule TTFT added p99, held streams', t99, `ms (nginx ${round(q.nginx_ttft_added_p99_ms)})`, `<= max(2x nginx, 6 ms) = ${round(lim99, 3)}`, t99 <= lim99);
+  const rss = both && sn.rss_per_stream_kib ? sb.rss_per_stream_kib / sn.rss_per_stream_kib : null;
+  bar('bascule / nginx RSS per held stream', rss, 'x', '<= 1.1', rss <= 1.1);
+  const cpu = both && sn.cpu_hold_pct ? sb.cpu_hold_pct / sn.cpu_hold_pct : null;
+  bar('bascule / nginx CPU while holding the streams', cpu, 'x', '<= 1.3', cpu <= 1.3);
   return out;
 }
 

@@ -105,7 +105,8 @@ function streamsSection(r) {
   const g = gws.map((k) => r.streams[k]);
   const row = (name, f) => [name, ...g.map((st) => f(st))];
   out.push('', `3. Streaming: ${s.streams} concurrent SSE streams from bascule-sim (${s.stream_token_ms} ms/token), held open, then ` +
-    `${s.stream_probes} probe pairs (direct vs through the gateway, interleaved) while they are held`);
+    `${s.stream_probes} probe pairs (direct vs through the gateway, interleaved) while they are held; ` +
+    `${s.stream_rounds ?? 1} rounds per gateway, taking turns, samples pooled`);
   out.push(table(['figure', ...g.map((st) => st.label)], [
     row('streams with a first token / failed', (st) => `${st.streams_first_token} / ${st.streams_failed}`),
     row('held open at once (after ramp / at end)', (st) => `${st.held_open} / ${st.held_open_at_end}`),

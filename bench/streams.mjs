@@ -29,6 +29,7 @@ import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { statusKiB, fdCount, cpuSeconds, sleep } from './proc.mjs';
 import { openStream } from './sse-stream.mjs';
+import { added, summary } from './summary.mjs';
 
 const opts = {
   streams: 5000,
@@ -43,19 +44,6 @@ const opts = {
 
 for (const u of [opts.gateway, opts.direct]) {
   if (u && new URL(u).hostname !== '127.0.0.1') throw new Error(`streams.mjs: loopback only, got ${u}`);
-}
-
-/** Nearest-rank percentile of an array of numbers (ms); null when empty. */
-function pct(values, p) {
-  if (values.length === 0) return null;
-  const s = [...values].sort((a, b) => a - b);
-  const i = Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1));
-  return s[i];
-}
-
-function summary(values) {
-  const r = (x) => (x === null ? null : Math.round(x * 1000) / 1000);
-  return { n: values.length, p50: r(pct(values, 50)), p90: r(pct(values, 90)), p99: r(pct(values, 99)), max: r(pct(values, 100)) };
 }
 
 /** Token events relayed to the held streams (after their first), for CPU per event. */
@@ -230,11 +218,9 @@ async function main() {
   out.ttft_probe_direct_ms = summary(probe.direct);
   out.ttft_probe_gateway_ms = summary(probe.gateway);
   out.probe_failed = probeBad;
-  const add = (p) =>
-    out.ttft_probe_gateway_ms[p] === null || out.ttft_probe_direct_ms[p] === null
-      ? null
-      : Math.round((out.ttft_probe_gateway_ms[p] - out.ttft_probe_direct_ms[p]) * 1000) / 1000;
-  out.ttft_added_ms = { p50: add('p50'), p99: add('p99') };
+  out.ttft_added_ms = added(out.ttft_probe_gateway_ms, out.ttft_probe_direct_ms);
+  // The samples themselves, for a driver that pools several runs (bench.mjs drops them).
+  out.raw = { held: heldTtft, direct: probe.direct, gateway: probe.gateway };
   out.rss_per_stream_kib =
     out.held_open > 0 ? Math.round(((out.rss_peak_held_kib - out.rss_idle_kib) / out.held_open) * 100) / 100 : null;
   out.errors = [...errorSamples.entries()].slice(0, 10).map(([msg, n]) => ({ msg, n }));
