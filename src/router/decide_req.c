@@ -183,17 +183,18 @@ static void answer_request_excluded(struct request *r)
 }
 
 /* No target was eligible for the first attempt: sets the answer by what could change --
+ * read at <now>, the decision's own clock, so that a cooldown that made a target
+ * ineligible and ends a moment later is still seen as the reason --
  * a 400 when no target can serve the request as it is (a parameter, a capability, its
  * size), a 503 that is not retryable when the only ones that could are switched off, else
  * a retryable 503 (429 when only rate-limited keys are in the way) with the soonest time
  * one of them may be back. */
-static void none_eligible(struct request *r)
+static void none_eligible(struct request *r, uint64_t now)
 {
     const struct cfg_tier *tiers[] = {&r->route->primary,
                                       r->env.allow_equivalent ? &r->route->equivalent : NULL,
                                       r->env.allow_fallback ? &r->route->fallback : NULL};
     struct none_eligible ne = {.cooling_only = true, .back_at = UINT64_MAX};
-    uint64_t now = bsc_now_ms();
 
     for (size_t i = 0; i < BSC_ARRAY_LEN(tiers); i++) {
         for (size_t j = 0; tiers[i] && j < tiers[i]->n; j++) {
@@ -366,11 +367,11 @@ static enum decision decide_room(struct request *r, struct decide_in *in,
 
 /* ---- carrying out the answer ---- */
 
-static void apply_stop(struct request *r, const struct decide_out *out)
+static void apply_stop(struct request *r, const struct decide_in *in, const struct decide_out *out)
 {
     switch (out->stop) {
     case DECIDE_STOP_NONE_ELIGIBLE:
-        none_eligible(r);
+        none_eligible(r, in->now_ms);
         break;
     case DECIDE_STOP_UNCERTAIN:
         r->x.fail.kind = FAIL_SIDE_EFFECT_UNCERTAIN;
@@ -426,7 +427,7 @@ enum decision decide_req_first(struct request *r)
         r->notes.recovery_reason = out.recovery ? out.recovery : r->notes.recovery_reason;
     }
     if (d == DECIDE_STOP) {
-        apply_stop(r, &out);
+        apply_stop(r, &in, &out);
         return DECIDE_STOP;
     }
     if (r->next.wf != ATTEMPT_WF_PRIMARY)
@@ -465,7 +466,7 @@ enum decision decide_req_next(struct request *r, const char **why)
     if (out.budget_rejected)
         metrics_inc(M(r), r->w->idx, METRIC_RETRY_BUDGET_REJECTIONS, NULL, NULL, 1);
     if (d == DECIDE_STOP) {
-        apply_stop(r, &out);
+        apply_stop(r, &in, &out);
         return DECIDE_STOP;
     }
     apply_go(r, &in, &out);

@@ -182,7 +182,19 @@ enum bsc_err deliver_convert(struct request *r)
     if (r->x.conv.len == 0)
         return BSC_OK;
     contract_feed_checks(r, bsc_buf_str(&r->x.conv)); /* what the client gets, checked */
-    err = r->d.ops ? convert_down(r) : bsc_buf_append(&r->d.out, r->x.conv.p, r->x.conv.len);
+    if (r->d.ops) {
+        err = convert_down(r);
+    } else if (r->d.out.len == 0 && r->d.out.max == r->x.conv.max) {
+        /* OpenAI frames to an OpenAI client: the buffers trade places instead of the bytes
+         * being copied (a held stream's event would touch both buffers' memory). */
+        struct bsc_buf t = r->d.out;
+
+        r->d.out = r->x.conv;
+        r->x.conv = t;
+        err = BSC_OK;
+    } else {
+        err = bsc_buf_append(&r->d.out, r->x.conv.p, r->x.conv.len);
+    }
     bsc_buf_reset(&r->x.conv);
     return err;
 }

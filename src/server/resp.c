@@ -282,12 +282,71 @@ enum bsc_err srv_resp_body(struct srv_req *req, const void *p, size_t len)
     return BSC_OK;
 }
 
+/* A chunk straight from the caller's bytes when nothing is queued before it: the chunk
+ * header, the bytes and the CRLF in one writev, without copying them into the connection's
+ * output buffer first (a held stream's events would otherwise touch that buffer's cold
+ * memory on every event). Returns false when it does not apply; what the socket does not
+ * take is queued and written by srv__conn_flush as usual. */
+static bool stream_direct(struct srv_req *req, const void *p, size_t len)
+{
+    struct srv_conn *c = req->conn;
+    char head[20];
+    size_t head_len = 0, total;
+    uv_buf_t bufs[3];
+    unsigned n = 0;
+    int rc;
+
+    if (c->writing || c->out.len || c->state == SRV__CONN_ST_CLOSED || req->no_body ||
+        !req->chunked || !req->head_sent || req->ended || !len)
+        return false;
+    for (size_t v = len; v; v >>= 4)
+        head_len++;
+    for (size_t v = len, i = head_len; i; v >>= 4)
+        head[--i] = "0123456789abcdef"[v & 15];
+    head[head_len++] = '\r';
+    head[head_len++] = '\n';
+    bufs[n++] = uv_buf_init(head, (unsigned)head_len);
+    bufs[n++] = uv_buf_init((char *)(uintptr_t)p, (unsigned)len);
+    bufs[n++] = uv_buf_init((char *)(uintptr_t)"\r\n", 2);
+    total = head_len + len + 2;
+    rc = uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
+    if (rc < 0 && rc != UV_EAGAIN) {
+        srv__conn_close(c);
+        return true;
+    }
+    if (rc > 0)
+        c->last_tx_ms = uv_now(c->srv->loop);
+    if ((size_t)(rc > 0 ? rc : 0) == total) {
+        if (req->on_drain) /* a paused handler waits for room: tell it from the loop */
+            srv__conn_schedule(c, SRV__WORK_DRAIN);
+        return true;
+    }
+    /* The rest, framed already, waits in the output buffer for the socket. */
+    for (size_t off = rc > 0 ? (size_t)rc : 0, i = 0; i < n; i++) {
+        size_t l = bufs[i].len;
+
+        if (off >= l) {
+            off -= l;
+            continue;
+        }
+        if (bsc_buf_append(&c->out, bufs[i].base + off, l - off) != BSC_OK) {
+            srv__conn_close(c);
+            return true;
+        }
+        off = 0;
+    }
+    srv__conn_flush(c);
+    return true;
+}
+
 enum bsc_err srv_resp_stream(struct srv_req *req, const void *p, size_t len)
 {
     struct srv_conn *c = req->conn;
-    enum bsc_err err = body_queue(req, p, len);
+    enum bsc_err err;
 
-    if (err || !c->out.len || c->state == SRV__CONN_ST_CLOSED)
+    if (stream_direct(req, p, len))
+        return BSC_OK;
+    if ((err = body_queue(req, p, len)) || !c->out.len || c->state == SRV__CONN_ST_CLOSED)
         return err;
     if (c->work == SRV__WORK_FLUSH)
         srv__work_remove(c->srv, c); /* queued earlier in the pass: it leaves now too */

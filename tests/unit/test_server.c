@@ -148,6 +148,21 @@ static void on_defer(uv_timer_t *t)
         echo(req);
 }
 
+/* More than the socket can take at once: twice the largest send buffer TCP grows to here
+ * (net.ipv4.tcp_wmem's third field), and a MiB. */
+static size_t direct_big(void)
+{
+    unsigned long lo = 0, def = 0, max = 4ul << 20;
+    FILE *f = fopen("/proc/sys/net/ipv4/tcp_wmem", "r");
+
+    if (f) {
+        if (fscanf(f, "%lu %lu %lu", &lo, &def, &max) != 3)
+            max = 4ul << 20;
+        fclose(f);
+    }
+    return 2 * (size_t)max + (1u << 20);
+}
+
 static void handle_misc(struct fx *fx, struct srv_req *req, struct bsc_str p)
 {
     if (bsc_str_eq(p, BSC_STR("/stream"))) {
@@ -171,6 +186,22 @@ static void handle_misc(struct fx *fx, struct srv_req *req, struct bsc_str p)
         atomic_store(&fx->pending_after_stream, srv_req_pending(req));
         assert_int_equal(srv_resp_stream(req, "", 0), BSC_OK); /* nothing to write */
         assert_int_equal(srv_resp_body(req, "last", 4), BSC_OK);
+        srv_resp_end(req);
+    } else if (bsc_str_eq(p, BSC_STR("/direct"))) {
+        /* After the head has gone out with the first chunk, a chunk goes straight from the
+         * caller's bytes; what the socket does not take waits in the output buffer. */
+        size_t big_len = direct_big();
+        char *big = malloc(big_len);
+
+        assert_non_null(big);
+        memset(big, 'z', big_len);
+        assert_int_equal(srv_resp_head(req, 200, NULL, 0, -1), BSC_OK);
+        assert_int_equal(srv_resp_stream(req, "first,", 6), BSC_OK);
+        assert_int_equal(srv_resp_stream(req, "second,", 7), BSC_OK);
+        atomic_store(&fx->pending_after_body, srv_req_pending(req));
+        assert_int_equal(srv_resp_stream(req, big, big_len), BSC_OK);
+        atomic_store(&fx->pending_after_stream, srv_req_pending(req));
+        free(big); /* the socket has what it took, the output buffer a copy of the rest */
         srv_resp_end(req);
     } else if (bsc_str_eq(p, BSC_STR("/reset"))) {
         srv_resp_reset(req);
@@ -1303,6 +1334,34 @@ static void test_stream_writes_at_once(void **state)
     resp_free(&r);
 }
 
+static void test_stream_direct_and_rest(void **state)
+{
+    struct fx *fx = *state;
+    struct client *cl;
+    struct resp r;
+    char framing[96];
+
+    fx_start(fx);
+    cl = cl_open_rcvbuf(fx, 32 * 1024);
+    cl_sends(cl, "GET /direct HTTP/1.1\r\n\r\n");
+    wait_until_least(&fx->n_req, 1, 5000);
+    assert_int_equal(cl_read(cl, &r, false), 0);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body_len, 13 + direct_big());
+    assert_int_equal(memcmp(r.body, "first,second,", 13), 0);
+    for (size_t i = 13; i < r.body_len; i++)
+        if (r.body[i] != 'z')
+            fail_msg("byte %zu of the body is %d", i, r.body[i]);
+    /* Chunk framing intact around the direct write and the queued rest. */
+    snprintf(framing, sizeof(framing), "\r\n\r\n6\r\nfirst,\r\n7\r\nsecond,\r\n%zx\r\nzzz", direct_big());
+    assert_non_null(strstr(r.raw, framing));
+    assert_int_equal(strcmp(r.raw + r.raw_len - 10, "zzz\r\n0\r\n\r\n"), 0);
+    assert_int_equal(atomic_load(&fx->pending_after_body), 0);
+    assert_true(atomic_load(&fx->pending_after_stream) > 0);
+    resp_free(&r);
+    cl_close(cl);
+}
+
 static void test_error_json_and_ids(void **state)
 {
     struct fx *fx = *state;
@@ -1589,6 +1648,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_drain_callback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunked_response, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream_writes_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stream_direct_and_rest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_error_json_and_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handler_mistakes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reset_and_abort, setup, teardown),
