@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "api/internal.h"
+#include "core/utf8.h"
 
 bool api__xl_fail(struct api_xl *x, const char *fmt, ...)
 {
@@ -17,6 +18,8 @@ bool api__xl_fail(struct api_xl *x, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(x->why, x->why_len, fmt, ap);
     va_end(ap);
+    if (x->why_len)
+        bsc_utf8_scrub(x->why); /* a client's value cut by the buffer: still UTF-8 */
     return false;
 }
 

@@ -28,3 +28,14 @@ bool bsc_utf8_valid(const char *p, size_t len)
     }
     return true;
 }
+
+void bsc_utf8_scrub(char *s)
+{
+    size_t n = strlen(s), len;
+
+    for (size_t i = 0; i < n; i += len ? len : 1) {
+        len = bsc_utf8_seq_len((const unsigned char *)s + i, n - i);
+        if (!len)
+            s[i] = '?';
+    }
+}

@@ -53,4 +53,9 @@ static inline size_t bsc_utf8_seq_len(const unsigned char *p, size_t n)
 /* True when all <len> bytes at <p> are well-formed UTF-8. ASCII runs go 8 bytes a step. */
 bool bsc_utf8_valid(const char *p, size_t len);
 
+/* Makes the NUL-terminated <s> well-formed in place: each byte that does not start a
+ * well-formed sequence (a stray or cut character, such as one a snprintf cut at its
+ * buffer's end) becomes '?'. For text a client reads, built from what a client sent. */
+void bsc_utf8_scrub(char *s);
+
 #endif

@@ -50,6 +50,7 @@
 
 #include "core/clock.h"
 #include "core/json_get.h"
+#include "core/utf8.h"
 #include "providers/anthropic.h"
 #include "providers/retry_after.h"
 #include "stream/utf8.h"
@@ -96,6 +97,8 @@ static enum bsc_err refuse(struct xl *x, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(x->why, x->why_len, fmt, ap);
         va_end(ap);
+        /* A client's value (a role, a name) cut by the buffer can end inside a character. */
+        bsc_utf8_scrub(x->why);
     }
     return BSC_EINVAL;
 }

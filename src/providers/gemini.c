@@ -89,11 +89,7 @@ static enum bsc_err refuse(struct bctx *b, const char *fmt, ...)
         va_end(ap);
         /* A client's value cut with %.*s (or by the buffer) can end inside a character:
          * those bytes become '?', so the reason the client reads stays UTF-8. */
-        for (size_t i = 0, n = strlen(b->why), len; i < n; i += len ? len : 1) {
-            len = bsc_utf8_seq_len((const unsigned char *)b->why + i, n - i);
-            if (!len)
-                b->why[i] = '?';
-        }
+        bsc_utf8_scrub(b->why);
     }
     return BSC_EINVAL;
 }

@@ -370,6 +370,32 @@ static void build_refusals(void **state)
     }
 }
 
+/* A refusal quoting a client's value (an unknown role of two-byte characters) stays UTF-8
+ * whichever byte the reason's buffer cuts it at. */
+static void build_refusal_reason_cut(void **state)
+{
+    char role[121], req[512];
+
+    (void)state;
+    for (int i = 0; i < 60; i++)
+        memcpy(role + 2 * i, "\xc3\xa9", 2);
+    role[120] = '\0';
+    snprintf(req, sizeof(req), "{\"messages\":[{\"role\":\"%s\",\"content\":\"x\"}]}", role);
+    for (size_t len = 20; len < 90; len++) {
+        struct fx f;
+        struct prov_http h;
+        char why[90];
+
+        fx_init(&f, 0);
+        http_init(&h);
+        assert_int_equal(build(&f, req, false, &h, why, len), BSC_EINVAL);
+        assert_non_null(strstr(why, "role"));
+        if (!bsc_utf8_valid(why, strlen(why)))
+            fail_msg("a %zu-byte reason is not UTF-8: %s", len, why);
+        http_cleanup(&h);
+    }
+}
+
 static void build_probes_and_headers(void **state)
 {
     struct fx f;
@@ -1635,6 +1661,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(build_goldens),
         cmocka_unit_test(build_refusals),
+        cmocka_unit_test(build_refusal_reason_cut),
         cmocka_unit_test(build_probes_and_headers),
         cmocka_unit_test(map_text_tools_usage),
         cmocka_unit_test(map_stop_reasons),

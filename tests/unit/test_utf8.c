@@ -203,6 +203,35 @@ static void test_sanitize_table(void **state)
     }
 }
 
+/* A string cut inside a character (what snprintf leaves at its buffer's end), stray and
+ * ill-formed bytes: each byte that starts no well-formed sequence becomes '?', the rest is
+ * kept, and the result is UTF-8. */
+static void test_scrub(void **state)
+{
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"plain", "plain"},
+        {"", ""},
+        {"caf\xc3\xa9", "caf\xc3\xa9"},
+        {"cut \xf0\x9f\x98", "cut ???"},
+        {"cut \xe2\x80", "cut ??"},
+        {"stray \x80 and \xff", "stray ? and ?"},
+        {"overlong \xc0\xaf ok \xe2\x80\xa8", "overlong ?? ok \xe2\x80\xa8"},
+        {"surrogate \xed\xa0\x80", "surrogate ???"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char buf[64];
+
+        snprintf(buf, sizeof(buf), "%s", cases[i].in);
+        bsc_utf8_scrub(buf);
+        assert_string_equal(buf, cases[i].want);
+        assert_true(bsc_utf8_valid(buf, strlen(buf)));
+    }
+}
+
 static void test_sanitize_limit(void **state)
 {
     struct bsc_buf out;
@@ -375,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_every_code_point),
         cmocka_unit_test(test_every_two_bytes),
         cmocka_unit_test(test_sanitize_table),
+        cmocka_unit_test(test_scrub),
         cmocka_unit_test(test_sanitize_limit),
         cmocka_unit_test(test_carry_valid_splits),
         cmocka_unit_test(test_carry_invalid_splits),
