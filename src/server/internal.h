@@ -222,6 +222,8 @@ void srv__accept_fd(struct srv *srv, int fd);
 void srv__handle_closed(uv_handle_t *h);
 void srv__work_add(struct srv *srv, struct srv_conn *c);
 void srv__work_remove(struct srv *srv, struct srv_conn *c);
+/* Runs the deferred work of the connections that have some (what the idle pass does). */
+void srv__run_work(struct srv *srv);
 void srv__conn_gone(struct srv *srv, struct srv_conn *c);
 
 /* cap.c */

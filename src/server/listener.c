@@ -208,7 +208,11 @@ void srv__accept_fd(struct srv *srv, int fd)
         return;
     }
     /* At the cap an idle connection makes room (cap.c); only when none is idle is the new
-     * one refused. */
+     * one refused. Connections whose response has just ended become idle in the deferred
+     * pass: run it first, or a client that opens its next connection right after an answer
+     * read at accept (read_now) would find its earlier ones not yet idle. */
+    if (srv__at_cap(srv) && srv->n_work)
+        srv__run_work(srv);
     reject = srv__at_cap(srv) && !srv__make_room(srv);
     c = srv__conn_new(srv);
     if (!c) {
@@ -316,9 +320,8 @@ void srv__work_remove(struct srv *srv, struct srv_conn *c)
 
 /* One pass over the connections that had work when it started; work added meanwhile
  * waits for the next pass (the idle handle keeps the loop from blocking until then). */
-static void on_idle(uv_idle_t *h)
+void srv__run_work(struct srv *srv)
 {
-    struct srv *srv = h->data;
     size_t n = srv->n_work;
 
     for (size_t i = 0; i < n && srv->work_head; i++) {
@@ -330,6 +333,11 @@ static void on_idle(uv_idle_t *h)
     }
     if (!srv->work_head)
         uv_idle_stop(&srv->idle);
+}
+
+static void on_idle(uv_idle_t *h)
+{
+    srv__run_work(h->data);
 }
 
 void srv__conn_gone(struct srv *srv, struct srv_conn *c)
