@@ -4,6 +4,7 @@
  * HTTP/1.0), body bytes copied into the connection's output buffer, the OpenAI-shaped JSON
  * errors, abort and reset, back-pressure (pending bytes, the drain callback). Writing and
  * what follows the end of a response belong to conn.c. See docs/internals/server.md. */
+#include <string.h>
 #include <time.h>
 
 #include <http_parser.h>
@@ -38,17 +39,27 @@ static void put_s(struct bsc_buf *b, enum bsc_err *err, struct bsc_str s)
 
 #define PUT_LIT(b, err, lit) put((b), (err), (lit), sizeof(lit) - 1)
 
-static void put_num(struct bsc_buf *b, enum bsc_err *err, uint64_t v, unsigned base)
+#define NUM_TEXT_MAX 24 /* a uint64_t in base 8 or more */
+
+/* Writes <v> in <base> (10 or 16) at the end of <tmp>; returns where its digits start. */
+static char *num_text(char tmp[NUM_TEXT_MAX], uint64_t v, unsigned base)
 {
     static const char digits[] = "0123456789abcdef";
-    char tmp[24];
-    size_t i = sizeof(tmp);
+    char *p = tmp + NUM_TEXT_MAX;
 
     do {
-        tmp[--i] = digits[v % base];
+        *--p = digits[v % base];
         v /= base;
     } while (v);
-    put(b, err, tmp + i, sizeof(tmp) - i);
+    return p;
+}
+
+static void put_num(struct bsc_buf *b, enum bsc_err *err, uint64_t v, unsigned base)
+{
+    char tmp[NUM_TEXT_MAX];
+    char *p = num_text(tmp, v, base);
+
+    put(b, err, p, (size_t)(tmp + NUM_TEXT_MAX - p));
 }
 
 /* "Date: <IMF-fixdate>\r\n", formatted once a second per server. */
@@ -290,8 +301,9 @@ enum bsc_err srv_resp_body(struct srv_req *req, const void *p, size_t len)
 static bool stream_direct(struct srv_req *req, const void *p, size_t len)
 {
     struct srv_conn *c = req->conn;
-    char head[20];
-    size_t head_len = 0, total;
+    char tmp[NUM_TEXT_MAX + 2]; /* the chunk size line: hex digits and CRLF */
+    char *head;
+    size_t head_len, total;
     uv_buf_t bufs[3];
     unsigned n = 0;
     int rc;
@@ -299,12 +311,9 @@ static bool stream_direct(struct srv_req *req, const void *p, size_t len)
     if (c->writing || c->out.len || c->state == SRV__CONN_ST_CLOSED || req->no_body ||
         !req->chunked || !req->head_sent || req->ended || !len)
         return false;
-    for (size_t v = len; v; v >>= 4)
-        head_len++;
-    for (size_t v = len, i = head_len; i; v >>= 4)
-        head[--i] = "0123456789abcdef"[v & 15];
-    head[head_len++] = '\r';
-    head[head_len++] = '\n';
+    head = num_text(tmp, len, 16);
+    memcpy(tmp + NUM_TEXT_MAX, "\r\n", 2);
+    head_len = (size_t)(tmp + NUM_TEXT_MAX + 2 - head);
     bufs[n++] = uv_buf_init(head, (unsigned)head_len);
     bufs[n++] = uv_buf_init((char *)(uintptr_t)p, (unsigned)len);
     bufs[n++] = uv_buf_init((char *)(uintptr_t)"\r\n", 2);
