@@ -58,17 +58,17 @@ static const char LUA_LEASE_TAKE[] =
     "redis.call('PEXPIRE', KEYS[2], 2 * tonumber(ARGV[4]))\n"
     "return grant\n";
 
-/* ARGV: slots now held (absolute), process, ttl_ms: a renewal, or the state after a
- * reconnect (Redis may have restarted empty, or expired us while we could not renew). */
+/* ARGV: slots held, process, ttl_ms, exact. A renewal: a fresh expiry, and the count written
+ * when it is exact (no grant of ours on its way, so it also corrects a give that was lost) or
+ * when Redis has none for us (it restarted empty, or expired us while we could not renew). An
+ * inexact count never overwrites one Redis has: a take it applied before this, whose answer
+ * we have not read, would be undone and the fleet would count fewer slots than are used. */
 static const char LUA_LEASE_HOLD[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "if tonumber(ARGV[1]) <= 0 then\n"
-    "  redis.call('HDEL', KEYS[1], ARGV[2])\n"
-    "  redis.call('ZREM', KEYS[2], ARGV[2])\n"
-    "  return 0\n"
+    "if ARGV[4] == '1' or redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then\n"
+    "  redis.call('HSET', KEYS[1], ARGV[2], ARGV[1])\n"
     "end\n"
-    "redis.call('HSET', KEYS[1], ARGV[2], ARGV[1])\n"
     "redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[2])\n"
     "redis.call('PEXPIRE', KEYS[1], 2 * tonumber(ARGV[3]))\n"
     "redis.call('PEXPIRE', KEYS[2], 2 * tonumber(ARGV[3]))\n"
@@ -110,8 +110,10 @@ static void sh_give(struct lim_share *sh, struct lim_set *s, uint32_t slots)
 {
     struct hr_event *ev = calloc(1, sizeof(*ev));
 
-    if (!ev)
-        return; /* the next renewal writes what is held */
+    if (!ev) {
+        lim_fleet_gave(s, slots); /* the next exact renewal writes what is held */
+        return;
+    }
     ev->kind = 'G';
     ev->set = s;
     ev->want = slots;
@@ -191,6 +193,8 @@ static void ask_reply(redisAsyncContext *ac, void *r, void *priv)
     } else if (reply && reply->type == REDIS_REPLY_ERROR) {
         LOG_WARN("shared limits: Redis refused an ask: %s", reply->str);
     }
+    if (a->kind == LIM_CONC)
+        a->set->fl.taking--; /* only this thread touches it */
     if (grant < 0)
         lim_fleet_failed(a->set, a->kind, now);
     else
@@ -211,22 +215,26 @@ static bool send_ask(struct hs_redis *h, const struct hr_event *ev, struct ask_c
                hr__cmd(h, ask_reply, a, 8,
                        (const char *[]){"EVAL", LUA_BUCKET, "1", k1, cap, need, want,
                                         a->kind == LIM_RPM ? "r" : "t"});
-    return set_key(h, a->set, ":slots", k1) && set_key(h, a->set, ":exp", k2) &&
-           hr__cmd(h, ask_reply, a, 9,
-                   (const char *[]){"EVAL", LUA_LEASE_TAKE, "2", k1, k2, cap, want, h->instance,
-                                    ttl});
+    if (!set_key(h, a->set, ":slots", k1) || !set_key(h, a->set, ":exp", k2) ||
+        !hr__cmd(h, ask_reply, a, 9,
+                 (const char *[]){"EVAL", LUA_LEASE_TAKE, "2", k1, k2, cap, want, h->instance,
+                                  ttl}))
+        return false;
+    a->set->fl.taking++; /* renewals write no count until its answer is read */
+    return true;
 }
 
-/* Writes the slots <s> holds (a renewal, or after a reconnect). */
-static void send_hold(struct hs_redis *h, struct lim_set *s, uint32_t slots)
+/* Renews the lease of the <slots> <s> holds (periodically, and after a reconnect). */
+static void send_hold(struct hs_redis *h, struct lim_set *s, uint32_t slots, bool exact)
 {
     char k1[RKEY_MAX], k2[RKEY_MAX], n[16], ttl[24];
 
     snprintf(n, sizeof(n), "%" PRIu32, slots);
     snprintf(ttl, sizeof(ttl), "%" PRIu32, h->lease_ttl_ms);
     if (set_key(h, s, ":slots", k1) && set_key(h, s, ":exp", k2))
-        hr__cmd(h, NULL, NULL, 8,
-                (const char *[]){"EVAL", LUA_LEASE_HOLD, "2", k1, k2, n, h->instance, ttl});
+        hr__cmd(h, NULL, NULL, 9,
+                (const char *[]){"EVAL", LUA_LEASE_HOLD, "2", k1, k2, n, h->instance, ttl,
+                                 exact ? "1" : "0"});
 }
 
 void hr__limits_run(struct hs_redis *h, const struct hr_event *ev)
@@ -239,7 +247,10 @@ void hr__limits_run(struct hs_redis *h, const struct hr_event *ev)
         if (set_key(h, ev->set, ":slots", k1) && set_key(h, ev->set, ":exp", k2))
             hr__cmd(h, NULL, NULL, 7,
                     (const char *[]){"EVAL", LUA_LEASE_GIVE, "2", k1, k2, n, h->instance});
-        return; /* not sent: the slots stay ours in Redis until the lease expires */
+        /* Not sent: Redis counts the slots as ours until the next exact renewal (or until
+         * the lease expires when we hold none). */
+        lim_fleet_gave(ev->set, (uint32_t)ev->want);
+        return;
     }
     if (!(a = malloc(sizeof(*a)))) {
         lim_fleet_failed(ev->set, (enum lim_kind)ev->idx, bsc_now_ms());
@@ -257,11 +268,12 @@ void hr__limits_run(struct hs_redis *h, const struct hr_event *ev)
 static void renew_all(struct hs_redis *h)
 {
     uint32_t slots;
+    bool exact;
 
     uv_mutex_lock(&h->mu);
     for (size_t i = 0; i < h->n_sets; i++)
-        if ((slots = lim_fleet_slots(h->sets[i])) > 0)
-            send_hold(h, h->sets[i], slots);
+        if ((slots = lim_fleet_held(h->sets[i], &exact)) > 0)
+            send_hold(h, h->sets[i], slots, exact);
     uv_mutex_unlock(&h->mu);
 }
 

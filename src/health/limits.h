@@ -71,6 +71,8 @@ struct lim_fleet {
     uint64_t tok_empty_until;
     uint64_t conc_full_until;     /* the shared lease was full: ask again after this */
     uint32_t slots;               /* concurrency slots leased by this process */
+    uint32_t giving;              /* slots taken off <slots>, their give not sent yet */
+    uint32_t taking;              /* concurrency asks sent, unanswered (the share's thread) */
     unsigned asking;              /* bit (1 << kind): an ask is out, since asked_at[kind] */
     uint64_t asked_at[LIM_KIND_COUNT];
     uint64_t local_until;         /* an ask failed or timed out: local caps until then */
@@ -147,8 +149,13 @@ void lim_fleet_granted(struct lim_set *s, enum lim_kind kind, uint64_t grant, in
                        uint64_t now_ms);
 /* The ask got no answer (Redis gone or slow): the set decides on local caps for a while. */
 void lim_fleet_failed(struct lim_set *s, enum lim_kind kind, uint64_t now_ms);
-/* The concurrency slots <s> leases now (for renewals). */
-uint32_t lim_fleet_slots(struct lim_set *s);
+/* The concurrency slots the fleet counts for <s> once every command sent so far is applied
+ * (for renewals): those leased plus those whose give is not sent yet. <*exact>: no ask is
+ * out, so the count may be written as it is; otherwise a grant may be on its way. */
+uint32_t lim_fleet_held(struct lim_set *s, bool *exact);
+/* The give of <slots> was sent to the fleet (or dropped: the next exact renewal corrects
+ * the fleet's count). */
+void lim_fleet_gave(struct lim_set *s, uint32_t slots);
 
 /* ---- the registry ---- */
 

@@ -157,6 +157,7 @@ uint32_t lim__fleet_settle(struct lim_set *s, struct lim_caps c, uint64_t estima
         return 0;
     keep = f->slots - s->inflight - keep;
     f->slots -= (uint32_t)keep;
+    f->giving += (uint32_t)keep; /* the fleet counts them until the give is sent */
     return (uint32_t)keep;
 }
 
@@ -212,12 +213,20 @@ void lim_fleet_failed(struct lim_set *s, enum lim_kind kind, uint64_t now_ms)
     wake_waiters(s);
 }
 
-uint32_t lim_fleet_slots(struct lim_set *s)
+uint32_t lim_fleet_held(struct lim_set *s, bool *exact)
 {
     uint32_t n;
 
     pthread_mutex_lock(&s->mu);
-    n = s->fl.slots;
+    n = s->fl.slots + s->fl.giving;
+    *exact = s->fl.taking == 0;
     pthread_mutex_unlock(&s->mu);
     return n;
+}
+
+void lim_fleet_gave(struct lim_set *s, uint32_t slots)
+{
+    pthread_mutex_lock(&s->mu);
+    s->fl.giving -= slots < s->fl.giving ? slots : s->fl.giving;
+    pthread_mutex_unlock(&s->mu);
 }

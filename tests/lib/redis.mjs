@@ -117,3 +117,44 @@ export async function startRedis() {
     },
   };
 }
+
+/**
+ * A loopback TCP proxy in front of redis-server <port> whose replies can be held back:
+ * after hold(ms), every byte Redis sends reaches the client <ms> later, in order, while the
+ * commands still reach Redis at once (so Redis applies a command whose answer the client has
+ * not read yet). hold(0) lets them through again, still in order.
+ */
+export async function startReplyDelayProxy(port) {
+  let holdMs = 0;
+  const socks = new Set();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(port, '127.0.0.1');
+    const queue = [];
+    let timer = null;
+    const pump = () => {
+      timer = null;
+      while (queue.length && queue[0].at <= Date.now()) client.write(queue.shift().data);
+      if (queue.length) timer = setTimeout(pump, Math.max(1, queue[0].at - Date.now()));
+    };
+    upstream.on('data', (data) => {
+      queue.push({ at: Date.now() + holdMs, data });
+      if (!timer) pump();
+    });
+    client.on('data', (d) => upstream.write(d));
+    const end = () => { clearTimeout(timer); client.destroy(); upstream.destroy(); };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+    socks.add(client);
+    client.on('close', () => socks.delete(client));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const proxyPort = server.address().port;
+  return {
+    url: `redis://127.0.0.1:${proxyPort}/0`,
+    hold: (ms) => { holdMs = ms; },
+    stop: () => new Promise((resolve) => {
+      for (const s of socks) s.destroy();
+      server.close(() => resolve());
+    }),
+  };
+}
