@@ -167,14 +167,10 @@ enum bsc_err bsc_buf_append_json_str(struct bsc_buf *b, struct bsc_str s)
 
 enum bsc_err bsc_buf_append_u64(struct bsc_buf *b, unsigned long long v)
 {
-    char tmp[24];
-    size_t i = sizeof(tmp);
+    char tmp[BSC_NUM_TEXT_MAX];
+    const char *p = bsc_num_text(tmp, v, 10);
 
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    return bsc_buf_append(b, tmp + i, sizeof(tmp) - i);
+    return bsc_buf_append(b, p, (size_t)(tmp + BSC_NUM_TEXT_MAX - p));
 }
 
 enum bsc_err bsc_buf_append_i64(struct bsc_buf *b, long long v)

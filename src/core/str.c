@@ -115,3 +115,15 @@ const char *bsc_str_find(struct bsc_str hay, struct bsc_str needle)
             return h + j;
     return NULL;
 }
+
+char *bsc_num_text(char tmp[BSC_NUM_TEXT_MAX], unsigned long long v, unsigned base)
+{
+    static const char digits[] = "0123456789abcdef";
+    char *p = tmp + BSC_NUM_TEXT_MAX;
+
+    do {
+        *--p = digits[v % base];
+        v /= base;
+    } while (v);
+    return p;
+}

@@ -74,6 +74,13 @@ static inline size_t bsc_str_copy(char *dst, size_t cap, struct bsc_str s)
     return n;
 }
 
+#define BSC_NUM_TEXT_MAX 24 /* the digits of a uint64_t in base 8 or more */
+
+/* Writes <v> in <base> (8 to 16) at the end of <tmp>, not terminated; returns where its
+ * digits start (they end at tmp + BSC_NUM_TEXT_MAX). What snprintf("%llu") gives, without
+ * its cost on a per-request path. */
+char *bsc_num_text(char tmp[BSC_NUM_TEXT_MAX], unsigned long long v, unsigned base);
+
 /* Strips ASCII spaces and tabs from both ends. */
 struct bsc_str bsc_str_trim(struct bsc_str s);
 

@@ -11,18 +11,37 @@
 
 #define PROV_JSON_DEPTH 64
 
+enum bsc_err prov_header_cat(struct bsc_buf *h, const char *name, const char *prefix,
+                             const char *value)
+{
+    size_t start = h->len;
+    enum bsc_err err = bsc_buf_append_cstr(h, name);
+
+    if (!err)
+        err = bsc_buf_append(h, ": ", 2);
+    if (!err)
+        err = bsc_buf_append_cstr(h, prefix);
+    if (!err)
+        err = bsc_buf_append_cstr(h, value);
+    if (!err)
+        err = bsc_buf_append_char(h, '\0');
+    if (err)
+        h->len = start;
+    return err;
+}
+
 enum bsc_err prov_header(struct bsc_buf *h, const char *name, const char *fmt, ...)
 {
     char value[4096];
     const char *v = value;
     va_list ap;
     int n;
-    size_t start = h->len;
-    enum bsc_err err;
 
     va_start(ap, fmt);
-    if (strcmp(fmt, "%s") == 0) { /* the common case needs no formatting */
+    if (strcmp(fmt, "%s") == 0) { /* the common cases need no formatting */
         v = va_arg(ap, const char *);
+    } else if (!strchr(fmt, '%')) {
+        v = fmt;
     } else {
         n = vsnprintf(value, sizeof(value), fmt, ap);
         if (n < 0 || (size_t)n >= sizeof(value)) {
@@ -31,16 +50,7 @@ enum bsc_err prov_header(struct bsc_buf *h, const char *name, const char *fmt, .
         }
     }
     va_end(ap);
-    err = bsc_buf_append_cstr(h, name);
-    if (!err)
-        err = bsc_buf_append(h, ": ", 2);
-    if (!err)
-        err = bsc_buf_append_cstr(h, v);
-    if (!err)
-        err = bsc_buf_append_char(h, '\0');
-    if (err)
-        h->len = start;
-    return err;
+    return prov_header_cat(h, name, "", v);
 }
 
 enum bsc_err prov_extra_headers(struct bsc_buf *h, const struct cfg_provider *p)

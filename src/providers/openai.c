@@ -127,7 +127,7 @@ static enum bsc_err oa_build(const struct prov_call *c, struct prov_http *out, c
         err = prov_header(&out->headers, "Accept", "%s",
                           c->stream ? "text/event-stream" : "application/json");
     if (!err && c->key)
-        err = prov_header(&out->headers, "Authorization", "Bearer %s", c->key);
+        err = prov_header_cat(&out->headers, "Authorization", "Bearer ", c->key);
     if (!err)
         err = prov_extra_headers(&out->headers, c->provider);
     if (err || c->op == PROV_OP_PROBE_MODELS)

@@ -201,6 +201,9 @@ enum bsc_err prov_map_response(const struct prov_ops *ops, const struct prov_cal
 /* Appends "Name: value\0" to <h>. */
 enum bsc_err prov_header(struct bsc_buf *h, const char *name, const char *fmt, ...)
     BSC_PRINTF(3, 4);
+/* Appends "Name: <prefix><value>\0" to <h> (no formatting: the per-request key header). */
+enum bsc_err prov_header_cat(struct bsc_buf *h, const char *name, const char *prefix,
+                             const char *value);
 /* Appends the provider's configured extra headers. */
 enum bsc_err prov_extra_headers(struct bsc_buf *h, const struct cfg_provider *p);
 /* Appends one OpenAI chunk frame `data: <json>\n\n` built from <chunk> (not consumed). */

@@ -25,15 +25,16 @@ static struct down_ctx down_ctx(const struct request *r)
     };
 }
 
-size_t deliver_route_headers(struct request *r, struct srv_header *h, char *buf, size_t len)
+size_t deliver_route_headers(struct request *r, struct srv_header *h,
+                             char buf[BSC_NUM_TEXT_MAX])
 {
     size_t n = 0;
-
-    snprintf(buf, len, "%u", r->n_attempts);
+    char *attempts = bsc_num_text(buf, r->n_attempts, 10);
     h[n++] = (struct srv_header){BSC_STR("x-bascule-route"), bsc_str_cstr(r->route->id)};
     if (r->target)
         h[n++] = (struct srv_header){BSC_STR("x-bascule-target"), bsc_str_cstr(r->target->id)};
-    h[n++] = (struct srv_header){BSC_STR("x-bascule-attempts"), bsc_str_cstr(buf)};
+    h[n++] = (struct srv_header){BSC_STR("x-bascule-attempts"),
+                                 bsc_str_make(attempts, (size_t)(buf + BSC_NUM_TEXT_MAX - attempts))};
     h[n++] = (struct srv_header){
         BSC_STR("x-bascule-workflow"),
         bsc_str_cstr(attempt_workflow_name(
@@ -122,13 +123,13 @@ void deliver_break(struct request *r, const char *termination)
 void deliver_commit(struct request *r)
 {
     struct srv_header h[10];
-    char attempts[16];
+    char attempts[BSC_NUM_TEXT_MAX];
     size_t n;
 
     h[0] = (struct srv_header){BSC_STR("Content-Type"), BSC_STR("text/event-stream; charset=utf-8")};
     h[1] = (struct srv_header){BSC_STR("Cache-Control"), BSC_STR("no-cache")};
     h[2] = (struct srv_header){BSC_STR("X-Accel-Buffering"), BSC_STR("no")};
-    n = 3 + deliver_route_headers(r, h + 3, attempts, sizeof(attempts));
+    n = 3 + deliver_route_headers(r, h + 3, attempts);
     if (r->sreq)
         srv_resp_head(r->sreq, 200, h, n, -1);
     r->d.committed = true;
@@ -277,7 +278,7 @@ void deliver_stream_error(struct request *r, const char *message)
 void deliver_stream_complete(struct request *r)
 {
     struct srv_header h[10];
-    char attempts[16];
+    char attempts[BSC_NUM_TEXT_MAX];
     size_t n;
 
     if (!r->sreq)
@@ -285,7 +286,7 @@ void deliver_stream_complete(struct request *r)
     h[0] = (struct srv_header){BSC_STR("Content-Type"), BSC_STR("text/event-stream; charset=utf-8")};
     h[1] = (struct srv_header){BSC_STR("Cache-Control"), BSC_STR("no-cache")};
     h[2] = (struct srv_header){BSC_STR("x-bascule-buffered"), BSC_STR("true")};
-    n = 3 + deliver_route_headers(r, h + 3, attempts, sizeof(attempts));
+    n = 3 + deliver_route_headers(r, h + 3, attempts);
     srv_resp_head(r->sreq, 200, h, n, -1);
     r->d.committed = true;
     r->d.status = 200;
@@ -306,7 +307,7 @@ static struct bsc_str cost_text(const struct request *r, char *buf, size_t len)
 void deliver_answer(struct request *r)
 {
     struct srv_header h[9];
-    char attempts[16], cost[48];
+    char attempts[BSC_NUM_TEXT_MAX], cost[48];
     size_t n;
     struct bsc_buf mapped;
     struct bsc_str body = bsc_buf_str(&r->x.answer);
@@ -326,7 +327,7 @@ void deliver_answer(struct request *r)
         }
         body = bsc_buf_str(&mapped);
     }
-    n = deliver_route_headers(r, h, attempts, sizeof(attempts));
+    n = deliver_route_headers(r, h, attempts);
     if (r->target && (r->target->price.input_per_mtok > 0 || r->target->price.output_per_mtok > 0))
         h[n++] = (struct srv_header){BSC_STR("x-bascule-cost-usd"),
                                      cost_text(r, cost, sizeof(cost))}; /* priced targets */
@@ -344,12 +345,12 @@ void deliver_answer(struct request *r)
 void deliver_error(struct request *r)
 {
     struct srv_header h[8];
-    char attempts[16];
+    char attempts[BSC_NUM_TEXT_MAX];
     size_t n;
 
     if (!r->sreq)
         return;
-    n = deliver_route_headers(r, h, attempts, sizeof(attempts));
+    n = deliver_route_headers(r, h, attempts);
     if (r->lim.limited_by)
         h[n++] = (struct srv_header){BSC_STR("x-bascule-limited-by"),
                                      bsc_str_cstr(r->lim.limited_by)};

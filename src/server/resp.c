@@ -39,27 +39,12 @@ static void put_s(struct bsc_buf *b, enum bsc_err *err, struct bsc_str s)
 
 #define PUT_LIT(b, err, lit) put((b), (err), (lit), sizeof(lit) - 1)
 
-#define NUM_TEXT_MAX 24 /* a uint64_t in base 8 or more */
-
-/* Writes <v> in <base> (10 or 16) at the end of <tmp>; returns where its digits start. */
-static char *num_text(char tmp[NUM_TEXT_MAX], uint64_t v, unsigned base)
-{
-    static const char digits[] = "0123456789abcdef";
-    char *p = tmp + NUM_TEXT_MAX;
-
-    do {
-        *--p = digits[v % base];
-        v /= base;
-    } while (v);
-    return p;
-}
-
 static void put_num(struct bsc_buf *b, enum bsc_err *err, uint64_t v, unsigned base)
 {
-    char tmp[NUM_TEXT_MAX];
-    char *p = num_text(tmp, v, base);
+    char tmp[BSC_NUM_TEXT_MAX];
+    char *p = bsc_num_text(tmp, v, base);
 
-    put(b, err, p, (size_t)(tmp + NUM_TEXT_MAX - p));
+    put(b, err, p, (size_t)(tmp + BSC_NUM_TEXT_MAX - p));
 }
 
 /* "Date: <IMF-fixdate>\r\n", formatted once a second per server. */
@@ -301,7 +286,7 @@ enum bsc_err srv_resp_body(struct srv_req *req, const void *p, size_t len)
 static bool stream_direct(struct srv_req *req, const void *p, size_t len)
 {
     struct srv_conn *c = req->conn;
-    char tmp[NUM_TEXT_MAX + 2]; /* the chunk size line: hex digits and CRLF */
+    char tmp[BSC_NUM_TEXT_MAX + 2]; /* the chunk size line: hex digits and CRLF */
     char *head;
     size_t head_len, total;
     uv_buf_t bufs[3];
@@ -311,9 +296,9 @@ static bool stream_direct(struct srv_req *req, const void *p, size_t len)
     if (c->writing || c->out.len || c->state == SRV__CONN_ST_CLOSED || req->no_body ||
         !req->chunked || !req->head_sent || req->ended || !len)
         return false;
-    head = num_text(tmp, len, 16);
-    memcpy(tmp + NUM_TEXT_MAX, "\r\n", 2);
-    head_len = (size_t)(tmp + NUM_TEXT_MAX + 2 - head);
+    head = bsc_num_text(tmp, len, 16);
+    memcpy(tmp + BSC_NUM_TEXT_MAX, "\r\n", 2);
+    head_len = (size_t)(tmp + BSC_NUM_TEXT_MAX + 2 - head);
     bufs[n++] = uv_buf_init(head, (unsigned)head_len);
     bufs[n++] = uv_buf_init((char *)(uintptr_t)p, (unsigned)len);
     bufs[n++] = uv_buf_init((char *)(uintptr_t)"\r\n", 2);

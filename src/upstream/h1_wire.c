@@ -99,22 +99,47 @@ static enum bsc_err caller_lines(struct bsc_buf *out, const char *const *headers
     return err;
 }
 
+/* "<name><value>\r\n" */
+static enum bsc_err put_line(struct bsc_buf *out, const char *name, const char *v, size_t len)
+{
+    enum bsc_err err = bsc_buf_append_cstr(out, name);
+
+    if (!err)
+        err = bsc_buf_append(out, v, len);
+    return err ? err : bsc_buf_append(out, "\r\n", 2);
+}
+
+static enum bsc_err put_length(struct bsc_buf *out, size_t body_len)
+{
+    enum bsc_err err = bsc_buf_append_cstr(out, "Content-Length: ");
+
+    if (!err)
+        err = bsc_buf_append_u64(out, (unsigned long long)body_len);
+    return err ? err : bsc_buf_append(out, "\r\n", 2);
+}
+
 enum bsc_err h1_request_head(struct bsc_buf *out, const char *method, const struct h1_url *u,
                              const char *const *headers, size_t n_headers, size_t body_len)
 {
-    enum bsc_err err = bsc_buf_appendf(out, "%s %.*s HTTP/1.1\r\n", method,
-                                       (int)u->target.len, u->target.p);
+    enum bsc_err err = bsc_buf_append_cstr(out, method);
+
+    if (!err)
+        err = bsc_buf_append_char(out, ' ');
+    if (!err)
+        err = bsc_buf_append(out, u->target.p, u->target.len);
+    if (!err)
+        err = bsc_buf_append(out, " HTTP/1.1\r\n", 11);
 
     if (!err)
         err = caller_lines(out, headers, n_headers);
     if (!err && !has_header(headers, n_headers, "Host"))
-        err = bsc_buf_appendf(out, "Host: %.*s\r\n", (int)u->authority.len, u->authority.p);
+        err = put_line(out, "Host: ", u->authority.p, u->authority.len);
     if (!err && !has_header(headers, n_headers, "Accept"))
         err = bsc_buf_append_cstr(out, "Accept: */*\r\n");
     if (!err && !has_header(headers, n_headers, "Accept-Encoding"))
         err = bsc_buf_append_cstr(out, "Accept-Encoding: identity\r\n");
     if (!err && strcmp(method, "GET") != 0 && !has_header(headers, n_headers, "Content-Length"))
-        err = bsc_buf_appendf(out, "Content-Length: %zu\r\n", body_len);
+        err = put_length(out, body_len);
     if (!err)
         err = bsc_buf_append(out, "\r\n", 2);
     return err;
@@ -137,17 +162,33 @@ static int head_put(struct h1_resp *r, const char *p, size_t len)
 }
 
 /* The status line is written once its code is known, before any header piece. */
+/* Appends the decimal digits of <v> at <line> + <n>; returns the new length. */
+static size_t put_digits(char *line, size_t n, unsigned v)
+{
+    char tmp[BSC_NUM_TEXT_MAX];
+    const char *d = bsc_num_text(tmp, v, 10);
+    size_t len = (size_t)(tmp + BSC_NUM_TEXT_MAX - d);
+
+    memcpy(line + n, d, len);
+    return n + len;
+}
+
 static int line_open(struct h1_resp *r)
 {
-    char line[32];
-    int n;
+    char line[40]; /* "HTTP/<major>.<minor> <status> ": three numbers of at most 10 digits */
+    size_t n = 5;
 
     if (r->line_open)
         return 0;
     r->line_open = true;
-    n = snprintf(line, sizeof(line), "HTTP/%u.%u %u ", r->p.http_major, r->p.http_minor,
-                 r->p.status_code);
-    return head_put(r, line, (size_t)n);
+    memcpy(line, "HTTP/", 5);
+    n = put_digits(line, n, r->p.http_major);
+    line[n++] = '.';
+    n = put_digits(line, n, r->p.http_minor);
+    line[n++] = ' ';
+    n = put_digits(line, n, r->p.status_code);
+    line[n++] = ' ';
+    return head_put(r, line, n);
 }
 
 static int on_begin(http_parser *p)

@@ -97,6 +97,27 @@ static void test_numbers(void **state)
     bsc_buf_cleanup(&b);
 }
 
+/* bsc_num_text gives printf's digits in bases 10, 16 and 8, up to UINT64_MAX. */
+static void test_num_text(void **state)
+{
+    static const unsigned long long vals[] = {0, 1, 9, 10, 15, 16, 255, 999, 1000, 4096,
+                                              123456789, UINT32_MAX, UINT64_MAX - 1, UINT64_MAX};
+    static const struct { unsigned base; const char *fmt; } bases[] = {
+        {10, "%llu"}, {16, "%llx"}, {8, "%llo"}};
+    char tmp[BSC_NUM_TEXT_MAX], want[32];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+        for (size_t k = 0; k < sizeof(bases) / sizeof(bases[0]); k++) {
+            const char *d = bsc_num_text(tmp, vals[i], bases[k].base);
+            int n = snprintf(want, sizeof(want), bases[k].fmt, vals[i]);
+
+            assert_int_equal(tmp + BSC_NUM_TEXT_MAX - d, n);
+            assert_memory_equal(d, want, (size_t)n);
+        }
+    }
+}
+
 /* Fixed-point decimals match printf's "%.*f" for values already in units. */
 static void test_fixed(void **state)
 {
@@ -180,6 +201,7 @@ int main(void)
         cmocka_unit_test(test_append_grows_and_terminates),
         cmocka_unit_test(test_limit_leaves_buffer_unchanged),
         cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_num_text),
         cmocka_unit_test(test_fixed),
         cmocka_unit_test(test_json_str_every_byte),
         cmocka_unit_test(test_json_str_exact_fit),
