@@ -264,6 +264,8 @@ static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const
     w->idx = idx;
     w->gw = gw;
     uv_loop_init(&w->loop);
+    uv_async_init(&w->loop, &w->wake, worker_on_wake);
+    w->wake.data = w;
     /* Only the first worker checks that no other process listens there; the others join
      * its SO_REUSEPORT group. */
     if (idx == 0 ? srv_listen_first(cfg->listen_host, cfg->listen_port, &fd, errbuf,
@@ -282,13 +284,32 @@ static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const
     srv_set_error_body(w->srv, dialect_openai_srv_error);
     if (idx == 0 && cfg->admin_listen_host && admin_listen(w, cfg, &lim) != 0)
         return -1;
-    uv_async_init(&w->loop, &w->wake, worker_on_wake);
-    w->wake.data = w;
     if (idx == 0 && !(w->prober = prober_start(&w->loop, w->up, gw->hs, gw->metrics, idx))) {
         LOG_ERR("worker %u: out of memory", idx);
         return -1;
     }
     return 0;
+}
+
+/* A worker whose thread will not run (the start failed): what worker_init made is closed
+ * on its own loop and the loop ended, as a stop would. */
+static void worker_abandon(struct worker *w)
+{
+    w->drained = true;
+    if (w->admin_srv)
+        srv_close_all(w->admin_srv, admin_closed, w);
+    if (w->srv) {
+        srv_close_all(w->srv, worker_closed, w); /* prober, transfers, wake */
+    } else {
+        up_multi_free(w->up);
+        uv_close((uv_handle_t *)&w->wake, NULL);
+    }
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    if (w->srv)
+        srv_free(w->srv);
+    if (w->admin_srv)
+        srv_free(w->admin_srv);
+    uv_loop_close(&w->loop);
 }
 
 static void workers_send(struct gateway *gw, unsigned cmd)
@@ -393,6 +414,33 @@ static unsigned worker_count(const struct cfg *cfg)
     return n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
 }
 
+/* What serve() made for the whole gateway, after its workers' loops have ended (NULL
+ * members were never made). */
+static void gateway_free(struct gateway *gw)
+{
+    hstate_free(gw->hs); /* its thread may wake the loops (limits): before they go */
+    free(gw->workers);
+    srv_group_free(gw->conns);
+    lim_reg_free(gw->lim);
+    tel_shutdown(); /* it counts into the metrics: first */
+    verdicts_free(gw->verdicts);
+    metrics_free(gw->metrics);
+    store_close(gw->store);
+    spend_book_free(gw->spend);
+    cfg_current_swap(NULL);
+}
+
+/* The start failed after the gateway's parts were made: <n_loops> workers had their loop
+ * made (the last one perhaps not all of the rest). */
+static int start_failed(struct gateway *gw, struct cfg *cfg, unsigned n_loops)
+{
+    for (unsigned i = 0; i < n_loops; i++)
+        worker_abandon(&gw->workers[i]);
+    gateway_free(gw);
+    cfg_unref(cfg);
+    return 1;
+}
+
 static int serve(const char *path, const struct rlimit *core_limit)
 {
     struct main_ctx mc = {0};
@@ -413,7 +461,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
         /* Circuits and key cooldowns are shared with the other instances on this Redis. */
         if (!(mc.gw.hs = hstate_redis_new(&cfg->store, err, sizeof(err)))) {
             LOG_ERR("cannot start the shared health state: %s", err);
-            return 1;
+            return start_failed(&mc.gw, cfg, 0);
         }
     } else {
         mc.gw.hs = hstate_new();
@@ -436,20 +484,20 @@ static int serve(const char *path, const struct rlimit *core_limit)
         !mc.gw.spend || hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK ||
         lim_reg_sync(mc.gw.lim, cfg) != BSC_OK) {
         LOG_ERR("out of memory at start");
-        return 1;
+        return start_failed(&mc.gw, cfg, 0);
     }
     {
         char err[256] = "";
         /* The store is opened once: a reload that changes store: needs a restart. */
         if (store_open(&cfg->store, &mc.gw.store, err, sizeof(err)) != BSC_OK) {
             LOG_ERR("cannot open the store: %s", err);
-            return 1;
+            return start_failed(&mc.gw, cfg, 0);
         }
     }
     mc.gw.workers = bsc_xcalloc(mc.gw.n_workers, sizeof(struct worker));
     for (i = 0; i < mc.gw.n_workers; i++)
         if (worker_init(&mc.gw.workers[i], &mc.gw, i, cfg) != 0)
-            return 1;
+            return start_failed(&mc.gw, cfg, i + 1);
     for (i = 0; i < mc.gw.n_workers; i++)
         uv_thread_create(&mc.gw.workers[i].thread, worker_main, &mc.gw.workers[i]);
     LOG_INFO("bascule %s listening on http://%s%s%s:%u with %u workers, %zu routes",
@@ -488,16 +536,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
     uv_close((uv_handle_t *)&mc.drain_timer, NULL);
     uv_run(mc.loop, UV_RUN_DEFAULT);
     uv_loop_close(mc.loop);
-    hstate_free(mc.gw.hs); /* its thread may wake the loops (limits): before they go */
-    free(mc.gw.workers);
-    srv_group_free(mc.gw.conns);
-    lim_reg_free(mc.gw.lim);
-    tel_shutdown(); /* it counts into the metrics: first */
-    verdicts_free(mc.gw.verdicts);
-    metrics_free(mc.gw.metrics);
-    store_close(mc.gw.store);
-    spend_book_free(mc.gw.spend);
-    cfg_current_swap(NULL);
+    gateway_free(&mc.gw);
     LOG_INFO("bascule stopped");
     return 0;
 }

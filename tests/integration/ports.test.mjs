@@ -78,6 +78,7 @@ test('a second gateway on the same address exits non-zero, naming it; the first 
     assert.notEqual(second.code, 0, `second gateway: code ${second.code} signal ${second.signal}\n${second.out}`);
     assert.notEqual(second.code, null, `second gateway still running after ${EXIT_BOUND_MS} ms`);
     assert.match(second.out, new RegExp(`127\\.0\\.0\\.1:${gw.port}\\b.*in use by another process`));
+    startUndone(second);
     // Every connection still reaches the first gateway: nothing joined its group.
     for (let i = 0; i < 20; i++) assert.equal(await live(gw.url), 200);
   } finally {
@@ -95,9 +96,47 @@ test('a gateway on an address a plain listener holds exits non-zero, naming it',
     const gw = await runToExit(bins.bascule, ['--config', file]);
     assert.ok(gw.code !== 0 && gw.code !== null, `code ${gw.code} signal ${gw.signal}\n${gw.out}`);
     assert.match(gw.out, new RegExp(`127\\.0\\.0\\.1:${held.port}\\b`));
+    startUndone(gw);
   } finally {
     rmSync(dir, { recursive: true, force: true });
     await held.close();
+  }
+});
+
+// A start that fails exits 1 having undone what it made (under the sanitizers' build a
+// leak would be reported and change the exit code).
+function startUndone(run) {
+  assert.equal(run.code, 1, run.out);
+  assert.doesNotMatch(run.out, /Sanitizer/, run.out);
+}
+
+test('a gateway whose admin.listen address is held exits 1, naming it, having undone its start', async () => {
+  const held = await silentListener();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bascule-ports-'));
+  try {
+    const file = path.join(dir, 'gw.yaml');
+    writeFileSync(file, CONFIG.replaceAll('{{PORT}}', String(await freePort())) +
+      `admin: { listen: "127.0.0.1:${held.port}" }\n`);
+    const gw = await runToExit(bins.bascule, ['--config', file]);
+    assert.match(gw.out, new RegExp(`127\\.0\\.0\\.1:${held.port} \\(admin\\.listen\\)`));
+    startUndone(gw);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    await held.close();
+  }
+});
+
+test('a gateway whose store cannot be opened exits 1, naming it, having undone its start', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bascule-ports-'));
+  try {
+    const file = path.join(dir, 'gw.yaml');
+    writeFileSync(file, CONFIG.replaceAll('{{PORT}}', String(await freePort())) +
+      `store: { kind: sqlite, path: "${dir}/missing/dir/state.db" }\n`);
+    const gw = await runToExit(bins.bascule, ['--config', file]);
+    assert.match(gw.out, /cannot open the store/);
+    startUndone(gw);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 
