@@ -263,14 +263,9 @@ static void on_read(enum bsc_err err, double usd, void *ud)
     struct spend_book *b = r->gw->spend;
     struct spend_entry *e;
 
-    if (!guard_op_end(r))
-        return;
-    if (err)
-        LOG_WARN("%s: the spend of client %s could not be read: %s (admitted)", r->id,
-                 r->client ? r->client->id : "-", bsc_err_str(err));
-    r->spend.reading = false;
-    r->spend.read_done = true;
-    r->spend.read_usd = err ? -1.0 : usd;
+    /* The book takes the figure even when the request is gone (its client left while the
+     * read ran): a load left LOADING would make every later request of the period read
+     * on its own, and the client's spend would stay unknown. */
     uv_mutex_lock(&b->mu);
     if (r->client && (e = entry_get(b, r->client->id)) && e->st == ENTRY_LOADING &&
         e->gen == r->spend.loader_gen) {
@@ -281,6 +276,14 @@ static void on_read(enum bsc_err err, double usd, void *ud)
     if (!err && r->spend.entry)
         entry_apply(r->spend.entry, &r->spend.mark, usd);
     uv_mutex_unlock(&b->mu);
+    if (!guard_op_end(r))
+        return;
+    if (err)
+        LOG_WARN("%s: the spend of client %s could not be read: %s (admitted)", r->id,
+                 r->client ? r->client->id : "-", bsc_err_str(err));
+    r->spend.reading = false;
+    r->spend.read_done = true;
+    r->spend.read_usd = err ? -1.0 : usd;
     if (!r->m.finished)
         req__run(r);
 }

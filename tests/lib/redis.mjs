@@ -122,10 +122,12 @@ export async function startRedis() {
  * A loopback TCP proxy in front of redis-server <port> whose replies can be held back:
  * after hold(ms), every byte Redis sends reaches the client <ms> later, in order, while the
  * commands still reach Redis at once (so Redis applies a command whose answer the client has
- * not read yet). hold(0) lets them through again, still in order.
+ * not read yet). hold(0) lets them through again, still in order. sent() is the text of the
+ * commands clients sent so far (the last 64 KiB).
  */
 export async function startReplyDelayProxy(port) {
   let holdMs = 0;
+  let sent = '';
   const socks = new Set();
   const server = net.createServer((client) => {
     const upstream = net.connect(port, '127.0.0.1');
@@ -140,7 +142,10 @@ export async function startReplyDelayProxy(port) {
       queue.push({ at: Date.now() + holdMs, data });
       if (!timer) pump();
     });
-    client.on('data', (d) => upstream.write(d));
+    client.on('data', (d) => {
+      sent = (sent + d.toString('latin1')).slice(-65536);
+      upstream.write(d);
+    });
     const end = () => { clearTimeout(timer); client.destroy(); upstream.destroy(); };
     client.on('error', end).on('close', end);
     upstream.on('error', end).on('close', end);
@@ -152,6 +157,7 @@ export async function startReplyDelayProxy(port) {
   return {
     url: `redis://127.0.0.1:${proxyPort}/0`,
     hold: (ms) => { holdMs = ms; },
+    sent: () => sent,
     stop: () => new Promise((resolve) => {
       for (const s of socks) s.destroy();
       server.close(() => resolve());
