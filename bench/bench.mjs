@@ -54,8 +54,10 @@ const C = {
   nofile: envNum('BENCH_NOFILE', 1024),
   strict: process.env.BENCH_STRICT === '1',
   parts: new Set((process.env.BENCH_PARTS || 'throughput,paced,streams').split(',').map((s) => s.trim())),
+  // BENCH_BASCULE_B set: its target is one of the defaults (an A/B without listing them all).
   targets: new Set((process.env.BENCH_TARGETS ||
-    'direct,nginx,bascule,bascule-key,bascule-limits,portkey,bascule-redis,bascule-redis-limits')
+    'direct,nginx,bascule,bascule-key,bascule-limits,portkey,bascule-redis,bascule-redis-limits' +
+    (process.env.BENCH_BASCULE_B ? ',bascule-b' : ''))
     .split(',').map((s) => s.trim())),
   tmp: process.env.BENCH_TMP || fs.mkdtempSync(path.join(os.tmpdir(), 'bascule-bench-')),
   out: process.env.BENCH_OUT || path.join(ROOT, 'build', 'bench'),
