@@ -11,8 +11,8 @@ import { startGateway, startSim, waitFor } from '../lib/harness.mjs';
 import { startRedis, startReplyDelayProxy } from '../lib/redis.mjs';
 
 const KEY = 'redis-lease-race-key-0123456789abcd';
-const TTL_MS = 600; /* a renewal every 200 ms */
-const HOLD_MS = 500; /* under the 1 s ping period: the limits stay shared */
+const TTL_MS = 1200; /* a renewal every 400 ms: one falls in any hold; a late one does not expire us */
+const HOLD_MS = 600; /* under the 1 s ping period: the limits stay shared */
 const SLOTS = 'r:{lim:t:tr}:slots';
 let redis, proxy, sim, gw;
 
