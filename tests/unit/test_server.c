@@ -69,6 +69,10 @@ struct fx {
     struct srv_req *big;
     size_t big_sent;
     char big_chunk[BIG_CHUNK];
+    /* test_next_request_at_once: its own handles, made on the loop thread by the test */
+    uv_async_t nap;
+    uv_check_t check;
+    atomic_int napping, go, ended, n_req_at_check;
     /* test thread only: clients not yet closed, closed by teardown when an assertion
      * jumped out of the test before its own cl_close() */
     struct client *clients[MAX_CLIENTS];
@@ -165,6 +169,14 @@ static size_t direct_big(void)
 
 static void handle_misc(struct fx *fx, struct srv_req *req, struct bsc_str p)
 {
+    if (bsc_str_eq(p, BSC_STR("/release"))) { /* answers the held request, then itself */
+        if (fx->held)
+            echo(fx->held);
+        fx->held = NULL;
+        atomic_store(&fx->ended, 1);
+        echo(req);
+        return;
+    }
     if (bsc_str_eq(p, BSC_STR("/stream"))) {
         char line[16];
 
@@ -931,6 +943,74 @@ static void call_answer_held(struct fx *fx)
     fx->held = NULL;
 }
 
+/* The loop naps until the test says go: what the test does meanwhile is all there when
+ * epoll is asked next, in the order it was done. */
+static void on_nap(uv_async_t *a)
+{
+    struct fx *fx = a->data;
+    struct timespec ts = {0, 1000000};
+
+    atomic_store(&fx->napping, 1);
+    while (!atomic_load(&fx->go))
+        nanosleep(&ts, NULL);
+}
+
+/* Right after the poll phase in which the held request was answered. */
+static void on_check(uv_check_t *h)
+{
+    struct fx *fx = h->data;
+
+    if (atomic_load(&fx->ended) == 1) {
+        atomic_store(&fx->n_req_at_check, atomic_load(&fx->n_req));
+        atomic_store(&fx->ended, 2);
+    }
+}
+
+static void call_arm_nap(struct fx *fx)
+{
+    uv_async_init(&fx->loop, &fx->nap, on_nap);
+    uv_check_init(&fx->loop, &fx->check);
+    fx->nap.data = fx->check.data = fx;
+    uv_check_start(&fx->check, on_check);
+}
+
+/* A keep-alive connection's next request that arrives in the same poll phase as the end of
+ * the one before is started there, not after the phase: the deferred pass that would start
+ * it runs only after every other event of the phase (on a loaded loop, many batches). */
+static void test_next_request_at_once(void **state)
+{
+    struct fx *fx = *state;
+    struct client *cl, *other;
+    struct resp r;
+
+    fx_start(fx);
+    cl = cl_open(fx);
+    other = cl_open(fx);
+    cl_sends(cl, "GET /hold HTTP/1.1\r\n\r\n");
+    wait_until(&fx->n_req, 1, 2000);
+    run_on_loop(fx, call_arm_nap);
+    uv_async_send(&fx->nap);
+    wait_until(&fx->napping, 1, 5000);
+    /* While the loop naps: another connection asks for the held request's end, then the
+     * next request comes on the first; the next poll reports both, in this order. */
+    cl_sends(other, "GET /release HTTP/1.1\r\n\r\n");
+    cl_sends(cl, "GET /echo?2 HTTP/1.1\r\n\r\n");
+    atomic_store(&fx->go, 1);
+    assert_int_equal(cl_read(cl, &r, false), 0);
+    assert_string_equal(r.body, "GET /hold q= n=0 t= b=");
+    resp_free(&r);
+    assert_int_equal(cl_read(cl, &r, false), 0);
+    assert_string_equal(r.body, "GET /echo q=2 n=0 t= b=");
+    resp_free(&r);
+    assert_int_equal(cl_read(other, &r, false), 0);
+    resp_free(&r);
+    wait_until(&fx->ended, 2, 2000);
+    /* /hold, /release and the next request: all three before the phase ended. */
+    assert_int_equal(atomic_load(&fx->n_req_at_check), 3);
+    cl_close(other);
+    cl_close(cl);
+}
+
 /* More pipelined input than the backlog holds while a request is held: reading stops,
  * then resumes, and every request is answered in order. */
 static void test_pipelined_backpressure(void **state)
@@ -1636,6 +1716,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_head_and_bodyless, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunked_request, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pipelined, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_next_request_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pipelined_backpressure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expect_continue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_body_limits, setup, teardown),
