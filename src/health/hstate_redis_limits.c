@@ -237,19 +237,26 @@ static void send_hold(struct hs_redis *h, struct lim_set *s, uint32_t slots, boo
                                  exact ? "1" : "0"});
 }
 
+/* Gives <slots> of <s> back (taken off its slots and counted as giving already). Not sent:
+ * Redis counts them as ours until the next exact renewal (or until the lease expires when
+ * we hold none). */
+static void send_give(struct hs_redis *h, struct lim_set *s, uint32_t slots)
+{
+    char k1[RKEY_MAX], k2[RKEY_MAX], n[16];
+
+    snprintf(n, sizeof(n), "%" PRIu32, slots);
+    if (set_key(h, s, ":slots", k1) && set_key(h, s, ":exp", k2))
+        hr__cmd(h, NULL, NULL, 7,
+                (const char *[]){"EVAL", LUA_LEASE_GIVE, "2", k1, k2, n, h->instance});
+    lim_fleet_gave(s, slots);
+}
+
 void hr__limits_run(struct hs_redis *h, const struct hr_event *ev)
 {
-    char k1[RKEY_MAX], k2[RKEY_MAX], n[24];
     struct ask_ctx *a;
 
     if (ev->kind == 'G') {
-        snprintf(n, sizeof(n), "%" PRIu64, ev->want);
-        if (set_key(h, ev->set, ":slots", k1) && set_key(h, ev->set, ":exp", k2))
-            hr__cmd(h, NULL, NULL, 7,
-                    (const char *[]){"EVAL", LUA_LEASE_GIVE, "2", k1, k2, n, h->instance});
-        /* Not sent: Redis counts the slots as ours until the next exact renewal (or until
-         * the lease expires when we hold none). */
-        lim_fleet_gave(ev->set, (uint32_t)ev->want);
+        send_give(h, ev->set, (uint32_t)ev->want);
         return;
     }
     if (!(a = malloc(sizeof(*a)))) {
@@ -264,16 +271,20 @@ void hr__limits_run(struct hs_redis *h, const struct hr_event *ev)
     }
 }
 
-/* Every held lease, written again with a fresh expiry. */
+/* Every held lease, written again with a fresh expiry; slots unused since the last
+ * renewal given back first. */
 static void renew_all(struct hs_redis *h)
 {
     uint32_t slots;
     bool exact;
 
     uv_mutex_lock(&h->mu);
-    for (size_t i = 0; i < h->n_sets; i++)
+    for (size_t i = 0; i < h->n_sets; i++) {
+        if ((slots = lim_fleet_idle(h->sets[i])) > 0)
+            send_give(h, h->sets[i], slots);
         if ((slots = lim_fleet_held(h->sets[i], &exact)) > 0)
             send_hold(h, h->sets[i], slots, exact);
+    }
     uv_mutex_unlock(&h->mu);
 }
 

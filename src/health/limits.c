@@ -188,6 +188,16 @@ static uint64_t take_waiters(struct lim_set *s)
     return w;
 }
 
+uint32_t lim_fleet_idle(struct lim_set *s)
+{
+    uint32_t give;
+
+    pthread_mutex_lock(&s->mu);
+    give = lim__fleet_idle(s, effective(s));
+    pthread_mutex_unlock(&s->mu);
+    return give;
+}
+
 bool lim_wait_on(struct lim_set *s, unsigned worker)
 {
     bool asking;
@@ -216,15 +226,19 @@ uint64_t lim_release(struct lim_set *s, uint64_t estimated, uint64_t used, uint6
     c = mode(s, now_ms, &fleet);
     if (fleet) {
         give = lim__fleet_settle(s, c, estimated, used);
-    } else if (s->caps.tpm && used != estimated) {
-        uint64_t est = estimated < s->caps.tpm ? estimated : s->caps.tpm;
+    } else {
+        if (s->caps.tpm && used != estimated) {
+            uint64_t est = estimated < s->caps.tpm ? estimated : s->caps.tpm;
 
-        lim_bucket_refill(&s->tok, s->caps.tpm, now_ms);
-        s->tok.level += (double)est - (double)used;
-        if (s->tok.level < -(double)s->caps.tpm)
-            s->tok.level = -(double)s->caps.tpm;
-        if (s->tok.level > s->caps.tpm)
-            s->tok.level = s->caps.tpm;
+            lim_bucket_refill(&s->tok, s->caps.tpm, now_ms);
+            s->tok.level += (double)est - (double)used;
+            if (s->tok.level < -(double)s->caps.tpm)
+                s->tok.level = -(double)s->caps.tpm;
+            if (s->tok.level > s->caps.tpm)
+                s->tok.level = s->caps.tpm;
+        }
+        if (s->share)
+            give = lim__fleet_spare(s, effective(s));
     }
     w = take_waiters(s);
     pthread_mutex_unlock(&s->mu);
@@ -254,6 +268,8 @@ uint64_t lim_undo(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
             s->req.level += 1.0;
         if (c.tpm)
             s->tok.level += (double)(tokens < c.tpm ? tokens : c.tpm);
+        if (s->share)
+            give = lim__fleet_spare(s, effective(s));
     }
     w = take_waiters(s);
     pthread_mutex_unlock(&s->mu);

@@ -73,6 +73,7 @@ struct lim_fleet {
     uint32_t slots;               /* concurrency slots leased by this process */
     uint32_t giving;              /* slots taken off <slots>, their give not sent yet */
     uint32_t taking;              /* concurrency asks sent, unanswered (the share's thread) */
+    bool spare_seen;              /* the last renewal saw slots beyond those in flight */
     unsigned asking;              /* bit (1 << kind): an ask is out, since asked_at[kind] */
     uint64_t asked_at[LIM_KIND_COUNT];
     uint64_t local_until;         /* an ask failed or timed out: local caps until then */
@@ -153,6 +154,9 @@ void lim_fleet_failed(struct lim_set *s, enum lim_kind kind, uint64_t now_ms);
  * (for renewals): those leased plus those whose give is not sent yet. <*exact>: no ask is
  * out, so the count may be written as it is; otherwise a grant may be on its way. */
 uint32_t lim_fleet_held(struct lim_set *s, bool *exact);
+/* At a renewal, before lim_fleet_held: the slots to give back because they sat unused
+ * since the renewal before (lim__fleet_idle), counted as giving until lim_fleet_gave. */
+uint32_t lim_fleet_idle(struct lim_set *s);
 /* The give of <slots> was sent to the fleet (or dropped: the next exact renewal corrects
  * the fleet's count). */
 void lim_fleet_gave(struct lim_set *s, uint32_t slots);

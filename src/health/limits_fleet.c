@@ -5,11 +5,14 @@
  * token or slot when the limit is small (exact: nothing is held that another process could
  * have used), capacity / (instances x LIM_SLICES) when it is large (at most one slice per
  * process taken early: the precision given up). Spare slots beyond a slice go back at
- * release. No answer within store.timeout_ms, or a share that is down: the set decides on
+ * release (local or not), and at the second renewal that finds them unused. No answer within store.timeout_ms, or a share that is down: the set decides on
  * its own counters, with the caps divided by store.instances. See docs/internals/redis.md. */
 #include "health/limits_fleet.h"
 
+#include <inttypes.h>
 #include <math.h>
+
+#include "core/log.h"
 
 #define LIM_SLICES 16            /* a large limit is taken in this many slices per process */
 #define LIM_LOCAL_MS 1000        /* after a failed or overdue ask: local caps this long */
@@ -33,6 +36,9 @@ bool lim__fleet_on(struct lim_set *s, uint64_t now_ms)
         if ((f->asking & (1u << k)) && now_ms - f->asked_at[k] >= s->share->timeout_ms) {
             f->asking = 0; /* a late answer still adds what was granted */
             f->local_until = now_ms + LIM_LOCAL_MS;
+            LOG_WARN("shared limits: %c:%s decided locally for %d ms (caps divided by "
+                     "store.instances): Redis did not answer an ask within %" PRIu32 " ms",
+                     s->subject, s->id ? s->id : "", LIM_LOCAL_MS, s->share->timeout_ms);
             return false;
         }
     }
@@ -145,20 +151,38 @@ uint32_t lim__fleet_settle(struct lim_set *s, struct lim_caps c, uint64_t estima
                            uint64_t used)
 {
     struct lim_fleet *f = &s->fl;
-    uint64_t keep;
 
     if (c.tpm && used != estimated) {
         f->tok += (double)(estimated < c.tpm ? estimated : c.tpm) - (double)used;
         if (f->tok < -(double)c.tpm)
             f->tok = -(double)c.tpm; /* a debt the next asks pay */
     }
-    keep = c.conc && !c.conc_own ? slice(s, c.conc) - 1 : 0;
+    return lim__fleet_spare(s, c);
+}
+
+uint32_t lim__fleet_spare(struct lim_set *s, struct lim_caps c)
+{
+    struct lim_fleet *f = &s->fl;
+    uint64_t keep = c.conc && !c.conc_own ? slice(s, c.conc) - 1 : 0;
+
     if (f->slots <= s->inflight + keep)
         return 0;
     keep = f->slots - s->inflight - keep;
     f->slots -= (uint32_t)keep;
     f->giving += (uint32_t)keep; /* the fleet counts them until the give is sent */
     return (uint32_t)keep;
+}
+
+uint32_t lim__fleet_idle(struct lim_set *s, struct lim_caps c)
+{
+    uint32_t spare = s->fl.slots > s->inflight ? s->fl.slots - s->inflight : 0;
+
+    if (!spare || !s->fl.spare_seen) {
+        s->fl.spare_seen = spare > 0; /* maybe a grant its waiters have not used yet */
+        return 0;
+    }
+    s->fl.spare_seen = false;
+    return lim__fleet_spare(s, c);
 }
 
 void lim__fleet_send(struct lim_set *s, const struct lim__asks *asks, uint32_t slots)

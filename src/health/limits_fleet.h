@@ -36,6 +36,13 @@ void lim__fleet_untake(struct lim_set *s, struct lim_caps c, uint64_t tokens);
  * slots to give back to the fleet: those held beyond a slice of spare ones. */
 uint32_t lim__fleet_settle(struct lim_set *s, struct lim_caps c, uint64_t estimated,
                            uint64_t used);
+/* Takes the slots held beyond the requests in flight and a slice of spare ones off the
+ * set, counted as giving; returns how many to give back (lim__fleet_send). Called at every
+ * release, local or not: slots leased before the set turned local go back all the same. */
+uint32_t lim__fleet_spare(struct lim_set *s, struct lim_caps c);
+/* As lim__fleet_spare, for a renewal: slots spare at this renewal and at the one before
+ * (a grant whose requests left, or were decided locally while it was late) go back. */
+uint32_t lim__fleet_idle(struct lim_set *s, struct lim_caps c);
 /* Without the lock: sends <asks> and the <slots> given back. */
 void lim__fleet_send(struct lim_set *s, const struct lim__asks *asks, uint32_t slots);
 

@@ -252,13 +252,72 @@ static void test_overdue_turns_local(void **state)
     lim_set_destroy(&s);
 }
 
+/* Slots leased before the set turned local go back when their requests end locally. */
+static void test_local_release_gives(void **state)
+{
+    struct rec r;
+    struct lim_set s;
+
+    (void)state;
+    setup(&r, &s, (struct lim_caps){.conc = 2}, 2);
+    assert_int_equal(lim_acquire(&s, 0, T0).wait_ms, LIM_WAIT_FLEET);
+    lim_fleet_granted(&s, LIM_CONC, 1, 0, T0 + 1);
+    assert_int_equal(lim_acquire(&s, 0, T0 + 1).kind, LIM_NONE);
+    atomic_store(&r.sh.up, false);
+    lim_release(&s, 0, 0, T0 + 2);
+    assert_int_equal(r.gives, 1);
+    assert_int_equal(r.given, 1);
+    assert_int_equal(s.fl.slots, 0);
+    /* The same for an acquire undone while local. */
+    atomic_store(&r.sh.up, true);
+    assert_int_equal(lim_acquire(&s, 0, T0 + 3).wait_ms, LIM_WAIT_FLEET);
+    lim_fleet_granted(&s, LIM_CONC, 1, 0, T0 + 4);
+    assert_int_equal(lim_acquire(&s, 0, T0 + 4).kind, LIM_NONE);
+    atomic_store(&r.sh.up, false);
+    lim_undo(&s, 0, T0 + 5);
+    assert_int_equal(r.gives, 2);
+    assert_int_equal(s.fl.slots, 0);
+    lim_set_destroy(&s);
+}
+
+/* A grant nobody used (its requests left, or went ahead locally while it was late) goes
+ * back at the second renewal that finds it spare; a spare slot used meanwhile stays. */
+static void test_idle_slots_go_back(void **state)
+{
+    struct rec r;
+    struct lim_set s;
+    bool exact;
+
+    (void)state;
+    setup(&r, &s, (struct lim_caps){.conc = 2}, 2);
+    assert_int_equal(lim_acquire(&s, 0, T0).wait_ms, LIM_WAIT_FLEET);
+    lim_fleet_granted(&s, LIM_CONC, 1, 0, T0 + 1); /* its request has left */
+    assert_int_equal(lim_fleet_idle(&s), 0);       /* maybe its waiter is on its way */
+    assert_int_equal(lim_acquire(&s, 0, T0 + 2).kind, LIM_NONE); /* it was */
+    assert_int_equal(lim_fleet_idle(&s), 0);
+    assert_int_equal(lim_fleet_idle(&s), 0);
+    lim_release(&s, 0, 0, T0 + 3);
+    lim_fleet_gave(&s, r.given);
+    assert_int_equal(lim_acquire(&s, 0, T0 + 4).wait_ms, LIM_WAIT_FLEET);
+    lim_fleet_granted(&s, LIM_CONC, 1, 0, T0 + 5); /* this one's request has left */
+    assert_int_equal(lim_fleet_idle(&s), 0);
+    assert_int_equal(lim_fleet_idle(&s), 1);
+    assert_int_equal(s.fl.slots, 0);
+    assert_int_equal(lim_fleet_held(&s, &exact), 1); /* Redis counts it until the give */
+    lim_fleet_gave(&s, 1);
+    assert_int_equal(lim_fleet_held(&s, &exact), 0);
+    assert_int_equal(lim_fleet_idle(&s), 0);
+    lim_set_destroy(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_rate_is_exact), cmocka_unit_test(test_large_rate_takes_slices),
         cmocka_unit_test(test_tokens),              cmocka_unit_test(test_slots),
         cmocka_unit_test(test_down_divides),        cmocka_unit_test(test_overdue_turns_local),
-        cmocka_unit_test(test_own_concurrency),
+        cmocka_unit_test(test_own_concurrency),     cmocka_unit_test(test_local_release_gives),
+        cmocka_unit_test(test_idle_slots_go_back),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
