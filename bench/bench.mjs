@@ -343,7 +343,7 @@ function targetDefs(upstream) {
     {
       key: 'nginx', label: `nginx proxy_pass (${C.workers} workers)`,
       start: () => startNginx('nginx-proxy', 'nginx-proxy.conf.in', {
-        WORKERS: C.workers, UPSTREAM_PORT: upstream.port, BUFFERING: 'on',
+        WORKERS: C.workers, UPSTREAM_PORT: upstream.port, PROBE_PORT: upstream.port, BUFFERING: 'on',
       }),
     },
     {
@@ -502,9 +502,9 @@ async function throughputAndPaced(results) {
 
 // ---------------------------------------------------------------- part 3
 
-async function startSim() {
+async function startSim(name = 'sim') {
   if (!isExecutable(C.sim)) return { skip: `${shown(C.sim)} not built (make)` };
-  const dir = path.join(C.tmp, 'sim');
+  const dir = path.join(C.tmp, name);
   fs.mkdirSync(dir, { recursive: true });
   const outLog = fs.createWriteStream(path.join(dir, 'stdout.log'));
   const errlog = path.join(dir, 'stderr.log');
@@ -587,11 +587,12 @@ function poolStreamRuns(list) {
 }
 
 /** Runs streams.mjs against one gateway; resolves its result object. */
-async function streamRun(gw, simApi, n, holdModel, probeModel, probes) {
+async function streamRun(gw, probeApi, n, holdModel, probeModel, probes, probePrefix) {
   const rampTimeoutMs = C.streamRampSeconds * 1000;
   const arg = JSON.stringify({
     gateway: `${gw.url}/v1/chat/completions`,
-    direct: `${simApi}/chat/completions`,
+    gatewayProbe: `${gw.url}${probePrefix}/v1/chat/completions`,
+    direct: `${probeApi}/chat/completions`,
     holdModel,
     probeModelGateway: probeModel,
     probeModelDirect: 'sim-probe',
@@ -628,38 +629,47 @@ async function streams(results) {
     n = maxByFd;
   }
   results.settings.streams = n;
+  // The probes have an upstream of their own, idle but for them: the held streams keep
+  // their sim's one thread busy (tens of thousands of token events a second), and probes
+  // queued behind those events measured that queue -- hundreds of ms, different between
+  // the direct and the gateway probe of a pair -- instead of what the gateway adds.
   const sim = await startSim();
-  if (sim.skip) {
-    log(`streams: SKIPPED: ${sim.skip}`);
-    results.skipped.push({ part: 'streams', reason: sim.skip });
+  const probeSim = sim.skip ? sim : await startSim('sim-probes');
+  if (sim.skip || probeSim.skip) {
+    const why = sim.skip ?? probeSim.skip;
+    log(`streams: SKIPPED: ${why}`);
+    results.skipped.push({ part: 'streams', reason: why });
+    if (!sim.skip) await procs.stop(sim.rec);
     return;
   }
   const simApi = `${sim.url}${C.simApiPrefix}`;
+  const probeApi = `${probeSim.url}${C.simApiPrefix}`;
   try {
     // Held streams outlast the ramp, the probes and the hold; the client closes them.
     const holdMs = C.streamRampSeconds * 1000 + C.streamProbes * 20 + 30000;
     const tokens = Math.min(4096, Math.ceil(holdMs / Math.max(1, C.streamTokenMs))); // the sim caps at 4096
     await simModel(sim, 'sim-hold', { tokens, token_delay_ms: C.streamTokenMs });
-    await simModel(sim, 'sim-probe', { tokens: 5, token_delay_ms: 10 });
-    await streamOk(simApi, 'sim-probe');
+    await simModel(probeSim, 'sim-probe', { tokens: 5, token_delay_ms: 10 });
+    await streamOk(probeApi, 'sim-probe');
   } catch (e) {
     log(`streams: SKIPPED: ${e.message}`);
     results.skipped.push({ part: 'streams', reason: `bascule-sim: ${e.message}` });
     await procs.stop(sim.rec);
+    await procs.stop(probeSim.rec);
     return;
   }
   const streamsYaml = async () => basculeYaml({
     port: await freePort(), workers: C.workers, maxConnections: maxGatewayConnections(),
-    providers: [{ id: 'sim', baseUrl: simApi }],
-    targets: [{ id: 'hold@sim', provider: 'sim', model: 'sim-hold' }, { id: 'probe@sim', provider: 'sim', model: 'sim-probe' }],
-    routes: [{ id: 'bench-hold', target: 'hold@sim' }, { id: 'bench-probe', target: 'probe@sim' }],
+    providers: [{ id: 'sim', baseUrl: simApi }, { id: 'probes', baseUrl: probeApi }],
+    targets: [{ id: 'hold@sim', provider: 'sim', model: 'sim-hold' }, { id: 'probe@probes', provider: 'probes', model: 'sim-probe' }],
+    routes: [{ id: 'bench-hold', target: 'hold@sim' }, { id: 'bench-probe', target: 'probe@probes' }],
   });
   const gateways = [
     {
-      key: 'nginx', label: `nginx proxy_pass (${C.workers} workers, proxy_buffering off)`, hold: 'sim-hold', probe: 'sim-probe',
+      key: 'nginx', label: `nginx proxy_pass (${C.workers} workers, proxy_buffering off)`, hold: 'sim-hold', probe: 'sim-probe', probePrefix: '/probe',
       start: () => startNginx('nginx-stream', 'nginx-proxy.conf.in', {
-        WORKERS: C.workers, UPSTREAM_PORT: sim.port, BUFFERING: 'off',
-      }, (url) => streamOk(`${url}/v1`, 'sim-probe')),
+        WORKERS: C.workers, UPSTREAM_PORT: sim.port, PROBE_PORT: probeSim.port, BUFFERING: 'off',
+      }, (url) => streamOk(`${url}/probe/v1`, 'sim-probe')),
     },
     {
       key: 'bascule', label: `bascule (${C.workers} workers)`, hold: 'bench-hold', probe: 'bench-probe',
@@ -696,7 +706,7 @@ async function streams(results) {
       }
       try {
         log(`streams: round ${round + 1}/${rounds}: ${g.key}: ${n} streams, ${probes} probe pairs`);
-        (runs[g.key] ??= []).push(await streamRun({ ...gw, name: g.key }, simApi, n, g.hold, g.probe, probes));
+        (runs[g.key] ??= []).push(await streamRun({ ...gw, name: g.key }, probeApi, n, g.hold, g.probe, probes, g.probePrefix ?? ''));
       } catch (e) {
         log(`streams: ${g.key}: FAILED: ${e.message}`);
         results.skipped.push({ part: 'streams', target: g.key, reason: `failed: ${e.message}` });
@@ -714,6 +724,7 @@ async function streams(results) {
   }
   results.sim_peak_rss_kib = statusKiB(sim.rec.pid, 'VmHWM');
   await procs.stop(sim.rec);
+  await procs.stop(probeSim.rec);
 }
 
 // ---------------------------------------------------------------- main

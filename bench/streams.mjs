@@ -7,7 +7,10 @@
 //   node bench/streams.mjs '{"gateway": "http://127.0.0.1:P/v1/chat/completions", ...}'
 //
 // Options (JSON, first argument):
-//   gateway, direct        chat-completions URLs (loopback only)
+//   gateway, direct        chat-completions URLs (loopback only): the held streams go to
+//                          gateway, the direct probes to direct
+//   gatewayProbe           the probes' URL through the gateway (default: gateway); bench.mjs
+//                          gives the probes an upstream of their own, idle but for them
 //   holdModel              "model" sent to the gateway for the N held streams
 //   probeModelGateway      "model" for probes through the gateway
 //   probeModelDirect       "model" for probes sent straight to the upstream
@@ -42,7 +45,8 @@ const opts = {
   ...JSON.parse(process.argv[2] ?? '{}'),
 };
 
-for (const u of [opts.gateway, opts.direct]) {
+opts.gatewayProbe ??= opts.gateway;
+for (const u of [opts.gateway, opts.gatewayProbe, opts.direct]) {
   if (u && new URL(u).hostname !== '127.0.0.1') throw new Error(`streams.mjs: loopback only, got ${u}`);
 }
 
@@ -164,7 +168,7 @@ async function main() {
   const probeRun = await new Promise((resolve) => {
     const w = new Worker(new URL('./probes.mjs', import.meta.url), {
       workerData: {
-        direct: opts.direct, gateway: opts.gateway,
+        direct: opts.direct, gateway: opts.gatewayProbe,
         probeModelDirect: opts.probeModelDirect, probeModelGateway: opts.probeModelGateway,
         probes: opts.probes, probeIntervalMs: opts.probeIntervalMs,
       },
