@@ -51,7 +51,7 @@ static bool has_images(struct bsc_str msgs)
 }
 
 /* The capabilities the request itself needs of a target (docs/design.md §2 contract). */
-static uint32_t request_caps(const struct chat_in *in, const struct bsc_str *f)
+static uint32_t request_caps(const struct chat_in *in, const struct bsc_str *f, bool no_images)
 {
     struct bsc_str type;
     uint32_t caps = 0;
@@ -69,7 +69,7 @@ static uint32_t request_caps(const struct chat_in *in, const struct bsc_str *f)
         else if (str_is(type, "json_object"))
             caps |= CFG_CAP_JSON_OBJECT;
     }
-    if (f[F_MESSAGES].p && bsc_json_may_hold(f[F_MESSAGES], BSC_STR("image_url")) &&
+    if (f[F_MESSAGES].p && !no_images && bsc_json_may_hold(f[F_MESSAGES], BSC_STR("image_url")) &&
         has_images(f[F_MESSAGES]))
         caps |= CFG_CAP_VISION;
     return caps;
@@ -109,7 +109,7 @@ void api__inspect(struct chat_in *in, const struct api_scan *spans)
         for (size_t i = 0; i < F_COUNT; i++)
             f[i] = BSC_STR_NULL;
     }
-    in->need_caps = request_caps(in, f);
+    in->need_caps = request_caps(in, f, spans && in->body.p && spans->no_images);
     in->has_tools = (in->need_caps & CFG_CAP_TOOLS) != 0;
     in->est_tokens = estimate_tokens(body, f, &in->est_out_tokens);
     in->scan_body = body;

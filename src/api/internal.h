@@ -49,6 +49,7 @@ void api__ledger(struct worker *w, struct srv_req *req, struct bsc_str op_id);
 /* The OpenAI-shaped members of a chat body its reader already found (api__chat_read). */
 struct api_scan {
     struct bsc_str messages, tools, response_format, max_tokens, max_completion_tokens;
+    bool no_images; /* the messages were seen not to spell "image_url": no image scan */
 };
 
 struct chat_in;

@@ -140,12 +140,12 @@ static int nested(struct bsc_str obj, const char *key, const char *where, struct
  * part's "type") appear once. It reads them only to find images, and only when the bytes
  * may spell "image_url" (router/request.c, request_caps), so this pass is paid only then. That
  * each message is an object was checked in the validating pass. */
-static bool read_messages(struct bsc_str msgs, struct api_refusal *why)
+static bool read_messages(struct bsc_str msgs, bool *no_images, struct api_refusal *why)
 {
     struct bsc_str msg, content, part, type;
     size_t i = 0, j;
 
-    if (!bsc_json_may_hold(msgs, BSC_STR("image_url")))
+    if ((*no_images = !bsc_json_may_hold(msgs, BSC_STR("image_url"))))
         return true;
     while (bsc_json_array_next(msgs, &i, &msg)) {
         content = BSC_STR_NULL; /* an absent member leaves it untouched */
@@ -203,7 +203,7 @@ enum bsc_err api__chat_read(struct bsc_str body, struct api_chat *out, struct ap
     if (bsc_json_kind_of(f[F_MESSAGES]) != BSC_JSON_ARRAY ||
         !bsc_json_array_nonempty(f[F_MESSAGES]))
         return refuse(why, "invalid_messages", "'messages' must be a non-empty array");
-    if (!read_messages(f[F_MESSAGES], why))
+    if (!read_messages(f[F_MESSAGES], &out->no_images, why))
         return BSC_EINVAL;
     if (f[F_TOOLS].p && bsc_json_kind_of(f[F_TOOLS]) != BSC_JSON_NULL &&
         bsc_json_kind_of(f[F_TOOLS]) != BSC_JSON_ARRAY)
@@ -266,6 +266,6 @@ void api__chat_completions(struct worker *w, struct srv_req *req)
         return;
     }
     api__inspect(&in, &(struct api_scan){c.messages, c.tools, c.response_format, c.max_tokens,
-                                         c.max_completion_tokens});
+                                         c.max_completion_tokens, c.no_images});
     req_chat_start(w, req, &in);
 }

@@ -28,6 +28,7 @@ struct api_chat {
     struct bsc_str messages; /* a non-empty array of objects */
     struct bsc_str tools, response_format, max_tokens, max_completion_tokens; /* or empty */
     bool stream, include_usage;
+    bool no_images;          /* the messages' bytes cannot spell "image_url" */
 };
 
 /* Validates the raw /v1/chat/completions <body> (strict JSON, depth 64, one object whose

@@ -8,6 +8,7 @@
  * (CRLF line endings, no obs-fold, one Host, HTTP/1.0 or 1.1 only) is checked here.
  * See docs/internals/server.md. */
 #include <http_parser.h>
+#include <string.h>
 
 #include "core/buf.h"
 #include "core/compat.h"
@@ -295,11 +296,24 @@ static void end_line(struct srv__h1 *h)
     h->ld_bol = true;
 }
 
+/* The first CR or LF in [<q>, <to>), or NULL: inside a line nothing else matters. */
+static const char *line_break(const char *q, const char *to)
+{
+    const char *cr = memchr(q, '\r', (size_t)(to - q));
+    const char *lf = memchr(q, '\n', (size_t)((cr ? cr : to) - q));
+
+    return lf ? lf : cr;
+}
+
 /* Checks the framing bytes [<from>, <to>). Returns 0, or -1 after fail(). */
 static int scan_lines(struct srv__h1 *h, const char *from, const char *to)
 {
     for (const char *q = from; q < to; q++) {
-        char ch = *q;
+        char ch;
+
+        if (!h->ld_cr && !h->ld_bol && !(q = line_break(q, to)))
+            break; /* the rest is inside a line */
+        ch = *q;
 
         if (h->ld_cr) {
             if (ch != '\n')

@@ -69,16 +69,36 @@ enum bsc_err h1_url_split(const char *url, struct h1_url *out)
     return BSC_OK;
 }
 
-/* Whether the caller's lines name <name> (given or dropped). */
-static bool has_header(const char *const *headers, size_t n, const char *name)
-{
-    size_t len = strlen(name);
+enum { NAMED_HOST = 1, NAMED_ACCEPT = 2, NAMED_ENCODING = 4, NAMED_LENGTH = 8 };
 
+/* Which of the default headers the caller's lines name (given or dropped), in one pass that
+ * also sums the lines' length (<total>, with their CRLFs) for a single reservation. */
+static unsigned named_defaults(const char *const *headers, size_t n, size_t *total)
+{
+    static const struct {
+        const char *name;
+        size_t len;
+        unsigned bit;
+    } defaults[] = {
+        {"Host", 4, NAMED_HOST},
+        {"Accept", 6, NAMED_ACCEPT},
+        {"Accept-Encoding", 15, NAMED_ENCODING},
+        {"Content-Length", 14, NAMED_LENGTH},
+    };
+    unsigned named = 0;
+
+    *total = 0;
     for (size_t i = 0; i < n; i++) {
-        if (strncasecmp(headers[i], name, len) == 0 && headers[i][len] == ':')
-            return true;
+        const char *h = headers[i];
+        size_t len = strlen(h);
+
+        *total += len + 2;
+        for (size_t d = 0; d < sizeof(defaults) / sizeof(defaults[0]); d++)
+            if (len > defaults[d].len && h[defaults[d].len] == ':' &&
+                strncasecmp(h, defaults[d].name, defaults[d].len) == 0)
+                named |= defaults[d].bit;
     }
-    return false;
+    return named;
 }
 
 static enum bsc_err caller_lines(struct bsc_buf *out, const char *const *headers, size_t n)
@@ -121,8 +141,14 @@ static enum bsc_err put_length(struct bsc_buf *out, size_t body_len)
 enum bsc_err h1_request_head(struct bsc_buf *out, const char *method, const struct h1_url *u,
                              const char *const *headers, size_t n_headers, size_t body_len)
 {
-    enum bsc_err err = bsc_buf_append_cstr(out, method);
+    size_t lines;
+    unsigned named = named_defaults(headers, n_headers, &lines);
+    /* the request line, the caller's lines, the defaults with their longest values, the end */
+    enum bsc_err err = bsc_buf_reserve(out, strlen(method) + 1 + u->target.len + 11 + lines +
+                                                8 + u->authority.len + 13 + 27 + 40 + 2);
 
+    if (!err)
+        err = bsc_buf_append_cstr(out, method);
     if (!err)
         err = bsc_buf_append_char(out, ' ');
     if (!err)
@@ -132,13 +158,13 @@ enum bsc_err h1_request_head(struct bsc_buf *out, const char *method, const stru
 
     if (!err)
         err = caller_lines(out, headers, n_headers);
-    if (!err && !has_header(headers, n_headers, "Host"))
+    if (!err && !(named & NAMED_HOST))
         err = put_line(out, "Host: ", u->authority.p, u->authority.len);
-    if (!err && !has_header(headers, n_headers, "Accept"))
+    if (!err && !(named & NAMED_ACCEPT))
         err = bsc_buf_append_cstr(out, "Accept: */*\r\n");
-    if (!err && !has_header(headers, n_headers, "Accept-Encoding"))
+    if (!err && !(named & NAMED_ENCODING))
         err = bsc_buf_append_cstr(out, "Accept-Encoding: identity\r\n");
-    if (!err && strcmp(method, "GET") != 0 && !has_header(headers, n_headers, "Content-Length"))
+    if (!err && strcmp(method, "GET") != 0 && !(named & NAMED_LENGTH))
         err = put_length(out, body_len);
     if (!err)
         err = bsc_buf_append(out, "\r\n", 2);

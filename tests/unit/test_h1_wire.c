@@ -112,6 +112,8 @@ static void test_request_head(void **state)
     const char *const hs[] = {"Content-Type: application/json", "Accept:", "X-A: 1"};
     const char *const own_host[] = {"Host: other"};
     const char *const bad[] = {"X-B: a\r\nX-C: b"};
+    const char *const near[] = {"Hostname: y", "Accept-Language: en", "content-length: 5",
+                                "ACCEPT-ENCODING: gzip"};
     struct bsc_buf b;
     struct h1_url u;
 
@@ -128,6 +130,12 @@ static void test_request_head(void **state)
                              "Accept-Encoding: identity\r\n\r\n");
     bsc_buf_reset(&b);
     assert_int_equal(h1_request_head(&b, "POST", &u, bad, 1, 0), BSC_EINVAL);
+    /* A default is named by its whole name in any case, never by a longer one. */
+    bsc_buf_reset(&b);
+    assert_int_equal(h1_request_head(&b, "POST", &u, near, 4, 5), BSC_OK);
+    assert_string_equal(b.p, "POST /v1/x HTTP/1.1\r\nHostname: y\r\nAccept-Language: en\r\n"
+                             "content-length: 5\r\nACCEPT-ENCODING: gzip\r\n"
+                             "Host: 127.0.0.1:8000\r\nAccept: */*\r\n\r\n");
     bsc_buf_cleanup(&b);
 }
 
