@@ -100,15 +100,18 @@ enum bsc_err bsc_buf_appendf(struct bsc_buf *b, const char *fmt, ...)
 }
 
 /* Bytes that a JSON string cannot hold as they are: controls, the quote, the backslash. */
-static bool json_needs_escape(unsigned char c)
-{
-    return c < 0x20 || c == '"' || c == '\\';
-}
+static const bool json_escaped[256] = {
+    [0x00] = 1, [0x01] = 1, [0x02] = 1, [0x03] = 1, [0x04] = 1, [0x05] = 1, [0x06] = 1,
+    [0x07] = 1, [0x08] = 1, [0x09] = 1, [0x0a] = 1, [0x0b] = 1, [0x0c] = 1, [0x0d] = 1,
+    [0x0e] = 1, [0x0f] = 1, [0x10] = 1, [0x11] = 1, [0x12] = 1, [0x13] = 1, [0x14] = 1,
+    [0x15] = 1, [0x16] = 1, [0x17] = 1, [0x18] = 1, [0x19] = 1, [0x1a] = 1, [0x1b] = 1,
+    [0x1c] = 1, [0x1d] = 1, [0x1e] = 1, [0x1f] = 1, ['"'] = 1,  ['\\'] = 1,
+};
 
 /* The escaped form's length: \" \\ \n \r \t are short, other controls \u00XX. */
 static size_t json_escape_len(unsigned char c)
 {
-    if (!json_needs_escape(c))
+    if (!json_escaped[c])
         return 1;
     return c >= 0x20 || c == '\n' || c == '\r' || c == '\t' ? 2 : 6;
 }
@@ -130,37 +133,36 @@ static size_t put_json_escape(char *out, unsigned char c)
 }
 
 /* Room for the escaped string is made first (the worst case when that fits, else the
- * exact size), so the copy loop moves runs of plain bytes with memcpy, unchecked. */
+ * exact size), so the copy loop writes unchecked, one pass, a byte at a time: the strings
+ * written this way (log fields, names) are short, where a scan-then-memcpy pays its call
+ * for a few bytes. */
 enum bsc_err bsc_buf_append_json_str(struct bsc_buf *b, struct bsc_str s)
 {
+    const unsigned char *p = (const unsigned char *)s.p, *end = p + s.len;
     enum bsc_err err;
-    size_t n = 0, i = 0;
     char *out;
 
     if (s.len > (SIZE_MAX - 2) / 6)
         return BSC_ELIMIT;
-    if (reserve(b, s.len * 6 + 2) != BSC_OK) {
+    if ((!b->p || b->cap - b->len < s.len * 6 + 2) && reserve(b, s.len * 6 + 2) != BSC_OK) {
         size_t need = 2;
         for (size_t k = 0; k < s.len; k++)
-            need += json_escape_len((unsigned char)s.p[k]);
+            need += json_escape_len(p[k]);
         if ((err = reserve(b, need)) != BSC_OK)
             return err;
     }
     out = b->p + b->len;
-    out[n++] = '"';
-    while (i < s.len) {
-        size_t run = i;
-        while (run < s.len && !json_needs_escape((unsigned char)s.p[run]))
-            run++;
-        memcpy(out + n, s.p + i, run - i);
-        n += run - i;
-        if (run == s.len)
-            break;
-        n += put_json_escape(out + n, (unsigned char)s.p[run]);
-        i = run + 1;
+    *out++ = '"';
+    while (p < end) {
+        unsigned char c = *p++;
+
+        if (!json_escaped[c])
+            *out++ = (char)c;
+        else
+            out += put_json_escape(out, c);
     }
-    out[n++] = '"';
-    b->len += n;
+    *out++ = '"';
+    b->len = (size_t)(out - b->p);
     b->p[b->len] = '\0';
     return BSC_OK;
 }

@@ -93,7 +93,7 @@ struct series {
 /* The front of a shard's table: the series last updated through each combination of
  * label pointers (a direct-mapped cache). A hit is confirmed on the labels' bytes, so an
  * address reused by another string after a reload is a miss, never a wrong series. */
-#define FRONT_SLOTS 64
+#define FRONT_SLOTS 256
 struct front {
     const char *label[METRICS_MAX_LABELS];
     struct series *series;
