@@ -430,7 +430,7 @@ enum bsc_err up__h1_start(struct up_multi *m, const struct up_request *req,
     t->ud = ud;
     t->h1.on = true;
     bsc_buf_init(&t->head, UP_MAX_HEAD_BYTES);
-    (void)bsc_buf_reserve(&t->head, 1024); /* a usual answer's head, grown once (or later) */
+    (void)bsc_buf_reserve(&t->head, 256); /* a short head in one allocation; a held stream keeps it */
     if ((err = prepare(t, req, &u)) != BSC_OK) {
         free_transfer(t);
         return err;
