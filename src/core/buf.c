@@ -138,7 +138,7 @@ static size_t put_json_escape(char *out, unsigned char c)
  * for a few bytes. */
 enum bsc_err bsc_buf_append_json_str(struct bsc_buf *b, struct bsc_str s)
 {
-    const unsigned char *p = (const unsigned char *)s.p, *end = p + s.len;
+    const unsigned char *p = (const unsigned char *)s.p, *end = s.len ? p + s.len : p;
     enum bsc_err err;
     char *out;
 

@@ -195,9 +195,22 @@ static void test_json_str_exact_fit(void **state)
     bsc_buf_cleanup(&b);
 }
 
+/* An empty string without storage (a NULL span) is "" and no pointer arithmetic on NULL. */
+static void test_json_str_null_span(void **state)
+{
+    struct bsc_buf b;
+
+    (void)state;
+    bsc_buf_init(&b, 64);
+    assert_int_equal(bsc_buf_append_json_str(&b, BSC_STR_NULL), BSC_OK);
+    assert_string_equal(b.p, "\"\"");
+    bsc_buf_cleanup(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_str_null_span),
         cmocka_unit_test(test_append_grows_and_terminates),
         cmocka_unit_test(test_limit_leaves_buffer_unchanged),
         cmocka_unit_test(test_numbers),
