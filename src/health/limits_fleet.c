@@ -160,29 +160,37 @@ uint32_t lim__fleet_settle(struct lim_set *s, struct lim_caps c, uint64_t estima
     return lim__fleet_spare(s, c);
 }
 
-uint32_t lim__fleet_spare(struct lim_set *s, struct lim_caps c)
+/* The slots held beyond those in flight and the slice of spare ones a set may keep. */
+static uint32_t excess(const struct lim_set *s, struct lim_caps c)
 {
-    struct lim_fleet *f = &s->fl;
     uint64_t keep = c.conc && !c.conc_own ? slice(s, c.conc) - 1 : 0;
 
-    if (f->slots <= s->inflight + keep)
-        return 0;
-    keep = f->slots - s->inflight - keep;
-    f->slots -= (uint32_t)keep;
-    f->giving += (uint32_t)keep; /* the fleet counts them until the give is sent */
-    return (uint32_t)keep;
+    return s->fl.slots > s->inflight + keep ? (uint32_t)(s->fl.slots - s->inflight - keep) : 0;
+}
+
+/* Takes <n> slots off the set; the fleet counts them until their give is sent. */
+static uint32_t take_off(struct lim_set *s, uint32_t n)
+{
+    s->fl.slots -= n;
+    s->fl.giving += n;
+    return n;
+}
+
+uint32_t lim__fleet_spare(struct lim_set *s, struct lim_caps c)
+{
+    return take_off(s, excess(s, c));
 }
 
 uint32_t lim__fleet_idle(struct lim_set *s, struct lim_caps c)
 {
-    uint32_t spare = s->fl.slots > s->inflight ? s->fl.slots - s->inflight : 0;
+    uint32_t n = excess(s, c);
 
-    if (!spare || !s->fl.spare_seen) {
-        s->fl.spare_seen = spare > 0; /* maybe a grant its waiters have not used yet */
+    if (!n || !s->fl.spare_seen) {
+        s->fl.spare_seen = n > 0; /* maybe a grant its waiters have not used yet */
         return 0;
     }
     s->fl.spare_seen = false;
-    return lim__fleet_spare(s, c);
+    return take_off(s, n);
 }
 
 void lim__fleet_send(struct lim_set *s, const struct lim__asks *asks, uint32_t slots)
