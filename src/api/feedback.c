@@ -14,6 +14,7 @@
 #include "health/verdicts.h"
 #include "metrics/metrics.h"
 #include "router/attempt.h"
+#include "router/feedback.h"
 #include "router/gateway.h"
 #include "router/request.h"
 
@@ -82,20 +83,27 @@ static bool parse(struct json_object *obj, struct feedback *f, char *msg, size_t
     return true;
 }
 
-/* Counts the verdict where the operator looks: per route, target and workflow. */
-static void count(struct worker *w, const struct vd_claim *c, bool ok)
+/* Counts the verdict where the operator looks (per route, target and workflow) and in the
+ * target's tally of <scope>, shared with every client's ranking when <shared>. */
+static void count(struct worker *w, const struct cfg *cfg, const struct vd_claim *c,
+                  const char *scope, bool shared, bool ok)
 {
     struct metrics *m = w->gw->metrics;
     const char *res = ok ? "ok" : "failed";
+    struct vd_verdict v = {.target = c->target, .scope = scope, .ok = ok, .shared = shared,
+                           .at_ms = bsc_now_ms()};
+    struct vd_policy p;
 
     metrics_inc3(m, w->idx, METRIC_OUTCOMES, c->route, "task", res, 1);
     metrics_inc3(m, w->idx, METRIC_TARGET_OUTCOMES, c->target, "task", res, 1);
     metrics_inc3(m, w->idx, METRIC_WORKFLOW_OUTCOMES,
                  attempt_workflow_name((enum attempt_workflow)c->workflow), "task", res, 1);
-    verdicts_task(w->gw->verdicts, c->target, ok);
+    feedback_policy(cfg, &p);
+    verdicts_task(w->gw->verdicts, &v, &p);
 }
 
-static void send_ok(struct srv_req *req, const struct feedback *f, const struct vd_claim *c)
+static void send_ok(struct srv_req *req, const struct feedback *f, const struct vd_claim *c,
+                    bool shared)
 {
     struct json_object *o = json_object_new_object();
     const char *s;
@@ -110,18 +118,30 @@ static void send_ok(struct srv_req *req, const struct feedback *f, const struct 
     json_object_object_add(o, "workflow", json_object_new_string(attempt_workflow_name(
                                               (enum attempt_workflow)c->workflow)));
     json_object_object_add(o, "task_success", json_object_new_boolean(f->task_success));
+    json_object_object_add(o, "ranks", json_object_new_string(shared ? "all_requests"
+                                                                      : "own_requests"));
     s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
     srv_resp_send(req, 200, "application/json", NULL, 0, s, strlen(s));
     json_object_put(o);
 }
 
-/* Claims the one verdict of the request and answers; 404 and 409 as verdicts.h says. */
-static void judge(struct worker *w, struct srv_req *req, const struct feedback *f)
+/* Claims the one verdict of the request and answers; 404 and 409 as verdicts.h says, 403
+ * for a client whose verdicts are not taken (clients.<id>.feedback: none). */
+static void judge(struct worker *w, struct srv_req *req, const struct cfg *cfg,
+                  const struct feedback *f)
 {
+    const struct cfg_client *client =
+        cfg_client_find(cfg, bsc_str_cstr(srv_req_principal(req)));
+    bool shared = feedback_is_shared(client);
     char scope[VERDICTS_SCOPE_MAX], msg[256];
     struct vd_claim c;
     enum bsc_err err;
 
+    if (client && client->feedback == CFG_FEEDBACK_NONE) {
+        srv_resp_error(req, 403, "permission_error", "feedback_not_accepted",
+                       "this client's verdicts are not taken (its feedback setting is none)");
+        return;
+    }
     req_client_scope(req, scope, sizeof(scope));
     err = verdicts_claim(w->gw->verdicts, f->request_id, scope, bsc_now_ms(), &c);
     if (err == BSC_EEXIST) {
@@ -135,10 +155,10 @@ static void judge(struct worker *w, struct srv_req *req, const struct feedback *
         srv_resp_error(req, 404, "invalid_request_error", "request_not_found", msg);
         return;
     }
-    count(w, &c, f->task_success);
+    count(w, cfg, &c, scope, shared, f->task_success);
     api__line_detail(req, "feedback %s on %s: task %s", f->request_id, c.target,
                      f->task_success ? "ok" : "failed");
-    send_ok(req, f, &c);
+    send_ok(req, f, &c, shared);
 }
 
 void api__feedback(struct worker *w, struct srv_req *req)
@@ -157,9 +177,13 @@ void api__feedback(struct worker *w, struct srv_req *req)
         api__bad_request(req, "invalid_json", NULL, msg);
         return;
     }
-    if (parse(obj, &f, msg, sizeof(msg)))
-        judge(w, req, &f);
-    else
+    if (parse(obj, &f, msg, sizeof(msg))) {
+        struct cfg *cfg = cfg_current_get(); /* a ref */
+
+        judge(w, req, cfg, &f);
+        cfg_unref(cfg);
+    } else {
         api__bad_request(req, "invalid_request", NULL, msg);
+    }
     json_object_put(obj);
 }

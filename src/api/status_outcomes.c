@@ -8,9 +8,11 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "core/clock.h"
 #include "health/verdicts.h"
 #include "metrics/metrics.h"
 #include "router/attempt.h"
+#include "router/feedback.h"
 #include "router/gateway.h"
 
 enum { L_TRANSPORT, L_CONTRACT, L_TASK, L_COUNT };
@@ -62,14 +64,17 @@ static void put_layers(struct bsc_buf *b, const struct orow *r)
                         r->failed[l]);
 }
 
-static void put_window(struct bsc_buf *b, struct worker *w, const char *target)
+static void put_window(struct bsc_buf *b, struct worker *w, const struct cfg *cfg,
+                       const char *target)
 {
     struct vd_rates v = {0};
+    struct vd_policy p;
 
-    if (w->gw->verdicts)
-        verdicts_rates(w->gw->verdicts, target, &v);
-    bsc_buf_appendf(b, ",\"recent\":{\"attempts\":%u,\"attempts_ok\":%u,\"tasks\":%u,"
-                       "\"tasks_ok\":%u}}",
+    feedback_policy(cfg, &p);
+    if (w->gw->verdicts) /* the shared verdicts: no client's own ones */
+        verdicts_rates(w->gw->verdicts, target, NULL, bsc_now_ms(), &p, &v);
+    bsc_buf_appendf(b, ",\"recent\":{\"attempts\":%u,\"attempts_ok\":%u,\"tasks\":%.2f,"
+                       "\"tasks_ok\":%.2f}}",
                     v.attempts, v.attempts_ok, v.tasks, v.tasks_ok);
 }
 
@@ -88,7 +93,7 @@ void api__put_outcomes(struct bsc_buf *b, struct worker *w, const struct cfg *cf
         bsc_buf_append_cstr(b, i ? ",{\"target\":" : "{\"target\":");
         bsc_buf_append_json_str(b, bsc_str_cstr(tg[i].name));
         put_layers(b, &tg[i]);
-        put_window(b, w, tg[i].name);
+        put_window(b, w, cfg, tg[i].name);
     }
     bsc_buf_append_cstr(b, "],\"workflows\":[");
     for (int i = 0; i < ATTEMPT_WF_COUNT; i++) {

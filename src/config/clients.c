@@ -17,6 +17,8 @@
 
 static const char *const period_names[] = {"day", "month", "total"};
 _Static_assert(BSC_ARRAY_LEN(period_names) == CFG_PERIOD_COUNT, "period_names");
+static const char *const feedback_names[] = {"own", "trusted", "none"};
+_Static_assert(BSC_ARRAY_LEN(feedback_names) == CFG_FEEDBACK_COUNT, "feedback_names");
 
 void cfg__clients_note(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
                        void *base, const char *where)
@@ -126,6 +128,8 @@ static const struct cfg__field client_fields[] = {
     {LIMIT("max_concurrency", max_concurrency)},
     {.name = "budget", .type = CFG__F_MAP, .off = offsetof(struct cfg_client, budget),
      .sub = budget_fields, .n_sub = BSC_ARRAY_LEN(budget_fields)},
+    {.name = "feedback", .type = CFG__F_ENUM, .off = offsetof(struct cfg_client, feedback),
+     .names = feedback_names, .n_names = BSC_ARRAY_LEN(feedback_names)},
 };
 
 /* Ids go into logs, metrics labels and store scopes: a short, plain alphabet. */

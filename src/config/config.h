@@ -316,6 +316,12 @@ struct cfg_store {
 };
 
 /* responses: POST /v1/responses conversations kept for previous_response_id. */
+/* feedback: how task verdicts age and weigh (health/verdicts.h). */
+struct cfg_feedback {
+    uint32_t half_life_ms;        /* 600000: a verdict's weight halves every this long */
+    uint32_t max_client_verdicts; /* 10: one client's weight in a target's task rate */
+};
+
 struct cfg_responses {
     uint32_t ttl_s; /* how long a response is kept; 0 = never kept */
 };
@@ -336,6 +342,15 @@ struct bsc_redact;
 #define CFG_CLIENT_ID_MAX 64 /* bytes of a client id: [A-Za-z0-9._-] */
 enum cfg_period { CFG_PERIOD_DAY = 0, CFG_PERIOD_MONTH, CFG_PERIOD_TOTAL, CFG_PERIOD_COUNT };
 
+/* clients.<id>.feedback: whose routing a client's task verdicts move
+ * (docs/internals/feedback.md). */
+enum cfg_feedback_mode {
+    CFG_FEEDBACK_OWN = 0, /* only the ranking of this client's own requests (the default) */
+    CFG_FEEDBACK_TRUSTED, /* the shared ranking: every client's requests */
+    CFG_FEEDBACK_NONE,    /* none: POST /v1/feedback refuses its verdicts */
+    CFG_FEEDBACK_COUNT
+};
+
 struct cfg_budget {
     double usd; /* < 0: no budget */
     enum cfg_period period; /* month */
@@ -351,6 +366,7 @@ struct cfg_client {
     uint32_t rpm, tpm, max_concurrency; /* 0 = unlimited (health/limits.h) */
     struct lim_set *lim;     /* set by lim_reg_sync, or NULL */
     struct cfg_budget budget;
+    enum cfg_feedback_mode feedback; /* own */
 };
 
 struct cfg {
@@ -377,6 +393,7 @@ struct cfg {
     struct cfg_cors cors;
     struct cfg_strs allowed_hosts; /* Host values accepted beyond loopback names; empty */
     struct cfg_responses responses;
+    struct cfg_feedback feedback;
     struct cfg_client *clients; /* owned array; n_clients == 0: an open gateway */
     size_t n_clients;
     char *admin_listen_host; /* owned; NULL: no admin listener (admin.listen) */

@@ -1060,6 +1060,11 @@ static const struct cfg__field responses_fields[] = {
     {FU32(struct cfg_responses, "ttl_s", ttl_s, 0, 30 * 86400)},
 };
 
+static const struct cfg__field feedback_fields[] = {
+    {FU32(struct cfg_feedback, "half_life_ms", half_life_ms, 100, 30 * DAY_MS)},
+    {FU32(struct cfg_feedback, "max_client_verdicts", max_client_verdicts, 1, 100000)},
+};
+
 /* ---- the top level -------------------------------------------------------------------- */
 
 static const struct cfg__field top_fields[] = {
@@ -1078,6 +1083,7 @@ static const struct cfg__field top_fields[] = {
     {FMAP(struct cfg, "cors", cors, cors_fields, NULL)},
     {FFN("allowed_hosts", hosts_fn), .off = offsetof(struct cfg, allowed_hosts)},
     {FMAP(struct cfg, "responses", responses, responses_fields, NULL)},
+    {FMAP(struct cfg, "feedback", feedback, feedback_fields, NULL)},
     {FFN("clients", cfg__clients_note)},
     {FMAP_FLAT("metrics", metrics_fields, NULL)},
     {.name = "telemetry", .type = CFG__F_MAP, .off = offsetof(struct cfg, telemetry),
@@ -1112,6 +1118,7 @@ static bool defaults(struct cfg *cfg, const char *file)
     cfg->store.instances = 1;
     cfg->store.lease_ttl_ms = 10000;
     cfg->responses.ttl_s = 3600;
+    cfg->feedback = (struct cfg_feedback){.half_life_ms = 600000, .max_client_verdicts = 10};
     cfg->breaker = (struct cfg_breaker){
         .key_dims = CFG_BRK_PROVIDER | CFG_BRK_MODEL | CFG_BRK_REGION | CFG_BRK_KEY,
         .window_ms = 30000,

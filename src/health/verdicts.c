@@ -5,8 +5,12 @@
  * fixed record in one slab allocated at start, so recording a request allocates nothing:
  * a malloc per request kept for up to an hour interleaved long-lived chunks with every
  * request's short-lived ones and slowed the allocator on the whole request path (only a
- * record whose strings do not fit goes to the heap). Target windows are a fixed
- * open-addressed table that never deletes: target ids survive config reloads. */
+ * record whose strings do not fit goes to the heap). A request is found by its id and the
+ * scope that made it together: another scope reusing the id neither finds nor hides it.
+ * Target windows are a fixed open-addressed table that never deletes: target ids survive
+ * config reloads. Task verdicts are tallied per target and per scope, aged by a half-life
+ * and capped per scope (docs/internals/feedback.md). */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,9 +34,17 @@ struct vwin {
     uint32_t n, ok, pos;
 };
 
+/* One scope's task verdicts on one target. */
+struct vscope {
+    char scope[VERDICTS_SCOPE_MAX + 1]; /* "" = free slot */
+    bool shared;                        /* the last verdict's: it moves every ranking */
+    struct vd_tally tally;
+};
+
 struct vtarget {
     char id[VERDICTS_ID_MAX + 1]; /* "" = free slot */
-    struct vwin attempts, tasks;
+    struct vwin attempts;
+    struct vscope tasks[VERDICTS_SCOPES];
 };
 
 #define VT_SLOTS (2 * VERDICTS_MAX_TARGETS) /* a power of two, half full at most */
@@ -50,13 +62,22 @@ struct verdicts {
     size_t n_targets;
 };
 
-static uint64_t hash(const char *s)
+static uint64_t hash_more(uint64_t h, const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-
     while (*s)
         h = (h ^ (unsigned char)*s++) * 1099511628211ull;
     return h;
+}
+
+static uint64_t hash(const char *s)
+{
+    return hash_more(1469598103934665603ull, s);
+}
+
+/* A request's bucket: its id and its scope, so one scope's ids never shadow another's. */
+static uint64_t hash_req(const char *id, const char *scope)
+{
+    return hash_more(hash_more(hash(id), "\n"), scope);
 }
 
 struct verdicts *verdicts_new(size_t max_requests, uint64_t max_age_ms)
@@ -112,7 +133,8 @@ static void evict(struct verdicts *vs, size_t slot)
 
     if (!e)
         return;
-    for (pp = &vs->buckets[hash(e->s) & vs->mask]; *pp; pp = &(*pp)->next) {
+    for (pp = &vs->buckets[hash_req(e->s, e->s + e->off_scope) & vs->mask]; *pp;
+         pp = &(*pp)->next) {
         if (*pp == e) {
             *pp = e->next;
             break;
@@ -177,7 +199,7 @@ enum bsc_err verdicts_finished(struct verdicts *vs, const struct vd_request *rq)
     if (!str_ok(rq->id, VERDICTS_ID_MAX) || !str_ok(rq->route, VERDICTS_ID_MAX) ||
         !str_ok(rq->target, VERDICTS_ID_MAX) || !str_ok(rq->scope, VERDICTS_SCOPE_MAX))
         return BSC_EINVAL;
-    b = hash(rq->id) & vs->mask;
+    b = hash_req(rq->id, rq->scope) & vs->mask;
     pthread_mutex_lock(&vs->mu);
     expire(vs, rq->finish_ms);
     evict(vs, vs->head); /* the oldest when full: its slot is the new record's */
@@ -186,7 +208,7 @@ enum bsc_err verdicts_finished(struct verdicts *vs, const struct vd_request *rq)
         pthread_mutex_unlock(&vs->mu);
         return BSC_ENOMEM;
     }
-    e->next = vs->buckets[b]; /* newest first: a reused client id finds its last request */
+    e->next = vs->buckets[b]; /* newest first: an id its scope reused finds the last one */
     vs->buckets[b] = e;
     vs->ring[vs->head] = e;
     vs->head = (vs->head + 1) % vs->cap;
@@ -195,11 +217,13 @@ enum bsc_err verdicts_finished(struct verdicts *vs, const struct vd_request *rq)
     return BSC_OK;
 }
 
-static struct vrec *lookup(struct verdicts *vs, const char *id)
+/* The newest request <id> of <scope> (locked): another scope's request with the same id
+ * (a client may choose its X-Request-Id) is neither found nor in the way. */
+static struct vrec *lookup(struct verdicts *vs, const char *id, const char *scope)
 {
-    struct vrec *e = vs->buckets[hash(id) & vs->mask];
+    struct vrec *e = vs->buckets[hash_req(id, scope) & vs->mask];
 
-    while (e && strcmp(e->s, id) != 0)
+    while (e && (strcmp(e->s, id) != 0 || strcmp(e->s + e->off_scope, scope) != 0))
         e = e->next;
     return e;
 }
@@ -214,10 +238,10 @@ enum bsc_err verdicts_claim(struct verdicts *vs, const char *id, const char *sco
         return BSC_ENOTFOUND;
     pthread_mutex_lock(&vs->mu);
     expire(vs, now_ms);
-    e = lookup(vs, id);
+    e = lookup(vs, id, scope);
     /* Entries are evicted in insertion order, so one finished out of order (a slower
      * worker's clock) can outlive its age: check it here too. */
-    if (!e || expired(vs, e, now_ms) || strcmp(e->s + e->off_scope, scope) != 0) {
+    if (!e || expired(vs, e, now_ms)) {
         err = BSC_ENOTFOUND;
     } else if (e->claimed) {
         err = BSC_EEXIST;
@@ -267,35 +291,104 @@ static void win_add(struct vwin *w, bool ok)
     w->pos = (w->pos + 1) % VERDICTS_WINDOW;
 }
 
-static void add(struct verdicts *vs, const char *target_id, bool ok, bool task)
+void verdicts_attempt(struct verdicts *vs, const char *target_id, bool ok)
 {
     struct vtarget *t;
 
     pthread_mutex_lock(&vs->mu);
     t = target_slot(vs, target_id, true);
     if (t)
-        win_add(task ? &t->tasks : &t->attempts, ok);
+        win_add(&t->attempts, ok);
     pthread_mutex_unlock(&vs->mu);
 }
 
-void verdicts_attempt(struct verdicts *vs, const char *target_id, bool ok)
+/* ---- task tallies ---- */
+
+void vd_tally_age(struct vd_tally *t, uint64_t now_ms, uint64_t half_life_ms)
 {
-    add(vs, target_id, ok, false);
+    double f;
+
+    if (now_ms <= t->at_ms)
+        return; /* another worker's earlier clock read: nothing to age */
+    f = half_life_ms ? exp2(-(double)(now_ms - t->at_ms) / (double)half_life_ms) : 1.0;
+    t->ok *= f;
+    t->n *= f;
+    t->at_ms = now_ms;
+    if (t->n < VERDICTS_MIN_WEIGHT)
+        t->ok = t->n = 0.0;
 }
 
-void verdicts_task(struct verdicts *vs, const char *target_id, bool ok)
+void vd_tally_add(struct vd_tally *t, bool ok, uint64_t now_ms, const struct vd_policy *p)
 {
-    add(vs, target_id, ok, true);
+    double cap = p->max_weight >= 1.0 ? p->max_weight : 1.0;
+
+    vd_tally_age(t, now_ms, p->half_life_ms);
+    t->n += 1.0;
+    t->ok += ok ? 1.0 : 0.0;
+    if (t->n > cap) { /* the same rate, at the bounded weight */
+        t->ok *= cap / t->n;
+        t->n = cap;
+    }
 }
 
-void verdicts_rates(struct verdicts *vs, const char *target_id, struct vd_rates *out)
+/* <scope>'s tally slot on <t>, or the one to take for it: a free slot, else the one with
+ * the least weight left at <now_ms> (locked). */
+static struct vscope *scope_slot(struct vtarget *t, const char *scope, uint64_t now_ms,
+                                 const struct vd_policy *p)
 {
-    const struct vtarget *t;
+    struct vscope *best = NULL;
+
+    for (size_t i = 0; i < VERDICTS_SCOPES; i++) {
+        struct vscope *s = &t->tasks[i];
+
+        if (strcmp(s->scope, scope) == 0)
+            return s;
+        vd_tally_age(&s->tally, now_ms, p->half_life_ms);
+        if (!best || (best->scope[0] && (!s->scope[0] || s->tally.n < best->tally.n)))
+            best = s;
+    }
+    *best = (struct vscope){.tally = {.at_ms = now_ms}};
+    snprintf(best->scope, sizeof(best->scope), "%s", scope);
+    return best;
+}
+
+void verdicts_task(struct verdicts *vs, const struct vd_verdict *v, const struct vd_policy *p)
+{
+    struct vtarget *t;
+    struct vscope *s;
+
+    if (!str_ok(v->scope, VERDICTS_SCOPE_MAX))
+        return;
+    pthread_mutex_lock(&vs->mu);
+    t = target_slot(vs, v->target, true);
+    if (t) {
+        s = scope_slot(t, v->scope, v->at_ms, p);
+        s->shared = v->shared;
+        vd_tally_add(&s->tally, v->ok, v->at_ms, p);
+    }
+    pthread_mutex_unlock(&vs->mu);
+}
+
+void verdicts_rates(struct verdicts *vs, const char *target_id, const char *scope,
+                    uint64_t now_ms, const struct vd_policy *p, struct vd_rates *out)
+{
+    struct vtarget *t;
 
     *out = (struct vd_rates){0};
     pthread_mutex_lock(&vs->mu);
     t = target_slot(vs, target_id, false);
-    if (t)
-        *out = (struct vd_rates){t->attempts.n, t->attempts.ok, t->tasks.n, t->tasks.ok};
+    for (size_t i = 0; t && i < VERDICTS_SCOPES; i++) {
+        struct vscope *s = &t->tasks[i];
+
+        if (!s->scope[0] || !(s->shared || (scope && strcmp(s->scope, scope) == 0)))
+            continue;
+        vd_tally_age(&s->tally, now_ms, p->half_life_ms);
+        out->tasks += s->tally.n;
+        out->tasks_ok += s->tally.ok;
+    }
+    if (t) {
+        out->attempts = t->attempts.n;
+        out->attempts_ok = t->attempts.ok;
+    }
     pthread_mutex_unlock(&vs->mu);
 }

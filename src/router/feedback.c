@@ -20,6 +20,17 @@
 
 #define SCORE_MAX_CANDS 64 /* as decide.c's choose() */
 
+void feedback_policy(const struct cfg *cfg, struct vd_policy *out)
+{
+    *out = (struct vd_policy){.half_life_ms = cfg->feedback.half_life_ms,
+                              .max_weight = (double)cfg->feedback.max_client_verdicts};
+}
+
+bool feedback_is_shared(const struct cfg_client *client)
+{
+    return !client || client->feedback == CFG_FEEDBACK_TRUSTED;
+}
+
 static const char *ok_word(bool ok)
 {
     return ok ? "ok" : "failed";
@@ -76,6 +87,7 @@ static double est_cost(const struct request *r, const struct cfg_target *t)
 void feedback_score_cand(const struct request *r, const struct cfg_target *t,
                          const struct target_view *view, struct score_cand *out)
 {
+    struct vd_policy p;
     struct vd_rates v;
     double lat = r->input.stream && view->ewma_ttft_ms >= 0.0 ? view->ewma_ttft_ms
                                                         : view->ewma_latency_ms;
@@ -83,11 +95,14 @@ void feedback_score_cand(const struct request *r, const struct cfg_target *t,
     memset(out, 0, sizeof(*out));
     if (!r->gw->verdicts)
         return;
-    verdicts_rates(r->gw->verdicts, t->id, &v);
+    /* The shared verdicts and the caller's own: an `own` client's verdicts rank its own
+     * requests only (docs/internals/feedback.md). */
+    feedback_policy(r->cfg, &p);
+    verdicts_rates(r->gw->verdicts, t->id, r->client_scope, bsc_now_ms(), &p, &v);
     *out = (struct score_cand){
         .samples = v.attempts,
         .contract_rate = v.attempts ? (double)v.attempts_ok / v.attempts : 0.0,
-        .task_rate = v.tasks ? (double)v.tasks_ok / v.tasks : -1.0,
+        .task_rate = v.tasks > 0.0 ? v.tasks_ok / v.tasks : -1.0,
         .latency_ms = lat,
         .cost_usd = est_cost(r, t),
     };

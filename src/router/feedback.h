@@ -10,11 +10,23 @@
 #include <stddef.h>
 
 struct request;
+struct cfg;
+struct cfg_client;
 struct cfg_target;
+struct vd_policy;
 struct target_view;
 struct score_cand;
 struct decide_in;
 struct decide_out;
+
+/* How <cfg>'s feedback: section ages and caps task verdicts (health/verdicts.h). */
+void feedback_policy(const struct cfg *cfg, struct vd_policy *out);
+
+/* Whether a verdict of <client> moves every client's ranking: a trusted client, or any
+ * caller of an open gateway (<client> NULL: there is no tenant to keep apart). An `own`
+ * client's verdicts move only its own requests' ranking; a `none` client's are refused
+ * before they get here. */
+bool feedback_is_shared(const struct cfg_client *client);
 
 /* An attempt ended (after the contract check): counts its transport and contract outcome
  * per workflow and per target, and adds it to the target's attempt window; a usable answer

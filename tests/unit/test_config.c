@@ -1730,7 +1730,9 @@ static void test_clients(void **state)
                        "    tpm: 200000\n"
                        "    max_concurrency: 20\n"
                        "    budget: { usd: 50.0, period: day }\n"
-                       "  ops: { key: ops-key-0123456789, routes: [\"*\"] }\n",
+                       "    feedback: trusted\n"
+                       "  ops: { key: ops-key-0123456789, routes: [\"*\"] }\n"
+                       "feedback: { half_life_ms: 30000, max_client_verdicts: 3 }\n",
                   &d);
     assert_int_equal(cfg->n_clients, 2);
     assert_string_equal(cfg->admin_listen_host, "127.0.0.1");
@@ -1745,11 +1747,15 @@ static void test_clients(void **state)
     assert_int_equal(c->max_concurrency, 20);
     assert_true(c->budget.usd == 50.0);
     assert_int_equal(c->budget.period, CFG_PERIOD_DAY);
+    assert_int_equal(c->feedback, CFG_FEEDBACK_TRUSTED);
+    assert_int_equal(cfg->feedback.half_life_ms, 30000);
+    assert_int_equal(cfg->feedback.max_client_verdicts, 3);
     assert_true(cfg_client_allows(c, cfg_route_find(cfg, BSC_STR("r"))));
     assert_false(cfg_client_allows(c, cfg_route_find(cfg, BSC_STR("r2"))));
     c = cfg_client_by_key(cfg, BSC_STR("ops-key-0123456789"));
     assert_non_null(c);
     assert_true(c->budget.usd < 0);
+    assert_int_equal(c->feedback, CFG_FEEDBACK_OWN); /* the default */
     assert_true(cfg_client_allows(c, cfg_route_find(cfg, BSC_STR("r2"))));
     assert_null(cfg_client_by_key(cfg, BSC_STR("team-key-012345678")));
     assert_null(cfg_client_by_key(cfg, BSC_STR("")));
@@ -1764,6 +1770,8 @@ static void test_clients(void **state)
     assert_int_equal(cfg->n_clients, 0);
     assert_null(cfg->admin_listen_host);
     assert_string_equal(cfg->metrics_key, "");
+    assert_int_equal(cfg->feedback.half_life_ms, 600000); /* defaults */
+    assert_int_equal(cfg->feedback.max_client_verdicts, 10);
     cfg_unref(cfg);
     cfg_diags_cleanup(&d);
 }
@@ -1783,7 +1791,9 @@ static void test_clients_errors(void **state)
                   "  f: {key: f-key-0123456789, routes: [r],\n"            /* 13 */
                   "      budget: {usd: 5, period: week}}\n"                /* 14 */
                   "  bad id: {key: g-key-0123456789, routes: [r]}\n"       /* 15 */
-                  "admin: {listen: \"127.0.0.1:8080\"}\n",                 /* 16 */
+                  "  h: {key: h-key-0123456789, routes: [r], feedback: all}\n" /* 16 */
+                  "admin: {listen: \"127.0.0.1:8080\"}\n"                  /* 17 */
+                  "feedback: {half_life_ms: 5, max_client_verdicts: 0}\n",  /* 18 */
              &d);
     assert_line(&d, "gateway.yaml:9:3: error: client 'b' has the same key as client 'a'");
     assert_line(&d, "gateway.yaml:9:45: error: 'routes' in client 'b': unknown route 'nope'");
@@ -1796,9 +1806,15 @@ static void test_clients_errors(void **state)
                     "'week'; expected one of: day, month, total");
     assert_line(&d, "gateway.yaml:15:3: error: invalid client id 'bad id': ids are 1 to 64 "
                     "characters of A-Z a-z 0-9 . _ -");
-    assert_line(&d, "gateway.yaml:16:17: error: 'listen' in admin: must differ from the "
+    assert_line(&d, "gateway.yaml:17:17: error: 'listen' in admin: must differ from the "
                     "top-level 'listen' (127.0.0.1:8080)");
-    assert_int_equal(count(&d, false), 8);
+    assert_line(&d, "gateway.yaml:16:53: error: 'feedback' in client 'h': unknown value "
+                    "'all'; expected one of: own, trusted, none");
+    assert_line(&d, "gateway.yaml:18:26: error: 'half_life_ms' in feedback: must be between "
+                    "100 and 2592000000, got '5'");
+    assert_line(&d, "gateway.yaml:18:50: error: 'max_client_verdicts' in feedback: must be "
+                    "between 1 and 100000, got '0'");
+    assert_int_equal(count(&d, false), 11);
     cfg_diags_cleanup(&d);
 }
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test_verdicts.c -- health/verdicts.h: the recent-request table (claim once, 404 for
- * unknown, expired or another client's requests, bounded count and age) and the
- * per-target windows of attempt outcomes and task verdicts. */
+ * unknown, expired or another client's requests, bounded count and age, an id reused by
+ * another scope) and the per-target attempt windows and task tallies (ageing, the cap per
+ * scope, own and shared verdicts). */
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,14 @@
 #include <cmocka.h>
 
 #include "health/verdicts.h"
+
+/* cmocka 1.1 has no assert_double_equal: |a - b| <= eps, both values printed. */
+#define assert_near(a, b, eps)                                                               \
+    do {                                                                                     \
+        double a_ = (a), b_ = (b);                                                           \
+        if (!(fabs(a_ - b_) <= (eps)))                                                       \
+            fail_msg("%s = %.12g, expected %.12g", #a, a_, b_);                              \
+    } while (0)
 
 static struct vd_request rq(const char *id, const char *scope, uint64_t at)
 {
@@ -172,51 +182,177 @@ static void test_bad_input(void **state)
     verdicts_free(NULL);
 }
 
+static const struct vd_policy POLICY = {.half_life_ms = 1000, .max_weight = 10.0};
+
+static void task(struct verdicts *vs, const char *target, const char *scope, bool shared,
+                 bool ok, uint64_t at)
+{
+    struct vd_verdict v = {.target = target, .scope = scope, .ok = ok, .shared = shared,
+                           .at_ms = at};
+
+    verdicts_task(vs, &v, &POLICY);
+}
+
+static void rates(struct verdicts *vs, const char *target, const char *scope, uint64_t at,
+                  struct vd_rates *r)
+{
+    verdicts_rates(vs, target, scope, at, &POLICY, r);
+}
+
+/* Another scope reusing a request's id (a client may choose its X-Request-Id) neither
+ * claims nor hides it: each scope finds its own request under the id. */
+static void test_reused_id_other_scope(void **state)
+{
+    struct verdicts *vs = verdicts_new(8, 1000);
+    struct vd_request r = rq("shared-id", "client:alice", 100);
+    struct vd_claim c;
+
+    (void)state;
+    assert_int_equal(verdicts_finished(vs, &r), BSC_OK);
+    r = rq("shared-id", "client:bob", 200); /* newer, same id */
+    r.target = "t-bob";
+    assert_int_equal(verdicts_finished(vs, &r), BSC_OK);
+    assert_int_equal(verdicts_claim(vs, "shared-id", "client:alice", 250, &c), BSC_OK);
+    assert_string_equal(c.target, "t1");
+    assert_int_equal(verdicts_claim(vs, "shared-id", "client:bob", 250, &c), BSC_OK);
+    assert_string_equal(c.target, "t-bob");
+    assert_int_equal(verdicts_claim(vs, "shared-id", "client:alice", 260, &c), BSC_EEXIST);
+    verdicts_free(vs);
+}
+
 static void test_windows(void **state)
 {
     struct verdicts *vs = verdicts_new(4, 1000);
     struct vd_rates r;
 
     (void)state;
-    verdicts_rates(vs, "t1", &r);
-    assert_int_equal(r.attempts + r.attempts_ok + r.tasks + r.tasks_ok, 0);
+    rates(vs, "t1", NULL, 0, &r);
+    assert_int_equal(r.attempts + r.attempts_ok, 0);
+    assert_true(r.tasks == 0.0 && r.tasks_ok == 0.0);
     for (int i = 0; i < 10; i++)
         verdicts_attempt(vs, "t1", i % 2 == 0);
-    verdicts_task(vs, "t1", false);
-    verdicts_task(vs, "t2", true);
-    verdicts_rates(vs, "t1", &r);
+    task(vs, "t1", "a", true, false, 100);
+    task(vs, "t2", "a", true, true, 100);
+    rates(vs, "t1", NULL, 100, &r);
     assert_int_equal(r.attempts, 10);
     assert_int_equal(r.attempts_ok, 5);
-    assert_int_equal(r.tasks, 1);
-    assert_int_equal(r.tasks_ok, 0);
-    verdicts_rates(vs, "t2", &r);
+    assert_true(r.tasks == 1.0 && r.tasks_ok == 0.0);
+    rates(vs, "t2", NULL, 100, &r);
     assert_int_equal(r.attempts, 0);
-    assert_int_equal(r.tasks_ok, 1);
+    assert_true(r.tasks == 1.0 && r.tasks_ok == 1.0);
     verdicts_free(vs);
 }
 
-/* The window holds the last VERDICTS_WINDOW outcomes: old successes roll out. */
-static void test_window_slides(void **state)
+/* A verdict's weight halves every half-life; under VERDICTS_MIN_WEIGHT it is forgotten (a
+ * lone verdict after four half-lives); a clock read behind the tally's ages nothing. */
+static void test_tally_ages(void **state)
+{
+    struct vd_tally t = {0};
+
+    (void)state;
+    vd_tally_add(&t, false, 1000, &POLICY);
+    vd_tally_add(&t, true, 1000, &POLICY);
+    assert_true(t.n == 2.0 && t.ok == 1.0);
+    vd_tally_age(&t, 2000, 1000); /* one half-life */
+    assert_near(t.n, 1.0, 1e-12);
+    assert_near(t.ok, 0.5, 1e-12);
+    vd_tally_age(&t, 1500, 1000); /* behind: unchanged */
+    assert_near(t.n, 1.0, 1e-12);
+    vd_tally_age(&t, 5000, 1000); /* three more: 1/8, still counted */
+    assert_near(t.n, 0.125, 1e-12);
+    vd_tally_age(&t, 6000, 1000); /* 1/16 is the bound, still counted */
+    assert_near(t.n, VERDICTS_MIN_WEIGHT, 1e-12);
+    vd_tally_age(&t, 6001, 1000); /* just under it: forgotten */
+    assert_true(t.n == 0.0 && t.ok == 0.0);
+    /* Half-life 0: no ageing. */
+    t = (struct vd_tally){.ok = 1.0, .n = 3.0, .at_ms = 10};
+    vd_tally_age(&t, 1000000000, 0);
+    assert_true(t.n == 3.0 && t.ok == 1.0);
+}
+
+/* One scope's weight is capped: past max_weight each verdict scales the sums back, so its
+ * rate follows its verdicts but its weight against other scopes stays bounded. */
+static void test_tally_cap(void **state)
+{
+    struct vd_policy p = {.half_life_ms = 0, .max_weight = 4.0};
+    struct vd_tally t = {0};
+
+    (void)state;
+    for (int i = 0; i < 4; i++)
+        vd_tally_add(&t, true, 100, &p);
+    assert_true(t.n == 4.0 && t.ok == 4.0);
+    vd_tally_add(&t, false, 100, &p); /* 5 verdicts, 4 ok -> weight 4, rate 4/5 */
+    assert_near(t.n, 4.0, 1e-12);
+    assert_near(t.ok, 3.2, 1e-12);
+    for (int i = 0; i < 1000; i++)
+        vd_tally_add(&t, false, 100, &p);
+    assert_near(t.n, 4.0, 1e-12);
+    assert_true(t.ok < 1e-9);
+    /* A cap under 1 counts as 1: a verdict always weighs in. */
+    p.max_weight = 0.0;
+    t = (struct vd_tally){0};
+    vd_tally_add(&t, true, 100, &p);
+    vd_tally_add(&t, false, 100, &p);
+    assert_near(t.n, 1.0, 1e-12);
+    assert_near(t.ok, 0.5, 1e-12);
+}
+
+/* Shared tallies count for everyone; an own scope's only for itself. 1000 failures from
+ * one trusted scope weigh as much as max_weight, against another's 10 successes. */
+static void test_own_and_shared(void **state)
 {
     struct verdicts *vs = verdicts_new(4, 1000);
     struct vd_rates r;
 
     (void)state;
-    for (unsigned i = 0; i < VERDICTS_WINDOW; i++)
-        verdicts_task(vs, "t", true);
-    for (unsigned i = 0; i < 30; i++)
-        verdicts_task(vs, "t", false);
-    verdicts_rates(vs, "t", &r);
-    assert_int_equal(r.tasks, VERDICTS_WINDOW);
-    assert_int_equal(r.tasks_ok, VERDICTS_WINDOW - 30);
-    for (unsigned i = 0; i < 3 * VERDICTS_WINDOW; i++)
-        verdicts_task(vs, "t", false);
-    verdicts_rates(vs, "t", &r);
-    assert_int_equal(r.tasks_ok, 0);
-    for (unsigned i = 0; i < 7; i++)
-        verdicts_task(vs, "t", true);
-    verdicts_rates(vs, "t", &r);
-    assert_int_equal(r.tasks_ok, 7);
+    task(vs, "t", "alice", false, false, 100); /* own */
+    rates(vs, "t", "bob", 100, &r);
+    assert_true(r.tasks == 0.0);
+    rates(vs, "t", NULL, 100, &r);
+    assert_true(r.tasks == 0.0);
+    rates(vs, "t", "alice", 100, &r);
+    assert_true(r.tasks == 1.0 && r.tasks_ok == 0.0);
+    for (int i = 0; i < 1000; i++)
+        task(vs, "t", "carol", true, false, 100); /* trusted, capped at 10 */
+    for (int i = 0; i < 10; i++)
+        task(vs, "t", "dave", true, true, 100);
+    rates(vs, "t", "bob", 100, &r);
+    assert_near(r.tasks, 20.0, 1e-9);
+    assert_near(r.tasks_ok, 10.0, 1e-9);
+    rates(vs, "t", "alice", 100, &r); /* the shared ones and her own */
+    assert_near(r.tasks, 21.0, 1e-9);
+    /* Each tally is forgotten once under 1/16: a capped one (10) after eight half-lives. */
+    rates(vs, "t", "alice", 100 + 4 * 1000 + 1, &r);
+    assert_near(r.tasks, 20.0 * exp2(-4.001), 1e-9); /* the lone verdict is gone */
+    rates(vs, "t", "alice", 100 + 8 * 1000 + 1, &r);
+    assert_near(r.tasks, 0.0, 1e-12);
+    /* A scope changed to trusted: its tally is shared from its next verdict. */
+    task(vs, "t", "alice", true, false, 10000);
+    rates(vs, "t", "bob", 10000, &r);
+    assert_near(r.tasks, 1.0, 1e-12);
+    verdicts_free(vs);
+}
+
+/* At most VERDICTS_SCOPES tallies per target: a new scope takes the lightest one's slot. */
+static void test_scope_slots(void **state)
+{
+    struct verdicts *vs = verdicts_new(4, 1000);
+    struct vd_rates r;
+    char scope[16];
+
+    (void)state;
+    for (unsigned i = 0; i < VERDICTS_SCOPES; i++) {
+        snprintf(scope, sizeof(scope), "s%u", i);
+        task(vs, "t", scope, true, true, 100);
+        if (i != 3)
+            task(vs, "t", scope, true, true, 100); /* s3 is the lightest */
+    }
+    rates(vs, "t", NULL, 100, &r);
+    assert_near(r.tasks, 2.0 * VERDICTS_SCOPES - 1, 1e-9);
+    task(vs, "t", "newcomer", true, false, 100);
+    rates(vs, "t", NULL, 100, &r);
+    assert_near(r.tasks, 2.0 * VERDICTS_SCOPES - 1, 1e-9); /* s3's 1 -> newcomer's 1 */
+    assert_near(r.tasks_ok, 2.0 * VERDICTS_SCOPES - 2, 1e-9);
     verdicts_free(vs);
 }
 
@@ -232,13 +368,13 @@ static void test_target_bound(void **state)
         snprintf(id, sizeof(id), "t%u", i);
         verdicts_attempt(vs, id, true);
     }
-    verdicts_rates(vs, "t0", &r);
+    rates(vs, "t0", NULL, 0, &r);
     assert_int_equal(r.attempts, 1);
     snprintf(id, sizeof(id), "t%u", VERDICTS_MAX_TARGETS + 5);
-    verdicts_rates(vs, id, &r);
+    rates(vs, id, NULL, 0, &r);
     assert_int_equal(r.attempts, 0);
     verdicts_attempt(vs, "t0", false);
-    verdicts_rates(vs, "t0", &r);
+    rates(vs, "t0", NULL, 0, &r);
     assert_int_equal(r.attempts, 2);
     verdicts_free(vs);
 }
@@ -270,7 +406,7 @@ static void *conc_worker(void *p)
         verdicts_attempt(a->vs, "shared", i % 2 == 0);
         a->claimed += verdicts_claim(a->vs, id, scope, 100, &c) == BSC_OK;
         a->claimed -= verdicts_claim(a->vs, id, scope, 100, &c) == BSC_OK; /* never twice */
-        verdicts_task(a->vs, "shared", true);
+        task(a->vs, "shared", scope, true, true, 100);
     }
     return NULL;
 }
@@ -291,9 +427,9 @@ static void test_concurrent(void **state)
         pthread_join(th[i], NULL);
         assert_int_equal(args[i].claimed, CONC_PER_THREAD);
     }
-    verdicts_rates(vs, "shared", &r);
+    rates(vs, "shared", NULL, 100, &r);
     assert_int_equal(r.attempts, VERDICTS_WINDOW);
-    assert_int_equal(r.tasks_ok, VERDICTS_WINDOW);
+    assert_near(r.tasks_ok, CONC_THREADS * POLICY.max_weight, 1e-9);
     verdicts_free(vs);
 }
 
@@ -303,7 +439,9 @@ int main(void)
         cmocka_unit_test(test_claim_once),   cmocka_unit_test(test_scope),
         cmocka_unit_test(test_expiry),       cmocka_unit_test(test_count_bound),
         cmocka_unit_test(test_reused_id),    cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_windows),      cmocka_unit_test(test_window_slides),
+        cmocka_unit_test(test_windows),      cmocka_unit_test(test_tally_ages),
+        cmocka_unit_test(test_tally_cap),    cmocka_unit_test(test_own_and_shared),
+        cmocka_unit_test(test_scope_slots),  cmocka_unit_test(test_reused_id_other_scope),
         cmocka_unit_test(test_target_bound), cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_long_records),
     };
