@@ -16,8 +16,10 @@
 #include "core/id.h"
 #include "core/json_check.h"
 #include "core/json_get.h"
+#include "providers/provider.h"
 #include "router/gateway.h"
 #include "router/request.h"
+#include "router/resp_owner.h"
 #include "store/store.h"
 
 #define RESP_JSON_MAX_DEPTH 64
@@ -528,6 +530,9 @@ struct resp_call {
     char ids[RESP_MAX_LOOKUPS][RESP_ID_MAX];
     char scope[40];           /* req_client_scope(): only this client's turns are found */
     struct json_object *docs; /* owned: response id -> the kept {"messages","output"} */
+    /* pass-through: spans of the client's body (borrowed from req), kept across the
+     * lookup of whose previous_response_id names */
+    struct bsc_str body, model_span, stream_span;
 };
 
 static void call_free(struct resp_call *c)
@@ -797,20 +802,72 @@ static bool passes_through(const struct cfg_route *route)
 
 /* Hands the client's own bytes to the router (op PROV_OP_RESPONSES, no down_ops: the
  * upstream's Response and events pass unchanged). Frees <c>. */
-static void pass_through(struct resp_call *c, struct bsc_str body, struct bsc_str model_span,
-                         struct bsc_str stream)
+static void pass_through(struct resp_call *c)
 {
     struct chat_in in = {.op = PROV_OP_RESPONSES};
 
     in.cfg = c->cfg;
     in.route = c->route;
-    in.body = body;
-    in.model_span = model_span;
-    in.stream = bsc_str_eq(bsc_str_trim(stream), BSC_STR("true"));
+    in.body = c->body;
+    in.model_span = c->model_span;
+    in.stream = bsc_str_eq(bsc_str_trim(c->stream_span), BSC_STR("true"));
     in.include_usage = true;
     c->cfg = NULL; /* taken by the router */
     api__inspect(&in, NULL);
     req_chat_start(c->w, c->req, &in);
+    call_free(c);
+}
+
+/* The store's answer on whether the pass-through's previous_response_id was returned to
+ * this caller: yes passes the request through, anything else answers here. */
+static void on_owner(enum bsc_err err, struct bsc_str value, void *ud)
+{
+    struct resp_call *c = ud;
+    struct srv_req *req = c->req;
+    struct api_line line;
+
+    (void)value;
+    if (!req)
+        return call_free(c);
+    srv_req_on_abort(req, NULL, NULL);
+    api__line_begin(&line, req);
+    if (!err) {
+        pass_through(c);
+        return; /* the router writes the request's access line */
+    }
+    if (err == BSC_ENOTFOUND)
+        not_found(c, 0);
+    else
+        srv_resp_error(req, 503, "server_error", "store_unavailable",
+                       "the state store could not be read; try again");
+    api__line_end(&line, srv_resp_status(req), NULL);
+    call_free(c);
+}
+
+/* A pass-through naming previous_response_id <prev>: the upstream would continue any
+ * response for anyone (every client reaches it with the gateway's key), so it goes only
+ * when the gateway returned that response to this same credential scope
+ * (router/resp_owner.h); otherwise 400 previous_response_not_found and nothing is sent.
+ * Frees <c>. */
+static void pass_through_owned(struct resp_call *c, const char *prev)
+{
+    struct store *st = c->w->gw->store;
+    char key[STORE_BLOB_KEY_MAX + 1];
+    enum bsc_err err = BSC_ENOTFOUND;
+
+    c->has_prev = want_id(c, prev);
+    if (st && strlen(prev) <= PROV_ANSWER_ID_MAX)
+        err = store_blob_get(st, &c->w->loop, resp_owner_key(c->scope, prev, key, sizeof(key)),
+                             on_owner, c);
+    if (err == BSC_OK) {
+        srv_req_on_abort(c->req, on_client_gone, c);
+        return;
+    }
+    if (err == BSC_ENOTFOUND)
+        not_found(c, 0);
+    else
+        srv_resp_error(c->req, 503, "server_error", "store_busy",
+                       "the state store is overloaded; try again later");
     call_free(c);
 }
 
@@ -856,8 +913,6 @@ void api__responses(struct worker *w, struct srv_req *req)
         srv_resp_error(req, 404, "invalid_request_error", "model_not_found", msg);
         return call_free(c);
     }
-    if (passes_through(c->route))
-        return pass_through(c, body, spans[0], spans[1]);
     prev = bsc_json_get(c->rq, "previous_response_id");
     if (prev && !is(prev, json_type_null)) {
         if (!is(prev, json_type_string) || json_object_get_string_len(prev) == 0 ||
@@ -866,8 +921,19 @@ void api__responses(struct worker *w, struct srv_req *req)
                              "previous_response_id: must be a response id (a string)");
             return call_free(c);
         }
-        c->has_prev = want_id(c, json_object_get_string(prev));
+    } else {
+        prev = NULL;
     }
+    if (passes_through(c->route)) {
+        c->body = body;
+        c->model_span = spans[0];
+        c->stream_span = spans[1];
+        if (prev)
+            return pass_through_owned(c, json_object_get_string(prev));
+        return pass_through(c);
+    }
+    if (prev)
+        c->has_prev = want_id(c, json_object_get_string(prev));
     if (!collect_refs(c))
         return call_free(c);
     if (!(c->docs = json_object_new_object())) {

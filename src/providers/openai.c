@@ -5,6 +5,7 @@
  * spliced in, and stream events relayed as they are. The one rewrite it makes: a stream
  * asks upstream for usage (stream_options.include_usage) so the gateway can account for
  * tokens and cost, and the usage chunk is dropped again when the client did not ask. */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/json_check.h"
@@ -20,6 +21,7 @@ struct oa_stream {
     bool sent;          /* a frame was relayed: a failure now is partial output */
     bool completion;    /* a chunk with a non-empty `choices` was seen */
     struct prov_usage usage;
+    char answer_id[PROV_ANSWER_ID_MAX + 1]; /* a Responses stream's "resp_...", or "" */
 };
 
 static const char *endpoint(enum prov_op op)
@@ -300,6 +302,23 @@ static enum bsc_err relay_named(struct bsc_buf *out, struct bsc_str name, struct
     return err;
 }
 
+/* The id of the Response object <resp> into s->answer_id (the gateway records whose it
+ * is: docs/internals/responses.md §7); "" when it has none or a longer one. */
+static void keep_answer_id(struct oa_stream *s, struct bsc_str resp)
+{
+    struct bsc_str id, raw;
+
+    s->answer_id[0] = '\0';
+    if (bsc_json_member(resp, BSC_STR("id"), &id) != 1 ||
+        bsc_json_kind_of(id) != BSC_JSON_STRING)
+        return;
+    raw = bsc_json_string_raw(id);
+    if (raw.len && raw.len <= PROV_ANSWER_ID_MAX && !memchr(raw.p, '\\', raw.len)) {
+        memcpy(s->answer_id, raw.p, raw.len);
+        s->answer_id[raw.len] = '\0';
+    }
+}
+
 /* A Responses API event, passed through with its name. The stream ends at
  * response.completed / response.incomplete (no [DONE] in this API; usage is read there);
  * `error` and response.failed are failures: before the commit point they fail over like any
@@ -341,6 +360,8 @@ static enum prov_stream_status responses_event(struct oa_stream *s, struct bsc_s
           bsc_str_eq(type, BSC_STR("response.incomplete"));
     if (end && v[1].p && bsc_json_member(v[1], BSC_STR("usage"), &usage) == 1)
         usage_from_span(usage, &s->usage, true);
+    if (end && v[1].p)
+        keep_answer_id(s, v[1]);
     if (relay_named(out, type, data)) {
         fail_info_init(fail);
         fail->kind = FAIL_SERVER_ERROR;
@@ -488,6 +509,11 @@ static void oa_stream_usage(void *st, struct prov_usage *usage)
     *usage = ((struct oa_stream *)st)->usage;
 }
 
+static void oa_stream_answer_id(void *st, char *out, size_t len)
+{
+    snprintf(out, len, "%s", ((struct oa_stream *)st)->answer_id);
+}
+
 static void oa_stream_cleanup(void *st)
 {
     (void)st;
@@ -506,5 +532,6 @@ const struct prov_ops prov_openai = {
     .stream_line = NULL,
     .stream_end = oa_stream_end,
     .stream_usage = oa_stream_usage,
+    .stream_answer_id = oa_stream_answer_id,
     .stream_cleanup = oa_stream_cleanup,
 };

@@ -103,6 +103,9 @@ struct prov_http {
     struct bsc_buf body;    /* may stay empty (GET) */
 };
 
+/* The longest provider id of an answer kept (a Responses API "resp_..." id). */
+#define PROV_ANSWER_ID_MAX 128
+
 /* Token usage as the provider reported it; -1 where it said nothing. */
 struct prov_usage {
     int64_t input_tokens;  /* prompt tokens, cached ones included */
@@ -172,6 +175,11 @@ struct prov_ops {
     enum prov_stream_status (*stream_end)(void *st, struct bsc_buf *out,
                                           struct fail_info *fail);
     void (*stream_usage)(void *st, struct prov_usage *usage);
+    /* The provider's own id of the streamed answer, once its stream named it (a Responses
+     * stream's response.completed or response.incomplete: "resp_..."), copied to <out>
+     * (<len> bytes); "" when it named none or a longer one than PROV_ANSWER_ID_MAX. May
+     * be NULL: the adapter keeps no such id. */
+    void (*stream_answer_id)(void *st, char *out, size_t len);
     void (*stream_cleanup)(void *st);
 };
 

@@ -24,6 +24,7 @@
 #include "router/feedback.h"
 #include "router/guard.h"
 #include "router/internal.h"
+#include "router/resp_owner.h"
 #include "router/select.h"
 #include "router/shadow.h"
 #include "router/trace.h"
@@ -492,6 +493,7 @@ static void st_attempt(struct request *r)
         req__cur_attempt(r)->status = r->x.up_status;
         report_attempt(r, BRK_SUCCESS, NULL, false);
         account_usage(r);
+        resp_owner_note(r); /* before the answer goes out: a next turn may follow at once */
         log_attempt(r, "deliver", "ok");
         req__goto(r, REQ_ST_REPLY);
         return;
@@ -531,6 +533,7 @@ static void st_relay(struct request *r)
         log_attempt(r, "deliver", "ok");
         contract_record_stream(r); /* pass-through: checks recorded, the bytes are gone */
         feedback_attempt(r, true); /* before the end: the client may judge it at once */
+        resp_owner_note(r);        /* likewise: a next turn may name it at once */
         deliver_end(r, "ok");
         req__goto(r, REQ_ST_DONE);
         return;

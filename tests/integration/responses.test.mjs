@@ -365,8 +365,10 @@ test('an Anthropic target answers a Responses client, plain and streamed', async
 
 test("openai targets get the client's own bytes on /responses, model replaced", async () => {
   await sim.setModel('rs-nat-a', { content: 'native ✓' });
+  // A previous response the gateway returned to this same caller goes upstream as it is.
+  const r0 = await (await post({ model: 'native', input: 'first' })).json();
   const body = { model: 'native', input: [{ role: 'user', content: 'hi' }],
-    tools: [{ type: 'web_search' }], previous_response_id: 'resp_upstream_1', store: true,
+    tools: [{ type: 'web_search' }], previous_response_id: r0.id, store: true,
     include: ['reasoning.encrypted_content'], metadata: { k: 'v' } };
   const res = await post(body);
   assert.equal(res.status, 200);
@@ -377,6 +379,42 @@ test("openai targets get the client's own bytes on /responses, model replaced", 
   assert.equal(seen.path, '/v1/responses');
   assert.equal(JSON.stringify(seen.body), JSON.stringify({ ...body, model: 'rs-nat-a' }));
   assert.equal(res.headers.get('x-bascule-target'), 'nat-a');
+});
+
+// Issue 24, item 6: every client reaches an OpenAI-kind upstream with the gateway's key, so
+// the upstream would continue anyone's stored response. The gateway remembers which
+// credential each upstream response id went to and refuses another's previous_response_id
+// before anything is sent: the sim's call log shows no call for the refused request.
+test("pass-through: another credential's previous_response_id is a 400 and never reaches the upstream", async () => {
+  const as = (cred, body) => fetch(`${gw.base}/responses`, {
+    method: 'POST', headers: { 'content-type': 'application/json', ...cred }, body: JSON.stringify(body) });
+  const alice = { authorization: 'Bearer sk-alice-0123456789' };
+  const bob = { authorization: 'Bearer sk-bob-0123456789' };
+  await sim.setModel('rs-nat-a', { content: 'alice native secret' });
+  let res = await as(alice, { model: 'native', input: 'my secret' });
+  assert.equal(res.status, 200);
+  const r1 = await res.json();
+  res = await as(alice, { model: 'native', input: 'my stream', stream: true });
+  const streamed = events((await readStream(res)).text).at(-1).data.response;
+  assert.match(streamed.id, /^resp_sim_/);
+  const calls = async () => (await sim.calls('rs-nat-a')) + (await sim.calls('rs-nat-b'));
+  const before = await calls();
+  const seen = (await sim.requests()).length;
+  for (const [cred, prev, stream] of [[bob, r1.id, false], [bob, streamed.id, true], [{}, r1.id, false],
+    [{ 'x-api-key': 'sk-alice-0123456789' }, r1.id, false], [bob, 'resp_sim_999999', false]]) {
+    res = await as(cred, { model: 'native', input: 'what did she say?', previous_response_id: prev, stream });
+    assert.equal(res.status, 400);
+    assert.equal((await res.json()).error.code, 'previous_response_not_found');
+  }
+  assert.equal(await calls(), before, 'nothing was sent upstream for the refused requests');
+  assert.equal((await sim.requests()).length, seen);
+  // Alice herself continues both, and the upstream gets her previous_response_id.
+  for (const prev of [r1.id, streamed.id]) {
+    res = await as(alice, { model: 'native', input: 'go on', previous_response_id: prev });
+    assert.equal(res.status, 200);
+    assert.equal((await sim.lastRequest('rs-nat-a')).body.previous_response_id, prev);
+  }
+  assert.equal(await calls(), before + 2);
 });
 
 test('a passed-through stream relays the upstream events; failover before the commit point', async () => {
