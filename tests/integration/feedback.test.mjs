@@ -66,7 +66,7 @@ test('a verdict is charged to the route, target and workflow that answered', asy
   const id = res.headers.get('x-request-id');
   const fb = await feedback({ request_id: id, task_success: false, score: 0.2, note: 'wrong city' });
   assert.equal(fb.status, 200);
-  assert.deepEqual(await fb.json(), { request_id: id, route: 'judged', target: 'fa', workflow: 'primary', task_success: false });
+  assert.deepEqual(await fb.json(), { request_id: id, route: 'judged', target: 'fa', workflow: 'primary', task_success: false, ranks: 'all_requests' });
   assert.equal(await metric('bascule_outcomes_total', { route: 'judged', layer: 'task', result: 'failed' }), 1);
   assert.equal(await metric('bascule_target_outcomes_total', { target: 'fa', layer: 'task', result: 'failed' }), 1);
   assert.equal(await metric('bascule_workflow_outcomes_total', { workflow: 'primary', layer: 'task', result: 'failed' }), 1);
