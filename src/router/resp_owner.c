@@ -43,8 +43,7 @@ static bool answer_id(const struct request *r, char *out, size_t len)
             r->x.ops->stream_answer_id(r->x.prov_st, out, len);
         return out[0] != '\0';
     }
-    return body_id(r->x.answer.len ? bsc_buf_str(&r->x.answer) : bsc_buf_str(&r->x.resp), out,
-                   len);
+    return body_id(r->x.answer.len ? bsc_buf_str(&r->x.answer) : bsc_buf_str(&r->x.resp), out, len);
 }
 
 static void on_noted(enum bsc_err err, void *ud)

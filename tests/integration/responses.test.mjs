@@ -406,6 +406,12 @@ test("pass-through: another credential's previous_response_id is a 400 and never
     assert.equal(res.status, 400);
     assert.equal((await res.json()).error.code, 'previous_response_not_found');
   }
+  // GET and DELETE /v1/responses/{id} are not served: no path reaches the upstream by id.
+  for (const method of ['GET', 'DELETE']) {
+    res = await fetch(`${gw.base}/responses/${r1.id}`, { method, headers: bob });
+    assert.ok(res.status === 404 || res.status === 405, `${method}: ${res.status}`);
+    await res.arrayBuffer();
+  }
   assert.equal(await calls(), before, 'nothing was sent upstream for the refused requests');
   assert.equal((await sim.requests()).length, seen);
   // Alice herself continues both, and the upstream gets her previous_response_id.
