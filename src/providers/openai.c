@@ -195,6 +195,8 @@ void prov__openai_usage_read(struct bsc_str usage, bool responses,
     if (bsc_json_u64(v[1], &n) && n <= INT64_MAX)
         u->output_tokens = (int64_t)n;
     u->cached_tokens = span_count(v[2], BSC_STR("cached_tokens"));
+    /* DashScope's explicit context cache reports its writes beside the reads. */
+    u->cache_write_tokens = span_count(v[2], BSC_STR("cache_creation_input_tokens"));
     u->reasoning_tokens = span_count(v[3], BSC_STR("reasoning_tokens"));
     /* DeepSeek: prompt_tokens = prompt_cache_hit_tokens + prompt_cache_miss_tokens. */
     hit = v[4].p && bsc_json_u64(v[4], &n) && n <= INT64_MAX ? (int64_t)n : -1;

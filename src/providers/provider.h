@@ -228,7 +228,9 @@ void prov_chunk_choice(struct json_object *chunk, struct json_object *delta, con
 struct json_object *prov_usage_json(const struct prov_usage *u);
 /* Reads an OpenAI-shaped usage object (the raw span of "usage", a validated document) into
  * <u>: prompt/completion tokens, prompt_tokens_details.cached_tokens,
- * completion_tokens_details.reasoning_tokens, DeepSeek's prompt_cache_hit_tokens (cached)
+ * completion_tokens_details.reasoning_tokens, DashScope's
+ * prompt_tokens_details.cache_creation_input_tokens (cache writes), DeepSeek's
+ * prompt_cache_hit_tokens (cached)
  * and prompt_cache_miss_tokens (prompt = hit + miss when prompt_tokens is absent); with
  * <responses>, the Responses API names (input_tokens, output_tokens, *_tokens_details).
  * Absent or malformed counts stay -1. Pure. */

@@ -48,6 +48,12 @@ static void test_openai_usage(void **state)
                      "\"completion_tokens_details\":{\"reasoning_tokens\":50}}",
                      false),
                  1000, 200, 900, -1, -1, 50);
+    /* DashScope's explicit cache: its writes are in prompt_tokens_details too. */
+    assert_usage(oai("{\"prompt_tokens\":3000,\"completion_tokens\":10,\"prompt_tokens_details\":"
+                     "{\"cached_tokens\":0,\"cache_creation_input_tokens\":2048,"
+                     "\"cache_type\":\"ephemeral\"}}",
+                     false),
+                 3000, 10, 0, 2048, -1, -1);
     /* No details: the parts are unknown. */
     assert_usage(oai("{\"prompt_tokens\":7,\"completion_tokens\":3}", false), 7, 3, -1, -1, -1,
                  -1);
