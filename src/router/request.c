@@ -634,6 +634,13 @@ static const char *outcome_label(const struct request *r)
     return r->d.status >= 400 && r->d.status < 500 && r->d.status != 429 ? "client_error" : "error";
 }
 
+/* Every prompt token written to the provider's cache, 5-minute and 1-hour. */
+static int64_t cache_writes(const struct prov_usage *u)
+{
+    return (u->cache_write_tokens > 0 ? u->cache_write_tokens : 0) +
+           (u->cache_write_1h_tokens > 0 ? u->cache_write_1h_tokens : 0);
+}
+
 /* The request's access-log line; returns its duration. */
 static uint64_t write_access_line(struct request *r)
 {
@@ -656,6 +663,9 @@ static uint64_t write_access_line(struct request *r)
         .termination = r->d.termination,
         .input_tokens = r->x.usage.input_tokens,
         .output_tokens = r->x.usage.output_tokens,
+        .cached_tokens = r->x.usage.cached_tokens,
+        .cache_write_tokens = cache_writes(&r->x.usage),
+        .reasoning_tokens = r->x.usage.reasoning_tokens,
         .cost_usd = r->cost_usd,
         .states = &r->m.times,
         .limited_by = r->lim.limited_by,

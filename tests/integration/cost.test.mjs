@@ -166,7 +166,7 @@ function sse(text) {
 }
 
 // One request through <route>: its cost in the answer, the access line and the counter.
-async function expectCost(route, target, want, { stream = false, dialect = 'openai' } = {}) {
+async function expectCost(route, target, want, { stream = false, dialect = 'openai', parts } = {}) {
   const before = await costTotal(route, target);
   const seen = gw.accessLog().length;
   const res = dialect === 'openai' ? await chat(route, stream) : await messages(route, stream);
@@ -186,6 +186,7 @@ async function expectCost(route, target, want, { stream = false, dialect = 'open
     what: `the access line of ${route}`,
   });
   assert.equal(line.cost_usd.toFixed(8), Number(want).toFixed(8));
+  if (parts) for (const [k, v] of Object.entries(parts)) assert.equal(line[k], v, k);
   const after = await waitFor(async () => {
     const v = await costTotal(route, target);
     return v !== before ? v : null;
@@ -195,7 +196,9 @@ async function expectCost(route, target, want, { stream = false, dialect = 'open
 }
 
 test('OpenAI cached tokens are priced at cached_input_per_mtok, plain and streamed', async () => {
-  const body = await expectCost('oai', 'oai-t', OAI_COST);
+  const body = await expectCost('oai', 'oai-t', OAI_COST, {
+    parts: { input_tokens: 1000, output_tokens: 200, cached_input_tokens: 900, reasoning_tokens: 50 },
+  });
   assert.deepEqual(body.usage.prompt_tokens_details, OAI_USAGE.prompt_tokens_details);
   const s = await expectCost('oai', 'oai-t', OAI_COST, { stream: true });
   const last = s.events.filter((e) => e.data && e.data.usage).pop();
@@ -205,7 +208,9 @@ test('OpenAI cached tokens are priced at cached_input_per_mtok, plain and stream
 });
 
 test('Anthropic cache reads and 5-minute and 1-hour writes, plain and streamed (message_start + message_delta)', async () => {
-  const body = await expectCost('ant', 'ant-t', ANT_COST);
+  const body = await expectCost('ant', 'ant-t', ANT_COST, {
+    parts: { input_tokens: 13100, output_tokens: 500, cached_input_tokens: 10000, cache_write_tokens: 3000 },
+  });
   // An OpenAI client sees every prompt token, the cache reads as cached_tokens.
   assert.equal(body.usage.prompt_tokens, 13100);
   assert.equal(body.usage.prompt_tokens_details.cached_tokens, 10000);
