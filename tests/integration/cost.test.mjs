@@ -220,6 +220,11 @@ test('Anthropic cache reads and 5-minute and 1-hour writes, plain and streamed (
   assert.equal(last.data.usage.prompt_tokens, 13100);
   assert.equal(last.data.usage.prompt_tokens_details.cached_tokens, 10000);
   assert.equal(last.data.usage.completion_tokens, 500);
+  // An Anthropic client gets the upstream's own usage (its bytes pass through), same cost.
+  const native = await expectCost('ant', 'ant-t', ANT_COST, { dialect: 'anthropic' });
+  assert.deepEqual(native.usage, ANT_USAGE);
+  const ns = await expectCost('ant-s', 'ant-s', ANT_COST, { dialect: 'anthropic', stream: true });
+  assert.deepEqual(ns.events.find((e) => e.event === 'message_start').data.message.usage, ANT_START);
   assert.ok((await tokens('ant', 'cache_write')) >= 3000);
   assert.ok((await tokens('ant-s', 'cache_write')) >= 3000);
 });

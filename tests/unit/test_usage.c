@@ -28,8 +28,8 @@ static struct prov_usage oai(const char *json, bool responses)
     return u;
 }
 
-static void assert_usage(struct prov_usage u, int64_t in, int64_t out, int64_t cached,
-                         int64_t w5, int64_t w1h, int64_t reasoning)
+static void assert_usage(struct prov_usage u, int64_t in, int64_t out, int64_t cached, int64_t w5,
+                         int64_t w1h, int64_t reasoning)
 {
     assert_int_equal(u.input_tokens, in);
     assert_int_equal(u.output_tokens, out);
@@ -55,8 +55,7 @@ static void test_openai_usage(void **state)
                      false),
                  3000, 10, 0, 2048, -1, -1);
     /* No details: the parts are unknown. */
-    assert_usage(oai("{\"prompt_tokens\":7,\"completion_tokens\":3}", false), 7, 3, -1, -1, -1,
-                 -1);
+    assert_usage(oai("{\"prompt_tokens\":7,\"completion_tokens\":3}", false), 7, 3, -1, -1, -1, -1);
     /* Responses API names. */
     assert_usage(oai("{\"input_tokens\":500,\"output_tokens\":40,\"input_tokens_details\":"
                      "{\"cached_tokens\":128},\"output_tokens_details\":{\"reasoning_tokens\":16}}",
@@ -64,8 +63,8 @@ static void test_openai_usage(void **state)
                  500, 40, 128, -1, -1, 16);
     /* Not an object, negative or fractional counts: unknown. */
     assert_usage(oai("null", false), -1, -1, -1, -1, -1, -1);
-    assert_usage(oai("{\"prompt_tokens\":-5,\"completion_tokens\":1.5}", false), -1, -1, -1, -1,
-                 -1, -1);
+    assert_usage(oai("{\"prompt_tokens\":-5,\"completion_tokens\":1.5}", false), -1, -1, -1, -1, -1,
+                 -1);
 }
 
 static void test_deepseek_usage(void **state)
@@ -143,8 +142,7 @@ static const char GEM_ANSWER[] =
     "\"candidatesTokenCount\":300,\"thoughtsTokenCount\":700,\"cachedContentTokenCount\":1500,"
     "\"totalTokenCount\":3000},\"modelVersion\":\"gemini-x\",\"responseId\":\"r1\"}";
 
-static void gem_call(struct cfg_provider *p, struct cfg_target *t, struct prov_call *c,
-                     bool stream)
+static void gem_call(struct cfg_provider *p, struct cfg_target *t, struct prov_call *c, bool stream)
 {
     memset(p, 0, sizeof(*p));
     memset(t, 0, sizeof(*t));
@@ -154,8 +152,8 @@ static void gem_call(struct cfg_provider *p, struct cfg_target *t, struct prov_c
     t->id = (char *)"g";
     t->provider = p;
     t->model = (char *)"gemini-x";
-    *c = (struct prov_call){.op = PROV_OP_CHAT, .provider = p, .target = t, .key = "k",
-                            .stream = stream};
+    *c = (struct prov_call){
+        .op = PROV_OP_CHAT, .provider = p, .target = t, .key = "k", .stream = stream};
 }
 
 static void test_gemini_usage(void **state)
@@ -246,9 +244,12 @@ static void test_token_counts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_openai_usage),   cmocka_unit_test(test_deepseek_usage),
-        cmocka_unit_test(test_anthropic_usage), cmocka_unit_test(test_gemini_usage),
-        cmocka_unit_test(test_cost),           cmocka_unit_test(test_token_counts),
+        cmocka_unit_test(test_openai_usage),
+        cmocka_unit_test(test_deepseek_usage),
+        cmocka_unit_test(test_anthropic_usage),
+        cmocka_unit_test(test_gemini_usage),
+        cmocka_unit_test(test_cost),
+        cmocka_unit_test(test_token_counts),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
