@@ -73,6 +73,9 @@ struct sim_call {
     uint64_t created;       /* unix seconds */
     const char *finish_reason; /* borrowed from the step being played (exchange.c): the
                                   scripted finish reason; NULL = the natural one */
+    struct bsc_str usage;       /* borrowed from the step being played (sim_step_apply): the
+                                   scripted usage object, sent verbatim; {NULL,0}: counted */
+    struct bsc_str usage_start; /* ... Anthropic streams: message_start's usage */
     struct bsc_str content; /* borrowed from the step being played (sim_step_apply): the
                                scripted text, streamed as <n_tokens> pieces; {NULL,0}: the
                                generated tokens. Render with sim_content_answer/_chunk. */

@@ -651,6 +651,8 @@ static enum bsc_err preface_text(const struct sim_call *call, struct bsc_buf *ou
 
 static enum bsc_err ant_usage_json(const struct sim_call *call, struct bsc_buf *out)
 {
+    if (call->usage.len)
+        return bsc_buf_append_str(out, call->usage);
     return bsc_buf_appendf(out,
                            "{\"input_tokens\":%u,\"cache_creation_input_tokens\":0,"
                            "\"cache_read_input_tokens\":0,\"output_tokens\":%u}",
@@ -802,7 +804,11 @@ static enum bsc_err message_start(const struct sim_call *call, struct bsc_buf *o
                               (unsigned long long)call->seq);
     if (!err)
         err = bsc_buf_append_json_str(out, bsc_str_cstr(call->model));
-    if (!err)
+    if (!err && call->usage_start.len)
+        err = bsc_buf_appendf(out,
+                              ",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,"
+                              "\"usage\":%.*s}", BSC_STR_FMT(call->usage_start));
+    else if (!err)
         err = bsc_buf_appendf(out,
                               ",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,"
                               "\"usage\":{\"input_tokens\":%u,\"cache_creation_input_tokens\":0,"
@@ -853,7 +859,12 @@ static enum bsc_err message_delta(const struct sim_call *call, struct bsc_buf *o
 {
     enum bsc_err err = ev_open("message_delta", out);
 
-    if (!err)
+    if (!err && call->usage.len)
+        err = bsc_buf_appendf(out,
+                              ",\"delta\":{\"stop_reason\":\"%s\",\"stop_sequence\":null},"
+                              "\"usage\":%.*s",
+                              stop_reason(call), BSC_STR_FMT(call->usage));
+    else if (!err)
         err = bsc_buf_appendf(out,
                               ",\"delta\":{\"stop_reason\":\"%s\",\"stop_sequence\":null},"
                               "\"usage\":{\"output_tokens\":%u}",

@@ -639,6 +639,8 @@ static uint32_t gs_completion_tokens(const struct sim_call *call)
 static enum bsc_err gs_usage_json(const struct sim_call *call, uint32_t completion,
                                   struct bsc_buf *out)
 {
+    if (call->usage.len)
+        return bsc_buf_appendf(out, "\"usageMetadata\":%.*s", BSC_STR_FMT(call->usage));
     return bsc_buf_appendf(out,
                            "\"usageMetadata\":{\"promptTokenCount\":%u,\"candidatesTokenCount\":%u,"
                            "\"totalTokenCount\":%llu}",

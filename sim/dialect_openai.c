@@ -393,6 +393,8 @@ static bool oai_parse(enum sim_ep ep, const struct sim_in *in, struct sim_call *
 static enum bsc_err usage_json(const struct sim_call *call, uint32_t completion,
                                struct bsc_buf *out)
 {
+    if (call->usage.len)
+        return bsc_buf_append_str(out, call->usage);
     return bsc_buf_appendf(out,
                            "{\"prompt_tokens\":%u,\"completion_tokens\":%u,\"total_tokens\":%llu,"
                            "\"prompt_tokens_details\":{\"cached_tokens\":0},"

@@ -81,6 +81,8 @@ void sim_step_cleanup(struct sim_step *step)
     BSC_FREE(step->finish_reason);
     BSC_FREE(step->content);
     BSC_FREE(step->tool_arguments);
+    BSC_FREE(step->usage);
+    BSC_FREE(step->usage_start);
 }
 
 void sim_spec_cleanup(struct sim_spec *spec)
@@ -110,7 +112,7 @@ enum bsc_err sim_step_copy(struct sim_step *dst, const struct sim_step *src)
     *dst = *src;
     dst->n_headers = 0;
     dst->body = dst->error_type = dst->error_code = dst->message = dst->finish_reason = NULL;
-    dst->content = dst->tool_arguments = NULL;
+    dst->content = dst->tool_arguments = dst->usage = dst->usage_start = NULL;
     for (size_t i = 0; i < src->n_headers && !err; i++) {
         err = dup_opt(&dst->headers[i].name, src->headers[i].name);
         if (!err) {
@@ -132,6 +134,10 @@ enum bsc_err sim_step_copy(struct sim_step *dst, const struct sim_step *src)
         err = dup_opt(&dst->content, src->content);
     if (!err)
         err = dup_opt(&dst->tool_arguments, src->tool_arguments);
+    if (!err)
+        err = dup_opt(&dst->usage, src->usage);
+    if (!err)
+        err = dup_opt(&dst->usage_start, src->usage_start);
     if (err)
         sim_step_cleanup(dst);
     return err;
@@ -173,6 +179,8 @@ void sim_step_apply(struct sim_step *step, struct sim_call *call)
 {
     if (call->ep != SIM_EP_CHAT)
         return;
+    call->usage = step->usage ? bsc_str_cstr(step->usage) : BSC_STR_NULL;
+    call->usage_start = step->usage_start ? bsc_str_cstr(step->usage_start) : BSC_STR_NULL;
     if (call->tool_name && step->tool_arguments) {
         free(call->tool_args);
         call->tool_args = step->tool_arguments; /* moved: <call> owns it now */
@@ -322,13 +330,29 @@ static enum bsc_err parse_text(struct json_object *obj, const char *key, size_t 
     return *out ? BSC_OK : BSC_ENOMEM;
 }
 
+/* An optional usage object (usage, usage_start), kept as its compact JSON text. */
+static enum bsc_err parse_usage(struct json_object *obj, const char *key, char **out,
+                                const char *where, struct perr *pe)
+{
+    struct json_object *v;
+
+    if (!json_object_object_get_ex(obj, key, &v) || json_object_is_type(v, json_type_null))
+        return BSC_OK;
+    if (!json_object_is_type(v, json_type_object)) {
+        snprintf(pe->buf, pe->len, "%s\"%s\" must be an object", where, key);
+        return BSC_EINVAL;
+    }
+    *out = bsc_str_dup(bsc_str_cstr(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN)));
+    return *out ? BSC_OK : BSC_ENOMEM;
+}
+
 static bool step_key_known(const char *key)
 {
     static const char *const keys[] = {"action",     "times",        "delay_ms", "status",
                                        "headers",    "body",         "error_type",
                                        "error_code", "message",      "after_events",
                                        "interval_ms", "finish_reason", "content",
-                                       "tool_arguments", "stream"};
+                                       "tool_arguments", "stream", "usage", "usage_start"};
 
     for (size_t i = 0; i < BSC_ARRAY_LEN(keys); i++)
         if (strcmp(key, keys[i]) == 0)
@@ -342,7 +366,7 @@ static enum bsc_err check_fields(struct json_object *o, const struct sim_step *s
 {
     /* Fields that shape a normal answer, which only these actions send. */
     static const char *const answer_keys[] = {"finish_reason", "content", "tool_arguments",
-                                              "stream"};
+                                              "stream", "usage", "usage_start"};
     bool uses_after = step->action == SIM_ACT_CUT || step->action == SIM_ACT_ERROR_200 ||
                       step->action == SIM_ACT_MALFORMED;
     bool answers = step->action == SIM_ACT_OK || step->action == SIM_ACT_DELAY ||
@@ -452,6 +476,10 @@ static enum bsc_err parse_step(struct json_object *o, struct sim_step *step, siz
         if (!err)
             err = parse_text(o, "tool_arguments", SIM_TOOL_ARGS_MAX, &step->tool_arguments,
                              where, pe);
+        if (!err)
+            err = parse_usage(o, "usage", &step->usage, where, pe);
+        if (!err)
+            err = parse_usage(o, "usage_start", &step->usage_start, where, pe);
     }
     return err;
 }

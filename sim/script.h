@@ -66,6 +66,9 @@ struct sim_step {
                            * sentence (ok/delay/trickle/cut; valid UTF-8, no NUL) */
     char *tool_arguments; /* owned or NULL: a tool call's arguments, verbatim (any text, not
                            * necessarily JSON; ok/delay/trickle/cut) */
+    char *usage;          /* owned or NULL: the answer's usage object, as JSON text sent
+                           * verbatim in the dialect's place for it (ok/delay/trickle/cut) */
+    char *usage_start;    /* owned or NULL: Anthropic streams: message_start's usage */
     uint32_t after_events; /* cut/error_200/malformed: events before the fault */
     bool has_after_events; /* false: the action's own default applies */
     uint32_t interval_ms;  /* trickle: ms between chunks */

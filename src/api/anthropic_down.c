@@ -138,17 +138,28 @@ static bool is_blank(struct bsc_str s)
 
 /* ---- shared pieces ---- */
 
-/* Anthropic's input_tokens exclude cached tokens (docs/providers.md §2.3); OpenAI reports no
- * cache writes, so cache_creation_input_tokens is 0 and any such cost is in input_tokens. */
-static void put_usage(struct jw *w, const struct api_usage *u)
+/* Anthropic's input_tokens exclude the cache reads and writes (docs/configuration.md "Cost"),
+ * OpenAI's prompt_tokens include them. <write> is the cache writes when the upstream said
+ * (an OpenAI usage object never does: they are then in input_tokens). */
+static void put_usage_w(struct jw *w, const struct api_usage *u, int64_t write)
 {
+    int64_t cached = u->cached, left = u->input - cached;
+
+    write = write > 0 && write <= left ? write : 0;
     jw_lit(w, "{\"input_tokens\":");
-    jw_i64(w, u->input - u->cached);
-    jw_lit(w, ",\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":");
-    jw_i64(w, u->cached);
+    jw_i64(w, left - write);
+    jw_lit(w, ",\"cache_creation_input_tokens\":");
+    jw_i64(w, write);
+    jw_lit(w, ",\"cache_read_input_tokens\":");
+    jw_i64(w, cached);
     jw_lit(w, ",\"output_tokens\":");
     jw_i64(w, u->output);
     jw_lit(w, "}");
+}
+
+static void put_usage(struct jw *w, const struct api_usage *u)
+{
+    put_usage_w(w, u, 0);
 }
 
 /* "msg_" + the OpenAI id without its "chatcmpl-" prefix, else + the request id; an id that
@@ -414,7 +425,8 @@ struct anth_stream {
     unsigned last_tool;                  /* the OpenAI index of the latest tool fragment */
     unsigned tool_block[ANTH_MAX_TOOLS]; /* OpenAI tool index -> block index + 1; 0 = none */
     struct api_usage usage;
-    int64_t est_input;  /* the router's estimate of the prompt tokens */
+    struct api_usage start; /* the upstream's prompt count before the first frame, if any */
+    int64_t start_write;    /* ... and the cache writes it named */
     bool native;        /* ctx->native: the frames carry the upstream's own events */
 };
 
@@ -422,7 +434,13 @@ static void stream_init(void *vst, const struct down_ctx *ctx)
 {
     struct anth_stream *st = vst;
 
-    st->est_input = ctx->est_input_tokens > 0 ? ctx->est_input_tokens : 0;
+    if (ctx->input_tokens >= 0) {
+        st->start = (struct api_usage){.seen = true, .input = ctx->input_tokens,
+                                       .cached = ctx->cached_tokens};
+        if (st->start.cached > st->start.input)
+            st->start.cached = 0;
+        st->start_write = ctx->cache_write_tokens;
+    }
     st->native = ctx->native;
     st->model = bsc_str_dup(bsc_str_cstr(ctx->model ? ctx->model : ""));
     st->request_id = ctx->request_id ? bsc_str_dup(bsc_str_cstr(ctx->request_id)) : NULL;
@@ -440,23 +458,23 @@ static void stream_cleanup(void *vst)
 static void put_message_start(struct jw *w, struct anth_stream *st, struct bsc_str oai_id,
                               struct bsc_str model)
 {
-    struct api_usage u = st->usage;
+    struct api_usage u = st->usage.seen ? st->usage : st->start;
+    int64_t write = st->usage.seen ? 0 : st->start_write;
 
     u.output = 0; /* the output count goes in message_delta */
-    /* OpenAI counts the prompt only in its last chunk, but clients (LangChain) read the
-     * input tokens from message_start alone: the router's estimate stands in, and
-     * message_delta carries the upstream's count. */
-    if (!u.seen) {
-        u.input = st->est_input;
-        u.cached = 0;
-    }
+    /* Clients (LangChain) read the input tokens from message_start alone: it carries the
+     * upstream's own count when the upstream gave it before the first frame (Gemini), else
+     * 0 -- never an estimate a client would take for the real count. message_delta always
+     * carries the upstream's final count (docs/internals/anthropic-inbound.md). */
+    if (!u.seen)
+        u = (struct api_usage){0};
     ev_begin(w, "message_start");
     jw_lit(w, "{\"type\":\"message_start\",\"message\":{\"id\":");
     put_msg_id(w, oai_id, st->request_id);
     jw_lit(w, ",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
     jw_str(w, model.len ? model : bsc_str_cstr(st->model ? st->model : ""));
     jw_lit(w, ",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":");
-    put_usage(w, &u);
+    put_usage_w(w, &u, write);
     jw_lit(w, "}}");
     ev_end(w);
     st->started = true;

@@ -137,10 +137,21 @@ struct cfg_provider {
     struct cfg_breaker breaker;
 };
 
+/* USD per million tokens. The cache prices are resolved at load (never < 0 after it): unset,
+ * they are Anthropic's multipliers of input_per_mtok for kind anthropic (0.1x, 1.25x, 2x),
+ * input_per_mtok for every other kind (docs/configuration.md "Cost"). */
 struct cfg_price {
     double input_per_mtok;  /* USD per million input tokens; 0 when unknown */
     double output_per_mtok;
+    double cached_input_per_mtok;   /* prompt tokens read from the provider's cache */
+    double cache_write_per_mtok;    /* prompt tokens written to the cache (5-minute) */
+    double cache_write_1h_per_mtok; /* ... written with a 1-hour lifetime */
 };
+
+/* Anthropic's published multipliers of the input price (docs/configuration.md "Cost"). */
+#define CFG_ANTH_CACHE_READ_X     0.1
+#define CFG_ANTH_CACHE_WRITE_X    1.25
+#define CFG_ANTH_CACHE_WRITE_1H_X 2.0
 
 struct cfg_target {
     char *id; /* owned; the map key, e.g. "gpt-4.1@openai-us" */

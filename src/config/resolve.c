@@ -213,6 +213,30 @@ static void check_url_names(struct cfg__v *v, const struct cfg_target *t,
               problem);
 }
 
+/* Fills the cache prices <t> leaves unset: Anthropic's multipliers of the input price for
+ * kind anthropic; the input price for the others, which may overcharge cache-heavy traffic
+ * and so is said at load (a target without a price costs nothing and is not warned of). */
+static void price_defaults(struct cfg__v *v, struct cfg_target *t,
+                           const struct cfg__target_src *src, const char *where)
+{
+    struct cfg_price *p = &t->price;
+    bool anth = t->provider && t->provider->kind == CFG_PROV_ANTHROPIC;
+
+    if (!anth && p->cached_input_per_mtok < 0 && p->input_per_mtok > 0 && t->provider)
+        cfg__diag(v->s, true, src->line, src->column,
+                  "%s has no 'price.cached_input_per_mtok': prompt tokens its provider serves "
+                  "from cache are priced at input_per_mtok, which may overcharge", where);
+    if (p->cached_input_per_mtok < 0)
+        p->cached_input_per_mtok = anth ? p->input_per_mtok * CFG_ANTH_CACHE_READ_X
+                                        : p->input_per_mtok;
+    if (p->cache_write_per_mtok < 0)
+        p->cache_write_per_mtok = anth ? p->input_per_mtok * CFG_ANTH_CACHE_WRITE_X
+                                       : p->input_per_mtok;
+    if (p->cache_write_1h_per_mtok < 0)
+        p->cache_write_1h_per_mtok = anth ? p->input_per_mtok * CFG_ANTH_CACHE_WRITE_1H_X
+                                          : p->input_per_mtok;
+}
+
 static void resolve_targets(struct cfg__v *v, const struct ids *providers)
 {
     struct cfg *cfg = v->cfg;
@@ -238,6 +262,7 @@ static void resolve_targets(struct cfg__v *v, const struct ids *providers)
             breaker_override(v, src->breaker, &t->breaker, where);
         }
         check_url_names(v, t, src, where);
+        price_defaults(v, t, src, where);
         if (t->provider && t->provider->kind == CFG_PROV_AZURE && !t->deployment)
             cfg__diag(v->s, true, src->line, src->column,
                       "%s on azure provider '%s' has no 'deployment'", where, t->provider->id);

@@ -636,6 +636,9 @@ static void target_breaker_fn(struct cfg__v *v, const struct cfg__field *f,
 static const struct cfg__field price_fields[] = {
     {FDBL(struct cfg_price, "input_per_mtok", input_per_mtok, 0.0, 1e6, false)},
     {FDBL(struct cfg_price, "output_per_mtok", output_per_mtok, 0.0, 1e6, false)},
+    {FDBL(struct cfg_price, "cached_input_per_mtok", cached_input_per_mtok, 0.0, 1e6, false)},
+    {FDBL(struct cfg_price, "cache_write_per_mtok", cache_write_per_mtok, 0.0, 1e6, false)},
+    {FDBL(struct cfg_price, "cache_write_1h_per_mtok", cache_write_1h_per_mtok, 0.0, 1e6, false)},
 };
 
 static const struct cfg__field target_fields[] = {
@@ -856,6 +859,10 @@ static void target_defaults(struct cfg_target *t)
     t->capabilities = CFG_CAP_TEXT | CFG_CAP_STREAMING;
     t->canary_percent = 100;
     t->adaptive = true;
+    /* Unset cache prices: resolved from the kind in resolve.c (price_defaults). */
+    t->price.cached_input_per_mtok = -1;
+    t->price.cache_write_per_mtok = -1;
+    t->price.cache_write_1h_per_mtok = -1;
 }
 
 static void targets_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,

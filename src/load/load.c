@@ -197,6 +197,14 @@ static int on_sse_event(void *ud, struct bsc_str name, struct bsc_str data)
     return 0;
 }
 
+static int on_sse_comment(void *ud, struct bsc_str text)
+{
+    struct load_slot *s = ud;
+
+    load_seen_comment(&s->seen, text);
+    return 0;
+}
+
 static void on_head(void *ud, struct up_transfer *t, int status)
 {
     struct load_slot *s = ud;
@@ -245,6 +253,8 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
     out.stream_done = s->seen.done;
     out.error_event = s->sse && s->seen.has_error;
     out.error_code = bsc_str_cstr(s->seen.has_error ? s->seen.code : "");
+    if (s->sse && s->seen.cost[0]) /* a stream's cost comes after its head */
+        out.cost = bsc_str_cstr(s->seen.cost);
     out.has_usage = s->seen.has_usage;
     out.input_tokens = s->seen.input_tokens;
     out.output_tokens = s->seen.output_tokens;
@@ -259,7 +269,8 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
 }
 
 static const struct up_callbacks load_cb = {on_head, on_data, on_done};
-static const struct sse_callbacks load_sse_cb = {.on_event = on_sse_event};
+static const struct sse_callbacks load_sse_cb = {.on_event = on_sse_event,
+                                                 .on_comment = on_sse_comment};
 
 /* ---- workers ---- */
 

@@ -98,3 +98,17 @@ void load_seen_event(struct load_seen *seen, struct bsc_str data)
     if (mentions(data, "\"usage\"", "{") || mentions(data, "\"error\"", "{\""))
         load_seen_json(seen, data);
 }
+
+void load_seen_comment(struct load_seen *seen, struct bsc_str text)
+{
+    static const struct bsc_str name = BSC_STR("x-bascule-cost-usd:");
+    struct bsc_str v;
+
+    if (!bsc_str_starts(text, name))
+        return;
+    v = bsc_str_trim(bsc_str_make(text.p + name.len, text.len - name.len));
+    if (v.len && v.len < sizeof(seen->cost)) {
+        memcpy(seen->cost, v.p, v.len);
+        seen->cost[v.len] = '\0';
+    }
+}

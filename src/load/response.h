@@ -20,6 +20,7 @@ struct load_seen {
     bool has_error;                       /* a top-level "error" member */
     char code[LOAD_CODE_MAX];             /* its error.code (cut), "" when null or absent */
     bool done;                            /* stream: data: [DONE] */
+    char cost[32]; /* stream: the gateway's closing ": x-bascule-cost-usd: N" comment's N */
     bool first_event;                     /* stream: a data: event arrived */
 };
 
@@ -31,5 +32,9 @@ bool load_seen_json(struct load_seen *seen, struct bsc_str json);
 /* One SSE event's data: marks the first event and [DONE], and reads the JSON of events
  * that can carry usage or an error (the others -- most of a stream -- are not parsed). */
 void load_seen_event(struct load_seen *seen, struct bsc_str data);
+
+/* One SSE comment line's text (": " removed): the gateway's closing
+ * "x-bascule-cost-usd: N" is kept in <seen>->cost; any other comment changes nothing. */
+void load_seen_comment(struct load_seen *seen, struct bsc_str text);
 
 #endif

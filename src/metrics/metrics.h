@@ -80,7 +80,8 @@ enum metric_buckets {
     X(QUEUE_DEPTH, GAUGE, NONE, "bascule_queue_depth", METRICS_L1("target"),                   \
       "Requests waiting for a target's concurrency slot.")                                     \
     X(TOKENS, COUNTER, NONE, "bascule_tokens_total", METRICS_L2("route", "direction"),         \
-      "Tokens by route and direction (input, output).")                                        \
+      "Tokens by route and direction (input, output; parts: cached_input, cache_write, "     \
+      "reasoning).")                                                                           \
     X(COST, COUNTER, NONE, "bascule_cost_usd_total", METRICS_L3("client", "route", "target"), \
       "Estimated spend in US dollars, from usage and the price table.")                        \
     X(KEY_COOLDOWNS, COUNTER, NONE, "bascule_key_cooldowns_total",                             \

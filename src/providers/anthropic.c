@@ -953,17 +953,26 @@ static void anth_classify(const struct prov_err_input *in, struct fail_info *out
 
 /* ---- usage and stop reasons ---- */
 
-void prov__anth_usage_read(struct json_object *usage, int64_t *in, int64_t *cache_read,
-                           int64_t *cache_create, int64_t *out)
+/* A non-negative integer member <key> of <o> into *<dst>; untouched otherwise. */
+static void read_count(struct json_object *o, const char *key, int64_t *dst)
 {
-    static const char *const keys[] = {"input_tokens", "cache_read_input_tokens",
-                                       "cache_creation_input_tokens", "output_tokens"};
-    int64_t *dst[] = {in, cache_read, cache_create, out};
+    struct json_object *v = bsc_json_get(o, key);
 
-    for (size_t i = 0; i < BSC_ARRAY_LEN(keys); i++) {
-        struct json_object *v = bsc_json_get(usage, keys[i]);
-        if (is_type(v, json_type_int) && json_object_get_int64(v) >= 0)
-            *dst[i] = json_object_get_int64(v);
+    if (is_type(v, json_type_int) && json_object_get_int64(v) >= 0)
+        *dst = json_object_get_int64(v);
+}
+
+void prov__anth_usage_read(struct json_object *usage, struct anth_usage *a)
+{
+    struct json_object *split = bsc_json_get(usage, "cache_creation");
+
+    read_count(usage, "input_tokens", &a->in);
+    read_count(usage, "cache_read_input_tokens", &a->cache_read);
+    read_count(usage, "cache_creation_input_tokens", &a->cache_create);
+    read_count(usage, "output_tokens", &a->out);
+    if (is_type(split, json_type_object)) {
+        read_count(split, "ephemeral_5m_input_tokens", &a->cache_5m);
+        read_count(split, "ephemeral_1h_input_tokens", &a->cache_1h);
     }
 }
 
@@ -973,17 +982,27 @@ static int64_t add_count(int64_t a, int64_t b)
     return a > INT64_MAX - b ? INT64_MAX : a + b;
 }
 
-struct prov_usage prov__anth_usage(int64_t in, int64_t cache_read, int64_t cache_create,
-                                   int64_t out)
+static int64_t or_zero(int64_t v)
 {
-    struct prov_usage u = {-1, -1, -1};
+    return v > 0 ? v : 0;
+}
 
-    if (in >= 0 || cache_read >= 0 || cache_create >= 0) {
-        u.input_tokens = add_count(add_count(in > 0 ? in : 0, cache_read > 0 ? cache_read : 0),
-                                   cache_create > 0 ? cache_create : 0);
-        u.cached_tokens = cache_read > 0 ? cache_read : 0;
+struct prov_usage prov__anth_usage(const struct anth_usage *a)
+{
+    struct prov_usage u = PROV_USAGE_UNKNOWN;
+    int64_t create = a->cache_create, h1;
+
+    if (create < 0 && (a->cache_5m >= 0 || a->cache_1h >= 0))
+        create = add_count(or_zero(a->cache_5m), or_zero(a->cache_1h));
+    if (a->in >= 0 || a->cache_read >= 0 || create >= 0) {
+        create = or_zero(create);
+        h1 = or_zero(a->cache_1h) < create ? or_zero(a->cache_1h) : create;
+        u.input_tokens = add_count(add_count(or_zero(a->in), or_zero(a->cache_read)), create);
+        u.cached_tokens = or_zero(a->cache_read);
+        u.cache_write_1h_tokens = h1;
+        u.cache_write_tokens = create - h1;
     }
-    u.output_tokens = out;
+    u.output_tokens = a->out;
     return u;
 }
 
@@ -1078,11 +1097,11 @@ static enum bsc_err map_translated(const struct prov_call *c, struct bsc_str bod
     struct json_object *choices;
     bool json_mode = prov__anth_json_mode(c);
     const char *id, *model, *finish;
-    int64_t in = -1, cr = -1, cc = -1, outt = -1;
+    struct anth_usage au = ANTH_USAGE_UNKNOWN;
     struct bsc_buf text;
     enum bsc_err err;
 
-    *usage = (struct prov_usage){-1, -1, -1};
+    *usage = PROV_USAGE_UNKNOWN;
     if (!is_type(root, json_type_object)) {
         json_object_put(root);
         return parse_failure(fail, "the upstream answer is not a JSON object");
@@ -1097,8 +1116,8 @@ static enum bsc_err map_translated(const struct prov_call *c, struct bsc_str bod
         json_object_put(root);
         return parse_failure(fail, "the upstream answer has no content array");
     }
-    prov__anth_usage_read(bsc_json_get(root, "usage"), &in, &cr, &cc, &outt);
-    *usage = prov__anth_usage(in, cr, cc, outt);
+    prov__anth_usage_read(bsc_json_get(root, "usage"), &au);
+    *usage = prov__anth_usage(&au);
     bsc_buf_init(&text, body.len + 16);
     calls = json_object_new_array();
     err = collect(content, json_mode, &text, calls);
@@ -1156,7 +1175,7 @@ static enum bsc_err map_count(const struct prov_call *c, struct bsc_str body, st
     json_object_put(root);
     if (!ok)
         return parse_failure(fail, "the upstream count_tokens answer has no input_tokens");
-    *usage = (struct prov_usage){0, 0, 0};
+    *usage = (struct prov_usage){0, 0, 0, 0, 0, 0};
     err = bsc_buf_append_cstr(out, "{\"bascule_native\":");
     if (!err)
         err = bsc_buf_append(out, body.p, body.len);

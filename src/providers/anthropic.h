@@ -23,6 +23,19 @@
 /* The tool that carries a response_format answer (the forced-tool emulation). */
 #define PROV_ANTH_JSON_TOOL "json_response"
 
+/* Anthropic's usage counters; -1 = not reported. input_tokens excludes the cache reads and
+ * writes, which are separate and additive (docs/configuration.md "Cost"). */
+struct anth_usage {
+    int64_t in;           /* input_tokens */
+    int64_t cache_read;   /* cache_read_input_tokens */
+    int64_t cache_create; /* cache_creation_input_tokens: every write, 5-minute and 1-hour */
+    int64_t cache_5m;     /* cache_creation.ephemeral_5m_input_tokens */
+    int64_t cache_1h;     /* cache_creation.ephemeral_1h_input_tokens */
+    int64_t out;          /* output_tokens (thinking included) */
+};
+
+#define ANTH_USAGE_UNKNOWN ((struct anth_usage){-1, -1, -1, -1, -1, -1})
+
 /* What the block being streamed is. */
 enum anth_block {
     ANTH_BLK_NONE = 0, /* between blocks */
@@ -44,7 +57,7 @@ struct anth_stream {
     int n_tools;        /* tool_use blocks opened; the open one has OpenAI index n_tools-1 */
     int64_t created;
     struct utf8_carry carry; /* the open block's incomplete character */
-    int64_t in_tokens, cache_read, cache_create, out_tokens; /* -1 = not reported */
+    struct anth_usage usage;
     char id[128];
     char model[128];
     char stop_reason[48];
@@ -68,14 +81,14 @@ enum fail_kind prov__anth_error_kind(const char *type, int status, const char *m
  * an object) and <status>; retry_after_ms is left at -1. */
 void prov__anth_fail_from_error(struct json_object *err, int status, struct fail_info *out);
 
-/* Reads an Anthropic usage object into the four counters, leaving absent ones untouched. */
-void prov__anth_usage_read(struct json_object *usage, int64_t *in, int64_t *cache_read,
-                           int64_t *cache_create, int64_t *out);
+/* Reads an Anthropic usage object into <a>, leaving the counters it lacks untouched (a
+ * stream's message_delta adds to what message_start said). */
+void prov__anth_usage_read(struct json_object *usage, struct anth_usage *a);
 
-/* The OpenAI usage from the Anthropic counters (-1 = not reported): prompt = input +
- * cache reads + cache writes, cached = cache reads. */
-struct prov_usage prov__anth_usage(int64_t in, int64_t cache_read, int64_t cache_create,
-                                   int64_t out);
+/* The neutral usage from the Anthropic counters: prompt = input + cache reads + cache
+ * writes, cached = cache reads, the writes split into 1-hour (ephemeral_1h) and the rest
+ * (5-minute: the default TTL, and all of them when the split is absent). */
+struct prov_usage prov__anth_usage(const struct anth_usage *a);
 
 /* True when <call> carries the client's own Messages bytes (prov_call.native) to forward
  * instead of a translation; the answer then goes back to the client as it came. */

@@ -53,7 +53,7 @@ void prov__anth_stream_init(void *st, const struct prov_call *call)
     s->include_usage = call->include_usage;
     s->json_mode = prov__anth_json_mode(call);
     s->created = call->created;
-    s->in_tokens = s->cache_read = s->cache_create = s->out_tokens = -1;
+    s->usage = ANTH_USAGE_UNKNOWN;
     utf8_carry_init(&s->carry);
     copy_cstr(s->model, sizeof(s->model), call->target ? call->target->model : "");
     s->native = prov__anth_native(call);
@@ -158,7 +158,7 @@ static enum bsc_err finish_frames(struct anth_stream *s, struct bsc_buf *out)
         err = emit(s, out, json_object_new_object(), finish);
     if (!err && s->include_usage) {
         chunk = prov_chunk_new(s->id[0] ? s->id : NULL, s->created, s->model);
-        u = prov__anth_usage(s->in_tokens, s->cache_read, s->cache_create, s->out_tokens);
+        u = prov__anth_usage(&s->usage);
         json_object_object_add(chunk, "usage", prov_usage_json(&u));
         err = prov_emit_chunk(out, chunk);
         json_object_put(chunk);
@@ -179,8 +179,7 @@ static void on_message_start(struct anth_stream *s, struct json_object *ev)
         copy_cstr(s->id, sizeof(s->id), id);
     if (model && model[0])
         copy_cstr(s->model, sizeof(s->model), model);
-    prov__anth_usage_read(bsc_json_get(msg, "usage"), &s->in_tokens, &s->cache_read, &s->cache_create,
-                          &s->out_tokens);
+    prov__anth_usage_read(bsc_json_get(msg, "usage"), &s->usage);
 }
 
 /* A tool_use block opens a tool call: its first fragment carries id, type and name. */
@@ -268,8 +267,7 @@ static void on_message_delta(struct anth_stream *s, struct json_object *ev)
     if (stop && stop[0])
         copy_cstr(s->stop_reason, sizeof(s->stop_reason), stop);
     /* Counts are cumulative: the last one wins. */
-    prov__anth_usage_read(bsc_json_get(ev, "usage"), &s->in_tokens, &s->cache_read, &s->cache_create,
-                          &s->out_tokens);
+    prov__anth_usage_read(bsc_json_get(ev, "usage"), &s->usage);
 }
 
 static enum prov_stream_status translate_event(struct anth_stream *s, struct bsc_str event,
@@ -439,7 +437,7 @@ void prov__anth_stream_usage(void *st, struct prov_usage *usage)
 {
     struct anth_stream *s = st;
 
-    *usage = prov__anth_usage(s->in_tokens, s->cache_read, s->cache_create, s->out_tokens);
+    *usage = prov__anth_usage(&s->usage);
 }
 
 void prov__anth_stream_cleanup(void *st)

@@ -96,7 +96,10 @@ static void read_usage(struct json_object *root, struct prov_usage *u, int64_t *
     u->input_tokens = gem_i64(um, "promptTokenCount", -1);
     /* Counts come from the upstream: a huge one saturates instead of overflowing. */
     u->output_tokens = cands > INT64_MAX - thoughts ? INT64_MAX : cands + thoughts;
+    /* promptTokenCount includes the cached content; thoughts are billed as output but are
+     * not in candidatesTokenCount (docs/configuration.md "Cost"). */
     u->cached_tokens = gem_i64(um, "cachedContentTokenCount", 0);
+    u->reasoning_tokens = thoughts;
     *reasoning = thoughts;
 }
 
@@ -347,7 +350,9 @@ static enum bsc_err map_embeddings(const struct prov_call *call, struct json_obj
         }
         append(data, embedding(values, i, b64, &oom), &oom);
     }
-    *usage = (struct prov_usage){prompt, prompt >= 0 ? 0 : -1, -1};
+    *usage = PROV_USAGE_UNKNOWN;
+    usage->input_tokens = prompt;
+    usage->output_tokens = prompt >= 0 ? 0 : -1;
     res = json_object_new_object();
     u = json_object_new_object();
     add(u, "prompt_tokens", json_object_new_int64(prompt > 0 ? prompt : 0), &oom);
@@ -401,7 +406,7 @@ enum bsc_err prov__gem_map_response(const struct prov_call *call, struct bsc_str
     struct json_object *root = prov_parse_json(body);
     enum bsc_err err;
 
-    *usage = (struct prov_usage){-1, -1, -1};
+    *usage = PROV_USAGE_UNKNOWN;
     if (!root || !(json_object_is_type(root, json_type_object) ||
                    json_object_is_type(root, json_type_array))) {
         json_object_put(root);
@@ -427,7 +432,7 @@ void prov__gem_stream_init(void *st, const struct prov_call *call)
     prov__gem_resp_ctx_init(&s->ctx, call);
     for (size_t i = 0; i < GEM_MAX_CANDIDATES; i++)
         utf8_carry_init(&s->cand[i].carry);
-    s->usage = (struct prov_usage){-1, -1, -1};
+    s->usage = PROV_USAGE_UNKNOWN;
     s->reasoning = -1;
     bsc_buf_init(&s->pend, GEM_ERR_JSON_MAX);
 }

@@ -155,49 +155,58 @@ static void oa_classify(const struct prov_err_input *in, struct fail_info *out)
     prov_openai_classify_profile(in, prov_openai_profile_of(in), out);
 }
 
-static int64_t get_i64(struct json_object *o, const char *k)
+/* A non-negative integer member <key> of the object span <obj>, or -1. */
+static int64_t span_count(struct bsc_str obj, struct bsc_str key)
 {
-    struct json_object *v;
-
-    return o && json_object_object_get_ex(o, k, &v) && v ? json_object_get_int64(v) : -1;
-}
-
-static void read_usage(struct json_object *root, struct prov_usage *u)
-{
-    struct json_object *usage = NULL, *details = NULL;
-
-    *u = (struct prov_usage){-1, -1, -1};
-    if (!json_object_object_get_ex(root, "usage", &usage) ||
-        !json_object_is_type(usage, json_type_object))
-        return;
-    u->input_tokens = get_i64(usage, "prompt_tokens");
-    u->output_tokens = get_i64(usage, "completion_tokens");
-    if (json_object_object_get_ex(usage, "prompt_tokens_details", &details))
-        u->cached_tokens = get_i64(details, "cached_tokens");
-}
-
-/* Reads usage from the span of a "usage" object: no parse tree on the fast path. A
- * Responses usage names its members input_tokens, output_tokens, input_tokens_details. */
-static void usage_from_span(struct bsc_str usage, struct prov_usage *u, bool responses)
-{
-    static const struct bsc_str keys[] = {BSC_STR("prompt_tokens"), BSC_STR("completion_tokens"),
-                                          BSC_STR("prompt_tokens_details")};
-    static const struct bsc_str rkeys[] = {BSC_STR("input_tokens"), BSC_STR("output_tokens"),
-                                           BSC_STR("input_tokens_details")};
-    struct bsc_str v[3], cached;
+    struct bsc_str v;
     unsigned long long n;
 
-    *u = (struct prov_usage){-1, -1, -1};
+    if (!obj.p || bsc_json_kind_of(obj) != BSC_JSON_OBJECT || bsc_json_member(obj, key, &v) != 1 ||
+        !bsc_json_u64(v, &n) || n > INT64_MAX)
+        return -1;
+    return (int64_t)n;
+}
+
+/* <a> + <b> for counts >= 0 from the upstream, saturated instead of overflowing. */
+static int64_t add_count(int64_t a, int64_t b)
+{
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+void prov__openai_usage_read(struct bsc_str usage, bool responses,
+                             struct prov_usage *u)
+{
+    static const struct bsc_str keys[] = {
+        BSC_STR("prompt_tokens"),          BSC_STR("completion_tokens"),
+        BSC_STR("prompt_tokens_details"),  BSC_STR("completion_tokens_details"),
+        BSC_STR("prompt_cache_hit_tokens"), BSC_STR("prompt_cache_miss_tokens")};
+    static const struct bsc_str rkeys[] = {BSC_STR("input_tokens"), BSC_STR("output_tokens"),
+                                           BSC_STR("input_tokens_details"),
+                                           BSC_STR("output_tokens_details")};
+    struct bsc_str v[6] = {BSC_STR_NULL, BSC_STR_NULL, BSC_STR_NULL,
+                           BSC_STR_NULL, BSC_STR_NULL, BSC_STR_NULL};
+    unsigned long long n;
+    int64_t hit, miss;
+
+    *u = PROV_USAGE_UNKNOWN;
     if (bsc_json_kind_of(usage) != BSC_JSON_OBJECT ||
-        bsc_json_members(usage, responses ? rkeys : keys, 3, v) < 0)
+        bsc_json_members(usage, responses ? rkeys : keys, responses ? 4 : 6, v) < 0)
         return;
-    if (bsc_json_u64(v[0], &n))
+    if (bsc_json_u64(v[0], &n) && n <= INT64_MAX)
         u->input_tokens = (int64_t)n;
-    if (bsc_json_u64(v[1], &n))
+    if (bsc_json_u64(v[1], &n) && n <= INT64_MAX)
         u->output_tokens = (int64_t)n;
-    if (v[2].p && bsc_json_member(v[2], BSC_STR("cached_tokens"), &cached) == 1 &&
-        bsc_json_u64(cached, &n))
-        u->cached_tokens = (int64_t)n;
+    u->cached_tokens = span_count(v[2], BSC_STR("cached_tokens"));
+    /* DashScope's explicit context cache reports its writes beside the reads. */
+    u->cache_write_tokens = span_count(v[2], BSC_STR("cache_creation_input_tokens"));
+    u->reasoning_tokens = span_count(v[3], BSC_STR("reasoning_tokens"));
+    /* DeepSeek: prompt_tokens = prompt_cache_hit_tokens + prompt_cache_miss_tokens. */
+    hit = v[4].p && bsc_json_u64(v[4], &n) && n <= INT64_MAX ? (int64_t)n : -1;
+    miss = v[5].p && bsc_json_u64(v[5], &n) && n <= INT64_MAX ? (int64_t)n : -1;
+    if (u->cached_tokens < 0 && hit >= 0)
+        u->cached_tokens = hit;
+    if (u->input_tokens < 0 && hit >= 0 && miss >= 0)
+        u->input_tokens = add_count(hit, miss);
 }
 
 /* The member a well-formed answer to <op> cannot lack, or NULL when nothing is required. */
@@ -253,7 +262,7 @@ static enum bsc_err oa_map_response(const struct prov_call *c, struct bsc_str bo
         prov_openai_classify_malformed(&in, call_profile(c), fail);
         return BSC_EPARSE;
     }
-    usage_from_span(v[0], usage, c->op == PROV_OP_RESPONSES);
+    prov__openai_usage_read(v[0], c->op == PROV_OP_RESPONSES, usage);
     return BSC_OK;
 }
 
@@ -264,7 +273,7 @@ static void oa_stream_init(void *st, const struct prov_call *call)
     s->profile = call_profile(call);
     s->include_usage = call->include_usage;
     s->responses = call->op == PROV_OP_RESPONSES;
-    s->usage = (struct prov_usage){-1, -1, -1};
+    s->usage = PROV_USAGE_UNKNOWN;
 }
 
 /* Makes the <len> bytes at <p> one line: line breaks become spaces. A chunk seldom has
@@ -359,7 +368,7 @@ static enum prov_stream_status responses_event(struct oa_stream *s, struct bsc_s
     end = bsc_str_eq(type, BSC_STR("response.completed")) ||
           bsc_str_eq(type, BSC_STR("response.incomplete"));
     if (end && v[1].p && bsc_json_member(v[1], BSC_STR("usage"), &usage) == 1)
-        usage_from_span(usage, &s->usage, true);
+        prov__openai_usage_read(usage, true, &s->usage);
     if (end && v[1].p)
         keep_answer_id(s, v[1]);
     if (relay_named(out, type, data)) {
@@ -395,15 +404,18 @@ static bool has_usage_object(struct bsc_str data)
 static bool is_usage_chunk(struct bsc_str data, struct oa_stream *s)
 {
     struct json_object *root;
+    struct bsc_str span;
     struct prov_usage u;
 
     if (!has_usage_object(data))
         return false;
-    root = prov_parse_json(data);
+    root = prov_parse_json(data); /* the span reader needs a valid document */
     if (!root)
         return false;
-    read_usage(root, &u);
     json_object_put(root);
+    if (bsc_json_member(data, BSC_STR("usage"), &span) != 1)
+        return false;
+    prov__openai_usage_read(span, false, &u);
     if (u.input_tokens < 0 && u.output_tokens < 0)
         return false;
     s->usage = u;

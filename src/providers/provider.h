@@ -106,12 +106,22 @@ struct prov_http {
 /* The longest provider id of an answer kept (a Responses API "resp_..." id). */
 #define PROV_ANSWER_ID_MAX 128
 
-/* Token usage as the provider reported it; -1 where it said nothing. */
+/* Token usage as the provider reported it, in one neutral record; -1 where it said nothing.
+ * The parts are subsets: input_tokens counts every prompt token however it was billed
+ * (OpenAI's prompt_tokens; Anthropic's input + cache reads + cache writes), output_tokens
+ * every generated one (reasoning and thinking included). How each dialect fills it and how
+ * it is priced: docs/configuration.md "Cost". */
 struct prov_usage {
-    int64_t input_tokens;  /* prompt tokens, cached ones included */
-    int64_t output_tokens; /* completion tokens, reasoning included */
-    int64_t cached_tokens; /* the cached part of input_tokens */
+    int64_t input_tokens;          /* prompt tokens, cached and cache-written ones included */
+    int64_t output_tokens;         /* completion tokens, reasoning included */
+    int64_t cached_tokens;         /* the part of input_tokens read from the provider's cache */
+    int64_t cache_write_tokens;    /* the part written to the cache at the short (5-minute) rate */
+    int64_t cache_write_1h_tokens; /* the part written to the cache at the 1-hour rate */
+    int64_t reasoning_tokens;      /* the part of output_tokens spent reasoning / thinking */
 };
+
+/* Nothing reported. */
+#define PROV_USAGE_UNKNOWN ((struct prov_usage){-1, -1, -1, -1, -1, -1})
 
 /* Return values of the stream hooks. */
 enum prov_stream_status {
@@ -224,6 +234,15 @@ void prov_chunk_choice(struct json_object *chunk, struct json_object *delta, con
 /* {"prompt_tokens","completion_tokens","total_tokens", prompt_tokens_details.cached_tokens}
  * from <u> (new ref). */
 struct json_object *prov_usage_json(const struct prov_usage *u);
+/* Reads an OpenAI-shaped usage object (the raw span of "usage", a validated document) into
+ * <u>: prompt/completion tokens, prompt_tokens_details.cached_tokens,
+ * completion_tokens_details.reasoning_tokens, DashScope's
+ * prompt_tokens_details.cache_creation_input_tokens (cache writes), DeepSeek's
+ * prompt_cache_hit_tokens (cached)
+ * and prompt_cache_miss_tokens (prompt = hit + miss when prompt_tokens is absent); with
+ * <responses>, the Responses API names (input_tokens, output_tokens, *_tokens_details).
+ * Absent or malformed counts stay -1. Pure. */
+void prov__openai_usage_read(struct bsc_str usage, bool responses, struct prov_usage *u);
 /* Parses <s> as one JSON value (core/json_parse.h: strict, bounded depth, nothing but
  * whitespace after it); NULL when it is not exactly that. New ref. */
 struct json_object *prov_parse_json(struct bsc_str s);

@@ -135,6 +135,12 @@ void access_log_write(const struct access_entry *e)
     if (e->input_tokens >= 0 || e->output_tokens >= 0) {
         PUT_I64(b, "input_tokens", e->input_tokens);
         PUT_I64(b, "output_tokens", e->output_tokens);
+        if (e->cached_tokens > 0)
+            PUT_I64(b, "cached_input_tokens", e->cached_tokens);
+        if (e->cache_write_tokens > 0)
+            PUT_I64(b, "cache_write_tokens", e->cache_write_tokens);
+        if (e->reasoning_tokens > 0)
+            PUT_I64(b, "reasoning_tokens", e->reasoning_tokens);
         put_usd(b, e->cost_usd);
     }
     if (e->n_attempts)

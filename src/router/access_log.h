@@ -27,6 +27,9 @@ struct access_entry {
     size_t n_attempts;
     const char *termination; /* "ok", "client_abort", "upstream_interrupted", ... */
     int64_t input_tokens, output_tokens; /* -1 when unknown */
+    /* Their parts (-1 or 0: not written): prompt tokens read from / written to the
+     * provider's cache, output tokens spent reasoning. */
+    int64_t cached_tokens, cache_write_tokens, reasoning_tokens;
     double cost_usd;
     const struct req_times *states; /* may be NULL; the time spent in each state */
     const char *detail; /* may be NULL; what a request the router did not take did or why it

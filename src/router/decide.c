@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/compat.h"
+#include "router/cost.h"
 #include "router/pick.h"
 #include "router/retry.h"
 
@@ -159,9 +160,7 @@ double decide_attempt_cost(uint64_t est_tokens, uint64_t est_out_tokens,
     uint64_t in = est_tokens - est_out_tokens;
     uint64_t out = est_out_tokens ? est_out_tokens : in / 4;
 
-    return ((double)in * t->price.input_per_mtok +
-            (failed ? 0.0 : (double)out * t->price.output_per_mtok)) /
-           1e6;
+    return cost_estimate(&t->price, in, failed ? 0 : out);
 }
 
 /* Whether starting an attempt on <next> keeps the request within the envelope's added

@@ -12,13 +12,32 @@
 #include "router/internal.h"
 #include "stream/sse_write.h"
 
+/* What the upstream said of the prompt so far (a stream: the events read until now). */
+static struct prov_usage usage_so_far(const struct request *r)
+{
+    struct prov_usage u = PROV_USAGE_UNKNOWN;
+
+    if (r->x.mode == BODY_SSE && r->x.prov_st_live && r->x.ops && r->x.ops->stream_usage)
+        r->x.ops->stream_usage(r->x.prov_st, &u);
+    return u;
+}
+
+static int64_t or_zero(int64_t v)
+{
+    return v > 0 ? v : 0;
+}
+
 static struct down_ctx down_ctx(const struct request *r)
 {
+    struct prov_usage u = usage_so_far(r);
+
     return (struct down_ctx){
         .request_id = r->id,
         .model = r->route->id,
         .include_usage = r->input.include_usage,
-        .est_input_tokens = (int64_t)(r->input.est_tokens - r->input.est_out_tokens),
+        .input_tokens = u.input_tokens,
+        .cached_tokens = or_zero(u.cached_tokens),
+        .cache_write_tokens = or_zero(u.cache_write_tokens) + or_zero(u.cache_write_1h_tokens),
         .arg = r->d.down_arg,
         .native = r->input.native.body.p && r->trim.dropped <= 0 && r->target &&
                   r->target->provider->kind == r->input.native.kind,
@@ -90,6 +109,36 @@ bool deliver_flush(struct request *r)
     return write_out(r, true);
 }
 
+/* r->cost_usd as a plain decimal, to the 1e-8 dollar, without trailing zeros: "0.000123". */
+static struct bsc_str cost_text(const struct request *r, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "%.8f", r->cost_usd > 0 ? r->cost_usd : 0.0);
+
+    while (n > 1 && buf[n - 1] == '0' && buf[n - 2] != '.')
+        buf[--n] = '\0';
+    return bsc_str_make(buf, n < len ? n : len - 1);
+}
+
+/* A target with a price: its answers carry their cost (x-bascule-cost-usd). */
+static bool is_priced(const struct request *r)
+{
+    return r->target && (r->target->price.input_per_mtok > 0 ||
+                         r->target->price.output_per_mtok > 0);
+}
+
+/* A stream's cost is known only at its end, after the head: it goes out as a last SSE
+ * comment, ": x-bascule-cost-usd: 0.0031", which every SSE reader ignores (docs/api.md). */
+static void append_cost_comment(struct request *r)
+{
+    char cost[48];
+    struct bsc_str text;
+
+    if (!is_priced(r) || r->d.status != 200)
+        return;
+    text = cost_text(r, cost, sizeof(cost));
+    (void)bsc_buf_appendf(&r->d.out, ": x-bascule-cost-usd: %.*s\n\n", BSC_STR_FMT(text));
+}
+
 /* Ends the response with what r->d.out holds, as <termination>. The idempotency record is
  * settled (stored or released) before the last bytes are handed to the socket: the store
  * runs jobs in arrival order, so a repeat the client sends once it has seen the end finds
@@ -102,6 +151,8 @@ static void end_response(struct request *r, const char *termination, bool comple
     guard_idem_finish(r);
     if (!r->sreq)
         return;
+    if (complete && strcmp(termination, "ok") == 0)
+        append_cost_comment(r); /* after the record: a replay has no cost of its own */
     write_out(r, false); /* the end follows: one write for both */
     if (complete)
         srv_resp_end(r->sreq);
@@ -277,8 +328,8 @@ void deliver_stream_error(struct request *r, const char *message)
 
 void deliver_stream_complete(struct request *r)
 {
-    struct srv_header h[10];
-    char attempts[BSC_NUM_TEXT_MAX];
+    struct srv_header h[11];
+    char attempts[BSC_NUM_TEXT_MAX], cost[48];
     size_t n;
 
     if (!r->sreq)
@@ -287,21 +338,14 @@ void deliver_stream_complete(struct request *r)
     h[1] = (struct srv_header){BSC_STR("Cache-Control"), BSC_STR("no-cache")};
     h[2] = (struct srv_header){BSC_STR("x-bascule-buffered"), BSC_STR("true")};
     n = 3 + deliver_route_headers(r, h + 3, attempts);
+    if (is_priced(r)) /* the whole stream was held: its cost is known before the head */
+        h[n++] = (struct srv_header){BSC_STR("x-bascule-cost-usd"),
+                                     cost_text(r, cost, sizeof(cost))};
     srv_resp_head(r->sreq, 200, h, n, -1);
     r->d.committed = true;
     r->d.status = 200;
     r->d.ttfb_us = bsc_now_us() - r->start_us;
     deliver_end(r, "ok");
-}
-
-/* r->cost_usd as a plain decimal, to the 1e-8 dollar, without trailing zeros: "0.000123". */
-static struct bsc_str cost_text(const struct request *r, char *buf, size_t len)
-{
-    size_t n = (size_t)snprintf(buf, len, "%.8f", r->cost_usd > 0 ? r->cost_usd : 0.0);
-
-    while (n > 1 && buf[n - 1] == '0' && buf[n - 2] != '.')
-        buf[--n] = '\0';
-    return bsc_str_make(buf, n < len ? n : len - 1);
 }
 
 void deliver_answer(struct request *r)
@@ -328,7 +372,7 @@ void deliver_answer(struct request *r)
         body = bsc_buf_str(&mapped);
     }
     n = deliver_route_headers(r, h, attempts);
-    if (r->target && (r->target->price.input_per_mtok > 0 || r->target->price.output_per_mtok > 0))
+    if (is_priced(r))
         h[n++] = (struct srv_header){BSC_STR("x-bascule-cost-usd"),
                                      cost_text(r, cost, sizeof(cost))}; /* priced targets */
     r->d.status = r->x.up_status >= 200 && r->x.up_status < 300 ? r->x.up_status : 200;

@@ -23,8 +23,11 @@ struct down_ctx {
     const char *request_id;
     const char *model;  /* the model name to show the client (what it asked for) */
     bool include_usage; /* OpenAI clients only; other dialects decide for themselves */
-    int64_t est_input_tokens; /* the router's estimate of the prompt's tokens, for a
-                                 dialect that must name them before the upstream does */
+    /* The upstream's own prompt count when it gave one before the stream's first frame
+     * (Gemini's usageMetadata rides on every event), for a dialect that must name it
+     * before the usage chunk (Anthropic's message_start); -1 when not known yet. The
+     * cached and cache-written parts are included in <input_tokens> (0 when not said). */
+    int64_t input_tokens, cached_tokens, cache_write_tokens;
     void *arg;          /* the dialect's own per-request state (chat_in.down_arg), or NULL */
     bool native;        /* the answer is the adapter's carrier of the upstream's own bytes in
                            the client's dialect (prov_call.native): only then may the dialect

@@ -366,7 +366,7 @@ void xchg_reset(struct request *r)
     r->x.up_res = UP_OK;
     fail_info_init(&r->x.fail);
     fail_info_init(&r->x.stream_fail);
-    r->x.usage = (struct prov_usage){-1, -1, -1};
+    r->x.usage = PROV_USAGE_UNKNOWN;
     bsc_buf_reset(&r->x.resp);
     bsc_buf_reset(&r->x.answer);
     bsc_buf_reset(&r->x.conv);
@@ -533,7 +533,7 @@ void xchg_init(struct xchg *x)
     bsc_buf_init(&x->resp, REQ_MAX_RESPONSE_BYTES);
     bsc_buf_init(&x->answer, REQ_MAX_RESPONSE_BYTES);
     bsc_buf_init(&x->conv, 8u << 20);
-    x->usage = (struct prov_usage){-1, -1, -1};
+    x->usage = PROV_USAGE_UNKNOWN;
 }
 
 void xchg_cancel(struct xchg *x)

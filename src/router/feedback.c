@@ -11,6 +11,7 @@
 #include "health/verdicts.h"
 #include "metrics/metrics.h"
 #include "router/contract.h"
+#include "router/cost.h"
 #include "router/feedback.h"
 #include "router/gateway.h"
 #include "router/internal.h"
@@ -80,8 +81,7 @@ static double est_cost(const struct request *r, const struct cfg_target *t)
 {
     uint64_t out = r->input.est_out_tokens, in = r->input.est_tokens > out ? r->input.est_tokens - out : 0;
 
-    return ((double)in * t->price.input_per_mtok + (double)out * t->price.output_per_mtok) /
-           1e6;
+    return cost_estimate(&t->price, in, out);
 }
 
 void feedback_score_cand(const struct request *r, const struct cfg_target *t,

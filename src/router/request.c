@@ -21,6 +21,7 @@
 #include "router/access_log.h"
 #include "router/admit.h"
 #include "router/contract.h"
+#include "router/cost.h"
 #include "router/feedback.h"
 #include "router/guard.h"
 #include "router/internal.h"
@@ -444,18 +445,12 @@ static void st_backoff(struct request *r)
     begin_attempt(r);
 }
 
-/* What the delivered answer cost, from its usage and the target's price. */
+/* What the delivered answer cost, from its usage and the target's price (router/cost.h). */
 static void account_usage(struct request *r)
 {
-    const struct cfg_price *p = &r->target->price;
-
     if (r->x.mode == BODY_SSE && r->x.prov_st_live && r->x.ops->stream_usage)
         r->x.ops->stream_usage(r->x.prov_st, &r->x.usage);
-    r->cost_usd = 0;
-    if (r->x.usage.input_tokens > 0)
-        r->cost_usd += (double)r->x.usage.input_tokens * p->input_per_mtok / 1e6;
-    if (r->x.usage.output_tokens > 0)
-        r->cost_usd += (double)r->x.usage.output_tokens * p->output_per_mtok / 1e6;
+    r->cost_usd = cost_of_usage(&r->target->price, &r->x.usage);
     spend_record(r);
 }
 
@@ -642,6 +637,13 @@ static const char *outcome_label(const struct request *r)
     return r->d.status >= 400 && r->d.status < 500 && r->d.status != 429 ? "client_error" : "error";
 }
 
+/* Every prompt token written to the provider's cache, 5-minute and 1-hour. */
+static int64_t cache_writes(const struct prov_usage *u)
+{
+    return (u->cache_write_tokens > 0 ? u->cache_write_tokens : 0) +
+           (u->cache_write_1h_tokens > 0 ? u->cache_write_1h_tokens : 0);
+}
+
 /* The request's access-log line; returns its duration. */
 static uint64_t write_access_line(struct request *r)
 {
@@ -664,6 +666,9 @@ static uint64_t write_access_line(struct request *r)
         .termination = r->d.termination,
         .input_tokens = r->x.usage.input_tokens,
         .output_tokens = r->x.usage.output_tokens,
+        .cached_tokens = r->x.usage.cached_tokens,
+        .cache_write_tokens = cache_writes(&r->x.usage),
+        .reasoning_tokens = r->x.usage.reasoning_tokens,
         .cost_usd = r->cost_usd,
         .states = &r->m.times,
         .limited_by = r->lim.limited_by,
@@ -681,13 +686,11 @@ static uint64_t write_access_line(struct request *r)
 static void count_request(struct request *r, uint64_t duration_us)
 {
     unsigned shard = r->w->idx;
+    struct cost_tokens tokens[COST_TOKEN_TYPES];
+    size_t n = cost_token_counts(&r->x.usage, tokens);
 
-    if (r->x.usage.input_tokens > 0)
-        metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, "input",
-                    (double)r->x.usage.input_tokens);
-    if (r->x.usage.output_tokens > 0)
-        metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, "output",
-                    (double)r->x.usage.output_tokens);
+    for (size_t i = 0; i < n; i++)
+        metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, tokens[i].type, tokens[i].n);
     if (r->cost_usd > 0)
         metrics_inc3(M(r), shard, METRIC_COST, r->client ? r->client->id : "", r->route->id,
                      r->target ? r->target->id : "", r->cost_usd);

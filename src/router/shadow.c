@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "health/hstate.h"
 #include "metrics/metrics.h"
+#include "router/cost.h"
 #include "router/internal.h"
 #include "router/shadow.h"
 #include "stream/sse_parse.h"
@@ -264,17 +265,13 @@ static void account(struct shadow *s)
     if (s->mine.answered)
         metrics_observe(shadow_metrics(s), shard, METRIC_SHADOW_LATENCY, rid, tid,
                         (double)(s->end_us - s->start_us) / 1e6);
-    s->cost_usd = 0;
-    if (s->usage.input_tokens > 0) {
+    if (s->usage.input_tokens > 0)
         metrics_inc3(shadow_metrics(s), shard, METRIC_SHADOW_TOKENS, rid, tid, "input",
                      (double)s->usage.input_tokens);
-        s->cost_usd += (double)s->usage.input_tokens * p->input_per_mtok / 1e6;
-    }
-    if (s->usage.output_tokens > 0) {
+    if (s->usage.output_tokens > 0)
         metrics_inc3(shadow_metrics(s), shard, METRIC_SHADOW_TOKENS, rid, tid, "output",
                      (double)s->usage.output_tokens);
-        s->cost_usd += (double)s->usage.output_tokens * p->output_per_mtok / 1e6;
-    }
+    s->cost_usd = cost_of_usage(p, &s->usage);
     if (s->cost_usd > 0)
         metrics_inc(shadow_metrics(s), shard, METRIC_SHADOW_COST, rid, tid, s->cost_usd);
 }
@@ -764,7 +761,7 @@ static void start_one(struct request *r, const struct cfg_target *t, struct cfg_
     s->key_idx = key;
     s->created = r->created;
     s->stream = r->input.stream;
-    s->usage = (struct prov_usage){-1, -1, -1};
+    s->usage = PROV_USAGE_UNKNOWN;
     snprintf(s->id, sizeof(s->id), "%s", r->id);
     bsc_buf_init(&s->resp, SHADOW_MAX_RESPONSE);
     bsc_buf_init(&s->answer, SHADOW_MAX_RESPONSE);

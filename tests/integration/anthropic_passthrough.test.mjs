@@ -277,13 +277,18 @@ test('mixed route: a field only Anthropic honours skips the OpenAI-dialect targe
   assert.equal((await sim.requests('claude-mixed')).at(-1).body.top_k, 2);
 });
 
-test('translated stream: message_start carries input tokens, ids have one prefix', async () => {
+// An OpenAI upstream counts the prompt only in its last chunk: message_start says 0 rather
+// than an estimate a client (LangChain reads it) would take for the real count, and
+// message_delta carries the upstream's count (docs/configuration.md "Cost").
+test('translated stream: message_start has no estimate, message_delta the real count, ids have one prefix', async () => {
   const res = await post('/v1/messages', {
     model: 'openai', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'Hello there' }],
   });
   const { text } = await readStream(res);
   const start = JSON.parse(text.split('\n\n')[0].split('\n')[1].slice(6)).message;
-  assert.ok(start.usage.input_tokens > 0, JSON.stringify(start.usage));
+  assert.equal(start.usage.input_tokens, 0, JSON.stringify(start.usage));
+  const delta = text.split('\n\n').find((e) => e.startsWith('event: message_delta'));
+  assert.ok(JSON.parse(delta.split('\n')[1].slice(6)).usage.input_tokens > 0, delta);
   assert.doesNotMatch(start.id, /^msg_msg_/);
   assert.equal(start.model, 'gpt-only');
 });

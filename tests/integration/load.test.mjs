@@ -60,11 +60,13 @@ targets:
   slow@sim: { provider: sim, model: upstream-slow }
   down@sim: { provider: sim, model: upstream-down }
   hang@sim: { provider: sim, model: upstream-hang }
+  priced@sim: { provider: sim, model: upstream-priced, price: { input_per_mtok: 0, output_per_mtok: 1000, cached_input_per_mtok: 0 } }
 routes:
   chat: { primary: [m1@sim] }
   slow: { primary: [slow@sim] }
   down: { primary: [down@sim] }
   hang: { primary: [hang@sim] }
+  priced: { primary: [priced@sim] }
 `,
   });
 });
@@ -110,6 +112,20 @@ test('50 requests, 5 at a time: 100% success, the route target seen, the JSON ad
   assert.equal(j.cost, null);
   assert.equal(j.planned_requests, 50);
   assert.equal(j.duration_s, null);
+});
+
+test('--stream reports cost from the closing x-bascule-cost-usd comment of each stream', async () => {
+  // 12 output tokens at $1,000 per Mtok: $0.012 a request, $12 per 1,000.
+  const out = jsonFile('stream-cost.json');
+  const r = await load(['--url', gw.url, '--model', 'priced', '--requests', '10', '--concurrency', '2',
+    '--stream', '--json', out]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /cost\/1k req\s+\$12\.000000\s+\(x-bascule-cost-usd in 10 responses\)/);
+  const j = JSON.parse(readFileSync(out, 'utf8'));
+  assert.equal(j.ok, 10);
+  assert.equal(j.cost.responses, 10);
+  assert.ok(Math.abs(j.cost.usd - 0.12) < 1e-9, JSON.stringify(j.cost));
+  assert.ok(Math.abs(j.cost.usd_per_1k - 12) < 1e-6, JSON.stringify(j.cost));
 });
 
 test('--stream measures TTFT from the first data: event and finds usage in the last chunk', async () => {

@@ -701,15 +701,19 @@ static void test_stream_native_events(void **state)
     sfix_cleanup(&f);
 }
 
-/* OpenAI counts the prompt at the end: message_start carries the router's estimate. */
-static void test_stream_start_estimate(void **state)
+/* message_start.usage with a prompt count of <in> (cached <cached>, written <write>) known
+ * before the first frame (-1: not known): its text. */
+static char *start_usage(int64_t in, int64_t cached, int64_t write)
 {
     struct down_ctx ctx = CTX;
     void *st = calloc(1, api_anthropic_down.stream_size);
     struct bsc_buf out;
+    const char *u;
+    char *got;
 
-    (void)state;
-    ctx.est_input_tokens = 37;
+    ctx.input_tokens = in;
+    ctx.cached_tokens = cached;
+    ctx.cache_write_tokens = write;
     api_anthropic_down.stream_init(st, &ctx);
     bsc_buf_init(&out, OUT_MAX);
     assert_int_equal(api_anthropic_down.stream_chunk(
@@ -717,10 +721,31 @@ static void test_stream_start_estimate(void **state)
                          &out),
                      BSC_OK);
     assert_non_null(strstr(out.p, "\"id\":\"msg_1\""));
-    assert_non_null(strstr(out.p, "\"usage\":{\"input_tokens\":37,"));
+    u = strstr(out.p, "\"usage\":");
+    assert_non_null(u);
+    got = strndup(u, (size_t)(strchr(u, '}') - u + 1));
     api_anthropic_down.stream_cleanup(st);
     free(st);
     bsc_buf_cleanup(&out);
+    return got;
+}
+
+/* message_start carries the upstream's own prompt count when it came before the first frame
+ * (a Gemini upstream), split the Anthropic way; else 0, never an estimate a client (LangChain)
+ * would take for the real count. */
+static void test_stream_start_usage(void **state)
+{
+    char *u;
+
+    (void)state;
+    u = start_usage(1000, 600, 100);
+    assert_string_equal(u, "\"usage\":{\"input_tokens\":300,\"cache_creation_input_tokens\":100,"
+                           "\"cache_read_input_tokens\":600,\"output_tokens\":0}");
+    free(u);
+    u = start_usage(-1, 0, 0);
+    assert_string_equal(u, "\"usage\":{\"input_tokens\":0,\"cache_creation_input_tokens\":0,"
+                           "\"cache_read_input_tokens\":0,\"output_tokens\":0}");
+    free(u);
 }
 
 static void test_stream_text_and_parallel_tools(void **state)
@@ -1076,7 +1101,7 @@ int main(void)
         cmocka_unit_test(test_map_response_msg_id_and_model),
         cmocka_unit_test(test_map_response_native),
         cmocka_unit_test(test_stream_native_events),
-        cmocka_unit_test(test_stream_start_estimate),
+        cmocka_unit_test(test_stream_start_usage),
         cmocka_unit_test(test_map_response_rejects_garbage),
         cmocka_unit_test(test_stream_text_and_parallel_tools),
         cmocka_unit_test(test_stream_text_then_stop_and_no_usage),

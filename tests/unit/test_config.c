@@ -5,6 +5,7 @@
  * that do not fail, aliases and the bounds on hostile input, refcount and the current
  * snapshot under concurrent swaps, lookups, and examples/production.yaml. */
 #include <pthread.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1475,6 +1476,51 @@ static void test_load_file(void **state)
     cfg_diags_cleanup(&d);
 }
 
+/* Cache prices: set ones are kept; unset ones are Anthropic's multipliers for kind anthropic
+ * and the input price (with a warning naming the target) for the other kinds. */
+static void test_cache_price_defaults(void **state)
+{
+    static const char yaml[] =
+        "providers:\n"
+        "  ant: { kind: anthropic, base_url: \"http://127.0.0.1:9/v1\", keys: [k] }\n"
+        "  oai: { kind: openai, base_url: \"http://127.0.0.1:9/v1\", keys: [k] }\n"
+        "targets:\n"
+        "  a: { provider: ant, model: m, price: { input_per_mtok: 3, output_per_mtok: 15 } }\n"
+        "  o: { provider: oai, model: m, price: { input_per_mtok: 2, output_per_mtok: 8 } }\n"
+        "  c:\n"
+        "    provider: oai\n"
+        "    model: m\n"
+        "    price: { input_per_mtok: 2, cached_input_per_mtok: 0.5, cache_write_per_mtok: 2.5,\n"
+        "             cache_write_1h_per_mtok: 4 }\n"
+        "  free: { provider: oai, model: m }\n"
+        "routes:\n"
+        "  r: { primary: [a, o, c, free] }\n";
+    struct cfg_diags d = {0};
+    struct cfg *cfg;
+    const struct cfg_price *p;
+
+    (void)state;
+    cfg = load_ok(yaml, &d);
+    p = &cfg_target_find(cfg, BSC_STR("a"))->price;
+    assert_true(fabs(p->cached_input_per_mtok - 0.3) < 1e-12);
+    assert_true(fabs(p->cache_write_per_mtok - 3.75) < 1e-12);
+    assert_true(fabs(p->cache_write_1h_per_mtok - 6.0) < 1e-12);
+    p = &cfg_target_find(cfg, BSC_STR("o"))->price;
+    assert_true(p->cached_input_per_mtok == 2.0 && p->cache_write_per_mtok == 2.0 &&
+                p->cache_write_1h_per_mtok == 2.0);
+    p = &cfg_target_find(cfg, BSC_STR("c"))->price;
+    assert_true(p->cached_input_per_mtok == 0.5 && p->cache_write_per_mtok == 2.5 &&
+                p->cache_write_1h_per_mtok == 4.0);
+    p = &cfg_target_find(cfg, BSC_STR("free"))->price;
+    assert_true(p->cached_input_per_mtok == 0.0 && p->cache_write_per_mtok == 0.0);
+    assert_line(&d, "gateway.yaml:6:3: warning: target 'o' has no 'price.cached_input_per_mtok': "
+                    "prompt tokens its provider serves from cache are priced at input_per_mtok, "
+                    "which may overcharge");
+    assert_int_equal(count(&d, true), 1); /* not for a, c (set) or free (no price) */
+    cfg_unref(cfg);
+    cfg_diags_cleanup(&d);
+}
+
 /* examples/production.yaml validates with its environment set. */
 static void test_production_example(void **state)
 {
@@ -1888,6 +1934,7 @@ int main(void)
         cmocka_unit_test(test_current_swap),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_production_example),
+        cmocka_unit_test(test_cache_price_defaults),
         cmocka_unit_test(test_secrets_never_quoted),
         cmocka_unit_test(test_secret_set),
         cmocka_unit_test(test_gemini_model_ids),

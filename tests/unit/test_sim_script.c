@@ -840,6 +840,38 @@ static struct sim_call chat_call(bool tool)
 }
 
 /* Precedence inside one call: tool_arguments > content > the generated answer. */
+/* usage / usage_start: objects kept as compact JSON, deep-copied, lent to the call; anything
+ * else, or on an action that sends no answer, is refused. */
+static void usage_fields(void **state)
+{
+    struct sim_spec spec;
+    struct sim_step copy;
+    struct sim_call call;
+    char why[256];
+    const char *json = "{\"script\":[{\"action\":\"ok\",\"usage\":{\"prompt_tokens\": 10,"
+                       "\"prompt_tokens_details\":{\"cached_tokens\":4}},"
+                       "\"usage_start\":{\"input_tokens\":3}},{\"action\":\"ok\"}]}";
+
+    (void)state;
+    assert_int_equal(parse(json, &spec, why, sizeof(why)), BSC_OK);
+    assert_string_equal(spec.steps[0].usage,
+                        "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":4}}");
+    assert_string_equal(spec.steps[0].usage_start, "{\"input_tokens\":3}");
+    assert_null(spec.steps[1].usage);
+    assert_int_equal(sim_step_copy(&copy, &spec.steps[0]), BSC_OK);
+    sim_spec_cleanup(&spec);
+    call = chat_call(false);
+    sim_step_apply(&copy, &call);
+    assert_ptr_equal(call.usage.p, copy.usage);
+    assert_ptr_equal(call.usage_start.p, copy.usage_start);
+    call_free(&call);
+    sim_step_cleanup(&copy);
+    expect_bad("{\"script\":[{\"action\":\"ok\",\"usage\":[1]}]}", BSC_EINVAL,
+               "script[0]: \"usage\" must be an object");
+    expect_bad("{\"script\":[{\"action\":\"status\",\"status\":500,\"usage\":{}}]}",
+               BSC_EINVAL, "\"usage\" does not apply to action \"status\"");
+}
+
 static void content_precedence_call(void **state)
 {
     struct sim_step step;
@@ -936,6 +968,7 @@ int main(void)
         cmocka_unit_test(args_value),
         cmocka_unit_test(content_precedence_models),
         cmocka_unit_test(content_precedence_call),
+        cmocka_unit_test(usage_fields),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
