@@ -1152,6 +1152,31 @@ static void listeners_check(struct cfg__v *v, const struct cfg__node *root)
               cfg->listen_host, (unsigned)cfg->listen_port);
 }
 
+/* An operator key (admin.key, metrics.key) that is also a client's key would let that client
+ * act as the operator: an error at the operator key, naming the client (never the key). */
+static void operator_key_check(struct cfg__v *v, const struct cfg__node *root,
+                               const char *section, const char *key)
+{
+    const struct cfg__entry *sec = root ? cfg__map_find(root, section) : NULL;
+    const struct cfg__entry *at = sec && sec->value->kind == CFG__MAP
+                                      ? cfg__map_find(sec->value, "key")
+                                      : NULL;
+    const struct cfg_client *c;
+    const struct cfg__node *cl = v->clients_src ? v->clients_src->value : NULL;
+    size_t i;
+
+    if (!at || !key || !key[0])
+        return;
+    c = cfg_client_by_key(v->cfg, bsc_str_cstr(key));
+    if (!c)
+        return;
+    i = (size_t)(c - v->cfg->clients);
+    cfg__diag(v->s, false, at->value->line, at->value->column,
+              "'key' in %s: is the key of client '%s' (line %u); the %s key must differ from "
+              "every client key, or that client could act as the operator",
+              section, c->id, cl && i < cl->n ? cl->items[i].key->line : 0, section);
+}
+
 enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct cfg **out)
 {
     struct cfg *cfg = calloc(1, sizeof(*cfg));
@@ -1176,6 +1201,10 @@ enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct 
         cfg__clients_build(&v);
     if (!v.oom)
         listeners_check(&v, root);
+    if (!v.oom) {
+        operator_key_check(&v, root, "admin", cfg->admin_key);
+        operator_key_check(&v, root, "metrics", cfg->metrics_key);
+    }
     if (!v.oom && !s->n_errors) {
         enum bsc_err serr = cfg__secrets_build(cfg);
 
