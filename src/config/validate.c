@@ -1060,6 +1060,10 @@ static const struct cfg__field responses_fields[] = {
     {FU32(struct cfg_responses, "ttl_s", ttl_s, 0, 30 * 86400)},
 };
 
+static const struct cfg__field shadow_all_fields[] = {
+    {FDBL(struct cfg_shadow_all, "max_usd_per_day", max_usd_per_day, 0, 1e9, false)},
+};
+
 /* ---- the top level -------------------------------------------------------------------- */
 
 static const struct cfg__field top_fields[] = {
@@ -1078,6 +1082,7 @@ static const struct cfg__field top_fields[] = {
     {FMAP(struct cfg, "cors", cors, cors_fields, NULL)},
     {FFN("allowed_hosts", hosts_fn), .off = offsetof(struct cfg, allowed_hosts)},
     {FMAP(struct cfg, "responses", responses, responses_fields, NULL)},
+    {FMAP(struct cfg, "shadow", shadow, shadow_all_fields, NULL)},
     {FFN("clients", cfg__clients_note)},
     {FMAP_FLAT("metrics", metrics_fields, NULL)},
     {.name = "telemetry", .type = CFG__F_MAP, .off = offsetof(struct cfg, telemetry),
