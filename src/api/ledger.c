@@ -175,7 +175,9 @@ static void start_put(struct worker *w, struct srv_req *req, struct bsc_str op_i
     enum bsc_err err = ledger_update_parse(srv_req_body(req), &upd, &why);
 
     if (err) {
-        api__bad_request(req, err == BSC_EPARSE ? "invalid_json" : "invalid_request",
+        api__bad_request(req,
+                         why.code ? why.code
+                                  : err == BSC_EPARSE ? "invalid_json" : "invalid_request",
                          why.param, why.message);
         return;
     }

@@ -337,6 +337,11 @@ struct cfg_responses {
     uint32_t ttl_s; /* how long a response is kept; 0 = never kept */
 };
 
+/* shadow: (top level) what every route's shadow copies may spend together. */
+struct cfg_shadow_all {
+    double max_usd_per_day; /* 0 = no cap; per gateway process and UTC day (router/shadow.c) */
+};
+
 /* telemetry: OpenTelemetry spans (src/telemetry/). No endpoint: nothing is recorded. */
 struct cfg_telemetry {
     char *otlp_endpoint;      /* owned; "" = off; spans go to <it>/v1/traces */
@@ -405,6 +410,7 @@ struct cfg {
     struct cfg_strs allowed_hosts; /* Host values accepted beyond loopback names; empty */
     struct cfg_responses responses;
     struct cfg_feedback feedback;
+    struct cfg_shadow_all shadow;
     struct cfg_client *clients; /* owned array; n_clients == 0: an open gateway */
     size_t n_clients;
     char *admin_listen_host; /* owned; NULL: no admin listener (admin.listen) */

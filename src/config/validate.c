@@ -1072,6 +1072,10 @@ static const struct cfg__field feedback_fields[] = {
     {FU32(struct cfg_feedback, "max_client_verdicts", max_client_verdicts, 1, 100000)},
 };
 
+static const struct cfg__field shadow_all_fields[] = {
+    {FDBL(struct cfg_shadow_all, "max_usd_per_day", max_usd_per_day, 0, 1e9, false)},
+};
+
 /* ---- the top level -------------------------------------------------------------------- */
 
 static const struct cfg__field top_fields[] = {
@@ -1091,6 +1095,7 @@ static const struct cfg__field top_fields[] = {
     {FFN("allowed_hosts", hosts_fn), .off = offsetof(struct cfg, allowed_hosts)},
     {FMAP(struct cfg, "responses", responses, responses_fields, NULL)},
     {FMAP(struct cfg, "feedback", feedback, feedback_fields, NULL)},
+    {FMAP(struct cfg, "shadow", shadow, shadow_all_fields, NULL)},
     {FFN("clients", cfg__clients_note)},
     {FMAP_FLAT("metrics", metrics_fields, NULL)},
     {.name = "telemetry", .type = CFG__F_MAP, .off = offsetof(struct cfg, telemetry),
@@ -1166,6 +1171,31 @@ static void listeners_check(struct cfg__v *v, const struct cfg__node *root)
               cfg->listen_host, (unsigned)cfg->listen_port);
 }
 
+/* An operator key (admin.key, metrics.key) that is also a client's key would let that client
+ * act as the operator: an error at the operator key, naming the client (never the key). */
+static void operator_key_check(struct cfg__v *v, const struct cfg__node *root,
+                               const char *section, const char *key)
+{
+    const struct cfg__entry *sec = root ? cfg__map_find(root, section) : NULL;
+    const struct cfg__entry *at = sec && sec->value->kind == CFG__MAP
+                                      ? cfg__map_find(sec->value, "key")
+                                      : NULL;
+    const struct cfg_client *c;
+    const struct cfg__node *cl = v->clients_src ? v->clients_src->value : NULL;
+    size_t i;
+
+    if (!at || !key || !key[0])
+        return;
+    c = cfg_client_by_key(v->cfg, bsc_str_cstr(key));
+    if (!c)
+        return;
+    i = (size_t)(c - v->cfg->clients);
+    cfg__diag(v->s, false, at->value->line, at->value->column,
+              "'key' in %s: is the key of client '%s' (line %u); the %s key must differ from "
+              "every client key, or that client could act as the operator",
+              section, c->id, cl && i < cl->n ? cl->items[i].key->line : 0, section);
+}
+
 enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct cfg **out)
 {
     struct cfg *cfg = calloc(1, sizeof(*cfg));
@@ -1190,6 +1220,10 @@ enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct 
         cfg__clients_build(&v);
     if (!v.oom)
         listeners_check(&v, root);
+    if (!v.oom) {
+        operator_key_check(&v, root, "admin", cfg->admin_key);
+        operator_key_check(&v, root, "metrics", cfg->metrics_key);
+    }
     if (!v.oom && !s->n_errors) {
         enum bsc_err serr = cfg__secrets_build(cfg);
 

@@ -5,47 +5,50 @@
 
 size_t hstate_keys_available(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms)
 {
-    size_t n;
-    uint64_t ready, hint;
+    struct hstate_keys k;
 
-    hs->ops->keys(hs, p, NULL, now_ms, &n, &ready, &hint);
-    return n;
+    hs->ops->keys(hs, p, NULL, now_ms, &k);
+    return k.available;
 }
 
 uint64_t hstate_keys_ready_at(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms)
 {
-    size_t n;
-    uint64_t ready, hint;
+    struct hstate_keys k;
 
-    hs->ops->keys(hs, p, NULL, now_ms, &n, &ready, &hint);
-    return ready;
+    hs->ops->keys(hs, p, NULL, now_ms, &k);
+    return k.ready_at;
 }
 
 uint64_t hstate_keys_hint_at(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms)
 {
-    size_t n;
-    uint64_t ready, hint;
+    struct hstate_keys k;
 
-    hs->ops->keys(hs, p, NULL, now_ms, &n, &ready, &hint);
-    return hint;
+    hs->ops->keys(hs, p, NULL, now_ms, &k);
+    return k.hint_at;
 }
 
 uint64_t hstate_tkeys_ready_at(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms)
 {
-    size_t n;
-    uint64_t ready, hint;
+    struct hstate_keys k;
 
-    hs->ops->keys(hs, t->provider, t, now_ms, &n, &ready, &hint);
-    return ready;
+    hs->ops->keys(hs, t->provider, t, now_ms, &k);
+    return k.ready_at;
 }
 
 uint64_t hstate_tkeys_hint_at(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms)
 {
-    size_t n;
-    uint64_t ready, hint;
+    struct hstate_keys k;
 
-    hs->ops->keys(hs, t->provider, t, now_ms, &n, &ready, &hint);
-    return hint;
+    hs->ops->keys(hs, t->provider, t, now_ms, &k);
+    return k.hint_at;
+}
+
+unsigned hstate_tkeys_reasons(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms)
+{
+    struct hstate_keys k;
+
+    hs->ops->keys(hs, t->provider, t, now_ms, &k);
+    return k.reasons;
 }
 
 const char *target_health_name(enum target_health h)

@@ -70,6 +70,15 @@ struct hstate;
 
 /* One backend. A target or provider not resolved by sync (its hs slot NULL) reads as
  * unknown: admitted, zero view, one key (index 0), not disabled. */
+/* A provider's keys at one moment (hstate ops keys()). */
+struct hstate_keys {
+    size_t available;  /* keys usable now */
+    uint64_t ready_at; /* when one is usable again, for the gateway's waits (<= now: now) */
+    uint64_t hint_at;  /* the same for what a client is told: counts a refused key's next
+                          re-verification as a possible return */
+    unsigned reasons;  /* why the cooling keys cool: bits 1 << enum key_reason (keys.h) */
+};
+
 struct hstate_ops {
     void (*destroy)(struct hstate *hs);
     enum bsc_err (*sync)(struct hstate *hs, struct cfg *cfg, uint64_t now_ms);
@@ -94,11 +103,10 @@ struct hstate_ops {
     int (*key_verify_take)(struct hstate *hs, const struct cfg_provider *p, uint64_t now_ms);
     void (*key_verify_done)(struct hstate *hs, const struct cfg_provider *p, int idx,
                             enum key_verdict verdict, uint64_t now_ms);
-    /* Key availability of <p> at <now_ms>: usable keys, when one is usable again for the
-     * gateway's waits (<ready_at>) and for what a client is told (<hint_at>, counting a
-     * refused key's next re-verification). */
+    /* Key availability of <p> at <now_ms> as seen by <t>'s model (NULL: key-wide), in
+     * *<out> (struct hstate_keys). */
     void (*keys)(struct hstate *hs, const struct cfg_provider *p, const struct cfg_target *t,
-                 uint64_t now_ms, size_t *available, uint64_t *ready_at, uint64_t *hint_at);
+                 uint64_t now_ms, struct hstate_keys *out);
     void (*adaptive)(struct hstate *hs, const struct cfg_target *t, struct adaptive_eff *eff,
                      uint32_t *inflight);
     void (*budget_first)(struct hstate *hs, uint64_t now_ms);
@@ -216,6 +224,9 @@ uint64_t hstate_keys_hint_at(struct hstate *hs, const struct cfg_provider *p, ui
 /* The two above as seen by <t>'s model (its rate limits counted). */
 uint64_t hstate_tkeys_ready_at(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms);
 uint64_t hstate_tkeys_hint_at(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms);
+/* Why the keys of <t>'s provider that cool for <t>'s model cool: bits 1 << enum key_reason
+ * (keys_reasons_text() words them), 0 when none cools. */
+unsigned hstate_tkeys_reasons(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms);
 
 /* The retry budget (docs/design.md §3): count a first attempt; whether a retry would be
  * allowed now; try to take one retry/failover. */

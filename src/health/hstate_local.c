@@ -492,9 +492,13 @@ static void l_key_cooldown(struct hstate *hs, const struct cfg_provider *p,
     if (idx < 0 || !ps)
         return;
     pthread_mutex_lock(&ps->lock);
+    /* A refusal of the last usable key is looked at once (keys_verify_due_ms): until then
+     * every request fails, and one 401 must not cost the provider key_reverify_ms. */
     if (keys_cooldown_model(&ps->keys, idx, slot_of(t), until, (enum key_reason)reason) == BSC_OK &&
         reason == KEY_AUTH && p->health.key_reverify_ms)
-        keys_verify_schedule(&ps->keys, idx, now_ms + p->health.key_reverify_ms);
+        keys_verify_schedule(&ps->keys, idx,
+                             keys_verify_due_ms(&ps->keys, idx, slot_of(t), now_ms,
+                                                p->health.key_reverify_ms));
     pthread_mutex_unlock(&ps->lock);
 }
 
@@ -526,21 +530,21 @@ static void l_key_verify_done(struct hstate *hs, const struct cfg_provider *p, i
 }
 
 static void l_keys(struct hstate *hs, const struct cfg_provider *p, const struct cfg_target *t,
-                   uint64_t now_ms, size_t *available, uint64_t *ready_at, uint64_t *hint_at)
+                   uint64_t now_ms, struct hstate_keys *out)
 {
     struct hs_provider *ps = p->hs;
     int model = slot_of(t);
 
     (void)hs;
-    *available = 1;
-    *ready_at = *hint_at = now_ms;
+    *out = (struct hstate_keys){.available = 1, .ready_at = now_ms, .hint_at = now_ms};
     if (p->n_keys == 0 || !ps)
         return;
     pthread_mutex_lock(&ps->lock);
-    *available = keys_available_model(&ps->keys, model, now_ms);
-    if (*available == 0) {
-        *ready_at = keys_soonest_model_ms(&ps->keys, model);
-        *hint_at = keys_soonest_hint_model_ms(&ps->keys, model, now_ms);
+    out->available = keys_available_model(&ps->keys, model, now_ms);
+    out->reasons = keys_cooling_reasons(&ps->keys, model, now_ms);
+    if (out->available == 0) {
+        out->ready_at = keys_soonest_model_ms(&ps->keys, model);
+        out->hint_at = keys_soonest_hint_model_ms(&ps->keys, model, now_ms);
     }
     pthread_mutex_unlock(&ps->lock);
 }

@@ -188,11 +188,11 @@ static void r_key_verify_done(struct hstate *hs, const struct cfg_provider *p, i
 }
 
 static void r_keys(struct hstate *hs, const struct cfg_provider *p, const struct cfg_target *t,
-                   uint64_t now_ms, size_t *available, uint64_t *ready_at, uint64_t *hint_at)
+                   uint64_t now_ms, struct hstate_keys *out)
 {
     struct hstate *l = hr(hs)->local;
 
-    l->ops->keys(l, p, t, now_ms, available, ready_at, hint_at);
+    l->ops->keys(l, p, t, now_ms, out);
 }
 
 /* The retry budget stays per instance: it bounds the retries this process adds on top of

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "health/keys.h"
@@ -121,6 +122,21 @@ void keys_verify_schedule(struct keypool *pool, int idx, uint64_t at_ms)
     k->verify_at_ms = at_ms ? at_ms : 1;
 }
 
+uint64_t keys_verify_due_ms(const struct keypool *pool, int idx, int model, uint64_t now_ms,
+                            uint32_t base_ms)
+{
+    const struct key_slot *k;
+
+    if (!valid_idx(pool, idx))
+        return now_ms + base_ms;
+    k = &pool->keys[idx];
+    if (keys_available_model(pool, model, now_ms) > 0)
+        return now_ms + base_ms; /* another key serves meanwhile: no hurry */
+    if (k->restored_ms && now_ms - k->restored_ms < base_ms)
+        return now_ms + base_ms; /* put back a moment ago and refused again: the usual wait */
+    return now_ms;
+}
+
 int keys_verify_take(struct keypool *pool, uint64_t now_ms)
 {
     for (uint32_t i = 0; i < pool->n; i++) {
@@ -162,6 +178,7 @@ void keys_verify_done(struct keypool *pool, int idx, enum key_verdict verdict, u
     if (verdict == KEY_VERIFY_OK) {
         k->cool_until_ms = now_ms < k->cool_until_ms ? now_ms : k->cool_until_ms;
         k->verify_fails = 0;
+        k->restored_ms = now_ms ? now_ms : 1;
         return;
     }
     if (verdict == KEY_VERIFY_REFUSED && k->verify_fails < 32)
@@ -256,6 +273,48 @@ static const char *const reason_names[KEY_REASON_COUNT] = {
     [KEY_QUOTA] = "quota",
     [KEY_AUTH] = "auth",
 };
+
+unsigned keys_cooling_reasons(const struct keypool *pool, int model, uint64_t now_ms)
+{
+    unsigned bits = 0;
+
+    for (uint32_t i = 0; i < pool->n; i++) {
+        const struct key_slot *k = &pool->keys[i];
+
+        if (k->cool_until_ms > now_ms)
+            bits |= 1u << k->reason;
+        else if (valid_model(model) && k->model_until_ms[model] > now_ms)
+            bits |= 1u << KEY_RATE_LIMITED;
+    }
+    return bits;
+}
+
+const char *keys_reasons_text(unsigned bits, char *buf, size_t len)
+{
+    static const char *const client_names[KEY_REASON_COUNT] = {
+        [KEY_RATE_LIMITED] = "rate_limited",
+        [KEY_QUOTA] = "quota_exhausted",
+        [KEY_AUTH] = "auth_failed",
+    };
+    size_t at = 0;
+
+    if (!len)
+        return buf;
+    buf[0] = '\0';
+    for (unsigned r = 0; r < KEY_REASON_COUNT; r++) {
+        int n;
+
+        if (!(bits & (1u << r)))
+            continue;
+        n = snprintf(buf + at, len - at, "%s%s", at ? ", " : "", client_names[r]);
+        if (n < 0 || (size_t)n >= len - at) {
+            buf[at] = '\0'; /* whole names only */
+            break;
+        }
+        at += (size_t)n;
+    }
+    return buf;
+}
 
 const char *keys_reason_name(enum key_reason reason)
 {

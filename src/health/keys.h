@@ -51,6 +51,7 @@ struct key_slot {
     uint64_t verify_at_ms;  /* a refused key: when to re-verify it; 0 = nothing due */
     uint32_t verify_fails;  /* re-verifications refused in a row (the backoff) */
     bool verifying;         /* a re-verification is running */
+    uint64_t restored_ms;   /* when a re-verification last put it back; 0 = never */
     /* A rate limit is the provider's per model: the key stays usable for the other models
      * (<cool_until_ms> above is for every model: quota, auth, a model without a slot). */
     uint64_t model_until_ms[KEYS_MODELS_MAX];
@@ -124,6 +125,15 @@ uint64_t keys_cooldown_until(uint64_t now_ms, enum key_reason reason, uint64_t r
  * scheduled or running. */
 void keys_verify_schedule(struct keypool *pool, int idx, uint64_t at_ms);
 
+/* When a refusal of key <idx> at <now_ms> should be re-verified, for model slot <model>
+ * (-1: any): at once (<now_ms>) when no key of the pool is usable for that model any more --
+ * the last usable key was refused, so every request fails until it is looked at -- unless a
+ * re-verification put this key back less than <base_ms> ago (a key refused for one model only
+ * would otherwise be restored and refused again in a loop); else <now_ms> + <base_ms>. Call
+ * it after the cooldown of the refusal was applied. Pure. */
+uint64_t keys_verify_due_ms(const struct keypool *pool, int idx, int model, uint64_t now_ms,
+                            uint32_t base_ms);
+
 /* A key whose re-verification is due at <now_ms>, marked as running; -1 when none. */
 int keys_verify_take(struct keypool *pool, uint64_t now_ms);
 
@@ -152,6 +162,16 @@ enum key_reason keys_reason(const struct keypool *pool, int idx);
 
 /* The counters of key <idx>, borrowed from <pool>; NULL for an index out of range. */
 const struct key_stats *keys_stats(const struct keypool *pool, int idx);
+
+/* The reasons (bit 1 << enum key_reason) of the keys cooling at <now_ms> for model slot
+ * <model> (-1: the key-wide cooldowns only): a key cooled for every model counts with its own
+ * reason, a key rate-limited for <model> only as KEY_RATE_LIMITED. 0 when none cools. */
+unsigned keys_cooling_reasons(const struct keypool *pool, int model, uint64_t now_ms);
+
+/* Writes the reasons <bits> (keys_cooling_reasons()) as a client reads them, in <buf> of
+ * <len> bytes: "rate_limited", "quota_exhausted", "auth_failed", comma-separated in that
+ * order; "" for none. Returns <buf>. */
+const char *keys_reasons_text(unsigned bits, char *buf, size_t len);
 
 /* "rate_limited", "quota", "auth"; "unknown" out of range. Never NULL. */
 const char *keys_reason_name(enum key_reason reason);

@@ -8,6 +8,7 @@
 
 #include "ledger/ledger.h"
 #include "core/json_check.h"
+#include "core/json_name.h"
 #include "core/sha256.h"
 #include "core/json_parse.h"
 #include "core/utf8.h"
@@ -190,22 +191,41 @@ static enum bsc_err update_member(const char *k, struct json_object *v, struct l
 
 /* The rule every JSON body of the gateway follows (core/json_check.h, as
  * /v1/chat/completions applies it): well-formed UTF-8 included, which json-c's strict mode
- * does not check. False with <why> saying where, in the chat endpoint's words. */
-static bool json_well_formed(struct bsc_str json, struct ledger_parse_err *why)
+ * does not check, and each top-level name at most once, escapes decoded, so that
+ * {"state":"planned","st\u0061te":"succeeded"} cannot mean one thing here and another to a
+ * reader of the body that keeps the first. Returns BSC_OK, or BSC_EPARSE (malformed) or
+ * BSC_EINVAL (a name repeated or refused) with <why> saying where, in the chat endpoint's
+ * words. */
+static enum bsc_err json_well_formed(struct bsc_str json, struct ledger_parse_err *why)
 {
     struct bsc_json_error jerr;
-    unsigned line = 1, col = 1;
+    enum bsc_json_verdict v;
+    char name[BSC_JSON_MAX_NAME + 1];
+    unsigned line, col;
 
-    if (bsc_json_check(json, JSON_DEPTH, &jerr))
-        return true;
-    for (size_t i = 0; i < jerr.offset && i < json.len; i++) {
-        col = json.p[i] == '\n' ? 1 : col + 1;
-        line += json.p[i] == '\n';
+    v = bsc_json_check_request(json, JSON_DEPTH, NULL, 0, 0, NULL, &jerr);
+    if (v == BSC_JSONV_OK)
+        return BSC_OK;
+    bsc_json_line_col(json, jerr.offset, &line, &col);
+    if (v == BSC_JSONV_DUPLICATE) {
+        bsc_json_name_decode(jerr.name, name, sizeof(name));
+        why->code = "duplicate_key";
+        snprintf(why->message, sizeof(why->message),
+                 "the member '%.100s' must appear at most once in the request body; it "
+                 "appears again at line %u column %u (names compared with escapes decoded)",
+                 name, line, col);
+        return BSC_EINVAL;
+    }
+    if (v == BSC_JSONV_REFUSED) {
+        why->code = "invalid_request";
+        snprintf(why->message, sizeof(why->message),
+                 "the request body is refused: %s at line %u column %u", jerr.what, line, col);
+        return BSC_EINVAL;
     }
     snprintf(why->message, sizeof(why->message),
              "We could not parse the JSON body of your request: %s at line %u column %u",
              json.len ? jerr.what : "empty body", line, col);
-    return false;
+    return BSC_EPARSE;
 }
 
 enum bsc_err ledger_update_parse(struct bsc_str json, struct ledger_update *out,
@@ -217,8 +237,10 @@ enum bsc_err ledger_update_parse(struct bsc_str json, struct ledger_update *out,
 
     memset(out, 0, sizeof(*out));
     why->param = NULL;
-    if (!json_well_formed(json, why))
-        return BSC_EPARSE;
+    why->code = NULL;
+    err = json_well_formed(json, why);
+    if (err)
+        return err;
     root = parse_object(json);
     if (!root) {
         snprintf(why->message, sizeof(why->message),

@@ -69,7 +69,9 @@ struct ledger_update {
 /* Where an update body went wrong, for a 400 answer. */
 struct ledger_parse_err {
     const char *param; /* static: the offending member, or NULL for the body as a whole */
-    char message[200];
+    const char *code;  /* static: "duplicate_key" or "invalid_request" for a body whose
+                          member names are refused (core/json_check.h), else NULL */
+    char message[400];
 };
 
 /* Static name of <s> ("planned", ...); "?" when out of range. */
@@ -99,7 +101,9 @@ bool ledger_op_id_valid(struct bsc_str id);
 enum bsc_err ledger_scoped_id(const char *scope, struct bsc_str op_id, char *out, size_t len);
 
 /* Parses an update body, {"tool_name": str, "state": str, "external_reference"?: str|null}.
- * Unknown members are refused (a typo must not silently drop data). Returns BSC_OK and
+ * Unknown members are refused (a typo must not silently drop data), and so is a member
+ * named twice, escapes decoded ("st\u0061te" is "state"), as on every JSON endpoint:
+ * BSC_EINVAL with why->code "duplicate_key". Returns BSC_OK and
  * fills <out>; BSC_EPARSE when <json> is not a JSON object, BSC_EINVAL when a member is
  * missing, of the wrong type, too long, not UTF-8 text, or an unknown state; *<why> says
  * which. Never calls back. */

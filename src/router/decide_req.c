@@ -126,7 +126,8 @@ struct none_eligible {
     unsigned request;  /* targets that cannot serve the request as it is */
     unsigned off;      /* targets that could, switched off (config, admin) */
     unsigned waiting;  /* targets that could, unavailable for a while */
-    bool cooling_only; /* every waiting one only waits for a rate-limited key */
+    bool cooling_only; /* every waiting one only waits for its keys */
+    unsigned key_reasons; /* why the keys they wait for cool: 1 << enum key_reason */
     uint64_t back_at;  /* the soonest a waiting one may be back */
 };
 
@@ -145,6 +146,7 @@ static void note_waiting(struct request *r, const struct cfg_target *t, uint64_t
     if (open)
         at = now + v.retry_after_ms;
     if (keys_at > now) {
+        ne->key_reasons |= hstate_tkeys_reasons(r->gw->hs, t, now);
         /* A refused key may be back at its next re-verification: say so, not 600 s. */
         keys_at = hstate_tkeys_hint_at(r->gw->hs, t, now);
         keys_at = keys_at > now ? keys_at : now + 1;
@@ -182,6 +184,36 @@ static void answer_request_excluded(struct request *r)
     r->err.type = "invalid_request_error";
 }
 
+/* The answer when every target that could serve waits a while. Only rate limits in the way
+ * (every key cooling after a 429): a 429 rate_limited. Otherwise a retryable 503 that says
+ * what holds the targets: keys that all cool, and why (a refused key says auth_failed, not
+ * "rate limits", so an operator sees a credential problem), or circuits and ramps. */
+static void answer_waiting(struct request *r, const struct none_eligible *ne, uint64_t now)
+{
+    const unsigned rate_only = 1u << KEY_RATE_LIMITED;
+    char why[64];
+    int64_t wait = (int64_t)(ne->back_at - now);
+
+    keys_reasons_text(ne->key_reasons, why, sizeof(why));
+    if (ne->cooling_only && ne->key_reasons == rate_only) {
+        req__set_typed_failure(r, "rate_limited", REPLY_OUTLOOK_TIME, wait,
+                               "route '%s' has no eligible target now (all keys cooled: %s; "
+                               "every key is cooling down after rate limits)",
+                               r->route->id, why);
+        r->err.status = 429;
+        r->err.type = "rate_limit_error";
+    } else if (ne->cooling_only && why[0]) {
+        req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_TIME, wait,
+                               "route '%s' has no eligible target now (all keys cooled: %s)",
+                               r->route->id, why);
+    } else {
+        req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_TIME, wait,
+                               "route '%s' has no eligible target now (circuits open, keys "
+                               "cooling down%s%s or targets ramping up)",
+                               r->route->id, why[0] ? ": " : "", why);
+    }
+}
+
 /* No target was eligible for the first attempt: sets the answer by what could change --
  * read at <now>, the decision's own clock, so that a cooldown that made a target
  * ineligible and ends a moment later is still seen as the reason --
@@ -208,16 +240,7 @@ static void none_eligible(struct request *r, uint64_t now)
         }
     }
     if (ne.waiting) {
-        req__set_typed_failure(r, ne.cooling_only ? "rate_limited" : "no_eligible_fallback",
-                               REPLY_OUTLOOK_TIME, (int64_t)(ne.back_at - now),
-                               "route '%s' has no eligible target now (%s)", r->route->id,
-                               ne.cooling_only ? "every key is cooling down after rate limits"
-                                               : "circuits open, keys cooling down or targets "
-                                                 "ramping up");
-        if (ne.cooling_only) {
-            r->err.status = 429;
-            r->err.type = "rate_limit_error";
-        }
+        answer_waiting(r, &ne, now);
     } else if (ne.off) {
         /* Only the operator can bring them back: no retry helps, and no time can be said. */
         req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_NEVER, -1,
@@ -237,15 +260,14 @@ static void none_eligible(struct request *r, uint64_t now)
 static void fill_cand(struct request *r, const struct cfg_target *t, uint64_t now,
                       struct decide_cand *c)
 {
-    size_t avail;
-    uint64_t ready, hint;
+    struct hstate_keys k;
 
     c->t = t;
     c->excluded = request_excludes(r, t);
     c->off = switched_off(r, t);
-    r->gw->hs->ops->keys(r->gw->hs, t->provider, t, now, &avail, &ready, &hint);
-    c->keys_available = avail;
-    c->keys_ready_at = ready;
+    r->gw->hs->ops->keys(r->gw->hs, t->provider, t, now, &k);
+    c->keys_available = k.available;
+    c->keys_ready_at = k.ready_at;
     c->canary_draw = t->canary_percent < 100 ? bsc_rand01() : 0.0;
     c->admit = ADMIT_UNASKED;
     lim_req_fill(r, c, now);

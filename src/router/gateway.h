@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "router/shadow_purse.h"
 #include "router/worker.h"
 
 struct hstate;
@@ -28,6 +29,7 @@ struct gateway {
     struct spend_book *spend; /* owned: client spend per budget period (router/spend.h) */
     struct srv_group *conns; /* owned: the workers' servers even out their connections */
     uint64_t started_ms;     /* wall clock */
+    struct shadow_purse shadow_purse; /* today's shadow spend, kept across reloads */
     atomic_ullong reloads_ok, reloads_failed;
 };
 

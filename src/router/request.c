@@ -303,6 +303,8 @@ static bool adaptive_full(struct request *r)
  * one meanwhile) or the target is at its adaptive limit (<full>): a local rate limit. */
 static void limited_locally(struct request *r, bool full, uint64_t soonest, uint64_t now)
 {
+    char why[64];
+
     fail_info_init(&r->x.fail);
     r->x.fail.kind = FAIL_RATE_LIMITED;
     if (full) {
@@ -312,8 +314,10 @@ static void limited_locally(struct request *r, bool full, uint64_t soonest, uint
         return;
     }
     r->x.fail.retry_after_ms = soonest > now ? (int64_t)(soonest - now) : 0;
-    snprintf(r->x.fail.message, sizeof(r->x.fail.message), "every key of %s is cooling down",
-             r->target->provider->id);
+    keys_reasons_text(hstate_tkeys_reasons(r->gw->hs, r->target, now), why, sizeof(why));
+    snprintf(r->x.fail.message, sizeof(r->x.fail.message),
+             "every key of %s is cooling down (all keys cooled: %s)", r->target->provider->id,
+             why[0] ? why : "unknown");
 }
 
 /* Room for the next attempt's record (r->attempts[r->n_attempts]): in place for the first

@@ -19,7 +19,9 @@
 #include "metrics/metrics.h"
 #include "router/cost.h"
 #include "router/internal.h"
+#include "router/gateway.h"
 #include "router/shadow.h"
+#include "router/shadow_purse.h"
 #include "stream/sse_parse.h"
 
 #define SHADOW_MAX_RESPONSE (8u << 20)
@@ -272,8 +274,11 @@ static void account(struct shadow *s)
         metrics_inc3(shadow_metrics(s), shard, METRIC_SHADOW_TOKENS, rid, tid, "output",
                      (double)s->usage.output_tokens);
     s->cost_usd = cost_of_usage(p, &s->usage);
-    if (s->cost_usd > 0)
+    if (s->cost_usd > 0) {
         metrics_inc(shadow_metrics(s), shard, METRIC_SHADOW_COST, rid, tid, s->cost_usd);
+        /* The day's shadow spend, against shadow.max_usd_per_day; never a client's. */
+        shadow_purse_add(&s->w->gw->shadow_purse, s->cost_usd, bsc_wall_ms());
+    }
 }
 
 /* ---- streamed copies ---- */
@@ -738,6 +743,12 @@ static void start_one(struct request *r, const struct cfg_target *t, struct cfg_
 
     if (t->disabled || t->provider->disabled || hstate_is_disabled(r->gw->hs, t) ||
         (key = hstate_key_next(r->gw->hs, t->provider, bsc_now_ms(), &soonest)) == -1) {
+        count_skip(r, t);
+        return;
+    }
+    /* The gateway's shadow purse for the day is spent: no copy until the next UTC day. */
+    if (!shadow_purse_allows(&r->gw->shadow_purse, r->cfg->shadow.max_usd_per_day,
+                             bsc_wall_ms())) {
         count_skip(r, t);
         return;
     }

@@ -161,4 +161,28 @@ enum bsc_err store__job_set_answer(struct store__job *job, int status, bool stre
 bool store__ledger_step(struct store__job *job, const struct ledger_entry *cur,
                         uint64_t now_ms);
 
+/* ---- Redis's persistence, read at connect (redis_persist.c) ---- */
+
+/* What CONFIG GET said of Redis's persistence. A value Redis refused to give (CONFIG renamed
+ * away, an ACL) stays NULL. Strings are borrowed for the call. */
+struct store__redis_persist {
+    const char *appendonly;  /* "yes" | "no" */
+    const char *appendfsync; /* "always" | "everysec" | "no" */
+    const char *save;        /* RDB snapshot rules, "" = none */
+};
+
+/* How far an acknowledged write survives a Redis crash. */
+enum store__durability {
+    STORE__DURABLE = 0, /* every write fsynced to the AOF before Redis replies */
+    STORE__LOSSY,       /* writes reach disk later: the last ones can be lost */
+    STORE__NOTHING,     /* no AOF, no snapshots: everything is lost when Redis stops */
+    STORE__UNKNOWN,     /* the configuration could not be read */
+    STORE__DURABILITY_COUNT
+};
+
+/* Says in <msg> (<len> bytes) what of an acknowledged ledger write survives a Redis crash or
+ * kill under <p>, in words for the start-up log, and returns the verdict. Pure. */
+enum store__durability store__redis_durability(const struct store__redis_persist *p, char *msg,
+                                               size_t len);
+
 #endif

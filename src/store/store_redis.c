@@ -31,6 +31,9 @@
 #define RD_PING_MS 1000 /* while connected: notices a stalled Redis, and its return */
 #define RD_DOWN_AFTER 3 /* timeouts in a row (no reply between) before the store is "down" */
 
+/* The persistence settings read at connect, in the order they are asked. */
+enum rd_persist { RD_PERSIST_AOF = 0, RD_PERSIST_FSYNC, RD_PERSIST_SAVE, RD_PERSIST_COUNT };
+
 /* Idempotency record: "<i|c> <claim hex16> <ttl_ms> <fp hex64>\n" then, once complete,
  * "<status> <stream 0|1> <headers_len>\n<headers><body>". A script keeps each step atomic. */
 static const char LUA_BEGIN[] =
@@ -77,6 +80,9 @@ struct rd_store {
     unsigned timeouts; /* in a row, without a reply between */
     uint64_t backoff_ms;
     struct store__defer defer; /* spend adds not confirmed yet (spend_defer.c) */
+    /* Redis's persistence settings, read at each connect ("" and false until answered). */
+    char persist[RD_PERSIST_COUNT][128];
+    bool persist_known[RD_PERSIST_COUNT];
 };
 
 struct rd_op;
@@ -664,19 +670,32 @@ static void schedule_reconnect(struct rd_store *q)
     q->backoff_ms = q->backoff_ms * 2 > RD_BACKOFF_MAX_MS ? RD_BACKOFF_MAX_MS : q->backoff_ms * 2;
 }
 
-static void fsync_reply(redisAsyncContext *ac, void *r, void *priv)
+/* One CONFIG GET answer: {name, value}. The last one asked (save) says what a ledger
+ * acknowledgement is worth, in the start-up log (redis_persist.c). */
+static void persist_reply(redisAsyncContext *ac, void *r, void *priv)
 {
+    struct rd_store *q = ac->data;
     redisReply *reply = r;
+    unsigned which = (unsigned)(uintptr_t)priv;
+    struct store__redis_persist p;
+    char msg[400];
 
-    (void)ac;
-    (void)priv;
-    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-        reply->element[1]->type != REDIS_REPLY_STRING)
+    if (!reply || !q || which >= RD_PERSIST_COUNT)
+        return; /* !reply: the connection went before the answers came */
+    q->persist_known[which] = reply && reply->type == REDIS_REPLY_ARRAY &&
+                              reply->elements == 2 &&
+                              reply->element[1]->type == REDIS_REPLY_STRING;
+    snprintf(q->persist[which], sizeof(q->persist[which]), "%s",
+             q->persist_known[which] ? reply->element[1]->str : "");
+    if (which != RD_PERSIST_SAVE)
         return;
-    if (strcmp(reply->element[1]->str, "always") != 0)
-        LOG_WARN("store: redis appendfsync is '%s', not 'always': an acknowledged ledger "
-                 "write can be lost if Redis crashes (see docs/internals/redis.md)",
-                 reply->element[1]->str);
+    p.appendonly = q->persist_known[RD_PERSIST_AOF] ? q->persist[RD_PERSIST_AOF] : NULL;
+    p.appendfsync = q->persist_known[RD_PERSIST_FSYNC] ? q->persist[RD_PERSIST_FSYNC] : NULL;
+    p.save = q->persist_known[RD_PERSIST_SAVE] ? q->persist[RD_PERSIST_SAVE] : NULL;
+    if (store__redis_durability(&p, msg, sizeof(msg)) == STORE__DURABLE)
+        LOG_INFO("store: %s", msg);
+    else
+        LOG_WARN("store: %s (see docs/internals/redis.md)", msg);
 }
 
 static void ping_reply(redisAsyncContext *ac, void *r, void *priv)
@@ -757,7 +776,13 @@ static void send_setup(struct rd_store *q)
         snprintf(db, sizeof(db), "%d", q->url.db);
         redisAsyncCommand(q->ac, NULL, NULL, "SELECT %s", db);
     }
-    redisAsyncCommand(q->ac, fsync_reply, NULL, "CONFIG GET appendfsync");
+    /* Three commands, not one CONFIG GET of three names: Redis before 7 takes only one. */
+    redisAsyncCommand(q->ac, persist_reply, (void *)(uintptr_t)RD_PERSIST_AOF,
+                      "CONFIG GET appendonly");
+    redisAsyncCommand(q->ac, persist_reply, (void *)(uintptr_t)RD_PERSIST_FSYNC,
+                      "CONFIG GET appendfsync");
+    redisAsyncCommand(q->ac, persist_reply, (void *)(uintptr_t)RD_PERSIST_SAVE,
+                      "CONFIG GET save");
 }
 
 /* hiredis's libuv adapter drops a poll error, so a refused connection never calls back:

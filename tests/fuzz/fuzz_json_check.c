@@ -48,6 +48,12 @@
  *      64 arrays (the scalar is level 65) but takes 64 empty nested arrays. bsc counts open
  *      containers, so it takes both. Handled when json-c says "nesting too deep", the
  *      container depth is exactly 64 and json-c at depth 65 accepts.
+ *   F. Strict json-c still takes an object member NAME in single quotes ({'a':1}, {'a"b':1});
+ *      not a value ('x', ["a",'b'] are refused) and not the escape \' inside. The gateway is the
+ *      stricter side, which is what it must be: json-c accepting and bsc refusing is fine here,
+ *      the reverse is a bug (caught above). Handled when bsc fails at a quote ' that follows
+ *      '{' or ',' (whitespace between) and a closing ' ends the name, by rewriting the name
+ *      with double quotes, a raw " inside it becoming ' (escapes are left as they are).
  * Not differences, checked as any other input:
  *   - NUL bytes: json-c stops at a NUL as at the end of input (parse end = the NUL), so the
  *     "whole input consumed" rule rejects a document with a NUL outside a string, and a NUL
@@ -58,7 +64,7 @@
  *     without an error, so both accept; a member span re-parses to the same clamped value.
  *   - json-c truncates an object key at an escaped NUL ("a\u0000b" becomes "a"): the member
  *     comparison below decodes keys the same way before matching json-c's object.
- * Inputs with patches (A-D) are checked again after patching, so the rest of the document still
+ * Inputs with patches (A-D, F) are checked again after patching, so the rest of the document still
  * goes through the differential. Built and run by scripts/fuzz (tests/fuzz/json_check.dict,
  * seeds in corpus/json_check/). */
 #include <limits.h>
@@ -252,8 +258,35 @@ static bool is_num_char(char c)
     return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
 }
 
-/* Known differences A-D: json-c accepted <p>, bsc refused it at <e>. When the refusal is one of
- * json-c's quirks, patches it in place (same length) and returns true. */
+/* F: json-c took a member name in single quotes at <o> (bsc refused the quote). Rewrites it
+ * with double quotes, in place, when it is in a name's place and closed; false otherwise. */
+static bool patch_single_quoted_name(char *p, size_t n, size_t o)
+{
+    size_t b = o;
+    size_t i;
+
+    while (b > 0 && is_ws(p[b - 1]))
+        b--;
+    if (b == 0 || (p[b - 1] != '{' && p[b - 1] != ','))
+        return false;
+    for (i = o + 1; i < n && p[i] != '\''; i++)
+        if (p[i] == '\\')
+            i++;
+    if (i >= n)
+        return false;
+    for (size_t k = o + 1; k < i; k++) {
+        if (p[k] == '\\')
+            k++;
+        else if (p[k] == '"')
+            p[k] = '\'';
+    }
+    p[o] = '"';
+    p[i] = '"';
+    return true;
+}
+
+/* Known differences A-D and F: json-c accepted <p>, bsc refused it at <e>. When the refusal
+ * is one of json-c's quirks, patches it in place (same length) and returns true. */
 static bool patch_quirk(char *p, size_t n, const struct bsc_json_error *e)
 {
     size_t o = e->offset;
@@ -279,6 +312,8 @@ static bool patch_quirk(char *p, size_t n, const struct bsc_json_error *e)
         memcpy(p + o, good[len - 2], len); /* B */
         return true;
     }
+    if (c == '\'')
+        return patch_single_quoted_name(p, n, o); /* F */
     /* D: NaN, Infinity, -Infinity (bsc stops at the 'I' of "-Infinity"). */
     {
         static const char *const lits[] = {"NaN", "Infinity"};

@@ -178,8 +178,10 @@ test('a key the re-verification refuses too stays out, re-verified with a growin
     { timeoutMs: 5000, what: 'two refused re-verifications' });
   assert.equal(await metric('bascule_key_reverifications_total', { provider: 'q', result: 'restored' }), 0);
   const again = await chat({ model: 'bad', messages: msgs });
-  await drain(again);
-  assert.equal(again.status, 429, 'the only key still cools: no upstream call');
+  const body = JSON.parse(await drain(again));
+  // A refused key is a credential problem, not a rate limit: a 503 saying so (issue 24).
+  assert.equal(again.status, 503, 'the only key still cools: no upstream call');
+  assert.match(body.error.message, /all keys cooled: auth_failed/);
   const ra = Number(again.headers.get('retry-after'));
   assert.ok(ra >= 1 && ra <= 30, `Retry-After says when the key is looked at next, not 600 s (${ra})`);
 });

@@ -150,6 +150,26 @@ test('bad input: 400 with the offending parameter; unknown: 404; wrong method: 4
   assert.equal((await get(gw.url, 'op-bad')).status, 404);
 });
 
+// Issue 24: a member named twice, escaped or not, is refused as on /v1/chat/completions; it
+// used to be accepted with the last one winning ("st\u0061te" overrode "state").
+test('a member named twice, escapes decoded, is a 400 duplicate_key and stores nothing', async () => {
+  const bodies = [
+    '{"tool_name":"t","state":"planned","st\\u0061te":"started"}',
+    '{"tool_name":"t","state":"planned","state":"started"}',
+    '{"t\\u006fol_name":"a","tool_name":"b","state":"planned"}',
+  ];
+  for (const body of bodies) {
+    const r = await put(gw.url, 'op-dup', body, true);
+    assertError(r, 400, 'duplicate_key');
+    assert.match(r.body.error.message, /'(state|tool_name)' must appear at most once/);
+  }
+  assert.equal((await get(gw.url, 'op-dup')).status, 404);
+  // an escaped name alone is that member
+  const ok = await put(gw.url, 'op-dup', '{"tool_name":"t","st\\u0061te":"started"}', true);
+  assert.equal(ok.status, 201);
+  assert.equal(ok.body.state, 'started');
+});
+
 test('concurrent PUTs of one operation: exactly one creates it', async () => {
   const results = await Promise.all(
     Array.from({ length: 16 }, () => put(gw.url, 'op-race', { tool_name: 'race', state: 'started' })),

@@ -194,14 +194,52 @@ test('on_unavailable: reject answers a typed, retryable 503 store_unavailable wh
 });
 
 test('a Redis without appendfsync always is warned about at connect', async () => {
+  assert.match(a.logs(), /appendonly yes, appendfsync always: an acknowledged ledger write is on disk/);
   await redis.command('CONFIG', 'SET', 'appendfsync', 'everysec');
   const d = await startGateway({ config: config(redis.url) });
   try {
-    await waitFor(() => /appendfsync is 'everysec', not 'always'/.test(d.logs()),
+    await waitFor(() => /appendfsync 'everysec', not 'always': the ledger writes acknowledged in the last second/.test(d.logs()),
       { timeoutMs: 10000, what: 'the appendfsync warning' });
-    assert.doesNotMatch(a.logs(), /appendfsync is/);
+    assert.doesNotMatch(a.logs(), /can be lost|durable;/);
   } finally {
     await d.stop();
     await redis.command('CONFIG', 'SET', 'appendfsync', 'always');
+  }
+});
+
+// Issue 24: with appendonly off the warning used to speak of appendfsync everysec, and the
+// acknowledged writes were all lost on a Redis kill. The log must say so plainly; the kill
+// shows it is true.
+test('a Redis with appendonly no and no snapshots: the log says nothing is durable, and a kill loses the write', async () => {
+  const bare = await startRedis({ appendonly: 'no' });
+  const d = await startGateway({ config: config(bare.url) });
+  try {
+    await waitFor(() => /redis appendonly is 'no' and save is empty: NOTHING is durable/.test(d.logs()),
+      { timeoutMs: 10000, what: 'the nothing-is-durable warning' });
+    assert.doesNotMatch(d.logs(), /appendfsync '?everysec/);
+    assert.equal((await ledgerPut(d, 'op-bare', 'started')).status, 201);
+    await bare.kill9();
+    await bare.restart();
+    await waitFor(async () => (await storeUp(d)) === 1, { timeoutMs: 10000, what: 'store up again' });
+    const r = await waitFor(async () => {
+      const g = await ledgerGet(d, 'op-bare');
+      return g.status === 503 ? false : g;
+    }, { timeoutMs: 10000, what: 'a ledger read answered' });
+    assert.equal(r.status, 404, 'the acknowledged write is gone, as the log said');
+  } finally {
+    await d.stop();
+    await bare.stop();
+  }
+});
+
+test('a Redis with appendonly no but snapshots: the log says only snapshots keep data', async () => {
+  const snap = await startRedis({ appendonly: 'no', save: '3600 1' });
+  const d = await startGateway({ config: config(snap.url) });
+  try {
+    await waitFor(() => /redis appendonly is 'no' \(appendfsync does not apply\): only RDB snapshots \(save '3600 1'\) keep data/.test(d.logs()),
+      { timeoutMs: 10000, what: 'the snapshots-only warning' });
+  } finally {
+    await d.stop();
+    await snap.stop();
   }
 });

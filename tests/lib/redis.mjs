@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // A private redis-server for integration tests: loopback, a free port, no RDB snapshots, an
 // append-only file fsynced on every write in its own temp dir, so that kill -9 and a
-// restart on the same dir is a real durability test. Killed by PID; never by name.
+// restart on the same dir is a real durability test (startRedis({ appendonly: 'no' }) runs
+// one without the file, { save: '3600 1' } one with snapshots). Killed by PID; never by name.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -9,9 +10,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort, waitFor } from './harness.mjs';
 
-function launch(port, dir) {
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes',
-    '--appendfsync', 'always', '--dir', dir, '--daemonize', 'no', '--protected-mode', 'yes'];
+function launch(port, dir, { appendonly = 'yes', save = '' } = {}) {
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', save, '--appendonly',
+    appendonly, '--appendfsync', 'always', '--dir', dir, '--daemonize', 'no', '--protected-mode', 'yes'];
   const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const out = { all: '' };
   child.stdout.setEncoding('utf8');
@@ -77,16 +78,17 @@ async function pingable(port) {
 }
 
 /**
- * Starts redis-server; resolves once it answers PING. The returned object can kill -9 it,
+ * Starts redis-server (<opts>: appendonly 'yes'|'no', save rules, default '' = none);
+ * resolves once it answers PING. The returned object can kill -9 it,
  * restart it on the same port and dir (reading its AOF back), pause (SIGSTOP) and resume
  * it, and stop it for good (which also removes the dir).
  */
-export async function startRedis() {
+export async function startRedis(opts = {}) {
   const port = await freePort();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bascule-redis-'));
   let cur = null;
   const up = async () => {
-    cur = launch(port, dir);
+    cur = launch(port, dir, opts);
     await waitFor(async () => {
       if (cur.child.exitCode !== null) throw new Error(`redis-server exited:\n${cur.out.all}`);
       return pingable(port);

@@ -1864,6 +1864,28 @@ static void test_clients_errors(void **state)
     cfg_diags_cleanup(&d);
 }
 
+/* An operator key equal to a client key would let that client act as the operator. */
+static void test_operator_key_is_client_key(void **state)
+{
+    struct cfg_diags d = {0};
+
+    (void)state;
+    load_bad(BASE "clients:\n"                                             /* 7 */
+                  "  a: {key: shared-key-0123456789, routes: [r]}\n"       /* 8 */
+                  "admin: {key: shared-key-0123456789}\n"                  /* 9 */
+                  "metrics:\n"                                             /* 10 */
+                  "  key: shared-key-0123456789\n",                        /* 11 */
+             &d);
+    assert_line(&d, "gateway.yaml:9:14: error: 'key' in admin: is the key of client 'a' (line "
+                    "8); the admin key must differ from every client key, or that client could "
+                    "act as the operator");
+    assert_line(&d, "gateway.yaml:11:8: error: 'key' in metrics: is the key of client 'a' "
+                    "(line 8); the metrics key must differ from every client key, or that "
+                    "client could act as the operator");
+    assert_int_equal(count(&d, false), 2);
+    cfg_diags_cleanup(&d);
+}
+
 static void test_cors_and_allowed_hosts(void **state)
 {
     static const char *const bad[] = {
@@ -1943,6 +1965,7 @@ int main(void)
         cmocka_unit_test(test_cors_and_allowed_hosts),
         cmocka_unit_test(test_clients),
         cmocka_unit_test(test_clients_errors),
+        cmocka_unit_test(test_operator_key_is_client_key),
         cmocka_unit_test(test_store_redis),
     };
 

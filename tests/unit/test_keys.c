@@ -260,6 +260,67 @@ static void test_verify_hint(void **state)
     assert_int_equal(keys_soonest_hint_ms(&pool, 30010), 30010); /* running: any moment */
 }
 
+/* A refusal of the last usable key is looked at once; with another key serving, after
+ * base_ms; a key put back by a look less than base_ms ago waits base_ms (no restore-refuse
+ * loop for a key refused by one model only). */
+static void test_verify_due_last_key(void **state)
+{
+    struct keypool pool;
+    uint64_t now = 5000;
+
+    (void)state;
+    keys_init(&pool, 2);
+    keys_cooldown(&pool, 0, keys_cooldown_until(now, KEY_AUTH, 0), KEY_AUTH);
+    assert_int_equal(keys_verify_due_ms(&pool, 0, -1, now, 30000), now + 30000); /* key 1 serves */
+    keys_cooldown(&pool, 1, keys_cooldown_until(now, KEY_AUTH, 0), KEY_AUTH);
+    assert_int_equal(keys_verify_due_ms(&pool, 1, -1, now, 30000), now); /* the last one */
+
+    keys_init(&pool, 1);
+    keys_cooldown(&pool, 0, keys_cooldown_until(now, KEY_AUTH, 0), KEY_AUTH);
+    assert_int_equal(keys_verify_due_ms(&pool, 0, -1, now, 30000), now);
+    keys_verify_schedule(&pool, 0, now);
+    assert_int_equal(keys_verify_take(&pool, now), 0);
+    keys_verify_done(&pool, 0, KEY_VERIFY_OK, now + 40, 30000);
+    assert_int_equal(keys_available(&pool, now + 40), 1);
+    /* refused again 1 s after the look restored it: the usual wait */
+    keys_cooldown(&pool, 0, keys_cooldown_until(now + 1040, KEY_AUTH, 0), KEY_AUTH);
+    assert_int_equal(keys_verify_due_ms(&pool, 0, -1, now + 1040, 30000), now + 31040);
+    /* refused again long after: at once */
+    assert_int_equal(keys_verify_due_ms(&pool, 0, -1, now + 40 + 30000, 30000), now + 30040);
+    /* a model whose own rate limit holds the other key counts that key as not usable */
+    keys_init(&pool, 2);
+    keys_cooldown_model(&pool, 1, 3, now + 1000, KEY_RATE_LIMITED);
+    keys_cooldown(&pool, 0, keys_cooldown_until(now, KEY_AUTH, 0), KEY_AUTH);
+    assert_int_equal(keys_verify_due_ms(&pool, 0, 3, now, 30000), now);
+    assert_int_equal(keys_verify_due_ms(&pool, 0, 2, now, 30000), now + 30000);
+    assert_int_equal(keys_verify_due_ms(&pool, 9, -1, now, 30000), now + 30000); /* bad index */
+}
+
+/* Why the keys cool, as a client is told. */
+static void test_cooling_reasons(void **state)
+{
+    struct keypool pool;
+    char buf[64];
+
+    (void)state;
+    keys_init(&pool, 3);
+    assert_int_equal(keys_cooling_reasons(&pool, -1, 0), 0);
+    assert_string_equal(keys_reasons_text(0, buf, sizeof(buf)), "");
+    keys_cooldown(&pool, 0, 1000, KEY_AUTH);
+    assert_int_equal(keys_cooling_reasons(&pool, -1, 0), 1u << KEY_AUTH);
+    assert_string_equal(keys_reasons_text(1u << KEY_AUTH, buf, sizeof(buf)), "auth_failed");
+    keys_cooldown_model(&pool, 1, 2, 500, KEY_RATE_LIMITED);
+    assert_int_equal(keys_cooling_reasons(&pool, -1, 0), 1u << KEY_AUTH); /* another model's */
+    assert_int_equal(keys_cooling_reasons(&pool, 2, 0),
+                     (1u << KEY_AUTH) | (1u << KEY_RATE_LIMITED));
+    keys_cooldown(&pool, 2, 800, KEY_QUOTA);
+    assert_string_equal(keys_reasons_text(keys_cooling_reasons(&pool, 2, 0), buf, sizeof(buf)),
+                        "rate_limited, quota_exhausted, auth_failed");
+    assert_int_equal(keys_cooling_reasons(&pool, 2, 1000), 0); /* all back */
+    assert_string_equal(keys_reasons_text(1u << KEY_AUTH | 1u << KEY_QUOTA, buf, 20),
+                        "quota_exhausted"); /* cut at a whole name */
+}
+
 /* Only a refused key is re-verified: a rate-limited one comes back on its own. */
 static void test_verify_only_auth(void **state)
 {
@@ -366,6 +427,8 @@ int main(void)
         cmocka_unit_test(test_verify_inconclusive),
         cmocka_unit_test(test_verify_only_auth),
         cmocka_unit_test(test_verify_hint),
+        cmocka_unit_test(test_verify_due_last_key),
+        cmocka_unit_test(test_cooling_reasons),
         cmocka_unit_test(test_rate_limit_per_model),
         cmocka_unit_test(test_quota_auth_every_model),
         cmocka_unit_test(test_rate_limit_no_slot_key_wide),

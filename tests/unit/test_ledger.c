@@ -279,7 +279,7 @@ static void test_parse_ok(void **state)
 static void expect_bad(const char *json, enum bsc_err want, const char *param)
 {
     struct ledger_update u;
-    struct ledger_parse_err why = {NULL, ""};
+    struct ledger_parse_err why = {0};
 
     assert_int_equal(parse(json, &u, &why), want);
     assert_true(why.message[0] != '\0');
@@ -318,6 +318,47 @@ static void test_parse_bad(void **state)
     expect_bad("{\"tool_name\":\"t\",\"state\":\"planned\",\"extra\":1}", BSC_EINVAL, NULL);
     expect_bad("{\"tool_name\":\"t\",\"state\":\"planned\",\"x\":[[[[[[[[[[1]]]]]]]]]]}",
                BSC_EPARSE, NULL);
+}
+
+/* A member named twice is refused as on every other JSON endpoint, escapes decoded: the
+ * ledger must not read a state another parser of the same body would not. */
+static void expect_duplicate(const char *json, const char *name)
+{
+    struct ledger_update u;
+    struct ledger_parse_err why = {0};
+
+    assert_int_equal(parse(json, &u, &why), BSC_EINVAL);
+    assert_non_null(why.code);
+    assert_string_equal(why.code, "duplicate_key");
+    assert_null(why.param);
+    assert_non_null(strstr(why.message, name));
+}
+
+static void test_parse_duplicate(void **state)
+{
+    struct ledger_update u;
+    struct ledger_parse_err why = {0};
+
+    (void)state;
+    expect_duplicate("{\"tool_name\":\"t\",\"state\":\"planned\",\"state\":\"succeeded\"}",
+                     "'state'");
+    expect_duplicate("{\"tool_name\":\"t\",\"state\":\"planned\",\"st\\u0061te\":\"failed\"}",
+                     "'state'");
+    expect_duplicate("{\"t\\u006fol_name\":\"a\",\"tool_name\":\"b\",\"state\":\"started\"}",
+                     "'tool_name'");
+    expect_duplicate("{\"tool_name\":\"t\",\"state\":\"started\",\"external_reference\":\"a\","
+                     "\"external_reference\":null}",
+                     "'external_reference'");
+    /* A name parsers read differently (an escaped NUL) is refused, not guessed at. */
+    assert_int_equal(parse("{\"tool_name\":\"t\",\"state\\u0000x\":\"failed\","
+                           "\"state\":\"planned\"}", &u, &why),
+                     BSC_EINVAL);
+    assert_string_equal(why.code, "invalid_request");
+    /* An escaped name alone is that member. */
+    assert_int_equal(parse("{\"tool_name\":\"t\",\"st\\u0061te\":\"started\"}", &u, &why),
+                     BSC_OK);
+    assert_int_equal(u.state, S);
+    assert_null(why.code);
 }
 
 /* A body with a <n>-byte tool name or reference (<which> 0 or 1). */
@@ -405,8 +446,8 @@ int main(void)
         cmocka_unit_test(test_every_pair),      cmocka_unit_test(test_state_predicates),
         cmocka_unit_test(test_create),          cmocka_unit_test(test_repeat_and_references),
         cmocka_unit_test(test_op_id),           cmocka_unit_test(test_parse_ok),
-        cmocka_unit_test(test_parse_bad),       cmocka_unit_test(test_parse_bounds),
-        cmocka_unit_test(test_json_roundtrip),
+        cmocka_unit_test(test_parse_bad),       cmocka_unit_test(test_parse_duplicate),
+        cmocka_unit_test(test_parse_bounds),    cmocka_unit_test(test_json_roundtrip),
         cmocka_unit_test(test_scoped_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@
 
 #include "config/config.h"
 #include "router/shadow.h"
+#include "router/shadow_purse.h"
 
 static unsigned taken(uint64_t from, uint64_t n, uint32_t percent)
 {
@@ -198,13 +199,68 @@ static void config_errors(void **state)
     }
 }
 
+#define DAY 86400000ull
+
+/* shadow.max_usd_per_day: copies start while the day's spend is below the cap, the sum is
+ * exact in nano-dollars, a new UTC day starts empty, and 0 means no cap. */
+static void purse(void **state)
+{
+    struct shadow_purse p = {0};
+    uint64_t t = 20000 * DAY + 5;
+
+    (void)state;
+    assert_true(shadow_purse_allows(&p, 0.05, t));
+    shadow_purse_add(&p, 0.031, t);
+    assert_true(shadow_purse_allows(&p, 0.05, t + 1));
+    shadow_purse_add(&p, 0.031, t + 2);
+    assert_true(shadow_purse_spent(&p, t + 2) == 0.062);
+    assert_false(shadow_purse_allows(&p, 0.05, t + 3));
+    assert_false(shadow_purse_allows(&p, 0.062, t + 3)); /* at the cap: spent */
+    assert_true(shadow_purse_allows(&p, 0.062000001, t + 3));
+    assert_true(shadow_purse_allows(&p, 0, t + 3)); /* no cap */
+    /* the next UTC day */
+    assert_true(shadow_purse_allows(&p, 0.05, t - 5 + DAY));
+    assert_true(shadow_purse_spent(&p, t - 5 + DAY) == 0);
+    shadow_purse_add(&p, 0.00000031, t + DAY);
+    assert_true(shadow_purse_spent(&p, t + DAY) == 0.00000031);
+    /* a late report of yesterday's copy counts toward today, never resets it */
+    shadow_purse_add(&p, 0.01, t);
+    assert_true(shadow_purse_spent(&p, t + DAY) == 0.01000031);
+    shadow_purse_add(&p, -1, t + DAY); /* nonsense adds nothing */
+    assert_true(shadow_purse_spent(&p, t + DAY) == 0.01000031);
+}
+
+static void config_max_usd_per_day(void **state)
+{
+    struct cfg_diags d = {0};
+    struct cfg *cfg = NULL;
+
+    (void)state;
+    assert_int_equal(load(SHADOW_BASE "  r: {primary: [t]}\nshadow: {max_usd_per_day: 2.5}\n",
+                          &cfg, &d),
+                     BSC_OK);
+    assert_true(cfg->shadow.max_usd_per_day == 2.5);
+    cfg_unref(cfg);
+    cfg_diags_cleanup(&d);
+    assert_int_equal(load(SHADOW_BASE "  r: {primary: [t]}\n", &cfg, &d), BSC_OK);
+    assert_true(cfg->shadow.max_usd_per_day == 0);
+    cfg_unref(cfg);
+    cfg_diags_cleanup(&d);
+    assert_int_equal(load(SHADOW_BASE "  r: {primary: [t]}\nshadow: {max_usd_per_day: -1}\n",
+                          &cfg, &d),
+                     BSC_EINVAL);
+    assert_true(has_diag(&d, "max_usd_per_day"));
+    cfg_diags_cleanup(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sample_edges),  cmocka_unit_test(sample_exact_shares),
         cmocka_unit_test(sample_spread), cmocka_unit_test(agreement),
         cmocka_unit_test(summarize),     cmocka_unit_test(config_defaults_and_values),
-        cmocka_unit_test(config_errors),
+        cmocka_unit_test(config_errors),  cmocka_unit_test(purse),
+        cmocka_unit_test(config_max_usd_per_day),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
