@@ -136,6 +136,8 @@ void access_log_write(const struct access_entry *e)
         PUT_I64(b, "input_tokens", e->input_tokens);
         PUT_I64(b, "output_tokens", e->output_tokens);
         put_usd(b, e->cost_usd);
+        if (e->cost_estimated)
+            BSC_BUF_APPEND_LIT(b, ",\"cost_estimated\":true");
     }
     if (e->n_attempts)
         put_attempts(b, e->attempts, e->n_attempts);

@@ -28,6 +28,7 @@ struct access_entry {
     const char *termination; /* "ok", "client_abort", "upstream_interrupted", ... */
     int64_t input_tokens, output_tokens; /* -1 when unknown */
     double cost_usd;
+    bool cost_estimated; /* some of <cost_usd> is an estimate, no usage came (spend.md) */
     const struct req_times *states; /* may be NULL; the time spent in each state */
     const char *detail; /* may be NULL; what a request the router did not take did or why it
                          * was refused ("disable target t1", "origin not allowed") */
