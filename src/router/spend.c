@@ -495,6 +495,20 @@ static enum bsc_err add_cost(struct request *r, struct spend_entry *e, uint64_t 
     return err;
 }
 
+/* A cost of <usd> replaces what it covers of <r>'s hold (in the hold's period): that part
+ * leaves the holds. Returns what the figure must add: the cost, less the covered part when
+ * the hold is already in it (a shared record). Under the mutex. */
+static double replace_hold(struct request *r, struct spend_entry *e, double usd)
+{
+    double covered = e->period_ms == r->spend.hold_period_ms
+                         ? spend_hold_covered(r->spend.hold_usd, usd)
+                         : 0;
+
+    r->spend.hold_usd -= covered;
+    e->held = spend_hold_release(e->held, covered);
+    return r->spend.hold_stored ? usd - covered : usd;
+}
+
 void spend_record(struct request *r, double usd)
 {
     const struct cfg_client *c = r->client;
@@ -507,10 +521,13 @@ void spend_record(struct request *r, double usd)
     uv_mutex_lock(&b->mu);
     e = entry_get(b, c->id);
     if (e) {
+        double add;
+
         entry_roll(e, c->budget.period, bsc_wall_ms());
-        book_add(e, usd);
-        if (r->gw->store)
-            err = add_cost(r, e, e->period_ms, usd);
+        add = replace_hold(r, e, usd);
+        book_add(e, add);
+        if (r->gw->store && add != 0)
+            err = add_cost(r, e, e->period_ms, add);
     }
     uv_mutex_unlock(&b->mu);
     if (err)

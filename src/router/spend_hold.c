@@ -35,6 +35,13 @@ bool spend_hold_room(double spent_usd, double held_usd, double budget_usd)
     return spent_usd + held_usd < budget_usd;
 }
 
+double spend_hold_covered(double hold_usd, double cost_usd)
+{
+    if (!(hold_usd > 0) || !(cost_usd > 0))
+        return 0;
+    return cost_usd < hold_usd ? cost_usd : hold_usd;
+}
+
 double spend_hold_release(double held_usd, double hold_usd)
 {
     double left = held_usd - hold_usd;

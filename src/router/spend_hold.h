@@ -23,6 +23,10 @@ double spend_hold_estimate(const struct cfg_route *route, uint64_t est_tokens,
  * So every admitted request found room, and the spend plus the holds can pass the budget by
  * at most the last hold taken. */
 bool spend_hold_room(double spent_usd, double held_usd, double budget_usd);
+/* The part of a cost of <cost_usd> that replaces what is left of a hold of <hold_usd>: the
+ * smaller of the two. That part moves from the holds to the spend, so the two together do
+ * not move while a request costs no more than it held. */
+double spend_hold_covered(double hold_usd, double cost_usd);
 /* <held_usd> once a hold of <hold_usd> is given back: never below 0 (sums of doubles given
  * back in another order can leave a residue of a few ulps either way). */
 double spend_hold_release(double held_usd, double hold_usd);

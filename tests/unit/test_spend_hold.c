@@ -2,9 +2,9 @@
 /* test_spend_hold.c -- budget holds (router/spend_hold.c): the room a budget leaves with
  * holds taken (at, under and over the budget), 200 concurrent admissions against a budget
  * that allows one and one that allows seven (the spend plus the holds pass the budget by at
- * most one estimate), holds given back to exactly nothing, the estimate of a route (its
- * dearest target; none priced), and the output estimate of a stream without usage
- * (deliver_text_frames: the chunk frames that carry text). */
+ * most one estimate), a cost replacing what it covers of a hold, holds given back to exactly
+ * nothing, the estimate of a route (its dearest target; none priced), and the output
+ * estimate of a stream without usage (deliver_text_frames: the chunk frames with text). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -41,9 +41,12 @@ static unsigned admit_all(unsigned n, double est, double budget, double *spent)
         held += est;
         admitted++;
     }
-    for (unsigned i = 0; i < admitted; i++) { /* each settles: its hold for its cost */
-        held = spend_hold_release(held, est);
+    for (unsigned i = 0; i < admitted; i++) { /* each settles: its cost replaces its hold */
+        double c = spend_hold_covered(est, est);
+
+        held = spend_hold_release(held, c);
         *spent += est;
+        assert_true(spend_hold_room(*spent, held, budget) == false || admitted * est < budget);
     }
     assert_true(held == 0.0);
     return admitted;
@@ -76,6 +79,27 @@ static void test_release(void **state)
     assert_true(held == 0.0);
     assert_true(spend_hold_release(0.1, 0.3) == 0.0); /* a hold of a period rolled over */
     assert_true(spend_hold_release(0.5, 0.2) == 0.3);
+}
+
+/* A cost replaces what it covers of the hold: spend + holds stay put while a request costs
+ * no more than it held, and rise by the excess only. */
+static void test_covered(void **state)
+{
+    double spent = 0.125, held = 0.5, hold = 0.25, c; /* binary fractions: exact sums */
+
+    (void)state;
+    c = spend_hold_covered(hold, 0.0625); /* a first attempt, cheaper than the hold */
+    assert_true(c == 0.0625);
+    hold -= c, held -= c, spent += 0.0625;
+    assert_true(spent + held == 0.625);
+    c = spend_hold_covered(hold, 0.375); /* a second one, dearer than what is left */
+    assert_true(c == 0.1875);
+    hold -= c, held -= c, spent += 0.375;
+    assert_true(hold == 0.0);
+    assert_true(spent + held == 0.8125); /* up by the excess, 0.1875 */
+    assert_true(spend_hold_covered(hold, 0.1) == 0.0); /* nothing left to cover */
+    assert_true(spend_hold_covered(0.2, 0) == 0.0);
+    assert_true(spend_hold_covered(-1, 0.1) == 0.0);
 }
 
 static void test_estimate(void **state)
@@ -131,6 +155,7 @@ int main(void)
         cmocka_unit_test(test_room),
         cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_release),
+        cmocka_unit_test(test_covered),
         cmocka_unit_test(test_estimate),
         cmocka_unit_test(test_text_frames),
     };
