@@ -449,6 +449,13 @@ static void st_backoff(struct request *r)
     begin_attempt(r);
 }
 
+/* A stream's usage as far as the provider reported it, into r->x.usage. */
+static void stream_usage(struct request *r)
+{
+    if (r->x.mode == BODY_SSE && r->x.prov_st_live && r->x.ops->stream_usage)
+        r->x.ops->stream_usage(r->x.prov_st, &r->x.usage);
+}
+
 /* The usage the attempt that ends is charged for: the provider's, and where it reported
  * nothing -- or, on an answer that did not end, less output than was relayed -- the
  * estimate (docs/internals/spend.md, "Cost"): the prompt at the router's bytes / 4, the
@@ -461,8 +468,7 @@ static bool charged_usage(struct request *r, bool complete)
                                         : (int64_t)(r->x.answer.len / 4);
     bool estimated = false;
 
-    if (r->x.mode == BODY_SSE && r->x.prov_st_live && r->x.ops->stream_usage)
-        r->x.ops->stream_usage(r->x.prov_st, u);
+    stream_usage(r);
     if (u->input_tokens < 0) {
         u->input_tokens = (int64_t)(r->input.est_tokens - r->input.est_out_tokens);
         estimated = true;
@@ -479,9 +485,14 @@ static bool charged_usage(struct request *r, bool complete)
 static void account_usage(struct request *r, bool complete)
 {
     const struct cfg_price *p = &r->target->price;
-    bool estimated = charged_usage(r, complete);
+    bool estimated;
     double cost = 0;
 
+    if (!(p->input_per_mtok > 0) && !(p->output_per_mtok > 0)) {
+        stream_usage(r); /* nothing to charge: the usage as reported, nothing estimated */
+        return;
+    }
+    estimated = charged_usage(r, complete);
     if (r->x.usage.input_tokens > 0)
         cost += (double)r->x.usage.input_tokens * p->input_per_mtok / 1e6;
     if (r->x.usage.output_tokens > 0)
@@ -498,8 +509,7 @@ static void account_usage(struct request *r, bool complete)
  * token (a refusal, a reset, an error status) costs nothing. */
 static void account_failed(struct request *r)
 {
-    if (r->x.mode == BODY_SSE && r->x.prov_st_live && r->x.ops->stream_usage)
-        r->x.ops->stream_usage(r->x.prov_st, &r->x.usage);
+    stream_usage(r);
     if (r->x.usage.output_tokens > 0 || r->d.text_frames > 0)
         account_usage(r, false);
 }

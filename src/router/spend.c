@@ -7,11 +7,13 @@
  * decides on its own figure. Every cost is added to the book and to the store (an atomic
  * add, not awaited). The store runs operations in call order and adds are called under the
  * book's mutex, so a load sees every add called before it and the book adds those after.
- * Precision given up: requests admitted before the one that crossed the budget finished are
- * still served -- a budget stops a client after the request that crossed it. With a shared
- * store (Redis) other processes add too: every answer of the store (the total an add
- * returns, a read) refreshes the book, and a figure older than SPEND_FRESH_MS is read again
- * before a check (docs/internals/redis.md). */
+ * Each admitted request holds its estimate (spend_hold.c) until its cost replaces it and
+ * DONE gives back the rest, and is admitted only while spend + holds is under the budget:
+ * the requests in flight pass it by at most one estimate. With a shared store (Redis)
+ * other processes add too: every answer of the store (the total an add returns, a read)
+ * refreshes the book, and a figure older than SPEND_FRESH_MS is read again before a
+ * check; a hold is an add to the fleet's record, and the record before it decides
+ * (docs/internals/redis.md, docs/internals/spend.md "Holds"). */
 #include "router/spend.h"
 
 #include <stdlib.h>
@@ -247,7 +249,6 @@ enum bsc_err spend_reset(struct spend_book *b, struct store *st, uv_loop_t *loop
 {
     struct spend_entry *e;
     enum bsc_err err = BSC_OK;
-
     double keep = 0;
 
     uv_mutex_lock(&b->mu);
