@@ -5,26 +5,30 @@
 // instance, each costing exactly its estimate ($0.015), against $0.01 serve exactly one
 // (the first hold Redis applies finds the record at 0; every later one finds it past the
 // budget), and against $0.10 at most seven. Once all are done the record is exactly what
-// the served ones cost: every hold was given back, by the refused and by clients that left.
+// the served ones cost: every hold was given back, by the refused and by clients that left
+// -- also one that left while ADMIT waited for Redis to answer its hold (a third instance
+// talks to Redis through a proxy that holds the replies back).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startGateway, startSim, waitFor } from '../lib/harness.mjs';
-import { startRedis } from '../lib/redis.mjs';
+import { startRedis, startReplyDelayProxy } from '../lib/redis.mjs';
 
 const ADMIN = 'admin-key-0123456789abcdef';
 const KEYS = {
   one: 'one-key-0123456789abcdef-1',
   seven: 'seven-key-0123456789abcdef',
   leaver: 'leaver-key-0123456789abcdef',
+  waiter: 'waiter-key-0123456789abcdef',
 };
+const HOLD_MS = 600; // under the store's 1 s ping period: it stays up
 const N = 100;
 const COST = 0.015;
-let redis, sim, a, b;
+let redis, proxy, sim, a, b, c;
 
-const config = () => `listen: "127.0.0.1:{{PORT}}"
+const config = (url = redis.url) => `listen: "127.0.0.1:{{PORT}}"
 workers: 2
 admin: { key: "${ADMIN}" }
-store: { kind: redis, url: "${redis.url}", prefix: "h:", timeout_ms: 5000 }
+store: { kind: redis, url: "${url}", prefix: "h:", timeout_ms: 5000 }
 providers:
   sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-s"], health: { probe: none } }
 targets:
@@ -37,9 +41,10 @@ clients:
   one: { key: "\${K_ONE}", routes: [chat], budget: { usd: 0.01, period: day } }
   seven: { key: "\${K_SEVEN}", routes: [chat], budget: { usd: 0.1, period: day } }
   leaver: { key: "\${K_LEAVER}", routes: [hang], budget: { usd: 0.05, period: day } }
+  waiter: { key: "\${K_WAITER}", routes: [chat], budget: { usd: 0.05, period: day } }
 `;
 
-const env = () => ({ K_ONE: KEYS.one, K_SEVEN: KEYS.seven, K_LEAVER: KEYS.leaver });
+const env = () => ({ K_ONE: KEYS.one, K_SEVEN: KEYS.seven, K_LEAVER: KEYS.leaver, K_WAITER: KEYS.waiter });
 
 before(async () => {
   redis = await startRedis();
@@ -48,11 +53,15 @@ before(async () => {
   await sim.setModel('hang-model', { tokens: 2, script: [{ action: 'hang' }], repeat: true });
   a = await startGateway({ env: env(), config: config() });
   b = await startGateway({ env: env(), config: config() });
+  proxy = await startReplyDelayProxy(redis.port);
+  c = await startGateway({ env: env(), config: config(proxy.url) });
 });
 
 after(async () => {
   await a?.stop();
   await b?.stop();
+  await c?.stop();
+  await proxy?.stop();
   await sim?.stop();
   await redis?.stop();
 });
@@ -120,4 +129,25 @@ test('holds of clients that leave are given back in the fleet\'s record', async 
   for (const ac of acs) ac.abort();
   await Promise.all(pending);
   await record('leaver', 0); // nothing generated, a free prompt: nothing spent, nothing held
+});
+
+test('a client that leaves while its hold waits for Redis leaves nothing held', async () => {
+  const key = `h:{spend:waiter:${(await view(a, 'waiter')).period_start_ms}}`;
+  const count = () => proxy.sent().split('spend:waiter').length - 1;
+  const before = count();
+  proxy.hold(HOLD_MS);
+  const ac = new AbortController();
+  const leaving = chat(c, 'waiter', 'chat', ac.signal).catch(() => null);
+  // c has no figure for waiter yet: a read, then (once it answers) the hold's add.
+  await waitFor(() => count() >= before + 2, { timeoutMs: 10000, everyMs: 5, what: 'the hold sent' });
+  ac.abort();
+  await leaving;
+  proxy.hold(0);
+  await record('waiter', 0);
+  await waitFor(async () => (await view(c, 'waiter')).in_flight === 0, { what: 'nothing in flight on c' });
+  const res = await chat(c, 'waiter'); // and the budget is whole: served
+  assert.equal(res.status, 200, await res.clone().text());
+  await res.arrayBuffer();
+  await record('waiter', COST);
+  assert.equal(Number(await redis.command('PTTL', key)) > 0, true, 'the record keeps its TTL');
 });
