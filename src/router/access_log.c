@@ -142,6 +142,8 @@ void access_log_write(const struct access_entry *e)
         if (e->reasoning_tokens > 0)
             PUT_I64(b, "reasoning_tokens", e->reasoning_tokens);
         put_usd(b, e->cost_usd);
+        if (e->cost_estimated)
+            BSC_BUF_APPEND_LIT(b, ",\"cost_estimated\":true");
     }
     if (e->n_attempts)
         put_attempts(b, e->attempts, e->n_attempts);

@@ -31,6 +31,7 @@ struct access_entry {
      * provider's cache, output tokens spent reasoning. */
     int64_t cached_tokens, cache_write_tokens, reasoning_tokens;
     double cost_usd;
+    bool cost_estimated; /* some of <cost_usd> is an estimate, no usage came (spend.md) */
     const struct req_times *states; /* may be NULL; the time spent in each state */
     const char *detail; /* may be NULL; what a request the router did not take did or why it
                          * was refused ("disable target t1", "origin not allowed") */

@@ -227,12 +227,44 @@ static enum bsc_err convert_down(struct request *r)
     return err;
 }
 
+/* True when <frame> has the member <name> (with its colon and opening quote) followed by
+ * a non-empty string. The adapters write their frames compactly, so the three are adjacent. */
+static bool has_text(struct bsc_str frame, struct bsc_str name)
+{
+    const char *at = bsc_str_find(frame, name);
+
+    return at && at + name.len < frame.p + frame.len && at[name.len] != '"';
+}
+
+/* How many of the OpenAI chunk frames in <conv> carry generated text: a delta with a
+ * non-empty "content" (or "reasoning_content") or tool-call "arguments". One such frame
+ * counts as one output token when a stream ends without its usage (docs/internals/spend.md,
+ * "Cost"). Pure. */
+uint64_t deliver_text_frames(struct bsc_str conv)
+{
+    const char *p = conv.p, *end = conv.p + conv.len;
+    uint64_t n = 0;
+
+    while (p && p < end) {
+        const char *e = bsc_str_find((struct bsc_str){p, (size_t)(end - p)}, BSC_STR("\n\n"));
+        struct bsc_str frame = {p, (size_t)((e ? e : end) - p)};
+
+        if (has_text(frame, BSC_STR("content\":\"")) ||
+            has_text(frame, BSC_STR("\"arguments\":\"")))
+            n++;
+        p = e ? e + 2 : end;
+    }
+    return n;
+}
+
 enum bsc_err deliver_convert(struct request *r)
 {
     enum bsc_err err;
 
     if (r->x.conv.len == 0)
         return BSC_OK;
+    if (r->target->price.input_per_mtok > 0 || r->target->price.output_per_mtok > 0)
+        r->d.text_frames += deliver_text_frames(bsc_buf_str(&r->x.conv)); /* for its cost */
     contract_feed_checks(r, bsc_buf_str(&r->x.conv)); /* what the client gets, checked */
     if (r->d.ops) {
         err = convert_down(r);
@@ -406,6 +438,7 @@ void deliver_error(struct request *r)
 
 void deliver_down_reset(struct request *r)
 {
+    r->d.text_frames = 0; /* a new attempt: the frames a failed one converted went nowhere */
     if (r->d.down_st && r->d.ops)
         r->d.ops->stream_cleanup(r->d.down_st);
     BSC_FREE(r->d.down_st);

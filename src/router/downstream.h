@@ -67,6 +67,8 @@ struct downstream {
     bool committed;             /* response head sent */
     int status;
     uint64_t bytes_out;
+    uint64_t text_frames;       /* chunk frames relayed that carry generated text: the
+                                   output's estimate when no usage came (spend.md) */
     uint64_t ttfb_us;
     struct bsc_buf out;         /* owned: client bytes to write downstream */
     const char *termination;    /* access-log termination code */
@@ -82,6 +84,10 @@ struct downstream {
 void deliver_init(struct downstream *d, const struct down_ops *ops, void *down_arg);
 /* Sends the SSE head (the commit point); request.c moves to RELAY. */
 void deliver_commit(struct request *r);
+/* How many of the OpenAI chunk frames `data: {...}\n\n` in <conv> carry generated text (a
+ * non-empty content, reasoning_content or tool-call arguments): the output estimate of a
+ * stream that ends without usage, one token a frame. Pure. */
+uint64_t deliver_text_frames(struct bsc_str conv);
 /* Converts the adapter's OpenAI frames in r->x.conv into client bytes in r->d.out. */
 enum bsc_err deliver_convert(struct request *r);
 /* Writes r->d.out; true when the upstream should pause (back-pressure). */

@@ -113,7 +113,8 @@ struct request {
     enum brk_state circuit;          /* the target's circuit after the last report */
     bool attempt_open;               /* inflight counted and outcome not yet reported */
     struct xchg x;                   /* its upstream side (exchange.c) */
-    double cost_usd;
+    double cost_usd;                 /* what its attempts were charged, summed (spend.md) */
+    bool cost_estimated;             /* ... some of it from an estimate, not a usage */
 
     struct req_next next;        /* the next step, chosen by decide_next */
 

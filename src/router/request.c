@@ -60,14 +60,20 @@ void req__goto(struct request *r, enum req_state next)
     r->m.state = next;
 }
 
+static void account_usage(struct request *r, bool complete);
+
 /* The client went away (on_client_abort): whatever the state, the request ends here. */
 static void req_abort(struct request *r)
 {
     struct attempt *a = req__cur_attempt(r);
 
     xchg_cancel(&r->x);
-    if (a && a->outcome == ATTEMPT_RUNNING)
+    if (a && a->outcome == ATTEMPT_RUNNING) {
+        /* The provider bills what it was asked and generated, whether or not the client
+         * stayed: the prompt and the output so far, estimated where no usage came. */
+        account_usage(r, false);
         attempt_end(a, bsc_now_us(), ATTEMPT_CANCELLED, "cancelled");
+    }
     r->d.termination = "client_abort";
     r->d.status = r->d.status ? r->d.status : 499;
     req__goto(r, REQ_ST_DONE);
@@ -449,13 +455,66 @@ static void st_backoff(struct request *r)
     begin_attempt(r);
 }
 
-/* What the delivered answer cost, from its usage and the target's price (router/cost.h). */
-static void account_usage(struct request *r)
+/* A stream's usage as far as the provider reported it, into r->x.usage. */
+static void stream_usage(struct request *r)
 {
     if (r->x.mode == BODY_SSE && r->x.prov_st_live && r->x.ops->stream_usage)
         r->x.ops->stream_usage(r->x.prov_st, &r->x.usage);
-    r->cost_usd = cost_of_usage(&r->target->price, &r->x.usage);
-    spend_record(r);
+}
+
+/* The usage the attempt that ends is charged for: the provider's, and where it reported
+ * nothing -- or, on an answer that did not end, less output than was relayed -- the
+ * estimate (docs/internals/spend.md, "Cost"): the prompt at the router's bytes / 4, the
+ * output at one token per text frame relayed (a stream) or the answer's bytes / 4.
+ * <complete>: the answer ended properly, its usage is final. True when estimated. */
+static bool charged_usage(struct request *r, bool complete)
+{
+    struct prov_usage *u = &r->x.usage;
+    int64_t out = r->x.mode == BODY_SSE ? (int64_t)r->d.text_frames
+                                        : (int64_t)(r->x.answer.len / 4);
+    bool estimated = false;
+
+    stream_usage(r);
+    if (u->input_tokens < 0) {
+        u->input_tokens = (int64_t)(r->input.est_tokens - r->input.est_out_tokens);
+        estimated = true;
+    }
+    if (u->output_tokens < 0 || (!complete && u->output_tokens < out)) {
+        u->output_tokens = out;
+        estimated = true;
+    }
+    return estimated;
+}
+
+/* Charges the attempt that ends to the request (r->cost_usd sums its attempts) and to its
+ * client's budget: its usage at its target's price (router/cost.h). */
+static void account_usage(struct request *r, bool complete)
+{
+    const struct cfg_price *p = &r->target->price;
+    bool estimated;
+    double cost;
+
+    if (!(p->input_per_mtok > 0) && !(p->output_per_mtok > 0)) {
+        stream_usage(r); /* nothing to charge: the usage as reported, nothing estimated */
+        return;
+    }
+    estimated = charged_usage(r, complete);
+    cost = cost_of_usage(p, &r->x.usage);
+    if (!(cost > 0))
+        return;
+    r->cost_usd += cost;
+    r->cost_estimated |= estimated;
+    spend_record(r, cost);
+}
+
+/* An attempt that failed is charged only once output was generated (the provider bills
+ * it): it reported output tokens, or text frames were converted. A failure before any
+ * token (a refusal, a reset, an error status) costs nothing. */
+static void account_failed(struct request *r)
+{
+    stream_usage(r);
+    if (r->x.usage.output_tokens > 0 || r->d.text_frames > 0)
+        account_usage(r, false);
 }
 
 static void st_attempt(struct request *r)
@@ -491,12 +550,13 @@ static void st_attempt(struct request *r)
         attempt_end(req__cur_attempt(r), bsc_now_us(), ATTEMPT_OK, NULL);
         req__cur_attempt(r)->status = r->x.up_status;
         report_attempt(r, BRK_SUCCESS, NULL, false);
-        account_usage(r);
+        account_usage(r, true);
         resp_owner_note(r); /* before the answer goes out: a next turn may follow at once */
         log_attempt(r, "deliver", "ok");
         req__goto(r, REQ_ST_REPLY);
         return;
     }
+    account_failed(r);
     attempt_failed(r);
     r->m.admit_at = 0; /* a replay is admitted afresh */
     req__goto(r, REQ_ST_ADMIT);
@@ -509,7 +569,7 @@ static void relay_cut(struct request *r, struct attempt *a)
     attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, r->d.limit_cut);
     a->status = 200;
     report_attempt(r, BRK_SUCCESS, NULL, false);
-    account_usage(r);
+    account_usage(r, false);
     log_attempt(r, "stop", r->d.limit_cut);
     guard_record_uncertain(r, "partial_output");
     deliver_stream_error(r, r->x.stream_fail.message);
@@ -528,7 +588,7 @@ static void st_relay(struct request *r)
         attempt_end(a, bsc_now_us(), ATTEMPT_OK, NULL);
         a->status = 200;
         report_attempt(r, BRK_SUCCESS, NULL, false);
-        account_usage(r);
+        account_usage(r, true);
         log_attempt(r, "deliver", "ok");
         contract_record_stream(r); /* pass-through: checks recorded, the bytes are gone */
         feedback_attempt(r, true); /* before the end: the client may judge it at once */
@@ -549,6 +609,7 @@ static void st_relay(struct request *r)
     r->x.fail.request_caused = r->x.stream_failed && r->x.stream_fail.request_caused;
     attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, "partial_output");
     a->status = 200;
+    account_failed(r); /* cut after tokens were generated: billed */
     feedback_attempt(r, false);
     report_attempt(r, breaker_outcome(&r->x.fail), "partial_output", false);
     log_attempt(r, "stop", r->x.timed_out ? "stream_stalled" : r->x.stream_failed ? "error_event"
@@ -674,6 +735,7 @@ static uint64_t write_access_line(struct request *r)
         .cache_write_tokens = cache_writes(&r->x.usage),
         .reasoning_tokens = r->x.usage.reasoning_tokens,
         .cost_usd = r->cost_usd,
+        .cost_estimated = r->cost_estimated,
         .states = &r->m.times,
         .limited_by = r->lim.limited_by,
         .queued_ms = r->lim.queue_start_ms ? (int64_t)r->lim.queued_ms : -1,

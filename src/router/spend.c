@@ -7,11 +7,13 @@
  * decides on its own figure. Every cost is added to the book and to the store (an atomic
  * add, not awaited). The store runs operations in call order and adds are called under the
  * book's mutex, so a load sees every add called before it and the book adds those after.
- * Precision given up: requests admitted before the one that crossed the budget finished are
- * still served -- a budget stops a client after the request that crossed it. With a shared
- * store (Redis) other processes add too: every answer of the store (the total an add
- * returns, a read) refreshes the book, and a figure older than SPEND_FRESH_MS is read again
- * before a check (docs/internals/redis.md). */
+ * Each admitted request holds its estimate (spend_hold.c) until its cost replaces it and
+ * DONE gives back the rest, and is admitted only while spend + holds is under the budget:
+ * the requests in flight pass it by at most one estimate. With a shared store (Redis)
+ * other processes add too: every answer of the store (the total an add returns, a read)
+ * refreshes the book, and a figure older than SPEND_FRESH_MS is read again before a
+ * check; a hold is an add to the fleet's record, and the record before it decides
+ * (docs/internals/redis.md, docs/internals/spend.md "Holds"). */
 #include "router/spend.h"
 
 #include <stdlib.h>
@@ -22,6 +24,7 @@
 #include "router/gateway.h"
 #include "router/guard.h"
 #include "router/internal.h"
+#include "router/spend_hold.h"
 
 #define BOOK_BUCKETS 1024u
 #define MS_PER_DAY 86400000ull
@@ -38,6 +41,7 @@ struct spend_entry {
     double pending;         /* LOADING: added since the load was called */
     uint64_t gen;           /* the load that may fill the entry */
     uint32_t inflight;
+    double held;            /* the holds of this process's requests in flight, this period */
     /* a shared store only: the store's answers refresh <usd> (entry_apply) */
     uint64_t seq;           /* store calls made on the entry */
     uint64_t applied;       /* the <seq> of the last answer applied */
@@ -173,8 +177,18 @@ static void entry_roll(struct spend_entry *e, enum cfg_period p, uint64_t now_ms
     e->period_ms = start;
     e->st = ENTRY_NONE;
     e->usd = e->pending = 0;
+    e->held = 0; /* the requests holding in the old period give back nothing here */
     e->refresh_seq = 0;
     e->fresh_ms = 0;
+}
+
+/* <usd> into the book's figure of <e> (a load running: into what it adds on arrival). */
+static void book_add(struct spend_entry *e, double usd)
+{
+    if (e->st == ENTRY_READY)
+        e->usd += usd;
+    else if (e->st == ENTRY_LOADING)
+        e->pending += usd;
 }
 
 /* ---- a shared store: the fleet's figure -------------------------------------------------- */
@@ -235,20 +249,25 @@ enum bsc_err spend_reset(struct spend_book *b, struct store *st, uv_loop_t *loop
 {
     struct spend_entry *e;
     enum bsc_err err = BSC_OK;
+    double keep = 0;
 
     uv_mutex_lock(&b->mu);
     e = entry_get(b, id);
     if (e) {
         entry_roll(e, p, now_ms);
+        /* A shared record holds the holds of the requests in flight: this process's stay
+         * (their release takes them out again); other instances' are lost (spend.md). */
+        keep = st && store_is_shared(st) ? e->held : 0;
         e->st = ENTRY_READY;
-        e->usd = e->pending = 0;
+        e->usd = keep;
+        e->pending = 0;
         e->gen++; /* a load still running must not fill it, nor an answer from before */
         e->refresh_seq = 0;
         e->fresh_ms = bsc_now_ms();
     }
     if (st)
         err = store_spend_set(st, loop, bsc_str_cstr(id), spend_period_start(p, now_ms),
-                              spend_period_ttl_ms(p), 0, cb ? cb : on_reset_noop, ud);
+                              spend_period_ttl_ms(p), keep, cb ? cb : on_reset_noop, ud);
     uv_mutex_unlock(&b->mu);
     return e ? err : BSC_ENOMEM;
 }
@@ -380,17 +399,21 @@ static int start_refresh(struct request *r, struct spend_entry *e)
     return 1;
 }
 
-static void refuse(struct request *r, double spent)
+static void refuse(struct request *r, double spent, double held)
 {
     const struct cfg_budget *bu = &r->client->budget;
     static const char *const names[] = {"day", "month", "total"};
+    char in_flight[96] = "";
 
+    if (held > 0)
+        snprintf(in_flight, sizeof(in_flight), " and its requests in flight hold $%.6f",
+                 held);
     /* A typed failure, so the body says "retryable": false; waiting a little will not help,
      * the period's end or an operator will (REPLY_OUTLOOK_NEVER: no Retry-After). */
     req__set_typed_failure(r, "budget_exceeded", REPLY_OUTLOOK_NEVER, -1,
-                           "client '%s' has spent $%.6f of its $%.6f budget for this %s; no "
+                           "client '%s' has spent $%.6f of its $%.6f budget for this %s%s; no "
                            "request is sent until %s", r->client->id, spent, bu->usd,
-                           names[bu->period],
+                           names[bu->period], in_flight,
                            bu->period == CFG_PERIOD_TOTAL ? "an operator resets it"
                                                           : "the period ends (UTC)");
     r->err.status = 429;
@@ -399,8 +422,9 @@ static void refuse(struct request *r, double spent)
 }
 
 /* The check of <r> against <e>, under the mutex: 0 passes, 1 waits for a read, 2 refuses
- * (*<spent> is the figure). */
-static int judge(struct request *r, struct spend_entry *e, double *spent)
+ * (*<spent> is the figure, *<held> what the requests in flight hold besides). With a shared
+ * store the holds are in the figure itself (the fleet's record); else the book has them. */
+static int judge(struct request *r, struct spend_entry *e, double *spent, double *held)
 {
     const struct cfg_client *c = r->client;
 
@@ -418,31 +442,8 @@ static int judge(struct request *r, struct spend_entry *e, double *spent)
         return start_read(r, e);
     if (is_stale(r, e) && start_refresh(r, e))
         return 1;
-    return *spent >= c->budget.usd ? 2 : 0;
-}
-
-int spend_admit(struct request *r)
-{
-    const struct cfg_client *c = r->client;
-    struct spend_book *b = r->gw->spend;
-    struct spend_entry *e;
-    double spent = -1;
-    int v = 0;
-
-    if (!c || !b || r->spend.reading)
-        return r->spend.reading ? 1 : 0;
-    uv_mutex_lock(&b->mu);
-    e = entry_get(b, c->id);
-    if (e && c->budget.usd >= 0)
-        v = judge(r, e, &spent);
-    if (e && v == 0) {
-        e->inflight++;
-        r->spend.counted = true;
-    }
-    uv_mutex_unlock(&b->mu);
-    if (v == 2)
-        refuse(r, spent);
-    return v;
+    *held = is_shared(r) ? 0 : e->held;
+    return spend_hold_room(*spent, *held, c->budget.usd) ? 0 : 2;
 }
 
 static void on_add(enum bsc_err err, double usd, void *ud)
@@ -474,8 +475,11 @@ static void on_shared_add(enum bsc_err err, double usd, void *ud)
     free(a);
 }
 
-/* Calls the store's add of <usd> to <e> (under the mutex: ordered with the reads). */
-static enum bsc_err add_cost(struct request *r, struct spend_entry *e, double usd)
+/* Calls the store's add of <usd> (negative: a hold given back) to <e>'s record of
+ * <period_ms> (under the mutex: ordered with the reads). A shared store's answer refreshes
+ * the book when the record is still the book's. */
+static enum bsc_err add_cost(struct request *r, struct spend_entry *e, uint64_t period_ms,
+                             double usd)
 {
     struct store *st = r->gw->store;
     struct bsc_str id = bsc_str_cstr(e->id);
@@ -483,34 +487,48 @@ static enum bsc_err add_cost(struct request *r, struct spend_entry *e, double us
     struct spend_add *a;
     enum bsc_err err;
 
-    if (!is_shared(r) || !(a = malloc(sizeof(*a))))
-        return store_spend_add(st, &r->w->loop, id, e->period_ms, ttl, usd, on_add, NULL);
+    if (!is_shared(r) || period_ms != e->period_ms || !(a = malloc(sizeof(*a))))
+        return store_spend_add(st, &r->w->loop, id, period_ms, ttl, usd, on_add, NULL);
     *a = (struct spend_add){r->gw->spend, e, mark_take(e, usd)};
-    err = store_spend_add(st, &r->w->loop, id, e->period_ms, ttl, usd, on_shared_add, a);
+    err = store_spend_add(st, &r->w->loop, id, period_ms, ttl, usd, on_shared_add, a);
     if (err)
         free(a);
     return err;
 }
 
-void spend_record(struct request *r)
+/* A cost of <usd> replaces what it covers of <r>'s hold (in the hold's period): that part
+ * leaves the holds. Returns what the figure must add: the cost, less the covered part when
+ * the hold is already in it (a shared record). Under the mutex. */
+static double replace_hold(struct request *r, struct spend_entry *e, double usd)
+{
+    double covered = e->period_ms == r->spend.hold_period_ms
+                         ? spend_hold_covered(r->spend.hold_usd, usd)
+                         : 0;
+
+    r->spend.hold_usd -= covered;
+    e->held = spend_hold_release(e->held, covered);
+    return r->spend.hold_stored ? usd - covered : usd;
+}
+
+void spend_record(struct request *r, double usd)
 {
     const struct cfg_client *c = r->client;
     struct spend_book *b = r->gw->spend;
     struct spend_entry *e;
     enum bsc_err err = BSC_OK;
 
-    if (!c || !b || !(r->cost_usd > 0))
+    if (!c || !b || !(usd > 0))
         return;
     uv_mutex_lock(&b->mu);
     e = entry_get(b, c->id);
     if (e) {
+        double add;
+
         entry_roll(e, c->budget.period, bsc_wall_ms());
-        if (e->st == ENTRY_READY)
-            e->usd += r->cost_usd;
-        else if (e->st == ENTRY_LOADING)
-            e->pending += r->cost_usd;
-        if (r->gw->store)
-            err = add_cost(r, e, r->cost_usd);
+        add = replace_hold(r, e, usd);
+        book_add(e, add);
+        if (r->gw->store && add != 0)
+            err = add_cost(r, e, e->period_ms, add);
     }
     uv_mutex_unlock(&b->mu);
     if (err)
@@ -518,17 +536,143 @@ void spend_record(struct request *r)
                  bsc_err_str(err));
 }
 
+/* ---- holds: the estimate of each admitted request, reserved until it ends --------------- */
+
+/* Gives back <r>'s hold on <e> (under the mutex). In the period it was taken in only: a new
+ * period starts with nothing held. A shared record gets the matching negative add. */
+static void give_back(struct request *r, struct spend_entry *e)
+{
+    double h = r->spend.hold_usd;
+    enum bsc_err err = BSC_OK;
+
+    r->spend.hold_usd = 0;
+    if (e->period_ms == r->spend.hold_period_ms) {
+        e->held = spend_hold_release(e->held, h);
+        if (r->spend.hold_stored)
+            book_add(e, -h);
+    }
+    if (r->spend.hold_stored)
+        err = add_cost(r, e, r->spend.hold_period_ms, -h);
+    r->spend.hold_stored = false;
+    if (err)
+        LOG_WARN("%s: the hold of client %s was not given back in the store: %s", r->id,
+                 e->id, bsc_err_str(err));
+}
+
+/* The store answered the add of a hold ADMIT waits for (the fleet's record with the hold
+ * in it). The request may have ended meanwhile: its release gave the hold back already. */
+static void on_hold(enum bsc_err err, double usd, void *ud)
+{
+    struct request *r = ud;
+    struct spend_book *b = r->gw->spend;
+
+    uv_mutex_lock(&b->mu);
+    if (!err)
+        entry_apply(r->spend.entry, &r->spend.mark, usd);
+    uv_mutex_unlock(&b->mu);
+    if (!guard_op_end(r))
+        return;
+    if (err)
+        LOG_WARN("%s: the hold of client %s was not confirmed: %s (judged on this process's "
+                 "figure)", r->id, r->client ? r->client->id : "-", bsc_err_str(err));
+    r->spend.holding = false;
+    r->spend.hold_done = true;
+    r->spend.hold_total = err ? -1.0 : usd;
+    if (!r->m.finished)
+        req__run(r);
+}
+
+/* Takes <r>'s hold on <e>, after the book's check passed (under the mutex). 1 when ADMIT
+ * waits for a shared store to answer the add (the fleet decides, on_hold), else 0. */
+static int take_hold(struct request *r, struct spend_entry *e)
+{
+    double h = spend_hold_estimate(r->route, r->input.est_tokens, r->input.est_out_tokens);
+    bool wait;
+
+    if (!(h > 0))
+        return 0;
+    r->spend.hold_usd = h;
+    r->spend.hold_period_ms = e->period_ms;
+    e->held += h;
+    if (!r->gw->store || !is_shared(r))
+        return 0;
+    /* Into the fleet's record, as a cost is: the add answers the total with every
+     * instance's holds, so the fleet admits at most one request past the budget. With
+     * Redis away the store keeps the add and the book judges (fail open, as reads do). */
+    wait = store_is_up(r->gw->store, NULL);
+    r->spend.entry = e;
+    r->spend.mark = mark_take(e, h);
+    if (store_spend_add(r->gw->store, &r->w->loop, bsc_str_cstr(e->id), e->period_ms,
+                        spend_period_ttl_ms(e->kind), h, wait ? on_hold : on_add,
+                        wait ? r : NULL) != BSC_OK) {
+        e->sent -= h; /* never sent: the mark's arithmetic must not count it */
+        return 0;
+    }
+    book_add(e, h);
+    r->spend.hold_stored = true;
+    if (!wait)
+        return 0;
+    guard_op_begin(r);
+    r->spend.holding = true;
+    return 1;
+}
+
+/* The fleet's answer to the hold: the record before it was under the budget, or the hold
+ * is given back and the request refused (under the mutex). 0 passes, 2 refuses. */
+static int hold_verdict(struct request *r, struct spend_entry *e, double *spent)
+{
+    r->spend.hold_done = false;
+    *spent = r->spend.hold_total - r->spend.hold_usd;
+    if (r->spend.hold_total < 0 || spend_hold_room(*spent, 0, r->client->budget.usd))
+        return 0;
+    give_back(r, e);
+    return 2;
+}
+
+int spend_admit(struct request *r)
+{
+    const struct cfg_client *c = r->client;
+    struct spend_book *b = r->gw->spend;
+    struct spend_entry *e;
+    double spent = -1, held = 0;
+    int v = 0;
+
+    if (!c || !b)
+        return 0;
+    if (r->spend.reading || r->spend.holding)
+        return 1;
+    uv_mutex_lock(&b->mu);
+    e = entry_get(b, c->id);
+    if (e && r->spend.hold_done) {
+        v = hold_verdict(r, e, &spent);
+    } else if (e && c->budget.usd >= 0) {
+        v = judge(r, e, &spent, &held);
+        if (v == 0)
+            v = take_hold(r, e);
+    }
+    if (e && v == 0) {
+        e->inflight++;
+        r->spend.counted = true;
+    }
+    uv_mutex_unlock(&b->mu);
+    if (v == 2)
+        refuse(r, spent, held);
+    return v;
+}
+
 void spend_release(struct request *r)
 {
     struct spend_book *b = r->gw->spend;
     struct spend_entry *e;
 
-    if (!r->spend.counted || !b || !r->client)
+    if ((!r->spend.counted && !(r->spend.hold_usd > 0)) || !b || !r->client)
         return;
-    r->spend.counted = false;
     uv_mutex_lock(&b->mu);
     e = entry_get(b, r->client->id);
-    if (e && e->inflight)
+    if (e && r->spend.counted && e->inflight)
         e->inflight--;
+    if (e && r->spend.hold_usd > 0)
+        give_back(r, e);
+    r->spend.counted = false;
     uv_mutex_unlock(&b->mu);
 }

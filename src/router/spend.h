@@ -38,6 +38,13 @@ struct spend_req {
     double read_usd;
     struct spend_entry *entry; /* shared store: the entry the read is for */
     struct spend_mark mark;    /* ... and the read's place among the entry's calls */
+    /* the hold: its estimate reserved of the budget until DONE (spend_hold.h) */
+    double hold_usd;           /* > 0: held, given back by spend_release */
+    uint64_t hold_period_ms;   /* the period it is held in */
+    bool hold_stored;          /* a shared store: added to the fleet's record too */
+    bool holding;              /* ... and ADMIT waits for that add's answer */
+    bool hold_done;            /* ... answered: <hold_total> (< 0: the store failed) */
+    double hold_total;
 };
 
 /* The start of the budget period of kind <p> that holds <now_ms> (ms since the epoch), in
@@ -53,9 +60,10 @@ void spend_book_free(struct spend_book *b);
 /* ADMIT: 0 passes, 1 waits for the store (the machine runs again on its answer), 2 refuses
  * (r->err is the 429 budget_exceeded). A request without a client always passes. */
 int spend_admit(struct request *r);
-/* Adds r->cost_usd to its client's spend (book and store); call once, when it is known. */
-void spend_record(struct request *r);
-/* DONE: the request no longer counts as in flight for its client. */
+/* Adds <usd>, what an attempt of <r> cost, to its client's spend (book and store). */
+void spend_record(struct request *r, double usd);
+/* DONE: the request no longer counts as in flight for its client and its hold is given
+ * back (on every path: answered, refused, failed, its client gone). Safe to call twice. */
 void spend_release(struct request *r);
 
 /* What the book knows of client <id> for a period of kind <p> at <now_ms>. */

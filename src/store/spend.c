@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* spend.c -- the store's spend records: what a client spent in one budget period, keyed by
- * client id and period start, with an atomic add (0 reads) and a set (an operator's reset).
+ * client id and period start, with an atomic add (0 reads; negative gives back a budget
+ * hold, router/spend.c) and a set (an operator's reset).
  * The front door checks and copies the inputs like every other operation (store.c); the
  * memory backend keeps the records here, the SQLite one in its `spend` table. Budgets and
  * the in-process cache in front of these records are router/spend.c's. */
@@ -24,7 +25,8 @@ static enum bsc_err spend_op(struct store *st, uv_loop_t *loop, enum store__op o
     size_t at = 0;
 
     if (!st || !cb || !client.p || client.len < 1 || client.len > CFG_CLIENT_ID_MAX ||
-        memchr(client.p, '\0', client.len) || !isfinite(usd) || usd < 0)
+        memchr(client.p, '\0', client.len) || !isfinite(usd) ||
+        (usd < 0 && op != STORE__SPEND_ADD))
         return BSC_EINVAL;
     job = store__job_new(st, op, client.len);
     if (!job)

@@ -268,7 +268,7 @@ static void op_cb(redisAsyncContext *ac, void *r, void *priv)
     redisReply *reply = r;
 
     (void)ac;
-    if (op->defer_usd > 0)
+    if (op->defer_usd != 0) /* negative: a hold given back, kept as well */
         settle_spend(op, reply);
     if (reply)
         op->q->timeouts = 0;
@@ -296,7 +296,7 @@ static void op_send(struct rd_op *op, rd_step_fn *step, int argc, const char **a
     op->step = step;
     if (!q->connected || !q->ac ||
         redisAsyncCommandArgv(q->ac, op_cb, op, argc, argv, lens) != REDIS_OK) {
-        if (op->defer_usd > 0)
+        if (op->defer_usd != 0) /* negative: a hold given back, kept as well */
             settle_spend(op, NULL);
         op_finish(op, BSC_EIO);
         return;
@@ -622,7 +622,7 @@ static void run_job(struct rd_store *q, struct store__job *job)
 
     job->err = BSC_OK;
     if (!q->connected) {
-        if (job->op == STORE__SPEND_ADD && job->usd > 0)
+        if (job->op == STORE__SPEND_ADD && job->usd != 0) /* a hold given back too */
             keep_job_spend(q, job);
         fail_job(job, BSC_EIO); /* never wait for a connection: the caller answers 503 */
         store__job_done(job);

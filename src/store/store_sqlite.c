@@ -422,7 +422,7 @@ static enum bsc_err run_spend(struct sq_store *q, struct store__job *job)
     enum bsc_err err = BSC_OK;
     int rc;
 
-    if (job->op == STORE__SPEND_SET || job->usd > 0) {
+    if (job->op == STORE__SPEND_SET || job->usd != 0) { /* negative: a hold given back */
         enum sq_stmt which = job->op == STORE__SPEND_SET ? SQ_SPEND_SET : SQ_SPEND_ADD;
 
         s = stmt(q, which);

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* test_spend.c -- client budgets: the UTC period starts of day, month and total at injected
  * times (midnight, month and year ends, a leap day), and the store's spend records against
- * the memory and the SQLite backend: atomic adds, reads (an add of 0), a reset, separate
- * clients and periods, argument errors, and (SQLite) a total that survives a reopen. */
+ * the memory and the SQLite backend: atomic adds (a negative one gives a hold back), reads
+ * (an add of 0), a reset, separate clients and periods, argument errors, and (SQLite) a
+ * total that survives a reopen. */
 #include <setjmp.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -163,6 +165,8 @@ static void test_records(void **state)
     assert_true(op(f, false, "alpha2", DEC02, 0) == 0); /* another client */
     assert_true(op(f, true, "alpha", DEC02, 0) == 0);   /* reset */
     assert_true(op(f, false, "alpha", DEC02, 0.5) == 0.5);
+    assert_true(op(f, false, "alpha", DEC02, 1.25) == 1.75); /* a hold taken */
+    assert_true(op(f, false, "alpha", DEC02, -1.25) == 0.5); /* ... and given back */
 }
 
 static void test_ordered(void **state)
@@ -191,7 +195,9 @@ static void test_invalid(void **state)
     assert_int_equal(
         store_spend_add(f->st, &f->loop, bsc_str_cstr(long_id), 0, 0, 1, on_spend, &g),
         BSC_EINVAL);
-    assert_int_equal(store_spend_add(f->st, &f->loop, BSC_STR("a"), 0, 0, -1, on_spend, &g),
+    assert_int_equal(store_spend_set(f->st, &f->loop, BSC_STR("a"), 0, 0, -1, on_spend, &g),
+                     BSC_EINVAL);
+    assert_int_equal(store_spend_add(f->st, &f->loop, BSC_STR("a"), 0, 0, NAN, on_spend, &g),
                      BSC_EINVAL);
     assert_int_equal(store_spend_set(f->st, &f->loop, BSC_STR("a"), 0, 0, 1, NULL, NULL),
                      BSC_EINVAL);
