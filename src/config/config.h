@@ -107,10 +107,13 @@ struct cfg_breaker {
     uint32_t min_requests;       /* 20 */
     double failure_rate;         /* 0.5, in (0, 1] */
     uint32_t consecutive_failures; /* 5 */
-    uint32_t open_ms;            /* 60000 */
+    uint32_t open_ms;            /* 60000: the first open time */
     uint32_t half_open_probes;   /* 1 */
     uint32_t success_threshold;  /* 3 */
     uint32_t ramp_ms;            /* 30000 */
+    double open_backoff;         /* 2: each opening without a recovery multiplies open_ms */
+    uint32_t max_open_ms;        /* 300000: the longest open time (never below open_ms) */
+    bool panic;                  /* true: when every candidate is open, probe the oldest */
 };
 
 struct cfg_provider {

@@ -248,6 +248,7 @@ static void fill_cand(struct request *r, const struct cfg_target *t, uint64_t no
     c->keys_ready_at = ready;
     c->canary_draw = t->canary_percent < 100 ? bsc_rand01() : 0.0;
     c->admit = ADMIT_UNASKED;
+    c->panic = ADMIT_UNASKED;
     lim_req_fill(r, c, now);
     hstate_view(r->gw->hs, t, now, &c->v);
     if (r->route->balance == CFG_BALANCE_SCORE)
@@ -296,8 +297,35 @@ static void build_in(struct request *r, struct decide_in *in)
         fill_cand(r, r->target, now, &in->failed);
 }
 
+/* Takes one unit of the gateway-wide retry budget for a decided step; false when another
+ * request took the last one since the decision read it. */
+static bool take_budget(struct request *r)
+{
+    if (!hstate_budget_take(r->gw->hs, bsc_now_ms()))
+        return false;
+    metrics_inc(M(r), r->w->idx, METRIC_RETRY_BUDGET_SPENT, NULL, NULL, 1);
+    return true;
+}
+
+static enum decide_admit admit_of(enum brk_decision b)
+{
+    return b == BRK_ALLOW ? ADMIT_ALLOWED : b == BRK_ALLOW_PROBE ? ADMIT_PROBE : ADMIT_DENIED;
+}
+
+/* The panic admission of candidate <c>. A first attempt pays for it with a unit of the retry
+ * budget (a later one pays in decide_req_next, as any failover): a panic probe is load the
+ * breaker would have spared, so the budget bounds it as it bounds retries. */
+static enum decide_admit admit_panic(struct request *r, const struct decide_cand *c,
+                                     uint64_t now_ms)
+{
+    if (r->n_attempts == 0 && !take_budget(r))
+        return ADMIT_DENIED;
+    return admit_of(hstate_admit_panic(r->gw->hs, c->t, now_ms));
+}
+
 /* Runs <fn> until it no longer needs a breaker's answer: each candidate it asks about is
- * admitted (or refused) once, so the loop ends within the number of candidates. */
+ * admitted (or refused) once, and asked in panic at most once more, so the loop ends within
+ * twice the number of candidates. */
 static enum decision decide_admitted(struct request *r, struct decide_in *in,
                                      enum decision (*fn)(const struct decide_in *,
                                                          struct decide_out *),
@@ -305,15 +333,16 @@ static enum decision decide_admitted(struct request *r, struct decide_in *in,
 {
     enum decision d = fn(in, out);
 
-    for (unsigned n = 0; d == DECIDE_ADMIT && n <= TIER_COUNT * DECIDE_MAX_CANDS; n++) {
+    for (unsigned n = 0; d == DECIDE_ADMIT && n <= 2 * TIER_COUNT * DECIDE_MAX_CANDS; n++) {
         struct decide_cand *c = &in->tiers[out->tier].c[out->cand];
-        /* Weighted picks already scaled by the ramp: do not apply it twice. */
-        enum brk_decision b = hstate_admit(r->gw->hs, c->t, in->now_ms,
-                                           r->route->balance == CFG_BALANCE_WEIGHTED
-                                               ? 0.0
-                                               : bsc_rand01());
-        c->admit = b == BRK_ALLOW ? ADMIT_ALLOWED : b == BRK_ALLOW_PROBE ? ADMIT_PROBE
-                                                                         : ADMIT_DENIED;
+
+        if (out->panic)
+            c->panic = admit_panic(r, c, in->now_ms);
+        else /* weighted picks already scaled by the ramp: do not apply it twice */
+            c->admit = admit_of(hstate_admit(r->gw->hs, c->t, in->now_ms,
+                                             r->route->balance == CFG_BALANCE_WEIGHTED
+                                                 ? 0.0
+                                                 : bsc_rand01()));
         d = fn(in, out);
     }
     return d == DECIDE_ADMIT ? DECIDE_STOP : d;
@@ -433,16 +462,6 @@ enum decision decide_req_first(struct request *r)
     if (r->next.wf != ATTEMPT_WF_PRIMARY)
         decide_count_workflow(r, r->next.wf);
     return DECIDE_GO;
-}
-
-/* Takes one unit of the gateway-wide retry budget for a decided step; false when another
- * request took the last one since the decision read it. */
-static bool take_budget(struct request *r)
-{
-    if (!hstate_budget_take(r->gw->hs, bsc_now_ms()))
-        return false;
-    metrics_inc(M(r), r->w->idx, METRIC_RETRY_BUDGET_SPENT, NULL, NULL, 1);
-    return true;
 }
 
 enum decision decide_req_next(struct request *r, const char **why)
