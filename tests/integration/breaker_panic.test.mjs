@@ -43,7 +43,7 @@ routes:
   flap:
     primary: [p]
     equivalent: [e]
-    envelope: { deadline_ms: 5000, max_attempts: 2, max_same_target_attempts: 1 }
+    envelope: { deadline_ms: 10000, max_attempts: 2, max_same_target_attempts: 1 }
 `;
 }
 
@@ -120,7 +120,7 @@ test('breaker.panic: false keeps the fail-fast of an all-open route', async (t) 
   for (const f of ff.failures) assertTyped(f);
 });
 
-function boundConfig(simBase, budget) {
+function boundConfig(simBase, budget, alone = '') {
   return `listen: "127.0.0.1:{{PORT}}"
 workers: 2
 log: { level: warn }
@@ -133,16 +133,15 @@ providers:
 targets:
   deadp: { provider: a, model: bound-deadp, breaker: { consecutive_failures: 3, open_ms: 60000, min_requests: 100 } }
   okq: { provider: b, model: bound-okq }
-  alone: { provider: a, model: bound-alone, breaker: { consecutive_failures: 3, open_ms: 60000, open_backoff: 3, min_requests: 100 } }
-routes:
+${alone}routes:
   withequiv:
     primary: [deadp]
     equivalent: [okq]
-    envelope: { deadline_ms: 5000, max_same_target_attempts: 1 }
-  alone:
+    envelope: { deadline_ms: 10000, max_same_target_attempts: 1 }
+${alone && `  alone:
     primary: [alone]
-    envelope: { deadline_ms: 5000, max_attempts: 1 }
-`;
+    envelope: { deadline_ms: 10000, max_attempts: 1 }
+`}`;
 }
 
 async function targetView(gw, id) {
@@ -164,7 +163,8 @@ test('a dead primary beside a healthy equivalent still sees a bounded number of 
 
 test('a dead target alone is probed only within the retry budget, and its open time grows', async (t) => {
   const s = await sim();
-  const gw = await startGateway({ config: boundConfig(s.base, '{ ratio: 0.2, min_per_s: 0, window_ms: 10000 }') });
+  const gw = await startGateway({ config: boundConfig(s.base, '{ ratio: 0.2, min_per_s: 0, window_ms: 10000 }',
+    '  alone: { provider: a, model: bound-alone, breaker: { consecutive_failures: 3, open_ms: 60000, open_backoff: 3, min_requests: 100 } }\n') });
   procs.push(gw);
   await s.setModel('bound-alone', script('503'));
   // Three calls open it; then panic probes only within the retry budget (ratio 0.2 of the 30
