@@ -69,6 +69,8 @@ static const char *const sf_names[] = {"fail", "buffer"};
 _Static_assert(BSC_ARRAY_LEN(sf_names) == CFG_SF_COUNT, "sf_names");
 static const char *const overflow_names[] = {"fail", "trim"};
 _Static_assert(BSC_ARRAY_LEN(overflow_names) == CFG_OVERFLOW_COUNT, "overflow_names");
+static const char *const brk_mode_names[] = {"circuit", "adaptive"};
+_Static_assert(BSC_ARRAY_LEN(brk_mode_names) == CFG_BRK_MODE_COUNT, "brk_mode_names");
 static const char *const store_names[] = {"memory", "sqlite", "redis"};
 _Static_assert(BSC_ARRAY_LEN(store_names) == CFG_STORE_COUNT, "store_names");
 static const char *const http_client_names[] = {"curl", "builtin"};
@@ -282,6 +284,8 @@ const struct cfg__field cfg__breaker_fields[] = {
     {FDBL(struct cfg_breaker, "open_backoff", open_backoff, 1.0, 100.0, false)},
     {FU32(struct cfg_breaker, "max_open_ms", max_open_ms, 1, DAY_MS)},
     {FBOOL(struct cfg_breaker, "panic", panic)},
+    {FENUM(struct cfg_breaker, "mode", mode, brk_mode_names)},
+    {FDBL(struct cfg_breaker, "adaptive_k", adaptive_k, 1.0, 100.0, false)},
 };
 const size_t cfg__n_breaker_fields = BSC_ARRAY_LEN(cfg__breaker_fields);
 
@@ -1138,6 +1142,8 @@ static bool defaults(struct cfg *cfg, const char *file)
         .open_backoff = 2.0,
         .max_open_ms = 300000,
         .panic = true,
+        .mode = CFG_BRK_MODE_CIRCUIT,
+        .adaptive_k = 2.0,
     };
     cfg->retry = (struct cfg_retry){
         .base_ms = 250,

@@ -244,11 +244,52 @@ static enum brk_decision allow_half_open(struct brk *b)
     return BRK_ALLOW_PROBE;
 }
 
+/* ---- breaker.mode: adaptive (client-side throttling) --------------------------------------- */
+
+static bool adaptive(const struct brk *b)
+{
+    return b->p.mode == CFG_BRK_MODE_ADAPTIVE;
+}
+
+double brk_throttle_p(uint64_t requests, uint64_t accepts, double k)
+{
+    double p = ((double)requests - k * (double)accepts) / ((double)requests + 1.0);
+
+    return p > 0.0 ? p : 0.0; /* also turns NaN into 0 */
+}
+
+double brk_reject_probability(const struct brk *b, uint64_t now_ms)
+{
+    uint64_t requests, failures;
+
+    if (!adaptive(b) || b->state != BRK_CLOSED)
+        return 0.0;
+    window_sum(b, now_ms, &requests, &failures);
+    return brk_throttle_p(requests, requests - failures, b->p.adaptive_k);
+}
+
+/* A refused request is a request the upstream did not accept: counting it keeps the
+ * probability up while the upstream stays down, as the SRE book's client does. */
+static enum brk_decision allow_adaptive(struct brk *b, uint64_t now_ms, double rand01)
+{
+    double p = brk_reject_probability(b, now_ms);
+
+    /* Written so that a NaN draw is admitted: the throttle only ever sheds load. */
+
+    if (!(rand01 < p))
+        return BRK_ALLOW;
+    window_add(b, now_ms, true);
+    b->counters.denied++;
+    return BRK_DENY;
+}
+
 enum brk_decision brk_allow(struct brk *b, uint64_t now_ms, double rand01)
 {
     brk_advance(b, now_ms);
     switch (b->state) {
     case BRK_CLOSED:
+        if (adaptive(b))
+            return allow_adaptive(b, now_ms, rand01);
         return allow_closed(b, now_ms, rand01);
     case BRK_HALF_OPEN:
         return allow_half_open(b);
@@ -262,6 +303,11 @@ enum brk_decision brk_allow(struct brk *b, uint64_t now_ms, double rand01)
 enum brk_decision brk_allow_panic(struct brk *b, uint64_t now_ms)
 {
     brk_advance(b, now_ms);
+    if (adaptive(b) && b->state == BRK_CLOSED) {
+        /* Its throttle already lets a share through whatever happens: no panic on top. */
+        b->counters.denied++;
+        return BRK_DENY;
+    }
     switch (b->state) {
     case BRK_CLOSED:
         b->counters.panics++;
@@ -291,6 +337,8 @@ static void record_closed(struct brk *b, uint64_t now_ms, enum brk_outcome outco
         return;
     }
     window_add(b, now_ms, true);
+    if (adaptive(b))
+        return; /* the window is all the throttle reads: it never opens by itself */
     if (b->consecutive < UINT32_MAX)
         b->consecutive++;
     if (b->p.consecutive_failures > 0 && b->consecutive >= b->p.consecutive_failures) {

@@ -126,6 +126,18 @@ void brk_record(struct brk *b, uint64_t now_ms, enum brk_outcome outcome, bool w
  * success_threshold, its failure reopens with the next, longer open time. */
 enum brk_decision brk_allow_panic(struct brk *b, uint64_t now_ms);
 
+/* breaker.mode: adaptive -- the SRE book's client-side throttling. While closed (it only
+ * leaves closed when forced open) brk_allow() refuses a request with probability
+ * brk_reject_probability(): max(0, (requests - K x accepts) / (requests + 1)) over the
+ * window (requests: successes, failures and the requests it refused; accepts: successes;
+ * K: adaptive_k). A request is refused when <rand01> < that probability, and the refusal
+ * is counted as a request not accepted. No trigger opens it and there is no panic: the
+ * throttle always lets a share through. */
+double brk_throttle_p(uint64_t requests, uint64_t accepts, double k);
+/* The probability brk_allow() refuses a request at <now_ms>: 0 in circuit mode or when not
+ * closed. Pure. */
+double brk_reject_probability(const struct brk *b, uint64_t now_ms);
+
 /* The open time of the next opening: open_ms * open_backoff^opens (opens = openings since
  * the last recovery), at most max(max_open_ms, open_ms). Pure. */
 uint64_t brk_next_open_ms(const struct brk *b);

@@ -132,7 +132,8 @@ static enum decision choose(const struct decide_in *in, enum tier tier, uint64_t
 static bool panic_candidate(const struct decide_in *in, const struct decide_cand *c,
                             enum tier tier, uint64_t min_window)
 {
-    return c->t->breaker.panic && c->panic != ADMIT_DENIED &&
+    return c->t->breaker.panic && c->t->breaker.mode != CFG_BRK_MODE_ADAPTIVE &&
+           c->panic != ADMIT_DENIED &&
            (c->v.state == BRK_OPEN || c->admit == ADMIT_DENIED) &&
            usable_but_circuit(in, c, tier, min_window);
 }

@@ -323,6 +323,15 @@ static enum decide_admit admit_panic(struct request *r, const struct decide_cand
     return admit_of(hstate_admit_panic(r->gw->hs, c->t, now_ms));
 }
 
+/* The draw for <t>'s breaker: 0 for a weighted pick, which already scaled by the ramp (do
+ * not apply it twice), except in adaptive mode, whose throttle needs a real draw. */
+static double admit_draw(const struct request *r, const struct cfg_target *t)
+{
+    if (r->route->balance == CFG_BALANCE_WEIGHTED && t->breaker.mode != CFG_BRK_MODE_ADAPTIVE)
+        return 0.0;
+    return bsc_rand01();
+}
+
 /* Runs <fn> until it no longer needs a breaker's answer: each candidate it asks about is
  * admitted (or refused) once, and asked in panic at most once more, so the loop ends within
  * twice the number of candidates. */
@@ -338,11 +347,8 @@ static enum decision decide_admitted(struct request *r, struct decide_in *in,
 
         if (out->panic)
             c->panic = admit_panic(r, c, in->now_ms);
-        else /* weighted picks already scaled by the ramp: do not apply it twice */
-            c->admit = admit_of(hstate_admit(r->gw->hs, c->t, in->now_ms,
-                                             r->route->balance == CFG_BALANCE_WEIGHTED
-                                                 ? 0.0
-                                                 : bsc_rand01()));
+        else
+            c->admit = admit_of(hstate_admit(r->gw->hs, c->t, in->now_ms, admit_draw(r, c->t)));
         d = fn(in, out);
     }
     return d == DECIDE_ADMIT ? DECIDE_STOP : d;

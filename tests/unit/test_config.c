@@ -466,6 +466,8 @@ static void test_defaults(void **state)
     assert_true(cfg->breaker.open_backoff == 2.0);
     assert_int_equal(cfg->breaker.max_open_ms, 300000);
     assert_true(cfg->breaker.panic);
+    assert_int_equal(cfg->breaker.mode, CFG_BRK_MODE_CIRCUIT);
+    assert_true(cfg->breaker.adaptive_k == 2.0);
     assert_true(memcmp(&p->breaker, &cfg->breaker, sizeof(cfg->breaker)) == 0);
     assert_true(memcmp(&t->breaker, &cfg->breaker, sizeof(cfg->breaker)) == 0);
     assert_int_equal(cfg->retry.base_ms, 250);
@@ -794,6 +796,10 @@ static void test_ranges(void **state)
         {"breaker: { open_ms: 2000,\n  max_open_ms: 1000 }\n",
          "gateway.yaml:2:16: error: 'max_open_ms' in breaker: 1000 is smaller than open_ms "
          "(2000)"},
+        {"breaker: { mode: adaptive, adaptive_k: 1.5 }\n", NULL},
+        {"breaker: { mode: sre }\n",
+         "gateway.yaml:1:18: error: 'mode' in breaker: unknown value 'sre'; expected one of: "
+         "circuit, adaptive"},
         {"breaker: { panic: sometimes }\n",
          "gateway.yaml:1:19: error: 'panic' in breaker: expected true or false, got 'sometimes'"},
     };

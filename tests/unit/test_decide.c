@@ -560,6 +560,16 @@ static void test_panic_pick(void **state)
     x.in.tiers[TIER_PRIMARY].c[0].excluded = true;
     assert_int_equal(decide_first(&x.in, &out), DECIDE_STOP);
     assert_int_equal(out.stop, DECIDE_STOP_NONE_ELIGIBLE);
+
+    /* breaker.mode: adaptive -- its throttle already lets a share through: no panic. */
+    s_server_error(&x);
+    x.in.n_attempts = 0;
+    all_open(&x, 3000, 9000, 5000);
+    x.in.tiers[TIER_EQUIVALENT].c[0].v.state = BRK_CLOSED; /* throttled */
+    x.in.tiers[TIER_EQUIVALENT].c[0].admit = ADMIT_DENIED;
+    x.e.breaker.mode = CFG_BRK_MODE_ADAPTIVE;
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_ADMIT);
+    assert_string_equal(out.target->id, "F");
 }
 
 /* After a failure on A with every other circuit open: a failover in panic to the one open
