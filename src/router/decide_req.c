@@ -312,15 +312,25 @@ static enum decide_admit admit_of(enum brk_decision b)
     return b == BRK_ALLOW ? ADMIT_ALLOWED : b == BRK_ALLOW_PROBE ? ADMIT_PROBE : ADMIT_DENIED;
 }
 
-/* The panic admission of candidate <c>. A first attempt pays for it with a unit of the retry
- * budget (a later one pays in decide_req_next, as any failover): a panic probe is load the
- * breaker would have spared, so the budget bounds it as it bounds retries. */
+/* The panic admission of candidate <c>. A probe of an open circuit on a first attempt pays
+ * with a unit of the retry budget (a later attempt pays in decide_req_next, as any
+ * failover): it is load the breaker would have spared, so the budget bounds it as it bounds
+ * retries. The budget is asked before and taken only once the circuit admitted the probe, so
+ * the requests that find every probe slot taken cost nothing (another request may take the
+ * last unit in between: the overdraft is at most the probe slots). Letting a closed circuit's
+ * request past its ramp is not a probe, and is free. */
 static enum decide_admit admit_panic(struct request *r, const struct decide_cand *c,
                                      uint64_t now_ms)
 {
-    if (r->n_attempts == 0 && !take_budget(r))
+    bool pays = r->n_attempts == 0 && c->v.state != BRK_CLOSED;
+    enum brk_decision b;
+
+    if (pays && !hstate_budget_available(r->gw->hs, now_ms))
         return ADMIT_DENIED;
-    return admit_of(hstate_admit_panic(r->gw->hs, c->t, now_ms));
+    b = hstate_admit_panic(r->gw->hs, c->t, now_ms);
+    if (pays && b == BRK_ALLOW_PROBE)
+        (void)take_budget(r);
+    return admit_of(b);
 }
 
 /* The draw for <t>'s breaker: 0 for a weighted pick, which already scaled by the ramp (do

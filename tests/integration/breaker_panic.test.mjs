@@ -26,13 +26,13 @@ const ADMIN = 'test-admin-key-0123456789';
 const OFF = 'consecutive_failures: 100000, min_requests: 100000';
 const ON = 'consecutive_failures: 2, min_requests: 1000, open_ms: 60000, success_threshold: 1, ramp_ms: 0';
 
-function flapConfig(simBase, name, breaker) {
+function flapConfig(simBase, name, breaker, budget = '{ ratio: 1, min_per_s: 1000, window_ms: 10000 }') {
   return `listen: "127.0.0.1:{{PORT}}"
 workers: 2
 log: { level: warn }
 admin: { key: "${ADMIN}" }
 retry:
-  budget: { ratio: 1, min_per_s: 1000, window_ms: 10000 }
+  budget: ${budget}
 providers:
   a: { kind: openai_compatible, base_url: "${simBase}", keys: ["sk-a"], health: { probe: none } }
   b: { kind: openai_compatible, base_url: "${simBase}", keys: ["sk-b"], health: { probe: none } }
@@ -78,20 +78,26 @@ function script(state) {
   return { script: [{ action: 'status', status: Number(state), times: 100000 }] };
 }
 
-async function flap(name, breaker) {
+// <clients> loops share each phase's <perPhase> requests; the next phase starts when they
+// are all answered.
+async function flap(name, breaker, { clients = 1, perPhase = PER_PHASE, budget } = {}) {
   const s = await sim();
-  const gw = await startGateway({ config: flapConfig(s.base, name, breaker) });
+  const gw = await startGateway({ config: flapConfig(s.base, name, breaker, budget) });
   procs.push(gw);
   let ok = 0;
   const failures = [];
   for (const [p, e] of PHASES) {
     await s.setModel(`${name}-p`, script(p));
     await s.setModel(`${name}-e`, script(e));
-    for (let i = 0; i < PER_PHASE; i++) {
-      const r = await chat(gw, 'flap');
-      if (r.status === 200) ok++;
-      else failures.push(r);
-    }
+    let sent = 0;
+    await Promise.all(Array.from({ length: clients }, async () => {
+      while (sent < perPhase) {
+        sent++;
+        const r = await chat(gw, 'flap');
+        if (r.status === 200) ok++;
+        else failures.push(r);
+      }
+    }));
   }
   const calls = (await s.calls(`${name}-p`)) + (await s.calls(`${name}-e`));
   return { ok, failures, calls, gw };
@@ -107,6 +113,22 @@ test('flapping faults: with breakers on the success rate stays within 20 % of br
   assert.ok(on.ok >= 0.8 * off.ok, `breakers on: ${on.ok} ok against ${off.ok} with them off`);
   // Breakers still spare the upstreams: no more calls than without them.
   assert.ok(on.calls <= off.calls, `upstream calls: ${on.calls} on, ${off.calls} off`);
+  for (const f of [...off.failures, ...on.failures]) assertTyped(f);
+});
+
+// The chaos of the issue in small: 8 clients at once, the default retry budget, breakers of
+// consecutive_failures 5 with the default probes and ramp. Requests that find every probe slot
+// taken must not spend the budget (they send nothing), or the budget runs dry while both are
+// down and no probe is allowed when one comes back.
+test('flapping faults, 8 clients at once, the default retry budget: still within 20 %', async (t) => {
+  const opts = { clients: 8, perPhase: 80, budget: '{ ratio: 0.2, min_per_s: 10, window_ms: 10000 }' };
+  const breaker = 'consecutive_failures: 5, open_ms: 60000, min_requests: 10';
+  const off = await flap('coff', OFF, opts);
+  const on = await flap('con', breaker, opts);
+  const total = PHASES.length * opts.perPhase;
+  t.diagnostic(`8 clients: breakers off ${off.ok}/${total} ok, ${off.calls} calls; ` +
+    `on ${on.ok}/${total} ok, ${on.calls} calls`);
+  assert.ok(on.ok >= 0.8 * off.ok, `breakers on: ${on.ok} ok against ${off.ok} with them off`);
   for (const f of [...off.failures, ...on.failures]) assertTyped(f);
 });
 
