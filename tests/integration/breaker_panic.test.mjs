@@ -29,7 +29,7 @@ const ON = 'consecutive_failures: 2, min_requests: 1000, open_ms: 60000, success
 function flapConfig(simBase, name, breaker, budget = '{ ratio: 1, min_per_s: 1000, window_ms: 10000 }') {
   return `listen: "127.0.0.1:{{PORT}}"
 workers: 2
-log: { level: warn }
+log: { level: info, format: json }
 admin: { key: "${ADMIN}" }
 retry:
   budget: ${budget}
@@ -113,6 +113,9 @@ test('flapping faults: with breakers on the success rate stays within 20 % of br
   assert.ok(on.ok >= 0.8 * off.ok, `breakers on: ${on.ok} ok against ${off.ok} with them off`);
   // Breakers still spare the upstreams: no more calls than without them.
   assert.ok(on.calls <= off.calls, `upstream calls: ${on.calls} on, ${off.calls} off`);
+  // A failover to an open circuit says why in the attempt log.
+  const panics = on.gw.accessLog().filter((l) => l.type === 'attempt' && l.why === 'breaker_panic');
+  assert.ok(panics.length >= 1, 'attempt lines name breaker_panic');
   for (const f of [...off.failures, ...on.failures]) assertTyped(f);
 });
 
@@ -145,7 +148,7 @@ test('breaker.panic: false keeps the fail-fast of an all-open route', async (t) 
 function boundConfig(simBase, budget, alone = '') {
   return `listen: "127.0.0.1:{{PORT}}"
 workers: 2
-log: { level: warn }
+log: { level: info, format: json }
 admin: { key: "${ADMIN}" }
 retry:
   budget: ${budget}
