@@ -275,7 +275,6 @@ static enum brk_decision allow_adaptive(struct brk *b, uint64_t now_ms, double r
     double p = brk_reject_probability(b, now_ms);
 
     /* Written so that a NaN draw is admitted: the throttle only ever sheds load. */
-
     if (!(rand01 < p))
         return BRK_ALLOW;
     window_add(b, now_ms, true);

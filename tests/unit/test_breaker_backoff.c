@@ -59,9 +59,12 @@ static void test_open_time_doubles_to_the_cap(void **state)
     uint64_t at;
 
     (void)state;
-    brk_init(&b, &(struct cfg_breaker){.consecutive_failures = 2, .open_ms = 1000,
-                                       .open_backoff = 2.0, .max_open_ms = 5000,
-                                       .half_open_probes = 1, .success_threshold = 1});
+    brk_init(&b, &(struct cfg_breaker){.consecutive_failures = 2,
+                                       .open_ms = 1000,
+                                       .open_backoff = 2.0,
+                                       .max_open_ms = 5000,
+                                       .half_open_probes = 1,
+                                       .success_threshold = 1});
     assert_int_equal(brk_next_open_ms(&b), 1000);
     trip(&b, T0);
     assert_int_equal(brk_open_len_ms(&b), 1000);
