@@ -88,6 +88,9 @@ enum cfg_breaker_dim {
     CFG_BRK_KEY = 1u << 4
 };
 
+/* `breaker.mode`: closed/open/half-open, or the SRE book's client-side throttling. */
+enum cfg_breaker_mode { CFG_BRK_MODE_CIRCUIT = 0, CFG_BRK_MODE_ADAPTIVE, CFG_BRK_MODE_COUNT };
+
 struct lim_set; /* health/limits.h */
 
 struct cfg_header {
@@ -107,10 +110,15 @@ struct cfg_breaker {
     uint32_t min_requests;       /* 20 */
     double failure_rate;         /* 0.5, in (0, 1] */
     uint32_t consecutive_failures; /* 5 */
-    uint32_t open_ms;            /* 60000 */
+    uint32_t open_ms;            /* 60000: the first open time */
     uint32_t half_open_probes;   /* 1 */
     uint32_t success_threshold;  /* 3 */
     uint32_t ramp_ms;            /* 30000 */
+    double open_backoff;         /* 2: each opening without a recovery multiplies open_ms */
+    uint32_t max_open_ms;        /* 300000: the longest open time (never below open_ms) */
+    bool panic;                  /* true: when every candidate is open, probe the oldest */
+    enum cfg_breaker_mode mode;  /* circuit */
+    double adaptive_k;           /* 2: adaptive mode's K (accepts are worth K requests) */
 };
 
 struct cfg_provider {

@@ -69,6 +69,8 @@ static const char *const sf_names[] = {"fail", "buffer"};
 _Static_assert(BSC_ARRAY_LEN(sf_names) == CFG_SF_COUNT, "sf_names");
 static const char *const overflow_names[] = {"fail", "trim"};
 _Static_assert(BSC_ARRAY_LEN(overflow_names) == CFG_OVERFLOW_COUNT, "overflow_names");
+static const char *const brk_mode_names[] = {"circuit", "adaptive"};
+_Static_assert(BSC_ARRAY_LEN(brk_mode_names) == CFG_BRK_MODE_COUNT, "brk_mode_names");
 static const char *const store_names[] = {"memory", "sqlite", "redis"};
 _Static_assert(BSC_ARRAY_LEN(store_names) == CFG_STORE_COUNT, "store_names");
 static const char *const http_client_names[] = {"curl", "builtin"};
@@ -279,6 +281,11 @@ const struct cfg__field cfg__breaker_fields[] = {
     {FU32(struct cfg_breaker, "half_open_probes", half_open_probes, 1, 1000)},
     {FU32(struct cfg_breaker, "success_threshold", success_threshold, 1, 1000)},
     {FU32(struct cfg_breaker, "ramp_ms", ramp_ms, 0, DAY_MS)},
+    {FDBL(struct cfg_breaker, "open_backoff", open_backoff, 1.0, 100.0, false)},
+    {FU32(struct cfg_breaker, "max_open_ms", max_open_ms, 1, DAY_MS)},
+    {FBOOL(struct cfg_breaker, "panic", panic)},
+    {FENUM(struct cfg_breaker, "mode", mode, brk_mode_names)},
+    {FDBL(struct cfg_breaker, "adaptive_k", adaptive_k, 1.0, 100.0, false)},
 };
 const size_t cfg__n_breaker_fields = BSC_ARRAY_LEN(cfg__breaker_fields);
 
@@ -288,9 +295,19 @@ void cfg__breaker_check(struct cfg__v *v, const struct cfg__node *map, void *bas
     const struct cfg_breaker *b = base;
     const struct cfg__entry *key = cfg__map_find(map, "key");
 
+    const struct cfg__entry *max = cfg__map_find(map, "max_open_ms");
+
     if (b->key_dims == 0 && key && key->value->kind == CFG__SEQ)
         error_at(v, key->value, where, "key",
                  "must name at least one of provider, model, region, deployment, key");
+    /* Only when written here: an inherited cap below a larger open_ms is simply not used
+     * (the breaker never opens for less than open_ms). */
+    if (max && b->max_open_ms < b->open_ms) {
+        char msg[96];
+
+        snprintf(msg, sizeof(msg), "%u is smaller than open_ms (%u)", b->max_open_ms, b->open_ms);
+        error_at(v, max->value, where, "max_open_ms", msg);
+    }
 }
 
 static void backoff_check(struct cfg__v *v, const struct cfg__node *map, void *base,
@@ -1141,6 +1158,11 @@ static bool defaults(struct cfg *cfg, const char *file)
         .half_open_probes = 1,
         .success_threshold = 3,
         .ramp_ms = 30000,
+        .open_backoff = 2.0,
+        .max_open_ms = 300000,
+        .panic = true,
+        .mode = CFG_BRK_MODE_CIRCUIT,
+        .adaptive_k = 2.0,
     };
     cfg->retry = (struct cfg_retry){
         .base_ms = 250,

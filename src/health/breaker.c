@@ -79,14 +79,16 @@ static void window_sum(const struct brk *b, uint64_t now_ms, uint64_t *requests,
 
 /* ---- transitions: the only places that change b->state ---------------------------------- */
 
-static void to_open(struct brk *b, uint64_t now_ms, enum brk_trigger trigger)
+/* Opens for <len_ms>. */
+static void to_open(struct brk *b, uint64_t now_ms, enum brk_trigger trigger, uint64_t len_ms)
 {
     if (b->state != BRK_OPEN)
         b->counters.opened++;
     b->state = BRK_OPEN;
     b->trigger = trigger;
     b->state_since_ms = now_ms;
-    b->open_until_ms = now_ms + b->p.open_ms;
+    b->opened_ms = now_ms;
+    b->open_until_ms = now_ms + len_ms;
     b->ramping = false;
     b->consecutive = 0;
     b->probes_inflight = 0;
@@ -116,7 +118,45 @@ static void to_closed(struct brk *b, uint64_t now_ms, bool ramp)
     b->consecutive = 0;
     b->probes_inflight = 0;
     b->probe_successes = 0;
+    b->opens = 0; /* a recovery: the next opening is open_ms again */
     window_clear(b);
+}
+
+/* A trigger fired: open for the next open time, which the opening after it multiplies. */
+static void trip(struct brk *b, uint64_t now_ms, enum brk_trigger trigger)
+{
+    to_open(b, now_ms, trigger, brk_next_open_ms(b));
+    if (b->opens < UINT32_MAX)
+        b->opens++;
+}
+
+/* ---- the open time ----------------------------------------------------------------------- */
+
+uint64_t brk_next_open_ms(const struct brk *b)
+{
+    double len = (double)b->p.open_ms, cap = (double)b->p.max_open_ms;
+
+    if (cap < len)
+        cap = len;
+    /* A factor below 1 (or NaN) would shorten it: such a breaker keeps open_ms. */
+    for (uint32_t i = 0; i < b->opens && b->p.open_backoff > 1.0 && len < cap; i++)
+        len *= b->p.open_backoff;
+    return len < cap ? (uint64_t)len : (uint64_t)cap;
+}
+
+uint64_t brk_open_len_ms(const struct brk *b)
+{
+    return b->open_until_ms > b->opened_ms ? b->open_until_ms - b->opened_ms : 0;
+}
+
+uint32_t brk_opens(const struct brk *b)
+{
+    return b->opens;
+}
+
+uint64_t brk_opened_ms(const struct brk *b)
+{
+    return b->opened_ms;
 }
 
 /* ---- public API -------------------------------------------------------------------------- */
@@ -204,11 +244,51 @@ static enum brk_decision allow_half_open(struct brk *b)
     return BRK_ALLOW_PROBE;
 }
 
+/* ---- breaker.mode: adaptive (client-side throttling) --------------------------------------- */
+
+static bool adaptive(const struct brk *b)
+{
+    return b->p.mode == CFG_BRK_MODE_ADAPTIVE;
+}
+
+double brk_throttle_p(uint64_t requests, uint64_t accepts, double k)
+{
+    double p = ((double)requests - k * (double)accepts) / ((double)requests + 1.0);
+
+    return p > 0.0 ? p : 0.0; /* also turns NaN into 0 */
+}
+
+double brk_reject_probability(const struct brk *b, uint64_t now_ms)
+{
+    uint64_t requests, failures;
+
+    if (!adaptive(b) || b->state != BRK_CLOSED)
+        return 0.0;
+    window_sum(b, now_ms, &requests, &failures);
+    return brk_throttle_p(requests, requests - failures, b->p.adaptive_k);
+}
+
+/* A refused request is a request the upstream did not accept: counting it keeps the
+ * probability up while the upstream stays down, as the SRE book's client does. */
+static enum brk_decision allow_adaptive(struct brk *b, uint64_t now_ms, double rand01)
+{
+    double p = brk_reject_probability(b, now_ms);
+
+    /* Written so that a NaN draw is admitted: the throttle only ever sheds load. */
+    if (!(rand01 < p))
+        return BRK_ALLOW;
+    window_add(b, now_ms, true);
+    b->counters.denied++;
+    return BRK_DENY;
+}
+
 enum brk_decision brk_allow(struct brk *b, uint64_t now_ms, double rand01)
 {
     brk_advance(b, now_ms);
     switch (b->state) {
     case BRK_CLOSED:
+        if (adaptive(b))
+            return allow_adaptive(b, now_ms, rand01);
         return allow_closed(b, now_ms, rand01);
     case BRK_HALF_OPEN:
         return allow_half_open(b);
@@ -217,6 +297,31 @@ enum brk_decision brk_allow(struct brk *b, uint64_t now_ms, double rand01)
         b->counters.denied++;
         return BRK_DENY;
     }
+}
+
+enum brk_decision brk_allow_panic(struct brk *b, uint64_t now_ms)
+{
+    brk_advance(b, now_ms);
+    if (adaptive(b) && b->state == BRK_CLOSED) {
+        /* Its throttle already lets a share through whatever happens: no panic on top. */
+        b->counters.denied++;
+        return BRK_DENY;
+    }
+    switch (b->state) {
+    case BRK_CLOSED:
+        b->counters.panics++;
+        return BRK_ALLOW;
+    case BRK_OPEN:
+        to_half_open(b, now_ms);
+        break;
+    case BRK_HALF_OPEN:
+    default:
+        break;
+    }
+    if (allow_half_open(b) == BRK_DENY)
+        return BRK_DENY;
+    b->counters.panics++;
+    return BRK_ALLOW_PROBE;
 }
 
 static void record_closed(struct brk *b, uint64_t now_ms, enum brk_outcome outcome)
@@ -231,17 +336,19 @@ static void record_closed(struct brk *b, uint64_t now_ms, enum brk_outcome outco
         return;
     }
     window_add(b, now_ms, true);
+    if (adaptive(b))
+        return; /* the window is all the throttle reads: it never opens by itself */
     if (b->consecutive < UINT32_MAX)
         b->consecutive++;
     if (b->p.consecutive_failures > 0 && b->consecutive >= b->p.consecutive_failures) {
-        to_open(b, now_ms, BRK_TRIG_CONSECUTIVE);
+        trip(b, now_ms, BRK_TRIG_CONSECUTIVE);
         return;
     }
     if (!rate_trigger_enabled(b))
         return;
     window_sum(b, now_ms, &requests, &failures);
     if (requests >= b->p.min_requests && (double)failures >= b->p.failure_rate * (double)requests)
-        to_open(b, now_ms, BRK_TRIG_RATE);
+        trip(b, now_ms, BRK_TRIG_RATE);
 }
 
 static void record_probe(struct brk *b, uint64_t now_ms, enum brk_outcome outcome)
@@ -255,7 +362,7 @@ static void record_probe(struct brk *b, uint64_t now_ms, enum brk_outcome outcom
             to_closed(b, now_ms, true);
         break;
     case BRK_FAILURE:
-        to_open(b, now_ms, BRK_TRIG_PROBE);
+        trip(b, now_ms, BRK_TRIG_PROBE);
         break;
     case BRK_NEUTRAL:
     default:
@@ -311,7 +418,14 @@ const struct brk_counters *brk_counters(const struct brk *b)
 
 void brk_force_open(struct brk *b, uint64_t now_ms)
 {
-    to_open(b, now_ms, BRK_TRIG_FORCED);
+    to_open(b, now_ms, BRK_TRIG_FORCED, b->p.open_ms);
+}
+
+void brk_force_open_for(struct brk *b, uint64_t now_ms, uint64_t open_ms, uint32_t opens)
+{
+    to_open(b, now_ms, BRK_TRIG_FORCED, open_ms ? open_ms : brk_next_open_ms(b));
+    if (opens > b->opens)
+        b->opens = opens;
 }
 
 void brk_force_close(struct brk *b, uint64_t now_ms)

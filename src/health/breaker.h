@@ -61,6 +61,8 @@ struct brk_counters {
     uint64_t probes;      /* BRK_ALLOW_PROBE decisions */
     uint64_t denied;      /* BRK_DENY decisions */
     uint64_t ramp_denied; /* BRK_DENY_RAMP decisions */
+    uint64_t panics;      /* brk_allow_panic() admissions (a probe before open_ms, or a
+                             ramp-refused request let through) */
 };
 
 struct brk_bucket {
@@ -77,6 +79,9 @@ struct brk {
     enum brk_trigger trigger;
     uint64_t state_since_ms; /* when the current state was entered */
     uint64_t open_until_ms;  /* BRK_OPEN: when half-open may begin */
+    uint64_t opened_ms;      /* when it last opened (0: never) */
+    uint32_t opens;          /* openings since the last recovery (close): the open time's
+                                exponent */
     uint64_t ramp_start_ms;  /* BRK_CLOSED: start of the ramp, when ramping */
     bool ramping;
     uint32_t consecutive;     /* failures in a row while closed */
@@ -113,6 +118,38 @@ enum brk_decision brk_allow(struct brk *b, uint64_t now_ms, double rand01);
  * that finish while open or half-open were admitted before the circuit opened and are
  * ignored. */
 void brk_record(struct brk *b, uint64_t now_ms, enum brk_outcome outcome, bool was_probe);
+
+/* Admission when every candidate of a request is kept out by its breaker (breaker.panic):
+ * closed but ramping: BRK_ALLOW whatever the ramp says; open, even before open_ms has
+ * passed: half-open at once, then as half-open; half-open: a probe while a slot is free,
+ * else BRK_DENY. A BRK_ALLOW_PROBE is reported like any probe: its success counts toward
+ * success_threshold, its failure reopens with the next, longer open time. */
+enum brk_decision brk_allow_panic(struct brk *b, uint64_t now_ms);
+
+/* breaker.mode: adaptive -- the SRE book's client-side throttling. While closed (it only
+ * leaves closed when forced open) brk_allow() refuses a request with probability
+ * brk_reject_probability(): max(0, (requests - K x accepts) / (requests + 1)) over the
+ * window (requests: successes, failures and the requests it refused; accepts: successes;
+ * K: adaptive_k). A request is refused when <rand01> < that probability, and the refusal
+ * is counted as a request not accepted. No trigger opens it and there is no panic: the
+ * throttle always lets a share through. */
+double brk_throttle_p(uint64_t requests, uint64_t accepts, double k);
+/* The probability brk_allow() refuses a request at <now_ms>: 0 in circuit mode or when not
+ * closed. Pure. */
+double brk_reject_probability(const struct brk *b, uint64_t now_ms);
+
+/* The open time of the next opening: open_ms * open_backoff^opens (opens = openings since
+ * the last recovery), at most max(max_open_ms, open_ms). Pure. */
+uint64_t brk_next_open_ms(const struct brk *b);
+
+/* The length of the current (or last) open period, and the openings since the last
+ * recovery: what a shared backend announces with an opening. Pure. */
+uint64_t brk_open_len_ms(const struct brk *b);
+uint32_t brk_opens(const struct brk *b);
+
+/* When the circuit last opened (0: never); for the panic pick, which tries the circuit
+ * open longest first. Pure. */
+uint64_t brk_opened_ms(const struct brk *b);
 
 /* Applies transitions that only depend on time (open -> half-open once open_ms has passed,
  * the end of the ramp). brk_allow() and brk_record() do this themselves; call it before
@@ -153,8 +190,14 @@ void brk_window(const struct brk *b, uint64_t now_ms, uint32_t *requests, uint32
 const struct brk_counters *brk_counters(const struct brk *b);
 
 /* Admin overrides. brk_force_open() opens for open_ms from <now_ms> whatever the state;
- * brk_force_close() closes at once, without a ramp, and empties the windows. */
+ * brk_force_close() closes at once, without a ramp, and empties the windows (a recovery:
+ * the next opening is open_ms again). */
 void brk_force_open(struct brk *b, uint64_t now_ms);
 void brk_force_close(struct brk *b, uint64_t now_ms);
+
+/* An opening another gateway process announced: open for <open_ms> from <now_ms>
+ * (0: the next open time here), with its count of <opens> since the last recovery when it
+ * is higher than this breaker's own. */
+void brk_force_open_for(struct brk *b, uint64_t now_ms, uint64_t open_ms, uint32_t opens);
 
 #endif

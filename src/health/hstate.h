@@ -29,6 +29,7 @@ struct target_view {
     bool ramping;
     double ramp_fraction;
     uint64_t retry_after_ms; /* open: until a probe may go */
+    uint64_t opened_ms;      /* when the circuit last opened (0: never) */
     double ewma_latency_ms, ewma_ttft_ms; /* < 0: unmeasured */
     uint32_t inflight;
     uint64_t successes, failures;
@@ -64,6 +65,8 @@ struct attempt_report {
 struct brk_change {
     bool changed;
     enum brk_state from, to;
+    uint64_t open_ms; /* to BRK_OPEN: for how long (the open time grows, breaker.h) */
+    uint32_t opens;   /* to BRK_OPEN: openings since the last recovery */
 };
 
 struct hstate;
@@ -84,6 +87,8 @@ struct hstate_ops {
     enum bsc_err (*sync)(struct hstate *hs, struct cfg *cfg, uint64_t now_ms);
     enum brk_decision (*admit)(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms,
                                double rand01);
+    enum brk_decision (*admit_panic)(struct hstate *hs, const struct cfg_target *t,
+                                     uint64_t now_ms);
     void (*record)(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms,
                    const struct attempt_report *rep, struct brk_change *change);
     void (*inflight)(struct hstate *hs, const struct cfg_target *t, int delta);
@@ -137,6 +142,14 @@ static inline enum brk_decision hstate_admit(struct hstate *hs, const struct cfg
                                              uint64_t now_ms, double rand01)
 {
     return hs->ops->admit(hs, t, now_ms, rand01);
+}
+
+/* Breaker admission for <t> when every candidate of a request is kept out by its breaker
+ * (brk_allow_panic(): a probe even before open_ms has passed). */
+static inline enum brk_decision hstate_admit_panic(struct hstate *hs, const struct cfg_target *t,
+                                                   uint64_t now_ms)
+{
+    return hs->ops->admit_panic(hs, t, now_ms);
 }
 
 /* Records a finished attempt on <t>; *<change> (may be NULL) tells if the breaker moved. */

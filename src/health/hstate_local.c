@@ -260,6 +260,22 @@ static enum brk_decision l_admit(struct hstate *hs, const struct cfg_target *t, 
     return d;
 }
 
+static enum brk_decision l_admit_panic(struct hstate *hs, const struct cfg_target *t,
+                                       uint64_t now_ms)
+{
+    struct brk_entry *b;
+    enum brk_decision d;
+
+    (void)hs;
+    if (!t->hs)
+        return BRK_ALLOW;
+    b = atomic_load(&t->hs->b);
+    pthread_mutex_lock(&b->lock);
+    d = brk_allow_panic(&b->brk, now_ms);
+    pthread_mutex_unlock(&b->lock);
+    return d;
+}
+
 /* Records <outcome> on <t>'s circuit; *<change> tells whether it moved. */
 static void brk_report(struct hs_target *ts, uint64_t now_ms, enum brk_outcome outcome,
                        bool was_probe, struct brk_change *change)
@@ -270,6 +286,8 @@ static void brk_report(struct hs_target *ts, uint64_t now_ms, enum brk_outcome o
     change->from = brk_state(&b->brk);
     brk_record(&b->brk, now_ms, outcome, was_probe);
     change->to = brk_state(&b->brk);
+    change->open_ms = brk_open_len_ms(&b->brk);
+    change->opens = brk_opens(&b->brk);
     pthread_mutex_unlock(&b->lock);
     change->changed = change->from != change->to;
 }
@@ -365,6 +383,7 @@ static void view_breaker(struct brk_entry *b, uint64_t now_ms, struct target_vie
     out->ramping = brk_is_ramping(&b->brk, now_ms);
     out->ramp_fraction = brk_ramp_fraction(&b->brk, now_ms);
     out->retry_after_ms = brk_retry_after_ms(&b->brk, now_ms);
+    out->opened_ms = brk_opened_ms(&b->brk);
     out->counters = *brk_counters(&b->brk);
     pthread_mutex_unlock(&b->lock);
 }
@@ -414,6 +433,8 @@ static void l_health(struct hstate *hs, const struct cfg_target *t, bool up, uin
         if (!up && c.from == BRK_CLOSED) {
             brk_record(&b->brk, now_ms, BRK_FAILURE, false);
             c.to = brk_state(&b->brk);
+            c.open_ms = brk_open_len_ms(&b->brk);
+            c.opens = brk_opens(&b->brk);
         }
         pthread_mutex_unlock(&b->lock);
         c.changed = c.from != c.to;
@@ -584,7 +605,8 @@ static bool l_budget_take(struct hstate *hs, uint64_t now_ms)
 
 /* ---- the mirror of a shared backend (hstate_mirror.h) ---- */
 
-bool hstate__force(struct hstate *hs, const char *key, bool open, uint64_t now_ms)
+bool hstate__force(struct hstate *hs, const char *key, bool open, uint64_t now_ms,
+                   uint64_t open_ms, uint32_t opens)
 {
     struct hs_local *hl = local(hs);
     struct brk_entry *b = NULL;
@@ -598,7 +620,7 @@ bool hstate__force(struct hstate *hs, const char *key, bool open, uint64_t now_m
         return false;
     pthread_mutex_lock(&b->lock);
     if (open)
-        brk_force_open(&b->brk, now_ms);
+        brk_force_open_for(&b->brk, now_ms, open_ms, opens);
     else if (brk_state(&b->brk) != BRK_CLOSED)
         brk_force_close(&b->brk, now_ms);
     pthread_mutex_unlock(&b->lock);
@@ -655,6 +677,7 @@ static const struct hstate_ops local_ops = {
     .destroy = l_destroy,
     .sync = l_sync,
     .admit = l_admit,
+    .admit_panic = l_admit_panic,
     .record = l_record,
     .inflight = l_inflight,
     .view = l_view,

@@ -10,9 +10,12 @@
 /* The circuit <t> reports to ("provider|model|region|deployment" as breaker.key selects). */
 void hstate__breaker_key(const struct cfg_target *t, char *out, size_t len);
 
-/* Opens (for the circuit's open_ms from <now_ms>) or closes the circuit <key> of the local
- * backend <hs>. False when no such circuit is known. Thread-safe. */
-bool hstate__force(struct hstate *hs, const char *key, bool open, uint64_t now_ms);
+/* Opens (for <open_ms> from <now_ms>; 0: the circuit's next open time, with <opens>
+ * openings since its last recovery when more than its own: brk_force_open_for()) or closes
+ * the circuit <key> of the local backend <hs>. False when no such circuit is known.
+ * Thread-safe. */
+bool hstate__force(struct hstate *hs, const char *key, bool open, uint64_t now_ms,
+                   uint64_t open_ms, uint32_t opens);
 
 /* Cools key <idx> of provider <provider_id> until <until_ms> for <reason> (enum key_reason),
  * for <model> only when it is not NULL (a rate limit), as hstate_tkey_cooldown() would

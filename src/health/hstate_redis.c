@@ -72,7 +72,8 @@ static void enqueue(struct hs_redis *h, char kind, const char *id, uint64_t ms, 
 }
 
 /* A local transition to open or to closed is announced; half-open stays local (the probe
- * lease decides who probes). */
+ * lease decides who probes). An opening carries its length and the openings since the
+ * circuit's last recovery, so that every instance keeps the same growing open time. */
 static void announce(struct hs_redis *h, const struct cfg_target *t, const struct brk_change *c)
 {
     char key[256];
@@ -80,7 +81,11 @@ static void announce(struct hs_redis *h, const struct cfg_target *t, const struc
     if (!c->changed || c->to == BRK_HALF_OPEN)
         return;
     hstate__breaker_key(t, key, sizeof(key));
-    enqueue(h, c->to == BRK_OPEN ? 'o' : 'c', key, t->breaker.open_ms, 0, 0);
+    if (c->to == BRK_OPEN)
+        enqueue(h, 'o', key, c->open_ms ? c->open_ms : t->breaker.open_ms,
+                c->opens > INT32_MAX ? INT32_MAX : (int)c->opens, 0);
+    else
+        enqueue(h, 'c', key, t->breaker.open_ms, 0, 0);
 }
 
 static void r_record(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms,
@@ -136,6 +141,14 @@ static enum brk_decision r_admit(struct hstate *hs, const struct cfg_target *t, 
                                  double rand01)
 {
     return hstate_admit(hr(hs)->local, t, now_ms, rand01);
+}
+
+/* A panic probe is this instance's own, within its own retry budget: it does not wait for
+ * the probe lease (an outcome that closes or reopens the circuit is announced as usual). */
+static enum brk_decision r_admit_panic(struct hstate *hs, const struct cfg_target *t,
+                                       uint64_t now_ms)
+{
+    return hstate_admit_panic(hr(hs)->local, t, now_ms);
 }
 
 static void r_inflight(struct hstate *hs, const struct cfg_target *t, int delta)
@@ -319,7 +332,7 @@ static void claim_reply(redisAsyncContext *ac, void *r, void *priv)
     open_ms = c->open_ms;
     uv_mutex_unlock(&c->h->mu);
     /* Another instance probes: stay open here, and ask again when that would end. */
-    hstate__force(c->h->local, c->key, true, bsc_now_ms());
+    hstate__force(c->h->local, c->key, true, bsc_now_ms(), open_ms, 0);
     arm_claim(c, open_ms);
 }
 
@@ -373,7 +386,12 @@ static void publish(struct hs_redis *h, const struct hr_event *ev)
         c = circ_find(h, ev->id);
         uv_mutex_unlock(&h->mu);
         if (ev->kind == 'o') {
-            hr__cmd(h, NULL, NULL, 5, (const char *[]){"SET", key, "open", "PX", ms});
+            char val[24];
+
+            /* "open <openings since the last recovery>", for an instance that connects
+             * while it is open. */
+            snprintf(val, sizeof(val), "open %d", ev->reason);
+            hr__cmd(h, NULL, NULL, 5, (const char *[]){"SET", key, val, "PX", ms});
             if (c)
                 arm_claim(c, ev->ms);
         } else {
@@ -416,7 +434,7 @@ static void apply(struct hs_redis *h, const char *msg)
         hstate__key_cool(h->local, prov, tab + 1, idx, reason, now + ms);
         return;
     }
-    if (hstate__force(h->local, msg, kind == 'o', now))
+    if (hstate__force(h->local, msg, kind == 'o', now, ms, reason > 0 ? (uint32_t)reason : 0))
         LOG_INFO("shared state: circuit %s %s (another instance)", msg,
                  kind == 'o' ? "opened" : "closed");
     uv_mutex_lock(&h->mu);
@@ -446,13 +464,18 @@ static void peek_circuit(redisAsyncContext *ac, void *r, void *priv)
 {
     struct hr_circuit *c = priv;
     redisReply *reply = r;
+    unsigned long opens = 0;
 
     (void)ac;
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
         reply->element[1]->type != REDIS_REPLY_INTEGER || reply->element[1]->integer <= 0 ||
         c->h->closing)
         return;
-    hstate__force(c->h->local, c->key, true, bsc_now_ms());
+    if (reply->element[0]->type == REDIS_REPLY_STRING &&
+        strncmp(reply->element[0]->str, "open ", 5) == 0)
+        opens = strtoul(reply->element[0]->str + 5, NULL, 10);
+    hstate__force(c->h->local, c->key, true, bsc_now_ms(), (uint64_t)reply->element[1]->integer,
+                  opens > UINT32_MAX ? UINT32_MAX : (uint32_t)opens);
     arm_claim(c, (uint64_t)reply->element[1]->integer);
 }
 
@@ -700,6 +723,7 @@ static const struct hstate_ops redis_ops = {
     .destroy = r_destroy,
     .sync = r_sync,
     .admit = r_admit,
+    .admit_panic = r_admit_panic,
     .record = r_record,
     .inflight = r_inflight,
     .view = r_view,

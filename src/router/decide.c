@@ -34,10 +34,10 @@ static const struct cfg_tier *route_tier(const struct cfg_route *route, enum tie
                                      : &route->fallback;
 }
 
-/* Static eligibility: the request's needs, kill switches, keys, not yet tried, a window
- * larger than <min_window>, a fallback canary's share; and a circuit not open or refusing. */
-static bool usable(const struct decide_in *in, const struct decide_cand *c, enum tier tier,
-                   uint64_t min_window)
+/* Static eligibility but for the circuit: the request's needs, kill switches, keys, not yet
+ * tried, a window larger than <min_window>, a fallback canary's share. */
+static bool usable_but_circuit(const struct decide_in *in, const struct decide_cand *c,
+                               enum tier tier, uint64_t min_window)
 {
     const struct cfg_target *t = c->t;
 
@@ -52,7 +52,15 @@ static bool usable(const struct decide_in *in, const struct decide_cand *c, enum
     if (tier == TIER_FALLBACK && t->canary_percent < 100 &&
         !(c->canary_draw * 100.0 < (double)t->canary_percent))
         return false;
-    return c->v.state != BRK_OPEN && c->admit != ADMIT_DENIED;
+    return true;
+}
+
+/* Eligibility: usable_but_circuit, and a circuit not open or refusing. */
+static bool usable(const struct decide_in *in, const struct decide_cand *c, enum tier tier,
+                   uint64_t min_window)
+{
+    return usable_but_circuit(in, c, tier, min_window) && c->v.state != BRK_OPEN &&
+           c->admit != ADMIT_DENIED;
 }
 
 /* Picks the best usable target of <tier> by the route's balance mode. DECIDE_ADMIT when its
@@ -114,6 +122,69 @@ static enum decision choose(const struct decide_in *in, enum tier tier, uint64_t
         return DECIDE_ADMIT;
     out->admitted = true;
     out->probe = dt->c[i].admit == ADMIT_PROBE;
+    return DECIDE_GO;
+}
+
+/* ---- panic: every candidate kept out by its breaker (breaker.panic) ---- */
+
+/* <c> could be tried in panic: only its circuit keeps it out (open, every probe slot taken,
+ * or refused by the ramp), its breaker allows panic, and its panic admission did not say
+ * no. */
+static bool panic_candidate(const struct decide_in *in, const struct decide_cand *c,
+                            enum tier tier, uint64_t min_window)
+{
+    return c->t->breaker.panic && c->t->breaker.mode != CFG_BRK_MODE_ADAPTIVE &&
+           c->panic != ADMIT_DENIED &&
+           (c->v.state == BRK_OPEN || c->admit == ADMIT_DENIED) &&
+           usable_but_circuit(in, c, tier, min_window);
+}
+
+/* True when <a> goes before <b> in a panic: a closed circuit (only the ramp refused it)
+ * first, then the circuit that opened longest ago. Ties keep tier order. */
+static bool panic_before(const struct decide_cand *a, const struct decide_cand *b)
+{
+    bool a_closed = a->v.state == BRK_CLOSED, b_closed = b->v.state == BRK_CLOSED;
+
+    if (a_closed != b_closed)
+        return a_closed;
+    return a->v.opened_ms < b->v.opened_ms;
+}
+
+/* The panic pick over the tiers in <tiers> (bit per enum tier; <min_window> applies to the
+ * fallback tier): the candidate kept out by its breaker that is most likely back. DECIDE_STOP
+ * when none (then nothing in <out> changed), DECIDE_ADMIT when its panic admission is still
+ * to be asked, DECIDE_GO when it said yes. Never after the deadline. */
+static enum decision choose_panic(const struct decide_in *in, unsigned tiers,
+                                  uint64_t min_window, struct decide_out *out)
+{
+    const struct decide_cand *best = NULL;
+    enum tier best_tier = TIER_PRIMARY;
+    size_t best_k = 0;
+
+    if (in->time_left_ms == 0)
+        return DECIDE_STOP;
+    for (enum tier t = TIER_PRIMARY; t < TIER_COUNT; t++) {
+        if (!(tiers & (1u << t)) || route_tier(in->route, t)->disabled)
+            continue;
+        for (size_t k = 0; k < in->tiers[t].n; k++) {
+            const struct decide_cand *c = &in->tiers[t].c[k];
+            if (!panic_candidate(in, c, t, t == TIER_FALLBACK ? min_window : 0) ||
+                (best && !panic_before(c, best)))
+                continue;
+            best = c, best_tier = t, best_k = k;
+        }
+    }
+    if (!best)
+        return DECIDE_STOP;
+    out->target = best->t;
+    out->tier = best_tier;
+    out->cand = best_k;
+    out->panic = true;
+    out->n_ranked = 0;
+    if (best->panic == ADMIT_UNASKED)
+        return DECIDE_ADMIT;
+    out->admitted = true;
+    out->probe = best->panic == ADMIT_PROBE;
     return DECIDE_GO;
 }
 
@@ -340,6 +411,36 @@ static enum decision try_other_targets(const struct decide_in *in, const struct 
     return DECIDE_STOP;
 }
 
+/* Workflow 2 in panic: the other targets workflow 2 may go to are all kept out by their
+ * breakers; the one most likely back is tried (within the retry budget, as any failover). */
+static enum decision try_panic_next(const struct decide_in *in, const struct fail_policy *pol,
+                                    struct decide_out *out)
+{
+    unsigned tiers = 0;
+    uint64_t min_window = 0;
+    enum decision d;
+
+    if (pol->equivalent_failover && in->env->allow_equivalent)
+        tiers |= (in->tier == TIER_PRIMARY ? 1u << TIER_PRIMARY : 0) | 1u << TIER_EQUIVALENT;
+    if (pol->cross_model_fallback && in->env->allow_fallback) {
+        tiers |= 1u << TIER_FALLBACK;
+        if (pol->fallback_needs_larger_window)
+            min_window = in->failed.t->context_window ? in->failed.t->context_window
+                                                      : UINT64_MAX - 1;
+    }
+    /* With a larger window needed, only the fallback tier can help. */
+    if (pol->fallback_needs_larger_window)
+        tiers &= 1u << TIER_FALLBACK;
+    d = choose_panic(in, tiers, min_window, out);
+    if (d != DECIDE_GO)
+        return d;
+    out->why = "breaker_panic";
+    return go(in, out->target,
+              out->tier == TIER_FALLBACK ? ATTEMPT_WF_CROSS_MODEL_FALLBACK
+                                         : ATTEMPT_WF_EQUIVALENT_FAILOVER,
+              out);
+}
+
 /* Nothing left to try: why, by the failure and what was in the way. */
 static enum decision stop_exhausted(const struct decide_in *in, const struct fail_policy *pol,
                                     bool wait_too_long, int64_t wait_ms, struct decide_out *out)
@@ -447,7 +548,17 @@ enum decision decide_next(const struct decide_in *in, struct decide_out *out)
     if ((no_room || pol->equivalent_failover || pol->cross_model_fallback) &&
         stop_capacity(in, no_room ? &in->failed : NULL, out))
         return DECIDE_STOP;
+    d = try_panic_next(in, pol, out);
+    if (d != DECIDE_STOP || out->stop != DECIDE_STOP_NONE)
+        return d;
     return stop_exhausted(in, pol, wait_too_long, wait_ms, out);
+}
+
+/* The tiers a first attempt may use (bit per enum tier). */
+static unsigned first_tiers(const struct decide_in *in)
+{
+    return 1u << TIER_PRIMARY | (in->env->allow_equivalent ? 1u << TIER_EQUIVALENT : 0) |
+           (in->env->allow_fallback ? 1u << TIER_FALLBACK : 0);
 }
 
 enum decision decide_first(const struct decide_in *in, struct decide_out *out)
@@ -467,9 +578,13 @@ enum decision decide_first(const struct decide_in *in, struct decide_out *out)
     if (d == DECIDE_STOP && stop_capacity(in, NULL, out))
         return DECIDE_STOP;
     if (d == DECIDE_STOP)
+        d = choose_panic(in, first_tiers(in), 0, out);
+    if (d == DECIDE_STOP)
         return stop(out, DECIDE_STOP_NONE_ELIGIBLE, "none_eligible");
     out->wf = wfs[out->tier];
-    out->recovery = out->tier == TIER_PRIMARY ? NULL : "primary_unavailable";
+    out->recovery = out->panic                  ? "breaker_panic"
+                    : out->tier == TIER_PRIMARY ? NULL
+                                                : "primary_unavailable";
     if (d == DECIDE_GO && !within_budgets(in, out->target, out))
         return DECIDE_STOP;
     return d;

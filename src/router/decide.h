@@ -27,7 +27,8 @@ enum tier { TIER_PRIMARY = 0, TIER_EQUIVALENT, TIER_FALLBACK, TIER_COUNT };
 enum decision {
     DECIDE_GO,    /* out: target, tier, workflow, delay */
     DECIDE_STOP,  /* out: stop and its fields */
-    DECIDE_ADMIT, /* ask out->target's breaker, write the answer to the candidate, decide again */
+    DECIDE_ADMIT, /* ask out->target's breaker, write the answer to the candidate, decide again
+                     (out->panic: its panic admission, to the candidate's <panic>) */
 };
 
 /* A breaker's answer for a candidate, asked by the caller when a decision needs it (asking
@@ -46,6 +47,7 @@ struct decide_cand {
     uint64_t keys_ready_at; /* when one is usable again (<= now when one is) */
     double canary_draw;    /* [0, 1): its share of a fallback canary */
     enum decide_admit admit;
+    enum decide_admit panic; /* its breaker's answer to a panic probe (breaker.panic) */
     /* Its room under the local limits (router/limit.c), target's and provider's: NULL when
      * it has room now, else the limit in the way ("target_rpm", "provider_concurrency", ...)
      * and when room returns (room_in_ms; -1 when a request in flight must finish first). */
@@ -92,6 +94,8 @@ struct decide_out {
     size_t cand;                     /* ADMIT: the index in in->tiers[tier] */
     enum attempt_workflow wf;
     bool admitted, probe;            /* GO after an admission; a half-open probe */
+    bool panic;                      /* GO, ADMIT: every candidate was kept out by its
+                                        breaker and this one is tried anyway (panic) */
     uint32_t delay_ms;               /* before the next attempt */
     const char *delay_why;           /* static, NULL when no delay */
     const char *why;                 /* static: for the attempt log */

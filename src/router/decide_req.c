@@ -270,6 +270,7 @@ static void fill_cand(struct request *r, const struct cfg_target *t, uint64_t no
     c->keys_ready_at = k.ready_at;
     c->canary_draw = t->canary_percent < 100 ? bsc_rand01() : 0.0;
     c->admit = ADMIT_UNASKED;
+    c->panic = ADMIT_UNASKED;
     lim_req_fill(r, c, now);
     hstate_view(r->gw->hs, t, now, &c->v);
     if (r->route->balance == CFG_BALANCE_SCORE)
@@ -318,8 +319,54 @@ static void build_in(struct request *r, struct decide_in *in)
         fill_cand(r, r->target, now, &in->failed);
 }
 
+/* Takes one unit of the gateway-wide retry budget for a decided step; false when another
+ * request took the last one since the decision read it. */
+static bool take_budget(struct request *r)
+{
+    if (!hstate_budget_take(r->gw->hs, bsc_now_ms()))
+        return false;
+    metrics_inc(M(r), r->w->idx, METRIC_RETRY_BUDGET_SPENT, NULL, NULL, 1);
+    return true;
+}
+
+static enum decide_admit admit_of(enum brk_decision b)
+{
+    return b == BRK_ALLOW ? ADMIT_ALLOWED : b == BRK_ALLOW_PROBE ? ADMIT_PROBE : ADMIT_DENIED;
+}
+
+/* The panic admission of candidate <c>. A probe of an open circuit on a first attempt pays
+ * with a unit of the retry budget (a later attempt pays in decide_req_next, as any
+ * failover): it is load the breaker would have spared, so the budget bounds it as it bounds
+ * retries. The budget is asked before and taken only once the circuit admitted the probe, so
+ * the requests that find every probe slot taken cost nothing (another request may take the
+ * last unit in between: the overdraft is at most the probe slots). Letting a closed circuit's
+ * request past its ramp is not a probe, and is free. */
+static enum decide_admit admit_panic(struct request *r, const struct decide_cand *c,
+                                     uint64_t now_ms)
+{
+    bool pays = r->n_attempts == 0 && c->v.state != BRK_CLOSED;
+    enum brk_decision b;
+
+    if (pays && !hstate_budget_available(r->gw->hs, now_ms))
+        return ADMIT_DENIED;
+    b = hstate_admit_panic(r->gw->hs, c->t, now_ms);
+    if (pays && b == BRK_ALLOW_PROBE)
+        (void)take_budget(r);
+    return admit_of(b);
+}
+
+/* The draw for <t>'s breaker: 0 for a weighted pick, which already scaled by the ramp (do
+ * not apply it twice), except in adaptive mode, whose throttle needs a real draw. */
+static double admit_draw(const struct request *r, const struct cfg_target *t)
+{
+    if (r->route->balance == CFG_BALANCE_WEIGHTED && t->breaker.mode != CFG_BRK_MODE_ADAPTIVE)
+        return 0.0;
+    return bsc_rand01();
+}
+
 /* Runs <fn> until it no longer needs a breaker's answer: each candidate it asks about is
- * admitted (or refused) once, so the loop ends within the number of candidates. */
+ * admitted (or refused) once, and asked in panic at most once more, so the loop ends within
+ * twice the number of candidates. */
 static enum decision decide_admitted(struct request *r, struct decide_in *in,
                                      enum decision (*fn)(const struct decide_in *,
                                                          struct decide_out *),
@@ -327,15 +374,13 @@ static enum decision decide_admitted(struct request *r, struct decide_in *in,
 {
     enum decision d = fn(in, out);
 
-    for (unsigned n = 0; d == DECIDE_ADMIT && n <= TIER_COUNT * DECIDE_MAX_CANDS; n++) {
+    for (unsigned n = 0; d == DECIDE_ADMIT && n <= 2 * TIER_COUNT * DECIDE_MAX_CANDS; n++) {
         struct decide_cand *c = &in->tiers[out->tier].c[out->cand];
-        /* Weighted picks already scaled by the ramp: do not apply it twice. */
-        enum brk_decision b = hstate_admit(r->gw->hs, c->t, in->now_ms,
-                                           r->route->balance == CFG_BALANCE_WEIGHTED
-                                               ? 0.0
-                                               : bsc_rand01());
-        c->admit = b == BRK_ALLOW ? ADMIT_ALLOWED : b == BRK_ALLOW_PROBE ? ADMIT_PROBE
-                                                                         : ADMIT_DENIED;
+
+        if (out->panic)
+            c->panic = admit_panic(r, c, in->now_ms);
+        else
+            c->admit = admit_of(hstate_admit(r->gw->hs, c->t, in->now_ms, admit_draw(r, c->t)));
         d = fn(in, out);
     }
     return d == DECIDE_ADMIT ? DECIDE_STOP : d;
@@ -455,16 +500,6 @@ enum decision decide_req_first(struct request *r)
     if (r->next.wf != ATTEMPT_WF_PRIMARY)
         decide_count_workflow(r, r->next.wf);
     return DECIDE_GO;
-}
-
-/* Takes one unit of the gateway-wide retry budget for a decided step; false when another
- * request took the last one since the decision read it. */
-static bool take_budget(struct request *r)
-{
-    if (!hstate_budget_take(r->gw->hs, bsc_now_ms()))
-        return false;
-    metrics_inc(M(r), r->w->idx, METRIC_RETRY_BUDGET_SPENT, NULL, NULL, 1);
-    return true;
 }
 
 enum decision decide_req_next(struct request *r, const char **why)

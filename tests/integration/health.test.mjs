@@ -21,7 +21,7 @@ providers:
   dead: { kind: openai_compatible, base_url: "http://127.0.0.1:${deadPort}/v1", keys: ["sk-dead"], health: { interval_ms: 150, probe: models }, connect_timeout_ms: 200 }
 targets:
   up@live: { provider: live, model: emb-live, capabilities: [text, streaming, embeddings] }
-  down@dead: { provider: dead, model: gone, breaker: { consecutive_failures: 2, open_ms: 60000 } }
+  down@dead: { provider: dead, model: gone, breaker: { consecutive_failures: 2, open_ms: 60000, panic: false } }
 routes:
   alive: { primary: [up@live] }
   deadonly: { primary: [down@dead] }
@@ -47,7 +47,8 @@ test('probes mark a live target up and open the circuit of a dead one, with no t
   const t = await targets();
   assert.equal(t['down@dead'].health, 'down');
   assert.equal(t['down@dead'].last_error === null || typeof t['down@dead'].last_error === 'string', true);
-  // A request to the dead-only route is refused at once: its only circuit is open.
+  // A request to the dead-only route is refused at once: its only circuit is open (panic: false;
+  // with panic the open circuit would be probed, breaker_panic.test.mjs).
   const t0 = Date.now();
   const res = await fetch(`${gw.base}/chat/completions`, {
     method: 'POST', headers: { 'content-type': 'application/json' },

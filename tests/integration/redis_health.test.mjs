@@ -10,6 +10,7 @@ import { startGateway, startSim, waitFor } from '../lib/harness.mjs';
 import { startRedis } from '../lib/redis.mjs';
 
 let redis, sim, a, b;
+const ADMIN = 'test-admin-key-0123456789';
 
 function config(url) {
   return `listen: "127.0.0.1:{{PORT}}"
@@ -20,13 +21,16 @@ providers:
   sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-s"], health: { probe: none } }
   lim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-l"], health: { probe: none } }
 targets:
-  bad@sim: { provider: sim, model: u-bad, breaker: { consecutive_failures: 2, open_ms: 60000 } }
-  probe@sim: { provider: sim, model: u-probe, breaker: { consecutive_failures: 2, open_ms: 1500, half_open_probes: 1 } }
+  bad@sim: { provider: sim, model: u-bad, breaker: { consecutive_failures: 2, open_ms: 60000, panic: false } }
+  probe@sim: { provider: sim, model: u-probe, breaker: { consecutive_failures: 2, open_ms: 1500, half_open_probes: 1, panic: false } }
+  grow@sim: { provider: sim, model: u-grow, breaker: { consecutive_failures: 2, open_ms: 20000, open_backoff: 3, max_open_ms: 600000 } }
   rl@lim: { provider: lim, model: u-rl }
 routes:
   bad: { primary: [bad@sim], envelope: { deadline_ms: 3000 } }
   rl: { primary: [rl@lim], envelope: { deadline_ms: 2000 } }
   probe: { primary: [probe@sim], envelope: { deadline_ms: 800, max_attempts: 1 } }
+  grow: { primary: [grow@sim], envelope: { deadline_ms: 2000, max_attempts: 1 } }
+admin: { key: "${ADMIN}" }
 `;
 }
 
@@ -130,6 +134,33 @@ test('half-open probes are limited across instances: one probe for both', async 
   }, { timeoutMs: 10000, everyMs: 50, what: 'a probe that failed and reopened the circuit' });
   await Promise.all(pending);
   assert.equal((await sim.calls('u-probe')) - before, 1, 'one probe in total across both instances');
+});
+
+async function retryAfterMs(gw, id) {
+  const res = await fetch(`${gw.url}/admin/targets`, { headers: { authorization: `Bearer ${ADMIN}` } });
+  return (await res.json()).targets.find((t) => t.id === id).retry_after_ms;
+}
+
+test('the growing open time is shared: an opening carries its length and count', async () => {
+  const key = 'h:{circuit:sim|u-grow|*|*}';
+  await sim.setModel('u-grow', { script: [{ action: 'status', status: 503, times: 1000 }] });
+  for (let i = 0; i < 4 && (await breakerState(a, 'grow@sim')) !== 1; i++) await chat(a, 'grow');
+  await waitFor(async () => (await redis.command('GET', key)) === 'open 1', { what: 'the first opening in Redis' });
+  // Every circuit is open: the next request on a is a panic probe; it fails and reopens the
+  // circuit for 3 x 20 s, which b hears with the count.
+  await chat(a, 'grow');
+  await waitFor(async () => (await redis.command('GET', key)) === 'open 2', { what: 'the second opening in Redis' });
+  await waitFor(async () => (await retryAfterMs(b, 'grow@sim')) > 20000,
+    { what: 'the longer open time on the second instance' });
+  // b's own failed probe now opens for 20 s x 3^2: it counted a's openings as its own.
+  const before = await sim.calls('u-grow');
+  await chat(b, 'grow');
+  assert.equal((await sim.calls('u-grow')) - before, 1, 'b probed in panic');
+  await waitFor(async () => (await redis.command('GET', key)) === 'open 3', { what: 'the third opening in Redis' });
+  const ttl = await redis.command('PTTL', key);
+  assert.ok(ttl > 60000 && ttl <= 180000, `the third opening lasts 180 s (${ttl} ms left)`);
+  await waitFor(async () => (await retryAfterMs(a, 'grow@sim')) > 60000,
+    { what: 'a follows the third opening' });
 });
 
 test('Redis restarted empty: both instances reconnect, serve, and share the next transition', async () => {

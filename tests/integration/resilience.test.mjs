@@ -38,7 +38,7 @@ function config(simBase) {
   const providers = [];
   const targets = [];
   const routes = [];
-  providers.push('  p-shared: { kind: openai_compatible, base_url: "' + simBase + '", keys: ["sk-shared"], health: { probe: none }, breaker: { key: [provider], consecutive_failures: 2, open_ms: 60000 } }');
+  providers.push('  p-shared: { kind: openai_compatible, base_url: "' + simBase + '", keys: ["sk-shared"], health: { probe: none }, breaker: { key: [provider], consecutive_failures: 2, open_ms: 60000, panic: false } }'); // fail-fast: the shared circuit keeps shB out
   targets.push('  shA: { provider: p-shared, model: shA }', '  shB: { provider: p-shared, model: shB }');
   for (const [name, s] of Object.entries(scenarios)) {
     if (name.startsWith('shared')) {

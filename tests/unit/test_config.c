@@ -464,6 +464,11 @@ static void test_defaults(void **state)
     assert_int_equal(cfg->breaker.half_open_probes, 1);
     assert_int_equal(cfg->breaker.success_threshold, 3);
     assert_int_equal(cfg->breaker.ramp_ms, 30000);
+    assert_true(cfg->breaker.open_backoff == 2.0);
+    assert_int_equal(cfg->breaker.max_open_ms, 300000);
+    assert_true(cfg->breaker.panic);
+    assert_int_equal(cfg->breaker.mode, CFG_BRK_MODE_CIRCUIT);
+    assert_true(cfg->breaker.adaptive_k == 2.0);
     assert_true(memcmp(&p->breaker, &cfg->breaker, sizeof(cfg->breaker)) == 0);
     assert_true(memcmp(&t->breaker, &cfg->breaker, sizeof(cfg->breaker)) == 0);
     assert_int_equal(cfg->retry.base_ms, 250);
@@ -786,6 +791,18 @@ static void test_ranges(void **state)
         {"retry: { backoff: { base_ms: 4000 } }\n", NULL},
         {"breaker: { key: [] }\n", "gateway.yaml:1:17: error: 'key' in breaker: must name at "
                                    "least one of provider, model, region, deployment, key"},
+        {"breaker: { open_backoff: 1, max_open_ms: 60000, panic: false }\n", NULL},
+        {"breaker: { open_backoff: 0.5 }\n",
+         "gateway.yaml:1:26: error: 'open_backoff' in breaker: must be in [1, 100], got '0.5'"},
+        {"breaker: { open_ms: 2000,\n  max_open_ms: 1000 }\n",
+         "gateway.yaml:2:16: error: 'max_open_ms' in breaker: 1000 is smaller than open_ms "
+         "(2000)"},
+        {"breaker: { mode: adaptive, adaptive_k: 1.5 }\n", NULL},
+        {"breaker: { mode: sre }\n",
+         "gateway.yaml:1:18: error: 'mode' in breaker: unknown value 'sre'; expected one of: "
+         "circuit, adaptive"},
+        {"breaker: { panic: sometimes }\n",
+         "gateway.yaml:1:19: error: 'panic' in breaker: expected true or false, got 'sometimes'"},
     };
 
     (void)state;

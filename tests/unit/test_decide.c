@@ -462,6 +462,146 @@ static void test_first(void **state)
     assert_int_equal(out.outlook, REPLY_OUTLOOK_NEVER);
 }
 
+/* ---- panic (breaker.panic) ---- */
+
+/* Every candidate open, each opened at NOW minus <ago> ms, panic allowed on each. */
+static void all_open(struct fx *x, uint64_t a_ago, uint64_t e_ago, uint64_t f_ago)
+{
+    struct decide_cand *a = &x->in.tiers[TIER_PRIMARY].c[0];
+    struct decide_cand *e = &x->in.tiers[TIER_EQUIVALENT].c[0];
+    struct decide_cand *f = &x->in.tiers[TIER_FALLBACK].c[0];
+
+    x->a.breaker.panic = x->e.breaker.panic = x->f.breaker.panic = true;
+    a->v.state = e->v.state = f->v.state = BRK_OPEN;
+    a->v.opened_ms = NOW - a_ago;
+    e->v.opened_ms = NOW - e_ago;
+    f->v.opened_ms = NOW - f_ago;
+    a->admit = e->admit = f->admit = ADMIT_UNASKED;
+}
+
+/* The first attempt with every circuit open: the one open longest is asked in panic, then
+ * the next when it says no; a probe it admits goes with recovery "breaker_panic"; nothing
+ * left, or panic off, is today's none-eligible. */
+static void test_panic_first(void **state)
+{
+    struct fx x;
+    struct decide_out out;
+
+    (void)state;
+    s_server_error(&x);
+    x.in.n_attempts = 0;
+    all_open(&x, 3000, 9000, 5000);
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_ADMIT);
+    assert_true(out.panic);
+    assert_string_equal(out.target->id, "E");
+    assert_int_equal(out.tier, TIER_EQUIVALENT);
+    x.in.tiers[TIER_EQUIVALENT].c[0].panic = ADMIT_PROBE;
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_GO);
+    assert_string_equal(out.target->id, "E");
+    assert_true(out.panic && out.admitted && out.probe);
+    assert_string_equal(out.recovery, "breaker_panic");
+    assert_int_equal(out.wf, ATTEMPT_WF_EQUIVALENT_FAILOVER);
+    x.in.tiers[TIER_EQUIVALENT].c[0].panic = ADMIT_DENIED;
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_ADMIT);
+    assert_string_equal(out.target->id, "F");
+    x.in.tiers[TIER_FALLBACK].c[0].panic = ADMIT_DENIED;
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_ADMIT);
+    assert_string_equal(out.target->id, "A");
+    x.in.tiers[TIER_PRIMARY].c[0].panic = ADMIT_DENIED;
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_STOP);
+    assert_int_equal(out.stop, DECIDE_STOP_NONE_ELIGIBLE);
+
+    /* breaker.panic: false keeps today's fail-fast. */
+    s_server_error(&x);
+    x.in.n_attempts = 0;
+    all_open(&x, 3000, 9000, 5000);
+    x.a.breaker.panic = x.e.breaker.panic = x.f.breaker.panic = false;
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_STOP);
+    assert_int_equal(out.stop, DECIDE_STOP_NONE_ELIGIBLE);
+    /* Only the tiers the request may use; never past the deadline. */
+    s_server_error(&x);
+    x.in.n_attempts = 0;
+    all_open(&x, 3000, 9000, 5000);
+    x.env.allow_equivalent = false;
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_ADMIT);
+    assert_string_equal(out.target->id, "F");
+    x.in.time_left_ms = 0;
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_STOP);
+}
+
+/* What the panic pick skips and prefers: a closed circuit the ramp refused goes before open
+ * ones; a target whose keys all cool down, one switched off, or one the request cannot use
+ * is never tried in panic. */
+static void test_panic_pick(void **state)
+{
+    struct fx x;
+    struct decide_out out;
+
+    (void)state;
+    s_server_error(&x);
+    x.in.n_attempts = 0;
+    all_open(&x, 3000, 9000, 5000);
+    x.in.tiers[TIER_PRIMARY].c[0].v.state = BRK_CLOSED; /* ramping, and the draw said no */
+    x.in.tiers[TIER_PRIMARY].c[0].admit = ADMIT_DENIED;
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_ADMIT);
+    assert_string_equal(out.target->id, "A");
+    x.in.tiers[TIER_PRIMARY].c[0].panic = ADMIT_ALLOWED;
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_GO);
+    assert_true(out.panic && !out.probe);
+    assert_int_equal(out.wf, ATTEMPT_WF_PRIMARY);
+
+    s_server_error(&x);
+    x.in.n_attempts = 0;
+    all_open(&x, 3000, 9000, 5000);
+    x.in.tiers[TIER_EQUIVALENT].c[0].keys_available = 0; /* cooling after rate limits */
+    x.in.tiers[TIER_FALLBACK].c[0].off = true;
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_ADMIT);
+    assert_string_equal(out.target->id, "A");
+    x.in.tiers[TIER_PRIMARY].c[0].excluded = true;
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_STOP);
+    assert_int_equal(out.stop, DECIDE_STOP_NONE_ELIGIBLE);
+
+    /* breaker.mode: adaptive -- its throttle already lets a share through: no panic. */
+    s_server_error(&x);
+    x.in.n_attempts = 0;
+    all_open(&x, 3000, 9000, 5000);
+    x.in.tiers[TIER_EQUIVALENT].c[0].v.state = BRK_CLOSED; /* throttled */
+    x.in.tiers[TIER_EQUIVALENT].c[0].admit = ADMIT_DENIED;
+    x.e.breaker.mode = CFG_BRK_MODE_ADAPTIVE;
+    assert_int_equal(decide_first(&x.in, &out), DECIDE_ADMIT);
+    assert_string_equal(out.target->id, "F");
+}
+
+/* After a failure on A with every other circuit open: a failover in panic to the one open
+ * longest, never A itself, and only within the retry budget. */
+static void test_panic_next(void **state)
+{
+    struct fx x;
+    struct decide_out out;
+
+    (void)state;
+    s_server_error(&x);
+    two_on_a(&x); /* no more attempts on A */
+    all_open(&x, 60000, 9000, 5000);
+    assert_int_equal(decide_next(&x.in, &out), DECIDE_ADMIT);
+    assert_true(out.panic);
+    assert_string_equal(out.target->id, "E");
+    x.in.tiers[TIER_EQUIVALENT].c[0].panic = ADMIT_PROBE;
+    assert_int_equal(decide_next(&x.in, &out), DECIDE_GO);
+    assert_string_equal(out.target->id, "E");
+    assert_true(out.probe);
+    assert_int_equal(out.wf, ATTEMPT_WF_EQUIVALENT_FAILOVER);
+    assert_string_equal(out.why, "breaker_panic");
+    x.in.budget_ok = false;
+    assert_int_equal(decide_next(&x.in, &out), DECIDE_STOP);
+    assert_string_equal(out.reason, "retry_budget_exhausted");
+    /* Panic off: today's answer. */
+    x.in.budget_ok = true;
+    x.e.breaker.panic = x.f.breaker.panic = false;
+    assert_int_equal(decide_next(&x.in, &out), DECIDE_STOP);
+    assert_string_equal(out.reason, "no_eligible_fallback");
+}
+
 /* Capacity: the first attempt moves on past a target without room (no retry budget asked:
  * nothing was sent), and with none left says which limit, when room returns and how long the
  * request may wait (the longest queue_ms, within the time left). */
@@ -518,6 +658,9 @@ int main(void)
         cmocka_unit_test(test_pure),
         cmocka_unit_test(test_probe_and_status),
         cmocka_unit_test(test_first),
+        cmocka_unit_test(test_panic_first),
+        cmocka_unit_test(test_panic_pick),
+        cmocka_unit_test(test_panic_next),
         cmocka_unit_test(test_later_tier),
         cmocka_unit_test(test_capacity),
     };
