@@ -7,6 +7,7 @@
  * instead of refused. See docs/internals/server.md, "The connection cap". */
 #include <sys/resource.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "server/internal.h"
 
@@ -16,6 +17,7 @@
 #define CAP_RESERVE_MIN    64
 #define CAP_RESERVE_SHARE  64    /* 1/64 of the limit */
 #define EVICT_LOG_EVERY_MS 10000 /* closing connections for room is logged this often (a class) */
+#define SHED_SCAN          16    /* receiving connections compared, the oldest requests first */
 
 uint32_t srv_conn_cap_for(uint32_t configured, uint64_t nofile)
 {
@@ -150,18 +152,48 @@ static void log_shedding(struct srv *srv, enum srv__shed k)
     srv->evict_log_ms[k] = now ? now : 1;
 }
 
+/* The bytes of its request <c> has received (head, and de-chunked body). */
+static uint64_t request_bytes(const struct srv_conn *c)
+{
+    return (uint64_t)c->h1.head_bytes + c->h1.body.len;
+}
+
+/* Among the SHED_SCAN connections whose requests began first, the one that received its
+ * request the slowest (bytes per time since it began). A large upload that is going well
+ * is passed over for a slower one, so that opening connections at the cap is no way to cut
+ * the oldest upload in progress; the scan is bounded, so the cost at the cap is too. */
+static struct srv_conn *slowest_receiving(struct srv *srv)
+{
+    struct srv_conn *best = srv->shed[SRV__SHED_RECEIVING].head;
+    uint64_t now = bsc_now_us();
+    unsigned n = 0;
+
+    /* Rates compared cross-multiplied, ages in ms: a request is at most a day old (the
+     * timeouts' bound, 2^27 ms) and at most 2^31 bytes, so no product passes 2^58. Ties
+     * keep the older. */
+    for (struct srv_conn *c = best; c && n < SHED_SCAN; c = c->shed_next, n++) {
+        uint64_t c_age = (now - c->req.start_us) / 1000 + 1;
+        uint64_t best_age = (now - best->req.start_us) / 1000 + 1;
+
+        if (request_bytes(c) * best_age < request_bytes(best) * c_age)
+            best = c;
+    }
+    return best;
+}
+
 /* Which connection gives way, in order: one already answered and only lingering (its
- * client has its answer); one still receiving its request, the request that began the
- * earliest first -- a head or body that takes long is the slow client the cap must not be
- * held by, where a client that sends its request at once never lingers in that state;
- * then the one idle the longest. Closing an idle keep-alive connection can race a request
+ * client has its answer); one still receiving its request, the slowest of those whose
+ * requests began first -- a head or body that takes long is the slow client the cap must
+ * not be held by, where a client that sends its request at once never stays in that
+ * state; then the one idle the longest. Closing an idle keep-alive connection can race a request
  * its client sends at that moment (HTTP clients retry idempotent ones); a slow request
  * is cut with a 503 that says why. nginx and HAProxy close idle connections under
  * pressure the same way. */
 bool srv__make_room(struct srv *srv)
 {
     for (enum srv__shed k = 0; k < SRV__SHED_NONE; k++) {
-        struct srv_conn *c = srv->shed[k].head;
+        struct srv_conn *c =
+            k == SRV__SHED_RECEIVING ? slowest_receiving(srv) : srv->shed[k].head;
 
         if (!c)
             continue;

@@ -344,6 +344,37 @@ static void test_oldest_receiving_first(void **state)
     close(c);
 }
 
+/* Among those receiving, the slowest gives way, not merely the oldest: an upload well under
+ * way is kept while a younger connection that has sent nothing since its head goes. <a>'s
+ * bytes are on the wire before <b> connects, so the server has read them (same or earlier
+ * poll) by the time <b>'s 100 Continue comes back and <c> connects. */
+static void test_slowest_receiving_first(void **state)
+{
+    struct fx *fx = *state;
+    char buf[4096], part[4001];
+    int a, b, c;
+
+    memset(part, 'x', 4000);
+    part[4000] = '\0';
+    fx_start(fx);
+    a = cl_open(fx->port);
+    cl_sends(a, "POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n");
+    cl_sends(a, part);
+    b = cl_open(fx->port);
+    start_body(b);
+    c = cl_open(fx->port);
+    assert_int_equal(roundtrip(c), 200);
+    assert_int_equal(cl_read(b, buf, sizeof(buf)), 503);
+    assert_true(cl_closed(b));
+    memset(part, 'y', 1000);
+    part[1000] = '\0';
+    cl_sends(a, part);
+    assert_int_equal(cl_read(a, buf, sizeof(buf)), 200);
+    close(a);
+    close(b);
+    close(c);
+}
+
 /* A connection that was answered and only lingers gives way first: the one receiving its
  * request is kept and completes. */
 static void test_lingering_first(void **state)
@@ -497,6 +528,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_idle_makes_room, setup, teardown),
         cmocka_unit_test_setup_teardown(test_receiving_before_idle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oldest_receiving_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slowest_receiving_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lingering_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handled_is_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_body_timeout, setup, teardown),
