@@ -169,11 +169,12 @@ static int take_authority(struct srv__h1 *h, struct bsc_str url, const struct ht
     scheme = url_field(url, u, UF_SCHEMA);
     if (!bsc_str_ieq(scheme, BSC_STR("http")) && !bsc_str_ieq(scheme, BSC_STR("https")))
         return fail(h, SRV__H1_E_BAD_REQUEST, "request target scheme is not http or https");
-    if (u->field_set & (1u << UF_USERINFO))
-        return fail(h, SRV__H1_E_BAD_REQUEST, "request target with userinfo");
     from = (size_t)(scheme.p - url.p) + scheme.len + 3; /* past "://", which parse_url checked */
     for (to = from; to < url.len && !strchr("/?#", url.p[to]); to++)
         ;
+    /* parse_url reports no userinfo when it is empty ("http://@h/"): look for the '@' */
+    if ((u->field_set & (1u << UF_USERINFO)) || memchr(url.p + from, '@', to - from))
+        return fail(h, SRV__H1_E_BAD_REQUEST, "request target with userinfo");
     h->authority = bsc_str_make(url.p + from, to - from);
     return 0;
 }

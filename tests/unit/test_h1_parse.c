@@ -175,6 +175,7 @@ static void test_absolute_form_authority(void **state)
         "GET ftp://h/x HTTP/1.1\r\nHost: h\r\n\r\n",
         "GET http://user:pw@h/x HTTP/1.1\r\nHost: h\r\n\r\n",
         "GET http://user@h/x HTTP/1.1\r\nHost: h\r\n\r\n",
+        "GET http://@h/x HTTP/1.1\r\nHost: h\r\n\r\n", /* empty userinfo */
     };
     struct fx *fx = *state;
     size_t used;
