@@ -11,6 +11,7 @@
 
 #include "api/internal.h"
 #include "core/buf.h"
+#include "core/compat.h"
 
 #define PREFLIGHT_MAX_AGE "600"
 #define ALLOW_HEADERS_MAX 1024 /* the echoed Access-Control-Allow-Headers value */
@@ -106,9 +107,9 @@ static bool host_allowed(struct srv_req *req, const struct cfg *cfg, const char 
  * allowed_hosts entry, or the listener's own address; where no Host rule applies (another
  * listener without allowed_hosts), it must be the request's Host value itself, so that
  * nothing reads this request as being for another host than the one it was served as. */
-static bool target_allowed(struct srv_req *req, const struct cfg *cfg, const char *listen_host)
+BSC_TESTABLE bool api__target_host_allowed(struct bsc_str auth, struct bsc_str host,
+                                           const struct cfg *cfg, const char *listen_host)
 {
-    struct bsc_str auth = srv_req_authority(req), host = srv_req_header(req, BSC_STR("host"));
     struct bsc_str name, bare;
     bool loopback = is_loopback_listener(listen_host), has_port;
 
@@ -123,6 +124,12 @@ static bool target_allowed(struct srv_req *req, const struct cfg *cfg, const cha
     if (host_listed(cfg, auth, name))
         return true;
     return !loopback && cfg->allowed_hosts.n == 0 && (!host.p || bsc_str_ieq(host, auth));
+}
+
+static bool target_allowed(struct srv_req *req, const struct cfg *cfg, const char *listen_host)
+{
+    return api__target_host_allowed(srv_req_authority(req), srv_req_header(req, BSC_STR("host")),
+                                    cfg, listen_host);
 }
 
 static bool origin_allowed(const struct cfg *cfg, struct bsc_str origin)
