@@ -77,6 +77,7 @@ static struct srv_limits srv_limits_of(const struct cfg *cfg, unsigned n_workers
             (srv_conn_cap(cfg->limits.max_connections, NULL) + n_workers - 1) / n_workers,
         .max_pending_output = cfg->limits.max_stream_buffer_bytes,
         .body_timeout_ms = cfg->limits.body_timeout_ms,
+        .min_body_rate_bps = cfg->limits.min_body_rate_bps,
     };
 }
 
@@ -244,6 +245,7 @@ static int admin_listen(struct worker *w, const struct cfg *cfg, const struct sr
         return -1;
     }
     srv_set_refused(w->admin_srv, api_refused);
+    srv_set_head_check(w->admin_srv, api_head_check_admin);
     srv_set_error_body(w->admin_srv, dialect_openai_srv_error);
     LOG_INFO("admin listener on http://%s%s%s:%u (/status, /metrics, /admin/...)",
              strchr(cfg->admin_listen_host, ':') ? "[" : "", cfg->admin_listen_host,
@@ -281,6 +283,7 @@ static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const
         return -1;
     }
     srv_set_refused(w->srv, api_refused);
+    srv_set_head_check(w->srv, api_head_check);
     srv_set_error_body(w->srv, dialect_openai_srv_error);
     if (idx == 0 && cfg->admin_listen_host && admin_listen(w, cfg, &lim) != 0)
         return -1;

@@ -4,12 +4,14 @@
  * and a DNS-rebinding page can even read the answers; either spends the provider keys.
  * So a request carrying an Origin not listed in cors.allowed_origins is refused, listed
  * origins get CORS headers and preflight answers, and a listener bound to loopback takes
- * only Host values that name loopback (plus allowed_hosts). It never routes anything.
+ * only Host values that name loopback (plus allowed_hosts); the host of an absolute-form
+ * request target is held to the same rule (400). It never routes anything.
  * See docs/configuration.md (cors, allowed_hosts). */
 #include <string.h>
 
 #include "api/internal.h"
 #include "core/buf.h"
+#include "core/compat.h"
 
 #define PREFLIGHT_MAX_AGE "600"
 #define ALLOW_HEADERS_MAX 1024 /* the echoed Access-Control-Allow-Headers value */
@@ -99,6 +101,37 @@ static bool host_allowed(struct srv_req *req, const struct cfg *cfg, const char 
     return host_listed(cfg, value, name);
 }
 
+/* An absolute-form target ("POST http://h/v1/...") names the host the request is for, and
+ * RFC 9112 §3.2.2 makes it, not Host, the target's authority: a front proxy may route on
+ * it. So it is held to the Host rule: a loopback name on a loopback listener, an
+ * allowed_hosts entry, or the listener's own address; where no Host rule applies (another
+ * listener without allowed_hosts), it must be the request's Host value itself, so that
+ * nothing reads this request as being for another host than the one it was served as. */
+BSC_TESTABLE bool api__target_host_allowed(struct bsc_str auth, struct bsc_str host,
+                                           const struct cfg *cfg, const char *listen_host)
+{
+    struct bsc_str name, bare;
+    bool loopback = is_loopback_listener(listen_host), has_port;
+
+    if (!auth.p)
+        return true;
+    name = host_name(auth, &has_port);
+    if (!name.p)
+        return false;
+    bare = name.len > 1 && name.p[0] == '[' ? bsc_str_make(name.p + 1, name.len - 2) : name;
+    if ((loopback && names_loopback(name)) || bsc_str_ieq(bare, bsc_str_cstr(listen_host)))
+        return true;
+    if (host_listed(cfg, auth, name))
+        return true;
+    return !loopback && cfg->allowed_hosts.n == 0 && (!host.p || bsc_str_ieq(host, auth));
+}
+
+static bool target_allowed(struct srv_req *req, const struct cfg *cfg, const char *listen_host)
+{
+    return api__target_host_allowed(srv_req_authority(req), srv_req_header(req, BSC_STR("host")),
+                                    cfg, listen_host);
+}
+
 static bool origin_allowed(const struct cfg *cfg, struct bsc_str origin)
 {
     const struct cfg_strs *l = &cfg->cors.allowed_origins;
@@ -179,11 +212,21 @@ bool api__guard(struct srv_req *req, const struct cfg *cfg, bool on_admin_port,
 {
     struct bsc_str origin = srv_req_header(req, BSC_STR("origin"));
     bool options = bsc_str_eq(srv_req_method(req), BSC_STR("OPTIONS"));
+    /* The admin listener is judged by its own address (admin.listen). */
+    const char *listen_host =
+        on_admin_port && cfg->admin_listen_host ? cfg->admin_listen_host : cfg->listen_host;
 
     *why = NULL;
-    /* The admin listener is judged by its own address (admin.listen). */
-    if (!host_allowed(req, cfg, on_admin_port && cfg->admin_listen_host ? cfg->admin_listen_host
-                                                                        : cfg->listen_host)) {
+    if (!target_allowed(req, cfg, listen_host)) {
+        *why = "request target host not allowed";
+        srv_resp_error(req, 400, "invalid_request_error", "target_host_not_allowed",
+                       "the request target names a host not served here: an absolute URI "
+                       "(http://host/...) must name this gateway (the Host rules: loopback "
+                       "names on a loopback listener, allowed_hosts, the listen address); "
+                       "the gateway is not a proxy");
+        return false;
+    }
+    if (!host_allowed(req, cfg, listen_host)) {
         *why = "host not allowed";
         refuse(req, "host_not_allowed",
                "this Host is not served here (a loopback listener takes localhost, 127.0.0.1 "

@@ -3,7 +3,8 @@
  * OpenAI-shaped 404, a known path with the wrong method a 405. Before that the Host and
  * Origin policy runs (cors.c); after it, every request the router did not keep gets its
  * access-log line here (access.c), so no handler can forget one. Between the two, auth.c
- * decides who is calling and which listener serves what. */
+ * decides who is calling and which listener serves what. The same two also run on the head
+ * of a request whose body is still arriving (api_head_check). */
 #include <string.h>
 
 #include "api/api.h"
@@ -107,6 +108,42 @@ static void handle(struct srv_req *req, struct worker *w, bool admin_port)
      * (the richer line with route and attempts) or the ledger once the store answers. */
     if (!srv_req_abort_watched(req))
         api__line_end(&line, srv_resp_status(req), NULL);
+}
+
+/* The same policy as handle(), on a head whose body has not all arrived: what it refuses is
+ * answered now and the body is never read (the server closes the connection after the
+ * answer), so a client without a key cannot hold a connection by trickling a body. What
+ * passes is judged again, whole, by handle(): the server drops what was added here. */
+static bool head_check(struct srv_req *req, bool admin_port)
+{
+    struct cfg *cfg = cfg_current_get();
+    struct api_line line;
+    const char *why = NULL;
+    bool pass;
+
+    api__line_begin(&line, req);
+    srv_req_set_data(req, &line);
+    pass = api__guard(req, cfg, admin_port, &why) && api__auth(req, cfg, admin_port, &why);
+    srv_req_set_data(req, NULL);
+    cfg_unref(cfg);
+    if (!pass) {
+        snprintf(line.detail, sizeof(line.detail), "%s; answered before the body was read",
+                 why ? why : "refused");
+        api__line_end(&line, srv_resp_status(req), NULL);
+    }
+    return pass;
+}
+
+bool api_head_check(struct srv_req *req, void *ud)
+{
+    (void)ud;
+    return head_check(req, false);
+}
+
+bool api_head_check_admin(struct srv_req *req, void *ud)
+{
+    (void)ud;
+    return head_check(req, true);
 }
 
 void api_handle(struct srv_req *req, void *ud)

@@ -84,6 +84,14 @@ void api__line_end(const struct api_line *l, int status, const char *termination
 void api__line_detail(struct srv_req *req, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+#ifdef BSC_UNIT_TEST
+/* File-local in release builds (BSC_TESTABLE, cors.c): whether the authority <auth> of an
+ * absolute-form target ({NULL,0}: origin-form, allowed) may be served by a listener on
+ * <listen_host> under <cfg>'s Host rule, <host> being the Host value ({NULL,0}: none). */
+bool api__target_host_allowed(struct bsc_str auth, struct bsc_str host, const struct cfg *cfg,
+                              const char *listen_host);
+#endif
+
 /* Host (DNS rebinding) and Origin (CORS) policy of <cfg> for <req>, which came in on the
  * admin listener when <on_admin_port> (cors.c). Returns true when the request goes on, with
  * CORS headers added for an allowed origin; false when it has been answered (403 for a Host

@@ -293,6 +293,7 @@ struct cfg_limits {
     uint32_t max_stream_buffer_bytes; /* 1048576: pending output before upstream pauses */
     uint32_t drain_timeout_ms;  /* 10000: SIGTERM waits this long for in-flight work */
     uint32_t body_timeout_ms;   /* 30000: whole request body within this, else 408 */
+    uint32_t min_body_rate_bps; /* 500: a body slower on average (past a 2 s grace): 408; 0 off */
     uint32_t max_stream_ms;     /* 1800000: a relayed stream ends with an error event past it */
     uint64_t max_stream_bytes;  /* 1073741824: ... or past this many bytes sent */
 };

@@ -169,6 +169,7 @@ static const struct cfg__field limit_fields[] = {
     {FU32(struct cfg_limits, "max_stream_buffer_bytes", max_stream_buffer_bytes, 4096, 1u << 30)},
     {FU32(struct cfg_limits, "drain_timeout_ms", drain_timeout_ms, 0, DAY_MS)},
     {FU32(struct cfg_limits, "body_timeout_ms", body_timeout_ms, 1, DAY_MS)},
+    {FU32(struct cfg_limits, "min_body_rate_bps", min_body_rate_bps, 0, 1000000000)},
     {FU32(struct cfg_limits, "max_stream_ms", max_stream_ms, 1, DAY_MS)},
     {FU64(struct cfg_limits, "max_stream_bytes", max_stream_bytes, 1, 1ull << 40)},
 };
@@ -1139,6 +1140,7 @@ static bool defaults(struct cfg *cfg, const char *file)
         .max_stream_buffer_bytes = 1048576,
         .drain_timeout_ms = 10000,
         .body_timeout_ms = 30000,
+        .min_body_rate_bps = 500,
         .max_stream_ms = 1800000,
         .max_stream_bytes = 1073741824,
     };

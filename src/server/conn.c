@@ -27,11 +27,7 @@ static void conn_goto(struct srv_conn *c, enum srv__conn_state st)
 {
     LOG_DEBUG("srv: conn %p %s -> %s", (void *)c, state_names[c->state], state_names[st]);
     c->state = st;
-    /* Only a served connection waiting for its next request may be closed to make room. */
-    if (st == SRV__CONN_ST_IDLE && c->counted)
-        srv__lru_add(c->srv, c);
-    else
-        srv__lru_remove(c->srv, c);
+    srv__shed_track(c->srv, c); /* which connections may be closed for room: cap.c */
 }
 
 static uint64_t now_ms(const struct srv_conn *c)
@@ -72,6 +68,7 @@ struct srv_conn *srv__conn_new(struct srv *srv)
     c->srv = srv;
     c->lim = srv->lim;
     c->state = SRV__CONN_ST_IDLE;
+    c->shed = SRV__SHED_NONE; /* on no list until it counts (srv__conn_start) */
     srv__h1_init(&c->h1, c->lim.max_header_bytes, c->lim.max_body_bytes);
     bsc_buf_init(&c->in, SRV__BACKLOG_MAX + SRV__READ_CHUNK);
     bsc_buf_init(&c->out, SRV__OUT_MAX);
@@ -116,13 +113,20 @@ static void on_close(uv_handle_t *h)
     free(c);
 }
 
+/* <c> no longer counts against the cap (it is closing, or only sends a refusal). */
+static void uncount(struct srv_conn *c)
+{
+    if (!c->counted)
+        return;
+    c->counted = false;
+    c->srv->n_active--;
+    srv__shed_track(c->srv, c);
+}
+
 static void close_common(struct srv_conn *c)
 {
     conn_goto(c, SRV__CONN_ST_CLOSED);
-    if (c->counted) {
-        c->counted = false;
-        c->srv->n_active--;
-    }
+    uncount(c);
     if (c->work)
         srv__work_remove(c->srv, c);
     c->reading = false;
@@ -232,33 +236,53 @@ static void set_req_id(struct srv_conn *c)
     c->req.id[v.len] = '\0';
 }
 
-/* A body has two limits: no byte for header_timeout_ms (a stall), and not complete
- * body_timeout_ms after the head (a client trickling a byte now and then). Zero is off. */
-static uint64_t body_ms_left(const struct srv_conn *c, uint64_t now, bool *expired)
-{
-    uint64_t left = UINT64_MAX, stall = now - c->last_rx_ms, total = now - c->body_start_ms;
+/* A body has three limits, each off at zero: no byte for header_timeout_ms (a stall); not
+ * complete body_timeout_ms after the head (a client trickling a byte now and then); and,
+ * past SRV_BODY_RATE_GRACE_MS, an average of min_body_rate_bps since the head -- each body
+ * byte received buys 1000 / rate ms more, as Apache's mod_reqtimeout MinRate does, so a
+ * body that started well may pause, and one that never did is cut after the grace. */
+enum body_limit { BODY_LIM_NONE = 0, BODY_LIM_DEADLINE, BODY_LIM_RATE, BODY_LIM_STALL };
 
-    *expired = false;
-    if (c->lim.header_timeout_ms) {
-        if (stall >= c->lim.header_timeout_ms)
-            *expired = true;
-        else
-            left = c->lim.header_timeout_ms - stall;
+/* Folds one limit into the earliest: <used> of its <limit> ms are gone. */
+static void body_limit(uint64_t used, uint64_t limit, enum body_limit which, uint64_t *left,
+                       enum body_limit *hit)
+{
+    if (used >= limit) {
+        if (!*hit)
+            *hit = which;
+    } else if (limit - used < *left) {
+        *left = limit - used;
     }
-    if (c->lim.body_timeout_ms) {
-        if (total >= c->lim.body_timeout_ms)
-            *expired = true;
-        else if (c->lim.body_timeout_ms - total < left)
-            left = c->lim.body_timeout_ms - total;
-    }
+}
+
+/* The time the body may have taken so far at min_body_rate_bps: the grace, plus what each
+ * body byte received bought. */
+static uint64_t rate_allowance_ms(const struct srv_conn *c)
+{
+    return SRV_BODY_RATE_GRACE_MS + (uint64_t)c->h1.body.len * 1000 / c->lim.min_body_rate_bps;
+}
+
+/* The ms until the first body limit expires (0: none is on), or *<hit> says which one
+ * already did. The de-chunked body bytes count for the rate, not the framing. */
+static uint64_t body_ms_left(const struct srv_conn *c, uint64_t now, enum body_limit *hit)
+{
+    uint64_t left = UINT64_MAX, since_head = now - c->body_start_ms;
+
+    *hit = BODY_LIM_NONE;
+    if (c->lim.body_timeout_ms)
+        body_limit(since_head, c->lim.body_timeout_ms, BODY_LIM_DEADLINE, &left, hit);
+    if (c->lim.min_body_rate_bps)
+        body_limit(since_head, rate_allowance_ms(c), BODY_LIM_RATE, &left, hit);
+    if (c->lim.header_timeout_ms)
+        body_limit(now - c->last_rx_ms, c->lim.header_timeout_ms, BODY_LIM_STALL, &left, hit);
     return left == UINT64_MAX ? 0 : left;
 }
 
 static void body_timer_arm(struct srv_conn *c)
 {
-    bool expired;
+    enum body_limit hit;
 
-    timer_arm(c, body_ms_left(c, now_ms(c), &expired));
+    timer_arm(c, body_ms_left(c, now_ms(c), &hit));
 }
 
 static void begin_request(struct srv_conn *c)
@@ -279,6 +303,28 @@ static void send_continue(struct srv_conn *c)
     srv__conn_flush(c);
 }
 
+/* Shows the head of a request whose body is still to come to the head check. False when it
+ * answered: its reply says Connection: close, and the body is never read. Headers it added
+ * without answering are dropped: the handler's own policy adds them again. */
+static bool head_passes(struct srv_conn *c)
+{
+    struct srv *srv = c->srv;
+    bool close_after = c->req.close_after;
+    uint8_t n_extra = c->req.n_extra;
+
+    if (!srv->head_check)
+        return true;
+    c->req.close_after = true;
+    if (srv->head_check(&c->req, srv->ud)) {
+        c->req.close_after = close_after;
+        c->req.n_extra = n_extra;
+        return true;
+    }
+    if (!c->req.head_sent) /* said no without answering: nothing sensible to send */
+        srv__conn_close(c);
+    return false;
+}
+
 /* The head is complete; <rc> is what the feed that completed it returned. */
 static void on_head(struct srv_conn *c, int rc)
 {
@@ -286,6 +332,8 @@ static void on_head(struct srv_conn *c, int rc)
     set_req_id(c);
     if (rc != 0)
         return; /* the body is already here, or the request failed */
+    if (!head_passes(c))
+        return;
     c->last_rx_ms = now_ms(c);
     c->body_start_ms = c->last_rx_ms;
     body_timer_arm(c); /* from now on: a stall timer and a deadline, see on_timer */
@@ -502,12 +550,31 @@ void srv__conn_start(struct srv_conn *c, bool reject)
     }
     c->counted = true;
     srv->n_active++;
-    srv__lru_add(srv, c); /* idle until its first byte: it may make room for another */
+    srv__shed_track(srv, c); /* idle until its first byte: it may make room for another */
     /* A fresh connection has the head timeout to start sending (slow clients are cut). */
     timer_arm(c, c->lim.header_timeout_ms);
     update_reading(c);
     if (c->reading)
         read_now(c);
+}
+
+void srv__conn_shed(struct srv_conn *c)
+{
+    struct srv *srv = c->srv;
+
+    if (c->state != SRV__CONN_ST_HEAD && c->state != SRV__CONN_ST_BODY) {
+        srv__conn_close(c); /* idle or lingering: nothing in progress to explain */
+        return;
+    }
+    uncount(c);
+    c->rejecting = true; /* its reply is one of the cap's replies in flight */
+    srv->n_rejecting++;
+    if (srv->n_rejecting > SRV__REJECT_MAX) {
+        srv__conn_close(c);
+        return;
+    }
+    srv__conn_error(c, 503, "too_many_connections",
+                    "the connection cap was reached while this request was still arriving");
 }
 
 void srv__conn_error(struct srv_conn *c, int status, const char *code, const char *message)
@@ -535,6 +602,11 @@ void srv_set_error_body(struct srv *srv, srv_error_body_fn *fn)
 void srv_set_refused(struct srv *srv, srv_refused_fn *fn)
 {
     srv->refused = fn;
+}
+
+void srv_set_head_check(struct srv *srv, srv_head_check_fn *fn)
+{
+    srv->head_check = fn;
 }
 
 void srv__conn_drain(struct srv_conn *c)
@@ -758,18 +830,25 @@ static void rearm_stall(struct srv_conn *c, uint64_t since, uint64_t limit, bool
 
 static void body_timeout(struct srv_conn *c)
 {
-    uint64_t now = now_ms(c);
-    bool expired;
-    uint64_t left = body_ms_left(c, now, &expired);
+    enum body_limit hit;
+    uint64_t left = body_ms_left(c, now_ms(c), &hit);
+    char msg[96];
 
-    if (!expired) {
+    switch (hit) {
+    case BODY_LIM_NONE:
         timer_arm(c, left);
-        return;
-    }
-    if (c->lim.body_timeout_ms && now - c->body_start_ms >= c->lim.body_timeout_ms)
+        break;
+    case BODY_LIM_DEADLINE:
         srv__conn_error(c, 408, "request_timeout", "request body not received in time");
-    else
+        break;
+    case BODY_LIM_RATE:
+        snprintf(msg, sizeof(msg), "request body too slow: under %u bytes/s on average",
+                 c->lim.min_body_rate_bps);
+        srv__conn_error(c, 408, "request_timeout", msg);
+        break;
+    default:
         srv__conn_error(c, 408, "request_timeout", "request body stalled");
+    }
 }
 
 static void on_timer(uv_timer_t *t)

@@ -151,6 +151,34 @@ static void trim_values(struct srv__h1 *h)
     }
 }
 
+static struct bsc_str url_field(struct bsc_str url, const struct http_parser_url *u, int f)
+{
+    return bsc_str_make(url.p + u->field_data[f].off, u->field_data[f].len);
+}
+
+/* An absolute-form target names the host it is for (RFC 9112 §3.2.2: it, not Host, is the
+ * target's authority), so the server keeps that "host[:port]" for the handler's Host
+ * policy to judge. Only http and https, and no userinfo (RFC 9110 §4.2.4 forbids it). */
+static int take_authority(struct srv__h1 *h, struct bsc_str url, const struct http_parser_url *u)
+{
+    struct bsc_str scheme;
+    size_t from, to;
+
+    if (!(u->field_set & (1u << UF_SCHEMA)) || !(u->field_set & (1u << UF_HOST)))
+        return fail(h, SRV__H1_E_BAD_REQUEST, "invalid request target");
+    scheme = url_field(url, u, UF_SCHEMA);
+    if (!bsc_str_ieq(scheme, BSC_STR("http")) && !bsc_str_ieq(scheme, BSC_STR("https")))
+        return fail(h, SRV__H1_E_BAD_REQUEST, "request target scheme is not http or https");
+    from = (size_t)(scheme.p - url.p) + scheme.len + 3; /* past "://", which parse_url checked */
+    for (to = from; to < url.len && !strchr("/?#", url.p[to]); to++)
+        ;
+    /* parse_url reports no userinfo when it is empty ("http://@h/"): look for the '@' */
+    if ((u->field_set & (1u << UF_USERINFO)) || memchr(url.p + from, '@', to - from))
+        return fail(h, SRV__H1_E_BAD_REQUEST, "request target with userinfo");
+    h->authority = bsc_str_make(url.p + from, to - from);
+    return 0;
+}
+
 /* Origin-form ("/p?q"), asterisk-form ("*") or absolute-form ("http://h/p?q"). */
 static int split_url(struct srv__h1 *h)
 {
@@ -165,6 +193,8 @@ static int split_url(struct srv__h1 *h)
         http_parser_url_init(&u);
         if (http_parser_parse_url(url.p, url.len, 0, &u))
             return fail(h, SRV__H1_E_BAD_REQUEST, "invalid request target");
+        if (take_authority(h, url, &u))
+            return -1;
         h->path = BSC_STR("/");
         if (u.field_set & (1u << UF_PATH))
             h->path = bsc_str_make(url.p + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
@@ -395,6 +425,7 @@ static void reset_message(struct srv__h1 *h, uint32_t max_head, uint64_t max_bod
     h->url_len = 0;
     h->path = BSC_STR_NULL;
     h->query = BSC_STR_NULL;
+    h->authority = BSC_STR_NULL;
     h->head_bytes = 0;
     h->err = SRV__H1_OK;
     h->why = NULL;

@@ -47,6 +47,7 @@ struct srv__h1 {
     uint32_t url_len;          /* the URL is head[0, url_len) */
     struct bsc_str path;       /* set when <head_done>: borrowed from <head>, or a literal */
     struct bsc_str query;      /* after '?', without the fragment; may be empty */
+    struct bsc_str authority;  /* absolute-form target's "host[:port]"; {NULL,0} otherwise */
     struct bsc_buf body;       /* owned: the de-chunked body; max = body limit */
     uint64_t max_body;
     uint32_t max_head;
@@ -121,6 +122,16 @@ enum {
     SRV__WORK_DONE = 1u << 2   /* the response ended with nothing in flight */
 };
 
+/* What a connection is worth keeping at the cap; cap.c closes the first class's oldest
+ * connection first. A connection not counted in n_active is on no list. */
+enum srv__shed {
+    SRV__SHED_LINGER = 0, /* answered and closing: nothing is lost */
+    SRV__SHED_RECEIVING,  /* a request head or body still arriving: the oldest request first */
+    SRV__SHED_IDLE,       /* fresh or keep-alive with no request: the longest idle first */
+    SRV__SHED_NONE,       /* handled, flushing, or not counted: never closed for room */
+    SRV__SHED_COUNT
+};
+
 struct srv_conn;
 
 struct srv_req {
@@ -148,7 +159,7 @@ struct srv_conn {
     struct srv *srv;
     struct srv_conn *prev, *next;           /* srv->conns */
     struct srv_conn *work_prev, *work_next; /* srv->work, when <work> != 0 */
-    struct srv_conn *lru_prev, *lru_next;   /* srv->lru, when <in_lru> (IDLE, oldest first) */
+    struct srv_conn *shed_prev, *shed_next; /* srv->shed[<shed>], oldest first */
     uv_tcp_t tcp;
     uv_timer_t timer;
     uv_write_t wreq;
@@ -157,7 +168,7 @@ struct srv_conn {
     unsigned work;               /* SRV__WORK_* bits; on srv->work when non-zero */
     unsigned open_handles;       /* tcp and timer until their close callbacks ran */
     bool reading, writing, eof, shut, rejecting;
-    bool in_lru;                 /* on srv->lru: idle, may be closed to make room */
+    enum srv__shed shed;         /* the list it is on (SRV__SHED_NONE: none) */
     bool counted;                /* counts in srv->n_active (served, not yet closing) */
     uint64_t last_rx_ms, last_tx_ms;
     uint64_t body_start_ms;      /* the head completed: the body deadline runs from here */
@@ -185,14 +196,17 @@ struct srv {
     srv_handler_fn *handler;
     srv_refused_fn *refused; /* NULL, or told of the server's own answers (access log) */
     srv_error_body_fn *error_body; /* NULL: plain-text error bodies */
+    srv_head_check_fn *head_check; /* NULL, or shown heads whose body is still to come */
     void *ud;
     struct srv_conn *conns;      /* every connection not yet freed */
     struct srv_conn *work_head, *work_tail;
     size_t n_work;
     size_t n_conns, n_rejecting;
     size_t n_active;             /* served connections not closing: what the cap counts */
-    struct srv_conn *lru_head, *lru_tail; /* idle connections, the longest idle first */
-    uint64_t evict_log_ms;       /* when closing idle connections for room was last logged */
+    struct {
+        struct srv_conn *head, *tail; /* oldest first */
+    } shed[SRV__SHED_NONE];      /* connections that may be closed at the cap, by class */
+    uint64_t evict_log_ms[SRV__SHED_NONE]; /* when closing a class for room was last logged */
     unsigned open_handles;       /* listener, idle, accept_timer (+ handoff) */
     bool listener_closed, stopping, draining, accept_paused;
     bool accept_warned;          /* the current shortage of fds or memory was logged */
@@ -210,6 +224,9 @@ struct srv_conn *srv__conn_new(struct srv *srv);
 void srv__conn_start(struct srv_conn *c, bool reject);
 void srv__conn_close(struct srv_conn *c);
 void srv__conn_close_reset(struct srv_conn *c);
+/* Closes <c> to make room at the cap: a request still arriving gets 503 first (the reply
+ * no longer counts against the cap, as the cap's own 503s do). */
+void srv__conn_shed(struct srv_conn *c);
 void srv__conn_drain(struct srv_conn *c);
 void srv__conn_flush(struct srv_conn *c);
 void srv__conn_ended(struct srv_conn *c);
@@ -227,10 +244,14 @@ void srv__run_work(struct srv *srv);
 void srv__conn_gone(struct srv *srv, struct srv_conn *c);
 
 /* cap.c */
-void srv__lru_add(struct srv *srv, struct srv_conn *c);
-void srv__lru_remove(struct srv *srv, struct srv_conn *c);
+/* Puts <c> on the list its state and count say (SRV__SHED_NONE: off every list). It
+ * keeps its place while its class is unchanged (HEAD to BODY), so a list stays in the
+ * order its connections entered it. */
+void srv__shed_track(struct srv *srv, struct srv_conn *c);
 bool srv__at_cap(const struct srv *srv);
-bool srv__make_room(struct srv *srv); /* true: an idle connection was closed for a new one */
+/* Closes one connection for a new one: lingering, else the oldest still receiving its
+ * request, else the longest idle. True when one was closed. */
+bool srv__make_room(struct srv *srv);
 
 /* balance.c */
 bool srv__group_handoff(struct srv *srv, int fd); /* true: another worker took <fd> */

@@ -20,6 +20,11 @@ struct bsc_str srv_req_query(const struct srv_req *req)
     return req->conn->h1.query;
 }
 
+struct bsc_str srv_req_authority(const struct srv_req *req)
+{
+    return req->conn->h1.authority;
+}
+
 struct bsc_str srv_req_header(const struct srv_req *req, struct bsc_str name)
 {
     return srv__h1_header(&req->conn->h1, name);

@@ -29,10 +29,15 @@ struct srv_limits {
     uint32_t max_header_bytes;   /* request line + headers over this: 431 */
     uint32_t header_timeout_ms;  /* head not complete in time, or a body stalls this long: 408 */
     uint32_t idle_timeout_ms;    /* keep-alive connection with no request this long: closed */
-    uint32_t max_connections;    /* open connections of this server; past it: 503 and close */
+    uint32_t max_connections;    /* open connections of this server; at it, see cap.c */
     uint32_t max_pending_output; /* a response's unsent bytes; srv_req_pending() vs this */
     uint32_t body_timeout_ms;    /* whole body not received this long after the head: 408 */
+    uint32_t min_body_rate_bps;  /* body slower than this (bytes/s) past the grace: 408; 0 off */
 };
+
+/* The allowance a body has before limits.min_body_rate_bps is applied: it must have
+ * min_body_rate_bps * (elapsed - grace) / 1000 bytes at any time. See conn.c. */
+#define SRV_BODY_RATE_GRACE_MS 2000
 
 struct srv_header {
     struct bsc_str name;
@@ -48,6 +53,13 @@ typedef void srv_req_cb(struct srv_req *req, void *ud);
  * method and path may be empty (a head that never completed). Must not keep <req>. */
 typedef void srv_refused_fn(struct srv_req *req, int status, void *ud);
 typedef void srv_closed_cb(struct srv *srv, void *ud);
+/* Looks at the head of a request whose body has not all arrived yet, before any more of it
+ * is read (and before a 100 Continue). Returns true to read the body and hand the request
+ * to the handler as usual; false after answering it with srv_resp_*() (the answer says
+ * Connection: close; the rest of the body is never read and the connection closes after
+ * it). A request that arrives whole is never shown here: the handler decides. Must not
+ * keep <req> past the call. */
+typedef bool srv_head_check_fn(struct srv_req *req, void *ud);
 
 /* Creates a listening socket for <host>:<port> (IPv4 or IPv6 literal) with SO_REUSEADDR
  * and SO_REUSEPORT, bound and listening, non-blocking. Each worker makes its own, so the
@@ -81,6 +93,10 @@ void srv_set_error_body(struct srv *srv, srv_error_body_fn *fn);
 /* Sets the callback told of every answer <srv> writes itself (NULL: none). The handler's
  * <ud> is passed to it. Set before the loop runs. */
 void srv_set_refused(struct srv *srv, srv_refused_fn *fn);
+
+/* Sets the head check of <srv> (NULL: none); the handler's <ud> is passed to it. Set
+ * before the loop runs. */
+void srv_set_head_check(struct srv *srv, srv_head_check_fn *fn);
 
 /* ---- balancing: connections spread evenly over the workers ---- */
 struct srv_group; /* shared by the servers of one gateway's workers; opaque */
@@ -127,6 +143,10 @@ size_t srv_conn_count(const struct srv *srv);
 struct bsc_str srv_req_method(const struct srv_req *req);
 struct bsc_str srv_req_path(const struct srv_req *req);  /* the URL path, no query */
 struct bsc_str srv_req_query(const struct srv_req *req); /* after '?', may be empty */
+/* The authority ("host[:port]") of an absolute-form request target ("POST http://h:1/p");
+ * {NULL,0} for the usual origin-form ("/p"). The scheme was http or https and had no
+ * userinfo (else the server answered 400). The Host header is not compared with it. */
+struct bsc_str srv_req_authority(const struct srv_req *req);
 /* First header named <name> (ASCII case-insensitive); {NULL,0} when absent. */
 struct bsc_str srv_req_header(const struct srv_req *req, struct bsc_str name);
 size_t srv_req_header_count(const struct srv_req *req);

@@ -56,6 +56,13 @@ static void check(const struct srv__h1 *h)
         abort();
     if (!inside(h->path, &h->head) && !bsc_str_eq(h->path, BSC_STR("/")))
         abort();
+    /* An absolute-form target's authority: inside the URL, with no '/', '?', '#' or '@'. */
+    if (h->authority.p && (!inside(h->authority, &h->head) ||
+                           h->authority.p + h->authority.len > h->head.p + h->url_len))
+        abort();
+    for (size_t i = 0; h->authority.p && i < h->authority.len; i++)
+        if (strchr("/?#@", h->authority.p[i]))
+            abort();
     for (size_t i = 0; i < h->n_hdrs; i++) {
         struct srv_header f = srv__h1_header_at(h, i);
 
@@ -73,6 +80,7 @@ static uint64_t digest(uint64_t d, const struct srv__h1 *h)
     d = mix(d, flags, sizeof(flags));
     d = mix_str(d, h->path);
     d = mix_str(d, h->query);
+    d = mix_str(d, h->authority);
     for (size_t i = 0; i < h->n_hdrs; i++) {
         struct srv_header f = srv__h1_header_at(h, i);
 

@@ -136,6 +136,35 @@ test('a loopback listener answers only Host values naming loopback, plus allowed
   assert.equal(await sim.calls('h-model'), 8);
 });
 
+test('an absolute-form request target must name a host served here, else 400', async () => {
+  await sim.reset();
+  const req = (target, host = 'localhost') => `POST ${target} HTTP/1.1\r\nHost: ${host}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${chatBody.length}\r\nConnection: close\r\n\r\n${chatBody}`;
+  // Served on the strength of Host until now: the URI's own host is the one judged.
+  for (const target of ['http://evil.example/v1/chat/completions', `http://evil.example:${gw.port}/v1/chat/completions`,
+    'http://localhost.evil.example/v1/chat/completions', 'https://api.openai.com/v1/chat/completions']) {
+    const r = await raw(req(target));
+    assert.equal(r.status, 400, target);
+    assert.equal(r.headers.connection, 'close', target);
+    assert.equal(JSON.parse(r.body).error.code, 'target_host_not_allowed', target);
+    assert.match(JSON.parse(r.body).error.message, /not a proxy/);
+  }
+  // Not http(s), or with userinfo: malformed.
+  for (const target of ['ftp://localhost/v1/chat/completions', 'http://u@localhost/v1/chat/completions']) {
+    const r = await raw(req(target));
+    assert.equal(r.status, 400, target);
+    assert.equal(JSON.parse(r.body).error.code, 'bad_request', target);
+  }
+  // A good target does not excuse a bad Host.
+  assert.equal((await raw(req('http://localhost/v1/chat/completions', 'evil.example'))).status, 403);
+  assert.equal(await sim.calls('h-model'), 0);
+  for (const target of [`http://localhost:${gw.port}/v1/chat/completions`, `http://127.0.0.1:${gw.port}/v1/chat/completions`,
+    'http://[::1]/v1/chat/completions', 'HTTP://gw.internal/v1/chat/completions', 'https://LOCALHOST/v1/chat/completions']) {
+    assert.equal((await raw(req(target))).status, 200, target);
+  }
+  assert.equal(await sim.calls('h-model'), 5);
+});
+
 // ---- 2. strict HTTP/1.1 framing --------------------------------------------------------------
 
 test('framing that could desync a front proxy is a 400 that closes the connection', async () => {

@@ -405,6 +405,7 @@ static void test_defaults(void **state)
     assert_int_equal(cfg->limits.max_stream_buffer_bytes, 1048576);
     assert_int_equal(cfg->limits.drain_timeout_ms, 10000);
     assert_int_equal(cfg->limits.body_timeout_ms, 30000);
+    assert_int_equal(cfg->limits.min_body_rate_bps, 500);
     assert_int_equal(cfg->limits.max_stream_ms, 1800000);
     assert_int_equal(cfg->limits.max_stream_bytes, 1073741824);
     assert_string_equal(cfg->admin_key, "");

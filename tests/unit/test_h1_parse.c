@@ -167,6 +167,44 @@ static void test_url_forms(void **state)
     assert_int_equal(fx->h.query.len, 0);
 }
 
+/* An absolute-form target keeps its authority for the Host policy; only http(s), and no
+ * userinfo. Origin-form has none. */
+static void test_absolute_form_authority(void **state)
+{
+    static const char *const refused[] = {
+        "GET ftp://h/x HTTP/1.1\r\nHost: h\r\n\r\n",
+        "GET http://user:pw@h/x HTTP/1.1\r\nHost: h\r\n\r\n",
+        "GET http://user@h/x HTTP/1.1\r\nHost: h\r\n\r\n",
+        "GET http://@h/x HTTP/1.1\r\nHost: h\r\n\r\n", /* empty userinfo */
+    };
+    struct fx *fx = *state;
+    size_t used;
+
+    assert_int_equal(feed_all(fx, "POST http://Evil.Example:8080/v1/x?q HTTP/1.1\r\nHost: "
+                                  "localhost\r\nContent-Length: 0\r\n\r\n",
+                              &used),
+                     1);
+    assert_str(fx->h.authority, "Evil.Example:8080");
+    assert_str(fx->h.path, "/v1/x");
+    assert_str(fx->h.query, "q");
+    reset(fx, 4096, 1024);
+    assert_int_equal(feed_all(fx, "GET HTTPS://[::1]:9?x HTTP/1.1\r\nHost: a\r\n\r\n", &used),
+                     1);
+    assert_str(fx->h.authority, "[::1]:9");
+    assert_str(fx->h.path, "/");
+    reset(fx, 4096, 1024);
+    assert_int_equal(feed_all(fx, "GET http://h HTTP/1.1\r\nHost: a\r\n\r\n", &used), 1);
+    assert_str(fx->h.authority, "h");
+    reset(fx, 4096, 1024);
+    assert_int_equal(feed_all(fx, "GET /p HTTP/1.1\r\nHost: a\r\n\r\n", &used), 1);
+    assert_null(fx->h.authority.p);
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        reset(fx, 4096, 1024);
+        assert_int_equal(feed_all(fx, refused[i], &used), -1);
+        assert_int_equal(fx->h.err, SRV__H1_E_BAD_REQUEST);
+    }
+}
+
 static void test_head_limit_boundary(void **state)
 {
     struct fx *fx = *state;
@@ -445,6 +483,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_simple_get, setup, teardown),
         cmocka_unit_test_setup_teardown(test_split_matches_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pipelined_boundary, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_absolute_form_authority, setup, teardown),
         cmocka_unit_test_setup_teardown(test_url_forms, setup, teardown),
         cmocka_unit_test_setup_teardown(test_head_limit_boundary, setup, teardown),
         cmocka_unit_test_setup_teardown(test_too_many_headers, setup, teardown),

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test_server_cap.c -- the connection cap of src/server/cap.c (the rule that fits it to
- * RLIMIT_NOFILE; idle connections closed, the longest idle first, to make room for a new
- * one) and limits.body_timeout_ms, over real sockets on 127.0.0.1: the server runs on its
- * own loop in a second thread, the test thread is a blocking-socket client. */
+ * RLIMIT_NOFILE; which connection gives way to a new one: lingering, then the oldest still
+ * receiving its request, then the longest idle), limits.body_timeout_ms and
+ * limits.min_body_rate_bps, over real sockets on 127.0.0.1: the server runs on its own
+ * loop in a second thread, the test thread is a blocking-socket client. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -35,14 +36,25 @@ struct fx {
     struct srv *srv;
     struct srv_limits lim;
     uint16_t port;
+    bool hold;     /* the handler keeps every request until its client leaves */
     atomic_int n_req;
 };
+
+static void on_abort(struct srv_req *req, void *ud)
+{
+    (void)req;
+    (void)ud;
+}
 
 static void handler(struct srv_req *req, void *ud)
 {
     struct fx *fx = ud;
 
     atomic_fetch_add(&fx->n_req, 1);
+    if (fx->hold) {
+        srv_req_on_abort(req, on_abort, fx);
+        return;
+    }
     srv_resp_send(req, 200, "text/plain", NULL, 0, "ok", 2);
 }
 
@@ -284,9 +296,33 @@ static void start_body(int fd)
     assert_string_equal(got, cont);
 }
 
-/* A connection with a request in progress is not idle: at the cap with no idle one, the
- * new connection gets the 503, and the busy ones finish their requests. */
-static void test_busy_is_kept(void **state)
+/* A connection still receiving its request gives way before an idle one: at the cap, the
+ * receiving one is answered 503 and closed, the idle one keeps serving. */
+static void test_receiving_before_idle(void **state)
+{
+    struct fx *fx = *state;
+    char buf[4096];
+    int a, b, c;
+
+    fx_start(fx);
+    a = cl_open(fx->port);
+    assert_int_equal(roundtrip(a), 200); /* idle after its request */
+    b = cl_open(fx->port);
+    start_body(b);                       /* its body never comes */
+    c = cl_open(fx->port);
+    assert_int_equal(roundtrip(c), 200);
+    assert_int_equal(cl_read(b, buf, sizeof(buf)), 503);
+    assert_non_null(strstr(buf, "too_many_connections"));
+    assert_non_null(strstr(buf, "still arriving"));
+    assert_true(cl_closed(b));
+    assert_int_equal(roundtrip(a), 200); /* the idle one was kept */
+    close(a);
+    close(b);
+    close(c);
+}
+
+/* Among connections receiving their requests, the one whose request began first goes. */
+static void test_oldest_receiving_first(void **state)
 {
     struct fx *fx = *state;
     char buf[4096];
@@ -295,17 +331,93 @@ static void test_busy_is_kept(void **state)
     fx_start(fx);
     a = cl_open(fx->port);
     b = cl_open(fx->port);
-    assert_int_equal(roundtrip(a), 200);
     start_body(a);
     start_body(b);
+    c = cl_open(fx->port);
+    assert_int_equal(roundtrip(c), 200);
+    assert_int_equal(cl_read(a, buf, sizeof(buf)), 503);
+    assert_true(cl_closed(a));
+    cl_sends(b, "ok");
+    assert_int_equal(cl_read(b, buf, sizeof(buf)), 200);
+    close(a);
+    close(b);
+    close(c);
+}
+
+/* Among those receiving, the slowest gives way, not merely the oldest: an upload well under
+ * way is kept while a younger connection that has sent nothing since its head goes. <a>'s
+ * bytes are on the wire before <b> connects, so the server has read them (same or earlier
+ * poll) by the time <b>'s 100 Continue comes back and <c> connects. */
+static void test_slowest_receiving_first(void **state)
+{
+    struct fx *fx = *state;
+    char buf[4096], part[4001];
+    int a, b, c;
+
+    memset(part, 'x', 4000);
+    part[4000] = '\0';
+    fx_start(fx);
+    a = cl_open(fx->port);
+    cl_sends(a, "POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n");
+    cl_sends(a, part);
+    b = cl_open(fx->port);
+    start_body(b);
+    c = cl_open(fx->port);
+    assert_int_equal(roundtrip(c), 200);
+    assert_int_equal(cl_read(b, buf, sizeof(buf)), 503);
+    assert_true(cl_closed(b));
+    memset(part, 'y', 1000);
+    part[1000] = '\0';
+    cl_sends(a, part);
+    assert_int_equal(cl_read(a, buf, sizeof(buf)), 200);
+    close(a);
+    close(b);
+    close(c);
+}
+
+/* A connection that was answered and only lingers gives way first: the one receiving its
+ * request is kept and completes. */
+static void test_lingering_first(void **state)
+{
+    struct fx *fx = *state;
+    char buf[4096];
+    int a, b, c;
+
+    fx_start(fx);
+    a = cl_open(fx->port);
+    cl_sends(a, "GARBAGE\r\n\r\n");
+    assert_int_equal(cl_read(a, buf, sizeof(buf)), 400); /* then it lingers: a is kept open */
+    b = cl_open(fx->port);
+    start_body(b);
+    c = cl_open(fx->port);
+    assert_int_equal(roundtrip(c), 200);
+    cl_sends(b, "ok");
+    assert_int_equal(cl_read(b, buf, sizeof(buf)), 200);
+    close(a);
+    close(b);
+    close(c);
+}
+
+/* With every connection with the handler, none gives way: the new one gets the 503. */
+static void test_handled_is_kept(void **state)
+{
+    struct fx *fx = *state;
+    char buf[4096];
+    int a, b, c;
+
+    fx->hold = true;
+    fx_start(fx);
+    a = cl_open(fx->port);
+    b = cl_open(fx->port);
+    cl_sends(a, "GET /x HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_sends(b, "GET /x HTTP/1.1\r\nHost: t\r\n\r\n");
+    for (int i = 0; i < 400 && atomic_load(&fx->n_req) < 2; i++)
+        usleep(5000);
+    assert_int_equal(atomic_load(&fx->n_req), 2);
     c = cl_open(fx->port);
     cl_sends(c, "GET /x HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_int_equal(cl_read(c, buf, sizeof(buf)), 503);
     assert_non_null(strstr(buf, "too_many_connections"));
-    cl_sends(a, "ok");
-    assert_int_equal(cl_read(a, buf, sizeof(buf)), 200);
-    cl_sends(b, "ok");
-    assert_int_equal(cl_read(b, buf, sizeof(buf)), 200);
     close(a);
     close(b);
     close(c);
@@ -342,14 +454,86 @@ static void test_body_timeout(void **state)
     close(fd);
 }
 
+/* Sends "x" every <gap_ms> until the server answers (5 s at most); returns the status
+ * and the ms it took, or -1. */
+static int trickle(int fd, int gap_ms, char *buf, size_t cap, uint64_t *took)
+{
+    uint64_t t0 = bsc_now_ms();
+
+    for (int i = 0; i < 5000 / gap_ms; i++) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+
+        if (poll(&p, 1, gap_ms) > 0) {
+            *took = bsc_now_ms() - t0;
+            return cl_read(fd, buf, cap);
+        }
+        cl_sends(fd, "x");
+    }
+    return -1;
+}
+
+/* limits.min_body_rate_bps: a body far slower than the rate is cut once the grace and the
+ * time its bytes bought are spent, long before body_timeout_ms; a stall is not the cause. */
+static void test_min_body_rate(void **state)
+{
+    struct fx *fx = *state;
+    char buf[4096];
+    uint64_t took = 0;
+    int fd;
+
+    fx->lim.min_body_rate_bps = 1000;
+    fx->lim.body_timeout_ms = 60000;
+    fx_start(fx);
+    fd = cl_open(fx->port);
+    cl_sends(fd, "POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n");
+    assert_int_equal(trickle(fd, 50, buf, sizeof(buf), &took), 408);
+    assert_non_null(strstr(buf, "request_timeout"));
+    assert_non_null(strstr(buf, "too slow: under 1000 bytes/s"));
+    /* 20 bytes/s: the grace (2 s) plus 1 ms a byte received, so about 2.04 s */
+    assert_true(took >= SRV_BODY_RATE_GRACE_MS - 100);
+    assert_true(took < SRV_BODY_RATE_GRACE_MS + 1500);
+    assert_true(cl_closed(fd));
+    close(fd);
+}
+
+/* Bytes received buy time: a body that pauses after a good start is not cut while what it
+ * sent covers the pause. 1000 bytes at once, each worth 1 ms at 1000 bytes/s, then the rest
+ * 2.5 s later: within 2 s of grace + 1 s bought. */
+static void test_min_body_rate_credit(void **state)
+{
+    struct fx *fx = *state;
+    char buf[4096], part[1001];
+    struct pollfd p;
+    int fd;
+
+    memset(part, 'x', 1000);
+    part[1000] = '\0';
+    fx->lim.min_body_rate_bps = 1000;
+    fx_start(fx);
+    fd = cl_open(fx->port);
+    cl_sends(fd, "POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 1002\r\n\r\n");
+    cl_sends(fd, part);
+    p = (struct pollfd){.fd = fd, .events = POLLIN};
+    assert_int_equal(poll(&p, 1, 2500), 0); /* nothing from the server meanwhile */
+    cl_sends(fd, "ok");
+    assert_int_equal(cl_read(fd, buf, sizeof(buf)), 200);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cap_for),
         cmocka_unit_test(test_raise_nofile),
         cmocka_unit_test_setup_teardown(test_idle_makes_room, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_busy_is_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_receiving_before_idle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_oldest_receiving_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slowest_receiving_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lingering_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handled_is_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_body_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_min_body_rate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_min_body_rate_credit, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
