@@ -507,6 +507,15 @@ static void account_usage(struct request *r, bool complete)
     spend_record(r, cost);
 }
 
+/* The delivered answer is the request's last charge: its usage charged, and what is left
+ * of its hold given back now, before the answer goes out -- the client's next request,
+ * sent once it has this answer, is judged after the release (one store queue, in order). */
+static void account_delivered(struct request *r)
+{
+    account_usage(r, true);
+    spend_settle(r);
+}
+
 /* An attempt that failed is charged only once output was generated (the provider bills
  * it): it reported output tokens, or text frames were converted. A failure before any
  * token (a refusal, a reset, an error status) costs nothing. */
@@ -550,7 +559,7 @@ static void st_attempt(struct request *r)
         attempt_end(req__cur_attempt(r), bsc_now_us(), ATTEMPT_OK, NULL);
         req__cur_attempt(r)->status = r->x.up_status;
         report_attempt(r, BRK_SUCCESS, NULL, false);
-        account_usage(r, true);
+        account_delivered(r);
         resp_owner_note(r); /* before the answer goes out: a next turn may follow at once */
         log_attempt(r, "deliver", "ok");
         req__goto(r, REQ_ST_REPLY);
@@ -588,7 +597,7 @@ static void st_relay(struct request *r)
         attempt_end(a, bsc_now_us(), ATTEMPT_OK, NULL);
         a->status = 200;
         report_attempt(r, BRK_SUCCESS, NULL, false);
-        account_usage(r, true);
+        account_delivered(r);
         log_attempt(r, "deliver", "ok");
         contract_record_stream(r); /* pass-through: checks recorded, the bytes are gone */
         feedback_attempt(r, true); /* before the end: the client may judge it at once */

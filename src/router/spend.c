@@ -660,6 +660,20 @@ int spend_admit(struct request *r)
     return v;
 }
 
+void spend_settle(struct request *r)
+{
+    struct spend_book *b = r->gw->spend;
+    struct spend_entry *e;
+
+    if (!(r->spend.hold_usd > 0) || !b || !r->client)
+        return;
+    uv_mutex_lock(&b->mu);
+    e = entry_get(b, r->client->id);
+    if (e)
+        give_back(r, e);
+    uv_mutex_unlock(&b->mu);
+}
+
 void spend_release(struct request *r)
 {
     struct spend_book *b = r->gw->spend;

@@ -66,6 +66,11 @@ void spend_record(struct request *r, double usd);
  * back (on every path: answered, refused, failed, its client gone). Safe to call twice. */
 void spend_release(struct request *r);
 
+/* The answer is delivered and charged: what is left of <r>'s hold is given back now, not at
+ * DONE, so that it is in the store's queue before the client can send its next request
+ * (spend_release then has only the in-flight count to undo). */
+void spend_settle(struct request *r);
+
 /* What the book knows of client <id> for a period of kind <p> at <now_ms>. */
 struct spend_view {
     bool known;        /* the period's spend is loaded in the book */

@@ -85,8 +85,10 @@ test('copies stop at shadow.max_usd_per_day; their cost is the metric\'s, never 
   assert.equal(sample(text, 'bascule_cost_usd_total', 'client="alice",route="r",target="p"'), 10);
   assert.doesNotMatch(text, /^bascule_cost_usd_total\{[^}]*target="c"/m);
   assert.equal(await aliceSpend(), 10);
-  const lines = gw.accessLog().filter((l) => l.type === 'shadow');
-  assert.deepEqual(lines.map((l) => l.cost_usd), [3, 3]);
+  // The access line is written after the copy is counted: wait for both lines.
+  const shadowLines = () => gw.accessLog().filter((l) => l.type === 'shadow');
+  await waitFor(() => shadowLines().length >= 2, { what: 'two shadow access lines' });
+  assert.deepEqual(shadowLines().map((l) => l.cost_usd), [3, 3]);
 });
 
 test('the day\'s shadow spend outlives a reload: a higher cap admits exactly what it leaves room for', async () => {
