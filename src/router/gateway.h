@@ -29,6 +29,8 @@ struct gateway {
     struct srv_group *conns; /* owned: the workers' servers even out their connections */
     uint64_t started_ms;     /* wall clock */
     atomic_ullong reloads_ok, reloads_failed;
+    atomic_uint running;     /* worker loops not yet ended */
+    uv_async_t *ended;       /* borrowed: sent by the last worker whose loop ends */
 };
 
 #endif
