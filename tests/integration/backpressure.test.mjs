@@ -2,7 +2,7 @@
 // gateway buffer it. Past limits.max_stream_buffer_bytes the upstream transfer pauses
 // (the rest waits in the kernel's socket buffers and the provider's), and the stream
 // completes once the client reads again.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
@@ -47,8 +47,12 @@ test('a client that stops reading pauses the upstream instead of filling memory'
   sock.pause(); // read nothing
   sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-  await waitFor(async () => ((await sim.stats()).models["bp-big"]?.calls ?? 0) === 1, { what: "stream started" });
-  await new Promise((r) => setTimeout(r, 1500));
+  // The upstream paused: the sim's stream waits for the gateway to read (its "held"), after
+  // the kernel's socket buffers on both sides filled. A gateway reading on into its own
+  // memory never holds the sim: this wait fails.
+  await waitFor(async () => (await sim.stats()).models['bp-big']?.held === 1,
+    { timeoutMs: 20000, what: 'the sim held by the paused transfer' });
+  assert.equal((await sim.stats()).models['bp-big'].completed, 0, 'the upstream did not finish');
   // The kernel's socket buffers may absorb several MB on loopback; what must not happen is
   // the gateway holding the stream in its own memory.
   const grown = rssKiB(gw.proc.pid) - rssBefore;

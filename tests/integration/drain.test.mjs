@@ -2,7 +2,7 @@
 // the gateway stops accepting, lets the requests and streams in flight finish, and exits 0;
 // a stream still running at the drain timeout ends with one error event; a second signal
 // closes everything at once. Each test starts its own gateway, since each ends it.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { startSim, startGateway, waitFor, readStream } from '../lib/harness.mjs';

@@ -6,7 +6,7 @@
 // the others once its lease expires. store.timeout_ms is generous here: the claim is
 // exactness while Redis answers (a slow answer turns the limits local, divided by
 // store.instances, which docs/internals/redis.md describes and test_limits_fleet covers).
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startGateway, startSim, waitFor } from '../lib/harness.mjs';
 import { startRedis } from '../lib/redis.mjs';
