@@ -335,6 +335,10 @@ static void on_hup(uv_signal_t *h, int signum)
     struct cfg *next;
 
     (void)signum;
+    if (mc->stopping) {
+        LOG_WARN("SIGHUP while draining: no reload");
+        return;
+    }
     LOG_INFO("SIGHUP: reloading %s", mc->gw.config_path);
     next = load_config(mc->gw.config_path);
     if (!next) {
@@ -393,9 +397,9 @@ static void on_term(uv_signal_t *h, int signum)
     workers_send(&mc->gw, WORKER_CMD_DRAIN);
     uv_timer_start(&mc->drain_timer, on_drain_timeout, cfg->limits.drain_timeout_ms, 0);
     cfg_unref(cfg);
-    /* No reload while draining. SIGTERM and SIGINT stay handled (a second one closes at
-     * once) and the drain timer runs, until the last loop has ended (on_workers_ended). */
-    uv_close((uv_handle_t *)&mc->sig_hup, NULL);
+    /* SIGHUP (ignored now), SIGTERM and SIGINT (a second one closes at once) stay handled
+     * and the drain timer runs, until the last loop has ended (on_workers_ended): a closed
+     * signal handle would give the signal back its default action, which kills. */
 }
 
 /* Every worker's loop has ended: the main loop's handles close, and with them the loop. */
@@ -403,8 +407,7 @@ static void on_workers_ended(uv_async_t *h)
 {
     struct main_ctx *mc = h->data;
 
-    if (!uv_is_closing((uv_handle_t *)&mc->sig_hup))
-        uv_close((uv_handle_t *)&mc->sig_hup, NULL);
+    uv_close((uv_handle_t *)&mc->sig_hup, NULL);
     uv_close((uv_handle_t *)&mc->sig_term, NULL);
     uv_close((uv_handle_t *)&mc->sig_int, NULL);
     uv_close((uv_handle_t *)&mc->drain_timer, NULL);

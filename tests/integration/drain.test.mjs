@@ -150,12 +150,15 @@ test('SIGTERM: a stream still running at drain_timeout_ms ends with one error ev
   assert.equal(access?.termination, 'shutting_down', JSON.stringify(access));
 });
 
-test('a second signal during the drain closes everything at once, exit 0', async () => {
+test('a second signal during the drain closes everything at once, exit 0; SIGHUP is ignored', async () => {
   const gw = await gateway(600000);
   const res = await chat(gw, 'endless', true);
   const { first, reader } = await firstChunk(res);
   gw.signal('SIGTERM');
   await waitFor(() => /draining/.test(gw.logs()), { what: 'the "draining" log line' });
+  // A reload signal during the drain neither reloads nor kills (its default action).
+  gw.signal('SIGHUP');
+  await waitFor(() => /SIGHUP while draining/.test(gw.logs()), { what: 'SIGHUP ignored' });
   gw.signal('SIGINT');
   // Bounded by the 600 s drain: only the second signal ends the stream and the process.
   const { broken } = await readRest(reader, first);
