@@ -7,10 +7,11 @@
 //   import { test, before, after } from '../lib/bounded_test.mjs';
 //   test('a slower one', { timeout: 300_000 }, async () => { ... }); // a test's own bound wins
 //
-// The default is TEST_TIMEOUT_MS (BASCULE_TEST_TIMEOUT_MS overrides it). The slowest test of
-// the suite took 7.8 s in a sanitizer run at --test-concurrency=2; 120 s leaves room for
-// ThreadSanitizer's slowdown beside CPU burners (make test-stress, make test-tsan) many
-// times over.
+// The default is TEST_TIMEOUT_MS (BASCULE_TEST_TIMEOUT_MS overrides it). The slowest tests
+// wait on timers, not the CPU: 7.8 s (accept.test's fd shortage), 6.1 s (redis_limits' lease
+// TTL) and 6.1 s (bench_streams) in the ASan/UBSan run of the whole suite at
+// --test-concurrency=2, 7.6, 6.3 and 6.2 s under ThreadSanitizer. 120 s is 15 times that,
+// room for CPU burners (make test-stress) and a loaded CI machine.
 import * as nodeTest from 'node:test';
 
 export const TEST_TIMEOUT_MS = Number(process.env.BASCULE_TEST_TIMEOUT_MS) || 120_000;
