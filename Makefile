@@ -95,6 +95,8 @@ test: check-layering
 test-unit:
 	@scripts/run-unit build/san/tests
 
+# Every test and hook is bounded (tests/lib/bounded_test.mjs; not --test-timeout, which in
+# Node 20 bounds each file as a whole): a hang fails its test instead of holding the run.
 test-integration: tests/node_modules/.package-lock.json
 	cd tests && BASCULE_BIN=$(CURDIR)/build/san/bascule BASCULE_SIM_BIN=$(CURDIR)/build/san/bascule-sim \
 	  node --test --test-concurrency=2 integration/ e2e/

@@ -29,6 +29,7 @@ struct xchg {
     struct sim_step step;        /* owned */
     uint64_t gen;                /* the models generation the call was counted in */
     bool counted;                /* its end was counted */
+    bool held;                   /* waiting for the client to read (stats "held") */
     uv_timer_t timer;            /* closed before the exchange is freed */
     void (*fire)(struct xchg *); /* what the timer runs next */
     bool stream;                 /* units are dialect events, else pieces of <body> */
@@ -55,8 +56,18 @@ static void on_closed(uv_handle_t *h)
     free(x);
 }
 
+/* The response waits (or no longer waits) for the client to read: the stats' "held". */
+static void set_held(struct xchg *x, bool held)
+{
+    if (x->held == held)
+        return;
+    x->held = held;
+    sim_models_held(&x->app->models, bsc_str_cstr(x->call.model), x->gen, held);
+}
+
 static void count_end(struct xchg *x, bool cancelled)
 {
+    set_held(x, false);
     if (x->counted)
         return;
     x->counted = true;
@@ -258,6 +269,7 @@ static void on_drain(struct srv_req *req, void *ud)
     struct xchg *x = ud;
 
     (void)req;
+    set_held(x, false);
     if (x->req)
         pump(x);
 }
@@ -276,6 +288,7 @@ static void pump(struct xchg *x)
             return;
         }
         if (srv_req_pending(x->req) > SIM_MAX_PENDING / 2) {
+            set_held(x, true);
             srv_req_on_drain(x->req, on_drain, x);
             return;
         }

@@ -233,6 +233,21 @@ void sim_models_end(struct sim_models *m, struct bsc_str name, uint64_t gen, boo
         mod->stats.completed++;
 }
 
+void sim_models_held(struct sim_models *m, struct bsc_str name, uint64_t gen, bool held)
+{
+    struct sim_model *mod;
+
+    if (gen != m->gen)
+        return;
+    mod = sim_models_get(m, name, false);
+    if (!mod)
+        return;
+    if (held)
+        mod->stats.held++;
+    else if (mod->stats.held)
+        mod->stats.held--;
+}
+
 void sim_models_reject(struct sim_models *m, struct bsc_str name)
 {
     struct sim_model *mod = sim_models_get(m, name, true);
@@ -359,12 +374,13 @@ static enum bsc_err stats_json(const struct sim_stats *s, struct bsc_buf *out)
 
     return bsc_buf_appendf(out,
                            "{\"calls\":%llu,\"ok\":%llu,\"faults\":%llu,\"completed\":%llu,"
-                           "\"cancelled\":%llu,\"in_flight\":%llu,\"max_in_flight\":%llu}",
+                           "\"cancelled\":%llu,\"in_flight\":%llu,\"max_in_flight\":%llu,"
+                           "\"held\":%llu}",
                            (unsigned long long)s->calls, (unsigned long long)s->ok,
                            (unsigned long long)s->faults, (unsigned long long)s->completed,
                            (unsigned long long)s->cancelled,
                            (unsigned long long)(s->calls > ended ? s->calls - ended : 0),
-                           (unsigned long long)s->max_in_flight);
+                           (unsigned long long)s->max_in_flight, (unsigned long long)s->held);
 }
 
 enum bsc_err sim_models_stats_json(const struct sim_models *m, struct bsc_buf *out)

@@ -30,6 +30,7 @@ struct sim_stats {
     uint64_t completed; /* responses the sim ended itself (incl. reset, cut, errors) */
     uint64_t cancelled; /* the client went away before the response ended */
     uint64_t max_in_flight; /* the most calls in flight at once (limit tests read it) */
+    uint64_t held;      /* responses waiting now for their client to read (back-pressure) */
 };
 
 struct sim_logent {
@@ -104,6 +105,9 @@ void sim_plan_cleanup(struct sim_plan *plan);
 /* Ends a call begun at <gen>: completed, or <cancelled> when the client left first.
  * Ignored when a reset happened in between. */
 void sim_models_end(struct sim_models *m, struct bsc_str name, uint64_t gen, bool cancelled);
+/* A response of a call begun at <gen> starts (<held>) or stops waiting for its client to
+ * read what is queued. Ignored when a reset happened in between. */
+void sim_models_held(struct sim_models *m, struct bsc_str name, uint64_t gen, bool held);
 /* Counts a call to <name> that was rejected before the script (bad key, bad request):
  * calls, faults and completed all go up by one. */
 void sim_models_reject(struct sim_models *m, struct bsc_str name);

@@ -49,6 +49,7 @@ struct main_ctx {
     uv_loop_t *loop;
     uv_signal_t sig_hup, sig_term, sig_int;
     uv_timer_t drain_timer;
+    uv_async_t workers_ended; /* the last worker's loop ended: the main loop closes */
     bool stopping;
 };
 
@@ -190,13 +191,17 @@ static void worker_on_wake(uv_async_t *h)
     }
     if (cmd & WORKER_CMD_CAPACITY)
         lim_req_wake(w);
-    if (cmd & (WORKER_CMD_DRAIN | WORKER_CMD_STOP))
+    if (cmd & (WORKER_CMD_DRAIN | WORKER_CMD_STOP | WORKER_CMD_CLOSE))
         admin_close(w);
     if ((cmd & WORKER_CMD_DRAIN) && !w->draining) {
         w->draining = true;
         srv_drain(w->srv, worker_closed, w);
     }
     if ((cmd & WORKER_CMD_STOP) && !w->drained) {
+        w->draining = true;
+        srv_stop(w->srv, worker_closed, w); /* streams end with an error event */
+    }
+    if ((cmd & WORKER_CMD_CLOSE) && !w->drained) {
         w->draining = true;
         srv_close_all(w->srv, worker_closed, w);
     }
@@ -226,6 +231,10 @@ static void worker_main(void *arg)
     req_pool_drain(w);
     bsc_log_batch_end();
     access_log_thread_cleanup();
+    /* The last one tells the main loop, which closes its handles then joins the threads:
+     * its signal handlers and drain timer stay active until every loop has ended. */
+    if (atomic_fetch_sub(&w->gw->running, 1) == 1)
+        uv_async_send(w->gw->ended);
 }
 
 /* admin.listen: the operator surfaces on their own socket, on worker 0's loop. */
@@ -317,10 +326,8 @@ static void worker_abandon(struct worker *w)
 
 static void workers_send(struct gateway *gw, unsigned cmd)
 {
-    for (unsigned i = 0; i < gw->n_workers; i++) {
-        atomic_fetch_or(&gw->workers[i].pending, cmd);
-        uv_async_send(&gw->workers[i].wake);
-    }
+    for (unsigned i = 0; i < gw->n_workers; i++)
+        lim_loop_send(&gw->workers[i], cmd); /* not to a loop that has ended its drain */
 }
 
 /* ---- main thread: signals ---- */
@@ -331,6 +338,10 @@ static void on_hup(uv_signal_t *h, int signum)
     struct cfg *next;
 
     (void)signum;
+    if (mc->stopping) {
+        LOG_WARN("SIGHUP while draining: no reload");
+        return;
+    }
     LOG_INFO("SIGHUP: reloading %s", mc->gw.config_path);
     next = load_config(mc->gw.config_path);
     if (!next) {
@@ -378,7 +389,8 @@ static void on_term(uv_signal_t *h, int signum)
     struct cfg *cfg;
 
     if (mc->stopping) {
-        workers_send(&mc->gw, WORKER_CMD_STOP);
+        LOG_WARN("%s again: closing every connection now", signum == SIGINT ? "SIGINT" : "SIGTERM");
+        workers_send(&mc->gw, WORKER_CMD_CLOSE);
         return;
     }
     mc->stopping = true;
@@ -388,12 +400,21 @@ static void on_term(uv_signal_t *h, int signum)
     workers_send(&mc->gw, WORKER_CMD_DRAIN);
     uv_timer_start(&mc->drain_timer, on_drain_timeout, cfg->limits.drain_timeout_ms, 0);
     cfg_unref(cfg);
-    /* The main loop ends once its handles are closed; the threads are joined after. */
-    uv_signal_stop(&mc->sig_hup);
-    uv_unref((uv_handle_t *)&mc->drain_timer);
+    /* SIGHUP (ignored now), SIGTERM and SIGINT (a second one closes at once) stay handled
+     * and the drain timer runs, until the last loop has ended (on_workers_ended): a closed
+     * signal handle would give the signal back its default action, which kills. */
+}
+
+/* Every worker's loop has ended: the main loop's handles close, and with them the loop. */
+static void on_workers_ended(uv_async_t *h)
+{
+    struct main_ctx *mc = h->data;
+
     uv_close((uv_handle_t *)&mc->sig_hup, NULL);
     uv_close((uv_handle_t *)&mc->sig_term, NULL);
     uv_close((uv_handle_t *)&mc->sig_int, NULL);
+    uv_close((uv_handle_t *)&mc->drain_timer, NULL);
+    uv_close((uv_handle_t *)&mc->workers_ended, NULL);
 }
 
 static int check_config(const char *path)
@@ -501,6 +522,11 @@ static int serve(const char *path, const struct rlimit *core_limit)
     for (i = 0; i < mc.gw.n_workers; i++)
         if (worker_init(&mc.gw.workers[i], &mc.gw, i, cfg) != 0)
             return start_failed(&mc.gw, cfg, i + 1);
+    mc.loop = uv_default_loop();
+    uv_async_init(mc.loop, &mc.workers_ended, on_workers_ended);
+    mc.workers_ended.data = &mc;
+    mc.gw.ended = &mc.workers_ended;
+    atomic_store(&mc.gw.running, mc.gw.n_workers);
     for (i = 0; i < mc.gw.n_workers; i++)
         uv_thread_create(&mc.gw.workers[i].thread, worker_main, &mc.gw.workers[i]);
     LOG_INFO("bascule %s listening on http://%s%s%s:%u with %u workers, %zu routes",
@@ -516,7 +542,6 @@ static int serve(const char *path, const struct rlimit *core_limit)
     }
     cfg_unref(cfg);
 
-    mc.loop = uv_default_loop();
     uv_signal_init(mc.loop, &mc.sig_hup);
     uv_signal_init(mc.loop, &mc.sig_term);
     uv_signal_init(mc.loop, &mc.sig_int);
@@ -525,7 +550,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
     uv_signal_start(&mc.sig_hup, on_hup, SIGHUP);
     uv_signal_start(&mc.sig_term, on_term, SIGTERM);
     uv_signal_start(&mc.sig_int, on_term, SIGINT);
-    uv_run(mc.loop, UV_RUN_DEFAULT);
+    uv_run(mc.loop, UV_RUN_DEFAULT); /* until on_workers_ended */
 
     for (i = 0; i < mc.gw.n_workers; i++) {
         struct worker *w = &mc.gw.workers[i];
@@ -536,8 +561,6 @@ static int serve(const char *path, const struct rlimit *core_limit)
         uv_run(&w->loop, UV_RUN_DEFAULT); /* close callbacks */
         uv_loop_close(&w->loop);
     }
-    uv_close((uv_handle_t *)&mc.drain_timer, NULL);
-    uv_run(mc.loop, UV_RUN_DEFAULT);
     uv_loop_close(mc.loop);
     gateway_free(&mc.gw);
     LOG_INFO("bascule stopped");

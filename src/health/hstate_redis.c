@@ -25,6 +25,7 @@
 #include "health/hstate_mirror.h"
 #include "health/hstate_redis.h"
 #include "health/hstate_redis_int.h"
+#include "health/hstate_redis_wire.h"
 
 /* Reads a key's value and remaining life in one round trip. */
 static const char LUA_PEEK[] =
@@ -354,16 +355,18 @@ static void claim_fire(uv_timer_t *t)
 static void publish(struct hs_redis *h, const struct hr_event *ev)
 {
     char key[RKEY_MAX], probe[RKEY_MAX], id[300], ms[24], reason[8], msg[512];
+    struct hr_msg m = {.kind = ev->kind, .ms = ev->ms ? ev->ms : 1, .reason = ev->reason,
+                       .idx = ev->idx, .id = ev->id};
     struct hr_circuit *c;
 
     if (ev->kind == 'L' || ev->kind == 'G') {
         hr__limits_run(h, ev); /* the fleet's limits: not announced */
         return;
     }
-    snprintf(ms, sizeof(ms), "%" PRIu64, ev->ms ? ev->ms : 1);
+    snprintf(ms, sizeof(ms), "%" PRIu64, m.ms);
     snprintf(reason, sizeof(reason), "%d", ev->reason);
-    snprintf(msg, sizeof(msg), "%s %c %s %d %d %s", h->instance, ev->kind, ms, ev->reason,
-             ev->idx, ev->id);
+    snprintf(m.inst, sizeof(m.inst), "%s", h->instance);
+    hr__msg_format(&m, msg, sizeof(msg));
     if (ev->kind == 'm') {
         /* One model's cooldown, kept for an instance that connects later unless the key
          * already has a record (a quota or refusal for every model wins). */
@@ -405,17 +408,19 @@ static void publish(struct hs_redis *h, const struct hr_event *ev)
 
 /* ---- the store thread: what the other instances say ------------------------------------ */
 
-static void apply(struct hs_redis *h, const char *msg)
+static void apply(struct hs_redis *h, const char *text)
 {
-    char inst[24], kind;
-    uint64_t ms, now = bsc_now_ms();
-    int reason, idx, n = 0;
+    struct hr_msg m;
+    uint64_t now = bsc_now_ms();
     struct hr_circuit *c;
 
-    if (sscanf(msg, "%23s %c %" SCNu64 " %d %d %n", inst, &kind, &ms, &reason, &idx, &n) != 5 ||
-        n == 0 || strcmp(inst, h->instance) == 0)
+    if (!hr__msg_parse(text, &m) || strcmp(m.inst, h->instance) == 0)
         return;
-    msg += n;
+    const char *msg = m.id;
+    char kind = m.kind;
+    uint64_t ms = m.ms;
+    int reason = m.reason, idx = m.idx;
+
     if (kind == 'k') {
         LOG_INFO("shared state: key %d of provider %s cools down for %" PRIu64 " ms (another "
                  "instance)", idx, msg, ms);
@@ -463,39 +468,26 @@ static void on_message(redisAsyncContext *ac, void *r, void *priv)
 static void peek_circuit(redisAsyncContext *ac, void *r, void *priv)
 {
     struct hr_circuit *c = priv;
-    redisReply *reply = r;
-    unsigned long opens = 0;
+    uint64_t left_ms;
+    uint32_t opens;
 
     (void)ac;
-    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-        reply->element[1]->type != REDIS_REPLY_INTEGER || reply->element[1]->integer <= 0 ||
-        c->h->closing)
+    if (!hr__circuit_read(r, &left_ms, &opens) || c->h->closing)
         return;
-    if (reply->element[0]->type == REDIS_REPLY_STRING &&
-        strncmp(reply->element[0]->str, "open ", 5) == 0)
-        opens = strtoul(reply->element[0]->str + 5, NULL, 10);
-    hstate__force(c->h->local, c->key, true, bsc_now_ms(), (uint64_t)reply->element[1]->integer,
-                  opens > UINT32_MAX ? UINT32_MAX : (uint32_t)opens);
-    arm_claim(c, (uint64_t)reply->element[1]->integer);
+    hstate__force(c->h->local, c->key, true, bsc_now_ms(), left_ms, opens);
+    arm_claim(c, left_ms);
 }
 
 static void peek_cool(redisAsyncContext *ac, void *r, void *priv)
 {
     struct hs_redis *h = ac->data ? ((struct hr_conn *)ac->data)->h : NULL;
-    redisReply *reply = r;
+    struct hr_cool cool;
     char *id = priv, *colon;
 
-    if (h && reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
-        reply->element[0]->type == REDIS_REPLY_STRING &&
-        reply->element[1]->type == REDIS_REPLY_INTEGER && reply->element[1]->integer > 0 &&
-        (colon = strrchr(id, ':'))) {
-        const char *model = strchr(reply->element[0]->str, '\t'); /* one model's, or all */
-
+    if (h && hr__cool_read(r, &cool) && (colon = strrchr(id, ':'))) {
         *colon = '\0';
-        hstate__key_cool(h->local, id, model && model[1] ? model + 1 : NULL,
-                         (int)strtol(colon + 1, NULL, 10),
-                         (int)strtol(reply->element[0]->str, NULL, 10),
-                         bsc_now_ms() + (uint64_t)reply->element[1]->integer);
+        hstate__key_cool(h->local, id, cool.model, (int)strtol(colon + 1, NULL, 10),
+                         cool.reason, bsc_now_ms() + cool.left_ms);
     }
     free(id);
 }

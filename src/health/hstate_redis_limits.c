@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "health/hstate_redis_int.h"
+#include "health/hstate_redis_wire.h"
 
 /* ARGV: capacity per minute, need, want, field prefix. Returns {granted, wait_ms}. */
 static const char LUA_BUCKET[] =
@@ -156,6 +157,7 @@ void hr__limits_init(struct hs_redis *h, const struct cfg_store *st)
 struct ask_ctx {
     struct lim_set *set;
     enum lim_kind kind;
+    uint64_t want; /* a grant above it is no answer to this ask */
 };
 
 /* <p>{lim:<subject>:<id>}, with <suffix> ("", ":slots", ":exp") inside the same slot. */
@@ -172,33 +174,23 @@ static bool set_key(struct hs_redis *h, const struct lim_set *s, const char *suf
     return true;
 }
 
-static int64_t int_at(const redisReply *r, size_t i)
-{
-    return r->element[i]->type == REDIS_REPLY_INTEGER ? (int64_t)r->element[i]->integer : -1;
-}
-
 static void ask_reply(redisAsyncContext *ac, void *r, void *priv)
 {
     struct ask_ctx *a = priv;
     redisReply *reply = r;
-    uint64_t now = bsc_now_ms();
-    int64_t grant = -1, wait = 0;
+    uint64_t now = bsc_now_ms(), grant = 0;
+    int64_t wait = 0;
+    bool ok = hr__ask_read(reply, a->want, &grant, &wait);
 
     (void)ac;
-    if (reply && reply->type == REDIS_REPLY_INTEGER) {
-        grant = reply->integer;
-    } else if (reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2) {
-        grant = int_at(reply, 0);
-        wait = int_at(reply, 1);
-    } else if (reply && reply->type == REDIS_REPLY_ERROR) {
+    if (reply && reply->type == REDIS_REPLY_ERROR)
         LOG_WARN("shared limits: Redis refused an ask: %s", reply->str);
-    }
     if (a->kind == LIM_CONC)
         a->set->fl.taking--; /* only this thread touches it */
-    if (grant < 0)
+    if (!ok)
         lim_fleet_failed(a->set, a->kind, now);
     else
-        lim_fleet_granted(a->set, a->kind, (uint64_t)grant, wait, now);
+        lim_fleet_granted(a->set, a->kind, grant, wait, now);
     free(a);
 }
 
@@ -265,6 +257,7 @@ void hr__limits_run(struct hs_redis *h, const struct hr_event *ev)
     }
     a->set = ev->set;
     a->kind = (enum lim_kind)ev->idx;
+    a->want = ev->want;
     if (!send_ask(h, ev, a)) {
         free(a);
         lim_fleet_failed(ev->set, (enum lim_kind)ev->idx, bsc_now_ms());

@@ -99,6 +99,8 @@ enum metric_buckets {
       "Configuration reloads by result (ok, rejected).")                                         \
     X(CONNECTIONS, GAUGE, NONE, "bascule_connections", METRICS_L0(),                           \
       "Open client connections.")                                                              \
+    X(STREAM_PAUSES, COUNTER, NONE, "bascule_stream_pauses_total", METRICS_L1("route"),         \
+      "Upstream transfers paused because the client was not reading (back-pressure).")       \
     X(METRICS_DROPPED, COUNTER, NONE, "bascule_metrics_dropped_total", METRICS_L0(),           \
       "Metric updates not recorded: series limit reached, out of memory or invalid value.") \
     X(SHADOW_REQUESTS, COUNTER, NONE, "bascule_shadow_requests_total",                         \

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "metrics/metrics.h"
 #include "router/contract.h"
 #include "router/guard.h"
 #include "router/internal.h"
@@ -106,7 +107,10 @@ bool deliver_flush(struct request *r)
     guard_idem_record(r, r->d.out.p, r->d.out.len);
     /* A stream's events leave as they arrive: waiting for the end of the loop pass would
      * add its length (thousands of other streams' events) to each event's latency. */
-    return write_out(r, true);
+    if (!write_out(r, true))
+        return false;
+    metrics_inc(req__metrics(r), r->w->idx, METRIC_STREAM_PAUSES, r->route->id, NULL, 1);
+    return true; /* the upstream transfer pauses until the client reads */
 }
 
 /* r->cost_usd as a plain decimal, to the 1e-8 dollar, without trailing zeros: "0.000123". */

@@ -31,6 +31,8 @@ struct gateway {
     uint64_t started_ms;     /* wall clock */
     struct shadow_purse shadow_purse; /* today's shadow spend, kept across reloads */
     atomic_ullong reloads_ok, reloads_failed;
+    atomic_uint running;     /* worker loops not yet ended */
+    uv_async_t *ended;       /* borrowed: sent by the last worker whose loop ends */
 };
 
 #endif

@@ -68,6 +68,16 @@ static void wake(struct request *r, uint64_t waiters)
     lim_wake_loops(r->gw, waiters);
 }
 
+void lim_loop_send(struct worker *w, unsigned cmd)
+{
+    pthread_mutex_lock(&wake_lock);
+    if (!w->lim_closed) {
+        atomic_fetch_or(&w->pending, cmd);
+        uv_async_send(&w->wake);
+    }
+    pthread_mutex_unlock(&wake_lock);
+}
+
 void lim_worker_closing(struct worker *w)
 {
     pthread_mutex_lock(&wake_lock);

@@ -65,6 +65,9 @@ void lim_worker_closing(struct worker *w);
 /* Wakes the loops of gateway <gateway> whose bits are set in <waiters> (WORKER_CMD_CAPACITY):
  * the limits' wake-up, also for the fleet's answers (struct lim_share.wake). */
 void lim_wake_loops(void *gateway, uint64_t waiters);
+/* Sets <cmd> (WORKER_CMD_*) on <w> and wakes its loop, unless the loop has stopped taking
+ * wake-ups (lim_worker_closing): a loop that ended its drain has its handle closed. */
+void lim_loop_send(struct worker *w, unsigned cmd);
 /* WORKER_CMD_CAPACITY: runs this loop's waiting requests again, oldest first. */
 void lim_req_wake(struct worker *w);
 

@@ -826,6 +826,28 @@ static void on_client_abort(struct srv_req *sreq, void *ud)
     req__run(r);
 }
 
+/* The drain timed out (srv_stop): a stream past its commit point ends as a stream past
+ * limits.max_stream_ms does, with one error event ("shutting_down"), rather than cut
+ * without a word. A request not yet answering is cut: the abort callback follows. */
+static void on_server_stop(struct srv_req *sreq, void *ud)
+{
+    struct request *r = ud;
+
+    (void)sreq;
+    if (r->m.state != REQ_ST_RELAY || !r->d.committed || r->d.limit_cut)
+        return;
+    r->d.limit_cut = "shutting_down";
+    snprintf(r->x.stream_fail.message, sizeof(r->x.stream_fail.message),
+             "the gateway is shutting down (limits.drain_timeout_ms passed)");
+    r->x.stream_failed = true;
+    r->x.timed_out = false; /* st_relay takes the cut as made */
+    if (r->x.xfer) {
+        up_cancel(r->x.xfer);
+        r->x.xfer = NULL;
+    }
+    req__run(r);
+}
+
 static struct bsc_str meta_header(const void *sreq, struct bsc_str name)
 {
     return srv_req_header(sreq, name);
@@ -940,5 +962,6 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     req_times_start(&r->m.times, r->m.state, bsc_now_us());
     w->inflight++;
     srv_req_on_abort(sreq, on_client_abort, r);
+    srv_req_on_stop(sreq, on_server_stop, r);
     req__run(r);
 }

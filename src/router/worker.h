@@ -52,8 +52,9 @@ struct worker {
 enum worker_cmd {
     WORKER_CMD_RELOAD = 1u << 0,
     WORKER_CMD_DRAIN = 1u << 1,
-    WORKER_CMD_STOP = 1u << 2,
-    WORKER_CMD_CAPACITY = 1u << 3 /* a limit this loop's queued requests wait on has room */
+    WORKER_CMD_STOP = 1u << 2,    /* the drain timed out: streams get their error event */
+    WORKER_CMD_CAPACITY = 1u << 3, /* a limit this loop's queued requests wait on has room */
+    WORKER_CMD_CLOSE = 1u << 4     /* a second signal: every connection closes now */
 };
 
 #endif

@@ -616,6 +616,25 @@ void srv__conn_drain(struct srv_conn *c)
     /* Any other state ends with response_done(), which sees srv->draining. */
 }
 
+/* The drain's end: a handler that asked (srv_req_on_stop) ends its response now, and what
+ * it queued is written out before the close (bounded by the send-stall and linger timers);
+ * every other connection closes at once. */
+void srv__conn_stop(struct srv_conn *c)
+{
+    struct srv_req *req = &c->req;
+    srv_req_cb *cb = req->on_stop;
+
+    if (c->state == SRV__CONN_ST_HANDLING && !req->ended && cb) {
+        req->on_stop = NULL; /* once */
+        cb(req, req->stop_ud);
+    }
+    if (c->state == SRV__CONN_ST_FLUSHING && req->close_after)
+        return;
+    if (c->state == SRV__CONN_ST_LINGER)
+        return;
+    srv__conn_close(c);
+}
+
 /* ---- writing --------------------------------------------------------------------------- */
 
 static void on_write(uv_write_t *w, int status);

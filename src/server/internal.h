@@ -144,6 +144,8 @@ struct srv_req {
     void *abort_ud;
     srv_req_cb *on_drain;
     void *drain_ud;
+    srv_req_cb *on_stop;            /* srv_stop(): end the response now (srv_req_on_stop) */
+    void *stop_ud;
     int64_t resp_left;              /* Content-Length bytes still owed; -1 if not counted */
     bool dispatched;                /* the handler has it and has not ended it */
     bool head_sent, ended;
@@ -228,6 +230,7 @@ void srv__conn_close_reset(struct srv_conn *c);
  * no longer counts against the cap, as the cap's own 503s do). */
 void srv__conn_shed(struct srv_conn *c);
 void srv__conn_drain(struct srv_conn *c);
+void srv__conn_stop(struct srv_conn *c);
 void srv__conn_flush(struct srv_conn *c);
 void srv__conn_ended(struct srv_conn *c);
 void srv__conn_schedule(struct srv_conn *c, unsigned work);

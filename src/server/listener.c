@@ -428,6 +428,11 @@ void srv_drain(struct srv *srv, srv_closed_cb *cb, void *ud)
     shut_down(srv, cb, ud, srv__conn_drain);
 }
 
+void srv_stop(struct srv *srv, srv_closed_cb *cb, void *ud)
+{
+    shut_down(srv, cb, ud, srv__conn_stop);
+}
+
 void srv_close_all(struct srv *srv, srv_closed_cb *cb, void *ud)
 {
     shut_down(srv, cb, ud, srv__conn_close);

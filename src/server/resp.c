@@ -480,3 +480,9 @@ void srv_req_on_abort(struct srv_req *req, srv_req_cb *cb, void *ud)
     req->on_abort = cb;
     req->abort_ud = ud;
 }
+
+void srv_req_on_stop(struct srv_req *req, srv_req_cb *cb, void *ud)
+{
+    req->on_stop = cb;
+    req->stop_ud = ud;
+}

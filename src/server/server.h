@@ -134,6 +134,11 @@ void srv_set_limits(struct srv *srv, const struct srv_limits *limits);
  * (in-flight requests get their abort callback) and then calls <cb> the same way. */
 void srv_drain(struct srv *srv, srv_closed_cb *cb, void *ud);
 void srv_close_all(struct srv *srv, srv_closed_cb *cb, void *ud);
+/* The end of a drain that timed out: each request whose handler set srv_req_on_stop() has
+ * that callback run, here, to end its response (a stream's error event); what that queued
+ * is written before its connection closes. Every other connection closes now, as with
+ * srv_close_all(), and <cb> runs the same way. */
+void srv_stop(struct srv *srv, srv_closed_cb *cb, void *ud);
 void srv_free(struct srv *srv);
 
 /* Open connections right now. */
@@ -225,5 +230,9 @@ void srv_req_on_drain(struct srv_req *req, srv_req_cb *cb, void *ud);
  * response ends. <req> is freed right after <cb> returns: the handler must drop every
  * pointer to it and cancel its work there. Never called after srv_resp_end/abort. */
 void srv_req_on_abort(struct srv_req *req, srv_req_cb *cb, void *ud);
+/* <cb> runs at most once, from srv_stop(), if the response has not ended by then: the
+ * handler should end it (srv_resp_end/abort) inside <cb>; a response not ended there is
+ * cut, and the abort callback follows. NULL clears it. */
+void srv_req_on_stop(struct srv_req *req, srv_req_cb *cb, void *ud);
 
 #endif

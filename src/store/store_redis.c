@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "core/sha256.h"
 #include "store/internal.h"
+#include "store/redis_record.h"
 #include "core/redis_keys.h"
 
 #define RD_BACKOFF_MIN_MS 100
@@ -320,44 +321,21 @@ static void op_eval(struct rd_op *op, rd_step_fn *step, const char *script, int 
 
 /* ---- idempotency ------------------------------------------------------------------------ */
 
-static bool fp_from_hex(const char *hex, struct idem_fp *fp)
-{
-    for (size_t i = 0; i < IDEM_FP_LEN; i++) {
-        int hi = bsc_hex_digit((unsigned char)hex[2 * i]);
-        int lo = bsc_hex_digit((unsigned char)hex[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return false;
-        fp->b[i] = (uint8_t)(hi << 4 | lo);
-    }
-    return true;
-}
-
-/* Decides on the record <v> (NUL-terminated by hiredis) another request left. */
+/* Decides on the record <v> another request left (redis_record.h). */
 static enum bsc_err decode_existing(struct store__job *job, const char *v, size_t len,
                                     uint64_t now)
 {
-    const char *nl = memchr(v, '\n', len);
     struct idem_record rec = {.expires_ms = UINT64_MAX}; /* Redis expires it */
-    char st, hex[BSC_SHA256_HEX_LEN + 1];
-    uint64_t claim, ttl;
-    int status, stream;
-    size_t hlen;
-    int n = 0;
+    struct store_redis_idem r;
 
-    if (!nl || sscanf(v, "%c %" SCNx64 " %" SCNu64 " %64s", &st, &claim, &ttl, hex) != 4 ||
-        !fp_from_hex(hex, &rec.fp))
+    if (!store__redis_idem_read(v, len, &r))
         return BSC_EIO;
-    rec.state = st == 'c' ? IDEM_ST_COMPLETE : IDEM_ST_IN_FLIGHT;
+    rec.fp = r.fp;
+    rec.state = r.state == 'c' ? IDEM_ST_COMPLETE : IDEM_ST_IN_FLIGHT;
     job->decision = idem_decide(&rec, &job->fp, now);
     if (job->decision != IDEM_REPLAY)
         return BSC_OK;
-    const char *end = v + len, *p = nl + 1;
-    if (sscanf(p, "%d %d %zu\n%n", &status, &stream, &hlen, &n) != 3 || n <= 0 ||
-        hlen > (size_t)(end - p - n))
-        return BSC_EIO;
-    p += n;
-    return store__job_set_answer(job, status, stream != 0, (struct bsc_str){p, hlen},
-                                 (struct bsc_str){p + hlen, (size_t)(end - p) - hlen});
+    return store__job_set_answer(job, r.status, r.stream, r.headers, r.body);
 }
 
 static void begin_reply(struct rd_op *op, redisReply *r)
@@ -380,14 +358,14 @@ static void run_begin(struct rd_op *op)
     const struct store_opts *o = &op->q->base.opts;
     uint64_t ttl = job->ttl_ms ? job->ttl_ms : o->default_ttl_ms;
     uint64_t px = idem_expiry(IDEM_ST_IN_FLIGHT, 0, ttl, o->inflight_lease_ms);
-    char hex[BSC_SHA256_HEX_LEN + 1], val[160], pxs[24];
+    char val[STORE_REDIS_HEAD_MAX], pxs[24];
     const char *args[2] = {val, pxs};
     size_t lens[2];
 
     job->claim = store__new_claim();
-    bsc_sha256_hex(job->fp.b, hex);
-    lens[0] = (size_t)snprintf(val, sizeof(val), "i %016" PRIx64 " %" PRIu64 " %s\n",
-                               job->claim, ttl, hex);
+    lens[0] = store__redis_idem_head(
+        &(struct store_redis_idem){.state = 'i', .claim = job->claim, .ttl_ms = ttl, .fp = job->fp},
+        val);
     lens[1] = (size_t)snprintf(pxs, sizeof(pxs), "%" PRIu64, px ? px : 1);
     op_eval(op, begin_reply, LUA_BEGIN, 2, args, lens);
 }
@@ -406,7 +384,7 @@ static void claim_reply(struct rd_op *op, redisReply *r)
 static void run_claim(struct rd_op *op)
 {
     struct store__job *job = op->job;
-    char pre[32], head[64];
+    char pre[32], head[STORE_REDIS_ANSWER_HEAD_MAX];
     struct bsc_buf b;
     const char *args[2] = {pre, NULL};
     size_t lens[2];
@@ -416,10 +394,10 @@ static void run_claim(struct rd_op *op)
         op_eval(op, claim_reply, LUA_ABANDON, 1, args, lens);
         return;
     }
-    int h = snprintf(head, sizeof(head), "%d %d %zu\n", job->in.status, job->in.stream ? 1 : 0,
-                     job->in.headers.len);
+    size_t h = store__redis_idem_answer_head(job->in.status, job->in.stream,
+                                             job->in.headers.len, head);
     bsc_buf_init(&b, SIZE_MAX);
-    if (bsc_buf_append(&b, head, (size_t)h) || bsc_buf_append_str(&b, job->in.headers) ||
+    if (bsc_buf_append(&b, head, h) || bsc_buf_append_str(&b, job->in.headers) ||
         bsc_buf_append_str(&b, job->in.body)) {
         bsc_buf_cleanup(&b);
         op_finish(op, BSC_ENOMEM);

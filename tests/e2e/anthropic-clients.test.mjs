@@ -5,7 +5,7 @@
 // withStructuredOutput (tool calling and jsonSchema) and usage -- against bascule in front of
 // bascule-sim's Anthropic dialect, plus LangChain streaming through an OpenAI-dialect target.
 // See docs/internals/anthropic-inbound.md.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';

@@ -4,7 +4,7 @@
 // messages.stream() helper and finalMessage()), a tool-use round trip, and errors (unknown
 // model, invalid request, an upstream 400, a stream cut after the commit point).
 // See docs/internals/anthropic-inbound.md.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import { startSim, startGateway } from '../lib/harness.mjs';

@@ -3,7 +3,7 @@
 // the Vercel AI SDK through @ai-sdk/openai-compatible (generateText, generateObject,
 // streamText with a tool) and LangChain's ChatOpenAI (invoke, stream, withStructuredOutput,
 // bindTools), against bascule + bascule-sim's OpenAI dialect.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, generateObject, streamText, tool, stepCountIs } from 'ai';

@@ -1,6 +1,6 @@
 // End to end: the official openai SDK, unchanged, against bascule in front of
 // bascule-sim — plain, streaming with usage, tool calls, model listing, errors.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startSim, startGateway } from '../lib/harness.mjs';

@@ -2,7 +2,7 @@
 // the openai SDK's responses.create (plain, stream, a tool round trip, previous_response_id)
 // on a chat-only target and on an Anthropic target, the Vercel AI SDK's default
 // (Responses) OpenAI provider and LangChain's ChatOpenAI with useResponsesApi.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { generateText, generateObject, streamText, tool, stepCountIs } from 'ai';

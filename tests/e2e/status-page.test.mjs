@@ -1,6 +1,6 @@
 // The live status page, rendered by a real browser (Debian's headless Chromium): the
 // page fetches /status.json and draws every target's circuit; an open circuit shows.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,7 +1,7 @@
 // Accepting connections (src/server/listener.c): a gateway out of file descriptors leaves
 // new connections waiting in the kernel's queue, says so once, and serves them as soon as
 // descriptors free up, instead of accepting and dropping them.
-import { test, after } from 'node:test';
+import { test, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';

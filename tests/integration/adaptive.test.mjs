@@ -3,7 +3,7 @@
 // reset, and the AIMD controller settles a 429 storm from an upstream that takes only 4
 // requests at once. Every scenario has its own providers and models, so key and controller
 // state never leak between tests.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway } from '../lib/harness.mjs';
 
@@ -104,7 +104,7 @@ test('x-ratelimit-remaining-requests: 0 + reset 3s sends the next request to the
 test('16 client loops against an upstream taking 4 at once settle under 30% rejected', async () => {
   const LOOPS = 16, PER_LOOP = 24;
   await sim.setModel('aimdM', { max_concurrent: 4, repeat: true, script: [{ action: 'delay', delay_ms: 40 }] });
-  let done = 0, mid = null, midPromise = null;
+  let done = 0, mid = null, midPromise = null, midMetrics = null;
   const statuses = {};
   const loop = async () => {
     for (let i = 0; i < PER_LOOP; i++) {
@@ -112,7 +112,10 @@ test('16 client loops against an upstream taking 4 at once settle under 30% reje
       await res.text();
       statuses[res.status] = (statuses[res.status] ?? 0) + 1;
       if (++done === (LOOPS * PER_LOOP) / 2)
-        midPromise = sim.stats().then((s) => { mid = s.models.aimdM; });
+        midPromise = Promise.all([
+          sim.stats().then((s) => { mid = s.models.aimdM; }),
+          fetch(`http://127.0.0.1:${gw.port}/metrics`).then((r) => r.text()).then((t) => { midMetrics = t; }),
+        ]);
     }
   };
   await Promise.all(Array.from({ length: LOOPS }, loop));
@@ -126,11 +129,19 @@ test('16 client loops against an upstream taking 4 at once settle under 30% reje
     `second half: ${rejected} of ${calls} upstream calls rejected (whole run ${end.faults}/${end.calls}; client statuses ${JSON.stringify(statuses)})`);
   assert.ok(end.faults > 0, 'the upstream limit was reached at least once');
   assert.ok(statuses[200] > 0);
-  // The effective concurrency is exported and within the learnt cap.
+  // The effective concurrency is exported and, half-way through while all 16 loops press,
+  // it has settled near what the upstream takes (4): a 429 halves it, successes add one slot
+  // per <limit> of them, so it probes a slot or two above 4 before the next 429 -- 8 is
+  // twice the upstream's, half the 16 loops (a controller that never cut would sit there).
+  const effective = (text) => {
+    const m = text.match(/^bascule_target_effective_concurrency\{target="aimd"\} (\d+)/m);
+    assert.ok(m, 'effective concurrency gauge for aimd');
+    return Number(m[1]);
+  };
+  const settled = effective(midMetrics);
+  assert.ok(settled >= 1 && settled <= 8, `effective concurrency half-way: ${settled} (the upstream takes 4)`);
   const metrics = await (await fetch(`http://127.0.0.1:${gw.port}/metrics`)).text();
-  const m = metrics.match(/^bascule_target_effective_concurrency\{target="aimd"\} (\d+)/m);
-  assert.ok(m, 'effective concurrency gauge for aimd');
-  assert.ok(Number(m[1]) >= 1 && Number(m[1]) <= LOOPS, `effective concurrency ${m[1]}`);
+  assert.ok(effective(metrics) >= 1 && effective(metrics) <= LOOPS, `effective concurrency ${effective(metrics)}`);
   assert.match(metrics, /^bascule_target_effective_rpm\{target="aimd"\} 0$/m);
 });
 

@@ -3,7 +3,7 @@
 // admin.listen serves /status, /metrics and /admin/* on a second socket and the API port
 // answers 404 for them; metrics.key puts /metrics behind a bearer token; an open gateway
 // (no clients) warns at start unless it listens on loopback only.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, freePort, rawRequest } from '../lib/harness.mjs';
 

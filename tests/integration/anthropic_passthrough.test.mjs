@@ -4,7 +4,7 @@
 // for other kinds (output_config.format -> response_format, refusals naming the field,
 // per-attempt choice on failover); message ids, usage in message_start, the model shown;
 // /v1/models in Anthropic's shape; count_tokens forwarded or estimated.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, readStream } from '../lib/harness.mjs';
 

@@ -2,7 +2,7 @@
 // gateway buffer it. Past limits.max_stream_buffer_bytes the upstream transfer pauses
 // (the rest waits in the kernel's socket buffers and the provider's), and the stream
 // completes once the client reads again.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
@@ -31,6 +31,9 @@ after(async () => {
   await sim?.stop();
 });
 
+const pauses = (metrics) =>
+  Number(/^bascule_stream_pauses_total\{route="big"\} (\d+)/m.exec(metrics)?.[1] ?? 0);
+
 function rssKiB(pid) {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(m[1]);
@@ -47,8 +50,14 @@ test('a client that stops reading pauses the upstream instead of filling memory'
   sock.pause(); // read nothing
   sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-  await waitFor(async () => ((await sim.stats()).models["bp-big"]?.calls ?? 0) === 1, { what: "stream started" });
-  await new Promise((r) => setTimeout(r, 1500));
+  // The gateway paused the upstream transfer (its counter says so, the event itself), and
+  // the sim's stream waits for the gateway to read (its "held") once the kernel's socket
+  // buffers filled. A gateway reading on into its own memory never counts a pause.
+  await waitFor(async () => pauses(await (await fetch(`${gw.url}/metrics`)).text()) >= 1,
+    { timeoutMs: 20000, what: 'the upstream transfer paused' });
+  await waitFor(async () => (await sim.stats()).models['bp-big']?.held === 1,
+    { timeoutMs: 20000, what: 'the sim held by the paused transfer' });
+  assert.equal((await sim.stats()).models['bp-big'].completed, 0, 'the upstream did not finish');
   // The kernel's socket buffers may absorb several MB on loopback; what must not happen is
   // the gateway holding the stream in its own memory.
   const grown = rssKiB(gw.proc.pid) - rssBefore;

@@ -1,7 +1,7 @@
 // balance: score: a tier ordered by its targets' recent results. Too few samples keep
 // priority order; after task failures on one target and successes on another, new traffic
 // goes to the second, and the attempt log says why.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';
 

@@ -3,7 +3,7 @@
 // redis-server is in the PID ledger; INFO commandstats read around a run counts exactly the
 // gateway's commands (not the bench's INFO) and folds them into commands per request; the
 // generated configurations are accepted; the Redis bars pass and fail as documented.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -5,7 +5,7 @@
 // run is `make bench`; this checks that every figure it reports is produced, and from
 // what: each probe pair counted once per side, the warm-up not counted, the events of the
 // held streams counted for the CPU per event.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';

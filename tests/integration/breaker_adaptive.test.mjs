@@ -4,7 +4,7 @@
 // probability climbs towards 1 as failures and refusals pile up while nothing is accepted),
 // its circuit never opens, and every refusal is a typed failure. Requests go one at a time;
 // the bounds hold with a wide margin whatever the gateway's random draws.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway } from '../lib/harness.mjs';
 

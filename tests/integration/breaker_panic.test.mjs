@@ -9,7 +9,7 @@
 // Deterministic: requests go one at a time and the faults are scripted by request count (the
 // test switches each phase's script before its first request), and open_ms is far longer than
 // the test, so no circuit half-opens by the clock.
-import { test, after } from 'node:test';
+import { test, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway } from '../lib/harness.mjs';
 

@@ -4,7 +4,7 @@
 // and target), a client budget that stops the client after the request that crossed it with
 // no further upstream call, kept in the SQLite store across a restart, and the admin API
 // that shows and resets it. The real bascule binary against bascule-sim.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';

@@ -3,7 +3,7 @@
 // admin.key equal to a client's key that client could disable targets and reset spends, with
 // metrics.key equal to one it could read every client's figures. Each is an error with the
 // file, line and column of the operator key, naming the client, never the key.
-import { test } from 'node:test';
+import { test } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

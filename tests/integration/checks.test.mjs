@@ -2,7 +2,7 @@
 // contract_failure -- served by an approved fallback that passes the same checks, else a
 // typed 502, never the failing answer. A buffered stream is checked before release; a
 // pass-through stream is checked at its end and the failure only recorded.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';

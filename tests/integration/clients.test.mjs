@@ -4,7 +4,7 @@
 // call), a route outside a key's `routes` is a 404 like an unknown model, operator surfaces
 // need the admin key (a client key is 403), and the ledger and idempotency records are each
 // client's own. The real bascule binary against bascule-sim, plus the official SDKs.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';

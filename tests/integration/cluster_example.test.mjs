@@ -5,7 +5,7 @@
 // both instances, and stops everything it started, after its one-shot run and on Ctrl-C.
 // nginx and redis-server are required (scripts/install-deps installs them): without them the
 // test fails saying so, it does not skip.
-import { test } from 'node:test';
+import { test } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';

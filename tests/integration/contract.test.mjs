@@ -1,6 +1,6 @@
 // Capability contracts and canary fallbacks: a target that cannot satisfy what the route
 // and the request need is never tried; a fallback in canary takes only its share.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway } from '../lib/harness.mjs';
 
@@ -123,7 +123,8 @@ test('a wait past max_added_latency_ms stops at once with a typed failure', asyn
   await sim.setModel('b-slow', { script: [{ action: 'status', status: 503, headers: { 'retry-after': '2' } }] });
   const t0 = Date.now();
   const res = await chat('latency');
-  assert.ok(Date.now() - t0 < 1000, 'did not wait');
+  // Not the 2 s the upstream asked for (the reason and the one call say it deterministically).
+  assert.ok(Date.now() - t0 < 2000, 'did not wait');
   assert.equal(res.status, 503);
   assert.equal((await res.json()).reason, 'latency_budget_exhausted');
   assert.equal(await calls('b-slow'), 1);

@@ -1,7 +1,7 @@
 // Gateway core (issue: HTTP server, upstream, config, OpenAI pass-through, streaming):
 // the real bascule binary against bascule-sim, driven by the official openai SDK and by
 // raw sockets for malformed HTTP.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -7,7 +7,7 @@
 // line and bascule_cost_usd_total; translated usage that keeps the cache facts; and a budget
 // that stops cache-heavy traffic at the request its real spend crosses it. The real bascule
 // binary against bascule-sim, whose steps script the usage objects verbatim.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';
 

@@ -2,7 +2,7 @@
 // of type "image\u005furl" needs vision and a response_format of type "json\u005fschema"
 // needs json_schema, exactly like their unescaped forms. Before, the raw bytes were compared
 // and the escaped forms skipped both capability checks.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway } from '../lib/harness.mjs';
 

@@ -1,7 +1,7 @@
 // Task-success feedback: POST /v1/feedback charges the client's verdict to the route, the
 // target and the workflow that answered; one verdict per request, only from the
 // credential that made it; answers alone no longer count as task successes.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway } from '../lib/harness.mjs';
 

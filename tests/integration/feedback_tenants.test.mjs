@@ -3,7 +3,7 @@
 // trusted (clients.<id>.feedback: own | trusted | none), verdicts age out
 // (feedback.half_life_ms), and a request is found for feedback by its id and the credential
 // that made it, so another client reusing its X-Request-Id can neither claim nor hide it.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';
 

@@ -5,7 +5,7 @@
 // connections for write_possible requests, a cancelled stream closing its upstream
 // connection, a refused connect, and http_proxy from the environment still honoured. Every test runs with http_client: builtin and curl:
 // the two must behave the same (docs/internals/upstream.md).
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { startGateway, freePort, waitFor } from '../lib/harness.mjs';

@@ -2,7 +2,7 @@
 // gateway never runs out of fds for a new client, and at the cap idle keep-alive
 // connections are closed, the longest idle first, so that a new client is served instead
 // of waiting in the kernel's queue forever.
-import { test, after } from 'node:test';
+import { test, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { readdirSync } from 'node:fs';

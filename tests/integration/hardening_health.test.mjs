@@ -8,7 +8,7 @@
 //  * a reset in the middle of an answer is upstream_reset, bad chunked framing
 //    protocol_error (neither is connect with status 0), also for a buffered stream; the
 //    access log counts the client's body for streamed and Anthropic-dialect requests.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';

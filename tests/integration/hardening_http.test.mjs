@@ -1,6 +1,6 @@
 // Browsers, DNS rebinding, strict HTTP/1.1 framing and an access-log line for every request:
 // the real gateway against bascule-sim, driven by fetch and by raw bytes.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, rawRequest, waitFor } from '../lib/harness.mjs';
 

@@ -3,7 +3,7 @@
 // that appears twice is a 400 duplicate_key naming it -- nothing reaches the upstream. The
 // escaped form of a name alone is read as that member (routing, contract, estimate, stream).
 // Also: tools must be an array, each message an object.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway } from '../lib/harness.mjs';
 

@@ -2,7 +2,7 @@
 // receive a request body (a client trickling a byte now and then gets 408 and a close),
 // limits.max_stream_bytes and limits.max_stream_ms bound a relayed stream (it ends with the
 // usual error event and the access and attempt lines say why).
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { startSim, startGateway, waitFor, readStream, stopAll } from '../lib/harness.mjs';

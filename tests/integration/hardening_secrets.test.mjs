@@ -4,7 +4,7 @@
 // gemini targets, plain and streaming, to OpenAI and Anthropic clients; the gateway's own
 // output (access and attempt lines, warnings) never holds a key either. Also: the process
 // is not dumpable unless debug.core_dumps says so.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { readFileSync, statSync } from 'node:fs';
 import { startSim, startGateway, waitFor, readStream } from '../lib/harness.mjs';

@@ -10,7 +10,7 @@
 //     full database (the test build's BASCULE_TEST_SQLITE_MAX_PAGES);
 //   - the SQLite file deleted or moved away: ledger writes answer 503 instead of a 201 that
 //     a restart would not find, and resume once the file is back in place.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { mkdtempSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

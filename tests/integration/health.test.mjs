@@ -1,7 +1,7 @@
 // Active health checks and readiness: probes run without traffic, a dead upstream is
 // marked down and its circuit opens, /health/ready follows; a live one is marked up.
 // Also embeddings routed like chat.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startSim, startGateway, freePort, waitFor } from '../lib/harness.mjs';
@@ -49,12 +49,11 @@ test('probes mark a live target up and open the circuit of a dead one, with no t
   assert.equal(t['down@dead'].last_error === null || typeof t['down@dead'].last_error === 'string', true);
   // A request to the dead-only route is refused at once: its only circuit is open (panic: false;
   // with panic the open circuit would be probed, breaker_panic.test.mjs).
-  const t0 = Date.now();
+  // (no_eligible_fallback and x-should-retry below say no attempt was made: no clock needed)
   const res = await fetch(`${gw.base}/chat/completions`, {
     method: 'POST', headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'deadonly', messages: [{ role: 'user', content: 'x' }] }) });
   assert.equal(res.status, 503);
-  assert.ok(Date.now() - t0 < 500);
   const body = await res.json();
   assert.equal(body.reason, 'no_eligible_fallback');
   assert.equal(res.headers.get('x-should-retry'), 'true', 'no attempt was made: a later retry can help');

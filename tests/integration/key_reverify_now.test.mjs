@@ -6,7 +6,7 @@
 // key is back and requests succeed. While no key is usable the typed failure says which key
 // state holds them ("all keys cooled: auth_failed"), not "rate limits". The tests wait for
 // the events (the re-verification metric), with a bound far below the 30 s of the old wait.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';
 

@@ -4,7 +4,7 @@
 // errors; and durability: every write the gateway acknowledged is still there after
 // kill -9 and a restart on the same SQLite file. The real bascule binary; no provider is
 // called (the one configured points at a closed port).
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -227,6 +227,14 @@ test('the memory store serves the same API (nothing survives a restart)', async 
     assert.equal((await get(mem.url, 'op-mem')).body.state, 'planned');
     assertError(await put(mem.url, 'op-mem', { tool_name: 't', state: 'succeeded' }), 409, 'illegal_transition');
   } finally {
-    await mem.stop();
+    assert.deepEqual(await mem.stop(), { code: 0, signal: null });
+  }
+  // The same config started again: the entry is gone, and the operation id is free.
+  const again = await startGateway({ config: config('{ kind: memory }') });
+  try {
+    assertError(await get(again.url, 'op-mem'), 404, 'operation_not_found');
+    assert.equal((await put(again.url, 'op-mem', { tool_name: 't', state: 'planned' })).status, 201);
+  } finally {
+    await again.stop();
   }
 });

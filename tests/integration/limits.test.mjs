@@ -5,7 +5,7 @@
 // upstream and answers the rest with a typed 429, or moves them to the equivalent tier; a
 // target's max_concurrency is never passed at the provider, and queue_ms makes the others
 // wait for a slot instead of failing. Exact upstream call counts from bascule-sim.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';
 

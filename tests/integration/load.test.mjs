@@ -2,7 +2,7 @@
 // `bascule load` (docs/load.md): the real binary run against a real gateway in front of
 // bascule-sim. The report's counts, targets, workflows, attempts, errors by status and code,
 // TTFT of streams and tokens; the JSON report; the --duration bound; bad arguments (exit 2).
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -2,7 +2,7 @@
 // or logprobs never reach an Anthropic target. A mixed route serves them from the OpenAI
 // target; a route left with no target that can is a 400 invalid_request_error naming the
 // parameter (code unsupported_parameter), with no upstream call -- never a 502.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startSim, startGateway } from '../lib/harness.mjs';

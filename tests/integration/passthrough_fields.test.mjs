@@ -3,7 +3,7 @@
 // (service_tier, prediction, store, metadata, reasoning_effort, parallel_tool_calls, and
 // whatever OpenAI adds next) reach the upstream as the client wrote them. The sim's
 // /_sim/requests shows what the upstream received.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startSim, startGateway } from '../lib/harness.mjs';

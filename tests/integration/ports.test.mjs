@@ -3,7 +3,7 @@
 // address, instead of joining the first one's group and taking half its connections; and
 // `make run` (scripts/demo) fails fast, without saying the demo is up, when its port is
 // taken by a listener that never answers.
-import { test, after } from 'node:test';
+import { test, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

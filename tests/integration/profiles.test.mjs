@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // profiles.test.mjs -- `profile:` on openai_compatible providers: a named error dialect
 // reaches rules that no host picks (vLLM, Ollama), and only openai_compatible may name one.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

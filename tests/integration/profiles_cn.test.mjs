@@ -5,7 +5,7 @@
 // classified by its content and fails over, or stops when the content is refused; none is
 // ever relayed as a success. Every case has its own provider so cooled keys and breakers
 // of one case never touch another.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';
 

@@ -5,7 +5,7 @@
 // error events before and after the first byte, a bad key, context overflow, a cut stream,
 // a cross-provider fallback from an OpenAI-dialect model, and both health probe kinds.
 // Every scenario has its own route and upstream model, so scripts and breakers never leak.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';

@@ -5,7 +5,7 @@
 // errors: the content filter 400 -> 400 content_policy (no failover), finish_reason
 // content_filter passed through, a 429 whose retry-after-ms is honoured on the same
 // target, a 429 asking for a day -> quota, failed over. Call counts from /_sim/stats.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';
@@ -218,7 +218,9 @@ test('a 429 with retry-after-ms is honoured on the same target', async () => {
   assert.equal(res.status, 200, JSON.stringify(body));
   assert.equal(res.headers.get('x-bascule-target'), 'az-ra-p');
   assert.equal(res.headers.get('x-bascule-attempts'), '2');
-  assert.ok(elapsed >= 380 && elapsed < 950, `waited ${elapsed} ms: retry-after-ms, not retry-after`);
+  // It waited; that the wait was retry-after-ms (400), not retry-after (1 s), is the
+  // attempt line's next_delay_ms below, not a clock reading.
+  assert.ok(elapsed >= 380, `waited ${elapsed} ms`);
   assert.equal(await calls('az-ra-p'), 2);
   assert.equal(await calls('az-ra-e'), 0);
   const a = await attempts(res, 2);

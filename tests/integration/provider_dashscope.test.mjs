@@ -5,7 +5,7 @@
 // and DashScope's errors: a 200 whose body is an error (Throttling.RateQuota) classified
 // rate_limited and failed over, DataInspectionFailed refused as content_policy without
 // failover, and errors inside the stream. Exact upstream call counts come from /_sim/stats.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';

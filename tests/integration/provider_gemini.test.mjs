@@ -7,7 +7,7 @@
 // stream before and after the first byte, a cut stream, a blocked prompt, context
 // overflow, a bad key, and the models health probe. Every scenario has its own route and
 // upstream model, so scripts and breakers never leak between tests.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // readme.test.mjs -- the README's "Running it for real" commands work as written: the
 // variables it exports are all examples/production.yaml needs to pass --check-config.
-import { test } from 'node:test';
+import { test } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';

@@ -4,7 +4,7 @@
 // sends the failing target at most one call; a Retry-After seen by one cools the key on
 // the other, which then does not call the provider with it. Redis restarted empty: both
 // reconnect and keep serving, and the next transition is shared again.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startGateway, startSim, waitFor } from '../lib/harness.mjs';
 import { startRedis } from '../lib/redis.mjs';

@@ -4,7 +4,7 @@
 // store.timeout_ms: the request goes ahead on the local caps and ends, then the grant arrives.
 // Nothing will use that slot, so it must go back to the fleet -- before, the renewals kept it
 // leased for as long as the process lived, and the fleet ran with one slot fewer.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startGateway, startSim, waitFor } from '../lib/harness.mjs';
 import { startRedis, startReplyDelayProxy } from '../lib/redis.mjs';

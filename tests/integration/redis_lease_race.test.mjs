@@ -5,7 +5,7 @@
 // write the count the gateway knew before the take -- that would tell the fleet one slot is
 // free while both are in use at the provider, and another process would take it. Whatever
 // the timing, the count Redis keeps for the process never drops below what is in flight.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startGateway, startSim, waitFor } from '../lib/harness.mjs';
 import { startRedis, startReplyDelayProxy } from '../lib/redis.mjs';

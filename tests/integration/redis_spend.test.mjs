@@ -5,7 +5,7 @@
 // (an add's total, a read) refreshes an instance's figure, and a figure older than a second
 // is read again, so an operator's reset on one instance reaches the other; spend made while
 // Redis is gone is kept and added when Redis is back, on top of what Redis kept in its AOF.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startGateway, startSim, waitFor } from '../lib/harness.mjs';
 import { startRedis } from '../lib/redis.mjs';

@@ -8,7 +8,7 @@
 // the served ones cost: every hold was given back, by the refused and by clients that left
 // -- also one that left while ADMIT waited for Redis to answer its hold (a third instance
 // talks to Redis through a proxy that holds the replies back).
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startGateway, startSim, waitFor } from '../lib/harness.mjs';
 import { startRedis, startReplyDelayProxy } from '../lib/redis.mjs';

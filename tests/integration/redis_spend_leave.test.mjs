@@ -5,7 +5,7 @@
 // otherwise the load stays "running" for the whole period: the spend stays unknown to the
 // operator and every later request of the client waits for a read of its own. A proxy holds
 // Redis's replies back so that the client surely leaves before the answer.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startGateway, startSim, waitFor } from '../lib/harness.mjs';
 import { startRedis, startReplyDelayProxy } from '../lib/redis.mjs';

@@ -5,7 +5,7 @@
 // is still served, bascule_store_up is 0, /health/ready stays 200 and says why, ledger
 // writes are refused with 503, and the gateway reconnects when Redis is back; with Redis
 // paused no request waits on it longer than store.timeout_ms.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { freePort, startGateway, startSim, waitFor } from '../lib/harness.mjs';
 import { startRedis } from '../lib/redis.mjs';

@@ -2,7 +2,7 @@
 // allowed between events (router/deliver.c, deliver_stream_arm). The timer is armed once and
 // catches up when it fires, so a stream whose events keep coming runs past the deadline
 // whole, and one that goes silent is cut with the stall error event.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, waitFor, readStream } from '../lib/harness.mjs';
 

@@ -3,7 +3,7 @@
 // state on the main thread while four workers serve requests. Every request must still
 // succeed. Run against the ThreadSanitizer build (make test-tsan) this is the test that
 // makes the main thread and the workers touch the shared state at the same time.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, freePort, waitFor } from '../lib/harness.mjs';
 

@@ -1,7 +1,7 @@
 // The request state machine seen from outside: the access line says how long the request
 // spent in each state it entered ("states", in ms), and a client that leaves ends the
 // request from whatever state it is in. The real binary against bascule-sim.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, waitFor, readStream } from '../lib/harness.mjs';
 

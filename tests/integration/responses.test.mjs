@@ -2,7 +2,7 @@
 // target: plain answers, the typed event stream, tool round trips, json_schema,
 // previous_response_id (kept in the store), built-in tools refused, failover before the
 // commit point and the error events after it. See docs/internals/responses.md.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, readStream } from '../lib/harness.mjs';
 

@@ -1,6 +1,6 @@
 // Safe recovery (docs/design.md §6): Idempotency-Key records and the tool-ledger gate against
 // bascule-sim, with the SQLite store.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';

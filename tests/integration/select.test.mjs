@@ -2,7 +2,7 @@
 // holds (tools, images, json_schema, stream, input size, message count, metadata from body or
 // header, a pattern on the last user message), on every API; the selected route's tiers give
 // escalation; the answer says which route served, the access log which rule chose it.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -2,7 +2,7 @@
 // The client never waits for a copy, a request that may act is never copied, a route's
 // copies in flight are capped, and every copy is counted, logged, compared with the
 // primary's answer and shown on the status page.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';
 

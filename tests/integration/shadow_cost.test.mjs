@@ -5,7 +5,7 @@
 // it, copies are skipped (outcome "skipped") and never sent. The day's sum outlives a reload.
 // Exact figures: the sim answers 2 tokens for the primary at $1 each, 3 for the candidate at
 // $1 each (input is free), so a request costs the client $2 and a copy costs nobody $3.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';
 

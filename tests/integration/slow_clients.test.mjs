@@ -4,7 +4,7 @@
 // its connection closed; a body must keep limits.min_body_rate_bps; at the connection cap,
 // connections still receiving a request give way to new ones. The real gateway against
 // bascule-sim; the slow clients are raw sockets of the test.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';

@@ -7,7 +7,7 @@
 // failed before any token costs nothing. The upstream is a small HTTP server of the test's
 // own that streams a few chunks and then holds the stream open, so exactly those chunks
 // were relayed when the client leaves; the cut cases use bascule-sim's scripted `cut`.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';

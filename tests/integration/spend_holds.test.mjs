@@ -6,7 +6,7 @@
 // max_tokens 2, a free prompt), against $0.01 serve one and against $0.10 seven -- not 200.
 // Holds are given back on every path: clients that leave requests hanging upstream, and a
 // SIGHUP reload while they hang, leave nothing held.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';
 

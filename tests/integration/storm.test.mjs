@@ -2,7 +2,7 @@
 // must keep upstream calls a bounded multiple of client requests; a control gateway with
 // an unlimited budget shows what the budget prevents. Adaptive concurrency is off here: it
 // would turn requests away before the budget is measured (adaptive.test.mjs covers it).
-import { test, after } from 'node:test';
+import { test, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway } from '../lib/harness.mjs';
 

@@ -1,7 +1,7 @@
 // Structured outputs and buffered streams (WORKFLOW_2): an answer that breaks the
 // request's contract (response schema, tool parameters) is never delivered as success;
 // an approved fallback is tried, and a buffered stream is released only when whole.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startSim, startGateway } from '../lib/harness.mjs';

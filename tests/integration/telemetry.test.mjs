@@ -2,7 +2,7 @@
 // exported as OTLP/HTTP JSON to a collector (a small receiver written here); the client's
 // traceparent is continued and the upstream receives the attempt's traceparent. A collector
 // that hangs or is not there never holds up a request.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { startSim, startGateway, waitFor, freePort } from '../lib/harness.mjs';

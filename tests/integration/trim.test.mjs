@@ -7,7 +7,7 @@
 // every target is a 400 before any upstream call. /v1/messages is trimmed too, on the
 // translation path and instead of the Anthropic pass-through. The sim's /_sim/requests
 // shows what each upstream received.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway } from '../lib/harness.mjs';
 

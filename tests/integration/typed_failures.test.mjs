@@ -3,7 +3,7 @@
 // (a request too large for every window, targets disabled by the admin) carries no wait
 // and x-should-retry: false; what time fixes (an open circuit, a cooling key) carries the
 // wait, and x-should-retry: true only when nothing went upstream.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway } from '../lib/harness.mjs';
 

@@ -3,7 +3,7 @@
 // on a route that checks its contract: the attempt fails as an unreadable answer, the
 // gateway keeps serving (json-c asserts on a missing array; the contract check must not
 // hand it one).
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway } from '../lib/harness.mjs';
 

@@ -379,11 +379,19 @@ export async function startGateway({ config, env = {}, args = [], prefix = [] } 
       );
       return line;
     },
-    /** Stops bascule; fails when it printed a sanitizer report (ASan, LSan, UBSan). */
+    /** Resolves with {code, signal} once bascule has exited, however it exits. */
+    exited: child.exited,
+    /** Sends <sig> (e.g. 'SIGTERM') to bascule, without waiting. */
+    signal: (sig) => process.kill(child.pid, sig),
+    /**
+     * Stops bascule (SIGTERM, then SIGKILL after 5 s) and resolves with its {code, signal};
+     * fails when it printed a sanitizer report (ASan, LSan, UBSan).
+     */
     stop: async () => {
-      await stopChild(child);
+      const exit = await stopChild(child);
       const report = /ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:/.exec(out.all);
       if (report) throw new Error(`bascule printed a sanitizer report:\n${out.all.slice(report.index, report.index + 4000)}`);
+      return exit;
     },
   };
 }
