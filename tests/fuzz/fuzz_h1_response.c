@@ -71,7 +71,7 @@ static struct transcript run(struct rec *r, const uint8_t *data, size_t size, si
     bsc_buf_init(&r->head, HEAD_MAX);
     bsc_buf_init(&r->body, 1u << 24);
     h1_resp_setup(&resp, on_head, on_body);
-    h1_resp_start(&resp, &r->head, r);
+    h1_resp_start(&resp, &r->head, r, false);
     while (off < size && tr.st == H1_MORE) {
         size_t piece = step && step < size - off ? step : size - off, used = 0;
 
