@@ -82,8 +82,6 @@ struct up_sock;
  * finds it closed, and a request written on it fails before any answer byte (which curl
  * replays on a new connection), so no byte that came on it is ever read as an answer. */
 void up__sock_quarantine(curl_socket_t fd);
-/* Whether bytes wait unread on <fd> (a clear HTTP/1 connection between answers). */
-bool up__sock_has_bytes(curl_socket_t fd);
 /* Sets the socket-close callback that keeps the watch table right (every easy handle). */
 void up__watch_close(CURL *easy, struct up_multi *m);
 void up__transfer_unlink(struct up_transfer *t);

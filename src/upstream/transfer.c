@@ -258,22 +258,15 @@ void up__transfer_free(struct up_transfer *t, bool clean)
     free(t);
 }
 
-/* Whether a clear HTTP/1 answer that curl read whole had bytes after it: in the read that
- * ended it (curl's verbose text says so), or already waiting on the connection, which then
- * goes out of the pool unread. A connection out of step never carries another request. */
-static bool out_of_step(struct up_transfer *t)
+/* Whether a clear HTTP/1 answer that curl read whole had bytes after it in the read that
+ * ended it: curl drops them (and closes the connection after "Excess found"), but which of
+ * the responses answered this request is then unknown. Bytes that come after that read
+ * find the connection parked (multi.c quarantines it); they are not looked for here: by
+ * the time curl reports the transfer done, it may have given the connection to the next
+ * transfer, whose own answer would then look like excess. */
+static bool out_of_step(const struct up_transfer *t)
 {
-    curl_socket_t fd = CURL_SOCKET_BAD;
-
-    if (!t->plain)
-        return false;
-    if (t->excess)
-        return true;
-    if (curl_easy_getinfo(t->easy, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK ||
-        fd == CURL_SOCKET_BAD || !up__sock_has_bytes(fd))
-        return false;
-    up__sock_quarantine(fd);
-    return true;
+    return t->plain && t->excess;
 }
 
 void up__transfer_done(struct up_transfer *t, CURLcode code)
