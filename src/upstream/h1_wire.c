@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "upstream/h1_wire.h"
+#include "upstream/line_rules.h"
 
 enum { H1__NONE, H1__STATUS, H1__FIELD, H1__VALUE };
 enum { LD_START = 0, LD_HEAD, LD_BODY };
@@ -260,30 +261,24 @@ static int on_value(http_parser *p, const char *at, size_t len)
     return head_put(r, at, len);
 }
 
-/* Whether the final head's Transfer-Encoding, if any, is one line that says exactly
- * "chunked". http-parser reads "gzip, chunked" as chunked and any other coding as a body
- * up to the close; another reader of the same bytes may frame them differently. */
-static bool te_plain(const struct bsc_buf *head)
+/* The final head, as rebuilt, against the line rules the libcurl side checks: what is left
+ * for them to find here is its Transfer-Encoding (one line saying exactly "chunked"); its
+ * raw bytes kept the others. NULL, or the rule broken. */
+static const char *head_rules(const struct bsc_buf *head)
 {
+    struct up_line_rules st = {0};
     const char *q = head->p, *end = head->p + head->len;
-    unsigned lines = 0;
 
     while (q < end) {
-        const char *eol = memchr(q, '\n', (size_t)(end - q));
-        size_t n = (size_t)((eol ? eol : end) - q);
-        struct bsc_str line = bsc_str_make(q, n && q[n - 1] == '\r' ? n - 1 : n);
-        const char *colon = memchr(line.p, ':', line.len);
+        const char *lf = memchr(q, '\n', (size_t)(end - q));
+        size_t n = lf ? (size_t)(lf + 1 - q) : (size_t)(end - q);
+        const char *why = up__line_check(&st, q, n);
 
-        q = eol ? eol + 1 : end;
-        if (!colon || !bsc_str_ieq(bsc_str_make(line.p, (size_t)(colon - line.p)),
-                                   BSC_STR("transfer-encoding")))
-            continue;
-        if (++lines > 1 || !bsc_str_ieq(bsc_str_trim(bsc_str_make(colon + 1, line.len -
-                                                       (size_t)(colon + 1 - line.p))),
-                                        BSC_STR("chunked")))
-            return false;
+        if (why)
+            return why;
+        q += n;
     }
-    return true;
+    return NULL;
 }
 
 static int refuse(struct h1_resp *r, const char *why)
@@ -300,6 +295,7 @@ static int refuse(struct h1_resp *r, const char *why)
 static int on_head_end(http_parser *p)
 {
     struct h1_resp *r = of(p);
+    const char *why;
 
     if (line_open(r) || (r->last == H1__FIELD && head_put(r, ":", 1)) ||
         head_put(r, "\r\n\r\n", 4))
@@ -312,8 +308,8 @@ static int on_head_end(http_parser *p)
         r->ld_phase = LD_START; /* the next head follows */
         return 1;
     }
-    if (!te_plain(r->head))
-        return refuse(r, "Transfer-Encoding other than chunked");
+    if ((why = head_rules(r->head)) != NULL)
+        return refuse(r, why);
     r->status = p->status_code;
     r->head_done = true;
     if (r->on_head(r->ud, r->status) == H1_STOP) {

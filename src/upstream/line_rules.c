@@ -42,10 +42,10 @@ static const char *status_line(struct up_line_rules *st, const char *p, size_t l
 static const char *header_line(struct up_line_rules *st, struct bsc_str line)
 {
     const char *colon = memchr(line.p, ':', line.len);
+    struct bsc_str name = bsc_str_make(line.p, colon ? (size_t)(colon - line.p) : 0);
     struct bsc_str value;
 
-    if (!colon || !bsc_str_ieq(bsc_str_make(line.p, (size_t)(colon - line.p)),
-                               BSC_STR("transfer-encoding")))
+    if (!colon || !bsc_str_ieq(name, BSC_STR("transfer-encoding")))
         return NULL;
     value = bsc_str_trim(bsc_str_make(colon + 1, line.len - (size_t)(colon + 1 - line.p)));
     if (++st->te_lines > 1 || !bsc_str_ieq(value, BSC_STR("chunked")))

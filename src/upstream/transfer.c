@@ -289,12 +289,12 @@ void up__transfer_done(struct up_transfer *t, CURLcode code)
         res = UP_PROTOCOL;
         t->violation = "bytes after the end of the response";
     }
-    if (res != UP_OK)
-        snprintf(detail, sizeof(detail), "%s",
-                 t->violation ? t->violation
-                              : t->errbuf[0] ? t->errbuf : curl_easy_strerror(code));
-    else
+    if (res == UP_OK)
         detail[0] = '\0';
+    else if (t->violation)
+        snprintf(detail, sizeof(detail), "%s", t->violation);
+    else
+        snprintf(detail, sizeof(detail), "%s", t->errbuf[0] ? t->errbuf : curl_easy_strerror(code));
     if (code != CURLE_OK && !t->head_done && t->status == 0) {
         long sent = 0;
         curl_easy_getinfo(t->easy, CURLINFO_REQUEST_SIZE, &sent);
