@@ -131,7 +131,15 @@ static void after_feed(struct h1_conn *c, struct up_transfer *t, enum h1_state s
             read_stop(c);
         return;
     case H1_DONE:
-        c->spent |= rest; /* bytes past the response: nothing to reuse */
+        if (rest) {
+            /* Bytes past a complete answer: the upstream is out of step with its requests
+             * (a body on a 204, more than Content-Length, a response nobody asked for), so
+             * which bytes answer this request is unknown. The answer fails and the
+             * connection closes, never to carry another request. */
+            c->spent = true;
+            h1_finish(t, UP_PROTOCOL, "bytes after the end of the response");
+            return;
+        }
         if (c->resp.hold) {
             read_stop(c);
             return;
@@ -144,7 +152,7 @@ static void after_feed(struct h1_conn *c, struct up_transfer *t, enum h1_state s
     case H1_BAD:
     case H1_STOPPED:
     default:
-        h1_finish(t, UP_PROTOCOL, http_errno_description(HTTP_PARSER_ERRNO(&c->resp.p)));
+        h1_finish(t, UP_PROTOCOL, h1_resp_why(&c->resp));
         return;
     }
 }
@@ -348,7 +356,7 @@ void h1_attach(struct h1_conn *c, struct up_transfer *t)
 {
     c->t = t;
     t->h1.conn = c;
-    h1_resp_start(&c->resp, &t->head, t);
+    h1_resp_start(&c->resp, &t->head, t, t->h1.head_request);
     c->resp.hold = t->paused;
     conn_arm(c);
     if (c->connected)
@@ -412,6 +420,7 @@ static enum bsc_err prepare(struct up_transfer *t, const struct up_request *req,
     t->h1.connect_timeout_ms = req->connect_timeout_ms;
     t->h1.timeout_ms = req->timeout_ms;
     t->h1.fresh = req->fresh_connection;
+    t->h1.head_request = strcmp(req->method, "HEAD") == 0;
     t->h1.started = uv_now(t->m->loop);
     return BSC_OK;
 }

@@ -80,6 +80,7 @@ struct up_h1 {
     const char *later_detail;
     bool on;      /* this transfer uses the builtin client */
     bool fresh;   /* fresh_connection */
+    bool head_request; /* the method is HEAD: the answer has no body */
     bool replayed; /* the one replay after the keep-alive race was used */
     bool waiting, later;
 };

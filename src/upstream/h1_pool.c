@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "upstream/internal.h"
 
@@ -283,6 +284,35 @@ static bool room_for_new(const struct h1_pool *p, const struct h1_host *h)
            (!p->lim.max_total_connections || p->n_conns < p->lim.max_total_connections);
 }
 
+/* Whether idle <c> holds a byte or an EOF that its read callback has not seen yet: it went
+ * idle in this loop pass (a waiting transfer takes it at once) or the byte came since the
+ * last poll. Either way the byte answers no request of ours (see h1_idle_read). */
+static bool stale(struct h1_conn *c)
+{
+    uv_os_fd_t fd;
+    char b;
+
+    if (uv_fileno((const uv_handle_t *)&c->tcp, &fd) != 0)
+        return true;
+    return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
+}
+
+/* An idle connection of <h> fit to carry a request, or NULL; stale ones are closed. Bounded
+ * by the idle list, which only shrinks here. */
+static struct h1_conn *take_idle(struct h1_host *h)
+{
+    while (h->idle) {
+        struct h1_conn *c = h->idle;
+
+        if (!stale(c)) {
+            idle_remove(c);
+            return c;
+        }
+        h1_conn_close(c);
+    }
+    return NULL;
+}
+
 /* A connection for <t> now, or NULL (it waits). A transfer that must not reuse one may
  * close an idle connection to make room for its own. */
 static struct h1_conn *take_conn(struct up_transfer *t)
@@ -290,12 +320,10 @@ static struct h1_conn *take_conn(struct up_transfer *t)
     struct h1_host *h = t->h1.host;
     struct h1_pool *p = h->pool;
     bool reuse = !t->h1.fresh && !t->h1.replayed;
+    struct h1_conn *c;
 
-    if (reuse && h->idle) {
-        struct h1_conn *c = h->idle;
-        idle_remove(c);
+    if (reuse && (c = take_idle(h)))
         return c;
-    }
     if (!room_for_new(p, h) && p->n_idle)
         h1_conn_close(h->idle ? h->idle : oldest_idle(p));
     if (!room_for_new(p, h))

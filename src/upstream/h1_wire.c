@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /* h1_wire.c -- the builtin HTTP/1.1 client's pure parts: URL split, request head, and the
  * response reader around http-parser. The reader rebuilds the final head's raw lines (the
- * form up_head_find reads, as libcurl hands them), drops 1xx heads, and keeps body bytes
- * the consumer holds back so the caller can stop reading without losing what was parsed. */
+ * form up_head_find reads, as libcurl hands them), drops 1xx heads (at most
+ * H1_INTERIM_MAX), and keeps body bytes the consumer holds back so the caller can stop
+ * reading without losing what was parsed. It refuses what http-parser lets through and a
+ * connection that is out of step would show: bare LF, obs-fold, a Transfer-Encoding other
+ * than "chunked", a 101; a 204/304/HEAD answer ends with its head. */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "upstream/h1_wire.h"
+#include "upstream/line_rules.h"
 
 enum { H1__NONE, H1__STATUS, H1__FIELD, H1__VALUE };
+enum { LD_START = 0, LD_HEAD, LD_BODY };
 
 #define H1_HELD_MAX (4u * 1024u * 1024u) /* held bytes come from reads made before a hold */
 
@@ -256,22 +261,124 @@ static int on_value(http_parser *p, const char *at, size_t len)
     return head_put(r, at, len);
 }
 
+/* The final head, as rebuilt, against the line rules the libcurl side checks: what is left
+ * for them to find here is its Transfer-Encoding (one line saying exactly "chunked"); its
+ * raw bytes kept the others. NULL, or the rule broken. */
+static const char *head_rules(const struct bsc_buf *head)
+{
+    struct up_line_rules st = {0};
+    const char *q = head->p, *end = head->p + head->len;
+
+    while (q < end) {
+        const char *lf = memchr(q, '\n', (size_t)(end - q));
+        size_t n = lf ? (size_t)(lf + 1 - q) : (size_t)(end - q);
+        const char *why = up__line_check(&st, q, n);
+
+        if (why)
+            return why;
+        q += n;
+    }
+    return NULL;
+}
+
+static int refuse(struct h1_resp *r, const char *why)
+{
+    if (!r->why)
+        r->why = why;
+    return -1;
+}
+
+/* An interim head is forgotten (at most H1_INTERIM_MAX of them) and never has a body; the
+ * final one goes to on_head. Returning 1 tells http-parser the message has no body: a
+ * 1xx, 204 or 304, or any answer to HEAD, whatever its Content-Length says, so a byte
+ * after it is a byte after the response. */
 static int on_head_end(http_parser *p)
 {
     struct h1_resp *r = of(p);
+    const char *why;
 
     if (line_open(r) || (r->last == H1__FIELD && head_put(r, ":", 1)) ||
         head_put(r, "\r\n\r\n", 4))
         return -1;
-    if (p->status_code < 200)
-        return 0; /* an interim head: the final one follows */
+    if (p->status_code == 101)
+        return refuse(r, "101 Switching Protocols to a request that asked for no upgrade");
+    if (p->status_code < 200) {
+        if (++r->interim > H1_INTERIM_MAX)
+            return refuse(r, "too many interim (1xx) responses");
+        r->ld_phase = LD_START; /* the next head follows */
+        return 1;
+    }
+    if ((why = head_rules(r->head)) != NULL)
+        return refuse(r, why);
     r->status = p->status_code;
     r->head_done = true;
     if (r->on_head(r->ud, r->status) == H1_STOP) {
         r->stop = true;
         return -1;
     }
-    return 0;
+    return r->no_body || r->status == 204 || r->status == 304 ? 1 : 0;
+}
+
+/* ---- line discipline (RFC 9112 §2.2, §5.2, §7.1) ------------------------------------------
+ * http-parser (not built strict) ends a line at a bare LF, skips a CR followed by anything,
+ * and folds a header line that starts with SP/HT into the previous one. An upstream that
+ * frames its answer so is refused, as the server side refuses such a request: two readers
+ * of the same bytes would disagree on where the answer ends. Head bytes are checked before
+ * the parser sees them (it is fed one head at a time, so on_head never sees a head that
+ * breaks a rule); framing bytes after the head (chunk lines, trailers) are checked before
+ * each body piece and after each feed. Body data is never looked at. */
+
+/* One line ended: returns true when it was the empty line that ends a head. */
+static bool end_line(struct h1_resp *r)
+{
+    bool head_end = false;
+
+    if (r->ld_phase == LD_START && !r->ld_bol) {
+        r->ld_phase = LD_HEAD; /* the status line */
+    } else if (r->ld_phase == LD_HEAD && r->ld_bol) {
+        r->ld_phase = LD_BODY;
+        head_end = true;
+    }
+    r->ld_bol = true;
+    return head_end;
+}
+
+/* The first CR or LF in [<q>, <to>), or NULL: inside a line nothing else matters. */
+static const char *line_break(const char *q, const char *to)
+{
+    const char *cr = memchr(q, '\r', (size_t)(to - q));
+    const char *lf = memchr(q, '\n', (size_t)((cr ? cr : to) - q));
+
+    return lf ? lf : cr;
+}
+
+/* Checks the framing bytes [<from>, <to>). Returns where the check stopped: <to>, or just
+ * past the empty line that ends a head; NULL when a rule is broken (r->why says which). */
+static const char *scan_lines(struct h1_resp *r, const char *from, const char *to)
+{
+    for (const char *q = from; q < to; q++) {
+        char ch;
+
+        if (!r->ld_cr && !r->ld_bol && !(q = line_break(q, to)))
+            break; /* the rest is inside a line */
+        ch = *q;
+        if (r->ld_cr) {
+            if (ch != '\n')
+                return refuse(r, "CR not followed by LF"), NULL;
+            r->ld_cr = false;
+            if (end_line(r))
+                return q + 1;
+        } else if (ch == '\r') {
+            r->ld_cr = true;
+        } else if (ch == '\n') {
+            return refuse(r, "line ends in a bare LF (CRLF required)"), NULL;
+        } else if (r->ld_bol && r->ld_phase == LD_HEAD && (ch == ' ' || ch == '\t')) {
+            return refuse(r, "obsolete line folding in the head"), NULL;
+        } else {
+            r->ld_bol = false;
+        }
+    }
+    return to;
 }
 
 static int on_body_piece(http_parser *p, const char *at, size_t len)
@@ -279,6 +386,12 @@ static int on_body_piece(http_parser *p, const char *at, size_t len)
     struct h1_resp *r = of(p);
     enum h1_take take;
 
+    if (!scan_lines(r, r->scan_at, at))
+        return -1;
+    if (r->ld_cr)
+        return refuse(r, "CR not followed by LF");
+    r->scan_at = at + len;
+    r->ld_bol = false;
     if (r->hold)
         return bsc_buf_append(&r->held, at, len) == BSC_OK ? 0 : -1;
     take = r->on_body(r->ud, at, len);
@@ -322,7 +435,7 @@ void h1_resp_setup(struct h1_resp *r, enum h1_take (*on_head)(void *ud, int stat
     bsc_buf_init(&r->held, H1_HELD_MAX);
 }
 
-void h1_resp_start(struct h1_resp *r, struct bsc_buf *head, void *ud)
+void h1_resp_start(struct h1_resp *r, struct bsc_buf *head, void *ud, bool no_body)
 {
     http_parser_init(&r->p, HTTP_RESPONSE);
     r->head = head;
@@ -331,6 +444,13 @@ void h1_resp_start(struct h1_resp *r, struct bsc_buf *head, void *ud)
     r->status = 0;
     r->hold = r->head_done = r->done = r->stop = r->too_large = r->line_open = false;
     r->last = H1__NONE;
+    r->no_body = no_body;
+    r->why = NULL;
+    r->interim = 0;
+    r->ld_phase = LD_START;
+    r->ld_cr = false;
+    r->ld_bol = true;
+    r->scan_at = NULL;
     bsc_buf_reset(&r->held);
     bsc_buf_reset(head);
 }
@@ -346,6 +466,8 @@ static enum h1_state state_of(struct h1_resp *r)
         return H1_STOPPED;
     if (r->too_large || HTTP_PARSER_ERRNO(&r->p) == HPE_HEADER_OVERFLOW)
         return H1_TOO_LARGE;
+    if (r->why)
+        return H1_BAD; /* before done: a chunked answer's last line is checked after it */
     if (r->done)
         return H1_DONE;
     if (HTTP_PARSER_ERRNO(&r->p) != HPE_OK)
@@ -353,15 +475,35 @@ static enum h1_state state_of(struct h1_resp *r)
     return H1_MORE;
 }
 
+static bool feeding(const struct h1_resp *r)
+{
+    return !r->done && !r->stop && !r->why && HTTP_PARSER_ERRNO(&r->p) == HPE_OK;
+}
+
+/* A head is fed alone, once its lines are checked; the body with its framing in one go.
+ * Bounded: each pass feeds at least one byte or stops. */
 enum h1_state h1_resp_feed(struct h1_resp *r, const char *p, size_t len, size_t *used)
 {
-    size_t n = 0;
+    const char *at = p, *end = p + len;
 
-    if (!r->done && !r->stop && len)
-        n = http_parser_execute(&r->p, &settings, p, len);
-    r->taken += n;
+    while (at < end && feeding(r)) {
+        bool body = r->ld_phase == LD_BODY;
+        const char *to = body ? end : scan_lines(r, at, end);
+        size_t n;
+
+        if (!to)
+            break;
+        r->scan_at = at;
+        n = http_parser_execute(&r->p, &settings, at, (size_t)(to - at));
+        if (body && !r->why && (r->done || HTTP_PARSER_ERRNO(&r->p) == HPE_OK))
+            (void)scan_lines(r, r->scan_at, at + n); /* the framing after the last piece */
+        at += n;
+        if (at < to)
+            break; /* paused at the end of the message, or an error */
+    }
+    r->taken += (size_t)(at - p);
     if (used)
-        *used = n;
+        *used = (size_t)(at - p);
     return state_of(r);
 }
 
@@ -391,5 +533,10 @@ enum h1_take h1_resp_drain(struct h1_resp *r)
 
 bool h1_resp_keep_alive(const struct h1_resp *r)
 {
-    return r->done && http_should_keep_alive(&r->p);
+    return r->done && !r->why && http_should_keep_alive(&r->p);
+}
+
+const char *h1_resp_why(const struct h1_resp *r)
+{
+    return r->why ? r->why : http_errno_description(HTTP_PARSER_ERRNO(&r->p));
 }

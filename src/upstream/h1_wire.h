@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* h1_wire.h -- the pure parts of the builtin HTTP/1.1 client: splitting an http:// URL,
  * writing a request head, and reading a response with the http-parser library (1xx heads
- * skipped, Content-Length, chunked and close-delimited bodies, a bounded head). Body bytes
- * parsed while the consumer holds them back are kept and handed over by h1_resp_drain.
- * No I/O here: h1.c feeds it what a socket read. See docs/internals/upstream.md. */
+ * skipped up to a bound, Content-Length, chunked and close-delimited bodies, a bounded
+ * head) under strict wire rules: CRLF line endings, no obs-fold, Transfer-Encoding only
+ * "chunked", no 101, no body on 204/304/HEAD. Body bytes parsed while the consumer holds
+ * them back are kept and handed over by h1_resp_drain. No I/O here: h1.c feeds it what a
+ * socket read. See docs/internals/upstream.md ("Out of step"). */
 #ifndef BSC_UPSTREAM_H1_WIRE_H
 #define BSC_UPSTREAM_H1_WIRE_H
 
@@ -37,6 +39,9 @@ enum bsc_err h1_url_split(const char *url, struct h1_url *out);
 enum bsc_err h1_request_head(struct bsc_buf *out, const char *method, const struct h1_url *u,
                              const char *const *headers, size_t n_headers, size_t body_len);
 
+/* Interim (1xx) heads a response may send before its final one; one more is H1_BAD. */
+#define H1_INTERIM_MAX 8
+
 /* What the consumer says to a piece of body. */
 enum h1_take { H1_GO, H1_HOLD, H1_STOP };
 
@@ -45,7 +50,7 @@ enum h1_state {
     H1_MORE,      /* all bytes taken, the message goes on */
     H1_DONE,      /* the message is complete (it may still be held) */
     H1_STOPPED,   /* a hook said stop */
-    H1_BAD,       /* malformed HTTP */
+    H1_BAD,       /* malformed HTTP, or a wire rule broken (h1_resp_why says which) */
     H1_TOO_LARGE, /* the head passed its bound */
 };
 
@@ -66,13 +71,22 @@ struct h1_resp {
     bool too_large;
     unsigned char last; /* the last head piece: H1__NONE, _STATUS, _FIELD, _VALUE */
     bool line_open; /* the status line was started */
+    bool no_body;   /* the request was HEAD: the answer has no body whatever it says */
+    const char *why; /* static text: the wire rule the response broke, else NULL */
+    unsigned interim; /* 1xx heads seen */
+    /* Line discipline of the framing bytes (heads, chunk lines), checked before the
+     * parser sees a head and around each body piece: see h1_wire.c. */
+    unsigned char ld_phase;
+    bool ld_cr, ld_bol;
+    const char *scan_at; /* in the piece being fed: framing bytes before it are checked */
 };
 
 /* Sets <r> up with its hooks, once. */
 void h1_resp_setup(struct h1_resp *r, enum h1_take (*on_head)(void *ud, int status),
                    enum h1_take (*on_body)(void *ud, const char *p, size_t len));
-/* Starts reading a response into <head> (reset, its bound kept); hooks get <ud>. */
-void h1_resp_start(struct h1_resp *r, struct bsc_buf *head, void *ud);
+/* Starts reading a response into <head> (reset, its bound kept); hooks get <ud>. <no_body>:
+ * the request was HEAD, so the answer ends with its head and any byte after it is extra. */
+void h1_resp_start(struct h1_resp *r, struct bsc_buf *head, void *ud, bool no_body);
 void h1_resp_cleanup(struct h1_resp *r);
 /* Feeds <len> bytes; *<used> (may be NULL) says how many belong to this response. */
 enum h1_state h1_resp_feed(struct h1_resp *r, const char *p, size_t len, size_t *used);
@@ -83,5 +97,8 @@ enum h1_state h1_resp_eof(struct h1_resp *r);
 enum h1_take h1_resp_drain(struct h1_resp *r);
 /* Whether the connection may carry another request after this complete response. */
 bool h1_resp_keep_alive(const struct h1_resp *r);
+/* Why the response is H1_BAD: the wire rule it broke, else http-parser's description.
+ * Static text. */
+const char *h1_resp_why(const struct h1_resp *r);
 
 #endif

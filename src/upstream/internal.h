@@ -7,6 +7,7 @@
 
 #include "core/buf.h"
 #include "upstream/h1.h"
+#include "upstream/line_rules.h"
 #include "upstream/upstream.h"
 
 #define UP_MAX_HEAD_BYTES (64u * 1024u)
@@ -61,6 +62,10 @@ struct up_transfer {
     bool cancelled; /* up_cancel ran inside a curl callback; finish silently */
     bool in_callback;
     bool request_sent;
+    bool plain;  /* an http:// URL: the connection speaks HTTP/1.x in clear */
+    bool excess; /* libcurl found bytes after the answer in a read (and closed) */
+    const char *violation; /* static: the wire rule the answer broke, or NULL */
+    struct up_line_rules rules;
     struct up_h1 h1; /* the builtin client's part; h1.on is false for a curl transfer */
     char errbuf[CURL_ERROR_SIZE];
     /* The request header list, its nodes in place: curl only reads a CURLOPT_HTTPHEADER
@@ -73,6 +78,10 @@ struct up_transfer {
 struct up_sock;
 
 /* multi.c */
+/* Shuts <fd> down both ways and drops what it holds unread: libcurl's liveness check then
+ * finds it closed, and a request written on it fails before any answer byte (which curl
+ * replays on a new connection), so no byte that came on it is ever read as an answer. */
+void up__sock_quarantine(curl_socket_t fd);
 /* Sets the socket-close callback that keeps the watch table right (every easy handle). */
 void up__watch_close(CURL *easy, struct up_multi *m);
 void up__transfer_unlink(struct up_transfer *t);

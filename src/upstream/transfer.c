@@ -57,6 +57,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 
     if (t->cancelled)
         return 0;
+    if ((t->violation = up__line_check(&t->rules, p, len)) != NULL)
+        return 0; /* curl aborts with CURLE_WRITE_ERROR; up__transfer_done says why */
     if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) {
         /* A new status line: 1xx heads are followed by another one. */
         bsc_buf_reset(&t->head);
@@ -98,6 +100,22 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
     return len;
 }
 
+/* libcurl says in its verbose text when bytes followed an answer in the same read ("Excess
+ * found in a read", "Leftovers after chunking"): it drops them (and closes the connection
+ * for the first), but the answer it read is then out of step too. */
+static int on_debug(CURL *e, curl_infotype type, char *p, size_t len, void *ud)
+{
+    struct up_transfer *t = ud;
+    struct bsc_str text = bsc_str_make(p, len);
+
+    (void)e;
+    if (t && type == CURLINFO_TEXT &&
+        (bsc_str_starts(text, BSC_STR("Excess found")) ||
+         bsc_str_starts(text, BSC_STR("Leftovers after chunking"))))
+        t->excess = true;
+    return 0;
+}
+
 /* What stays the same for every transfer: set once per easy handle, kept across reuse. */
 void up__easy_defaults(CURL *e, struct up_multi *m)
 {
@@ -113,6 +131,7 @@ void up__easy_defaults(CURL *e, struct up_multi *m)
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)UP_RECV_BUFFER);
+    curl_easy_setopt(e, CURLOPT_DEBUGFUNCTION, on_debug);
     /* No proxy in the environment: saying so spares curl six getenv() walks a transfer. */
     if (!m->env_proxy)
         curl_easy_setopt(e, CURLOPT_PROXY, "");
@@ -132,6 +151,11 @@ static void set_options(struct up_transfer *t, const struct up_request *req)
     if (!t->url)
         curl_easy_setopt(e, CURLOPT_URL, req->url);
     curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+    /* Verbose text only for clear HTTP/1 answers, the ones whose excess bytes we look for
+     * (TLS and HTTP/2 frame their own records): it costs libcurl a formatted line per step. */
+    t->plain = h1_url_is_http(req->url);
+    curl_easy_setopt(e, CURLOPT_DEBUGDATA, t);
+    curl_easy_setopt(e, CURLOPT_VERBOSE, t->plain ? 1L : 0L);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
@@ -224,11 +248,25 @@ void up__transfer_free(struct up_transfer *t, bool clean)
     struct up_multi *m = t->m;
 
     curl_multi_remove_handle(m->curlm, t->easy);
+    /* A kept handle must not point at a freed transfer (on_socket reads it). */
+    curl_easy_setopt(t->easy, CURLOPT_PRIVATE, NULL);
+    curl_easy_setopt(t->easy, CURLOPT_DEBUGDATA, NULL);
     up__url_release(t->url);
     up__transfer_unlink(t);
     up__release_easy(m, t->easy, clean);
     bsc_buf_cleanup(&t->head);
     free(t);
+}
+
+/* Whether a clear HTTP/1 answer that curl read whole had bytes after it in the read that
+ * ended it: curl drops them (and closes the connection after "Excess found"), but which of
+ * the responses answered this request is then unknown. Bytes that come after that read
+ * find the connection parked (multi.c quarantines it); they are not looked for here: by
+ * the time curl reports the transfer done, it may have given the connection to the next
+ * transfer, whose own answer would then look like excess. */
+static bool out_of_step(const struct up_transfer *t)
+{
+    return t->plain && t->excess;
 }
 
 void up__transfer_done(struct up_transfer *t, CURLcode code)
@@ -245,10 +283,18 @@ void up__transfer_done(struct up_transfer *t, CURLcode code)
      * message tells them apart ("Malformed encoding found in chunked-encoding"). */
     if (code == CURLE_RECV_ERROR && strstr(t->errbuf, "chunked-encoding"))
         res = UP_PROTOCOL;
-    if (res != UP_OK)
-        snprintf(detail, sizeof(detail), "%s", t->errbuf[0] ? t->errbuf : curl_easy_strerror(code));
-    else
+    if (code == CURLE_WRITE_ERROR && t->violation)
+        res = UP_PROTOCOL;
+    if (code == CURLE_OK && !cancelled && out_of_step(t)) {
+        res = UP_PROTOCOL;
+        t->violation = "bytes after the end of the response";
+    }
+    if (res == UP_OK)
         detail[0] = '\0';
+    else if (t->violation)
+        snprintf(detail, sizeof(detail), "%s", t->violation);
+    else
+        snprintf(detail, sizeof(detail), "%s", t->errbuf[0] ? t->errbuf : curl_easy_strerror(code));
     if (code != CURLE_OK && !t->head_done && t->status == 0) {
         long sent = 0;
         curl_easy_getinfo(t->easy, CURLINFO_REQUEST_SIZE, &sent);

@@ -3,7 +3,10 @@
  * splitting, the request head (defaults, dropped and overridden headers, bad lines), and
  * the response reader: Content-Length, chunked and close-delimited bodies, 1xx heads
  * skipped, the head bound, bytes after the response, holding and draining, keep-alive,
- * and the same transcript whether the bytes come in one piece or one byte at a time. */
+ * and the same transcript whether the bytes come in one piece or one byte at a time; and
+ * the wire rules an upstream out of step would break (bare LF, obs-fold, Transfer-Encoding
+ * other than chunked, 101, too many 1xx heads, a body on 204/304/HEAD), each refused
+ * before the head reaches its consumer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -25,6 +28,7 @@ struct rec {
     int hold_after; /* on_body calls before it says hold; -1 never */
     int bodies;
     bool stop_head;
+    size_t body_len; /* feed_one: the body's length once its buffers are gone */
 };
 
 static enum h1_take rec_head(void *ud, int status)
@@ -51,7 +55,7 @@ static void rec_init(struct rec *r, struct h1_resp *resp)
     bsc_buf_init(&r->body, 1 << 20);
     r->hold_after = -1;
     h1_resp_setup(resp, rec_head, rec_body);
-    h1_resp_start(resp, &r->head, r);
+    h1_resp_start(resp, &r->head, r, false);
 }
 
 static void rec_free(struct rec *r, struct h1_resp *resp)
@@ -213,14 +217,14 @@ static void test_cut_short_and_nothing(void **state)
     rec_init(&r, &resp);
     assert_int_equal(h1_resp_eof(&resp), H1_MORE); /* no byte: not a response */
     assert_int_equal(resp.taken, 0);
-    h1_resp_start(&resp, &r.head, &r);
+    h1_resp_start(&resp, &r.head, &r, false);
     assert_int_equal(feed(&resp, "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nab", 0, &used),
                      H1_MORE);
     assert_int_equal(h1_resp_eof(&resp), H1_MORE); /* cut short: the caller's reset */
-    h1_resp_start(&resp, &r.head, &r);
+    h1_resp_start(&resp, &r.head, &r, false);
     assert_int_equal(feed(&resp, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
                           0, &used), H1_BAD);
-    h1_resp_start(&resp, &r.head, &r);
+    h1_resp_start(&resp, &r.head, &r, false);
     assert_int_equal(feed(&resp, "SMTP ready\r\n", 0, &used), H1_BAD);
     rec_free(&r, &resp);
 }
@@ -256,7 +260,7 @@ static void test_rest_and_close(void **state)
     rec_init(&r, &resp);
     assert_int_equal(feed(&resp, CL_RESP "HTTP/1.1 200", 0, &used), H1_DONE);
     assert_int_equal(used, strlen(CL_RESP)); /* the rest is not this response's */
-    h1_resp_start(&resp, &r.head, &r);
+    h1_resp_start(&resp, &r.head, &r, false);
     assert_int_equal(feed(&resp, "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0"
                                  "\r\n\r\n", 0, &used), H1_DONE);
     assert_false(h1_resp_keep_alive(&resp));
@@ -297,6 +301,141 @@ static void test_stop_in_head(void **state)
     rec_free(&r, &resp);
 }
 
+
+/* Feeds <text> in pieces of <step> to a response to <method> HEAD or not; returns the
+ * state and fills <r>. */
+static enum h1_state feed_one(struct rec *r, const char *text, size_t step, bool head_req,
+                              size_t *used, const char **why)
+{
+    struct h1_resp resp;
+    enum h1_state st;
+
+    rec_init(r, &resp);
+    h1_resp_start(&resp, &r->head, r, head_req);
+    st = feed(&resp, text, step, used);
+    *why = st == H1_BAD ? h1_resp_why(&resp) : "";
+    r->body_len = r->body.len;
+    bsc_buf_cleanup(&r->head);
+    bsc_buf_cleanup(&r->body);
+    h1_resp_cleanup(&resp);
+    return st;
+}
+
+/* Each lenient framing is refused, in any split, before any head reaches the consumer. */
+static void test_lenient_framing_refused(void **state)
+{
+    static const struct {
+        const char *text, *why;
+    } rows[] = {
+        {"HTTP/1.1 200 OK\nContent-Length: 2\r\n\r\nok", "bare LF"},
+        {"HTTP/1.1 200 OK\r\nContent-Length: 2\n\r\nok", "bare LF"},
+        {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\nok", "bare LF"},
+        {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\r\n\r\nok", "CR not followed"},
+        {"HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 2\r\n\r\nok", "folding"},
+        {"HTTP/1.1 200 OK\r\nX-A: a\r\n\tb\r\nContent-Length: 2\r\n\r\nok", "folding"},
+        {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+         "Transfer-Encoding"},
+        {"HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\n\r\nok", "Transfer-Encoding"},
+        {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"
+         "2\r\nok\r\n0\r\n\r\n", "Transfer-Encoding"},
+        {"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n"
+         "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", "101"},
+        {"HTTP/1.1 101 Switching Protocols\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
+         "ok", "101"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(rows); i++) {
+        for (size_t step = 0; step < 4; step++) {
+            struct rec r;
+            size_t used;
+            const char *why;
+
+            assert_int_equal(feed_one(&r, rows[i].text, step, false, &used, &why), H1_BAD);
+            assert_int_equal(r.heads, 0);
+            assert_int_equal(r.body_len, 0);
+            if (!strstr(why, rows[i].why))
+                fail_msg("row %zu step %zu: %s", i, step, why);
+        }
+    }
+}
+
+/* A chunk line with a bare LF is refused before the chunk's data is handed over; the end of
+ * a chunked body is checked too. */
+static void test_chunk_lines_strict(void **state)
+{
+    struct rec r;
+    size_t used;
+    const char *why;
+
+    (void)state;
+    assert_int_equal(feed_one(&r, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                  "2;x\nok\r\n0\r\n\r\n", 0, false, &used, &why), H1_BAD);
+    assert_int_equal(r.body_len, 0);
+    assert_int_equal(feed_one(&r, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                  "2\r\nok\r\n0\r\n\n", 0, false, &used, &why), H1_BAD);
+    assert_true(strstr(why, "bare LF") != NULL);
+    assert_int_equal(feed_one(&r, "HTTP/1.1 200 OK\r\ntransfer-encoding:  Chunked \r\n\r\n"
+                                  "2\r\nok\r\n0\r\n\r\n", 1, false, &used, &why), H1_DONE);
+}
+
+/* Interim heads: up to H1_INTERIM_MAX are skipped, one more is refused. */
+static void test_interim_bound(void **state)
+{
+    struct bsc_buf b;
+    struct rec r;
+    size_t used;
+    const char *why;
+
+    (void)state;
+    bsc_buf_init(&b, 1 << 16);
+    for (int i = 0; i < H1_INTERIM_MAX; i++)
+        assert_int_equal(bsc_buf_append_cstr(&b, "HTTP/1.1 100 Continue\r\n\r\n"), BSC_OK);
+    assert_int_equal(bsc_buf_append_cstr(&b, CL_RESP), BSC_OK);
+    assert_int_equal(feed_one(&r, b.p, 5, false, &used, &why), H1_DONE);
+    assert_int_equal(r.heads, 1);
+    bsc_buf_reset(&b);
+    for (int i = 0; i <= H1_INTERIM_MAX; i++)
+        assert_int_equal(bsc_buf_append_cstr(&b, "HTTP/1.1 103 Early\r\n\r\n"), BSC_OK);
+    assert_int_equal(bsc_buf_append_cstr(&b, CL_RESP), BSC_OK);
+    assert_int_equal(feed_one(&r, b.p, 0, false, &used, &why), H1_BAD);
+    assert_int_equal(r.heads, 0);
+    /* An interim head has no body, whatever it says: its bytes are the next head. */
+    assert_int_equal(feed_one(&r, "HTTP/1.1 100 Continue\r\nContent-Length: 3\r\n\r\n" CL_RESP,
+                              0, false, &used, &why), H1_DONE);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body_len, 5); /* "hello", not the interim's three bytes */
+    bsc_buf_cleanup(&b);
+}
+
+/* A 204, a 304 and any answer to HEAD end with their head: a body after them is bytes after
+ * the response (used stops at the head), whatever Content-Length says. */
+static void test_bodyless_answers(void **state)
+{
+    static const char *const heads[] = {
+        "HTTP/1.1 204 No Content\r\n\r\n",
+        "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n",
+        "HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n",
+    };
+    struct rec r;
+    size_t used;
+    const char *why;
+    char text[256];
+
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(heads); i++) {
+        snprintf(text, sizeof(text), "%shello", heads[i]);
+        assert_int_equal(feed_one(&r, text, 0, false, &used, &why), H1_DONE);
+        assert_int_equal(used, strlen(heads[i]));
+        assert_int_equal(r.body_len, 0);
+    }
+    snprintf(text, sizeof(text), "%s", CL_RESP);
+    assert_int_equal(feed_one(&r, text, 0, true, &used, &why), H1_DONE);
+    assert_int_equal(used, strlen(CL_RESP) - 5);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body_len, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +449,10 @@ int main(void)
         cmocka_unit_test(test_rest_and_close),
         cmocka_unit_test(test_hold_and_drain),
         cmocka_unit_test(test_stop_in_head),
+        cmocka_unit_test(test_lenient_framing_refused),
+        cmocka_unit_test(test_chunk_lines_strict),
+        cmocka_unit_test(test_interim_bound),
+        cmocka_unit_test(test_bodyless_answers),
     };
 
     return cmocka_run_group_tests_name("h1_wire", tests, NULL, NULL);
