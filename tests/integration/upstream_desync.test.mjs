@@ -9,7 +9,7 @@
 // once, with http_client builtin and curl: every answer carries its own request's marker or
 // is a typed error, and never the other client's marker (docs/internals/upstream.md, "Out
 // of step").
-import { test, after } from 'node:test';
+import { test, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { startGateway, waitFor } from '../lib/harness.mjs';
