@@ -129,8 +129,9 @@ test('a failover is one trace: a request span and two attempt spans, the client 
   assert.equal(b.json.resourceSpans[0].resource.attributes[0].value.stringValue, 'bascule-test');
   const all = JSON.stringify(rx.bodies.map((x) => x.json));
   assert.ok(!all.includes('the-secret-prompt') && !all.includes('the-secret-answer'));
-  const m = await (await fetch(`${gw.url}/metrics`)).text();
-  assert.match(m, /bascule_spans_exported_total [1-9]/);
+  // The export is counted once the collector's answer is read, after it had the body.
+  await waitFor(async () => /bascule_spans_exported_total [1-9]/.test(
+    await (await fetch(`${gw.url}/metrics`)).text()), { what: 'the export counted' });
 });
 
 test('without a traceparent the request starts its own trace, sent upstream', async () => {
