@@ -117,6 +117,7 @@ static void on_timer(uv_timer_t *h)
     case REQ_ST_ATTEMPT:
         if (r->x.xfer) { /* else an attempt aborted from a callback continues here */
             r->x.timed_out = true;
+            r->x.first_token_late = r->x.ftt_armed && r->m.state == REQ_ST_ATTEMPT;
             up_cancel(r->x.xfer);
             r->x.xfer = NULL;
         }
@@ -350,6 +351,21 @@ static struct attempt *attempt_slot(struct request *r)
     return &r->attempts[r->n_attempts];
 }
 
+/* The attempt's timer: what the envelope leaves it, or for a stream
+ * envelope.first_token_timeout_ms when that ends first (the wait for the first content
+ * event, a timeout before the commit point). */
+static void arm_attempt_timer(struct request *r, uint64_t now)
+{
+    uint64_t t = envelope_attempt_timeout_ms(&r->env, now, decide_later_tier_exists(r));
+    uint32_t ftt = r->env.first_token_timeout_ms;
+
+    if (r->input.stream && !r->buffering && ftt && !r->d.committed && ftt < t) {
+        t = ftt;
+        r->x.ftt_armed = true;
+    }
+    req__arm_timer(r, t);
+}
+
 /* Starts an attempt on r->target with the workflow and delay decided before. */
 static void begin_attempt(struct request *r)
 {
@@ -395,7 +411,7 @@ static void begin_attempt(struct request *r)
         req__goto(r, REQ_ST_REPLY_ERROR);
         return;
     }
-    req__arm_timer(r, envelope_attempt_timeout_ms(&r->env, now, decide_later_tier_exists(r)));
+    arm_attempt_timer(r, now);
     if (r->n_attempts == 1)
         shadow_start(r); /* after the primary started: a copy never delays it */
 }
