@@ -132,6 +132,14 @@ void access_log_write(const struct access_entry *e)
         PUT_STR(b, "limited_by", e->limited_by);
     if (e->queued_ms > 0 || (e->queued_ms == 0 && e->limited_by))
         PUT_I64(b, "queued_ms", e->queued_ms);
+    if (e->continued_target) {
+        PUT_KEY(b, "continued");
+        bsc_buf_append_char(b, '{');
+        put_str(b, "\"target\":", sizeof("\"target\":") - 1, e->continued_target);
+        PUT_STR(b, "how", e->continued_how);
+        PUT_U64(b, "bytes", e->continued_bytes);
+        bsc_buf_append_char(b, '}');
+    }
     if (e->input_tokens >= 0 || e->output_tokens >= 0) {
         PUT_I64(b, "input_tokens", e->input_tokens);
         PUT_I64(b, "output_tokens", e->output_tokens);

@@ -22,6 +22,20 @@
 
 static struct prov_call make_call(const struct request *r)
 {
+    struct json_object *prefill = resume_request(r);
+
+    if (prefill) /* a continuation by prefill: the request with the text already sent */
+        return (struct prov_call){
+            .op = r->input.op,
+            .provider = r->target->provider,
+            .target = r->target,
+            .key = r->key_idx >= 0 ? r->target->provider->keys[r->key_idx] : NULL,
+            .req = prefill,
+            .stream = r->input.stream,
+            .include_usage = r->input.include_usage,
+            .request_id = r->id,
+            .created = r->created,
+        };
     return (struct prov_call){
         .op = r->input.op,
         .provider = r->target->provider,
@@ -32,7 +46,9 @@ static struct prov_call make_call(const struct request *r)
                : r->trim.body.len ? bsc_buf_str(&r->trim.body) : BSC_STR_NULL,
         .model_span = r->trim.dropped > 0 ? r->trim.model_span : r->input.model_span,
         /* a trimmed request goes through the translation, never as the client's bytes */
-        .native = r->input.native.body.p && r->trim.dropped <= 0 ? &r->input.native : NULL,
+        .native = r->input.native.body.p && r->trim.dropped <= 0 && !r->resume.active
+                      ? &r->input.native
+                      : NULL,
         .stream = r->input.stream,
         .include_usage = r->input.include_usage,
         .request_id = r->id,
@@ -231,7 +247,7 @@ static bool on_stream_data(struct request *r, const char *p, size_t len)
         return false;
     if (!r->d.committed && r->x.ftt_armed && !r->x.content_seen)
         return false; /* envelope.first_token_timeout_ms: held until the first content */
-    if (!r->d.committed)
+    if (!r->d.committed || r->m.state == REQ_ST_ATTEMPT) /* a continuation's first bytes */
         first_frame(r);
     if (!r->d.committed || r->m.state != REQ_ST_RELAY)
         return false; /* the machine did not take the commit (the client went away) */
@@ -312,6 +328,11 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
         else
             deliver_flush(r);
     }
+    /* A continuation that ended whole: RELAY ends it (nothing may have passed yet when it
+     * was short enough to come in one read). */
+    if (r->resume.active && r->d.committed && r->m.state == REQ_ST_ATTEMPT && r->x.saw_done &&
+        !r->x.stream_failed)
+        r->x.first_frame = true;
     req__run(r);
 }
 
@@ -330,6 +351,8 @@ enum bsc_err xchg_start(struct request *r)
 
     r->x.ops = prov_ops_for(r->target->provider->kind);
     err = trim_req_attempt(r); /* context.overflow: trim, against this target's window */
+    if (!err)
+        err = resume_attempt(r); /* a continuation: by prefill or replay */
     if (err)
         return err;
     if (!r->x.ops->takes_raw && !req__json(r)) /* translation needs the parsed request */

@@ -434,6 +434,26 @@ static void st_admit(struct request *r)
     }
 }
 
+/* The message a broken stream ends with. */
+static const char *break_message(const struct request *r)
+{
+    return r->x.timed_out ? "the upstream stream stalled past the deadline"
+           : r->x.stream_failed && r->x.stream_fail.message[0]
+               ? r->x.stream_fail.message
+               : "the upstream stream was interrupted";
+}
+
+/* A continued stream that cannot go on: the client gets the original interruption (never
+ * a continuation's own error), then the connection closes. */
+static void end_interrupted(struct request *r)
+{
+    uv_timer_stop(&r->timer);
+    guard_record_uncertain(r, "partial_output");
+    deliver_stream_error(r, r->resume.why[0] ? r->resume.why : "the upstream stream was interrupted");
+    deliver_break(r, "upstream_interrupted");
+    req__goto(r, REQ_ST_DONE);
+}
+
 static void st_pick(struct request *r)
 {
     const char *why = NULL;
@@ -452,6 +472,10 @@ static void st_pick(struct request *r)
         if (r->lim.waiting)
             return;
         log_attempt(r, "stop", why);
+        if (r->d.committed) { /* a continuation with nowhere to go */
+            end_interrupted(r);
+            return;
+        }
         req__goto(r, REQ_ST_REPLY_ERROR);
         return;
     }
@@ -537,8 +561,9 @@ static void st_attempt(struct request *r)
 {
     bool transport_ok;
 
-    if (r->x.first_frame && !r->d.committed) {
-        deliver_commit(r); /* the commit point: from here on there is no way back to PICK */
+    if (r->x.first_frame && (!r->d.committed || r->resume.active)) {
+        if (!r->d.committed) /* else a continuation: its first bytes follow the seam */
+            deliver_commit(r); /* the commit point: from here on no way back to PICK */
         req__goto(r, REQ_ST_RELAY);
         return;
     }
@@ -573,7 +598,14 @@ static void st_attempt(struct request *r)
         return;
     }
     account_failed(r);
+    if (r->resume.active)
+        resume_attempt_failed(r);
     attempt_failed(r);
+    if (r->resume.gave_up) {
+        log_attempt(r, "stop", "replay_diverged");
+        end_interrupted(r);
+        return;
+    }
     r->m.admit_at = 0; /* a replay is admitted afresh */
     req__goto(r, REQ_ST_ADMIT);
 }
@@ -591,6 +623,26 @@ static void relay_cut(struct request *r, struct attempt *a)
     deliver_stream_error(r, r->x.stream_fail.message);
     deliver_break(r, r->d.limit_cut);
     req__goto(r, REQ_ST_DONE);
+}
+
+/* on_stream_failure: continue -- the broken attempt is accounted (billed: its tokens were
+ * generated) and the request is re-admitted to choose where the answer goes on. */
+static void relay_continue(struct request *r, struct attempt *a)
+{
+    const char *why = r->x.timed_out ? "stream_stalled" : r->x.stream_failed ? "error_event"
+                                                                            : "stream_cut";
+
+    attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, "partial_output");
+    a->status = 200;
+    account_failed(r);
+    feedback_attempt(r, false);
+    resume_begin(r, break_message(r));
+    report_attempt(r, breaker_outcome(&r->x.fail), "partial_output", false);
+    log_attempt(r, "continue", why);
+    if (!r->notes.recovery_reason)
+        r->notes.recovery_reason = why;
+    r->m.admit_at = 0;
+    req__goto(r, REQ_ST_ADMIT);
 }
 
 static void st_relay(struct request *r)
@@ -617,7 +669,12 @@ static void st_relay(struct request *r)
         relay_cut(r, a);
         return;
     }
-    /* Broke after the commit point: never replay; one error event, then close. */
+    /* Broke after the commit point: continued when the route says so and it may be;
+     * otherwise never replayed: one error event, then close. */
+    if (resume_possible(r)) {
+        relay_continue(r, a);
+        return;
+    }
     fail_info_init(&r->x.fail);
     r->x.fail.kind = FAIL_PARTIAL_OUTPUT;
     r->x.fail.transport = r->x.stream_failed ? FT_OK : FT_RESET;
@@ -631,10 +688,7 @@ static void st_relay(struct request *r)
     log_attempt(r, "stop", r->x.timed_out ? "stream_stalled" : r->x.stream_failed ? "error_event"
                                                                               : "stream_cut");
     guard_record_uncertain(r, "partial_output");
-    deliver_stream_error(r, r->x.timed_out ? "the upstream stream stalled past the deadline"
-                            : r->x.stream_failed && r->x.stream_fail.message[0]
-                                ? r->x.stream_fail.message
-                                : "the upstream stream was interrupted");
+    deliver_stream_error(r, break_message(r));
     /* The error event, then the connection closes without the chunked terminator: the
      * SDKs raise on the event; a reader of the raw stream sees it end broken. A well-framed
      * end would look complete and invite reuse of a connection that is closing. */
@@ -654,6 +708,10 @@ static void st_reply(struct request *r)
 
 static void st_reply_error(struct request *r)
 {
+    if (r->d.committed) { /* a continuation refused at admission: the stream ends broken */
+        end_interrupted(r);
+        return;
+    }
     uv_timer_stop(&r->timer);
     deliver_error(r);
     r->d.termination = r->d.termination ? r->d.termination : "error";
@@ -755,6 +813,9 @@ static uint64_t write_access_line(struct request *r)
         .states = &r->m.times,
         .limited_by = r->lim.limited_by,
         .queued_ms = r->lim.queue_start_ms ? (int64_t)r->lim.queued_ms : -1,
+        .continued_target = r->resume.target,
+        .continued_how = r->resume.how,
+        .continued_bytes = r->resume.seam_bytes,
     };
 
     if (r->select_route)
@@ -799,6 +860,7 @@ static void st_done(struct request *r)
     }
     shadow_primary_done(r); /* before the answer is freed */
     xchg_cleanup(r);
+    resume_cleanup(r);
     deliver_cleanup(r);
     contract_cleanup(r);
     if (!r->d.termination)
@@ -933,6 +995,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->input.native = in->native;
     deliver_init(&r->d, in->down, in->down_arg);
     r->buffering = r->input.stream && r->env.on_stream_failure == CFG_SF_BUFFER;
+    resume_init(r);
     r->notes.all_rate_limited = true;
     bsc_str_copy(r->id, sizeof(r->id), bsc_str_cstr(srv_req_id(sreq)));
     req_client_scope(sreq, r->client_scope, sizeof(r->client_scope)); /* feedback.c */

@@ -1,0 +1,179 @@
+// envelope.on_stream_failure: continue (docs/internals/streaming.md §6): a stream broken after
+// the commit point goes on from another attempt, by prefill on a target with the capability
+// `prefill`, else by replay and match. The client's text is compared word for word with the
+// one whole answer, and the simulator counts the upstream calls exactly.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startSim, startGateway, waitFor, readStream } from '../lib/harness.mjs';
+
+let sim, gw, whole60, first40;
+
+before(async () => {
+  sim = await startSim();
+  const cont = 'on_stream_failure: continue, deadline_ms: 20000';
+  gw = await startGateway({
+    config: `listen: "127.0.0.1:{{PORT}}"
+workers: 1
+log: { level: info, format: json }
+providers:
+  sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-sc"], health: { probe: none } }
+targets:
+  rep@sim: { provider: sim, model: sc-rep }
+  pre@sim: { provider: sim, model: sc-pre, capabilities: [text, streaming, prefill] }
+  dif@sim: { provider: sim, model: sc-dif }
+  ref@sim: { provider: sim, model: sc-ref, capabilities: [text, streaming, prefill] }
+  tool@sim: { provider: sim, model: sc-tool, capabilities: [text, streaming, tools] }
+  stall@sim: { provider: sim, model: sc-stall }
+  bad@sim: { provider: sim, model: sc-bad }
+  off@sim: { provider: sim, model: sc-off }
+routes:
+  rep: { primary: [rep@sim], envelope: { ${cont} } }
+  pre: { primary: [pre@sim], envelope: { ${cont} } }
+  dif: { primary: [dif@sim], envelope: { ${cont} } }
+  ref: { primary: [ref@sim], envelope: { ${cont}, max_attempts: 4, max_same_target_attempts: 3 } }
+  tool: { primary: [tool@sim], envelope: { ${cont} } }
+  stall: { primary: [stall@sim], envelope: { ${cont}, stream_idle_timeout_ms: 300 } }
+  bad: { primary: [bad@sim], envelope: { ${cont} } }
+  off: { primary: [off@sim] }
+`,
+  });
+  await sim.setModel('sc-whole', { tokens: 60 });
+  const res = await fetch(`${sim.base}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-sc' },
+    body: JSON.stringify({ model: 'sc-whole', messages: [{ role: 'user', content: 'x' }] }),
+  });
+  whole60 = (await res.json()).choices[0].message.content;
+  // The first 40 of those words (tokens): what a stream cut after them has sent.
+  await sim.setModel('sc-first', { tokens: 40 });
+  const res40 = await fetch(`${sim.base}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-sc' },
+    body: JSON.stringify({ model: 'sc-first', messages: [{ role: 'user', content: 'x' }] }),
+  });
+  first40 = (await res40.json()).choices[0].message.content;
+  assert.ok(whole60.startsWith(first40));
+});
+
+after(async () => {
+  await gw?.stop();
+  await sim?.stop();
+});
+
+function streamChat(model, extra = {}) {
+  return fetch(`${gw.base}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: 'x' }], ...extra }),
+    signal: AbortSignal.timeout(30_000),
+  });
+}
+
+function events(text) {
+  return text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+}
+
+function chunks(text) {
+  return events(text).filter((e) => e !== '[DONE]').map((e) => JSON.parse(e));
+}
+
+function streamedText(text) {
+  return chunks(text).map((c) => c.choices?.[0]?.delta?.content ?? '').join('');
+}
+
+const words = (s) => s.split(' ').filter(Boolean);
+
+async function calls(model) {
+  return (await sim.stats()).models[model]?.calls ?? 0;
+}
+
+async function accessLine(id) {
+  return waitFor(() => gw.accessLog().find((l) => l.type === 'access' && l.request_id === id),
+    { what: `the access line of ${id}` });
+}
+
+async function wholeAnswerAfter(route, model, how, target) {
+  const res = await streamChat(route);
+  assert.equal(res.status, 200);
+  const { text, broken } = await readStream(res);
+  assert.equal(broken, false, text.slice(-400));
+  assert.ok(!text.includes('"error"'), text.slice(-400));
+  assert.equal(streamedText(text), whole60);
+  assert.deepEqual(words(streamedText(text)), words(whole60)); // every word exactly once
+  assert.equal(events(text).at(-1), '[DONE]');
+  assert.ok(text.includes(`: bascule continued on ${target} by ${how}\n\n`), text);
+  const access = await accessLine(res.headers.get('x-request-id'));
+  assert.equal(access.termination, 'ok');
+  assert.equal(access.continued?.how, how);
+  assert.equal(access.continued?.target, target);
+  return { text, access };
+}
+
+test('a stream cut after 40 of 60 words is continued by replay and match: all 60 words once', async () => {
+  await sim.setModel('sc-rep', { tokens: 60, script: [{ action: 'cut', after_events: 41 }] });
+  await wholeAnswerAfter('rep', 'sc-rep', 'replay', 'rep@sim');
+  assert.equal(await calls('sc-rep'), 2);
+});
+
+test('a target with the capability prefill continues from the text already sent', async () => {
+  await sim.setModel('sc-pre', { tokens: 60, script: [{ action: 'cut', after_events: 41 }] });
+  await wholeAnswerAfter('pre', 'sc-pre', 'prefill', 'pre@sim');
+  assert.equal(await calls('sc-pre'), 2);
+  const second = (await sim.requests('sc-pre')).at(-1).body;
+  const last = second.messages.at(-1);
+  assert.equal(last.role, 'assistant');
+  assert.equal(last.content, first40);
+});
+
+test('a replay that differs from what was sent: not one of its words reaches the client', async () => {
+  await sim.setModel('sc-dif', {
+    tokens: 60,
+    script: [{ action: 'cut', after_events: 41 }, { action: 'ok', content: 'Quite another answer altogether, zebra.' }],
+  });
+  const res = await streamChat('dif');
+  const { text, broken } = await readStream(res);
+  assert.ok(broken);
+  assert.equal(streamedText(text), first40);
+  assert.ok(!/zebra|another/.test(text), text.slice(-400));
+  assert.equal(JSON.parse(events(text).at(-1)).error.code, 'upstream_interrupted');
+  assert.equal(await calls('sc-dif'), 2);
+});
+
+test('a prefill the target refuses never becomes the client error: replay goes on', async () => {
+  await sim.setModel('sc-ref', { tokens: 60, prefill: 'refuse', script: [{ action: 'cut', after_events: 41 }] });
+  const { text } = await wholeAnswerAfter('ref', 'sc-ref', 'replay', 'ref@sim');
+  assert.ok(!/prefill/i.test(text.replace(/: bascule continued[^\n]*\n/g, '')), text.slice(-400));
+  assert.equal(await calls('sc-ref'), 3);
+});
+
+test('a tool-call stream that is cut is not continued', async () => {
+  await sim.setModel('sc-tool', { script: [{ action: 'cut', after_events: 2 }] });
+  const res = await streamChat('tool', {
+    tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }],
+  });
+  const { text, broken } = await readStream(res);
+  assert.ok(broken);
+  assert.equal(JSON.parse(events(text).at(-1)).error.code, 'upstream_interrupted');
+  assert.equal(await calls('sc-tool'), 1);
+});
+
+test('a stream that stalls past stream_idle_timeout_ms is continued', async () => {
+  await sim.setModel('sc-stall', { tokens: 60, script: [{ action: 'stall', after_events: 21, stall_ms: 10000 }] });
+  await wholeAnswerAfter('stall', 'sc-stall', 'replay', 'stall@sim');
+  assert.equal(await calls('sc-stall'), 2);
+});
+
+test('a malformed event at the 10th event is continued', async () => {
+  await sim.setModel('sc-bad', { tokens: 60, script: [{ action: 'malformed', after_events: 10 }] });
+  await wholeAnswerAfter('bad', 'sc-bad', 'replay', 'bad@sim');
+  assert.equal(await calls('sc-bad'), 2);
+});
+
+test('without continue, a cut stream still ends with one error event', async () => {
+  await sim.setModel('sc-off', { tokens: 60, script: [{ action: 'cut', after_events: 41 }] });
+  const res = await streamChat('off');
+  const { text, broken } = await readStream(res);
+  assert.ok(broken);
+  assert.equal(JSON.parse(events(text).at(-1)).error.code, 'upstream_interrupted');
+  assert.equal(await calls('sc-off'), 1);
+});
