@@ -443,6 +443,15 @@ static const char *break_message(const struct request *r)
                : "the upstream stream was interrupted";
 }
 
+/* How a committed stream broke, for its attempt line: a stall, a cut connection (the
+ * transfer failed), or an error or bad event in a body that ended cleanly. */
+static const char *break_why(const struct request *r)
+{
+    if (r->x.timed_out)
+        return "stream_stalled";
+    return r->x.stream_failed && r->x.up_res == UP_OK ? "error_event" : "stream_cut";
+}
+
 /* A continued stream that cannot go on: the client gets the original interruption (never
  * a continuation's own error), then the connection closes. */
 static void end_interrupted(struct request *r)
@@ -471,7 +480,8 @@ static void st_pick(struct request *r)
     if (decide_req_next(r, &why) == DECIDE_STOP) {
         if (r->lim.waiting)
             return;
-        log_attempt(r, "stop", why);
+        log_attempt(r, "stop", r->resume.break_why ? r->resume.break_why : why);
+        r->resume.break_why = NULL;
         if (r->d.committed) { /* a continuation with nowhere to go */
             end_interrupted(r);
             return;
@@ -479,7 +489,9 @@ static void st_pick(struct request *r)
         req__goto(r, REQ_ST_REPLY_ERROR);
         return;
     }
-    log_attempt(r, decide_count_workflow(r, r->next.wf), why);
+    log_attempt(r, decide_count_workflow(r, r->next.wf),
+                r->resume.break_why ? r->resume.break_why : why);
+    r->resume.break_why = NULL;
     if (r->next.delay_ms) {
         req__arm_timer(r, r->next.delay_ms);
         req__goto(r, REQ_ST_BACKOFF);
@@ -599,7 +611,7 @@ static void st_attempt(struct request *r)
     }
     account_failed(r);
     if (r->resume.active)
-        resume_attempt_failed(r);
+        resume_count(r, resume_attempt_failed(r));
     attempt_failed(r);
     if (r->resume.gave_up) {
         log_attempt(r, "stop", "replay_diverged");
@@ -618,6 +630,7 @@ static void relay_cut(struct request *r, struct attempt *a)
     a->status = 200;
     report_attempt(r, BRK_SUCCESS, NULL, false);
     account_usage(r, false);
+    resume_count(r, "failed");
     log_attempt(r, "stop", r->d.limit_cut);
     guard_record_uncertain(r, "partial_output");
     deliver_stream_error(r, r->x.stream_fail.message);
@@ -629,16 +642,17 @@ static void relay_cut(struct request *r, struct attempt *a)
  * generated) and the request is re-admitted to choose where the answer goes on. */
 static void relay_continue(struct request *r, struct attempt *a)
 {
-    const char *why = r->x.timed_out ? "stream_stalled" : r->x.stream_failed ? "error_event"
-                                                                            : "stream_cut";
+    const char *why = break_why(r);
 
     attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, "partial_output");
     a->status = 200;
     account_failed(r);
+    resume_add_usage(r);
+    resume_count(r, "failed"); /* when the attempt that broke was itself a continuation */
     feedback_attempt(r, false);
     resume_begin(r, break_message(r));
     report_attempt(r, breaker_outcome(&r->x.fail), "partial_output", false);
-    log_attempt(r, "continue", why);
+    r->resume.break_why = why; /* its attempt line, written once PICK decided, says so */
     if (!r->notes.recovery_reason)
         r->notes.recovery_reason = why;
     r->m.admit_at = 0;
@@ -657,6 +671,7 @@ static void st_relay(struct request *r)
         a->status = 200;
         report_attempt(r, BRK_SUCCESS, NULL, false);
         account_usage(r, true);
+        resume_count(r, "ok");
         log_attempt(r, "deliver", "ok");
         contract_record_stream(r); /* pass-through: checks recorded, the bytes are gone */
         feedback_attempt(r, true); /* before the end: the client may judge it at once */
@@ -683,10 +698,10 @@ static void st_relay(struct request *r)
     attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, "partial_output");
     a->status = 200;
     account_failed(r); /* cut after tokens were generated: billed */
+    resume_count(r, "failed");
     feedback_attempt(r, false);
     report_attempt(r, breaker_outcome(&r->x.fail), "partial_output", false);
-    log_attempt(r, "stop", r->x.timed_out ? "stream_stalled" : r->x.stream_failed ? "error_event"
-                                                                              : "stream_cut");
+    log_attempt(r, "stop", break_why(r));
     guard_record_uncertain(r, "partial_output");
     deliver_stream_error(r, break_message(r));
     /* The error event, then the connection closes without the chunked terminator: the
@@ -786,6 +801,7 @@ static int64_t cache_writes(const struct prov_usage *u)
 /* The request's access-log line; returns its duration. */
 static uint64_t write_access_line(struct request *r)
 {
+    struct prov_usage u = resume_usage(r); /* every attempt of a continued stream */
     char selected_by[160]; /* a route id is at most 128 bytes */
     struct access_entry e = {
         .request_id = r->id,
@@ -803,11 +819,11 @@ static uint64_t write_access_line(struct request *r)
         .attempts = r->attempts,
         .n_attempts = r->n_attempts,
         .termination = r->d.termination,
-        .input_tokens = r->x.usage.input_tokens,
-        .output_tokens = r->x.usage.output_tokens,
-        .cached_tokens = r->x.usage.cached_tokens,
-        .cache_write_tokens = cache_writes(&r->x.usage),
-        .reasoning_tokens = r->x.usage.reasoning_tokens,
+        .input_tokens = u.input_tokens,
+        .output_tokens = u.output_tokens,
+        .cached_tokens = u.cached_tokens,
+        .cache_write_tokens = cache_writes(&u),
+        .reasoning_tokens = u.reasoning_tokens,
         .cost_usd = r->cost_usd,
         .cost_estimated = r->cost_estimated,
         .states = &r->m.times,
@@ -830,7 +846,8 @@ static void count_request(struct request *r, uint64_t duration_us)
 {
     unsigned shard = r->w->idx;
     struct cost_tokens tokens[COST_TOKEN_TYPES];
-    size_t n = cost_token_counts(&r->x.usage, tokens);
+    struct prov_usage u = resume_usage(r);
+    size_t n = cost_token_counts(&u, tokens);
 
     for (size_t i = 0; i < n; i++)
         metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, tokens[i].type, tokens[i].n);

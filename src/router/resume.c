@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/json_parse.h"
+#include "metrics/metrics.h"
 #include "router/internal.h"
 #include "router/resume.h"
 
@@ -266,27 +267,80 @@ enum bsc_err resume_attempt(struct request *r)
     s->target = r->target->id;
     s->seam_sent = false;
     s->seam_bytes = r->d.bytes_out;
+    r->d.text_frames = 0; /* the output estimate is per attempt */
+    if (req__cur_attempt(r)) {
+        req__cur_attempt(r)->continued_how = s->how;
+        req__cur_attempt(r)->continued_bytes = s->seam_bytes;
+    }
     replay_match_init(&s->m, bsc_buf_str(&s->sent));
     if (!s->prefill)
         return BSC_OK;
     if (build_prefill(r) != BSC_OK) {
         s->prefill = false; /* replay and match instead */
         s->how = "replay";
+        if (req__cur_attempt(r))
+            req__cur_attempt(r)->continued_how = s->how;
     }
     return BSC_OK;
 }
 
-void resume_attempt_failed(struct request *r)
+void resume_count(struct request *r, const char *result)
+{
+    if (!r->resume.active || !r->resume.how || !r->target)
+        return;
+    metrics_inc4(req__metrics(r), r->w->idx, METRIC_STREAM_CONTINUATIONS, r->route->id,
+                 r->target->id, r->resume.how, result, 1);
+}
+
+void resume_add_usage(struct request *r)
+{
+    const struct prov_usage *u = &r->x.usage;
+    struct prov_usage *p = &r->resume.prior;
+
+    if (!r->resume.on)
+        return;
+    p->input_tokens += u->input_tokens > 0 ? u->input_tokens : 0;
+    p->output_tokens += u->output_tokens > 0 ? u->output_tokens : 0;
+    p->cached_tokens += u->cached_tokens > 0 ? u->cached_tokens : 0;
+    p->cache_write_tokens += u->cache_write_tokens > 0 ? u->cache_write_tokens : 0;
+    p->cache_write_1h_tokens += u->cache_write_1h_tokens > 0 ? u->cache_write_1h_tokens : 0;
+    p->reasoning_tokens += u->reasoning_tokens > 0 ? u->reasoning_tokens : 0;
+    r->resume.n_prior++;
+}
+
+const char *resume_attempt_failed(struct request *r)
 {
     struct fail_info *f = &r->x.fail;
 
+    resume_add_usage(r);
+    if (r->resume.gave_up)
+        return "diverged";
     if (!r->resume.prefill || !fail_policy(f->kind)->client_fault)
-        return;
+        return "failed";
     /* The target refused the trailing assistant message: never the client's error. The same
      * target may go on by replay and match instead. */
     r->resume.refused = r->target;
     f->kind = FAIL_SERVER_ERROR;
     f->request_caused = true; /* not the target's health */
+    return "refused";
+}
+
+struct prov_usage resume_usage(const struct request *r)
+{
+    struct prov_usage t = r->x.usage;
+    const struct prov_usage *p = &r->resume.prior;
+
+    if (!r->resume.n_prior)
+        return t;
+#define SUM(f) t.f = (t.f > 0 ? t.f : 0) + p->f
+    SUM(input_tokens);
+    SUM(output_tokens);
+    SUM(cached_tokens);
+    SUM(cache_write_tokens);
+    SUM(cache_write_1h_tokens);
+    SUM(reasoning_tokens);
+#undef SUM
+    return t;
 }
 
 struct json_object *resume_request(const struct request *r)

@@ -15,6 +15,7 @@
 #include <json-c/json.h>
 
 #include "core/buf.h"
+#include "providers/provider.h"
 #include "stream/replay_match.h"
 
 struct request;
@@ -36,8 +37,12 @@ struct resume {
     struct json_object *prefill_req; /* owned: the request with the trailing message */
     char why[256];          /* the interruption the client gets if nothing continues */
     const char *how;        /* static: "prefill" | "replay" of the last continuation */
+    const char *break_why;  /* static: how the stream broke ("stream_cut", ...), for the
+                               broken attempt's line, until PICK wrote it */
     const char *target;     /* borrowed from cfg: where it continued last, or NULL */
     uint64_t seam_bytes;    /* client bytes sent before the (last) seam */
+    struct prov_usage prior; /* the usage of the broken attempts before this one, summed */
+    unsigned n_prior;        /* ... how many there were */
 };
 
 void resume_init(struct request *r);
@@ -52,10 +57,19 @@ bool resume_possible(const struct request *r);
 void resume_begin(struct request *r, const char *why);
 /* A continuation attempt on r->target is about to be built: prefill or replay. */
 enum bsc_err resume_attempt(struct request *r);
-/* A continuation attempt failed before it passed anything: a prefill the target refused
- * (a 4xx about the request) becomes a retryable failure, and that target is asked next by
- * replay and match. */
-void resume_attempt_failed(struct request *r);
+/* A continuation attempt failed before it passed anything (its usage is kept): a prefill the
+ * target refused (a 4xx about the request) becomes a retryable failure, and that target is
+ * asked next by replay and match. Returns the result to count: "diverged", "refused" or
+ * "failed". */
+const char *resume_attempt_failed(struct request *r);
+/* The request's usage: the running (last) attempt's, plus every broken attempt's before it. */
+struct prov_usage resume_usage(const struct request *r);
+/* Counts the continuation attempt that ends in bascule_stream_continuations_total:
+ * <result> "ok", "diverged", "refused" or "failed". Nothing when it was not one. */
+void resume_count(struct request *r, const char *result);
+/* A broken attempt of a stream that may be continued ends: its usage (as charged) is kept,
+ * so the request's usage counts every attempt. */
+void resume_add_usage(struct request *r);
 /* The continuation's prefill request, or NULL (the original request goes). */
 struct json_object *resume_request(const struct request *r);
 

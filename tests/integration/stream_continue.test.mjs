@@ -18,7 +18,7 @@ log: { level: info, format: json }
 providers:
   sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-sc"], health: { probe: none } }
 targets:
-  rep@sim: { provider: sim, model: sc-rep }
+  rep@sim: { provider: sim, model: sc-rep, price: { input_per_mtok: 1, output_per_mtok: 1 } }
   pre@sim: { provider: sim, model: sc-pre, capabilities: [text, streaming, prefill] }
   dif@sim: { provider: sim, model: sc-dif }
   ref@sim: { provider: sim, model: sc-ref, capabilities: [text, streaming, prefill] }
@@ -111,8 +111,19 @@ async function wholeAnswerAfter(route, model, how, target) {
 
 test('a stream cut after 40 of 60 words is continued by replay and match: all 60 words once', async () => {
   await sim.setModel('sc-rep', { tokens: 60, script: [{ action: 'cut', after_events: 41 }] });
-  await wholeAnswerAfter('rep', 'sc-rep', 'replay', 'rep@sim');
+  const { access } = await wholeAnswerAfter('rep', 'sc-rep', 'replay', 'rep@sim');
   assert.equal(await calls('sc-rep'), 2);
+  // Every attempt counts: the cut one (40 tokens, estimated) and the replay (60, reported).
+  assert.equal(access.output_tokens, 100);
+  assert.equal(access.cost_estimated, true);
+  const lines = gw.accessLog().filter((l) => l.type === 'attempt' && l.request_id === access.request_id);
+  assert.equal(lines.length, 2);
+  assert.equal(lines[0].next, 'retry');
+  assert.equal(lines[0].why, 'stream_cut');
+  assert.deepEqual(lines[1].continued, { target: 'rep@sim', how: 'replay', bytes: access.continued.bytes });
+  assert.ok(access.continued.bytes > 0);
+  const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+  assert.match(metrics, /bascule_stream_continuations_total\{route="rep",target="rep@sim",how="replay",result="ok"\} 1/);
 });
 
 test('a target with the capability prefill continues from the text already sent', async () => {
@@ -135,6 +146,8 @@ test('a replay that differs from what was sent: not one of its words reaches the
   assert.ok(broken);
   assert.equal(streamedText(text), first40);
   assert.ok(!/zebra|another/.test(text), text.slice(-400));
+  const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+  assert.match(metrics, /bascule_stream_continuations_total\{route="dif",target="dif@sim",how="replay",result="diverged"\} 1/);
   assert.equal(JSON.parse(events(text).at(-1)).error.code, 'upstream_interrupted');
   assert.equal(await calls('sc-dif'), 2);
 });
