@@ -26,6 +26,14 @@ targets:
   stall@sim: { provider: sim, model: sc-stall }
   bad@sim: { provider: sim, model: sc-bad }
   off@sim: { provider: sim, model: sc-off }
+  msg@sim: { provider: sim, model: sc-msg }
+  resp@sim: { provider: sim, model: sc-resp }
+  err@sim: { provider: sim, model: sc-err }
+  write@sim: { provider: sim, model: sc-write }
+  fa@sim: { provider: sim, model: sc-fa }
+  fb@sim: { provider: sim, model: sc-fb }
+  ga@sim: { provider: sim, model: sc-ga }
+  gb@sim: { provider: sim, model: sc-gb }
 routes:
   rep: { primary: [rep@sim], envelope: { ${cont} } }
   pre: { primary: [pre@sim], envelope: { ${cont} } }
@@ -35,6 +43,18 @@ routes:
   stall: { primary: [stall@sim], envelope: { ${cont}, stream_idle_timeout_ms: 300 } }
   bad: { primary: [bad@sim], envelope: { ${cont} } }
   off: { primary: [off@sim] }
+  msg: { primary: [msg@sim], envelope: { ${cont} } }
+  resp: { primary: [resp@sim], envelope: { ${cont} } }
+  err: { primary: [err@sim], envelope: { ${cont} } }
+  write: { primary: [write@sim], envelope: { ${cont}, side_effects: write_possible } }
+  fallback-off:
+    primary: [fa@sim]
+    fallback: [fb@sim]
+    envelope: { ${cont}, max_same_target_attempts: 1 }
+  fallback-on:
+    primary: [ga@sim]
+    fallback: [gb@sim]
+    envelope: { ${cont}, max_same_target_attempts: 1, allow_cross_model_fallback: true }
 `,
   });
   await sim.setModel('sc-whole', { tokens: 60 });
@@ -189,4 +209,77 @@ test('without continue, a cut stream still ends with one error event', async () 
   assert.ok(broken);
   assert.equal(JSON.parse(events(text).at(-1)).error.code, 'upstream_interrupted');
   assert.equal(await calls('sc-off'), 1);
+});
+
+test('an in-band error event of a retryable kind is continued', async () => {
+  await sim.setModel('sc-err', { tokens: 60, script: [{ action: 'error_200', after_events: 21 }] });
+  await wholeAnswerAfter('err', 'sc-err', 'replay', 'err@sim');
+  assert.equal(await calls('sc-err'), 2);
+});
+
+test('side_effects: write_possible is never continued', async () => {
+  await sim.setModel('sc-write', { tokens: 60, script: [{ action: 'cut', after_events: 41 }] });
+  const res = await streamChat('write');
+  const { text, broken } = await readStream(res);
+  assert.ok(broken);
+  assert.equal(streamedText(text), first40);
+  assert.equal(JSON.parse(events(text).at(-1)).error.code, 'upstream_interrupted');
+  assert.equal(await calls('sc-write'), 1);
+});
+
+test('a fallback model continues only with allow_cross_model_fallback', async () => {
+  await sim.setModel('sc-fa', { tokens: 60, script: [{ action: 'cut', after_events: 41 }] });
+  await sim.setModel('sc-fb', { tokens: 60 });
+  const off = await streamChat('fallback-off');
+  const r1 = await readStream(off);
+  assert.ok(r1.broken);
+  assert.equal(streamedText(r1.text), first40);
+  assert.equal(await calls('sc-fa'), 1);
+  assert.equal(await calls('sc-fb'), 0);
+  await sim.setModel('sc-ga', { tokens: 60, script: [{ action: 'cut', after_events: 41 }] });
+  await sim.setModel('sc-gb', { tokens: 60 });
+  await wholeAnswerAfter('fallback-on', 'sc-gb', 'replay', 'gb@sim');
+  assert.equal(await calls('sc-ga'), 1);
+  assert.equal(await calls('sc-gb'), 1);
+});
+
+test('an Anthropic Messages stream is continued in its own events', async () => {
+  await sim.setModel('sc-msg', { tokens: 60, script: [{ action: 'cut', after_events: 41 }] });
+  const res = await fetch(`${gw.base}/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify({ model: 'msg', max_tokens: 500, stream: true, messages: [{ role: 'user', content: 'x' }] }),
+  });
+  assert.equal(res.status, 200);
+  const { text, broken } = await readStream(res);
+  assert.equal(broken, false, text.slice(-400));
+  const data = text.split('\n\n').map((e) => e.split('\n').find((l) => l.startsWith('data: ')))
+    .filter(Boolean).map((l) => JSON.parse(l.slice(6)));
+  const said = data.filter((d) => d.type === 'content_block_delta').map((d) => d.delta.text).join('');
+  assert.equal(said, whole60);
+  assert.equal(data.filter((d) => d.type === 'message_start').length, 1);
+  assert.equal(data.at(-1).type, 'message_stop');
+  assert.ok(!data.some((d) => d.type === 'error'));
+  assert.ok(text.includes(': bascule continued on msg@sim by replay'));
+  assert.equal(await calls('sc-msg'), 2);
+});
+
+test('a Responses API stream is continued in its own events', async () => {
+  await sim.setModel('sc-resp', { tokens: 60, script: [{ action: 'cut', after_events: 41 }] });
+  const res = await fetch(`${gw.base}/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'resp', stream: true, input: 'x' }),
+  });
+  assert.equal(res.status, 200);
+  const { text, broken } = await readStream(res);
+  assert.equal(broken, false, text.slice(-400));
+  const data = text.split('\n\n').map((e) => e.split('\n').find((l) => l.startsWith('data: ')))
+    .filter(Boolean).map((l) => JSON.parse(l.slice(6)));
+  const said = data.filter((d) => d.type === 'response.output_text.delta').map((d) => d.delta).join('');
+  assert.equal(said, whole60);
+  assert.equal(data.at(-1).type, 'response.completed');
+  assert.equal(data.at(-1).response.output[0].content[0].text, whole60);
+  assert.ok(text.includes(': bascule continued on resp@sim by replay'));
+  assert.equal(await calls('sc-resp'), 2);
 });
