@@ -101,6 +101,12 @@ static void watch(struct request *r, struct bsc_str conv)
         f = bsc_str_make(f.p + 6, f.len - 6);
         if (sse_is_done(f))
             continue;
+        /* The upstream's own events relayed whole (an Anthropic client on an Anthropic
+         * target): a continuation would have to forge that dialect's events. Not continued. */
+        if (bsc_str_starts(f, BSC_STR("{\"bascule_native\""))) {
+            r->resume.ineligible = true;
+            break;
+        }
         if (!read_chunk(f, &c) || c.foreign)
             r->resume.ineligible = true;
         else if (c.text)

@@ -17,6 +17,7 @@ workers: 1
 log: { level: info, format: json }
 providers:
   sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-sc"], health: { probe: none } }
+  ant: { kind: anthropic, base_url: "${sim.url}/anthropic/v1", keys: ["sk-ant-sc"], health: { probe: none } }
 targets:
   rep@sim: { provider: sim, model: sc-rep, price: { input_per_mtok: 1, output_per_mtok: 1 } }
   pre@sim: { provider: sim, model: sc-pre, capabilities: [text, streaming, prefill] }
@@ -27,6 +28,8 @@ targets:
   bad@sim: { provider: sim, model: sc-bad }
   off@sim: { provider: sim, model: sc-off }
   msg@sim: { provider: sim, model: sc-msg }
+  claude@ant: { provider: ant, model: sc-claude, capabilities: [text, streaming, prefill] }
+  native@ant: { provider: ant, model: sc-native, capabilities: [text, streaming, prefill] }
   resp@sim: { provider: sim, model: sc-resp }
   err@sim: { provider: sim, model: sc-err }
   write@sim: { provider: sim, model: sc-write }
@@ -44,6 +47,8 @@ routes:
   bad: { primary: [bad@sim], envelope: { ${cont} } }
   off: { primary: [off@sim] }
   msg: { primary: [msg@sim], envelope: { ${cont} } }
+  claude: { primary: [claude@ant], envelope: { ${cont} } }
+  native: { primary: [native@ant], envelope: { ${cont} } }
   resp: { primary: [resp@sim], envelope: { ${cont} } }
   err: { primary: [err@sim], envelope: { ${cont} } }
   write: { primary: [write@sim], envelope: { ${cont}, side_effects: write_possible } }
@@ -282,4 +287,33 @@ test('a Responses API stream is continued in its own events', async () => {
   assert.equal(data.at(-1).response.output[0].content[0].text, whole60);
   assert.ok(text.includes(': bascule continued on resp@sim by replay'));
   assert.equal(await calls('sc-resp'), 2);
+});
+
+test('an Anthropic target continues by its native prefill', async () => {
+  await sim.setModel('sc-claude', { tokens: 60, script: [{ action: 'cut', after_events: 43 }] });
+  const res = await streamChat('claude');
+  const { text, broken } = await readStream(res);
+  assert.equal(broken, false, text.slice(-400));
+  assert.equal(streamedText(text), whole60);
+  assert.ok(text.includes(': bascule continued on claude@ant by prefill'), text);
+  assert.equal(await calls('sc-claude'), 2);
+  const last = (await sim.requests('sc-claude')).at(-1).body.messages.at(-1);
+  assert.equal(last.role, 'assistant');
+});
+
+test('an Anthropic client on an Anthropic target (its own events relayed) is not continued', async () => {
+  await sim.setModel('sc-native', { tokens: 60, script: [{ action: 'cut', after_events: 43 }] });
+  const res = await fetch(`${gw.base}/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify({ model: 'native', max_tokens: 500, stream: true, messages: [{ role: 'user', content: 'x' }] }),
+  });
+  const { text, broken } = await readStream(res);
+  assert.ok(broken);
+  const data = text.split('\n\n').map((e) => e.split('\n').find((l) => l.startsWith('data: ')))
+    .filter(Boolean).map((l) => JSON.parse(l.slice(6)));
+  assert.equal(data.at(-1).type, 'error');
+  assert.equal(data.filter((d) => d.type === 'content_block_start').length, 1);
+  assert.ok(!text.includes('bascule continued'));
+  assert.equal(await calls('sc-native'), 1);
 });
