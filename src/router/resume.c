@@ -7,6 +7,7 @@
 
 #include "core/json_parse.h"
 #include "metrics/metrics.h"
+#include "providers/openai_errors.h"
 #include "router/internal.h"
 #include "router/resume.h"
 
@@ -237,6 +238,29 @@ void resume_begin(struct request *r, const char *why)
     r->resume.active = true;
 }
 
+/* How the target's server takes a trailing assistant message as the start of its answer:
+ * Anthropic does natively, and so does an openai_compatible server unless its profile says
+ * otherwise -- vLLM wants continue_final_message and no generation prompt, DeepSeek the
+ * message marked as a prefix. */
+static void shape_prefill(const struct request *r, struct json_object *req,
+                          struct json_object *msg)
+{
+    const struct cfg_provider *p = r->target->provider;
+    struct prov_err_input who = {.base_url = bsc_str_cstr(p->base_url),
+                                 .profile = bsc_str_cstr(cfg_profile_name(p->profile))};
+    const char *name;
+
+    if (p->kind != CFG_PROV_OPENAI_COMPATIBLE)
+        return;
+    name = prov_openai_profile_of(&who)->name;
+    if (strcmp(name, "vllm") == 0) {
+        json_object_object_add(req, "continue_final_message", json_object_new_boolean(1));
+        json_object_object_add(req, "add_generation_prompt", json_object_new_boolean(0));
+    } else if (strcmp(name, "deepseek") == 0) {
+        json_object_object_add(msg, "prefix", json_object_new_boolean(1));
+    }
+}
+
 /* The request with the text already sent as a trailing assistant message. */
 static enum bsc_err build_prefill(struct request *r)
 {
@@ -256,6 +280,7 @@ static enum bsc_err build_prefill(struct request *r)
                                                r->resume.sent.p ? r->resume.sent.p : "",
                                                (int)r->resume.sent.len));
     json_object_array_add(msgs, msg);
+    shape_prefill(r, copy, msg);
     json_object_put(r->resume.prefill_req);
     r->resume.prefill_req = copy;
     return BSC_OK;

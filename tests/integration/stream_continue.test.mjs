@@ -17,6 +17,8 @@ workers: 1
 log: { level: info, format: json }
 providers:
   sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-sc"], health: { probe: none } }
+  vllm: { kind: openai_compatible, profile: vllm, base_url: "${sim.base}", keys: ["sk-sc"], health: { probe: none } }
+  deep: { kind: openai_compatible, profile: deepseek, base_url: "${sim.base}", keys: ["sk-sc"], health: { probe: none } }
   ant: { kind: anthropic, base_url: "${sim.url}/anthropic/v1", keys: ["sk-ant-sc"], health: { probe: none } }
 targets:
   rep@sim: { provider: sim, model: sc-rep, price: { input_per_mtok: 1, output_per_mtok: 1 } }
@@ -28,6 +30,8 @@ targets:
   bad@sim: { provider: sim, model: sc-bad }
   off@sim: { provider: sim, model: sc-off }
   msg@sim: { provider: sim, model: sc-msg }
+  v@vllm: { provider: vllm, model: sc-vllm, capabilities: [text, streaming, prefill] }
+  d@deep: { provider: deep, model: sc-deep, capabilities: [text, streaming, prefill] }
   claude@ant: { provider: ant, model: sc-claude, capabilities: [text, streaming, prefill] }
   native@ant: { provider: ant, model: sc-native, capabilities: [text, streaming, prefill] }
   resp@sim: { provider: sim, model: sc-resp }
@@ -48,6 +52,8 @@ routes:
   off: { primary: [off@sim] }
   msg: { primary: [msg@sim], envelope: { ${cont} } }
   claude: { primary: [claude@ant], envelope: { ${cont} } }
+  vllm: { primary: [v@vllm], envelope: { ${cont} } }
+  deep: { primary: [d@deep], envelope: { ${cont} } }
   native: { primary: [native@ant], envelope: { ${cont} } }
   resp: { primary: [resp@sim], envelope: { ${cont} } }
   err: { primary: [err@sim], envelope: { ${cont} } }
@@ -316,4 +322,22 @@ test('an Anthropic client on an Anthropic target (its own events relayed) is not
   assert.equal(data.filter((d) => d.type === 'content_block_start').length, 1);
   assert.ok(!text.includes('bascule continued'));
   assert.equal(await calls('sc-native'), 1);
+});
+
+test('the profile says how an openai_compatible server takes the prefill', async () => {
+  for (const [route, model, target] of [['vllm', 'sc-vllm', 'v@vllm'], ['deep', 'sc-deep', 'd@deep']]) {
+    await sim.setModel(model, { tokens: 60, script: [{ action: 'cut', after_events: 41 }] });
+    await wholeAnswerAfter(route, model, 'prefill', target);
+    assert.equal(await calls(model), 2);
+  }
+  const v = (await sim.requests('sc-vllm')).at(-1).body;
+  assert.equal(v.continue_final_message, true);
+  assert.equal(v.add_generation_prompt, false);
+  assert.equal(v.messages.at(-1).content, first40);
+  const d = (await sim.requests('sc-deep')).at(-1).body;
+  assert.equal(d.messages.at(-1).prefix, true);
+  assert.equal(d.continue_final_message, undefined);
+  const plain = (await sim.requests('sc-pre')).at(-1).body;
+  assert.equal(plain.continue_final_message, undefined);
+  assert.equal(plain.messages.at(-1).prefix, undefined);
 });
