@@ -25,7 +25,8 @@ void resume_cleanup(struct request *r)
 }
 
 /* One chunk's facts: its first choice's delta text, whether it finishes, whether it has any
- * part a continuation cannot carry (a tool call, a non-text delta, a second choice). */
+ * part a continuation cannot carry (a tool call, a non-text delta, a second choice). False:
+ * not a JSON object. */
 struct chunk_facts {
     struct json_object *root;    /* owned */
     struct json_object *delta;   /* borrowed from <root>, or NULL */
@@ -42,10 +43,9 @@ static bool read_chunk(struct bsc_str data, struct chunk_facts *c)
     c->root = bsc_json_parse_whole(data, 64);
     if (!c->root || !json_object_is_type(c->root, json_type_object))
         return false;
+    /* No choices (a usage chunk, however a server spells it): nothing of the answer. */
     if (!json_object_object_get_ex(c->root, "choices", &choices) ||
-        !json_object_is_type(choices, json_type_array))
-        return false;
-    if (json_object_array_length(choices) == 0) {
+        !json_object_is_type(choices, json_type_array) || json_object_array_length(choices) == 0) {
         c->usage_only = true;
         return true;
     }
