@@ -283,7 +283,6 @@ static void finish_stream(struct request *r)
     bool pending = false;
     struct fail_info f;
 
-    fail_info_init(&f);
     fail_local(&f, FAIL_PARTIAL_OUTPUT, "the upstream stream was interrupted before its end");
     sse_parser_finish(&r->x.sse, &pending);
     if (r->buffering)

@@ -28,9 +28,9 @@ void resume_cleanup(struct request *r)
  * part a continuation cannot carry (a tool call, a non-text delta, a second choice). False:
  * not a JSON object. */
 struct chunk_facts {
-    struct json_object *root;    /* owned */
-    struct json_object *delta;   /* borrowed from <root>, or NULL */
-    const char *text;            /* borrowed, or NULL */
+    struct json_object *root;  /* owned */
+    struct json_object *delta; /* borrowed from <root>, or NULL */
+    const char *text;          /* borrowed, or NULL */
     size_t text_len;
     bool finish, usage_only, foreign;
 };
@@ -53,7 +53,8 @@ static bool read_chunk(struct bsc_str data, struct chunk_facts *c)
     c->foreign = json_object_array_length(choices) > 1;
     if (json_object_object_get_ex(ch, "index", &v) && json_object_get_int(v) != 0)
         c->foreign = true;
-    if (json_object_object_get_ex(ch, "finish_reason", &v) && json_object_is_type(v, json_type_string))
+    if (json_object_object_get_ex(ch, "finish_reason", &v) &&
+        json_object_is_type(v, json_type_string))
         c->finish = true;
     if (!json_object_object_get_ex(ch, "delta", &c->delta))
         return true;
@@ -148,8 +149,7 @@ static enum bsc_err continue_frame(struct request *r, struct bsc_str f, struct b
         return err;
     }
     if (!r->resume.prefill && st != REPLAY_PASSING) {
-        st = replay_match_feed(&r->resume.m, bsc_str_make(c.text ? c.text : "", c.text_len),
-                               &from);
+        st = replay_match_feed(&r->resume.m, bsc_str_make(c.text ? c.text : "", c.text_len), &from);
         if (st == REPLAY_DIVERGED || (st == REPLAY_HOLDING && c.finish)) {
             json_object_put(c.root);
             return BSC_EINVAL;
@@ -159,9 +159,9 @@ static enum bsc_err continue_frame(struct request *r, struct bsc_str f, struct b
             return BSC_OK;
         }
         if (from)
-            json_object_object_add(c.delta, "content",
-                                   json_object_new_string_len(c.text + from,
-                                                              (int)(c.text_len - from)));
+            json_object_object_add(
+                c.delta, "content",
+                json_object_new_string_len(c.text + from, (int)(c.text_len - from)));
     } else if (!c.text_len && !c.finish) {
         json_object_put(c.root); /* the role chunk again: the client has one */
         return BSC_OK;
@@ -225,7 +225,7 @@ bool resume_possible(const struct request *r)
 
 void resume_begin(struct request *r, const char *why)
 {
-    enum fail_kind kind = r->x.timed_out     ? FAIL_TIMEOUT
+    enum fail_kind kind = r->x.timed_out       ? FAIL_TIMEOUT
                           : r->x.stream_failed ? FAIL_SERVER_ERROR
                                                : FAIL_UPSTREAM_RESET;
 
@@ -242,8 +242,7 @@ void resume_begin(struct request *r, const char *why)
  * Anthropic does natively, and so does an openai_compatible server unless its profile says
  * otherwise -- vLLM wants continue_final_message and no generation prompt, DeepSeek the
  * message marked as a prefix. */
-static void shape_prefill(const struct request *r, struct json_object *req,
-                          struct json_object *msg)
+static void shape_prefill(const struct request *r, struct json_object *req, struct json_object *msg)
 {
     const struct cfg_provider *p = r->target->provider;
     struct prov_err_input who = {.base_url = bsc_str_cstr(p->base_url),
@@ -276,9 +275,9 @@ static enum bsc_err build_prefill(struct request *r)
     }
     msg = json_object_new_object();
     json_object_object_add(msg, "role", json_object_new_string("assistant"));
-    json_object_object_add(msg, "content", json_object_new_string_len(
-                                               r->resume.sent.p ? r->resume.sent.p : "",
-                                               (int)r->resume.sent.len));
+    json_object_object_add(msg, "content",
+                           json_object_new_string_len(r->resume.sent.p ? r->resume.sent.p : "",
+                                                      (int)r->resume.sent.len));
     json_object_array_add(msgs, msg);
     shape_prefill(r, copy, msg);
     json_object_put(r->resume.prefill_req);

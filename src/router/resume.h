@@ -24,25 +24,25 @@ struct cfg_target;
 #define RESUME_MAX_TEXT (1u << 20) /* past this much text a stream is not continued */
 
 struct resume {
-    bool on;                /* a stream on a route with on_stream_failure: continue */
-    bool ineligible;        /* it sent a tool call, a non-text part, another choice, or
+    bool on;                          /* a stream on a route with on_stream_failure: continue */
+    bool ineligible;                  /* it sent a tool call, a non-text part, another choice, or
                                more than RESUME_MAX_TEXT: never continued */
-    bool active;            /* the running attempt continues the broken stream */
-    bool prefill;           /* ... by prefill, else by replay and match */
-    bool gave_up;           /* a replay said something else: the stream ends */
-    bool seam_sent;         /* the seam comment went out for this attempt */
+    bool active;                      /* the running attempt continues the broken stream */
+    bool prefill;                     /* ... by prefill, else by replay and match */
+    bool gave_up;                     /* a replay said something else: the stream ends */
+    bool seam_sent;                   /* the seam comment went out for this attempt */
     const struct cfg_target *refused; /* the last target that refused a prefill */
-    struct bsc_buf sent;    /* owned: the answer's text the client has */
+    struct bsc_buf sent;              /* owned: the answer's text the client has */
     struct replay_match m;
     struct json_object *prefill_req; /* owned: the request with the trailing message */
-    char why[256];          /* the interruption the client gets if nothing continues */
-    const char *how;        /* static: "prefill" | "replay" of the last continuation */
-    const char *break_why;  /* static: how the stream broke ("stream_cut", ...), for the
+    char why[256];                   /* the interruption the client gets if nothing continues */
+    const char *how;                 /* static: "prefill" | "replay" of the last continuation */
+    const char *break_why;           /* static: how the stream broke ("stream_cut", ...), for the
                                broken attempt's line, until PICK wrote it */
-    const char *target;     /* borrowed from cfg: where it continued last, or NULL */
-    uint64_t seam_bytes;    /* client bytes sent before the (last) seam */
-    struct prov_usage prior; /* the usage of the broken attempts before this one, summed */
-    unsigned n_prior;        /* ... how many there were */
+    const char *target;              /* borrowed from cfg: where it continued last, or NULL */
+    uint64_t seam_bytes;             /* client bytes sent before the (last) seam */
+    struct prov_usage prior;         /* the usage of the broken attempts before this one, summed */
+    unsigned n_prior;                /* ... how many there were */
 };
 
 void resume_init(struct request *r);

@@ -11,8 +11,7 @@ void replay_match_init(struct replay_match *m, struct bsc_str sent)
     m->state = sent.len ? REPLAY_HOLDING : REPLAY_PASSING;
 }
 
-enum replay_state replay_match_feed(struct replay_match *m, struct bsc_str piece,
-                                    size_t *pass_from)
+enum replay_state replay_match_feed(struct replay_match *m, struct bsc_str piece, size_t *pass_from)
 {
     size_t want, n;
 

@@ -20,8 +20,8 @@ enum replay_state {
 };
 
 struct replay_match {
-    struct bsc_str sent;     /* borrowed: the text the client already has */
-    size_t seen;             /* bytes of the new answer matched so far */
+    struct bsc_str sent; /* borrowed: the text the client already has */
+    size_t seen;         /* bytes of the new answer matched so far */
     enum replay_state state;
 };
 

@@ -72,13 +72,13 @@ static void run_stream(const char *sse, bool include_usage, struct run *r)
     free(r->st);
 }
 
-#define HEAD "{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\","
+#define HEAD         "{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\","
 #define CHOICE(body) "data: " HEAD "\"choices\":[{\"index\":0," body "}]}\n\n"
-#define C_ROLE CHOICE("\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null")
-#define C_TEXT CHOICE("\"delta\":{\"content\":\"Hi\"},\"finish_reason\":null")
-#define C_FIN CHOICE("\"delta\":{},\"finish_reason\":\"stop\"")
-#define C_USAGE                                                                            \
-    "data: " HEAD "\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":3,"   \
+#define C_ROLE       CHOICE("\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null")
+#define C_TEXT       CHOICE("\"delta\":{\"content\":\"Hi\"},\"finish_reason\":null")
+#define C_FIN        CHOICE("\"delta\":{},\"finish_reason\":\"stop\"")
+#define C_USAGE                                                                                    \
+    "data: " HEAD "\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":3,"         \
     "\"total_tokens\":12}}\n\n"
 #define DONE "data: [DONE]\n\n"
 
