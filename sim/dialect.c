@@ -63,6 +63,8 @@ void sim_call_cleanup(struct sim_call *call)
     BSC_FREE(call->tool_name);
     BSC_FREE(call->tool_args);
     BSC_FREE(call->json_answer);
+    BSC_FREE(call->prefill);
+    BSC_FREE(call->prefill_rest);
     call->content = BSC_STR_NULL; /* it may have borrowed <json_answer> */
     for (size_t i = 0; i < call->n_inputs; i++)
         BSC_FREE(call->inputs[i]);

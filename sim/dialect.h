@@ -76,6 +76,10 @@ struct sim_call {
     struct bsc_str usage;       /* borrowed from the step being played (sim_step_apply): the
                                    scripted usage object, sent verbatim; {NULL,0}: counted */
     struct bsc_str usage_start; /* ... Anthropic streams: message_start's usage */
+    char *prefill;          /* owned or NULL: the text of a trailing assistant message,
+                               which the answer continues (exchange.c) */
+    char *prefill_rest;     /* owned or NULL: what follows <prefill> in the answer, which
+                               <content> then borrows */
     struct bsc_str content; /* borrowed from the step being played (sim_step_apply): the
                                scripted text, streamed as <n_tokens> pieces; {NULL,0}: the
                                generated tokens. Render with sim_content_answer/_chunk. */

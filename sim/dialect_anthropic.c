@@ -547,6 +547,34 @@ static bool output_schema(struct json_object *o, struct sim_call *call, struct s
     return true;
 }
 
+/* A last message of the assistant is the start of the answer (Anthropic's prefill): its text
+ * (a string, or its text blocks joined) goes to <call>->prefill. False: out of memory. */
+static bool read_prefill(struct json_object *last, struct sim_call *call)
+{
+    struct json_object *c = bsc_json_get(last, "content");
+    struct bsc_buf text;
+    bool ok = true;
+
+    if (!bsc_str_eq(sim_json_get_str(last, "role"), BSC_STR("assistant")))
+        return true;
+    if (is(c, json_type_string)) {
+        call->prefill = bsc_str_dup(bsc_str_cstr(json_object_get_string(c)));
+        return call->prefill != NULL;
+    }
+    if (!is(c, json_type_array))
+        return true;
+    bsc_buf_init(&text, 16u << 20); /* the bound of a request body */
+    for (size_t i = 0; ok && i < json_object_array_length(c); i++) {
+        struct json_object *b = json_object_array_get_idx(c, i);
+        if (bsc_str_eq(sim_json_get_str(b, "type"), BSC_STR("text")))
+            ok = bsc_buf_append_str(&text, sim_json_get_str(b, "text")) == BSC_OK;
+    }
+    if (ok)
+        ok = (call->prefill = bsc_str_dup(bsc_buf_str(&text))) != NULL;
+    bsc_buf_cleanup(&text);
+    return ok;
+}
+
 static bool parse_messages_call(struct json_object *o, const struct sim_in *in,
                                 struct sim_call *call, struct sim_reject *rej)
 {
@@ -576,6 +604,10 @@ static bool parse_messages_call(struct json_object *o, const struct sim_in *in,
     call->prompt_tokens = sim_content_prompt_tokens(bytes, json_object_array_length(msgs));
     if (call->count_tokens)
         return true;
+    if (!read_prefill(json_object_array_get_idx(msgs, json_object_array_length(msgs) - 1), call)) {
+        sim_reject_set(rej, 500, "api_error", NULL, "out of memory");
+        return false;
+    }
     if (!output_schema(o, call, rej))
         return false;
     return parse_tool_call(o, json_object_array_get_idx(msgs, json_object_array_length(msgs) - 1),

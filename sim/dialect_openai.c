@@ -260,6 +260,10 @@ static bool parse_chat(struct json_object *o, struct sim_call *call, struct sim_
     if (!parse_limits(o, call, rej))
         return false;
     last = json_object_array_get_idx(msgs, n - 1);
+    if (bsc_str_eq(sim_json_get_str(last, "role"), BSC_STR("assistant")) &&
+        sim_json_get_str(last, "content").p &&
+        !(call->prefill = bsc_str_dup(sim_json_get_str(last, "content"))))
+        return bad_request(rej, "messages", "out of memory");
     return parse_tools(o, last, call, rej) && parse_format(o, call, rej);
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/compat.h"
+#include "content.h"
 
 #define XCHG_BODY_PIECES 4u /* a trickled non-stream body comes in this many pieces */
 
@@ -18,6 +19,7 @@ enum tail {
     TAIL_ABORT,     /* close the connection: the answer must not look complete */
     TAIL_ERROR,     /* an in-band error event, then a clean end */
     TAIL_MALFORMED, /* a malformed event, then a clean end */
+    TAIL_CLEAN,     /* a clean end without the terminator */
     TAIL_COUNT
 };
 
@@ -36,6 +38,8 @@ struct xchg {
     size_t next;                 /* the next unit */
     size_t limit;                /* units to send before the tail */
     uint32_t pace_ms;            /* between units; 0: as fast as back-pressure allows */
+    size_t stall_at;             /* stall: the unit before which the silence comes */
+    bool stalled;                /* ... it came (or there is none: SIZE_MAX) */
     enum tail tail;
     struct bsc_buf body;         /* non-stream: the whole body, owned */
     size_t piece;                /* non-stream: bytes per unit */
@@ -278,6 +282,11 @@ static void on_drain(struct srv_req *req, void *ud)
 static void pump(struct xchg *x)
 {
     while (x->next < x->limit) {
+        if (x->next == x->stall_at && !x->stalled) {
+            x->stalled = true;
+            arm(x, x->step.stall_ms, pump);
+            return;
+        }
         if (send_unit(x, x->next)) {
             finish(x, FIN_ABORT);
             return;
@@ -401,8 +410,12 @@ static void respond(struct xchg *x)
         respond_non_stream(x);
         return;
     }
+    if (x->step.action == SIM_ACT_STALL)
+        x->stall_at = after_events(x, 1);
     if (x->step.action == SIM_ACT_MALFORMED)
         start_stream(x, after_events(x, 1), TAIL_MALFORMED, x->pace_ms);
+    else if (x->step.action == SIM_ACT_NO_DONE)
+        start_stream(x, count, TAIL_CLEAN, x->pace_ms);
     else if (x->step.action == SIM_ACT_CUT)
         start_stream(x, after_events(x, (uint32_t)(count / 2)), TAIL_ABORT, x->pace_ms);
     else if (x->step.action == SIM_ACT_TRICKLE)
@@ -411,10 +424,46 @@ static void respond(struct xchg *x)
         start_stream(x, count, TAIL_END, x->pace_ms);
 }
 
+/* A trailing assistant message is the start of the answer (a prefill): the answer goes on
+ * after it. When the answer the call would get begins with that text, only the rest is
+ * said; otherwise the whole answer (a model is free to go its own way). Tool calls and
+ * embeddings are left alone. Out of memory: the whole answer. */
+static void continue_prefill(struct sim_call *call)
+{
+    struct bsc_buf full;
+    struct bsc_str p;
+
+    if (!call->prefill || call->ep != SIM_EP_CHAT || call->tool_name)
+        return;
+    p = bsc_str_cstr(call->prefill);
+    bsc_buf_init(&full, SIM_OUT_MAX);
+    if (sim_content_answer(call->content, call->n_tokens, &full) == BSC_OK && full.len >= p.len &&
+        memcmp(full.p, p.p, p.len) == 0 &&
+        (call->prefill_rest = bsc_str_dup(bsc_str_make(full.p + p.len, full.len - p.len)))) {
+        call->content = bsc_str_cstr(call->prefill_rest);
+        call->n_tokens = sim_content_pieces(call->content);
+        call->finish_length = false;
+    }
+    bsc_buf_cleanup(&full);
+}
+
+/* Answers <status> with the dialect's error body of <type>, <code>, <message>. */
+static void send_error_text(struct xchg *x, int status, const char *type, const char *code,
+                            const char *message)
+{
+    bsc_buf_reset(&x->out);
+    if (x->d->error_body(status, type, code, message, &x->out)) {
+        finish(x, FIN_RESET);
+        return;
+    }
+    send_whole(x, status, "application/json", bsc_buf_str(&x->out));
+}
+
 void sim_xchg_start(struct sim_app *app, struct srv_req *req, const struct sim_dialect *d,
                     struct sim_call *call, struct sim_plan *plan)
 {
     struct xchg *x = calloc(1, sizeof(*x));
+    bool refuse;
 
     if (!x) {
         sim_models_end(&app->models, bsc_str_cstr(call->model), plan->gen, false);
@@ -430,17 +479,26 @@ void sim_xchg_start(struct sim_app *app, struct srv_req *req, const struct sim_d
     x->step = plan->step;
     x->gen = plan->gen;
     x->pace_ms = token_pace(x, plan->token_delay_ms);
+    x->stall_at = SIZE_MAX;
     memset(call, 0, sizeof(*call));
     memset(&plan->step, 0, sizeof(plan->step));
     x->call.finish_reason = x->step.finish_reason; /* both owned by <x> */
     sim_step_apply(&x->step, &x->call); /* scripted content / tool arguments, same owner */
     sim_call_json_content(&x->call);    /* else the generated JSON, when the request asked */
+    refuse = x->call.prefill && plan->prefill_refuse && x->call.ep == SIM_EP_CHAT;
+    if (!refuse)
+        continue_prefill(&x->call);
     bsc_buf_init(&x->body, SIM_OUT_MAX);
     bsc_buf_init(&x->out, SIM_OUT_MAX);
     uv_timer_init(app->loop, &x->timer);
     x->timer.data = x;
     app->live++;
     srv_req_on_abort(req, on_abort, x);
+    if (refuse) { /* "prefill": "refuse": the trailing assistant message is not taken */
+        send_error_text(x, 400, "invalid_request_error", "prefill_not_supported",
+                        "this model does not take a trailing assistant message");
+        return;
+    }
     if (x->step.action == SIM_ACT_HANG)
         return;
     if (x->step.delay_ms)

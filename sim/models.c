@@ -176,6 +176,7 @@ enum bsc_err sim_models_begin(struct sim_models *m, struct bsc_str name, struct 
         step = sim_script_next(&src->spec, &src->cur);
         plan->tokens = src->spec.tokens;
         plan->token_delay_ms = src->spec.token_delay_ms;
+        plan->prefill_refuse = src->spec.prefill_refuse;
     }
     if (step) {
         err = sim_step_copy(&plan->step, step);

@@ -76,6 +76,7 @@ struct sim_plan {
     struct sim_step step;   /* owned copy (sim_plan_cleanup) */
     uint32_t tokens;        /* completion tokens before max_tokens caps them */
     int32_t token_delay_ms; /* -1: the CLI default */
+    bool prefill_refuse;    /* the spec's "prefill": "refuse" */
     uint64_t gen;           /* pass back to sim_models_end */
 };
 

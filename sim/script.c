@@ -352,7 +352,8 @@ static bool step_key_known(const char *key)
                                        "headers",    "body",         "error_type",
                                        "error_code", "message",      "after_events",
                                        "interval_ms", "finish_reason", "content",
-                                       "tool_arguments", "stream", "usage", "usage_start"};
+                                       "tool_arguments", "stream", "usage", "usage_start",
+                                       "stall_ms"};
 
     for (size_t i = 0; i < BSC_ARRAY_LEN(keys); i++)
         if (strcmp(key, keys[i]) == 0)
@@ -368,9 +369,10 @@ static enum bsc_err check_fields(struct json_object *o, const struct sim_step *s
     static const char *const answer_keys[] = {"finish_reason", "content", "tool_arguments",
                                               "stream", "usage", "usage_start"};
     bool uses_after = step->action == SIM_ACT_CUT || step->action == SIM_ACT_ERROR_200 ||
-                      step->action == SIM_ACT_MALFORMED;
+                      step->action == SIM_ACT_MALFORMED || step->action == SIM_ACT_STALL;
     bool answers = step->action == SIM_ACT_OK || step->action == SIM_ACT_DELAY ||
-                   step->action == SIM_ACT_TRICKLE || step->action == SIM_ACT_CUT;
+                   step->action == SIM_ACT_TRICKLE || step->action == SIM_ACT_CUT ||
+                   step->action == SIM_ACT_STALL || step->action == SIM_ACT_NO_DONE;
     const char *bad = NULL;
 
     json_object_object_foreach(o, key, val)
@@ -387,6 +389,8 @@ static enum bsc_err check_fields(struct json_object *o, const struct sim_step *s
         bad = "after_events";
     else if (step->action != SIM_ACT_TRICKLE && json_object_object_get_ex(o, "interval_ms", NULL))
         bad = "interval_ms";
+    else if (step->action != SIM_ACT_STALL && json_object_object_get_ex(o, "stall_ms", NULL))
+        bad = "stall_ms";
     for (size_t i = 0; !bad && !answers && i < BSC_ARRAY_LEN(answer_keys); i++)
         if (json_object_object_get_ex(o, answer_keys[i], NULL))
             bad = answer_keys[i];
@@ -432,6 +436,10 @@ static enum bsc_err parse_step(struct json_object *o, struct sim_step *step, siz
         err = sim_json_get_u32(o, "after_events", 0, SIM_STEP_MAX_TIMES, &step->after_events,
                                &step->has_after_events, pe->buf, pe->len);
     step->interval_ms = SIM_TRICKLE_DEFAULT_MS;
+    step->stall_ms = SIM_DELAY_MAX_MS;
+    if (!err)
+        err = sim_json_get_u32(o, "stall_ms", 0, SIM_DELAY_MAX_MS, &step->stall_ms, NULL,
+                               pe->buf, pe->len);
     if (!err)
         err = sim_json_get_u32(o, "interval_ms", 0, SIM_DELAY_MAX_MS, &step->interval_ms, NULL,
                                pe->buf, pe->len);
@@ -515,7 +523,8 @@ static enum bsc_err parse_steps(struct json_object *arr, struct sim_spec *spec, 
 static enum bsc_err parse_spec_obj(struct json_object *o, struct sim_spec *spec, struct perr *pe)
 {
     static const char *const keys[] = {"tokens", "token_delay_ms", "script", "repeat",
-                                       "content", "tool_arguments", "max_concurrent"};
+                                       "content", "tool_arguments", "max_concurrent",
+                                       "prefill"};
     struct json_object *v;
     uint32_t delay = 0;
     bool present = false;
@@ -552,6 +561,15 @@ static enum bsc_err parse_spec_obj(struct json_object *o, struct sim_spec *spec,
             return BSC_EINVAL;
         }
         spec->repeat = json_object_get_boolean(v);
+    }
+    if (!err && json_object_object_get_ex(o, "prefill", &v)) {
+        const char *pv = json_object_is_type(v, json_type_string) ? json_object_get_string(v)
+                                                                    : "";
+        if (strcmp(pv, "refuse") && strcmp(pv, "honour")) {
+            snprintf(pe->buf, pe->len, "\"prefill\" must be \"honour\" or \"refuse\"");
+            return BSC_EINVAL;
+        }
+        spec->prefill_refuse = strcmp(pv, "refuse") == 0;
     }
     if (!err)
         err = parse_text(o, "content", SIM_SPEC_MAX_BYTES, &spec->content, "", pe);

@@ -34,7 +34,9 @@ struct sim_call; /* dialect.h */
     X(CUT, "cut", "200, then the stream stops after after_events events (body: halfway)") \
     X(ERROR_200, "error_200", "HTTP 200 carrying an error object (in-band for streams)")   \
     X(MALFORMED, "malformed", "200 with invalid JSON, or a malformed SSE data line")       \
-    X(TRICKLE, "trickle", "a normal answer paced at interval_ms per chunk")
+    X(TRICKLE, "trickle", "a normal answer paced at interval_ms per chunk")                \
+    X(STALL, "stall", "after_events events, stall_ms of silence, then the rest")          \
+    X(NO_DONE, "no_done", "the whole stream, then a clean end without the terminator")
 
 enum sim_action {
 #define X(NAME, name, doc) SIM_ACT_##NAME,
@@ -72,6 +74,7 @@ struct sim_step {
     uint32_t after_events; /* cut/error_200/malformed: events before the fault */
     bool has_after_events; /* false: the action's own default applies */
     uint32_t interval_ms;  /* trickle: ms between chunks */
+    uint32_t stall_ms;     /* stall: the silence after <after_events> events */
     bool has_stream;       /* "stream" was given (ok/delay/trickle/cut): answer in that */
     bool stream;           /* shape whatever the request asked (a wrong-shape answer) */
 };
@@ -86,6 +89,8 @@ struct sim_spec {
     size_t n_steps;
     char *content;          /* owned or NULL: "content" for steps that do not say */
     char *tool_arguments;   /* owned or NULL: "tool_arguments" for steps that do not say */
+    bool prefill_refuse;    /* "prefill": "refuse": a request ending with an assistant
+                             * message gets a 400 instead of its step */
 };
 
 /* Where a model is in its script: the step and how many of its <times> were used. */

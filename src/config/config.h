@@ -60,7 +60,7 @@ enum cfg_balance {
 };
 
 enum cfg_side_effects { CFG_SE_NONE = 0, CFG_SE_READ_ONLY, CFG_SE_WRITE_POSSIBLE, CFG_SE_COUNT };
-enum cfg_stream_failure { CFG_SF_FAIL = 0, CFG_SF_BUFFER, CFG_SF_COUNT };
+enum cfg_stream_failure { CFG_SF_FAIL = 0, CFG_SF_BUFFER, CFG_SF_CONTINUE, CFG_SF_COUNT };
 /* Which client carries http:// upstream requests (https:// is always libcurl). */
 enum cfg_http_client { CFG_HTTP_CLIENT_CURL = 0, CFG_HTTP_CLIENT_BUILTIN, CFG_HTTP_CLIENT_COUNT };
 enum cfg_store_kind { CFG_STORE_MEMORY = 0, CFG_STORE_SQLITE, CFG_STORE_REDIS, CFG_STORE_COUNT };
@@ -76,7 +76,8 @@ enum cfg_cap {
     CFG_CAP_PARALLEL_TOOL_CALLS = 1u << 4,
     CFG_CAP_JSON_SCHEMA = 1u << 5,
     CFG_CAP_JSON_OBJECT = 1u << 6,
-    CFG_CAP_EMBEDDINGS = 1u << 7
+    CFG_CAP_EMBEDDINGS = 1u << 7,
+    CFG_CAP_PREFILL = 1u << 8 /* takes a trailing assistant message as the answer's start */
 };
 
 /* Breaker dimensions for `breaker.key`. */
@@ -198,6 +199,8 @@ struct cfg_envelope {
     bool allow_cross_model_fallback;   /* false */
     enum cfg_side_effects side_effects;
     enum cfg_stream_failure on_stream_failure;
+    uint32_t first_token_timeout_ms;   /* 0: off */
+    uint32_t stream_idle_timeout_ms;   /* 0: deadline_ms */
 };
 
 struct cfg_tier {

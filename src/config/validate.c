@@ -65,7 +65,7 @@ static const char *const balance_names[] = {"priority", "weighted", "least_laten
 _Static_assert(BSC_ARRAY_LEN(balance_names) == CFG_BALANCE_COUNT, "balance_names");
 static const char *const side_names[] = {"none", "read_only", "write_possible"};
 _Static_assert(BSC_ARRAY_LEN(side_names) == CFG_SE_COUNT, "side_names");
-static const char *const sf_names[] = {"fail", "buffer"};
+static const char *const sf_names[] = {"fail", "buffer", "continue"};
 _Static_assert(BSC_ARRAY_LEN(sf_names) == CFG_SF_COUNT, "sf_names");
 static const char *const overflow_names[] = {"fail", "trim"};
 _Static_assert(BSC_ARRAY_LEN(overflow_names) == CFG_OVERFLOW_COUNT, "overflow_names");
@@ -80,9 +80,9 @@ _Static_assert(BSC_ARRAY_LEN(unavail_names) == CFG_STORE_UNAVAIL_COUNT, "unavail
 /* Bit i is names[i]: the order of enum cfg_cap and enum cfg_breaker_dim. */
 const char *const cfg__cap_names[] = {"text",  "vision",      "streaming",   "tools",
                                       "parallel_tool_calls", "json_schema", "json_object",
-                                      "embeddings"};
+                                      "embeddings", "prefill"};
 const size_t cfg__n_cap_names = BSC_ARRAY_LEN(cfg__cap_names);
-_Static_assert(1u << (BSC_ARRAY_LEN(cfg__cap_names) - 1) == CFG_CAP_EMBEDDINGS, "cap names");
+_Static_assert(1u << (BSC_ARRAY_LEN(cfg__cap_names) - 1) == CFG_CAP_PREFILL, "cap names");
 static const char *const dim_names[] = {"provider", "model", "region", "deployment", "key"};
 _Static_assert(1u << (BSC_ARRAY_LEN(dim_names) - 1) == CFG_BRK_KEY, "dim names");
 static const char *const level_names[] = {"err", "warn", "info", "debug"};
@@ -743,6 +743,8 @@ static const struct cfg__field envelope_fields[] = {
     {FBOOL(struct cfg_envelope, "allow_cross_model_fallback", allow_cross_model_fallback)},
     {FENUM(struct cfg_envelope, "side_effects", side_effects, side_names)},
     {FENUM(struct cfg_envelope, "on_stream_failure", on_stream_failure, sf_names)},
+    {FU32(struct cfg_envelope, "first_token_timeout_ms", first_token_timeout_ms, 0, DAY_MS)},
+    {FU32(struct cfg_envelope, "stream_idle_timeout_ms", stream_idle_timeout_ms, 0, DAY_MS)},
 };
 
 static const struct cfg__field context_fields[] = {

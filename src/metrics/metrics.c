@@ -391,6 +391,14 @@ void metrics_inc3(struct metrics *m, unsigned shard, enum metric_id id, const ch
     update(m, shard, id, l, OP_INC, v);
 }
 
+void metrics_inc4(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                  const char *l2, const char *l3, const char *l4, double v)
+{
+    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3, l4};
+
+    update(m, shard, id, l, OP_INC, v);
+}
+
 void metrics_gauge_set(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                        const char *l2, double v)
 {

@@ -16,7 +16,7 @@
 #include "core/err.h"
 
 /* A family has 0 to METRICS_MAX_LABELS label names. */
-#define METRICS_MAX_LABELS 3
+#define METRICS_MAX_LABELS 4
 /* Distinct series one shard may hold. Past it, an update that would create a series is
  * dropped and counted in bascule_metrics_dropped_total; existing series keep updating. */
 #define METRICS_MAX_SERIES 10000u
@@ -42,10 +42,11 @@ enum metric_buckets {
 };
 
 /* Label-name lists for the table below: the count and the names come from one place. */
-#define METRICS_L0()        0, { NULL, NULL, NULL }
-#define METRICS_L1(a)       1, { a, NULL, NULL }
-#define METRICS_L2(a, b)    2, { a, b, NULL }
-#define METRICS_L3(a, b, c) 3, { a, b, c }
+#define METRICS_L0()           0, { NULL, NULL, NULL, NULL }
+#define METRICS_L1(a)          1, { a, NULL, NULL, NULL }
+#define METRICS_L2(a, b)       2, { a, b, NULL, NULL }
+#define METRICS_L3(a, b, c)    3, { a, b, c, NULL }
+#define METRICS_L4(a, b, c, d) 4, { a, b, c, d }
 
 /* Every metric family, in exposition order. One entry each:
  *   X(ID, TYPE, BUCKETS, "name", METRICS_Ln(label names...), "help")
@@ -132,7 +133,11 @@ enum metric_buckets {
       "Adaptive requests-per-minute limit per target (0: not limited).")  \
     X(LIMIT_DECISIONS, COUNTER, NONE, "bascule_limit_decisions_total",                         \
       METRICS_L2("limit", "outcome"),                                                          \
-      "Local limit decisions by limit (client_rpm, target_concurrency, ...) and outcome.")
+      "Local limit decisions by limit (client_rpm, target_concurrency, ...) and outcome.")     \
+    X(STREAM_CONTINUATIONS, COUNTER, NONE, "bascule_stream_continuations_total",               \
+      METRICS_L4("route", "target", "how", "result"),                                          \
+      "Broken streams continued (on_stream_failure: continue) by route, the target that went " \
+      "on, how (prefill, replay) and result (ok, diverged, refused, failed).")
 
 enum metric_id {
 #define X(ID, TYPE, BUCKETS, NAME, LABELS, HELP) METRIC_##ID,
@@ -192,6 +197,9 @@ void metrics_inc(struct metrics *m, unsigned shard, enum metric_id id, const cha
 /* metrics_inc() for a family with three labels (bascule_outcomes_total). */
 void metrics_inc3(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                   const char *l2, const char *l3, double v);
+/* metrics_inc() for a family with four labels (bascule_stream_continuations_total). */
+void metrics_inc4(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                  const char *l2, const char *l3, const char *l4, double v);
 /* Sets this shard's contribution to gauge <id>. The exported value is the sum over shards,
  * so a process-wide quantity (bascule_breaker_state) must always be set on the same shard,
  * normally metrics_shared_shard(). */

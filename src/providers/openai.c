@@ -20,6 +20,7 @@ struct oa_stream {
     bool done;
     bool sent;          /* a frame was relayed: a failure now is partial output */
     bool completion;    /* a chunk with a non-empty `choices` was seen */
+    bool finished;      /* the last chunk with choices carried a finish_reason */
     struct prov_usage usage;
     char answer_id[PROV_ANSWER_ID_MAX + 1]; /* a Responses stream's "resp_...", or "" */
 };
@@ -422,6 +423,12 @@ static bool is_usage_chunk(struct bsc_str data, struct oa_stream *s)
     return true;
 }
 
+/* A chunk whose choices are empty (the usage chunk): it says nothing of the last choice. */
+static bool is_usage_only(struct bsc_str data)
+{
+    return bsc_str_find(data, BSC_STR("\"choices\":[]")) != NULL;
+}
+
 /* Appends the chunk <data> as one "data:" frame, or nothing (an error) when it does not fit. */
 static enum prov_stream_status relay_chunk(struct oa_stream *s, struct bsc_str data,
                                            struct bsc_buf *out, struct fail_info *fail)
@@ -499,6 +506,9 @@ static enum prov_stream_status oa_stream_event(void *st, struct bsc_str event, s
             return PROV_STREAM_MORE;
         s->completion = true;
     }
+    if (!is_usage_only(data))
+        s->finished = bsc_str_find(data, BSC_STR("\"finish_reason\":\"")) ||
+                      bsc_str_find(data, BSC_STR("\"finish_reason\": \""));
     return relay_chunk(s, data, out, fail);
 }
 
@@ -506,9 +516,15 @@ static enum prov_stream_status oa_stream_end(void *st, struct bsc_buf *out, stru
 {
     struct oa_stream *s = st;
 
-    (void)out;
     if (s->done)
         return PROV_STREAM_DONE;
+    /* Complete by its own signals: the last choice finished, and the body ended (the
+     * router calls this only at a clean end). The client still gets its [DONE]. */
+    if (!s->responses && s->finished) {
+        s->done = true;
+        return bsc_buf_append_cstr(out, "data: [DONE]\n\n") ? PROV_STREAM_ERROR
+                                                               : PROV_STREAM_DONE;
+    }
     fail_info_init(fail);
     fail->kind = FAIL_PARTIAL_OUTPUT;
     fail_copy_text(fail->message, sizeof(fail->message),

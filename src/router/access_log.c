@@ -106,6 +106,18 @@ static void put_states(struct bsc_buf *b, const struct req_times *t)
     bsc_buf_append_char(b, '}');
 }
 
+/* ,"continued":{"target":...,"how":...,"bytes":N} */
+static void put_continued(struct bsc_buf *b, const char *target, const char *how,
+                          uint64_t bytes)
+{
+    PUT_KEY(b, "continued");
+    bsc_buf_append_char(b, '{');
+    put_str(b, "\"target\":", sizeof("\"target\":") - 1, target);
+    PUT_STR(b, "how", how);
+    PUT_U64(b, "bytes", bytes);
+    bsc_buf_append_char(b, '}');
+}
+
 void access_log_write(const struct access_entry *e)
 {
     struct bsc_buf *b = LINE_BEGIN("access", e->request_id);
@@ -132,6 +144,8 @@ void access_log_write(const struct access_entry *e)
         PUT_STR(b, "limited_by", e->limited_by);
     if (e->queued_ms > 0 || (e->queued_ms == 0 && e->limited_by))
         PUT_I64(b, "queued_ms", e->queued_ms);
+    if (e->continued_target)
+        put_continued(b, e->continued_target, e->continued_how, e->continued_bytes);
     if (e->input_tokens >= 0 || e->output_tokens >= 0) {
         PUT_I64(b, "input_tokens", e->input_tokens);
         PUT_I64(b, "output_tokens", e->output_tokens);
@@ -174,6 +188,8 @@ void attempt_log_write(const struct attempt_line *l)
     PUT_STR(b, "delay_why", l->delay_why);
     if (a->ranking[0])
         PUT_STR(b, "ranking", a->ranking);
+    if (a->continued_how)
+        put_continued(b, a->target ? a->target->id : NULL, a->continued_how, a->continued_bytes);
     if (l->limited_by)
         PUT_STR(b, "limited_by", l->limited_by);
     if (l->queued_ms >= 0)

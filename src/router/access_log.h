@@ -37,6 +37,10 @@ struct access_entry {
                          * was refused ("disable target t1", "origin not allowed") */
     const char *limited_by; /* may be NULL: the local limit that said no (router/limit.c) */
     int64_t queued_ms;      /* time queued for a target's room; < 0 (or 0 unset): not queued */
+    /* on_stream_failure: continue -- where the stream went on last (NULL: never), how
+     * ("prefill" | "replay") and the client bytes already sent at that seam */
+    const char *continued_target, *continued_how;
+    uint64_t continued_bytes;
 };
 
 /* Formats <e> as one JSON line and writes it to stdout. A request the router does not take

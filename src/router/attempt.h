@@ -43,6 +43,9 @@ struct attempt {
     uint64_t start_us, end_us;
     const char *circuit; /* static: the target's circuit after the attempt; NULL before */
     char ranking[160]; /* balance: score: the order and scores that chose it, or "" */
+    const char *continued_how; /* static: "prefill" | "replay" when it continues a broken
+                                  stream (on_stream_failure: continue), else NULL */
+    uint64_t continued_bytes;  /* ... the client bytes already sent at its seam */
 };
 
 void attempt_begin(struct attempt *a, const struct cfg_target *t, enum attempt_workflow wf,

@@ -45,7 +45,9 @@ static bool usable_but_circuit(const struct decide_in *in, const struct decide_c
         return false;
     if (c->keys_available == 0 || c->limited_by)
         return false;
-    if (min_window && (!t->context_window || t->context_window <= min_window))
+    /* After a context overflow: a window declared no larger is skipped; one not declared
+     * may be larger, and is tried. */
+    if (min_window && t->context_window && t->context_window <= min_window)
         return false;
     /* A fallback in canary (canary_percent < 100) takes only that share of the failures
      * that reach it; the others go on to the next candidate. */
@@ -400,7 +402,7 @@ static enum decision try_other_targets(const struct decide_in *in, const struct 
     }
     if (pol->cross_model_fallback && in->env->allow_fallback) {
         if (pol->fallback_needs_larger_window)
-            min_window = failed->context_window ? failed->context_window : UINT64_MAX - 1;
+            min_window = failed->context_window ? failed->context_window : 1;
         d = choose(in, TIER_FALLBACK, min_window, out);
         if (d != DECIDE_STOP) {
             out->why = fail_kind_name(in->fail->kind);
@@ -425,8 +427,7 @@ static enum decision try_panic_next(const struct decide_in *in, const struct fai
     if (pol->cross_model_fallback && in->env->allow_fallback) {
         tiers |= 1u << TIER_FALLBACK;
         if (pol->fallback_needs_larger_window)
-            min_window = in->failed.t->context_window ? in->failed.t->context_window
-                                                      : UINT64_MAX - 1;
+            min_window = in->failed.t->context_window ? in->failed.t->context_window : 1;
     }
     /* With a larger window needed, only the fallback tier can help. */
     if (pol->fallback_needs_larger_window)

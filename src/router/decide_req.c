@@ -88,7 +88,7 @@ void decide_caps_names(uint32_t caps, char *buf, size_t len)
 {
     static const char *const names[] = {"text",  "vision",      "streaming", "tools",
                                         "parallel_tool_calls", "json_schema", "json_object",
-                                        "embeddings"};
+                                        "embeddings", "prefill"};
     size_t used = 0;
 
     buf[0] = '\0';
@@ -448,7 +448,14 @@ static void apply_stop(struct request *r, const struct decide_in *in, const stru
         guard_record_uncertain(r, "side_effect_uncertain");
         break;
     case DECIDE_STOP_TYPED:
-        req__set_typed_failure(r, out->reason, out->outlook, out->wait_ms, "%s", out->msg);
+        /* Nothing left after a stream whose first token was late: say so (retryable). */
+        if (strcmp(r->x.fail.code, "first_token_timeout") == 0 &&
+            (strcmp(out->reason, "no_eligible_fallback") == 0 ||
+             strcmp(out->reason, "attempts_exhausted") == 0))
+            req__set_typed_failure(r, "first_token_timeout", REPLY_OUTLOOK_KIND, out->wait_ms,
+                                   "%s", out->msg);
+        else
+            req__set_typed_failure(r, out->reason, out->outlook, out->wait_ms, "%s", out->msg);
         if (out->status)
             r->err.status = out->status;
         break;

@@ -269,6 +269,11 @@ enum bsc_err deliver_convert(struct request *r)
         return BSC_OK;
     if (r->target->price.input_per_mtok > 0 || r->target->price.output_per_mtok > 0)
         r->d.text_frames += deliver_text_frames(bsc_buf_str(&r->x.conv)); /* for its cost */
+    err = resume_filter(r); /* on_stream_failure: continue; after the count: held is billed */
+    if (err)
+        return err;
+    if (r->x.conv.len == 0)
+        return BSC_OK;
     contract_feed_checks(r, bsc_buf_str(&r->x.conv)); /* what the client gets, checked */
     if (r->d.ops) {
         err = convert_down(r);

@@ -76,6 +76,8 @@ static void from_route(const struct cfg_envelope *route, uint64_t now_ms, struct
         .allow_fallback = route->allow_cross_model_fallback,
         .side_effects = route->side_effects,
         .on_stream_failure = route->on_stream_failure,
+        .first_token_timeout_ms = route->first_token_timeout_ms,
+        .stream_idle_ms = route->stream_idle_timeout_ms,
     };
 }
 
@@ -142,6 +144,8 @@ enum bsc_err envelope_build(const struct cfg_envelope *route, const struct envel
     e.max_same_target_attempts = (uint32_t)min_u64(e.max_same_target_attempts, e.max_attempts);
     if (e.max_same_target_attempts == 0)
         e.max_same_target_attempts = 1;
+    if (!e.stream_idle_ms) /* the default: the deadline as the request tightened it */
+        e.stream_idle_ms = e.deadline_ms;
     e.deadline_ms = e.deadline_ms > UINT64_MAX - now_ms ? UINT64_MAX : now_ms + e.deadline_ms;
     *out = e;
     return BSC_OK;

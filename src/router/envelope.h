@@ -25,6 +25,8 @@ struct envelope {
     bool allow_equivalent, allow_fallback;
     enum cfg_side_effects side_effects;
     enum cfg_stream_failure on_stream_failure;
+    uint32_t first_token_timeout_ms; /* 0: off */
+    uint64_t stream_idle_ms;         /* the longest gap between events once committed */
 };
 
 /* The raw request header values that may tighten a route's envelope; each slice is

@@ -22,6 +22,20 @@
 
 static struct prov_call make_call(const struct request *r)
 {
+    struct json_object *prefill = resume_request(r);
+
+    if (prefill) /* a continuation by prefill: the request with the text already sent */
+        return (struct prov_call){
+            .op = r->input.op,
+            .provider = r->target->provider,
+            .target = r->target,
+            .key = r->key_idx >= 0 ? r->target->provider->keys[r->key_idx] : NULL,
+            .req = prefill,
+            .stream = r->input.stream,
+            .include_usage = r->input.include_usage,
+            .request_id = r->id,
+            .created = r->created,
+        };
     return (struct prov_call){
         .op = r->input.op,
         .provider = r->target->provider,
@@ -32,7 +46,9 @@ static struct prov_call make_call(const struct request *r)
                : r->trim.body.len ? bsc_buf_str(&r->trim.body) : BSC_STR_NULL,
         .model_span = r->trim.dropped > 0 ? r->trim.model_span : r->input.model_span,
         /* a trimmed request goes through the translation, never as the client's bytes */
-        .native = r->input.native.body.p && r->trim.dropped <= 0 ? &r->input.native : NULL,
+        .native = r->input.native.body.p && r->trim.dropped <= 0 && !r->resume.active
+                      ? &r->input.native
+                      : NULL,
         .stream = r->input.stream,
         .include_usage = r->input.include_usage,
         .request_id = r->id,
@@ -188,6 +204,20 @@ static void first_frame(struct request *r)
     req__run(r);
 }
 
+/* Whether the frames in <conv> carry generated text: a chat delta's content or tool
+ * arguments, or a typed event's non-empty "delta" (the Responses API's text deltas). */
+static bool has_content(struct bsc_str conv)
+{
+    const char *d;
+
+    if (!conv.len)
+        return false;
+    if (deliver_text_frames(conv))
+        return true;
+    d = bsc_str_find(conv, BSC_STR("\"delta\":\""));
+    return d && d + 9 < conv.p + conv.len && d[9] != '"';
+}
+
 static bool on_stream_data(struct request *r, const char *p, size_t len)
 {
     if (r->x.saw_done || r->x.stream_failed)
@@ -203,6 +233,8 @@ static bool on_stream_data(struct request *r, const char *p, size_t len)
     }
     if (r->buffering)
         contract_feed_frames(r, bsc_buf_str(&r->x.conv));
+    if (!r->x.content_seen && has_content(bsc_buf_str(&r->x.conv)))
+        r->x.content_seen = true;
     if (deliver_convert(r) != BSC_OK) {
         fail_local(&r->x.stream_fail, r->d.committed ? FAIL_PARTIAL_OUTPUT : FAIL_SERVER_ERROR,
                    "the stream could not be translated");
@@ -213,7 +245,9 @@ static bool on_stream_data(struct request *r, const char *p, size_t len)
         return false; /* held until the whole stream is in and checked */
     if (r->d.out.len == 0)
         return false;
-    if (!r->d.committed)
+    if (!r->d.committed && r->x.ftt_armed && !r->x.content_seen)
+        return false; /* envelope.first_token_timeout_ms: held until the first content */
+    if (!r->d.committed || r->m.state == REQ_ST_ATTEMPT) /* a continuation's first bytes */
         first_frame(r);
     if (!r->d.committed || r->m.state != REQ_ST_RELAY)
         return false; /* the machine did not take the commit (the client went away) */
@@ -221,9 +255,10 @@ static bool on_stream_data(struct request *r, const char *p, size_t len)
         abort_from_callback(r);
         return false;
     }
-    /* Committed: the envelope's deadline (as tightened by the request) becomes the longest
-     * gap allowed between events, so a healthy long stream is not cut. */
-    deliver_stream_arm(r, r->env.deadline_ms - r->env.start_ms);
+    /* Committed: envelope.stream_idle_timeout_ms (by default the deadline as the request
+     * tightened it) is the longest gap allowed between events, so a healthy long stream is
+     * not cut. */
+    deliver_stream_arm(r, r->env.stream_idle_ms);
     return deliver_flush(r);
 }
 
@@ -248,11 +283,15 @@ static void finish_stream(struct request *r)
     bool pending = false;
     struct fail_info f;
 
+    fail_local(&f, FAIL_PARTIAL_OUTPUT, "the upstream stream was interrupted before its end");
     sse_parser_finish(&r->x.sse, &pending);
     if (r->buffering)
         contract_feed_frames(r, bsc_buf_str(&r->x.conv));
     if (!r->x.saw_done && !r->x.stream_failed) {
-        if (r->x.ops->stream_end(r->x.prov_st, &r->x.conv, &f) == PROV_STREAM_DONE) {
+        /* The adapter judges the end only when the body ended cleanly: a stream complete by
+         * its own signals then needs no terminator; a cut one is never complete. */
+        if (r->x.up_res == UP_OK &&
+            r->x.ops->stream_end(r->x.prov_st, &r->x.conv, &f) == PROV_STREAM_DONE) {
             r->x.saw_done = true;
         } else if (r->d.committed || r->x.conv.len) {
             scrub_fail(r, &f);
@@ -288,6 +327,11 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
         else
             deliver_flush(r);
     }
+    /* A continuation that ended whole: RELAY ends it (nothing may have passed yet when it
+     * was short enough to come in one read). */
+    if (r->resume.active && r->d.committed && r->m.state == REQ_ST_ATTEMPT && r->x.saw_done &&
+        !r->x.stream_failed)
+        r->x.first_frame = true;
     req__run(r);
 }
 
@@ -306,6 +350,8 @@ enum bsc_err xchg_start(struct request *r)
 
     r->x.ops = prov_ops_for(r->target->provider->kind);
     err = trim_req_attempt(r); /* context.overflow: trim, against this target's window */
+    if (!err)
+        err = resume_attempt(r); /* a continuation: by prefill or replay */
     if (err)
         return err;
     if (!r->x.ops->takes_raw && !req__json(r)) /* translation needs the parsed request */
@@ -362,6 +408,9 @@ void xchg_reset(struct request *r)
     r->x.saw_done = false;
     r->x.first_frame = false;
     r->x.timed_out = false;
+    r->x.ftt_armed = false;
+    r->x.first_token_late = false;
+    r->x.content_seen = false;
     r->x.stream_failed = false;
     r->x.up_res = UP_OK;
     fail_info_init(&r->x.fail);
@@ -449,6 +498,14 @@ static void answered_other_shape(struct request *r, const char *what)
  * transport. Returns false when the answer came whole (r->x.fail untouched). */
 static bool classify_cut(struct request *r)
 {
+    if (r->x.timed_out && r->x.first_token_late) {
+        fail_from_transport(FT_TIMEOUT, true, &r->x.fail);
+        snprintf(r->x.fail.code, sizeof(r->x.fail.code), "first_token_timeout");
+        snprintf(r->x.fail.message, sizeof(r->x.fail.message),
+                 "no first token from %s within %u ms (envelope.first_token_timeout_ms)",
+                 r->target->id, r->env.first_token_timeout_ms);
+        return true;
+    }
     if (r->x.timed_out) {
         fail_from_transport(FT_TIMEOUT, true, &r->x.fail);
         snprintf(r->x.fail.message, sizeof(r->x.fail.message), "no answer from %s within %llu ms",

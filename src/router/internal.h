@@ -26,6 +26,7 @@
 #include "router/limit.h"
 #include "router/params.h"
 #include "router/reply.h"
+#include "router/resume.h"
 #include "router/req_state.h"
 #include "router/request.h"
 #include "router/spend.h"
@@ -113,6 +114,7 @@ struct request {
     enum brk_state circuit;          /* the target's circuit after the last report */
     bool attempt_open;               /* inflight counted and outcome not yet reported */
     struct xchg x;                   /* its upstream side (exchange.c) */
+    struct resume resume;            /* on_stream_failure: continue (resume.c) */
     double cost_usd;                 /* what its attempts were charged, summed (spend.md) */
     bool cost_estimated;             /* ... some of it from an estimate, not a usage */
 

@@ -20,8 +20,8 @@
       REQ_TO(ATTEMPT) | REQ_TO(REPLY_ERROR) | REQ_TO(DONE))                                \
     X(ATTEMPT, attempt, "upstream transfer running until its answer or first event",      \
       REQ_TO(ADMIT) | REQ_TO(RELAY) | REQ_TO(REPLY) | REQ_TO(REPLY_ERROR) | REQ_TO(DONE))  \
-    X(RELAY, relay, "committed: streaming to the client; no way back to PICK",            \
-      REQ_TO(DONE))                                                                        \
+    X(RELAY, relay, "committed: streaming to the client; back to ADMIT only to continue", \
+      REQ_TO(ADMIT) | REQ_TO(DONE))                                                        \
     X(REPLY, reply, "a complete upstream answer is written to the client", REQ_TO(DONE))  \
     X(REPLY_ERROR, reply_error, "write the normalized error or the typed failure",        \
       REQ_TO(DONE))                                                                        \

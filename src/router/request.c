@@ -117,6 +117,7 @@ static void on_timer(uv_timer_t *h)
     case REQ_ST_ATTEMPT:
         if (r->x.xfer) { /* else an attempt aborted from a callback continues here */
             r->x.timed_out = true;
+            r->x.first_token_late = r->x.ftt_armed && r->m.state == REQ_ST_ATTEMPT;
             up_cancel(r->x.xfer);
             r->x.xfer = NULL;
         }
@@ -350,6 +351,21 @@ static struct attempt *attempt_slot(struct request *r)
     return &r->attempts[r->n_attempts];
 }
 
+/* The attempt's timer: what the envelope leaves it, or for a stream
+ * envelope.first_token_timeout_ms when that ends first (the wait for the first content
+ * event, a timeout before the commit point). */
+static void arm_attempt_timer(struct request *r, uint64_t now)
+{
+    uint64_t t = envelope_attempt_timeout_ms(&r->env, now, decide_later_tier_exists(r));
+    uint32_t ftt = r->env.first_token_timeout_ms;
+
+    if (r->input.stream && !r->buffering && ftt && !r->d.committed && ftt < t) {
+        t = ftt;
+        r->x.ftt_armed = true;
+    }
+    req__arm_timer(r, t);
+}
+
 /* Starts an attempt on r->target with the workflow and delay decided before. */
 static void begin_attempt(struct request *r)
 {
@@ -395,7 +411,7 @@ static void begin_attempt(struct request *r)
         req__goto(r, REQ_ST_REPLY_ERROR);
         return;
     }
-    req__arm_timer(r, envelope_attempt_timeout_ms(&r->env, now, decide_later_tier_exists(r)));
+    arm_attempt_timer(r, now);
     if (r->n_attempts == 1)
         shadow_start(r); /* after the primary started: a copy never delays it */
 }
@@ -418,6 +434,35 @@ static void st_admit(struct request *r)
     }
 }
 
+/* The message a broken stream ends with. */
+static const char *break_message(const struct request *r)
+{
+    return r->x.timed_out ? "the upstream stream stalled past the deadline"
+           : r->x.stream_failed && r->x.stream_fail.message[0]
+               ? r->x.stream_fail.message
+               : "the upstream stream was interrupted";
+}
+
+/* How a committed stream broke, for its attempt line: a stall, a cut connection (the
+ * transfer failed), or an error or bad event in a body that ended cleanly. */
+static const char *break_why(const struct request *r)
+{
+    if (r->x.timed_out)
+        return "stream_stalled";
+    return r->x.stream_failed && r->x.up_res == UP_OK ? "error_event" : "stream_cut";
+}
+
+/* A continued stream that cannot go on: the client gets the original interruption (never
+ * a continuation's own error), then the connection closes. */
+static void end_interrupted(struct request *r)
+{
+    uv_timer_stop(&r->timer);
+    guard_record_uncertain(r, "partial_output");
+    deliver_stream_error(r, r->resume.why[0] ? r->resume.why : "the upstream stream was interrupted");
+    deliver_break(r, "upstream_interrupted");
+    req__goto(r, REQ_ST_DONE);
+}
+
 static void st_pick(struct request *r)
 {
     const char *why = NULL;
@@ -435,11 +480,18 @@ static void st_pick(struct request *r)
     if (decide_req_next(r, &why) == DECIDE_STOP) {
         if (r->lim.waiting)
             return;
-        log_attempt(r, "stop", why);
+        log_attempt(r, "stop", r->resume.break_why ? r->resume.break_why : why);
+        r->resume.break_why = NULL;
+        if (r->d.committed) { /* a continuation with nowhere to go */
+            end_interrupted(r);
+            return;
+        }
         req__goto(r, REQ_ST_REPLY_ERROR);
         return;
     }
-    log_attempt(r, decide_count_workflow(r, r->next.wf), why);
+    log_attempt(r, decide_count_workflow(r, r->next.wf),
+                r->resume.break_why ? r->resume.break_why : why);
+    r->resume.break_why = NULL;
     if (r->next.delay_ms) {
         req__arm_timer(r, r->next.delay_ms);
         req__goto(r, REQ_ST_BACKOFF);
@@ -530,8 +582,9 @@ static void st_attempt(struct request *r)
 {
     bool transport_ok;
 
-    if (r->x.first_frame && !r->d.committed) {
-        deliver_commit(r); /* the commit point: from here on there is no way back to PICK */
+    if (r->x.first_frame && (!r->d.committed || r->resume.active)) {
+        if (!r->d.committed) /* else a continuation: its first bytes follow the seam */
+            deliver_commit(r); /* the commit point: from here on no way back to PICK */
         req__goto(r, REQ_ST_RELAY);
         return;
     }
@@ -566,7 +619,14 @@ static void st_attempt(struct request *r)
         return;
     }
     account_failed(r);
+    if (r->resume.active)
+        resume_count(r, resume_attempt_failed(r));
     attempt_failed(r);
+    if (r->resume.gave_up) {
+        log_attempt(r, "stop", "replay_diverged");
+        end_interrupted(r);
+        return;
+    }
     r->m.admit_at = 0; /* a replay is admitted afresh */
     req__goto(r, REQ_ST_ADMIT);
 }
@@ -579,11 +639,33 @@ static void relay_cut(struct request *r, struct attempt *a)
     a->status = 200;
     report_attempt(r, BRK_SUCCESS, NULL, false);
     account_usage(r, false);
+    resume_count(r, "failed");
     log_attempt(r, "stop", r->d.limit_cut);
     guard_record_uncertain(r, "partial_output");
     deliver_stream_error(r, r->x.stream_fail.message);
     deliver_break(r, r->d.limit_cut);
     req__goto(r, REQ_ST_DONE);
+}
+
+/* on_stream_failure: continue -- the broken attempt is accounted (billed: its tokens were
+ * generated) and the request is re-admitted to choose where the answer goes on. */
+static void relay_continue(struct request *r, struct attempt *a)
+{
+    const char *why = break_why(r);
+
+    attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, "partial_output");
+    a->status = 200;
+    account_failed(r);
+    resume_add_usage(r);
+    resume_count(r, "failed"); /* when the attempt that broke was itself a continuation */
+    feedback_attempt(r, false);
+    resume_begin(r, break_message(r));
+    report_attempt(r, breaker_outcome(&r->x.fail), "partial_output", false);
+    r->resume.break_why = why; /* its attempt line, written once PICK decided, says so */
+    if (!r->notes.recovery_reason)
+        r->notes.recovery_reason = why;
+    r->m.admit_at = 0;
+    req__goto(r, REQ_ST_ADMIT);
 }
 
 static void st_relay(struct request *r)
@@ -598,6 +680,7 @@ static void st_relay(struct request *r)
         a->status = 200;
         report_attempt(r, BRK_SUCCESS, NULL, false);
         account_delivered(r);
+        resume_count(r, "ok");
         log_attempt(r, "deliver", "ok");
         contract_record_stream(r); /* pass-through: checks recorded, the bytes are gone */
         feedback_attempt(r, true); /* before the end: the client may judge it at once */
@@ -610,7 +693,12 @@ static void st_relay(struct request *r)
         relay_cut(r, a);
         return;
     }
-    /* Broke after the commit point: never replay; one error event, then close. */
+    /* Broke after the commit point: continued when the route says so and it may be;
+     * otherwise never replayed: one error event, then close. */
+    if (resume_possible(r)) {
+        relay_continue(r, a);
+        return;
+    }
     fail_info_init(&r->x.fail);
     r->x.fail.kind = FAIL_PARTIAL_OUTPUT;
     r->x.fail.transport = r->x.stream_failed ? FT_OK : FT_RESET;
@@ -619,15 +707,12 @@ static void st_relay(struct request *r)
     attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, "partial_output");
     a->status = 200;
     account_failed(r); /* cut after tokens were generated: billed */
+    resume_count(r, "failed");
     feedback_attempt(r, false);
     report_attempt(r, breaker_outcome(&r->x.fail), "partial_output", false);
-    log_attempt(r, "stop", r->x.timed_out ? "stream_stalled" : r->x.stream_failed ? "error_event"
-                                                                              : "stream_cut");
+    log_attempt(r, "stop", break_why(r));
     guard_record_uncertain(r, "partial_output");
-    deliver_stream_error(r, r->x.timed_out ? "the upstream stream stalled past the deadline"
-                            : r->x.stream_failed && r->x.stream_fail.message[0]
-                                ? r->x.stream_fail.message
-                                : "the upstream stream was interrupted");
+    deliver_stream_error(r, break_message(r));
     /* The error event, then the connection closes without the chunked terminator: the
      * SDKs raise on the event; a reader of the raw stream sees it end broken. A well-framed
      * end would look complete and invite reuse of a connection that is closing. */
@@ -647,6 +732,10 @@ static void st_reply(struct request *r)
 
 static void st_reply_error(struct request *r)
 {
+    if (r->d.committed) { /* a continuation refused at admission: the stream ends broken */
+        end_interrupted(r);
+        return;
+    }
     uv_timer_stop(&r->timer);
     deliver_error(r);
     r->d.termination = r->d.termination ? r->d.termination : "error";
@@ -721,6 +810,7 @@ static int64_t cache_writes(const struct prov_usage *u)
 /* The request's access-log line; returns its duration. */
 static uint64_t write_access_line(struct request *r)
 {
+    struct prov_usage u = resume_usage(r); /* every attempt of a continued stream */
     char selected_by[160]; /* a route id is at most 128 bytes */
     struct access_entry e = {
         .request_id = r->id,
@@ -738,16 +828,19 @@ static uint64_t write_access_line(struct request *r)
         .attempts = r->attempts,
         .n_attempts = r->n_attempts,
         .termination = r->d.termination,
-        .input_tokens = r->x.usage.input_tokens,
-        .output_tokens = r->x.usage.output_tokens,
-        .cached_tokens = r->x.usage.cached_tokens,
-        .cache_write_tokens = cache_writes(&r->x.usage),
-        .reasoning_tokens = r->x.usage.reasoning_tokens,
+        .input_tokens = u.input_tokens,
+        .output_tokens = u.output_tokens,
+        .cached_tokens = u.cached_tokens,
+        .cache_write_tokens = cache_writes(&u),
+        .reasoning_tokens = u.reasoning_tokens,
         .cost_usd = r->cost_usd,
         .cost_estimated = r->cost_estimated,
         .states = &r->m.times,
         .limited_by = r->lim.limited_by,
         .queued_ms = r->lim.queue_start_ms ? (int64_t)r->lim.queued_ms : -1,
+        .continued_target = r->resume.target,
+        .continued_how = r->resume.how,
+        .continued_bytes = r->resume.seam_bytes,
     };
 
     if (r->select_route)
@@ -762,7 +855,8 @@ static void count_request(struct request *r, uint64_t duration_us)
 {
     unsigned shard = r->w->idx;
     struct cost_tokens tokens[COST_TOKEN_TYPES];
-    size_t n = cost_token_counts(&r->x.usage, tokens);
+    struct prov_usage u = resume_usage(r);
+    size_t n = cost_token_counts(&u, tokens);
 
     for (size_t i = 0; i < n; i++)
         metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, tokens[i].type, tokens[i].n);
@@ -792,6 +886,7 @@ static void st_done(struct request *r)
     }
     shadow_primary_done(r); /* before the answer is freed */
     xchg_cleanup(r);
+    resume_cleanup(r);
     deliver_cleanup(r);
     contract_cleanup(r);
     if (!r->d.termination)
@@ -948,6 +1043,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->input.native = in->native;
     deliver_init(&r->d, in->down, in->down_arg);
     r->buffering = r->input.stream && r->env.on_stream_failure == CFG_SF_BUFFER;
+    resume_init(r);
     r->notes.all_rate_limited = true;
     bsc_str_copy(r->id, sizeof(r->id), bsc_str_cstr(srv_req_id(sreq)));
     req_client_scope(sreq, r->client_scope, sizeof(r->client_scope)); /* feedback.c */

@@ -41,6 +41,9 @@ struct xchg {
     bool saw_done;                   /* the upstream stream ended properly */
     bool first_frame;                /* client bytes are ready: st_attempt commits */
     bool timed_out;
+    bool ftt_armed;                  /* the timer is envelope.first_token_timeout_ms's */
+    bool first_token_late;           /* ... and it fired: no content event in time */
+    bool content_seen;               /* a frame with generated text (or tool arguments) */
     bool stream_failed;              /* an in-band error or a bad stream */
     enum up_result up_res;
     struct fail_info fail;           /* the last failure */

@@ -21,9 +21,11 @@ providers:
   gem: { kind: gemini, base_url: "${sim.url}/v1beta", keys: ["gm-e2e"], health: { probe: none } }
 targets:
   gpt@sim: { provider: sim, model: gpt-anth, capabilities: [text, streaming, tools] }
+  cont@sim: { provider: sim, model: gpt-anth-cont }
   flash@gem: { provider: gem, model: gemini-3-flash, capabilities: [text, streaming, tools] }
 routes:
   assistant: { primary: [gpt@sim] }
+  continued: { primary: [cont@sim], envelope: { on_stream_failure: continue } }
   via-gemini: { primary: [flash@gem] }
 `,
   });
@@ -281,4 +283,17 @@ test('an Anthropic client reaches a Gemini-dialect target: plain, streaming and 
   const body = seen[seen.length - 1].body;
   const parts = body.contents.flatMap((c) => c.parts);
   assert.ok(parts.some((p) => p.functionResponse && p.functionResponse.name === 'get_weather'));
+});
+
+test('a stream cut mid-answer and continued reads as one normal message', async () => {
+  await sim.setModel('gpt-anth-cont', { tokens: 60 });
+  const whole = (await client.messages.create({ model: 'continued', max_tokens: 200,
+    messages: [{ role: 'user', content: 'hello' }] })).content[0].text;
+  await sim.setModel('gpt-anth-cont', { tokens: 60, script: [{ action: 'cut', after_events: 41 }] });
+  const final = await client.messages.stream({ model: 'continued', max_tokens: 200,
+    messages: [{ role: 'user', content: 'hello' }] }).finalMessage();
+  assert.equal(final.content.length, 1);
+  assert.equal(final.content[0].text, whole);
+  assert.equal(final.stop_reason, 'end_turn');
+  assert.equal((await sim.stats()).models['gpt-anth-cont'].calls, 3);
 });

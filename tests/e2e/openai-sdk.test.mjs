@@ -16,8 +16,10 @@ providers:
   sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-e2e"], health: { probe: none } }
 targets:
   gpt@sim: { provider: sim, model: gpt-sim, capabilities: [text, streaming, tools] }
+  cont@sim: { provider: sim, model: gpt-cont }
 routes:
   assistant: { primary: [gpt@sim] }
+  continued: { primary: [cont@sim], envelope: { on_stream_failure: continue } }
 `,
   });
   client = new OpenAI({ baseURL: gw.base, apiKey: 'any' });
@@ -84,4 +86,18 @@ test('models.retrieve of a route and of an unknown id', async () => {
   const m = await client.models.retrieve('assistant');
   assert.equal(m.id, 'assistant');
   await assert.rejects(client.models.retrieve('missing'), (e) => e.status === 404);
+});
+
+test('a stream cut mid-answer and continued reads as one normal stream', async () => {
+  await sim.setModel('gpt-cont', { tokens: 60 });
+  const whole = (await client.chat.completions.create({
+    model: 'continued', messages: [{ role: 'user', content: 'hello' }] })).choices[0].message.content;
+  await sim.setModel('gpt-cont', { tokens: 60, script: [{ action: 'cut', after_events: 41 }] });
+  const runner = client.chat.completions.stream({
+    model: 'continued', messages: [{ role: 'user', content: 'hello' }], stream_options: { include_usage: true } });
+  const final = await runner.finalChatCompletion();
+  assert.equal(final.choices[0].message.content, whole);
+  assert.equal(final.choices[0].finish_reason, 'stop');
+  assert.ok(final.usage.total_tokens > 0);
+  assert.equal((await sim.stats()).models['gpt-cont'].calls, 3); // the whole one, the cut, the replay
 });

@@ -881,14 +881,14 @@ static void test_bad_enums(void **state)
                     "'ping'; expected one of: models, completion, none");
     assert_line(&d, "gateway.yaml:6:51: error: 'capabilities' in target 't': unknown value "
                     "'telepathy'; expected one of: text, vision, streaming, tools, "
-                    "parallel_tool_calls, json_schema, json_object, embeddings");
+                    "parallel_tool_calls, json_schema, json_object, embeddings, prefill");
     assert_line(&d, "gateway.yaml:10:14: error: 'balance' in route 'r': unknown value "
                     "'fastest'; expected one of: priority, weighted, least_latency, cheapest, "
                     "score");
     assert_line(&d, "gateway.yaml:11:31: error: 'side_effects' in route 'r' envelope: unknown "
                     "value 'all'; expected one of: none, read_only, write_possible");
     assert_line(&d, "gateway.yaml:11:55: error: 'on_stream_failure' in route 'r' envelope: "
-                    "unknown value 'retry'; expected one of: fail, buffer");
+                    "unknown value 'retry'; expected one of: fail, buffer, continue");
     assert_line(&d, "gateway.yaml:12:28: error: 'key' in breaker: unknown value 'capability'; "
                     "expected one of: provider, model, region, deployment, key");
     assert_int_equal(count(&d, false), 10);

@@ -156,6 +156,41 @@ static void spec_errors(void **state)
     }
 }
 
+/* The stream faults of "streams that finish": stall (slow first token, stall) and no_done,
+ * their fields, and the spec's prefill. */
+static void stream_fault_steps(void **state)
+{
+    struct sim_spec spec;
+    char why[256] = "";
+
+    (void)state;
+    assert_int_equal(parse("{\"prefill\":\"refuse\",\"script\":["
+                           "{\"action\":\"stall\",\"after_events\":1,\"stall_ms\":2000},"
+                           "{\"action\":\"stall\"},"
+                           "{\"action\":\"no_done\",\"content\":\"x\"}]}",
+                           &spec, why, sizeof(why)),
+                     BSC_OK);
+    assert_true(spec.prefill_refuse);
+    assert_int_equal(spec.steps[0].action, SIM_ACT_STALL);
+    assert_int_equal(spec.steps[0].after_events, 1);
+    assert_int_equal(spec.steps[0].stall_ms, 2000);
+    assert_false(spec.steps[1].has_after_events); /* the action's default (1) applies */
+    assert_int_equal(spec.steps[1].stall_ms, SIM_DELAY_MAX_MS);
+    assert_int_equal(spec.steps[2].action, SIM_ACT_NO_DONE);
+    assert_string_equal(spec.steps[2].content, "x");
+    sim_spec_cleanup(&spec);
+    assert_int_equal(parse("{\"prefill\":\"honour\"}", &spec, why, sizeof(why)), BSC_OK);
+    assert_false(spec.prefill_refuse);
+    sim_spec_cleanup(&spec);
+    expect_bad("{\"prefill\":true}", BSC_EINVAL, "prefill");
+    expect_bad("{\"prefill\":\"maybe\"}", BSC_EINVAL, "prefill");
+    expect_bad("{\"script\":[{\"action\":\"cut\",\"stall_ms\":1}]}", BSC_EINVAL, "stall_ms");
+    expect_bad("{\"script\":[{\"action\":\"no_done\",\"after_events\":1}]}", BSC_EINVAL,
+               "after_events");
+    expect_bad("{\"script\":[{\"action\":\"stall\",\"stall_ms\":600001}]}", BSC_EINVAL,
+               "stall_ms");
+}
+
 /* ---- sequencing ---- */
 
 static enum sim_action next_action(const struct sim_spec *spec, struct sim_cursor *cur)
@@ -950,6 +985,7 @@ int main(void)
         cmocka_unit_test(spec_defaults),
         cmocka_unit_test(spec_full),
         cmocka_unit_test(spec_errors),
+        cmocka_unit_test(stream_fault_steps),
         cmocka_unit_test(sequencing_times_and_exhaustion),
         cmocka_unit_test(sequencing_repeat),
         cmocka_unit_test(step_copy_is_deep),
