@@ -113,6 +113,7 @@ void lim_set_init(struct lim_set *s, struct lim_caps caps)
 
 void lim_set_destroy(struct lim_set *s)
 {
+    lim_fair_free(s);
     pthread_mutex_destroy(&s->mu);
 }
 

@@ -83,6 +83,22 @@ struct lim_fleet {
     uint64_t local_until;         /* an ask failed or timed out: local caps until then */
 };
 
+/* A request waiting for a set's room, in the set's fair queue (limits_fair.c). */
+struct lim_ticket {
+    const void *who;    /* the request */
+    const void *client; /* its client's identity (NULL: no clients) */
+    double tag;         /* served in order of tags */
+    uint64_t seq;       /* equal tags: the oldest first */
+    enum lim_kind kind; /* the limit it waits for */
+};
+
+struct lim_fair {
+    struct lim_ticket *t; /* owned */
+    size_t n, cap;
+    double vt;    /* the tag last served */
+    uint64_t seq;
+};
+
 struct lim_set {
     pthread_mutex_t mu;
     atomic_bool active;   /* any cap set: read without the lock (a reload may change it) */
@@ -96,6 +112,7 @@ struct lim_set {
     char subject;         /* 'c' client, 't' target, 'p' provider */
     const char *id;       /* the subject's id (the registry owns it) */
     struct lim_fleet fl;
+    struct lim_fair fair;
 };
 
 /* ---- pure rate arithmetic (GCRA) ---- */
@@ -148,6 +165,21 @@ uint64_t lim_undo(struct lim_set *s, uint64_t tokens, uint64_t now_ms);
  * came before the wait began, and will not wake it). */
 bool lim_wait_on(struct lim_set *s, unsigned worker);
 void lim_queued(struct lim_set *s, int delta);
+
+/* ---- the fair queue of a shared limit (limits_fair.c) ---- */
+
+/* Request <who> of <client> (weight >= 1) waits for <s>'s room (limit <kind>): it takes its
+ * place in the fair queue, once (again: kept). False when out of memory (it then goes
+ * without a place: first come, first served). */
+bool lim_fair_enter(struct lim_set *s, const void *who, const void *client, uint32_t weight,
+                    enum lim_kind kind);
+/* <who> leaves the queue (<served>: it took the room). Returns the waiters to wake (bits as
+ * lim_wait_on set them), cleared, when it was there. */
+uint64_t lim_fair_leave(struct lim_set *s, const void *who, bool served);
+/* LIM_NONE when <who> may take <s>'s room now (no one waits, or it is next); else the limit
+ * the request next in turn waits for. */
+enum lim_kind lim_fair_turn(struct lim_set *s, const void *who);
+void lim_fair_free(struct lim_set *s);
 
 /* A copy of a set's counters. */
 struct lim_snapshot {
