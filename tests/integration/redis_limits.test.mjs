@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Limits shared through Redis (docs/internals/redis.md, "Rate buckets and concurrency
+// Limits shared through Redis (docs/internals/redis.md, "Rates and concurrency
 // leases"): two gateway processes on one private redis-server enforce one client rpm and one
 // target max_concurrency together -- exactly rpm served across both, never more than the
 // slots in flight at the provider -- and the slots of a gateway killed with -9 come back to

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A rate shared through Redis holds the same bound as a local one (docs/internals/redis.md,
-// "Rate buckets and concurrency leases"): two gateway processes on one private redis-server,
+// "Rates and concurrency leases"): two gateway processes on one private redis-server,
 // a client at rpm 120 (burst 10, one more every 60 s / 111). 200 concurrent requests split
 // over both instances are admitted as the burst plus one per interval (plus at most the
 // slices the instances took early: 2 x 120 / 32 = 3 each), never the minute at once; a
