@@ -76,6 +76,7 @@ test('rpm 6 with rpm_burst 3: three at once, then Retry-After says 15 s (60 s / 
   for (let i = 0; i < 5; i++) answers.push(await chat('small', SMALL));
   assert.deepEqual(answers.map((a) => a.res.status), [200, 200, 200, 429, 429]);
   const wait = Number(answers[3].res.headers.get('retry-after'));
-  assert.ok(wait >= 14 && wait <= 15, `Retry-After ${wait}`);
+  // 15 s less the time the three took (a loaded machine may take seconds).
+  assert.ok(wait >= 10 && wait <= 15, `Retry-After ${wait}`);
   assert.equal(await calls('rate-small'), 3);
 });
