@@ -114,7 +114,8 @@ export const BENCH_CLIENT_KEY = 'sk-bench-not-a-real-key';
 
 /**
  * chatBenchYaml with a client key (the cost of authentication alone) and, with <limits>, the
- * local limits switched on but never binding: the client at rpm 1,000,000, the target at
+ * local limits switched on but never binding: the client at rpm 100,000,000 (a burst of 1/12
+ * of it, then 1.5 million a second), the target at
  * rpm/tpm/max_concurrency far above what the bench can send. <store> as in chatBenchYaml.
  */
 export function chatBenchLimitsYaml({ port, upstreamPort, workers, maxConnections = 20000, limits, store }) {
@@ -129,7 +130,7 @@ export function chatBenchLimitsYaml({ port, upstreamPort, workers, maxConnection
       `  bench:`,
       `    key: "${BENCH_CLIENT_KEY}"`,
       `    routes: ["*"]`,
-      ...(limits ? [`    rpm: 1000000`] : []),
+      ...(limits ? [`    rpm: 100000000`] : []),
     ],
   });
 }

@@ -126,6 +126,10 @@ static const struct cfg__field client_fields[] = {
     {LIMIT("rpm", rpm)},
     {LIMIT("tpm", tpm)},
     {LIMIT("max_concurrency", max_concurrency)},
+    {LIMIT("rpm_burst", rpm_burst)},
+    {LIMIT("tpm_burst", tpm_burst)},
+    {.name = "weight", .type = CFG__F_U32, .off = offsetof(struct cfg_client, weight), .lo = 1,
+     .hi = 1000},
     {.name = "budget", .type = CFG__F_MAP, .off = offsetof(struct cfg_client, budget),
      .sub = budget_fields, .n_sub = BSC_ARRAY_LEN(budget_fields)},
     {.name = "feedback", .type = CFG__F_ENUM, .off = offsetof(struct cfg_client, feedback),
@@ -152,6 +156,7 @@ static void decode_client(struct cfg__v *v, const struct cfg__entry *item, struc
     char w[CFG_CLIENT_ID_MAX + 80];
 
     c->budget = (struct cfg_budget){.usd = -1.0, .period = CFG_PERIOD_MONTH};
+    c->weight = 1;
     if (!id_ok(key))
         cfg__diag(v->s, false, key->line, key->column,
                   "invalid client id '%.64s': ids are 1 to %d characters of A-Z a-z 0-9 . _ -",
@@ -164,6 +169,8 @@ static void decode_client(struct cfg__v *v, const struct cfg__entry *item, struc
     snprintf(w, sizeof(w), "client '%.64s'", key->text);
     cfg__decode_map(v, item->value, client_fields, BSC_ARRAY_LEN(client_fields), c, w,
                     key->line, key->column);
+    cfg__burst_check(v, item->value, w,
+                     &(struct cfg__bursts){c->rpm, c->rpm_burst, c->tpm, c->tpm_burst});
 }
 
 /* Two clients with one key could not be told apart: an error at the second. */

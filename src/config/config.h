@@ -140,6 +140,7 @@ struct cfg_provider {
     bool max_concurrency_default; /* not configured: 256, each process's own (not shared) */
     uint32_t rpm;                /* 0 = unlimited */
     uint32_t tpm;                /* 0 = unlimited */
+    uint32_t rpm_burst, tpm_burst; /* 0 = the default, rpm / 12 (health/limits.h lim_burst) */
     struct cfg_health health;
     bool disabled;
     bool has_breaker; /* an override of the top-level breaker */
@@ -176,6 +177,7 @@ struct cfg_target {
     bool disabled;
     uint32_t canary_percent; /* 0..100, default 100 */
     uint32_t rpm, tpm, max_concurrency; /* 0 = unlimited */
+    uint32_t rpm_burst, tpm_burst; /* 0 = the default, rpm / 12 (health/limits.h lim_burst) */
     uint32_t queue_ms;       /* a wait for its capacity; 0 = none */
     bool has_breaker;
     struct cfg_breaker breaker;
@@ -392,6 +394,8 @@ struct cfg_client {
     size_t n_routes;
     bool all_routes;         /* routes: ["*"] */
     uint32_t rpm, tpm, max_concurrency; /* 0 = unlimited (health/limits.h) */
+    uint32_t rpm_burst, tpm_burst; /* 0 = the default, rpm / 12 (health/limits.h lim_burst) */
+    uint32_t weight;         /* its share of a target's or provider's room when waiting; 1 */
     struct lim_set *lim;     /* set by lim_reg_sync, or NULL */
     struct cfg_budget budget;
     enum cfg_feedback_mode feedback; /* own */

@@ -206,6 +206,16 @@ void cfg__describe_at(char *out, size_t size, const char *key, const struct cfg_
  * (resolve.c). */
 const char *cfg__gemini_model_problem(const char *model);
 
+/* ---- bursts (bursts.c) ------------------------------------------------------------------ */
+
+/* A map's rates and their bursts (0: unset), as decoded. */
+struct cfg__bursts {
+    uint32_t rpm, rpm_burst, tpm, tpm_burst;
+};
+/* A burst without its rate, or above it, is an error at the burst's place. */
+void cfg__burst_check(struct cfg__v *v, const struct cfg__node *map, const char *where,
+                      const struct cfg__bursts *b);
+
 /* ---- secrets (secrets.c) --------------------------------------------------------------- */
 
 /* True when the YAML key or header name <name> holds a secret ("keys", "key", "api_key",

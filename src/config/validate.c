@@ -624,6 +624,8 @@ static const struct cfg__field provider_fields[] = {
     {FU32(struct cfg_provider, "max_concurrency", max_concurrency, 1, 1000000)},
     {FU32(struct cfg_provider, "rpm", rpm, 0, UINT32_MAX)},
     {FU32(struct cfg_provider, "tpm", tpm, 0, UINT32_MAX)},
+    {FU32(struct cfg_provider, "rpm_burst", rpm_burst, 0, UINT32_MAX)},
+    {FU32(struct cfg_provider, "tpm_burst", tpm_burst, 0, UINT32_MAX)},
     {FMAP(struct cfg_provider, "health", health, health_fields, NULL)},
     {FBOOL(struct cfg_provider, "disabled", disabled)},
     {FFN("breaker", prov_breaker_fn)},
@@ -672,6 +674,8 @@ static const struct cfg__field target_fields[] = {
     {FBOOL(struct cfg_target, "adaptive", adaptive)},
     {FU32(struct cfg_target, "rpm", rpm, 0, UINT32_MAX)},
     {FU32(struct cfg_target, "tpm", tpm, 0, UINT32_MAX)},
+    {FU32(struct cfg_target, "rpm_burst", rpm_burst, 0, UINT32_MAX)},
+    {FU32(struct cfg_target, "tpm_burst", tpm_burst, 0, UINT32_MAX)},
     {FU32(struct cfg_target, "max_concurrency", max_concurrency, 0, 1000000)},
     {FU32(struct cfg_target, "queue_ms", queue_ms, 0, 600000)},
     {FFN("breaker", target_breaker_fn)},
@@ -868,6 +872,8 @@ static void providers_fn(struct cfg__v *v, const struct cfg__field *f, const str
         snprintf(w, sizeof(w), "provider '%.*s'", CFG__MAX_ID, key->text);
         cfg__decode_map(v, m->items[i].value, provider_fields, BSC_ARRAY_LEN(provider_fields),
                         p, w, key->line, key->column);
+        cfg__burst_check(v, m->items[i].value, w,
+                         &(struct cfg__bursts){p->rpm, p->rpm_burst, p->tpm, p->tpm_burst});
         p->max_concurrency_default = !p->max_concurrency;
         if (!p->max_concurrency)
             p->max_concurrency = 256;
@@ -918,6 +924,8 @@ static void targets_fn(struct cfg__v *v, const struct cfg__field *f, const struc
         snprintf(w, sizeof(w), "target '%.*s'", CFG__MAX_ID, key->text);
         cfg__decode_map(v, m->items[i].value, target_fields, BSC_ARRAY_LEN(target_fields), t, w,
                         key->line, key->column);
+        cfg__burst_check(v, m->items[i].value, w,
+                         &(struct cfg__bursts){t->rpm, t->rpm_burst, t->tpm, t->tpm_burst});
     }
 }
 

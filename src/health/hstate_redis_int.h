@@ -46,7 +46,7 @@ struct hr_event {
     char id[256];      /* circuit key, or provider id */
     struct lim_set *set; /* 'L', 'G': the set; idx is the lim_kind */
     uint64_t need, want; /* 'L': the ask; 'G': want is the slots */
-    uint32_t cap;
+    uint32_t cap, burst; /* 'L': the limit and its burst (lim_burst) */
 };
 
 struct hr_conn {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* hstate_redis_limits.c -- the fleet's rate buckets and concurrency leases in Redis, behind
- * struct lim_share (health/limits.h). A bucket is one hash per subject, refilled by the
- * elapsed time (Redis's own clock, so hosts' clocks never disagree) and taken from by one
- * Lua script: all-or-nothing, exact. A lease is a hash of slots per gateway process and a
+ * struct lim_share (health/limits.h). A rate is one hash per subject holding each rate's
+ * theoretical arrival time (GCRA, as limits.c, on Redis's own clock, so hosts' clocks never
+ * disagree), taken from by one Lua script: all-or-nothing, exact. A lease is a hash of slots per gateway process and a
  * sorted set of those processes' expiries; a process renews its entry every lease_ttl_ms/3
  * while it holds slots, and the take script drops the entries of processes that stopped
  * renewing, so a crashed gateway's slots come back after the TTL. Answers go back to the
@@ -17,25 +17,32 @@
 #include "health/hstate_redis_int.h"
 #include "health/hstate_redis_wire.h"
 
-/* ARGV: capacity per minute, need, want, field prefix. Returns {granted, wait_ms}. */
+/* A shared rate, GCRA as limits.c: ARGV: limit per minute, burst, need, want, field prefix.
+ * The field holds the theoretical arrival time in microseconds of Redis's clock. Grants the
+ * most of <want> that fit now (at least <need>, or none); a need above the burst is granted
+ * alone once the rate is idle. Returns {granted, wait_ms}: the wait until <need> fits. */
 static const char LUA_BUCKET[] =
-    "local cap, need, want = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])\n"
+    "local cap, burst = tonumber(ARGV[1]), tonumber(ARGV[2])\n"
+    "local need, want = tonumber(ARGV[3]), tonumber(ARGV[4])\n"
+    "local step = 60000000 / (cap - burst + 1)\n"
     "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local v = redis.call('HMGET', KEYS[1], ARGV[4] .. 'l', ARGV[4] .. 't')\n"
-    "local level, at = tonumber(v[1]), tonumber(v[2])\n"
-    "if not level then level, at = cap, now end\n"
-    "if now > at then level = level + (now - at) * cap / 60000 end\n"
-    "if level > cap then level = cap end\n"
+    "local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+    "local tat = tonumber(redis.call('HGET', KEYS[1], ARGV[5] .. 'a')) or now\n"
+    "if tat < now then tat = now end\n"
+    "local fit = math.floor((now - tat) / step + burst)\n"
     "local grant, wait = 0, 0\n"
-    "if level >= need then\n"
-    "  grant = math.min(want, math.floor(level))\n"
-    "  level = level - grant\n"
+    "if need <= burst and fit >= need then\n"
+    "  grant = math.min(want, fit)\n"
+    "elseif need > burst and tat <= now then\n"
+    "  grant = need\n"
+    "elseif need <= burst then\n"
+    "  wait = math.ceil((tat + need * step - burst * step - now) / 1000)\n"
     "else\n"
-    "  wait = math.ceil((need - level) * 60000 / cap)\n"
+    "  wait = math.ceil((tat - now) / 1000)\n"
     "end\n"
-    "redis.call('HSET', KEYS[1], ARGV[4] .. 'l', tostring(level), ARGV[4] .. 't', now)\n"
-    "redis.call('PEXPIRE', KEYS[1], 120000)\n"
+    "tat = tat + grant * step\n"
+    "redis.call('HSET', KEYS[1], ARGV[5] .. 'a', string.format('%.0f', math.ceil(tat)))\n"
+    "redis.call('PEXPIRE', KEYS[1], math.ceil((tat - now) / 1000) + 1000)\n"
     "return {grant, wait}\n";
 
 /* Drops the slots of processes whose lease expired. KEYS: slots, expiries. */
@@ -92,7 +99,7 @@ static struct hs_redis *of(struct lim_share *sh)
 /* ---- the workers' side: queue the work for the backend's thread ---------------------- */
 
 static void sh_ask(struct lim_share *sh, struct lim_set *s, enum lim_kind kind, uint64_t need,
-                   uint64_t want, uint32_t cap)
+                   uint64_t want, uint32_t cap, uint32_t burst)
 {
     struct hr_event *ev = calloc(1, sizeof(*ev));
 
@@ -104,6 +111,7 @@ static void sh_ask(struct lim_share *sh, struct lim_set *s, enum lim_kind kind, 
     ev->need = need;
     ev->want = want;
     ev->cap = cap;
+    ev->burst = lim_burst(cap, burst);
     hr__enqueue(of(sh), ev);
 }
 
@@ -196,16 +204,17 @@ static void ask_reply(redisAsyncContext *ac, void *r, void *priv)
 
 static bool send_ask(struct hs_redis *h, const struct hr_event *ev, struct ask_ctx *a)
 {
-    char k1[RKEY_MAX], k2[RKEY_MAX], cap[24], need[24], want[24], ttl[24];
+    char k1[RKEY_MAX], k2[RKEY_MAX], cap[24], burst[24], need[24], want[24], ttl[24];
 
     snprintf(cap, sizeof(cap), "%" PRIu32, ev->cap);
+    snprintf(burst, sizeof(burst), "%" PRIu32, ev->burst);
     snprintf(need, sizeof(need), "%" PRIu64, ev->need);
     snprintf(want, sizeof(want), "%" PRIu64, ev->want);
     snprintf(ttl, sizeof(ttl), "%" PRIu32, h->lease_ttl_ms);
     if (a->kind != LIM_CONC)
         return set_key(h, a->set, "", k1) &&
-               hr__cmd(h, ask_reply, a, 8,
-                       (const char *[]){"EVAL", LUA_BUCKET, "1", k1, cap, need, want,
+               hr__cmd(h, ask_reply, a, 9,
+                       (const char *[]){"EVAL", LUA_BUCKET, "1", k1, cap, burst, need, want,
                                         a->kind == LIM_RPM ? "r" : "t"});
     if (!set_key(h, a->set, ":slots", k1) || !set_key(h, a->set, ":exp", k2) ||
         !hr__cmd(h, ask_reply, a, 9,

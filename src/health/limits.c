@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* limits.c -- token buckets and concurrency counters for client, target and provider limits
- * (limits.h). Each set is locked on its own for a few dozen instructions; a set without
- * caps is never locked. Buckets start full and refill continuously at capacity per minute,
- * so a burst of rpm requests passes at once and the next one waits 60/rpm seconds. */
+/* limits.c -- rates (GCRA: a rate plus a burst) and concurrency counters for client, target
+ * and provider limits (limits.h). Each set is locked on its own for a few dozen instructions;
+ * a set without caps is never locked. A rate admits its burst at once, then one every
+ * interval, 60 s / (cap - burst + 1): so no 60 s window ever holds more than cap, and no
+ * window shorter than an interval more than the burst. */
 #include "health/limits.h"
 #include "health/limits_fleet.h"
 
@@ -13,30 +14,73 @@
 #include "core/alloc.h"
 #include "core/str.h"
 
-#define LIM_MINUTE_MS 60000.0
+#define LIM_MINUTE_NS 60000000000ull
+#define LIM_NS_PER_MS 1000000ull
 
-void lim_bucket_refill(struct lim_bucket *b, uint32_t cap, uint64_t now_ms)
+uint32_t lim_burst(uint32_t cap, uint32_t burst)
 {
-    if (!b->at_ms) {
-        b->level = cap;
-        b->at_ms = now_ms ? now_ms : 1;
-        return;
-    }
-    if (now_ms > b->at_ms) {
-        b->level += (double)(now_ms - b->at_ms) * cap / LIM_MINUTE_MS;
-        b->at_ms = now_ms;
-    }
-    if (b->level > cap)
-        b->level = cap;
+    if (burst)
+        return burst < cap ? burst : cap;
+    return cap / 12 ? cap / 12 : 1;
 }
 
-int64_t lim_bucket_wait_ms(const struct lim_bucket *b, uint32_t cap, uint64_t n)
+uint64_t lim_rate_interval_ns(uint32_t cap, uint32_t burst)
 {
-    double need = (double)(n < cap ? n : cap);
+    uint64_t rate = cap ? (uint64_t)cap - lim_burst(cap, burst) + 1 : 0;
 
-    if (!cap || b->level >= need)
+    if (!rate)
         return 0;
-    return (int64_t)ceil((need - b->level) * LIM_MINUTE_MS / cap);
+    return (LIM_MINUTE_NS + rate - 1) / rate;
+}
+
+/* a x b, saturated (a debt or a burst far beyond any clock). */
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+    return b && a > UINT64_MAX / 4 / b ? UINT64_MAX / 4 : a * b;
+}
+
+int64_t lim_rate_wait_ms(const struct lim_rate *r, uint32_t cap, uint32_t burst, uint64_t n,
+                         uint64_t now_ms)
+{
+    uint64_t now = now_ms * LIM_NS_PER_MS, t = lim_rate_interval_ns(cap, burst);
+    uint64_t b = lim_burst(cap, burst), start = r->tat_ns > now ? r->tat_ns : now, need, room;
+
+    if (!cap || !n)
+        return 0;
+    n = n < cap ? n : cap; /* a request above the minute's limit counts as the whole minute */
+    if (n > b) /* larger than the burst: alone, once the rate is idle */
+        need = start, room = now;
+    else
+        need = start + mul_sat(n, t), room = now + mul_sat(b, t);
+    return need <= room ? 0 : (int64_t)((need - room + LIM_NS_PER_MS - 1) / LIM_NS_PER_MS);
+}
+
+void lim_rate_take(struct lim_rate *r, uint32_t cap, uint32_t burst, uint64_t n,
+                   uint64_t now_ms)
+{
+    uint64_t now = now_ms * LIM_NS_PER_MS;
+
+    if (!cap)
+        return;
+    n = n < cap ? n : cap;
+    r->tat_ns = (r->tat_ns > now ? r->tat_ns : now) + mul_sat(n, lim_rate_interval_ns(cap, burst));
+}
+
+void lim_rate_correct(struct lim_rate *r, uint32_t cap, uint32_t burst, int64_t delta,
+                      uint64_t now_ms)
+{
+    uint64_t now = now_ms * LIM_NS_PER_MS, t = lim_rate_interval_ns(cap, burst), d;
+
+    if (!cap || !delta)
+        return;
+    d = mul_sat(delta > 0 ? (uint64_t)delta : (uint64_t)-delta, t);
+    if (delta > 0) {
+        r->tat_ns = (r->tat_ns > now ? r->tat_ns : now) + d;
+        if (r->tat_ns > now + LIM_MINUTE_NS)
+            r->tat_ns = now + LIM_MINUTE_NS; /* a debt at most a minute deep */
+    } else {
+        r->tat_ns = r->tat_ns > now + d ? r->tat_ns - d : now;
+    }
 }
 
 static uint32_t scaled(uint32_t cap, double factor)
@@ -48,8 +92,14 @@ static uint32_t scaled(uint32_t cap, double factor)
 
 static struct lim_caps effective(const struct lim_set *s)
 {
-    return (struct lim_caps){scaled(s->caps.rpm, s->factor), s->caps.tpm,
-                             scaled(s->caps.conc, s->factor), s->caps.conc_own};
+    struct lim_caps c = s->caps;
+    uint32_t burst = lim_burst(c.rpm, c.rpm_burst);
+
+    c.rpm = scaled(c.rpm, s->factor);
+    c.rpm_burst = s->factor < 1.0 && c.rpm ? lim_burst(c.rpm, scaled(burst, s->factor))
+                                            : c.rpm_burst;
+    c.conc = scaled(c.conc, s->factor);
+    return c;
 }
 
 void lim_set_init(struct lim_set *s, struct lim_caps caps)
@@ -63,6 +113,7 @@ void lim_set_init(struct lim_set *s, struct lim_caps caps)
 
 void lim_set_destroy(struct lim_set *s)
 {
+    lim_fair_free(s);
     pthread_mutex_destroy(&s->mu);
 }
 
@@ -116,16 +167,11 @@ static struct lim_verdict check_local(struct lim_set *s, struct lim_caps c, uint
                         (c.conc ? 1u << LIM_CONC : 0);
     int64_t w;
 
-    if (c.rpm) {
-        lim_bucket_refill(&s->req, c.rpm, now_ms);
-        if ((w = lim_bucket_wait_ms(&s->req, c.rpm, 1)) > 0)
-            v = (struct lim_verdict){LIM_RPM, w};
-    }
-    if (c.tpm && tokens) {
-        lim_bucket_refill(&s->tok, c.tpm, now_ms);
-        if ((w = lim_bucket_wait_ms(&s->tok, c.tpm, tokens)) > 0 && w > v.wait_ms)
-            v = (struct lim_verdict){LIM_TPM, w};
-    }
+    if (c.rpm && (w = lim_rate_wait_ms(&s->req, c.rpm, c.rpm_burst, 1, now_ms)) > 0)
+        v = (struct lim_verdict){LIM_RPM, w};
+    if (c.tpm && tokens && (w = lim_rate_wait_ms(&s->tok, c.tpm, c.tpm_burst, tokens, now_ms)) > 0 &&
+        w > v.wait_ms)
+        v = (struct lim_verdict){LIM_TPM, w};
     if (c.conc && s->inflight >= c.conc && v.kind == LIM_NONE)
         v = (struct lim_verdict){LIM_CONC, -1, 0};
     v.enforced = enforced;
@@ -147,12 +193,11 @@ struct lim_verdict lim_peek(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
     return v;
 }
 
-static void take_local(struct lim_set *s, struct lim_caps c, uint64_t tokens)
+static void take_local(struct lim_set *s, struct lim_caps c, uint64_t tokens, uint64_t now_ms)
 {
-    if (c.rpm)
-        s->req.level -= 1.0;
-    if (c.tpm)
-        s->tok.level -= (double)(tokens < c.tpm ? tokens : c.tpm);
+    lim_rate_take(&s->req, c.rpm, c.rpm_burst, 1, now_ms);
+    if (tokens)
+        lim_rate_take(&s->tok, c.tpm, c.tpm_burst, tokens, now_ms);
 }
 
 struct lim_verdict lim_acquire(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
@@ -171,7 +216,7 @@ struct lim_verdict lim_acquire(struct lim_set *s, uint64_t tokens, uint64_t now_
         if (fleet)
             lim__fleet_take(s, c, tokens);
         else
-            take_local(s, c, tokens);
+            take_local(s, c, tokens, now_ms);
         s->inflight++;
     }
     pthread_mutex_unlock(&s->mu);
@@ -227,16 +272,9 @@ uint64_t lim_release(struct lim_set *s, uint64_t estimated, uint64_t used, uint6
     if (fleet) {
         give = lim__fleet_settle(s, c, estimated, used);
     } else {
-        if (s->caps.tpm && used != estimated) {
-            uint64_t est = estimated < s->caps.tpm ? estimated : s->caps.tpm;
-
-            lim_bucket_refill(&s->tok, s->caps.tpm, now_ms);
-            s->tok.level += (double)est - (double)used;
-            if (s->tok.level < -(double)s->caps.tpm)
-                s->tok.level = -(double)s->caps.tpm;
-            if (s->tok.level > s->caps.tpm)
-                s->tok.level = s->caps.tpm;
-        }
+        if (c.tpm && used != estimated)
+            lim_rate_correct(&s->tok, c.tpm, c.tpm_burst, (int64_t)used - (int64_t)estimated,
+                             now_ms);
         if (s->share)
             give = lim__fleet_spare(s, effective(s));
     }
@@ -264,10 +302,9 @@ uint64_t lim_undo(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
         lim__fleet_untake(s, c, tokens);
         give = lim__fleet_settle(s, c, tokens, tokens);
     } else {
-        if (c.rpm)
-            s->req.level += 1.0;
-        if (c.tpm)
-            s->tok.level += (double)(tokens < c.tpm ? tokens : c.tpm);
+        lim_rate_correct(&s->req, c.rpm, c.rpm_burst, -1, now_ms);
+        if (tokens)
+            lim_rate_correct(&s->tok, c.tpm, c.tpm_burst, -(int64_t)tokens, now_ms);
         if (s->share)
             give = lim__fleet_spare(s, effective(s));
     }

@@ -2,8 +2,9 @@
 /* limits.h -- request and token rates and concurrency caps, mirrored from the providers' own
  * limits and applied per client, per target and per provider. One struct lim_set holds the
  * three counters of one subject behind its own lock; every call takes <now> from the caller,
- * so tests/unit/test_limits.c drives them with an injected clock. Rates are token buckets:
- * capacity rpm (tpm), refilled rpm/60 (tpm/60) per second, starting full. The registry
+ * so tests/unit/test_limits.c drives them with an injected clock. Rates are GCRA (a rate plus
+ * a burst, struct lim_rate): in any 60 s window at most rpm (tpm) are admitted, in any window
+ * shorter than one interval at most the burst. The registry
  * (lim_reg) keeps one set per client, target and provider id across config reloads and
  * points each config object at its set (lim_reg_sync). See docs/internals/limits.md. */
 #ifndef BSC_HEALTH_LIMITS_H
@@ -19,15 +20,18 @@
 /* Which limit said no; the order is the order of the checks. */
 enum lim_kind { LIM_NONE = 0, LIM_RPM, LIM_TPM, LIM_CONC, LIM_KIND_COUNT };
 
-/* A token bucket: <level> tokens at <at_ms>, capacity and refill given by the caller. */
-struct lim_bucket {
-    double level;
-    uint64_t at_ms;
+/* One rate, GCRA: <tat_ns> is the theoretical arrival time (monotonic ns; 0: never used).
+ * With a limit <cap> a minute and a burst <b>, the interval is 60 s / (cap - b + 1) and a
+ * request of n is admitted when max(tat, now) + n x interval <= now + b x interval: at most
+ * b at once, b + k - 1 within k intervals, so at most cap in any 60 s. */
+struct lim_rate {
+    uint64_t tat_ns;
 };
 
 struct lim_caps {
     uint32_t rpm, tpm, conc; /* 0: unlimited */
     bool conc_own;           /* conc is each process's own, never the fleet's (a default) */
+    uint32_t rpm_burst, tpm_burst; /* 0: the default, lim_burst */
 };
 
 /* What an acquire found: LIM_NONE (taken), or the limit in the way and when the set may
@@ -51,7 +55,7 @@ struct lim_share {
     /* Asks for up to <want> (at least <need>) of <kind> from <s>'s shared bucket or lease
      * of capacity <cap>. */
     void (*ask)(struct lim_share *sh, struct lim_set *s, enum lim_kind kind, uint64_t need,
-                uint64_t want, uint32_t cap);
+                uint64_t want, uint32_t cap, uint32_t burst);
     /* Gives <slots> concurrency slots of <s> back to the fleet. */
     void (*give)(struct lim_share *sh, struct lim_set *s, uint32_t slots);
     /* A set was created: the backend keeps its leases alive while they are held. */
@@ -79,12 +83,28 @@ struct lim_fleet {
     uint64_t local_until;         /* an ask failed or timed out: local caps until then */
 };
 
+/* A request waiting for a set's room, in the set's fair queue (limits_fair.c). */
+struct lim_ticket {
+    const void *who;    /* the request */
+    const void *client; /* its client's identity (NULL: no clients) */
+    double tag;         /* served in order of tags */
+    uint64_t seq;       /* equal tags: the oldest first */
+    enum lim_kind kind; /* the limit it waits for */
+};
+
+struct lim_fair {
+    struct lim_ticket *t; /* owned */
+    size_t n, cap;
+    double vt;    /* the tag last served */
+    uint64_t seq;
+};
+
 struct lim_set {
     pthread_mutex_t mu;
     atomic_bool active;   /* any cap set: read without the lock (a reload may change it) */
     struct lim_caps caps; /* configured; under <mu> */
     double factor;        /* (0, 1]: scales rpm and conc (the adaptive limiter's effective caps) */
-    struct lim_bucket req, tok;
+    struct lim_rate req, tok;
     uint32_t inflight;
     uint32_t queued;      /* requests waiting for this set (gauge only) */
     uint64_t waiters;     /* bit (worker index % 64): a loop with requests waiting for room */
@@ -92,15 +112,28 @@ struct lim_set {
     char subject;         /* 'c' client, 't' target, 'p' provider */
     const char *id;       /* the subject's id (the registry owns it) */
     struct lim_fleet fl;
+    struct lim_fair fair;
 };
 
-/* ---- pure bucket arithmetic ---- */
+/* ---- pure rate arithmetic (GCRA) ---- */
 
-/* Brings <b> to <now_ms> (first use: full). */
-void lim_bucket_refill(struct lim_bucket *b, uint32_t cap, uint64_t now_ms);
-/* Milliseconds until <n> tokens are there (n capped at <cap>: a request larger than the
- * capacity waits for a full bucket). 0 when they are. */
-int64_t lim_bucket_wait_ms(const struct lim_bucket *b, uint32_t cap, uint64_t n);
+/* The burst of a limit <cap>: <burst> when configured (at most cap), else cap / 12 (5 s
+ * worth), at least 1. */
+uint32_t lim_burst(uint32_t cap, uint32_t burst);
+/* The interval between two admissions at the sustained rate, in ns (rounded up):
+ * 60 s / (cap - burst + 1), burst as lim_burst. */
+uint64_t lim_rate_interval_ns(uint32_t cap, uint32_t burst);
+/* Milliseconds (rounded up) until <n> can be admitted; 0 when it can now. n larger than the
+ * burst is admitted alone, once the rate is idle (tat <= now): the next ones pay for it. */
+int64_t lim_rate_wait_ms(const struct lim_rate *r, uint32_t cap, uint32_t burst, uint64_t n,
+                         uint64_t now_ms);
+/* Admits <n> (after lim_rate_wait_ms answered 0). */
+void lim_rate_take(struct lim_rate *r, uint32_t cap, uint32_t burst, uint64_t n,
+                   uint64_t now_ms);
+/* Corrects an admission by <delta> (usage above the estimate: a debt the next admissions
+ * wait for, at most a minute deep; below: given back, never before now). */
+void lim_rate_correct(struct lim_rate *r, uint32_t cap, uint32_t burst, int64_t delta,
+                      uint64_t now_ms);
 
 /* ---- sets ---- */
 
@@ -108,8 +141,8 @@ void lim_set_init(struct lim_set *s, struct lim_caps caps);
 void lim_set_destroy(struct lim_set *s);
 /* Changes the configured caps (a reload); counters stay. */
 void lim_set_configure(struct lim_set *s, struct lim_caps caps);
-/* The adaptive hook: effective rpm and concurrency = configured x factor (at least 1),
- * factor clamped to [0.01, 1]. tpm is not scaled. */
+/* The adaptive hook: effective rpm, its burst and concurrency = configured x factor (at
+ * least 1), factor clamped to [0.01, 1]. tpm is not scaled. */
 void lim_set_factor(struct lim_set *s, double factor);
 /* The effective caps now. */
 struct lim_caps lim_set_effective(struct lim_set *s);
@@ -132,6 +165,21 @@ uint64_t lim_undo(struct lim_set *s, uint64_t tokens, uint64_t now_ms);
  * came before the wait began, and will not wake it). */
 bool lim_wait_on(struct lim_set *s, unsigned worker);
 void lim_queued(struct lim_set *s, int delta);
+
+/* ---- the fair queue of a shared limit (limits_fair.c) ---- */
+
+/* Request <who> of <client> (weight >= 1) waits for <s>'s room (limit <kind>): it takes its
+ * place in the fair queue, once (again: kept). False when out of memory (it then goes
+ * without a place: first come, first served). */
+bool lim_fair_enter(struct lim_set *s, const void *who, const void *client, uint32_t weight,
+                    enum lim_kind kind);
+/* <who> leaves the queue (<served>: it took the room). Returns the waiters to wake (bits as
+ * lim_wait_on set them), cleared, when it was there. */
+uint64_t lim_fair_leave(struct lim_set *s, const void *who, bool served);
+/* LIM_NONE when <who> may take <s>'s room now (no one waits, or it is next); else the limit
+ * the request next in turn waits for. */
+enum lim_kind lim_fair_turn(struct lim_set *s, const void *who);
+void lim_fair_free(struct lim_set *s);
 
 /* A copy of a set's counters. */
 struct lim_snapshot {

@@ -55,7 +55,9 @@ struct lim_caps lim__local_caps(const struct lim_set *s, struct lim_caps c)
     uint32_t n = s->share && s->share->instances ? s->share->instances : 1;
 
     return (struct lim_caps){divided(c.rpm, n), divided(c.tpm, n),
-                             c.conc_own ? c.conc : divided(c.conc, n), c.conc_own};
+                             c.conc_own ? c.conc : divided(c.conc, n), c.conc_own,
+                             divided(lim_burst(c.rpm, c.rpm_burst), n),
+                             divided(lim_burst(c.tpm, c.tpm_burst), n)};
 }
 
 enum room { ROOM_HAVE, ROOM_ASK, ROOM_WAIT };
@@ -74,10 +76,12 @@ static enum room rate_room(double have, uint64_t empty_until, uint64_t need, uin
 }
 
 static void ask(struct lim_set *s, struct lim__asks *asks, enum lim_kind kind, double missing,
-                uint32_t cap, uint64_t now_ms)
+                uint32_t cap, uint32_t burst, uint64_t now_ms)
 {
     uint64_t need = (uint64_t)ceil(missing), want = slice(s, cap);
 
+    if (kind != LIM_CONC && want > lim_burst(cap, burst))
+        want = lim_burst(cap, burst); /* never more than the rate admits at once */
     if (s->fl.asking & (1u << kind))
         return; /* one ask per limit at a time: its answer wakes every waiter */
     s->fl.asking |= 1u << kind;
@@ -85,6 +89,7 @@ static void ask(struct lim_set *s, struct lim__asks *asks, enum lim_kind kind, d
     asks->a[asks->n].kind = kind;
     asks->a[asks->n].need = need ? need : 1;
     asks->a[asks->n].want = want > need ? want : need;
+    asks->a[asks->n].burst = burst;
     asks->a[asks->n++].cap = cap;
 }
 
@@ -120,11 +125,11 @@ struct lim_verdict lim__fleet_check(struct lim_set *s, struct lim_caps c, uint64
     if (v.kind != LIM_NONE || !asks)
         return v; /* out of room, or a peek: what is not granted yet is presumed there */
     if (rr == ROOM_ASK)
-        ask(s, asks, LIM_RPM, 1.0 - f->req, c.rpm, now_ms);
+        ask(s, asks, LIM_RPM, 1.0 - f->req, c.rpm, c.rpm_burst, now_ms);
     if (tr == ROOM_ASK)
-        ask(s, asks, LIM_TPM, (double)tneed - f->tok, c.tpm, now_ms);
+        ask(s, asks, LIM_TPM, (double)tneed - f->tok, c.tpm, c.tpm_burst, now_ms);
     if (cr == ROOM_ASK)
-        ask(s, asks, LIM_CONC, (double)(s->inflight + 1 - f->slots), c.conc, now_ms);
+        ask(s, asks, LIM_CONC, (double)(s->inflight + 1 - f->slots), c.conc, 0, now_ms);
     if (rr == ROOM_ASK || tr == ROOM_ASK || cr == ROOM_ASK)
         v = (struct lim_verdict){rr == ROOM_ASK ? LIM_RPM : tr == ROOM_ASK ? LIM_TPM : LIM_CONC,
                                  LIM_WAIT_FLEET, v.enforced};
@@ -197,7 +202,7 @@ void lim__fleet_send(struct lim_set *s, const struct lim__asks *asks, uint32_t s
 {
     for (unsigned i = 0; asks && i < asks->n; i++)
         s->share->ask(s->share, s, asks->a[i].kind, asks->a[i].need, asks->a[i].want,
-                      asks->a[i].cap);
+                      asks->a[i].cap, asks->a[i].burst);
     if (slots)
         s->share->give(s->share, s, slots);
 }

@@ -13,7 +13,7 @@ struct lim__asks {
     struct {
         enum lim_kind kind;
         uint64_t need, want;
-        uint32_t cap;
+        uint32_t cap, burst;
     } a[LIM_KIND_COUNT];
 };
 

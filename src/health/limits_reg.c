@@ -110,7 +110,9 @@ enum bsc_err lim_reg_sync(struct lim_reg *reg, struct cfg *cfg)
         p->lim = resolve(reg, 'p', p->id,
                          (struct lim_caps){cfg_per_key(p->rpm, p->n_keys),
                                            cfg_per_key(p->tpm, p->n_keys), p->max_concurrency,
-                                           p->max_concurrency_default},
+                                           p->max_concurrency_default,
+                                           cfg_per_key(p->rpm_burst, p->n_keys),
+                                           cfg_per_key(p->tpm_burst, p->n_keys)},
                          &err);
     }
     for (size_t i = 0; i < cfg->n_targets; i++) {
@@ -120,13 +122,17 @@ enum bsc_err lim_reg_sync(struct lim_reg *reg, struct cfg *cfg)
 
         t->lim = resolve(reg, 't', t->id,
                          (struct lim_caps){cfg_per_key(t->rpm, keys), cfg_per_key(t->tpm, keys),
-                                           cfg_per_key(t->max_concurrency, keys)},
+                                           cfg_per_key(t->max_concurrency, keys), false,
+                                           cfg_per_key(t->rpm_burst, keys),
+                                           cfg_per_key(t->tpm_burst, keys)},
                          &err);
     }
     for (size_t i = 0; i < cfg->n_clients; i++) {
         struct cfg_client *c = &cfg->clients[i];
 
-        c->lim = resolve(reg, 'c', c->id, (struct lim_caps){c->rpm, c->tpm, c->max_concurrency},
+        c->lim = resolve(reg, 'c', c->id,
+                         (struct lim_caps){c->rpm, c->tpm, c->max_concurrency, false, c->rpm_burst,
+                                           c->tpm_burst},
                          &err);
     }
     pthread_mutex_unlock(&reg->lock);

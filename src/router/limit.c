@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "core/clock.h"
 #include "health/limits.h"
@@ -155,12 +156,79 @@ void lim_req_fill(struct request *r, struct decide_cand *c, uint64_t now_ms)
     c->room_in_ms = v.wait_ms;
 }
 
+/* ---- fair sharing of a target's or provider's room ---- */
+
+/* The client's identity in a fair queue: its limit set, kept across reloads. */
+static const void *fair_client(const struct request *r)
+{
+    return r->client ? (r->client->lim ? (const void *)r->client->lim : (const void *)r->client)
+                     : NULL;
+}
+
+/* Leaves the fair queue it is in (<served>: it took that set's room), waking the next. */
+static void fair_leave(struct request *r, bool served)
+{
+    if (!r->lim.fair_on)
+        return;
+    wake(r, lim_fair_leave(r->lim.fair_on, r, served));
+    r->lim.fair_on = NULL;
+}
+
+/* Whether another waiting request is in turn before <r> for <t>'s room: the limit it waits
+ * for (and when <t> has room: -1 when it has now, the next waiting request's take or leave
+ * then wakes this one), or NULL. A request in one set's queue is checked in that set only,
+ * so two requests queued in a target's and its provider's sets never wait for each other. */
+static const char *fair_turn(struct request *r, const struct cfg_target *t, uint64_t now,
+                             int64_t *wait_ms)
+{
+    struct lim_set *sets[2] = {t->lim, t->provider->lim};
+
+    for (int i = 0; i < 2; i++) {
+        enum lim_kind k;
+        struct lim_verdict v;
+
+        if (r->lim.fair_on && r->lim.fair_on != sets[i])
+            continue;
+        if ((k = lim_fair_turn(sets[i], r)) == LIM_NONE)
+            continue;
+        v = lim_peek(sets[i], r->input.est_tokens, now);
+        *wait_ms = v.kind != LIM_NONE && v.wait_ms > 0 ? v.wait_ms : -1;
+        return limit_names[i ? SUBJ_PROVIDER : SUBJ_TARGET][k];
+    }
+    return NULL;
+}
+
+/* Takes a place in the fair queue of the set whose limit <by> stopped the request. */
+static void fair_enter(struct request *r, const struct cfg_target *t, const char *by)
+{
+    for (int subj = SUBJ_TARGET; subj <= SUBJ_PROVIDER; subj++) {
+        struct lim_set *s = subj == SUBJ_TARGET ? t->lim : t->provider->lim;
+
+        for (int k = LIM_RPM; k < LIM_KIND_COUNT && by; k++) {
+            if (strcmp(limit_names[subj][k], by) != 0 || !lim_set_active(s))
+                continue;
+            if (r->lim.fair_on != s) {
+                fair_leave(r, false);
+                if (lim_fair_enter(s, r, fair_client(r),
+                                   r->client && r->client->weight ? r->client->weight : 1,
+                                   (enum lim_kind)k))
+                    r->lim.fair_on = s;
+            }
+            return;
+        }
+    }
+}
+
 const char *lim_req_take(struct request *r, const struct cfg_target *t, int64_t *wait_ms)
 {
     struct lim_set *ts = t->lim, *ps = t->provider->lim;
     uint64_t now = bsc_now_ms();
-    struct lim_verdict v = lim_acquire(ts, r->input.est_tokens, now), pv;
+    const char *later = fair_turn(r, t, now, wait_ms);
+    struct lim_verdict v, pv;
 
+    if (later)
+        return later;
+    v = lim_acquire(ts, r->input.est_tokens, now);
     if (v.kind != LIM_NONE) {
         *wait_ms = v.wait_ms;
         if (v.wait_ms == LIM_WAIT_FLEET)
@@ -175,6 +243,7 @@ const char *lim_req_take(struct request *r, const struct cfg_target *t, int64_t 
             r->lim.fleet_wait = t;
         return limit_names[SUBJ_PROVIDER][pv.kind];
     }
+    fair_leave(r, r->lim.fair_on == ts || r->lim.fair_on == ps);
     r->lim.held = t;
     r->lim.held_t = v.enforced != 0;
     r->lim.held_p = pv.enforced != 0;
@@ -299,6 +368,7 @@ bool lim_req_wait(struct request *r, const struct decide_out *out)
     }
     if (now >= r->lim.queue_until_ms)
         return false;
+    fair_enter(r, t, out->limited_by);
     delay = r->lim.queue_until_ms - now;
     if (out->wait_ms >= 0 && (uint64_t)out->wait_ms + 1 < delay)
         delay = (uint64_t)out->wait_ms + 1;
@@ -328,6 +398,7 @@ void lim_req_done(struct request *r)
     struct lim_set *s = r->client ? r->client->lim : NULL;
 
     lim_req_resume(r);
+    fair_leave(r, false);
     lim_req_attempt_done(r);
     if (!r->lim.client_held)
         return;

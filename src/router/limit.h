@@ -15,6 +15,7 @@ struct decide_cand;
 struct decide_in;
 struct decide_out;
 struct cfg_target;
+struct lim_set;
 
 /* What a request holds and waits for. Zeroed with the request. */
 struct req_limits {
@@ -32,6 +33,7 @@ struct req_limits {
     uint64_t queued_ms;           /* time spent queued, for the logs ... */
     const char *queued_for;       /* ... static: for which limit (the first wait's) */
     struct request *q_prev, *q_next; /* the worker's list of waiting requests */
+    struct lim_set *fair_on;      /* the set whose fair queue holds its place, or NULL */
 };
 
 enum lim_admit { LIM_ADMIT_PASS, LIM_ADMIT_WAIT, LIM_ADMIT_REFUSE };

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A concurrency slot granted after its request stopped waiting for it (docs/internals/redis.md,
-// "Rate buckets and concurrency leases"). A proxy holds Redis's replies back past
+// "Rates and concurrency leases"). A proxy holds Redis's replies back past
 // store.timeout_ms: the request goes ahead on the local caps and ends, then the grant arrives.
 // Nothing will use that slot, so it must go back to the fleet -- before, the renewals kept it
 // leased for as long as the process lived, and the fleet ran with one slot fewer.

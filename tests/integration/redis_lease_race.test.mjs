@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A concurrency lease renewed while an ask for one more slot is out (docs/internals/redis.md,
-// "Rate buckets and concurrency leases"). Redis applies the take at once; its answer reaches
+// "Rates and concurrency leases"). Redis applies the take at once; its answer reaches
 // the gateway later (a proxy holds Redis's replies back). A renewal sent meanwhile must not
 // write the count the gateway knew before the take -- that would tell the fleet one slot is
 // free while both are in use at the provider, and another process would take it. Whatever

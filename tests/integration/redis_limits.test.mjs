@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Limits shared through Redis (docs/internals/redis.md, "Rate buckets and concurrency
+// Limits shared through Redis (docs/internals/redis.md, "Rates and concurrency
 // leases"): two gateway processes on one private redis-server enforce one client rpm and one
 // target max_concurrency together -- exactly rpm served across both, never more than the
 // slots in flight at the provider -- and the slots of a gateway killed with -9 come back to
@@ -36,10 +36,10 @@ routes:
   conc: { primary: [tc], envelope: { deadline_ms: 30000 } }
   kill: { primary: [tk], envelope: { deadline_ms: 60000 } }
 clients:
-  team: { key: "${KEY}", routes: ["*"], rpm: 10 }
+  team: { key: "${KEY}", routes: ["*"], rpm: 10, rpm_burst: 10 }
   free: { key: "${FREE}", routes: ["*"] }
   team2: { key: "${KEY2}", routes: ["*"], rpm: 1000 }
-  team3: { key: "${KEY3}", routes: ["*"], rpm: 10 }
+  team3: { key: "${KEY3}", routes: ["*"], rpm: 10, rpm_burst: 10 }
 `;
 }
 
@@ -190,7 +190,7 @@ test('Redis gone: each instance enforces the limits divided by store.instances',
   const shared = count(/shared limits: decided with the other instances/g);
   await redis.kill9();
   await waitFor(() => count(/shared limits: decided locally/g) > local, { timeoutMs: 10000, what: 'limits local' });
-  // rpm 10 over instances: 2 is 5 on this instance, from a full bucket.
+  // rpm 10 (burst 10) over instances: 2 is a burst of 5 on this instance.
   const answers = [];
   for (let i = 0; i < 7; i++) answers.push(await answer(b, 'client-rpm-3'));
   assert.deepEqual(answers.map((x) => x.res.status), [200, 200, 200, 200, 200, 429, 429]);

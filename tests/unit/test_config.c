@@ -850,6 +850,50 @@ static void test_range_in_objects(void **state)
     cfg_diags_cleanup(&d);
 }
 
+/* rpm_burst and tpm_burst: beside their rate, never above it; 0 is the default; a client's
+ * weight 1..1000, default 1. */
+static void test_bursts(void **state)
+{
+    struct cfg_diags d = {0};
+    struct cfg *cfg;
+
+    (void)state;
+    cfg = load_ok("providers:\n"
+                  "  p: {kind: openai, base_url: \"https://x/v1\", keys: [k], rpm: 60, "
+                  "rpm_burst: 60}\n"
+                  "targets:\n"
+                  "  t: {provider: p, model: m, tpm: 1000, tpm_burst: 10}\n"
+                  "routes:\n"
+                  "  r: {primary: [t]}\n"
+                  "clients:\n"
+                  "  c: {key: abcdefghijklmnopqrstuvwx, routes: [r], rpm: 5, weight: 3}\n",
+                  &d);
+    assert_int_equal(cfg->providers[0].rpm_burst, 60);
+    assert_int_equal(cfg->targets[0].tpm_burst, 10);
+    assert_int_equal(cfg->targets[0].rpm_burst, 0);
+    assert_int_equal(cfg->clients[0].weight, 3);
+    assert_int_equal(cfg->clients[0].rpm_burst, 0);
+    cfg_unref(cfg);
+    cfg_diags_cleanup(&d);
+    load_bad("providers:\n"
+             "  p: {kind: openai, base_url: \"https://x/v1\", keys: [k], rpm_burst: 5}\n"
+             "targets:\n"
+             "  t: {provider: p, model: m, rpm: 10, rpm_burst: 11}\n"
+             "routes:\n"
+             "  r: {primary: [t]}\n"
+             "clients:\n"
+             "  c: {key: abcdefghijklmnopqrstuvwx, routes: [r], tpm: 9, tpm_burst: 10, weight: 0}\n",
+             &d);
+    assert_line(&d, "gateway.yaml:2:69: error: 'rpm_burst' in provider 'p': a burst needs 'rpm' "
+                    "beside it");
+    assert_line(&d, "gateway.yaml:4:50: error: 'rpm_burst' in target 't': 11 is above rpm (10): "
+                    "at most the minute's limit may pass at once");
+    assert_line(&d, "gateway.yaml:8:70: error: 'tpm_burst' in client 'c': 10 is above tpm (9): "
+                    "at most the minute's limit may pass at once");
+    assert_int_equal(count(&d, false), 4); /* and weight 0 */
+    cfg_diags_cleanup(&d);
+}
+
 static void test_bad_enums(void **state)
 {
     struct cfg_diags d = {0};
@@ -1957,6 +2001,7 @@ int main(void)
         cmocka_unit_test(test_wrong_types),
         cmocka_unit_test(test_ranges),
         cmocka_unit_test(test_range_in_objects),
+        cmocka_unit_test(test_bursts),
         cmocka_unit_test(test_bad_enums),
         cmocka_unit_test(test_missing_required),
         cmocka_unit_test(test_dangling_references),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_limits.c -- the local limits (health/limits.h) with an injected clock: a token
- * bucket's burst and refill, tpm taken from an estimate and corrected from usage (into debt
+/* test_limits.c -- the local limits (health/limits.h) with an injected clock: a rate's burst
+ * and interval (GCRA), tpm taken from an estimate and corrected from usage (into debt
  * when more was used), concurrency slots, all-or-nothing acquisition, the adaptive factor,
  * the waiters a release wakes, and the registry keeping a set across reloads. */
 #include <setjmp.h>
@@ -15,16 +15,15 @@
 
 #define T0 1000000u /* ms */
 
-/* rpm 10: ten at once, the eleventh 6 s later (a bucket of capacity rpm, rpm/60 per s). */
-static void test_rpm_bucket(void **state)
+/* rpm 10 (burst 1 by default): one at once, the next one interval (6 s) later. */
+static void test_rpm_rate(void **state)
 {
     struct lim_set s;
     struct lim_verdict v;
 
     (void)state;
     lim_set_init(&s, (struct lim_caps){.rpm = 10});
-    for (int i = 0; i < 10; i++)
-        assert_int_equal(lim_acquire(&s, 0, T0).kind, LIM_NONE);
+    assert_int_equal(lim_acquire(&s, 0, T0).kind, LIM_NONE);
     v = lim_acquire(&s, 0, T0);
     assert_int_equal(v.kind, LIM_RPM);
     assert_int_equal(v.wait_ms, 6000);
@@ -33,28 +32,27 @@ static void test_rpm_bucket(void **state)
     assert_int_equal(v.wait_ms, 1);
     assert_int_equal(lim_acquire(&s, 0, T0 + 6000).kind, LIM_NONE);
     assert_int_equal(lim_acquire(&s, 0, T0 + 6000).kind, LIM_RPM);
-    /* A long idle time refills to the capacity, no more. */
-    for (int i = 0; i < 10; i++)
-        assert_int_equal(lim_acquire(&s, 0, T0 + 3600000).kind, LIM_NONE);
+    /* A long idle time gives back the burst, no more. */
+    assert_int_equal(lim_acquire(&s, 0, T0 + 3600000).kind, LIM_NONE);
     assert_int_equal(lim_acquire(&s, 0, T0 + 3600000).kind, LIM_RPM);
     lim_set_destroy(&s);
 }
 
-static void test_pure_bucket(void **state)
+static void test_pure_rate(void **state)
 {
-    struct lim_bucket b = {0};
+    struct lim_rate r = {0};
 
     (void)state;
-    lim_bucket_refill(&b, 600, T0);
-    assert_true(b.level == 600.0);
-    b.level = 0;
-    assert_int_equal(lim_bucket_wait_ms(&b, 600, 1), 100);
-    assert_int_equal(lim_bucket_wait_ms(&b, 600, 6000), 60000); /* capped at the capacity */
-    lim_bucket_refill(&b, 600, T0 + 50);
-    assert_true(b.level == 0.5);
-    lim_bucket_refill(&b, 600, T0 + 10); /* the clock going back changes nothing */
-    assert_true(b.level == 0.5);
-    assert_int_equal(lim_bucket_wait_ms(&b, 0, 5), 0); /* no cap: never waits */
+    assert_int_equal(lim_rate_wait_ms(&r, 600, 0, 1, T0), 0);
+    for (int i = 0; i < 50; i++) /* the burst: 600 / 12 */
+        lim_rate_take(&r, 600, 0, 1, T0);
+    /* 60 s / 551, rounded up to the ms */
+    assert_int_equal(lim_rate_wait_ms(&r, 600, 0, 1, T0), 109);
+    assert_int_equal(lim_rate_wait_ms(&r, 600, 0, 6000, T0), 50 * 109 - 5); /* alone, once idle */
+    assert_int_equal(lim_rate_wait_ms(&r, 600, 0, 1, T0 + 10), 99);
+    assert_int_equal(lim_rate_wait_ms(&r, 0, 0, 5, T0), 0); /* no cap: never waits */
+    lim_rate_correct(&r, 600, 0, -1000, T0); /* given back, never before now */
+    assert_int_equal(r.tat_ns, (uint64_t)T0 * 1000000u);
 }
 
 /* tpm: the estimate is taken, the usage corrects it; more used than estimated is a debt. */
@@ -62,20 +60,21 @@ static void test_tpm_correction(void **state)
 {
     struct lim_set s;
     struct lim_verdict v;
+    uint64_t step = lim_rate_interval_ns(6000, 0); /* burst 500 */
 
     (void)state;
     lim_set_init(&s, (struct lim_caps){.tpm = 6000});
-    assert_int_equal(lim_acquire(&s, 5000, T0).kind, LIM_NONE);
-    v = lim_acquire(&s, 2000, T0);
+    assert_int_equal(lim_acquire(&s, 400, T0).kind, LIM_NONE);
+    v = lim_acquire(&s, 200, T0);
     assert_int_equal(v.kind, LIM_TPM);
-    assert_int_equal(v.wait_ms, 10000); /* 1000 missing at 100 per s */
-    lim_release(&s, 5000, 1000, T0); /* it used 1000: 4000 back */
-    assert_int_equal(lim_acquire(&s, 2000, T0).kind, LIM_NONE);
-    lim_release(&s, 2000, 9000, T0); /* 7000 more than taken: 3000 - 7000 = -4000 */
+    assert_int_equal(v.wait_ms, (int64_t)((100 * step + 999999) / 1000000));
+    lim_release(&s, 400, 100, T0); /* it used 100: 300 back */
+    assert_int_equal(lim_acquire(&s, 200, T0).kind, LIM_NONE);
+    lim_release(&s, 200, 1200, T0); /* 1000 more than taken: 1300 charged */
     v = lim_peek(&s, 1, T0);
     assert_int_equal(v.kind, LIM_TPM);
-    assert_int_equal(v.wait_ms, 40010);
-    /* A request larger than the capacity waits for a full bucket, then passes. */
+    assert_int_equal(v.wait_ms, (int64_t)((801 * step + 999999) / 1000000));
+    /* A request larger than the burst passes alone once the debt is paid. */
     assert_int_equal(lim_acquire(&s, 100000, T0 + 100000).kind, LIM_NONE);
     lim_set_destroy(&s);
 }
@@ -88,7 +87,7 @@ static void test_concurrency(void **state)
     struct lim_snapshot snap;
 
     (void)state;
-    lim_set_init(&s, (struct lim_caps){.rpm = 3, .conc = 2});
+    lim_set_init(&s, (struct lim_caps){.rpm = 3, .conc = 2, .rpm_burst = 3});
     assert_int_equal(lim_acquire(&s, 0, T0).kind, LIM_NONE);
     assert_int_equal(lim_acquire(&s, 0, T0).kind, LIM_NONE);
     v = lim_acquire(&s, 0, T0);
@@ -120,7 +119,7 @@ static void test_factor(void **state)
     struct lim_caps c;
 
     (void)state;
-    lim_set_init(&s, (struct lim_caps){.rpm = 100, .tpm = 1000, .conc = 10});
+    lim_set_init(&s, (struct lim_caps){.rpm = 100, .tpm = 1000, .conc = 10, .rpm_burst = 100});
     lim_set_factor(&s, 0.25);
     c = lim_set_effective(&s);
     assert_int_equal(c.rpm, 25);
@@ -198,7 +197,7 @@ static void test_registry(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rpm_bucket),   cmocka_unit_test(test_pure_bucket),
+        cmocka_unit_test(test_rpm_rate),   cmocka_unit_test(test_pure_rate),
         cmocka_unit_test(test_tpm_correction), cmocka_unit_test(test_concurrency),
         cmocka_unit_test(test_factor),       cmocka_unit_test(test_waiters),
         cmocka_unit_test(test_registry),

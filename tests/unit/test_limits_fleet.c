@@ -21,16 +21,17 @@ struct rec {
     unsigned asks, gives, wakes;
     enum lim_kind kind;
     uint64_t need, want;
-    uint32_t cap, given;
+    uint32_t cap, burst, given;
     uint64_t woken;
 };
 
 static void rec_ask(struct lim_share *sh, struct lim_set *s, enum lim_kind kind, uint64_t need,
-                    uint64_t want, uint32_t cap)
+                    uint64_t want, uint32_t cap, uint32_t burst)
 {
     struct rec *r = (struct rec *)sh;
 
     (void)s;
+    r->burst = burst;
     r->asks++;
     r->kind = kind;
     r->need = need;
@@ -131,6 +132,29 @@ static void test_large_rate_takes_slices(void **state)
     lim_set_destroy(&s);
 }
 
+/* A slice never exceeds the burst (the fleet's rate grants no more at once), the ask carries
+ * the burst, and while the fleet is away the burst is divided like the limit. */
+static void test_slice_within_burst(void **state)
+{
+    struct rec r;
+    struct lim_set s;
+    unsigned admitted = 0;
+
+    (void)state;
+    setup(&r, &s, (struct lim_caps){.rpm = 1000000, .rpm_burst = 1000}, 2);
+    assert_int_equal(lim_acquire(&s, 0, T0).wait_ms, LIM_WAIT_FLEET);
+    assert_int_equal(r.want, 1000);
+    assert_int_equal(r.burst, 1000);
+    lim_set_destroy(&s);
+
+    setup(&r, &s, (struct lim_caps){.rpm = 1200, .rpm_burst = 100}, 2);
+    atomic_store(&r.sh.up, false);
+    for (int i = 0; i < 200; i++)
+        admitted += lim_acquire(&s, 0, T0).kind == LIM_NONE;
+    assert_int_equal(admitted, 50); /* 100 / 2 at once while Redis is away */
+    lim_set_destroy(&s);
+}
+
 /* tpm: an estimate larger than the slice asks for the estimate; usage corrects the grant. */
 static void test_tokens(void **state)
 {
@@ -217,9 +241,9 @@ static void test_down_divides(void **state)
     struct lim_set s;
 
     (void)state;
-    setup(&r, &s, (struct lim_caps){.rpm = 10, .conc = 3}, 4);
+    setup(&r, &s, (struct lim_caps){.rpm = 10, .conc = 3, .rpm_burst = 10}, 4);
     atomic_store(&r.sh.up, false);
-    assert_int_equal(lim_acquire(&s, 0, T0).kind, LIM_NONE);  /* rpm 10 / 4 = 2 */
+    assert_int_equal(lim_acquire(&s, 0, T0).kind, LIM_NONE);  /* burst 10 / 4 = 2 */
     assert_int_equal(lim_acquire(&s, 0, T0).kind, LIM_CONC);  /* conc 3 / 4 -> 1 */
     lim_release(&s, 0, 0, T0);
     assert_int_equal(lim_acquire(&s, 0, T0).kind, LIM_NONE);
@@ -236,7 +260,7 @@ static void test_overdue_turns_local(void **state)
     struct lim_set s;
 
     (void)state;
-    setup(&r, &s, (struct lim_caps){.rpm = 10}, 1);
+    setup(&r, &s, (struct lim_caps){.rpm = 10, .rpm_burst = 10}, 1);
     assert_int_equal(lim_acquire(&s, 0, T0).wait_ms, LIM_WAIT_FLEET);
     assert_int_equal(lim_acquire(&s, 0, T0 + 49).wait_ms, LIM_WAIT_FLEET);
     assert_int_equal(lim_acquire(&s, 0, T0 + 50).kind, LIM_NONE); /* local bucket */
@@ -313,7 +337,8 @@ static void test_idle_slots_go_back(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_small_rate_is_exact), cmocka_unit_test(test_large_rate_takes_slices),
+        cmocka_unit_test(test_small_rate_is_exact),
+        cmocka_unit_test(test_slice_within_burst), cmocka_unit_test(test_large_rate_takes_slices),
         cmocka_unit_test(test_tokens),              cmocka_unit_test(test_slots),
         cmocka_unit_test(test_down_divides),        cmocka_unit_test(test_overdue_turns_local),
         cmocka_unit_test(test_own_concurrency),     cmocka_unit_test(test_local_release_gives),
