@@ -104,10 +104,11 @@ static bool operator_gate(struct srv_req *req, const struct cfg *cfg, const char
 
     struct bsc_str xadmin = bsc_str_trim(srv_req_header(req, BSC_STR("x-admin-key")));
 
-    if (key.len && (api__key_equal(key, want) || api__key_equal(key, cfg->admin_key)))
+    if (key.len && (api__key_equal(key, want) ||
+                    cfg_admin_role_of(cfg, key, NULL) != CFG_ADMIN_ROLE_NONE))
         return true;
-    if (xadmin.len && api__key_equal(xadmin, cfg->admin_key)) /* as the admin API takes it */
-        return true;
+    if (xadmin.len && cfg_admin_role_of(cfg, xadmin, NULL) != CFG_ADMIN_ROLE_NONE)
+        return true; /* as the admin API takes it; a read key sees the status page too */
     if (key.len && cfg_client_by_key(cfg, key)) {
         *why = "client key on an operator surface";
         srv_resp_error(req, 403, "permission_error", "operator_only",

@@ -276,6 +276,10 @@ void cfg__clients_build(struct cfg__v *v);
 /* Zeroes and frees every client's plaintext key (once the redaction set holds it). */
 void cfg__clients_wipe(struct cfg *cfg);
 void cfg__clients_free(struct cfg *cfg);
+/* admin.keys (admin_keys.c). */
+void cfg__admin_keys_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
+                        void *base, const char *where);
+void cfg__admin_keys_free(struct cfg *cfg);
 /* A route's `checks:` map (checks.c). */
 void cfg__checks_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
                     void *base, const char *where);

@@ -215,6 +215,7 @@ static void admin_listen_fn(struct cfg__v *v, const struct cfg__field *f,
 static const struct cfg__field admin_fields[] = {
     {FSTR(struct cfg, "key", admin_key)},
     {FFN("listen", admin_listen_fn)},
+    {FFN("keys", cfg__admin_keys_fn)},
 };
 
 static const struct cfg__field metrics_fields[] = {
