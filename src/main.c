@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -520,7 +521,18 @@ static enum bsc_err start_keyring(struct gateway *gw, struct cfg *cfg)
 {
     enum bsc_err err = keyring_load_blocking(gw->keyring, gw->store, uv_default_loop());
 
-    if (err) {
+    /* Redis may still be connecting: a few more tries, then the poll takes over (admin
+     * writes wait for it). A local store that cannot be read is a failed start. */
+    for (int i = 0; err && store_is_shared(gw->store) && i < 20; i++) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        err = keyring_load_blocking(gw->keyring, gw->store, uv_default_loop());
+    }
+    if (err && store_is_shared(gw->store)) {
+        LOG_WARN("cannot read the keyring from the store yet (%s): keys made through the "
+                 "admin API are served once it answers", bsc_err_str(err));
+        err = BSC_OK;
+    } else if (err) {
         LOG_ERR("cannot read the keyring from the store: %s", bsc_err_str(err));
         return err;
     }

@@ -174,6 +174,12 @@ static void bad(struct srv_req *req, const char *param, const char *msg)
     api__bad_request(req, "invalid_key_request", param, msg);
 }
 
+static void unsynced(struct srv_req *req)
+{
+    srv_resp_error(req, 503, "server_error", "store_unavailable",
+                   "the keyring has not been read from the store yet; try again");
+}
+
 /* ---- the fields a create or a patch may set ---- */
 
 static bool label_ok(const char *s)
@@ -427,6 +433,12 @@ static void create(struct worker *w, struct srv_req *req, const struct cfg *cfg,
     }
     json_object_put(body);
     doc = keyring_lock(w->gw->keyring);
+    if (!keyring_synced_locked(w->gw->keyring)) {
+        keyring_unlock(w->gw->keyring);
+        json_object_put(k);
+        unsynced(req);
+        return;
+    }
     keys = get(doc, "keys");
     if (json_object_array_length(keys) >= KEYRING_MAX_KEYS || !unique_id(cfg, doc, id, sizeof(id)) ||
         !new_secret(secret, sizeof(secret), hash)) {
@@ -496,6 +508,12 @@ static void change(struct worker *w, struct srv_req *req, const struct cfg *cfg,
     if (!body)
         return;
     doc = keyring_lock(w->gw->keyring);
+    if (!keyring_synced_locked(w->gw->keyring)) {
+        keyring_unlock(w->gw->keyring);
+        json_object_put(body);
+        unsynced(req);
+        return;
+    }
     k = key_find(doc, id);
     if (!k || int_of(k, "revoked_ms")) {
         keyring_unlock(w->gw->keyring);

@@ -155,8 +155,8 @@ bool api__auth(struct srv_req *req, const struct cfg *cfg, bool on_admin_port, c
     if (separate && (s == SURF_STATUS || s == SURF_METRICS || s == SURF_ADMIN))
         return not_here(req, why);
     switch (s) {
-    case SURF_API: return cfg->n_clients == 0 || client_gate(req, cfg, why);
-    case SURF_STATUS: return cfg->n_clients == 0 || operator_gate(req, cfg, cfg->admin_key, why);
+    case SURF_API: return cfg_open(cfg) || client_gate(req, cfg, why);
+    case SURF_STATUS: return cfg_open(cfg) || operator_gate(req, cfg, cfg->admin_key, why);
     case SURF_METRICS:
         return !cfg->metrics_key[0] || operator_gate(req, cfg, cfg->metrics_key, why);
     case SURF_ADMIN: /* admin.c checks the admin key itself (401, or 404 when it is off) */
@@ -172,7 +172,7 @@ const struct cfg_route *api__route_find(struct srv_req *req, const struct cfg *c
 {
     const struct cfg_route *r = cfg_route_find(cfg, name);
 
-    if (!r || !cfg->n_clients)
+    if (!r || cfg_open(cfg))
         return r;
     /* Outside the caller's allow-list the route answers as if it did not exist. */
     return api__route_allowed(req, cfg, r) ? r : NULL;
@@ -180,7 +180,7 @@ const struct cfg_route *api__route_find(struct srv_req *req, const struct cfg *c
 
 bool api__route_allowed(struct srv_req *req, const struct cfg *cfg, const struct cfg_route *r)
 {
-    if (!cfg->n_clients)
+    if (cfg_open(cfg))
         return true;
     return cfg_client_allows(cfg_client_find(cfg, bsc_str_cstr(srv_req_principal(req))), r);
 }

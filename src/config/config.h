@@ -434,8 +434,9 @@ struct cfg {
     struct cfg_responses responses;
     struct cfg_feedback feedback;
     struct cfg_shadow_all shadow;
-    struct cfg_client *clients; /* owned array; n_clients == 0: an open gateway */
+    struct cfg_client *clients; /* owned array; see cfg_open() */
     size_t n_clients;
+    bool keyring_used; /* the admin API has made a key (revoked ones count): not open */
     char *admin_listen_host; /* owned; NULL: no admin listener (admin.listen) */
     uint16_t admin_listen_port;
     char *metrics_key; /* owned; "" = /metrics needs no key */
@@ -481,6 +482,13 @@ void cfg_unref(struct cfg *cfg);
 const struct cfg_route *cfg_route_find(const struct cfg *cfg, struct bsc_str id);
 const struct cfg_target *cfg_target_find(const struct cfg *cfg, struct bsc_str id);
 const struct cfg_provider *cfg_provider_find(const struct cfg *cfg, struct bsc_str id);
+
+/* An open gateway: no client in the file and no key ever made through the admin API, so
+ * the API surfaces need no key. Revoking the last run-time key does not open it. */
+static inline bool cfg_open(const struct cfg *cfg)
+{
+    return cfg->n_clients == 0 && !cfg->keyring_used;
+}
 
 /* The client whose key is <key> (every client's hash compared in constant time), or NULL. */
 const struct cfg_client *cfg_client_by_key(const struct cfg *cfg, struct bsc_str key);

@@ -177,6 +177,7 @@ enum bsc_err cfg_keyring_merge(struct cfg *cfg, const char *json, size_t len, ch
         return BSC_ENOMEM;
     }
     cfg->clients = grown;
+    cfg->keyring_used = cfg->keyring_used || n > 0;
     for (size_t i = 0; i < n && !oom; i++)
         if (client_of(cfg, n_file, json_object_array_get_idx(keys, i),
                       &cfg->clients[cfg->n_clients], &oom, warn, warnlen))

@@ -18,6 +18,7 @@ struct keyring {
     pthread_mutex_t lock;
     struct json_object *doc;   /* {"rev": n, "keys": [...]} */
     struct json_object *audit; /* [...] oldest first */
+    bool synced; /* the store's keyring was read once: writes may go on top of it */
 };
 
 static struct json_object *empty_doc(void)
@@ -74,6 +75,18 @@ struct json_object *keyring_lock(struct keyring *kr)
 void keyring_unlock(struct keyring *kr)
 {
     pthread_mutex_unlock(&kr->lock);
+}
+
+void keyring_set_synced(struct keyring *kr)
+{
+    pthread_mutex_lock(&kr->lock);
+    kr->synced = true;
+    pthread_mutex_unlock(&kr->lock);
+}
+
+bool keyring_synced_locked(const struct keyring *kr)
+{
+    return kr->synced;
 }
 
 static int64_t rev_of(struct json_object *doc)

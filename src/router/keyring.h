@@ -56,6 +56,11 @@ struct json_object *keyring_audit_entry(const char *admin, const char *action,
  * a JSON array text (caller frees). */
 char *keyring_audit_select(struct keyring *kr, uint64_t since_ms, const char *subject);
 
+/* The store's keyring has been read (or found absent): until then a write would replace
+ * the fleet's keys with this process's empty set, so the admin API refuses writes. */
+void keyring_set_synced(struct keyring *kr);
+bool keyring_synced_locked(const struct keyring *kr);
+
 /* Replaces the keyring by <text> (read from the store) when its revision is newer than the
  * one held: true then (the snapshot must be rebuilt). */
 bool keyring_adopt(struct keyring *kr, const char *text, size_t len);

@@ -51,7 +51,10 @@ enum bsc_err keyring_load_blocking(struct keyring *kr, struct store *st, uv_loop
         b.due--;
     while (b.due > 0)
         uv_run(loop, UV_RUN_ONCE);
-    return err ? err : b.err;
+    err = err ? err : b.err;
+    if (!err)
+        keyring_set_synced(kr);
+    return err;
 }
 
 /* ---- polling ---- */
@@ -69,7 +72,12 @@ static void on_poll_keys(enum bsc_err err, struct bsc_str v, void *ud)
     uv_timer_t *t = ud;
     struct gateway *gw = t->data;
 
-    if (err != BSC_OK || !keyring_adopt(gw->keyring, v.p, v.len))
+    if (err == BSC_ENOTFOUND)
+        keyring_set_synced(gw->keyring);
+    if (err != BSC_OK)
+        return;
+    keyring_set_synced(gw->keyring);
+    if (!keyring_adopt(gw->keyring, v.p, v.len))
         return;
     LOG_INFO("keyring changed in the store: rebuilding the snapshot");
     if (gw->rebuild(gw) != BSC_OK)
