@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "api/api.h"
+#include "cli/admin_cli.h"
 #include "config/config.h"
 #include "load/load.h"
 #include "core/alloc.h"
@@ -664,6 +665,16 @@ int main(int argc, char **argv)
     int c, rc;
 
     dumps_forbid(&core_limit); /* first: --check-config reads the keys too */
+    if (argc > 1 && strcmp(argv[1], "admin") == 0) {
+        /* A client of the admin API (run-time keys, the audit trail). */
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+            fprintf(stderr, "bascule: libcurl initialisation failed\n");
+            return 1;
+        }
+        rc = admin_cli_main(argc - 1, argv + 1);
+        curl_global_cleanup();
+        return rc;
+    }
     if (argc > 1 && strcmp(argv[1], "load") == 0) {
         /* The load tester: a client of a gateway, sharing only the upstream glue. */
         signal(SIGPIPE, SIG_IGN);
