@@ -12,7 +12,7 @@
 #include "api/internal.h"
 #include "core/buf.h"
 
-enum surface { SURF_API = 0, SURF_STATUS, SURF_METRICS, SURF_ADMIN, SURF_OPEN };
+enum surface { SURF_API = 0, SURF_STATUS, SURF_METRICS, SURF_ADMIN, SURF_CONSOLE, SURF_OPEN };
 
 static bool is(struct bsc_str s, const char *lit)
 {
@@ -25,6 +25,8 @@ static enum surface surface_of(struct bsc_str path)
         return SURF_STATUS;
     if (is(path, "/metrics"))
         return SURF_METRICS;
+    if (is(path, "/console")) /* a static page: its data comes from /admin/ with a key */
+        return SURF_CONSOLE;
     if (bsc_str_starts(path, BSC_STR("/admin/")))
         return SURF_ADMIN;
     if (bsc_str_starts(path, BSC_STR("/v1/")) || is(path, "/chat/completions") ||
@@ -152,7 +154,7 @@ bool api__auth(struct srv_req *req, const struct cfg *cfg, bool on_admin_port, c
 
     if (on_admin_port)
         return admin_port(req, cfg, s, why);
-    if (separate && (s == SURF_STATUS || s == SURF_METRICS || s == SURF_ADMIN))
+    if (separate && (s == SURF_STATUS || s == SURF_METRICS || s == SURF_ADMIN || s == SURF_CONSOLE))
         return not_here(req, why);
     switch (s) {
     case SURF_API: return cfg_open(cfg) || client_gate(req, cfg, why);

@@ -31,6 +31,8 @@ struct json_object *api__parse_json(struct bsc_str body, char *msg, size_t msgle
 void api__put_target(struct bsc_buf *b, struct worker *w, const struct cfg_target *t,
                      uint64_t now);
 void api__status_page(struct worker *w, struct srv_req *req);
+/* GET /console: the operator console page (console.c). */
+void api__console_page(struct worker *w, struct srv_req *req);
 /* Appends ,"outcomes":{targets, workflows}: transport / contract / task success per target
  * and per workflow (status_outcomes.c). */
 void api__put_outcomes(struct bsc_buf *b, struct worker *w, const struct cfg *cfg);
