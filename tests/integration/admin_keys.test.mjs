@@ -36,9 +36,11 @@ targets:
     model: k-model
     price: { input_per_mtok: 0, output_per_mtok: 1000000 }
   t2: { provider: sim, model: k-free }
+  t3: { provider: sim, model: k-slow }
 routes:
   chat: { primary: [t1] }
   free: { primary: [t2] }
+  slow: { primary: [t3] }
 clients:
   alpha: { key: "\${TEST_ALPHA_KEY}", routes: ["*"] }
 `;
@@ -48,6 +50,7 @@ const start = () => startGateway({ env: { TEST_ALPHA_KEY: ALPHA }, config: confi
 before(async () => {
   sim = await startSim();
   await sim.setModel('k-model', { tokens: 2 });
+  await sim.setModel('k-slow', { tokens: 20, token_delay_ms: 50 });
   gw = await start();
 });
 
@@ -275,4 +278,33 @@ test('a restart on SQLite keeps keys, revocations, spend and the audit trail', a
   await waitFor(async () => (await admin(`keys/${k.id}`)).json.spend_usd === 4, { what: 'spend kept' });
   assert.equal(one.json.client, 'heidi');
   assert.equal((await admin('audit')).json.entries.length, auditBefore);
+});
+
+test('a revocation racing a request: the stream in flight ends whole, the next request is 401', async () => {
+  const k = await createKey({ client: 'judy', routes: ['slow'] });
+  const res = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${k.secret}` },
+    body: JSON.stringify({ model: 'slow', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  assert.equal(res.status, 200);
+  const reader = res.body.getReader();
+  const first = await reader.read(); // the stream has started
+  assert.ok(!first.done);
+  assert.equal((await admin(`keys/${k.id}`, { method: 'DELETE' })).status, 200);
+  const calls = await sim.calls('k-slow');
+  const refused = await chat(k.secret, 'slow');
+  assert.equal(refused.status, 401, 'refused from the answer of the DELETE on');
+  const body401 = await refused.text();
+  const unknown = await chat('bsk_' + '0'.repeat(48), 'slow');
+  const noId = (t) => t.replace(/req_[0-9a-z]+/g, 'req_');
+  assert.equal(noId(await unknown.text()), noId(body401), 'no hint that the key existed');
+  let text = new TextDecoder().decode(first.value);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+  }
+  assert.match(text, /data: \[DONE\]/, 'the stream that started before the revocation ends whole');
+  assert.equal(await sim.calls('k-slow'), calls, 'no upstream call after the revocation');
 });

@@ -76,7 +76,15 @@ test('keys, spend against budget, create, rotate, revoke and the audit trail in 
     body: JSON.stringify({ client: 'preexisting', routes: ['chat'], budget: '10/month' }),
   })).json();
   assert.equal(await status(made.secret), 200); // $2
+  // A client name that is HTML is shown as text, never run.
+  const xss = '<img src=x onerror="window.__pwned=1">';
+  assert.equal((await fetch(`${gw.url}/admin/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}` },
+    body: JSON.stringify({ client: xss, routes: ['chat'], metadata: { note: xss } }),
+  })).status, 201);
   await signIn(ADMIN);
+  assert.equal(await page(`window.__pwned === undefined && [...document.querySelectorAll('#keys td')].some((td) => td.textContent === ${JSON.stringify(xss)})`), true);
   const row = await until(`(${rowText(made.id)}).includes('$2.0000') && ${rowText(made.id)}`, 'spend shown');
   assert.match(row, /preexisting.*api.*active.*chat.*\$2\.0000.*\$10\.0000\/month/);
 
