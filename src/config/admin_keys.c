@@ -70,6 +70,22 @@ void cfg__admin_keys_fn(struct cfg__v *v, const struct cfg__field *f, const stru
     }
 }
 
+void cfg__admin_keys_check_clients(struct cfg__v *v)
+{
+    const struct cfg *cfg = v->cfg;
+
+    for (size_t i = 0; i < cfg->n_admin_keys; i++) {
+        const struct cfg_admin_key *k = &cfg->admin_keys[i];
+        const struct cfg_client *c = k->key ? cfg_client_by_key(cfg, bsc_str_cstr(k->key)) : NULL;
+
+        if (c)
+            cfg__diag(v->s, false, 0, 0,
+                      "admin.keys '%.64s': is the key of client '%s'; an operator key must "
+                      "differ from every client key, or that client could act as the operator",
+                      k->id ? k->id : "", c->id);
+    }
+}
+
 void cfg__admin_keys_free(struct cfg *cfg)
 {
     for (size_t i = 0; i < cfg->n_admin_keys; i++) {

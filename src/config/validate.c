@@ -1248,6 +1248,7 @@ enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct 
     if (!v.oom) {
         operator_key_check(&v, root, "admin", cfg->admin_key);
         operator_key_check(&v, root, "metrics", cfg->metrics_key);
+        cfg__admin_keys_check_clients(&v);
     }
     if (!v.oom && !s->n_errors) {
         enum bsc_err serr = cfg__secrets_build(cfg);

@@ -210,6 +210,34 @@ static void test_role_errors(void **state)
     cfg_diags_cleanup(&d);
 }
 
+static void test_admin_key_is_client_key(void **state)
+{
+    static const char bad[] =
+        "listen: \"127.0.0.1:8080\"\n"
+        "admin:\n"
+        "  keys: [{ id: ops, key: \"shared-key-0123456789\", role: admin }]\n"
+        "providers:\n"
+        "  p: { kind: openai, base_url: \"http://127.0.0.1:9/v1\", keys: [\"sk\"] }\n"
+        "targets:\n"
+        "  t: { provider: p, model: m }\n"
+        "routes:\n"
+        "  chat: { primary: [t] }\n"
+        "clients:\n"
+        "  alice: { key: \"shared-key-0123456789\", routes: [chat] }\n";
+    struct cfg_diags d = {0};
+    struct cfg *cfg = NULL;
+    bool found = false;
+
+    (void)state;
+    assert_int_equal(cfg_load_string("g.yaml", bad, strlen(bad), &cfg, &d), BSC_EINVAL);
+    for (size_t i = 0; i < d.n; i++) {
+        found |= strstr(d.items[i].message, "admin.keys 'ops': is the key of client 'alice'") != NULL;
+        assert_null(strstr(d.items[i].message, "shared-key"));
+    }
+    assert_true(found);
+    cfg_diags_cleanup(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -218,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_open_gateway),
         cmocka_unit_test(test_roles),
         cmocka_unit_test(test_role_errors),
+        cmocka_unit_test(test_admin_key_is_client_key),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
