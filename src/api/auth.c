@@ -47,13 +47,7 @@ static struct bsc_str presented_key(struct srv_req *req)
 
 bool api__key_equal(struct bsc_str given, const char *want)
 {
-    size_t n = want ? strlen(want) : 0;
-    unsigned char diff = given.len != n;
-
-    /* Every byte of <given> is read whatever differs: the time says nothing of a prefix. */
-    for (size_t i = 0; i < given.len; i++)
-        diff |= (unsigned char)(given.p[i] ^ want[i % (n ? n : 1)]);
-    return diff == 0 && n > 0;
+    return bsc_str_secret_eq(given, want);
 }
 
 static bool anthropic_path(struct bsc_str path)

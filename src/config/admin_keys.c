@@ -96,16 +96,6 @@ void cfg__admin_keys_free(struct cfg *cfg)
     cfg->n_admin_keys = 0;
 }
 
-static bool key_equal(struct bsc_str given, const char *want)
-{
-    size_t n = want ? strlen(want) : 0;
-    unsigned char diff = given.len != n;
-
-    for (size_t i = 0; i < given.len; i++)
-        diff |= (unsigned char)(given.p[i] ^ want[i % (n ? n : 1)]);
-    return diff == 0 && n > 0;
-}
-
 enum cfg_admin_role cfg_admin_role_of(const struct cfg *cfg, struct bsc_str key,
                                       const char **id)
 {
@@ -115,12 +105,12 @@ enum cfg_admin_role cfg_admin_role_of(const struct cfg *cfg, struct bsc_str key,
     if (!cfg || !key.len)
         return CFG_ADMIN_ROLE_NONE;
     /* Every key is compared whatever matched: the time does not say which. */
-    if (key_equal(key, cfg->admin_key)) {
+    if (bsc_str_secret_eq(key, cfg->admin_key)) {
         role = CFG_ADMIN_ROLE_ADMIN;
         who = "admin";
     }
     for (size_t i = 0; i < cfg->n_admin_keys; i++) {
-        if (key_equal(key, cfg->admin_keys[i].key)) {
+        if (bsc_str_secret_eq(key, cfg->admin_keys[i].key)) {
             role = cfg->admin_keys[i].role;
             who = cfg->admin_keys[i].id;
         }
