@@ -308,3 +308,15 @@ test('a revocation racing a request: the stream in flight ends whole, the next r
   assert.match(text, /data: \[DONE\]/, 'the stream that started before the revocation ends whole');
   assert.equal(await sim.calls('k-slow'), calls, 'no upstream call after the revocation');
 });
+
+test('expires_at: an expired key is refused, and lifting the expiry serves it again', async () => {
+  const k = await createKey({ client: 'kate', routes: ['chat'], expires_at: 1 });
+  assert.equal(k.expires_ms, 1000);
+  assert.equal(await status(k.secret), 401);
+  assert.equal((await admin(`keys/${k.id}`)).json.status, 'expired');
+  assert.equal((await admin(`keys/${k.id}`, { method: 'PATCH', body: { expires_at: null } })).status, 200);
+  assert.equal(await status(k.secret), 200);
+  const later = Math.floor(Date.now() / 1000) + 3600;
+  assert.equal((await admin(`keys/${k.id}`, { method: 'PATCH', body: { expires_at: later } })).status, 200);
+  assert.equal(await status(k.secret), 200, 'not expired yet');
+});
