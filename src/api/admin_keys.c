@@ -343,24 +343,34 @@ static void on_write_gone(struct srv_req *req, void *ud)
     c->req = NULL;
 }
 
-/* Called with the keyring locked and <doc> changed: commits, unlocks, rebuilds. */
-static void commit(struct worker *w, struct srv_req *req, struct json_object *audit,
-                   int status, struct json_object *answer, const char *detail)
+/* Called with the keyring locked and <doc> changed (<saved> is the document before, taken):
+ * commits, unlocks, rebuilds. A change too large to store is undone: 507. */
+static void commit(struct worker *w, struct srv_req *req, struct json_object *saved,
+                   struct json_object *audit, int status, struct json_object *answer,
+                   const char *detail)
 {
     struct write_call *c = calloc(1, sizeof(*c));
-    enum bsc_err err;
+    enum bsc_err err = c ? BSC_OK : BSC_ENOMEM;
 
-    if (!c) {
-        keyring_unlock(w->gw->keyring);
+    if (c) {
+        *c = (struct write_call){.req = req, .status = status, .answer = answer};
+        snprintf(c->detail, sizeof(c->detail), "%s", detail);
+        err = keyring_commit_locked(w->gw->keyring, w->gw->store, srv_req_loop(req), audit,
+                                    on_written, c);
+    } else {
         json_object_put(audit);
+    }
+    if (err == BSC_ELIMIT || err == BSC_ENOMEM) { /* nothing queued: put the document back */
+        keyring_restore_locked(w->gw->keyring, saved);
+        keyring_unlock(w->gw->keyring);
         json_object_put(answer);
-        srv_resp_error(req, 503, "server_error", "out_of_memory", "out of memory");
+        free(c);
+        api__line_detail(req, "%s: refused, the keyring is full", detail);
+        srv_resp_error(req, 507, "server_error", "keyring_full",
+                       "the keyring would be too large to store; nothing was changed");
         return;
     }
-    *c = (struct write_call){.req = req, .status = status, .answer = answer};
-    snprintf(c->detail, sizeof(c->detail), "%s", detail);
-    err = keyring_commit_locked(w->gw->keyring, w->gw->store, srv_req_loop(req), audit,
-                                on_written, c);
+    json_object_put(saved);
     keyring_unlock(w->gw->keyring);
     c->applied = w->gw->rebuild(w->gw) == BSC_OK;
     if (err) {
@@ -413,7 +423,7 @@ static bool unique_id(const struct cfg *cfg, struct json_object *doc, char *id, 
 static void create(struct worker *w, struct srv_req *req, const struct cfg *cfg,
                    const char *admin)
 {
-    struct json_object *body = body_json(req, false), *k, *doc, *view, *keys;
+    struct json_object *body = body_json(req, false), *k, *doc, *view, *keys, *saved = NULL;
     char secret[80], hash[65], id[32], prefix[16];
     const char *why = NULL, *field;
 
@@ -441,7 +451,7 @@ static void create(struct worker *w, struct srv_req *req, const struct cfg *cfg,
     }
     keys = get(doc, "keys");
     if (json_object_array_length(keys) >= KEYRING_MAX_KEYS || !unique_id(cfg, doc, id, sizeof(id)) ||
-        !new_secret(secret, sizeof(secret), hash)) {
+        !new_secret(secret, sizeof(secret), hash) || !(saved = keyring_save_locked(w->gw->keyring))) {
         keyring_unlock(w->gw->keyring);
         json_object_put(k);
         srv_resp_error(req, 507, "server_error", "keyring_full", "no room for another key");
@@ -461,8 +471,9 @@ static void create(struct worker *w, struct srv_req *req, const struct cfg *cfg,
         char detail[80];
 
         snprintf(detail, sizeof(detail), "create key %s", id);
-        commit(w, req, keyring_audit_entry(admin, "key.create", id, NULL, key_view(k, NULL)),
-               201, view, detail);
+        commit(w, req, saved,
+               keyring_audit_entry(admin, "key.create", id, NULL, key_view(k, NULL)), 201, view,
+               detail);
     }
 }
 
@@ -499,7 +510,7 @@ static void not_found(struct srv_req *req)
 static void change(struct worker *w, struct srv_req *req, const struct cfg *cfg,
                    struct bsc_str id, const char *verb, const char *admin)
 {
-    struct json_object *body = body_json(req, true), *doc, *k, *before, *answer;
+    struct json_object *body = body_json(req, true), *doc, *k, *before, *answer, *saved;
     const char *why = NULL, *field = NULL, *action;
     char secret[80] = "", hash[65], detail[128];
     uint64_t now = bsc_wall_ms();
@@ -522,6 +533,13 @@ static void change(struct worker *w, struct srv_req *req, const struct cfg *cfg,
             read_only(req);
         else
             not_found(req);
+        return;
+    }
+    saved = keyring_save_locked(w->gw->keyring);
+    if (!saved) {
+        keyring_unlock(w->gw->keyring);
+        json_object_put(body);
+        srv_resp_error(req, 503, "server_error", "out_of_memory", "out of memory");
         return;
     }
     before = key_view(k, NULL);
@@ -562,6 +580,7 @@ static void change(struct worker *w, struct srv_req *req, const struct cfg *cfg,
     }
     json_object_put(body);
     if (field) {
+        keyring_restore_locked(w->gw->keyring, saved);
         keyring_unlock(w->gw->keyring);
         json_object_put(before);
         bad(req, field, why);
@@ -573,8 +592,9 @@ static void change(struct worker *w, struct srv_req *req, const struct cfg *cfg,
         explicit_bzero(secret, sizeof(secret));
     }
     snprintf(detail, sizeof(detail), "%s %.*s", action, (int)(id.len > 64 ? 64 : id.len), id.p);
-    commit(w, req, keyring_audit_entry(admin, action, json_object_get_string(get(k, "id")),
-                                       before, key_view(k, NULL)),
+    commit(w, req, saved,
+           keyring_audit_entry(admin, action, json_object_get_string(get(k, "id")), before,
+                               key_view(k, NULL)),
            200, answer, detail);
 }
 

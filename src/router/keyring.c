@@ -142,13 +142,24 @@ static void log_audit(struct json_object *a)
     json_object_put(line);
 }
 
+/* Appends <audit>; the oldest entries go while there are more than KEYRING_AUDIT_MAX or the
+ * trail would be larger than the store keeps in one record (KEYRING_MAX_BYTES). */
 static void audit_add_locked(struct keyring *kr, struct json_object *audit)
 {
+    size_t total;
+
     log_audit(audit);
     json_object_array_add(kr->audit, audit);
     if (json_object_array_length(kr->audit) > KEYRING_AUDIT_MAX)
         json_object_array_del_idx(kr->audit, 0,
                                   json_object_array_length(kr->audit) - KEYRING_AUDIT_MAX);
+    total = strlen(json_object_to_json_string_ext(kr->audit, JSON_C_TO_STRING_PLAIN));
+    while (total > KEYRING_MAX_BYTES && json_object_array_length(kr->audit) > 1) {
+        struct json_object *oldest = json_object_array_get_idx(kr->audit, 0);
+
+        total -= strlen(json_object_to_json_string_ext(oldest, JSON_C_TO_STRING_PLAIN)) + 1;
+        json_object_array_del_idx(kr->audit, 0, 1);
+    }
 }
 
 static struct commit *commit_new(keyring_done_fn *cb, void *ud, int due)
@@ -160,11 +171,30 @@ static struct commit *commit_new(keyring_done_fn *cb, void *ud, int due)
     return c;
 }
 
+struct json_object *keyring_save_locked(struct keyring *kr)
+{
+    struct json_object *copy = NULL;
+
+    return json_object_deep_copy(kr->doc, &copy, NULL) == 0 ? copy : NULL;
+}
+
+void keyring_restore_locked(struct keyring *kr, struct json_object *saved)
+{
+    json_object_put(kr->doc);
+    kr->doc = saved;
+}
+
 enum bsc_err keyring_commit_locked(struct keyring *kr, struct store *st, uv_loop_t *loop,
                                    struct json_object *audit, keyring_done_fn *cb, void *ud)
 {
-    struct commit *c = commit_new(cb, ud, 2);
+    struct commit *c;
 
+    if (strlen(json_object_to_json_string_ext(kr->doc, JSON_C_TO_STRING_PLAIN)) >
+        KEYRING_MAX_BYTES) {
+        json_object_put(audit);
+        return BSC_ELIMIT;
+    }
+    c = commit_new(cb, ud, 2);
     if (!c) {
         json_object_put(audit);
         return BSC_ENOMEM;

@@ -38,7 +38,16 @@ void keyring_unlock(struct keyring *kr);
 
 typedef void keyring_done_fn(enum bsc_err err, void *ud);
 
-/* With the lock held: bumps the revision of the changed document, appends <audit> (taken)
+#define KEYRING_MAX_BYTES (7u << 20) /* the document as stored: under the store's 8 MiB */
+
+/* With the lock held: a deep copy of the document, to put back with keyring_restore_locked
+ * when a change cannot be committed. NULL when out of memory. */
+struct json_object *keyring_save_locked(struct keyring *kr);
+/* With the lock held: <saved> (taken) becomes the document again. */
+void keyring_restore_locked(struct keyring *kr, struct json_object *saved);
+
+/* With the lock held: BSC_ELIMIT, and nothing done, when the document would be larger than
+ * KEYRING_MAX_BYTES; else bumps the revision of the changed document, appends <audit> (taken)
  * to the trail and logs it as one JSON line, and queues both blobs to <st> in this order;
  * <cb> runs on <loop> once both are stored (BSC_OK) or one failed. */
 enum bsc_err keyring_commit_locked(struct keyring *kr, struct store *st, uv_loop_t *loop,
