@@ -4,18 +4,21 @@
  * signal loop: SIGHUP reloads the config atomically (a bad file is rejected and the old
  * snapshot keeps serving), SIGTERM/SIGINT drain in-flight work up to a timeout. */
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
 #include <uv.h>
 
 #include "api/api.h"
+#include "cli/admin_cli.h"
 #include "config/config.h"
 #include "load/load.h"
 #include "core/alloc.h"
@@ -29,6 +32,8 @@
 #include "health/verdicts.h"
 #include "router/access_log.h"
 #include "router/gateway.h"
+#include "router/keyring.h"
+#include "router/keyring_sync.h"
 #include "router/limit.h"
 #include "router/request.h"
 #include "router/shadow.h"
@@ -49,6 +54,7 @@ struct main_ctx {
     uv_loop_t *loop;
     uv_signal_t sig_hup, sig_term, sig_int;
     uv_timer_t drain_timer;
+    uv_timer_t keyring_poll; /* a shared store: keys changed by other instances */
     uv_async_t workers_ended; /* the last worker's loop ended: the main loop closes */
     bool stopping;
 };
@@ -332,10 +338,71 @@ static void workers_send(struct gateway *gw, unsigned cmd)
 
 /* ---- main thread: signals ---- */
 
+/* One snapshot build at a time: SIGHUP on the main thread, admin writes on a worker. */
+static pthread_mutex_t publish_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Appends the keyring's keys to <cfg> (docs/internals/keys.md). */
+static enum bsc_err merge_keyring(struct gateway *gw, struct cfg *cfg)
+{
+    char warn[1024] = "";
+    char *text = keyring_text(gw->keyring);
+    enum bsc_err err = text ? cfg_keyring_merge(cfg, text, strlen(text), warn, sizeof(warn))
+                            : BSC_ENOMEM;
+
+    free(text);
+    if (warn[0])
+        LOG_WARN("keyring: %s", warn);
+    if (err)
+        LOG_ERR("keyring not merged: %s", bsc_err_str(err));
+    return err;
+}
+
+static void warn_restart_only(const struct cfg *next)
+{
+    struct cfg *cur = cfg_current_get();
+
+    if (cur && (strcmp(cur->listen_host, next->listen_host) != 0 ||
+                cur->listen_port != next->listen_port || cur->workers != next->workers ||
+                cur->store.kind != next->store.kind || cur->core_dumps != next->core_dumps ||
+                cur->http_client != next->http_client || !admin_listen_same(cur, next)))
+        LOG_WARN("reload: listen, admin.listen, workers, store, http_client and "
+                 "debug.core_dumps take effect only at the next start");
+    cfg_unref(cur);
+}
+
+/* Loads the config file, adds the keyring and publishes the result to every worker. */
+static enum bsc_err publish(struct gateway *gw, bool warn_restart)
+{
+    struct cfg *next;
+
+    pthread_mutex_lock(&publish_lock);
+    next = load_config(gw->config_path);
+    if (!next || merge_keyring(gw, next) != BSC_OK) {
+        pthread_mutex_unlock(&publish_lock);
+        cfg_unref(next);
+        return BSC_EINVAL;
+    }
+    if (warn_restart)
+        warn_restart_only(next);
+    apply_log_settings(next);
+    if (hstate_sync(gw->hs, next, bsc_now_ms()) != BSC_OK)
+        LOG_WARN("routing state could not track every target of the new config");
+    if (lim_reg_sync(gw->lim, next) != BSC_OK)
+        LOG_WARN("limits could not track every client and target of the new config");
+    cfg_current_swap(next);
+    workers_send(gw, WORKER_CMD_RELOAD);
+    pthread_mutex_unlock(&publish_lock);
+    return BSC_OK;
+}
+
+static enum bsc_err rebuild(struct gateway *gw)
+{
+    return publish(gw, false);
+}
+
 static void on_hup(uv_signal_t *h, int signum)
 {
     struct main_ctx *mc = h->data;
-    struct cfg *next;
 
     (void)signum;
     if (mc->stopping) {
@@ -343,8 +410,7 @@ static void on_hup(uv_signal_t *h, int signum)
         return;
     }
     LOG_INFO("SIGHUP: reloading %s", mc->gw.config_path);
-    next = load_config(mc->gw.config_path);
-    if (!next) {
+    if (publish(&mc->gw, true) != BSC_OK) {
         atomic_fetch_add(&mc->gw.reloads_failed, 1);
         metrics_inc(mc->gw.metrics, metrics_shared_shard(mc->gw.metrics), METRIC_CONFIG_RELOADS,
                     "rejected", NULL, 1);
@@ -352,26 +418,9 @@ static void on_hup(uv_signal_t *h, int signum)
                 mc->gw.config_path);
         return;
     }
-    {
-        struct cfg *cur = cfg_current_get();
-        if (cur && (strcmp(cur->listen_host, next->listen_host) != 0 ||
-                    cur->listen_port != next->listen_port || cur->workers != next->workers ||
-                    cur->store.kind != next->store.kind || cur->core_dumps != next->core_dumps ||
-                    cur->http_client != next->http_client || !admin_listen_same(cur, next)))
-            LOG_WARN("reload: listen, admin.listen, workers, store, http_client and "
-                     "debug.core_dumps take effect only at the next start");
-        cfg_unref(cur);
-    }
-    apply_log_settings(next);
-    if (hstate_sync(mc->gw.hs, next, bsc_now_ms()) != BSC_OK)
-        LOG_WARN("routing state could not track every target of the new config");
-    if (lim_reg_sync(mc->gw.lim, next) != BSC_OK)
-        LOG_WARN("limits could not track every client and target of the new config");
-    cfg_current_swap(next);
     atomic_fetch_add(&mc->gw.reloads_ok, 1);
     metrics_inc(mc->gw.metrics, metrics_shared_shard(mc->gw.metrics), METRIC_CONFIG_RELOADS,
                 "ok", NULL, 1);
-    workers_send(&mc->gw, WORKER_CMD_RELOAD);
     LOG_INFO("config reloaded from %s", mc->gw.config_path);
 }
 
@@ -414,6 +463,8 @@ static void on_workers_ended(uv_async_t *h)
     uv_close((uv_handle_t *)&mc->sig_term, NULL);
     uv_close((uv_handle_t *)&mc->sig_int, NULL);
     uv_close((uv_handle_t *)&mc->drain_timer, NULL);
+    if (uv_is_active((uv_handle_t *)&mc->keyring_poll) || mc->keyring_poll.loop)
+        uv_close((uv_handle_t *)&mc->keyring_poll, NULL);
     uv_close((uv_handle_t *)&mc->workers_ended, NULL);
 }
 
@@ -450,6 +501,7 @@ static void gateway_free(struct gateway *gw)
     verdicts_free(gw->verdicts);
     metrics_free(gw->metrics);
     store_close(gw->store);
+    keyring_free(gw->keyring);
     spend_book_free(gw->spend);
     cfg_current_swap(NULL);
 }
@@ -463,6 +515,35 @@ static int start_failed(struct gateway *gw, struct cfg *cfg, unsigned n_loops)
     gateway_free(gw);
     cfg_unref(cfg);
     return 1;
+}
+
+/* The keyring from the store, merged into the first snapshot before any worker runs. */
+static enum bsc_err start_keyring(struct gateway *gw, struct cfg *cfg)
+{
+    enum bsc_err err = keyring_load_blocking(gw->keyring, gw->store, uv_default_loop());
+
+    /* Redis may still be connecting: a few more tries, then the poll takes over (admin
+     * writes wait for it). A local store that cannot be read is a failed start. */
+    for (int i = 0; err && store_is_shared(gw->store) && i < 20; i++) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        err = keyring_load_blocking(gw->keyring, gw->store, uv_default_loop());
+    }
+    if (err && store_is_shared(gw->store)) {
+        LOG_WARN("cannot read the keyring from the store yet (%s): keys made through the "
+                 "admin API are served once it answers", bsc_err_str(err));
+        err = BSC_OK;
+    } else if (err) {
+        LOG_ERR("cannot read the keyring from the store: %s", bsc_err_str(err));
+        return err;
+    }
+    if (strcmp(store_kind_name(gw->store), "memory") == 0)
+        LOG_WARN("store.kind memory: keys made through the admin API (/admin/keys) and the "
+                 "audit trail die with the process; use sqlite or redis to keep them");
+    err = merge_keyring(gw, cfg);
+    if (!err && lim_reg_sync(gw->lim, cfg) != BSC_OK)
+        err = BSC_ENOMEM;
+    return err;
 }
 
 static int serve(const char *path, const struct rlimit *core_limit)
@@ -504,7 +585,9 @@ static int serve(const char *path, const struct rlimit *core_limit)
     mc.gw.conns = srv_group_new(mc.gw.n_workers);
     mc.gw.verdicts = verdicts_new(VERDICTS_MAX_REQUESTS, VERDICTS_MAX_AGE_MS);
     mc.gw.spend = spend_book_new();
-    if (!mc.gw.hs || !mc.gw.lim || !mc.gw.metrics || !mc.gw.conns || !mc.gw.verdicts ||
+    mc.gw.keyring = keyring_new();
+    mc.gw.rebuild = rebuild;
+    if (!mc.gw.keyring || !mc.gw.hs || !mc.gw.lim || !mc.gw.metrics || !mc.gw.conns || !mc.gw.verdicts ||
         !mc.gw.spend || hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK ||
         lim_reg_sync(mc.gw.lim, cfg) != BSC_OK) {
         LOG_ERR("out of memory at start");
@@ -518,6 +601,8 @@ static int serve(const char *path, const struct rlimit *core_limit)
             return start_failed(&mc.gw, cfg, 0);
         }
     }
+    if (start_keyring(&mc.gw, cfg) != BSC_OK)
+        return start_failed(&mc.gw, cfg, 0);
     mc.gw.workers = bsc_xcalloc(mc.gw.n_workers, sizeof(struct worker));
     for (i = 0; i < mc.gw.n_workers; i++)
         if (worker_init(&mc.gw.workers[i], &mc.gw, i, cfg) != 0)
@@ -547,6 +632,8 @@ static int serve(const char *path, const struct rlimit *core_limit)
     uv_signal_init(mc.loop, &mc.sig_int);
     uv_timer_init(mc.loop, &mc.drain_timer);
     mc.sig_hup.data = mc.sig_term.data = mc.sig_int.data = mc.drain_timer.data = &mc;
+    if (store_is_shared(mc.gw.store))
+        keyring_poll_start(&mc.gw, mc.loop, &mc.keyring_poll);
     uv_signal_start(&mc.sig_hup, on_hup, SIGHUP);
     uv_signal_start(&mc.sig_term, on_term, SIGTERM);
     uv_signal_start(&mc.sig_int, on_term, SIGINT);
@@ -578,6 +665,16 @@ int main(int argc, char **argv)
     int c, rc;
 
     dumps_forbid(&core_limit); /* first: --check-config reads the keys too */
+    if (argc > 1 && strcmp(argv[1], "admin") == 0) {
+        /* A client of the admin API (run-time keys, the audit trail). */
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+            fprintf(stderr, "bascule: libcurl initialisation failed\n");
+            return 1;
+        }
+        rc = admin_cli_main(argc - 1, argv + 1);
+        curl_global_cleanup();
+        return rc;
+    }
     if (argc > 1 && strcmp(argv[1], "load") == 0) {
         /* The load tester: a client of a gateway, sharing only the upstream glue. */
         signal(SIGPIPE, SIG_IGN);

@@ -12,6 +12,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "router/gateway.h"
+#include "router/keyring.h"
 #include "router/spend.h"
 #include "store/store.h"
 
@@ -220,7 +221,7 @@ static void reset_spend(struct worker *w, struct srv_req *req, const struct cfg_
 }
 
 bool api__admin_clients(struct worker *w, struct srv_req *req, struct cfg *cfg,
-                        struct bsc_str rest)
+                        struct bsc_str rest, const char *admin)
 {
     static const char verb[] = "/reset-spend";
     bool get = bsc_str_eq(srv_req_method(req), BSC_STR("GET"));
@@ -244,6 +245,8 @@ bool api__admin_clients(struct worker *w, struct srv_req *req, struct cfg *cfg,
                        "no such client in the running config");
         return true;
     }
+    keyring_audit(w->gw->keyring, w->gw->store, srv_req_loop(req),
+                  keyring_audit_entry(admin, "spend.reset", c->id, NULL, NULL), NULL, NULL);
     reset_spend(w, req, c);
     return true;
 }

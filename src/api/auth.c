@@ -12,7 +12,7 @@
 #include "api/internal.h"
 #include "core/buf.h"
 
-enum surface { SURF_API = 0, SURF_STATUS, SURF_METRICS, SURF_ADMIN, SURF_OPEN };
+enum surface { SURF_API = 0, SURF_STATUS, SURF_METRICS, SURF_ADMIN, SURF_CONSOLE, SURF_OPEN };
 
 static bool is(struct bsc_str s, const char *lit)
 {
@@ -25,6 +25,8 @@ static enum surface surface_of(struct bsc_str path)
         return SURF_STATUS;
     if (is(path, "/metrics"))
         return SURF_METRICS;
+    if (is(path, "/console")) /* a static page: its data comes from /admin/ with a key */
+        return SURF_CONSOLE;
     if (bsc_str_starts(path, BSC_STR("/admin/")))
         return SURF_ADMIN;
     if (bsc_str_starts(path, BSC_STR("/v1/")) || is(path, "/chat/completions") ||
@@ -45,13 +47,7 @@ static struct bsc_str presented_key(struct srv_req *req)
 
 bool api__key_equal(struct bsc_str given, const char *want)
 {
-    size_t n = want ? strlen(want) : 0;
-    unsigned char diff = given.len != n;
-
-    /* Every byte of <given> is read whatever differs: the time says nothing of a prefix. */
-    for (size_t i = 0; i < given.len; i++)
-        diff |= (unsigned char)(given.p[i] ^ want[i % (n ? n : 1)]);
-    return diff == 0 && n > 0;
+    return bsc_str_secret_eq(given, want);
 }
 
 static bool anthropic_path(struct bsc_str path)
@@ -104,10 +100,11 @@ static bool operator_gate(struct srv_req *req, const struct cfg *cfg, const char
 
     struct bsc_str xadmin = bsc_str_trim(srv_req_header(req, BSC_STR("x-admin-key")));
 
-    if (key.len && (api__key_equal(key, want) || api__key_equal(key, cfg->admin_key)))
+    if (key.len && (api__key_equal(key, want) ||
+                    cfg_admin_role_of(cfg, key, NULL) != CFG_ADMIN_ROLE_NONE))
         return true;
-    if (xadmin.len && api__key_equal(xadmin, cfg->admin_key)) /* as the admin API takes it */
-        return true;
+    if (xadmin.len && cfg_admin_role_of(cfg, xadmin, NULL) != CFG_ADMIN_ROLE_NONE)
+        return true; /* as the admin API takes it; a read key sees the status page too */
     if (key.len && cfg_client_by_key(cfg, key)) {
         *why = "client key on an operator surface";
         srv_resp_error(req, 403, "permission_error", "operator_only",
@@ -151,11 +148,11 @@ bool api__auth(struct srv_req *req, const struct cfg *cfg, bool on_admin_port, c
 
     if (on_admin_port)
         return admin_port(req, cfg, s, why);
-    if (separate && (s == SURF_STATUS || s == SURF_METRICS || s == SURF_ADMIN))
+    if (separate && (s == SURF_STATUS || s == SURF_METRICS || s == SURF_ADMIN || s == SURF_CONSOLE))
         return not_here(req, why);
     switch (s) {
-    case SURF_API: return cfg->n_clients == 0 || client_gate(req, cfg, why);
-    case SURF_STATUS: return cfg->n_clients == 0 || operator_gate(req, cfg, cfg->admin_key, why);
+    case SURF_API: return cfg_open(cfg) || client_gate(req, cfg, why);
+    case SURF_STATUS: return cfg_open(cfg) || operator_gate(req, cfg, cfg->admin_key, why);
     case SURF_METRICS:
         return !cfg->metrics_key[0] || operator_gate(req, cfg, cfg->metrics_key, why);
     case SURF_ADMIN: /* admin.c checks the admin key itself (401, or 404 when it is off) */
@@ -171,7 +168,7 @@ const struct cfg_route *api__route_find(struct srv_req *req, const struct cfg *c
 {
     const struct cfg_route *r = cfg_route_find(cfg, name);
 
-    if (!r || !cfg->n_clients)
+    if (!r || cfg_open(cfg))
         return r;
     /* Outside the caller's allow-list the route answers as if it did not exist. */
     return api__route_allowed(req, cfg, r) ? r : NULL;
@@ -179,7 +176,7 @@ const struct cfg_route *api__route_find(struct srv_req *req, const struct cfg *c
 
 bool api__route_allowed(struct srv_req *req, const struct cfg *cfg, const struct cfg_route *r)
 {
-    if (!cfg->n_clients)
+    if (cfg_open(cfg))
         return true;
     return cfg_client_allows(cfg_client_find(cfg, bsc_str_cstr(srv_req_principal(req))), r);
 }

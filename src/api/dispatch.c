@@ -72,6 +72,8 @@ static void route(struct worker *w, struct srv_req *req)
         return api__ledger(w, req, bsc_str_make(path.p + 11, path.len - 11));
     if (is(path, "/status") && get)
         return api__status_page(w, req);
+    if (is(path, "/console") && get)
+        return api__console_page(w, req);
     if (is(path, "/status.json") && get)
         return api__status_json(w, req);
     if (is(path, "/metrics") && get)

@@ -31,6 +31,8 @@ struct json_object *api__parse_json(struct bsc_str body, char *msg, size_t msgle
 void api__put_target(struct bsc_buf *b, struct worker *w, const struct cfg_target *t,
                      uint64_t now);
 void api__status_page(struct worker *w, struct srv_req *req);
+/* GET /console: the operator console page (console.c). */
+void api__console_page(struct worker *w, struct srv_req *req);
 /* Appends ,"outcomes":{targets, workflows}: transport / contract / task success per target
  * and per workflow (status_outcomes.c). */
 void api__put_outcomes(struct bsc_buf *b, struct worker *w, const struct cfg *cfg);
@@ -40,7 +42,11 @@ void api__admin(struct worker *w, struct srv_req *req, struct bsc_str rest);
 /* admin_clients.c: GET /admin/clients, POST /admin/clients/{id}/reset-spend (<rest> is the
  * path after /admin/, the key already checked). False when <rest> is neither. */
 bool api__admin_clients(struct worker *w, struct srv_req *req, struct cfg *cfg,
-                        struct bsc_str rest);
+                        struct bsc_str rest, const char *admin);
+/* admin_keys.c: /admin/keys... and GET /admin/audit (<admin> names the operator key for
+ * the audit trail; the role already checked). False when <rest> is neither. */
+bool api__admin_keys(struct worker *w, struct srv_req *req, struct cfg *cfg,
+                     struct bsc_str rest, const char *admin);
 /* status.json's ",\"clients\":[...]": in flight, the book's spend (null when not loaded),
  * budget and period of each client. */
 void api__put_clients_status(struct bsc_buf *b, struct worker *w, const struct cfg *cfg);

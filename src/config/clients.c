@@ -10,6 +10,7 @@
 
 #include "config/config.h"
 #include "config/internal.h"
+#include "core/clock.h"
 #include "core/sha256.h"
 #include "core/str.h"
 
@@ -239,24 +240,40 @@ void cfg__clients_free(struct cfg *cfg)
 
 /* ---- lookups -------------------------------------------------------------------------- */
 
+static unsigned char hash_diff(const uint8_t *a, const uint8_t *b)
+{
+    unsigned char diff = 0;
+
+    for (size_t j = 0; j < BSC_SHA256_LEN; j++)
+        diff |= (unsigned char)(a[j] ^ b[j]);
+    return diff;
+}
+
+/* Whether client <c> takes the key hashed to <h> at wall time <now>: its secret, or the one
+ * before a rotation while the grace lasts; never once expired. Both hashes are compared in
+ * full whatever the first gave. */
+static bool takes(const struct cfg_client *c, const uint8_t *h, uint64_t now)
+{
+    bool cur = hash_diff(h, c->key_hash) == 0;
+    bool old = hash_diff(h, c->old_hash) == 0 && now < c->old_until_ms;
+
+    return (cur | old) && (c->expires_ms == 0 || now < c->expires_ms);
+}
+
 const struct cfg_client *cfg_client_by_key(const struct cfg *cfg, struct bsc_str key)
 {
     const struct cfg_client *found = NULL;
     uint8_t h[BSC_SHA256_LEN];
+    uint64_t now = bsc_wall_ms();
 
     if (!cfg || !key.len)
         return NULL;
     bsc_sha256(key.p, key.len, h);
     /* Every client is compared, in full, whatever matched: the time does not say which
      * client (or how much of a hash) a guess came close to. */
-    for (size_t i = 0; i < cfg->n_clients; i++) {
-        unsigned char diff = 0;
-
-        for (size_t j = 0; j < BSC_SHA256_LEN; j++)
-            diff |= (unsigned char)(h[j] ^ cfg->clients[i].key_hash[j]);
-        if (diff == 0)
+    for (size_t i = 0; i < cfg->n_clients; i++)
+        if (takes(&cfg->clients[i], h, now))
             found = &cfg->clients[i];
-    }
     return found;
 }
 

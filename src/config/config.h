@@ -399,6 +399,20 @@ struct cfg_client {
     struct lim_set *lim;     /* set by lim_reg_sync, or NULL */
     struct cfg_budget budget;
     enum cfg_feedback_mode feedback; /* own */
+    /* Keys made through the admin API (config/keyring.c; YAML clients leave these 0). */
+    bool runtime;              /* from the keyring, not the file: read-only for nobody */
+    uint8_t old_hash[32];      /* the secret before the last rotation ... */
+    uint64_t old_until_ms;     /* ... accepted until this wall time (0: none) */
+    uint64_t expires_ms;       /* wall time after which the key is refused (0: never) */
+};
+
+/* admin.keys: operator keys with a role (config/admin_keys.c). admin.key is role admin. */
+enum cfg_admin_role { CFG_ADMIN_ROLE_NONE = 0, CFG_ADMIN_ROLE_READ, CFG_ADMIN_ROLE_ADMIN };
+#define CFG_ADMIN_ID_MAX 64
+struct cfg_admin_key {
+    char *id;  /* owned; named in the audit trail */
+    char *key; /* owned; compared in constant time */
+    enum cfg_admin_role role;
 };
 
 struct cfg {
@@ -427,11 +441,14 @@ struct cfg {
     struct cfg_responses responses;
     struct cfg_feedback feedback;
     struct cfg_shadow_all shadow;
-    struct cfg_client *clients; /* owned array; n_clients == 0: an open gateway */
+    struct cfg_client *clients; /* owned array; see cfg_open() */
     size_t n_clients;
+    bool keyring_used; /* the admin API has made a key (revoked ones count): not open */
     char *admin_listen_host; /* owned; NULL: no admin listener (admin.listen) */
     uint16_t admin_listen_port;
     char *metrics_key; /* owned; "" = /metrics needs no key */
+    struct cfg_admin_key *admin_keys; /* owned array (admin.keys) */
+    size_t n_admin_keys;
     struct cfg_telemetry telemetry;
     enum cfg_http_client http_client; /* http_client; read at start only */
 };
@@ -473,9 +490,27 @@ const struct cfg_route *cfg_route_find(const struct cfg *cfg, struct bsc_str id)
 const struct cfg_target *cfg_target_find(const struct cfg *cfg, struct bsc_str id);
 const struct cfg_provider *cfg_provider_find(const struct cfg *cfg, struct bsc_str id);
 
+/* An open gateway: no client in the file and no key ever made through the admin API, so
+ * the API surfaces need no key. Revoking the last run-time key does not open it. */
+static inline bool cfg_open(const struct cfg *cfg)
+{
+    return cfg->n_clients == 0 && !cfg->keyring_used;
+}
+
 /* The client whose key is <key> (every client's hash compared in constant time), or NULL. */
 const struct cfg_client *cfg_client_by_key(const struct cfg *cfg, struct bsc_str key);
 const struct cfg_client *cfg_client_find(const struct cfg *cfg, struct bsc_str id);
+/* Appends the keyring's live keys (the JSON document the admin API keeps in the store) to
+ * <cfg>'s clients, hashes only. A key whose id is a file client's, a revoked key and a route
+ * the config does not have are skipped, each with a line in <warn> (may be NULL). Returns
+ * BSC_OK, BSC_EPARSE for a document that is not a keyring, BSC_ENOMEM. Call before the
+ * snapshot is published. */
+enum bsc_err cfg_keyring_merge(struct cfg *cfg, const char *json, size_t len, char *warn,
+                               size_t warnlen);
+/* The role of the operator key <key>: admin.key or an admin.keys entry (constant time);
+ * *<id> (may be NULL) is its id ("admin" for admin.key). NONE when it matches none. */
+enum cfg_admin_role cfg_admin_role_of(const struct cfg *cfg, struct bsc_str key,
+                                      const char **id);
 /* True when <c> may call route <r> (its `routes`, or ["*"]). */
 bool cfg_client_allows(const struct cfg_client *c, const struct cfg_route *r);
 

@@ -286,6 +286,12 @@ void cfg__clients_build(struct cfg__v *v);
 /* Zeroes and frees every client's plaintext key (once the redaction set holds it). */
 void cfg__clients_wipe(struct cfg *cfg);
 void cfg__clients_free(struct cfg *cfg);
+/* admin.keys (admin_keys.c). */
+void cfg__admin_keys_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
+                        void *base, const char *where);
+void cfg__admin_keys_free(struct cfg *cfg);
+/* An admin.keys key that is also a client's key: an error naming both ids (never the key). */
+void cfg__admin_keys_check_clients(struct cfg__v *v);
 /* A route's `checks:` map (checks.c). */
 void cfg__checks_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
                     void *base, const char *where);

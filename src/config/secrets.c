@@ -79,6 +79,9 @@ enum bsc_err cfg__secrets_build(struct cfg *cfg)
         err = bsc_redact_add(rd, bsc_str_cstr(cfg->admin_key));
     if (!err && cfg->metrics_key)
         err = bsc_redact_add(rd, bsc_str_cstr(cfg->metrics_key));
+    for (size_t i = 0; !err && i < cfg->n_admin_keys; i++)
+        if (cfg->admin_keys[i].key)
+            err = bsc_redact_add(rd, bsc_str_cstr(cfg->admin_keys[i].key));
     for (size_t i = 0; !err && i < cfg->n_providers; i++)
         err = add_provider(rd, &cfg->providers[i]);
     for (size_t i = 0; !err && i < cfg->n_clients; i++) /* before the plaintext is wiped */

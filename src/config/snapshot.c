@@ -88,6 +88,7 @@ void cfg__free(struct cfg *cfg)
     free(cfg->admin_listen_host);
     free(cfg->metrics_key);
     cfg__clients_free(cfg);
+    cfg__admin_keys_free(cfg);
     free(cfg->store.path);
     free(cfg->store.url);
     free(cfg->store.prefix);

@@ -215,6 +215,7 @@ static void admin_listen_fn(struct cfg__v *v, const struct cfg__field *f,
 static const struct cfg__field admin_fields[] = {
     {FSTR(struct cfg, "key", admin_key)},
     {FFN("listen", admin_listen_fn)},
+    {FFN("keys", cfg__admin_keys_fn)},
 };
 
 static const struct cfg__field metrics_fields[] = {
@@ -1257,6 +1258,7 @@ enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct 
     if (!v.oom) {
         operator_key_check(&v, root, "admin", cfg->admin_key);
         operator_key_check(&v, root, "metrics", cfg->metrics_key);
+        cfg__admin_keys_check_clients(&v);
     }
     if (!v.oom && !s->n_errors) {
         enum bsc_err serr = cfg__secrets_build(cfg);

@@ -127,3 +127,14 @@ char *bsc_num_text(char tmp[BSC_NUM_TEXT_MAX], unsigned long long v, unsigned ba
     } while (v);
     return p;
 }
+
+bool bsc_str_secret_eq(struct bsc_str given, const char *want)
+{
+    size_t n = want ? strlen(want) : 0;
+    unsigned char diff = given.len != n;
+
+    /* Every byte of <given> is read whatever differs: the time says nothing of a prefix. */
+    for (size_t i = 0; i < given.len; i++)
+        diff |= (unsigned char)(given.p[i] ^ want[i % (n ? n : 1)]);
+    return diff == 0 && n > 0;
+}

@@ -43,6 +43,10 @@ static inline struct bsc_str bsc_str_cstr(const char *s)
     return (struct bsc_str){s, s ? strlen(s) : 0};
 }
 
+/* A presented secret <given> against <want> (a NUL-terminated key), in time that does not
+ * depend on where they differ; an empty or NULL <want> matches nothing. */
+bool bsc_str_secret_eq(struct bsc_str given, const char *want);
+
 static inline bool bsc_str_eq(struct bsc_str a, struct bsc_str b)
 {
     return a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0);

@@ -7,10 +7,12 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "core/err.h"
 #include "router/shadow_purse.h"
 #include "router/worker.h"
 
 struct hstate;
+struct keyring;
 struct lim_reg;
 struct metrics;
 struct spend_book;
@@ -30,6 +32,10 @@ struct gateway {
     struct srv_group *conns; /* owned: the workers' servers even out their connections */
     uint64_t started_ms;     /* wall clock */
     struct shadow_purse shadow_purse; /* today's shadow spend, kept across reloads */
+    struct keyring *keyring; /* owned: run-time keys and the audit trail (router/keyring.h) */
+    /* Builds and publishes a new snapshot: the config file plus the keyring (main.c); any
+     * thread. BSC_OK, or an error when the file no longer loads (the old one keeps serving). */
+    enum bsc_err (*rebuild)(struct gateway *gw);
     atomic_ullong reloads_ok, reloads_failed;
     atomic_uint running;     /* worker loops not yet ended */
     uv_async_t *ended;       /* borrowed: sent by the last worker whose loop ends */
