@@ -54,7 +54,7 @@ struct main_ctx {
     uv_loop_t *loop;
     uv_signal_t sig_hup, sig_term, sig_int;
     uv_timer_t drain_timer;
-    uv_timer_t keyring_poll; /* a shared store: keys changed by other instances */
+    uv_async_t keyring_follow; /* a shared store: keys changed by other instances */
     uv_async_t workers_ended; /* the last worker's loop ended: the main loop closes */
     bool stopping;
 };
@@ -463,8 +463,10 @@ static void on_workers_ended(uv_async_t *h)
     uv_close((uv_handle_t *)&mc->sig_term, NULL);
     uv_close((uv_handle_t *)&mc->sig_int, NULL);
     uv_close((uv_handle_t *)&mc->drain_timer, NULL);
-    if (uv_is_active((uv_handle_t *)&mc->keyring_poll) || mc->keyring_poll.loop)
-        uv_close((uv_handle_t *)&mc->keyring_poll, NULL);
+    if (mc->keyring_follow.loop) {
+        keyring_follow_stop(&mc->gw);
+        uv_close((uv_handle_t *)&mc->keyring_follow, NULL);
+    }
     uv_close((uv_handle_t *)&mc->workers_ended, NULL);
 }
 
@@ -633,7 +635,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
     uv_timer_init(mc.loop, &mc.drain_timer);
     mc.sig_hup.data = mc.sig_term.data = mc.sig_int.data = mc.drain_timer.data = &mc;
     if (store_is_shared(mc.gw.store))
-        keyring_poll_start(&mc.gw, mc.loop, &mc.keyring_poll);
+        keyring_follow_start(&mc.gw, mc.loop, &mc.keyring_follow);
     uv_signal_start(&mc.sig_hup, on_hup, SIGHUP);
     uv_signal_start(&mc.sig_term, on_term, SIGTERM);
     uv_signal_start(&mc.sig_int, on_term, SIGINT);

@@ -21,6 +21,7 @@
 #include "core/sha256.h"
 #include "router/gateway.h"
 #include "router/keyring.h"
+#include "router/keyring_sync.h"
 #include "router/spend.h"
 #include "store/store.h"
 
@@ -298,6 +299,7 @@ static const char *apply_fields(const struct cfg *cfg, struct json_object *body,
 
 struct write_call {
     struct srv_req *req; /* borrowed; NULL once the client went away */
+    struct gateway *gw;
     int status;
     struct json_object *answer;
     bool applied;        /* the rebuilt snapshot serves the change */
@@ -320,6 +322,8 @@ static void on_written(enum bsc_err err, void *ud)
 {
     struct write_call *c = ud;
 
+    if (!err)
+        keyring_announce(c->gw); /* stored: the other instances read it now */
     if (c->req) {
         struct api_line line;
 
@@ -353,7 +357,7 @@ static void commit(struct worker *w, struct srv_req *req, struct json_object *sa
     enum bsc_err err = c ? BSC_OK : BSC_ENOMEM;
 
     if (c) {
-        *c = (struct write_call){.req = req, .status = status, .answer = answer};
+        *c = (struct write_call){.req = req, .gw = w->gw, .status = status, .answer = answer};
         snprintf(c->detail, sizeof(c->detail), "%s", detail);
         err = keyring_commit_locked(w->gw->keyring, w->gw->store, srv_req_loop(req), audit,
                                     on_written, c);

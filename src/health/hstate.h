@@ -117,6 +117,12 @@ struct hstate_ops {
     void (*budget_first)(struct hstate *hs, uint64_t now_ms);
     bool (*budget_available)(struct hstate *hs, uint64_t now_ms);
     bool (*budget_take)(struct hstate *hs, uint64_t now_ms);
+    /* Shared state only (NULL in a backend that has no other instances): tells the other
+     * instances that the gateway's shared records changed (the run-time keyring), and sets
+     * the function called -- on the backend's thread -- when another instance says so, or
+     * when this one (re)connects and may have missed what was said meanwhile. */
+    void (*notify)(struct hstate *hs);
+    void (*on_notify)(struct hstate *hs, void (*fn)(void *ud), void *ud);
 };
 
 /* Every backend's object starts with this. */
@@ -278,5 +284,18 @@ static inline void hstate_health(struct hstate *hs, const struct cfg_target *t, 
 }
 
 const char *target_health_name(enum target_health h);
+
+/* See hstate_ops notify / on_notify; nothing to do without other instances. */
+static inline void hstate_notify(struct hstate *hs)
+{
+    if (hs->ops->notify)
+        hs->ops->notify(hs);
+}
+
+static inline void hstate_on_notify(struct hstate *hs, void (*fn)(void *ud), void *ud)
+{
+    if (hs->ops->on_notify)
+        hs->ops->on_notify(hs, fn, ud);
+}
 
 #endif

@@ -363,6 +363,12 @@ static void publish(struct hs_redis *h, const struct hr_event *ev)
         hr__limits_run(h, ev); /* the fleet's limits: not announced */
         return;
     }
+    if (ev->kind == 'K') { /* the shared records changed: said, nothing kept */
+        snprintf(m.inst, sizeof(m.inst), "%s", h->instance);
+        hr__msg_format(&m, msg, sizeof(msg));
+        hr__cmd(h, NULL, NULL, 3, (const char *[]){"PUBLISH", h->channel, msg});
+        return;
+    }
     snprintf(ms, sizeof(ms), "%" PRIu64, m.ms);
     snprintf(reason, sizeof(reason), "%d", ev->reason);
     snprintf(m.inst, sizeof(m.inst), "%s", h->instance);
@@ -408,6 +414,16 @@ static void publish(struct hs_redis *h, const struct hr_event *ev)
 
 /* ---- the store thread: what the other instances say ------------------------------------ */
 
+/* Calls the function hstate_on_notify() set, if any (the store thread), under the mutex: once
+ * on_notify(NULL) returned it is never called again (its handle may be closing). */
+static void notify_local(struct hs_redis *h)
+{
+    uv_mutex_lock(&h->mu);
+    if (h->notify_fn)
+        h->notify_fn(h->notify_ud);
+    uv_mutex_unlock(&h->mu);
+}
+
 static void apply(struct hs_redis *h, const char *text)
 {
     struct hr_msg m;
@@ -416,6 +432,10 @@ static void apply(struct hs_redis *h, const char *text)
 
     if (!hr__msg_parse(text, &m) || strcmp(m.inst, h->instance) == 0)
         return;
+    if (m.kind == 'K') {
+        notify_local(h);
+        return;
+    }
     const char *msg = m.id;
     char kind = m.kind;
     uint64_t ms = m.ms;
@@ -457,8 +477,14 @@ static void on_message(redisAsyncContext *ac, void *r, void *priv)
 
     (void)ac;
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
-        reply->element[0]->type != REDIS_REPLY_STRING ||
-        strcmp(reply->element[0]->str, "message") != 0 ||
+        reply->element[0]->type != REDIS_REPLY_STRING)
+        return;
+    /* (Re)subscribed: what was said while this instance was away is not repeated. */
+    if (strcmp(reply->element[0]->str, "subscribe") == 0) {
+        notify_local(priv);
+        return;
+    }
+    if (strcmp(reply->element[0]->str, "message") != 0 ||
         reply->element[2]->type != REDIS_REPLY_STRING)
         return;
     apply(priv, reply->element[2]->str);
@@ -711,6 +737,21 @@ static void r_destroy(struct hstate *hs)
     free(h);
 }
 
+static void r_notify(struct hstate *hs)
+{
+    enqueue((struct hs_redis *)hs, 'K', "records", 1, 0, 0);
+}
+
+static void r_on_notify(struct hstate *hs, void (*fn)(void *ud), void *ud)
+{
+    struct hs_redis *h = (struct hs_redis *)hs;
+
+    uv_mutex_lock(&h->mu);
+    h->notify_fn = fn;
+    h->notify_ud = ud;
+    uv_mutex_unlock(&h->mu);
+}
+
 static const struct hstate_ops redis_ops = {
     .destroy = r_destroy,
     .sync = r_sync,
@@ -731,6 +772,8 @@ static const struct hstate_ops redis_ops = {
     .budget_first = r_budget_first,
     .budget_available = r_budget_available,
     .budget_take = r_budget_take,
+    .notify = r_notify,
+    .on_notify = r_on_notify,
 };
 
 static bool hr_start(struct hs_redis *h)

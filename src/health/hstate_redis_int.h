@@ -40,7 +40,8 @@ struct hr_provider {
 struct hr_event {
     struct hr_event *next;
     char kind;         /* 'o' opened, 'c' closed, 'k' key cooldown, 'm' a model's cooldown,
-                          'L' a limit's ask, 'G' slots given back */
+                          'L' a limit's ask, 'G' slots given back, 'K' the shared records
+                          changed (announced, never applied to circuits) */
     uint64_t ms;       /* 'o': open_ms; 'k': the cooldown left */
     int reason, idx;
     char id[256];      /* circuit key, or provider id */
@@ -82,6 +83,8 @@ struct hs_redis {
     size_t n_sets, cap_sets;
     uv_timer_t renew;        /* keeps held leases alive */
     uint32_t lease_ttl_ms;
+    void (*notify_fn)(void *ud); /* guarded by mu; called on the store thread */
+    void *notify_ud;
 };
 
 /* hstate_redis.c */

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* keyring_sync.c -- the keyring and the store: read at start (SQLite keeps keys across a
- * restart) and, on a shared store (Redis), polled every KEYRING_POLL_MS so that a key made,
- * changed or revoked on another instance is served here within a second. */
+ * restart) and, on a shared store (Redis), read again whenever another instance announces a
+ * change on the shared state's channel (hstate_notify), or this one (re)subscribes to it: a
+ * key made, changed or revoked on another instance is served here one Redis round trip after
+ * its write, with no polling traffic while nothing changes. */
 #include <stdlib.h>
 
 #include "core/log.h"
 #include "core/str.h"
+#include "health/hstate.h"
 #include "router/gateway.h"
 #include "router/keyring.h"
 #include "router/keyring_sync.h"
@@ -57,7 +60,7 @@ enum bsc_err keyring_load_blocking(struct keyring *kr, struct store *st, uv_loop
     return err;
 }
 
-/* ---- polling ---- */
+/* ---- following the other instances ---- */
 
 static void on_poll_audit(enum bsc_err err, struct bsc_str v, void *ud)
 {
@@ -69,8 +72,8 @@ static void on_poll_audit(enum bsc_err err, struct bsc_str v, void *ud)
 
 static void on_poll_keys(enum bsc_err err, struct bsc_str v, void *ud)
 {
-    uv_timer_t *t = ud;
-    struct gateway *gw = t->data;
+    uv_async_t *a = ud;
+    struct gateway *gw = a->data;
 
     if (err == BSC_ENOTFOUND)
         keyring_set_synced(gw->keyring);
@@ -82,21 +85,38 @@ static void on_poll_keys(enum bsc_err err, struct bsc_str v, void *ud)
     LOG_INFO("keyring changed in the store: rebuilding the snapshot");
     if (gw->rebuild(gw) != BSC_OK)
         LOG_ERR("the keyring changed but the config file does not load: not applied");
-    if (store_blob_get(gw->store, t->loop, BSC_STR(KEYRING_AUDIT_BLOB), on_poll_audit, gw))
+    if (store_blob_get(gw->store, a->loop, BSC_STR(KEYRING_AUDIT_BLOB), on_poll_audit, gw))
         LOG_WARN("could not queue a read of the audit trail");
 }
 
-static void on_poll(uv_timer_t *t)
+/* Another instance said the keyring changed, or the shared state (re)subscribed: read it. */
+static void on_changed(uv_async_t *a)
 {
-    struct gateway *gw = t->data;
+    struct gateway *gw = a->data;
 
-    if (store_blob_get(gw->store, t->loop, BSC_STR(KEYRING_BLOB), on_poll_keys, t) != BSC_OK)
-        LOG_DEBUG("keyring poll not queued (store busy)");
+    if (store_blob_get(gw->store, a->loop, BSC_STR(KEYRING_BLOB), on_poll_keys, a) != BSC_OK)
+        LOG_WARN("keyring read not queued (store busy): served as it is until the next change");
 }
 
-void keyring_poll_start(struct gateway *gw, uv_loop_t *loop, uv_timer_t *t)
+/* The shared state's thread: wakes the main loop, which reads the keyring. */
+static void changed_elsewhere(void *ud)
 {
-    uv_timer_init(loop, t);
-    t->data = gw;
-    uv_timer_start(t, on_poll, KEYRING_POLL_MS, KEYRING_POLL_MS);
+    uv_async_send(ud);
+}
+
+void keyring_follow_start(struct gateway *gw, uv_loop_t *loop, uv_async_t *a)
+{
+    uv_async_init(loop, a, on_changed);
+    a->data = gw;
+    hstate_on_notify(gw->hs, changed_elsewhere, a);
+}
+
+void keyring_follow_stop(struct gateway *gw)
+{
+    hstate_on_notify(gw->hs, NULL, NULL);
+}
+
+void keyring_announce(struct gateway *gw)
+{
+    hstate_notify(gw->hs);
 }

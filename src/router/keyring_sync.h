@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* keyring_sync.h -- the keyring read from the store at start and polled on a shared one. */
+/* keyring_sync.h -- the keyring read from the store at start and followed on a shared one. */
 #ifndef BSC_ROUTER_KEYRING_SYNC_H
 #define BSC_ROUTER_KEYRING_SYNC_H
 
@@ -11,13 +11,15 @@ struct gateway;
 struct keyring;
 struct store;
 
-#define KEYRING_POLL_MS 200
-
 /* Reads the keyring and the audit trail from <st>, running <loop> (idle: at start) until
  * both answered. Absent blobs are fine. */
 enum bsc_err keyring_load_blocking(struct keyring *kr, struct store *st, uv_loop_t *loop);
-/* Starts <t> on <loop>: every KEYRING_POLL_MS, a newer keyring in the store is adopted and
- * gw->rebuild() publishes it. The caller closes <t>. */
-void keyring_poll_start(struct gateway *gw, uv_loop_t *loop, uv_timer_t *t);
+/* A shared store: <a> (initialised on <loop>) reads the keyring again when another instance
+ * announces a change, or when the shared state (re)subscribes; a newer keyring is adopted and
+ * gw->rebuild() publishes it. Stop before closing <a>. */
+void keyring_follow_start(struct gateway *gw, uv_loop_t *loop, uv_async_t *a);
+void keyring_follow_stop(struct gateway *gw);
+/* After a keyring write is stored: tells the other instances to read it. */
+void keyring_announce(struct gateway *gw);
 
 #endif
