@@ -17,10 +17,13 @@
 
 #include "api/api.h"
 #include "config/config.h"
+#include "load/args.h"
 #include "load/load.h"
 #include "core/alloc.h"
+#include "core/build_info.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/sd_notify.h"
 #include "dialect/error.h"
 #include "health/hstate.h"
 #include "health/limits.h"
@@ -40,10 +43,6 @@
 #include "telemetry/exporter.h"
 #include "upstream/upstream.h"
 
-#ifndef BASCULE_VERSION
-#define BASCULE_VERSION "0.1.0"
-#endif
-
 struct main_ctx {
     struct gateway gw;
     uv_loop_t *loop;
@@ -54,10 +53,34 @@ struct main_ctx {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: bascule --config FILE      serve\n"
-               "       bascule --check-config FILE  validate FILE and exit (0 ok, 1 errors)\n"
-               "       bascule load --url URL --model ROUTE [options]  load-test a gateway\n"
-               "       bascule --version\n");
+    fprintf(f,
+            "bascule %s -- an LLM API gateway (man bascule, man bascule.yaml)\n"
+            "\n"
+            "usage: bascule --config FILE          serve with FILE (bascule.yaml(5))\n"
+            "       bascule --check-config FILE    validate FILE and exit\n"
+            "       bascule load --url URL --model ROUTE [options]   load-test a gateway\n"
+            "       bascule --version              version and library versions\n"
+            "       bascule --help                 this text\n"
+            "\n"
+            "options:\n"
+            "  -c, --config FILE        the configuration to serve; ${NAME} and ${NAME:-default}\n"
+            "                           in it are read from the environment at load time\n"
+            "  -k, --check-config FILE  print every diagnostic of FILE; exit 0 when it would\n"
+            "                           load, 1 when it has errors (nothing is started)\n"
+            "  -v, --version            print the version and exit\n"
+            "  -h, --help               print this text and exit\n"
+            "\n"
+            "signals (serve):\n"
+            "  SIGHUP           reload FILE; a file with errors is rejected, the running\n"
+            "                   configuration keeps serving\n"
+            "  SIGTERM, SIGINT  stop accepting, let in-flight requests finish for up to\n"
+            "                   limits.drain_timeout_ms, then exit 0; a second one stops now\n"
+            "\n"
+            "Under systemd (Type=notify) readiness is reported on $NOTIFY_SOCKET once the\n"
+            "listeners are bound. Exit status: 0 ok, 1 a start or config error, 2 bad usage.\n"
+            "\n"
+            "load mode (bascule load --help):\n%s",
+            bsc_build_version, load_usage);
 }
 
 static void apply_log_settings(const struct cfg *cfg)
@@ -382,6 +405,7 @@ static void on_term(uv_signal_t *h, int signum)
     cfg = cfg_current_get();
     LOG_INFO("%s: draining (up to %u ms)", signum == SIGINT ? "SIGINT" : "SIGTERM",
              cfg->limits.drain_timeout_ms);
+    bsc_sd_notify("STOPPING=1");
     workers_send(&mc->gw, WORKER_CMD_DRAIN);
     uv_timer_start(&mc->drain_timer, on_drain_timeout, cfg->limits.drain_timeout_ms, 0);
     cfg_unref(cfg);
@@ -501,7 +525,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
     for (i = 0; i < mc.gw.n_workers; i++)
         uv_thread_create(&mc.gw.workers[i].thread, worker_main, &mc.gw.workers[i]);
     LOG_INFO("bascule %s listening on http://%s%s%s:%u with %u workers, %zu routes",
-             BASCULE_VERSION, strchr(cfg->listen_host, ':') ? "[" : "", cfg->listen_host,
+             bsc_build_version, strchr(cfg->listen_host, ':') ? "[" : "", cfg->listen_host,
              strchr(cfg->listen_host, ':') ? "]" : "", cfg->listen_port, mc.gw.n_workers,
              cfg->n_routes);
     {
@@ -512,6 +536,8 @@ static int serve(const char *path, const struct rlimit *core_limit)
                  cfg->limits.max_connections, (unsigned long long)nofile);
     }
     cfg_unref(cfg);
+    if (bsc_sd_notify("READY=1") < 0) /* the listeners are bound: connections queue */
+        LOG_WARN("could not tell the service manager that bascule is ready ($NOTIFY_SOCKET)");
 
     mc.loop = uv_default_loop();
     uv_signal_init(mc.loop, &mc.sig_hup);
@@ -568,7 +594,7 @@ int main(int argc, char **argv)
         case 'c': config = optarg; break;
         case 'k': return check_config(optarg);
         case 'v':
-            printf("bascule %s (libuv %s, %s)\n", BASCULE_VERSION, uv_version_string(),
+            printf("bascule %s (libuv %s, %s)\n", bsc_build_version, uv_version_string(),
                    curl_version());
             return 0;
         case 'h': usage(stdout); return 0;
