@@ -41,7 +41,7 @@ ifneq ($(SANITIZE),)
 SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 endif
 
-CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN_FLAGS) -Isrc -Isim -I$(BUILD)/gen $(PKG_CFLAGS) -MMD -MP $(EXTRA_CFLAGS)
+CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN_FLAGS) -Isrc -Isim $(PKG_CFLAGS) -MMD -MP $(OBJ_DEFS) $(EXTRA_CFLAGS)
 LDFLAGS_ALL = $(SAN_FLAGS) $(EXTRA_LDFLAGS) $(PKG_LIBS)
 
 BUILD   ?= build

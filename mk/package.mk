@@ -18,15 +18,16 @@ UNITDIR    ?= $(if $(filter /usr,$(PREFIX)),/lib/systemd/system,$(PREFIX)/lib/sy
 
 .PHONY: install deb image FORCE
 
-# The version and revision the binary reports (core/build_info.c, bascule_build_info):
-# rewritten only when they change, so a commit does not rebuild anything else.
-$(BUILD)/gen/bascule_build_gen.h: FORCE
+# The version and revision the binary reports (core/build_info.c, bascule_build_info): the
+# stamp is rewritten only when they change, so a commit rebuilds that one object only.
+$(BUILD)/gen/build_info.stamp: FORCE
 	@mkdir -p $(dir $@)
-	@printf '#define BASCULE_VERSION "%s"\n#define BASCULE_REVISION "%s"\n' \
-	  '$(VERSION)' '$(GIT_REV)' > $@.tmp
+	@printf '%s %s\n' '$(VERSION)' '$(GIT_REV)' > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
-$(BUILD)/obj/src/core/build_info.o: $(BUILD)/gen/bascule_build_gen.h
+$(BUILD)/obj/src/core/build_info.o: $(BUILD)/gen/build_info.stamp
+$(BUILD)/obj/src/core/build_info.o: OBJ_DEFS = -DBASCULE_VERSION='"$(VERSION)"' \
+                                               -DBASCULE_REVISION='"$(GIT_REV)"'
 
 # Configuration files already present are kept (an operator's edits survive a reinstall).
 install: all

@@ -594,8 +594,8 @@ int main(int argc, char **argv)
         case 'c': config = optarg; break;
         case 'k': return check_config(optarg);
         case 'v':
-            printf("bascule %s (libuv %s, %s)\n", bsc_build_version, uv_version_string(),
-                   curl_version());
+            printf("bascule %s (revision %s; libuv %s, %s)\n", bsc_build_version,
+                   bsc_build_revision, uv_version_string(), curl_version());
             return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* build_info.h -- what this binary is: the release (the VERSION file) and the source
- * revision it was built from (git, or "unknown" outside a checkout). The Makefile writes
- * them into a generated header, rewritten only when they change. */
+ * revision it was built from (git, or "unknown" outside a checkout), set by the Makefile. */
 #ifndef BSC_CORE_BUILD_INFO_H
 #define BSC_CORE_BUILD_INFO_H
 
