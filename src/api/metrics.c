@@ -10,6 +10,7 @@
 #include "health/hstate.h"
 #include "metrics/metrics.h"
 #include "router/gateway.h"
+#include "router/spend.h"
 #include "store/store.h"
 #include "upstream/upstream.h"
 
@@ -46,6 +47,44 @@ static void breaker_gauges(struct worker *w, const struct cfg *cfg)
     }
 }
 
+/* Per route, the targets that could serve now (every tier: whether a tier may be used is
+ * the envelope's call, per request). 0 is the "all targets of a route ineligible" alert. */
+static void route_gauges(struct worker *w, const struct cfg *cfg)
+{
+    struct metrics *m = w->gw->metrics;
+    uint64_t now = bsc_now_ms();
+
+    for (size_t i = 0; i < cfg->n_routes; i++) {
+        const struct cfg_route *r = &cfg->routes[i];
+        size_t n = api__tier_eligible(w->gw->hs, &r->primary, now) +
+                   api__tier_eligible(w->gw->hs, &r->equivalent, now) +
+                   api__tier_eligible(w->gw->hs, &r->fallback, now);
+
+        metrics_gauge_set(m, metrics_shared_shard(m), METRIC_ROUTE_ELIGIBLE_TARGETS, r->id, NULL,
+                          (double)n);
+    }
+}
+
+/* Each client's budget and its spend this period as the book holds it (what admission
+ * checks); a client whose period is not loaded yet shows 0 spent. */
+static void client_gauges(struct worker *w, const struct cfg *cfg)
+{
+    struct metrics *m = w->gw->metrics;
+    unsigned sh = metrics_shared_shard(m);
+    uint64_t now = bsc_wall_ms();
+
+    for (size_t i = 0; i < cfg->n_clients; i++) {
+        const struct cfg_client *c = &cfg->clients[i];
+        struct spend_view v;
+
+        if (c->budget.usd < 0)
+            continue;
+        spend_peek(w->gw->spend, c->id, c->budget.period, now, &v);
+        metrics_gauge_set(m, sh, METRIC_CLIENT_BUDGET, c->id, NULL, c->budget.usd);
+        metrics_gauge_set(m, sh, METRIC_CLIENT_SPEND, c->id, NULL, v.known ? v.usd : 0);
+    }
+}
+
 /* The gauges read at scrape time, and the series the config knows. */
 static void scrape_gauges(struct worker *w)
 {
@@ -60,6 +99,8 @@ static void scrape_gauges(struct worker *w)
     metrics_gauge_set(m, sh, METRIC_STORE_UP, NULL, NULL, store_is_up(w->gw->store, NULL) ? 1 : 0);
     if (cfg) {
         breaker_gauges(w, cfg);
+        route_gauges(w, cfg);
+        client_gauges(w, cfg);
         api__metrics_seed(m, cfg);
     }
     cfg_unref(cfg);

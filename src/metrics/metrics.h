@@ -142,6 +142,13 @@ enum metric_buckets {
       METRICS_L1("target"), "Adaptive concurrency limit per target (0: not limited).")        \
     X(TARGET_EFFECTIVE_RPM, GAUGE, NONE, "bascule_target_effective_rpm", METRICS_L1("target"), \
       "Adaptive requests-per-minute limit per target (0: not limited).")  \
+    X(ROUTE_ELIGIBLE_TARGETS, GAUGE, NONE, "bascule_route_eligible_targets",                    \
+      METRICS_L1("route"),                                                                     \
+      "Targets of a route that could take a request now (enabled, circuit not open).")        \
+    X(CLIENT_BUDGET, GAUGE, NONE, "bascule_client_budget_usd", METRICS_L1("client"),           \
+      "A client's budget for its current period, in US dollars (clients with a budget).")     \
+    X(CLIENT_SPEND, GAUGE, NONE, "bascule_client_spend_usd", METRICS_L1("client"),             \
+      "A client's spend in its current budget period, as this instance knows it.")            \
     X(LIMIT_DECISIONS, COUNTER, NONE, "bascule_limit_decisions_total",                         \
       METRICS_L2("limit", "outcome"),                                                          \
       "Local limit decisions by limit (client_rpm, target_concurrency, ...) and outcome.")
