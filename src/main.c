@@ -122,14 +122,39 @@ static void warn_if_open(const struct cfg *cfg)
              "use the gateway and its provider keys", cfg->listen_host);
 }
 
-/* Loads <path>, printing every diagnostic. Returns the snapshot or NULL. */
-static struct cfg *load_config(const char *path)
+/* Every diagnostic of a load as a log line (JSON with log.format: json), so a service's log
+ * stays one format; `--check-config` prints them as plain text for a person instead. */
+static void log_diags(const struct cfg_diags *diags)
+{
+    for (size_t i = 0; i < diags->n; i++) {
+        const struct cfg_diag *d = &diags->items[i];
+        enum bsc_log_level lvl = d->warning ? BSC_LOG_WARN : BSC_LOG_ERR;
+        const char *kind = d->warning ? "warning" : "error";
+
+        if (d->line && d->column)
+            bsc_log(lvl, "%s:%u:%u: %s: %s", d->file, d->line, d->column, kind, d->message);
+        else if (d->line)
+            bsc_log(lvl, "%s:%u: %s: %s", d->file, d->line, kind, d->message);
+        else
+            bsc_log(lvl, "%s: %s: %s", d->file, kind, d->message);
+    }
+}
+
+/* Loads <path>, printing every diagnostic: as log lines when <serving> (in the format the
+ * file asks for, when it loads), else as text. Returns the snapshot or NULL. */
+static struct cfg *load_config(const char *path, bool serving)
 {
     struct cfg_diags diags = {0};
     struct cfg *cfg = NULL;
 
     cfg_load(path, &cfg, &diags);
-    cfg_diags_print(&diags, stderr);
+    if (!serving) {
+        cfg_diags_print(&diags, stderr);
+    } else {
+        if (cfg)
+            apply_log_settings(cfg);
+        log_diags(&diags);
+    }
     cfg_diags_cleanup(&diags);
     return cfg;
 }
@@ -352,7 +377,7 @@ static void on_hup(uv_signal_t *h, int signum)
 
     (void)signum;
     LOG_INFO("SIGHUP: reloading %s", mc->gw.config_path);
-    next = load_config(mc->gw.config_path);
+    next = load_config(mc->gw.config_path, true);
     if (!next) {
         atomic_fetch_add(&mc->gw.reloads_failed, 1);
         metrics_inc(mc->gw.metrics, metrics_shared_shard(mc->gw.metrics), METRIC_CONFIG_RELOADS,
@@ -419,7 +444,7 @@ static void on_term(uv_signal_t *h, int signum)
 
 static int check_config(const char *path)
 {
-    struct cfg *cfg = load_config(path);
+    struct cfg *cfg = load_config(path, false);
 
     if (!cfg) {
         fprintf(stderr, "%s: invalid\n", path);
@@ -468,7 +493,7 @@ static int start_failed(struct gateway *gw, struct cfg *cfg, unsigned n_loops)
 static int serve(const char *path, const struct rlimit *core_limit)
 {
     struct main_ctx mc = {0};
-    struct cfg *cfg = load_config(path);
+    struct cfg *cfg = load_config(path, true);
     unsigned i;
 
     if (!cfg)
