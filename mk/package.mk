@@ -50,5 +50,6 @@ install: all
 deb:
 	@scripts/make-deb
 
-image: deb
+# Uses the package make deb left in build/ (made first when there is none).
+image:
 	@scripts/make-image

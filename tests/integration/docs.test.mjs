@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The reference pages stay complete: docs/configuration.md's contents line links every
 // section (## heading) it has, and docs/api.md names every path src/api/dispatch.c routes
-// and has a section for each model endpoint (/v1/responses among them).
+// and has a section for each model endpoint (/v1/responses among them); the README's layout
+// map names every src/ directory and only paths that exist.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from '../lib/harness.mjs';
 
@@ -34,4 +35,17 @@ test('api.md: every routed path is documented, every model endpoint has its sect
   const contents = /^Contents: [\s\S]*?\n\n/m.exec(api)?.[0] ?? '';
   for (const h of [...api.matchAll(/^## (.+)$/gm)].map((m) => slug(m[1])))
     assert.ok(contents.includes(`(#${h})`), `api.md contents does not link #${h}`);
+});
+
+test("README layout: every src/ directory is on the map, every path on it exists", () => {
+  const readme = read('README.md');
+  const map = /^## Layout\n\n```\n([\s\S]*?)```/m.exec(readme)?.[1] ?? '';
+  assert.ok(map, 'README has a Layout block');
+  const named = [...map.matchAll(/(?:^|\s)((?:src|tests|sim|examples|deploy|debian|docs|mk|scripts|bench)(?:\/[a-z_]+)*\/?)(?=\s|$)/gm)]
+    .map((m) => m[1].replace(/\/$/, ''));
+  for (const p of named) assert.ok(existsSync(path.join(REPO_ROOT, p)), `the layout names ${p}, which does not exist`);
+  for (const d of readdirSync(path.join(REPO_ROOT, 'src'), { withFileTypes: true }).filter((e) => e.isDirectory()))
+    assert.ok(named.includes(`src/${d.name}`), `src/${d.name} is not on the README's layout map`);
+  assert.ok(map.includes('Containerfile') && existsSync(path.join(REPO_ROOT, 'Containerfile')) || !map.includes('Containerfile'),
+    'the Containerfile the map names exists');
 });
