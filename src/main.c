@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "api/api.h"
+#include "api/status_history.h"
 #include "config/config.h"
 #include "load/args.h"
 #include "load/load.h"
@@ -48,6 +49,7 @@ struct main_ctx {
     uv_loop_t *loop;
     uv_signal_t sig_hup, sig_term, sig_int;
     uv_timer_t drain_timer;
+    uv_timer_t history_timer; /* status.json's series: a sample every 10 s */
     bool stopping;
 };
 
@@ -440,6 +442,33 @@ static void on_term(uv_signal_t *h, int signum)
     uv_close((uv_handle_t *)&mc->sig_hup, NULL);
     uv_close((uv_handle_t *)&mc->sig_term, NULL);
     uv_close((uv_handle_t *)&mc->sig_int, NULL);
+    uv_close((uv_handle_t *)&mc->history_timer, NULL);
+}
+
+/* ---- status.json's history ---- */
+
+static void history_sample(struct main_ctx *mc)
+{
+    struct cfg *cfg = cfg_current_get();
+
+    status_history_observe(mc->gw.history, &mc->gw, cfg, bsc_wall_ms(), true);
+    cfg_unref(cfg);
+}
+
+static void on_history_tick(uv_timer_t *h)
+{
+    history_sample(h->data);
+}
+
+/* The baseline now (a circuit that opens from the first request on is an event), then a
+ * point every STATUS_SERIES_INTERVAL_MS. */
+static void history_start(struct main_ctx *mc)
+{
+    uv_timer_init(mc->loop, &mc->history_timer);
+    mc->history_timer.data = mc;
+    history_sample(mc);
+    uv_timer_start(&mc->history_timer, on_history_tick, STATUS_SERIES_INTERVAL_MS,
+                   STATUS_SERIES_INTERVAL_MS);
 }
 
 static int check_config(const char *path)
@@ -476,6 +505,7 @@ static void gateway_free(struct gateway *gw)
     metrics_free(gw->metrics);
     store_close(gw->store);
     spend_book_free(gw->spend);
+    status_history_free(gw->history);
     cfg_current_swap(NULL);
 }
 
@@ -529,8 +559,9 @@ static int serve(const char *path, const struct rlimit *core_limit)
     mc.gw.conns = srv_group_new(mc.gw.n_workers);
     mc.gw.verdicts = verdicts_new(VERDICTS_MAX_REQUESTS, VERDICTS_MAX_AGE_MS);
     mc.gw.spend = spend_book_new();
+    mc.gw.history = status_history_new();
     if (!mc.gw.hs || !mc.gw.lim || !mc.gw.metrics || !mc.gw.conns || !mc.gw.verdicts ||
-        !mc.gw.spend || hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK ||
+        !mc.gw.spend || !mc.gw.history || hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK ||
         lim_reg_sync(mc.gw.lim, cfg) != BSC_OK) {
         LOG_ERR("out of memory at start");
         return start_failed(&mc.gw, cfg, 0);
@@ -573,6 +604,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
     uv_signal_start(&mc.sig_hup, on_hup, SIGHUP);
     uv_signal_start(&mc.sig_term, on_term, SIGTERM);
     uv_signal_start(&mc.sig_int, on_term, SIGINT);
+    history_start(&mc);
     uv_run(mc.loop, UV_RUN_DEFAULT);
 
     for (i = 0; i < mc.gw.n_workers; i++) {
