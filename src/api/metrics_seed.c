@@ -17,6 +17,8 @@ static void seed_route(struct metrics *m, unsigned sh, const struct cfg_route *r
         metrics_touch(m, sh, METRIC_REQUESTS, r->id, outcomes[i], NULL);
     for (size_t i = 0; i < BSC_ARRAY_LEN(directions); i++)
         metrics_touch(m, sh, METRIC_TOKENS, r->id, directions[i], NULL);
+    metrics_touch(m, sh, METRIC_OUTCOMES, r->id, "transport", "ok");
+    metrics_touch(m, sh, METRIC_OUTCOMES, r->id, "transport", "failed");
     metrics_touch(m, sh, METRIC_RETRIES, r->id, NULL, NULL);
     metrics_touch(m, sh, METRIC_FAILOVERS, r->id, NULL, NULL);
     metrics_touch(m, sh, METRIC_FALLBACKS, r->id, NULL, NULL);

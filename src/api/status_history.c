@@ -133,6 +133,17 @@ static void event_add(struct status_history *h, uint64_t t_ms, const char *kind,
         h->n_events++;
 }
 
+void status_history_note(struct status_history *h, uint64_t wall_ms, const char *kind,
+                         const char *subject, const char *from, const char *to,
+                         const char *reason)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->mu);
+    event_add(h, wall_ms, kind, subject, from, to, reason);
+    pthread_mutex_unlock(&h->mu);
+}
+
 /* ---- events from the routing state ---------------------------------------------------- */
 
 static const char *circuit_name(const struct target_view *v)

@@ -34,6 +34,12 @@ void status_history_free(struct status_history *h);
 void status_history_observe(struct status_history *h, struct gateway *gw, const struct cfg *cfg,
                             uint64_t wall_ms, bool sample);
 
+/* Records an event the observations cannot see (an admin action that leaves no state to
+ * compare: a client's spend reset). NULL <h> is fine. */
+void status_history_note(struct status_history *h, uint64_t wall_ms, const char *kind,
+                         const char *subject, const char *from, const char *to,
+                         const char *reason);
+
 /* Appends ,"series":{...},"events":[...] to <b>. */
 void status_history_put_json(struct status_history *h, struct bsc_buf *b);
 

@@ -4,7 +4,8 @@
 // transition (closed -> open, with the failure) and its series get points with the
 // traffic (requests/s and p95 per route and target), and the page draws both: the event in
 // its feed and chart lines with points. With clients configured, a browser opening /status
-// gets the page, which asks for the admin key instead of showing a 401 body.
+// gets the page, which asks for the admin key instead of showing a 401 body; an admin
+// action (a client's spend reset) is an event too.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -116,7 +117,12 @@ test('clients configured: a browser gets the page, and the page asks for the adm
   assert.match(dom, /<form id="login">/, 'the key prompt is shown (not hidden)');
   assert.match(dom, /type="password"/);
   assert.match(dom, /id="state">admin key needed/);
+  const reset = await fetch(`${locked.url}/admin/clients/app/reset-spend`, {
+    method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
+  assert.equal(reset.status, 200);
+  await reset.arrayBuffer();
   const keyed = await fetch(`${locked.url}/status.json`, { headers: { authorization: `Bearer ${ADMIN}` } });
   assert.equal(keyed.status, 200);
-  assert.ok(Array.isArray((await keyed.json()).events));
+  const ev = (await keyed.json()).events.find((e) => e.kind === 'admin' && e.subject === 'app');
+  assert.equal(ev?.to, 'spend reset', 'an admin action is an event');
 });

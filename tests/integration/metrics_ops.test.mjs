@@ -74,6 +74,7 @@ test('before any request: the series the config knows, at zero; build info; proc
     assert.equal(sample(text, 'bascule_requests_total', `route="${route}",outcome="ok"`), 0, route);
     assert.equal(sample(text, 'bascule_requests_total', `route="${route}",outcome="error"`), 0, route);
     assert.equal(sample(text, 'bascule_failovers_total', `route="${route}"`), 0, route);
+    assert.equal(sample(text, 'bascule_outcomes_total', `route="${route}",layer="transport",result="failed"`), 0, route);
     assert.equal(sample(text, 'bascule_request_duration_seconds_count', `route="${route}"`), 0, route);
     assert.equal(sample(text, 'bascule_overhead_seconds_count', `route="${route}"`), 0, route);
     assert.equal(sample(text, 'bascule_tokens_total', `route="${route}",direction="input"`), 0, route);
