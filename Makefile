@@ -6,6 +6,8 @@
 #   make run-cluster     two bascule instances, one Redis, nginx in front (examples/cluster)
 #   make test-tsan       ThreadSanitizer build in build/tsan, then unit + integration tests
 #   make bench           benchmarks against nginx and a peer gateway (bench/)
+#   make install         binaries, man pages, config and systemd unit (PREFIX=, DESTDIR=)
+#   make deb             build/bascule_<version>_<arch>.deb; make image: the container image
 #   make fuzz            libFuzzer targets (clang), a short run each
 #   SANITIZE=address,undefined   sanitizers for the main build too
 #   WERROR=1             warnings are errors (always on in the test build)
@@ -39,8 +41,8 @@ ifneq ($(SANITIZE),)
 SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 endif
 
-CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN_FLAGS) -Isrc -Isim $(PKG_CFLAGS) -MMD -MP $(EXTRA_CFLAGS)
-LDFLAGS_ALL = $(SAN_FLAGS) $(PKG_LIBS)
+CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN_FLAGS) -Isrc -Isim $(PKG_CFLAGS) -MMD -MP $(OBJ_DEFS) $(EXTRA_CFLAGS)
+LDFLAGS_ALL = $(SAN_FLAGS) $(EXTRA_LDFLAGS) $(PKG_LIBS)
 
 BUILD   ?= build
 LIB_SRC := $(sort $(wildcard src/*/*.c))
@@ -165,5 +167,7 @@ format:
 
 clean:
 	rm -rf build
+
+include mk/package.mk
 
 -include $(LIB_OBJ:.o=.d) $(SIM_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_BIN:=.d) $(FUZZ_REPLAY_BIN:=.d)

@@ -19,11 +19,15 @@
 
 #include "api/api.h"
 #include "cli/admin_cli.h"
+#include "api/status_history.h"
 #include "config/config.h"
+#include "load/args.h"
 #include "load/load.h"
 #include "core/alloc.h"
+#include "core/build_info.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/sd_notify.h"
 #include "dialect/error.h"
 #include "health/hstate.h"
 #include "health/limits.h"
@@ -45,10 +49,6 @@
 #include "telemetry/exporter.h"
 #include "upstream/upstream.h"
 
-#ifndef BASCULE_VERSION
-#define BASCULE_VERSION "0.1.0"
-#endif
-
 struct main_ctx {
     struct gateway gw;
     uv_loop_t *loop;
@@ -56,15 +56,40 @@ struct main_ctx {
     uv_timer_t drain_timer;
     uv_async_t keyring_follow; /* a shared store: keys changed by other instances */
     uv_async_t workers_ended; /* the last worker's loop ended: the main loop closes */
+    uv_timer_t history_timer; /* status.json's series: a sample every 10 s */
     bool stopping;
 };
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: bascule --config FILE      serve\n"
-               "       bascule --check-config FILE  validate FILE and exit (0 ok, 1 errors)\n"
-               "       bascule load --url URL --model ROUTE [options]  load-test a gateway\n"
-               "       bascule --version\n");
+    fprintf(f,
+            "bascule %s -- an LLM API gateway (man bascule, man bascule.yaml)\n"
+            "\n"
+            "usage: bascule --config FILE          serve with FILE (bascule.yaml(5))\n"
+            "       bascule --check-config FILE    validate FILE and exit\n"
+            "       bascule load --url URL --model ROUTE [options]   load-test a gateway\n"
+            "       bascule --version              version and library versions\n"
+            "       bascule --help                 this text\n"
+            "\n"
+            "options:\n"
+            "  -c, --config FILE        the configuration to serve; ${NAME} and ${NAME:-default}\n"
+            "                           in it are read from the environment at load time\n"
+            "  -k, --check-config FILE  print every diagnostic of FILE; exit 0 when it would\n"
+            "                           load, 1 when it has errors (nothing is started)\n"
+            "  -v, --version            print the version and exit\n"
+            "  -h, --help               print this text and exit\n"
+            "\n"
+            "signals (serve):\n"
+            "  SIGHUP           reload FILE; a file with errors is rejected, the running\n"
+            "                   configuration keeps serving\n"
+            "  SIGTERM, SIGINT  stop accepting, let in-flight requests finish for up to\n"
+            "                   limits.drain_timeout_ms, then exit 0; a second one stops now\n"
+            "\n"
+            "Under systemd (Type=notify) readiness is reported on $NOTIFY_SOCKET once the\n"
+            "listeners are bound. Exit status: 0 ok, 1 a start or config error, 2 bad usage.\n"
+            "\n"
+            "load mode (bascule load --help):\n%s",
+            bsc_build_version, load_usage);
 }
 
 static void apply_log_settings(const struct cfg *cfg)
@@ -107,14 +132,39 @@ static void warn_if_open(const struct cfg *cfg)
              "use the gateway and its provider keys", cfg->listen_host);
 }
 
-/* Loads <path>, printing every diagnostic. Returns the snapshot or NULL. */
-static struct cfg *load_config(const char *path)
+/* Every diagnostic of a load as a log line (JSON with log.format: json), so a service's log
+ * stays one format; `--check-config` prints them as plain text for a person instead. */
+static void log_diags(const struct cfg_diags *diags)
+{
+    for (size_t i = 0; i < diags->n; i++) {
+        const struct cfg_diag *d = &diags->items[i];
+        enum bsc_log_level lvl = d->warning ? BSC_LOG_WARN : BSC_LOG_ERR;
+        const char *kind = d->warning ? "warning" : "error";
+
+        if (d->line && d->column)
+            bsc_log(lvl, "%s:%u:%u: %s: %s", d->file, d->line, d->column, kind, d->message);
+        else if (d->line)
+            bsc_log(lvl, "%s:%u: %s: %s", d->file, d->line, kind, d->message);
+        else
+            bsc_log(lvl, "%s: %s: %s", d->file, kind, d->message);
+    }
+}
+
+/* Loads <path>, printing every diagnostic: as log lines when <serving> (in the format the
+ * file asks for, when it loads), else as text. Returns the snapshot or NULL. */
+static struct cfg *load_config(const char *path, bool serving)
 {
     struct cfg_diags diags = {0};
     struct cfg *cfg = NULL;
 
     cfg_load(path, &cfg, &diags);
-    cfg_diags_print(&diags, stderr);
+    if (!serving) {
+        cfg_diags_print(&diags, stderr);
+    } else {
+        if (cfg)
+            apply_log_settings(cfg);
+        log_diags(&diags);
+    }
     cfg_diags_cleanup(&diags);
     return cfg;
 }
@@ -376,7 +426,7 @@ static enum bsc_err publish(struct gateway *gw, bool warn_restart)
     struct cfg *next;
 
     pthread_mutex_lock(&publish_lock);
-    next = load_config(gw->config_path);
+    next = load_config(gw->config_path, true);
     if (!next || merge_keyring(gw, next) != BSC_OK) {
         pthread_mutex_unlock(&publish_lock);
         cfg_unref(next);
@@ -446,6 +496,7 @@ static void on_term(uv_signal_t *h, int signum)
     cfg = cfg_current_get();
     LOG_INFO("%s: draining (up to %u ms)", signum == SIGINT ? "SIGINT" : "SIGTERM",
              cfg->limits.drain_timeout_ms);
+    bsc_sd_notify("STOPPING=1");
     workers_send(&mc->gw, WORKER_CMD_DRAIN);
     uv_timer_start(&mc->drain_timer, on_drain_timeout, cfg->limits.drain_timeout_ms, 0);
     cfg_unref(cfg);
@@ -468,11 +519,38 @@ static void on_workers_ended(uv_async_t *h)
         uv_close((uv_handle_t *)&mc->keyring_follow, NULL);
     }
     uv_close((uv_handle_t *)&mc->workers_ended, NULL);
+    uv_close((uv_handle_t *)&mc->history_timer, NULL);
+}
+
+/* ---- status.json's history ---- */
+
+static void history_sample(struct main_ctx *mc)
+{
+    struct cfg *cfg = cfg_current_get();
+
+    status_history_observe(mc->gw.history, &mc->gw, cfg, bsc_wall_ms(), true);
+    cfg_unref(cfg);
+}
+
+static void on_history_tick(uv_timer_t *h)
+{
+    history_sample(h->data);
+}
+
+/* The baseline now (a circuit that opens from the first request on is an event), then a
+ * point every STATUS_SERIES_INTERVAL_MS. */
+static void history_start(struct main_ctx *mc)
+{
+    uv_timer_init(mc->loop, &mc->history_timer);
+    mc->history_timer.data = mc;
+    history_sample(mc);
+    uv_timer_start(&mc->history_timer, on_history_tick, STATUS_SERIES_INTERVAL_MS,
+                   STATUS_SERIES_INTERVAL_MS);
 }
 
 static int check_config(const char *path)
 {
-    struct cfg *cfg = load_config(path);
+    struct cfg *cfg = load_config(path, false);
 
     if (!cfg) {
         fprintf(stderr, "%s: invalid\n", path);
@@ -505,6 +583,7 @@ static void gateway_free(struct gateway *gw)
     store_close(gw->store);
     keyring_free(gw->keyring);
     spend_book_free(gw->spend);
+    status_history_free(gw->history);
     cfg_current_swap(NULL);
 }
 
@@ -551,7 +630,7 @@ static enum bsc_err start_keyring(struct gateway *gw, struct cfg *cfg)
 static int serve(const char *path, const struct rlimit *core_limit)
 {
     struct main_ctx mc = {0};
-    struct cfg *cfg = load_config(path);
+    struct cfg *cfg = load_config(path, true);
     unsigned i;
 
     if (!cfg)
@@ -589,8 +668,10 @@ static int serve(const char *path, const struct rlimit *core_limit)
     mc.gw.spend = spend_book_new();
     mc.gw.keyring = keyring_new();
     mc.gw.rebuild = rebuild;
-    if (!mc.gw.keyring || !mc.gw.hs || !mc.gw.lim || !mc.gw.metrics || !mc.gw.conns || !mc.gw.verdicts ||
-        !mc.gw.spend || hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK ||
+    mc.gw.history = status_history_new();
+    if (!mc.gw.keyring || !mc.gw.hs || !mc.gw.lim || !mc.gw.metrics || !mc.gw.conns ||
+        !mc.gw.verdicts || !mc.gw.spend || !mc.gw.history ||
+        hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK ||
         lim_reg_sync(mc.gw.lim, cfg) != BSC_OK) {
         LOG_ERR("out of memory at start");
         return start_failed(&mc.gw, cfg, 0);
@@ -617,7 +698,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
     for (i = 0; i < mc.gw.n_workers; i++)
         uv_thread_create(&mc.gw.workers[i].thread, worker_main, &mc.gw.workers[i]);
     LOG_INFO("bascule %s listening on http://%s%s%s:%u with %u workers, %zu routes",
-             BASCULE_VERSION, strchr(cfg->listen_host, ':') ? "[" : "", cfg->listen_host,
+             bsc_build_version, strchr(cfg->listen_host, ':') ? "[" : "", cfg->listen_host,
              strchr(cfg->listen_host, ':') ? "]" : "", cfg->listen_port, mc.gw.n_workers,
              cfg->n_routes);
     {
@@ -628,6 +709,8 @@ static int serve(const char *path, const struct rlimit *core_limit)
                  cfg->limits.max_connections, (unsigned long long)nofile);
     }
     cfg_unref(cfg);
+    if (bsc_sd_notify("READY=1") < 0) /* the listeners are bound: connections queue */
+        LOG_WARN("could not tell the service manager that bascule is ready ($NOTIFY_SOCKET)");
 
     uv_signal_init(mc.loop, &mc.sig_hup);
     uv_signal_init(mc.loop, &mc.sig_term);
@@ -639,6 +722,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
     uv_signal_start(&mc.sig_hup, on_hup, SIGHUP);
     uv_signal_start(&mc.sig_term, on_term, SIGTERM);
     uv_signal_start(&mc.sig_int, on_term, SIGINT);
+    history_start(&mc);
     uv_run(mc.loop, UV_RUN_DEFAULT); /* until on_workers_ended */
 
     for (i = 0; i < mc.gw.n_workers; i++) {
@@ -693,8 +777,8 @@ int main(int argc, char **argv)
         case 'c': config = optarg; break;
         case 'k': return check_config(optarg);
         case 'v':
-            printf("bascule %s (libuv %s, %s)\n", BASCULE_VERSION, uv_version_string(),
-                   curl_version());
+            printf("bascule %s (revision %s; libuv %s, %s)\n", bsc_build_version,
+                   bsc_build_revision, uv_version_string(), curl_version());
             return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "api/status_history.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "router/gateway.h"
@@ -211,6 +212,8 @@ static void reset_spend(struct worker *w, struct srv_req *req, const struct cfg_
     snprintf(rc->id, sizeof(rc->id), "%s", c->id);
     err = spend_reset(w->gw->spend, w->gw->store, srv_req_loop(req), c->id, c->budget.period,
                       bsc_wall_ms(), on_reset, rc);
+    status_history_note(w->gw->history, bsc_wall_ms(), "admin", c->id, NULL, "spend reset",
+                        "POST /admin/clients/{id}/reset-spend"); /* the book's is, at once */
     if (err || !w->gw->store) { /* no store call running: answered now */
         api__line_detail(req, "reset-spend client %s", c->id);
         reset_answer(req, c->id, err);

@@ -141,6 +141,19 @@ static bool admin_port(struct srv_req *req, const struct cfg *cfg, enum surface 
     return true;
 }
 
+/* A browser opening /status with no credential gets the page, which holds no data: it asks
+ * for the admin key itself when /status.json answers 401 (a browser cannot send a bearer
+ * token by itself, so a 401 here would leave it no way in). Any other caller, or one that
+ * presents a credential, goes through the gate as before. */
+static bool status_page_for_browser(struct srv_req *req)
+{
+    struct bsc_str accept = srv_req_header(req, BSC_STR("accept"));
+
+    return is(srv_req_path(req), "/status") && presented_key(req).len == 0 &&
+           srv_req_header(req, BSC_STR("x-admin-key")).len == 0 &&
+           accept.len >= 9 && memmem(accept.p, accept.len, "text/html", 9) != NULL;
+}
+
 bool api__auth(struct srv_req *req, const struct cfg *cfg, bool on_admin_port, const char **why)
 {
     enum surface s = surface_of(srv_req_path(req));
@@ -152,7 +165,9 @@ bool api__auth(struct srv_req *req, const struct cfg *cfg, bool on_admin_port, c
         return not_here(req, why);
     switch (s) {
     case SURF_API: return cfg_open(cfg) || client_gate(req, cfg, why);
-    case SURF_STATUS: return cfg_open(cfg) || operator_gate(req, cfg, cfg->admin_key, why);
+    case SURF_STATUS:
+        return cfg_open(cfg) || status_page_for_browser(req) ||
+               operator_gate(req, cfg, cfg->admin_key, why);
     case SURF_METRICS:
         return !cfg->metrics_key[0] || operator_gate(req, cfg, cfg->metrics_key, why);
     case SURF_ADMIN: /* admin.c checks the admin key itself (401, or 404 when it is off) */

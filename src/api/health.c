@@ -15,12 +15,14 @@ void api__health_live(struct worker *w, struct srv_req *req)
     srv_resp_send(req, 200, "application/json", NULL, 0, live_body, sizeof(live_body) - 1);
 }
 
-/* A tier can serve when one of its targets is enabled, not switched off at run time,
- * and its circuit is not open. */
-static bool tier_has_eligible(struct hstate *hs, const struct cfg_tier *t, uint64_t now)
+/* A target of a tier can serve when it is enabled, not switched off at run time, and its
+ * circuit is not open; the whole tier has none when its kill switch is on. */
+size_t api__tier_eligible(struct hstate *hs, const struct cfg_tier *t, uint64_t now)
 {
+    size_t n = 0;
+
     if (t->disabled)
-        return false;
+        return 0;
     for (size_t i = 0; i < t->n; i++) {
         const struct cfg_target *tg = t->targets[i];
         struct target_view v;
@@ -28,9 +30,9 @@ static bool tier_has_eligible(struct hstate *hs, const struct cfg_tier *t, uint6
             continue;
         hstate_view(hs, tg, now, &v);
         if (!v.admin_disabled && v.state != BRK_OPEN)
-            return true;
+            n++;
     }
-    return false;
+    return n;
 }
 
 /* Ready, and when a shared store is unreachable, why: the gateway still serves, on local
@@ -61,9 +63,9 @@ void api__health_ready(struct worker *w, struct srv_req *req)
 
     for (size_t i = 0; cfg && i < cfg->n_routes && !ok; i++) {
         const struct cfg_route *r = &cfg->routes[i];
-        ok = tier_has_eligible(w->gw->hs, &r->primary, now) ||
-             tier_has_eligible(w->gw->hs, &r->equivalent, now) ||
-             tier_has_eligible(w->gw->hs, &r->fallback, now);
+        ok = api__tier_eligible(w->gw->hs, &r->primary, now) ||
+             api__tier_eligible(w->gw->hs, &r->equivalent, now) ||
+             api__tier_eligible(w->gw->hs, &r->fallback, now);
     }
     cfg_unref(cfg);
     if (ok)

@@ -23,6 +23,12 @@ void api__models(struct worker *w, struct srv_req *req, struct bsc_str id);
 void api__health_live(struct worker *w, struct srv_req *req);
 void api__health_ready(struct worker *w, struct srv_req *req);
 void api__metrics(struct worker *w, struct srv_req *req);
+/* How many targets of <t> could take a request at <now> (health.c). */
+struct hstate;
+size_t api__tier_eligible(struct hstate *hs, const struct cfg_tier *t, uint64_t now);
+/* Makes every series <cfg> knows present (at zero) in <m> (metrics_seed.c). */
+struct metrics;
+void api__metrics_seed(struct metrics *m, const struct cfg *cfg);
 void api__embeddings(struct worker *w, struct srv_req *req);
 /* Parses a JSON request body strictly (UTF-8 checked, depth-bounded, nothing after it).
  * Returns a new object, or NULL with a client-facing message in <msg>. */

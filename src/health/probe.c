@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "health/hstate.h"
+#include "health/keys.h"
 #include "metrics/metrics.h"
 #include "providers/provider.h"
 #include "upstream/upstream.h"
@@ -25,7 +26,7 @@
 struct probe_slot {
     char *provider_id; /* owned */
     bool verify;       /* re-verifies refused keys, else the health probe */
-    int key_idx;       /* verify: the key being re-verified */
+    int key_idx;       /* the key the running probe sends (verify: the one re-verified) */
     uint64_t due_ms;
     struct up_transfer *xfer; /* running probe, or NULL */
     struct prober *owner;
@@ -126,6 +127,27 @@ static void verified(struct probe_slot *s, enum key_verdict verdict)
     s->key_idx = -1;
 }
 
+/* A health probe's 401 is about the key it sent, not about the provider: the key cools as a
+ * refused credential (re-verified later when health.key_reverify_ms is set) and the circuits
+ * of the provider's targets are left alone, as for a request's 401 (docs/internals/breaker.md). */
+static void probe_key_refused(struct probe_slot *s)
+{
+    struct prober *pr = s->owner;
+    struct cfg *cfg = cfg_current_get();
+
+    for (size_t i = 0; cfg && i < cfg->n_providers; i++) {
+        const struct cfg_provider *p = &cfg->providers[i];
+
+        if (strcmp(p->id, s->provider_id) != 0 || (size_t)s->key_idx >= p->n_keys)
+            continue;
+        hstate_key_cooldown(pr->hs, p, s->key_idx, KEY_AUTH, -1, bsc_now_ms());
+        metrics_inc(pr->metrics, pr->shard, METRIC_KEY_COOLDOWNS, p->id, "auth", 1);
+        LOG_WARN("health probe of %s: key %d refused (401): cooled, circuits unchanged", p->id,
+                 s->key_idx);
+    }
+    cfg_unref(cfg);
+}
+
 static void on_done(void *ud, struct up_transfer *t, enum up_result res, const char *detail)
 {
     struct probe_slot *s = ud;
@@ -135,6 +157,10 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
     s->xfer = NULL;
     if (s->verify) {
         verified(s, verdict_of(res, status));
+        return;
+    }
+    if (res == UP_OK && status == 401 && s->key_idx >= 0) {
+        probe_key_refused(s);
         return;
     }
     if (!up)
@@ -175,6 +201,7 @@ static bool start_probe(struct prober *pr, struct probe_slot *s, const struct cf
         s->headers[n++] = s->http.headers.p + off;
         off += strlen(s->http.headers.p + off) + 1;
     }
+    s->key_idx = call.key ? key_idx : -1;
     req = (struct up_request){
         .url = s->http.url.p,
         .method = s->http.method,

@@ -26,15 +26,22 @@ static const struct metrics_family families[METRIC_COUNT] = {
 static const double latency_bounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                         1,     2.5,  5,     10,   30,  60,   120};
 
+/* The gateway's own time per request: tens of microseconds when all is well, milliseconds
+ * when a worker is busy, up to a second when something is badly wrong. */
+static const double overhead_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                         0.01,   0.025,   0.05,   0.1,   0.25,   1};
+
 static const struct {
     const double *bounds;
     size_t n;
 } bucket_sets[METRIC_BUCKETS_COUNT] = {
     [METRIC_BUCKETS_NONE] = {NULL, 0},
     [METRIC_BUCKETS_LATENCY] = {latency_bounds, BSC_ARRAY_LEN(latency_bounds)},
+    [METRIC_BUCKETS_OVERHEAD] = {overhead_bounds, BSC_ARRAY_LEN(overhead_bounds)},
 };
 
 _Static_assert(BSC_ARRAY_LEN(latency_bounds) <= METRICS_MAX_BUCKETS, "too many buckets");
+_Static_assert(BSC_ARRAY_LEN(overhead_bounds) <= METRICS_MAX_BUCKETS, "too many buckets");
 _Static_assert(METRICS_LABEL_MAX <= UINT16_MAX, "label lengths are stored in 16 bits");
 
 const struct metrics_family *metrics_family(enum metric_id id)
@@ -123,7 +130,7 @@ struct key {
     uint16_t len[METRICS_MAX_LABELS];
 };
 
-enum op { OP_INC = 0, OP_ADD, OP_SET, OP_OBSERVE };
+enum op { OP_INC = 0, OP_ADD, OP_SET, OP_OBSERVE, OP_TOUCH };
 
 /* Length of label value <s>, cut to METRICS_LABEL_MAX bytes without splitting a UTF-8
  * character: the cut moves back while the first dropped byte is a continuation byte. */
@@ -283,6 +290,8 @@ static bool update_ok(const struct metrics_family *f, enum op op, double v)
         return f->type == METRIC_GAUGE;
     case OP_OBSERVE:
         return f->type == METRIC_HISTOGRAM;
+    case OP_TOUCH:
+        return true;
     }
     return false;
 }
@@ -300,6 +309,8 @@ static void apply(struct series *s, enum op op, double v)
         break;
     case OP_SET:
         s->value = v;
+        break;
+    case OP_TOUCH:
         break;
     case OP_OBSERVE:
         while (i < n && v > bounds[i])
@@ -421,6 +432,14 @@ void metrics_observe(struct metrics *m, unsigned shard, enum metric_id id, const
     const char *l[METRICS_MAX_LABELS] = {l1, l2, NULL};
 
     update(m, shard, id, l, OP_OBSERVE, value);
+}
+
+void metrics_touch(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                   const char *l2, const char *l3)
+{
+    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3};
+
+    update(m, shard, id, l, OP_TOUCH, 0);
 }
 
 /* ---- lifetime --------------------------------------------------------------------------- */

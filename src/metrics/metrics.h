@@ -8,6 +8,7 @@
 #ifndef BSC_METRICS_METRICS_H
 #define BSC_METRICS_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,10 @@
 #define METRICS_LABEL_MAX 128u
 /* The Content-Type of what metrics_render() produces. */
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+/* Label values for "nobody" and "nothing": no label value is ever empty. The parentheses
+ * keep them apart from every client and target id (ids cannot hold them). */
+#define METRICS_CLIENT_OPEN "(open)" /* a request on an open gateway (no clients:) */
+#define METRICS_TARGET_NONE "(none)" /* a cost charged before any target was chosen */
 /* Upper bounds of a histogram's finite buckets; +Inf comes on top. */
 #define METRICS_MAX_BUCKETS 16u
 
@@ -38,6 +43,7 @@ enum metric_type {
 enum metric_buckets {
     METRIC_BUCKETS_NONE = 0, /* counters and gauges */
     METRIC_BUCKETS_LATENCY,  /* seconds, 0.005 .. 120: request duration, TTFT */
+    METRIC_BUCKETS_OVERHEAD, /* seconds, 0.0001 .. 1: the gateway's own time per request */
     METRIC_BUCKETS_COUNT
 };
 
@@ -64,8 +70,10 @@ enum metric_buckets {
       "Attempts moved to an equivalent target after a failure.")                               \
     X(FALLBACKS, COUNTER, NONE, "bascule_fallbacks_total", METRICS_L1("route"),                \
       "Attempts moved to an approved fallback model.")                                         \
-    X(BREAKER_STATE, GAUGE, NONE, "bascule_breaker_state", METRICS_L1("target"),               \
-      "Circuit state per target: 0 closed, 1 open, 2 half_open, 3 ramping.")                   \
+    X(BUILD_INFO, GAUGE, NONE, "bascule_build_info", METRICS_L2("version", "revision"),        \
+      "Always 1: the release and source revision this process runs.")                          \
+    X(BREAKER_STATE, GAUGE, NONE, "bascule_breaker_state", METRICS_L2("target", "state"),      \
+      "1 for the circuit's current state (closed, open, half_open, ramping), 0 for the others.") \
     X(BREAKER_TRANSITIONS, COUNTER, NONE, "bascule_breaker_transitions_total",                 \
       METRICS_L2("target", "to"), "Circuit state changes by target and new state.")            \
     X(RETRY_BUDGET_REJECTIONS, COUNTER, NONE, "bascule_retry_budget_rejections_total",         \
@@ -76,6 +84,12 @@ enum metric_buckets {
       METRICS_L1("route"), "Client request duration, head received to last byte sent.")        \
     X(TTFT, HISTOGRAM, LATENCY, "bascule_ttft_seconds", METRICS_L1("route"),                   \
       "Time from request head to the first output token sent to the client.")                  \
+    X(ATTEMPT_DURATION, HISTOGRAM, LATENCY, "bascule_attempt_duration_seconds",                \
+      METRICS_L1("target"), "Upstream attempt duration per target, sent to outcome reported.")  \
+    X(ATTEMPT_TTFT, HISTOGRAM, LATENCY, "bascule_attempt_ttft_seconds", METRICS_L1("target"),  \
+      "Stream attempts: from the attempt's start to its first output token, per target.")      \
+    X(OVERHEAD, HISTOGRAM, OVERHEAD, "bascule_overhead_seconds", METRICS_L1("route"),          \
+      "Time a request spent in the gateway, not waiting on an upstream, a backoff or a queue.") \
     X(UPSTREAM_INFLIGHT, GAUGE, NONE, "bascule_upstream_inflight", METRICS_L1("target"),       \
       "Upstream transfers in progress per target.")                                            \
     X(QUEUE_DEPTH, GAUGE, NONE, "bascule_queue_depth", METRICS_L1("target"),                   \
@@ -131,6 +145,13 @@ enum metric_buckets {
       METRICS_L1("target"), "Adaptive concurrency limit per target (0: not limited).")        \
     X(TARGET_EFFECTIVE_RPM, GAUGE, NONE, "bascule_target_effective_rpm", METRICS_L1("target"), \
       "Adaptive requests-per-minute limit per target (0: not limited).")  \
+    X(ROUTE_ELIGIBLE_TARGETS, GAUGE, NONE, "bascule_route_eligible_targets",                    \
+      METRICS_L1("route"),                                                                     \
+      "Targets of a route that could take a request now (enabled, circuit not open).")        \
+    X(CLIENT_BUDGET, GAUGE, NONE, "bascule_client_budget_usd", METRICS_L1("client"),           \
+      "A client's budget for its current period, in US dollars (clients with a budget).")     \
+    X(CLIENT_SPEND, GAUGE, NONE, "bascule_client_spend_usd", METRICS_L1("client"),             \
+      "A client's spend in its current budget period, as this instance knows it.")            \
     X(LIMIT_DECISIONS, COUNTER, NONE, "bascule_limit_decisions_total",                         \
       METRICS_L2("limit", "outcome"),                                                          \
       "Local limit decisions by limit (client_rpm, target_concurrency, ...) and outcome.")     \
@@ -211,6 +232,29 @@ void metrics_gauge_add(struct metrics *m, unsigned shard, enum metric_id id, con
 /* Records one observation <value> in histogram <id>. A bucket counts values <= its bound. */
 void metrics_observe(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                      const char *l2, double value);
+
+/* Makes the series of <id> with these labels exist (at 0, or with no observation) without
+ * changing it: a family shows the series the config knows before their first event. Any
+ * type. */
+void metrics_touch(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                   const char *l2, const char *l3);
+
+/* Appends the process_* families of the Prometheus client conventions for the calling
+ * process (CPU seconds, resident and virtual memory, open and maximum fds, start time),
+ * read from /proc/self; <start_time_s> is the process start, in seconds since the epoch.
+ * A value that cannot be read is left out. Implemented in process.c. */
+enum bsc_err metrics_render_process(struct bsc_buf *out, double start_time_s);
+
+/* What /proc/<pid>/stat says of CPU and memory. */
+struct metrics_proc_stat {
+    uint64_t utime_ticks, stime_ticks; /* user and system CPU, in clock ticks */
+    uint64_t vsize_bytes;
+    uint64_t rss_pages;
+};
+
+/* Parses the text of /proc/<pid>/stat (the command name may hold spaces and parentheses:
+ * fields are counted from the last ')'). Returns false when it does not parse. Pure. */
+bool metrics_proc_stat_parse(const char *text, struct metrics_proc_stat *out);
 
 /* A series summed over all shards. */
 struct metrics_sample {

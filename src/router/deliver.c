@@ -69,6 +69,12 @@ size_t deliver_route_headers(struct request *r, struct srv_header *h,
     if (r->limited_by)
         h[n++] = (struct srv_header){BSC_STR("x-bascule-limited-by"),
                                      bsc_str_cstr(r->limited_by)};
+    r->d.overhead_us = req_overhead_us(r, bsc_now_us());
+    r->d.overhead_known = true;
+    snprintf(r->d.overhead_ms, sizeof(r->d.overhead_ms), "%.3f",
+             (double)r->d.overhead_us / 1e3);
+    h[n++] = (struct srv_header){BSC_STR("x-bascule-overhead-ms"),
+                                 bsc_str_cstr(r->d.overhead_ms)};
     return n;
 }
 
@@ -177,7 +183,7 @@ void deliver_break(struct request *r, const char *termination)
 
 void deliver_commit(struct request *r)
 {
-    struct srv_header h[10];
+    struct srv_header h[11];
     char attempts[BSC_NUM_TEXT_MAX];
     size_t n;
 
@@ -369,7 +375,7 @@ void deliver_stream_error(struct request *r, const char *message)
 
 void deliver_stream_complete(struct request *r)
 {
-    struct srv_header h[11];
+    struct srv_header h[12];
     char attempts[BSC_NUM_TEXT_MAX], cost[48];
     size_t n;
 
@@ -391,7 +397,7 @@ void deliver_stream_complete(struct request *r)
 
 void deliver_answer(struct request *r)
 {
-    struct srv_header h[9];
+    struct srv_header h[10];
     char attempts[BSC_NUM_TEXT_MAX], cost[48];
     size_t n;
     struct bsc_buf mapped;
@@ -429,7 +435,7 @@ void deliver_answer(struct request *r)
 
 void deliver_error(struct request *r)
 {
-    struct srv_header h[8];
+    struct srv_header h[9];
     char attempts[BSC_NUM_TEXT_MAX];
     size_t n;
 

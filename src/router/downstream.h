@@ -70,6 +70,9 @@ struct downstream {
     uint64_t text_frames;       /* chunk frames relayed that carry generated text: the
                                    output's estimate when no usage came (spend.md) */
     uint64_t ttfb_us;
+    uint64_t overhead_us;       /* the gateway's own time when the head went out ... */
+    bool overhead_known;        /* ... once it did (else measured at the end) */
+    char overhead_ms[24];       /* ... as x-bascule-overhead-ms says it */
     struct bsc_buf out;         /* owned: client bytes to write downstream */
     const char *termination;    /* access-log termination code */
     const char *limit_cut;      /* static: the stream passed max_stream_ms or _bytes */
@@ -117,7 +120,7 @@ void deliver_stream_complete(struct request *r);
 void deliver_answer(struct request *r);
 /* Writes r->err. */
 void deliver_error(struct request *r);
-/* The x-bascule-* headers; returns how many were put in <h> (room for 5). <buf> holds the
+/* The x-bascule-* headers; returns how many were put in <h> (room for 8). <buf> holds the
  * attempts count's digits while <h> is used. */
 size_t deliver_route_headers(struct request *r, struct srv_header *h,
                              char buf[BSC_NUM_TEXT_MAX]);

@@ -16,6 +16,7 @@ struct keyring;
 struct lim_reg;
 struct metrics;
 struct spend_book;
+struct status_history;
 struct store;
 struct verdicts;
 
@@ -30,6 +31,7 @@ struct gateway {
     struct verdicts *verdicts; /* owned: recent requests and verdicts (health/verdicts.h) */
     struct spend_book *spend; /* owned: client spend per budget period (router/spend.h) */
     struct srv_group *conns; /* owned: the workers' servers even out their connections */
+    struct status_history *history; /* owned: status.json's series and events (api/) */
     uint64_t started_ms;     /* wall clock */
     struct shadow_purse shadow_purse; /* today's shadow spend, kept across reloads */
     struct keyring *keyring; /* owned: run-time keys and the audit trail (router/keyring.h) */

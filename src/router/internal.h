@@ -160,6 +160,10 @@ static inline uint64_t req__time_left(const struct request *r)
     return envelope_remaining_ms(&r->env, bsc_now_ms());
 }
 
+/* The request's time in the gateway itself, up to <now_us>: the elapsed time less its
+ * attempts, backoffs and limit queueing (overhead.c). */
+uint64_t req_overhead_us(const struct request *r, uint64_t now_us);
+
 static inline struct attempt *req__cur_attempt(struct request *r)
 {
     return r->n_attempts ? &r->attempts[r->n_attempts - 1] : NULL;

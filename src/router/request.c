@@ -230,6 +230,12 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
     lim_req_attempt_done(r);
     metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->target->id, NULL, -1);
     metrics_inc(M(r), r->w->idx, METRIC_ATTEMPTS, r->target->id, kind ? kind : "ok", 1);
+    if (a)
+        metrics_observe(M(r), r->w->idx, METRIC_ATTEMPT_DURATION, r->target->id, NULL,
+                        (double)(bsc_now_us() - a->start_us) / 1e6);
+    if (rep.ttft_ms >= 0)
+        metrics_observe(M(r), r->w->idx, METRIC_ATTEMPT_TTFT, r->target->id, NULL,
+                        rep.ttft_ms / 1e3);
     note_breaker_change(r, &change);
 }
 
@@ -861,14 +867,17 @@ static void count_request(struct request *r, uint64_t duration_us)
     for (size_t i = 0; i < n; i++)
         metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, tokens[i].type, tokens[i].n);
     if (r->cost_usd > 0)
-        metrics_inc3(M(r), shard, METRIC_COST, r->client ? r->client->id : "", r->route->id,
-                     r->target ? r->target->id : "", r->cost_usd);
+        metrics_inc3(M(r), shard, METRIC_COST, r->client ? r->client->id : METRICS_CLIENT_OPEN,
+                     r->route->id, r->target ? r->target->id : METRICS_TARGET_NONE, r->cost_usd);
     metrics_inc(M(r), shard, METRIC_REQUESTS, r->route->id, outcome_label(r), 1);
     /* Task outcomes are counted when the client's verdict comes (api/feedback.c). */
     metrics_observe(M(r), shard, METRIC_REQUEST_DURATION, r->route->id, NULL,
                     (double)duration_us / 1e6);
     if (r->d.ttfb_us && r->d.status == 200)
         metrics_observe(M(r), shard, METRIC_TTFT, r->route->id, NULL, (double)r->d.ttfb_us / 1e6);
+    metrics_observe(M(r), shard, METRIC_OVERHEAD, r->route->id, NULL,
+                    (double)(r->d.overhead_known ? r->d.overhead_us
+                                                 : req_overhead_us(r, bsc_now_us())) / 1e6);
 }
 
 static void st_done(struct request *r)

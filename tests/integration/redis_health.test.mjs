@@ -36,8 +36,10 @@ admin: { key: "${ADMIN}" }
 
 async function breakerState(gw, target) {
   const text = await (await fetch(`${gw.url}/metrics`)).text();
-  const m = new RegExp(`^bascule_breaker_state\\{target="${target.replace('@', '@')}"\\} (\\d+)`, 'm').exec(text);
-  return m ? Number(m[1]) : null;
+  // The state whose series is 1, as the old single gauge's code (0 closed ... 3 ramping).
+  const codes = { closed: 0, open: 1, half_open: 2, ramping: 3 };
+  const m = new RegExp(`^bascule_breaker_state\\{target="${target}",state="(\\w+)"\\} 1$`, 'm').exec(text);
+  return m ? codes[m[1]] : null;
 }
 
 async function chat(gw, model) {

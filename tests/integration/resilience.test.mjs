@@ -422,6 +422,6 @@ test('breaker.key [provider]: failures of one target open the circuit its siblin
   assert.equal(await calls('shB'), 0, 'the shared circuit is open: shB is not tried');
   assert.equal((await targetView('shB')).circuit, 'open');
   const metrics = await (await fetch(`${gw.url}/metrics`)).text();
-  assert.match(metrics, /bascule_breaker_state\{target="shB"\} 1\n/, 'the shared circuit shows on both');
-  assert.match(metrics, /bascule_breaker_state\{target="shA"\} 1\n/);
+  assert.match(metrics, /bascule_breaker_state\{target="shB",state="open"\} 1\n/, 'the shared circuit shows on both');
+  assert.match(metrics, /bascule_breaker_state\{target="shA",state="open"\} 1\n/);
 });

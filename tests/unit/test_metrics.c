@@ -371,7 +371,11 @@ static void test_family_table(void **state)
         {"bascule_retries_total", METRIC_COUNTER, {"route"}},
         {"bascule_failovers_total", METRIC_COUNTER, {"route"}},
         {"bascule_fallbacks_total", METRIC_COUNTER, {"route"}},
-        {"bascule_breaker_state", METRIC_GAUGE, {"target"}},
+        {"bascule_build_info", METRIC_GAUGE, {"version", "revision"}},
+        {"bascule_breaker_state", METRIC_GAUGE, {"target", "state"}},
+        {"bascule_attempt_duration_seconds", METRIC_HISTOGRAM, {"target"}},
+        {"bascule_attempt_ttft_seconds", METRIC_HISTOGRAM, {"target"}},
+        {"bascule_overhead_seconds", METRIC_HISTOGRAM, {"route"}},
         {"bascule_breaker_transitions_total", METRIC_COUNTER, {"target", "to"}},
         {"bascule_retry_budget_rejections_total", METRIC_COUNTER, {NULL}},
         {"bascule_retry_budget_spent_total", METRIC_COUNTER, {NULL}},
@@ -654,9 +658,9 @@ static void test_gauges(void **state)
     metrics_gauge_set(m, 0, METRIC_UPSTREAM_INFLIGHT, "t1", NULL, 10);
     assert_true(value_of(m, "bascule_upstream_inflight", 1, "t1", NULL, NULL) == 11);
     /* A process-wide gauge set on the shared shard only: set replaces, never adds up. */
-    metrics_gauge_set(m, metrics_shared_shard(m), METRIC_BREAKER_STATE, "t1", NULL, 1);
-    metrics_gauge_set(m, metrics_shared_shard(m), METRIC_BREAKER_STATE, "t1", NULL, 2);
-    assert_true(value_of(m, "bascule_breaker_state", 1, "t1", NULL, NULL) == 2);
+    metrics_gauge_set(m, metrics_shared_shard(m), METRIC_TARGET_EFFECTIVE_RPM, "t1", NULL, 1);
+    metrics_gauge_set(m, metrics_shared_shard(m), METRIC_TARGET_EFFECTIVE_RPM, "t1", NULL, 2);
+    assert_true(value_of(m, "bascule_target_effective_rpm", 1, "t1", NULL, NULL) == 2);
     metrics_gauge_add(m, 1, METRIC_CONNECTIONS, NULL, NULL, 4);
     metrics_gauge_add(m, 2, METRIC_CONNECTIONS, NULL, NULL, -6);
     assert_true(value_of(m, "bascule_connections", 0, NULL, NULL, NULL) == -2);
@@ -951,6 +955,76 @@ static void test_threads(void **state)
     metrics_free(m);
 }
 
+/* ---- series present before their first event, and process_* ---------------------------- */
+
+/* A touched series exists at zero (a histogram with no observation) and a touch never
+ * changes a value; touches are not drops. */
+static void test_touch(void **state)
+{
+    struct metrics *m = metrics_new(2);
+    struct parsed ps;
+    char *text;
+
+    (void)state;
+    metrics_touch(m, 2, METRIC_REQUESTS, "chat", "ok", NULL);
+    metrics_touch(m, 2, METRIC_OVERHEAD, "chat", NULL, NULL);
+    metrics_touch(m, 2, METRIC_COST, METRICS_CLIENT_OPEN, "chat", "t1");
+    text = render_parse(m, &ps);
+    assert_true(find(&ps, "bascule_requests_total", 2, "chat", "ok")->value == 0);
+    assert_int_equal(count_named(&ps, "bascule_overhead_seconds_count"), 1);
+    assert_true(find(&ps, "bascule_overhead_seconds_count", 1, "chat")->value == 0);
+    assert_int_equal(count_named(&ps, "bascule_cost_usd_total"), 1);
+    parsed_free(&ps);
+    free(text);
+    metrics_inc(m, 0, METRIC_REQUESTS, "chat", "ok", 3);
+    metrics_touch(m, 2, METRIC_REQUESTS, "chat", "ok", NULL);
+    metrics_observe(m, 1, METRIC_OVERHEAD, "chat", NULL, 0.0003);
+    metrics_touch(m, 2, METRIC_OVERHEAD, "chat", NULL, NULL);
+    assert_true(value_of(m, "bascule_requests_total", 2, "chat", "ok", NULL) == 3);
+    assert_true(value_of(m, "bascule_overhead_seconds_count", 1, "chat", NULL, NULL) == 1);
+    assert_true(dropped(m) == 0);
+    metrics_free(m);
+}
+
+/* /proc/<pid>/stat: fields counted from the last ')' (a command name with spaces and
+ * parentheses), a short or garbled line refused. */
+static void test_proc_stat(void **state)
+{
+    static const char line[] =
+        "4242 (bas cule) (x)) S 1 4242 4242 0 -1 4194560 1234 0 0 0 150 25 0 0 20 0 3 0 "
+        "987654 123456789 2048 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 17 1 0 0\n";
+    struct metrics_proc_stat st;
+
+    (void)state;
+    assert_true(metrics_proc_stat_parse(line, &st));
+    assert_int_equal(st.utime_ticks, 150);
+    assert_int_equal(st.stime_ticks, 25);
+    assert_int_equal(st.vsize_bytes, 123456789);
+    assert_int_equal(st.rss_pages, 2048);
+    assert_false(metrics_proc_stat_parse("4242 (bascule) S 1 2 3", &st));
+    assert_false(metrics_proc_stat_parse("no parenthesis here", &st));
+}
+
+/* This process's own families, each with HELP, TYPE and a value that makes sense. */
+static void test_process_families(void **state)
+{
+    struct bsc_buf b;
+    const char *p;
+
+    (void)state;
+    bsc_buf_init(&b, 1u << 20);
+    assert_int_equal(metrics_render_process(&b, 1700000000.5), BSC_OK);
+    assert_non_null(strstr(b.p, "# TYPE process_cpu_seconds_total counter\n"));
+    assert_non_null(p = strstr(b.p, "\nprocess_resident_memory_bytes "));
+    assert_true(strtod(p + 31, NULL) > 0);
+    assert_non_null(strstr(b.p, "\nprocess_virtual_memory_bytes "));
+    assert_non_null(p = strstr(b.p, "\nprocess_open_fds "));
+    assert_true(strtod(p + 18, NULL) >= 3);
+    assert_non_null(strstr(b.p, "\nprocess_max_fds "));
+    assert_non_null(strstr(b.p, "\nprocess_start_time_seconds 1700000000.5\n"));
+    bsc_buf_cleanup(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -971,6 +1045,9 @@ int main(void)
         cmocka_unit_test(test_series_bound),
         cmocka_unit_test(test_render_limit),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_touch),
+        cmocka_unit_test(test_proc_stat),
+        cmocka_unit_test(test_process_families),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* overhead.c -- the gateway's own time in a request: from its head to now, less every
+ * attempt's time with its upstream, every backoff before an attempt and the time queued for
+ * a limit. What is left is parsing, routing, translation, the store and waiting for the
+ * worker's loop: bascule_overhead_seconds and x-bascule-overhead-ms (docs/api.md). */
+#include "router/internal.h"
+
+uint64_t req_overhead_us(const struct request *r, uint64_t now_us)
+{
+    uint64_t elapsed = now_us > r->start_us ? now_us - r->start_us : 0;
+    uint64_t waited = r->lim.queued_ms * 1000;
+
+    for (unsigned i = 0; i < r->n_attempts; i++) {
+        const struct attempt *a = &r->attempts[i];
+        uint64_t end = a->end_us ? a->end_us : now_us;
+
+        waited += (end > a->start_us ? end - a->start_us : 0) + (uint64_t)a->delay_ms * 1000;
+    }
+    return elapsed > waited ? elapsed - waited : 0;
+}
