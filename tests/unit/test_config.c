@@ -920,7 +920,7 @@ static void test_bad_enums(void **state)
                     "expected one of: memory, sqlite, redis");
     assert_line(&d, "gateway.yaml:4:13: error: 'kind' in provider 'p': unknown value 'opnai' "
                     "(did you mean 'openai'?); expected one of: openai, anthropic, gemini, "
-                    "dashscope, azure, openai_compatible");
+                    "dashscope, azure, openai_compatible, bedrock, vertex");
     assert_line(&d, "gateway.yaml:4:73: error: 'probe' in provider 'p' health: unknown value "
                     "'ping'; expected one of: models, completion, none");
     assert_line(&d, "gateway.yaml:6:51: error: 'capabilities' in target 't': unknown value "
