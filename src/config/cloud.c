@@ -70,7 +70,11 @@ void cfg__aws_ini_read(struct cfg__v *v, struct bsc_str s, const char *profile, 
 
     while (s.len) {
         const char *nl = memchr(s.p, '\n', s.len);
-        struct bsc_str line = bsc_str_trim(bsc_str_make(s.p, nl ? (size_t)(nl - s.p) : s.len));
+        struct bsc_str line = bsc_str_make(s.p, nl ? (size_t)(nl - s.p) : s.len);
+
+        if (line.len && line.p[line.len - 1] == '\r')
+            line.len--; /* a file written on Windows */
+        line = bsc_str_trim(line);
 
         s = nl ? bsc_str_make(nl + 1, s.len - (size_t)(nl + 1 - s.p)) : BSC_STR("");
         if (line.len && line.p[0] == '[') {

@@ -152,19 +152,24 @@ static int cmp_hdr(const void *a, const void *b)
     return c ? c : (x->order > y->order) - (x->order < y->order);
 }
 
-static size_t sorted_headers(const struct sigv4_req *r, struct hdr *h)
+/* The headers sorted into <h>; false when there are too many or a name is too long (63). */
+static bool sorted_headers(const struct sigv4_req *r, struct hdr *h)
 {
+    if (r->n_headers > SIGV4_MAX_HEADERS)
+        return false;
     for (size_t i = 0; i < r->n_headers; i++) {
         struct bsc_str n = r->headers[i].name;
 
-        h[i].len = n.len < sizeof(h[i].name) ? n.len : sizeof(h[i].name) - 1;
+        if (n.len >= sizeof(h[i].name))
+            return false;
+        h[i].len = n.len;
         for (size_t j = 0; j < h[i].len; j++)
             h[i].name[j] = (char)(n.p[j] >= 'A' && n.p[j] <= 'Z' ? n.p[j] + 32 : n.p[j]);
         h[i].order = i;
         h[i].value = r->headers[i].value;
     }
     qsort(h, r->n_headers, sizeof(h[0]), cmp_hdr);
-    return r->n_headers;
+    return true;
 }
 
 /* The value trimmed, inner runs of blanks as one space. */
@@ -236,12 +241,11 @@ static enum bsc_err put_signed_list(struct bsc_buf *b, const struct hdr *h, size
 enum bsc_err sigv4_canonical(const struct sigv4_req *r, struct bsc_buf *out)
 {
     struct hdr h[SIGV4_MAX_HEADERS];
-    size_t n;
+    size_t n = r->n_headers;
     enum bsc_err err;
 
-    if (r->n_headers > SIGV4_MAX_HEADERS)
+    if (!sorted_headers(r, h))
         return BSC_EINVAL;
-    n = sorted_headers(r, h);
     err = bsc_buf_append_str(out, r->method);
     if (!err)
         err = bsc_buf_append_char(out, '\n');
@@ -298,9 +302,9 @@ enum bsc_err sigv4_authorization(const struct sigv4_req *r, const struct sigv4_s
     uint8_t d[BSC_SHA256_LEN], key[BSC_SHA256_LEN];
     char chex[BSC_SHA256_HEX_LEN + 1], shex[BSC_SHA256_HEX_LEN + 1];
     enum bsc_err err;
-    size_t n;
+    size_t n = r->n_headers;
 
-    if (strlen(s->amz_date) != SIGV4_DATE_LEN - 1 || r->n_headers > SIGV4_MAX_HEADERS)
+    if (strlen(s->amz_date) != SIGV4_DATE_LEN - 1 || !sorted_headers(r, h))
         return BSC_EINVAL;
     bsc_buf_init(&scratch, SIGV4_CANON_MAX);
     err = sigv4_canonical(r, &scratch);
@@ -316,7 +320,6 @@ enum bsc_err sigv4_authorization(const struct sigv4_req *r, const struct sigv4_s
         sigv4_hmac(key, sizeof(key), scratch.p, scratch.len, d);
         memset(key, 0, sizeof(key));
         hex(d, sizeof(d), shex);
-        n = sorted_headers(r, h);
         err = bsc_buf_appendf(out, "AWS4-HMAC-SHA256 Credential=%s/%.8s/%s/%s/aws4_request, "
                                    "SignedHeaders=",
                               s->access_key_id, s->amz_date, s->region, s->service);

@@ -21,7 +21,7 @@
 #define SIGV4_DATE_LEN 17
 
 struct sigv4_header {
-    struct bsc_str name;  /* any case; names repeated are joined with ',' in order */
+    struct bsc_str name;  /* any case, < 64 bytes; names repeated are joined with ',' in order */
     struct bsc_str value; /* trimmed and inner runs of spaces collapsed when signed */
 };
 
@@ -52,7 +52,8 @@ void sigv4_amz_date(int64_t unix_s, char out[SIGV4_DATE_LEN]);
 /* Appends the canonical request of <r> to <out>: method, canonical URI (each byte of the
  * path but the unreserved ones and '/' percent-encoded), the query's pairs sorted and
  * encoded, the canonical headers (lowercased, sorted, values trimmed), the signed header
- * list and the payload hash, one per line. BSC_EINVAL with too many headers. */
+ * list and the payload hash, one per line. BSC_EINVAL with too many headers or a header name
+ * of 64 bytes or more. */
 enum bsc_err sigv4_canonical(const struct sigv4_req *r, struct bsc_buf *out);
 
 /* Appends the Authorization header value for <r> under <s> to <out>:

@@ -8,6 +8,7 @@ extern const struct prov_ops prov_azure;
 extern const struct prov_ops prov_anthropic;
 extern const struct prov_ops prov_gemini;
 extern const struct prov_ops prov_bedrock;
+extern const struct prov_ops prov_vertex;
 
 const struct prov_ops *prov_ops_for(enum cfg_provider_kind kind)
 {
@@ -20,6 +21,7 @@ const struct prov_ops *prov_ops_for(enum cfg_provider_kind kind)
     case CFG_PROV_DASHSCOPE: return &prov_dashscope;
     case CFG_PROV_AZURE: return &prov_azure;
     case CFG_PROV_BEDROCK: return &prov_bedrock;
+    case CFG_PROV_VERTEX: return &prov_vertex;
     default:
         return &prov_openai; /* adapters of the other kinds register here */
     }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz-sources: src/core/evstream.c */
+/* fuzz-sources: */
 /* fuzz_evstream.c -- libFuzzer target for the AWS event-stream decoder (core/evstream.c), the
  * framing of Bedrock's ConverseStream. The input is an upstream byte stream. Beyond "no crash,
  * no leak, no UB" it checks, and aborts when one breaks:
