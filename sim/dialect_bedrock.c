@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "content.h"
 #include "schema_gen.h"
@@ -139,6 +140,22 @@ static bool lists(struct bsc_str list, const char *h)
     return false;
 }
 
+/* True when the x-amz-date <d> is within 15 minutes of now, as AWS requires. */
+static bool date_fresh(struct bsc_str d)
+{
+    struct tm tm = {0};
+    char s[SIGV4_DATE_LEN];
+    time_t t, now = time(NULL);
+
+    if (d.len != SIGV4_DATE_LEN - 1)
+        return false;
+    bsc_str_copy(s, sizeof(s), d);
+    if (!strptime(s, "%Y%m%dT%H%M%SZ", &tm))
+        return false;
+    t = timegm(&tm);
+    return t > now - 900 && t < now + 900;
+}
+
 static bool br_authorize(const struct sim_in *in, struct sim_reject *rej)
 {
     struct bsc_str authz = bsc_str_trim(in->header(in->ctx, BSC_STR("authorization")));
@@ -167,6 +184,9 @@ static bool br_authorize(const struct sim_in *in, struct sim_reject *rej)
                     "The security token included in the request is invalid.");
     if (!lists(signed_list, "host") || !lists(signed_list, "x-amz-date"))
         return deny(rej, "IncompleteSignatureException", "host and x-amz-date must be signed.");
+    if (!date_fresh(in->header(in->ctx, BSC_STR("x-amz-date"))))
+        return deny(rej, "InvalidSignatureException",
+                    "Signature expired: the x-amz-date is more than 15 minutes from now.");
     if (token.len && (!bsc_str_eq(token, BSC_STR(SIM_AWS_TOKEN)) ||
                       !lists(signed_list, "x-amz-security-token")))
         return deny(rej, "ExpiredTokenException",

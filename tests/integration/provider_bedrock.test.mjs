@@ -38,6 +38,7 @@ providers:
   br-d: { ${br(SECRET)} }
   br-tmp: { ${br(SECRET, ', session_token: sim-session-token')} }
   br-wrong: { ${br('not-the-secret')} }
+  br-probed: { kind: bedrock, region: us-west-2, base_url: "${simUrl}", aws: ${aws(SECRET)}, health: { probe: completion, interval_ms: 150 } }
   anth: { kind: anthropic, base_url: "${simUrl}/anthropic/v1", keys: ["sk-ant-1"], health: { probe: none } }
 targets:
   plain: { provider: br-a, model: "${M}", capabilities: ${CAPS} }
@@ -46,10 +47,12 @@ targets:
   wrong-e: { provider: br-b, model: br-wrong-e-model, capabilities: ${CAPS} }
   thr-p: { provider: br-c, model: br-thr-p, capabilities: ${CAPS} }
   thr-e: { provider: br-d, model: br-thr-e, capabilities: ${CAPS} }
+  probed: { provider: br-probed, model: br-probed-model, capabilities: ${CAPS} }
   claude-anth: { provider: anth, model: claude-sonnet-4-5, capabilities: ${CAPS} }
   claude-br: { provider: br-b, model: "us.anthropic.claude-sonnet-4-5-v1:0", capabilities: ${CAPS} }
 routes:
   plain: { primary: [plain] }
+  probed: { primary: [probed] }
   tmp: { primary: [tmp] }
   wrong: { primary: [wrong], equivalent: [wrong-e] }
   wrong-only: { primary: [wrong] }
@@ -141,6 +144,14 @@ test('cache reads and writes in Converse usage reach the usage record', async ()
   assert.equal(body.usage.prompt_tokens, 140); // input + cache reads + cache writes
   assert.equal(body.usage.prompt_tokens_details.cached_tokens, 100);
   await sim.deleteModel(M);
+});
+
+test('health probes are signed with the current time: Bedrock refuses a stale x-amz-date', async () => {
+  await waitFor(async () => (await sim.stats()).models['br-probed-model']?.calls >= 2, { timeoutMs: 5000, what: 'two probes' });
+  const s = (await sim.stats()).models['br-probed-model'];
+  assert.equal(s.faults, 0, JSON.stringify(s));
+  const r = await sim.lastRequest('br-probed-model');
+  assert.equal(bodyOf(r).inferenceConfig.maxTokens, 1);
 });
 
 test('temporary credentials: x-amz-security-token sent and signed', async () => {
