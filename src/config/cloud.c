@@ -118,10 +118,22 @@ static bool read_shared_file(struct cfg__v *v, const struct cfg_provider *p, str
 
 /* The `aws:` block as configured, else the environment, else the shared file. A source is
  * taken whole: an access key id from one place and a secret from another never mix. */
+/* An empty value (a "${AWS_SESSION_TOKEN:-}" left unset) is no value. */
+static void drop_empty(char **s)
+{
+    if (*s && !(*s)[0])
+        BSC_FREE(*s);
+}
+
 static void resolve_aws(struct cfg__v *v, struct cfg_provider *p, const struct cfg__prov_src *src,
                         const char *where)
 {
     struct cfg_aws got = {0};
+
+    drop_empty(&p->aws.access_key_id);
+    drop_empty(&p->aws.secret_access_key);
+    drop_empty(&p->aws.session_token);
+    drop_empty(&p->aws.profile);
 
     if (p->aws.access_key_id || p->aws.secret_access_key) {
         if (!p->aws.access_key_id || !p->aws.secret_access_key)
