@@ -28,10 +28,10 @@
 #include "core/sha256.h"
 #include "core/sigv4.h"
 
-#define SIM_AWS_KEY_ID   "AKIDSIMEXAMPLE"
-#define SIM_AWS_SECRET   "sim/Secret+Access/KeyEXAMPLE"
-#define SIM_AWS_TOKEN    "sim-session-token" /* the one session token accepted */
-#define BR_MAX_TOOLS     128u
+#define SIM_AWS_KEY_ID "AKIDSIMEXAMPLE"
+#define SIM_AWS_SECRET "sim/Secret+Access/KeyEXAMPLE"
+#define SIM_AWS_TOKEN  "sim-session-token" /* the one session token accepted */
+#define BR_MAX_TOOLS   128u
 
 /* ---- routing --------------------------------------------------------------------------- */
 
@@ -59,7 +59,7 @@ static enum sim_ep br_route(struct bsc_str method, struct bsc_str path)
     bool stream;
 
     return bsc_str_eq(method, BSC_STR("POST")) && split_path(path, &id, &stream) ? SIM_EP_CHAT
-                                                                                  : SIM_EP_NONE;
+                                                                                 : SIM_EP_NONE;
 }
 
 /* ---- SigV4 ----------------------------------------------------------------------------- */
@@ -105,8 +105,8 @@ static bool signature_ok(const struct sim_in *in, struct bsc_str authz, struct b
     bsc_str_copy(reg, sizeof(reg), region);
     while (signed_list.len && r.n_headers < SIGV4_MAX_HEADERS) {
         const char *semi = memchr(signed_list.p, ';', signed_list.len);
-        struct bsc_str n = bsc_str_make(signed_list.p, semi ? (size_t)(semi - signed_list.p)
-                                                            : signed_list.len);
+        struct bsc_str n = bsc_str_make(signed_list.p,
+                                        semi ? (size_t)(semi - signed_list.p) : signed_list.len);
 
         if (n.len == 0 || n.len >= sizeof(name[0]))
             return false;
@@ -187,8 +187,8 @@ static bool br_authorize(const struct sim_in *in, struct sim_reject *rej)
     if (!date_fresh(in->header(in->ctx, BSC_STR("x-amz-date"))))
         return deny(rej, "InvalidSignatureException",
                     "Signature expired: the x-amz-date is more than 15 minutes from now.");
-    if (token.len && (!bsc_str_eq(token, BSC_STR(SIM_AWS_TOKEN)) ||
-                      !lists(signed_list, "x-amz-security-token")))
+    if (token.len &&
+        (!bsc_str_eq(token, BSC_STR(SIM_AWS_TOKEN)) || !lists(signed_list, "x-amz-security-token")))
         return deny(rej, "ExpiredTokenException",
                     "The security token included in the request is expired");
     if (!signature_ok(in, authz, signed_list, parts[1], parts[2], sig))
@@ -224,7 +224,8 @@ static bool is(struct json_object *o, json_type t)
 static bool only_keys(struct json_object *o, const char *const *keys, size_t n, const char *where,
                       struct sim_reject *rej)
 {
-    json_object_object_foreach(o, k, v) {
+    json_object_object_foreach(o, k, v)
+    {
         bool known = false;
 
         (void)v;
@@ -251,14 +252,14 @@ static bool check_block(struct json_object *b, bool assistant, struct sim_reject
     if ((v = bsc_json_get(b, "image"))) {
         struct bsc_str fmt = sim_json_get_str(v, "format");
 
-        if (assistant || !fmt.len || !is(bsc_json_get(bsc_json_get(v, "source"), "bytes"),
-                                         json_type_string))
+        if (assistant || !fmt.len ||
+            !is(bsc_json_get(bsc_json_get(v, "source"), "bytes"), json_type_string))
             return bad(rej, "image needs format and source.bytes, in a user turn.");
         return true;
     }
     if ((v = bsc_json_get(b, "toolUse"))) {
-        if (!assistant || !sim_json_get_str(v, "toolUseId").len || !sim_json_get_str(v, "name").len ||
-            !is(bsc_json_get(v, "input"), json_type_object))
+        if (!assistant || !sim_json_get_str(v, "toolUseId").len ||
+            !sim_json_get_str(v, "name").len || !is(bsc_json_get(v, "input"), json_type_object))
             return bad(rej, "toolUse needs toolUseId, name and an input object, in an "
                             "assistant turn.");
         return true;
@@ -339,7 +340,8 @@ static bool last_user_text(struct json_object *m, struct bsc_buf *out)
 static bool pick_tool(struct json_object *o, struct json_object *last, struct sim_call *call,
                       struct sim_reject *rej)
 {
-    struct json_object *tc = bsc_json_get(o, "toolConfig"), *choice = bsc_json_get(tc, "toolChoice");
+    struct json_object *tc = bsc_json_get(o, "toolConfig"),
+                       *choice = bsc_json_get(tc, "toolChoice");
     struct json_object *tools = bsc_json_get(tc, "tools"), *spec = NULL;
     struct bsc_str name = sim_json_get_str(bsc_json_get(choice, "tool"), "name");
     bool forced = bsc_json_get(choice, "any") || name.len, results;
@@ -380,8 +382,8 @@ static bool check_inference(struct json_object *ic, struct sim_call *call, struc
 
     if (!ic)
         return true;
-    if (!is(ic, json_type_object) || !only_keys(ic, keys, BSC_ARRAY_LEN(keys), "inferenceConfig",
-                                                rej))
+    if (!is(ic, json_type_object) ||
+        !only_keys(ic, keys, BSC_ARRAY_LEN(keys), "inferenceConfig", rej))
         return rej->status ? false : bad(rej, "inferenceConfig must be an object.");
     if (mt && (!is(mt, json_type_int) || json_object_get_int64(mt) < 1))
         return bad(rej, "inferenceConfig.maxTokens must be an integer >= 1.");
@@ -427,10 +429,16 @@ static size_t prompt_bytes(struct json_object *msgs)
 static bool br_parse(enum sim_ep ep, const struct sim_in *in, struct sim_call *call,
                      struct sim_reject *rej)
 {
-    static const char *const keys[] = {"messages", "system", "inferenceConfig", "toolConfig",
-                                       "additionalModelRequestFields", "guardrailConfig",
-                                       "promptVariables", "requestMetadata",
-                                       "additionalModelResponseFieldPaths", "performanceConfig"};
+    static const char *const keys[] = {"messages",
+                                       "system",
+                                       "inferenceConfig",
+                                       "toolConfig",
+                                       "additionalModelRequestFields",
+                                       "guardrailConfig",
+                                       "promptVariables",
+                                       "requestMetadata",
+                                       "additionalModelResponseFieldPaths",
+                                       "performanceConfig"};
     struct json_object *o, *msgs;
     struct bsc_str id;
     bool ok;
@@ -450,9 +458,11 @@ static bool br_parse(enum sim_ep ep, const struct sim_in *in, struct sim_call *c
     }
     msgs = bsc_json_get(o, "messages");
     ok = only_keys(o, keys, BSC_ARRAY_LEN(keys), "ConverseRequest", rej) &&
-         check_messages(msgs, rej) && check_inference(bsc_json_get(o, "inferenceConfig"), call, rej) &&
+         check_messages(msgs, rej) &&
+         check_inference(bsc_json_get(o, "inferenceConfig"), call, rej) &&
          check_tools(bsc_json_get(o, "toolConfig"), rej) &&
-         pick_tool(o, json_object_array_get_idx(msgs, json_object_array_length(msgs) - 1), call, rej);
+         pick_tool(o, json_object_array_get_idx(msgs, json_object_array_length(msgs) - 1), call,
+                   rej);
     if (ok)
         call->prompt_tokens = sim_content_prompt_tokens(prompt_bytes(msgs),
                                                         json_object_array_length(msgs));
@@ -504,8 +514,8 @@ static enum bsc_err preface(const struct sim_call *call, struct bsc_buf *out)
 
 static enum bsc_err tool_use_json(const struct sim_call *call, bool with_input, struct bsc_buf *out)
 {
-    enum bsc_err err = bsc_buf_appendf(out, "{\"toolUseId\":\"tooluse_sim_%llu\",\"name\":",
-                                       (unsigned long long)call->seq);
+    enum bsc_err err = bsc_buf_appendf(
+        out, "{\"toolUseId\":\"tooluse_sim_%llu\",\"name\":", (unsigned long long)call->seq);
 
     if (!err)
         err = bsc_buf_append_json_str(out, bsc_str_cstr(call->tool_name));
@@ -623,10 +633,10 @@ static enum bsc_err br_event(const struct sim_call *call, size_t i, struct bsc_b
             k -= tool ? 1 : 0;
             if (k < deltas(call)) {
                 type = "contentBlockDelta";
-                err = delta_payload(&p, main, tool,
-                                    tool ? sim_utf8_piece_at(bsc_str_cstr(call->tool_args),
-                                                             SIM_ARG_PIECE_BYTES, k)
-                                         : sim_content_chunk(call->content, (uint32_t)k));
+                err = delta_payload(
+                    &p, main, tool,
+                    tool ? sim_utf8_piece_at(bsc_str_cstr(call->tool_args), SIM_ARG_PIECE_BYTES, k)
+                         : sim_content_chunk(call->content, (uint32_t)k));
             } else if (k == deltas(call)) {
                 type = "contentBlockStop";
                 err = bsc_buf_appendf(&p, "{\"contentBlockIndex\":%zu}", main);

@@ -30,14 +30,14 @@
 extern const struct sim_dialect sim_dialect_gemini;
 extern const struct sim_dialect sim_dialect_anthropic;
 
-#define VX_PREFIX     "/v1/projects/"
-#define VX_TOKEN_PATH "/oauth2/token"
-#define VX_TOKEN_MODEL "vertex-oauth"
-#define VX_VERSION    "vertex-2023-10-16"
-#define VX_SCOPE      "https://www.googleapis.com/auth/cloud-platform"
-#define VX_TOKEN_LIFE 3600
+#define VX_PREFIX       "/v1/projects/"
+#define VX_TOKEN_PATH   "/oauth2/token"
+#define VX_TOKEN_MODEL  "vertex-oauth"
+#define VX_VERSION      "vertex-2023-10-16"
+#define VX_SCOPE        "https://www.googleapis.com/auth/cloud-platform"
+#define VX_TOKEN_LIFE   3600
 #define VX_STATIC_TOKEN "ya29.sim-static-token" /* always valid: for token_file tests */
-#define VX_HMAC_KEY   "bascule-sim vertex token key"
+#define VX_HMAC_KEY     "bascule-sim vertex token key"
 
 /* The public half of the test service account (its private key: tests/lib/vertex_sa.mjs). */
 static const char vx_public_key[] =
@@ -224,7 +224,8 @@ static bool claims_ok(struct json_object *c, const struct sim_in *in, struct sim
         !sim_json_get_str(c, "iss").len)
         return grant_refused(rej, "Invalid JWT: scope or iss");
     if (!iat || !exp || json_object_get_int64(iat) > now + 60 ||
-        json_object_get_int64(exp) <= now || json_object_get_int64(exp) - json_object_get_int64(iat) > 3600)
+        json_object_get_int64(exp) <= now ||
+        json_object_get_int64(exp) - json_object_get_int64(iat) > 3600)
         return grant_refused(rej, "Invalid JWT: Token must be a short-lived token (60 minutes) "
                                   "and in a reasonable timeframe. Check your iat and exp values "
                                   "in the JWT claim.");
@@ -358,7 +359,7 @@ static bool is_token_call(const struct sim_call *call)
 static const struct sim_dialect *pub_of(const struct sim_call *call)
 {
     return call && call->model && strncmp(call->model, "claude", 6) == 0 ? &sim_dialect_anthropic
-                                                                          : &sim_dialect_gemini;
+                                                                         : &sim_dialect_gemini;
 }
 
 static enum bsc_err vx_body(const struct sim_call *call, struct bsc_buf *out)
@@ -367,8 +368,9 @@ static enum bsc_err vx_body(const struct sim_call *call, struct bsc_buf *out)
 
     if (is_token_call(call)) {
         make_token((int64_t)time(NULL) + VX_TOKEN_LIFE, tok, sizeof(tok));
-        return bsc_buf_appendf(out, "{\"access_token\":\"%s\",\"expires_in\":%d,"
-                                    "\"token_type\":\"Bearer\"}",
+        return bsc_buf_appendf(out,
+                               "{\"access_token\":\"%s\",\"expires_in\":%d,"
+                               "\"token_type\":\"Bearer\"}",
                                tok, VX_TOKEN_LIFE);
     }
     return pub_of(call)->body(call, out);

@@ -98,13 +98,15 @@ void cfg__aws_ini_read(struct cfg__v *v, struct bsc_str s, const char *profile, 
 static bool read_shared_file(struct cfg__v *v, const struct cfg_provider *p, struct cfg_aws *aws)
 {
     const char *path = env_value("AWS_SHARED_CREDENTIALS_FILE"), *home = env_value("HOME");
-    const char *profile = p->aws.profile ? p->aws.profile
-                          : env_value("AWS_PROFILE") ? env_value("AWS_PROFILE") : "default";
+    const char *profile = p->aws.profile             ? p->aws.profile
+                          : env_value("AWS_PROFILE") ? env_value("AWS_PROFILE")
+                                                     : "default";
     char buf[CRED_FILE_MAX + 1], def[512];
     size_t n;
     FILE *f;
 
-    if (!path && home && (size_t)snprintf(def, sizeof(def), "%s/.aws/credentials", home) < sizeof(def))
+    if (!path && home &&
+        (size_t)snprintf(def, sizeof(def), "%s/.aws/credentials", home) < sizeof(def))
         path = def;
     if (!path || !(f = fopen(path, "r")))
         return false;
@@ -158,7 +160,8 @@ static void resolve_aws(struct cfg__v *v, struct cfg_provider *p, const struct c
         BSC_FREE(p->aws.session_token);
         cfg__diag(v->s, true, src->line, src->column,
                   "%s has no AWS credentials ('aws', AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY "
-                  "or the shared credentials file): its requests go unsigned", where);
+                  "or the shared credentials file): its requests go unsigned",
+                  where);
     }
 }
 
@@ -185,8 +188,7 @@ static void resolve_vertex(struct cfg__v *v, struct cfg_provider *p,
     struct cfg_vertex *vx = &p->vertex;
 
     if (!p->project || !p->project[0])
-        cfg__diag(v->s, false, src->line, src->column, "%s of kind vertex has no 'project'",
-                  where);
+        cfg__diag(v->s, false, src->line, src->column, "%s of kind vertex has no 'project'", where);
     if (vx->credentials_file && vx->token_file)
         cfg__diag(v->s, false, src->line, src->column,
                   "%s: 'vertex' takes credentials_file or token_file, not both", where);
@@ -195,7 +197,8 @@ static void resolve_vertex(struct cfg__v *v, struct cfg_provider *p,
     if (!vx->credentials_file && !vx->token_file)
         cfg__diag(v->s, false, src->line, src->column,
                   "%s of kind vertex has no credentials (vertex.credentials_file, "
-                  "vertex.token_file or GOOGLE_APPLICATION_CREDENTIALS)", where);
+                  "vertex.token_file or GOOGLE_APPLICATION_CREDENTIALS)",
+                  where);
 }
 
 bool cfg__is_cloud_kind(enum cfg_provider_kind k)
@@ -219,7 +222,8 @@ void cfg__resolve_cloud(struct cfg__v *v, struct cfg_provider *p, const struct c
             p->vertex.credentials_file || p->vertex.token_file || p->vertex.token_url)
             cfg__diag(v->s, false, src->line, src->column,
                       "%s: 'project', 'aws' and 'vertex' are only used by kinds bedrock and "
-                      "vertex", where);
+                      "vertex",
+                      where);
         return;
     }
     if (!region_ok(p->region) && !p->base_url)

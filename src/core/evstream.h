@@ -41,8 +41,8 @@ struct evs_decoder {
     size_t max_message;  /* a larger declared length is an error */
     evs_msg_fn *cb;
     void *ud;
-    int stopped;   /* 0, the callback's stop value, or -1 after an error (sticky) */
-    char why[96];  /* what was wrong, after an error */
+    int stopped;  /* 0, the callback's stop value, or -1 after an error (sticky) */
+    char why[96]; /* what was wrong, after an error */
 };
 
 /* Cannot fail; allocates nothing. <max_message> is capped at EVS_MAX_MESSAGE. */

@@ -50,8 +50,8 @@ void sigv4_amz_date(int64_t unix_s, char out[SIGV4_DATE_LEN])
 
 static bool unreserved(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
 }
 
 /* Appends <s> with every byte but the unreserved ones (and '/' when <slash>) as %XX; with
@@ -320,8 +320,9 @@ enum bsc_err sigv4_authorization(const struct sigv4_req *r, const struct sigv4_s
         sigv4_hmac(key, sizeof(key), scratch.p, scratch.len, d);
         memset(key, 0, sizeof(key));
         hex(d, sizeof(d), shex);
-        err = bsc_buf_appendf(out, "AWS4-HMAC-SHA256 Credential=%s/%.8s/%s/%s/aws4_request, "
-                                   "SignedHeaders=",
+        err = bsc_buf_appendf(out,
+                              "AWS4-HMAC-SHA256 Credential=%s/%.8s/%s/%s/aws4_request, "
+                              "SignedHeaders=",
                               s->access_key_id, s->amz_date, s->region, s->service);
         if (!err)
             err = put_signed_list(out, h, n);

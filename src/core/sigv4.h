@@ -30,7 +30,7 @@ struct sigv4_req {
     struct bsc_str path;  /* as sent (already percent-encoded once); "" is "/" */
     struct bsc_str query; /* as sent, without '?'; may be empty */
     const struct sigv4_header *headers;
-    size_t n_headers; /* at most SIGV4_MAX_HEADERS; any order */
+    size_t n_headers;                          /* at most SIGV4_MAX_HEADERS; any order */
     char payload_hash[BSC_SHA256_HEX_LEN + 1]; /* hex SHA-256 of the body */
 };
 

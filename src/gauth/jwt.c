@@ -98,8 +98,8 @@ enum bsc_err gauth_assertion(const struct gauth_sa *sa, const char *aud, int64_t
     json_object_object_add(claims, "aud", json_object_new_string(aud));
     json_object_object_add(claims, "iat", json_object_new_int64(now_s));
     json_object_object_add(claims, "exp", json_object_new_int64(now_s + GAUTH_ASSERTION_S));
-    cj = json_object_to_json_string_ext(claims, JSON_C_TO_STRING_PLAIN |
-                                                    JSON_C_TO_STRING_NOSLASHESCAPE);
+    cj = json_object_to_json_string_ext(claims,
+                                        JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     err = gauth_b64url(out, header, sizeof(header) - 1);
     if (!err)
         err = bsc_buf_append_char(out, '.');

@@ -24,12 +24,12 @@
 #include "core/token_table.h"
 #include "gauth/gauth.h"
 
-#define CRED_MAX 32
-#define FILE_MAX (64 * 1024)
-#define ANSWER_MAX (64 * 1024)
+#define CRED_MAX            32
+#define FILE_MAX            (64 * 1024)
+#define ANSWER_MAX          (64 * 1024)
 #define TOKEN_FILE_PERIOD_S 30 /* a token file is read again this often */
-#define FAIL_WAIT_MAX_S 60
-#define EXCHANGE_TIMEOUT_S 10
+#define FAIL_WAIT_MAX_S     60
+#define EXCHANGE_TIMEOUT_S  10
 
 struct cred {
     char *key;       /* the table key: the file path */
@@ -96,7 +96,8 @@ static int64_t exchange(const char *key, const char *url, const char *assertion)
 {
     CURL *c = curl_easy_init();
     struct bsc_buf form, answer;
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/x-www-form-urlencoded");
+    struct curl_slist *h = curl_slist_append(NULL,
+                                             "Content-Type: application/x-www-form-urlencoded");
     struct json_object *o = NULL;
     long status = 0;
     int64_t life = -1;
@@ -105,8 +106,10 @@ static int64_t exchange(const char *key, const char *url, const char *assertion)
     bsc_buf_init(&form, FILE_MAX);
     bsc_buf_init(&answer, ANSWER_MAX);
     if (c && h &&
-        bsc_buf_appendf(&form, "grant_type=urn%%3Aietf%%3Aparams%%3Aoauth%%3Agrant-type%%3Ajwt-bearer"
-                               "&assertion=%s", assertion) == BSC_OK) {
+        bsc_buf_appendf(&form,
+                        "grant_type=urn%%3Aietf%%3Aparams%%3Aoauth%%3Agrant-type%%3Ajwt-bearer"
+                        "&assertion=%s",
+                        assertion) == BSC_OK) {
         curl_easy_setopt(c, CURLOPT_URL, url);
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, form.p);
@@ -158,8 +161,9 @@ static int64_t refresh(const struct cred *cr)
     } else if (gauth_sa_parse(text.p, text.len, &sa) != BSC_OK) {
         LOG_WARN("vertex: %s is not a service account key file", cr->key);
     } else {
-        const char *url = cr->token_url ? cr->token_url : sa.token_uri ? sa.token_uri
-                                                                       : GAUTH_TOKEN_URL;
+        const char *url = cr->token_url  ? cr->token_url
+                          : sa.token_uri ? sa.token_uri
+                                         : GAUTH_TOKEN_URL;
 
         if (gauth_assertion(&sa, url, t, &jwt) == BSC_OK)
             life = exchange(cr->key, url, jwt.p);

@@ -20,7 +20,7 @@
 
 extern const struct prov_ops prov_anthropic;
 
-#define BR_BODY_MAX (64u * 1024 * 1024)
+#define BR_BODY_MAX    (64u * 1024 * 1024)
 #define BR_EVENTSTREAM "application/vnd.amazon.eventstream"
 
 /* ---- URL -------------------------------------------------------------------------------- */

@@ -56,15 +56,15 @@ struct br_stream {
     union {
         max_align_t align;
         unsigned char bytes[BR_INNER_STATE];
-    } inner;                 /* prov_anthropic's stream state */
-    struct evs_decoder dec;  /* owned */
-    struct bsc_buf *out;     /* borrowed for one feed */
-    struct fail_info *fail;  /* borrowed for one feed */
+    } inner;                        /* prov_anthropic's stream state */
+    struct evs_decoder dec;         /* owned */
+    struct bsc_buf *out;            /* borrowed for one feed */
+    struct fail_info *fail;         /* borrowed for one feed */
     enum prov_stream_status status; /* of the last event handled */
-    int open_index;          /* the Converse content block open upstream, -1 = none */
-    bool open_skipped;       /* ... one the Anthropic translator is not told of */
-    bool started;            /* message_start was handed on */
-    bool stopped;            /* messageStop was seen */
+    int open_index;                 /* the Converse content block open upstream, -1 = none */
+    bool open_skipped;              /* ... one the Anthropic translator is not told of */
+    bool started;                   /* message_start was handed on */
+    bool stopped;                   /* messageStop was seen */
     char stop_reason[48];
     char model[128];
 };

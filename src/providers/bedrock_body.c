@@ -52,10 +52,11 @@ static struct json_object *image_of(struct json_object *blk, char *why, size_t w
     const char *fmt = image_format(bsc_json_get_str(src, "media_type"));
     const char *data = bsc_json_get_str(src, "data");
 
-    if (!fmt || !data || strcmp(bsc_json_get_str(src, "type") ? bsc_json_get_str(src, "type") : "",
-                                "base64") != 0) {
-        snprintf(why, why_len, "Bedrock Converse takes images as inline PNG, JPEG, GIF or WebP "
-                               "bytes only");
+    if (!fmt || !data ||
+        strcmp(bsc_json_get_str(src, "type") ? bsc_json_get_str(src, "type") : "", "base64") != 0) {
+        snprintf(why, why_len,
+                 "Bedrock Converse takes images as inline PNG, JPEG, GIF or WebP "
+                 "bytes only");
         return NULL;
     }
     img = json_object_new_object();
@@ -326,8 +327,10 @@ static struct json_object *answer_block(struct json_object *b)
         json_object_object_add(o, "type", json_object_new_string("tool_use"));
         json_object_object_add(o, "id",
                                json_object_new_string(bsc_json_get_str(tu, "toolUseId") ?: ""));
-        json_object_object_add(o, "name", json_object_new_string(bsc_json_get_str(tu, "name") ?: ""));
-        json_object_object_add(o, "input", input ? json_object_get(input) : json_object_new_object());
+        json_object_object_add(o, "name",
+                               json_object_new_string(bsc_json_get_str(tu, "name") ?: ""));
+        json_object_object_add(o, "input",
+                               input ? json_object_get(input) : json_object_new_object());
         return o;
     }
     return NULL; /* reasoningContent and newer blocks: not part of the answer's text */
@@ -354,9 +357,9 @@ struct json_object *prov__br_anthropic_answer(struct json_object *conv, const ch
             json_object_array_add(blocks, b);
     }
     json_object_object_add(root, "content", blocks);
-    json_object_object_add(root, "stop_reason",
-                           json_object_new_string(
-                               prov__br_stop_reason(bsc_json_get_str(conv, "stopReason"))));
+    json_object_object_add(
+        root, "stop_reason",
+        json_object_new_string(prov__br_stop_reason(bsc_json_get_str(conv, "stopReason"))));
     usage = prov__br_anthropic_usage(bsc_json_get(conv, "usage"));
     if (usage)
         json_object_object_add(root, "usage", usage);

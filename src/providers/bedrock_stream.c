@@ -89,7 +89,8 @@ static void on_block_start(struct br_stream *s, struct json_object *p)
     }
     b = json_object_new_object();
     json_object_object_add(b, "type", json_object_new_string("tool_use"));
-    json_object_object_add(b, "id", json_object_new_string(bsc_json_get_str(tu, "toolUseId") ?: ""));
+    json_object_object_add(b, "id",
+                           json_object_new_string(bsc_json_get_str(tu, "toolUseId") ?: ""));
     json_object_object_add(b, "name", json_object_new_string(bsc_json_get_str(tu, "name") ?: ""));
     json_object_object_add(b, "input", json_object_new_object());
     block_start(s, index, b);
@@ -117,9 +118,10 @@ static void on_block_delta(struct br_stream *s, struct json_object *p)
         return;
     ev = event_of("content_block_delta");
     ad = json_object_new_object();
-    json_object_object_add(ad, "type", json_object_new_string(text ? "text_delta"
-                                                                   : "input_json_delta"));
-    json_object_object_add(ad, text ? "text" : "partial_json", json_object_new_string(text ?: input));
+    json_object_object_add(ad, "type",
+                           json_object_new_string(text ? "text_delta" : "input_json_delta"));
+    json_object_object_add(ad, text ? "text" : "partial_json",
+                           json_object_new_string(text ?: input));
     json_object_object_add(ev, "index", json_object_new_int(index));
     json_object_object_add(ev, "delta", ad);
     hand_on(s, ev);

@@ -23,22 +23,17 @@
 extern const struct prov_ops prov_anthropic;
 extern const struct prov_ops prov_gemini;
 
-#define VX_VERSION "vertex-2023-10-16"
+#define VX_VERSION     "vertex-2023-10-16"
 #define VX_INNER_STATE 4096
-#define VX_BODY_MAX (64u * 1024 * 1024)
+#define VX_BODY_MAX    (64u * 1024 * 1024)
 
-enum vx_pub {
-    VX_PUB_GOOGLE = 0,
-    VX_PUB_ANTHROPIC,
-    VX_PUB_COUNT
-};
+enum vx_pub { VX_PUB_GOOGLE = 0, VX_PUB_ANTHROPIC, VX_PUB_COUNT };
 
 static enum vx_pub publisher(const struct cfg_target *t)
 {
     if (t && t->publisher)
         return strcmp(t->publisher, "anthropic") == 0 ? VX_PUB_ANTHROPIC : VX_PUB_GOOGLE;
-    return t && t->model && strncmp(t->model, "claude", 6) == 0 ? VX_PUB_ANTHROPIC
-                                                                 : VX_PUB_GOOGLE;
+    return t && t->model && strncmp(t->model, "claude", 6) == 0 ? VX_PUB_ANTHROPIC : VX_PUB_GOOGLE;
 }
 
 static const struct prov_ops *inner_ops(const struct prov_call *c)
@@ -184,8 +179,7 @@ static enum prov_stream_status vx_stream_line(void *st, struct bsc_str line, str
 {
     struct vx_stream *s = st;
 
-    return s->ops->stream_line ? s->ops->stream_line(&s->inner, line, out, fail)
-                               : PROV_STREAM_MORE;
+    return s->ops->stream_line ? s->ops->stream_line(&s->inner, line, out, fail) : PROV_STREAM_MORE;
 }
 
 static enum prov_stream_status vx_stream_end(void *st, struct bsc_buf *out, struct fail_info *fail)

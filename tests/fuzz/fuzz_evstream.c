@@ -140,9 +140,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run(data, size, NULL, 0, true, &whole);
     for (size_t i = 0; i < 3; i++)
         cuts[i] = size ? (size_t)data[i % size] * (i + 1) % (size + 1) : 0;
-    if (cuts[0] > cuts[1]) { size_t t = cuts[0]; cuts[0] = cuts[1]; cuts[1] = t; }
-    if (cuts[1] > cuts[2]) { size_t t = cuts[1]; cuts[1] = cuts[2]; cuts[2] = t; }
-    if (cuts[0] > cuts[1]) { size_t t = cuts[0]; cuts[0] = cuts[1]; cuts[1] = t; }
+    if (cuts[0] > cuts[1]) {
+        size_t t = cuts[0];
+        cuts[0] = cuts[1];
+        cuts[1] = t;
+    }
+    if (cuts[1] > cuts[2]) {
+        size_t t = cuts[1];
+        cuts[1] = cuts[2];
+        cuts[2] = t;
+    }
+    if (cuts[0] > cuts[1]) {
+        size_t t = cuts[0];
+        cuts[0] = cuts[1];
+        cuts[1] = t;
+    }
     run(data, size, cuts, 3, false, &split);
     each = malloc((size ? size : 1) * sizeof(*each));
     if (!each)

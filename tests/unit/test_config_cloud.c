@@ -24,10 +24,9 @@ static char dir[] = "/tmp/bascule-cloud-XXXXXX";
 
 static void clear_env(void)
 {
-    static const char *const names[] = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                                        "AWS_SESSION_TOKEN", "AWS_PROFILE",
-                                        "AWS_SHARED_CREDENTIALS_FILE",
-                                        "GOOGLE_APPLICATION_CREDENTIALS"};
+    static const char *const names[] = {
+        "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",       "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",       "AWS_SHARED_CREDENTIALS_FILE", "GOOGLE_APPLICATION_CREDENTIALS"};
 
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         unsetenv(names[i]);
@@ -75,11 +74,13 @@ static void test_default_base_urls(void **state)
     cfg = load("kind: bedrock, region: eu-west-3, aws: {access_key_id: A, secret_access_key: S}",
                "m", &d);
     assert_non_null(cfg);
-    assert_string_equal(cfg->providers[0].base_url, "https://bedrock-runtime.eu-west-3.amazonaws.com");
+    assert_string_equal(cfg->providers[0].base_url,
+                        "https://bedrock-runtime.eu-west-3.amazonaws.com");
     cfg_unref(cfg);
     cfg_diags_cleanup(&d);
     cfg = load("kind: vertex, project: pr, region: us-east5, vertex: {token_file: /t}", "m", &d);
-    assert_string_equal(cfg->providers[0].base_url, "https://us-east5-aiplatform.googleapis.com/v1");
+    assert_string_equal(cfg->providers[0].base_url,
+                        "https://us-east5-aiplatform.googleapis.com/v1");
     cfg_unref(cfg);
     cfg_diags_cleanup(&d);
     cfg = load("kind: vertex, project: pr, region: global, vertex: {token_file: /t}", "m", &d);
@@ -116,7 +117,8 @@ static void test_aws_sources(void **state)
     cfg_diags_cleanup(&d);
     /* the block wins over the environment; an empty session token is none */
     cfg = load("kind: bedrock, region: us-east-1, aws: {access_key_id: AKCFG, "
-               "secret_access_key: S, session_token: \"\"}", "m", &d);
+               "secret_access_key: S, session_token: \"\"}",
+               "m", &d);
     assert_string_equal(cfg->providers[0].aws.access_key_id, "AKCFG");
     assert_null(cfg->providers[0].aws.session_token);
     cfg_unref(cfg);
@@ -129,7 +131,8 @@ static void test_aws_sources(void **state)
     assert_non_null(f);
     fputs("[default]\r\naws_access_key_id = AKDEF\r\naws_secret_access_key = sdef\r\n"
           "[prod]\r\naws_access_key_id=AKPROD\r\naws_secret_access_key= sprod \r\n"
-          "aws_session_token = tprod\r\n", f);
+          "aws_session_token = tprod\r\n",
+          f);
     fclose(f);
     setenv("AWS_SHARED_CREDENTIALS_FILE", path, 1);
     cfg = load("kind: bedrock, region: us-east-1, aws: {profile: prod}", "m", &d);
@@ -171,7 +174,8 @@ static void test_vertex_checks(void **state)
     assert_true(has_text(&d, "has no credentials", false));
     cfg_diags_cleanup(&d);
     assert_null(load("kind: vertex, project: p, region: r, vertex: {token_file: /t, "
-                     "credentials_file: /c}", "m", &d));
+                     "credentials_file: /c}",
+                     "m", &d));
     assert_true(has_text(&d, "not both", false));
     cfg_diags_cleanup(&d);
     setenv("GOOGLE_APPLICATION_CREDENTIALS", "/keys/sa.json", 1);

@@ -183,9 +183,9 @@ static void test_header_overrun(void **state)
 
     (void)state;
     bsc_buf_init(&b, 4096);
-    assert_int_equal(evs_encode(&b, (const struct evs_header[]){{":a", BSC_STR("xyz")}}, 1,
-                                BSC_STR("p")),
-                     BSC_OK);
+    assert_int_equal(
+        evs_encode(&b, (const struct evs_header[]){{":a", BSC_STR("xyz")}}, 1, BSC_STR("p")),
+        BSC_OK);
     p = (uint8_t *)b.p;
     p[12 + 1 + 2 + 1 + 1] = 9; /* the string's length: 3 -> 9, past the section */
     crc = evs_crc32(0, p, b.len - 4);
@@ -207,8 +207,8 @@ static void test_typed_headers_skipped(void **state)
     uint32_t crc;
     struct seen s = {0};
     struct evs_decoder d;
-    const uint8_t hdrs[] = {1, 'n', 4, 0, 0, 0, 5, 11, ':', 'e', 'v', 'e', 'n', 't', '-', 't',
-                            'y', 'p', 'e', 7, 0, 1, 'x'};
+    const uint8_t hdrs[] = {1,   'n', 4,   0,   0,   0,   5,   11, ':', 'e', 'v', 'e',
+                            'n', 't', '-', 't', 'y', 'p', 'e', 7,  0,   1,   'x'};
 
     (void)state;
     memcpy(m + n, hdrs, sizeof(hdrs));
@@ -249,10 +249,10 @@ static void test_stop_is_sticky(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_crc32_check_value),  cmocka_unit_test(test_every_split),
-        cmocka_unit_test(test_byte_at_a_time),     cmocka_unit_test(test_any_flip_refused),
-        cmocka_unit_test(test_truncated_pending),  cmocka_unit_test(test_length_limits),
-        cmocka_unit_test(test_header_overrun),     cmocka_unit_test(test_typed_headers_skipped),
+        cmocka_unit_test(test_crc32_check_value), cmocka_unit_test(test_every_split),
+        cmocka_unit_test(test_byte_at_a_time),    cmocka_unit_test(test_any_flip_refused),
+        cmocka_unit_test(test_truncated_pending), cmocka_unit_test(test_length_limits),
+        cmocka_unit_test(test_header_overrun),    cmocka_unit_test(test_typed_headers_skipped),
         cmocka_unit_test(test_stop_is_sticky),
     };
 

@@ -19,7 +19,7 @@
 #include "core/sigv4.h"
 
 #define EMPTY_HASH "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-#define SCOPE "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+#define SCOPE      "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
 
 static const struct sigv4_scope suite = {"AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
                                          "20150830T123600Z", "us-east-1", "service"};
@@ -32,32 +32,67 @@ struct vec {
     const char *authz;
 };
 
-#define H(n, v) {BSC_STR(n), BSC_STR(v)}
+#define H(n, v)                                                                                    \
+    {                                                                                              \
+        BSC_STR(n), BSC_STR(v)                                                                     \
+    }
 #define HOST H("Host", "example.amazonaws.com")
 #define DATE H("X-Amz-Date", "20150830T123600Z")
 
 static const struct vec vecs[] = {
-    {"get-vanilla", "GET", "/", "", {HOST, DATE}, 2,
-     "GET\n/\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\n" EMPTY_HASH,
+    {"get-vanilla",
+     "GET",
+     "/",
+     "",
+     {HOST, DATE},
+     2,
+     "GET\n/"
+     "\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\n" EMPTY_HASH,
      SCOPE "SignedHeaders=host;x-amz-date, "
            "Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"},
-    {"post-vanilla", "POST", "/", "", {HOST, DATE}, 2, NULL,
+    {"post-vanilla",
+     "POST",
+     "/",
+     "",
+     {HOST, DATE},
+     2,
+     NULL,
      SCOPE "SignedHeaders=host;x-amz-date, "
            "Signature=5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"},
-    {"get-vanilla-query-order-key-case", "GET", "/", "Param2=value2&Param1=value1", {HOST, DATE}, 2,
+    {"get-vanilla-query-order-key-case",
+     "GET",
+     "/",
+     "Param2=value2&Param1=value1",
+     {HOST, DATE},
+     2,
      "GET\n/\nParam1=value1&Param2=value2\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z"
      "\n\nhost;x-amz-date\n" EMPTY_HASH,
      SCOPE "SignedHeaders=host;x-amz-date, "
            "Signature=b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500"},
-    {"post-header-value-case", "POST", "/", "", {HOST, H("My-Header1", "VALUE1"), DATE}, 3, NULL,
+    {"post-header-value-case",
+     "POST",
+     "/",
+     "",
+     {HOST, H("My-Header1", "VALUE1"), DATE},
+     3,
+     NULL,
      SCOPE "SignedHeaders=host;my-header1;x-amz-date, "
            "Signature=cdbc9802e29d2942e5e10b5bccfdd67c5f22c7c4e8ae67b53629efa58b974b7d"},
-    {"get-header-value-trim", "GET", "/", "",
-     {HOST, H("My-Header1", " value1"), H("My-Header2", "\"a   b   c\""), DATE}, 4, NULL,
+    {"get-header-value-trim",
+     "GET",
+     "/",
+     "",
+     {HOST, H("My-Header1", " value1"), H("My-Header2", "\"a   b   c\""), DATE},
+     4,
+     NULL,
      SCOPE "SignedHeaders=host;my-header1;my-header2;x-amz-date, "
            "Signature=acc3ed3afb60bb290fc8d2dd0098b9911fcaa05412b367055dee359757a9c736"},
-    {"get-unreserved", "GET",
-     "/-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", "", {HOST, DATE}, 2,
+    {"get-unreserved",
+     "GET",
+     "/-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+     "",
+     {HOST, DATE},
+     2,
      NULL,
      SCOPE "SignedHeaders=host;x-amz-date, "
            "Signature=07ef7494c76fa4850883e2b006601f940f8a34d404d0cfa977f52a65bbf5f24f"},
@@ -110,8 +145,8 @@ static void test_suite_duplicate_key(void **state)
 {
     const struct sigv4_header h[] = {HOST, H("My-Header1", "value2"), H("My-Header1", "value2"),
                                      H("My-Header1", "value1"), DATE};
-    struct sigv4_req r = {.method = BSC_STR("GET"), .path = BSC_STR("/"), .headers = h,
-                          .n_headers = 5};
+    struct sigv4_req r = {
+        .method = BSC_STR("GET"), .path = BSC_STR("/"), .headers = h, .n_headers = 5};
     struct bsc_buf c;
 
     (void)state;
@@ -120,8 +155,9 @@ static void test_suite_duplicate_key(void **state)
     assert_int_equal(sigv4_canonical(&r, &c), BSC_OK);
     assert_non_null(strstr(c.p, "\nmy-header1:value2,value2,value1\n"));
     bsc_buf_cleanup(&c);
-    check_authz(&r, SCOPE "SignedHeaders=host;my-header1;x-amz-date, "
-                          "Signature=c9d5ea9f3f72853aea855b47ea873832890dbdd183b4468f858259531a5138ea");
+    check_authz(&r,
+                SCOPE "SignedHeaders=host;my-header1;x-amz-date, "
+                      "Signature=c9d5ea9f3f72853aea855b47ea873832890dbdd183b4468f858259531a5138ea");
 }
 
 /* The string to sign's hash of get-vanilla's canonical request, as published. */
@@ -177,8 +213,10 @@ static void test_order_and_tamper(void **state)
                                      H("Content-Type", "application/json")};
     const struct sigv4_header b[] = {H("content-type", "application/json"),
                                      H("x-amz-date", "20240101T000000Z"), H("HOST", "h.example")};
-    struct sigv4_req ra = {.method = BSC_STR("POST"), .path = BSC_STR("/model/a.b-v1%3A0/converse"),
-                           .headers = a, .n_headers = 3};
+    struct sigv4_req ra = {.method = BSC_STR("POST"),
+                           .path = BSC_STR("/model/a.b-v1%3A0/converse"),
+                           .headers = a,
+                           .n_headers = 3};
     struct sigv4_req rb = ra;
     struct bsc_buf c;
     char sa[65], sb[65];
@@ -209,9 +247,12 @@ static void test_order_and_tamper(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_suite_vectors),        cmocka_unit_test(test_suite_duplicate_key),
-        cmocka_unit_test(test_suite_canonical_hash), cmocka_unit_test(test_hmac_rfc4231),
-        cmocka_unit_test(test_amz_date),             cmocka_unit_test(test_order_and_tamper),
+        cmocka_unit_test(test_suite_vectors),
+        cmocka_unit_test(test_suite_duplicate_key),
+        cmocka_unit_test(test_suite_canonical_hash),
+        cmocka_unit_test(test_hmac_rfc4231),
+        cmocka_unit_test(test_amz_date),
+        cmocka_unit_test(test_order_and_tamper),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
