@@ -9,7 +9,8 @@
  * (tests/lib/vertex_sa.mjs holds its private key), its aud, scope and expiry checked, and the
  * access token issued is self-verifying (HMAC of its expiry), so the model endpoints refuse a
  * forged or expired token with Google's 401 UNAUTHENTICATED. Calls to the token endpoint are
- * counted and scripted under the model name "vertex-oauth". See docs/internals/sim.md. */
+ * counted and scripted under the model name "vertex-oauth", whose spec's `tokens` sets the
+ * tokens' lifetime (300 s each: the default 12 is an hour). See docs/internals/sim.md. */
 #include "dialect.h"
 #include "core/json_get.h"
 
@@ -30,14 +31,14 @@
 extern const struct sim_dialect sim_dialect_gemini;
 extern const struct sim_dialect sim_dialect_anthropic;
 
-#define VX_PREFIX       "/v1/projects/"
-#define VX_TOKEN_PATH   "/oauth2/token"
-#define VX_TOKEN_MODEL  "vertex-oauth"
-#define VX_VERSION      "vertex-2023-10-16"
-#define VX_SCOPE        "https://www.googleapis.com/auth/cloud-platform"
-#define VX_TOKEN_LIFE   3600
-#define VX_STATIC_TOKEN "ya29.sim-static-token" /* always valid: for token_file tests */
-#define VX_HMAC_KEY     "bascule-sim vertex token key"
+#define VX_PREFIX               "/v1/projects/"
+#define VX_TOKEN_PATH           "/oauth2/token"
+#define VX_TOKEN_MODEL          "vertex-oauth"
+#define VX_VERSION              "vertex-2023-10-16"
+#define VX_SCOPE                "https://www.googleapis.com/auth/cloud-platform"
+#define VX_TOKEN_LIFE_PER_TOKEN 300 /* expires_in = 300 s x the spec's tokens (12: an hour) */
+#define VX_STATIC_TOKEN         "ya29.sim-static-token" /* always valid: for token_file tests */
+#define VX_HMAC_KEY             "bascule-sim vertex token key"
 
 /* The public half of the test service account (its private key: tests/lib/vertex_sa.mjs). */
 static const char vx_public_key[] =
@@ -367,11 +368,13 @@ static enum bsc_err vx_body(const struct sim_call *call, struct bsc_buf *out)
     char tok[128];
 
     if (is_token_call(call)) {
-        make_token((int64_t)time(NULL) + VX_TOKEN_LIFE, tok, sizeof(tok));
+        int64_t life = (int64_t)call->n_tokens * VX_TOKEN_LIFE_PER_TOKEN;
+
+        make_token((int64_t)time(NULL) + life, tok, sizeof(tok));
         return bsc_buf_appendf(out,
-                               "{\"access_token\":\"%s\",\"expires_in\":%d,"
+                               "{\"access_token\":\"%s\",\"expires_in\":%lld,"
                                "\"token_type\":\"Bearer\"}",
-                               tok, VX_TOKEN_LIFE);
+                               tok, (long long)life);
     }
     return pub_of(call)->body(call, out);
 }

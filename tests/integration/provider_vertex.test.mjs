@@ -175,6 +175,45 @@ test('concurrent requests share one token: no exchange per request', async () =>
   assert.equal(before, 1, 'one exchange for the one service account since the start');
 });
 
+test('refresh before expiry under traffic: one exchange per refresh, no request refused', async () => {
+  // A second gateway whose tokens live 300 s: its refresher renews 10 s after each exchange
+  // (lifetime minus the 300 s margin, at least 10 s). Requests keep flowing meanwhile.
+  const sim2 = await startSim();
+  await sim2.setModel('vertex-oauth', { tokens: 1 });
+  const sa = writeServiceAccount({ tokenUri: `${sim2.url}/oauth2/token` });
+  const gw2 = await startGateway({ config: `listen: "127.0.0.1:{{PORT}}"
+workers: 2
+providers:
+  vx: { kind: vertex, project: p2, region: us-east5, base_url: "${sim2.url}/v1", vertex: { credentials_file: "${sa}" }, health: { probe: none } }
+targets:
+  g: { provider: vx, model: gemini-refresh }
+routes:
+  g: { primary: [g] }
+` });
+  try {
+    const exchanges = async () => (await sim2.stats()).models['vertex-oauth']?.ok ?? 0;
+    await waitFor(async () => (await exchanges()) >= 1, { timeoutMs: 5000, what: 'the first exchange' });
+    const statuses = [];
+    const t0 = Date.now();
+    // Bounded: at most 150 rounds of 4 concurrent requests, at most 25 s.
+    for (let i = 0; i < 150 && Date.now() - t0 < 25000 && (await exchanges()) < 2; i++) {
+      const rs = await Promise.all(Array.from({ length: 4 }, () => fetch(`${gw2.base}/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'g', messages: [{ role: 'user', content: 'x' }] }) })));
+      for (const r of rs) { statuses.push(r.status); await r.arrayBuffer(); }
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.equal(await exchanges(), 2, 'renewed once, about 10 s after the first exchange');
+    assert.ok(statuses.length >= 8);
+    assert.deepEqual([...new Set(statuses)], [200]);
+    const seen = await sim2.requests('gemini-refresh');
+    assert.ok(seen.length > 0);
+  } finally {
+    await gw2.stop();
+    await sim2.stop();
+  }
+});
+
 test('a token file (workload identity sidecar) supplies the bearer', async () => {
   const res = await chat('static');
   assert.equal(res.status, 200, await res.clone().text());
