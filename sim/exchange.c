@@ -465,7 +465,7 @@ static void send_error_text(struct xchg *x, int status, const char *type, const 
         finish(x, FIN_RESET);
         return;
     }
-    send_whole(x, status, "application/json", bsc_buf_str(&x->out));
+    send_whole(x, status, "application/json", bsc_buf_str(&x->out), type);
 }
 
 void sim_xchg_start(struct sim_app *app, struct srv_req *req, const struct sim_dialect *d,
