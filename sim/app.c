@@ -96,8 +96,13 @@ static void reject(struct sim_app *app, struct srv_req *req, const struct sim_di
                  BSC_STR_FMT(srv_req_path(req)), call->model ? call->model : "-", rej->status,
                  rej->message);
     bsc_buf_init(&out, 64 * 1024);
-    if (d->error_body(rej->status, rej->type, rej->code, rej->message, &out) == BSC_OK)
-        send_json(req, rej->status, bsc_buf_str(&out));
+    if (d->error_body(rej->status, rej->type, rej->code, rej->message, &out) == BSC_OK) {
+        struct srv_header h = {bsc_str_cstr(d->error_type_header ? d->error_type_header : ""),
+                               bsc_str_cstr(rej->type ? rej->type : "")};
+
+        srv_resp_send(req, rej->status, "application/json", &h,
+                      d->error_type_header && rej->type ? 1 : 0, out.p, out.len);
+    }
     else
         srv_resp_error(req, 500, "server_error", NULL, "bascule-sim: out of memory");
     bsc_buf_cleanup(&out);

@@ -13,6 +13,8 @@ extern const struct sim_dialect sim_dialect_anthropic; /* dialect_anthropic.c */
 extern const struct sim_dialect sim_dialect_dashscope; /* dialect_dashscope.c */
 extern const struct sim_dialect sim_dialect_azure;     /* dialect_azure.c */
 extern const struct sim_dialect sim_dialect_gemini;    /* dialect_gemini.c */
+extern const struct sim_dialect sim_dialect_bedrock;   /* dialect_bedrock.c */
+extern const struct sim_dialect sim_dialect_vertex;    /* dialect_vertex.c */
 
 /* Walked in order; the first dialect that claims a path serves it. */
 static const struct sim_dialect *const dialects[] = {
@@ -21,6 +23,8 @@ static const struct sim_dialect *const dialects[] = {
     &sim_dialect_dashscope,
     &sim_dialect_azure,
     &sim_dialect_gemini,
+    &sim_dialect_bedrock,
+    &sim_dialect_vertex,
 };
 
 const struct sim_dialect *sim_dialect_route(struct bsc_str method, struct bsc_str path,

@@ -105,6 +105,9 @@ struct sim_dialect {
     enum bsc_err (*event)(const struct sim_call *call, size_t i, struct bsc_buf *out);
     enum bsc_err (*end_event)(const struct sim_call *call, struct bsc_buf *out);
     const char *stream_content_type;
+    /* NULL, or the header an error answer names its type in (Bedrock's x-amzn-ErrorType):
+     * rejections and scripted errors then carry "<header>: <type>". */
+    const char *error_type_header;
     /* The type, code (may be NULL) and message of the error a bare <status> stands for;
      * static strings, or <msgbuf> for the message. <call> may be NULL. */
     void (*default_error)(const struct sim_call *call, int status, const char **type,

@@ -146,12 +146,15 @@ static const char *step_content_type(const struct xchg *x)
 /* Sends the head: <status>, <content_type>, the step's extra headers. A step's own
  * content-type replaces <content_type> (a JSON error labelled as a stream, or a scripted
  * SSE body on a `status` 200), never doubles it. */
-static enum bsc_err send_head(struct xchg *x, int status, const char *content_type,
-                              int64_t content_length)
+static enum bsc_err send_head_err(struct xchg *x, int status, const char *content_type,
+                                  int64_t content_length, const char *error_type)
 {
-    struct srv_header h[SIM_STEP_MAX_HEADERS + 3];
+    struct srv_header h[SIM_STEP_MAX_HEADERS + 4];
     size_t n = 0;
 
+    if (error_type && x->d->error_type_header)
+        h[n++] = (struct srv_header){bsc_str_cstr(x->d->error_type_header),
+                                     bsc_str_cstr(error_type)};
     if (!step_content_type(x))
         h[n++] = (struct srv_header){BSC_STR("content-type"), bsc_str_cstr(content_type)};
     h[n++] = (struct srv_header){BSC_STR("x-sim-action"),
@@ -164,11 +167,17 @@ static enum bsc_err send_head(struct xchg *x, int status, const char *content_ty
     return srv_resp_head(x->req, status, h, n, content_length);
 }
 
+static enum bsc_err send_head(struct xchg *x, int status, const char *content_type,
+                              int64_t content_length)
+{
+    return send_head_err(x, status, content_type, content_length, NULL);
+}
+
 /* A whole answer in one go, then the end. */
 static void send_whole(struct xchg *x, int status, const char *content_type,
-                       struct bsc_str body)
+                       struct bsc_str body, const char *error_type)
 {
-    enum bsc_err err = send_head(x, status, content_type, (int64_t)body.len);
+    enum bsc_err err = send_head_err(x, status, content_type, (int64_t)body.len, error_type);
 
     if (!err && body.len)
         err = srv_resp_body(x->req, body.p, body.len);
@@ -192,7 +201,7 @@ static void error_parts(struct xchg *x, int status, const char **type, const cha
 /* Answers with <http_status> and the error body that <status> stands for. */
 static void send_error(struct xchg *x, int http_status, int status)
 {
-    const char *type, *code;
+    const char *type = NULL, *code;
     char msg[512];
     enum bsc_err err = BSC_OK;
 
@@ -208,7 +217,7 @@ static void send_error(struct xchg *x, int http_status, int status)
         finish(x, FIN_RESET);
         return;
     }
-    send_whole(x, http_status, "application/json", bsc_buf_str(&x->out));
+    send_whole(x, http_status, "application/json", bsc_buf_str(&x->out), type);
 }
 
 /* ---- units and tails ---- */
@@ -364,7 +373,7 @@ static void respond_non_stream(struct xchg *x)
         if (err)
             finish(x, FIN_RESET);
         else
-            send_whole(x, 200, "application/json", bsc_buf_str(&x->out));
+            send_whole(x, 200, "application/json", bsc_buf_str(&x->out), NULL);
         return;
     }
     err = x->d->body(&x->call, &x->body);
@@ -377,7 +386,7 @@ static void respond_non_stream(struct xchg *x)
     else if (x->step.action == SIM_ACT_TRICKLE)
         start_body(x, XCHG_BODY_PIECES, false, x->step.interval_ms);
     else
-        send_whole(x, 200, "application/json", bsc_buf_str(&x->body));
+        send_whole(x, 200, "application/json", bsc_buf_str(&x->body), NULL);
 }
 
 static void respond(struct xchg *x)
@@ -456,7 +465,7 @@ static void send_error_text(struct xchg *x, int status, const char *type, const 
         finish(x, FIN_RESET);
         return;
     }
-    send_whole(x, status, "application/json", bsc_buf_str(&x->out));
+    send_whole(x, status, "application/json", bsc_buf_str(&x->out), type);
 }
 
 void sim_xchg_start(struct sim_app *app, struct srv_req *req, const struct sim_dialect *d,

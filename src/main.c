@@ -29,6 +29,7 @@
 #include "core/log.h"
 #include "core/sd_notify.h"
 #include "dialect/error.h"
+#include "gauth/gauth.h"
 #include "health/hstate.h"
 #include "health/limits.h"
 #include "health/probe.h"
@@ -439,6 +440,8 @@ static enum bsc_err publish(struct gateway *gw, bool warn_restart)
         LOG_WARN("routing state could not track every target of the new config");
     if (lim_reg_sync(gw->lim, next) != BSC_OK)
         LOG_WARN("limits could not track every client and target of the new config");
+    if (gauth_sync(next) != BSC_OK)
+        LOG_WARN("vertex: the token refresher could not track every credential");
     cfg_current_swap(next);
     workers_send(gw, WORKER_CMD_RELOAD);
     pthread_mutex_unlock(&publish_lock);
@@ -686,6 +689,8 @@ static int serve(const char *path, const struct rlimit *core_limit)
     }
     if (start_keyring(&mc.gw, cfg) != BSC_OK)
         return start_failed(&mc.gw, cfg, 0);
+    if (gauth_sync(cfg) != BSC_OK) /* fetches vertex tokens before the first request */
+        LOG_WARN("vertex: the token refresher could not track every credential");
     mc.gw.workers = bsc_xcalloc(mc.gw.n_workers, sizeof(struct worker));
     for (i = 0; i < mc.gw.n_workers; i++)
         if (worker_init(&mc.gw.workers[i], &mc.gw, i, cfg) != 0)
@@ -735,6 +740,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
         uv_loop_close(&w->loop);
     }
     uv_loop_close(mc.loop);
+    gauth_stop();
     gateway_free(&mc.gw);
     LOG_INFO("bascule stopped");
     return 0;

@@ -23,6 +23,8 @@ enum cfg_provider_kind {
     CFG_PROV_DASHSCOPE,
     CFG_PROV_AZURE,
     CFG_PROV_OPENAI_COMPATIBLE,
+    CFG_PROV_BEDROCK, /* AWS Bedrock Runtime: Converse / ConverseStream, SigV4 */
+    CFG_PROV_VERTEX,  /* Google Vertex AI: Gemini and Claude publishers, OAuth bearer */
     CFG_PROV_COUNT
 };
 
@@ -122,6 +124,23 @@ struct cfg_breaker {
     double adaptive_k;           /* 2: adaptive mode's K (accepts are worth K requests) */
 };
 
+/* kind bedrock: the AWS credentials that sign its requests (SigV4). Resolved at load: the
+ * `aws:` block, else AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, else the
+ * shared credentials file's profile (docs/configuration.md "bedrock"). All owned. */
+struct cfg_aws {
+    char *access_key_id;     /* NULL when none was found */
+    char *secret_access_key;
+    char *session_token;     /* NULL when the credentials are long-lived */
+    char *profile;           /* the shared-file profile asked for; NULL = AWS_PROFILE/default */
+};
+
+/* kind vertex: where its OAuth bearer comes from. All owned; NULL when unset. */
+struct cfg_vertex {
+    char *credentials_file; /* a service-account JSON (its key signs the JWT grant) */
+    char *token_file;       /* or: a file holding a ready access token (a sidecar refreshes it) */
+    char *token_url;        /* the token endpoint; default the service account's token_uri */
+};
+
 struct cfg_provider {
     char *id; /* owned; the map key */
     struct hs_provider *hs; /* set by hstate_sync: its health object (health/hstate.h) */
@@ -131,7 +150,10 @@ struct cfg_provider {
     char *base_url; /* owned; no trailing slash */
     char **keys;    /* owned array of owned strings; may be empty (n_keys == 0) */
     size_t n_keys;
-    char *region;      /* owned; NULL when unset */
+    char *region;      /* owned; NULL when unset; bedrock and vertex: required */
+    char *project;     /* owned; vertex only: the Google Cloud project */
+    struct cfg_aws aws;       /* bedrock only */
+    struct cfg_vertex vertex; /* vertex only */
     char *api_version; /* owned; azure only; NULL when unset */
     struct cfg_header *headers; /* owned */
     size_t n_headers;
@@ -170,6 +192,7 @@ struct cfg_target {
     struct cfg_provider *provider; /* borrowed from the same snapshot */
     char *model;      /* owned; the upstream model name */
     char *deployment; /* owned; NULL when unset */
+    char *publisher;  /* owned; vertex only: "anthropic" or "google"; NULL = from the model */
     uint32_t capabilities; /* enum cfg_cap bits; default text|streaming */
     uint64_t context_window;    /* 0 = unknown */
     uint64_t max_output_tokens; /* 0 = unknown */

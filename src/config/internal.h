@@ -115,6 +115,8 @@ bool cfg__env_has_ref(struct bsc_str s);
 struct cfg__prov_src {
     const struct cfg__entry *breaker; /* NULL when the provider has no override */
     bool keys_bad;                    /* a key was reported: no "no keys" warning */
+    bool has_base_url;                /* the key was written (valid or not) */
+    const struct cfg__node *null_base_url; /* its value when it was written null */
     unsigned line, column;            /* the provider's id */
 };
 struct cfg__target_src {
@@ -144,6 +146,19 @@ struct cfg__v {
     const struct cfg__entry *clients_src; /* `clients:`, decoded in the second pass */
     bool oom;
 };
+
+/* cloud.c: kinds bedrock and vertex. */
+bool cfg__is_cloud_kind(enum cfg_provider_kind k);
+/* Resolves what <p> leaves to the load (default base_url, credentials; reports what is
+ * missing) and, for every other kind, that base_url is set. */
+void cfg__resolve_cloud(struct cfg__v *v, struct cfg_provider *p, const struct cfg__prov_src *src,
+                        const char *where);
+/* Reads the keys of [<profile>] of an AWS shared credentials file's text <s> into <aws>
+ * (only those it lacks). */
+void cfg__aws_ini_read(struct cfg__v *v, struct bsc_str s, const char *profile,
+                       struct cfg_aws *aws);
+/* True when <t> serves a Claude model (its id has "claude") through bedrock or vertex. */
+bool cfg__is_cloud_claude(const struct cfg_target *t);
 
 struct cfg__field;
 /* Decodes one entry whose field is custom. <base> is the struct the table describes;

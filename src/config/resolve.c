@@ -120,7 +120,8 @@ static void breaker_override(struct cfg__v *v, const struct cfg__entry *e, struc
 static void provider_warnings(struct cfg__v *v, const struct cfg_provider *p,
                               const struct cfg__prov_src *src, const char *where)
 {
-    if (p->n_keys == 0 && !src->keys_bad && p->kind != CFG_PROV_OPENAI_COMPATIBLE)
+    if (p->n_keys == 0 && !src->keys_bad && p->kind != CFG_PROV_OPENAI_COMPATIBLE &&
+        !cfg__is_cloud_kind(p->kind))
         cfg__diag(v->s, true, src->line, src->column,
                   "%s has no keys, but kind %s needs one", where,
                   cfg_provider_kind_name(p->kind));
@@ -152,6 +153,7 @@ static void resolve_providers(struct cfg__v *v)
             breaker_override(v, src->breaker, &p->breaker, where);
         }
         provider_warnings(v, p, src, where);
+        cfg__resolve_cloud(v, p, src, where);
     }
 }
 
@@ -220,7 +222,7 @@ static void price_defaults(struct cfg__v *v, struct cfg_target *t,
                            const struct cfg__target_src *src, const char *where)
 {
     struct cfg_price *p = &t->price;
-    bool anth = t->provider && t->provider->kind == CFG_PROV_ANTHROPIC;
+    bool anth = (t->provider && t->provider->kind == CFG_PROV_ANTHROPIC) || cfg__is_cloud_claude(t);
 
     if (!anth && p->cached_input_per_mtok < 0 && p->input_per_mtok > 0 && t->provider)
         cfg__diag(v->s, true, src->line, src->column,
@@ -262,6 +264,11 @@ static void resolve_targets(struct cfg__v *v, const struct ids *providers)
             breaker_override(v, src->breaker, &t->breaker, where);
         }
         check_url_names(v, t, src, where);
+        if (t->publisher && (!t->provider || t->provider->kind != CFG_PROV_VERTEX ||
+                             (strcmp(t->publisher, "anthropic") && strcmp(t->publisher, "google"))))
+            cfg__diag(v->s, false, src->line, src->column,
+                      "%s: 'publisher' is \"anthropic\" or \"google\", on a vertex target only",
+                      where);
         price_defaults(v, t, src, where);
         if (t->provider && t->provider->kind == CFG_PROV_AZURE && !t->deployment)
             cfg__diag(v->s, true, src->line, src->column,

@@ -58,6 +58,10 @@ static enum bsc_err add_provider(struct bsc_redact *rd, const struct cfg_provide
 
     for (size_t i = 0; !err && i < p->n_keys; i++)
         err = bsc_redact_add(rd, bsc_str_cstr(p->keys[i]));
+    if (!err && p->aws.secret_access_key)
+        err = bsc_redact_add(rd, bsc_str_cstr(p->aws.secret_access_key));
+    if (!err && p->aws.session_token)
+        err = bsc_redact_add(rd, bsc_str_cstr(p->aws.session_token));
     for (size_t i = 0; !err && i < p->n_headers; i++) {
         const struct cfg_header *h = &p->headers[i];
 

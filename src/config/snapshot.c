@@ -27,6 +27,14 @@ void cfg__provider_cleanup(struct cfg_provider *p)
     p->n_keys = 0;
     BSC_FREE(p->region);
     BSC_FREE(p->api_version);
+    BSC_FREE(p->project);
+    BSC_FREE(p->aws.access_key_id);
+    BSC_FREE(p->aws.secret_access_key);
+    BSC_FREE(p->aws.session_token);
+    BSC_FREE(p->aws.profile);
+    BSC_FREE(p->vertex.credentials_file);
+    BSC_FREE(p->vertex.token_file);
+    BSC_FREE(p->vertex.token_url);
     for (size_t i = 0; i < p->n_headers; i++) {
         free(p->headers[i].name);
         free(p->headers[i].value);
@@ -40,6 +48,7 @@ void cfg__target_cleanup(struct cfg_target *t)
     BSC_FREE(t->id);
     BSC_FREE(t->model);
     BSC_FREE(t->deployment);
+    BSC_FREE(t->publisher);
     t->provider = NULL;
 }
 

@@ -50,7 +50,8 @@
 /* ---- names, in enum order ------------------------------------------------------------- */
 
 static const char *const kind_names[] = {"openai", "anthropic", "gemini",
-                                         "dashscope", "azure", "openai_compatible"};
+                                         "dashscope", "azure", "openai_compatible",
+                                         "bedrock", "vertex"};
 _Static_assert(BSC_ARRAY_LEN(kind_names) == CFG_PROV_COUNT, "kind_names");
 static const char *const profile_names[] = {
 #define X(NAME, name) name,
@@ -423,6 +424,11 @@ static void base_url_fn(struct cfg__v *v, const struct cfg__field *f, const stru
     bool ok;
     char *copy;
 
+    ((struct cfg__prov_src *)v->cur)->has_base_url = true;
+    if (e->value->is_null) { /* required but for kinds bedrock and vertex: resolve.c decides */
+        ((struct cfg__prov_src *)v->cur)->null_base_url = e->value;
+        return;
+    }
     if (!cfg__get_str(v, e->value, where, f->name, &s))
         return;
     host = has_prefix(s, "https://") ? s + 8 : has_prefix(s, "http://") ? s + 7 : NULL;
@@ -613,12 +619,28 @@ static const struct cfg__field health_fields[] = {
     {FU32(struct cfg_health, "key_reverify_ms", key_reverify_ms, 0, DAY_MS)},
 };
 
+static const struct cfg__field aws_fields[] = {
+    {FSTR(struct cfg_aws, "access_key_id", access_key_id)},
+    {FSTR(struct cfg_aws, "secret_access_key", secret_access_key)},
+    {FSTR(struct cfg_aws, "session_token", session_token)},
+    {FSTR(struct cfg_aws, "profile", profile)},
+};
+
+static const struct cfg__field vertex_fields[] = {
+    {FSTR(struct cfg_vertex, "credentials_file", credentials_file)},
+    {FSTR(struct cfg_vertex, "token_file", token_file)},
+    {FSTR(struct cfg_vertex, "token_url", token_url)},
+};
+
 static const struct cfg__field provider_fields[] = {
     {FENUM(struct cfg_provider, "kind", kind, kind_names), .required = true},
-    {FFN("base_url", base_url_fn), .required = true},
+    {FFN("base_url", base_url_fn)}, /* required but for bedrock and vertex (resolve.c) */
     {FFN("keys", keys_fn)},
     {FSTR(struct cfg_provider, "region", region)},
     {FSTR(struct cfg_provider, "api_version", api_version)},
+    {FSTR(struct cfg_provider, "project", project)},
+    {FMAP(struct cfg_provider, "aws", aws, aws_fields, NULL)},
+    {FMAP(struct cfg_provider, "vertex", vertex, vertex_fields, NULL)},
     {FENUM(struct cfg_provider, "profile", profile, profile_names)},
     {FFN("headers", headers_fn)},
     {FU32(struct cfg_provider, "connect_timeout_ms", connect_timeout_ms, 1, 600000)},
@@ -666,6 +688,7 @@ static const struct cfg__field target_fields[] = {
     {FFN("provider", target_provider_fn), .required = true},
     {FSTR(struct cfg_target, "model", model), .required = true, .nonempty = true},
     {FSTR(struct cfg_target, "deployment", deployment)},
+    {FSTR(struct cfg_target, "publisher", publisher)},
     {FBITS(struct cfg_target, "capabilities", capabilities, cfg__cap_names)},
     {FU64(struct cfg_target, "context_window", context_window, 0, 1000000000000ull)},
     {FU64(struct cfg_target, "max_output_tokens", max_output_tokens, 0, 1000000000000ull)},

@@ -191,6 +191,8 @@ static bool start_probe(struct prober *pr, struct probe_slot *s, const struct cf
         .provider = p,
         .target = first,
         .key = key_idx >= 0 && (size_t)key_idx < p->n_keys ? p->keys[key_idx] : NULL,
+        /* the wall clock: bedrock signs it (x-amz-date), vertex checks its token against it */
+        .created = (int64_t)(bsc_wall_ms() / 1000),
     };
     bsc_buf_reset(&s->http.url);
     bsc_buf_reset(&s->http.headers);

@@ -182,6 +182,13 @@ struct prov_ops {
                                             struct bsc_buf *out, struct fail_info *fail);
     enum prov_stream_status (*stream_line)(void *st, struct bsc_str line, struct bsc_buf *out,
                                            struct fail_info *fail);
+    /* Binary streams (Bedrock's AWS event-stream): when stream_bytes is set, a 2xx answer
+     * whose Content-Type starts with <stream_type> is a stream too, and its raw bytes, split
+     * anywhere, go to stream_bytes instead of the SSE parser (stream_event is then unused and
+     * may be NULL). Returns as stream_event. */
+    const char *stream_type;
+    enum prov_stream_status (*stream_bytes)(void *st, struct bsc_str bytes, struct bsc_buf *out,
+                                            struct fail_info *fail);
     enum prov_stream_status (*stream_end)(void *st, struct bsc_buf *out,
                                           struct fail_info *fail);
     void (*stream_usage)(void *st, struct prov_usage *usage);

@@ -7,6 +7,8 @@ extern const struct prov_ops prov_dashscope;
 extern const struct prov_ops prov_azure;
 extern const struct prov_ops prov_anthropic;
 extern const struct prov_ops prov_gemini;
+extern const struct prov_ops prov_bedrock;
+extern const struct prov_ops prov_vertex;
 
 const struct prov_ops *prov_ops_for(enum cfg_provider_kind kind)
 {
@@ -18,6 +20,8 @@ const struct prov_ops *prov_ops_for(enum cfg_provider_kind kind)
     case CFG_PROV_GEMINI: return &prov_gemini;
     case CFG_PROV_DASHSCOPE: return &prov_dashscope;
     case CFG_PROV_AZURE: return &prov_azure;
+    case CFG_PROV_BEDROCK: return &prov_bedrock;
+    case CFG_PROV_VERTEX: return &prov_vertex;
     default:
         return &prov_openai; /* adapters of the other kinds register here */
     }

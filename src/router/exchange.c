@@ -151,9 +151,11 @@ static bool start_stream(struct request *r)
 
 /* ---- transfer callbacks ---- */
 
-static bool is_sse_type(const char *ctype)
+/* An SSE stream, or the binary stream type the adapter reads itself (prov_ops.stream_type). */
+static bool is_stream_type(const struct prov_ops *ops, const char *ctype)
 {
-    return strncasecmp(ctype, "text/event-stream", 17) == 0;
+    return strncasecmp(ctype, "text/event-stream", 17) == 0 ||
+           (ops->stream_bytes && strncasecmp(ctype, ops->stream_type, strlen(ops->stream_type)) == 0);
 }
 
 static void save_header(const struct up_transfer *t, const char *name, char *dst, size_t len)
@@ -178,7 +180,7 @@ static void on_head(void *ud, struct up_transfer *t, int status)
         bsc_buf_reserve(&r->x.resp, (size_t)len); /* one allocation for the whole body */
     save_header(t, "content-type", r->x.up_ctype, sizeof(r->x.up_ctype));
     r->x.mode = BODY_BUFFER;
-    if (r->input.stream && status >= 200 && status < 300 && is_sse_type(r->x.up_ctype) &&
+    if (r->input.stream && status >= 200 && status < 300 && is_stream_type(r->x.ops, r->x.up_ctype) &&
         !start_stream(r)) {
         fail_local(&r->x.stream_fail, FAIL_SERVER_ERROR, "out of memory");
         r->x.stream_failed = true;
@@ -222,7 +224,17 @@ static bool on_stream_data(struct request *r, const char *p, size_t len)
 {
     if (r->x.saw_done || r->x.stream_failed)
         return false;
-    if (sse_parser_feed(&r->x.sse, p, len) < 0 && !r->x.stream_failed && !r->x.saw_done) {
+    if (r->x.ops->stream_bytes) { /* a binary stream: the adapter frames it */
+        enum prov_stream_status st = r->x.ops->stream_bytes(r->x.prov_st, bsc_str_make(p, len),
+                                                            &r->x.conv, &r->x.stream_fail);
+
+        if (st == PROV_STREAM_ERROR) {
+            scrub_fail(r, &r->x.stream_fail);
+            stream_error(r);
+        } else if (st == PROV_STREAM_DONE) {
+            r->x.saw_done = true;
+        }
+    } else if (sse_parser_feed(&r->x.sse, p, len) < 0 && !r->x.stream_failed && !r->x.saw_done) {
         fail_local(&r->x.stream_fail, r->d.committed ? FAIL_PARTIAL_OUTPUT : FAIL_SERVER_ERROR,
                    "the upstream stream could not be parsed");
         r->x.stream_failed = true;
@@ -548,7 +560,7 @@ static void classify_answer(struct request *r)
     scrub_fail(r, &r->x.fail);
     if (r->x.fail.kind != FAIL_NONE)
         return;
-    if (!r->input.stream && is_sse_type(r->x.up_ctype) && looks_like_sse(bsc_buf_str(&r->x.resp))) {
+    if (!r->input.stream && strncasecmp(r->x.up_ctype, "text/event-stream", 17) == 0 && looks_like_sse(bsc_buf_str(&r->x.resp))) {
         answered_other_shape(r, "with a stream to a request for a single answer");
         return;
     }

@@ -920,7 +920,7 @@ static void test_bad_enums(void **state)
                     "expected one of: memory, sqlite, redis");
     assert_line(&d, "gateway.yaml:4:13: error: 'kind' in provider 'p': unknown value 'opnai' "
                     "(did you mean 'openai'?); expected one of: openai, anthropic, gemini, "
-                    "dashscope, azure, openai_compatible");
+                    "dashscope, azure, openai_compatible, bedrock, vertex");
     assert_line(&d, "gateway.yaml:4:73: error: 'probe' in provider 'p' health: unknown value "
                     "'ping'; expected one of: models, completion, none");
     assert_line(&d, "gateway.yaml:6:51: error: 'capabilities' in target 't': unknown value "
@@ -1600,6 +1600,11 @@ static void test_production_example(void **state)
     setenv("GEMINI_API_KEY", "gm-test", 1);
     setenv("AZURE_OPENAI_API_KEY", "az-test", 1);
     setenv("AZURE_OPENAI_RESOURCE", "contoso", 1);
+    setenv("AWS_ACCESS_KEY_ID", "AKIDTEST", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "aws-test-secret", 1);
+    setenv("GOOGLE_CLOUD_PROJECT", "test-project", 1);
+    setenv("GOOGLE_APPLICATION_CREDENTIALS", "/keys/sa.json", 1);
+    unsetenv("AWS_SESSION_TOKEN");
     unsetenv("OPENAI_API_KEY_2");
     unsetenv("BASCULE_ADMIN_KEY");
     unsetenv("BASCULE_LISTEN");
@@ -1615,7 +1620,7 @@ static void test_production_example(void **state)
     }
     assert_int_equal(err, BSC_OK);
     assert_int_equal(d.n, 0); /* not even a warning */
-    assert_int_equal(cfg->n_providers, 4);
+    assert_int_equal(cfg->n_providers, 6);
     assert_string_equal(cfg_provider_find(cfg, BSC_STR("azure-eu"))->base_url,
                         "https://contoso.openai.azure.com/openai");
     assert_string_equal(cfg_provider_find(cfg, BSC_STR("openai"))->keys[0], "sk-test-openai");
@@ -1625,6 +1630,13 @@ static void test_production_example(void **state)
     assert_non_null(r);
     assert_true(r->primary.n == 1 && r->equivalent.n == 1 && r->fallback.n == 2);
     assert_string_equal(r->equivalent.targets[0]->provider->id, "azure-eu");
+    assert_string_equal(cfg_provider_find(cfg, BSC_STR("bedrock-us"))->base_url,
+                        "https://bedrock-runtime.us-east-1.amazonaws.com");
+    assert_null(cfg_provider_find(cfg, BSC_STR("bedrock-us"))->aws.session_token);
+    r = cfg_route_find(cfg, BSC_STR("claude"));
+    assert_true(r->primary.n == 1 && r->equivalent.n == 2);
+    assert_string_equal(r->equivalent.targets[0]->provider->id, "bedrock-us");
+    assert_string_equal(r->equivalent.targets[1]->provider->id, "vertex-us");
     r = cfg_route_find(cfg, BSC_STR("extract-json"));
     assert_int_equal(r->balance, CFG_BALANCE_WEIGHTED);
     assert_int_equal(r->primary.weights[0], 3);
