@@ -6,7 +6,7 @@
 // its feed and chart lines with points. With clients configured, a browser opening /status
 // gets the page, which asks for the admin key instead of showing a 401 body; an admin
 // action (a client's spend reset) is an event too.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -4,7 +4,7 @@
 // non-zero status, and never says the demo is up (before, the readiness check took the other
 // server's 200 for the gateway's); on free ports it comes up and serves what the README
 // advertises, chat and embeddings (route "embed").
-import { test, after } from 'node:test';
+import { test, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import http from 'node:http';

@@ -5,7 +5,7 @@
 // _bucket/_sum/_count by its family), and every one an alert reads has a sample before any
 // traffic, so no alert is silently blind. promtool's own unit tests of the rules pass
 // (deploy/prometheus/bascule-rules.test.yml), as does `promtool check rules`.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';

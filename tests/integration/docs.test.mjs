@@ -3,7 +3,7 @@
 // section (## heading) it has, and docs/api.md names every path src/api/dispatch.c routes
 // and has a section for each model endpoint (/v1/responses among them); the README's layout
 // map names every src/ directory and only paths that exist.
-import { test } from 'node:test';
+import { test } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';

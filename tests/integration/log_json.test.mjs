@@ -3,7 +3,7 @@
 // start and on a reload included (before, they were plain "file:line:col: warning: ..."
 // text among the JSON lines, which a log shipper parsing JSON drops or mangles). Each
 // diagnostic keeps its place and its words in "msg", with "level" warn or err.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, waitFor } from '../lib/harness.mjs';
 

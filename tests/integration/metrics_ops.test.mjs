@@ -6,7 +6,7 @@
 // moves the 1; per-target attempt duration and TTFT histograms count the attempts; the
 // gateway's own time (bascule_overhead_seconds, x-bascule-overhead-ms) leaves out a 1 s
 // upstream wait; and no label value is ever empty. The real binary against bascule-sim.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';

@@ -4,7 +4,7 @@
 // circuits stay closed, so /health/ready stays 200 and a second provider's key is not
 // involved. Before, each 401 probe counted as a failure and opened the circuits. The
 // provider here is a small Node server that refuses every GET /v1/models with 401.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { startGateway, waitFor } from '../lib/harness.mjs';

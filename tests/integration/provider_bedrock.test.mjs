@@ -7,7 +7,7 @@
 // exception inside ConverseStream before any content (failed over) and after it (the
 // client's stream ends with an error); Claude on Anthropic failing over to Claude on Bedrock
 // as its equivalent tier, with exact call counts.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';

@@ -7,7 +7,7 @@
 // service account whose key the token endpoint refuses are auth failures (failed over, never
 // a hang); Google's RESOURCE_EXHAUSTED is rate_limited; and Claude on Anthropic failing over
 // to Claude on Bedrock and then Claude on Vertex, with exact call counts.
-import { test, before, after } from 'node:test';
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import OpenAI from 'openai';
