@@ -720,9 +720,16 @@ static void st_relay(struct request *r)
     req__goto(r, REQ_ST_DONE);
 }
 
+/* A complete answer: its idempotency record is stored, and acknowledged, before the answer
+ * goes out (guard_idem_settle), so a repeat finds it on any instance. */
 static void st_reply(struct request *r)
 {
-    r->d.termination = "ok"; /* before delivery: the idempotency record is settled there */
+    if (!deliver_hold(r)) { /* could not be translated: the error went out */
+        req__goto(r, REQ_ST_DONE);
+        return;
+    }
+    if (guard_idem_settle(r) == GUARD_WAIT)
+        return; /* the store's callback runs the machine again */
     if (r->x.mode == BODY_SSE)
         deliver_stream_complete(r); /* a buffered stream that passed its checks */
     else
