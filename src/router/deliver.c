@@ -143,10 +143,9 @@ static void append_cost_comment(struct request *r)
     (void)bsc_buf_appendf(&r->d.out, ": x-bascule-cost-usd: %.*s\n\n", BSC_STR_FMT(text));
 }
 
-/* Ends the response with what r->d.out holds, as <termination>. The idempotency record is
- * settled (stored or released) before the last bytes are handed to the socket: the store
- * runs jobs in arrival order, so a repeat the client sends once it has seen the end finds
- * the record settled, never "in use". */
+/* Ends the response with what r->d.out holds, as <termination>. A stream that ended whole
+ * had its record stored and acknowledged already (st_relay); otherwise the record is
+ * settled (released) here, before the last bytes are handed to the socket. */
 static void end_response(struct request *r, const char *termination, bool complete)
 {
     r->d.termination = termination;

@@ -51,9 +51,10 @@ enum guard_start guard_idem_start(struct request *r);
 enum guard_start guard_idem_verdict(struct request *r);
 /* Keeps a copy of the bytes sent to the client, for the record. */
 void guard_idem_record(struct request *r, const void *p, size_t len);
-/* Settles the record once: stores a 2xx answer, or abandons it so a repeat runs again.
- * Delivery calls it before the last byte leaves (r->status and r->termination set);
- * st_done calls it again for requests that ended without a delivery (a no-op otherwise). */
+/* Settles the record once, without waiting: stores a 2xx answer, or abandons it so a repeat
+ * runs again. Delivery calls it before the last byte leaves (r->status and r->termination
+ * set) when guard_idem_settle did not; st_done calls it again for requests that ended
+ * without a delivery (a no-op otherwise). */
 void guard_idem_finish(struct request *r);
 
 /* Settles the record of a complete answer (its bytes recorded, r->status and r->termination

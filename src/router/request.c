@@ -668,6 +668,19 @@ static void relay_continue(struct request *r, struct attempt *a)
     req__goto(r, REQ_ST_ADMIT);
 }
 
+/* A stream that ended whole keeps its last frames (r->d.out: the end event, `[DONE]`)
+ * until its idempotency record is stored and acknowledged (guard_idem_settle): a client
+ * that has read the end and repeats finds the record on any instance. True while the
+ * store works. */
+static bool stream_end_held(struct request *r)
+{
+    if (!r->sreq)
+        return false;
+    r->d.termination = "ok";
+    guard_idem_record(r, r->d.out.p, r->d.out.len); /* a no-op once settled */
+    return guard_idem_settle(r) == GUARD_WAIT;
+}
+
 static void st_relay(struct request *r)
 {
     struct attempt *a = req__cur_attempt(r);
@@ -676,6 +689,8 @@ static void st_relay(struct request *r)
         return; /* streaming: upstream events drive us */
     uv_timer_stop(&r->timer);
     if (r->x.saw_done && !r->x.stream_failed) {
+        if (stream_end_held(r))
+            return; /* the store's callback runs the machine again */
         attempt_end(a, bsc_now_us(), ATTEMPT_OK, NULL);
         a->status = 200;
         report_attempt(r, BRK_SUCCESS, NULL, false);
@@ -936,8 +951,8 @@ static void on_server_stop(struct srv_req *sreq, void *ud)
     struct request *r = ud;
 
     (void)sreq;
-    if (r->m.state != REQ_ST_RELAY || !r->d.committed || r->d.limit_cut)
-        return;
+    if (r->m.state != REQ_ST_RELAY || !r->d.committed || r->d.limit_cut || r->x.saw_done)
+        return; /* complete: at most its record's store call (timeout_ms) before its end */
     r->d.limit_cut = "shutting_down";
     snprintf(r->x.stream_fail.message, sizeof(r->x.stream_fail.message),
              "the gateway is shutting down (limits.drain_timeout_ms passed)");

@@ -95,13 +95,30 @@ test('a repeat on the same instance right after the answer is a replay, with a s
   assert.equal(await sim.calls('upstream-m1'), 1);
 });
 
-test('memory store: a repeat right after the answer is a replay (1 upstream call)', async () => {
+test('a stream: a repeat on the other instance right after its end is a replay', async () => {
+  await sim.reset();
+  const held = proxy.held();
+  const first = await chat(a, 'settle-stream', 'hi', { stream: true });
+  const body1 = await first.text();
+  assert.equal(first.status, 200, body1);
+  assert.match(body1, /data: \[DONE\]/);
+  await expectReplay(await chat(b, 'settle-stream', 'hi', { stream: true }), body1);
+  await expectReplay(await chat(a, 'settle-stream', 'hi', { stream: true }), body1);
+  assert.equal(await sim.calls('upstream-m1'), 1);
+  assert.ok(proxy.held() > held, 'the completion went through the delaying proxy');
+});
+
+test('memory store: a repeat right after the answer or the stream is a replay', async () => {
   await sim.reset();
   const first = await chat(mem, 'settle-mem');
   const body1 = await first.text();
   assert.equal(first.status, 200, body1);
   await expectReplay(await chat(mem, 'settle-mem'), body1);
-  assert.equal(await sim.calls('upstream-m1'), 1);
+  const s1 = await chat(mem, 'settle-mem-stream', 'hi', { stream: true });
+  const sbody = await s1.text();
+  assert.equal(s1.status, 200, sbody);
+  await expectReplay(await chat(mem, 'settle-mem-stream', 'hi', { stream: true }), sbody);
+  assert.equal(await sim.calls('upstream-m1'), 2);
 });
 
 test('a store write past store.timeout_ms: the answer is sent anyway', async () => {
