@@ -5,9 +5,10 @@
 // x-bascule-idempotent-replay: true, one upstream call) -- on another instance sharing the
 // Redis store and on the same one -- never 409 idempotency_key_in_use. Gateway A reaches
 // Redis through a proxy that holds the record's completion (the only command carrying the
-// answer's bytes) back for HOLD_MS, so without the wait B's lookup always reaches Redis
-// first. A store that does not answer within store.timeout_ms costs the record, never the
-// answer.
+// answer's bytes: "chat.completion", or an Anthropic "message") back for HOLD_MS, so
+// without the wait B's lookup always reaches Redis first. Covered: a plain answer, a live
+// stream, a buffered stream, an answer translated to /v1/messages, the memory store. A store
+// that does not answer within store.timeout_ms costs the record, never the answer.
 import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { startGateway, startSim, waitFor } from '../lib/harness.mjs';
@@ -26,6 +27,7 @@ targets:
   m1@sim: { provider: sim, model: upstream-m1 }
 routes:
   chat: { primary: [m1@sim] }
+  buffered: { primary: [m1@sim], envelope: { on_stream_failure: buffer } }
 `;
 }
 
@@ -48,7 +50,7 @@ async function storeUp(gw) {
 before(async () => {
   redis = await startRedis();
   sim = await startSim();
-  proxy = await startCommandDelayProxy(redis.port, /chat\.completion/, HOLD_MS);
+  proxy = await startCommandDelayProxy(redis.port, /chat\.completion|"type":"message"/, HOLD_MS);
   a = await startGateway({ config: config(redisStore(proxy.url, 5000)) });
   b = await startGateway({ config: config(redisStore(redis.url, 5000)) });
   slow = await startGateway({ config: config(redisStore(proxy.url, 100)) });
@@ -104,6 +106,36 @@ test('a stream: a repeat on the other instance right after its end is a replay',
   assert.match(body1, /data: \[DONE\]/);
   await expectReplay(await chat(b, 'settle-stream', 'hi', { stream: true }), body1);
   await expectReplay(await chat(a, 'settle-stream', 'hi', { stream: true }), body1);
+  assert.equal(await sim.calls('upstream-m1'), 1);
+  assert.ok(proxy.held() > held, 'the completion went through the delaying proxy');
+});
+
+test('a buffered stream: a repeat on the other instance right after it is a replay', async () => {
+  await sim.reset();
+  const held = proxy.held();
+  const extra = { stream: true, model: 'buffered' };
+  const first = await chat(a, 'settle-buffered', 'hi', extra);
+  const body1 = await first.text();
+  assert.equal(first.status, 200, body1);
+  assert.equal(first.headers.get('x-bascule-buffered'), 'true');
+  await expectReplay(await chat(b, 'settle-buffered', 'hi', extra), body1);
+  assert.equal(await sim.calls('upstream-m1'), 1);
+  assert.ok(proxy.held() > held, 'the completion went through the delaying proxy');
+});
+
+test('an answer translated to /v1/messages: a repeat on the other instance is a replay', async () => {
+  await sim.reset();
+  const messages = (gw) => fetch(`${gw.url}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': 'settle-messages' },
+    body: JSON.stringify({ model: 'chat', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  const held = proxy.held();
+  const first = await messages(a);
+  const body1 = await first.text();
+  assert.equal(first.status, 200, body1);
+  assert.equal(JSON.parse(body1).type, 'message');
+  await expectReplay(await messages(b), body1);
   assert.equal(await sim.calls('upstream-m1'), 1);
   assert.ok(proxy.held() > held, 'the completion went through the delaying proxy');
 });
