@@ -259,7 +259,7 @@ static bool on_stream_data(struct request *r, const char *p, size_t len)
      * tightened it) is the longest gap allowed between events, so a healthy long stream is
      * not cut. */
     deliver_stream_arm(r, r->env.stream_idle_ms);
-    if (r->x.saw_done)
+    if (r->x.saw_done && r->g.idem_active)
         return false; /* the last frames wait for the idempotency record (st_relay) */
     return deliver_flush(r);
 }

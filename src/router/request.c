@@ -951,8 +951,8 @@ static void on_server_stop(struct srv_req *sreq, void *ud)
     struct request *r = ud;
 
     (void)sreq;
-    if (r->m.state != REQ_ST_RELAY || !r->d.committed || r->d.limit_cut || r->x.saw_done)
-        return; /* complete: at most its record's store call (timeout_ms) before its end */
+    if (r->m.state != REQ_ST_RELAY || !r->d.committed || r->d.limit_cut || r->g.idem_settling)
+        return; /* complete, its record being stored: it ends within store.timeout_ms */
     r->d.limit_cut = "shutting_down";
     snprintf(r->x.stream_fail.message, sizeof(r->x.stream_fail.message),
              "the gateway is shutting down (limits.drain_timeout_ms passed)");
