@@ -149,10 +149,9 @@ static void append_cost_comment(struct request *r)
     (void)bsc_buf_appendf(&r->d.out, ": x-bascule-cost-usd: %.*s\n\n", BSC_STR_FMT(text));
 }
 
-/* Ends the response with what r->d.out holds, as <termination>. The idempotency record is
- * settled (stored or released) before the last bytes are handed to the socket: the store
- * runs jobs in arrival order, so a repeat the client sends once it has seen the end finds
- * the record settled, never "in use". */
+/* Ends the response with what r->d.out holds, as <termination>. A stream that ended whole
+ * had its record stored and acknowledged already (st_relay); otherwise the record is
+ * settled (released) here, before the last bytes are handed to the socket. */
 static void end_response(struct request *r, const char *termination, bool complete)
 {
     r->d.termination = termination;
@@ -395,42 +394,58 @@ void deliver_stream_complete(struct request *r)
     deliver_end(r, "ok");
 }
 
+/* The complete answer's body as the client gets it. */
+static struct bsc_str answer_body(const struct request *r)
+{
+    return r->d.ops ? bsc_buf_str(&r->d.answer) : bsc_buf_str(&r->x.answer);
+}
+
+bool deliver_hold(struct request *r)
+{
+    struct down_ctx ctx;
+
+    if (r->d.held || !r->sreq)
+        return r->sreq != NULL;
+    r->d.held = true;
+    r->d.termination = "ok";
+    if (r->x.mode == BODY_SSE) { /* a buffered stream: its events are all in r->d.out */
+        r->d.status = 200;
+        guard_idem_record(r, r->d.out.p, r->d.out.len);
+        return true;
+    }
+    ctx = down_ctx(r);
+    if (r->d.ops && r->d.ops->map_response(bsc_buf_str(&r->x.answer), &ctx, &r->d.answer) !=
+                        BSC_OK) {
+        req__set_error(r, 502, "server_error", "translation_failed",
+                       "the answer could not be translated to the client's API");
+        r->d.termination = "translation_failed";
+        deliver_error(r);
+        return false;
+    }
+    r->d.status = r->x.up_status >= 200 && r->x.up_status < 300 ? r->x.up_status : 200;
+    guard_idem_record(r, answer_body(r).p, answer_body(r).len);
+    return true;
+}
+
 void deliver_answer(struct request *r)
 {
     struct srv_header h[10];
     char attempts[BSC_NUM_TEXT_MAX], cost[48];
     size_t n;
-    struct bsc_buf mapped;
-    struct bsc_str body = bsc_buf_str(&r->x.answer);
-    struct down_ctx ctx = down_ctx(r);
+    struct bsc_str body;
 
-    if (!r->sreq)
+    if (!deliver_hold(r)) /* held already when its record was stored first (st_reply) */
         return;
-    bsc_buf_init(&mapped, REQ_MAX_RESPONSE_BYTES);
-    if (r->d.ops) {
-        if (r->d.ops->map_response(body, &ctx, &mapped) != BSC_OK) {
-            bsc_buf_cleanup(&mapped);
-            req__set_error(r, 502, "server_error", "translation_failed",
-                           "the answer could not be translated to the client's API");
-            r->d.termination = "translation_failed";
-            deliver_error(r);
-            return;
-        }
-        body = bsc_buf_str(&mapped);
-    }
+    body = answer_body(r);
     n = deliver_route_headers(r, h, attempts);
     if (is_priced(r))
         h[n++] = (struct srv_header){BSC_STR("x-bascule-cost-usd"),
                                      cost_text(r, cost, sizeof(cost))}; /* priced targets */
-    r->d.status = r->x.up_status >= 200 && r->x.up_status < 300 ? r->x.up_status : 200;
-    r->d.termination = "ok";
-    guard_idem_record(r, body.p, body.len);
-    guard_idem_finish(r); /* settled before the client can see the answer */
+    guard_idem_finish(r); /* a no-op once st_reply stored the record */
     srv_resp_send(r->sreq, r->d.status, "application/json", h, n, body.p, body.len);
     r->d.bytes_out += body.len;
     r->d.ttfb_us = bsc_now_us() - r->start_us;
     r->sreq = NULL;
-    bsc_buf_cleanup(&mapped);
 }
 
 void deliver_error(struct request *r)
@@ -464,6 +479,7 @@ void deliver_init(struct downstream *d, const struct down_ops *ops, void *down_a
     d->ops = ops;
     d->down_arg = down_arg;
     bsc_buf_init(&d->out, 8u << 20);
+    bsc_buf_init(&d->answer, REQ_MAX_RESPONSE_BYTES);
 }
 
 void deliver_cleanup(struct request *r)
@@ -473,4 +489,5 @@ void deliver_cleanup(struct request *r)
         r->d.ops->arg_free(r->d.down_arg);
     r->d.down_arg = NULL;
     bsc_buf_cleanup(&r->d.out);
+    bsc_buf_cleanup(&r->d.answer);
 }

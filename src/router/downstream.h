@@ -74,6 +74,9 @@ struct downstream {
     bool overhead_known;        /* ... once it did (else measured at the end) */
     char overhead_ms[24];       /* ... as x-bascule-overhead-ms says it */
     struct bsc_buf out;         /* owned: client bytes to write downstream */
+    struct bsc_buf answer;      /* owned: a complete answer mapped to the client's dialect,
+                                   held while its idempotency record is stored */
+    bool held;                  /* deliver_hold ran: the complete answer is ready */
     const char *termination;    /* access-log termination code */
     const char *limit_cut;      /* static: the stream passed max_stream_ms or _bytes */
     bool limit_timer;           /* the relay timer is armed for max_stream_ms */
@@ -118,6 +121,11 @@ void deliver_stream_error(struct request *r, const char *message);
 void deliver_stream_complete(struct request *r);
 /* Writes the complete answer in r->x.answer (non-stream). */
 void deliver_answer(struct request *r);
+/* Readies a complete answer (REPLY) for deliver_answer or deliver_stream_complete: maps it
+ * to the client's dialect and hands its bytes to the idempotency record, so the record can
+ * be stored before the answer goes out. False when it cannot be translated: the error was
+ * sent (translation_failed). */
+bool deliver_hold(struct request *r);
 /* Writes r->err. */
 void deliver_error(struct request *r);
 /* The x-bascule-* headers; returns how many were put in <h> (room for 8). <buf> holds the

@@ -271,6 +271,8 @@ static bool on_stream_data(struct request *r, const char *p, size_t len)
      * tightened it) is the longest gap allowed between events, so a healthy long stream is
      * not cut. */
     deliver_stream_arm(r, r->env.stream_idle_ms);
+    if (r->x.saw_done && r->g.idem_active)
+        return false; /* the last frames wait for the idempotency record (st_relay) */
     return deliver_flush(r);
 }
 
@@ -318,7 +320,7 @@ static void finish_stream(struct request *r)
     }
     if (deliver_convert(r) == BSC_OK && r->d.out.len && !r->d.committed && !r->x.stream_failed)
         r->x.first_frame = true; /* on_done runs the machine: it commits, then ends */
-    else if (r->d.committed)
+    else if (r->d.committed && !r->x.saw_done) /* else held for the record (st_relay) */
         deliver_flush(r);
 }
 
@@ -336,8 +338,7 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
     else if (r->x.mode == BODY_SSE && r->x.saw_done && !r->buffering) {
         if (deliver_convert(r) == BSC_OK && r->d.out.len && !r->d.committed)
             r->x.first_frame = true; /* committed and ended by the machine */
-        else
-            deliver_flush(r);
+        /* else the last frames wait in r->d.out for the idempotency record (st_relay) */
     }
     /* A continuation that ended whole: RELAY ends it (nothing may have passed yet when it
      * was short enough to come in one read). */

@@ -290,8 +290,24 @@ void guard_idem_record(struct request *r, const void *p, size_t len)
         r->g.idem_overflow = true; /* too large to store: the record is abandoned at the end */
 }
 
-/* Stores the answer (a complete 2xx) or releases the key, once. */
-static void idem_settle(struct request *r)
+/* The store acknowledged (or failed) the record a complete answer waits for: the machine
+ * sends the answer now, whatever the store said (an answer is never lost for a record). */
+static void on_idem_settled(enum bsc_err err, void *ud)
+{
+    struct request *r = ud;
+
+    if (err && err != BSC_ENOTFOUND)
+        LOG_WARN("%s: idempotency record not updated: %s", r->id, bsc_err_str(err));
+    if (!guard_op_end(r))
+        return;
+    r->g.idem_settling = false;
+    if (r->m.state != REQ_ST_DONE)
+        req__run(r);
+}
+
+/* Stores the answer (a complete 2xx) or releases the key, once; <done> is called when the
+ * store has acted. False when no store call was made (nothing will be called). */
+static bool idem_settle(struct request *r, store_done_cb *done)
 {
     struct bsc_str scope = bsc_str_cstr(r->g.idem_scope), key = bsc_str_cstr(r->g.idem_key);
     bool ok = r->d.status >= 200 && r->d.status < 300 && r->d.termination &&
@@ -307,19 +323,30 @@ static void idem_settle(struct request *r)
     r->g.idem_active = false;
     guard_op_begin(r);
     err = ok ? store_idem_complete(r->gw->store, &r->w->loop, scope, key, r->g.idem_claim, &a,
-                                   no_op_done, r)
+                                   done, r)
              : BSC_EINVAL;
     if (err) /* not stored (a failure, or too large): a repeat runs the request again */
         err = store_idem_abandon(r->gw->store, &r->w->loop, scope, key, r->g.idem_claim,
-                                 no_op_done, r);
+                                 done, r);
     if (err)
         r->g.store_ops--;
+    return err == BSC_OK;
 }
 
 void guard_idem_finish(struct request *r)
 {
     if (r->g.idem_active)
-        idem_settle(r);
+        (void)idem_settle(r, no_op_done);
+}
+
+enum guard_start guard_idem_settle(struct request *r)
+{
+    if (r->g.idem_settling)
+        return GUARD_WAIT;
+    if (!r->g.idem_active || !idem_settle(r, on_idem_settled))
+        return GUARD_PROCEED;
+    r->g.idem_settling = true;
+    return GUARD_WAIT;
 }
 
 /* ---- the tool ledger ---- */

@@ -27,6 +27,7 @@ struct guard {
     enum idem_decision idem_decision;
     const struct idem_answer *idem_replay; /* borrowed from the store, during its callback */
     bool idem_active, idem_overflow;
+    bool idem_settling;          /* a complete answer waits for its record to be stored */
     struct bsc_buf idem_copy;    /* owned: the bytes sent, for the idempotency record */
     char op_id[129];             /* X-Bascule-Operation-Id, or "" */
     unsigned ledger_checked;     /* n_attempts when the ledger was last read */
@@ -50,10 +51,18 @@ enum guard_start guard_idem_start(struct request *r);
 enum guard_start guard_idem_verdict(struct request *r);
 /* Keeps a copy of the bytes sent to the client, for the record. */
 void guard_idem_record(struct request *r, const void *p, size_t len);
-/* Settles the record once: stores a 2xx answer, or abandons it so a repeat runs again.
- * Delivery calls it before the last byte leaves (r->status and r->termination set);
- * st_done calls it again for requests that ended without a delivery (a no-op otherwise). */
+/* Settles the record once, without waiting: stores a 2xx answer, or abandons it so a repeat
+ * runs again. Delivery calls it before the last byte leaves (r->status and r->termination
+ * set) when guard_idem_settle did not; st_done calls it again for requests that ended
+ * without a delivery (a no-op otherwise). */
 void guard_idem_finish(struct request *r);
+
+/* Settles the record of a complete answer (its bytes recorded, r->status and r->termination
+ * set) and waits for the store to act: WAIT while it works (its callback runs the machine),
+ * PROCEED once it acknowledged or failed, or when there is no record. The answer goes out
+ * after it, so a repeat sent once the client has read it finds the record settled on any
+ * instance; a failed or timed-out store call costs the record, never the answer. */
+enum guard_start guard_idem_settle(struct request *r);
 
 /* Before any replay of a write_possible operation: reads its ledger entry (async) and
  * sets r->ledger_blocked when it is started or unknown. */

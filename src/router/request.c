@@ -674,6 +674,19 @@ static void relay_continue(struct request *r, struct attempt *a)
     req__goto(r, REQ_ST_ADMIT);
 }
 
+/* A stream that ended whole keeps its last frames (r->d.out: the end event, `[DONE]`)
+ * until its idempotency record is stored and acknowledged (guard_idem_settle): a client
+ * that has read the end and repeats finds the record on any instance. True while the
+ * store works. */
+static bool stream_end_held(struct request *r)
+{
+    if (!r->sreq)
+        return false;
+    r->d.termination = "ok";
+    guard_idem_record(r, r->d.out.p, r->d.out.len); /* a no-op once settled */
+    return guard_idem_settle(r) == GUARD_WAIT;
+}
+
 static void st_relay(struct request *r)
 {
     struct attempt *a = req__cur_attempt(r);
@@ -682,6 +695,8 @@ static void st_relay(struct request *r)
         return; /* streaming: upstream events drive us */
     uv_timer_stop(&r->timer);
     if (r->x.saw_done && !r->x.stream_failed) {
+        if (stream_end_held(r))
+            return; /* the store's callback runs the machine again */
         attempt_end(a, bsc_now_us(), ATTEMPT_OK, NULL);
         a->status = 200;
         report_attempt(r, BRK_SUCCESS, NULL, false);
@@ -726,9 +741,16 @@ static void st_relay(struct request *r)
     req__goto(r, REQ_ST_DONE);
 }
 
+/* A complete answer: its idempotency record is stored, and acknowledged, before the answer
+ * goes out (guard_idem_settle), so a repeat finds it on any instance. */
 static void st_reply(struct request *r)
 {
-    r->d.termination = "ok"; /* before delivery: the idempotency record is settled there */
+    if (!deliver_hold(r)) { /* could not be translated: the error went out */
+        req__goto(r, REQ_ST_DONE);
+        return;
+    }
+    if (guard_idem_settle(r) == GUARD_WAIT)
+        return; /* the store's callback runs the machine again */
     if (r->x.mode == BODY_SSE)
         deliver_stream_complete(r); /* a buffered stream that passed its checks */
     else
@@ -938,8 +960,8 @@ static void on_server_stop(struct srv_req *sreq, void *ud)
     struct request *r = ud;
 
     (void)sreq;
-    if (r->m.state != REQ_ST_RELAY || !r->d.committed || r->d.limit_cut)
-        return;
+    if (r->m.state != REQ_ST_RELAY || !r->d.committed || r->d.limit_cut || r->g.idem_settling)
+        return; /* complete, its record being stored: it ends within store.timeout_ms */
     r->d.limit_cut = "shutting_down";
     snprintf(r->x.stream_fail.message, sizeof(r->x.stream_fail.message),
              "the gateway is shutting down (limits.drain_timeout_ms passed)");

@@ -166,3 +166,50 @@ export async function startReplyDelayProxy(port) {
     }),
   };
 }
+
+/**
+ * A loopback TCP proxy in front of redis-server <port> that holds back, for <ms>, the client
+ * bytes that match <pattern> (a RegExp over the latin1 text of one read) and every byte the
+ * client sends after them, in order -- so Redis applies such a command <ms> late, while
+ * commands of other connections (another gateway) reach it at once. Replies pass unchanged.
+ * held() is how many reads matched.
+ */
+export async function startCommandDelayProxy(port, pattern, ms) {
+  let matched = 0;
+  const socks = new Set();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(port, '127.0.0.1');
+    const queue = [];
+    let timer = null;
+    const pump = () => {
+      timer = null;
+      while (queue.length && queue[0].at <= Date.now()) upstream.write(queue.shift().data);
+      if (queue.length) timer = setTimeout(pump, Math.max(1, queue[0].at - Date.now()));
+    };
+    client.on('data', (data) => {
+      const late = pattern.test(data.toString('latin1'));
+      if (late) matched++;
+      if (!late && !queue.length) {
+        upstream.write(data);
+        return;
+      }
+      queue.push({ at: late ? Date.now() + ms : 0, data });
+      if (!timer) pump();
+    });
+    upstream.on('data', (d) => client.write(d));
+    const end = () => { clearTimeout(timer); client.destroy(); upstream.destroy(); };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+    socks.add(client);
+    client.on('close', () => socks.delete(client));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `redis://127.0.0.1:${server.address().port}/0`,
+    held: () => matched,
+    stop: () => new Promise((resolve) => {
+      for (const s of socks) s.destroy();
+      server.close(() => resolve());
+    }),
+  };
+}
