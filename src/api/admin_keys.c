@@ -434,8 +434,10 @@ static void create(struct worker *w, struct srv_req *req, const struct cfg *cfg,
     if (!body)
         return;
     if (!get(body, "client") || !get(body, "routes")) {
+        const char *missing = get(body, "client") ? "routes" : "client";
+
         json_object_put(body);
-        bad(req, get(body, "client") ? "routes" : "client", "'client' and 'routes' are required");
+        bad(req, missing, "'client' and 'routes' are required");
         return;
     }
     k = json_object_new_object();
