@@ -212,6 +212,7 @@ static bool team_of(struct cfg *cfg, struct json_object *o, struct cfg_team *t, 
     if (!id || !*id || strlen(id) > CFG_TEAM_ID_MAX || u64_of(o, "deleted_ms"))
         return false;
     t->id = bsc_str_dup(bsc_str_cstr(id));
+    t->all_routes = !json_object_object_get_ex(o, "routes", NULL); /* no list: no bound */
     if (!t->id ||
         !routes_of(cfg, o, &t->routes, &t->n_routes, &t->all_routes, id, warn, warnlen)) {
         free(t->id);
