@@ -134,6 +134,9 @@ static struct json_object *key_view(struct json_object *k, struct worker *w)
         spend_peek(w->gw->spend, json_object_get_string(get(k, "id")), p, now, &sv);
         json_object_object_add(v, "spend_usd", sv.known ? json_object_new_double(sv.usd) : NULL);
         json_object_object_add(v, "in_flight", json_object_new_int64(sv.inflight));
+        json_object_object_add(v, "last_used_ms", sv.last_used_ms
+                                                      ? json_object_new_int64((int64_t)sv.last_used_ms)
+                                                      : NULL);
     }
     return v;
 }
@@ -267,7 +270,8 @@ struct json_object *api__budgets_norm(const struct cfg *cfg, struct json_object 
             break;
         route = get(b, "route");
         rs = json_object_is_type(route, json_type_string) ? json_object_get_string(route) : NULL;
-        if (route && (!rs || !cfg_route_find(cfg, bsc_str_cstr(rs))))
+        if (route && (!rs || strlen(rs) > CFG_BUDGET_ROUTE_MAX ||
+                      !cfg_route_find(cfg, bsc_str_cstr(rs))))
             break;
         copy = json_object_new_object();
         json_object_object_foreach(b, name, val)

@@ -393,8 +393,10 @@ struct cfg_budget_line {
     const struct cfg_route *route; /* borrowed; NULL: every route */
 };
 #define CFG_BUDGETS_MAX 8 /* budgets of one key or team */
-/* Bytes of a spend record's id: a client id, "team:<id>", or either with "@<route>". */
+/* Bytes of a spend record's id: a client id, "team:<id>", or either with
+ * "@<route>/<period>" -- which fits while the route's id is at most CFG_BUDGET_ROUTE_MAX. */
 #define CFG_SPEND_ID_MAX 200
+#define CFG_BUDGET_ROUTE_MAX 128
 
 /* A team of run-time keys (the keyring's "teams", config/keyring.c): its allow-list
  * bounds its keys', its limits and budgets are shared by all of them. */

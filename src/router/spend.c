@@ -41,6 +41,7 @@ struct spend_entry {
     double pending;         /* LOADING: added since the load was called */
     uint64_t gen;           /* the load that may fill the entry */
     uint32_t inflight;
+    uint64_t last_used_ms;  /* wall time of the last request judged on it (0: none yet) */
     double held;            /* the holds of this process's requests in flight, this period */
     /* a shared store only: the store's answers refresh <usd> (entry_apply) */
     uint64_t seq;           /* store calls made on the entry */
@@ -232,6 +233,7 @@ void spend_peek(struct spend_book *b, const char *id, enum cfg_period p, uint64_
         out->known = e->st == ENTRY_READY;
         out->usd = e->usd;
         out->inflight = e->inflight;
+        out->last_used_ms = e->last_used_ms;
     }
     uv_mutex_unlock(&b->mu);
 }
@@ -731,7 +733,7 @@ int spend_admit(struct request *r)
 {
     struct spend_book *b = r->gw->spend;
     struct spend_line lines[SPEND_LINES_MAX];
-    struct spend_entry *e;
+    struct spend_entry *e = NULL;
     double spent = -1, held = 0;
     size_t n;
     int v = 0;
@@ -750,7 +752,9 @@ int spend_admit(struct request *r)
     }
     if (v == 2) /* refused by one: the holds the lines before it took go back */
         give_back_all(r, lines, r->spend.line);
-    if (v == 0 && (e = entry_get(b, lines[0].id))) {
+    if (v != 1 && (e = entry_get(b, lines[0].id)))
+        e->last_used_ms = bsc_wall_ms();
+    if (v == 0 && e) {
         e->inflight++;
         r->spend.counted = true;
     }

@@ -87,6 +87,7 @@ struct spend_view {
     bool known;        /* the period's spend is loaded in the book */
     double usd;        /* when <known> */
     uint32_t inflight; /* the client's requests admitted and not yet done */
+    uint64_t last_used_ms; /* wall time of its last request on this instance (0: none) */
 };
 void spend_peek(struct spend_book *b, const char *id, enum cfg_period p, uint64_t now_ms,
                 struct spend_view *out);

@@ -190,6 +190,16 @@ test('team writes: a read key gets 403, every write is audited', async () => {
   assert.equal((await admin('teams', { method: 'POST', body: { id: 'bad id!' } })).status, 400);
 });
 
+test("a key's page shows when it was last used", async () => {
+  const k = await createKey({ client: 'lu', routes: ['free'] });
+  assert.equal((await admin(`keys/${k.id}`)).json.last_used_ms, null);
+  const t0 = Date.now();
+  assert.equal(await status(k.secret, 'free'), 200);
+  const seen = (await admin(`keys/${k.id}`)).json.last_used_ms;
+  assert.ok(seen >= t0 && seen <= Date.now(), String(seen));
+  assert.equal((await admin('keys')).json.keys.find((x) => x.id === k.id).last_used_ms, seen);
+});
+
 test('a restart on SQLite keeps teams and their spend', async () => {
   await createTeam({ id: 'durable', budget: { usd: 3, period: 'month' } });
   const k = await createKey({ client: 'dora', team: 'durable', routes: ['chat'] });
