@@ -134,9 +134,9 @@ static struct json_object *key_view(struct json_object *k, struct worker *w)
         spend_peek(w->gw->spend, json_object_get_string(get(k, "id")), p, now, &sv);
         json_object_object_add(v, "spend_usd", sv.known ? json_object_new_double(sv.usd) : NULL);
         json_object_object_add(v, "in_flight", json_object_new_int64(sv.inflight));
-        json_object_object_add(v, "last_used_ms", sv.last_used_ms
-                                                      ? json_object_new_int64((int64_t)sv.last_used_ms)
-                                                      : NULL);
+        json_object_object_add(v, "last_used_ms",
+                               sv.last_used_ms ? json_object_new_int64((int64_t)sv.last_used_ms)
+                                               : NULL);
     }
     return v;
 }
