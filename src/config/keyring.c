@@ -17,12 +17,15 @@
 
 static const char *const period_names[] = {"day", "month", "total"};
 
+/* A line about key <id>, or team <id> when <id> is "team:<team id>" (team_of passes that). */
 static void warnf(char *warn, size_t len, const char *id, const char *why)
 {
     size_t at = warn ? strlen(warn) : 0;
+    bool team = strncmp(id, "team:", 5) == 0;
 
     if (warn && at + 1 < len)
-        snprintf(warn + at, len - at, "%skey '%.64s': %s", at ? "; " : "", id, why);
+        snprintf(warn + at, len - at, "%s%s '%.64s': %s", at ? "; " : "", team ? "team" : "key",
+                 team ? id + 5 : id, why);
 }
 
 static uint64_t u64_of(struct json_object *o, const char *name)
@@ -207,14 +210,16 @@ static bool team_of(struct cfg *cfg, struct json_object *o, struct cfg_team *t, 
                     char *warn, size_t warnlen)
 {
     const char *id = str_of(o, "id");
+    char label[CFG_TEAM_ID_MAX + 6];
 
     memset(t, 0, sizeof(*t));
     if (!id || !*id || strlen(id) > CFG_TEAM_ID_MAX || u64_of(o, "deleted_ms"))
         return false;
+    snprintf(label, sizeof(label), "team:%s", id);
     t->id = bsc_str_dup(bsc_str_cstr(id));
     t->all_routes = !json_object_object_get_ex(o, "routes", NULL); /* no list: no bound */
     if (!t->id ||
-        !routes_of(cfg, o, &t->routes, &t->n_routes, &t->all_routes, id, warn, warnlen)) {
+        !routes_of(cfg, o, &t->routes, &t->n_routes, &t->all_routes, label, warn, warnlen)) {
         free(t->id);
         free(t->routes);
         *oom = true;
@@ -224,7 +229,7 @@ static bool team_of(struct cfg *cfg, struct json_object *o, struct cfg_team *t, 
     t->tpm = limit_of(o, "tpm");
     t->max_concurrency = limit_of(o, "max_concurrency");
     budget_of(o, &t->budget);
-    t->n_budgets = budgets_of(cfg, o, t->budgets, id, warn, warnlen);
+    t->n_budgets = budgets_of(cfg, o, t->budgets, label, warn, warnlen);
     return true;
 }
 

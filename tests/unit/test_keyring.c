@@ -136,7 +136,7 @@ static void test_teams(void **state)
     assert_true(cfg->teams[0].budget.usd == 7.0);
     assert_int_equal(cfg->teams[0].n_budgets, 1); /* the one on an unknown route skipped */
     assert_true(cfg->teams[0].budgets[0].route == chat);
-    assert_non_null(strstr(warn, "key 'sup': has a budget on a route the config does not have"));
+    assert_non_null(strstr(warn, "team 'sup': has a budget on a route the config does not have"));
     c = cfg_client_by_key(cfg, BSC_STR("bsk_one"));
     assert_non_null(c);
     assert_true(c->team == &cfg->teams[0]);
