@@ -135,6 +135,9 @@ static struct json_object *key_view(struct json_object *k, struct worker *w)
         spend_peek(w->gw->spend, json_object_get_string(get(k, "id")), p, now, &sv);
         json_object_object_add(v, "spend_usd", sv.known ? json_object_new_double(sv.usd) : NULL);
         json_object_object_add(v, "in_flight", json_object_new_int64(sv.inflight));
+        json_object_object_add(v, "last_used_ms",
+                               sv.last_used_ms ? json_object_new_int64((int64_t)sv.last_used_ms)
+                                               : NULL);
     }
     return v;
 }
@@ -175,7 +178,7 @@ static void bad(struct srv_req *req, const char *param, const char *msg)
     api__bad_request(req, "invalid_key_request", param, msg);
 }
 
-static void unsynced(struct srv_req *req)
+void api__keyring_unsynced(struct srv_req *req)
 {
     srv_resp_error(req, 503, "server_error", "store_unavailable",
                    "the keyring has not been read from the store yet; try again");
@@ -193,7 +196,7 @@ static bool label_ok(const char *s)
     return n > 0 && n <= 128;
 }
 
-static bool routes_ok(const struct cfg *cfg, struct json_object *v)
+bool api__routes_ok(const struct cfg *cfg, struct json_object *v)
 {
     size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
 
@@ -210,7 +213,7 @@ static bool routes_ok(const struct cfg *cfg, struct json_object *v)
 }
 
 /* "50/month" or {usd, period}: a normalised {usd, period}, or NULL when neither. */
-static struct json_object *budget_norm(struct json_object *v)
+struct json_object *api__budget_norm(struct json_object *v)
 {
     double usd = -1;
     const char *period = "month";
@@ -244,10 +247,52 @@ static struct json_object *budget_norm(struct json_object *v)
     return b;
 }
 
-static bool limit_ok(struct json_object *v)
+bool api__limit_ok(struct json_object *v)
 {
     return json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 0 &&
            json_object_get_int64(v) <= 100000000;
+}
+
+/* `budgets: [{usd, period?, route?}]`: a normalised copy, or NULL when it is not that (at
+ * most CFG_BUDGETS_MAX entries, each route one of the config's). */
+struct json_object *api__budgets_norm(const struct cfg *cfg, struct json_object *v)
+{
+    size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+    struct json_object *out;
+
+    if (!json_object_is_type(v, json_type_array) || n > CFG_BUDGETS_MAX)
+        return NULL;
+    out = json_object_new_array();
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *b = json_object_array_get_idx(v, i), *copy, *nb, *route;
+        const char *rs;
+
+        if (!json_object_is_type(b, json_type_object))
+            break;
+        route = get(b, "route");
+        rs = json_object_is_type(route, json_type_string) ? json_object_get_string(route) : NULL;
+        if (route && (!rs || strlen(rs) > CFG_BUDGET_ROUTE_MAX ||
+                      !cfg_route_find(cfg, bsc_str_cstr(rs))))
+            break;
+        copy = json_object_new_object();
+        json_object_object_foreach(b, name, val)
+        {
+            if (strcmp(name, "route") != 0)
+                json_object_object_add(copy, name, json_object_get(val));
+        }
+        nb = api__budget_norm(copy);
+        json_object_put(copy);
+        if (!nb)
+            break;
+        if (rs)
+            json_object_object_add(nb, "route", json_object_new_string(rs));
+        json_object_array_add(out, nb);
+    }
+    if (json_object_array_length(out) != n) {
+        json_object_put(out);
+        return NULL;
+    }
+    return out;
 }
 
 /* Checks <body>'s fields and copies them onto <k>. NULL when all is well, else the name
@@ -262,16 +307,16 @@ static const char *apply_fields(const struct cfg *cfg, struct json_object *body,
                 return *why = "'client' must be 1 to 128 printable characters", name;
             json_object_object_add(k, "client", json_object_get(v));
         } else if (strcmp(name, "routes") == 0) {
-            if (!routes_ok(cfg, v))
+            if (!api__routes_ok(cfg, v))
                 return *why = "'routes' must list 1 to 256 routes of the config, or \"*\"", name;
             json_object_object_add(k, "routes", json_object_get(v));
         } else if (!strcmp(name, "rpm") || !strcmp(name, "tpm") ||
                    !strcmp(name, "max_concurrency")) {
-            if (!limit_ok(v))
+            if (!api__limit_ok(v))
                 return *why = "limits are integers from 0 (unlimited) to 100000000", name;
             json_object_object_add(k, name, json_object_get(v));
         } else if (strcmp(name, "budget") == 0) {
-            struct json_object *b = v ? budget_norm(v) : NULL;
+            struct json_object *b = v ? api__budget_norm(v) : NULL;
 
             if (v && !b)
                 return *why = "'budget' is {usd, period: day|month|total} or \"50/month\"", name;
@@ -286,8 +331,20 @@ static const char *apply_fields(const struct cfg *cfg, struct json_object *body,
                       strlen(json_object_to_json_string(v)) > MAX_METADATA_BYTES))
                 return *why = "'metadata' is an object of at most 4096 bytes", name;
             json_object_object_add(k, "metadata", json_object_get(v));
-        } else if (strcmp(name, "team") == 0 || strcmp(name, "budgets") == 0) {
-            return *why = "teams and per-route budgets are not supported by this version", name;
+        } else if (strcmp(name, "budgets") == 0) {
+            struct json_object *b = v ? api__budgets_norm(cfg, v) : NULL;
+
+            if (v && !b)
+                return *why = "'budgets' is a list of at most 8 {usd, period, route?}", name;
+            json_object_object_add(k, "budgets", b);
+        } else if (strcmp(name, "team") == 0) {
+            if (v && (!json_object_is_type(v, json_type_string) ||
+                      !cfg_team_find(cfg, bsc_str_cstr(json_object_get_string(v)))))
+                return *why = "'team' names a team of /admin/teams, or is null", name;
+            if (v)
+                json_object_object_add(k, "team", json_object_get(v));
+            else
+                json_object_object_del(k, "team");
         } else {
             return *why = "unknown field", name;
         }
@@ -349,7 +406,7 @@ static void on_write_gone(struct srv_req *req, void *ud)
 
 /* Called with the keyring locked and <doc> changed (<saved> is the document before, taken):
  * commits, unlocks, rebuilds. A change too large to store is undone: 507. */
-static void commit(struct worker *w, struct srv_req *req, struct json_object *saved,
+void api__keyring_commit(struct worker *w, struct srv_req *req, struct json_object *saved,
                    struct json_object *audit, int status, struct json_object *answer,
                    const char *detail)
 {
@@ -389,7 +446,7 @@ static void commit(struct worker *w, struct srv_req *req, struct json_object *sa
 
 /* ---- the endpoints ---- */
 
-static struct json_object *body_json(struct srv_req *req, bool may_be_empty)
+struct json_object *api__admin_body(struct srv_req *req, bool may_be_empty)
 {
     struct bsc_str body = srv_req_body(req);
     char msg[200];
@@ -427,7 +484,7 @@ static bool unique_id(const struct cfg *cfg, struct json_object *doc, char *id, 
 static void create(struct worker *w, struct srv_req *req, const struct cfg *cfg,
                    const char *admin)
 {
-    struct json_object *body = body_json(req, false), *k, *doc, *view, *keys, *saved = NULL;
+    struct json_object *body = api__admin_body(req, false), *k, *doc, *view, *keys, *saved = NULL;
     char secret[80], hash[65], id[32], prefix[16];
     const char *why = NULL, *field;
 
@@ -452,7 +509,7 @@ static void create(struct worker *w, struct srv_req *req, const struct cfg *cfg,
     if (!keyring_synced_locked(w->gw->keyring)) {
         keyring_unlock(w->gw->keyring);
         json_object_put(k);
-        unsynced(req);
+        api__keyring_unsynced(req);
         return;
     }
     keys = get(doc, "keys");
@@ -477,7 +534,7 @@ static void create(struct worker *w, struct srv_req *req, const struct cfg *cfg,
         char detail[80];
 
         snprintf(detail, sizeof(detail), "create key %s", id);
-        commit(w, req, saved,
+        api__keyring_commit(w, req, saved,
                keyring_audit_entry(admin, "key.create", id, NULL, key_view(k, NULL)), 201, view,
                detail);
     }
@@ -516,7 +573,7 @@ static void not_found(struct srv_req *req)
 static void change(struct worker *w, struct srv_req *req, const struct cfg *cfg,
                    struct bsc_str id, const char *verb, const char *admin)
 {
-    struct json_object *body = body_json(req, true), *doc, *k, *before, *answer, *saved;
+    struct json_object *body = api__admin_body(req, true), *doc, *k, *before, *answer, *saved;
     const char *why = NULL, *field = NULL, *action;
     char secret[80] = "", hash[65], detail[128];
     uint64_t now = bsc_wall_ms();
@@ -528,7 +585,7 @@ static void change(struct worker *w, struct srv_req *req, const struct cfg *cfg,
     if (!keyring_synced_locked(w->gw->keyring)) {
         keyring_unlock(w->gw->keyring);
         json_object_put(body);
-        unsynced(req);
+        api__keyring_unsynced(req);
         return;
     }
     k = key_find(doc, id);
@@ -598,7 +655,7 @@ static void change(struct worker *w, struct srv_req *req, const struct cfg *cfg,
         explicit_bzero(secret, sizeof(secret));
     }
     snprintf(detail, sizeof(detail), "%s %.*s", action, (int)(id.len > 64 ? 64 : id.len), id.p);
-    commit(w, req, saved,
+    api__keyring_commit(w, req, saved,
            keyring_audit_entry(admin, action, json_object_get_string(get(k, "id")), before,
                                key_view(k, NULL)),
            200, answer, detail);
@@ -720,6 +777,8 @@ bool api__admin_keys(struct worker *w, struct srv_req *req, struct cfg *cfg,
     static const char rotate[] = "/rotate";
     struct bsc_str id;
 
+    if (bsc_str_eq(rest, BSC_STR("teams")) || bsc_str_starts(rest, BSC_STR("teams/")))
+        return api__admin_teams(w, req, cfg, rest, admin);
     if (bsc_str_eq(rest, BSC_STR("audit")) && get_) {
         audit(w, req);
         return true;

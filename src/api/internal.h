@@ -53,6 +53,22 @@ bool api__admin_clients(struct worker *w, struct srv_req *req, struct cfg *cfg,
  * the audit trail; the role already checked). False when <rest> is neither. */
 bool api__admin_keys(struct worker *w, struct srv_req *req, struct cfg *cfg,
                      struct bsc_str rest, const char *admin);
+/* admin_teams.c: /admin/teams[/{id}] (the role already checked). */
+bool api__admin_teams(struct worker *w, struct srv_req *req, struct cfg *cfg,
+                      struct bsc_str rest, const char *admin);
+/* Shared by the admin writes of the keyring (admin_keys.c). */
+struct json_object *api__admin_body(struct srv_req *req, bool may_be_empty);
+bool api__routes_ok(const struct cfg *cfg, struct json_object *v);
+bool api__limit_ok(struct json_object *v);
+struct json_object *api__budget_norm(struct json_object *v);
+struct json_object *api__budgets_norm(const struct cfg *cfg, struct json_object *v);
+void api__keyring_unsynced(struct srv_req *req);
+/* With the keyring locked and changed (<saved>: the document before, taken): commits the
+ * change with <audit> (taken), unlocks, rebuilds the snapshot and answers <status> with
+ * <answer> (taken) once the store has it. */
+void api__keyring_commit(struct worker *w, struct srv_req *req, struct json_object *saved,
+                         struct json_object *audit, int status, struct json_object *answer,
+                         const char *detail);
 /* status.json's ",\"clients\":[...]": in flight, the book's spend (null when not loaded),
  * budget and period of each client. */
 void api__put_clients_status(struct bsc_buf *b, struct worker *w, const struct cfg *cfg);

@@ -24,11 +24,17 @@ static void usage(FILE *f)
     fputs("usage: bascule admin --url URL [--key KEY] [--json] COMMAND\n"
           "  keys list\n"
           "  keys show ID\n"
-          "  keys create --client NAME --routes R1,R2 [--budget USD/PERIOD] [--rpm N]\n"
-          "              [--tpm N] [--max-concurrency N] [--expires-at UNIX_S]\n"
+          "  keys create --client NAME --routes R1,R2 [--team TEAM] [--budget USD/PERIOD]\n"
+          "              [--rpm N] [--tpm N] [--max-concurrency N] [--expires-at UNIX_S]\n"
           "  keys update ID [the options of create]\n"
           "  keys rotate ID [--grace SECONDS]\n"
           "  keys revoke ID\n"
+          "  teams list\n"
+          "  teams show ID\n"
+          "  teams create ID [--routes R1,R2] [--budget USD/PERIOD] [--rpm N] [--tpm N]\n"
+          "              [--max-concurrency N]\n"
+          "  teams update ID [the options of create]\n"
+          "  teams delete ID\n"
           "  audit [--since MS] [--subject ID]\n"
           "The key may also be given in BASCULE_ADMIN_KEY.\n",
           f);
@@ -99,12 +105,57 @@ static void print_key(struct json_object *k)
            str(k, "client"), str(k, "status"), rs, str(k, "spend_usd"), budget);
 }
 
+static void print_team(struct json_object *t)
+{
+    struct json_object *routes, *bud, *keys;
+    char rs[256] = "", budget[64] = "-";
+
+    if (json_object_object_get_ex(t, "routes", &routes) && json_object_is_type(routes, json_type_array))
+        for (size_t i = 0; i < json_object_array_length(routes); i++)
+            snprintf(rs + strlen(rs), sizeof(rs) - strlen(rs), "%s%s", i ? "," : "",
+                     json_object_get_string(json_object_array_get_idx(routes, i)));
+    if (!rs[0])
+        snprintf(rs, sizeof(rs), "*");
+    if (json_object_object_get_ex(t, "budget", &bud) && bud)
+        snprintf(budget, sizeof(budget), "%s/%s", str(bud, "usd"), str(bud, "period"));
+    printf("%-22s %-24s %-8s %-10s %-12s %zu\n", str(t, "id"), rs, str(t, "rpm"),
+           str(t, "spend_usd"), budget,
+           json_object_object_get_ex(t, "keys", &keys) && json_object_is_type(keys, json_type_array)
+               ? json_object_array_length(keys)
+               : 0);
+}
+
+static void print_teams(struct json_object *arr)
+{
+    printf("%-22s %-24s %-8s %-10s %-12s %s\n", "ID", "ROUTES", "RPM", "SPEND_USD", "BUDGET",
+           "KEYS");
+    for (size_t i = 0; i < json_object_array_length(arr); i++)
+        print_team(json_object_array_get_idx(arr, i));
+}
+
+/* A team's view (no "source", unlike a key's, and its "keys" are ids). */
+static bool is_team(struct json_object *o)
+{
+    struct json_object *v;
+
+    return json_object_object_get_ex(o, "id", &v) && !json_object_object_get_ex(o, "source", &v) &&
+           !json_object_object_get_ex(o, "client", &v);
+}
+
 static void print_human(struct json_object *o)
 {
     struct json_object *arr, *err;
 
     if (json_object_object_get_ex(o, "error", &err)) {
         printf("error: %s (%s)\n", str(err, "message"), str(err, "code"));
+        return;
+    }
+    if (json_object_object_get_ex(o, "teams", &arr) && json_object_is_type(arr, json_type_array)) {
+        print_teams(arr);
+        return;
+    }
+    if (is_team(o)) {
+        print_team(o);
         return;
     }
     if (json_object_object_get_ex(o, "keys", &arr)) {
@@ -242,6 +293,33 @@ static int keys_cmd(const struct cli *c, int argc, char **argv)
     return 2;
 }
 
+/* teams list | show ID | create ID [opts] | update ID [opts] | delete ID */
+static int teams_cmd(const struct cli *c, int argc, char **argv)
+{
+    const char *verb = argc > 0 ? argv[0] : "";
+    char path[512];
+    struct json_object *o;
+
+    if (strcmp(verb, "list") == 0 && argc == 1)
+        return send_obj(c, "GET", "teams", NULL);
+    if (argc < 2)
+        return 2;
+    snprintf(path, sizeof(path), "teams/%s", argv[1]);
+    if (strcmp(verb, "show") == 0 && argc == 2)
+        return send_obj(c, "GET", path, NULL);
+    if (strcmp(verb, "delete") == 0 && argc == 2)
+        return send_obj(c, "DELETE", path, NULL);
+    if (strcmp(verb, "create") != 0 && strcmp(verb, "update") != 0)
+        return 2;
+    o = key_fields(argc - 1, argv + 1);
+    if (!o || optind != argc - 1)
+        return json_object_put(o), 2;
+    if (strcmp(verb, "update") == 0)
+        return send_obj(c, "PATCH", path, o);
+    json_object_object_add(o, "id", json_object_new_string(argv[1]));
+    return send_obj(c, "POST", "teams", o);
+}
+
 static int audit_cmd(const struct cli *c, int argc, char **argv)
 {
     char path[512] = "audit?";
@@ -282,11 +360,8 @@ int admin_cli_main(int argc, char **argv)
             rc = keys_cmd(&c, argc - i - 1, argv + i + 1);
         else if (strcmp(argv[i], "audit") == 0)
             rc = audit_cmd(&c, argc - i, argv + i);
-        else if (strcmp(argv[i], "teams") == 0) {
-            fputs("bascule admin: teams are not supported by this version of the gateway\n",
-                  stderr);
-            return 1;
-        }
+        else if (strcmp(argv[i], "teams") == 0)
+            rc = teams_cmd(&c, argc - i - 1, argv + i + 1);
     }
     if (rc == 2)
         usage(stderr);

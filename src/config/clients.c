@@ -236,6 +236,12 @@ void cfg__clients_free(struct cfg *cfg)
     }
     BSC_FREE(cfg->clients);
     cfg->n_clients = 0;
+    for (size_t i = 0; i < cfg->n_teams; i++) {
+        free(cfg->teams[i].id);
+        free(cfg->teams[i].routes);
+    }
+    BSC_FREE(cfg->teams);
+    cfg->n_teams = 0;
 }
 
 /* ---- lookups -------------------------------------------------------------------------- */
@@ -285,14 +291,30 @@ const struct cfg_client *cfg_client_find(const struct cfg *cfg, struct bsc_str i
     return NULL;
 }
 
+static bool list_allows(const struct cfg_route *const *routes, size_t n, bool all,
+                        const struct cfg_route *r)
+{
+    if (all)
+        return true;
+    for (size_t i = 0; i < n; i++)
+        if (routes[i] == r)
+            return true;
+    return false;
+}
+
 bool cfg_client_allows(const struct cfg_client *c, const struct cfg_route *r)
 {
     if (!c || !r)
         return false;
-    if (c->all_routes)
-        return true;
-    for (size_t i = 0; i < c->n_routes; i++)
-        if (c->routes[i] == r)
-            return true;
-    return false;
+    if (c->team && !list_allows(c->team->routes, c->team->n_routes, c->team->all_routes, r))
+        return false;
+    return list_allows(c->routes, c->n_routes, c->all_routes, r);
+}
+
+const struct cfg_team *cfg_team_find(const struct cfg *cfg, struct bsc_str id)
+{
+    for (size_t i = 0; cfg && i < cfg->n_teams; i++)
+        if (bsc_str_eq(bsc_str_cstr(cfg->teams[i].id), id))
+            return &cfg->teams[i];
+    return NULL;
 }

@@ -409,6 +409,33 @@ struct cfg_budget {
     enum cfg_period period; /* month */
 };
 
+/* One of `budgets: [{usd, period, route?}]` of a run-time key or team: with a route, it
+ * bounds only the requests on that route (router/spend.c). */
+struct cfg_budget_line {
+    struct cfg_budget budget;
+    const struct cfg_route *route; /* borrowed; NULL: every route */
+};
+#define CFG_BUDGETS_MAX 8 /* budgets of one key or team */
+/* Bytes of a spend record's id: a client id, "team:<id>", or either with
+ * "@<route>/<period>" -- which fits while the route's id is at most CFG_BUDGET_ROUTE_MAX. */
+#define CFG_SPEND_ID_MAX 200
+#define CFG_BUDGET_ROUTE_MAX 128
+
+/* A team of run-time keys (the keyring's "teams", config/keyring.c): its allow-list
+ * bounds its keys', its limits and budgets are shared by all of them. */
+#define CFG_TEAM_ID_MAX 48 /* [A-Za-z0-9._-] */
+struct cfg_team {
+    char *id;                        /* owned */
+    const struct cfg_route **routes; /* owned array of borrowed routes */
+    size_t n_routes;
+    bool all_routes;
+    uint32_t rpm, tpm, max_concurrency; /* 0 = unlimited */
+    struct lim_set *lim;                /* set by lim_reg_sync, or NULL */
+    struct cfg_budget budget;           /* usd < 0: none */
+    struct cfg_budget_line budgets[CFG_BUDGETS_MAX];
+    size_t n_budgets;
+};
+
 struct cfg_client {
     char *id;                /* owned; the map key */
     uint8_t key_hash[32];    /* SHA-256 of the key */
@@ -427,6 +454,9 @@ struct cfg_client {
     uint8_t old_hash[32];      /* the secret before the last rotation ... */
     uint64_t old_until_ms;     /* ... accepted until this wall time (0: none) */
     uint64_t expires_ms;       /* wall time after which the key is refused (0: never) */
+    const struct cfg_team *team; /* borrowed from the snapshot's teams, or NULL */
+    struct cfg_budget_line budgets[CFG_BUDGETS_MAX]; /* `budgets` besides `budget` */
+    size_t n_budgets;
 };
 
 /* admin.keys: operator keys with a role (config/admin_keys.c). admin.key is role admin. */
@@ -467,6 +497,8 @@ struct cfg {
     struct cfg_client *clients; /* owned array; see cfg_open() */
     size_t n_clients;
     bool keyring_used; /* the admin API has made a key (revoked ones count): not open */
+    struct cfg_team *teams; /* owned array: the keyring's teams */
+    size_t n_teams;
     char *admin_listen_host; /* owned; NULL: no admin listener (admin.listen) */
     uint16_t admin_listen_port;
     char *metrics_key; /* owned; "" = /metrics needs no key */
@@ -534,7 +566,9 @@ enum bsc_err cfg_keyring_merge(struct cfg *cfg, const char *json, size_t len, ch
  * *<id> (may be NULL) is its id ("admin" for admin.key). NONE when it matches none. */
 enum cfg_admin_role cfg_admin_role_of(const struct cfg *cfg, struct bsc_str key,
                                       const char **id);
-/* True when <c> may call route <r> (its `routes`, or ["*"]). */
+const struct cfg_team *cfg_team_find(const struct cfg *cfg, struct bsc_str id);
+/* True when <c> may call route <r> (its `routes`, or ["*"]), and its team's list, if it has
+ * a team, names <r> too. */
 bool cfg_client_allows(const struct cfg_client *c, const struct cfg_route *r);
 
 /* Names for enum values (as written in YAML). */

@@ -10,7 +10,7 @@
 #include "health/limits.h"
 
 struct lim_entry {
-    char kind; /* 'c' client, 't' target, 'p' provider: ids of different kinds may agree */
+    char kind; /* 'c' client, 't' target, 'p' provider, 'T' team: ids of kinds may agree */
     char *id;  /* owned */
     struct lim_set set;
 };
@@ -133,6 +133,13 @@ enum bsc_err lim_reg_sync(struct lim_reg *reg, struct cfg *cfg)
         c->lim = resolve(reg, 'c', c->id,
                          (struct lim_caps){c->rpm, c->tpm, c->max_concurrency, false, c->rpm_burst,
                                            c->tpm_burst},
+                         &err);
+    }
+    for (size_t i = 0; i < cfg->n_teams; i++) {
+        struct cfg_team *t = &cfg->teams[i];
+
+        t->lim = resolve(reg, 'T', t->id,
+                         (struct lim_caps){t->rpm, t->tpm, t->max_concurrency, false, 0, 0},
                          &err);
     }
     pthread_mutex_unlock(&reg->lock);

@@ -18,12 +18,13 @@
 #include "metrics/metrics.h"
 #include "router/internal.h"
 
-enum lim_subject { SUBJ_CLIENT = 0, SUBJ_TARGET, SUBJ_PROVIDER, SUBJ_COUNT };
+enum lim_subject { SUBJ_CLIENT = 0, SUBJ_TARGET, SUBJ_PROVIDER, SUBJ_TEAM, SUBJ_COUNT };
 
 static const char *const limit_names[SUBJ_COUNT][LIM_KIND_COUNT] = {
     {NULL, "client_rpm", "client_tpm", "client_concurrency"},
     {NULL, "target_rpm", "target_tpm", "target_concurrency"},
     {NULL, "provider_rpm", "provider_tpm", "provider_concurrency"},
+    {NULL, "team_rpm", "team_tpm", "team_concurrency"},
 };
 
 static void count(struct request *r, const char *limit, const char *outcome)
@@ -108,32 +109,55 @@ static uint64_t used_tokens(const struct request *r)
 static void park(struct request *r, struct lim_set *a, struct lim_set *b,
                  const struct cfg_target *t, uint64_t delay_ms);
 
-enum lim_admit lim_req_admit_client(struct request *r)
+/* Takes a slot of <s> (the client's or its team's, <subj>) for <r>: PASS with *<held> set,
+ * WAIT for the fleet's answer, or REFUSE with the 429 set. */
+static enum lim_admit admit_set(struct request *r, struct lim_set *s, enum lim_subject subj,
+                                bool *held)
 {
-    struct lim_set *s = r->client ? r->client->lim : NULL;
     struct lim_verdict v;
 
-    lim_req_resume(r);
-    if (r->lim.client_held || !lim_set_active(s))
+    if (*held || !lim_set_active(s))
         return LIM_ADMIT_PASS;
     v = lim_acquire(s, r->input.est_tokens, bsc_now_ms());
     if (v.kind == LIM_NONE) {
-        r->lim.client_held = true;
-        count_allowed(r, &v, SUBJ_CLIENT);
+        *held = true;
+        count_allowed(r, &v, subj);
         return LIM_ADMIT_PASS;
     }
     if (v.wait_ms == LIM_WAIT_FLEET) { /* the fleet's answer, or its timeout, runs it again */
         park(r, s, NULL, NULL, s->share->timeout_ms + 1);
         return LIM_ADMIT_WAIT;
     }
-    r->lim.limited_by = limit_names[SUBJ_CLIENT][v.kind];
+    r->lim.limited_by = limit_names[subj][v.kind];
     count(r, r->lim.limited_by, "rejected");
-    req__set_error(r, 429, "rate_limit_error", "rate_limited",
-                   "client '%s' reached its %s limit", r->client->id, lim_kind_name(v.kind));
+    req__set_error(r, 429, "rate_limit_error", "rate_limited", "%s '%s' reached its %s limit",
+                   subj == SUBJ_TEAM ? "team" : "client",
+                   subj == SUBJ_TEAM ? r->client->team->id : r->client->id,
+                   lim_kind_name(v.kind));
     r->err.reason = "rate_limited";
     req__set_retry(r, REPLY_OUTLOOK_TIME, v.wait_ms);
     r->d.termination = "rate_limited";
     return LIM_ADMIT_REFUSE;
+}
+
+/* The client's limits, then its team's: a request needs room in both. One the team refuses
+ * gives the client's slot back, as if it never came. */
+enum lim_admit lim_req_admit_client(struct request *r)
+{
+    struct lim_set *s = r->client ? r->client->lim : NULL;
+    struct lim_set *ts = r->client && r->client->team ? r->client->team->lim : NULL;
+    enum lim_admit a;
+
+    lim_req_resume(r);
+    a = admit_set(r, s, SUBJ_CLIENT, &r->lim.client_held);
+    if (a != LIM_ADMIT_PASS)
+        return a;
+    a = admit_set(r, ts, SUBJ_TEAM, &r->lim.team_held);
+    if (a == LIM_ADMIT_REFUSE && r->lim.client_held) {
+        r->lim.client_held = false;
+        wake(r, lim_undo(s, r->input.est_tokens, bsc_now_ms()));
+    }
+    return a;
 }
 
 void lim_req_fill(struct request *r, struct decide_cand *c, uint64_t now_ms)
@@ -396,10 +420,15 @@ void lim_req_resume(struct request *r)
 void lim_req_done(struct request *r)
 {
     struct lim_set *s = r->client ? r->client->lim : NULL;
+    struct lim_set *ts = r->client && r->client->team ? r->client->team->lim : NULL;
 
     lim_req_resume(r);
     fair_leave(r, false);
     lim_req_attempt_done(r);
+    if (r->lim.team_held) {
+        r->lim.team_held = false;
+        wake(r, lim_release(ts, r->input.est_tokens, used_tokens(r), bsc_now_ms()));
+    }
     if (!r->lim.client_held)
         return;
     r->lim.client_held = false;

@@ -20,6 +20,7 @@ struct lim_set;
 /* What a request holds and waits for. Zeroed with the request. */
 struct req_limits {
     bool client_held;             /* a slot of the client's limits is taken */
+    bool team_held;               /* ... and of its team's (cfg_client.team) */
     const struct cfg_target *held; /* the target whose (and whose provider's) slot the
                                       current attempt holds, or NULL */
     bool held_t, held_p;          /* ... its target's, its provider's set took them */

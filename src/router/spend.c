@@ -33,7 +33,7 @@ enum entry_state { ENTRY_NONE = 0, ENTRY_LOADING, ENTRY_READY };
 
 struct spend_entry {
     struct spend_entry *next;
-    char id[CFG_CLIENT_ID_MAX + 1];
+    char id[CFG_SPEND_ID_MAX + 1];
     enum cfg_period kind;   /* the period kind <period_ms> is of */
     uint64_t period_ms;
     enum entry_state st;
@@ -41,6 +41,7 @@ struct spend_entry {
     double pending;         /* LOADING: added since the load was called */
     uint64_t gen;           /* the load that may fill the entry */
     uint32_t inflight;
+    uint64_t last_used_ms;  /* wall time of the last request judged on it (0: none yet) */
     double held;            /* the holds of this process's requests in flight, this period */
     /* a shared store only: the store's answers refresh <usd> (entry_apply) */
     uint64_t seq;           /* store calls made on the entry */
@@ -232,6 +233,7 @@ void spend_peek(struct spend_book *b, const char *id, enum cfg_period p, uint64_
         out->known = e->st == ENTRY_READY;
         out->usd = e->usd;
         out->inflight = e->inflight;
+        out->last_used_ms = e->last_used_ms;
     }
     uv_mutex_unlock(&b->mu);
 }
@@ -272,6 +274,63 @@ enum bsc_err spend_reset(struct spend_book *b, struct store *st, uv_loop_t *loop
     return e ? err : BSC_ENOMEM;
 }
 
+/* ---- the request's budgets ------------------------------------------------------------- */
+
+/* One budget a request is judged against (or, usd < 0, only charged to): a spend record. */
+struct spend_line {
+    char id[CFG_SPEND_ID_MAX + 1];
+    char what[CFG_SPEND_ID_MAX + 48]; /* for the refusal: "team 'support'" */
+    struct cfg_budget budget;
+};
+
+static const char *const period_names[] = {"day", "month", "total"};
+
+static bool line_set(struct spend_line *l, const char *subject, const char *kind,
+                     const char *id, const struct cfg_budget_line *bl, const struct cfg_budget *b)
+{
+    int n;
+
+    if (!bl) {
+        n = snprintf(l->id, sizeof(l->id), "%s%s", subject, id);
+        snprintf(l->what, sizeof(l->what), "%s '%s'", kind, id);
+        l->budget = *b;
+    } else {
+        const char *route = bl->route ? bl->route->id : "*";
+
+        n = snprintf(l->id, sizeof(l->id), "%s%s@%s/%s", subject, id, route,
+                     period_names[bl->budget.period]);
+        snprintf(l->what, sizeof(l->what), "%s '%s' on %s%s%s", kind, id,
+                 bl->route ? "route '" : "every route", bl->route ? route : "",
+                 bl->route ? "'" : "");
+        l->budget = bl->budget;
+    }
+    return n > 0 && (size_t)n < sizeof(l->id);
+}
+
+/* <r>'s budgets in the order they are judged: its client's (always: its spend is kept),
+ * its team's (always, when it has one), then every `budgets` entry of either whose route is
+ * <r>'s or none. The list depends only on the request's snapshot and route, so every call
+ * for one request gives the same list. */
+static size_t lines_of(const struct request *r, struct spend_line *out)
+{
+    const struct cfg_client *c = r->client;
+    const struct cfg_team *t = c->team;
+    size_t n = 0;
+
+    line_set(&out[n++], "", "client", c->id, NULL, &c->budget);
+    if (t && line_set(&out[n], "team:", "team", t->id, NULL, &t->budget))
+        n++;
+    for (size_t i = 0; i < c->n_budgets; i++)
+        if ((!c->budgets[i].route || c->budgets[i].route == r->route) &&
+            line_set(&out[n], "", "client", c->id, &c->budgets[i], NULL))
+            n++;
+    for (size_t i = 0; t && i < t->n_budgets; i++)
+        if ((!t->budgets[i].route || t->budgets[i].route == r->route) &&
+            line_set(&out[n], "team:", "team", t->id, &t->budgets[i], NULL))
+            n++;
+    return n;
+}
+
 /* ---- the request's side ----------------------------------------------------------------- */
 
 /* The store answered a read ADMIT waits for. The request may have ended meanwhile (its
@@ -286,8 +345,7 @@ static void on_read(enum bsc_err err, double usd, void *ud)
      * read ran): a load left LOADING would make every later request of the period read
      * on its own, and the client's spend would stay unknown. */
     uv_mutex_lock(&b->mu);
-    if (r->client && (e = entry_get(b, r->client->id)) && e->st == ENTRY_LOADING &&
-        e->gen == r->spend.loader_gen) {
+    if ((e = r->spend.load) && e->st == ENTRY_LOADING && e->gen == r->spend.loader_gen) {
         e->st = err ? ENTRY_NONE : ENTRY_READY;
         e->usd = err ? 0 : usd + e->pending;
         e->pending = 0;
@@ -298,8 +356,8 @@ static void on_read(enum bsc_err err, double usd, void *ud)
     if (!guard_op_end(r))
         return;
     if (err)
-        LOG_WARN("%s: the spend of client %s could not be read: %s (admitted)", r->id,
-                 r->client ? r->client->id : "-", bsc_err_str(err));
+        LOG_WARN("%s: the spend record %s could not be read: %s (admitted)", r->id,
+                 r->spend.load ? r->spend.load->id : "-", bsc_err_str(err));
     r->spend.reading = false;
     r->spend.read_done = true;
     r->spend.read_usd = err ? -1.0 : usd;
@@ -313,6 +371,7 @@ static int start_read(struct request *r, struct spend_entry *e)
     enum bsc_err err;
 
     r->spend.loader_gen = 0;
+    r->spend.load = e;
     if (e->st == ENTRY_NONE) {
         e->st = ENTRY_LOADING;
         e->pending = 0;
@@ -327,7 +386,7 @@ static int start_read(struct request *r, struct spend_entry *e)
     if (err) {
         if (r->spend.loader_gen)
             e->st = ENTRY_NONE;
-        LOG_WARN("%s: the spend of client %s could not be read: %s (admitted)", r->id, e->id,
+        LOG_WARN("%s: the spend record %s could not be read: %s (admitted)", r->id, e->id,
                  bsc_err_str(err));
         return 0;
     }
@@ -364,7 +423,7 @@ static void on_refresh(enum bsc_err err, double usd, void *ud)
     if (!guard_op_end(r))
         return;
     if (err)
-        LOG_WARN("%s: the spend of client %s could not be read again: %s (judged on this "
+        LOG_WARN("%s: the spend record %s could not be read again: %s (judged on this "
                  "process's figure)", r->id, e->id, bsc_err_str(err));
     r->spend.reading = false;
     r->spend.read_done = true;
@@ -399,10 +458,9 @@ static int start_refresh(struct request *r, struct spend_entry *e)
     return 1;
 }
 
-static void refuse(struct request *r, double spent, double held)
+static void refuse(struct request *r, const struct spend_line *l, double spent, double held)
 {
-    const struct cfg_budget *bu = &r->client->budget;
-    static const char *const names[] = {"day", "month", "total"};
+    const struct cfg_budget *bu = &l->budget;
     char in_flight[96] = "";
 
     if (held > 0)
@@ -411,9 +469,9 @@ static void refuse(struct request *r, double spent, double held)
     /* A typed failure, so the body says "retryable": false; waiting a little will not help,
      * the period's end or an operator will (REPLY_OUTLOOK_NEVER: no Retry-After). */
     req__set_typed_failure(r, "budget_exceeded", REPLY_OUTLOOK_NEVER, -1,
-                           "client '%s' has spent $%.6f of its $%.6f budget for this %s%s; no "
-                           "request is sent until %s", r->client->id, spent, bu->usd,
-                           names[bu->period], in_flight,
+                           "%s has spent $%.6f of its $%.6f budget for this %s%s; no "
+                           "request is sent until %s", l->what, spent, bu->usd,
+                           period_names[bu->period], in_flight,
                            bu->period == CFG_PERIOD_TOTAL ? "an operator resets it"
                                                           : "the period ends (UTC)");
     r->err.status = 429;
@@ -424,11 +482,10 @@ static void refuse(struct request *r, double spent, double held)
 /* The check of <r> against <e>, under the mutex: 0 passes, 1 waits for a read, 2 refuses
  * (*<spent> is the figure, *<held> what the requests in flight hold besides). With a shared
  * store the holds are in the figure itself (the fleet's record); else the book has them. */
-static int judge(struct request *r, struct spend_entry *e, double *spent, double *held)
+static int judge(struct request *r, struct spend_entry *e, const struct cfg_budget *bu,
+                 double *spent, double *held)
 {
-    const struct cfg_client *c = r->client;
-
-    entry_roll(e, c->budget.period, bsc_wall_ms());
+    entry_roll(e, bu->period, bsc_wall_ms());
     *spent = spent_now(r, e);
     /* Nothing to load: the book is all there is. A shared store away counts as nothing: its
      * figure is read once it is back (fresh_ms 0 is stale), what was spent meanwhile kept. */
@@ -443,7 +500,7 @@ static int judge(struct request *r, struct spend_entry *e, double *spent, double
     if (is_stale(r, e) && start_refresh(r, e))
         return 1;
     *held = is_shared(r) ? 0 : e->held;
-    return spend_hold_room(*spent, *held, c->budget.usd) ? 0 : 2;
+    return spend_hold_room(*spent, *held, bu->usd) ? 0 : 2;
 }
 
 static void on_add(enum bsc_err err, double usd, void *ud)
@@ -499,64 +556,78 @@ static enum bsc_err add_cost(struct request *r, struct spend_entry *e, uint64_t 
 /* A cost of <usd> replaces what it covers of <r>'s hold (in the hold's period): that part
  * leaves the holds. Returns what the figure must add: the cost, less the covered part when
  * the hold is already in it (a shared record). Under the mutex. */
-static double replace_hold(struct request *r, struct spend_entry *e, double usd)
+static double replace_hold(struct spend_hold_on *h, struct spend_entry *e, double usd)
 {
-    double covered = e->period_ms == r->spend.hold_period_ms
-                         ? spend_hold_covered(r->spend.hold_usd, usd)
-                         : 0;
+    double covered = e->period_ms == h->period_ms ? spend_hold_covered(h->usd, usd) : 0;
 
-    r->spend.hold_usd -= covered;
+    h->usd -= covered;
     e->held = spend_hold_release(e->held, covered);
-    return r->spend.hold_stored ? usd - covered : usd;
+    return h->stored ? usd - covered : usd;
 }
 
 void spend_record(struct request *r, double usd)
 {
-    const struct cfg_client *c = r->client;
     struct spend_book *b = r->gw->spend;
-    struct spend_entry *e;
-    enum bsc_err err = BSC_OK;
+    struct spend_line lines[SPEND_LINES_MAX];
+    size_t n;
 
-    if (!c || !b || !(usd > 0))
+    if (!r->client || !b || !(usd > 0))
         return;
+    n = lines_of(r, lines);
     uv_mutex_lock(&b->mu);
-    e = entry_get(b, c->id);
-    if (e) {
+    for (size_t k = 0; k < n; k++) {
+        struct spend_entry *e = entry_get(b, lines[k].id);
+        enum bsc_err err = BSC_OK;
         double add;
 
-        entry_roll(e, c->budget.period, bsc_wall_ms());
-        add = replace_hold(r, e, usd);
+        if (!e)
+            continue;
+        entry_roll(e, lines[k].budget.period, bsc_wall_ms());
+        add = replace_hold(&r->spend.holds[k], e, usd);
         book_add(e, add);
         if (r->gw->store && add != 0)
             err = add_cost(r, e, e->period_ms, add);
+        if (err)
+            LOG_WARN("%s: a cost on spend record %s was not added to the store: %s", r->id,
+                     e->id, bsc_err_str(err));
     }
     uv_mutex_unlock(&b->mu);
-    if (err)
-        LOG_WARN("%s: the cost of client %s was not added to the store: %s", r->id, c->id,
-                 bsc_err_str(err));
 }
 
 /* ---- holds: the estimate of each admitted request, reserved until it ends --------------- */
 
-/* Gives back <r>'s hold on <e> (under the mutex). In the period it was taken in only: a new
- * period starts with nothing held. A shared record gets the matching negative add. */
-static void give_back(struct request *r, struct spend_entry *e)
+/* Gives back hold <h> of <r> on <e> (under the mutex). In the period it was taken in only: a
+ * new period starts with nothing held. A shared record gets the matching negative add. */
+static void give_back(struct request *r, struct spend_entry *e, struct spend_hold_on *h)
 {
-    double h = r->spend.hold_usd;
+    double usd = h->usd;
     enum bsc_err err = BSC_OK;
 
-    r->spend.hold_usd = 0;
-    if (e->period_ms == r->spend.hold_period_ms) {
-        e->held = spend_hold_release(e->held, h);
-        if (r->spend.hold_stored)
-            book_add(e, -h);
+    h->usd = 0;
+    if (e->period_ms == h->period_ms) {
+        e->held = spend_hold_release(e->held, usd);
+        if (h->stored)
+            book_add(e, -usd);
     }
-    if (r->spend.hold_stored)
-        err = add_cost(r, e, r->spend.hold_period_ms, -h);
-    r->spend.hold_stored = false;
+    if (h->stored)
+        err = add_cost(r, e, h->period_ms, -usd);
+    h->stored = false;
     if (err)
-        LOG_WARN("%s: the hold of client %s was not given back in the store: %s", r->id,
+        LOG_WARN("%s: a hold on spend record %s was not given back in the store: %s", r->id,
                  e->id, bsc_err_str(err));
+}
+
+/* Gives back every hold <r> has on lines <lines>[0..n) (under the mutex). */
+static void give_back_all(struct request *r, const struct spend_line *lines, size_t n)
+{
+    struct spend_book *b = r->gw->spend;
+
+    for (size_t k = 0; k < n; k++) {
+        struct spend_entry *e;
+
+        if (r->spend.holds[k].usd > 0 && (e = entry_get(b, lines[k].id)))
+            give_back(r, e, &r->spend.holds[k]);
+    }
 }
 
 /* The store answered the add of a hold ADMIT waits for (the fleet's record with the hold
@@ -573,8 +644,8 @@ static void on_hold(enum bsc_err err, double usd, void *ud)
     if (!guard_op_end(r))
         return;
     if (err)
-        LOG_WARN("%s: the hold of client %s was not confirmed: %s (judged on this process's "
-                 "figure)", r->id, r->client ? r->client->id : "-", bsc_err_str(err));
+        LOG_WARN("%s: a hold on spend record %s was not confirmed: %s (judged on this "
+                 "process's figure)", r->id, r->spend.entry->id, bsc_err_str(err));
     r->spend.holding = false;
     r->spend.hold_done = true;
     r->spend.hold_total = err ? -1.0 : usd;
@@ -582,18 +653,18 @@ static void on_hold(enum bsc_err err, double usd, void *ud)
         req__run(r);
 }
 
-/* Takes <r>'s hold on <e>, after the book's check passed (under the mutex). 1 when ADMIT
- * waits for a shared store to answer the add (the fleet decides, on_hold), else 0. */
-static int take_hold(struct request *r, struct spend_entry *e)
+/* Takes <r>'s hold <h> on <e>, after the book's check passed (under the mutex). 1 when
+ * ADMIT waits for a shared store to answer the add (the fleet decides, on_hold), else 0. */
+static int take_hold(struct request *r, struct spend_entry *e, struct spend_hold_on *h)
 {
-    double h = spend_hold_estimate(r->route, r->input.est_tokens, r->input.est_out_tokens);
+    double usd = spend_hold_estimate(r->route, r->input.est_tokens, r->input.est_out_tokens);
     bool wait;
 
-    if (!(h > 0))
+    if (!(usd > 0))
         return 0;
-    r->spend.hold_usd = h;
-    r->spend.hold_period_ms = e->period_ms;
-    e->held += h;
+    h->usd = usd;
+    h->period_ms = e->period_ms;
+    e->held += usd;
     if (!r->gw->store || !is_shared(r))
         return 0;
     /* Into the fleet's record, as a cost is: the add answers the total with every
@@ -601,15 +672,15 @@ static int take_hold(struct request *r, struct spend_entry *e)
      * Redis away the store keeps the add and the book judges (fail open, as reads do). */
     wait = store_is_up(r->gw->store, NULL);
     r->spend.entry = e;
-    r->spend.mark = mark_take(e, h);
+    r->spend.mark = mark_take(e, usd);
     if (store_spend_add(r->gw->store, &r->w->loop, bsc_str_cstr(e->id), e->period_ms,
-                        spend_period_ttl_ms(e->kind), h, wait ? on_hold : on_add,
+                        spend_period_ttl_ms(e->kind), usd, wait ? on_hold : on_add,
                         wait ? r : NULL) != BSC_OK) {
-        e->sent -= h; /* never sent: the mark's arithmetic must not count it */
+        e->sent -= usd; /* never sent: the mark's arithmetic must not count it */
         return 0;
     }
-    book_add(e, h);
-    r->spend.hold_stored = true;
+    book_add(e, usd);
+    h->stored = true;
     if (!wait)
         return 0;
     guard_op_begin(r);
@@ -617,76 +688,119 @@ static int take_hold(struct request *r, struct spend_entry *e)
     return 1;
 }
 
-/* The fleet's answer to the hold: the record before it was under the budget, or the hold
- * is given back and the request refused (under the mutex). 0 passes, 2 refuses. */
-static int hold_verdict(struct request *r, struct spend_entry *e, double *spent)
+/* The fleet's answer to hold <h>: the record before it was under <bu>, or the hold is given
+ * back and the request refused (under the mutex). 0 passes, 2 refuses. */
+static int hold_verdict(struct request *r, struct spend_entry *e, const struct cfg_budget *bu,
+                        struct spend_hold_on *h, double *spent)
 {
     r->spend.hold_done = false;
-    *spent = r->spend.hold_total - r->spend.hold_usd;
-    if (r->spend.hold_total < 0 || spend_hold_room(*spent, 0, r->client->budget.usd))
+    *spent = r->spend.hold_total - h->usd;
+    if (r->spend.hold_total < 0 || spend_hold_room(*spent, 0, bu->usd))
         return 0;
-    give_back(r, e);
+    give_back(r, e, h);
     return 2;
+}
+
+/* Line <k> of <r> (under the mutex): 0 passes, 1 waits for the store, 2 refuses. */
+static int admit_line(struct request *r, const struct spend_line *l, struct spend_hold_on *h,
+                      double *spent, double *held)
+{
+    struct spend_entry *e = entry_get(r->gw->spend, l->id);
+    int v;
+
+    if (!e)
+        return 0;
+    if (r->spend.hold_done)
+        return hold_verdict(r, e, &l->budget, h, spent);
+    if (!(l->budget.usd >= 0))
+        return 0;
+    v = judge(r, e, &l->budget, spent, held);
+    return v == 0 ? take_hold(r, e, h) : v;
+}
+
+/* The next line starts with nothing read for it. */
+static void line_next(struct request *r)
+{
+    r->spend.line++;
+    r->spend.read_done = false;
+    r->spend.hold_done = false;
+    r->spend.loader_gen = 0;
+    r->spend.load = NULL;
+    r->spend.entry = NULL;
 }
 
 int spend_admit(struct request *r)
 {
-    const struct cfg_client *c = r->client;
     struct spend_book *b = r->gw->spend;
-    struct spend_entry *e;
+    struct spend_line lines[SPEND_LINES_MAX];
+    struct spend_entry *e = NULL;
     double spent = -1, held = 0;
+    size_t n;
     int v = 0;
 
-    if (!c || !b)
+    if (!r->client || !b)
         return 0;
     if (r->spend.reading || r->spend.holding)
         return 1;
+    n = lines_of(r, lines);
     uv_mutex_lock(&b->mu);
-    e = entry_get(b, c->id);
-    if (e && r->spend.hold_done) {
-        v = hold_verdict(r, e, &spent);
-    } else if (e && c->budget.usd >= 0) {
-        v = judge(r, e, &spent, &held);
+    while (v == 0 && r->spend.line < n) {
+        v = admit_line(r, &lines[r->spend.line], &r->spend.holds[r->spend.line], &spent,
+                       &held);
         if (v == 0)
-            v = take_hold(r, e);
+            line_next(r);
     }
-    if (e && v == 0) {
+    if (v == 2) /* refused by one: the holds the lines before it took go back */
+        give_back_all(r, lines, r->spend.line);
+    if (v != 1 && (e = entry_get(b, lines[0].id)))
+        e->last_used_ms = bsc_wall_ms();
+    if (v == 0 && e) {
         e->inflight++;
         r->spend.counted = true;
     }
     uv_mutex_unlock(&b->mu);
     if (v == 2)
-        refuse(r, spent, held);
+        refuse(r, &lines[r->spend.line], spent, held);
     return v;
+}
+
+static bool holds_any(const struct request *r)
+{
+    for (size_t k = 0; k < SPEND_LINES_MAX; k++)
+        if (r->spend.holds[k].usd > 0)
+            return true;
+    return false;
 }
 
 void spend_settle(struct request *r)
 {
     struct spend_book *b = r->gw->spend;
-    struct spend_entry *e;
+    struct spend_line lines[SPEND_LINES_MAX];
+    size_t n;
 
-    if (!(r->spend.hold_usd > 0) || !b || !r->client)
+    if (!b || !r->client || !holds_any(r))
         return;
+    n = lines_of(r, lines);
     uv_mutex_lock(&b->mu);
-    e = entry_get(b, r->client->id);
-    if (e)
-        give_back(r, e);
+    give_back_all(r, lines, n);
     uv_mutex_unlock(&b->mu);
 }
 
 void spend_release(struct request *r)
 {
     struct spend_book *b = r->gw->spend;
+    struct spend_line lines[SPEND_LINES_MAX];
     struct spend_entry *e;
+    size_t n;
 
-    if ((!r->spend.counted && !(r->spend.hold_usd > 0)) || !b || !r->client)
+    if ((!r->spend.counted && !holds_any(r)) || !b || !r->client)
         return;
+    n = lines_of(r, lines);
     uv_mutex_lock(&b->mu);
-    e = entry_get(b, r->client->id);
+    e = entry_get(b, lines[0].id);
     if (e && r->spend.counted && e->inflight)
         e->inflight--;
-    if (e && r->spend.hold_usd > 0)
-        give_back(r, e);
+    give_back_all(r, lines, n);
     r->spend.counted = false;
     uv_mutex_unlock(&b->mu);
 }

@@ -29,22 +29,33 @@ struct spend_mark {
     double sent_at; /* the entry's <sent> once the call was made */
 };
 
-/* What one request keeps of the budget check (struct request's <spend>). */
+/* The budgets one request is judged against, in order: its client's, its team's, then
+ * each `budgets` entry of either that applies to its route (router/spend.c lines_of). */
+#define SPEND_LINES_MAX (2 + 2 * CFG_BUDGETS_MAX)
+
+/* A request's hold on one of those budgets: its estimate reserved until DONE. */
+struct spend_hold_on {
+    double usd;         /* > 0: held, given back by spend_release */
+    uint64_t period_ms; /* the period it is held in */
+    bool stored;        /* a shared store: added to the fleet's record too */
+};
+
+/* What one request keeps of the budget check (struct request's <spend>). The lines are
+ * judged one after the other; the fields up to <hold_total> are the current line's. */
 struct spend_req {
     bool counted;        /* counted in its client's in-flight number: released at DONE */
+    unsigned line;       /* the line ADMIT judges now: those before it passed and hold */
     bool reading;        /* a store read of the spend is running */
     bool read_done;      /* ... and answered: <read_usd> (< 0: the store failed) */
-    uint64_t loader_gen; /* non-zero: this read (re)loads the book's entry */
+    uint64_t loader_gen; /* non-zero: this read (re)loads the book's entry <load> */
+    struct spend_entry *load;
     double read_usd;
     struct spend_entry *entry; /* shared store: the entry the read is for */
     struct spend_mark mark;    /* ... and the read's place among the entry's calls */
-    /* the hold: its estimate reserved of the budget until DONE (spend_hold.h) */
-    double hold_usd;           /* > 0: held, given back by spend_release */
-    uint64_t hold_period_ms;   /* the period it is held in */
-    bool hold_stored;          /* a shared store: added to the fleet's record too */
-    bool holding;              /* ... and ADMIT waits for that add's answer */
+    bool holding;              /* a shared store: ADMIT waits for the hold's add */
     bool hold_done;            /* ... answered: <hold_total> (< 0: the store failed) */
     double hold_total;
+    struct spend_hold_on holds[SPEND_LINES_MAX]; /* per line (spend_hold.h) */
 };
 
 /* The start of the budget period of kind <p> that holds <now_ms> (ms since the epoch), in
@@ -76,6 +87,7 @@ struct spend_view {
     bool known;        /* the period's spend is loaded in the book */
     double usd;        /* when <known> */
     uint32_t inflight; /* the client's requests admitted and not yet done */
+    uint64_t last_used_ms; /* wall time of its last request on this instance (0: none) */
 };
 void spend_peek(struct spend_book *b, const char *id, enum cfg_period p, uint64_t now_ms,
                 struct spend_view *out);

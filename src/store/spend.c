@@ -12,7 +12,7 @@
 #include "store/internal.h"
 
 struct store__spend_row {
-    char client[CFG_CLIENT_ID_MAX + 1];
+    char client[CFG_SPEND_ID_MAX + 1];
     uint64_t period_ms;
     double usd;
 };
@@ -24,7 +24,7 @@ static enum bsc_err spend_op(struct store *st, uv_loop_t *loop, enum store__op o
     struct store__job *job;
     size_t at = 0;
 
-    if (!st || !cb || !client.p || client.len < 1 || client.len > CFG_CLIENT_ID_MAX ||
+    if (!st || !cb || !client.p || client.len < 1 || client.len > CFG_SPEND_ID_MAX ||
         memchr(client.p, '\0', client.len) || !isfinite(usd) ||
         (usd < 0 && op != STORE__SPEND_ADD))
         return BSC_EINVAL;

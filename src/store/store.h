@@ -150,8 +150,8 @@ enum bsc_err store_blob_get(struct store *st, uv_loop_t *loop, struct bsc_str ke
 typedef void store_spend_cb(enum bsc_err err, double usd, void *ud);
 
 /* Adds <usd> (finite; 0 reads; negative gives back a budget hold an earlier add took) to
- * the spend of client <client> (1..CFG_CLIENT_ID_MAX bytes) in the period that starts at
- * <period_ms> (ms since the epoch, UTC; 0 for a total), in one atomic step; a record that
+ * the spend record <client> (1..CFG_SPEND_ID_MAX bytes: a client, "team:<id>", or either
+ * with a route budget's suffix) in the period that starts at <period_ms> (ms since the epoch, UTC; 0 for a total), in one atomic step; a record that
  * does not exist counts as 0. Operations run in the order they were called, so a read sees
  * every add called before it. A record may be dropped <ttl_ms>
  * after its last change (0: kept; only Redis drops them). With a shared store (Redis) the

@@ -103,6 +103,33 @@ test('keys create, list, show, update, rotate, revoke and audit against a runnin
   assert.deepEqual(JSON.parse(r.stdout).entries, []);
 });
 
+test('teams create, list, show, update, delete; a key created in a team', async () => {
+  let r = await cli(['teams', 'create', 'support', '--routes', 'support-agent', '--budget', '50/month', '--rpm', '100']);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /^support\s+support-agent\s+100\s+\S+\s+50(\.0)?\/month\s+0$/m);
+  r = await cli(['--json', 'keys', 'create', '--client', 'alice', '--team', 'support', '--routes', 'support-agent', '--budget', '50/month']);
+  assert.equal(r.code, 0, r.stdout);
+  const key = JSON.parse(r.stdout);
+  assert.equal(key.team, 'support');
+  assert.equal(await status(key.secret), 200);
+  r = await cli(['teams', 'list']);
+  assert.equal(r.code, 0);
+  assert.match(r.stdout, /^ID\s+ROUTES\s+RPM\s+SPEND_USD\s+BUDGET\s+KEYS$/m);
+  assert.match(r.stdout, /^support\s+support-agent\s+100\s+\S+\s+50(\.0)?\/month\s+1$/m);
+  r = await cli(['--json', 'teams', 'update', 'support', '--rpm', '200']);
+  assert.equal(r.code, 0);
+  assert.equal(JSON.parse(r.stdout).rpm, 200);
+  r = await cli(['--json', 'teams', 'show', 'support']);
+  assert.deepEqual(JSON.parse(r.stdout).keys, [key.id]);
+  r = await cli(['teams', 'delete', 'support']);
+  assert.equal(r.code, 1, 'a team with a live key is not deleted');
+  assert.match(r.stdout, /team_in_use/);
+  assert.equal((await cli(['keys', 'revoke', key.id])).code, 0);
+  assert.equal((await cli(['teams', 'delete', 'support'])).code, 0);
+  r = await cli(['--json', 'audit', '--subject', 'team:support']);
+  assert.deepEqual(JSON.parse(r.stdout).entries.map((e) => e.action), ['team.create', 'team.update', 'team.delete']);
+});
+
 test('exit codes: refused 1, unreachable 1, bad arguments 2; the key from the environment', async () => {
   let r = await cli(['keys', 'list'], { key: 'wrong-key-0123456789' });
   assert.equal(r.code, 1);
@@ -112,8 +139,11 @@ test('exit codes: refused 1, unreachable 1, bad arguments 2; the key from the en
   r = await cli(['keys', 'frobnicate']);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /usage: bascule admin/);
-  r = await cli(['teams', 'list']);
+  r = await cli(['teams', 'show', 'no-such-team']);
   assert.equal(r.code, 1);
+  assert.match(r.stdout, /error: .*team_not_found/);
+  r = await cli(['teams', 'frobnicate', 'x']);
+  assert.equal(r.code, 2);
   r = await cli(['keys', 'list'], { key: null, env: { BASCULE_ADMIN_KEY: ADMIN } });
   assert.equal(r.code, 0);
   r = await new Promise((resolve) =>

@@ -128,6 +128,41 @@ test('keys, spend against budget, create, rotate, revoke and the audit trail in 
   await page(`document.querySelector('nav button[data-view="keys"]').click();true`);
 });
 
+test('teams in Chromium: create, spend against budget, a refused delete, delete', async () => {
+  await signIn(ADMIN);
+  await page(`document.querySelector('nav button[data-view="teams"]').click();true`);
+  await until(`document.body.dataset.ready==='teams'`, 'the teams view');
+  await page(`{const f=document.getElementById('create-team');f.team.value='console-team';f.routes.value='chat';
+    f.budget.value='9/month';f.querySelector('button').click()}true`);
+  await until(`(${rowText('console-team')}).includes('$9.0000/month')`, 'the new team');
+  const k = await (await fetch(`${gw.url}/admin/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}` },
+    body: JSON.stringify({ client: 'teamed', team: 'console-team', routes: ['chat'] }),
+  })).json();
+  assert.equal(await status(k.secret), 200); // $2 to the team
+  await page(`document.querySelector('nav button[data-view="keys"]').click();true`);
+  await until(`document.body.dataset.ready==='keys'`, 'the keys view');
+  await page(`document.querySelector('nav button[data-view="teams"]').click();true`);
+  const row = await until(`document.body.dataset.ready==='teams' && (${rowText('console-team')}).includes('$2.0000') && ${rowText('console-team')}`, 'the team spend');
+  assert.match(row, /console-team.*chat.*key_[0-9a-f]{16}.*\$2\.0000.*\$9\.0000\/month/);
+  // Delete takes two clicks and is refused while a live key is in the team.
+  const del = `document.querySelector('button[data-act="delete"][data-id="console-team"]').click();true`;
+  await page(del);
+  await page(del);
+  await until(`/live keys/.test(document.getElementById('msg').textContent)`, 'the refusal');
+  await fetch(`${gw.url}/admin/keys/${k.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${ADMIN}` } });
+  await page(`document.querySelector('nav button[data-view="keys"]').click();true`);
+  await until(`document.body.dataset.ready==='keys'`, 'the keys view');
+  await page(`document.querySelector('nav button[data-view="teams"]').click();true`);
+  await until(`document.body.dataset.ready==='teams' && !!document.querySelector('button[data-act="delete"][data-id="console-team"]')`, 'the teams view again');
+  await page(del);
+  await page(del);
+  await until(`!document.querySelector('tr[data-id="console-team"]')`, 'the deleted team');
+  await page(`document.querySelector('nav button[data-view="keys"]').click();true`);
+  await until(`document.body.dataset.ready==='keys'`, 'the keys view');
+});
+
 test('a read admin key sees the console and its writes are refused', async () => {
   await signIn(READER);
   await page(`const f=document.getElementById('create');f.client.value='nope';f.routes.value='chat';

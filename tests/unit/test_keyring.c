@@ -103,6 +103,56 @@ static void test_merge(void **state)
     cfg_unref(cfg);
 }
 
+/* Teams merge before keys: a key points at its team, whose routes bound its own; a key of a
+ * team the document lacks is skipped; `budgets` keep their routes; a team without routes
+ * bounds nothing. */
+static void test_teams(void **state)
+{
+    struct cfg *cfg = load();
+    char h1[65], h2[65], h3[65], warn[1024] = "";
+    const struct cfg_route *chat, *other;
+    const struct cfg_client *c;
+    const char *d;
+
+    (void)state;
+    hexhash("bsk_one", h1);
+    hexhash("bsk_two", h2);
+    hexhash("bsk_three", h3);
+    d = doc("{\"rev\":1,\"teams\":["
+            "{\"id\":\"sup\",\"routes\":[\"chat\"],\"rpm\":9,\"budget\":{\"usd\":7,\"period\":\"month\"},"
+            "\"budgets\":[{\"usd\":1,\"period\":\"day\",\"route\":\"chat\"},"
+            "{\"usd\":2,\"route\":\"nope\"}]},"
+            "{\"id\":\"open\"}],\"keys\":["
+            "{\"id\":\"key_a\",\"hash\":\"%s\",\"routes\":[\"*\"],\"team\":\"sup\","
+            "\"budgets\":[{\"usd\":3,\"period\":\"total\",\"route\":\"other\"}]},"
+            "{\"id\":\"key_b\",\"hash\":\"%s\",\"routes\":[\"*\"],\"team\":\"ghost\"},"
+            "{\"id\":\"key_c\",\"hash\":\"%s\",\"routes\":[\"other\"],\"team\":\"open\"}]}",
+            h1, h2, h3);
+    assert_int_equal(cfg_keyring_merge(cfg, d, strlen(d), warn, sizeof(warn)), BSC_OK);
+    chat = cfg_route_find(cfg, BSC_STR("chat"));
+    other = cfg_route_find(cfg, BSC_STR("other"));
+    assert_int_equal(cfg->n_teams, 2);
+    assert_int_equal(cfg->teams[0].rpm, 9);
+    assert_true(cfg->teams[0].budget.usd == 7.0);
+    assert_int_equal(cfg->teams[0].n_budgets, 1); /* the one on an unknown route skipped */
+    assert_true(cfg->teams[0].budgets[0].route == chat);
+    assert_non_null(strstr(warn, "team 'sup': has a budget on a route the config does not have"));
+    c = cfg_client_by_key(cfg, BSC_STR("bsk_one"));
+    assert_non_null(c);
+    assert_true(c->team == &cfg->teams[0]);
+    assert_int_equal(c->n_budgets, 1);
+    assert_true(c->budgets[0].route == other && c->budgets[0].budget.period == CFG_PERIOD_TOTAL);
+    assert_true(cfg_client_allows(c, chat));
+    assert_false(cfg_client_allows(c, other)); /* the team's list bounds the key's "*" */
+    assert_null(cfg_client_by_key(cfg, BSC_STR("bsk_two")));
+    assert_non_null(strstr(warn, "key 'key_b': names a team the keyring does not have"));
+    c = cfg_client_by_key(cfg, BSC_STR("bsk_three"));
+    assert_true(cfg_client_allows(c, other)); /* a team without routes bounds nothing */
+    assert_false(cfg_client_allows(c, chat));
+    assert_true(cfg_team_find(cfg, BSC_STR("open")) == &cfg->teams[1]);
+    cfg_unref(cfg);
+}
+
 static void test_grace_and_expiry(void **state)
 {
     struct cfg *cfg = load();
@@ -242,6 +292,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_teams),
         cmocka_unit_test(test_grace_and_expiry),
         cmocka_unit_test(test_open_gateway),
         cmocka_unit_test(test_roles),

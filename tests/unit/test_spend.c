@@ -186,7 +186,7 @@ static void test_invalid(void **state)
 {
     struct fx *f = *state;
     struct got g = {0};
-    char long_id[CFG_CLIENT_ID_MAX + 2];
+    char long_id[CFG_SPEND_ID_MAX + 2];
 
     memset(long_id, 'a', sizeof(long_id) - 1);
     long_id[sizeof(long_id) - 1] = '\0';
