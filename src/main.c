@@ -27,6 +27,7 @@
 #include "health/probe.h"
 #include "metrics/metrics.h"
 #include "health/verdicts.h"
+#include "cache/lru.h"
 #include "router/access_log.h"
 #include "router/gateway.h"
 #include "router/limit.h"
@@ -451,6 +452,7 @@ static void gateway_free(struct gateway *gw)
     metrics_free(gw->metrics);
     store_close(gw->store);
     spend_book_free(gw->spend);
+    cache_mem_free(gw->cache);
     cfg_current_swap(NULL);
 }
 
@@ -504,8 +506,9 @@ static int serve(const char *path, const struct rlimit *core_limit)
     mc.gw.conns = srv_group_new(mc.gw.n_workers);
     mc.gw.verdicts = verdicts_new(VERDICTS_MAX_REQUESTS, VERDICTS_MAX_AGE_MS);
     mc.gw.spend = spend_book_new();
+    mc.gw.cache = cache_mem_new();
     if (!mc.gw.hs || !mc.gw.lim || !mc.gw.metrics || !mc.gw.conns || !mc.gw.verdicts ||
-        !mc.gw.spend || hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK ||
+        !mc.gw.spend || !mc.gw.cache || hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK ||
         lim_reg_sync(mc.gw.lim, cfg) != BSC_OK) {
         LOG_ERR("out of memory at start");
         return start_failed(&mc.gw, cfg, 0);

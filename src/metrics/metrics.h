@@ -132,7 +132,12 @@ enum metric_buckets {
       "Adaptive requests-per-minute limit per target (0: not limited).")  \
     X(LIMIT_DECISIONS, COUNTER, NONE, "bascule_limit_decisions_total",                         \
       METRICS_L2("limit", "outcome"),                                                          \
-      "Local limit decisions by limit (client_rpm, target_concurrency, ...) and outcome.")
+      "Local limit decisions by limit (client_rpm, target_concurrency, ...) and outcome.")    \
+    X(CACHE_REQUESTS, COUNTER, NONE, "bascule_cache_requests_total",                           \
+      METRICS_L2("route", "result"),                                                           \
+      "Requests on a route with a response cache, by result: hit, miss, bypass.")              \
+    X(CACHE_SAVED, COUNTER, NONE, "bascule_cache_saved_usd_total", METRICS_L0(),               \
+      "Estimated US dollars not spent: the cost of each answer served from the cache.")
 
 enum metric_id {
 #define X(ID, TYPE, BUCKETS, NAME, LABELS, HELP) METRIC_##ID,

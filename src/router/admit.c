@@ -117,6 +117,13 @@ static enum admit_verdict check_idempotency(struct request *r)
     return ADMIT_PASS;
 }
 
+/* The response cache (routes.<r>.cache): last, once the request is admitted and any
+ * Idempotency-Key settled; a hit is answered here and nothing goes upstream. */
+static enum admit_verdict check_cache(struct request *r)
+{
+    return cache_req_lookup(r) ? ADMIT_ANSWERED : ADMIT_PASS;
+}
+
 /* Before any replay of a write_possible operation: its ledger entry must not say it may
  * already have acted. */
 static enum admit_verdict check_ledger(struct request *r)
@@ -145,6 +152,7 @@ static const struct admit_check admit_start[] = {
     {"idempotency_lookup", check_idempotency_lookup},
     {"retry_budget", check_retry_budget},
     {"idempotency", check_idempotency},
+    {"cache", check_cache},
 };
 
 static const struct admit_check admit_replay[] = {

@@ -69,7 +69,14 @@ size_t deliver_route_headers(struct request *r, struct srv_header *h,
     if (r->limited_by)
         h[n++] = (struct srv_header){BSC_STR("x-bascule-limited-by"),
                                      bsc_str_cstr(r->limited_by)};
-    return n;
+    return n + cache_req_header(r, h + n);
+}
+
+/* What the client is sent, kept for the idempotency record and the response cache. */
+static void record_out(struct request *r, const void *p, size_t len)
+{
+    guard_idem_record(r, p, len);
+    cache_req_record(r, p, len);
 }
 
 static void on_drain(struct srv_req *sreq, void *ud)
@@ -104,7 +111,7 @@ bool deliver_flush(struct request *r)
 {
     if (!r->sreq || r->d.out.len == 0)
         return false;
-    guard_idem_record(r, r->d.out.p, r->d.out.len);
+    record_out(r, r->d.out.p, r->d.out.len);
     /* A stream's events leave as they arrive: waiting for the end of the loop pass would
      * add its length (thousands of other streams' events) to each event's latency. */
     if (!write_out(r, true))
@@ -151,7 +158,7 @@ static void end_response(struct request *r, const char *termination, bool comple
 {
     r->d.termination = termination;
     if (r->sreq && r->d.out.len)
-        guard_idem_record(r, r->d.out.p, r->d.out.len);
+        record_out(r, r->d.out.p, r->d.out.len);
     guard_idem_finish(r);
     if (!r->sreq)
         return;
@@ -177,7 +184,7 @@ void deliver_break(struct request *r, const char *termination)
 
 void deliver_commit(struct request *r)
 {
-    struct srv_header h[10];
+    struct srv_header h[11];
     char attempts[BSC_NUM_TEXT_MAX];
     size_t n;
 
@@ -364,7 +371,7 @@ void deliver_stream_error(struct request *r, const char *message)
 
 void deliver_stream_complete(struct request *r)
 {
-    struct srv_header h[11];
+    struct srv_header h[12];
     char attempts[BSC_NUM_TEXT_MAX], cost[48];
     size_t n;
 
@@ -386,7 +393,7 @@ void deliver_stream_complete(struct request *r)
 
 void deliver_answer(struct request *r)
 {
-    struct srv_header h[9];
+    struct srv_header h[10];
     char attempts[BSC_NUM_TEXT_MAX], cost[48];
     size_t n;
     struct bsc_buf mapped;
@@ -413,7 +420,7 @@ void deliver_answer(struct request *r)
                                      cost_text(r, cost, sizeof(cost))}; /* priced targets */
     r->d.status = r->x.up_status >= 200 && r->x.up_status < 300 ? r->x.up_status : 200;
     r->d.termination = "ok";
-    guard_idem_record(r, body.p, body.len);
+    record_out(r, body.p, body.len);
     guard_idem_finish(r); /* settled before the client can see the answer */
     srv_resp_send(r->sreq, r->d.status, "application/json", h, n, body.p, body.len);
     r->d.bytes_out += body.len;
@@ -424,7 +431,7 @@ void deliver_answer(struct request *r)
 
 void deliver_error(struct request *r)
 {
-    struct srv_header h[8];
+    struct srv_header h[9];
     char attempts[BSC_NUM_TEXT_MAX];
     size_t n;
 

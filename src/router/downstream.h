@@ -117,7 +117,7 @@ void deliver_stream_complete(struct request *r);
 void deliver_answer(struct request *r);
 /* Writes r->err. */
 void deliver_error(struct request *r);
-/* The x-bascule-* headers; returns how many were put in <h> (room for 5). <buf> holds the
+/* The x-bascule-* headers; returns how many were put in <h> (room for 8). <buf> holds the
  * attempts count's digits while <h> is used. */
 size_t deliver_route_headers(struct request *r, struct srv_header *h,
                              char buf[BSC_NUM_TEXT_MAX]);

@@ -8,6 +8,8 @@
 #include <stdint.h>
 
 #include "router/shadow_purse.h"
+
+struct cache_mem;
 #include "router/worker.h"
 
 struct hstate;
@@ -29,6 +31,7 @@ struct gateway {
     struct spend_book *spend; /* owned: client spend per budget period (router/spend.h) */
     struct srv_group *conns; /* owned: the workers' servers even out their connections */
     uint64_t started_ms;     /* wall clock */
+    struct cache_mem *cache; /* owned: the response cache (cache/lru.h) */
     struct shadow_purse shadow_purse; /* today's shadow spend, kept across reloads */
     atomic_ullong reloads_ok, reloads_failed;
     atomic_uint running;     /* worker loops not yet ended */

@@ -748,6 +748,7 @@ static uint64_t write_access_line(struct request *r)
         .states = &r->m.times,
         .limited_by = r->lim.limited_by,
         .queued_ms = r->lim.queue_start_ms ? (int64_t)r->lim.queued_ms : -1,
+        .cache = r->c.result,
     };
 
     if (r->select_route)
@@ -791,6 +792,7 @@ static void st_done(struct request *r)
         r->sreq = NULL;
     }
     shadow_primary_done(r); /* before the answer is freed */
+    cache_req_finish(r);    /* a whole, successful answer is stored */
     xchg_cleanup(r);
     deliver_cleanup(r);
     contract_cleanup(r);
