@@ -233,6 +233,7 @@ static bool array(struct canon *c, struct bsc_buf *out)
  * then its canonical "name":value text at [text, text + text_len). */
 struct member {
     size_t name, name_len, text, text_len;
+    bool skipped; /* named in the skip list: read, checked for duplicates, left out */
 };
 
 struct members {
@@ -287,8 +288,7 @@ static bool member(struct canon *c, struct bsc_buf *scr, struct members *ms,
     if (value(c, scr) != CANON_OK)
         return false;
     m.text_len = scr->len - m.text;
-    if (is_skipped(bsc_str_make(scr->p + m.name, m.name_len), skip, n_skip))
-        return true; /* read (it must be valid) but left out */
+    m.skipped = is_skipped(bsc_str_make(scr->p + m.name, m.name_len), skip, n_skip);
     if (ms->n == ms->cap) {
         size_t cap = ms->cap ? ms->cap * 2 : 8;
         struct member *grown = realloc(ms->m, cap * sizeof(*grown));
@@ -310,10 +310,12 @@ static bool emit_members(struct canon *c, struct bsc_buf *scr, struct members *m
         qsort(ms->m, ms->n, sizeof(*ms->m), member_cmp);
     if (bsc_buf_append_char(out, '{') != BSC_OK)
         return fail(c, CANON_REFUSED);
-    for (size_t i = 0; i < ms->n; i++) {
+    for (size_t i = 0, n = 0; i < ms->n; i++) {
         if (i && member_cmp(&ms->m[i - 1], &ms->m[i]) == 0)
             return fail(c, CANON_DUPLICATE);
-        if ((i && bsc_buf_append_char(out, ',') != BSC_OK) ||
+        if (ms->m[i].skipped)
+            continue;
+        if ((n++ && bsc_buf_append_char(out, ',') != BSC_OK) ||
             bsc_buf_append(out, scr->p + ms->m[i].text, ms->m[i].text_len) != BSC_OK)
             return fail(c, CANON_REFUSED);
     }
