@@ -27,6 +27,7 @@ targets:
   t-err: { provider: oai, model: m-err }
   t-cut: { provider: oai, model: m-cut }
   t-none: { provider: oai, model: m-none }
+  t-checked: { provider: oai, model: m-checked }
 routes:
   cached: { primary: [t-cached], cache: { mode: exact, ttl_s: 300 } }
   shared: { primary: [t-shared], cache: { mode: exact, scope: route } }
@@ -40,6 +41,11 @@ routes:
     envelope: { max_attempts: 1 }
     cache: { mode: exact }
   none: { primary: [t-none] }
+  checked:
+    primary: [t-checked]
+    envelope: { max_attempts: 1 }
+    checks: { max_chars: 10 }
+    cache: { mode: exact }
 clients:
   alpha: { key: "\${TEST_ALPHA_KEY}", routes: ["*"] }
   beta: { key: "\${TEST_BETA_KEY}", routes: ["*"] }
@@ -227,8 +233,48 @@ test('DELETE /admin/cache?route= drops that route\'s entries only', async () => 
   assert.equal((await chat(two)).res.headers.get('x-bascule-cache'), 'hit');
 });
 
+test('an answer the route\'s checks refuse is not stored, plain or streamed', async () => {
+  const body = ask('checked', 'too long an answer for the checks');
+  const a = await chat(body);
+  assert.ok(a.res.status >= 500, `refused: ${a.res.status}`);
+  assert.match(a.text, /contract/);
+  assert.equal((await chat(body)).res.headers.get('x-bascule-cache'), 'miss');
+  // A pass-through stream's checks can only be recorded as it passes: never stored.
+  const s = ask('checked', 'a stream past the checks', { stream: true });
+  const first = await chat(s);
+  assert.equal(first.res.status, 200);
+  assert.equal((await chat(s)).res.headers.get('x-bascule-cache'), 'miss');
+  assert.equal(await calls('m-checked'), 4);
+});
+
 test('a route without cache says nothing of it', async () => {
   const a = await chat(ask('none', 'uncached'));
   assert.equal(a.res.status, 200);
   assert.equal(a.res.headers.get('x-bascule-cache'), null);
+});
+
+test('an Anthropic-dialect stream is replayed in its own dialect, apart from OpenAI\'s', async () => {
+  const post = (body) => fetch(`${gw.url}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ALPHA}`,
+      'anthropic-version': '2023-06-01' },
+    body: JSON.stringify(body),
+  });
+  const body = { model: 'cached', max_tokens: 64, stream: true,
+    messages: [{ role: 'user', content: 'anthropic stream' }] };
+  const a = await post(body);
+  const aText = await a.text();
+  assert.equal(a.status, 200);
+  assert.equal(a.headers.get('x-bascule-cache'), 'miss');
+  assert.match(aText, /event: message_stop/);
+  const n = await calls('m-cached');
+  const b = await post(body);
+  const bText = await b.text();
+  assert.equal(b.headers.get('x-bascule-cache'), 'hit');
+  assert.equal(bText, aText.replace(/: x-bascule-cost-usd: [0-9.]+\n\n$/, ''));
+  assert.equal(await calls('m-cached'), n);
+  // The same conversation asked in OpenAI's dialect is another key.
+  const o = await chat(ask('cached', 'anthropic stream', { stream: true, max_tokens: 64 }));
+  assert.equal(o.res.headers.get('x-bascule-cache'), 'miss');
+  assert.doesNotMatch(o.text, /message_stop/);
 });
