@@ -274,7 +274,9 @@ test('an Anthropic-dialect stream is replayed in its own dialect, apart from Ope
   assert.equal(bText, aText.replace(/: x-bascule-cost-usd: [0-9.]+\n\n$/, ''));
   assert.equal(await calls('m-cached'), n);
   // The same conversation asked in OpenAI's dialect is another key.
-  const o = await chat(ask('cached', 'anthropic stream', { stream: true, max_tokens: 64 }));
-  assert.equal(o.res.headers.get('x-bascule-cache'), 'miss');
-  assert.doesNotMatch(o.text, /message_stop/);
+  for (const extra of [{}, { stream_options: { include_usage: true } }]) {
+    const o = await chat(ask('cached', 'anthropic stream', { stream: true, max_tokens: 64, ...extra }));
+    assert.equal(o.res.headers.get('x-bascule-cache'), 'miss');
+    assert.doesNotMatch(o.text, /message_stop/);
+  }
 });
