@@ -91,12 +91,18 @@ static bool query_param(struct bsc_str q, struct bsc_str name, struct bsc_str *o
     return false;
 }
 
-static void clear_cache(struct worker *w, struct srv_req *req)
+static void clear_cache(struct worker *w, struct srv_req *req, const struct cfg *cfg)
 {
     struct bsc_str route = BSC_STR_NULL;
     struct bsc_buf b;
     size_t n;
 
+    if (cfg->cache.store == CFG_CACHE_REDIS) {
+        srv_resp_error(req, 501, "invalid_request_error", "not_supported",
+                       "answers kept in Redis (cache.store: redis) end with their ttl_s; "
+                       "DELETE /admin/cache clears the memory store only");
+        return;
+    }
     if (query_param(srv_req_query(req), BSC_STR("route"), &route) && !route.len) {
         srv_resp_error(req, 400, "invalid_request_error", "invalid_route",
                        "route= names the route whose cached answers are dropped");
@@ -150,7 +156,7 @@ void api__admin(struct worker *w, struct srv_req *req, struct bsc_str rest)
     } else if (api__admin_clients(w, req, cfg, rest)) {
         /* answered there, now or once the store has answered */
     } else if (bsc_str_eq(rest, BSC_STR("cache")) && bsc_str_eq(m, BSC_STR("DELETE"))) {
-        clear_cache(w, req);
+        clear_cache(w, req, cfg);
     } else if (bsc_str_eq(rest, BSC_STR("cache")) && get) {
         cache_usage(w, req, cfg);
     } else if (bsc_str_eq(rest, BSC_STR("targets")) && get) {

@@ -1124,18 +1124,6 @@ static const struct cfg__field feedback_fields[] = {
     {FU32(struct cfg_feedback, "max_client_verdicts", max_client_verdicts, 1, 100000)},
 };
 
-/* The in-memory store only for now: Redis is refused rather than silently kept local. */
-static void cache_all_check(struct cfg__v *v, const struct cfg__node *map, void *base,
-                            const char *where)
-{
-    const struct cfg_cache_all *c = base;
-    const struct cfg__entry *st = cfg__map_find(map, "store");
-
-    if (c->store == CFG_CACHE_REDIS && st)
-        error_at(v, st->value, where, "store",
-                 "redis is not available in this version: use memory");
-}
-
 static const struct cfg__field cache_all_fields[] = {
     {FDBL(struct cfg_cache_all, "memory_mb", memory_mb, 0.0, 1048576.0, true)},
     {FENUM(struct cfg_cache_all, "store", store, cache_store_names)},
@@ -1165,7 +1153,7 @@ static const struct cfg__field top_fields[] = {
     {FMAP(struct cfg, "responses", responses, responses_fields, NULL)},
     {FMAP(struct cfg, "feedback", feedback, feedback_fields, NULL)},
     {FMAP(struct cfg, "shadow", shadow, shadow_all_fields, NULL)},
-    {FMAP(struct cfg, "cache", cache, cache_all_fields, cache_all_check)},
+    {FMAP(struct cfg, "cache", cache, cache_all_fields, NULL)},
     {FFN("clients", cfg__clients_note)},
     {FMAP_FLAT("metrics", metrics_fields, NULL)},
     {.name = "telemetry", .type = CFG__F_MAP, .off = offsetof(struct cfg, telemetry),
@@ -1273,6 +1261,19 @@ static void operator_key_check(struct cfg__v *v, const struct cfg__node *root,
               section, c->id, cl && i < cl->n ? cl->items[i].key->line : 0, section);
 }
 
+/* cache.store: redis keeps answers in the state store's Redis: without one they would
+ * silently stay local, so it is refused. After the first pass: `store` may come later. */
+static void cache_store_check(struct cfg__v *v, const struct cfg__node *root)
+{
+    const struct cfg__entry *sec = root ? cfg__map_find(root, "cache") : NULL;
+    const struct cfg__entry *st = sec && sec->value->kind == CFG__MAP
+                                      ? cfg__map_find(sec->value, "store")
+                                      : NULL;
+
+    if (st && v->cfg->cache.store == CFG_CACHE_REDIS && v->cfg->store.kind != CFG_STORE_REDIS)
+        error_at(v, st->value, "cache", "store", "redis needs store.kind: redis");
+}
+
 enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct cfg **out)
 {
     struct cfg *cfg = calloc(1, sizeof(*cfg));
@@ -1300,6 +1301,7 @@ enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct 
     if (!v.oom) {
         operator_key_check(&v, root, "admin", cfg->admin_key);
         operator_key_check(&v, root, "metrics", cfg->metrics_key);
+        cache_store_check(&v, root);
     }
     if (!v.oom && !s->n_errors) {
         enum bsc_err serr = cfg__secrets_build(cfg);

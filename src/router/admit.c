@@ -121,7 +121,11 @@ static enum admit_verdict check_idempotency(struct request *r)
  * Idempotency-Key settled; a hit is answered here and nothing goes upstream. */
 static enum admit_verdict check_cache(struct request *r)
 {
-    return cache_req_lookup(r) ? ADMIT_ANSWERED : ADMIT_PASS;
+    switch (cache_req_lookup(r)) {
+    case CACHE_WAIT: return ADMIT_WAIT;
+    case CACHE_ANSWERED: return ADMIT_ANSWERED;
+    default: return ADMIT_PASS;
+    }
 }
 
 /* Before any replay of a write_possible operation: its ledger entry must not say it may

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "metrics/metrics.h"
+#include "router/cache_shared.h"
 #include "router/contract.h"
 #include "router/internal.h"
 
@@ -22,9 +23,15 @@ static const char *const ignored[] = {"stream", "stream_options", "user", "reque
 
 #define CANON_MAX_BYTES (16u << 20)
 
+static bool shared(const struct request *r)
+{
+    return r->cfg->cache.store == CFG_CACHE_REDIS;
+}
+
 static bool cache_on(const struct request *r)
 {
-    return r->route->cache.mode == CFG_CACHE_EXACT && r->gw->cache;
+    return r->route->cache.mode == CFG_CACHE_EXACT &&
+           (shared(r) ? r->gw->store != NULL : r->gw->cache != NULL);
 }
 
 /* Whether the comma-separated Cache-Control value <v> has the directive <d>. */
@@ -117,34 +124,63 @@ static void reply_hit(struct request *r, struct bsc_str body, const struct cache
         metrics_inc(req__metrics(r), r->w->idx, METRIC_CACHE_SAVED, NULL, NULL, meta->cost_usd);
 }
 
-bool cache_req_lookup(struct request *r)
+/* A shared lookup came back: a hit is answered, anything else is a miss. */
+static enum cache_verdict shared_answer(struct request *r)
 {
-    struct bsc_str cc;
+    r->c.asked = false;
+    count(r, r->c.found ? "hit" : "miss");
+    if (!r->c.found)
+        return CACHE_PASS;
+    reply_hit(r, bsc_buf_str(&r->c.hit), &r->c.hit_meta);
+    return CACHE_ANSWERED;
+}
+
+static enum cache_verdict memory_lookup(struct request *r)
+{
     struct bsc_buf body;
     struct cache_meta meta;
     bool hit;
 
-    if (!cache_on(r) || r->c.result)
-        return false;
-    cc = srv_req_header(r->sreq, BSC_STR("cache-control"));
-    r->c.no_store = cc.p && has_directive(cc, "no-store");
-    bsc_buf_init(&r->c.copy, r->route->cache.max_entry_bytes);
-    if (cc.p && has_directive(cc, "no-cache")) {
-        count(r, "bypass");
-        make_key(r); /* no lookup, but the answer may still be stored */
-        return false;
-    }
-    if (!make_key(r)) {
-        count(r, "bypass");
-        return false;
-    }
     bsc_buf_init(&body, r->route->cache.max_entry_bytes);
     hit = cache_mem_get(r->gw->cache, &r->c.key, bsc_wall_ms(), &body, &meta);
     count(r, hit ? "hit" : "miss");
     if (hit)
         reply_hit(r, bsc_buf_str(&body), &meta);
     bsc_buf_cleanup(&body);
-    return hit;
+    return hit ? CACHE_ANSWERED : CACHE_PASS;
+}
+
+enum cache_verdict cache_req_lookup(struct request *r)
+{
+    struct bsc_str cc;
+
+    if (!cache_on(r))
+        return CACHE_PASS;
+    if (r->c.waiting)
+        return CACHE_WAIT;
+    if (r->c.asked)
+        return shared_answer(r);
+    if (r->c.result)
+        return CACHE_PASS; /* decided before */
+    cc = srv_req_header(r->sreq, BSC_STR("cache-control"));
+    r->c.no_store = cc.p && has_directive(cc, "no-store");
+    bsc_buf_init(&r->c.copy, r->route->cache.max_entry_bytes);
+    bsc_buf_init(&r->c.hit, r->route->cache.max_entry_bytes);
+    if (cc.p && has_directive(cc, "no-cache")) {
+        count(r, "bypass");
+        make_key(r); /* no lookup, but the answer may still be stored */
+        return CACHE_PASS;
+    }
+    if (!make_key(r)) {
+        count(r, "bypass");
+        return CACHE_PASS;
+    }
+    if (!shared(r))
+        return memory_lookup(r);
+    if (cache_shared_get(r))
+        return CACHE_WAIT;
+    count(r, "miss"); /* the store could not take the lookup: a miss, never an error */
+    return CACHE_PASS;
 }
 
 size_t cache_req_header(const struct request *r, struct srv_header *h)
@@ -177,10 +213,16 @@ void cache_req_finish(struct request *r)
                               .stored_ms = bsc_wall_ms()};
     uint64_t limit = (uint64_t)(r->cfg->cache.memory_mb * 1048576.0);
 
-    if (r->c.result && storable(r) &&
-        cache_mem_put(r->gw->cache, &r->c.key, bsc_str_cstr(r->route->id),
-                      bsc_buf_str(&r->c.copy), &meta, (uint64_t)r->route->cache.ttl_s * 1000,
-                      meta.stored_ms, limit) != BSC_OK)
-        LOG_DEBUG("%s: answer not cached (larger than cache.memory_mb)", r->id);
+    cache_shared_detach(r);
+    if (r->c.result && storable(r)) {
+        if (shared(r))
+            cache_shared_put(r, bsc_buf_str(&r->c.copy), &meta);
+        else if (cache_mem_put(r->gw->cache, &r->c.key, bsc_str_cstr(r->route->id),
+                               bsc_buf_str(&r->c.copy), &meta,
+                               (uint64_t)r->route->cache.ttl_s * 1000, meta.stored_ms,
+                               limit) != BSC_OK)
+            LOG_DEBUG("%s: answer not cached (larger than cache.memory_mb)", r->id);
+    }
     bsc_buf_cleanup(&r->c.copy);
+    bsc_buf_cleanup(&r->c.hit);
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "cache/key.h"
+#include "cache/lru.h"
 #include "core/buf.h"
 
 struct request;
@@ -23,10 +24,21 @@ struct cache_req {
     bool overflow;        /* the answer passed max_entry_bytes: not stored */
     struct cache_key key;
     struct bsc_buf copy;  /* owned: the client's bytes as they went out */
+    /* cache.store: redis (cache_shared.c): the lookup in flight and what it found. */
+    bool asked;           /* a shared lookup was started: its answer decides */
+    bool waiting;         /* ... and has not come back yet */
+    bool found;           /* it found <hit> */
+    void *shared;         /* the lookup's context while it runs */
+    struct bsc_buf hit;   /* owned: the answer found */
+    struct cache_meta hit_meta;
 };
 
-/* ADMIT's check: true when the request was answered from the cache (the machine ends it). */
-bool cache_req_lookup(struct request *r);
+enum cache_verdict { CACHE_PASS, CACHE_WAIT, CACHE_ANSWERED };
+
+/* ADMIT's check: CACHE_ANSWERED when the request was answered from the cache (the machine
+ * ends it), CACHE_WAIT while a shared lookup runs (its callback runs the machine, which calls
+ * this again), else CACHE_PASS. */
+enum cache_verdict cache_req_lookup(struct request *r);
 /* The x-bascule-cache header of an answer made upstream: 0 or 1 put in <h>. */
 size_t cache_req_header(const struct request *r, struct srv_header *h);
 /* Keeps a copy of <len> bytes the client is sent. */
