@@ -247,6 +247,19 @@ test('an answer the route\'s checks refuse is not stored, plain or streamed', as
   assert.equal(await calls('m-checked'), 4);
 });
 
+test('a hit under an Idempotency-Key is that key\'s record too', async () => {
+  const body = ask('cached', 'idempotent and cached');
+  const a = await chat(body);
+  assert.equal(a.res.headers.get('x-bascule-cache'), 'miss');
+  const key = { 'idempotency-key': 'cache-idem-1' };
+  const b = await chat(body, { headers: key });
+  assert.equal(b.res.headers.get('x-bascule-cache'), 'hit');
+  const c = await chat(body, { headers: key });
+  assert.equal(c.res.status, 200);
+  assert.equal(c.res.headers.get('x-bascule-idempotent-replay'), 'true');
+  assert.equal(c.text, a.text);
+});
+
 test('a route without cache says nothing of it', async () => {
   const a = await chat(ask('none', 'uncached'));
   assert.equal(a.res.status, 200);
