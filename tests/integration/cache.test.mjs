@@ -104,6 +104,14 @@ test('a miss then a hit: same bytes, no upstream call, Age, cost 0, counted', as
   assert.match(metrics, /bascule_cache_requests_total\{route="cached",result="hit"\} [1-9]/);
   assert.match(metrics, /bascule_cache_requests_total\{route="cached",result="miss"\} [1-9]/);
   assert.match(metrics, /bascule_cache_saved_usd_total [0-9.e-]*[1-9]/);
+  const auth = { headers: { authorization: `Bearer ${ADMIN}` } };
+  const status = await (await fetch(`${gw.url}/status.json`, auth)).json();
+  const row = status.cache.routes.find((x) => x.route === 'cached');
+  assert.ok(row.hit >= 1 && row.miss >= 1, JSON.stringify(row));
+  assert.equal(row.hit_ratio, Number((row.hit / (row.hit + row.miss)).toFixed(4)));
+  assert.ok(status.cache.saved_usd > 0 && status.cache.entries >= 1, JSON.stringify(status.cache));
+  const page = await (await fetch(`${gw.url}/status`, auth)).text();
+  assert.match(page, /Response cache/);
 });
 
 test('the key is the canonical body: member order, whitespace and user do not matter', async () => {
