@@ -35,6 +35,7 @@
 #include "health/probe.h"
 #include "metrics/metrics.h"
 #include "health/verdicts.h"
+#include "cache/lru.h"
 #include "router/access_log.h"
 #include "router/gateway.h"
 #include "router/keyring.h"
@@ -587,6 +588,7 @@ static void gateway_free(struct gateway *gw)
     keyring_free(gw->keyring);
     spend_book_free(gw->spend);
     status_history_free(gw->history);
+    cache_mem_free(gw->cache);
     cfg_current_swap(NULL);
 }
 
@@ -672,8 +674,9 @@ static int serve(const char *path, const struct rlimit *core_limit)
     mc.gw.keyring = keyring_new();
     mc.gw.rebuild = rebuild;
     mc.gw.history = status_history_new();
+    mc.gw.cache = cache_mem_new();
     if (!mc.gw.keyring || !mc.gw.hs || !mc.gw.lim || !mc.gw.metrics || !mc.gw.conns ||
-        !mc.gw.verdicts || !mc.gw.spend || !mc.gw.history ||
+        !mc.gw.verdicts || !mc.gw.spend || !mc.gw.history || !mc.gw.cache ||
         hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK ||
         lim_reg_sync(mc.gw.lim, cfg) != BSC_OK) {
         LOG_ERR("out of memory at start");

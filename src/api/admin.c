@@ -5,10 +5,14 @@
  *   /admin/clients...                        clients and their spend (admin_clients.c)
  *   /admin/keys..., /admin/audit             run-time keys, the audit trail (admin_keys.c)
  * Roles (admin.key, admin.keys): a read key may GET, never change (403).
+ *   GET  /admin/cache                        the response cache's entries, bytes, bound
+ *   DELETE /admin/cache[?route=<id>]         drops a route's cached answers (every route's
+ *                                            without the parameter)
  * The kill switch lives in the shared routing state, so it survives config reloads. */
 #include <string.h>
 
 #include "api/internal.h"
+#include "cache/lru.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "health/hstate.h"
@@ -73,6 +77,71 @@ static void switch_target(struct worker *w, struct srv_req *req, const struct cf
     bsc_buf_cleanup(&b);
 }
 
+/* The value of <name> in the query string <q> ("a=1&route=x"), as written (not decoded). */
+static bool query_param(struct bsc_str q, struct bsc_str name, struct bsc_str *out)
+{
+    const char *p = q.p, *end = q.p + q.len;
+
+    while (p && p < end) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        struct bsc_str kv = bsc_str_make(p, (size_t)((amp ? amp : end) - p));
+        if (kv.len > name.len && kv.p[name.len] == '=' && memcmp(kv.p, name.p, name.len) == 0) {
+            *out = bsc_str_make(kv.p + name.len + 1, kv.len - name.len - 1);
+            return true;
+        }
+        p = amp ? amp + 1 : end;
+    }
+    return false;
+}
+
+static void clear_cache(struct worker *w, struct srv_req *req, const struct cfg *cfg)
+{
+    struct bsc_str route = BSC_STR_NULL;
+    struct bsc_buf b;
+    size_t n;
+
+    if (cfg->cache.store == CFG_CACHE_REDIS) {
+        srv_resp_error(req, 501, "invalid_request_error", "not_supported",
+                       "answers kept in Redis (cache.store: redis) end with their ttl_s; "
+                       "DELETE /admin/cache clears the memory store only");
+        return;
+    }
+    if (query_param(srv_req_query(req), BSC_STR("route"), &route) && !route.len) {
+        srv_resp_error(req, 400, "invalid_request_error", "invalid_route",
+                       "route= names the route whose cached answers are dropped");
+        return;
+    }
+    n = cache_mem_drop_route(w->gw->cache, route);
+    api__line_detail(req, "cache cleared: %zu entries of %.*s", n,
+                     route.len ? (int)(route.len > 128 ? 128 : route.len) : 3,
+                     route.len ? route.p : "all");
+    bsc_buf_init(&b, 4096);
+    bsc_buf_append_cstr(&b, "{\"route\":");
+    if (route.len)
+        bsc_buf_append_json_str(&b, route);
+    else
+        bsc_buf_append_cstr(&b, "null");
+    bsc_buf_appendf(&b, ",\"deleted\":%zu}", n);
+    srv_resp_send(req, 200, "application/json", NULL, 0, b.p, b.len);
+    bsc_buf_cleanup(&b);
+}
+
+static void cache_usage(struct worker *w, struct srv_req *req, const struct cfg *cfg)
+{
+    size_t entries;
+    uint64_t bytes, evicted;
+    struct bsc_buf b;
+
+    cache_mem_usage(w->gw->cache, &entries, &bytes, &evicted);
+    bsc_buf_init(&b, 4096);
+    bsc_buf_appendf(&b, "{\"entries\":%zu,\"bytes\":%llu,\"limit_bytes\":%llu,\"evicted\":%llu}",
+                    entries, (unsigned long long)bytes,
+                    (unsigned long long)(cfg->cache.memory_mb * 1048576.0),
+                    (unsigned long long)evicted);
+    srv_resp_send(req, 200, "application/json", NULL, 0, b.p, b.len);
+    bsc_buf_cleanup(&b);
+}
+
 void api__admin(struct worker *w, struct srv_req *req, struct bsc_str rest)
 {
     struct cfg *cfg = cfg_current_get();
@@ -95,6 +164,10 @@ void api__admin(struct worker *w, struct srv_req *req, struct bsc_str rest)
     } else if (api__admin_clients(w, req, cfg, rest, admin) ||
                api__admin_keys(w, req, cfg, rest, admin)) {
         /* answered there, now or once the store has answered */
+    } else if (bsc_str_eq(rest, BSC_STR("cache")) && bsc_str_eq(m, BSC_STR("DELETE"))) {
+        clear_cache(w, req, cfg);
+    } else if (bsc_str_eq(rest, BSC_STR("cache")) && get) {
+        cache_usage(w, req, cfg);
     } else if (bsc_str_eq(rest, BSC_STR("targets")) && get) {
         list_targets(w, req, cfg);
     } else if (bsc_str_starts(rest, BSC_STR("targets/")) && post &&

@@ -72,6 +72,9 @@ void api__keyring_commit(struct worker *w, struct srv_req *req, struct json_obje
 /* status.json's ",\"clients\":[...]": in flight, the book's spend (null when not loaded),
  * budget and period of each client. */
 void api__put_clients_status(struct bsc_buf *b, struct worker *w, const struct cfg *cfg);
+/* ,"cache":{routes:[{route,hit,miss,bypass,hit_ratio}],saved_usd,entries,bytes}: the
+ * response cache on the status page (status_cache.c). */
+void api__put_cache_status(struct bsc_buf *b, struct worker *w);
 /* GET|PUT /v1/ledger/{<op_id>}: the tool side-effect ledger (api/ledger.c). */
 void api__ledger(struct worker *w, struct srv_req *req, struct bsc_str op_id);
 /* The OpenAI-shaped members of a chat body its reader already found (api__chat_read). */

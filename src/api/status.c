@@ -55,7 +55,9 @@ static const char page[] =
     "<th>contract</th><th>task</th><th>recent attempts ok</th><th>recent tasks ok</th></tr>"
     "</thead><tbody id=\"outcomes\"></tbody></table><h2>Clients</h2><table><thead><tr>"
     "<th>client</th><th>in flight</th><th>spend</th><th>budget</th><th>period</th></tr>"
-    "</thead><tbody id=\"clients\"></tbody></table><script>"
+    "</thead><tbody id=\"clients\"></tbody></table><h2>Response cache</h2><table><thead><tr>"
+    "<th>route</th><th>hits</th><th>misses</th><th>bypassed</th><th>hit ratio</th></tr>"
+    "</thead><tbody id=\"cache\"></tbody></table><script>"
     "const esc=s=>String(s==null?'':s).replace(/[&<>\"']/g,c=>'&#'+c.charCodeAt(0)+';');"
     "const ms=v=>v==null||v<0?'-':v.toFixed(1);"
     "function circuit(t){if(t.disabled||t.admin_disabled)return'<span class=\"pill off\">disabled</span>';"
@@ -146,6 +148,11 @@ static const char page[] =
     "document.getElementById('clients').innerHTML=(s.clients||[]).map(x=>'<tr><td>'+esc(x.id)+"
     "'</td><td class=num>'+x.in_flight+'</td><td class=num>'+usd(x.spend_usd)+"
     "'</td><td class=num>'+usd(x.budget_usd)+'</td><td>'+esc(x.period)+'</td></tr>').join('');"
+    "const ca=s.cache||{routes:[]};"
+    "document.getElementById('cache').innerHTML=ca.routes.map(x=>'<tr><td>'+esc(x.route)+"
+    "'</td><td class=num>'+x.hit+'</td><td class=num>'+x.miss+'</td><td class=num>'+x.bypass+"
+    "'</td><td class=num>'+(x.hit_ratio==null?'-':(x.hit_ratio*100).toFixed(1)+'%')+"
+    "'</td></tr>').join('');"
     "document.getElementById('state').textContent='live \\u00b7 '+new Date().toLocaleTimeString();"
     "}catch(e){document.getElementById('state').textContent='disconnected'}}"
     "tick();setInterval(tick,2000);</script></body></html>";
@@ -307,6 +314,7 @@ void api__status_json(struct worker *w, struct srv_req *req)
     /* The events up to this request (series points come from the main loop's sampler). */
     status_history_observe(w->gw->history, w->gw, cfg, bsc_wall_ms(), false);
     status_history_put_json(w->gw->history, &b);
+    api__put_cache_status(&b, w);
     bsc_buf_append_char(&b, '}');
     srv_resp_send(req, 200, "application/json", NULL, 0, b.p, b.len);
     bsc_buf_cleanup(&b);

@@ -69,6 +69,11 @@ enum cfg_store_kind { CFG_STORE_MEMORY = 0, CFG_STORE_SQLITE, CFG_STORE_REDIS, C
 /* What a redis store does while Redis cannot be reached. */
 enum cfg_store_unavail { CFG_STORE_LOCAL = 0, CFG_STORE_REJECT, CFG_STORE_UNAVAIL_COUNT };
 
+/* routes.<r>.cache.mode, .scope; cache.store (router/cache_req.c, docs/internals/cache.md). */
+enum cfg_cache_mode { CFG_CACHE_OFF = 0, CFG_CACHE_EXACT, CFG_CACHE_SEMANTIC, CFG_CACHE_MODE_COUNT };
+enum cfg_cache_scope { CFG_CACHE_CLIENT = 0, CFG_CACHE_ROUTE, CFG_CACHE_SCOPE_COUNT };
+enum cfg_cache_store { CFG_CACHE_MEMORY = 0, CFG_CACHE_REDIS, CFG_CACHE_STORE_COUNT };
+
 /* Capability bits, for targets' `capabilities` and routes' `requires.capabilities`. */
 enum cfg_cap {
     CFG_CAP_TEXT = 1u << 0,
@@ -298,6 +303,16 @@ struct cfg_score {
     double cost_usd;   /* 100: subtracted per US dollar of estimated cost */
 };
 
+/* cache: the route's response cache (router/cache_req.c, docs/internals/cache.md). */
+struct cfg_route_cache {
+    enum cfg_cache_mode mode;   /* off unless the route has cache: */
+    uint32_t ttl_s;             /* 300 */
+    enum cfg_cache_scope scope; /* client: answers are never shared between callers */
+    uint64_t max_entry_bytes;   /* 1048576: a larger answer is not stored */
+    char *embeddings_target;    /* owned; semantic mode (not available yet) */
+    double min_similarity;      /* 0.95; semantic mode */
+};
+
 struct cfg_route {
     char *id; /* owned; what clients send as "model" */
     struct cfg_sel_rule *select; /* owned; n_select > 0: a select route, without tiers */
@@ -310,6 +325,13 @@ struct cfg_route {
     struct cfg_shadow shadow;
     struct chk_set checks; /* output checks, patterns compiled at load (contract/checks.h) */
     struct cfg_score score;
+    struct cfg_route_cache cache;
+};
+
+/* cache: the gateway's response cache storage. */
+struct cfg_cache_all {
+    double memory_mb;           /* 256: the in-memory LRU's bound, in MiB */
+    enum cfg_cache_store store; /* memory */
 };
 
 struct cfg_limits {
@@ -478,6 +500,7 @@ struct cfg {
     struct cfg_limits limits;
     char *admin_key; /* owned; empty string = admin API off */
     struct cfg_store store;
+    struct cfg_cache_all cache;
     struct cfg_provider *providers; /* owned array */
     size_t n_providers;
     struct cfg_target *targets; /* owned array */

@@ -68,6 +68,7 @@ void cfg__route_cleanup(struct cfg_route *r)
     tier_cleanup(&r->fallback);
     tier_cleanup(&r->shadow.targets);
     chk_cleanup(&r->checks);
+    BSC_FREE(r->cache.embeddings_target);
 }
 
 static void strs_cleanup(struct cfg_strs *l)

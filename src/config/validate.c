@@ -66,6 +66,12 @@ static const char *const balance_names[] = {"priority", "weighted", "least_laten
 _Static_assert(BSC_ARRAY_LEN(balance_names) == CFG_BALANCE_COUNT, "balance_names");
 static const char *const side_names[] = {"none", "read_only", "write_possible"};
 _Static_assert(BSC_ARRAY_LEN(side_names) == CFG_SE_COUNT, "side_names");
+static const char *const cache_mode_names[] = {"off", "exact", "semantic"};
+_Static_assert(BSC_ARRAY_LEN(cache_mode_names) == CFG_CACHE_MODE_COUNT, "cache_mode_names");
+static const char *const cache_scope_names[] = {"client", "route"};
+_Static_assert(BSC_ARRAY_LEN(cache_scope_names) == CFG_CACHE_SCOPE_COUNT, "cache_scope_names");
+static const char *const cache_store_names[] = {"memory", "redis"};
+_Static_assert(BSC_ARRAY_LEN(cache_store_names) == CFG_CACHE_STORE_COUNT, "cache_store_names");
 static const char *const sf_names[] = {"fail", "buffer", "continue"};
 _Static_assert(BSC_ARRAY_LEN(sf_names) == CFG_SF_COUNT, "sf_names");
 static const char *const overflow_names[] = {"fail", "trim"};
@@ -795,6 +801,31 @@ static const struct cfg__field shadow_fields[] = {
     {FU32(struct cfg_shadow, "max_concurrency", max_concurrency, 1, 100000)},
 };
 
+/* A route's cache: only the exact mode is available; semantic is refused rather than
+ * silently served as exact (docs/internals/cache.md). */
+static void cache_check(struct cfg__v *v, const struct cfg__node *map, void *base,
+                        const char *where)
+{
+    const struct cfg_route_cache *c = base;
+    const struct cfg__entry *mode = cfg__map_find(map, "mode");
+
+    if (!mode)
+        cfg__diag(v->s, false, map->line, map->column, "missing required key 'mode' in %s",
+                  where);
+    else if (c->mode == CFG_CACHE_SEMANTIC)
+        error_at(v, mode->value, where, "mode",
+                 "semantic is not available in this version: use exact");
+}
+
+static const struct cfg__field cache_fields[] = {
+    {FENUM(struct cfg_route_cache, "mode", mode, cache_mode_names)},
+    {FU32(struct cfg_route_cache, "ttl_s", ttl_s, 1, 30 * 86400)},
+    {FENUM(struct cfg_route_cache, "scope", scope, cache_scope_names)},
+    {FU64(struct cfg_route_cache, "max_entry_bytes", max_entry_bytes, 1, 1u << 30)},
+    {FSTR(struct cfg_route_cache, "embeddings_target", embeddings_target)},
+    {FDBL(struct cfg_route_cache, "min_similarity", min_similarity, 0.0, 1.0, false)},
+};
+
 static const struct cfg__field score_fields[] = {
     {FDBL(struct cfg_score, "contract", contract, 0.0, 1e9, false)},
     {FDBL(struct cfg_score, "task", task, 0.0, 1e9, false)},
@@ -818,6 +849,7 @@ static const struct cfg__field route_fields[] = {
     {FMAP(struct cfg_route, "shadow", shadow, shadow_fields, NULL)},
     {FFN("checks", cfg__checks_fn)},
     {FMAP(struct cfg_route, "score", score, score_fields, NULL)},
+    {FMAP(struct cfg_route, "cache", cache, cache_fields, cache_check)},
 };
 
 /* ---- the three maps of objects -------------------------------------------------------- */
@@ -971,6 +1003,8 @@ static void route_defaults(struct cfg_route *r)
     r->context = (struct cfg_context){.overflow = CFG_OVERFLOW_FAIL, .keep_last = 4};
     r->shadow.percent = 100;
     r->shadow.max_concurrency = 16;
+    r->cache = (struct cfg_route_cache){.ttl_s = 300, .max_entry_bytes = 1048576,
+                                        .min_similarity = 0.95};
     r->score = (struct cfg_score){.contract = 1.0, .task = 1.0, .latency_ms = 0.001,
                                   .cost_usd = 100.0};
 }
@@ -1124,6 +1158,11 @@ static const struct cfg__field feedback_fields[] = {
     {FU32(struct cfg_feedback, "max_client_verdicts", max_client_verdicts, 1, 100000)},
 };
 
+static const struct cfg__field cache_all_fields[] = {
+    {FDBL(struct cfg_cache_all, "memory_mb", memory_mb, 0.0, 1048576.0, true)},
+    {FENUM(struct cfg_cache_all, "store", store, cache_store_names)},
+};
+
 static const struct cfg__field shadow_all_fields[] = {
     {FDBL(struct cfg_shadow_all, "max_usd_per_day", max_usd_per_day, 0, 1e9, false)},
 };
@@ -1148,6 +1187,7 @@ static const struct cfg__field top_fields[] = {
     {FMAP(struct cfg, "responses", responses, responses_fields, NULL)},
     {FMAP(struct cfg, "feedback", feedback, feedback_fields, NULL)},
     {FMAP(struct cfg, "shadow", shadow, shadow_all_fields, NULL)},
+    {FMAP(struct cfg, "cache", cache, cache_all_fields, NULL)},
     {FFN("clients", cfg__clients_note)},
     {FMAP_FLAT("metrics", metrics_fields, NULL)},
     {.name = "telemetry", .type = CFG__F_MAP, .off = offsetof(struct cfg, telemetry),
@@ -1183,6 +1223,7 @@ static bool defaults(struct cfg *cfg, const char *file)
     cfg->store.instances = 1;
     cfg->store.lease_ttl_ms = 10000;
     cfg->responses.ttl_s = 3600;
+    cfg->cache = (struct cfg_cache_all){.memory_mb = 256, .store = CFG_CACHE_MEMORY};
     cfg->feedback = (struct cfg_feedback){.half_life_ms = 600000, .max_client_verdicts = 10};
     cfg->breaker = (struct cfg_breaker){
         .key_dims = CFG_BRK_PROVIDER | CFG_BRK_MODEL | CFG_BRK_REGION | CFG_BRK_KEY,
@@ -1254,6 +1295,19 @@ static void operator_key_check(struct cfg__v *v, const struct cfg__node *root,
               section, c->id, cl && i < cl->n ? cl->items[i].key->line : 0, section);
 }
 
+/* cache.store: redis keeps answers in the state store's Redis: without one they would
+ * silently stay local, so it is refused. After the first pass: `store` may come later. */
+static void cache_store_check(struct cfg__v *v, const struct cfg__node *root)
+{
+    const struct cfg__entry *sec = root ? cfg__map_find(root, "cache") : NULL;
+    const struct cfg__entry *st = sec && sec->value->kind == CFG__MAP
+                                      ? cfg__map_find(sec->value, "store")
+                                      : NULL;
+
+    if (st && v->cfg->cache.store == CFG_CACHE_REDIS && v->cfg->store.kind != CFG_STORE_REDIS)
+        error_at(v, st->value, "cache", "store", "redis needs store.kind: redis");
+}
+
 enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct cfg **out)
 {
     struct cfg *cfg = calloc(1, sizeof(*cfg));
@@ -1282,6 +1336,7 @@ enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct 
         operator_key_check(&v, root, "admin", cfg->admin_key);
         operator_key_check(&v, root, "metrics", cfg->metrics_key);
         cfg__admin_keys_check_clients(&v);
+        cache_store_check(&v, root);
     }
     if (!v.oom && !s->n_errors) {
         enum bsc_err serr = cfg__secrets_build(cfg);

@@ -158,7 +158,12 @@ enum metric_buckets {
     X(STREAM_CONTINUATIONS, COUNTER, NONE, "bascule_stream_continuations_total",               \
       METRICS_L4("route", "target", "how", "result"),                                          \
       "Broken streams continued (on_stream_failure: continue) by route, the target that went " \
-      "on, how (prefill, replay) and result (ok, diverged, refused, failed).")
+      "on, how (prefill, replay) and result (ok, diverged, refused, failed).")                 \
+    X(CACHE_REQUESTS, COUNTER, NONE, "bascule_cache_requests_total",                           \
+      METRICS_L2("route", "result"),                                                           \
+      "Requests on a route with a response cache, by result: hit, miss, bypass.")              \
+    X(CACHE_SAVED, COUNTER, NONE, "bascule_cache_saved_usd_total", METRICS_L0(),               \
+      "Estimated US dollars not spent: the cost of each answer served from the cache.")
 
 enum metric_id {
 #define X(ID, TYPE, BUCKETS, NAME, LABELS, HELP) METRIC_##ID,

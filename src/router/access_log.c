@@ -142,6 +142,8 @@ void access_log_write(const struct access_entry *e)
         PUT_STR(b, "detail", e->detail);
     if (e->limited_by)
         PUT_STR(b, "limited_by", e->limited_by);
+    if (e->cache)
+        PUT_STR(b, "cache", e->cache);
     if (e->queued_ms > 0 || (e->queued_ms == 0 && e->limited_by))
         PUT_I64(b, "queued_ms", e->queued_ms);
     if (e->continued_target)

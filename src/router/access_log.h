@@ -36,6 +36,7 @@ struct access_entry {
     const char *detail; /* may be NULL; what a request the router did not take did or why it
                          * was refused ("disable target t1", "origin not allowed") */
     const char *limited_by; /* may be NULL: the local limit that said no (router/limit.c) */
+    const char *cache;      /* may be NULL: the response cache's hit, miss or bypass */
     int64_t queued_ms;      /* time queued for a target's room; < 0 (or 0 unset): not queued */
     /* on_stream_failure: continue -- where the stream went on last (NULL: never), how
      * ("prefill" | "replay") and the client bytes already sent at that seam */

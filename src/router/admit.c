@@ -117,6 +117,17 @@ static enum admit_verdict check_idempotency(struct request *r)
     return ADMIT_PASS;
 }
 
+/* The response cache (routes.<r>.cache): last, once the request is admitted and any
+ * Idempotency-Key settled; a hit is answered here and nothing goes upstream. */
+static enum admit_verdict check_cache(struct request *r)
+{
+    switch (cache_req_lookup(r)) {
+    case CACHE_WAIT: return ADMIT_WAIT;
+    case CACHE_ANSWERED: return ADMIT_ANSWERED;
+    default: return ADMIT_PASS;
+    }
+}
+
 /* Before any replay of a write_possible operation: its ledger entry must not say it may
  * already have acted. */
 static enum admit_verdict check_ledger(struct request *r)
@@ -145,6 +156,7 @@ static const struct admit_check admit_start[] = {
     {"idempotency_lookup", check_idempotency_lookup},
     {"retry_budget", check_retry_budget},
     {"idempotency", check_idempotency},
+    {"cache", check_cache},
 };
 
 static const struct admit_check admit_replay[] = {

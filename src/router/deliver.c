@@ -75,7 +75,14 @@ size_t deliver_route_headers(struct request *r, struct srv_header *h,
              (double)r->d.overhead_us / 1e3);
     h[n++] = (struct srv_header){BSC_STR("x-bascule-overhead-ms"),
                                  bsc_str_cstr(r->d.overhead_ms)};
-    return n;
+    return n + cache_req_header(r, h + n);
+}
+
+/* What the client is sent, kept for the idempotency record and the response cache. */
+static void record_out(struct request *r, const void *p, size_t len)
+{
+    guard_idem_record(r, p, len);
+    cache_req_record(r, p, len);
 }
 
 static void on_drain(struct srv_req *sreq, void *ud)
@@ -110,7 +117,7 @@ bool deliver_flush(struct request *r)
 {
     if (!r->sreq || r->d.out.len == 0)
         return false;
-    guard_idem_record(r, r->d.out.p, r->d.out.len);
+    record_out(r, r->d.out.p, r->d.out.len);
     /* A stream's events leave as they arrive: waiting for the end of the loop pass would
      * add its length (thousands of other streams' events) to each event's latency. */
     if (!write_out(r, true))
@@ -156,7 +163,7 @@ static void end_response(struct request *r, const char *termination, bool comple
 {
     r->d.termination = termination;
     if (r->sreq && r->d.out.len)
-        guard_idem_record(r, r->d.out.p, r->d.out.len);
+        record_out(r, r->d.out.p, r->d.out.len);
     guard_idem_finish(r);
     if (!r->sreq)
         return;
@@ -410,7 +417,7 @@ bool deliver_hold(struct request *r)
     r->d.termination = "ok";
     if (r->x.mode == BODY_SSE) { /* a buffered stream: its events are all in r->d.out */
         r->d.status = 200;
-        guard_idem_record(r, r->d.out.p, r->d.out.len);
+        record_out(r, r->d.out.p, r->d.out.len);
         return true;
     }
     ctx = down_ctx(r);
@@ -423,7 +430,7 @@ bool deliver_hold(struct request *r)
         return false;
     }
     r->d.status = r->x.up_status >= 200 && r->x.up_status < 300 ? r->x.up_status : 200;
-    guard_idem_record(r, answer_body(r).p, answer_body(r).len);
+    record_out(r, answer_body(r).p, answer_body(r).len);
     return true;
 }
 

@@ -9,6 +9,8 @@
 
 #include "core/err.h"
 #include "router/shadow_purse.h"
+
+struct cache_mem;
 #include "router/worker.h"
 
 struct hstate;
@@ -33,6 +35,7 @@ struct gateway {
     struct srv_group *conns; /* owned: the workers' servers even out their connections */
     struct status_history *history; /* owned: status.json's series and events (api/) */
     uint64_t started_ms;     /* wall clock */
+    struct cache_mem *cache; /* owned: the response cache (cache/lru.h) */
     struct shadow_purse shadow_purse; /* today's shadow spend, kept across reloads */
     struct keyring *keyring; /* owned: run-time keys and the audit trail (router/keyring.h) */
     /* Builds and publishes a new snapshot: the config file plus the keyring (main.c); any

@@ -18,6 +18,7 @@
 #include "health/breaker.h"
 #include "providers/provider.h"
 #include "router/attempt.h"
+#include "router/cache_req.h"
 #include "router/decide.h"
 #include "router/downstream.h"
 #include "router/envelope.h"
@@ -93,6 +94,7 @@ struct request {
                                              NULL; its rule <select_rule> chose <route> */
     int select_rule;                      /* 0-based; -1 when no rule held */
     struct req_input input;   /* the request as the client asked it (api/ filled most) */
+    struct cache_req c;       /* the response cache's side (cache_req.c) */
     struct req_notes notes;   /* what candidates and failures said, for the final answer */
     bool buffering;           /* on_stream_failure: buffer: release a stream only when whole */
     struct contract *contract; /* owned: compiled schemas (contract.c), or NULL */

@@ -869,6 +869,7 @@ static uint64_t write_access_line(struct request *r)
         .continued_target = r->resume.target,
         .continued_how = r->resume.how,
         .continued_bytes = r->resume.seam_bytes,
+        .cache = r->c.result,
     };
 
     if (r->select_route)
@@ -916,6 +917,7 @@ static void st_done(struct request *r)
         r->sreq = NULL;
     }
     shadow_primary_done(r); /* before the answer is freed */
+    cache_req_finish(r);    /* a whole, successful answer is stored */
     xchg_cleanup(r);
     resume_cleanup(r);
     deliver_cleanup(r);

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/* cache_req.c -- the response cache around one request (cache_req.h): its key (route, the
+ * client's dialect, the answer's shape, the scope, the canonical body), the lookup and the
+ * replay of a hit in ADMIT, and the store once the answer is whole. */
+#include "router/cache_req.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cache/canon.h"
+#include "cache/lru.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "metrics/metrics.h"
+#include "router/cache_shared.h"
+#include "router/contract.h"
+#include "router/internal.h"
+
+/* Top-level members that never change the answer: how it is carried (stream, its options,
+ * whose shape is the key's <shape>) and who asked (user, ids the client keeps). */
+static const char *const ignored[] = {"stream", "stream_options", "user", "request_id"};
+
+#define CANON_MAX_BYTES (16u << 20)
+
+static bool shared(const struct request *r)
+{
+    return r->cfg->cache.store == CFG_CACHE_REDIS;
+}
+
+static bool cache_on(const struct request *r)
+{
+    return r->route->cache.mode == CFG_CACHE_EXACT &&
+           (shared(r) ? r->gw->store != NULL : r->gw->cache != NULL);
+}
+
+/* Whether the comma-separated Cache-Control value <v> has the directive <d>. */
+static bool has_directive(struct bsc_str v, const char *d)
+{
+    size_t n = strlen(d);
+    const char *p = v.p, *end = v.p + v.len;
+
+    while (p && p < end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        struct bsc_str tok = bsc_str_trim(bsc_str_make(p, (size_t)((comma ? comma : end) - p)));
+        if (tok.len == n && strncasecmp(tok.p, d, n) == 0)
+            return true;
+        p = comma ? comma + 1 : end;
+    }
+    return false;
+}
+
+static const char *shape_of(const struct request *r)
+{
+    if (!r->input.stream)
+        return "json";
+    return r->input.include_usage ? "sse+usage" : "sse";
+}
+
+/* r->c.key from the request; false when the body cannot be canonicalised (a name twice in
+ * one object, a lone surrogate, ...): such a request is neither looked up nor stored. */
+static bool make_key(struct request *r)
+{
+    struct bsc_buf canon;
+    char scope[48];
+    enum canon_result res;
+    struct cache_key_parts parts = {
+        .route = bsc_str_cstr(r->route->id),
+        .dialect = bsc_str_cstr(r->path),
+        .shape = bsc_str_cstr(shape_of(r)),
+    };
+
+    if (r->route->cache.scope == CFG_CACHE_ROUTE)
+        snprintf(scope, sizeof(scope), "route");
+    else
+        snprintf(scope, sizeof(scope), "client:%s", r->client_scope);
+    parts.scope = bsc_str_cstr(scope);
+    bsc_buf_init(&canon, CANON_MAX_BYTES);
+    res = canon_request(srv_req_body(r->sreq), ignored, BSC_ARRAY_LEN(ignored), &canon);
+    if (res == CANON_OK) {
+        parts.canonical = bsc_buf_str(&canon);
+        cache_key_make(&parts, &r->c.key);
+        r->c.keyed = true;
+    }
+    bsc_buf_cleanup(&canon);
+    return res == CANON_OK;
+}
+
+static void count(struct request *r, const char *result)
+{
+    r->c.result = result;
+    metrics_inc(req__metrics(r), r->w->idx, METRIC_CACHE_REQUESTS, r->route->id, result, 1);
+}
+
+/* The stored answer, as it was first sent, with this request's own route headers. */
+static void reply_hit(struct request *r, struct bsc_str body, const struct cache_meta *meta)
+{
+    struct srv_header h[12];
+    char attempts[BSC_NUM_TEXT_MAX], age[24];
+    uint64_t now = bsc_wall_ms();
+    size_t n = 0;
+
+    if (meta->stream) {
+        h[n++] = (struct srv_header){BSC_STR("Content-Type"),
+                                     BSC_STR("text/event-stream; charset=utf-8")};
+        h[n++] = (struct srv_header){BSC_STR("Cache-Control"), BSC_STR("no-cache")};
+    } else {
+        h[n++] = (struct srv_header){BSC_STR("Content-Type"), BSC_STR("application/json")};
+    }
+    snprintf(age, sizeof(age), "%llu",
+             (unsigned long long)(now > meta->stored_ms ? (now - meta->stored_ms) / 1000 : 0));
+    h[n++] = (struct srv_header){BSC_STR("Age"), bsc_str_cstr(age)};
+    h[n++] = (struct srv_header){BSC_STR("x-bascule-cost-usd"), BSC_STR("0")};
+    n += deliver_route_headers(r, h + n, attempts); /* with x-bascule-cache: hit */
+    r->d.status = 200;
+    r->d.termination = "ok";
+    guard_idem_record(r, body.p, body.len); /* an Idempotency-Key gets this answer too */
+    guard_idem_finish(r);
+    srv_resp_send(r->sreq, 200, NULL, h, n, body.p, body.len);
+    r->d.bytes_out = body.len;
+    r->d.ttfb_us = bsc_now_us() - r->start_us;
+    r->sreq = NULL;
+    if (meta->cost_usd > 0)
+        metrics_inc(req__metrics(r), r->w->idx, METRIC_CACHE_SAVED, NULL, NULL, meta->cost_usd);
+}
+
+/* A shared lookup came back: a hit is answered, anything else is a miss. */
+static enum cache_verdict shared_answer(struct request *r)
+{
+    r->c.asked = false;
+    count(r, r->c.found ? "hit" : "miss");
+    if (!r->c.found)
+        return CACHE_PASS;
+    reply_hit(r, bsc_buf_str(&r->c.hit), &r->c.hit_meta);
+    return CACHE_ANSWERED;
+}
+
+static enum cache_verdict memory_lookup(struct request *r)
+{
+    struct bsc_buf body;
+    struct cache_meta meta;
+    bool hit;
+
+    bsc_buf_init(&body, r->route->cache.max_entry_bytes);
+    hit = cache_mem_get(r->gw->cache, &r->c.key, bsc_wall_ms(), &body, &meta);
+    count(r, hit ? "hit" : "miss");
+    if (hit)
+        reply_hit(r, bsc_buf_str(&body), &meta);
+    bsc_buf_cleanup(&body);
+    return hit ? CACHE_ANSWERED : CACHE_PASS;
+}
+
+enum cache_verdict cache_req_lookup(struct request *r)
+{
+    struct bsc_str cc;
+
+    if (!cache_on(r))
+        return CACHE_PASS;
+    if (r->c.waiting)
+        return CACHE_WAIT;
+    if (r->c.asked)
+        return shared_answer(r);
+    if (r->c.result)
+        return CACHE_PASS; /* decided before */
+    cc = srv_req_header(r->sreq, BSC_STR("cache-control"));
+    r->c.no_store = cc.p && has_directive(cc, "no-store");
+    bsc_buf_init(&r->c.copy, r->route->cache.max_entry_bytes);
+    bsc_buf_init(&r->c.hit, r->route->cache.max_entry_bytes);
+    if (cc.p && has_directive(cc, "no-cache")) {
+        count(r, "bypass");
+        make_key(r); /* no lookup, but the answer may still be stored */
+        return CACHE_PASS;
+    }
+    if (!make_key(r)) {
+        count(r, "bypass");
+        return CACHE_PASS;
+    }
+    if (!shared(r))
+        return memory_lookup(r);
+    if (cache_shared_get(r))
+        return CACHE_WAIT;
+    count(r, "miss"); /* the store could not take the lookup: a miss, never an error */
+    return CACHE_PASS;
+}
+
+size_t cache_req_header(const struct request *r, struct srv_header *h)
+{
+    if (!r->c.result)
+        return 0;
+    h[0] = (struct srv_header){BSC_STR("x-bascule-cache"), bsc_str_cstr(r->c.result)};
+    return 1;
+}
+
+void cache_req_record(struct request *r, const void *p, size_t len)
+{
+    if (r->c.keyed && !r->c.overflow && bsc_buf_append(&r->c.copy, p, len) != BSC_OK)
+        r->c.overflow = true;
+}
+
+/* Whole and successful: a 200 that ended "ok", not cut, not a stream whose checks could
+ * only be recorded while it passed (a pass-through stream with a contract). */
+static bool storable(const struct request *r)
+{
+    return r->c.keyed && !r->c.no_store && !r->c.overflow && strcmp(r->c.result, "hit") != 0 &&
+           r->d.status == 200 && r->d.termination && strcmp(r->d.termination, "ok") == 0 &&
+           !r->d.limit_cut && !(r->input.stream && r->x.stream_failed) &&
+           !(r->input.stream && !r->buffering && contract_active(r)) && r->c.copy.len > 0;
+}
+
+void cache_req_finish(struct request *r)
+{
+    struct cache_meta meta = {.stream = r->input.stream, .cost_usd = r->cost_usd,
+                              .stored_ms = bsc_wall_ms()};
+    uint64_t limit = (uint64_t)(r->cfg->cache.memory_mb * 1048576.0);
+
+    cache_shared_detach(r);
+    if (r->c.result && storable(r)) {
+        if (shared(r))
+            cache_shared_put(r, bsc_buf_str(&r->c.copy), &meta);
+        else if (cache_mem_put(r->gw->cache, &r->c.key, bsc_str_cstr(r->route->id),
+                               bsc_buf_str(&r->c.copy), &meta,
+                               (uint64_t)r->route->cache.ttl_s * 1000, meta.stored_ms,
+                               limit) != BSC_OK)
+            LOG_DEBUG("%s: answer not cached (larger than cache.memory_mb)", r->id);
+    }
+    bsc_buf_cleanup(&r->c.copy);
+    bsc_buf_cleanup(&r->c.hit);
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* cache_req.h -- one request's side of the response cache (routes.<r>.cache; the store is
+ * cache/lru.h; docs/internals/cache.md). ADMIT looks the answer up last among its checks
+ * (a hit is answered there, no attempt made); deliver.c hands it the client's bytes as they
+ * go out; st_done stores them when the answer was whole and successful. */
+#ifndef BSC_ROUTER_CACHE_REQ_H
+#define BSC_ROUTER_CACHE_REQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cache/key.h"
+#include "cache/lru.h"
+#include "core/buf.h"
+
+struct request;
+struct srv_header;
+
+struct cache_req {
+    const char *result;   /* static: "hit", "miss" or "bypass"; NULL: the route has no cache */
+    bool keyed;           /* <key> holds the request's key */
+    bool no_store;        /* Cache-Control: no-store, or a body that cannot be keyed */
+    bool overflow;        /* the answer passed max_entry_bytes: not stored */
+    struct cache_key key;
+    struct bsc_buf copy;  /* owned: the client's bytes as they went out */
+    /* cache.store: redis (cache_shared.c): the lookup in flight and what it found. */
+    bool asked;           /* a shared lookup was started: its answer decides */
+    bool waiting;         /* ... and has not come back yet */
+    bool found;           /* it found <hit> */
+    void *shared;         /* the lookup's context while it runs */
+    struct bsc_buf hit;   /* owned: the answer found */
+    struct cache_meta hit_meta;
+};
+
+enum cache_verdict { CACHE_PASS, CACHE_WAIT, CACHE_ANSWERED };
+
+/* ADMIT's check: CACHE_ANSWERED when the request was answered from the cache (the machine
+ * ends it), CACHE_WAIT while a shared lookup runs (its callback runs the machine, which calls
+ * this again), else CACHE_PASS. */
+enum cache_verdict cache_req_lookup(struct request *r);
+/* The x-bascule-cache header of an answer made upstream: 0 or 1 put in <h>. */
+size_t cache_req_header(const struct request *r, struct srv_header *h);
+/* Keeps a copy of <len> bytes the client is sent. */
+void cache_req_record(struct request *r, const void *p, size_t len);
+/* The request ends: its answer is stored when whole and successful; the copy is freed. */
+void cache_req_finish(struct request *r);
+
+#endif

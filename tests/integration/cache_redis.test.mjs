@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+// The response cache in Redis (cache.store: redis, docs/internals/cache.md): two gateways on
+// one Redis share an answer -- one's miss is the other's hit, with no upstream call, a stream
+// included; scope: client still holds across instances; a Redis that is gone is a miss,
+// never an error; and cache.store: redis without store.kind: redis is refused.
+import { test, before, after } from '../lib/bounded_test.mjs';
+import assert from 'node:assert/strict';
+import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { bins, startGateway, startSim, waitFor } from '../lib/harness.mjs';
+import { startRedis } from '../lib/redis.mjs';
+
+const ALPHA = 'alpha-cache-redis-0123456789abcd';
+const BETA = 'beta-cache-redis-0123456789abcde';
+const ADMIN = 'admin-cache-redis-0123456789abcd';
+let redis, sim, a, b;
+
+const config = (url) => `listen: "127.0.0.1:{{PORT}}"
+workers: 2
+admin: { key: "${ADMIN}" }
+store: { kind: redis, url: "${url}", prefix: "c:", timeout_ms: 50 }
+cache: { store: redis }
+providers:
+  sim: { kind: openai, base_url: "${sim.url}/v1", keys: ["sk-s"], health: { probe: none } }
+targets:
+  t: { provider: sim, model: m-redis }
+routes:
+  chat: { primary: [t], cache: { mode: exact, ttl_s: 60 } }
+clients:
+  alpha: { key: "\${TEST_ALPHA_KEY}", routes: ["*"] }
+  beta: { key: "\${TEST_BETA_KEY}", routes: ["*"] }
+`;
+
+before(async () => {
+  redis = await startRedis();
+  sim = await startSim();
+  const env = { TEST_ALPHA_KEY: ALPHA, TEST_BETA_KEY: BETA };
+  a = await startGateway({ config: config(redis.url), env });
+  b = await startGateway({ config: config(redis.url), env });
+});
+
+after(async () => {
+  await a?.stop();
+  await b?.stop();
+  await sim?.stop();
+  await redis?.stop();
+});
+
+async function chat(gw, content, { key = ALPHA, stream = false } = {}) {
+  const res = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify({ model: 'chat', stream, messages: [{ role: 'user', content }] }),
+  });
+  return { status: res.status, cache: res.headers.get('x-bascule-cache'), text: await res.text() };
+}
+
+const calls = async () => (await sim.stats()).models?.['m-redis']?.calls ?? 0;
+
+test('one instance\'s answer is the other\'s hit, plain and streamed', async () => {
+  for (const stream of [false, true]) {
+    const first = await chat(a, `shared answer ${stream}`, { stream });
+    assert.equal(first.status, 200);
+    assert.equal(first.cache, 'miss');
+    const n = await calls();
+    // The store's write is asynchronous: poll the other instance, bounded.
+    let hit;
+    await waitFor(async () => {
+      hit = await chat(b, `shared answer ${stream}`, { stream });
+      return hit.cache === 'hit';
+    }, { timeoutMs: 5000, everyMs: 50, what: 'the other instance to hit' });
+    assert.equal(hit.text, first.text.replace(/: x-bascule-cost-usd: [0-9.]+\n\n$/, ''));
+    assert.ok(await calls() <= n + 1, 'at most the polls that raced the write went upstream');
+    const again = await calls();
+    assert.equal((await chat(b, `shared answer ${stream}`, { stream })).cache, 'hit');
+    assert.equal(await calls(), again, 'a hit makes no upstream call');
+  }
+});
+
+test('scope: client holds across instances', async () => {
+  assert.equal((await chat(a, 'alpha only')).cache, 'miss');
+  await waitFor(async () => (await chat(a, 'alpha only')).cache === 'hit',
+    { timeoutMs: 5000, everyMs: 50, what: 'the write' });
+  const other = await chat(b, 'alpha only', { key: BETA });
+  assert.equal(other.status, 200);
+  assert.equal(other.cache, 'miss');
+});
+
+test('DELETE /admin/cache says Redis entries end with their TTL (501)', async () => {
+  const res = await fetch(`${a.url}/admin/cache?route=chat`, {
+    method: 'DELETE', headers: { authorization: `Bearer ${ADMIN}` },
+  });
+  assert.equal(res.status, 501);
+  assert.match(await res.text(), /ttl_s/);
+});
+
+test('a Redis that is gone is a miss, never an error', async () => {
+  await redis.stop();
+  redis = null;
+  const r = await chat(a, 'redis is gone');
+  assert.equal(r.status, 200);
+  assert.equal(r.cache, 'miss');
+});
+
+test('cache.store: redis without store.kind: redis is refused', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'bascule-cfg-'));
+  const file = join(dir, 'gateway.yaml');
+  writeFileSync(file, `listen: "127.0.0.1:1"
+cache: { store: redis }
+providers:
+  p: { kind: openai_compatible, base_url: "http://127.0.0.1:9/v1", keys: ["sk-up"] }
+targets:
+  t: { provider: p, model: m }
+routes:
+  r: { primary: [t], cache: { mode: exact } }
+`);
+  try {
+    const r = spawnSync(bins.bascule, ['--check-config', file], { encoding: 'utf8' });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /redis needs store.kind: redis/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
