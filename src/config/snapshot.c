@@ -27,6 +27,7 @@ void cfg__provider_cleanup(struct cfg_provider *p)
     p->n_keys = 0;
     BSC_FREE(p->region);
     BSC_FREE(p->api_version);
+    BSC_FREE(p->tls_ca_file);
     for (size_t i = 0; i < p->n_headers; i++) {
         free(p->headers[i].name);
         free(p->headers[i].value);
