@@ -13,7 +13,7 @@ import https from 'node:https';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { freePort, sleep } from './proc.mjs';
-import { basculeYaml, nginxQuote, RESPONSE } from './configs.mjs';
+import { nginxQuote, RESPONSE, tlsBenchYaml } from './configs.mjs';
 
 export const TLS_MODES = [
   { key: 'h2', http2: 'http2', label: 'HTTPS, HTTP/2 offered' },
@@ -112,17 +112,6 @@ export function connectionSampler(pidsFn, port) {
       return { peak, last };
     },
   };
-}
-
-/** bascule with the bench route on an https:// provider trusting <ca>. */
-export function tlsBenchYaml({ port, upstreamPort, workers, maxConnections, ca }) {
-  const yaml = basculeYaml({
-    port, workers, maxConnections,
-    providers: [{ id: 'bench-upstream', baseUrl: `https://127.0.0.1:${upstreamPort}/v1` }],
-    targets: [{ id: 'bench-model@bench-upstream', provider: 'bench-upstream', model: 'gpt-4o-mini' }],
-    routes: [{ id: 'bench-chat', target: 'bench-model@bench-upstream' }],
-  });
-  return yaml.replace('    kind: openai_compatible\n', `    kind: openai_compatible\n    tls: { ca_file: "${ca}" }\n`);
 }
 
 /**
