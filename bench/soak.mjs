@@ -27,6 +27,7 @@ const C = {
   sampleS: num('SOAK_SAMPLE_S', 5),
   reloadS: num('SOAK_RELOAD_S', 30),
   redisS: num('SOAK_REDIS_S', 120),
+  okWeight: num('SOAK_OK_WEIGHT', 3), // 'ok' entries among the 6 fault kinds
   tmp: process.env.SOAK_TMP,
   csv: process.env.SOAK_CSV || path.join(ROOT, 'build', 'bench', 'soak.csv'),
   bascule: process.env.BASCULE_BIN || path.join(ROOT, 'build', 'bascule'),
@@ -69,7 +70,7 @@ routes:
 }
 
 const FAULTS = [
-  { action: 'ok' }, { action: 'ok' }, { action: 'ok' },
+  ...Array.from({ length: C.okWeight }, () => ({ action: 'ok' })),
   { action: 'status', status: 500 }, { action: 'status', status: 429, headers: { 'retry-after-ms': 50 } },
   { action: 'reset' }, { action: 'cut' }, { action: 'delay', delay_ms: 50 }, { action: 'error_200' },
 ];
