@@ -6,7 +6,7 @@
 //   node bench/configs.mjs nginx-static DIR PORT          the static upstream's nginx.conf
 //   node bench/configs.mjs bascule PORT UPSTREAM_PORT WORKERS
 //                                                          bascule with the bench route
-//   node bench/configs.mjs nginx-tls-static DIR PORT CERT KEY h2|h1
+//   node bench/configs.mjs nginx-tls-static DIR PORT CERT KEY h2|h1 ANSWER_PORT
 //   node bench/configs.mjs bascule-tls PORT UPSTREAM_PORT WORKERS CA   the same over TLS
 import fs from 'node:fs';
 import path from 'node:path';
@@ -123,9 +123,10 @@ export function tlsBenchYaml({ port, upstreamPort, workers, maxConnections = 200
 }
 
 /** The TLS static upstream's nginx.conf (<http2> 'http2' offers HTTP/2, '' HTTP/1.1 only). */
-export function tlsStaticUpstreamConf({ dir, port, nofile, workerConnections, cert, key, http2 }) {
+export function tlsStaticUpstreamConf({ dir, port, nofile, workerConnections, cert, key, http2, answerPort }) {
   return nginxConf('nginx-tls-static.conf.in', {
     dir, port, nofile, workerConnections, RESPONSE: nginxQuote(RESPONSE), LISTEN_OPTS: http2, CERT: cert, KEY: key,
+    ANSWER_PORT: answerPort,
   });
 }
 
@@ -160,15 +161,16 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     process.stdout.write(staticUpstreamConf({ dir: a[0], port: Number(a[1]), nofile: 4096, workerConnections: 1024 }));
   } else if (what === 'bascule' && a.length === 3) {
     process.stdout.write(chatBenchYaml({ port: Number(a[0]), upstreamPort: Number(a[1]), workers: Number(a[2]) }));
-  } else if (what === 'nginx-tls-static' && a.length === 5) {
+  } else if (what === 'nginx-tls-static' && a.length === 6) {
     process.stdout.write(tlsStaticUpstreamConf({
       dir: a[0], port: Number(a[1]), nofile: 4096, workerConnections: 1024, cert: a[2], key: a[3], http2: a[4] === 'h2' ? 'http2' : '',
+      answerPort: Number(a[5]),
     }));
   } else if (what === 'bascule-tls' && a.length === 4) {
     process.stdout.write(tlsBenchYaml({ port: Number(a[0]), upstreamPort: Number(a[1]), workers: Number(a[2]), ca: a[3] }));
   } else {
     process.stderr.write('usage: node bench/configs.mjs nginx-static DIR PORT | bascule PORT UPSTREAM_PORT WORKERS\n' +
-      '       | nginx-tls-static DIR PORT CERT KEY h2|h1 | bascule-tls PORT UPSTREAM_PORT WORKERS CA\n');
+      '       | nginx-tls-static DIR PORT CERT KEY h2|h1 ANSWER_PORT | bascule-tls PORT UPSTREAM_PORT WORKERS CA\n');
     process.exit(2);
   }
 }

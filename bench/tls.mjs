@@ -130,7 +130,7 @@ export async function tlsPart(results, h) {
   const ca = fs.readFileSync(cert.cert);
   for (const mode of TLS_MODES) {
     const up = await h.startNginx(`nginx-tls-${mode.key}`, 'nginx-tls-static.conf.in', {
-      RESPONSE: nginxQuote(RESPONSE), LISTEN_OPTS: mode.http2, CERT: cert.cert, KEY: cert.key,
+      RESPONSE: nginxQuote(RESPONSE), LISTEN_OPTS: mode.http2, CERT: cert.cert, KEY: cert.key, ANSWER_PORT: await freePort(),
     }, (u) => httpsOk(`${u.replace('http:', 'https:')}/v1/models`, ca));
     if (up.skip) {
       results.skipped.push({ part: `tls ${mode.key}`, reason: up.skip });
