@@ -2,7 +2,8 @@
 // https:// upstreams (libcurl): a provider's `tls: { ca_file }` is the CA it trusts, and a
 // burst of requests to an origin that has no connection yet waits for the first handshake
 // instead of opening one connection each: on HTTP/2 they all multiplex on that one, on
-// HTTP/1.1 they never hold more connections than requests in flight. The upstream is a
+// HTTP/1.1 they never hold more connections than requests in flight; a first connection
+// that fails hands the wait on to the next request in line. The upstream is a
 // Node TLS server inside the test, with a self-signed certificate made by openssl, that
 // counts its TLS connections and holds every answer until the whole burst has arrived.
 import { test, before, after } from '../lib/bounded_test.mjs';
@@ -41,8 +42,8 @@ after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 // A TLS upstream: h2 offers HTTP/2 (and HTTP/1.1), otherwise HTTP/1.1 only. Answers are
 // held until <hold> requests wait (or released by release()), then all go out.
-function startUpstream({ h2, hold = 1 }) {
-  const up = { conns: 0, requests: 0, protocols: new Set(), waiting: [], sockets: new Set() };
+function startUpstream({ h2, hold = 1, dropFirst = false }) {
+  const up = { conns: 0, dropped: 0, requests: 0, protocols: new Set(), waiting: [], sockets: new Set() };
   const opts = { cert: fs.readFileSync(cert), key: fs.readFileSync(key) };
   const onRequest = (req, res) => {
     req.resume();
@@ -60,6 +61,13 @@ function startUpstream({ h2, hold = 1 }) {
     }
   };
   const server = h2 ? http2.createSecureServer({ ...opts, allowHTTP1: true }, onRequest) : https.createServer(opts, onRequest);
+  // dropFirst: the first TCP connection is closed before its handshake (the probe's).
+  server.on('connection', (s) => {
+    if (dropFirst && up.dropped === 0) {
+      up.dropped++;
+      s.destroy();
+    }
+  });
   server.on('secureConnection', (s) => {
     up.conns++;
     up.sockets.add(s);
@@ -76,7 +84,7 @@ function startUpstream({ h2, hold = 1 }) {
   }));
 }
 
-function config(port, tls) {
+function config(port, tls, envelope = '') {
   return `listen: "127.0.0.1:{{PORT}}"
 workers: 1
 providers:
@@ -89,7 +97,7 @@ ${tls}
 targets:
   m@up: { provider: up, model: m }
 routes:
-  m: { primary: [m@up] }
+  m: { primary: [m@up]${envelope} }
 `;
 }
 
@@ -157,3 +165,23 @@ for (const h2 of [true, false]) {
     }
   });
 }
+
+test('a first connection that fails hands the wait on: the queued requests still go out', async () => {
+  const up = await startUpstream({ h2: true, dropFirst: true });
+  // One attempt per request: no retry of the probe's request comes to open the way.
+  const gw = await startGateway({
+    config: config(up.port, `    tls: { ca_file: "${cert}" }`, ', envelope: { max_attempts: 1 }'),
+  });
+  try {
+    const answers = await Promise.all(Array.from({ length: BURST }, () => chat(gw).catch((e) => ({ status: e.name }))));
+    assert.equal(up.dropped, 1);
+    // The probe's request failed with its connection; the queued ones were not left waiting
+    // for a handshake that never came.
+    assert.equal(answers.filter((a) => a.status === 200).length, BURST - 1, JSON.stringify(answers.map((a) => a.status)));
+    assert.equal(up.requests, BURST - 1);
+    assert.equal(up.conns, 1);
+  } finally {
+    await gw.stop();
+    await up.stop();
+  }
+});
