@@ -5,7 +5,9 @@
 //      upstream, through nginx proxy_pass, through bascule and through the Portkey gateway;
 //      bascule with the Redis store, with INFO commandstats around each run (redis.mjs);
 //   2. paced: the same targets at a moderate constant load, added latency over direct;
-//   3. streams: N concurrent SSE streams through bascule from bascule-sim (streams.mjs).
+//   3. streams: N concurrent SSE streams through bascule from bascule-sim (streams.mjs);
+//   tls: nginx proxy_pass https:// and bascule with an https:// provider in front of a TLS
+//      nginx upstream, HTTP/2 offered and HTTP/1.1 only (tls.mjs).
 // A column whose binary is missing or does not come up is skipped with the reason.
 // Results: stdout table (report.mjs) and build/bench/results.json.
 
@@ -22,6 +24,7 @@ import { added, summary } from './summary.mjs';
 import {
   RESPONSE, basculeYaml, chatBenchYaml, chatBenchLimitsYaml, nginxConf, nginxQuote, redisStore,
 } from './configs.mjs';
+import { tlsPart, tlsVerdicts } from './tls.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
@@ -53,7 +56,7 @@ const C = {
   streamRounds: envNum('BENCH_STREAM_ROUNDS', 2),
   nofile: envNum('BENCH_NOFILE', 1024),
   strict: process.env.BENCH_STRICT === '1',
-  parts: new Set((process.env.BENCH_PARTS || 'throughput,paced,streams').split(',').map((s) => s.trim())),
+  parts: new Set((process.env.BENCH_PARTS || 'throughput,paced,tls,streams').split(',').map((s) => s.trim())),
   // BENCH_BASCULE_B set: its target is one of the defaults (an A/B without listing them all).
   targets: new Set((process.env.BENCH_TARGETS ||
     'direct,nginx,bascule,bascule-key,bascule-limits,portkey,bascule-redis,bascule-redis-limits' +
@@ -748,6 +751,10 @@ async function main() {
     notes: [],
   };
   await throughputAndPaced(results);
+  await tlsPart(results, {
+    C, log, startNginx, startBascule, chatOk, runWrk, measureRound, aggregate, maxGatewayConnections,
+    stop: (rec) => procs.stop(rec), outDir: C.out,
+  });
   await streams(results);
   results.elapsed_s = Math.round((Date.now() - t0) / 1000);
   results.ratios = ratios(results);
@@ -811,6 +818,7 @@ function verdicts(r) {
     out.push({ what: 'streams held open through bascule', value: null, unit: '', bar: 'all, 0 failed', pass: null });
   }
   out.push(...againstNginx(r));
+  out.push(...tlsVerdicts(r));
   return out;
 }
 

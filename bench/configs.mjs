@@ -6,6 +6,8 @@
 //   node bench/configs.mjs nginx-static DIR PORT          the static upstream's nginx.conf
 //   node bench/configs.mjs bascule PORT UPSTREAM_PORT WORKERS
 //                                                          bascule with the bench route
+//   node bench/configs.mjs nginx-tls-static DIR PORT CERT KEY h2|h1 ANSWER_PORT
+//   node bench/configs.mjs bascule-tls PORT UPSTREAM_PORT WORKERS CA   the same over TLS
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -109,6 +111,25 @@ export function chatBenchYaml({ port, upstreamPort, workers, maxConnections = 20
   });
 }
 
+/** bascule with the bench route on an https:// provider trusting the CA file <ca>. */
+export function tlsBenchYaml({ port, upstreamPort, workers, maxConnections = 20000, ca }) {
+  const yaml = basculeYaml({
+    port, workers, maxConnections,
+    providers: [{ id: 'bench-upstream', baseUrl: `https://127.0.0.1:${upstreamPort}/v1` }],
+    targets: [{ id: 'bench-model@bench-upstream', provider: 'bench-upstream', model: 'gpt-4o-mini' }],
+    routes: [{ id: 'bench-chat', target: 'bench-model@bench-upstream' }],
+  });
+  return yaml.replace('    kind: openai_compatible\n', `    kind: openai_compatible\n    tls: { ca_file: "${ca}" }\n`);
+}
+
+/** The TLS static upstream's nginx.conf (<http2> 'http2' offers HTTP/2, '' HTTP/1.1 only). */
+export function tlsStaticUpstreamConf({ dir, port, nofile, workerConnections, cert, key, http2, answerPort }) {
+  return nginxConf('nginx-tls-static.conf.in', {
+    dir, port, nofile, workerConnections, RESPONSE: nginxQuote(RESPONSE), LISTEN_OPTS: http2, CERT: cert, KEY: key,
+    ANSWER_PORT: answerPort,
+  });
+}
+
 /** The bench's one client key: the one bench/chat.lua and chatOk send. */
 export const BENCH_CLIENT_KEY = 'sk-bench-not-a-real-key';
 
@@ -141,8 +162,16 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     process.stdout.write(staticUpstreamConf({ dir: a[0], port: Number(a[1]), nofile: 4096, workerConnections: 1024 }));
   } else if (what === 'bascule' && a.length === 3) {
     process.stdout.write(chatBenchYaml({ port: Number(a[0]), upstreamPort: Number(a[1]), workers: Number(a[2]) }));
+  } else if (what === 'nginx-tls-static' && a.length === 6) {
+    process.stdout.write(tlsStaticUpstreamConf({
+      dir: a[0], port: Number(a[1]), nofile: 4096, workerConnections: 1024, cert: a[2], key: a[3], http2: a[4] === 'h2' ? 'http2' : '',
+      answerPort: Number(a[5]),
+    }));
+  } else if (what === 'bascule-tls' && a.length === 4) {
+    process.stdout.write(tlsBenchYaml({ port: Number(a[0]), upstreamPort: Number(a[1]), workers: Number(a[2]), ca: a[3] }));
   } else {
-    process.stderr.write('usage: node bench/configs.mjs nginx-static DIR PORT | bascule PORT UPSTREAM_PORT WORKERS\n');
+    process.stderr.write('usage: node bench/configs.mjs nginx-static DIR PORT | bascule PORT UPSTREAM_PORT WORKERS\n' +
+      '       | nginx-tls-static DIR PORT CERT KEY h2|h1 ANSWER_PORT | bascule-tls PORT UPSTREAM_PORT WORKERS CA\n');
     process.exit(2);
   }
 }

@@ -163,6 +163,7 @@ struct cfg_provider {
     struct cfg_header *headers; /* owned */
     size_t n_headers;
     uint32_t connect_timeout_ms; /* 2000 */
+    char *tls_ca_file; /* owned; tls.ca_file: PEM CAs trusted instead of the system's; NULL */
     uint32_t max_concurrency;    /* 256 */
     bool max_concurrency_default; /* not configured: 256, each process's own (not shared) */
     uint32_t rpm;                /* 0 = unlimited */

@@ -35,6 +35,7 @@ void cfg__provider_cleanup(struct cfg_provider *p)
     BSC_FREE(p->vertex.credentials_file);
     BSC_FREE(p->vertex.token_file);
     BSC_FREE(p->vertex.token_url);
+    BSC_FREE(p->tls_ca_file);
     for (size_t i = 0; i < p->n_headers; i++) {
         free(p->headers[i].name);
         free(p->headers[i].value);

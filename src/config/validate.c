@@ -5,10 +5,12 @@
  * sections, breaker overrides and warnings are the second pass, in resolve.c. Adding a key
  * is one table row. See docs/internals/config.md. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "config/internal.h"
@@ -638,6 +640,24 @@ static const struct cfg__field vertex_fields[] = {
     {FSTR(struct cfg_vertex, "token_url", token_url)},
 };
 
+/* The CA file is read by the TLS library at each new connection: one that cannot be read
+ * now would fail every transfer later, so it is an error at load. */
+static void tls_check(struct cfg__v *v, const struct cfg__node *map, void *base,
+                      const char *where)
+{
+    const struct cfg_provider *p = base;
+    const struct cfg__entry *e = cfg__map_find(map, "ca_file");
+
+    (void)where;
+    if (e && p->tls_ca_file && access(p->tls_ca_file, R_OK) != 0)
+        cfg__diag(v->s, false, e->value->line, e->value->column,
+                  "tls.ca_file '%s' cannot be read: %s", p->tls_ca_file, strerror(errno));
+}
+
+static const struct cfg__field tls_fields[] = {
+    {FSTR(struct cfg_provider, "ca_file", tls_ca_file), .nonempty = true},
+};
+
 static const struct cfg__field provider_fields[] = {
     {FENUM(struct cfg_provider, "kind", kind, kind_names), .required = true},
     {FFN("base_url", base_url_fn)}, /* required but for bedrock and vertex (resolve.c) */
@@ -650,6 +670,7 @@ static const struct cfg__field provider_fields[] = {
     {FENUM(struct cfg_provider, "profile", profile, profile_names)},
     {FFN("headers", headers_fn)},
     {FU32(struct cfg_provider, "connect_timeout_ms", connect_timeout_ms, 1, 600000)},
+    {FMAP_FLAT("tls", tls_fields, tls_check)},
     {FU32(struct cfg_provider, "max_concurrency", max_concurrency, 1, 1000000)},
     {FU32(struct cfg_provider, "rpm", rpm, 0, UINT32_MAX)},
     {FU32(struct cfg_provider, "tpm", tpm, 0, UINT32_MAX)},

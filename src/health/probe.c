@@ -212,6 +212,7 @@ static bool start_probe(struct prober *pr, struct probe_slot *s, const struct cf
         .body = s->http.body.p,
         .body_len = s->http.body.len,
         .connect_timeout_ms = p->connect_timeout_ms,
+        .ca_file = p->tls_ca_file,
         .timeout_ms = PROBE_TIMEOUT_MS,
     };
     if (up_start(pr->up, &req, &probe_cb, s, &s->xfer) != BSC_OK) {

@@ -401,6 +401,7 @@ enum bsc_err xchg_start(struct request *r)
         .body = r->x.http.body.p,
         .body_len = r->x.http.body.len,
         .connect_timeout_ms = r->target->provider->connect_timeout_ms,
+        .ca_file = r->target->provider->tls_ca_file,
         .fresh_connection = r->env.side_effects == CFG_SE_WRITE_POSSIBLE,
     };
     return up_start(r->w->up, &ureq, &up_cb, r, &r->x.xfer);

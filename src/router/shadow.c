@@ -716,6 +716,7 @@ static bool send_copy(struct shadow *s)
         .body = s->http.body.p,
         .body_len = s->http.body.len,
         .connect_timeout_ms = s->target->provider->connect_timeout_ms,
+        .ca_file = s->target->provider->tls_ca_file,
     };
     return up_start(s->w->up, &ureq, &up_cb, s, &s->xfer) == BSC_OK;
 }

@@ -14,6 +14,7 @@
 #define UP_EASY_CACHE     64
 #define UP_MAX_HEADERS    (UP_REQUEST_MAX_HEADERS + 2) /* the caller's lines and ours */
 #define UP_URL_CACHE      32 /* parsed URLs kept per multi */
+#define UP_GATE_MAX       32 /* https origins whose first connection is gated (gate.c) */
 /* curl's receive buffer, one per easy handle, kept while the handle is: a held stream
  * reads a few hundred bytes at a time, and 16 KiB (curl's default) a stream is most of
  * what a thousand held streams cost (docs/internals/streams-memory.md). */
@@ -26,6 +27,15 @@ struct up_url {
     char *text;    /* owned */
     CURLU *handle; /* owned */
     unsigned refs; /* transfers using it */
+};
+
+/* One https:// origin (gate.c): until a handshake to it has completed, one transfer (the
+ * probe) connects and the others to it wait here, outside curl. */
+struct up_gate {
+    char *origin; /* owned: "https://host[:port]" */
+    bool known;   /* a connection to it completed its handshake: curl knows its ALPN */
+    struct up_transfer *probe;      /* borrowed: the transfer making the first connection */
+    struct up_transfer *head, *tail; /* borrowed FIFO of waiting transfers (gate_next) */
 };
 
 struct up_multi {
@@ -46,6 +56,9 @@ struct up_multi {
     bool env_proxy; /* a proxy variable is set: curl reads the environment per transfer */
     bool builtin;   /* http:// transfers use the builtin client (up_limits.builtin_http) */
     struct h1_pool *h1; /* owned: the builtin client's connections */
+    struct up_gate gates[UP_GATE_MAX];
+    size_t n_gates;
+    bool gates_ready; /* a probe connected: hand its origin's waiting transfers to curl */
 };
 
 struct up_transfer {
@@ -65,6 +78,9 @@ struct up_transfer {
     bool plain;  /* an http:// URL: the connection speaks HTTP/1.x in clear */
     bool excess; /* libcurl found bytes after the answer in a read (and closed) */
     const char *violation; /* static: the wire rule the answer broke, or NULL */
+    struct up_gate *gate; /* borrowed: its origin's gate while it is the probe or waits */
+    struct up_transfer *gate_next; /* the next transfer waiting at the same gate */
+    bool gated; /* waiting at its gate: not yet given to curl */
     struct up_line_rules rules;
     struct up_h1 h1; /* the builtin client's part; h1.on is false for a curl transfer */
     char errbuf[CURL_ERROR_SIZE];
@@ -94,6 +110,16 @@ CURL *up__acquire_easy(struct up_multi *m);
  * then passes the text, and curl parses it, or reports the error). */
 struct up_url *up__url(struct up_multi *m, const char *url);
 void up__url_release(struct up_url *u);
+/* gate.c. Whether <t> (to <url>) must wait for its origin's first connection: true means
+ * it was queued and is not to be added to curl now. */
+bool up__gate_hold(struct up_transfer *t, const char *url);
+/* <t>'s connection is up (curl's pre-request callback): its origin is known. */
+void up__gate_connected(struct up_transfer *t);
+/* Hands the waiting transfers of known origins to curl; never from a curl callback. */
+void up__gate_release(struct up_multi *m);
+/* <t> ends: off its gate's queue; a probe passes the role on. */
+void up__gate_leave(struct up_transfer *t);
+void up__gates_free(struct up_multi *m);
 /* transfer.c: the options every transfer shares, set once on a new easy handle. */
 void up__easy_defaults(CURL *e, struct up_multi *m);
 /* transfer.c */

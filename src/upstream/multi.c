@@ -42,6 +42,8 @@ static void check_done(struct up_multi *m)
         if (t)
             up__transfer_done(t, msg->data.result);
     }
+    if (m->gates_ready)
+        up__gate_release(m);
 }
 
 static void watch(struct up_sock *s, int events);
@@ -325,6 +327,7 @@ void up_multi_free(struct up_multi *m)
         }
     }
     BSC_FREE(m->socks);
+    up__gates_free(m);
     for (size_t i = 0; i < m->n_urls; i++) {
         curl_url_cleanup(m->urls[i].handle);
         free(m->urls[i].text);

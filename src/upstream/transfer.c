@@ -116,6 +116,15 @@ static int on_debug(CURL *e, curl_infotype type, char *p, size_t len, void *ud)
     return 0;
 }
 
+/* The connection is up (handshake done, or reused), the request not yet written. */
+static int on_prereq(void *ud, char *ip, char *local_ip, int port, int local_port)
+{
+    (void)ip, (void)local_ip, (void)port, (void)local_port;
+    if (ud)
+        up__gate_connected(ud);
+    return CURL_PREREQFUNC_OK;
+}
+
 /* What stays the same for every transfer: set once per easy handle, kept across reuse. */
 void up__easy_defaults(CURL *e, struct up_multi *m)
 {
@@ -132,10 +141,23 @@ void up__easy_defaults(CURL *e, struct up_multi *m)
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)UP_RECV_BUFFER);
     curl_easy_setopt(e, CURLOPT_DEBUGFUNCTION, on_debug);
+    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
     /* No proxy in the environment: saying so spares curl six getenv() walks a transfer. */
     if (!m->env_proxy)
         curl_easy_setopt(e, CURLOPT_PROXY, "");
     up__watch_close(e, m);
+}
+
+/* The CAs an https transfer trusts: the provider's tls.ca_file alone, else libcurl's
+ * built-in bundle and directory. Set on every https transfer, since a cached easy handle
+ * may have served another provider; curl only reuses a connection made with the same
+ * trust (it is part of the connection's TLS configuration). */
+static void set_trust(CURL *e, const char *ca_file)
+{
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+
+    curl_easy_setopt(e, CURLOPT_CAINFO, ca_file ? ca_file : v->cainfo);
+    curl_easy_setopt(e, CURLOPT_CAPATH, ca_file ? NULL : v->capath);
 }
 
 /* What changes from one transfer to the next: every one of these is set each time, so
@@ -151,6 +173,7 @@ static void set_options(struct up_transfer *t, const struct up_request *req)
     if (!t->url)
         curl_easy_setopt(e, CURLOPT_URL, req->url);
     curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+    curl_easy_setopt(e, CURLOPT_PREREQDATA, t);
     /* Verbose text only for clear HTTP/1 answers, the ones whose excess bytes we look for
      * (TLS and HTTP/2 frame their own records): it costs libcurl a formatted line per step. */
     t->plain = h1_url_is_http(req->url);
@@ -173,6 +196,8 @@ static void set_options(struct up_transfer *t, const struct up_request *req)
     curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST,
                      post || strcmp(req->method, "GET") == 0 ? NULL : req->method);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, &t->header_nodes[0]);
+    if (!t->plain)
+        set_trust(e, req->ca_file);
 }
 
 /* No "Expect: 100-continue" round trip: upstreams answer at once. */
@@ -223,7 +248,10 @@ enum bsc_err up_start(struct up_multi *m, const struct up_request *req,
     if (!t->easy || (err = build_headers(t, req)) != BSC_OK)
         goto fail;
     set_options(t, req);
-    if (curl_multi_add_handle(m->curlm, t->easy) != CURLM_OK) {
+    /* Gated unless it must have a connection of its own anyway, or goes through a proxy. */
+    if ((req->fresh_connection || m->env_proxy || !up__gate_hold(t, req->url)) &&
+        curl_multi_add_handle(m->curlm, t->easy) != CURLM_OK) {
+        up__gate_leave(t);
         err = BSC_ENOMEM;
         goto fail;
     }
@@ -247,9 +275,11 @@ void up__transfer_free(struct up_transfer *t, bool clean)
 {
     struct up_multi *m = t->m;
 
-    curl_multi_remove_handle(m->curlm, t->easy);
+    up__gate_leave(t);
+    curl_multi_remove_handle(m->curlm, t->easy); /* a no-op for one still gated */
     /* A kept handle must not point at a freed transfer (on_socket reads it). */
     curl_easy_setopt(t->easy, CURLOPT_PRIVATE, NULL);
+    curl_easy_setopt(t->easy, CURLOPT_PREREQDATA, NULL);
     curl_easy_setopt(t->easy, CURLOPT_DEBUGDATA, NULL);
     up__url_release(t->url);
     up__transfer_unlink(t);

@@ -47,6 +47,7 @@ struct up_request {
     const char *body;   /* borrowed until on_done or up_cancel: curl does not copy it */
     size_t body_len;
     uint32_t connect_timeout_ms; /* 0 = curl's default */
+    const char *ca_file; /* https: PEM CAs to trust instead of the system's; NULL = system */
     uint32_t timeout_ms;         /* whole transfer; 0 = none (the router runs its own timers) */
     /* A new connection, closed afterwards. libcurl replays a request once, silently, when
      * a reused connection dies before any response byte (the keep-alive race); a fresh
