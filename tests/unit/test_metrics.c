@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -1023,6 +1024,25 @@ static void test_process_families(void **state)
     assert_non_null(strstr(b.p, "\nprocess_max_fds "));
     assert_non_null(strstr(b.p, "\nprocess_start_time_seconds 1700000000.5\n"));
     bsc_buf_cleanup(&b);
+    /* The count follows the process's descriptors exactly: one more open, one more counted. */
+    {
+        double before, after;
+        int fd;
+
+        bsc_buf_init(&b, 1u << 20);
+        assert_int_equal(metrics_render_process(&b, 0), BSC_OK);
+        assert_non_null(p = strstr(b.p, "\nprocess_open_fds "));
+        before = strtod(p + 18, NULL);
+        bsc_buf_cleanup(&b);
+        assert_true((fd = dup(2)) >= 0);
+        bsc_buf_init(&b, 1u << 20);
+        assert_int_equal(metrics_render_process(&b, 0), BSC_OK);
+        assert_non_null(p = strstr(b.p, "\nprocess_open_fds "));
+        after = strtod(p + 18, NULL);
+        bsc_buf_cleanup(&b);
+        close(fd);
+        assert_true(after == before + 1);
+    }
 }
 
 int main(void)
