@@ -295,6 +295,40 @@ struct json_object *api__budgets_norm(const struct cfg *cfg, struct json_object 
     return out;
 }
 
+int api__apply_grant_field(const struct cfg *cfg, const char *name, struct json_object *v,
+                           struct json_object *out, const char **why)
+{
+    if (strcmp(name, "routes") == 0) {
+        if (!api__routes_ok(cfg, v))
+            return *why = "'routes' must list 1 to 256 routes of the config, or \"*\"", -1;
+        json_object_object_add(out, "routes", json_object_get(v));
+    } else if (!strcmp(name, "rpm") || !strcmp(name, "tpm") || !strcmp(name, "max_concurrency")) {
+        if (!api__limit_ok(v))
+            return *why = "limits are integers from 0 (unlimited) to 100000000", -1;
+        json_object_object_add(out, name, json_object_get(v));
+    } else if (strcmp(name, "budget") == 0) {
+        struct json_object *b = v ? api__budget_norm(v) : NULL;
+
+        if (v && !b)
+            return *why = "'budget' is {usd, period: day|month|total} or \"50/month\"", -1;
+        json_object_object_add(out, "budget", b);
+    } else if (strcmp(name, "budgets") == 0) {
+        struct json_object *b = v ? api__budgets_norm(cfg, v) : NULL;
+
+        if (v && !b)
+            return *why = "'budgets' is a list of at most 8 {usd, period, route?}", -1;
+        json_object_object_add(out, "budgets", b);
+    } else if (strcmp(name, "metadata") == 0) {
+        if (v && (!json_object_is_type(v, json_type_object) ||
+                  strlen(json_object_to_json_string(v)) > MAX_METADATA_BYTES))
+            return *why = "'metadata' is an object of at most 4096 bytes", -1;
+        json_object_object_add(out, "metadata", json_object_get(v));
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 /* Checks <body>'s fields and copies them onto <k>. NULL when all is well, else the name
  * of the field at fault (and *<why>). */
 static const char *apply_fields(const struct cfg *cfg, struct json_object *body,
@@ -306,37 +340,11 @@ static const char *apply_fields(const struct cfg *cfg, struct json_object *body,
             if (!json_object_is_type(v, json_type_string) || !label_ok(json_object_get_string(v)))
                 return *why = "'client' must be 1 to 128 printable characters", name;
             json_object_object_add(k, "client", json_object_get(v));
-        } else if (strcmp(name, "routes") == 0) {
-            if (!api__routes_ok(cfg, v))
-                return *why = "'routes' must list 1 to 256 routes of the config, or \"*\"", name;
-            json_object_object_add(k, "routes", json_object_get(v));
-        } else if (!strcmp(name, "rpm") || !strcmp(name, "tpm") ||
-                   !strcmp(name, "max_concurrency")) {
-            if (!api__limit_ok(v))
-                return *why = "limits are integers from 0 (unlimited) to 100000000", name;
-            json_object_object_add(k, name, json_object_get(v));
-        } else if (strcmp(name, "budget") == 0) {
-            struct json_object *b = v ? api__budget_norm(v) : NULL;
-
-            if (v && !b)
-                return *why = "'budget' is {usd, period: day|month|total} or \"50/month\"", name;
-            json_object_object_add(k, "budget", b);
         } else if (strcmp(name, "expires_at") == 0) {
             if (v && (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) <= 0))
                 return *why = "'expires_at' is a time in seconds since the epoch, or null", name;
             json_object_object_add(k, "expires_ms",
                                    json_object_new_int64(v ? json_object_get_int64(v) * 1000 : 0));
-        } else if (strcmp(name, "metadata") == 0) {
-            if (v && (!json_object_is_type(v, json_type_object) ||
-                      strlen(json_object_to_json_string(v)) > MAX_METADATA_BYTES))
-                return *why = "'metadata' is an object of at most 4096 bytes", name;
-            json_object_object_add(k, "metadata", json_object_get(v));
-        } else if (strcmp(name, "budgets") == 0) {
-            struct json_object *b = v ? api__budgets_norm(cfg, v) : NULL;
-
-            if (v && !b)
-                return *why = "'budgets' is a list of at most 8 {usd, period, route?}", name;
-            json_object_object_add(k, "budgets", b);
         } else if (strcmp(name, "team") == 0) {
             if (v && (!json_object_is_type(v, json_type_string) ||
                       !cfg_team_find(cfg, bsc_str_cstr(json_object_get_string(v)))))
@@ -346,7 +354,10 @@ static const char *apply_fields(const struct cfg *cfg, struct json_object *body,
             else
                 json_object_object_del(k, "team");
         } else {
-            return *why = "unknown field", name;
+            int applied = api__apply_grant_field(cfg, name, v, k, why);
+
+            if (applied <= 0)
+                return applied == 0 ? (*why = "unknown field", name) : name;
         }
     }
     return NULL;

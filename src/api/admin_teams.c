@@ -139,34 +139,11 @@ static const char *apply_fields(const struct cfg *cfg, struct json_object *body,
                                        : "a team's id does not change",
                        name;
             json_object_object_add(t, "id", json_object_get(v));
-        } else if (strcmp(name, "routes") == 0) {
-            if (!api__routes_ok(cfg, v))
-                return *why = "'routes' must list 1 to 256 routes of the config, or \"*\"", name;
-            json_object_object_add(t, "routes", json_object_get(v));
-        } else if (!strcmp(name, "rpm") || !strcmp(name, "tpm") ||
-                   !strcmp(name, "max_concurrency")) {
-            if (!api__limit_ok(v))
-                return *why = "limits are integers from 0 (unlimited) to 100000000", name;
-            json_object_object_add(t, name, json_object_get(v));
-        } else if (strcmp(name, "budget") == 0) {
-            struct json_object *b = v ? api__budget_norm(v) : NULL;
-
-            if (v && !b)
-                return *why = "'budget' is {usd, period: day|month|total} or \"50/month\"", name;
-            json_object_object_add(t, "budget", b);
-        } else if (strcmp(name, "budgets") == 0) {
-            struct json_object *b = v ? api__budgets_norm(cfg, v) : NULL;
-
-            if (v && !b)
-                return *why = "'budgets' is a list of at most 8 {usd, period, route?}", name;
-            json_object_object_add(t, "budgets", b);
-        } else if (strcmp(name, "metadata") == 0) {
-            if (v && (!json_object_is_type(v, json_type_object) ||
-                      strlen(json_object_to_json_string(v)) > 4096))
-                return *why = "'metadata' is an object of at most 4096 bytes", name;
-            json_object_object_add(t, "metadata", json_object_get(v));
         } else {
-            return *why = "unknown field", name;
+            int applied = api__apply_grant_field(cfg, name, v, t, why);
+
+            if (applied <= 0)
+                return applied == 0 ? (*why = "unknown field", name) : name;
         }
     }
     return NULL;

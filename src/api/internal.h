@@ -62,6 +62,11 @@ bool api__routes_ok(const struct cfg *cfg, struct json_object *v);
 bool api__limit_ok(struct json_object *v);
 struct json_object *api__budget_norm(struct json_object *v);
 struct json_object *api__budgets_norm(const struct cfg *cfg, struct json_object *v);
+/* The fields keys and teams share (routes, rpm, tpm, max_concurrency, budget, budgets,
+ * metadata): <name>'s value <v> checked and copied onto <out>. 1 applied, 0 not one of them,
+ * -1 refused (*<why> says why). */
+int api__apply_grant_field(const struct cfg *cfg, const char *name, struct json_object *v,
+                           struct json_object *out, const char **why);
 void api__keyring_unsynced(struct srv_req *req);
 /* With the keyring locked and changed (<saved>: the document before, taken): commits the
  * change with <audit> (taken), unlocks, rebuilds the snapshot and answers <status> with
