@@ -188,6 +188,31 @@ test('bad writes: 400 without echoing the body, unknown ids 404, config clients 
   assert.equal((await admin('keys', { key: k.secret })).status, 403);
 });
 
+test('a member named twice, escaped or not, or oversized metadata: 400 and no key made', async () => {
+  const before = (await admin('keys')).json.keys.length;
+  const bodies = [
+    '{"client":"dup","routes":["chat"],"routes":["*"]}',
+    '{"client":"dup","routes":["chat"],"r\\u006futes":["*"]}',
+    '{"client":"dup","client":"other","routes":["chat"]}',
+    JSON.stringify({ client: 'dup', routes: ['chat'], metadata: { blob: 'x'.repeat(5000) } }),
+  ];
+  for (const body of bodies) {
+    const res = await fetch(`${gw.url}/admin/keys`, {
+      method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body,
+    });
+    assert.equal(res.status, 400, body.slice(0, 80));
+    await res.arrayBuffer();
+  }
+  const team = await fetch(`${gw.url}/admin/teams`, {
+    method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: '{"id":"t-dup","rpm":5,"rp\\u006d":500}',
+  });
+  assert.equal(team.status, 400);
+  await team.arrayBuffer();
+  assert.equal((await admin('keys')).json.keys.length, before, 'nothing was made');
+  assert.equal((await admin('teams/t-dup')).status, 404);
+});
+
 test('a read admin key may list and view, and gets 403 on every write', async () => {
   const k = await createKey({ client: 'frank', routes: ['chat'] });
   assert.equal((await admin('keys', { key: READER })).status, 200);
