@@ -119,7 +119,7 @@ static struct json_object *key_view(struct json_object *k, struct worker *w)
     json_object_object_foreach(k, name, val)
     {
         if (strcmp(name, "hash") != 0 && strcmp(name, "old_hash") != 0)
-            json_object_object_add(v, name, json_object_get(val));
+            json_object_object_add(v, name, api__json_copy(val));
     }
     json_object_object_add(v, "source", json_object_new_string("api"));
     json_object_object_add(v, "status", json_object_new_string(status_of(k, now)));
@@ -176,6 +176,15 @@ static void send_json(struct srv_req *req, int status, struct json_object *o)
 static void bad(struct srv_req *req, const char *param, const char *msg)
 {
     api__bad_request(req, "invalid_key_request", param, msg);
+}
+
+struct json_object *api__json_copy(struct json_object *v)
+{
+    struct json_object *copy = NULL;
+
+    if (!v || json_object_deep_copy(v, &copy, NULL) != 0)
+        return NULL;
+    return copy;
 }
 
 void api__keyring_unsynced(struct srv_req *req)
@@ -278,7 +287,7 @@ struct json_object *api__budgets_norm(const struct cfg *cfg, struct json_object 
         json_object_object_foreach(b, name, val)
         {
             if (strcmp(name, "route") != 0)
-                json_object_object_add(copy, name, json_object_get(val));
+                json_object_object_add(copy, name, api__json_copy(val));
         }
         nb = api__budget_norm(copy);
         json_object_put(copy);
@@ -301,11 +310,11 @@ int api__apply_grant_field(const struct cfg *cfg, const char *name, struct json_
     if (strcmp(name, "routes") == 0) {
         if (!api__routes_ok(cfg, v))
             return *why = "'routes' must list 1 to 256 routes of the config, or \"*\"", -1;
-        json_object_object_add(out, "routes", json_object_get(v));
+        json_object_object_add(out, "routes", api__json_copy(v));
     } else if (!strcmp(name, "rpm") || !strcmp(name, "tpm") || !strcmp(name, "max_concurrency")) {
         if (!api__limit_ok(v))
             return *why = "limits are integers from 0 (unlimited) to 100000000", -1;
-        json_object_object_add(out, name, json_object_get(v));
+        json_object_object_add(out, name, api__json_copy(v));
     } else if (strcmp(name, "budget") == 0) {
         struct json_object *b = v ? api__budget_norm(v) : NULL;
 
@@ -322,7 +331,7 @@ int api__apply_grant_field(const struct cfg *cfg, const char *name, struct json_
         if (v && (!json_object_is_type(v, json_type_object) ||
                   strlen(json_object_to_json_string(v)) > MAX_METADATA_BYTES))
             return *why = "'metadata' is an object of at most 4096 bytes", -1;
-        json_object_object_add(out, "metadata", json_object_get(v));
+        json_object_object_add(out, "metadata", api__json_copy(v));
     } else {
         return 0;
     }
@@ -339,7 +348,7 @@ static const char *apply_fields(const struct cfg *cfg, struct json_object *body,
         if (strcmp(name, "client") == 0) {
             if (!json_object_is_type(v, json_type_string) || !label_ok(json_object_get_string(v)))
                 return *why = "'client' must be 1 to 128 printable characters", name;
-            json_object_object_add(k, "client", json_object_get(v));
+            json_object_object_add(k, "client", api__json_copy(v));
         } else if (strcmp(name, "expires_at") == 0) {
             if (v && (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) <= 0))
                 return *why = "'expires_at' is a time in seconds since the epoch, or null", name;
@@ -350,7 +359,7 @@ static const char *apply_fields(const struct cfg *cfg, struct json_object *body,
                       !cfg_team_find(cfg, bsc_str_cstr(json_object_get_string(v)))))
                 return *why = "'team' names a team of /admin/teams, or is null", name;
             if (v)
-                json_object_object_add(k, "team", json_object_get(v));
+                json_object_object_add(k, "team", api__json_copy(v));
             else
                 json_object_object_del(k, "team");
         } else {
@@ -639,7 +648,7 @@ static void change(struct worker *w, struct srv_req *req, const struct cfg *cfg,
         if (!field && !new_secret(secret, sizeof(secret), hash))
             field = "secret", why = "no randomness";
         if (!field) {
-            json_object_object_add(k, "old_hash", json_object_get(get(k, "hash")));
+            json_object_object_add(k, "old_hash", api__json_copy(get(k, "hash")));
             json_object_object_add(k, "old_until_ms",
                                    json_object_new_int64((int64_t)(now + (uint64_t)grace_s * 1000)));
             json_object_object_add(k, "hash", json_object_new_string(hash));

@@ -75,7 +75,7 @@ static struct json_object *members(struct json_object *doc, const char *id)
         const char *team = json_object_get_string(get(k, "team"));
 
         if (team && strcmp(team, id) == 0 && !get(k, "revoked_ms"))
-            json_object_array_add(out, json_object_get(get(k, "id")));
+            json_object_array_add(out, api__json_copy(get(k, "id")));
     }
     return out;
 }
@@ -138,7 +138,7 @@ static const char *apply_fields(const struct cfg *cfg, struct json_object *body,
                 return *why = creating ? "'id' is 1 to 48 of [A-Za-z0-9._-]"
                                        : "a team's id does not change",
                        name;
-            json_object_object_add(t, "id", json_object_get(v));
+            json_object_object_add(t, "id", api__json_copy(v));
         } else {
             int applied = api__apply_grant_field(cfg, name, v, t, why);
 
@@ -292,7 +292,7 @@ static void change(struct worker *w, struct srv_req *req, const struct cfg *cfg,
         json_object_array_del_idx(get(doc, "teams"), (size_t)i, 1);
         api__keyring_commit(w, req, saved,
                             keyring_audit_entry(admin, "team.delete", subject, before, NULL),
-                            200, json_object_get(before), detail);
+                            200, api__json_copy(before), detail);
         return;
     }
     api__keyring_commit(w, req, saved,

@@ -68,6 +68,11 @@ struct json_object *api__budgets_norm(const struct cfg *cfg, struct json_object 
 int api__apply_grant_field(const struct cfg *cfg, const char *name, struct json_object *v,
                            struct json_object *out, const char **why);
 void api__keyring_unsynced(struct srv_req *req);
+/* A deep copy of <v> (NULL stays NULL): what goes into or comes out of the keyring never
+ * shares a json-c object with anything else. json-c's reference counts and the text it
+ * caches on an object are not guarded: an answer or a request body that shared a child with
+ * the keyring would touch it outside the keyring's lock, from another thread. */
+struct json_object *api__json_copy(struct json_object *v);
 /* With the keyring locked and changed (<saved>: the document before, taken): commits the
  * change with <audit> (taken), unlocks, rebuilds the snapshot and answers <status> with
  * <answer> (taken) once the store has it. */

@@ -207,22 +207,26 @@ static bool storable(const struct request *r)
            !(r->input.stream && !r->buffering && contract_active(r)) && r->c.copy.len > 0;
 }
 
-void cache_req_finish(struct request *r)
+void cache_req_store(struct request *r)
 {
     struct cache_meta meta = {.stream = r->input.stream, .cost_usd = r->cost_usd,
                               .stored_ms = bsc_wall_ms()};
     uint64_t limit = (uint64_t)(r->cfg->cache.memory_mb * 1048576.0);
 
+    if (!r->c.result || !storable(r))
+        return;
+    if (shared(r))
+        cache_shared_put(r, bsc_buf_str(&r->c.copy), &meta);
+    else if (cache_mem_put(r->gw->cache, &r->c.key, bsc_str_cstr(r->route->id),
+                           bsc_buf_str(&r->c.copy), &meta, (uint64_t)r->route->cache.ttl_s * 1000,
+                           meta.stored_ms, limit) != BSC_OK)
+        LOG_DEBUG("%s: answer not cached (larger than cache.memory_mb)", r->id);
+    r->c.keyed = false; /* stored once */
+}
+
+void cache_req_finish(struct request *r)
+{
     cache_shared_detach(r);
-    if (r->c.result && storable(r)) {
-        if (shared(r))
-            cache_shared_put(r, bsc_buf_str(&r->c.copy), &meta);
-        else if (cache_mem_put(r->gw->cache, &r->c.key, bsc_str_cstr(r->route->id),
-                               bsc_buf_str(&r->c.copy), &meta,
-                               (uint64_t)r->route->cache.ttl_s * 1000, meta.stored_ms,
-                               limit) != BSC_OK)
-            LOG_DEBUG("%s: answer not cached (larger than cache.memory_mb)", r->id);
-    }
     bsc_buf_cleanup(&r->c.copy);
     bsc_buf_cleanup(&r->c.hit);
 }

@@ -2,7 +2,7 @@
 /* cache_req.h -- one request's side of the response cache (routes.<r>.cache; the store is
  * cache/lru.h; docs/internals/cache.md). ADMIT looks the answer up last among its checks
  * (a hit is answered there, no attempt made); deliver.c hands it the client's bytes as they
- * go out; st_done stores them when the answer was whole and successful. */
+ * go out; they are stored as the answer ends whole and successful (deliver.c). */
 #ifndef BSC_ROUTER_CACHE_REQ_H
 #define BSC_ROUTER_CACHE_REQ_H
 
@@ -43,7 +43,11 @@ enum cache_verdict cache_req_lookup(struct request *r);
 size_t cache_req_header(const struct request *r, struct srv_header *h);
 /* Keeps a copy of <len> bytes the client is sent. */
 void cache_req_record(struct request *r, const void *p, size_t len);
-/* The request ends: its answer is stored when whole and successful; the copy is freed. */
+/* The answer is whole and about to end: stored when successful, before its last bytes are
+ * handed to the socket, so a client that asks again as soon as it has read the answer finds
+ * it (its next request may run on another worker before this one's bookkeeping). */
+void cache_req_store(struct request *r);
+/* The request ends: the copy is freed. */
 void cache_req_finish(struct request *r);
 
 #endif

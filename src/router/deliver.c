@@ -164,6 +164,8 @@ static void end_response(struct request *r, const char *termination, bool comple
     r->d.termination = termination;
     if (r->sreq && r->d.out.len)
         record_out(r, r->d.out.p, r->d.out.len);
+    if (complete && strcmp(termination, "ok") == 0)
+        cache_req_store(r);
     guard_idem_finish(r);
     if (!r->sreq)
         return;
@@ -449,6 +451,7 @@ void deliver_answer(struct request *r)
         h[n++] = (struct srv_header){BSC_STR("x-bascule-cost-usd"),
                                      cost_text(r, cost, sizeof(cost))}; /* priced targets */
     guard_idem_finish(r); /* a no-op once st_reply stored the record */
+    cache_req_store(r);   /* before the client can read the answer and ask again */
     srv_resp_send(r->sreq, r->d.status, "application/json", h, n, body.p, body.len);
     r->d.bytes_out += body.len;
     r->d.ttfb_us = bsc_now_us() - r->start_us;

@@ -917,7 +917,7 @@ static void st_done(struct request *r)
         r->sreq = NULL;
     }
     shadow_primary_done(r); /* before the answer is freed */
-    cache_req_finish(r);    /* a whole, successful answer is stored */
+    cache_req_finish(r);    /* stored already, as the answer ended (deliver.c) */
     xchg_cleanup(r);
     resume_cleanup(r);
     deliver_cleanup(r);

@@ -126,6 +126,17 @@ test('the key is the canonical body: member order, whitespace and user do not ma
   assert.equal(c.res.headers.get('x-bascule-cache'), 'miss', 'a parameter that matters');
 });
 
+test('the answer is stored before its last byte goes out: asked again at once, it is a hit', async () => {
+  // The next request may land on another worker before the first one's bookkeeping ran.
+  for (let i = 0; i < 20; i++) {
+    const body = ask('cached', `at once ${i}`);
+    const a = await chat(body);
+    assert.equal(a.res.headers.get('x-bascule-cache'), 'miss');
+    const b = await chat(body);
+    assert.equal(b.res.headers.get('x-bascule-cache'), 'hit', `round ${i}`);
+  }
+});
+
 test('a body with a nested name twice is never keyed: bypass, both times upstream', async () => {
   const raw = '{"model":"cached","messages":[{"role":"user","content":"dup","content":"other"}]}';
   const n = await calls('m-cached');
