@@ -7,7 +7,8 @@
  * Roles (admin.key, admin.keys): a read key may GET, never change (403).
  *   GET  /admin/cache                        the response cache's entries, bytes, bound
  *   DELETE /admin/cache[?route=<id>]         drops a route's cached answers (every route's
- *                                            without the parameter)
+ *                                            without the parameter; in Redis a new
+ *                                            generation: admin_cache_shared.c)
  * The kill switch lives in the shared routing state, so it survives config reloads. */
 #include <string.h>
 
@@ -18,6 +19,7 @@
 #include "health/hstate.h"
 #include "router/gateway.h"
 #include "router/keyring.h"
+#include "store/store.h"
 
 /* The role of the operator key presented (Authorization: Bearer, else x-admin-key), and in
  * *<id> its id for the audit trail. */
@@ -100,15 +102,14 @@ static void clear_cache(struct worker *w, struct srv_req *req, const struct cfg 
     struct bsc_buf b;
     size_t n;
 
-    if (cfg->cache.store == CFG_CACHE_REDIS) {
-        srv_resp_error(req, 501, "invalid_request_error", "not_supported",
-                       "answers kept in Redis (cache.store: redis) end with their ttl_s; "
-                       "DELETE /admin/cache clears the memory store only");
-        return;
-    }
-    if (query_param(srv_req_query(req), BSC_STR("route"), &route) && !route.len) {
+    if (query_param(srv_req_query(req), BSC_STR("route"), &route) &&
+        (!route.len || route.len > STORE_BLOB_KEY_MAX)) {
         srv_resp_error(req, 400, "invalid_request_error", "invalid_route",
                        "route= names the route whose cached answers are dropped");
+        return;
+    }
+    if (cfg->cache.store == CFG_CACHE_REDIS) {
+        api__admin_cache_clear_shared(w, req, cfg, route);
         return;
     }
     n = cache_mem_drop_route(w->gw->cache, route);

@@ -56,6 +56,10 @@ bool api__admin_keys(struct worker *w, struct srv_req *req, struct cfg *cfg,
 /* admin_teams.c: /admin/teams[/{id}] (the role already checked). */
 bool api__admin_teams(struct worker *w, struct srv_req *req, struct cfg *cfg,
                       struct bsc_str rest, const char *admin);
+/* admin_cache_shared.c: DELETE /admin/cache with cache.store: redis: bumps the generation
+ * of <route> (empty: every route with a cache) in Redis; answers now or once Redis did. */
+void api__admin_cache_clear_shared(struct worker *w, struct srv_req *req, const struct cfg *cfg,
+                                   struct bsc_str route);
 /* Shared by the admin writes of the keyring (admin_keys.c). */
 struct json_object *api__admin_body(struct srv_req *req, bool may_be_empty);
 bool api__routes_ok(const struct cfg *cfg, struct json_object *v);

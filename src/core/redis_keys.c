@@ -126,3 +126,13 @@ size_t rkey_spend(char *out, size_t cap, const char *prefix, struct bsc_str clie
 
     return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
 }
+
+size_t rkey_cache(char *out, size_t cap, const char *prefix, struct bsc_str route,
+                  struct bsc_str entry)
+{
+    int n = snprintf(out, cap, "%s{cache:%zu:%.*s}%s%.*s", prefix ? prefix : RKEY_DEFAULT_PREFIX,
+                     route.len, (int)route.len, route.p ? route.p : "", entry.len ? ":" : "",
+                     (int)entry.len, entry.p ? entry.p : "");
+
+    return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
+}

@@ -41,4 +41,11 @@ size_t rkey_entity(char *out, size_t cap, const char *prefix, const char *kind,
 size_t rkey_spend(char *out, size_t cap, const char *prefix, struct bsc_str client,
                   uint64_t period_ms);
 
+/* <prefix>{cache:<len(route)>:<route>}: the route's generation of the shared response cache
+ * (a counter DELETE /admin/cache bumps); with <entry> (not empty) one answer of that route,
+ * <prefix>{cache:<len>:<route>}:<entry>. One hash tag per route: the lookup reads the
+ * generation and the answer in one command on one slot. 0 when it does not fit <cap>. */
+size_t rkey_cache(char *out, size_t cap, const char *prefix, struct bsc_str route,
+                  struct bsc_str entry);
+
 #endif

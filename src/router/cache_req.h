@@ -28,6 +28,8 @@ struct cache_req {
     bool asked;           /* a shared lookup was started: its answer decides */
     bool waiting;         /* ... and has not come back yet */
     bool found;           /* it found <hit> */
+    bool gen_read;        /* it read the route's generation <gen>: the store is under it */
+    uint64_t gen;
     void *shared;         /* the lookup's context while it runs */
     struct bsc_buf hit;   /* owned: the answer found */
     struct cache_meta hit_meta;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* cache_shared.c -- the response cache in the state store's blobs (cache_shared.h). A value
- * is one line "bsc-cache-1 <stream 0|1> <cost_usd> <stored_ms>\n", then the answer's bytes.
+/* cache_shared.c -- the response cache in the state store (cache_shared.h), as values of
+ * the route's generation group (store_gen_*): DELETE /admin/cache bumps the route's
+ * generation and every instance misses its older answers at once. A value is one line
+ * "bsc-cache-1 <stream 0|1> <cost_usd> <stored_ms>\n", then the answer's bytes.
  * A lookup's context is its own allocation: the request may end (its client gone) before
  * the store answers, and the request's memory is reused; cache_shared_detach cuts the link
  * and the callback frees the context. */
@@ -21,12 +23,11 @@ struct shared_get {
     struct request *r; /* NULL once the request ended */
 };
 
-/* "cache:" and the key in hex: the store namespaces it as one of its blobs. */
-static struct bsc_str blob_key(const struct cache_key *k, char buf[6 + BSC_SHA256_HEX_LEN + 1])
+/* The key in hex: the store keeps it in the route's group. */
+static struct bsc_str entry_key(const struct cache_key *k, char buf[BSC_SHA256_HEX_LEN + 1])
 {
-    memcpy(buf, "cache:", 6);
-    bsc_sha256_hex(k->d, buf + 6);
-    return bsc_str_make(buf, 6 + BSC_SHA256_HEX_LEN);
+    bsc_sha256_hex(k->d, buf);
+    return bsc_str_make(buf, BSC_SHA256_HEX_LEN);
 }
 
 /* Reads a stored value into r->c.hit and r->c.hit_meta; false when it is not one of ours. */
@@ -53,7 +54,7 @@ static bool parse_value(struct request *r, struct bsc_str v)
     return bsc_buf_append(&r->c.hit, nl + 1, v.len - n - 1) == BSC_OK;
 }
 
-static void on_get(enum bsc_err err, struct bsc_str value, void *ud)
+static void on_get(enum bsc_err err, uint64_t gen, struct bsc_str value, void *ud)
 {
     struct shared_get *g = ud;
     struct request *r = g->r;
@@ -63,6 +64,8 @@ static void on_get(enum bsc_err err, struct bsc_str value, void *ud)
         return; /* the request ended meanwhile */
     r->c.shared = NULL;
     r->c.waiting = false;
+    r->c.gen_read = err == BSC_OK || err == BSC_ENOTFOUND;
+    r->c.gen = gen;
     r->c.found = err == BSC_OK && parse_value(r, value);
     if (err && err != BSC_ENOTFOUND)
         LOG_DEBUG("%s: cache lookup in the store failed (%s): a miss", r->id, bsc_err_str(err));
@@ -71,7 +74,7 @@ static void on_get(enum bsc_err err, struct bsc_str value, void *ud)
 
 bool cache_shared_get(struct request *r)
 {
-    char buf[6 + BSC_SHA256_HEX_LEN + 1];
+    char buf[BSC_SHA256_HEX_LEN + 1];
     struct shared_get *g = calloc(1, sizeof(*g));
 
     if (!g || !r->gw->store)
@@ -80,7 +83,8 @@ bool cache_shared_get(struct request *r)
     r->c.asked = true;
     r->c.waiting = true; /* before the call: the store answers from the loop, never inside */
     r->c.shared = g;
-    if (store_blob_get(r->gw->store, &r->w->loop, blob_key(&r->c.key, buf), on_get, g) != BSC_OK) {
+    if (store_gen_get(r->gw->store, &r->w->loop, bsc_str_cstr(r->route->id),
+                      entry_key(&r->c.key, buf), on_get, g) != BSC_OK) {
         free(g);
         r->c.asked = r->c.waiting = false;
         r->c.shared = NULL;
@@ -92,13 +96,15 @@ bool cache_shared_get(struct request *r)
 static void on_put(enum bsc_err err, void *ud)
 {
     (void)ud;
-    if (err)
+    if (err == BSC_ESTATE)
+        LOG_DEBUG("response cache: an answer made before DELETE /admin/cache was not stored");
+    else if (err)
         LOG_DEBUG("response cache: an answer was not stored (%s)", bsc_err_str(err));
 }
 
 void cache_shared_put(struct request *r, struct bsc_str body, const struct cache_meta *meta)
 {
-    char buf[6 + BSC_SHA256_HEX_LEN + 1];
+    char buf[BSC_SHA256_HEX_LEN + 1];
     struct bsc_buf v;
     enum bsc_err err;
 
@@ -110,8 +116,10 @@ void cache_shared_put(struct request *r, struct bsc_str body, const struct cache
     if (!err)
         err = bsc_buf_append(&v, body.p, body.len);
     if (!err)
-        err = store_blob_put(r->gw->store, &r->w->loop, blob_key(&r->c.key, buf), bsc_buf_str(&v),
-                             (uint64_t)r->route->cache.ttl_s * 1000, on_put, NULL);
+        err = store_gen_put(r->gw->store, &r->w->loop, bsc_str_cstr(r->route->id),
+                            entry_key(&r->c.key, buf), bsc_buf_str(&v),
+                            (uint64_t)r->route->cache.ttl_s * 1000,
+                            r->c.gen_read ? r->c.gen : STORE_GEN_ANY, on_put, NULL);
     if (err)
         on_put(err, NULL);
     bsc_buf_cleanup(&v);

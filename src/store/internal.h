@@ -22,6 +22,9 @@ enum store__op {
     STORE__BLOB_GET,
     STORE__SPEND_ADD, /* spend.c: add to a client's spend of a period (0: a read) */
     STORE__SPEND_SET, /* spend.c: set it (reset-spend) */
+    STORE__GEN_GET,   /* Redis only: a value of a group and the group's generation */
+    STORE__GEN_PUT,   /* Redis only: a value stamped with the group's generation */
+    STORE__GEN_BUMP,  /* Redis only: the group's generation + 1 */
     STORE__OP_COUNT
 };
 
@@ -44,6 +47,7 @@ struct store__job {
     struct ledger_update upd;  /* ledger put */
     uint64_t period_ms;        /* spend: the period's start (key = the client id) */
     double usd;                /* spend: in, the amount; out, the period's total */
+    uint64_t gen;              /* gen put: in, the generation expected; get, bump: out */
 
     /* outputs, set by the backend */
     enum bsc_err err;
@@ -62,6 +66,7 @@ struct store__job {
         store_ledger_cb *ledger;
         store_blob_cb *blob;
         store_spend_cb *spend;
+        store_gen_cb *gen;
     } cb;
     void *ud;
     char data[]; /* the input bytes the slices point into */

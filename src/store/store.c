@@ -226,6 +226,12 @@ static void deliver(struct store__job *job)
         break;
     case STORE__SPEND_ADD:
     case STORE__SPEND_SET: job->cb.spend(job->err, job->err ? 0 : job->usd, job->ud); break;
+    case STORE__GEN_GET:
+    case STORE__GEN_BUMP:
+        job->cb.gen(job->err, job->err == BSC_EIO ? 0 : job->gen,
+                    job->err ? BSC_STR_NULL : bsc_str_make(job->body, job->body_len), job->ud);
+        break;
+    case STORE__GEN_PUT: job->cb.done(job->err, job->ud); break;
     default: BSC_BUG_ON(1);
     }
 }
@@ -491,6 +497,80 @@ enum bsc_err store_blob_get(struct store *st, uv_loop_t *loop, struct bsc_str ke
         return BSC_ENOMEM;
     job->key = put_bytes(job, &at, key);
     job->cb.blob = cb;
+    job->ud = ud;
+    return submit(st, loop, job);
+}
+
+/* ---- generations (Redis only) ------------------------------------------------------------ */
+
+/* A gen job: <group> in job->scope, <key> (may be empty: bump) in job->key, <value> in
+ * job->in.body. NULL when the arguments are wrong for this store (*err says which). */
+static struct store__job *gen_job(struct store *st, enum store__op op, struct bsc_str group,
+                                  struct bsc_str key, struct bsc_str value, enum bsc_err *err)
+{
+    struct store__job *job;
+    size_t at = 0;
+
+    *err = BSC_EINVAL;
+    if (!store_is_shared(st) || !blob_key_valid(group) ||
+        (op != STORE__GEN_BUMP && !blob_key_valid(key)) || (value.len && !value.p))
+        return NULL;
+    *err = BSC_ELIMIT;
+    if (value.len > st->opts.max_answer_bytes)
+        return NULL;
+    *err = BSC_ENOMEM;
+    job = job_new(st, op, group.len + key.len + value.len);
+    if (!job)
+        return NULL;
+    job->scope = put_bytes(job, &at, group);
+    job->key = put_bytes(job, &at, key);
+    job->in.body = put_bytes(job, &at, value);
+    *err = BSC_OK;
+    return job;
+}
+
+enum bsc_err store_gen_get(struct store *st, uv_loop_t *loop, struct bsc_str group,
+                           struct bsc_str key, store_gen_cb *cb, void *ud)
+{
+    enum bsc_err err;
+    struct store__job *job = cb ? gen_job(st, STORE__GEN_GET, group, key, BSC_STR_NULL, &err)
+                                : NULL;
+
+    if (!job)
+        return cb ? err : BSC_EINVAL;
+    job->cb.gen = cb;
+    job->ud = ud;
+    return submit(st, loop, job);
+}
+
+enum bsc_err store_gen_put(struct store *st, uv_loop_t *loop, struct bsc_str group,
+                           struct bsc_str key, struct bsc_str value, uint64_t ttl_ms,
+                           uint64_t expect, store_done_cb *cb, void *ud)
+{
+    enum bsc_err err;
+    struct store__job *job = cb && ttl_ms ? gen_job(st, STORE__GEN_PUT, group, key, value, &err)
+                                          : NULL;
+
+    if (!job)
+        return cb && ttl_ms ? err : BSC_EINVAL;
+    job->ttl_ms = ttl_ms;
+    job->gen = expect;
+    job->cb.done = cb;
+    job->ud = ud;
+    return submit(st, loop, job);
+}
+
+enum bsc_err store_gen_bump(struct store *st, uv_loop_t *loop, struct bsc_str group,
+                            store_gen_cb *cb, void *ud)
+{
+    enum bsc_err err;
+    struct store__job *job = cb ? gen_job(st, STORE__GEN_BUMP, group, BSC_STR_NULL,
+                                          BSC_STR_NULL, &err)
+                                : NULL;
+
+    if (!job)
+        return cb ? err : BSC_EINVAL;
+    job->cb.gen = cb;
     job->ud = ud;
     return submit(st, loop, job);
 }

@@ -144,6 +144,37 @@ enum bsc_err store_blob_put(struct store *st, uv_loop_t *loop, struct bsc_str ke
 enum bsc_err store_blob_get(struct store *st, uv_loop_t *loop, struct bsc_str key,
                             store_blob_cb *cb, void *ud);
 
+/* ---- generations: values a counter voids at once (the shared response cache) ---------- */
+
+/* Redis only (cache.store: redis needs store.kind: redis): the other backends refuse these
+ * calls with BSC_EINVAL. A <group> (a route) has a generation, a counter kept without a TTL
+ * (absent: 0); each value of the group is stored with the generation it was written under,
+ * and is read back only while that is still the group's generation. store_gen_bump makes
+ * every value of the group unreachable in one step; they end with their TTL. */
+#define STORE_GEN_ANY UINT64_MAX /* store_gen_put: stamp whatever generation is current */
+
+/* <err> BSC_OK with <value> (borrowed until the callback returns) and the generation <gen>;
+ * BSC_ENOTFOUND (no value, expired, or written under another generation) with <gen> the
+ * current one; BSC_EIO (<gen> 0). */
+typedef void store_gen_cb(enum bsc_err err, uint64_t gen, struct bsc_str value, void *ud);
+
+/* Reads <key> of <group> (each 1..STORE_BLOB_KEY_MAX bytes) and the group's generation in
+ * one step. Returns BSC_EINVAL (bad argument, or not Redis), BSC_ELIMIT, BSC_ENOMEM. */
+enum bsc_err store_gen_get(struct store *st, uv_loop_t *loop, struct bsc_str group,
+                           struct bsc_str key, store_gen_cb *cb, void *ud);
+/* Stores <value> under <key> of <group> for <ttl_ms> (> 0), stamped with the group's
+ * generation, in one step -- only when that is <expect> (the one a lookup read), or any
+ * with STORE_GEN_ANY: an answer made before a bump is not stored after it. The callback
+ * gets BSC_OK, BSC_ESTATE (the generation moved: not stored), BSC_EIO. Same returns as
+ * store_blob_put, and BSC_EINVAL when not Redis. */
+enum bsc_err store_gen_put(struct store *st, uv_loop_t *loop, struct bsc_str group,
+                           struct bsc_str key, struct bsc_str value, uint64_t ttl_ms,
+                           uint64_t expect, store_done_cb *cb, void *ud);
+/* Adds one to <group>'s generation; the callback gets the new one (<value> empty), or
+ * BSC_EIO. Returns BSC_EINVAL (bad argument, or not Redis), BSC_ELIMIT, BSC_ENOMEM. */
+enum bsc_err store_gen_bump(struct store *st, uv_loop_t *loop, struct bsc_str group,
+                            store_gen_cb *cb, void *ud);
+
 /* ---- spend: what each client spent in a budget period (clients.<id>.budget) ---------- */
 
 /* <err> BSC_OK with <usd>, the period's total after the operation; BSC_EIO, BSC_ELIMIT. */

@@ -61,6 +61,14 @@ static const char LUA_SPEND_ADD[] =
     "local v=redis.call('INCRBYFLOAT',KEYS[1],ARGV[1]) "
     "if ARGV[2]~='0' then redis.call('PEXPIRE',KEYS[1],ARGV[2]) end return v";
 
+/* A value under a generation (the shared response cache): ARGV[1] the generation expected
+ * ('' any), ARGV[2] the value, ARGV[3] its TTL in ms. Stored as "<generation> <value>" only
+ * while KEYS[1], the group's generation (absent: 0), is the one expected. 1 stored, 0 not. */
+static const char LUA_GEN_PUT[] =
+    "local g=redis.call('GET',KEYS[1]) or '0' "
+    "if ARGV[1]~='' and ARGV[1]~=g then return 0 end "
+    "redis.call('SET',KEYS[2],g..' '..ARGV[2],'PX',ARGV[3]) return 1";
+
 struct rd_store {
     struct store base;
     struct redis_url url;
@@ -518,6 +526,122 @@ static void run_blob(struct rd_op *op)
     op_send(op, blob_put_reply, 5, argv, lens);
 }
 
+/* ---- generations: MGET of the group's counter and the value, INCR, a script to put ---- */
+
+/* A generation as Redis keeps it: 1..20 decimal digits, no sign, no space. */
+static bool gen_parse(const char *p, size_t len, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (!len || len > 20)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9' || v > (UINT64_MAX - (uint64_t)(p[i] - '0')) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(p[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+static void gen_get_reply(struct rd_op *op, redisReply *r)
+{
+    struct store__job *job = op->job;
+    redisReply *g, *v;
+    const char *sp;
+    uint64_t stamp;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+        op_finish(op, BSC_EIO);
+        return;
+    }
+    g = r->element[0];
+    v = r->element[1];
+    job->gen = 0;
+    if ((g->type != REDIS_REPLY_NIL &&
+         (g->type != REDIS_REPLY_STRING || !gen_parse(g->str, g->len, &job->gen))) ||
+        (v->type != REDIS_REPLY_NIL && v->type != REDIS_REPLY_STRING)) {
+        op_finish(op, BSC_EIO);
+        return;
+    }
+    sp = v->type == REDIS_REPLY_STRING ? memchr(v->str, ' ', v->len) : NULL;
+    if (v->type == REDIS_REPLY_STRING && (!sp || !gen_parse(v->str, (size_t)(sp - v->str), &stamp))) {
+        op_finish(op, BSC_EIO); /* not a value we wrote */
+        return;
+    }
+    if (!sp || stamp != job->gen) { /* absent, or written before the last bump */
+        job->err = BSC_ENOTFOUND;
+        op_finish(op, BSC_OK);
+        return;
+    }
+    job->body_len = v->len - (size_t)(sp + 1 - v->str);
+    if (!(job->body = malloc(job->body_len + 1))) {
+        op_finish(op, BSC_EIO);
+        return;
+    }
+    memcpy(job->body, sp + 1, job->body_len);
+    job->body[job->body_len] = '\0';
+    op_finish(op, BSC_OK);
+}
+
+static void gen_put_reply(struct rd_op *op, redisReply *r)
+{
+    if (r->type != REDIS_REPLY_INTEGER) {
+        op_finish(op, BSC_EIO);
+        return;
+    }
+    op->job->err = r->integer == 1 ? BSC_OK : BSC_ESTATE;
+    op_finish(op, BSC_OK);
+}
+
+static void gen_bump_reply(struct rd_op *op, redisReply *r)
+{
+    if (r->type != REDIS_REPLY_INTEGER || r->integer < 1) {
+        op_finish(op, BSC_EIO);
+        return;
+    }
+    op->job->gen = (uint64_t)r->integer;
+    op_finish(op, BSC_OK);
+}
+
+/* op->key is the group's generation; the value's key is made here. */
+static void run_gen(struct rd_op *op)
+{
+    struct store__job *job = op->job;
+    char entry[RKEY_MAX], expect[24], px[24];
+    size_t elen = 0;
+    const char *argv[8] = {"EVAL", LUA_GEN_PUT, "2", op->key, entry, expect,
+                           job->in.body.p ? job->in.body.p : "", px};
+    size_t l[8] = {4, sizeof(LUA_GEN_PUT) - 1, 1, op->key_len, 0, 0, job->in.body.len, 0};
+
+    if (job->op == STORE__GEN_BUMP) {
+        argv[0] = "INCR";
+        argv[1] = op->key;
+        l[0] = 4;
+        l[1] = op->key_len;
+        op_send(op, gen_bump_reply, 2, argv, l);
+        return;
+    }
+    elen = rkey_cache(entry, sizeof(entry), op->q->prefix, job->scope, job->key);
+    if (!elen) {
+        op_finish(op, BSC_EINVAL);
+        return;
+    }
+    if (job->op == STORE__GEN_GET) {
+        const char *mget[3] = {"MGET", op->key, entry};
+        size_t ml[3] = {4, op->key_len, elen};
+
+        op_send(op, gen_get_reply, 3, mget, ml);
+        return;
+    }
+    l[4] = elen;
+    l[5] = job->gen == STORE_GEN_ANY
+               ? 0
+               : (size_t)snprintf(expect, sizeof(expect), "%" PRIu64, job->gen);
+    l[7] = (size_t)snprintf(px, sizeof(px), "%" PRIu64, job->ttl_ms);
+    op_send(op, gen_put_reply, 8, argv, l);
+}
+
 /* ---- spend: INCRBYFLOAT in dollars, as the other backends keep them ----------------- */
 
 /* A total Redis answered: a number string, or nil for a record not there (0). */
@@ -580,6 +704,9 @@ static size_t job_key(struct rd_store *q, struct store__job *job, char *out)
     case STORE__LEDGER_GET: return rkey_entity(out, RKEY_MAX, q->prefix, "ledger", job->key);
     case STORE__SPEND_ADD:
     case STORE__SPEND_SET: return rkey_spend(out, RKEY_MAX, q->prefix, job->key, job->period_ms);
+    case STORE__GEN_GET:
+    case STORE__GEN_PUT:
+    case STORE__GEN_BUMP: return rkey_cache(out, RKEY_MAX, q->prefix, job->scope, BSC_STR_NULL);
     default: return rkey_entity(out, RKEY_MAX, q->prefix, "blob", job->key);
     }
 }
@@ -629,6 +756,9 @@ static void run_job(struct rd_store *q, struct store__job *job)
         run_ledger(op);
     else if (job->op == STORE__SPEND_ADD || job->op == STORE__SPEND_SET)
         run_spend(op);
+    else if (job->op == STORE__GEN_GET || job->op == STORE__GEN_PUT ||
+             job->op == STORE__GEN_BUMP)
+        run_gen(op);
     else
         run_blob(op);
 }

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The response cache in Redis (cache.store: redis, docs/internals/cache.md): two gateways on
 // one Redis share an answer -- one's miss is the other's hit, with no upstream call, a stream
-// included; scope: client still holds across instances; a Redis that is gone is a miss,
-// never an error; and cache.store: redis without store.kind: redis is refused.
+// included; scope: client still holds across instances; DELETE /admin/cache on one instance
+// (a new generation of the route in Redis) makes both miss that route at once, and keeps
+// another route's answers, or without route= clears every route; a stalled or stopped Redis
+// makes the DELETE a 503 saying so while chat still answers (a miss), never an error; and
+// cache.store: redis without store.kind: redis is refused.
 import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -20,7 +23,7 @@ let redis, sim, a, b;
 const config = (url) => `listen: "127.0.0.1:{{PORT}}"
 workers: 2
 admin: { key: "${ADMIN}" }
-store: { kind: redis, url: "${url}", prefix: "c:", timeout_ms: 50 }
+store: { kind: redis, url: "${url}", prefix: "c:", timeout_ms: 500 }
 cache: { store: redis }
 providers:
   sim: { kind: openai, base_url: "${sim.url}/v1", keys: ["sk-s"], health: { probe: none } }
@@ -28,6 +31,7 @@ targets:
   t: { provider: sim, model: m-redis }
 routes:
   chat: { primary: [t], cache: { mode: exact, ttl_s: 60 } }
+  other: { primary: [t], cache: { mode: exact, ttl_s: 60 } }
 clients:
   alpha: { key: "\${TEST_ALPHA_KEY}", routes: ["*"] }
   beta: { key: "\${TEST_BETA_KEY}", routes: ["*"] }
@@ -48,11 +52,11 @@ after(async () => {
   await redis?.stop();
 });
 
-async function chat(gw, content, { key = ALPHA, stream = false } = {}) {
+async function chat(gw, content, { key = ALPHA, stream = false, model = 'chat', headers = {} } = {}) {
   const res = await fetch(`${gw.url}/v1/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-    body: JSON.stringify({ model: 'chat', stream, messages: [{ role: 'user', content }] }),
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
+    body: JSON.stringify({ model, stream, messages: [{ role: 'user', content }] }),
   });
   return { status: res.status, cache: res.headers.get('x-bascule-cache'), text: await res.text() };
 }
@@ -88,20 +92,85 @@ test('scope: client holds across instances', async () => {
   assert.equal(other.cache, 'miss');
 });
 
-test('DELETE /admin/cache says Redis entries end with their TTL (501)', async () => {
-  const res = await fetch(`${a.url}/admin/cache?route=chat`, {
-    method: 'DELETE', headers: { authorization: `Bearer ${ADMIN}` },
-  });
-  assert.equal(res.status, 501);
-  assert.match(await res.text(), /ttl_s/);
+// A lookup that stores nothing (no-store): what it says is the state of the shared cache,
+// not one this check just wrote.
+const peek = async (gw, content, model = 'chat') =>
+  (await chat(gw, content, { model, headers: { 'cache-control': 'no-store' } })).cache;
+
+/** Stores an answer through <a> and waits until <b> hits it. */
+async function shared(content, model) {
+  assert.equal((await chat(a, content, { model })).status, 200);
+  await waitFor(async () => (await peek(b, content, model)) === 'hit',
+    { timeoutMs: 5000, everyMs: 50, what: `${model}: the other instance to hit` });
+}
+
+const clear = (gw, query = '') => fetch(`${gw.url}/admin/cache${query}`, {
+  method: 'DELETE', headers: { authorization: `Bearer ${ADMIN}` },
 });
 
-test('a Redis that is gone is a miss, never an error', async () => {
+test('DELETE /admin/cache?route= on one instance: both miss that route, another route still hits', async () => {
+  await shared('cleared later', 'chat');
+  await shared('kept', 'other');
+  const res = await clear(a, '?route=chat');
+  assert.equal(res.status, 200);
+  const body = await res.json();
+  assert.equal(body.route, 'chat');
+  assert.equal(body.store, 'redis');
+  assert.ok(Number.isInteger(body.generations.chat) && body.generations.chat >= 1, JSON.stringify(body));
+  assert.deepEqual(Object.keys(body.generations), ['chat']);
+  // At once, on both instances: no wait for a TTL, no message between the instances.
+  assert.equal(await peek(b, 'cleared later'), 'miss');
+  assert.equal(await peek(a, 'cleared later'), 'miss');
+  assert.equal(await peek(b, 'kept', 'other'), 'hit');
+  assert.equal(await peek(a, 'kept', 'other'), 'hit');
+  // The route caches again under its new generation.
+  await shared('cleared later', 'chat');
+  const again = await (await clear(b, '?route=chat')).json();
+  assert.equal(again.generations.chat, body.generations.chat + 1);
+});
+
+test('DELETE /admin/cache without route= clears every route, on every instance', async () => {
+  await shared('all one', 'chat');
+  await shared('all two', 'other');
+  const res = await clear(b);
+  assert.equal(res.status, 200);
+  const body = await res.json();
+  assert.equal(body.route, null);
+  assert.deepEqual(Object.keys(body.generations).sort(), ['chat', 'other']);
+  for (const gw of [a, b]) {
+    assert.equal(await peek(gw, 'all one'), 'miss');
+    assert.equal(await peek(gw, 'all two', 'other'), 'miss');
+  }
+});
+
+test('a stalled Redis: DELETE is a 503 within store.timeout_ms, chat still answers (a miss)', async () => {
+  await shared('before the stall', 'chat');
+  redis.pause();
+  try {
+    const t0 = Date.now();
+    const res = await clear(a, '?route=chat');
+    assert.equal(res.status, 503);
+    const err = (await res.json()).error;
+    assert.equal(err.code, 'store_unavailable');
+    assert.match(err.message, /Redis did not confirm the clear/);
+    assert.ok(Date.now() - t0 < 4000, 'bounded by store.timeout_ms, not a wait on Redis');
+    const r = await chat(b, 'before the stall');
+    assert.equal(r.status, 200);
+    assert.equal(r.cache, 'miss');
+  } finally {
+    redis.resume();
+  }
+});
+
+test('a Redis that is gone is a miss, never an error; DELETE says it is a 503', async () => {
   await redis.stop();
   redis = null;
   const r = await chat(a, 'redis is gone');
   assert.equal(r.status, 200);
   assert.equal(r.cache, 'miss');
+  const res = await clear(a);
+  assert.equal(res.status, 503);
+  assert.equal((await res.json()).error.code, 'store_unavailable');
 });
 
 test('cache.store: redis without store.kind: redis is refused', () => {

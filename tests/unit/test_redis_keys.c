@@ -106,6 +106,24 @@ static void test_key_spend(void **state)
     assert_int_equal(rkey_spend(k, 16, "bascule:", BSC_STR("alpha"), 0), 0);
 }
 
+/* A route's generation and its answers share one hash tag (one slot); the route's length
+ * keeps "a}:x" and "a" apart. */
+static void test_key_cache(void **state)
+{
+    char k[RKEY_MAX], k2[RKEY_MAX];
+
+    (void)state;
+    assert_int_equal(rkey_cache(k, sizeof(k), "t:", BSC_STR("chat"), BSC_STR_NULL),
+                     strlen("t:{cache:4:chat}"));
+    assert_string_equal(k, "t:{cache:4:chat}");
+    rkey_cache(k, sizeof(k), NULL, BSC_STR("chat"), BSC_STR("ab12"));
+    assert_string_equal(k, "bascule:{cache:4:chat}:ab12");
+    rkey_cache(k, sizeof(k), "t:", BSC_STR("a}:x"), BSC_STR_NULL);
+    rkey_cache(k2, sizeof(k2), "t:", BSC_STR("a"), BSC_STR("x"));
+    assert_string_not_equal(k, k2);
+    assert_int_equal(rkey_cache(k, 16, "bascule:", BSC_STR("chat"), BSC_STR("ab")), 0);
+}
+
 static void test_key_too_long(void **state)
 {
     char k[16];
@@ -121,7 +139,7 @@ int main(void)
         cmocka_unit_test(test_url_tcp),        cmocka_unit_test(test_url_unix),
         cmocka_unit_test(test_url_refused),    cmocka_unit_test(test_key_layout),
         cmocka_unit_test(test_key_scopes_apart), cmocka_unit_test(test_key_too_long),
-        cmocka_unit_test(test_key_spend),
+        cmocka_unit_test(test_key_spend),      cmocka_unit_test(test_key_cache),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
