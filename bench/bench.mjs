@@ -7,7 +7,9 @@
 //   2. paced: the same targets at a moderate constant load, added latency over direct;
 //   3. streams: N concurrent SSE streams through bascule from bascule-sim (streams.mjs);
 //   tls: nginx proxy_pass https:// and bascule with an https:// provider in front of a TLS
-//      nginx upstream, HTTP/2 offered and HTTP/1.1 only (tls.mjs).
+//      nginx upstream, HTTP/2 offered and HTTP/1.1 only (tls.mjs);
+//   cache: a response-cache hit against nginx answering the same bytes (cache.mjs; only
+//      with BENCH_PARTS naming it).
 // A column whose binary is missing or does not come up is skipped with the reason.
 // Results: stdout table (report.mjs) and build/bench/results.json.
 
@@ -25,6 +27,7 @@ import {
   RESPONSE, basculeYaml, chatBenchYaml, chatBenchLimitsYaml, nginxConf, nginxQuote, redisStore,
 } from './configs.mjs';
 import { tlsPart, tlsVerdicts } from './tls.mjs';
+import { cachePart } from './cache.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
@@ -754,6 +757,10 @@ async function main() {
   await tlsPart(results, {
     C, log, startNginx, startBascule, chatOk, runWrk, measureRound, aggregate, maxGatewayConnections,
     stop: (rec) => procs.stop(rec), outDir: C.out,
+  });
+  await cachePart(results, {
+    C, log, procs, which, startNginx, startBascule, runWrk, measureRound, aggregate, maxGatewayConnections,
+    stop: (rec) => procs.stop(rec), request: REQUEST_BODY,
   });
   await streams(results);
   results.elapsed_s = Math.round((Date.now() - t0) / 1000);

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { tlsSection } from './tls.mjs';
+import { cacheSection } from './cache.mjs';
 
 const ORDER = [
   'direct', 'nginx', 'bascule', 'bascule-key', 'bascule-limits', 'bascule-redis', 'bascule-redis-limits', 'bascule-b', 'portkey',
@@ -179,7 +180,7 @@ export function printReport(r) {
   out.push(`bascule benchmarks  ${r.when}  (${r.machine.cpus} cores, ${r.machine.model ?? '?'}; a shared box: compare ratios, not absolutes)`);
   out.push(`request ${s.request_bytes} B POST /v1/chat/completions, response ${s.response_bytes} B; ${s.seconds} s per target and load, ` +
     `in ${s.rounds} (paced: ${s.paced_rounds}) interleaved rounds (latencies: median over rounds), after ${s.warmup} s warm-up`);
-  out.push(...throughputSection(r), ...pacedSection(r), ...tlsSection(r), ...streamsSection(r), ...sideBySide(r), ...redisSection(r));
+  out.push(...throughputSection(r), ...pacedSection(r), ...tlsSection(r), ...cacheSection(r), ...streamsSection(r), ...sideBySide(r), ...redisSection(r));
   out.push(...barsSection(r));
   process.stdout.write(out.join('\n') + '\n');
 }

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { freePort, sleep } from './proc.mjs';
 import { nginxQuote, RESPONSE, tlsBenchYaml } from './configs.mjs';
+import { closedLoopRounds } from './rounds.mjs';
 
 export const TLS_MODES = [
   { key: 'h2', http2: 'http2', label: 'HTTPS, HTTP/2 offered' },
@@ -119,7 +120,7 @@ export function connectionSampler(pidsFn, port) {
  * runWrk, measureRound, aggregate, stop(rec), maxGatewayConnections, outDir.
  */
 export async function tlsPart(results, h) {
-  const { C, log } = h;
+  const { C } = h;
   results.tls = {};
   if (!C.parts.has('tls')) return;
   const cert = makeCert(path.join(h.outDir, 'tls'));
@@ -167,27 +168,14 @@ export async function tlsPart(results, h) {
         await h.stop(t.rec);
       }
     }
-    const closed = { connections: C.connections, threads: C.threads };
-    for (const x of live) {
-      log(`tls ${mode.key} ${x.key}: warm-up, ${C.warmup} s`);
-      if (C.warmup > 0) await h.runWrk(x.t.url, C.warmup, closed).catch((e) => (x.failed = e.message));
-    }
-    const R = Math.max(1, Math.round(C.rounds));
-    const per = Math.max(1, Math.round(C.seconds / R));
-    for (let r = 0; r < R; r++) {
-      for (const x of live.map((_, i) => live[(i + r) % live.length])) {
-        if (x.failed) continue;
-        log(`tls ${mode.key} round ${r + 1}/${R}: ${x.key}, ${per} s`);
-        const s = connectionSampler(() => x.t.pids(), up.port);
-        try {
-          x.rounds.push(await h.measureRound(x.t, up, per, closed));
-        } catch (e) {
-          x.failed = e.message;
-        }
+    await closedLoopRounds(live, h, `tls ${mode.key}`, async (x, per, closed) => {
+      const s = connectionSampler(() => x.t.pids(), up.port);
+      try {
+        return await h.measureRound(x.t, up, per, closed);
+      } finally {
         x.conns.push((await s.stop()).peak);
-        await sleep(C.settleMs);
       }
-    }
+    });
     const out = {};
     for (const x of live) {
       if (x.failed || !x.rounds.length) {

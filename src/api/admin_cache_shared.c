@@ -18,7 +18,7 @@ struct clear_call {
     struct srv_req *req; /* borrowed; NULL once the client went away */
     size_t pending;      /* bumps not answered yet */
     bool failed;         /* one of them was not */
-    bool all;            /* no route=: every cached route */
+    char *route;         /* owned: the route= asked for; NULL: every route with a cache */
     struct bsc_buf out;  /* the "generations" members so far */
 };
 
@@ -36,16 +36,14 @@ static int respond(struct clear_call *c, char *detail, size_t len)
     }
     bsc_buf_init(&b, 2u << 20);
     bsc_buf_append_cstr(&b, "{\"route\":");
-    if (c->all) {
+    if (c->route)
+        bsc_buf_append_json_str(&b, bsc_str_cstr(c->route));
+    else
         bsc_buf_append_cstr(&b, "null");
-    } else { /* the one member is "<route>":<gen>: its name is the route */
-        const char *colon = memrchr(c->out.p, ':', c->out.len);
-        bsc_buf_append(&b, c->out.p, (size_t)(colon - c->out.p));
-    }
     bsc_buf_append_cstr(&b, ",\"store\":\"redis\",\"generations\":{");
     bsc_buf_append(&b, c->out.p, c->out.len);
     bsc_buf_append_cstr(&b, "}}");
-    snprintf(detail, len, "cache cleared in redis: %s", c->all ? "every route" : "one route");
+    snprintf(detail, len, "cache cleared in redis: %.120s", c->route ? c->route : "every route");
     srv_resp_send(c->req, 200, "application/json", NULL, 0, b.p, b.len);
     bsc_buf_cleanup(&b);
     return 200;
@@ -66,6 +64,7 @@ static void answer_late(struct clear_call *c)
 static void call_free(struct clear_call *c)
 {
     bsc_buf_cleanup(&c->out);
+    free(c->route);
     free(c);
 }
 
@@ -129,33 +128,29 @@ void api__admin_cache_clear_shared(struct worker *w, struct srv_req *req, const 
                                    struct bsc_str route)
 {
     struct clear_call *c = calloc(1, sizeof(*c));
-    bool ok = c && w->gw->store;
+    char detail[192];
+    bool ok;
 
-    if (c) {
-        c->req = req;
-        c->all = !route.len;
-        bsc_buf_init(&c->out, 1u << 20);
-        c->pending = 1; /* held while the bumps start: none can finish the call meanwhile */
+    if (!c || (route.len && !(c->route = bsc_str_dup(route)))) {
+        free(c);
+        srv_resp_error(req, 503, "server_error", "out_of_memory", "try again");
+        return;
     }
+    c->req = req;
+    bsc_buf_init(&c->out, 1u << 20);
+    c->pending = 1; /* held while the bumps start: none of them can end the call meanwhile */
+    ok = w->gw->store != NULL;
     if (ok && route.len)
         ok = start_bump(c, w, route);
     for (size_t i = 0; ok && !route.len && i < cfg->n_routes; i++)
         if (cfg->routes[i].cache.mode != CFG_CACHE_OFF)
             ok = start_bump(c, w, bsc_str_cstr(cfg->routes[i].id));
-    if (!c)
-        srv_resp_error(req, 503, "server_error", "store_unavailable", "out of memory");
-    if (!c)
-        return;
     c->failed |= !ok;
     if (--c->pending) { /* the last callback answers */
         srv_req_on_abort(req, on_gone, c);
         return;
     }
-    {
-        char detail[192];
-
-        respond(c, detail, sizeof(detail)); /* nothing started: the handler's line */
-        api__line_detail(req, "%s", detail);
-    }
+    respond(c, detail, sizeof(detail)); /* nothing pending: the handler writes the line */
+    api__line_detail(req, "%s", detail);
     call_free(c);
 }

@@ -528,18 +528,13 @@ static void run_blob(struct rd_op *op)
 
 /* ---- generations: MGET of the group's counter and the value, INCR, a script to put ---- */
 
-/* A generation as Redis keeps it: 1..20 decimal digits, no sign, no space. */
+/* A generation as Redis keeps it: decimal digits only (bsc_str_to_u64). */
 static bool gen_parse(const char *p, size_t len, uint64_t *out)
 {
-    uint64_t v = 0;
+    unsigned long long v;
 
-    if (!len || len > 20)
+    if (!bsc_str_to_u64(bsc_str_make(p, len), &v))
         return false;
-    for (size_t i = 0; i < len; i++) {
-        if (p[i] < '0' || p[i] > '9' || v > (UINT64_MAX - (uint64_t)(p[i] - '0')) / 10)
-            return false;
-        v = v * 10 + (uint64_t)(p[i] - '0');
-    }
     *out = v;
     return true;
 }

@@ -983,6 +983,28 @@ static void test_blobs(void **state)
     free(big);
 }
 
+static void on_gen(enum bsc_err err, uint64_t gen, struct bsc_str value, void *ud)
+{
+    (void)err, (void)gen, (void)value, (void)ud;
+    fail_msg("a refused call's callback ran");
+}
+
+/* Generations are Redis's alone (the shared response cache needs store.kind: redis): the
+ * local backends refuse them at the call, and no callback runs. */
+static void test_gen_refused_locally(void **state)
+{
+    struct fx *f = *state;
+    struct res r = {0};
+
+    assert_int_equal(store_gen_get(f->st, &f->loop, BSC_STR("chat"), BSC_STR("ab"), on_gen, NULL),
+                     BSC_EINVAL);
+    assert_int_equal(store_gen_put(f->st, &f->loop, BSC_STR("chat"), BSC_STR("ab"), BSC_STR("v"),
+                                   1000, STORE_GEN_ANY, on_done, &r),
+                     BSC_EINVAL);
+    assert_int_equal(store_gen_bump(f->st, &f->loop, BSC_STR("chat"), on_gen, NULL), BSC_EINVAL);
+    uv_run(&f->loop, UV_RUN_NOWAIT);
+}
+
 #define BOTH(fn)                                                                           \
     cmocka_unit_test_setup_teardown(fn, setup_mem, teardown),                              \
         cmocka_unit_test_setup_teardown(fn, setup_sqlite, teardown)
@@ -1001,6 +1023,7 @@ int main(void)
         BOTH(test_two_loops),
         BOTH(test_many_keys),
         BOTH(test_blobs),
+        BOTH(test_gen_refused_locally),
         cmocka_unit_test_setup_teardown(test_sqlite_reopen, setup_sqlite, teardown),
         cmocka_unit_test_setup_teardown(test_sqlite_purge, setup_sqlite, teardown),
         cmocka_unit_test_setup_teardown(test_sqlite_bad_path, setup_sqlite, teardown),
