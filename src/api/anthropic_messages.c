@@ -845,15 +845,19 @@ static void native_only(struct json_object *areq, char *name, size_t len)
     }
 }
 
-/* True when some target of <route> (any tier) is of <kind>. */
-static bool route_has_kind(const struct cfg_route *route, enum cfg_provider_kind kind)
+/* True when some target of <route> (any tier) is of <kind>, or with <spoken>, speaks the
+ * dialect <kind> (Claude on Vertex speaks Anthropic's: prov_target_dialect). */
+static bool route_has_kind(const struct cfg_route *route, enum cfg_provider_kind kind, bool spoken)
 {
     const struct cfg_tier *tiers[] = {&route->primary, &route->equivalent, &route->fallback};
 
     for (size_t t = 0; t < BSC_ARRAY_LEN(tiers); t++)
-        for (size_t i = 0; i < tiers[t]->n; i++)
-            if (tiers[t]->targets[i]->provider->kind == kind)
+        for (size_t i = 0; i < tiers[t]->n; i++) {
+            const struct cfg_target *tg = tiers[t]->targets[i];
+
+            if ((spoken ? prov_target_dialect(tg) : tg->provider->kind) == kind)
                 return true;
+        }
     return false;
 }
 
@@ -945,17 +949,17 @@ void api__anthropic_messages(struct worker *w, struct srv_req *req)
 
     if (!read_request(req, &in, &areq))
         return;
-    has_anth = route_has_kind(in.route, CFG_PROV_ANTHROPIC);
+    has_anth = route_has_kind(in.route, CFG_PROV_ANTHROPIC, true);
     native_only(areq, field, sizeof(field));
     if (field[0] && !has_anth) {
         snprintf(why, sizeof(why),
-                 "%s: not supported by the targets of this route (only an anthropic target "
-                 "can honour it)", field);
+                 "%s: not supported by the targets of this route (only an anthropic target or "
+                 "Claude on Vertex can honour it)", field);
         goto refuse;
     }
     if (field[0])
         snprintf(in.native.required, sizeof(in.native.required),
-                 "%s: only an anthropic target can honour it", field);
+                 "%s: only an anthropic target or Claude on Vertex can honour it", field);
     err = api__anthropic_to_openai(areq, &oreq, why, sizeof(why));
     if (err == BSC_ENOMEM) {
         reply_anthropic_error(req, 503, "out of memory");
@@ -1017,7 +1021,7 @@ void api__anthropic_count_tokens(struct worker *w, struct srv_req *req)
         cfg_unref(in.cfg);
         return;
     }
-    if (route_has_kind(in.route, CFG_PROV_ANTHROPIC)) {
+    if (route_has_kind(in.route, CFG_PROV_ANTHROPIC, false)) { /* Vertex counts elsewhere */
         in.native.count_tokens = true;
         snprintf(in.native.required, sizeof(in.native.required),
                  "count_tokens: only an anthropic target counts tokens");

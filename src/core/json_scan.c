@@ -154,14 +154,19 @@ bool bsc_json_u64(struct bsc_str v, unsigned long long *out)
     return bsc_str_to_u64(v, out);
 }
 
-int bsc_json_members(struct bsc_str doc, const struct bsc_str *keys, size_t n_keys,
-                     struct bsc_str *vals)
+/* bsc_json_members; with <entries> (may be NULL) also each member whole: from its name's
+ * opening quote to the end of its value. */
+static int scan_members(struct bsc_str doc, const struct bsc_str *keys, size_t n_keys,
+                        struct bsc_str *vals, struct bsc_str *entries)
 {
     const char *p = doc.p;
     size_t n = doc.len, i = skip_ws(p, 0, n);
 
-    for (size_t k = 0; k < n_keys; k++)
+    for (size_t k = 0; k < n_keys; k++) {
         vals[k] = BSC_STR_NULL;
+        if (entries)
+            entries[k] = BSC_STR_NULL;
+    }
     if (i >= n || p[i] != '{')
         return -1;
     i = skip_ws(p, i + 1, n);
@@ -197,6 +202,8 @@ int bsc_json_members(struct bsc_str doc, const struct bsc_str *keys, size_t n_ke
             if (vals[k].p)
                 return -1; /* repeated */
             vals[k] = bsc_str_make(p + vstart, vend - vstart);
+            if (entries)
+                entries[k] = bsc_str_make(p + kstart - 1, vend - (kstart - 1));
         }
         i = skip_ws(p, vend, n);
         if (i < n && p[i] == '}')
@@ -205,4 +212,22 @@ int bsc_json_members(struct bsc_str doc, const struct bsc_str *keys, size_t n_ke
             return -1;
         i = skip_ws(p, i + 1, n);
     }
+}
+
+int bsc_json_members(struct bsc_str doc, const struct bsc_str *keys, size_t n_keys,
+                     struct bsc_str *vals)
+{
+    return scan_members(doc, keys, n_keys, vals, NULL);
+}
+
+int bsc_json_member_entry(struct bsc_str doc, struct bsc_str key, struct bsc_str *entry)
+{
+    struct bsc_str v, e;
+
+    if (scan_members(doc, &key, 1, &v, &e) < 0)
+        return -1;
+    if (!e.p)
+        return 0; /* *entry untouched */
+    *entry = e;
+    return 1;
 }

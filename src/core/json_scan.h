@@ -29,6 +29,11 @@ int bsc_json_member(struct bsc_str doc, struct bsc_str key, struct bsc_str *valu
 int bsc_json_members(struct bsc_str doc, const struct bsc_str *keys, size_t n_keys,
                      struct bsc_str *vals);
 
+/* Like bsc_json_member, but *<entry> is the member whole, from its name's opening quote to
+ * the end of its value (`"model" : "x"`): what to splice out or over to drop or replace the
+ * member and keep every other byte. 1 found once, 0 absent, -1 repeated or not an object. */
+int bsc_json_member_entry(struct bsc_str doc, struct bsc_str key, struct bsc_str *entry);
+
 /* Iterates the elements of the array span <arr>: start with *<pos> = 0; each call sets
  * *<elem> and returns true, false after the last. <arr> must be valid JSON. */
 bool bsc_json_array_next(struct bsc_str arr, size_t *pos, struct bsc_str *elem);

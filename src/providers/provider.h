@@ -36,17 +36,17 @@ enum prov_op {
 };
 
 /* The client's own request when it spoke a provider's dialect rather than OpenAI's (POST
- * /v1/messages): an adapter of that kind forwards these bytes with "model" replaced instead
- * of translating the canonical form, so nothing the canonical form lacks is lost. All
- * borrowed from the client's request. */
+ * /v1/messages): an adapter whose target speaks that dialect (prov_target_dialect) forwards
+ * these bytes with "model" replaced instead of translating the canonical form, so nothing
+ * the canonical form lacks is lost. All borrowed from the client's request. */
 struct prov_native {
     enum cfg_provider_kind kind; /* the dialect of <body>: CFG_PROV_ANTHROPIC */
     struct bsc_str body;         /* the client's JSON bytes, checked strictly */
     struct bsc_str model_span;   /* the raw "model" value inside <body> */
     struct bsc_str version;      /* the client's anthropic-version header, or empty */
     struct bsc_str beta;         /* the client's anthropic-beta header, or empty */
-    char required[192];          /* empty, or why only a target of <kind> can take the
-                                    request ("thinking: ..."): other kinds refuse it per
+    char required[192];          /* empty, or why only a target speaking <kind> can take
+                                    the request ("thinking: ..."): the others refuse it per
                                     attempt */
     bool count_tokens;           /* POST /v1/messages/count_tokens, not a generation */
 };
@@ -142,6 +142,10 @@ struct prov_ops {
      * (prov_call.req may be NULL). False: build() translates prov_call.req, which the
      * caller must supply. */
     bool takes_raw;
+    /* The dialect <t>'s upstream speaks when it is not the kind's own (Claude on Vertex
+     * speaks Anthropic Messages); NULL: the provider's kind. Read through
+     * prov_target_dialect(). */
+    enum cfg_provider_kind (*dialect)(const struct cfg_target *t);
 
     /* Builds the upstream request for <call> into <out>. BSC_EINVAL when the request
      * cannot be expressed in this dialect (e.g. n > 1 for Anthropic, a custom tool), with
@@ -202,6 +206,12 @@ struct prov_ops {
 
 /* The adapter of each kind (providers/registry.c). Never NULL for a valid kind. */
 const struct prov_ops *prov_ops_for(enum cfg_provider_kind kind);
+
+/* The dialect <t>'s upstream speaks: the kind of the adapter whose request and answer
+ * shapes it takes as they are. A client that spoke that dialect (prov_native.kind) has its
+ * own bytes forwarded to <t> and the upstream's answer relayed back unchanged
+ * (docs/internals/anthropic-inbound.md). Pure. */
+enum cfg_provider_kind prov_target_dialect(const struct cfg_target *t);
 
 /* The verdict of <ops> on a finished response <in> (providers/classify.c): its classify hook,
  * and when that found no error in a non-2xx answer, the status map (fail_kind_from_status).

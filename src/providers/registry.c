@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* registry.c -- provider kind -> adapter. */
+/* registry.c -- provider kind -> adapter; a target -> the dialect it speaks. */
 #include "providers/provider.h"
 
 extern const struct prov_ops prov_openai;
@@ -25,4 +25,11 @@ const struct prov_ops *prov_ops_for(enum cfg_provider_kind kind)
     default:
         return &prov_openai; /* adapters of the other kinds register here */
     }
+}
+
+enum cfg_provider_kind prov_target_dialect(const struct cfg_target *t)
+{
+    const struct prov_ops *ops = prov_ops_for(t->provider->kind);
+
+    return ops->dialect ? ops->dialect(t) : t->provider->kind;
 }

@@ -11,13 +11,18 @@
  * delegates); this file adds the URL, the bearer token (read from core/token_table.h, kept
  * fresh by gauth/; without a valid one the request goes unauthenticated and Vertex's 401 is
  * an auth failure) and error classification by shape (google.rpc.Status or Anthropic's).
+ * Claude speaks Anthropic Messages (prov_ops.dialect): a client that spoke it too has its own
+ * bytes forwarded with only "model" swapped for "anthropic_version", and Vertex's answer and
+ * events relayed back as they came (the Anthropic adapter's native mode).
  * No embeddings (Vertex's :predict shape is not Gemini's). Probes are one-token completions.
  * See docs/internals/provider-bedrock-vertex.md. */
 #include <stdio.h>
 #include <string.h>
 
 #include "core/json_get.h"
+#include "core/json_scan.h"
 #include "core/token_table.h"
+#include "providers/anthropic.h"
 #include "providers/provider.h"
 
 extern const struct prov_ops prov_anthropic;
@@ -39,6 +44,23 @@ static enum vx_pub publisher(const struct cfg_target *t)
 static const struct prov_ops *inner_ops(const struct prov_call *c)
 {
     return publisher(c->target) == VX_PUB_ANTHROPIC ? &prov_anthropic : &prov_gemini;
+}
+
+/* Claude speaks Anthropic Messages, Gemini Gemini's generateContent. */
+static enum cfg_provider_kind vx_dialect(const struct cfg_target *t)
+{
+    return publisher(t) == VX_PUB_ANTHROPIC ? CFG_PROV_ANTHROPIC : CFG_PROV_GEMINI;
+}
+
+/* <c> with the client's own Messages bytes kept only when they go upstream as they are
+ * (Claude, a generation); otherwise translated from the canonical request. */
+static struct prov_call inner_call(const struct prov_call *c)
+{
+    struct prov_call c2 = *c;
+
+    if (publisher(c->target) != VX_PUB_ANTHROPIC || !prov__anth_native(c))
+        c2.native = NULL;
+    return c2;
 }
 
 /* Appends <s> percent-encoded: RFC 3986 unreserved bytes as they are, the rest %XX. */
@@ -98,10 +120,37 @@ static enum bsc_err anthropic_body(struct bsc_buf *body)
     return err;
 }
 
+/* The client's own Messages bytes for Vertex: its "model" member (the model is in the URL)
+ * replaced in place by "anthropic_version", every other byte as the client wrote it. */
+static enum bsc_err native_body(const struct prov_native *n, struct bsc_buf *body, char *why,
+                                size_t why_len)
+{
+    struct bsc_str entry, version;
+    size_t pre;
+    enum bsc_err err;
+
+    if (bsc_json_member(n->body, BSC_STR("anthropic_version"), &version) != 0) {
+        snprintf(why, why_len, "anthropic_version: the gateway sets it for Vertex");
+        return BSC_EINVAL;
+    }
+    if (bsc_json_member_entry(n->body, BSC_STR("model"), &entry) != 1) {
+        snprintf(why, why_len, "model: not found once in the request"); /* checked before */
+        return BSC_EINVAL;
+    }
+    pre = (size_t)(entry.p - n->body.p);
+    bsc_buf_reset(body);
+    err = bsc_buf_append(body, n->body.p, pre);
+    if (!err)
+        err = bsc_buf_append_cstr(body, "\"anthropic_version\":\"" VX_VERSION "\"");
+    if (!err)
+        err = bsc_buf_append(body, entry.p + entry.len, n->body.len - pre - entry.len);
+    return err;
+}
+
 static enum bsc_err vx_build(const struct prov_call *c, struct prov_http *out, char *why,
                              size_t why_len)
 {
-    struct prov_call c2 = *c;
+    struct prov_call c2 = inner_call(c);
     const char *cred = c->provider->vertex.token_file ? c->provider->vertex.token_file
                                                       : c->provider->vertex.credentials_file;
     char token[BSC_TOKEN_MAX];
@@ -111,8 +160,11 @@ static enum bsc_err vx_build(const struct prov_call *c, struct prov_http *out, c
         snprintf(why, why_len, "the vertex kind serves chat only");
         return BSC_EINVAL;
     }
-    c2.key = NULL;    /* the bearer token replaces x-api-key / x-goog-api-key */
-    c2.native = NULL; /* translated: the answer comes back through the OpenAI shapes */
+    if (c->native && c->native->count_tokens) {
+        snprintf(why, why_len, "count_tokens: only an anthropic target counts tokens");
+        return BSC_EINVAL;
+    }
+    c2.key = NULL; /* the bearer token replaces x-api-key / x-goog-api-key */
     if (c2.op == PROV_OP_PROBE_MODELS)
         c2.op = PROV_OP_PROBE_COMPLETION; /* Vertex lists no publisher models per project */
     err = inner_ops(c)->build(&c2, out, why, why_len);
@@ -121,7 +173,9 @@ static enum bsc_err vx_build(const struct prov_call *c, struct prov_http *out, c
     out->method = "POST";
     bsc_buf_reset(&out->url);
     err = vx_url(c, &out->url);
-    if (!err && publisher(c->target) == VX_PUB_ANTHROPIC)
+    if (!err && c2.native)
+        err = native_body(c2.native, &out->body, why, why_len);
+    else if (!err && publisher(c->target) == VX_PUB_ANTHROPIC)
         err = anthropic_body(&out->body);
     if (!err && cred && bsc_token_get(cred, c->created, token, sizeof(token)))
         err = prov_header(&out->headers, "Authorization", "Bearer %s", token);
@@ -141,9 +195,8 @@ static enum bsc_err vx_map_response(const struct prov_call *c, struct bsc_str bo
                                     struct bsc_buf *out, struct prov_usage *usage,
                                     struct fail_info *fail)
 {
-    struct prov_call c2 = *c;
+    struct prov_call c2 = inner_call(c);
 
-    c2.native = NULL;
     return inner_ops(c)->map_response(&c2, body, out, usage, fail);
 }
 
@@ -158,11 +211,10 @@ struct vx_stream {
 static void vx_stream_init(void *st, const struct prov_call *call)
 {
     struct vx_stream *s = st;
-    struct prov_call c2 = *call;
+    struct prov_call c2 = inner_call(call);
 
     s->ops = inner_ops(call);
     BSC_BUG_ON(s->ops->stream_size > sizeof(s->inner));
-    c2.native = NULL;
     s->ops->stream_init(&s->inner, &c2);
 }
 
@@ -210,6 +262,7 @@ const struct prov_ops prov_vertex = {
                   PROV_P(MODALITIES) | PROV_P(FUNCTIONS) | PROV_P(FUNCTION_CALL) |
                   PROV_P(WEB_SEARCH_OPTIONS),
     .max_choices = 1,
+    .dialect = vx_dialect,
     .build = vx_build,
     .classify = vx_classify,
     .map_response = vx_map_response,

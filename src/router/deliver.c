@@ -41,7 +41,7 @@ static struct down_ctx down_ctx(const struct request *r)
         .cache_write_tokens = or_zero(u.cache_write_tokens) + or_zero(u.cache_write_1h_tokens),
         .arg = r->d.down_arg,
         .native = r->input.native.body.p && r->trim.dropped <= 0 && r->target &&
-                  r->target->provider->kind == r->input.native.kind,
+                  prov_target_dialect(r->target) == r->input.native.kind,
     };
 }
 

@@ -371,8 +371,10 @@ enum bsc_err xchg_start(struct request *r)
         return BSC_ENOMEM;
     call = make_call(r);
     /* A field only the client's own dialect can honour (anthropic-inbound.md §2) makes the
-     * other kinds ineligible for this request, exactly like an untranslatable one. */
-    if (call.native && call.native->required[0] && r->target->provider->kind != call.native->kind) {
+     * targets speaking another ineligible for this request, exactly like an untranslatable
+     * one. */
+    if (call.native && call.native->required[0] &&
+        prov_target_dialect(r->target) != call.native->kind) {
         snprintf(why, sizeof(why), "%s", call.native->required);
         err = BSC_EINVAL;
     } else {

@@ -308,7 +308,8 @@ static uint64_t out_tokens(const struct request *r, const struct cfg_target *t)
  * ...) forbids it. Such a request is not trimmed for <t>. */
 static bool pass_through_only(const struct request *r, const struct cfg_target *t)
 {
-    return r->input.native.body.p && r->input.native.required[0] && t->provider->kind == r->input.native.kind;
+    return r->input.native.body.p && r->input.native.required[0] &&
+           prov_target_dialect(t) == r->input.native.kind;
 }
 
 bool trim_req_fits(const struct request *r, const struct cfg_target *t)

@@ -645,6 +645,27 @@ static void test_members_one_pass(void **state)
     assert_null(vals[1].p);
 }
 
+/* The member whole, to splice over: from its name's opening quote to its value's end. */
+static void test_member_entry(void **state)
+{
+    struct bsc_str doc = BSC_STR(" {\n \"m\\u006fdel\" :\t\"x\" , \"a\":[1,\"}\"] ,\"z\" : {} } ");
+    struct bsc_str e = BSC_STR("untouched");
+
+    (void)state;
+    assert_int_equal(bsc_json_member_entry(doc, BSC_STR("model"), &e), 1);
+    assert_true(bsc_str_eq(e, BSC_STR("\"m\\u006fdel\" :\t\"x\"")));
+    assert_true(e.p > doc.p && e.p + e.len < doc.p + doc.len);
+    assert_int_equal(bsc_json_member_entry(doc, BSC_STR("a"), &e), 1);
+    assert_true(bsc_str_eq(e, BSC_STR("\"a\":[1,\"}\"]")));
+    assert_int_equal(bsc_json_member_entry(doc, BSC_STR("z"), &e), 1);
+    assert_true(bsc_str_eq(e, BSC_STR("\"z\" : {}")));
+    e = BSC_STR("untouched");
+    assert_int_equal(bsc_json_member_entry(doc, BSC_STR("nope"), &e), 0);
+    assert_true(bsc_str_eq(e, BSC_STR("untouched")));
+    assert_int_equal(bsc_json_member_entry(BSC_STR("{\"a\":1,\"a\":2}"), BSC_STR("a"), &e), -1);
+    assert_int_equal(bsc_json_member_entry(BSC_STR("[1]"), BSC_STR("a"), &e), -1);
+}
+
 /* ---- bsc_json_array_next ------------------------------------------------------------------ */
 
 static size_t collect(struct bsc_str arr, struct bsc_str *out, size_t cap)
@@ -1265,6 +1286,7 @@ int main(void)
         cmocka_unit_test(test_member_not_object),
         cmocka_unit_test(test_member_decoded_keys_and_whitespace),
         cmocka_unit_test(test_members_one_pass),
+        cmocka_unit_test(test_member_entry),
         cmocka_unit_test(test_array_mixed),
         cmocka_unit_test(test_array_empty_and_not_array),
         cmocka_unit_test(test_array_nonempty),
