@@ -45,10 +45,8 @@ static struct prov_call make_call(const struct request *r)
         .raw = r->trim.dropped <= 0 ? r->input.body
                : r->trim.body.len ? bsc_buf_str(&r->trim.body) : BSC_STR_NULL,
         .model_span = r->trim.dropped > 0 ? r->trim.model_span : r->input.model_span,
-        /* a trimmed request goes through the translation, never as the client's bytes */
-        .native = r->input.native.body.p && r->trim.dropped <= 0 && !r->resume.active
-                      ? &r->input.native
-                      : NULL,
+        /* the client's bytes (a continuation's prefill added), never a trimmed request's */
+        .native = resume_native(r),
         .stream = r->input.stream,
         .include_usage = r->input.include_usage,
         .request_id = r->id,
@@ -374,6 +372,8 @@ enum bsc_err xchg_start(struct request *r)
      * other kinds ineligible for this request, exactly like an untranslatable one. */
     if (call.native && call.native->required[0] && r->target->provider->kind != call.native->kind) {
         snprintf(why, sizeof(why), "%s", call.native->required);
+        err = BSC_EINVAL;
+    } else if (!resume_target_fits(r, why, sizeof(why))) {
         err = BSC_EINVAL;
     } else {
         err = r->x.ops->build(&call, &r->x.http, why, sizeof(why));
