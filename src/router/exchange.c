@@ -373,7 +373,9 @@ enum bsc_err xchg_start(struct request *r)
     if (call.native && call.native->required[0] && r->target->provider->kind != call.native->kind) {
         snprintf(why, sizeof(why), "%s", call.native->required);
         err = BSC_EINVAL;
-    } else if (!resume_target_fits(r, why, sizeof(why))) {
+    } else if (!resume_target_fits(r, r->target)) { /* the decision left it out already */
+        snprintf(why, sizeof(why), "a stream relayed in Anthropic's own events goes on only "
+                                   "on an anthropic target");
         err = BSC_EINVAL;
     } else {
         err = r->x.ops->build(&call, &r->x.http, why, sizeof(why));

@@ -426,14 +426,10 @@ const struct prov_native *resume_native(const struct request *r)
     return r->resume.prefill && r->resume.native_prefill ? &r->resume.native : &r->input.native;
 }
 
-bool resume_target_fits(const struct request *r, char *why, size_t why_len)
+bool resume_target_fits(const struct request *r, const struct cfg_target *t)
 {
-    if (!r->resume.active || r->resume.events != RESUME_EV_ANTHROPIC ||
-        r->target->provider->kind == r->input.native.kind)
-        return true;
-    snprintf(why, why_len, "a stream relayed in Anthropic's own events goes on only on an "
-                           "anthropic target");
-    return false;
+    return !r->resume.active || r->resume.events != RESUME_EV_ANTHROPIC ||
+           t->provider->kind == r->input.native.kind;
 }
 
 enum bsc_err resume__pass_text(struct request *r, struct bsc_str t, size_t *from)

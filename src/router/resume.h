@@ -97,9 +97,9 @@ struct json_object *resume_request(const struct request *r);
 /* The client's own bytes the attempt sends (prov_call.native): the original, the prefill
  * built for a continuation of an Anthropic pass-through stream, or NULL (translated). */
 const struct prov_native *resume_native(const struct request *r);
-/* Whether the continuation may run on r->target: a stream relayed in the upstream's own
- * events goes on only on a target that speaks them. False: <why> says so. */
-bool resume_target_fits(const struct request *r, char *why, size_t why_len);
+/* Whether a continuation may run on <t>: a stream relayed in Anthropic's own events goes on
+ * only on a target that speaks them (the decision leaves the others out). Pure. */
+bool resume_target_fits(const struct request *r, const struct cfg_target *t);
 
 /* ---- for resume_anthropic.c and resume_responses.c ---- */
 

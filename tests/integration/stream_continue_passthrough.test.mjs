@@ -21,6 +21,7 @@ log: { level: info, format: json }
 providers:
   ant: { kind: anthropic, base_url: "${sim.url}/anthropic/v1", keys: ["sk-ant-pt"], health: { probe: none } }
   oai: { kind: openai, base_url: "${sim.base}", keys: ["sk-pt"], health: { probe: none } }
+  compat: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-pt"], health: { probe: none } }
 targets:
   rep@ant: { provider: ant, model: pt-rep, price: { input_per_mtok: 1, output_per_mtok: 1 } }
   pre@ant: { provider: ant, model: pt-pre, capabilities: [text, streaming, prefill] }
@@ -29,6 +30,9 @@ targets:
   tool@ant: { provider: ant, model: pt-tool, capabilities: [text, streaming, tools] }
   resp@oai: { provider: oai, model: pt-resp }
   rdif@oai: { provider: oai, model: pt-rdif }
+  mix@ant: { provider: ant, model: pt-mix-a }
+  mix@compat: { provider: compat, model: pt-mix-o }
+  mix2@ant: { provider: ant, model: pt-mix-b }
 routes:
   rep: { primary: [rep@ant], envelope: { ${cont} } }
   pre: { primary: [pre@ant], envelope: { ${cont} } }
@@ -37,6 +41,7 @@ routes:
   tool: { primary: [tool@ant], envelope: { ${cont} } }
   resp: { primary: [resp@oai], envelope: { ${cont} } }
   rdif: { primary: [rdif@oai], envelope: { ${cont} } }
+  mixed: { primary: [mix@ant], equivalent: [mix@compat, mix2@ant], envelope: { ${cont}, max_same_target_attempts: 1 } }
 `,
   });
   whole60 = await anthropicText('pt-whole', 60);
@@ -180,7 +185,10 @@ test('an Anthropic replay that says something else: not one of its words reaches
   assert.equal(await calls('pt-dif'), 2);
 });
 
-test('an Anthropic tool-use stream that is cut is not continued', async () => {
+test('an Anthropic tool-use stream that is cut is not continued (a text one on the same route is)', async () => {
+  await sim.setModel('pt-tool', { tokens: 60, script: [{ action: 'cut', after_events: 43 }] });
+  await continuedMessage('tool', 'replay', 'tool@ant');
+  assert.equal(await calls('pt-tool'), 2);
   // message_start, a text block (start, ping, delta, stop), the tool_use block's start and
   // its first input_json_delta: then the cut.
   await sim.setModel('pt-tool', { script: [{ action: 'cut', after_events: 7 }] });
@@ -193,7 +201,7 @@ test('an Anthropic tool-use stream that is cut is not continued', async () => {
   assert.ok(data.some((d) => d.type === 'content_block_start' && d.content_block.type === 'tool_use'), text);
   assert.equal(data.at(-1).type, 'error');
   assert.ok(!text.includes('bascule continued'));
-  assert.equal(await calls('pt-tool'), 1);
+  assert.equal(await calls('pt-tool'), 3);
 });
 
 test('a Responses client on an openai target, cut after 40 of 60 words: one response, the first item\'s id', async () => {
@@ -246,4 +254,16 @@ test('a Responses replay that says something else: not one of its words reaches 
   assert.equal(data.filter((d) => d.type === 'response.output_text.delta').map((d) => d.delta).join(''), first40);
   assert.equal(data.filter((d) => d.type === 'response.completed').length, 0);
   assert.equal(await calls('pt-rdif'), 2);
+});
+
+test('an Anthropic pass-through stream goes on only on an anthropic target: never another dialect\'s answer', async () => {
+  await sim.setModel('pt-mix-a', { tokens: 60, script: [{ action: 'cut', after_events: 43 }] });
+  await sim.setModel('pt-mix-o', { tokens: 60 });
+  await sim.setModel('pt-mix-b', { tokens: 60 });
+  // The equivalent tier holds an OpenAI-dialect target and an anthropic one: whichever the
+  // decision tries first, the stream goes on on the anthropic one and the other never runs.
+  await continuedMessage('mixed', 'replay', 'mix2@ant');
+  assert.equal(await calls('pt-mix-a'), 1);
+  assert.equal(await calls('pt-mix-o'), 0);
+  assert.equal(await calls('pt-mix-b'), 1);
 });
