@@ -33,6 +33,8 @@ targets:
   mix@ant: { provider: ant, model: pt-mix-a }
   mix@compat: { provider: compat, model: pt-mix-o }
   mix2@ant: { provider: ant, model: pt-mix-b }
+  twice@ant: { provider: ant, model: pt-twice-a }
+  twice@oai: { provider: oai, model: pt-twice-r }
 routes:
   rep: { primary: [rep@ant], envelope: { ${cont} } }
   pre: { primary: [pre@ant], envelope: { ${cont} } }
@@ -41,6 +43,8 @@ routes:
   tool: { primary: [tool@ant], envelope: { ${cont} } }
   resp: { primary: [resp@oai], envelope: { ${cont} } }
   rdif: { primary: [rdif@oai], envelope: { ${cont} } }
+  twice-a: { primary: [twice@ant], envelope: { ${cont}, max_attempts: 3, max_same_target_attempts: 3 } }
+  twice-r: { primary: [twice@oai], envelope: { ${cont}, max_attempts: 3, max_same_target_attempts: 3 } }
   mixed: { primary: [mix@ant], equivalent: [mix@compat, mix2@ant], envelope: { ${cont}, max_same_target_attempts: 1 } }
 `,
   });
@@ -266,4 +270,32 @@ test('an Anthropic pass-through stream goes on only on an anthropic target: neve
   assert.equal(await calls('pt-mix-a'), 1);
   assert.equal(await calls('pt-mix-o'), 0);
   assert.equal(await calls('pt-mix-b'), 1);
+});
+
+test('a continuation that breaks in turn is continued again: two seams, still one message and one response', async () => {
+  // Cut after 40 text deltas, then a replay cut after 50 (10 new words passed), then whole.
+  await sim.setModel('pt-twice-a', { tokens: 60,
+    script: [{ action: 'cut', after_events: 43 }, { action: 'cut', after_events: 53 }] });
+  const res = await streamMessages('twice-a');
+  const { text, broken } = await readStream(res);
+  assert.equal(broken, false, text.slice(-400));
+  const data = checkMessageStream(text);
+  assert.equal(data.filter((d) => d.type === 'content_block_delta').map((d) => d.delta.text).join(''), whole60);
+  assert.equal(text.split(': bascule continued on twice@ant by replay').length, 3);
+  assert.equal(await calls('pt-twice-a'), 3);
+
+  await sim.setModel('pt-twice-r', { tokens: 60,
+    script: [{ action: 'cut', after_events: 44 }, { action: 'cut', after_events: 54 }] });
+  const res2 = await streamResponses('twice-r');
+  const r2 = await readStream(res2);
+  assert.equal(r2.broken, false, r2.text.slice(-400));
+  const data2 = sseEvents(r2.text).map((e) => e.data);
+  const item = data2.find((d) => d.type === 'response.output_item.added').item;
+  const deltas = data2.filter((d) => d.type === 'response.output_text.delta');
+  assert.equal(deltas.map((d) => d.delta).join(''), whole60);
+  for (const d of deltas) assert.equal(d.item_id, item.id);
+  assert.deepEqual(data2.map((d) => d.sequence_number), data2.map((_, i) => i));
+  assert.equal(data2.filter((d) => d.type === 'response.completed').length, 1);
+  assert.equal(r2.text.split(': bascule continued on twice@oai by replay').length, 3);
+  assert.equal(await calls('pt-twice-r'), 3);
 });
