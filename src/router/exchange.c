@@ -437,8 +437,10 @@ void xchg_reset(struct request *r)
     bsc_buf_reset(&r->x.conv);
     bsc_buf_reset(&r->d.out);
     contract_reset_stream(r);
-    if (!r->d.committed)
+    if (!r->d.committed) {
         deliver_down_reset(r);
+        resume_restart(r); /* nothing of the last attempt reached the client */
+    }
     if (!r->x.http.url.max) {
         bsc_buf_init(&r->x.http.url, HTTP_URL_MAX);
         bsc_buf_init(&r->x.http.headers, HTTP_HEADERS_MAX);

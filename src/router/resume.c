@@ -21,6 +21,20 @@ void resume_init(struct request *r)
     r->resume.cont_input = -1;
 }
 
+void resume_restart(struct request *r)
+{
+    struct resume *s = &r->resume;
+
+    if (s->active)
+        return; /* committed: only a continuation's attempt starts now */
+    bsc_buf_reset(&s->sent);
+    s->ineligible = false;
+    s->events = RESUME_EV_CHUNKS;
+    s->item_seen = false;
+    s->item_id[0] = '\0';
+    s->next_seq = 0;
+}
+
 void resume_cleanup(struct request *r)
 {
     bsc_buf_cleanup(&r->resume.sent);

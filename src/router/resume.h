@@ -5,7 +5,8 @@
  * or by replay and match (the new answer held until it covers what was sent, and passed on
  * only if it begins with exactly that text). Never two answers spliced, never a tool-call
  * stream. resume.c writes struct resume; request.c decides when, exchange.c and deliver.c
- * feed it the adapter's OpenAI frames. Router-private. */
+ * feed it the adapter's frames: OpenAI chunks, or the upstream's own events relayed to a
+ * client of the same dialect (resume_anthropic.c, resume_responses.c). Router-private. */
 #ifndef BSC_ROUTER_RESUME_H
 #define BSC_ROUTER_RESUME_H
 
@@ -69,6 +70,9 @@ struct resume {
 
 void resume_init(struct request *r);
 void resume_cleanup(struct request *r);
+/* A new attempt before the commit point: what the last one's frames said (held back while
+ * a first token was awaited, never sent) is forgotten. */
+void resume_restart(struct request *r);
 /* Reads (the original attempt) or rewrites (a continuation) the adapter's frames in
  * r->x.conv. BSC_EINVAL: a replay diverged (r->resume.gave_up) or a tool call came in a
  * continuation: nothing of it may reach the client. */

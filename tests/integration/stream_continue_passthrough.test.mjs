@@ -35,6 +35,7 @@ targets:
   mix2@ant: { provider: ant, model: pt-mix-b }
   twice@ant: { provider: ant, model: pt-twice-a }
   twice@oai: { provider: oai, model: pt-twice-r }
+  late@oai: { provider: oai, model: pt-late }
 routes:
   rep: { primary: [rep@ant], envelope: { ${cont} } }
   pre: { primary: [pre@ant], envelope: { ${cont} } }
@@ -45,6 +46,7 @@ routes:
   rdif: { primary: [rdif@oai], envelope: { ${cont} } }
   twice-a: { primary: [twice@ant], envelope: { ${cont}, max_attempts: 3, max_same_target_attempts: 3 } }
   twice-r: { primary: [twice@oai], envelope: { ${cont}, max_attempts: 3, max_same_target_attempts: 3 } }
+  late: { primary: [late@oai], envelope: { ${cont}, first_token_timeout_ms: 300, max_attempts: 3, max_same_target_attempts: 3 } }
   mixed: { primary: [mix@ant], equivalent: [mix@compat, mix2@ant], envelope: { ${cont}, max_same_target_attempts: 1 } }
 `,
   });
@@ -298,4 +300,24 @@ test('a continuation that breaks in turn is continued again: two seams, still on
   assert.equal(data2.filter((d) => d.type === 'response.completed').length, 1);
   assert.equal(r2.text.split(': bascule continued on twice@oai by replay').length, 3);
   assert.equal(await calls('pt-twice-r'), 3);
+});
+
+test('an attempt dropped before the commit point (a late first token) leaves nothing behind: the next one is continued', async () => {
+  // The first attempt says response.created .. content_part.added (held: no text yet), then
+  // is silent past first_token_timeout_ms; the second is cut after 40 words; a replay ends it.
+  await sim.setModel('pt-late', { tokens: 60, script: [
+    { action: 'stall', after_events: 4, stall_ms: 10000 },
+    { action: 'cut', after_events: 44 },
+  ] });
+  const res = await streamResponses('late');
+  const { text, broken } = await readStream(res);
+  assert.equal(broken, false, text.slice(-400));
+  const data = sseEvents(text).map((e) => e.data);
+  assert.equal(data.filter((d) => d.type === 'response.output_item.added').length, 1);
+  const item = data.find((d) => d.type === 'response.output_item.added').item;
+  const deltas = data.filter((d) => d.type === 'response.output_text.delta');
+  assert.equal(deltas.map((d) => d.delta).join(''), whole60);
+  for (const d of deltas) assert.equal(d.item_id, item.id);
+  assert.equal(data.at(-1).type, 'response.completed');
+  assert.equal(await calls('pt-late'), 3);
 });
