@@ -33,6 +33,7 @@ void resume_restart(struct request *r)
     s->item_seen = false;
     s->item_id[0] = '\0';
     s->next_seq = 0;
+    s->ends_sent = 0;
 }
 
 void resume_cleanup(struct request *r)

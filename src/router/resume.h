@@ -66,6 +66,8 @@ struct resume {
     int64_t next_seq;                /* ... the sequence_number the next event sent takes */
     bool item_seen;                  /* ... an output item was announced (watching), or the
                                         continuation announced its own (rewriting) */
+    unsigned ends_sent;              /* the closing events the client has already (a block
+                                        stop, a .done event): bits of the dialect's file */
 };
 
 void resume_init(struct request *r);

@@ -20,6 +20,9 @@ static const struct bsc_str carrier_head = BSC_STR("{\"bascule_native\":\"");
 static const struct bsc_str carrier_mid = BSC_STR("\",\"choices\":[],\"data\":");
 static const struct bsc_str shadow_head = BSC_STR("{\"bascule_shadow\":1,");
 
+/* The closing events a client may have before the break (resume.ends_sent). */
+enum { END_BLOCK_STOP = 1u << 0, END_MESSAGE_DELTA = 1u << 1 };
+
 struct carrier {
     struct bsc_str name;    /* borrowed from the frame: the event's name */
     struct json_object *ev; /* owned: the event, or NULL */
@@ -104,8 +107,11 @@ void resume__anth_watch(struct request *r, struct bsc_str f)
         } else {
             r->resume.ineligible = true; /* input_json, thinking, citations, ... */
         }
-    } else if (!is(&c, "message_start") && !is(&c, "ping") && !is(&c, "content_block_stop") &&
-               !is(&c, "message_delta") && !is(&c, "message_stop")) {
+    } else if (is(&c, "content_block_stop")) {
+        r->resume.ends_sent |= END_BLOCK_STOP;
+    } else if (is(&c, "message_delta")) {
+        r->resume.ends_sent |= END_MESSAGE_DELTA;
+    } else if (!is(&c, "message_start") && !is(&c, "ping") && !is(&c, "message_stop")) {
         r->resume.ineligible = true; /* an event this gateway cannot carry across a seam */
     }
     json_object_put(c.ev);
@@ -151,6 +157,8 @@ static enum bsc_err pass_delta(struct request *r, const struct carrier *c, struc
     err = resume__pass_text(r, t, &from);
     if (err || from == t.len)
         return err;
+    if (r->resume.ends_sent)
+        return BSC_EINVAL; /* more text than the block the client saw closed: another answer */
     if (from) {
         rest = json_object_new_string_len(t.p + from, (int)(t.len - from));
         if (!rest)
@@ -198,13 +206,17 @@ static enum bsc_err pass_usage(struct request *r, const struct carrier *c, struc
     return err ? err : emit_carrier(out, c->name, c->ev);
 }
 
-/* An event that passes as it is once the continuation passes: after the cover. */
-static enum bsc_err pass_whole(struct request *r, struct bsc_str f, struct bsc_buf *out)
+/* An event that passes as it is once the continuation passes: after the cover. One the
+ * client has already (<end> in ends_sent) is not sent twice. */
+static enum bsc_err pass_whole(struct request *r, struct bsc_str f, unsigned end,
+                               struct bsc_buf *out)
 {
     enum bsc_err err;
 
     if (!resume__passing(r))
         return BSC_EINVAL; /* the replay ended before it covered what was sent */
+    if (r->resume.ends_sent & end)
+        return BSC_OK;
     err = resume__seam(r);
     if (!err)
         err = bsc_buf_append_cstr(out, "data: ");
@@ -238,11 +250,13 @@ enum bsc_err resume__anth_frame(struct request *r, struct bsc_str f, struct bsc_
     } else if (is(&c, "content_block_delta")) {
         err = pass_delta(r, &c, out);
     } else if (is(&c, "content_block_stop")) {
-        err = block_index(c.ev) == 0 ? pass_whole(r, f, out) : BSC_EINVAL;
+        err = block_index(c.ev) == 0 ? pass_whole(r, f, END_BLOCK_STOP, out) : BSC_EINVAL;
     } else if (is(&c, "message_delta")) {
-        err = resume__passing(r) ? pass_usage(r, &c, out) : BSC_EINVAL;
+        err = !resume__passing(r)                       ? BSC_EINVAL
+              : r->resume.ends_sent & END_MESSAGE_DELTA ? BSC_OK /* the client has one */
+                                                        : pass_usage(r, &c, out);
     } else if (is(&c, "message_stop")) {
-        err = pass_whole(r, f, out);
+        err = pass_whole(r, f, 0, out);
     } /* ping, and event types the API may add: dropped, as clients are asked to ignore them */
     json_object_put(c.ev);
     return err;

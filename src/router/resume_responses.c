@@ -16,6 +16,9 @@
 #include "router/internal.h"
 #include "router/resume.h"
 
+/* The closing events a client may have before the break (resume.ends_sent). */
+enum { END_TEXT_DONE = 1u << 0, END_PART_DONE = 1u << 1, END_ITEM_DONE = 1u << 2 };
+
 struct typed_event {
     struct bsc_str type;    /* borrowed from the frame: the event line's name */
     struct json_object *ev; /* owned: the data, or NULL */
@@ -42,6 +45,15 @@ static bool read_event(struct bsc_str f, struct typed_event *e)
 static bool is(const struct typed_event *e, const char *type)
 {
     return bsc_str_eq(e->type, bsc_str_cstr(type));
+}
+
+/* The bit of the closing event <e> (a part of the one item done), or 0. */
+static unsigned end_bit(const struct typed_event *e)
+{
+    return is(e, "response.output_text.done")    ? END_TEXT_DONE
+           : is(e, "response.content_part.done") ? END_PART_DONE
+           : is(e, "response.output_item.done")  ? END_ITEM_DONE
+                                                 : 0;
 }
 
 static int64_t int_of(struct json_object *o, const char *key, int64_t absent)
@@ -112,10 +124,13 @@ void resume__resp_watch(struct request *r, struct bsc_str f)
 {
     struct typed_event e;
 
-    if (!read_event(f, &e) || !watch_event(r, &e))
+    if (!read_event(f, &e) || !watch_event(r, &e)) {
         r->resume.ineligible = true;
-    else if (int_of(e.ev, "sequence_number", -1) >= 0)
-        r->resume.next_seq = int_of(e.ev, "sequence_number", 0) + 1;
+    } else {
+        r->resume.ends_sent |= end_bit(&e);
+        if (int_of(e.ev, "sequence_number", -1) >= 0)
+            r->resume.next_seq = int_of(e.ev, "sequence_number", 0) + 1;
+    }
     json_object_put(e.ev);
 }
 
@@ -154,6 +169,8 @@ static enum bsc_err pass_delta(struct request *r, const struct typed_event *e, s
     err = resume__pass_text(r, t, &from);
     if (err || from == t.len)
         return err;
+    if (r->resume.ends_sent)
+        return BSC_EINVAL; /* more text than the part the client saw done: another answer */
     if (from)
         json_object_object_add(e->ev, "delta",
                                json_object_new_string_len(t.p + from, (int)(t.len - from)));
@@ -218,6 +235,8 @@ static enum bsc_err continue_event(struct request *r, const struct typed_event *
         return pass_delta(r, e, out);
     if (!resume__passing(r))
         return BSC_EINVAL; /* the replay ended before it covered what was sent */
+    if (s->ends_sent & end_bit(e))
+        return BSC_OK; /* the client has this one already: not twice */
     if (is(e, "response.output_text.done") || is(e, "response.content_part.done"))
         return int_of(e->ev, "content_index", -1) == 0 ? pass(r, e, out) : BSC_EINVAL;
     if (is(e, "response.output_item.done")) {

@@ -36,6 +36,8 @@ targets:
   twice@ant: { provider: ant, model: pt-twice-a }
   twice@oai: { provider: oai, model: pt-twice-r }
   late@oai: { provider: oai, model: pt-late }
+  end@ant: { provider: ant, model: pt-end-a }
+  end@oai: { provider: oai, model: pt-end-r }
 routes:
   rep: { primary: [rep@ant], envelope: { ${cont} } }
   pre: { primary: [pre@ant], envelope: { ${cont} } }
@@ -47,6 +49,8 @@ routes:
   twice-a: { primary: [twice@ant], envelope: { ${cont}, max_attempts: 3, max_same_target_attempts: 3 } }
   twice-r: { primary: [twice@oai], envelope: { ${cont}, max_attempts: 3, max_same_target_attempts: 3 } }
   late: { primary: [late@oai], envelope: { ${cont}, first_token_timeout_ms: 300, max_attempts: 3, max_same_target_attempts: 3 } }
+  end-a: { primary: [end@ant], envelope: { ${cont} } }
+  end-r: { primary: [end@oai], envelope: { ${cont} } }
   mixed: { primary: [mix@ant], equivalent: [mix@compat, mix2@ant], envelope: { ${cont}, max_same_target_attempts: 1 } }
 `,
   });
@@ -320,4 +324,29 @@ test('an attempt dropped before the commit point (a late first token) leaves not
   for (const d of deltas) assert.equal(d.item_id, item.id);
   assert.equal(data.at(-1).type, 'response.completed');
   assert.equal(await calls('pt-late'), 3);
+});
+
+test('a break after the text closed: the closing events the client has are not sent twice', async () => {
+  // Anthropic: message_start, block start, ping, 60 deltas, content_block_stop -- then the cut.
+  await sim.setModel('pt-end-a', { tokens: 60, script: [{ action: 'cut', after_events: 64 }] });
+  const res = await streamMessages('end-a');
+  const { text, broken } = await readStream(res);
+  assert.equal(broken, false, text.slice(-400));
+  const data = checkMessageStream(text); // one content_block_stop, then message_delta, message_stop
+  assert.equal(data.filter((d) => d.type === 'content_block_delta').map((d) => d.delta.text).join(''), whole60);
+  assert.equal(await calls('pt-end-a'), 2);
+
+  // Responses: the preamble, 60 deltas, output_text.done -- then the cut.
+  await sim.setModel('pt-end-r', { tokens: 60, script: [{ action: 'cut', after_events: 65 }] });
+  const res2 = await streamResponses('end-r');
+  const r2 = await readStream(res2);
+  assert.equal(r2.broken, false, r2.text.slice(-400));
+  const types = sseEvents(r2.text).map((e) => e.data.type);
+  assert.deepEqual(types.slice(-4), ['response.output_text.done', 'response.content_part.done',
+    'response.output_item.done', 'response.completed']);
+  assert.equal(types.filter((t) => t === 'response.output_text.done').length, 1);
+  const data2 = sseEvents(r2.text).map((e) => e.data);
+  assert.deepEqual(data2.map((d) => d.sequence_number), data2.map((_, i) => i));
+  assert.equal(data2.at(-1).response.output[0].content[0].text, whole60);
+  assert.equal(await calls('pt-end-r'), 2);
 });
