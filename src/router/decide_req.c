@@ -75,12 +75,14 @@ static uint32_t unhonoured_params(struct request *r, const struct cfg_target *t)
  * another dialect (resume.h). */
 static bool request_excludes(struct request *r, const struct cfg_target *t)
 {
-    uint32_t missing = missing_caps(r, t), params = unhonoured_params(r, t);
-    bool small = !satisfies_sizes(r, t);
+    uint32_t missing, params;
+    bool small;
 
     if (!resume_target_fits(r, t))
         return true;
-
+    missing = missing_caps(r, t);
+    params = unhonoured_params(r, t);
+    small = !satisfies_sizes(r, t);
     r->notes.missing_caps |= missing;
     r->notes.unhonoured |= params;
     r->notes.too_small |= small;
