@@ -71,12 +71,18 @@ static uint32_t unhonoured_params(struct request *r, const struct cfg_target *t)
 
 /* True when <t> can never serve this request as it is: a capability it lacks, a size it
  * cannot take, a parameter it cannot honour. Each is recorded, to be named in the answer
- * if no target is left. */
+ * if no target is left. A stream continued in Anthropic's own events cannot go on in
+ * another dialect (resume.h). */
 static bool request_excludes(struct request *r, const struct cfg_target *t)
 {
-    uint32_t missing = missing_caps(r, t), params = unhonoured_params(r, t);
-    bool small = !satisfies_sizes(r, t);
+    uint32_t missing, params;
+    bool small;
 
+    if (!resume_target_fits(r, t))
+        return true;
+    missing = missing_caps(r, t);
+    params = unhonoured_params(r, t);
+    small = !satisfies_sizes(r, t);
     r->notes.missing_caps |= missing;
     r->notes.unhonoured |= params;
     r->notes.too_small |= small;

@@ -45,10 +45,8 @@ static struct prov_call make_call(const struct request *r)
         .raw = r->trim.dropped <= 0 ? r->input.body
                : r->trim.body.len ? bsc_buf_str(&r->trim.body) : BSC_STR_NULL,
         .model_span = r->trim.dropped > 0 ? r->trim.model_span : r->input.model_span,
-        /* a trimmed request goes through the translation, never as the client's bytes */
-        .native = r->input.native.body.p && r->trim.dropped <= 0 && !r->resume.active
-                      ? &r->input.native
-                      : NULL,
+        /* the client's bytes (a continuation's prefill added), never a trimmed request's */
+        .native = resume_native(r),
         .stream = r->input.stream,
         .include_usage = r->input.include_usage,
         .request_id = r->id,
@@ -377,6 +375,10 @@ enum bsc_err xchg_start(struct request *r)
         prov_target_dialect(r->target) != call.native->kind) {
         snprintf(why, sizeof(why), "%s", call.native->required);
         err = BSC_EINVAL;
+    } else if (!resume_target_fits(r, r->target)) { /* the decision left it out already */
+        snprintf(why, sizeof(why), "a stream relayed in Anthropic's own events goes on only "
+                                   "on an anthropic target");
+        err = BSC_EINVAL;
     } else {
         err = r->x.ops->build(&call, &r->x.http, why, sizeof(why));
     }
@@ -437,8 +439,10 @@ void xchg_reset(struct request *r)
     bsc_buf_reset(&r->x.conv);
     bsc_buf_reset(&r->d.out);
     contract_reset_stream(r);
-    if (!r->d.committed)
+    if (!r->d.committed) {
         deliver_down_reset(r);
+        resume_restart(r); /* nothing of the last attempt reached the client */
+    }
     if (!r->x.http.url.max) {
         bsc_buf_init(&r->x.http.url, HTTP_URL_MAX);
         bsc_buf_init(&r->x.http.headers, HTTP_HEADERS_MAX);

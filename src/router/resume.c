@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* resume.c -- see resume.h. The frames are the adapter's OpenAI chunk frames
  * (`data: {json}\n\n`), before the client's dialect translates them, so a continuation
- * looks the same to every client API that is translated from them. */
+ * looks the same to every client API that is translated from them. Streams relayed in the
+ * upstream's own events are read and rewritten in their dialect by resume_anthropic.c and
+ * resume_responses.c; what they share (the text sent, the matcher, the seam) is here. */
 #include <stdio.h>
 #include <string.h>
 
 #include "core/json_parse.h"
 #include "metrics/metrics.h"
 #include "providers/openai_errors.h"
+#include "providers/provider.h"
 #include "router/internal.h"
 #include "router/resume.h"
 
@@ -15,11 +18,29 @@ void resume_init(struct request *r)
 {
     r->resume.on = r->input.stream && r->env.on_stream_failure == CFG_SF_CONTINUE;
     bsc_buf_init(&r->resume.sent, RESUME_MAX_TEXT);
+    bsc_buf_init(&r->resume.native_body, r->cfg->limits.max_body_bytes + RESUME_MAX_TEXT * 6 + 64);
+    r->resume.cont_input = -1;
+}
+
+void resume_restart(struct request *r)
+{
+    struct resume *s = &r->resume;
+
+    if (s->active)
+        return; /* committed: only a continuation's attempt starts now */
+    bsc_buf_reset(&s->sent);
+    s->ineligible = false;
+    s->events = RESUME_EV_CHUNKS;
+    s->item_seen = false;
+    s->item_id[0] = '\0';
+    s->next_seq = 0;
+    s->ends_sent = 0;
 }
 
 void resume_cleanup(struct request *r)
 {
     bsc_buf_cleanup(&r->resume.sent);
+    bsc_buf_cleanup(&r->resume.native_body);
     json_object_put(r->resume.prefill_req);
     r->resume.prefill_req = NULL;
 }
@@ -79,10 +100,25 @@ static enum bsc_err emit(struct bsc_buf *out, struct json_object *root)
     return s ? bsc_buf_appendf(out, "data: %s\n\n", s) : BSC_ENOMEM;
 }
 
-static void note_sent(struct request *r, const char *p, size_t n)
+void resume__note_sent(struct request *r, const char *p, size_t n)
 {
     if (n && bsc_buf_append(&r->resume.sent, p, n) != BSC_OK)
         r->resume.ineligible = true; /* too long to hold: never continued */
+}
+
+/* The dialect of the client's stream, from its first frame <f>: a typed event (the
+ * Responses API passed through), Anthropic's events carried whole, or OpenAI chunks. Set
+ * once: a stream does not change its dialect. */
+static enum resume_events events_of(const struct request *r, struct bsc_str f)
+{
+    if (r->resume.events != RESUME_EV_CHUNKS)
+        return r->resume.events;
+    if (r->input.op == PROV_OP_RESPONSES && bsc_str_starts(f, BSC_STR("event: ")))
+        return RESUME_EV_RESPONSES;
+    if (bsc_str_starts(f, BSC_STR("data: {\"bascule_native\"")) ||
+        bsc_str_starts(f, BSC_STR("data: {\"bascule_shadow\"")))
+        return RESUME_EV_ANTHROPIC;
+    return RESUME_EV_CHUNKS;
 }
 
 /* The original attempt: what the client gets is noted, and whether it may be continued. */
@@ -96,28 +132,31 @@ static void watch(struct request *r, struct bsc_str conv)
         struct chunk_facts c;
 
         p = sep ? sep + 2 : end;
+        r->resume.events = events_of(r, f);
+        if (r->resume.events == RESUME_EV_RESPONSES) {
+            resume__resp_watch(r, f);
+            continue;
+        }
         if (!bsc_str_starts(f, BSC_STR("data: "))) {
-            r->resume.ineligible = true; /* a typed event stream: not continued here */
+            r->resume.ineligible = true; /* a typed event stream of no dialect known here */
             break;
         }
         f = bsc_str_make(f.p + 6, f.len - 6);
+        if (r->resume.events == RESUME_EV_ANTHROPIC) {
+            resume__anth_watch(r, f);
+            continue;
+        }
         if (sse_is_done(f))
             continue;
-        /* The upstream's own events relayed whole (an Anthropic client on an Anthropic
-         * target): a continuation would have to forge that dialect's events. Not continued. */
-        if (bsc_str_starts(f, BSC_STR("{\"bascule_native\""))) {
-            r->resume.ineligible = true;
-            break;
-        }
         if (!read_chunk(f, &c) || c.foreign)
             r->resume.ineligible = true;
         else if (c.text)
-            note_sent(r, c.text, c.text_len);
+            resume__note_sent(r, c.text, c.text_len);
         json_object_put(c.root);
     }
 }
 
-static enum bsc_err seam(struct request *r)
+enum bsc_err resume__seam(struct request *r)
 {
     if (r->resume.seam_sent)
         return BSC_OK;
@@ -167,8 +206,8 @@ static enum bsc_err continue_frame(struct request *r, struct bsc_str f, struct b
         return BSC_OK;
     }
     if (c.text && c.text_len > from)
-        note_sent(r, c.text + from, c.text_len - from);
-    err = seam(r);
+        resume__note_sent(r, c.text + from, c.text_len - from);
+    err = resume__seam(r);
     if (!err)
         err = emit(out, c.root);
     json_object_put(c.root);
@@ -187,9 +226,15 @@ static enum bsc_err rewrite(struct request *r)
         struct bsc_str f = bsc_str_make(p, (size_t)((sep ? sep : end) - p));
 
         p = sep ? sep + 2 : end;
+        if (r->resume.events == RESUME_EV_RESPONSES) {
+            err = resume__resp_frame(r, f, &out);
+            continue;
+        }
         if (!bsc_str_starts(f, BSC_STR("data: ")))
             continue;
-        err = continue_frame(r, bsc_str_make(f.p + 6, f.len - 6), &out);
+        f = bsc_str_make(f.p + 6, f.len - 6);
+        err = r->resume.events == RESUME_EV_ANTHROPIC ? resume__anth_frame(r, f, &out)
+                                                      : continue_frame(r, f, &out);
     }
     if (err == BSC_EINVAL)
         r->resume.gave_up = true;
@@ -291,8 +336,13 @@ enum bsc_err resume_attempt(struct request *r)
 
     if (!s->active)
         return BSC_OK;
+    /* The Responses API takes no prefill: a trailing assistant item is history, answered
+     * anew. Its streams go on by replay and match only. */
     s->prefill = (r->target->capabilities & CFG_CAP_PREFILL) && s->refused != r->target &&
-                 s->sent.len > 0;
+                 s->sent.len > 0 && s->events != RESUME_EV_RESPONSES;
+    s->native_prefill = false;
+    s->cont_input = -1;
+    s->item_seen = false;
     s->how = s->prefill ? "prefill" : "replay";
     s->target = r->target->id;
     s->seam_sent = false;
@@ -305,7 +355,8 @@ enum bsc_err resume_attempt(struct request *r)
     replay_match_init(&s->m, bsc_buf_str(&s->sent));
     if (!s->prefill)
         return BSC_OK;
-    if (build_prefill(r) != BSC_OK) {
+    if ((s->events == RESUME_EV_ANTHROPIC ? resume__anth_prefill(r) : build_prefill(r)) !=
+        BSC_OK) {
         s->prefill = false; /* replay and match instead */
         s->how = "replay";
         if (req__cur_attempt(r))
@@ -375,5 +426,57 @@ struct prov_usage resume_usage(const struct request *r)
 
 struct json_object *resume_request(const struct request *r)
 {
-    return r->resume.active && r->resume.prefill ? r->resume.prefill_req : NULL;
+    return r->resume.active && r->resume.prefill && r->resume.events == RESUME_EV_CHUNKS
+               ? r->resume.prefill_req
+               : NULL;
+}
+
+const struct prov_native *resume_native(const struct request *r)
+{
+    if (!r->input.native.body.p || r->trim.dropped > 0)
+        return NULL; /* a trimmed request goes through the translation */
+    if (!r->resume.active)
+        return &r->input.native;
+    if (r->resume.events != RESUME_EV_ANTHROPIC)
+        return NULL; /* a translated stream goes on translated */
+    return r->resume.prefill && r->resume.native_prefill ? &r->resume.native : &r->input.native;
+}
+
+bool resume_target_fits(const struct request *r, const struct cfg_target *t)
+{
+    return !r->resume.active || r->resume.events != RESUME_EV_ANTHROPIC ||
+           prov_target_dialect(t) == r->input.native.kind;
+}
+
+enum bsc_err resume__pass_text(struct request *r, struct bsc_str t, size_t *from)
+{
+    struct resume *s = &r->resume;
+
+    *from = 0;
+    if (!resume__passing(r)) {
+        enum replay_state st = replay_match_feed(&s->m, t, from);
+
+        if (st == REPLAY_DIVERGED)
+            return BSC_EINVAL;
+        if (st == REPLAY_HOLDING)
+            *from = t.len; /* still covering what the client has */
+    }
+    /* Once passing the matcher is never fed again: what grows <sent> may move its bytes. */
+    if (t.len > *from)
+        resume__note_sent(r, t.p + *from, t.len - *from);
+    return BSC_OK;
+}
+
+bool resume__passing(const struct request *r)
+{
+    return r->resume.prefill || r->resume.m.state == REPLAY_PASSING;
+}
+
+int64_t resume__prior_fresh_input(const struct request *r)
+{
+    const struct prov_usage *p = &r->resume.prior;
+    int64_t v = p->input_tokens - p->cached_tokens - p->cache_write_tokens -
+                p->cache_write_1h_tokens;
+
+    return v > 0 ? v : 0;
 }

@@ -5,7 +5,8 @@
  * or by replay and match (the new answer held until it covers what was sent, and passed on
  * only if it begins with exactly that text). Never two answers spliced, never a tool-call
  * stream. resume.c writes struct resume; request.c decides when, exchange.c and deliver.c
- * feed it the adapter's OpenAI frames. Router-private. */
+ * feed it the adapter's frames: OpenAI chunks, or the upstream's own events relayed to a
+ * client of the same dialect (resume_anthropic.c, resume_responses.c). Router-private. */
 #ifndef BSC_ROUTER_RESUME_H
 #define BSC_ROUTER_RESUME_H
 
@@ -22,6 +23,15 @@ struct request;
 struct cfg_target;
 
 #define RESUME_MAX_TEXT (1u << 20) /* past this much text a stream is not continued */
+#define RESUME_ITEM_ID_MAX 128     /* a Responses output item id longer than this: not continued */
+
+/* What the client's stream is made of, as the first frame relayed says. */
+enum resume_events {
+    RESUME_EV_CHUNKS = 0, /* the adapter's OpenAI chunk frames (translated for other dialects) */
+    RESUME_EV_ANTHROPIC,  /* Anthropic's own events, carried whole (resume_anthropic.c) */
+    RESUME_EV_RESPONSES,  /* the Responses API's own typed events (resume_responses.c) */
+    RESUME_EV_COUNT
+};
 
 struct resume {
     bool on;                          /* a stream on a route with on_stream_failure: continue */
@@ -43,10 +53,28 @@ struct resume {
     uint64_t seam_bytes;             /* client bytes sent before the (last) seam */
     struct prov_usage prior;         /* the usage of the broken attempts before this one, summed */
     unsigned n_prior;                /* ... how many there were */
+    /* Pass-through streams (the upstream's own events relayed to the client) */
+    enum resume_events events;       /* set by the first frame watched */
+    struct bsc_buf native_body;      /* owned: the client's bytes plus the trailing assistant
+                                        message, for an Anthropic prefill */
+    struct prov_native native;       /* r->input.native with <native_body>, while it is used */
+    bool native_prefill;             /* ... built for the running attempt */
+    int64_t cont_input;              /* the continuing attempt's own input tokens (Anthropic
+                                        message_start), -1 when not said */
+    char item_id[RESUME_ITEM_ID_MAX + 1]; /* Responses: the output item the client has */
+    int64_t output_index;            /* ... its index */
+    int64_t next_seq;                /* ... the sequence_number the next event sent takes */
+    bool item_seen;                  /* ... an output item was announced (watching), or the
+                                        continuation announced its own (rewriting) */
+    unsigned ends_sent;              /* the closing events the client has already (a block
+                                        stop, a .done event): bits of the dialect's file */
 };
 
 void resume_init(struct request *r);
 void resume_cleanup(struct request *r);
+/* A new attempt before the commit point: what the last one's frames said (held back while
+ * a first token was awaited, never sent) is forgotten. */
+void resume_restart(struct request *r);
 /* Reads (the original attempt) or rewrites (a continuation) the adapter's frames in
  * r->x.conv. BSC_EINVAL: a replay diverged (r->resume.gave_up) or a tool call came in a
  * continuation: nothing of it may reach the client. */
@@ -72,5 +100,41 @@ void resume_count(struct request *r, const char *result);
 void resume_add_usage(struct request *r);
 /* The continuation's prefill request, or NULL (the original request goes). */
 struct json_object *resume_request(const struct request *r);
+/* The client's own bytes the attempt sends (prov_call.native): the original, the prefill
+ * built for a continuation of an Anthropic pass-through stream, or NULL (translated). */
+const struct prov_native *resume_native(const struct request *r);
+/* Whether a continuation may run on <t>: a stream relayed in Anthropic's own events goes on
+ * only on a target that speaks them (the decision leaves the others out). Pure. */
+bool resume_target_fits(const struct request *r, const struct cfg_target *t);
+
+/* ---- for resume_anthropic.c and resume_responses.c ---- */
+
+/* The continuation's text <t> (one piece): *<from> is where its new part begins (<t>.len:
+ * nothing new, the piece is held back). By prefill all of it is new; by replay the matcher
+ * decides. What passes is added to what was sent. BSC_EINVAL: the replay diverged. */
+enum bsc_err resume__pass_text(struct request *r, struct bsc_str t, size_t *from);
+/* By prefill, or a replay that covered what was sent: the continuation's events may pass. */
+bool resume__passing(const struct request *r);
+/* The seam comment, once per continuing attempt, into the client's bytes. */
+enum bsc_err resume__seam(struct request *r);
+/* Adds <n> bytes at <p> to what the client has; past RESUME_MAX_TEXT never continued. */
+void resume__note_sent(struct request *r, const char *p, size_t n);
+/* The prior attempts' input tokens as the Anthropic and OpenAI usages count them apart:
+ * without cache reads and writes. */
+int64_t resume__prior_fresh_input(const struct request *r);
+
+/* resume_anthropic.c: the carrier frames of an Anthropic pass-through stream. <f> is one
+ * frame's data (after "data: "). */
+void resume__anth_watch(struct request *r, struct bsc_str f);
+/* One frame of a continuation, into <out> (or dropped). BSC_EINVAL: give up. */
+enum bsc_err resume__anth_frame(struct request *r, struct bsc_str f, struct bsc_buf *out);
+/* The prefill request: the client's bytes with the text sent as a trailing assistant
+ * message, into r->resume.native. BSC_EINVAL: not possible (replay instead). */
+enum bsc_err resume__anth_prefill(struct request *r);
+
+/* resume_responses.c: the typed events of a Responses pass-through stream. <f> is one whole
+ * frame ("event: <type>\ndata: <json>"). */
+void resume__resp_watch(struct request *r, struct bsc_str f);
+enum bsc_err resume__resp_frame(struct request *r, struct bsc_str f, struct bsc_buf *out);
 
 #endif

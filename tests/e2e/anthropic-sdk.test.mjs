@@ -19,13 +19,16 @@ workers: 2
 providers:
   sim: { kind: openai_compatible, base_url: "${sim.base}", keys: ["sk-e2e"], health: { probe: none } }
   gem: { kind: gemini, base_url: "${sim.url}/v1beta", keys: ["gm-e2e"], health: { probe: none } }
+  ant: { kind: anthropic, base_url: "${sim.url}/anthropic/v1", keys: ["sk-ant-e2e"], health: { probe: none } }
 targets:
   gpt@sim: { provider: sim, model: gpt-anth, capabilities: [text, streaming, tools] }
   cont@sim: { provider: sim, model: gpt-anth-cont }
+  cont@ant: { provider: ant, model: claude-anth-cont }
   flash@gem: { provider: gem, model: gemini-3-flash, capabilities: [text, streaming, tools] }
 routes:
   assistant: { primary: [gpt@sim] }
   continued: { primary: [cont@sim], envelope: { on_stream_failure: continue } }
+  continued-native: { primary: [cont@ant], envelope: { on_stream_failure: continue } }
   via-gemini: { primary: [flash@gem] }
 `,
   });
@@ -296,4 +299,27 @@ test('a stream cut mid-answer and continued reads as one normal message', async 
   assert.equal(final.content[0].text, whole);
   assert.equal(final.stop_reason, 'end_turn');
   assert.equal((await sim.stats()).models['gpt-anth-cont'].calls, 3);
+});
+
+test('a pass-through stream (Anthropic target) cut mid-answer and continued reads as one normal message', async () => {
+  await sim.setModel('claude-anth-cont', { tokens: 60 });
+  const whole = (await client.messages.create({ model: 'continued-native', max_tokens: 200,
+    messages: [{ role: 'user', content: 'hello' }] })).content[0].text;
+  // message_start, content_block_start, ping, then 40 of the 60 text deltas: the cut.
+  await sim.setModel('claude-anth-cont', { tokens: 60, script: [{ action: 'cut', after_events: 43 }] });
+  const stream = client.messages.stream({ model: 'continued-native', max_tokens: 200,
+    messages: [{ role: 'user', content: 'hello' }] });
+  const seen = [];
+  stream.on('streamEvent', (e) => seen.push(e.type));
+  const final = await stream.finalMessage();
+  assert.equal(final.content.length, 1);
+  assert.equal(final.content[0].type, 'text');
+  assert.equal(final.content[0].text, whole);
+  assert.equal(final.stop_reason, 'end_turn');
+  assert.match(final.id, /^msg_sim_/);
+  assert.ok(final.usage.output_tokens >= 60, JSON.stringify(final.usage));
+  assert.equal(seen.filter((t) => t === 'message_start').length, 1);
+  assert.equal(seen.filter((t) => t === 'content_block_start').length, 1);
+  assert.equal(seen.at(-1), 'message_stop');
+  assert.equal((await sim.stats()).models['claude-anth-cont'].calls, 3);
 });

@@ -27,8 +27,10 @@ targets:
   chat@sim: { provider: sim, model: rc-chat, ${CAPS} }
   claude@sim: { provider: ant, model: rc-claude, capabilities: [text, streaming, tools] }
   gpt@oai: { provider: oai, model: rc-native, ${CAPS} }
+  cont@oai: { provider: oai, model: rc-native-cont }
 routes:
   native: { primary: [gpt@oai] }
+  native-continued: { primary: [cont@oai], envelope: { on_stream_failure: continue } }
   chat: { primary: [chat@sim] }
   claude: { primary: [claude@sim] }
 `,
@@ -174,4 +176,20 @@ test('LangChain ChatOpenAI with useResponsesApi', async () => {
     streamed += typeof chunk.content === 'string' ? chunk.content : chunk.content.map((c) => c.text ?? '').join('');
   }
   assert.equal(streamed, text);
+});
+
+test('openai SDK responses.stream: a pass-through stream cut mid-answer and continued reads as one response', async () => {
+  await sim.setModel('rc-native-cont', { tokens: 60 });
+  const whole = (await client.responses.create({ model: 'native-continued', input: 'hello' })).output_text;
+  // created, in_progress, output_item.added, content_part.added, 40 of the 60 deltas: the cut.
+  await sim.setModel('rc-native-cont', { tokens: 60, script: [{ action: 'cut', after_events: 44 }] });
+  const stream = client.responses.stream({ model: 'native-continued', input: 'hello' });
+  let deltas = '';
+  stream.on('response.output_text.delta', (e) => { deltas += e.delta; });
+  const final = await stream.finalResponse();
+  assert.equal(deltas, whole);
+  assert.equal(final.status, 'completed');
+  assert.equal(final.output[0].content[0].text, whole);
+  assert.equal(final.output.length, 1);
+  assert.equal((await sim.stats()).models['rc-native-cont'].calls, 3);
 });

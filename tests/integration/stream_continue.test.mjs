@@ -33,7 +33,6 @@ targets:
   v@vllm: { provider: vllm, model: sc-vllm, capabilities: [text, streaming, prefill] }
   d@deep: { provider: deep, model: sc-deep, capabilities: [text, streaming, prefill] }
   claude@ant: { provider: ant, model: sc-claude, capabilities: [text, streaming, prefill] }
-  native@ant: { provider: ant, model: sc-native, capabilities: [text, streaming, prefill] }
   resp@sim: { provider: sim, model: sc-resp }
   err@sim: { provider: sim, model: sc-err }
   write@sim: { provider: sim, model: sc-write }
@@ -54,7 +53,6 @@ routes:
   claude: { primary: [claude@ant], envelope: { ${cont} } }
   vllm: { primary: [v@vllm], envelope: { ${cont} } }
   deep: { primary: [d@deep], envelope: { ${cont} } }
-  native: { primary: [native@ant], envelope: { ${cont} } }
   resp: { primary: [resp@sim], envelope: { ${cont} } }
   err: { primary: [err@sim], envelope: { ${cont} } }
   write: { primary: [write@sim], envelope: { ${cont}, side_effects: write_possible } }
@@ -307,22 +305,8 @@ test('an Anthropic target continues by its native prefill', async () => {
   assert.equal(last.role, 'assistant');
 });
 
-test('an Anthropic client on an Anthropic target (its own events relayed) is not continued', async () => {
-  await sim.setModel('sc-native', { tokens: 60, script: [{ action: 'cut', after_events: 43 }] });
-  const res = await fetch(`${gw.base}/messages`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
-    body: JSON.stringify({ model: 'native', max_tokens: 500, stream: true, messages: [{ role: 'user', content: 'x' }] }),
-  });
-  const { text, broken } = await readStream(res);
-  assert.ok(broken);
-  const data = text.split('\n\n').map((e) => e.split('\n').find((l) => l.startsWith('data: ')))
-    .filter(Boolean).map((l) => JSON.parse(l.slice(6)));
-  assert.equal(data.at(-1).type, 'error');
-  assert.equal(data.filter((d) => d.type === 'content_block_start').length, 1);
-  assert.ok(!text.includes('bascule continued'));
-  assert.equal(await calls('sc-native'), 1);
-});
+// An Anthropic client on an Anthropic target, a Responses client on an openai target (the
+// upstream's own events relayed): integration/stream_continue_passthrough.test.mjs.
 
 test('the profile says how an openai_compatible server takes the prefill', async () => {
   for (const [route, model, target] of [['vllm', 'sc-vllm', 'v@vllm'], ['deep', 'sc-deep', 'd@deep']]) {
