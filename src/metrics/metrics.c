@@ -442,6 +442,14 @@ void metrics_touch(struct metrics *m, unsigned shard, enum metric_id id, const c
     update(m, shard, id, l, OP_TOUCH, 0);
 }
 
+void metrics_touch4(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                    const char *l2, const char *l3, const char *l4)
+{
+    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3, l4};
+
+    update(m, shard, id, l, OP_TOUCH, 0);
+}
+
 /* ---- lifetime --------------------------------------------------------------------------- */
 
 static void shard_cleanup(struct shard *sh)

@@ -243,6 +243,9 @@ void metrics_observe(struct metrics *m, unsigned shard, enum metric_id id, const
  * type. */
 void metrics_touch(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                    const char *l2, const char *l3);
+/* metrics_touch() for a family with four labels (bascule_stream_continuations_total). */
+void metrics_touch4(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                    const char *l2, const char *l3, const char *l4);
 
 /* Appends the process_* families of the Prometheus client conventions for the calling
  * process (CPU seconds, resident and virtual memory, open and maximum fds, start time),

@@ -970,7 +970,12 @@ static void test_touch(void **state)
     metrics_touch(m, 2, METRIC_REQUESTS, "chat", "ok", NULL);
     metrics_touch(m, 2, METRIC_OVERHEAD, "chat", NULL, NULL);
     metrics_touch(m, 2, METRIC_COST, METRICS_CLIENT_OPEN, "chat", "t1");
+    metrics_touch4(m, 2, METRIC_STREAM_CONTINUATIONS, "chat", "t1", "replay", "ok");
+    metrics_touch4(m, 2, METRIC_STREAM_CONTINUATIONS, "chat", "t1", "replay", "ok");
     text = render_parse(m, &ps);
+    assert_int_equal(count_named(&ps, "bascule_stream_continuations_total"), 1);
+    assert_true(find(&ps, "bascule_stream_continuations_total", 4, "chat", "t1", "replay",
+                     "ok")->value == 0);
     assert_true(find(&ps, "bascule_requests_total", 2, "chat", "ok")->value == 0);
     assert_int_equal(count_named(&ps, "bascule_overhead_seconds_count"), 1);
     assert_true(find(&ps, "bascule_overhead_seconds_count", 1, "chat")->value == 0);
