@@ -21,17 +21,46 @@
 static const char *const layers[] = {"transport", "contract", "task"};
 static const char *const results[] = {"ok", "failed"};
 
+/* Every seeded series lives in the shared shard, whose METRICS_MAX_SERIES must keep room for
+ * the gauges set at scrape time, the main thread's and the probes' updates. The first pass
+ * (each route's and target's core series, the cost) is always made; the second (every other
+ * value the config knows) creates series only while the shard holds fewer than this many.
+ * A config past it (hundreds of routes and targets) has the rest come with use. */
+#define SEED_SHARD_MAX 6000u
+
+/* Where the seed writes, and whether it is the bounded second pass. */
+struct seed {
+    struct metrics *m;
+    unsigned sh;
+    bool bounded;
+};
+
+static void touch4(struct seed *sd, enum metric_id id, const char *l1, const char *l2,
+                   const char *l3, const char *l4)
+{
+    if (sd->bounded)
+        metrics_touch_within(sd->m, sd->sh, SEED_SHARD_MAX, id, l1, l2, l3, l4);
+    else
+        metrics_touch4(sd->m, sd->sh, id, l1, l2, l3, l4);
+}
+
+static void touch(struct seed *sd, enum metric_id id, const char *l1, const char *l2,
+                  const char *l3)
+{
+    touch4(sd, id, l1, l2, l3, NULL);
+}
+
 /* Every layer x result of outcome family <id> for <subject> (a route, target, workflow). */
-static void seed_outcomes(struct metrics *m, unsigned sh, enum metric_id id, const char *subject)
+static void seed_outcomes(struct seed *sd, enum metric_id id, const char *subject)
 {
     for (size_t l = 0; l < BSC_ARRAY_LEN(layers); l++)
         for (size_t r = 0; r < BSC_ARRAY_LEN(results); r++)
-            metrics_touch(m, sh, id, subject, layers[l], results[r]);
+            touch(sd, id, subject, layers[l], results[r]);
 }
 
 /* A route's shadow candidates: what each mirrored copy counts (router/shadow.c). Outcomes
  * other than ok and skipped are failure kinds, left to traffic as for attempts. */
-static void seed_shadow(struct metrics *m, unsigned sh, const struct cfg_route *r)
+static void seed_shadow(struct seed *sd, const struct cfg_route *r)
 {
     static const char *const outcomes[] = {"ok", "skipped"};
     static const char *const directions[] = {"input", "output"};
@@ -40,18 +69,17 @@ static void seed_shadow(struct metrics *m, unsigned sh, const struct cfg_route *
         const char *t = r->shadow.targets.targets[i]->id;
 
         for (size_t k = 0; k < BSC_ARRAY_LEN(outcomes); k++)
-            metrics_touch(m, sh, METRIC_SHADOW_REQUESTS, r->id, t, outcomes[k]);
+            touch(sd, METRIC_SHADOW_REQUESTS, r->id, t, outcomes[k]);
         for (int a = 0; a < SHADOW_AGREE_COUNT; a++)
-            metrics_touch(m, sh, METRIC_SHADOW_AGREEMENT, r->id, t,
-                          shadow_agree_name((enum shadow_agree)a));
+            touch(sd, METRIC_SHADOW_AGREEMENT, r->id, t, shadow_agree_name((enum shadow_agree)a));
         for (size_t k = 0; k < BSC_ARRAY_LEN(directions); k++)
-            metrics_touch(m, sh, METRIC_SHADOW_TOKENS, r->id, t, directions[k]);
-        metrics_touch(m, sh, METRIC_SHADOW_LATENCY, r->id, t, NULL);
-        metrics_touch(m, sh, METRIC_SHADOW_COST, r->id, t, NULL);
+            touch(sd, METRIC_SHADOW_TOKENS, r->id, t, directions[k]);
+        touch(sd, METRIC_SHADOW_LATENCY, r->id, t, NULL);
+        touch(sd, METRIC_SHADOW_COST, r->id, t, NULL);
     }
 }
 
-static void seed_continued_tier(struct metrics *m, unsigned sh, const struct cfg_route *r,
+static void seed_continued_tier(struct seed *sd, const struct cfg_route *r,
                                 const struct cfg_tier *tier)
 {
     static const char *const hows[] = {"prefill", "replay"};
@@ -60,77 +88,94 @@ static void seed_continued_tier(struct metrics *m, unsigned sh, const struct cfg
     for (size_t i = 0; i < tier->n; i++)
         for (size_t h = 0; h < BSC_ARRAY_LEN(hows); h++)
             for (size_t o = 0; o < BSC_ARRAY_LEN(outcomes); o++)
-                metrics_touch4(m, sh, METRIC_STREAM_CONTINUATIONS, r->id, tier->targets[i]->id,
-                               hows[h], outcomes[o]);
+                touch4(sd, METRIC_STREAM_CONTINUATIONS, r->id, tier->targets[i]->id, hows[h],
+                       outcomes[o]);
 }
 
 /* A route whose broken streams go on (on_stream_failure: continue), per target that may
  * carry the continuation: any of its tiers' (router/resume.c). */
-static void seed_continued(struct metrics *m, unsigned sh, const struct cfg_route *r)
+static void seed_continued(struct seed *sd, const struct cfg_route *r)
 {
     if (r->envelope.on_stream_failure != CFG_SF_CONTINUE)
         return;
-    seed_continued_tier(m, sh, r, &r->primary);
-    seed_continued_tier(m, sh, r, &r->equivalent);
-    seed_continued_tier(m, sh, r, &r->fallback);
+    seed_continued_tier(sd, r, &r->primary);
+    seed_continued_tier(sd, r, &r->equivalent);
+    seed_continued_tier(sd, r, &r->fallback);
 }
 
-static void seed_route(struct metrics *m, unsigned sh, const struct cfg_route *r)
+/* A route's core series (the first pass). */
+static void seed_route_core(struct seed *sd, const struct cfg_route *r)
+{
+    static const char *const outcomes[] = {"ok", "error", "client_error"};
+    static const char *const directions[] = {"input", "output"};
+
+    for (size_t i = 0; i < BSC_ARRAY_LEN(outcomes); i++)
+        touch(sd, METRIC_REQUESTS, r->id, outcomes[i], NULL);
+    for (size_t i = 0; i < BSC_ARRAY_LEN(directions); i++)
+        touch(sd, METRIC_TOKENS, r->id, directions[i], NULL);
+    touch(sd, METRIC_OUTCOMES, r->id, "transport", "ok");
+    touch(sd, METRIC_OUTCOMES, r->id, "transport", "failed");
+    touch(sd, METRIC_RETRIES, r->id, NULL, NULL);
+    touch(sd, METRIC_FAILOVERS, r->id, NULL, NULL);
+    touch(sd, METRIC_FALLBACKS, r->id, NULL, NULL);
+    touch(sd, METRIC_REQUEST_DURATION, r->id, NULL, NULL);
+    touch(sd, METRIC_TTFT, r->id, NULL, NULL);
+    touch(sd, METRIC_OVERHEAD, r->id, NULL, NULL);
+}
+
+/* The rest of a route's series (the second pass). */
+static void seed_route_more(struct seed *sd, const struct cfg_route *r)
 {
     /* request.c outcome_label(), cost.c cost_token_counts(), guard.c's two transport words */
-    static const char *const outcomes[] = {"ok", "error", "client_error", "partial",
-                                           "client_abort"};
-    static const char *const directions[] = {"input", "output", "cached_input", "cache_write",
-                                             "reasoning"};
+    static const char *const outcomes[] = {"partial", "client_abort"};
+    static const char *const directions[] = {"cached_input", "cache_write", "reasoning"};
     static const char *const uncertain[] = {"partial_output", "side_effect_uncertain"};
     static const char *const cache_results[] = {"hit", "miss", "bypass"};
 
     for (size_t i = 0; i < BSC_ARRAY_LEN(outcomes); i++)
-        metrics_touch(m, sh, METRIC_REQUESTS, r->id, outcomes[i], NULL);
+        touch(sd, METRIC_REQUESTS, r->id, outcomes[i], NULL);
     for (size_t i = 0; i < BSC_ARRAY_LEN(directions); i++)
-        metrics_touch(m, sh, METRIC_TOKENS, r->id, directions[i], NULL);
-    seed_outcomes(m, sh, METRIC_OUTCOMES, r->id);
+        touch(sd, METRIC_TOKENS, r->id, directions[i], NULL);
+    seed_outcomes(sd, METRIC_OUTCOMES, r->id);
     for (size_t i = 0; i < BSC_ARRAY_LEN(uncertain); i++)
-        metrics_touch(m, sh, METRIC_OUTCOMES, r->id, "transport", uncertain[i]);
-    metrics_touch(m, sh, METRIC_RETRIES, r->id, NULL, NULL);
-    metrics_touch(m, sh, METRIC_FAILOVERS, r->id, NULL, NULL);
-    metrics_touch(m, sh, METRIC_FALLBACKS, r->id, NULL, NULL);
-    metrics_touch(m, sh, METRIC_STREAM_PAUSES, r->id, NULL, NULL);
-    metrics_touch(m, sh, METRIC_REQUEST_DURATION, r->id, NULL, NULL);
-    metrics_touch(m, sh, METRIC_TTFT, r->id, NULL, NULL);
-    metrics_touch(m, sh, METRIC_OVERHEAD, r->id, NULL, NULL);
+        touch(sd, METRIC_OUTCOMES, r->id, "transport", uncertain[i]);
+    touch(sd, METRIC_STREAM_PAUSES, r->id, NULL, NULL);
     if (r->cache.mode != CFG_CACHE_OFF)
         for (size_t i = 0; i < BSC_ARRAY_LEN(cache_results); i++)
-            metrics_touch(m, sh, METRIC_CACHE_REQUESTS, r->id, cache_results[i], NULL);
-    seed_shadow(m, sh, r);
-    seed_continued(m, sh, r);
+            touch(sd, METRIC_CACHE_REQUESTS, r->id, cache_results[i], NULL);
+    seed_shadow(sd, r);
+    seed_continued(sd, r);
 }
 
-static void seed_target(struct metrics *m, unsigned sh, const struct cfg_target *t)
+/* A target's core series (the first pass). */
+static void seed_target_core(struct seed *sd, const struct cfg_target *t)
 {
-    metrics_touch(m, sh, METRIC_ATTEMPTS, t->id, "ok", NULL);
+    touch(sd, METRIC_ATTEMPTS, t->id, "ok", NULL);
+    touch(sd, METRIC_BREAKER_TRANSITIONS, t->id, brk_state_name(BRK_OPEN), NULL);
+    touch(sd, METRIC_UPSTREAM_INFLIGHT, t->id, NULL, NULL);
+    touch(sd, METRIC_QUEUE_DEPTH, t->id, NULL, NULL);
+    touch(sd, METRIC_ATTEMPT_DURATION, t->id, NULL, NULL);
+    touch(sd, METRIC_ATTEMPT_TTFT, t->id, NULL, NULL);
+}
+
+/* The rest of a target's series (the second pass). */
+static void seed_target_more(struct seed *sd, const struct cfg_target *t)
+{
     for (int s = 0; s < BRK_STATE_COUNT; s++)
-        metrics_touch(m, sh, METRIC_BREAKER_TRANSITIONS, t->id, brk_state_name((enum brk_state)s),
-                      NULL);
-    seed_outcomes(m, sh, METRIC_TARGET_OUTCOMES, t->id);
-    metrics_touch(m, sh, METRIC_UPSTREAM_INFLIGHT, t->id, NULL, NULL);
-    metrics_touch(m, sh, METRIC_QUEUE_DEPTH, t->id, NULL, NULL);
-    metrics_touch(m, sh, METRIC_ATTEMPT_DURATION, t->id, NULL, NULL);
-    metrics_touch(m, sh, METRIC_ATTEMPT_TTFT, t->id, NULL, NULL);
+        touch(sd, METRIC_BREAKER_TRANSITIONS, t->id, brk_state_name((enum brk_state)s), NULL);
+    seed_outcomes(sd, METRIC_TARGET_OUTCOMES, t->id);
 }
 
 /* A provider's keys cool and are re-verified (router/request.c, health/probe.c); one
  * without keys (an open endpoint, cloud credentials) has none to cool. */
-static void seed_provider(struct metrics *m, unsigned sh, const struct cfg_provider *p)
+static void seed_provider(struct seed *sd, const struct cfg_provider *p)
 {
     if (p->n_keys == 0)
         return;
     for (int r = 0; r < KEY_REASON_COUNT; r++)
-        metrics_touch(m, sh, METRIC_KEY_COOLDOWNS, p->id, keys_reason_name((enum key_reason)r),
-                      NULL);
+        touch(sd, METRIC_KEY_COOLDOWNS, p->id, keys_reason_name((enum key_reason)r), NULL);
     for (int v = 0; v < KEY_VERIFY_COUNT; v++)
-        metrics_touch(m, sh, METRIC_KEY_REVERIFICATIONS, p->id,
-                      keys_verdict_name((enum key_verdict)v), NULL);
+        touch(sd, METRIC_KEY_REVERIFICATIONS, p->id, keys_verdict_name((enum key_verdict)v), NULL);
 }
 
 /* ---- limit decisions: the limits some config entry sets ---- */
@@ -168,7 +213,7 @@ static void limits_of(const struct cfg *cfg, struct limits_set *ls)
 
 /* A client's or team's limit admits or refuses (router/limit.c admit_set); a target's or
  * provider's also moves a request on to another candidate or queues it. */
-static void seed_limits(struct metrics *m, unsigned sh, const struct cfg *cfg)
+static void seed_limits(struct seed *sd, const struct cfg *cfg)
 {
     static const char *const outcomes[] = {"allowed", "rejected", "moved_on", "queued"};
     struct limits_set ls = {0};
@@ -179,9 +224,8 @@ static void seed_limits(struct metrics *m, unsigned sh, const struct cfg *cfg)
 
         for (int k = LIM_RPM; k < LIM_KIND_COUNT; k++)
             for (size_t o = 0; ls.on[s][k] && o < n; o++)
-                metrics_touch(m, sh, METRIC_LIMIT_DECISIONS,
-                              lim_limit_name((enum lim_subject)s, (enum lim_kind)k), outcomes[o],
-                              NULL);
+                touch(sd, METRIC_LIMIT_DECISIONS,
+                      lim_limit_name((enum lim_subject)s, (enum lim_kind)k), outcomes[o], NULL);
     }
 }
 
@@ -202,16 +246,16 @@ static bool client_has_route(const struct cfg_client *c, const struct cfg_route 
  * series bound (METRICS_MAX_SERIES a shard) is for traffic. Past it, they come with use. */
 #define SEED_COST_MAX 2000u
 
-static void seed_cost_tier(struct metrics *m, unsigned sh, const char *client,
-                           const struct cfg_route *r, const struct cfg_tier *t, unsigned *left)
+static void seed_cost_tier(struct seed *sd, const char *client, const struct cfg_route *r,
+                           const struct cfg_tier *t, unsigned *left)
 {
     for (size_t i = 0; i < t->n && *left; i++, (*left)--)
-        metrics_touch(m, sh, METRIC_COST, client, r->id, t->targets[i]->id);
+        touch(sd, METRIC_COST, client, r->id, t->targets[i]->id);
 }
 
 /* bascule_cost_usd_total{client,route,target}: every client with every target of every
  * route it may call (an open gateway's requests count as client METRICS_CLIENT_OPEN). */
-static void seed_cost(struct metrics *m, unsigned sh, const struct cfg *cfg)
+static void seed_cost(struct seed *sd, const struct cfg *cfg)
 {
     unsigned left = SEED_COST_MAX;
 
@@ -223,28 +267,33 @@ static void seed_cost(struct metrics *m, unsigned sh, const struct cfg *cfg)
 
             if (cfg->n_clients && !client_has_route(&cfg->clients[ci], r))
                 continue;
-            seed_cost_tier(m, sh, client, r, &r->primary, &left);
-            seed_cost_tier(m, sh, client, r, &r->equivalent, &left);
-            seed_cost_tier(m, sh, client, r, &r->fallback, &left);
+            seed_cost_tier(sd, client, r, &r->primary, &left);
+            seed_cost_tier(sd, client, r, &r->equivalent, &left);
+            seed_cost_tier(sd, client, r, &r->fallback, &left);
         }
     }
 }
 
 void api__metrics_seed(struct metrics *m, const struct cfg *cfg)
 {
-    unsigned sh = metrics_shared_shard(m);
+    struct seed seed = {m, metrics_shared_shard(m), false}, *sd = &seed;
 
-    metrics_touch(m, sh, METRIC_CONFIG_RELOADS, "ok", NULL, NULL);
-    metrics_touch(m, sh, METRIC_CONFIG_RELOADS, "rejected", NULL, NULL);
-    for (int wf = 0; wf < ATTEMPT_WF_COUNT; wf++)
-        seed_outcomes(m, sh, METRIC_WORKFLOW_OUTCOMES,
-                      attempt_workflow_name((enum attempt_workflow)wf));
+    touch(sd, METRIC_CONFIG_RELOADS, "ok", NULL, NULL);
+    touch(sd, METRIC_CONFIG_RELOADS, "rejected", NULL, NULL);
     for (size_t i = 0; i < cfg->n_routes; i++)
-        seed_route(m, sh, &cfg->routes[i]);
+        seed_route_core(sd, &cfg->routes[i]);
     for (size_t i = 0; i < cfg->n_targets; i++)
-        seed_target(m, sh, &cfg->targets[i]);
+        seed_target_core(sd, &cfg->targets[i]);
+    seed_cost(sd, cfg);
+    seed.bounded = true;
+    for (int wf = 0; wf < ATTEMPT_WF_COUNT; wf++)
+        seed_outcomes(sd, METRIC_WORKFLOW_OUTCOMES,
+                      attempt_workflow_name((enum attempt_workflow)wf));
+    seed_limits(sd, cfg);
     for (size_t i = 0; i < cfg->n_providers; i++)
-        seed_provider(m, sh, &cfg->providers[i]);
-    seed_limits(m, sh, cfg);
-    seed_cost(m, sh, cfg);
+        seed_provider(sd, &cfg->providers[i]);
+    for (size_t i = 0; i < cfg->n_targets; i++)
+        seed_target_more(sd, &cfg->targets[i]);
+    for (size_t i = 0; i < cfg->n_routes; i++)
+        seed_route_more(sd, &cfg->routes[i]);
 }

@@ -106,7 +106,9 @@ static int name_find(const struct status_history *h, char kind, const char *id)
 {
     char key[HIST_NAME_MAX];
 
-    snprintf(key, sizeof(key), "%c%s", kind, id);
+    /* A longer key is cut as the stored names are, so it still finds its own. */
+    if (snprintf(key, sizeof(key), "%c%s", kind, id) < 0)
+        return -1;
     for (unsigned i = 0; i < h->n_names; i++)
         if (strcmp(h->names[i].id, key) == 0)
             return (int)i;
@@ -116,16 +118,15 @@ static int name_find(const struct status_history *h, char kind, const char *id)
 /* name_find(), the name made on first use; -1 when the table is full. */
 static int name_of(struct status_history *h, char kind, const char *id)
 {
-    char key[HIST_NAME_MAX];
     int idx = name_find(h, kind, id);
 
     if (idx >= 0)
         return idx;
-    snprintf(key, sizeof(key), "%c%s", kind, id);
     if (h->n_names == HIST_NAMES)
         return -1;
     memset(&h->names[h->n_names], 0, sizeof(h->names[0]));
-    snprintf(h->names[h->n_names].id, sizeof(h->names[0].id), "%s", key);
+    if (snprintf(h->names[h->n_names].id, sizeof(h->names[0].id), "%c%s", kind, id) < 0)
+        return -1;
     return (int)h->n_names++;
 }
 

@@ -5,8 +5,9 @@
 // each shadowed route and candidate, key cooldowns and re-verifications of each provider
 // with keys, stream continuations, response-cache results, stream pauses, breaker
 // transitions to each state -- and `promtool check metrics` accepts the scrape. A reload
-// (SIGHUP) adds the new config's series at zero, once each. The real binary against
-// bascule-sim; no request is sent.
+// (SIGHUP) adds the new config's series at zero, once each. The seeded zeros take none of
+// the status history's bounded names, and a config past the seed bound (6000 a scrape)
+// drops no update. The real binary against bascule-sim; no request is sent.
 import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -209,5 +210,39 @@ routes:
     assert.deepEqual(reloads.map((e) => e.to), ['ok'], 'the reload is in the event feed');
   } finally {
     await many.stop();
+  }
+});
+
+test('a config past the seed bound: every route\'s and target\'s core series, no update dropped', async () => {
+  // 300 routes and 300 targets would seed some 12 000 series in the shared shard, with the
+  // 2100 gauges a scrape sets there past its 10 000: the core series of every route and
+  // target are made, the rest only while the shard holds fewer than 6000, so no scrape
+  // drops an update.
+  const n = 300;
+  const targets = Array.from({ length: n }, (_, i) => `  t${i}: { provider: sim, model: seed-big-${i} }`).join('\n');
+  const routes = Array.from({ length: n }, (_, i) => `  r${i}: { primary: [t${i}] }`).join('\n');
+  const big = await startGateway({ config: `listen: "127.0.0.1:{{PORT}}"
+workers: 1
+log: { level: info, format: json }
+providers:
+  sim: { kind: openai, base_url: "${sim.url}/v1", keys: ["sk-big"], health: { probe: none } }
+targets:
+${targets}
+routes:
+${routes}
+` });
+  try {
+    await (await fetch(`${big.url}/metrics`)).text();
+    const all = samples(await (await fetch(`${big.url}/metrics`)).text());
+    assertZero(all, 'bascule_metrics_dropped_total', '');
+    for (const i of [0, n - 1]) {
+      assertZero(all, 'bascule_requests_total', `route="r${i}",outcome="ok"`);
+      assertZero(all, 'bascule_request_duration_seconds_count', `route="r${i}"`);
+      assertZero(all, 'bascule_attempts_total', `target="t${i}",kind="ok"`);
+      assertZero(all, 'bascule_cost_usd_total', `client="(open)",route="r${i}",target="t${i}"`);
+    }
+    assertNoDuplicates(all);
+  } finally {
+    await big.stop();
   }
 });

@@ -992,6 +992,33 @@ static void test_touch(void **state)
     metrics_free(m);
 }
 
+/* metrics_touch_within: a series is created only below the caller's bound, an existing one
+ * is found past it, and what it leaves out is no drop; other updates keep the registry's
+ * own bound. */
+static void test_touch_within(void **state)
+{
+    struct metrics *m = metrics_new(1);
+    struct parsed ps;
+    char *text;
+
+    (void)state;
+    metrics_touch_within(m, 1, 2, METRIC_REQUESTS, "a", "ok", NULL, NULL);
+    metrics_touch_within(m, 1, 2, METRIC_REQUESTS, "b", "ok", NULL, NULL);
+    metrics_touch_within(m, 1, 2, METRIC_REQUESTS, "c", "ok", NULL, NULL); /* the 3rd: left out */
+    metrics_touch_within(m, 1, 2, METRIC_REQUESTS, "a", "ok", NULL, NULL); /* found, not made */
+    metrics_touch_within(m, 1, 3, METRIC_STREAM_CONTINUATIONS, "a", "t", "replay", "ok");
+    metrics_inc(m, 1, METRIC_REQUESTS, "d", "ok", 1); /* past 2: a plain update still makes it */
+    text = render_parse(m, &ps);
+    assert_int_equal(count_named(&ps, "bascule_requests_total"), 3);
+    assert_null(find(&ps, "bascule_requests_total", 2, "c", "ok"));
+    assert_non_null(find(&ps, "bascule_stream_continuations_total", 4, "a", "t", "replay", "ok"));
+    assert_true(find(&ps, "bascule_requests_total", 2, "d", "ok")->value == 1);
+    assert_true(dropped(m) == 0);
+    parsed_free(&ps);
+    free(text);
+    metrics_free(m);
+}
+
 /* /proc/<pid>/stat: fields counted from the last ')' (a command name with spaces and
  * parentheses), a short or garbled line refused. */
 static void test_proc_stat(void **state)
@@ -1071,6 +1098,7 @@ int main(void)
         cmocka_unit_test(test_render_limit),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_touch),
+        cmocka_unit_test(test_touch_within),
         cmocka_unit_test(test_proc_stat),
         cmocka_unit_test(test_process_families),
     };
