@@ -100,20 +100,33 @@ void status_history_free(struct status_history *h)
     free(h);
 }
 
-/* The index of <kind>:<id> (kind 'r' route, 't' target, 'c' counter key), made on first use;
- * -1 when the table is full. */
-static int name_of(struct status_history *h, char kind, const char *id)
+/* The index of <kind>:<id> (kind 'r' route, 't' target, 'c' counter key), or -1 when it is
+ * not followed. */
+static int name_find(const struct status_history *h, char kind, const char *id)
 {
     char key[HIST_NAME_MAX];
 
-    snprintf(key, sizeof(key), "%c%s", kind, id);
+    /* A longer key is cut as the stored names are, so it still finds its own. */
+    if (snprintf(key, sizeof(key), "%c%s", kind, id) < 0)
+        return -1;
     for (unsigned i = 0; i < h->n_names; i++)
         if (strcmp(h->names[i].id, key) == 0)
             return (int)i;
+    return -1;
+}
+
+/* name_find(), the name made on first use; -1 when the table is full. */
+static int name_of(struct status_history *h, char kind, const char *id)
+{
+    int idx = name_find(h, kind, id);
+
+    if (idx >= 0)
+        return idx;
     if (h->n_names == HIST_NAMES)
         return -1;
     memset(&h->names[h->n_names], 0, sizeof(h->names[0]));
-    snprintf(h->names[h->n_names].id, sizeof(h->names[0].id), "%s", key);
+    if (snprintf(h->names[h->n_names].id, sizeof(h->names[0].id), "%c%s", kind, id) < 0)
+        return -1;
     return (int)h->n_names++;
 }
 
@@ -214,7 +227,10 @@ static void observe_counter(struct status_history *h, const struct metrics_sampl
     double grew;
 
     snprintf(key, sizeof(key), "%s|%s|%s", kind, s->labels[0], s->labels[1] ? s->labels[1] : "");
-    if ((idx = name_of(h, 'c', key)) < 0)
+    /* A counter still at 0 (a series /metrics seeds) has nothing to tell and takes no name:
+     * it is followed from its first increment, against a baseline of 0. */
+    idx = s->value > 0 ? name_of(h, 'c', key) : name_find(h, 'c', key);
+    if (idx < 0)
         return;
     grew = s->value - h->names[idx].counter;
     if (h->baselined && grew >= 1) {

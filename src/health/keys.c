@@ -320,3 +320,14 @@ const char *keys_reason_name(enum key_reason reason)
 {
     return (unsigned)reason < KEY_REASON_COUNT ? reason_names[reason] : "unknown";
 }
+
+const char *keys_verdict_name(enum key_verdict verdict)
+{
+    static const char *const names[KEY_VERIFY_COUNT] = {
+        [KEY_VERIFY_OK] = "restored",
+        [KEY_VERIFY_REFUSED] = "refused",
+        [KEY_VERIFY_INCONCLUSIVE] = "inconclusive",
+    };
+
+    return (unsigned)verdict < KEY_VERIFY_COUNT ? names[verdict] : "unknown";
+}

@@ -62,6 +62,7 @@ enum key_verdict {
     KEY_VERIFY_OK = 0,       /* the provider accepted the key: back in rotation */
     KEY_VERIFY_REFUSED,      /* refused again (401/403): stays out, next try later */
     KEY_VERIFY_INCONCLUSIVE, /* no answer about the key (transport, 5xx, 404): try later */
+    KEY_VERIFY_COUNT
 };
 
 /* Public layout for embedding; fields are private to keys.c. */
@@ -175,5 +176,9 @@ const char *keys_reasons_text(unsigned bits, char *buf, size_t len);
 
 /* "rate_limited", "quota", "auth"; "unknown" out of range. Never NULL. */
 const char *keys_reason_name(enum key_reason reason);
+
+/* "restored", "refused", "inconclusive" (the result label of
+ * bascule_key_reverifications_total); "unknown" out of range. Never NULL. */
+const char *keys_verdict_name(enum key_verdict verdict);
 
 #endif

@@ -344,3 +344,17 @@ const char *lim_kind_name(enum lim_kind k)
 
     return (unsigned)k < LIM_KIND_COUNT ? names[k] : "none";
 }
+
+const char *lim_limit_name(enum lim_subject subj, enum lim_kind kind)
+{
+    static const char *const names[LIM_SUBJ_COUNT][LIM_KIND_COUNT] = {
+        [LIM_SUBJ_CLIENT] = {NULL, "client_rpm", "client_tpm", "client_concurrency"},
+        [LIM_SUBJ_TARGET] = {NULL, "target_rpm", "target_tpm", "target_concurrency"},
+        [LIM_SUBJ_PROVIDER] = {NULL, "provider_rpm", "provider_tpm", "provider_concurrency"},
+        [LIM_SUBJ_TEAM] = {NULL, "team_rpm", "team_tpm", "team_concurrency"},
+    };
+
+    if ((unsigned)subj >= LIM_SUBJ_COUNT || (unsigned)kind >= LIM_KIND_COUNT)
+        return NULL;
+    return names[subj][kind];
+}

@@ -190,6 +190,20 @@ void lim_snapshot(struct lim_set *s, struct lim_snapshot *out);
 
 const char *lim_kind_name(enum lim_kind k); /* "rpm", "tpm", "concurrency", "none" */
 
+/* Whose limits a set holds, as the label of a limit names it (lim_limit_name). */
+enum lim_subject {
+    LIM_SUBJ_CLIENT = 0,
+    LIM_SUBJ_TARGET,
+    LIM_SUBJ_PROVIDER,
+    LIM_SUBJ_TEAM,
+    LIM_SUBJ_COUNT
+};
+
+/* The name of limit <kind> of a <subj>'s set, as bascule_limit_decisions_total labels it and
+ * the x-bascule-limited-by header says it: "client_rpm", "target_concurrency", ... NULL for
+ * LIM_NONE or a value out of range. Static storage. */
+const char *lim_limit_name(enum lim_subject subj, enum lim_kind kind);
+
 /* ---- the fleet's answers (limits_fleet.c), from the share's thread ---- */
 
 /* The fleet granted <grant> of <kind> (0: none; the bucket has room again in <wait_ms>).

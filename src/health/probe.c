@@ -110,7 +110,6 @@ static enum key_verdict verdict_of(enum up_result res, int status)
 /* Ends key <s>->key_idx's re-verification with <verdict>. */
 static void verified(struct probe_slot *s, enum key_verdict verdict)
 {
-    static const char *const names[] = {"restored", "refused", "inconclusive"};
     struct prober *pr = s->owner;
     struct cfg *cfg = cfg_current_get();
 
@@ -119,7 +118,7 @@ static void verified(struct probe_slot *s, enum key_verdict verdict)
             continue;
         hstate_key_verify_done(pr->hs, &cfg->providers[i], s->key_idx, verdict, bsc_now_ms());
         metrics_inc(pr->metrics, pr->shard, METRIC_KEY_REVERIFICATIONS, s->provider_id,
-                    names[verdict], 1);
+                    keys_verdict_name(verdict), 1);
         if (verdict == KEY_VERIFY_OK)
             LOG_INFO("key %d of %s works again: back in rotation", s->key_idx, s->provider_id);
     }

@@ -249,9 +249,10 @@ static enum bsc_err grow(struct shard *sh)
     return BSC_OK;
 }
 
-/* Finds the series for <k> in <sh>, creating it when there is room. NULL when the shard is
- * full or memory is short. The caller holds the shard's lock. */
-static struct series *lookup(struct shard *sh, const struct key *k)
+/* Finds the series for <k> in <sh>, creating it when the shard holds fewer than <cap> series
+ * (at most METRICS_MAX_SERIES). NULL when it is full or memory is short. The caller holds
+ * the shard's lock. */
+static struct series *lookup(struct shard *sh, const struct key *k, size_t cap)
 {
     struct series *s;
 
@@ -262,7 +263,7 @@ static struct series *lookup(struct shard *sh, const struct key *k)
             if (key_eq(s, k))
                 return s;
     }
-    if (sh->n >= METRICS_MAX_SERIES)
+    if (sh->n >= cap || sh->n >= METRICS_MAX_SERIES)
         return NULL;
     /* The load factor stays at or under 1/2, so probe sequences stay short. */
     if ((sh->n + 1) * 2 > sh->cap && grow(sh) != BSC_OK)
@@ -353,8 +354,12 @@ static struct series *front_hit(const struct front *f, enum metric_id id,
     return s;
 }
 
-static void update(struct metrics *m, unsigned shard, enum metric_id id,
-                   const char *const l[METRICS_MAX_LABELS], enum op op, double v)
+/* Applies <op> to the series of <id> and <l> in <shard>. A series is created only while the
+ * shard holds fewer than <cap> series; below METRICS_MAX_SERIES that is the caller's own
+ * bound (metrics_touch_within), and a series it leaves out is not a drop. */
+static void update_within(struct metrics *m, unsigned shard, enum metric_id id,
+                          const char *const l[METRICS_MAX_LABELS], enum op op, double v,
+                          size_t cap)
 {
     struct shard *sh;
     struct series *s = NULL;
@@ -374,16 +379,22 @@ static void update(struct metrics *m, unsigned shard, enum metric_id id,
     f = front_slot(sh, id, l);
     if (!(s = front_hit(f, id, l))) {
         key_make(&k, id, l);
-        if ((s = lookup(sh, &k))) {
+        if ((s = lookup(sh, &k, cap))) {
             memcpy(f->label, l, sizeof(f->label));
             f->series = s;
         }
     }
     if (s)
         apply(s, op, v);
-    else
-        sh->dropped++;
+    else if (cap >= METRICS_MAX_SERIES || sh->n < cap)
+        sh->dropped++; /* out of memory, or the registry's own bound */
     pthread_mutex_unlock(&sh->lock);
+}
+
+static void update(struct metrics *m, unsigned shard, enum metric_id id,
+                   const char *const l[METRICS_MAX_LABELS], enum op op, double v)
+{
+    update_within(m, shard, id, l, op, v, METRICS_MAX_SERIES);
 }
 
 void metrics_inc(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
@@ -440,6 +451,23 @@ void metrics_touch(struct metrics *m, unsigned shard, enum metric_id id, const c
     const char *l[METRICS_MAX_LABELS] = {l1, l2, l3};
 
     update(m, shard, id, l, OP_TOUCH, 0);
+}
+
+void metrics_touch4(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                    const char *l2, const char *l3, const char *l4)
+{
+    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3, l4};
+
+    update(m, shard, id, l, OP_TOUCH, 0);
+}
+
+void metrics_touch_within(struct metrics *m, unsigned shard, size_t max_series,
+                          enum metric_id id, const char *l1, const char *l2, const char *l3,
+                          const char *l4)
+{
+    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3, l4};
+
+    update_within(m, shard, id, l, OP_TOUCH, 0, max_series);
 }
 
 /* ---- lifetime --------------------------------------------------------------------------- */

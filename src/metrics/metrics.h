@@ -243,6 +243,17 @@ void metrics_observe(struct metrics *m, unsigned shard, enum metric_id id, const
  * type. */
 void metrics_touch(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                    const char *l2, const char *l3);
+/* metrics_touch() for a family with four labels (bascule_stream_continuations_total). */
+void metrics_touch4(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
+                    const char *l2, const char *l3, const char *l4);
+/* metrics_touch4() that creates the series only while shard <shard> holds fewer than
+ * <max_series> series; an existing series is found whatever the count. A series left out
+ * this way is not a drop (bascule_metrics_dropped_total counts only out of memory and the
+ * registry's own bound): it lets a caller fill a shard only so far, keeping the rest of its
+ * METRICS_MAX_SERIES for updates. */
+void metrics_touch_within(struct metrics *m, unsigned shard, size_t max_series,
+                          enum metric_id id, const char *l1, const char *l2, const char *l3,
+                          const char *l4);
 
 /* Appends the process_* families of the Prometheus client conventions for the calling
  * process (CPU seconds, resident and virtual memory, open and maximum fds, start time),

@@ -18,15 +18,6 @@
 #include "metrics/metrics.h"
 #include "router/internal.h"
 
-enum lim_subject { SUBJ_CLIENT = 0, SUBJ_TARGET, SUBJ_PROVIDER, SUBJ_TEAM, SUBJ_COUNT };
-
-static const char *const limit_names[SUBJ_COUNT][LIM_KIND_COUNT] = {
-    {NULL, "client_rpm", "client_tpm", "client_concurrency"},
-    {NULL, "target_rpm", "target_tpm", "target_concurrency"},
-    {NULL, "provider_rpm", "provider_tpm", "provider_concurrency"},
-    {NULL, "team_rpm", "team_tpm", "team_concurrency"},
-};
-
 static void count(struct request *r, const char *limit, const char *outcome)
 {
     if (limit)
@@ -38,7 +29,7 @@ static void count_allowed(struct request *r, const struct lim_verdict *v, enum l
 {
     for (int k = LIM_RPM; k < LIM_KIND_COUNT; k++)
         if (v->enforced & (1u << k))
-            count(r, limit_names[subj][k], "allowed");
+            count(r, lim_limit_name(subj, k), "allowed");
 }
 
 /* A loop's wake-up handle is closed when it stops (main.c): wake-ups from other loops and
@@ -128,11 +119,11 @@ static enum lim_admit admit_set(struct request *r, struct lim_set *s, enum lim_s
         park(r, s, NULL, NULL, s->share->timeout_ms + 1);
         return LIM_ADMIT_WAIT;
     }
-    r->lim.limited_by = limit_names[subj][v.kind];
+    r->lim.limited_by = lim_limit_name(subj, v.kind);
     count(r, r->lim.limited_by, "rejected");
     req__set_error(r, 429, "rate_limit_error", "rate_limited", "%s '%s' reached its %s limit",
-                   subj == SUBJ_TEAM ? "team" : "client",
-                   subj == SUBJ_TEAM ? r->client->team->id : r->client->id,
+                   subj == LIM_SUBJ_TEAM ? "team" : "client",
+                   subj == LIM_SUBJ_TEAM ? r->client->team->id : r->client->id,
                    lim_kind_name(v.kind));
     r->err.reason = "rate_limited";
     req__set_retry(r, REPLY_OUTLOOK_TIME, v.wait_ms);
@@ -149,10 +140,10 @@ enum lim_admit lim_req_admit_client(struct request *r)
     enum lim_admit a;
 
     lim_req_resume(r);
-    a = admit_set(r, s, SUBJ_CLIENT, &r->lim.client_held);
+    a = admit_set(r, s, LIM_SUBJ_CLIENT, &r->lim.client_held);
     if (a != LIM_ADMIT_PASS)
         return a;
-    a = admit_set(r, ts, SUBJ_TEAM, &r->lim.team_held);
+    a = admit_set(r, ts, LIM_SUBJ_TEAM, &r->lim.team_held);
     if (a == LIM_ADMIT_REFUSE && r->lim.client_held) {
         r->lim.client_held = false;
         wake(r, lim_undo(s, r->input.est_tokens, bsc_now_ms()));
@@ -164,7 +155,7 @@ void lim_req_fill(struct request *r, struct decide_cand *c, uint64_t now_ms)
 {
     struct lim_set *ts = c->t->lim, *ps = c->t->provider->lim;
     struct lim_verdict v = {LIM_NONE, 0};
-    enum lim_subject subj = SUBJ_TARGET;
+    enum lim_subject subj = LIM_SUBJ_TARGET;
 
     c->limited_by = NULL;
     c->room_in_ms = 0;
@@ -172,11 +163,11 @@ void lim_req_fill(struct request *r, struct decide_cand *c, uint64_t now_ms)
         v = lim_peek(ts, r->input.est_tokens, now_ms);
     if (v.kind == LIM_NONE && lim_set_active(ps)) {
         v = lim_peek(ps, r->input.est_tokens, now_ms);
-        subj = SUBJ_PROVIDER;
+        subj = LIM_SUBJ_PROVIDER;
     }
     if (v.kind == LIM_NONE)
         return;
-    c->limited_by = limit_names[subj][v.kind];
+    c->limited_by = lim_limit_name(subj, v.kind);
     c->room_in_ms = v.wait_ms;
 }
 
@@ -217,7 +208,7 @@ static const char *fair_turn(struct request *r, const struct cfg_target *t, uint
             continue;
         v = lim_peek(sets[i], r->input.est_tokens, now);
         *wait_ms = v.kind != LIM_NONE && v.wait_ms > 0 ? v.wait_ms : -1;
-        return limit_names[i ? SUBJ_PROVIDER : SUBJ_TARGET][k];
+        return lim_limit_name(i ? LIM_SUBJ_PROVIDER : LIM_SUBJ_TARGET, k);
     }
     return NULL;
 }
@@ -225,11 +216,11 @@ static const char *fair_turn(struct request *r, const struct cfg_target *t, uint
 /* Takes a place in the fair queue of the set whose limit <by> stopped the request. */
 static void fair_enter(struct request *r, const struct cfg_target *t, const char *by)
 {
-    for (int subj = SUBJ_TARGET; subj <= SUBJ_PROVIDER; subj++) {
-        struct lim_set *s = subj == SUBJ_TARGET ? t->lim : t->provider->lim;
+    for (int subj = LIM_SUBJ_TARGET; subj <= LIM_SUBJ_PROVIDER; subj++) {
+        struct lim_set *s = subj == LIM_SUBJ_TARGET ? t->lim : t->provider->lim;
 
         for (int k = LIM_RPM; k < LIM_KIND_COUNT && by; k++) {
-            if (strcmp(limit_names[subj][k], by) != 0 || !lim_set_active(s))
+            if (strcmp(lim_limit_name(subj, k), by) != 0 || !lim_set_active(s))
                 continue;
             if (r->lim.fair_on != s) {
                 fair_leave(r, false);
@@ -257,7 +248,7 @@ const char *lim_req_take(struct request *r, const struct cfg_target *t, int64_t 
         *wait_ms = v.wait_ms;
         if (v.wait_ms == LIM_WAIT_FLEET)
             r->lim.fleet_wait = t;
-        return limit_names[SUBJ_TARGET][v.kind];
+        return lim_limit_name(LIM_SUBJ_TARGET, v.kind);
     }
     pv = lim_acquire(ps, r->input.est_tokens, now);
     if (pv.kind != LIM_NONE) {
@@ -265,15 +256,15 @@ const char *lim_req_take(struct request *r, const struct cfg_target *t, int64_t 
         *wait_ms = pv.wait_ms;
         if (pv.wait_ms == LIM_WAIT_FLEET)
             r->lim.fleet_wait = t;
-        return limit_names[SUBJ_PROVIDER][pv.kind];
+        return lim_limit_name(LIM_SUBJ_PROVIDER, pv.kind);
     }
     fair_leave(r, r->lim.fair_on == ts || r->lim.fair_on == ps);
     r->lim.held = t;
     r->lim.held_t = v.enforced != 0;
     r->lim.held_p = pv.enforced != 0;
     r->lim.held_tokens = r->input.est_tokens;
-    count_allowed(r, &v, SUBJ_TARGET);
-    count_allowed(r, &pv, SUBJ_PROVIDER);
+    count_allowed(r, &v, LIM_SUBJ_TARGET);
+    count_allowed(r, &pv, LIM_SUBJ_PROVIDER);
     return NULL;
 }
 

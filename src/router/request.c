@@ -184,7 +184,8 @@ static void note_rate_limits(struct request *r)
     if (rest <= 0)
         return;
     hstate_tkey_cooldown(r->gw->hs, r->target, r->key_idx, KEY_RATE_LIMITED, rest, bsc_now_ms());
-    metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->target->provider->id, "rate_limited", 1);
+    metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->target->provider->id,
+                keys_reason_name(KEY_RATE_LIMITED), 1);
 }
 
 /* What the attempt tells the target's AIMD controller: a provider 429 shrinks, a success
@@ -283,11 +284,10 @@ static void attempt_failed(struct request *r)
     a->status = r->x.fail.status;
     if (pol->cools_key && r->key_idx >= 0) {
         int reason = key_reason_of(r->x.fail.kind);
-        static const char *const reasons[] = {"rate_limited", "quota", "auth"};
         hstate_tkey_cooldown(r->gw->hs, r->target, r->key_idx, reason, r->x.fail.retry_after_ms,
                              bsc_now_ms());
         metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->target->provider->id,
-                    reasons[reason], 1);
+                    keys_reason_name((enum key_reason)reason), 1);
     }
     report_attempt(r, breaker_outcome(&r->x.fail), fail_kind_name(r->x.fail.kind),
                    pol->flags_misconfigured);

@@ -170,7 +170,7 @@ test('a copy that ends first waits for the primary: unknown when the client goes
   assert.equal((await simModel('s-lagp')).in_flight, 1);
   const metricsNow = await metrics();
   assert.equal(sample(metricsNow, 'bascule_shadow_requests_total', 'route="lag",target="lagc",outcome="ok"'), 1);
-  assert.equal(sample(metricsNow, 'bascule_shadow_agreement_total', 'route="lag",target="lagc",result="agree"'), undefined);
+  assert.equal(sample(metricsNow, 'bascule_shadow_agreement_total', 'route="lag",target="lagc",result="agree"'), 0, 'seeded at 0, not counted yet');
   // The client gives up: the primary has no answer, so agreement is unknown.
   ctl.abort();
   await pending.catch(() => {});
@@ -186,7 +186,7 @@ test('a copy that ends first records agreement once the primary answers', async 
   const metricsNow = await metrics();
   // Read after the metrics: if the primary is still held now, it was then too.
   if ((await simModel('s-lagp')).in_flight === 1)
-    assert.equal(sample(metricsNow, 'bascule_shadow_agreement_total', 'route="lag",target="lagc",result="agree"'), undefined);
+    assert.equal(sample(metricsNow, 'bascule_shadow_agreement_total', 'route="lag",target="lagc",result="agree"'), 0, 'seeded at 0, not counted yet');
   assert.equal((await pending).status, 200);
   await waitFor(() => shadowLines('lag').length === 2, { what: 'the copy settled' });
   assert.equal(shadowLines('lag')[1].agreement, 'agree');

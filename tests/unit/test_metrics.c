@@ -970,7 +970,12 @@ static void test_touch(void **state)
     metrics_touch(m, 2, METRIC_REQUESTS, "chat", "ok", NULL);
     metrics_touch(m, 2, METRIC_OVERHEAD, "chat", NULL, NULL);
     metrics_touch(m, 2, METRIC_COST, METRICS_CLIENT_OPEN, "chat", "t1");
+    metrics_touch4(m, 2, METRIC_STREAM_CONTINUATIONS, "chat", "t1", "replay", "ok");
+    metrics_touch4(m, 2, METRIC_STREAM_CONTINUATIONS, "chat", "t1", "replay", "ok");
     text = render_parse(m, &ps);
+    assert_int_equal(count_named(&ps, "bascule_stream_continuations_total"), 1);
+    assert_true(find(&ps, "bascule_stream_continuations_total", 4, "chat", "t1", "replay",
+                     "ok")->value == 0);
     assert_true(find(&ps, "bascule_requests_total", 2, "chat", "ok")->value == 0);
     assert_int_equal(count_named(&ps, "bascule_overhead_seconds_count"), 1);
     assert_true(find(&ps, "bascule_overhead_seconds_count", 1, "chat")->value == 0);
@@ -984,6 +989,33 @@ static void test_touch(void **state)
     assert_true(value_of(m, "bascule_requests_total", 2, "chat", "ok", NULL) == 3);
     assert_true(value_of(m, "bascule_overhead_seconds_count", 1, "chat", NULL, NULL) == 1);
     assert_true(dropped(m) == 0);
+    metrics_free(m);
+}
+
+/* metrics_touch_within: a series is created only below the caller's bound, an existing one
+ * is found past it, and what it leaves out is no drop; other updates keep the registry's
+ * own bound. */
+static void test_touch_within(void **state)
+{
+    struct metrics *m = metrics_new(1);
+    struct parsed ps;
+    char *text;
+
+    (void)state;
+    metrics_touch_within(m, 1, 2, METRIC_REQUESTS, "a", "ok", NULL, NULL);
+    metrics_touch_within(m, 1, 2, METRIC_REQUESTS, "b", "ok", NULL, NULL);
+    metrics_touch_within(m, 1, 2, METRIC_REQUESTS, "c", "ok", NULL, NULL); /* the 3rd: left out */
+    metrics_touch_within(m, 1, 2, METRIC_REQUESTS, "a", "ok", NULL, NULL); /* found, not made */
+    metrics_touch_within(m, 1, 3, METRIC_STREAM_CONTINUATIONS, "a", "t", "replay", "ok");
+    metrics_inc(m, 1, METRIC_REQUESTS, "d", "ok", 1); /* past 2: a plain update still makes it */
+    text = render_parse(m, &ps);
+    assert_int_equal(count_named(&ps, "bascule_requests_total"), 3);
+    assert_null(find(&ps, "bascule_requests_total", 2, "c", "ok"));
+    assert_non_null(find(&ps, "bascule_stream_continuations_total", 4, "a", "t", "replay", "ok"));
+    assert_true(find(&ps, "bascule_requests_total", 2, "d", "ok")->value == 1);
+    assert_true(dropped(m) == 0);
+    parsed_free(&ps);
+    free(text);
     metrics_free(m);
 }
 
@@ -1066,6 +1098,7 @@ int main(void)
         cmocka_unit_test(test_render_limit),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_touch),
+        cmocka_unit_test(test_touch_within),
         cmocka_unit_test(test_proc_stat),
         cmocka_unit_test(test_process_families),
     };
