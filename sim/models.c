@@ -36,6 +36,7 @@ static void model_free(struct sim_model *mod)
         sim_spec_cleanup(&mod->spec);
     BSC_FREE(mod->spec_json);
     reqlog_cleanup(&mod->log);
+    sim_arrivals_cleanup(&mod->arrivals);
     BSC_FREE(mod->name);
     free(mod);
 }
@@ -260,6 +261,14 @@ void sim_models_reject(struct sim_models *m, struct bsc_str name)
     mod->stats.completed++;
 }
 
+void sim_models_arrived(struct sim_models *m, struct bsc_str name, uint64_t now_ms)
+{
+    struct sim_model *mod = sim_models_get(m, name, true);
+
+    if (mod)
+        sim_arrivals_add(&mod->arrivals, now_ms);
+}
+
 /* ---- the request log ---- */
 
 static char *dup_cstr(const char *s)
@@ -472,6 +481,26 @@ enum bsc_err sim_models_requests_json(const struct sim_models *m, struct bsc_str
     if (!mod)
         return bsc_buf_append(out, "[]", 2);
     return reqlog_json(&mod->log, out);
+}
+
+enum bsc_err sim_models_arrivals_json(const struct sim_models *m, struct bsc_str name,
+                                      struct bsc_buf *out)
+{
+    const struct sim_model *mod = find(m, name);
+    enum bsc_err err;
+
+    if (!mod)
+        return BSC_ENOTFOUND;
+    err = bsc_buf_append_cstr(out, "{\"model\":");
+    if (!err)
+        err = bsc_buf_append_json_str(out, bsc_str_cstr(mod->name));
+    if (!err)
+        err = bsc_buf_append_char(out, ',');
+    if (!err)
+        err = sim_arrivals_json(&mod->arrivals, out);
+    if (!err)
+        err = bsc_buf_append_char(out, '}');
+    return err;
 }
 
 enum bsc_err sim_models_model_json(const struct sim_models *m, struct bsc_str name,
