@@ -483,6 +483,16 @@ enum bsc_err sim_models_requests_json(const struct sim_models *m, struct bsc_str
     return reqlog_json(&mod->log, out);
 }
 
+/* Appends {"model":<name>, -- the start of an object about <mod>. */
+static enum bsc_err model_head(const struct sim_model *mod, struct bsc_buf *out)
+{
+    enum bsc_err err = bsc_buf_append_cstr(out, "{\"model\":");
+
+    if (!err)
+        err = bsc_buf_append_json_str(out, bsc_str_cstr(mod->name));
+    return err ? err : bsc_buf_append_char(out, ',');
+}
+
 enum bsc_err sim_models_arrivals_json(const struct sim_models *m, struct bsc_str name,
                                       struct bsc_buf *out)
 {
@@ -491,11 +501,7 @@ enum bsc_err sim_models_arrivals_json(const struct sim_models *m, struct bsc_str
 
     if (!mod)
         return BSC_ENOTFOUND;
-    err = bsc_buf_append_cstr(out, "{\"model\":");
-    if (!err)
-        err = bsc_buf_append_json_str(out, bsc_str_cstr(mod->name));
-    if (!err)
-        err = bsc_buf_append_char(out, ',');
+    err = model_head(mod, out);
     if (!err)
         err = sim_arrivals_json(&mod->arrivals, out);
     if (!err)
@@ -511,11 +517,9 @@ enum bsc_err sim_models_model_json(const struct sim_models *m, struct bsc_str na
 
     if (!mod)
         return BSC_ENOTFOUND;
-    err = bsc_buf_append_cstr(out, "{\"model\":");
+    err = model_head(mod, out);
     if (!err)
-        err = bsc_buf_append_json_str(out, bsc_str_cstr(mod->name));
-    if (!err)
-        err = bsc_buf_appendf(out, ",\"spec\":%s,\"cursor\":{\"step\":%zu,\"used\":%u},\"stats\":",
+        err = bsc_buf_appendf(out, "\"spec\":%s,\"cursor\":{\"step\":%zu,\"used\":%u},\"stats\":",
                               mod->has_spec ? mod->spec_json : "null", mod->cur.step,
                               mod->cur.used);
     if (!err)
