@@ -89,8 +89,10 @@ static void reject(struct sim_app *app, struct srv_req *req, const struct sim_di
 {
     struct bsc_buf out;
 
-    if (call->model && (call->ep == SIM_EP_CHAT || call->ep == SIM_EP_EMBED))
+    if (call->model && (call->ep == SIM_EP_CHAT || call->ep == SIM_EP_EMBED)) {
         sim_models_reject(&app->models, bsc_str_cstr(call->model));
+        sim_models_arrived(&app->models, bsc_str_cstr(call->model), bsc_now_ms());
+    }
     if (!app->quiet)
         LOG_INFO("%.*s %.*s model=%s -> %d %s", BSC_STR_FMT(srv_req_method(req)),
                  BSC_STR_FMT(srv_req_path(req)), call->model ? call->model : "-", rej->status,
@@ -177,6 +179,7 @@ static void api(struct sim_app *app, struct srv_req *req, const struct sim_diale
         sim_call_cleanup(&call);
         return;
     }
+    sim_models_arrived(&app->models, bsc_str_cstr(call.model), bsc_now_ms());
     log_request(app, req, &in, call.model, seq, sim_action_name(plan.step.action));
     sim_call_settle(&call, plan.tokens, seq, bsc_wall_ms() / 1000);
     if (!app->quiet)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* control.c -- the /_sim/ control API of bascule-sim: PUT/GET/DELETE /_sim/models/{model},
- * GET /_sim/stats, GET /_sim/requests[?model=m], POST /_sim/reset, GET /_sim/health.
+ * GET /_sim/stats, GET /_sim/requests[?model=m], GET /_sim/arrivals?model=m, POST /_sim/reset, GET /_sim/health.
  * It never answers on the socket itself (app.c does) and knows no dialect.
  * See docs/internals/sim.md. */
 #include "control.h"
@@ -136,6 +136,26 @@ static int requests_ep(struct sim_models *m, struct bsc_str query, struct bsc_bu
     return status;
 }
 
+static int arrivals_ep(struct sim_models *m, struct bsc_str query, struct bsc_buf *out)
+{
+    struct bsc_buf name;
+    int status = 200;
+    enum bsc_err err;
+
+    bsc_buf_init(&name, SIM_MODEL_NAME_MAX * 3);
+    if (!sim_query_param(query, "model", &name) || name.len == 0) {
+        bsc_buf_cleanup(&name);
+        return fail_json(out, 400, "GET /_sim/arrivals needs ?model=m");
+    }
+    err = sim_models_arrivals_json(m, bsc_buf_str(&name), out);
+    if (err == BSC_ENOTFOUND)
+        status = fail_json(out, 404, "model %s is unknown to the sim", name.p);
+    else if (err)
+        status = oom(out);
+    bsc_buf_cleanup(&name);
+    return status;
+}
+
 int sim_control_dispatch(struct sim_models *m, struct bsc_str method, struct bsc_str path,
                          struct bsc_str query, struct bsc_str body, struct bsc_buf *out)
 {
@@ -155,6 +175,11 @@ int sim_control_dispatch(struct sim_models *m, struct bsc_str method, struct bsc
         if (!get)
             return fail_json(out, 405, "use GET on /_sim/requests");
         return requests_ep(m, query, out);
+    }
+    if (bsc_str_eq(path, BSC_STR("/_sim/arrivals"))) {
+        if (!get)
+            return fail_json(out, 405, "use GET on /_sim/arrivals");
+        return arrivals_ep(m, query, out);
     }
     if (bsc_str_eq(path, BSC_STR("/_sim/reset"))) {
         if (!post)

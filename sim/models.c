@@ -36,6 +36,7 @@ static void model_free(struct sim_model *mod)
         sim_spec_cleanup(&mod->spec);
     BSC_FREE(mod->spec_json);
     reqlog_cleanup(&mod->log);
+    sim_arrivals_cleanup(&mod->arrivals);
     BSC_FREE(mod->name);
     free(mod);
 }
@@ -260,6 +261,14 @@ void sim_models_reject(struct sim_models *m, struct bsc_str name)
     mod->stats.completed++;
 }
 
+void sim_models_arrived(struct sim_models *m, struct bsc_str name, uint64_t now_ms)
+{
+    struct sim_model *mod = sim_models_get(m, name, true);
+
+    if (mod)
+        sim_arrivals_add(&mod->arrivals, now_ms);
+}
+
 /* ---- the request log ---- */
 
 static char *dup_cstr(const char *s)
@@ -474,6 +483,32 @@ enum bsc_err sim_models_requests_json(const struct sim_models *m, struct bsc_str
     return reqlog_json(&mod->log, out);
 }
 
+/* Appends {"model":<name>, -- the start of an object about <mod>. */
+static enum bsc_err model_head(const struct sim_model *mod, struct bsc_buf *out)
+{
+    enum bsc_err err = bsc_buf_append_cstr(out, "{\"model\":");
+
+    if (!err)
+        err = bsc_buf_append_json_str(out, bsc_str_cstr(mod->name));
+    return err ? err : bsc_buf_append_char(out, ',');
+}
+
+enum bsc_err sim_models_arrivals_json(const struct sim_models *m, struct bsc_str name,
+                                      struct bsc_buf *out)
+{
+    const struct sim_model *mod = find(m, name);
+    enum bsc_err err;
+
+    if (!mod)
+        return BSC_ENOTFOUND;
+    err = model_head(mod, out);
+    if (!err)
+        err = sim_arrivals_json(&mod->arrivals, out);
+    if (!err)
+        err = bsc_buf_append_char(out, '}');
+    return err;
+}
+
 enum bsc_err sim_models_model_json(const struct sim_models *m, struct bsc_str name,
                                    struct bsc_buf *out)
 {
@@ -482,11 +517,9 @@ enum bsc_err sim_models_model_json(const struct sim_models *m, struct bsc_str na
 
     if (!mod)
         return BSC_ENOTFOUND;
-    err = bsc_buf_append_cstr(out, "{\"model\":");
+    err = model_head(mod, out);
     if (!err)
-        err = bsc_buf_append_json_str(out, bsc_str_cstr(mod->name));
-    if (!err)
-        err = bsc_buf_appendf(out, ",\"spec\":%s,\"cursor\":{\"step\":%zu,\"used\":%u},\"stats\":",
+        err = bsc_buf_appendf(out, "\"spec\":%s,\"cursor\":{\"step\":%zu,\"used\":%u},\"stats\":",
                               mod->has_spec ? mod->spec_json : "null", mod->cur.step,
                               mod->cur.used);
     if (!err)

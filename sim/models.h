@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arrivals.h"
 #include "script.h"
 
 #include "core/buf.h"
@@ -60,6 +61,7 @@ struct sim_model {
     struct sim_cursor cur;
     struct sim_stats stats;
     struct sim_reqlog log;
+    struct sim_arrivals arrivals; /* when each call arrived (GET /_sim/arrivals) */
     struct sim_model *next; /* owned: the rest of the list */
 };
 
@@ -113,6 +115,10 @@ void sim_models_held(struct sim_models *m, struct bsc_str name, uint64_t gen, bo
  * calls, faults and completed all go up by one. */
 void sim_models_reject(struct sim_models *m, struct bsc_str name);
 
+/* Notes that a call naming <name> arrived at <now_ms> (monotonic), begun or rejected:
+ * one entry per call counted in <calls>. */
+void sim_models_arrived(struct sim_models *m, struct bsc_str name, uint64_t now_ms);
+
 /* Appends <in> to the overall log and, when it names a model, to that model's log,
  * copying every field (the body is cut at SIM_LOG_BODY_MAX). Best effort: on ENOMEM the
  * entry is dropped. */
@@ -128,6 +134,10 @@ enum bsc_err sim_models_stats_json(const struct sim_models *m, struct bsc_buf *o
 /* GET /_sim/requests: the log of <name> (or the overall log when <name> is empty) as a
  * JSON array, oldest first; bodies that parse as JSON are embedded as JSON. */
 enum bsc_err sim_models_requests_json(const struct sim_models *m, struct bsc_str name,
+                                      struct bsc_buf *out);
+/* GET /_sim/arrivals?model=<name>: {"model","arrivals_ms":[...],"dropped":N}, every
+ * call's arrival in order. BSC_ENOTFOUND when the model is unknown. */
+enum bsc_err sim_models_arrivals_json(const struct sim_models *m, struct bsc_str name,
                                       struct bsc_buf *out);
 /* GET /_sim/models/{name}: {"model","spec":<as set>,"cursor":{"step","used"},"stats":{}}.
  * BSC_ENOTFOUND when the model is unknown. */

@@ -285,6 +285,9 @@ export async function startSim({ args = [], env = {} } = {}) {
         await control('GET', `/_sim/requests${model === undefined ? '' : `?model=${encodeURIComponent(model)}`}`),
         'requests',
       ),
+    /** {model, arrivals_ms: [...], dropped}: when each call of <model> arrived (monotonic ms). */
+    arrivals: async (model) =>
+      json(await control('GET', `/_sim/arrivals?model=${encodeURIComponent(model)}`), `arrivals ${model}`),
     reset: async () => json(await control('POST', '/_sim/reset'), 'reset'),
     /** How many requests <model> has had. */
     calls: async (model) => (await json(await control('GET', '/_sim/stats'), 'stats')).models[model]?.calls ?? 0,

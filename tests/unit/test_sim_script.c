@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_sim_script.c -- bascule-sim's fault engine: spec parsing and validation, step
  * sequencing (times, exhaustion, repeat, the shared "*" script), per-model counters and
- * request logs, the /_sim control API, and scripted content / tool arguments (parsing,
+ * request logs, arrival logs, the /_sim control API, and scripted content / tool arguments (parsing,
  * streaming pieces, step-over-spec and arguments-over-content precedence), all without a
  * socket.
  * The Makefile links unit tests against libbascule.a only, so the sim sources under test
@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "../../sim/arrivals.c"
 #include "../../sim/content.c"
 #include "../../sim/control.c"
 #include "../../sim/models.c"
@@ -621,6 +622,48 @@ static void control_api(void **state)
     sim_models_cleanup(&m);
 }
 
+/* GET /_sim/arrivals: every call's arrival in order, kept past the request log's 32,
+ * capped at SIM_ARRIVALS_MAX with the rest counted as dropped, forgotten by a reset. */
+static void arrival_log(void **state)
+{
+    struct sim_models m;
+    struct json_object *o, *v;
+    const uint64_t n = SIM_ARRIVALS_MAX + 3;
+
+    (void)state;
+    sim_models_init(&m);
+    for (uint64_t i = 0; i < 40; i++)
+        sim_models_arrived(&m, BSC_STR("a"), 1000 + i * 7);
+    sim_models_arrived(&m, BSC_STR("other"), 5);
+    assert_int_equal(control(&m, "GET", "/_sim/arrivals", "model=a", "", &o), 200);
+    assert_string_equal(sim_json_get_str(o, "model").p, "a");
+    assert_int_equal(field(o, "dropped"), 0);
+    assert_true(json_object_object_get_ex(o, "arrivals_ms", &v));
+    assert_int_equal(json_object_array_length(v), 40);
+    for (size_t i = 0; i < 40; i++)
+        assert_int_equal(json_object_get_int64(json_object_array_get_idx(v, i)), 1000 + i * 7);
+    json_object_put(o);
+    assert_int_equal(control(&m, "GET", "/_sim/arrivals", "model=nobody", "", &o), 404);
+    json_object_put(o);
+    assert_int_equal(control(&m, "GET", "/_sim/arrivals", "", "", &o), 400);
+    json_object_put(o);
+    assert_int_equal(control(&m, "POST", "/_sim/arrivals", "model=a", "", &o), 405);
+    json_object_put(o);
+    for (uint64_t i = 0; i < n; i++)
+        sim_models_arrived(&m, BSC_STR("big"), i);
+    assert_int_equal(control(&m, "GET", "/_sim/arrivals", "model=big", "", &o), 200);
+    assert_int_equal(field(o, "dropped"), 3);
+    assert_true(json_object_object_get_ex(o, "arrivals_ms", &v));
+    assert_int_equal(json_object_array_length(v), SIM_ARRIVALS_MAX);
+    assert_int_equal(json_object_get_int64(json_object_array_get_idx(v, SIM_ARRIVALS_MAX - 1)),
+                     SIM_ARRIVALS_MAX - 1);
+    json_object_put(o);
+    sim_models_reset(&m);
+    assert_int_equal(control(&m, "GET", "/_sim/arrivals", "model=a", "", &o), 404);
+    json_object_put(o);
+    sim_models_cleanup(&m);
+}
+
 static void url_decoding(void **state)
 {
     struct bsc_buf b;
@@ -996,6 +1039,7 @@ int main(void)
         cmocka_unit_test(request_log_ring),
         cmocka_unit_test(headers_json_lowercase_and_join),
         cmocka_unit_test(control_api),
+        cmocka_unit_test(arrival_log),
         cmocka_unit_test(url_decoding),
         cmocka_unit_test(content_fields_parse),
         cmocka_unit_test(content_fields_errors),
