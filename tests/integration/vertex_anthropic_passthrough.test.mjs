@@ -68,7 +68,9 @@ targets:
   a-count: { provider: ant, model: claude-count, ${CAPS} }
   gem: { provider: vx, model: gemini-2.5-flash, ${CAPS} }
   vc-raw: { provider: vx-raw, model: "claude-raw@1", ${CAPS} }
+  vc-cont: { provider: vx, model: "claude-cont@1", capabilities: [text, streaming, prefill] }
 routes:
+  cont: { primary: [vc-cont], envelope: { on_stream_failure: continue, deadline_ms: 20000 } }
   vc: { primary: [vc] }
   vcs: { primary: [vc-s] }
   both: { primary: [vc-oai] }
@@ -346,6 +348,30 @@ test('stream: an error event before any content fails over invisibly; after cont
     ['message_start', 'content_block_start', 'ping', 'content_block_delta', 'error']);
   assert.equal(evs.at(-1).data.error.type, 'api_error');
   assert.match(evs.at(-1).data.request_id, /^req_/);
+});
+
+test('a cut pass-through stream on Claude on Vertex goes on by prefill, in the client\'s own events', async () => {
+  await sim.setModel('claude-cont@1', { tokens: 60 });
+  const whole = await anthropic.messages.create({ model: 'cont', max_tokens: 500, messages: [{ role: 'user', content: 'x' }] });
+  const wholeText = whole.content[0].text;
+  await sim.setModel('claude-cont@1', { tokens: 60, script: [{ action: 'cut', after_events: 43 }] });
+  const before = (await sim.stats()).models['claude-cont@1'].calls;
+  const res = await post('/v1/messages', { model: 'cont', max_tokens: 500, stream: true, messages: [{ role: 'user', content: 'x' }] });
+  const { text, broken } = await readStream(res);
+  assert.equal(broken, false, text.slice(-400));
+  const evs = events(text);
+  assert.equal(evs.filter((e) => e.name === 'message_start').length, 1);
+  assert.equal(evs.at(-1).name, 'message_stop');
+  assert.ok(!evs.some((e) => e.name === 'error'));
+  const said = evs.filter((e) => e.name === 'content_block_delta').map((e) => e.data.delta.text).join('');
+  assert.equal(said, wholeText);
+  assert.ok(text.includes(': bascule continued on vc-cont by prefill'), text.slice(-600));
+  assert.equal((await sim.stats()).models['claude-cont@1'].calls, before + 2);
+  const second = (await sim.lastRequest('claude-cont@1')).body;
+  assert.equal(second.anthropic_version, VERSION);
+  assert.equal(second.model, undefined);
+  assert.equal(second.messages.at(-1).role, 'assistant');
+  assert.ok(wholeText.startsWith(second.messages.at(-1).content));
 });
 
 test('count_tokens: Claude on Vertex does not count (the anthropic target does); alone, the gateway estimates', async () => {
