@@ -14,9 +14,9 @@ struct sroute;
 struct sgroup;
 
 struct sentry {
-    struct sgroup *g;            /* the group holding its vector, at <slot> */
+    struct sgroup *g; /* the group holding its vector, at <slot> */
     size_t slot;
-    struct sentry *prev, *next;  /* the index's list: head is the most recent */
+    struct sentry *prev, *next;   /* the index's list: head is the most recent */
     struct sentry *rprev, *rnext; /* its route's list */
     struct sroute *rt;
     char *body; /* owned */
@@ -338,8 +338,8 @@ static void entry_remove(struct cache_sem *s, struct sentry *e)
 
 /* The live entry of <g> closest to <vec>, at least <min_sim>, or NULL. Entries found
  * expired are removed (the scan runs downwards: a removal moves an entry already seen). */
-static struct sentry *scan(struct cache_sem *s, struct sgroup *g, const float *vec,
-                           double min_sim, uint64_t now_ms, double *sim)
+static struct sentry *scan(struct cache_sem *s, struct sgroup *g, const float *vec, double min_sim,
+                           uint64_t now_ms, double *sim)
 {
     struct sentry *best = NULL;
     double best_sim = min_sim;
@@ -363,9 +363,9 @@ static struct sentry *scan(struct cache_sem *s, struct sgroup *g, const float *v
     return best;
 }
 
-bool cache_sem_get(struct cache_sem *s, const struct cache_key *ctx, const float *vec,
-                   size_t dim, double min_sim, uint64_t now_ms, struct bsc_buf *body,
-                   struct cache_meta *meta, double *sim)
+bool cache_sem_get(struct cache_sem *s, const struct cache_key *ctx, const float *vec, size_t dim,
+                   double min_sim, uint64_t now_ms, struct bsc_buf *body, struct cache_meta *meta,
+                   double *sim)
 {
     struct sgroup *g;
     struct sentry *e = NULL;
@@ -415,8 +415,8 @@ static void make_room(struct cache_sem *s, const struct cache_key *ctx, struct b
         if (last)
             break; /* the route went with it */
     }
-    while (s->tail && s->bytes + charge + (*group_slot(s, ctx) ? 0 : group_charge) >
-                          b->limit_bytes) {
+    while (s->tail &&
+           s->bytes + charge + (*group_slot(s, ctx) ? 0 : group_charge) > b->limit_bytes) {
         entry_remove(s, s->tail);
         s->evicted++;
     }
@@ -452,10 +452,10 @@ oom:
     return BSC_ENOMEM;
 }
 
-enum bsc_err cache_sem_put(struct cache_sem *s, const struct cache_key *ctx,
-                           struct bsc_str route, const float *vec, size_t dim,
-                           struct bsc_str body, const struct cache_meta *meta, uint64_t ttl_ms,
-                           uint64_t now_ms, const struct cache_sem_bounds *b)
+enum bsc_err cache_sem_put(struct cache_sem *s, const struct cache_key *ctx, struct bsc_str route,
+                           const float *vec, size_t dim, struct bsc_str body,
+                           const struct cache_meta *meta, uint64_t ttl_ms, uint64_t now_ms,
+                           const struct cache_sem_bounds *b)
 {
     uint64_t charge = cache_sem_charge(route.len, body.len, dim);
     struct sentry *e;

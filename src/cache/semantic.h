@@ -27,8 +27,8 @@ struct cache_sem;
 
 /* What a put is bounded by. */
 struct cache_sem_bounds {
-    uint64_t limit_bytes;  /* every entry of the index together (cache.memory_mb) */
-    size_t max_entries;    /* entries of the put's route (routes.<r>.cache.max_entries) */
+    uint64_t limit_bytes; /* every entry of the index together (cache.memory_mb) */
+    size_t max_entries;   /* entries of the put's route (routes.<r>.cache.max_entries) */
 };
 
 struct cache_sem *cache_sem_new(void);
@@ -47,9 +47,9 @@ double cache_sem_dot(const float *a, const float *b, size_t dim);
  * copied into <body> and <meta>, *<sim> set, it becomes the most recently used, true.
  * Entries past their TTL at <now_ms> met on the way are dropped. False when none is close
  * enough, or <body> could not take the answer. */
-bool cache_sem_get(struct cache_sem *s, const struct cache_key *ctx, const float *vec,
-                   size_t dim, double min_sim, uint64_t now_ms, struct bsc_buf *body,
-                   struct cache_meta *meta, double *sim);
+bool cache_sem_get(struct cache_sem *s, const struct cache_key *ctx, const float *vec, size_t dim,
+                   double min_sim, uint64_t now_ms, struct bsc_buf *body, struct cache_meta *meta,
+                   double *sim);
 
 /* Stores <body> with the unit vector <vec> (<dim> floats, 1..CACHE_SEM_MAX_DIM) in the
  * group of <ctx>, for <ttl_ms>, in constant time: an entry with the same vector is not
@@ -58,10 +58,10 @@ bool cache_sem_get(struct cache_sem *s, const struct cache_key *ctx, const float
  * <b->max_entries>, and the least recently used of all until the whole fits
  * <b->limit_bytes>. BSC_ELIMIT: the entry alone would not fit (not stored); BSC_EINVAL:
  * <dim> is out of range or differs from the group's; BSC_ENOMEM. */
-enum bsc_err cache_sem_put(struct cache_sem *s, const struct cache_key *ctx,
-                           struct bsc_str route, const float *vec, size_t dim,
-                           struct bsc_str body, const struct cache_meta *meta, uint64_t ttl_ms,
-                           uint64_t now_ms, const struct cache_sem_bounds *b);
+enum bsc_err cache_sem_put(struct cache_sem *s, const struct cache_key *ctx, struct bsc_str route,
+                           const float *vec, size_t dim, struct bsc_str body,
+                           const struct cache_meta *meta, uint64_t ttl_ms, uint64_t now_ms,
+                           const struct cache_sem_bounds *b);
 
 /* Drops every entry of <route> (every entry when <route> is empty); returns how many. */
 size_t cache_sem_drop_route(struct cache_sem *s, struct bsc_str route);

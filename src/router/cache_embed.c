@@ -7,6 +7,8 @@
  * no breaker, metrics or spend of its own: it is a lookup, and its failure is a miss. */
 #include "router/cache_embed.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,17 +28,16 @@
 
 /* Top-level members left out of the context: how the answer is carried or who asked (as
  * the exact key), and the messages, hashed one by one below. */
-static const char *const ignored[] = {"stream", "stream_options", "user", "request_id",
-                                      "messages"};
+static const char *const ignored[] = {"stream", "stream_options", "user", "request_id", "messages"};
 
 /* One embedding in flight. Its own allocation: cut loose (and cancelled) when the request
  * ends first. */
 struct embed {
-    struct request *r;        /* borrowed; the request owns this context */
-    const struct cfg_target *t; /* borrowed from r->cfg */
-    struct json_object *req;  /* owned: {"model","input"} */
-    struct prov_http http;    /* owned */
-    struct up_transfer *xfer; /* NULL once done */
+    struct request *r;           /* borrowed; the request owns this context */
+    const struct cfg_target *t;  /* borrowed from r->cfg */
+    struct json_object *req;     /* owned: {"model","input"} */
+    struct prov_http http;       /* owned */
+    struct up_transfer *xfer;    /* NULL once done */
     struct bsc_buf resp, answer; /* owned */
     int status;
     enum up_result res;
@@ -203,8 +204,11 @@ static void take_vector(struct request *r, struct bsc_str answer)
         json_object_put(root);
         return;
     }
-    for (size_t i = 0; i < dim; i++)
-        vec[i] = (float)json_object_get_double(json_object_array_get_idx(v, i));
+    for (size_t i = 0; i < dim; i++) {
+        double d = json_object_get_double(json_object_array_get_idx(v, i));
+        /* Past a float's range the conversion is undefined: such a vector is refused. */
+        vec[i] = isfinite(d) && fabs(d) <= FLT_MAX ? (float)d : NAN;
+    }
     json_object_put(root);
     if (!cache_sem_normalize(vec, dim)) {
         free(vec);
@@ -311,11 +315,10 @@ bool cache_embed_start(struct request *r)
     bsc_buf_init(&e->resp, EMBED_MAX_RESPONSE);
     bsc_buf_init(&e->answer, EMBED_MAX_RESPONSE);
     e->req = json_object_new_object();
-    if (!e->req ||
-        json_object_object_add(e->req, "model", json_object_new_string(t->model)) != 0 ||
-        json_object_object_add(e->req, "input",
-                               json_object_new_string_len(r->c.question.p,
-                                                          (int)r->c.question.len)) != 0 ||
+    if (!e->req || json_object_object_add(e->req, "model", json_object_new_string(t->model)) != 0 ||
+        json_object_object_add(
+            e->req, "input", json_object_new_string_len(r->c.question.p, (int)r->c.question.len)) !=
+            0 ||
         !send_embed(e, key)) {
         embed_free(e);
         return false;

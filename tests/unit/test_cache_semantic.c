@@ -50,8 +50,8 @@ static enum bsc_err put(struct cache_sem *s, unsigned ctx, const char *route, co
 {
     struct cache_key k = ctx_n(ctx);
 
-    return cache_sem_put(s, &k, bsc_str_cstr(route), v, DIM, bsc_str_cstr(body), &META, ttl,
-                         now, b);
+    return cache_sem_put(s, &k, bsc_str_cstr(route), v, DIM, bsc_str_cstr(body), &META, ttl, now,
+                         b);
 }
 
 static bool get(struct cache_sem *s, unsigned ctx, const float *v, double min, uint64_t now,
@@ -238,11 +238,10 @@ static void test_dimension_and_drop(void **state)
     (void)state;
     vec_axis(v, 0, 0, 0);
     assert_int_equal(put(s, 1, "r", v, "x", 1000, 0, &ROOMY), BSC_OK);
-    assert_int_equal(cache_sem_put(s, &k, BSC_STR("r"), w, DIM * 2, BSC_STR("y"), &META, 1000, 0,
-                                   &ROOMY),
-                     BSC_EINVAL);
-    assert_int_equal(cache_sem_put(s, &k, BSC_STR("r"), w, 0, BSC_STR("y"), &META, 1000, 0,
-                                   &ROOMY),
+    assert_int_equal(
+        cache_sem_put(s, &k, BSC_STR("r"), w, DIM * 2, BSC_STR("y"), &META, 1000, 0, &ROOMY),
+        BSC_EINVAL);
+    assert_int_equal(cache_sem_put(s, &k, BSC_STR("r"), w, 0, BSC_STR("y"), &META, 1000, 0, &ROOMY),
                      BSC_EINVAL);
     assert_int_equal(put(s, 2, "q", v, "z", 1000, 0, &ROOMY), BSC_OK);
     assert_int_equal(cache_sem_drop_route(s, BSC_STR("r")), 1);
@@ -285,9 +284,9 @@ static void bench_dim(size_t dim)
         for (size_t d = 0; d < dim; d++)
             v[d] = (float)rand() / (float)RAND_MAX - 0.5f;
         assert_true(cache_sem_normalize(v, dim));
-        assert_int_equal(cache_sem_put(s, &k, BSC_STR("r"), v, dim, BSC_STR("answer"), &META,
-                                       3600000, 0, &b),
-                         BSC_OK);
+        assert_int_equal(
+            cache_sem_put(s, &k, BSC_STR("r"), v, dim, BSC_STR("answer"), &META, 3600000, 0, &b),
+            BSC_OK);
     }
     bsc_buf_init(&body, 1024);
     t0 = now_s();

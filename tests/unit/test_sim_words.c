@@ -52,8 +52,7 @@ static void test_paraphrases_close(void **state)
 static void test_different_questions_apart(void **state)
 {
     (void)state;
-    assert_true(cosine("What is the capital of France?", "What is the capital of Germany?") <
-                0.8);
+    assert_true(cosine("What is the capital of France?", "What is the capital of Germany?") < 0.8);
     assert_true(cosine("How tall is Mount Everest?", "How deep is the Mariana Trench?") < 0.5);
     assert_true(cosine("Who wrote Hamlet?", "What is the boiling point of water?") < 0.5);
 }
