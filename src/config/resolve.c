@@ -512,10 +512,11 @@ static void resolve_cache_target(struct cfg__v *v, struct cfg_route *r,
     long idx;
 
     snprintf(where, sizeof(where), "route '%.*s' cache", CFG__MAX_ID, r->id ? r->id : "");
-    if (n->bad)
-        return;
-    if (n->kind != CFG__SCALAR || n->is_null || !n->len) {
-        cfg__bad_type(v, n, where, "embeddings_target", "a target id");
+    if (n->bad || n->kind != CFG__SCALAR)
+        return; /* reported by the first pass: not a string */
+    if (n->is_null || !n->len) {
+        cfg__diag(v->s, false, n->line, n->column,
+                  "'embeddings_target' in %s: semantic needs a target id", where);
         return;
     }
     idx = ids_find(targets, n->text);

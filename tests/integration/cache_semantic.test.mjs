@@ -201,6 +201,9 @@ test('configuration: semantic needs a known embeddings_target and min_similarity
   const unknown = checkConfig('{ mode: semantic, embeddings_target: nope }');
   assert.equal(unknown.status, 1);
   assert.match(unknown.stderr, /gateway\.yaml:10:\d+: .*unknown target 'nope'/);
+  const empty = checkConfig('{ mode: semantic, embeddings_target: null }');
+  assert.equal(empty.status, 1);
+  assert.match(empty.stderr, /gateway\.yaml:10:\d+: .*semantic needs a target id/);
   for (const v of ['0', '1.5', '-0.2']) {
     const bad = checkConfig(`{ mode: semantic, embeddings_target: e, min_similarity: ${v} }`);
     assert.equal(bad.status, 1, `min_similarity ${v}`);
