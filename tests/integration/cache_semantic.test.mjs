@@ -16,11 +16,13 @@ import { startSim, startGateway, waitFor, bins } from '../lib/harness.mjs';
 
 const ALPHA = 'alpha-semcache-key-0123456789abcd';
 const BETA = 'beta-semcache-key-0123456789abcde';
+const ADMIN = 'admin-semcache-key-0123456789abc';
 let sim, gw;
 
 const config = (simUrl) => `listen: "127.0.0.1:{{PORT}}"
 workers: 2
 log: { level: info, format: json }
+admin: { key: "${ADMIN}" }
 providers:
   oai: { kind: openai, base_url: "${simUrl}/v1", keys: ["sk-oai"], health: { probe: none } }
 targets:
@@ -95,6 +97,12 @@ test('a paraphrase hits: no upstream chat call, the same answer, Age, cost 0, co
   const metrics = await (await fetch(`${gw.url}/metrics`)).text();
   assert.match(metrics, /bascule_cache_requests_total\{route="sem",result="hit"\} [1-9]/);
   assert.match(metrics, /bascule_cache_requests_total\{route="sem",result="miss"\} [1-9]/);
+  const auth = { headers: { authorization: `Bearer ${ADMIN}` } };
+  const status = await (await fetch(`${gw.url}/status.json`, auth)).json();
+  assert.ok(status.cache.semantic_entries >= 1, JSON.stringify(status.cache));
+  // Each entry is charged its 256-float vector (1 KiB) besides its answer.
+  assert.ok(status.cache.semantic_bytes > 1024 * status.cache.semantic_entries,
+    JSON.stringify(status.cache));
 });
 
 test('a different question misses', async () => {
