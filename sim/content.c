@@ -6,6 +6,7 @@
 #include "content.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "core/compat.h"
 #include "core/utf8.h"
@@ -230,5 +231,93 @@ void sim_content_embedding(struct bsc_str input, float out[SIM_EMBED_DIM])
     }
     sum = sqrt(sum);
     for (uint32_t k = 0; k < SIM_EMBED_DIM; k++)
+        out[k] = (float)((double)out[k] / sum);
+}
+
+/* ---- the bag-of-words embedding ---- */
+
+/* Words that carry no topic: articles, pronouns, auxiliaries, question words, courtesy. */
+static const char *const stopwords[] = {
+    "a",    "an",    "the",   "of",   "to",    "in",    "on",   "at",    "for",  "and",
+    "or",   "is",    "are",   "was",  "were",  "be",    "been", "do",    "does", "did",
+    "what", "which", "who",   "whom", "how",   "why",   "when", "where", "me",  "my",
+    "i",    "you",   "your",  "we",   "us",    "it",    "its",  "this",  "that", "these",
+    "those", "can",  "could", "would", "will", "shall", "should", "please", "tell", "say",
+    "give", "know",  "about", "with", "by",    "from",  "as",   "there", "here", "s",
+};
+
+bool sim_content_words_model(struct bsc_str model)
+{
+    size_t n = sizeof(SIM_WORDS_PREFIX) - 1;
+
+    return model.len >= n && memcmp(model.p, SIM_WORDS_PREFIX, n) == 0;
+}
+
+static bool is_stopword(const char *w, size_t len)
+{
+    for (size_t i = 0; i < sizeof(stopwords) / sizeof(stopwords[0]); i++)
+        if (strlen(stopwords[i]) == len && memcmp(stopwords[i], w, len) == 0)
+            return true;
+    return false;
+}
+
+static bool ends_with(const char *w, size_t len, const char *suf)
+{
+    size_t n = strlen(suf);
+
+    return len >= n && memcmp(w + len - n, suf, n) == 0;
+}
+
+/* A crude stemmer: the length of <w> without one inflection, leaving at least 3 bytes. */
+static size_t stem(const char *w, size_t len)
+{
+    static const char *const suffixes[] = {"ing", "ies", "ed", "es", "ly", "s"};
+
+    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+        size_t n = strlen(suffixes[i]);
+        if (len >= n + 3 && ends_with(w, len, suffixes[i]) && !ends_with(w, len, "ss"))
+            return len - n;
+    }
+    return len;
+}
+
+static void add_word(const char *w, size_t len, float out[SIM_WORDS_DIM])
+{
+    uint64_t h;
+
+    if (len == 0 || is_stopword(w, len))
+        return;
+    len = stem(w, len);
+    h = hash_salted(bsc_str_make(w, len), 0xb0b);
+    out[h % SIM_WORDS_DIM] += (h >> 32) & 1 ? 1.0f : -1.0f;
+}
+
+void sim_content_embedding_words(struct bsc_str input, float out[SIM_WORDS_DIM])
+{
+    char word[64];
+    size_t n = 0;
+    double sum = 0;
+
+    memset(out, 0, SIM_WORDS_DIM * sizeof(*out));
+    for (size_t i = 0; i <= input.len; i++) {
+        unsigned char ch = i < input.len ? (unsigned char)input.p[i] : ' ';
+        bool in_word = ch >= 0x80 || (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
+                       (ch >= 'A' && ch <= 'Z');
+        if (in_word) {
+            if (n < sizeof(word)) /* a longer word is its first 64 bytes */
+                word[n++] = (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+            continue;
+        }
+        add_word(word, n, out);
+        n = 0;
+    }
+    for (uint32_t k = 0; k < SIM_WORDS_DIM; k++)
+        sum += (double)out[k] * (double)out[k];
+    if (sum <= 0) {
+        out[0] = 1.0f;
+        return;
+    }
+    sum = sqrt(sum);
+    for (uint32_t k = 0; k < SIM_WORDS_DIM; k++)
         out[k] = (float)((double)out[k] / sum);
 }

@@ -67,6 +67,16 @@ enum bsc_err sim_content_json_answer(struct bsc_buf *out);
 /* Fills <out> with a unit-length vector derived only from the bytes of <input>. */
 void sim_content_embedding(struct bsc_str input, float out[SIM_EMBED_DIM]);
 
+/* The bag-of-words embedding, for models whose id starts with SIM_WORDS_PREFIX: texts
+ * that differ in case, punctuation, stopwords or simple inflections ("capitals",
+ * "capital") map to the same vector, texts about other things to distant ones. */
+#define SIM_WORDS_PREFIX "sim-words"
+#define SIM_WORDS_DIM    256u
+bool sim_content_words_model(struct bsc_str model);
+/* Fills <out> with the unit vector of <input>'s word stems hashed into SIM_WORDS_DIM signed
+ * buckets (docs/internals/sim.md); a text with no content word is the first axis. */
+void sim_content_embedding_words(struct bsc_str input, float out[SIM_WORDS_DIM]);
+
 
 /* Length of the well-formed code point at the start of <s>, or 0 when <s> is empty or
  * starts with an ill-formed sequence. */

@@ -514,14 +514,20 @@ static enum bsc_err base64_append(struct bsc_buf *out, const unsigned char *p, s
 
 static enum bsc_err embedding_json(const struct sim_call *call, size_t i, struct bsc_buf *out)
 {
-    float v[SIM_EMBED_DIM];
+    float v[SIM_WORDS_DIM > SIM_EMBED_DIM ? SIM_WORDS_DIM : SIM_EMBED_DIM];
+    size_t dim = SIM_EMBED_DIM;
     enum bsc_err err;
 
-    sim_content_embedding(bsc_str_cstr(call->inputs[i]), v);
+    if (call->model && sim_content_words_model(bsc_str_cstr(call->model))) {
+        sim_content_embedding_words(bsc_str_cstr(call->inputs[i]), v);
+        dim = SIM_WORDS_DIM;
+    } else {
+        sim_content_embedding(bsc_str_cstr(call->inputs[i]), v);
+    }
     err = bsc_buf_appendf(out, "{\"object\":\"embedding\",\"index\":%zu,\"embedding\":", i);
     if (!err && call->base64) {
-        unsigned char raw[SIM_EMBED_DIM * 4];
-        for (size_t k = 0; k < SIM_EMBED_DIM; k++) {
+        unsigned char raw[sizeof(v)];
+        for (size_t k = 0; k < dim; k++) {
             uint32_t bits;
             memcpy(&bits, &v[k], 4);
             for (int b = 0; b < 4; b++) /* little-endian whatever the host */
@@ -529,11 +535,11 @@ static enum bsc_err embedding_json(const struct sim_call *call, size_t i, struct
         }
         err = bsc_buf_append_char(out, '"');
         if (!err)
-            err = base64_append(out, raw, sizeof(raw));
+            err = base64_append(out, raw, dim * 4);
         if (!err)
             err = bsc_buf_append_char(out, '"');
     } else {
-        for (size_t k = 0; k < SIM_EMBED_DIM && !err; k++)
+        for (size_t k = 0; k < dim && !err; k++)
             err = bsc_buf_appendf(out, "%s%.9g", k ? "," : "[", (double)v[k]);
         if (!err)
             err = bsc_buf_append_char(out, ']');

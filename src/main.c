@@ -36,6 +36,7 @@
 #include "metrics/metrics.h"
 #include "health/verdicts.h"
 #include "cache/lru.h"
+#include "cache/semantic.h"
 #include "router/access_log.h"
 #include "router/gateway.h"
 #include "router/keyring.h"
@@ -589,6 +590,7 @@ static void gateway_free(struct gateway *gw)
     spend_book_free(gw->spend);
     status_history_free(gw->history);
     cache_mem_free(gw->cache);
+    cache_sem_free(gw->sem);
     cfg_current_swap(NULL);
 }
 
@@ -675,8 +677,10 @@ static int serve(const char *path, const struct rlimit *core_limit)
     mc.gw.rebuild = rebuild;
     mc.gw.history = status_history_new();
     mc.gw.cache = cache_mem_new();
+    mc.gw.sem = cache_sem_new();
     if (!mc.gw.keyring || !mc.gw.hs || !mc.gw.lim || !mc.gw.metrics || !mc.gw.conns ||
         !mc.gw.verdicts || !mc.gw.spend || !mc.gw.history || !mc.gw.cache ||
+        !mc.gw.sem ||
         hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK ||
         lim_reg_sync(mc.gw.lim, cfg) != BSC_OK) {
         LOG_ERR("out of memory at start");

@@ -7,6 +7,7 @@
 
 #include "api/internal.h"
 #include "cache/lru.h"
+#include "cache/semantic.h"
 #include "metrics/metrics.h"
 #include "router/gateway.h"
 
@@ -76,7 +77,12 @@ void api__put_cache_status(struct bsc_buf *b, struct worker *w)
     }
     if (w->gw->cache)
         cache_mem_usage(w->gw->cache, &entries, &bytes, &evicted);
-    bsc_buf_appendf(b, "],\"saved_usd\":%.6f,\"entries\":%zu,\"bytes\":%llu}", saved, entries,
+    bsc_buf_appendf(b, "],\"saved_usd\":%.6f,\"entries\":%zu,\"bytes\":%llu", saved, entries,
+                    (unsigned long long)bytes);
+    entries = 0, bytes = 0;
+    if (w->gw->sem) /* the semantic index: its own bound (docs/internals/cache.md) */
+        cache_sem_usage(w->gw->sem, &entries, &bytes, &evicted);
+    bsc_buf_appendf(b, ",\"semantic_entries\":%zu,\"semantic_bytes\":%llu}", entries,
                     (unsigned long long)bytes);
     metrics_snapshot_cleanup(&snap);
     free(rows);

@@ -310,8 +310,13 @@ struct cfg_route_cache {
     uint32_t ttl_s;             /* 300 */
     enum cfg_cache_scope scope; /* client: answers are never shared between callers */
     uint64_t max_entry_bytes;   /* 1048576: a larger answer is not stored */
-    char *embeddings_target;    /* owned; semantic mode (not available yet) */
-    double min_similarity;      /* 0.95; semantic mode */
+    /* Semantic mode (router/cache_sem.c): the target that embeds the last user message,
+     * the least cosine similarity of a hit, the route's entry cap. */
+    char *embeddings_target;    /* owned; required by mode: semantic */
+    const struct cfg_target *embed_target; /* borrowed from cfg->targets; resolved at load */
+    double min_similarity;      /* 0.95; in (0, 1] */
+    uint32_t max_entries;       /* 10000 */
+    uint32_t embed_timeout_ms;  /* 2000: a slower embedding is a miss */
 };
 
 struct cfg_route {

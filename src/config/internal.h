@@ -133,6 +133,7 @@ struct cfg__route_src {
     const struct cfg__entry *select; /* a select route: its rules, read in the second pass */
     unsigned line, column;
     const struct cfg__entry *shadow_targets;
+    const struct cfg__entry *cache_target; /* cache.embeddings_target, resolved in pass 2 */
 };
 
 /* The state of one validation. */

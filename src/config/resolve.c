@@ -503,6 +503,30 @@ static void resolve_shadow(struct cfg__v *v, struct cfg_route *r, const struct c
     }
 }
 
+/* Resolves `cache.embeddings_target` of route <r> (a semantic cache): a known target id. */
+static void resolve_cache_target(struct cfg__v *v, struct cfg_route *r,
+                                 const struct cfg__entry *e, const struct ids *targets)
+{
+    const struct cfg__node *n = e->value;
+    char where[CFG__MAX_ID + 32];
+    long idx;
+
+    snprintf(where, sizeof(where), "route '%.*s' cache", CFG__MAX_ID, r->id ? r->id : "");
+    if (n->bad || n->kind != CFG__SCALAR)
+        return; /* reported by the first pass: not a string */
+    if (n->is_null || !n->len) {
+        cfg__diag(v->s, false, n->line, n->column,
+                  "'embeddings_target' in %s: semantic needs a target id", where);
+        return;
+    }
+    idx = ids_find(targets, n->text);
+    if (idx < 0) {
+        unknown_ref(v, n, targets, "target", where);
+        return;
+    }
+    r->cache.embed_target = &v->cfg->targets[idx];
+}
+
 static void resolve_routes(struct cfg__v *v, const struct ids *targets)
 {
     struct cfg *cfg = v->cfg;
@@ -536,6 +560,8 @@ static void resolve_routes(struct cfg__v *v, const struct ids *targets)
         route_checks(v, r, src);
         if (src->shadow_targets)
             resolve_shadow(v, r, src->shadow_targets, targets);
+        if (src->cache_target)
+            resolve_cache_target(v, r, src->cache_target, targets);
     }
 out:
     free(mk.tier);

@@ -822,20 +822,32 @@ static const struct cfg__field shadow_fields[] = {
     {FU32(struct cfg_shadow, "max_concurrency", max_concurrency, 1, 100000)},
 };
 
-/* A route's cache: only the exact mode is available; semantic is refused rather than
- * silently served as exact (docs/internals/cache.md). */
+/* A route's cache: mode is required; semantic needs the target that embeds (resolved in
+ * the second pass: targets may come later, docs/internals/cache.md). */
 static void cache_check(struct cfg__v *v, const struct cfg__node *map, void *base,
                         const char *where)
 {
     const struct cfg_route_cache *c = base;
     const struct cfg__entry *mode = cfg__map_find(map, "mode");
+    const struct cfg__entry *target = cfg__map_find(map, "embeddings_target");
+    struct cfg__route_src *src = v->cur;
 
-    if (!mode)
+    if (!mode) {
         cfg__diag(v->s, false, map->line, map->column, "missing required key 'mode' in %s",
                   where);
-    else if (c->mode == CFG_CACHE_SEMANTIC)
+        return;
+    }
+    if (c->mode != CFG_CACHE_SEMANTIC) {
+        if (target)
+            cfg__diag(v->s, true, target->key->line, target->key->column,
+                      "'embeddings_target' in %s: only mode: semantic embeds; ignored", where);
+        return;
+    }
+    if (!target)
         error_at(v, mode->value, where, "mode",
-                 "semantic is not available in this version: use exact");
+                 "semantic needs embeddings_target: the target that embeds the question");
+    else
+        src->cache_target = target;
 }
 
 static const struct cfg__field cache_fields[] = {
@@ -844,7 +856,9 @@ static const struct cfg__field cache_fields[] = {
     {FENUM(struct cfg_route_cache, "scope", scope, cache_scope_names)},
     {FU64(struct cfg_route_cache, "max_entry_bytes", max_entry_bytes, 1, 1u << 30)},
     {FSTR(struct cfg_route_cache, "embeddings_target", embeddings_target)},
-    {FDBL(struct cfg_route_cache, "min_similarity", min_similarity, 0.0, 1.0, false)},
+    {FDBL(struct cfg_route_cache, "min_similarity", min_similarity, 0.0, 1.0, true)},
+    {FU32(struct cfg_route_cache, "max_entries", max_entries, 1, 10000000)},
+    {FU32(struct cfg_route_cache, "embed_timeout_ms", embed_timeout_ms, 1, 60000)},
 };
 
 static const struct cfg__field score_fields[] = {
@@ -1025,7 +1039,8 @@ static void route_defaults(struct cfg_route *r)
     r->shadow.percent = 100;
     r->shadow.max_concurrency = 16;
     r->cache = (struct cfg_route_cache){.ttl_s = 300, .max_entry_bytes = 1048576,
-                                        .min_similarity = 0.95};
+                                        .min_similarity = 0.95, .max_entries = 10000,
+                                        .embed_timeout_ms = 2000};
     r->score = (struct cfg_score){.contract = 1.0, .task = 1.0, .latency_ms = 0.001,
                                   .cost_usd = 100.0};
 }

@@ -10,9 +10,11 @@
 
 #include "cache/canon.h"
 #include "cache/lru.h"
+#include "cache/semantic.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "metrics/metrics.h"
+#include "router/cache_embed.h"
 #include "router/cache_shared.h"
 #include "router/contract.h"
 #include "router/internal.h"
@@ -28,8 +30,17 @@ static bool shared(const struct request *r)
     return r->cfg->cache.store == CFG_CACHE_REDIS;
 }
 
+/* mode: semantic keeps its index in this process's memory, whatever cache.store says
+ * (docs/internals/cache.md). */
+static bool semantic(const struct request *r)
+{
+    return r->route->cache.mode == CFG_CACHE_SEMANTIC;
+}
+
 static bool cache_on(const struct request *r)
 {
+    if (semantic(r))
+        return r->gw->sem != NULL;
     return r->route->cache.mode == CFG_CACHE_EXACT &&
            (shared(r) ? r->gw->store != NULL : r->gw->cache != NULL);
 }
@@ -57,24 +68,31 @@ static const char *shape_of(const struct request *r)
     return r->input.include_usage ? "sse+usage" : "sse";
 }
 
+void cache_req_parts(const struct request *r, char scope[CACHE_SCOPE_MAX],
+                     struct cache_key_parts *parts)
+{
+    if (r->route->cache.scope == CFG_CACHE_ROUTE)
+        snprintf(scope, CACHE_SCOPE_MAX, "route");
+    else
+        snprintf(scope, CACHE_SCOPE_MAX, "client:%s", r->client_scope);
+    *parts = (struct cache_key_parts){
+        .route = bsc_str_cstr(r->route->id),
+        .dialect = bsc_str_cstr(r->path),
+        .shape = bsc_str_cstr(shape_of(r)),
+        .scope = bsc_str_cstr(scope),
+    };
+}
+
 /* r->c.key from the request; false when the body cannot be canonicalised (a name twice in
  * one object, a lone surrogate, ...): such a request is neither looked up nor stored. */
 static bool make_key(struct request *r)
 {
     struct bsc_buf canon;
-    char scope[48];
+    char scope[CACHE_SCOPE_MAX];
     enum canon_result res;
-    struct cache_key_parts parts = {
-        .route = bsc_str_cstr(r->route->id),
-        .dialect = bsc_str_cstr(r->path),
-        .shape = bsc_str_cstr(shape_of(r)),
-    };
+    struct cache_key_parts parts;
 
-    if (r->route->cache.scope == CFG_CACHE_ROUTE)
-        snprintf(scope, sizeof(scope), "route");
-    else
-        snprintf(scope, sizeof(scope), "client:%s", r->client_scope);
-    parts.scope = bsc_str_cstr(scope);
+    cache_req_parts(r, scope, &parts);
     bsc_buf_init(&canon, CANON_MAX_BYTES);
     res = canon_request(srv_req_body(r->sreq), ignored, BSC_ARRAY_LEN(ignored), &canon);
     if (res == CANON_OK) {
@@ -135,6 +153,50 @@ static enum cache_verdict shared_answer(struct request *r)
     return CACHE_ANSWERED;
 }
 
+/* The embedding came back: the closest answer of the same context, if close enough. No
+ * vector (the embedding failed or timed out) is a miss. */
+static enum cache_verdict semantic_answer(struct request *r)
+{
+    struct bsc_buf body;
+    struct cache_meta meta;
+    bool hit = false;
+
+    r->c.asked = false;
+    bsc_buf_init(&body, r->route->cache.max_entry_bytes);
+    if (r->c.vec)
+        hit = cache_sem_get(r->gw->sem, &r->c.key, r->c.vec, r->c.dim,
+                            r->route->cache.min_similarity, bsc_wall_ms(), &body, &meta,
+                            &r->c.similarity);
+    count(r, hit ? "hit" : "miss");
+    if (hit)
+        reply_hit(r, bsc_buf_str(&body), &meta);
+    bsc_buf_cleanup(&body);
+    return hit ? CACHE_ANSWERED : CACHE_PASS;
+}
+
+/* A semantic lookup: keyed by context, then the question embedded (CACHE_WAIT until it
+ * comes back). With no-cache the answer may still be stored: it is embedded all the same. */
+static enum cache_verdict semantic_lookup(struct request *r, bool no_cache)
+{
+    if (!cache_embed_key(r)) {
+        count(r, "bypass");
+        return CACHE_PASS;
+    }
+    if (no_cache) {
+        count(r, "bypass");
+        if (r->c.no_store || !cache_embed_start(r))
+            r->c.keyed = false; /* nothing to store it under */
+        else
+            return CACHE_WAIT;
+        return CACHE_PASS;
+    }
+    if (cache_embed_start(r))
+        return CACHE_WAIT;
+    count(r, "miss"); /* the embedding could not start: a miss, never an error */
+    r->c.keyed = false;
+    return CACHE_PASS;
+}
+
 static enum cache_verdict memory_lookup(struct request *r)
 {
     struct bsc_buf body;
@@ -158,14 +220,18 @@ enum cache_verdict cache_req_lookup(struct request *r)
         return CACHE_PASS;
     if (r->c.waiting)
         return CACHE_WAIT;
+    if (r->c.asked && semantic(r) && r->c.result)
+        return (r->c.asked = false), CACHE_PASS; /* no-cache: embedded for the store only */
     if (r->c.asked)
-        return shared_answer(r);
+        return semantic(r) ? semantic_answer(r) : shared_answer(r);
     if (r->c.result)
         return CACHE_PASS; /* decided before */
     cc = srv_req_header(r->sreq, BSC_STR("cache-control"));
     r->c.no_store = cc.p && has_directive(cc, "no-store");
     bsc_buf_init(&r->c.copy, r->route->cache.max_entry_bytes);
     bsc_buf_init(&r->c.hit, r->route->cache.max_entry_bytes);
+    if (semantic(r))
+        return semantic_lookup(r, cc.p && has_directive(cc, "no-cache"));
     if (cc.p && has_directive(cc, "no-cache")) {
         count(r, "bypass");
         make_key(r); /* no lookup, but the answer may still be stored */
@@ -207,6 +273,23 @@ static bool storable(const struct request *r)
            !(r->input.stream && !r->buffering && contract_active(r)) && r->c.copy.len > 0;
 }
 
+/* Under the context key with the question's vector; none (the embedding failed): not
+ * stored. */
+static void store_semantic(struct request *r, const struct cache_meta *meta)
+{
+    struct cache_sem_bounds b = {
+        .limit_bytes = (uint64_t)(r->cfg->cache.memory_mb * 1048576.0),
+        .max_entries = r->route->cache.max_entries,
+    };
+
+    if (!r->c.vec)
+        return;
+    if (cache_sem_put(r->gw->sem, &r->c.key, bsc_str_cstr(r->route->id), r->c.vec, r->c.dim,
+                      bsc_buf_str(&r->c.copy), meta, (uint64_t)r->route->cache.ttl_s * 1000,
+                      meta->stored_ms, &b) != BSC_OK)
+        LOG_DEBUG("%s: answer not cached (semantic index bound)", r->id);
+}
+
 void cache_req_store(struct request *r)
 {
     struct cache_meta meta = {.stream = r->input.stream, .cost_usd = r->cost_usd,
@@ -215,7 +298,9 @@ void cache_req_store(struct request *r)
 
     if (!r->c.result || !storable(r))
         return;
-    if (shared(r))
+    if (semantic(r))
+        store_semantic(r, &meta);
+    else if (shared(r))
         cache_shared_put(r, bsc_buf_str(&r->c.copy), &meta);
     else if (cache_mem_put(r->gw->cache, &r->c.key, bsc_str_cstr(r->route->id),
                            bsc_buf_str(&r->c.copy), &meta, (uint64_t)r->route->cache.ttl_s * 1000,
@@ -227,6 +312,7 @@ void cache_req_store(struct request *r)
 void cache_req_finish(struct request *r)
 {
     cache_shared_detach(r);
+    cache_embed_finish(r);
     bsc_buf_cleanup(&r->c.copy);
     bsc_buf_cleanup(&r->c.hit);
 }

@@ -33,9 +33,23 @@ struct cache_req {
     void *shared;         /* the lookup's context while it runs */
     struct bsc_buf hit;   /* owned: the answer found */
     struct cache_meta hit_meta;
+    /* mode: semantic (cache_embed.c): <key> is the context key; the question, its
+     * embedding in flight, then its unit vector (NULL: none, a miss and nothing stored). */
+    struct bsc_buf question; /* owned: the last user message's text */
+    void *embed;             /* the embedding's context while it runs */
+    float *vec;              /* owned: <dim> floats */
+    size_t dim;
+    double similarity;       /* a hit's cosine */
 };
 
 enum cache_verdict { CACHE_PASS, CACHE_WAIT, CACHE_ANSWERED };
+
+#define CACHE_SCOPE_MAX 48
+
+/* The key's parts every mode shares (route, dialect, shape, scope; <canonical> left empty)
+ * for <r>; <scope> holds the scope's text and must outlive <parts>. */
+void cache_req_parts(const struct request *r, char scope[CACHE_SCOPE_MAX],
+                     struct cache_key_parts *parts);
 
 /* ADMIT's check: CACHE_ANSWERED when the request was answered from the cache (the machine
  * ends it), CACHE_WAIT while a shared lookup runs (its callback runs the machine, which calls

@@ -11,6 +11,7 @@
 #include "router/shadow_purse.h"
 
 struct cache_mem;
+struct cache_sem;
 #include "router/worker.h"
 
 struct hstate;
@@ -36,6 +37,7 @@ struct gateway {
     struct status_history *history; /* owned: status.json's series and events (api/) */
     uint64_t started_ms;     /* wall clock */
     struct cache_mem *cache; /* owned: the response cache (cache/lru.h) */
+    struct cache_sem *sem;   /* owned: the semantic cache's index (cache/semantic.h) */
     struct shadow_purse shadow_purse; /* today's shadow spend, kept across reloads */
     struct keyring *keyring; /* owned: run-time keys and the audit trail (router/keyring.h) */
     /* Builds and publishes a new snapshot: the config file plus the keyring (main.c); any
