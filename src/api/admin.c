@@ -14,6 +14,7 @@
 
 #include "api/internal.h"
 #include "cache/lru.h"
+#include "cache/semantic.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "health/hstate.h"
@@ -100,7 +101,7 @@ static void clear_cache(struct worker *w, struct srv_req *req, const struct cfg 
 {
     struct bsc_str route = BSC_STR_NULL;
     struct bsc_buf b;
-    size_t n;
+    size_t n, sem;
 
     if (query_param(srv_req_query(req), BSC_STR("route"), &route) &&
         (!route.len || route.len > STORE_BLOB_KEY_MAX)) {
@@ -108,12 +109,14 @@ static void clear_cache(struct worker *w, struct srv_req *req, const struct cfg 
                        "route= names the route whose cached answers are dropped");
         return;
     }
+    /* The semantic index lives in this process's memory whatever cache.store says. */
+    sem = w->gw->sem ? cache_sem_drop_route(w->gw->sem, route) : 0;
     if (cfg->cache.store == CFG_CACHE_REDIS) {
         api__admin_cache_clear_shared(w, req, cfg, route);
         return;
     }
     n = cache_mem_drop_route(w->gw->cache, route);
-    api__line_detail(req, "cache cleared: %zu entries of %.*s", n,
+    api__line_detail(req, "cache cleared: %zu entries (%zu semantic) of %.*s", n + sem, sem,
                      route.len ? (int)(route.len > 128 ? 128 : route.len) : 3,
                      route.len ? route.p : "all");
     bsc_buf_init(&b, 4096);
@@ -122,23 +125,28 @@ static void clear_cache(struct worker *w, struct srv_req *req, const struct cfg 
         bsc_buf_append_json_str(&b, route);
     else
         bsc_buf_append_cstr(&b, "null");
-    bsc_buf_appendf(&b, ",\"deleted\":%zu}", n);
+    bsc_buf_appendf(&b, ",\"deleted\":%zu,\"semantic_deleted\":%zu}", n, sem);
     srv_resp_send(req, 200, "application/json", NULL, 0, b.p, b.len);
     bsc_buf_cleanup(&b);
 }
 
 static void cache_usage(struct worker *w, struct srv_req *req, const struct cfg *cfg)
 {
-    size_t entries;
-    uint64_t bytes, evicted;
+    size_t entries, sem_entries = 0;
+    uint64_t bytes, evicted, sem_bytes = 0, sem_evicted = 0;
     struct bsc_buf b;
 
     cache_mem_usage(w->gw->cache, &entries, &bytes, &evicted);
+    if (w->gw->sem)
+        cache_sem_usage(w->gw->sem, &sem_entries, &sem_bytes, &sem_evicted);
     bsc_buf_init(&b, 4096);
-    bsc_buf_appendf(&b, "{\"entries\":%zu,\"bytes\":%llu,\"limit_bytes\":%llu,\"evicted\":%llu}",
+    bsc_buf_appendf(&b,
+                    "{\"entries\":%zu,\"bytes\":%llu,\"limit_bytes\":%llu,\"evicted\":%llu,"
+                    "\"semantic\":{\"entries\":%zu,\"bytes\":%llu,\"evicted\":%llu}}",
                     entries, (unsigned long long)bytes,
                     (unsigned long long)(cfg->cache.memory_mb * 1048576.0),
-                    (unsigned long long)evicted);
+                    (unsigned long long)evicted, sem_entries, (unsigned long long)sem_bytes,
+                    (unsigned long long)sem_evicted);
     srv_resp_send(req, 200, "application/json", NULL, 0, b.p, b.len);
     bsc_buf_cleanup(&b);
 }

@@ -105,6 +105,25 @@ test('a paraphrase hits: no upstream chat call, the same answer, Age, cost 0, co
     JSON.stringify(status.cache));
 });
 
+test('GET /admin/cache counts the semantic entries; DELETE ?route= drops them, another route keeps its own', async () => {
+  const auth = { authorization: `Bearer ${ADMIN}` };
+  await chat(ask('sem', 'Which river flows through Vienna?'));
+  await chat(ask('sembad', 'Which river flows through Vienna?')); // another route's entry
+  const usage = await (await fetch(`${gw.url}/admin/cache`, { headers: auth })).json();
+  assert.ok(usage.semantic.entries >= 1 && usage.semantic.bytes > 0, JSON.stringify(usage));
+  const del = await fetch(`${gw.url}/admin/cache?route=sem`, { method: 'DELETE', headers: auth });
+  assert.equal(del.status, 200);
+  const body = await del.json();
+  assert.ok(body.semantic_deleted >= 2, JSON.stringify(body)); // this test's and the first test's
+  const after = await (await fetch(`${gw.url}/admin/cache`, { headers: auth })).json();
+  assert.equal(after.semantic.entries, usage.semantic.entries - body.semantic_deleted);
+  assert.ok(after.semantic.entries >= 1, 'sembad keeps its entry');
+  const other = await chat(ask('sembad', 'Which river flows through Vienna?'));
+  assert.equal(other.res.headers.get('x-bascule-cache'), 'hit', JSON.stringify(after));
+  const again = await chat(ask('sem', 'Which river flows through Vienna?'));
+  assert.equal(again.res.headers.get('x-bascule-cache'), 'miss', 'the dropped entry no longer answers');
+});
+
 test('a different question misses', async () => {
   const a = await chat(ask('sem', 'How tall is Mount Everest?'));
   assert.equal(a.res.headers.get('x-bascule-cache'), 'miss');
