@@ -4,7 +4,10 @@
  * then each message's canonical text with the last user message's place left empty, and
  * the embeddings target. The embedding is one POST of {"model","input"} through the
  * target's adapter on the worker's upstream multi, like a shadow copy (shadow.c) but with
- * no breaker, metrics or spend of its own: it is a lookup, and its failure is a miss. */
+ * no breaker of its own: it is a lookup, and its failure is a miss. What it cost at the
+ * embeddings target's price is the request's, as any attempt's: in its cost_usd (so in
+ * x-bascule-cost-usd, a hit's too), in the client's spend, and in bascule_cost_usd_total
+ * under the embeddings target (request.c). */
 #include "router/cache_embed.h"
 
 #include <float.h>
@@ -20,7 +23,9 @@
 #include "core/json_scan.h"
 #include "core/log.h"
 #include "health/hstate.h"
+#include "router/cost.h"
 #include "router/internal.h"
+#include "router/spend.h"
 
 #define CANON_MAX_BYTES    (16u << 20)
 #define QUESTION_MAX_BYTES (1u << 20)
@@ -218,6 +223,23 @@ static void take_vector(struct request *r, struct bsc_str answer)
     r->c.dim = dim;
 }
 
+/* The embedding's usage at its target's price, charged to the request like an attempt. */
+static void charge(struct request *r, const struct cfg_target *t, struct prov_usage *usage)
+{
+    double cost;
+
+    if (!(t->price.input_per_mtok > 0) || usage->input_tokens < 0)
+        return;
+    if (usage->output_tokens < 0)
+        usage->output_tokens = 0;
+    cost = cost_of_usage(&t->price, usage);
+    if (!(cost > 0))
+        return;
+    r->cost_usd += cost;
+    r->c.embed_cost_usd += cost;
+    spend_record(r, cost);
+}
+
 static void on_head(void *ud, struct up_transfer *t, int status)
 {
     struct embed *e = ud;
@@ -250,8 +272,10 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
     if (res == UP_OK && !e->too_large && e->status >= 200 && e->status < 300) {
         call = make_call(e, -2);
         if (prov_map_response(prov_ops_for(e->t->provider->kind), &call, e->status,
-                              bsc_buf_str(&e->resp), &e->answer, &usage, &fail) == BSC_OK)
+                              bsc_buf_str(&e->resp), &e->answer, &usage, &fail) == BSC_OK) {
+            charge(r, e->t, &usage);
             take_vector(r, e->answer.len ? bsc_buf_str(&e->answer) : bsc_buf_str(&e->resp));
+        }
     }
     if (!r->c.vec)
         LOG_DEBUG("%s: semantic cache: no embedding from %s (%s, status %d%s%s): a miss", r->id,

@@ -114,7 +114,7 @@ static void count(struct request *r, const char *result)
 static void reply_hit(struct request *r, struct bsc_str body, const struct cache_meta *meta)
 {
     struct srv_header h[12];
-    char attempts[BSC_NUM_TEXT_MAX], age[24];
+    char attempts[BSC_NUM_TEXT_MAX], age[24], cost[32] = "0";
     uint64_t now = bsc_wall_ms();
     size_t n = 0;
 
@@ -128,7 +128,9 @@ static void reply_hit(struct request *r, struct bsc_str body, const struct cache
     snprintf(age, sizeof(age), "%llu",
              (unsigned long long)(now > meta->stored_ms ? (now - meta->stored_ms) / 1000 : 0));
     h[n++] = (struct srv_header){BSC_STR("Age"), bsc_str_cstr(age)};
-    h[n++] = (struct srv_header){BSC_STR("x-bascule-cost-usd"), BSC_STR("0")};
+    if (r->cost_usd > 0) /* a semantic lookup's embedding, at its target's price */
+        snprintf(cost, sizeof(cost), "%.8g", r->cost_usd);
+    h[n++] = (struct srv_header){BSC_STR("x-bascule-cost-usd"), bsc_str_cstr(cost)};
     n += deliver_route_headers(r, h + n, attempts); /* with x-bascule-cache: hit */
     r->d.status = 200;
     r->d.termination = "ok";
@@ -292,7 +294,8 @@ static void store_semantic(struct request *r, const struct cache_meta *meta)
 
 void cache_req_store(struct request *r)
 {
-    struct cache_meta meta = {.stream = r->input.stream, .cost_usd = r->cost_usd,
+    struct cache_meta meta = {.stream = r->input.stream,
+                              .cost_usd = r->cost_usd - r->c.embed_cost_usd, /* the answer's */
                               .stored_ms = bsc_wall_ms()};
     uint64_t limit = (uint64_t)(r->cfg->cache.memory_mb * 1048576.0);
 

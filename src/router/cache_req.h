@@ -40,6 +40,7 @@ struct cache_req {
     float *vec;              /* owned: <dim> floats */
     size_t dim;
     double similarity;       /* a hit's cosine */
+    double embed_cost_usd;   /* what the embedding cost (in the request's cost_usd too) */
 };
 
 enum cache_verdict { CACHE_PASS, CACHE_WAIT, CACHE_ANSWERED };

@@ -889,9 +889,13 @@ static void count_request(struct request *r, uint64_t duration_us)
 
     for (size_t i = 0; i < n; i++)
         metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, tokens[i].type, tokens[i].n);
-    if (r->cost_usd > 0)
+    if (r->c.embed_cost_usd > 0) /* the semantic cache's embedding, under its own target */
         metrics_inc3(M(r), shard, METRIC_COST, r->client ? r->client->id : METRICS_CLIENT_OPEN,
-                     r->route->id, r->target ? r->target->id : METRICS_TARGET_NONE, r->cost_usd);
+                     r->route->id, r->route->cache.embed_target->id, r->c.embed_cost_usd);
+    if (r->cost_usd - r->c.embed_cost_usd > 0)
+        metrics_inc3(M(r), shard, METRIC_COST, r->client ? r->client->id : METRICS_CLIENT_OPEN,
+                     r->route->id, r->target ? r->target->id : METRICS_TARGET_NONE,
+                     r->cost_usd - r->c.embed_cost_usd);
     metrics_inc(M(r), shard, METRIC_REQUESTS, r->route->id, outcome_label(r), 1);
     /* Task outcomes are counted when the client's verdict comes (api/feedback.c). */
     metrics_observe(M(r), shard, METRIC_REQUEST_DURATION, r->route->id, NULL,

@@ -32,7 +32,10 @@ targets:
   t-emb-bad: { provider: oai, model: sim-words-bad }
   t-chat3: { provider: oai, model: m-sem3 }
   t-emb-slow: { provider: oai, model: sim-words-slow }
+  t-chat-p: { provider: oai, model: m-sem-p, price: { input_per_mtok: 2, output_per_mtok: 8 } }
+  t-emb-p: { provider: oai, model: sim-words-priced, price: { input_per_mtok: 100 } }
 routes:
+  sempriced: { primary: [t-chat-p], cache: { mode: semantic, embeddings_target: t-emb-p } }
   sem: { primary: [t-chat], cache: { mode: semantic, embeddings_target: t-emb } }
   sembad:
     primary: [t-chat2]
@@ -122,6 +125,23 @@ test('GET /admin/cache counts the semantic entries; DELETE ?route= drops them, a
   assert.equal(other.res.headers.get('x-bascule-cache'), 'hit', JSON.stringify(after));
   const again = await chat(ask('sem', 'Which river flows through Vienna?'));
   assert.equal(again.res.headers.get('x-bascule-cache'), 'miss', 'the dropped entry no longer answers');
+});
+
+test("the embedding is billed: its cost is in the answer's cost (a hit's too) and in bascule_cost_usd_total under the embeddings target", async () => {
+  const q = ask('sempriced', 'Name the largest planet of the solar system');
+  const a = await chat(q);
+  assert.equal(a.res.headers.get('x-bascule-cache'), 'miss');
+  const b = await chat(q);
+  assert.equal(b.res.headers.get('x-bascule-cache'), 'hit');
+  const embed = Number(b.res.headers.get('x-bascule-cost-usd'));
+  assert.ok(embed > 0, 'a hit costs its embedding');
+  const total = Number(a.res.headers.get('x-bascule-cost-usd'));
+  assert.ok(total > embed, `${total} > ${embed}`);
+  const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+  const series = (target) => Number(metrics.match(new RegExp(
+    `bascule_cost_usd_total\\{client="alpha",route="sempriced",target="${target}"\\} (\\S+)`))?.[1]);
+  assert.ok(Math.abs(series('t-emb-p') - 2 * embed) < 1e-9, `${series('t-emb-p')} vs 2 x ${embed}`);
+  assert.ok(Math.abs(series('t-chat-p') - (total - embed)) < 1e-9, `${series('t-chat-p')} vs ${total - embed}`);
 });
 
 test('a different question misses', async () => {
