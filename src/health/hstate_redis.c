@@ -624,33 +624,49 @@ static void conn_start(struct hr_conn *c)
 static void ping_reply(redisAsyncContext *ac, void *r, void *priv)
 {
     (void)ac;
-    (void)r;
     struct hs_redis *h = priv;
 
-    if (h->ping_out > 1 && h->cmd.up && r)
+    if (h->ping_local && h->cmd.up && r)
         hr__limits_connected(h, true);
-    h->ping_out = 0;
+    h->ping_out = false;
+    h->ping_local = false;
+}
+
+/* How late a PING may be before the limits decide locally: a ping period, or store.timeout_ms
+ * when that is longer -- a Redis slower than the operator allows, never merely slower than
+ * the ping's own period (a loaded host answers a PING late without being away). */
+static uint64_t ping_grace_ms(const struct hs_redis *h)
+{
+    return h->share.timeout_ms > HR_PING_MS ? h->share.timeout_ms : HR_PING_MS;
 }
 
 /* libuv reports a socket error (a reset) by stopping the poll, which hiredis's adapter
- * ignores: a dead connection could look alive forever. A PING unanswered for two periods
- * drops both connections, which then reconnect (and resynchronise). */
+ * ignores: a dead connection could look alive forever. A PING unanswered for the grace
+ * turns the limits local; for twice the grace it drops both connections, which then
+ * reconnect (and resynchronise). */
 static void ping_fire(uv_timer_t *t)
 {
     struct hs_redis *h = t->data;
+    uint64_t now = bsc_now_ms(), late;
 
     if (!h->cmd.up || !h->cmd.ac)
         return;
-    if (h->ping_out == 1)
-        hr__limits_connected(h, false); /* a period without an answer: limits decide locally */
-    if (h->ping_out && ++h->ping_out > 2) {
-        redisAsyncFree(h->cmd.ac); /* on_disconnect: conn_lost, reconnect */
-        if (h->sub.ac && h->sub.up)
-            redisAsyncFree(h->sub.ac);
+    if (h->ping_out) {
+        late = now - h->ping_sent_ms;
+        if (late >= 2 * ping_grace_ms(h)) {
+            redisAsyncFree(h->cmd.ac); /* on_disconnect: conn_lost, reconnect */
+            if (h->sub.ac && h->sub.up)
+                redisAsyncFree(h->sub.ac);
+        } else if (late >= ping_grace_ms(h) && !h->ping_local) {
+            h->ping_local = true;
+            hr__limits_connected(h, false); /* no answer in time: limits decide locally */
+        }
         return;
     }
-    if (!h->ping_out && redisAsyncCommand(h->cmd.ac, ping_reply, h, "PING") == REDIS_OK)
-        h->ping_out = 1;
+    if (redisAsyncCommand(h->cmd.ac, ping_reply, h, "PING") == REDIS_OK) {
+        h->ping_out = true;
+        h->ping_sent_ms = now;
+    }
 }
 
 static void conn_init(struct hs_redis *h, struct hr_conn *c, bool sub)

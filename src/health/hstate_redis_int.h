@@ -76,7 +76,9 @@ struct hs_redis {
     size_t n_prov;
     struct hr_conn cmd, sub; /* the store thread only, as is what follows */
     uv_timer_t ping;
-    unsigned ping_out; /* periods a PING has gone unanswered; 0: none out */
+    bool ping_out;         /* a PING is out, sent at <ping_sent_ms> */
+    bool ping_local;       /* ... and so late that the limits turned local */
+    uint64_t ping_sent_ms;
     bool closing;
     struct lim_share share;  /* the fleet's limits (hstate_redis_limits.c) */
     struct lim_set **sets;   /* tracked sets; guarded by mu with n_sets */

@@ -166,21 +166,45 @@ async function admitMs(gw, requestId) {
   return line.states?.admit ?? 0;
 }
 
-test('Redis paused: a limit\'s ask waits at most store.timeout_ms, then the instance decides alone', async () => {
+test('Redis slower than a PING period but within store.timeout_ms: nothing turns local, the ask is answered', async () => {
+  const before = [wentLocal(a), wentLocal(b)];
   redis.pause();
+  const resume = new Promise((resolve) => setTimeout(() => { redis.resume(); resolve(); }, 2500));
   try {
-    const started = Date.now();
     const { res, body } = await answer(a, 'client-rpm-2');
     assert.equal(res.status, 200, JSON.stringify(body));
-    const ms = await admitMs(a, res.headers.get('x-request-id'));
-    // 2000 is this file's store.timeout_ms; the rest is scheduling slack on a loaded machine.
-    assert.ok(ms <= 2000 + 1000, `admitted after ${ms} ms`);
-    assert.ok(Date.now() - started < 10000);
   } finally {
-    redis.resume();
+    await resume;
   }
-  await waitFor(() => /shared limits: decided locally/.test(a.logs()) && sharedNow(a) && sharedNow(b),
-    { timeoutMs: 15000, what: 'limits shared again once Redis answers' });
+  // store.timeout_ms is 10 s here: a 2.5 s pause is a slow Redis, not an absent one.
+  assert.deepEqual([wentLocal(a), wentLocal(b)], before, 'no instance decided locally');
+  assert.ok(sharedNow(a) && sharedNow(b));
+});
+
+test('Redis paused: a limit\'s ask waits at most store.timeout_ms, then the instance decides alone', async () => {
+  // An instance of its own with a short store.timeout_ms: how long a Redis call may take is
+  // the operator's, and a pause shorter than it turns nothing local (a, b: 10 s).
+  const c = await startGateway({ config: config(redis.url).replace('timeout_ms: 10000', 'timeout_ms: 1500') });
+  try {
+    await waitFor(() => sharing(c), { timeoutMs: 10000, what: 'limits shared through redis' });
+    redis.pause();
+    try {
+      const started = Date.now();
+      const { res, body } = await answer(c, 'client-rpm-2');
+      assert.equal(res.status, 200, JSON.stringify(body));
+      const ms = await admitMs(c, res.headers.get('x-request-id'));
+      // 1500 is c's store.timeout_ms; the rest is scheduling slack on a loaded machine.
+      assert.ok(ms <= 1500 + 1000, `admitted after ${ms} ms`);
+      assert.ok(Date.now() - started < 10000);
+    } finally {
+      redis.resume();
+    }
+    assert.match(c.logs(), /shared limits: (?:[a-z]:\S* )?decided locally/);
+    await waitFor(() => sharedNow(c) && sharedNow(a) && sharedNow(b),
+      { timeoutMs: 15000, what: 'limits shared again once Redis answers' });
+  } finally {
+    await c.stop();
+  }
 });
 
 test('Redis gone: each instance enforces the limits divided by store.instances', async () => {
