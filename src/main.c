@@ -31,7 +31,7 @@
 #include "dialect/error.h"
 #include "gauth/gauth.h"
 #include "health/hstate.h"
-#include "health/limits.h"
+#include "limits/limits.h"
 #include "health/probe.h"
 #include "metrics/metrics.h"
 #include "health/verdicts.h"

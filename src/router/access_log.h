@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "router/attempt.h"
+#include "policy/attempt.h"
 
 struct req_times; /* router/req_state.h */
 

@@ -11,13 +11,13 @@
 #include "core/clock.h"
 #include "core/id.h"
 #include "health/hstate.h"
-#include "health/limits.h"
+#include "limits/limits.h"
 #include "metrics/metrics.h"
 #include "router/feedback.h"
 #include "router/guard.h"
 #include "router/internal.h"
 #include "router/limit.h"
-#include "router/params.h"
+#include "policy/params.h"
 
 #define M(r) req__metrics(r)
 

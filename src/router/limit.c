@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* limit.c -- the local limits (health/limits.h) in the request's life: the client's rpm, tpm
+/* limit.c -- the local limits (limits/limits.h) in the request's life: the client's rpm, tpm
  * and max_concurrency in ADMIT (a 429 before anything goes upstream); each candidate's room,
  * its target's and its provider's, copied into the decision (decide.c skips a candidate
  * without room, moving on as a 429 would); the slots an attempt holds from the decision to
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "health/limits.h"
+#include "limits/limits.h"
 #include "metrics/metrics.h"
 #include "router/internal.h"
 

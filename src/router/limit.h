@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* limit.h -- the router's side of the local limits (health/limits.h): the client's limits
+/* limit.h -- the router's side of the local limits (limits/limits.h): the client's limits
  * as an admission check, each candidate's room (target and provider) copied into the
  * decision's input, the slots an attempt takes and gives back, and the wait for capacity
  * (queue_ms) in PICK. Router-private. See docs/internals/limits.md. */

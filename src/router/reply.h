@@ -12,21 +12,8 @@
 #include "core/buf.h"
 #include "dialect/error.h"
 #include "fail/taxonomy.h"
+#include "policy/outlook.h"
 #include "server/server.h"
-
-/* When no wait is known, a retryable failure says one second. */
-#define REPLY_DEFAULT_RETRY_MS 1000
-
-/* What could make the same request succeed if it were sent again, unchanged. */
-enum reply_outlook {
-    REPLY_OUTLOOK_KIND = 0, /* what the kind of the last upstream failure says (the
-                               client_should_retry column of taxonomy.c) */
-    REPLY_OUTLOOK_NEVER,    /* only a change to the request or to the config: an invalid or
-                               too large request, a parameter or capability no target has,
-                               disabled or misconfigured targets, a contract failure */
-    REPLY_OUTLOOK_TIME,     /* time alone: a key cooling down, an open circuit, a rate
-                               limit, a transient upstream failure, a busy store */
-};
 
 /* The failure, as far as retrying it is concerned. */
 struct reply_cause {

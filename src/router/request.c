@@ -15,18 +15,18 @@
 #include "core/json_scan.h"
 #include "core/log.h"
 #include "health/hstate.h"
-#include "health/limits.h"
+#include "limits/limits.h"
 #include "ledger/ledger.h"
 #include "metrics/metrics.h"
 #include "router/access_log.h"
 #include "router/admit.h"
 #include "router/contract.h"
-#include "router/cost.h"
+#include "policy/cost.h"
 #include "router/feedback.h"
 #include "router/guard.h"
 #include "router/internal.h"
 #include "router/resp_owner.h"
-#include "router/select.h"
+#include "policy/select.h"
 #include "router/shadow.h"
 #include "router/trace.h"
 
@@ -545,7 +545,7 @@ static bool charged_usage(struct request *r, bool complete)
 }
 
 /* Charges the attempt that ends to the request (r->cost_usd sums its attempts) and to its
- * client's budget: its usage at its target's price (router/cost.h). */
+ * client's budget: its usage at its target's price (policy/cost.h). */
 static void account_usage(struct request *r, bool complete)
 {
     const struct cfg_price *p = &r->target->price;

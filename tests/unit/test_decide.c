@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_decide.c -- the pure routing decision (router/decide.h) driven by a table of
+/* test_decide.c -- the pure routing decision (policy/decide.h) driven by a table of
  * scenarios: every workflow (the same target again with backoff or the next key, failover
  * to an equivalent, fallback with its capability and window checks, an uncertain side
  * effect), the retry budget, Retry-After against the deadline, breaker states, cooling
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "router/decide.h"
+#include "policy/decide.h"
 
 #define NOW 1000000u /* ms */
 

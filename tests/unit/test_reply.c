@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_reply.c -- the one derivation of the retry signals (reply_set_retry) as a table, the
  * typed-failure body never announcing a wait for a failure that is not retryable, the
- * request parameters a target cannot honour (router/params.c), and the gate that decides
+ * request parameters a target cannot honour (policy/params.c), and the gate that decides
  * whether a JSON text may spell a value through escapes (bsc_json_may_hold), and the
  * substring search it is built on (bsc_str_find) against memmem. */
 #include <setjmp.h>
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "core/json_name.h"
-#include "router/params.h"
+#include "policy/params.h"
 #include "router/reply.h"
 
 #define EXPECT_INT(ctx, got, want)                                                         \

@@ -12,7 +12,8 @@
 #include <cmocka.h>
 
 #include "config/config.h"
-#include "router/retry.h"
+#include "health/budget.h"
+#include "policy/retry.h"
 
 #define EXPECT_INT(ctx, got, want)                                                         \
     do {                                                                                   \

@@ -5,8 +5,8 @@
  * availability read once, whether the retry budget has room) and carries out the decide_out
  * (metrics, store, error body, breaker admission). No clock, no RNG, no locks, no writes:
  * tests/unit/test_decide.c drives it with a table of scenarios. */
-#ifndef BSC_ROUTER_DECIDE_H
-#define BSC_ROUTER_DECIDE_H
+#ifndef BSC_POLICY_DECIDE_H
+#define BSC_POLICY_DECIDE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,10 +14,10 @@
 
 #include "config/config.h"
 #include "health/hstate.h"
-#include "router/attempt.h"
-#include "router/envelope.h"
-#include "router/reply.h"
-#include "router/score.h"
+#include "policy/attempt.h"
+#include "policy/envelope.h"
+#include "policy/outlook.h"
+#include "policy/score.h"
 #include "fail/taxonomy.h"
 
 #define DECIDE_MAX_CANDS 64 /* per tier; later targets of a longer tier are not considered */

@@ -5,16 +5,16 @@
  * (next key, or after backoff or Retry-After), an equivalent target, an approved fallback
  * model -- each gated by the envelope (time, attempts, added latency, cost) and the
  * gateway-wide retry budget. decide_req.c builds the input and carries out the answer. */
-#include "router/decide.h"
+#include "policy/decide.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/compat.h"
-#include "router/cost.h"
-#include "router/pick.h"
-#include "router/retry.h"
+#include "policy/cost.h"
+#include "policy/pick.h"
+#include "policy/retry.h"
 
 /* ---- choosing targets ---- */
 
