@@ -102,7 +102,7 @@ struct decide_out {
     const char *recovery;            /* decide_first: "primary_unavailable" or NULL */
     enum decide_stop stop;
     const char *reason;              /* STOP_TYPED: the failure's reason code */
-    enum reply_outlook outlook;
+    enum outlook outlook;
     int64_t wait_ms;
     int status;                      /* 0: the reason's own status */
     /* balance: score: how the chosen tier was ranked (best first), for the attempt log */

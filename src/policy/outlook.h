@@ -7,16 +7,16 @@
 #define BSC_POLICY_OUTLOOK_H
 
 /* When no wait is known, a retryable failure says one second. */
-#define REPLY_DEFAULT_RETRY_MS 1000
+#define OUTLOOK_DEFAULT_RETRY_MS 1000
 
 /* What could make the same request succeed if it were sent again, unchanged. */
-enum reply_outlook {
-    REPLY_OUTLOOK_KIND = 0, /* what the kind of the last upstream failure says (the
+enum outlook {
+    OUTLOOK_KIND = 0, /* what the kind of the last upstream failure says (the
                                client_should_retry column of taxonomy.c) */
-    REPLY_OUTLOOK_NEVER,    /* only a change to the request or to the config: an invalid or
+    OUTLOOK_NEVER,    /* only a change to the request or to the config: an invalid or
                                too large request, a parameter or capability no target has,
                                disabled or misconfigured targets, a contract failure */
-    REPLY_OUTLOOK_TIME,     /* time alone: a key cooling down, an open circuit, a rate
+    OUTLOOK_TIME,     /* time alone: a key cooling down, an open circuit, a rate
                                limit, a transient upstream failure, a busy store */
 };
 

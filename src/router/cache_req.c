@@ -125,17 +125,17 @@ static void reply_hit(struct request *r, struct bsc_str body, const struct cache
 }
 
 /* A shared lookup came back: a hit is answered, anything else is a miss. */
-static enum cache_verdict shared_answer(struct request *r)
+static enum reqcache_verdict shared_answer(struct request *r)
 {
     r->c.asked = false;
     count(r, r->c.found ? "hit" : "miss");
     if (!r->c.found)
-        return CACHE_PASS;
+        return REQCACHE_PASS;
     reply_hit(r, bsc_buf_str(&r->c.hit), &r->c.hit_meta);
-    return CACHE_ANSWERED;
+    return REQCACHE_ANSWERED;
 }
 
-static enum cache_verdict memory_lookup(struct request *r)
+static enum reqcache_verdict memory_lookup(struct request *r)
 {
     struct bsc_buf body;
     struct cache_meta meta;
@@ -147,21 +147,21 @@ static enum cache_verdict memory_lookup(struct request *r)
     if (hit)
         reply_hit(r, bsc_buf_str(&body), &meta);
     bsc_buf_cleanup(&body);
-    return hit ? CACHE_ANSWERED : CACHE_PASS;
+    return hit ? REQCACHE_ANSWERED : REQCACHE_PASS;
 }
 
-enum cache_verdict cache_req_lookup(struct request *r)
+enum reqcache_verdict reqcache_lookup(struct request *r)
 {
     struct bsc_str cc;
 
     if (!cache_on(r))
-        return CACHE_PASS;
+        return REQCACHE_PASS;
     if (r->c.waiting)
-        return CACHE_WAIT;
+        return REQCACHE_WAIT;
     if (r->c.asked)
         return shared_answer(r);
     if (r->c.result)
-        return CACHE_PASS; /* decided before */
+        return REQCACHE_PASS; /* decided before */
     cc = srv_req_header(r->sreq, BSC_STR("cache-control"));
     r->c.no_store = cc.p && has_directive(cc, "no-store");
     bsc_buf_init(&r->c.copy, r->route->cache.max_entry_bytes);
@@ -169,21 +169,21 @@ enum cache_verdict cache_req_lookup(struct request *r)
     if (cc.p && has_directive(cc, "no-cache")) {
         count(r, "bypass");
         make_key(r); /* no lookup, but the answer may still be stored */
-        return CACHE_PASS;
+        return REQCACHE_PASS;
     }
     if (!make_key(r)) {
         count(r, "bypass");
-        return CACHE_PASS;
+        return REQCACHE_PASS;
     }
     if (!shared(r))
         return memory_lookup(r);
-    if (cache_shared_get(r))
-        return CACHE_WAIT;
+    if (shcache_get(r))
+        return REQCACHE_WAIT;
     count(r, "miss"); /* the store could not take the lookup: a miss, never an error */
-    return CACHE_PASS;
+    return REQCACHE_PASS;
 }
 
-size_t cache_req_header(const struct request *r, struct srv_header *h)
+size_t reqcache_header(const struct request *r, struct srv_header *h)
 {
     if (!r->c.result)
         return 0;
@@ -191,7 +191,7 @@ size_t cache_req_header(const struct request *r, struct srv_header *h)
     return 1;
 }
 
-void cache_req_record(struct request *r, const void *p, size_t len)
+void reqcache_record(struct request *r, const void *p, size_t len)
 {
     if (r->c.keyed && !r->c.overflow && bsc_buf_append(&r->c.copy, p, len) != BSC_OK)
         r->c.overflow = true;
@@ -207,7 +207,7 @@ static bool storable(const struct request *r)
            !(r->input.stream && !r->buffering && contract_active(r)) && r->c.copy.len > 0;
 }
 
-void cache_req_store(struct request *r)
+void reqcache_store(struct request *r)
 {
     struct cache_meta meta = {.stream = r->input.stream, .cost_usd = r->cost_usd,
                               .stored_ms = bsc_wall_ms()};
@@ -216,7 +216,7 @@ void cache_req_store(struct request *r)
     if (!r->c.result || !storable(r))
         return;
     if (shared(r))
-        cache_shared_put(r, bsc_buf_str(&r->c.copy), &meta);
+        shcache_put(r, bsc_buf_str(&r->c.copy), &meta);
     else if (cache_mem_put(r->gw->cache, &r->c.key, bsc_str_cstr(r->route->id),
                            bsc_buf_str(&r->c.copy), &meta, (uint64_t)r->route->cache.ttl_s * 1000,
                            meta.stored_ms, limit) != BSC_OK)
@@ -224,9 +224,9 @@ void cache_req_store(struct request *r)
     r->c.keyed = false; /* stored once */
 }
 
-void cache_req_finish(struct request *r)
+void reqcache_finish(struct request *r)
 {
-    cache_shared_detach(r);
+    shcache_detach(r);
     bsc_buf_cleanup(&r->c.copy);
     bsc_buf_cleanup(&r->c.hit);
 }
