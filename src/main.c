@@ -31,7 +31,7 @@
 #include "dialect/error.h"
 #include "gauth/gauth.h"
 #include "health/hstate.h"
-#include "health/limits.h"
+#include "limits/limits.h"
 #include "health/probe.h"
 #include "metrics/metrics.h"
 #include "health/verdicts.h"
@@ -217,7 +217,7 @@ static void worker_closed(struct srv *srv, void *ud)
     shadow_worker_stop(w); /* copies still running: before their curl multi goes */
     up_multi_free(w->up);
     w->up = NULL;
-    lim_worker_closing(w);
+    reqlim_worker_closing(w);
     uv_close((uv_handle_t *)&w->wake, NULL);
 }
 
@@ -249,7 +249,7 @@ static void worker_on_wake(uv_async_t *h)
         cfg_unref(cfg);
     }
     if (cmd & WORKER_CMD_CAPACITY)
-        lim_req_wake(w);
+        reqlim_wake(w);
     if (cmd & (WORKER_CMD_DRAIN | WORKER_CMD_STOP | WORKER_CMD_CLOSE))
         admin_close(w);
     if ((cmd & WORKER_CMD_DRAIN) && !w->draining) {
@@ -386,7 +386,7 @@ static void worker_abandon(struct worker *w)
 static void workers_send(struct gateway *gw, unsigned cmd)
 {
     for (unsigned i = 0; i < gw->n_workers; i++)
-        lim_loop_send(&gw->workers[i], cmd); /* not to a loop that has ended its drain */
+        reqlim_loop_send(&gw->workers[i], cmd); /* not to a loop that has ended its drain */
 }
 
 /* ---- main thread: signals ---- */
@@ -664,7 +664,7 @@ static int serve(const char *path, const struct rlimit *core_limit)
         /* Rate buckets and concurrency leases too: shared, taken in slices. */
         struct lim_share *sh = hstate_redis_share(mc.gw.hs);
 
-        sh->wake = lim_wake_loops;
+        sh->wake = reqlim_wake_loops;
         sh->wake_ctx = &mc.gw;
         lim_reg_share(mc.gw.lim, sh);
     }

@@ -10,9 +10,9 @@
 #include "api/internal.h"
 #include "health/breaker.h"
 #include "health/keys.h"
-#include "health/limits.h"
+#include "limits/limits.h"
 #include "metrics/metrics.h"
-#include "router/attempt.h"
+#include "policy/attempt.h"
 #include "router/gateway.h"
 #include "router/shadow.h"
 
@@ -193,7 +193,7 @@ static void note_caps(struct limits_set *ls, enum lim_subject subj, uint32_t rpm
     ls->on[subj][LIM_CONC] |= conc != 0;
 }
 
-/* The same caps health/limits_reg.c gives the sets: non-zero is enforced (a provider's
+/* The same caps limits/limits_reg.c gives the sets: non-zero is enforced (a provider's
  * max_concurrency has a default, so it always is). */
 static void limits_of(const struct cfg *cfg, struct limits_set *ls)
 {

@@ -11,7 +11,7 @@
 #include "core/clock.h"
 #include "health/verdicts.h"
 #include "metrics/metrics.h"
-#include "router/attempt.h"
+#include "policy/attempt.h"
 #include "router/feedback.h"
 #include "router/gateway.h"
 

@@ -4,7 +4,7 @@
 #include "api/internal.h"
 #include "core/buf.h"
 #include "health/hstate.h"
-#include "health/limits.h"
+#include "limits/limits.h"
 #include "router/gateway.h"
 
 /* A latency figure in milliseconds, or null while there is no measurement yet (the state

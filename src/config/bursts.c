@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* bursts.c -- the bursts beside a client's, target's or provider's rates: `rpm_burst` and
- * `tpm_burst` are counts admitted at once (health/limits.h, GCRA), meaningful only beside
+ * `tpm_burst` are counts admitted at once (limits/limits.h, GCRA), meaningful only beside
  * their rate and never above it. */
 #include <stdio.h>
 

@@ -99,7 +99,7 @@ enum cfg_breaker_dim {
 /* `breaker.mode`: closed/open/half-open, or the SRE book's client-side throttling. */
 enum cfg_breaker_mode { CFG_BRK_MODE_CIRCUIT = 0, CFG_BRK_MODE_ADAPTIVE, CFG_BRK_MODE_COUNT };
 
-struct lim_set; /* health/limits.h */
+struct lim_set; /* limits/limits.h */
 
 struct cfg_header {
     char *name;  /* owned */
@@ -149,7 +149,7 @@ struct cfg_vertex {
 struct cfg_provider {
     char *id; /* owned; the map key */
     struct hs_provider *hs; /* set by hstate_sync: its health object (health/hstate.h) */
-    struct lim_set *lim;    /* set by lim_reg_sync: its limits (health/limits.h), or NULL */
+    struct lim_set *lim;    /* set by lim_reg_sync: its limits (limits/limits.h), or NULL */
     enum cfg_provider_kind kind;
     enum cfg_profile profile; /* openai_compatible only; AUTO: from the base_url's host */
     char *base_url; /* owned; no trailing slash */
@@ -168,7 +168,7 @@ struct cfg_provider {
     bool max_concurrency_default; /* not configured: 256, each process's own (not shared) */
     uint32_t rpm;                /* 0 = unlimited */
     uint32_t tpm;                /* 0 = unlimited */
-    uint32_t rpm_burst, tpm_burst; /* 0 = the default, rpm / 12 (health/limits.h lim_burst) */
+    uint32_t rpm_burst, tpm_burst; /* 0 = the default, rpm / 12 (limits/limits.h lim_burst) */
     struct cfg_health health;
     bool disabled;
     bool has_breaker; /* an override of the top-level breaker */
@@ -194,7 +194,7 @@ struct cfg_price {
 struct cfg_target {
     char *id; /* owned; the map key, e.g. "gpt-4.1@openai-us" */
     struct hs_target *hs; /* set by hstate_sync: its health object (health/hstate.h) */
-    struct lim_set *lim;  /* set by lim_reg_sync: its limits (health/limits.h), or NULL */
+    struct lim_set *lim;  /* set by lim_reg_sync: its limits (limits/limits.h), or NULL */
     struct cfg_provider *provider; /* borrowed from the same snapshot */
     char *model;      /* owned; the upstream model name */
     char *deployment; /* owned; NULL when unset */
@@ -206,7 +206,7 @@ struct cfg_target {
     bool disabled;
     uint32_t canary_percent; /* 0..100, default 100 */
     uint32_t rpm, tpm, max_concurrency; /* 0 = unlimited */
-    uint32_t rpm_burst, tpm_burst; /* 0 = the default, rpm / 12 (health/limits.h lim_burst) */
+    uint32_t rpm_burst, tpm_burst; /* 0 = the default, rpm / 12 (limits/limits.h lim_burst) */
     uint32_t queue_ms;       /* a wait for its capacity; 0 = none */
     bool has_breaker;
     struct cfg_breaker breaker;
@@ -296,7 +296,7 @@ struct cfg_shadow {
     atomic_uint inflight;      /* copies running */
 };
 
-/* score: the weights of balance: score (router/score.h; docs/configuration.md). */
+/* score: the weights of balance: score (policy/score.h; docs/configuration.md). */
 struct cfg_score {
     double contract;   /* 1.0: per unit of contract success rate */
     double task;       /* 1.0: per unit of task success rate */
@@ -471,8 +471,8 @@ struct cfg_client {
     const struct cfg_route **routes; /* owned array of borrowed routes */
     size_t n_routes;
     bool all_routes;         /* routes: ["*"] */
-    uint32_t rpm, tpm, max_concurrency; /* 0 = unlimited (health/limits.h) */
-    uint32_t rpm_burst, tpm_burst; /* 0 = the default, rpm / 12 (health/limits.h lim_burst) */
+    uint32_t rpm, tpm, max_concurrency; /* 0 = unlimited (limits/limits.h) */
+    uint32_t rpm_burst, tpm_burst; /* 0 = the default, rpm / 12 (limits/limits.h lim_burst) */
     uint32_t weight;         /* its share of a target's or provider's room when waiting; 1 */
     struct lim_set *lim;     /* set by lim_reg_sync, or NULL */
     struct cfg_budget budget;

@@ -4,7 +4,7 @@
  * the rules (conditions through a schema table, last_user_matches compiled with the linear-time
  * engine of contract/regex.h) and resolves the routes they name: no unknown route, no chain to
  * another select route, no rule after one that always holds. Matching a request is
- * router/select.c. See docs/configuration.md "select" and docs/internals/config.md. */
+ * policy/select.c. See docs/configuration.md "select" and docs/internals/config.md. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
 /* regex.h -- the linear-time regular expressions of the schema validator (jsonschema_regex.c),
  * for other users than JSON Schema: an ECMA-262 subset compiled to a Thompson automaton and
  * searched as a state-set simulation, so a search costs at most (subject length x states)
- * whatever the pattern. Route selection (config/route_select.c, router/select.c) compiles
+ * whatever the pattern. Route selection (config/route_select.c, policy/select.c) compiles
  * its last_user_matches patterns with it. Dialect and limits: docs/internals/jsonschema.md §5. */
 #ifndef BSC_CONTRACT_REGEX_H
 #define BSC_CONTRACT_REGEX_H

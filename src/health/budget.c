@@ -5,60 +5,59 @@
 
 #include <string.h>
 
-uint32_t retry_budget_bucket_ms(uint32_t window_ms)
+uint32_t rbudget_bucket_ms(uint32_t window_ms)
 {
-    return window_ms < RETRY_BUDGET_BUCKETS ? 1 : window_ms / RETRY_BUDGET_BUCKETS;
+    return window_ms < RBUDGET_BUCKETS ? 1 : window_ms / RBUDGET_BUCKETS;
 }
 
-void retry_budget_init(struct retry_budget *b, double ratio, uint32_t min_per_s,
-                       uint32_t window_ms)
+void rbudget_init(struct rbudget *b, double ratio, uint32_t min_per_s, uint32_t window_ms)
 {
     memset(b, 0, sizeof(*b));
-    if (window_ms < RETRY_BUDGET_BUCKETS)
-        window_ms = RETRY_BUDGET_BUCKETS;
+    if (window_ms < RBUDGET_BUCKETS)
+        window_ms = RBUDGET_BUCKETS;
     b->ratio = ratio >= 0.0 ? ratio : 0.0; /* also turns NaN into 0 */
     b->floor = (double)min_per_s * (double)window_ms / 1000.0;
-    b->bucket_ms = retry_budget_bucket_ms(window_ms);
+    b->bucket_ms = rbudget_bucket_ms(window_ms);
 }
 
 /* Moves the window to <now>, emptying the buckets that fell out of it. */
-static void slide(struct retry_budget *b, uint64_t now)
+static void slide(struct rbudget *b, uint64_t now)
 {
     uint64_t slot = now / b->bucket_ms, gap;
 
     if (slot <= b->head)
         return; /* same bucket, or the clock went back: keep counting in the newest */
     gap = slot - b->head;
-    if (gap >= RETRY_BUDGET_BUCKETS) {
+    if (gap >= RBUDGET_BUCKETS) {
         memset(b->firsts, 0, sizeof(b->firsts));
         memset(b->retries, 0, sizeof(b->retries));
     } else {
         for (uint64_t s = b->head + 1; s <= slot; s++) {
-            b->firsts[s % RETRY_BUDGET_BUCKETS] = 0;
-            b->retries[s % RETRY_BUDGET_BUCKETS] = 0;
+            b->firsts[s % RBUDGET_BUCKETS] = 0;
+            b->retries[s % RBUDGET_BUCKETS] = 0;
         }
     }
     b->head = slot;
 }
 
-static void window_sums(const struct retry_budget *b, uint64_t *firsts, uint64_t *retries)
+static void window_sums(const struct rbudget *b, uint64_t *firsts, uint64_t *retries)
 {
     *firsts = 0;
     *retries = 0;
-    for (unsigned i = 0; i < RETRY_BUDGET_BUCKETS; i++) {
+    for (unsigned i = 0; i < RBUDGET_BUCKETS; i++) {
         *firsts += b->firsts[i];
         *retries += b->retries[i];
     }
 }
 
-void retry_budget_note_first(struct retry_budget *b, uint64_t now)
+void rbudget_note_first(struct rbudget *b, uint64_t now)
 {
     slide(b, now);
-    b->firsts[b->head % RETRY_BUDGET_BUCKETS]++;
+    b->firsts[b->head % RBUDGET_BUCKETS]++;
     b->total_firsts++;
 }
 
-bool retry_budget_available(struct retry_budget *b, uint64_t now)
+bool rbudget_available(struct rbudget *b, uint64_t now)
 {
     uint64_t firsts, retries;
 
@@ -67,18 +66,18 @@ bool retry_budget_available(struct retry_budget *b, uint64_t now)
     return (double)retries < b->ratio * (double)firsts + b->floor;
 }
 
-bool retry_budget_try_take(struct retry_budget *b, uint64_t now)
+bool rbudget_try_take(struct rbudget *b, uint64_t now)
 {
-    if (!retry_budget_available(b, now)) {
+    if (!rbudget_available(b, now)) {
         b->total_rejections++;
         return false;
     }
-    b->retries[b->head % RETRY_BUDGET_BUCKETS]++;
+    b->retries[b->head % RBUDGET_BUCKETS]++;
     b->total_retries++;
     return true;
 }
 
-void retry_budget_stats(struct retry_budget *b, uint64_t now, struct retry_budget_stats *out)
+void rbudget_stats(struct rbudget *b, uint64_t now, struct rbudget_stats *out)
 {
     slide(b, now);
     window_sums(b, &out->firsts_in_window, &out->retries_in_window);

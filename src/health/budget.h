@@ -9,50 +9,49 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define RETRY_BUDGET_BUCKETS 10
+#define RBUDGET_BUCKETS 10
 
-/* The retry budget: over a sliding window (RETRY_BUDGET_BUCKETS buckets of window_ms / 10),
+/* The retry budget: over a sliding window (RBUDGET_BUCKETS buckets of window_ms / 10),
  * retries (and failovers: every attempt after a request's first) are allowed while
  * retries_in_window < ratio * firsts_in_window + min_per_s * window_s. The window slides by
  * whole buckets, so it covers between 9/10 and all of window_ms.
  * NOT thread-safe: the caller serialises access (one budget behind a lock, or one per
  * worker with min_per_s divided by the number of workers). Fields are private. */
-struct retry_budget {
+struct rbudget {
     double ratio;
     double floor;       /* min_per_s * window_s: retries always allowed per window */
     uint32_t bucket_ms; /* >= 1 */
     uint64_t head;      /* absolute bucket number (now / bucket_ms) of the newest bucket */
-    uint64_t firsts[RETRY_BUDGET_BUCKETS];
-    uint64_t retries[RETRY_BUDGET_BUCKETS];
+    uint64_t firsts[RBUDGET_BUCKETS];
+    uint64_t retries[RBUDGET_BUCKETS];
     uint64_t total_firsts, total_retries, total_rejections;
 };
 
-struct retry_budget_stats {
+struct rbudget_stats {
     uint64_t firsts_in_window, retries_in_window;
     double allowance; /* ratio * firsts_in_window + floor: retries the window allows */
     uint64_t total_firsts, total_retries, total_rejections; /* since init, for counters */
 };
 
-/* The width of one bucket for a window of <window_ms>: what retry_budget_init sets. */
-uint32_t retry_budget_bucket_ms(uint32_t window_ms);
+/* The width of one bucket for a window of <window_ms>: what rbudget_init sets. */
+uint32_t rbudget_bucket_ms(uint32_t window_ms);
 
 /* Sets up an empty budget. <ratio> < 0 or NaN counts as 0; <window_ms> below
- * RETRY_BUDGET_BUCKETS is raised to it (each bucket is at least 1 ms). Cannot fail. */
-void retry_budget_init(struct retry_budget *b, double ratio, uint32_t min_per_s,
-                       uint32_t window_ms);
+ * RBUDGET_BUCKETS is raised to it (each bucket is at least 1 ms). Cannot fail. */
+void rbudget_init(struct rbudget *b, double ratio, uint32_t min_per_s, uint32_t window_ms);
 
 /* Records a first attempt (a new client request) at monotonic time <now>. */
-void retry_budget_note_first(struct retry_budget *b, uint64_t now);
+void rbudget_note_first(struct rbudget *b, uint64_t now);
 
 /* Asks for one retry or failover at <now>. Returns true and counts it when the window
  * allows it; returns false and counts a rejection otherwise. Time going backwards is
  * treated as no time passing. */
-bool retry_budget_try_take(struct retry_budget *b, uint64_t now);
+bool rbudget_try_take(struct rbudget *b, uint64_t now);
 
 /* Fills *<out> for metrics at <now> (slides the window first, changes no counts). */
-void retry_budget_stats(struct retry_budget *b, uint64_t now, struct retry_budget_stats *out);
+void rbudget_stats(struct rbudget *b, uint64_t now, struct rbudget_stats *out);
 
 /* Whether one retry would be allowed at <now>, without taking it (slides the window). */
-bool retry_budget_available(struct retry_budget *b, uint64_t now);
+bool rbudget_available(struct rbudget *b, uint64_t now);
 
 #endif

@@ -59,7 +59,7 @@ struct hs_local {
     struct brk_entry *brks[HSTATE_MAX];
     size_t n_brks;
     pthread_mutex_t budget_lock;
-    struct retry_budget budget;
+    struct rbudget budget;
 };
 
 static struct hs_local *local(struct hstate *hs)
@@ -218,9 +218,8 @@ static void sync_budget(struct hs_local *hl, const struct cfg_retry *rc)
     hl->budget.ratio = rc->budget_ratio;
     hl->budget.floor = (double)rc->budget_min_per_s * rc->budget_window_ms / 1000.0;
     /* Only a new bucket width restarts the window; a reload keeps the counts. */
-    if (hl->budget.bucket_ms != retry_budget_bucket_ms(rc->budget_window_ms))
-        retry_budget_init(&hl->budget, rc->budget_ratio, rc->budget_min_per_s,
-                          rc->budget_window_ms);
+    if (hl->budget.bucket_ms != rbudget_bucket_ms(rc->budget_window_ms))
+        rbudget_init(&hl->budget, rc->budget_ratio, rc->budget_min_per_s, rc->budget_window_ms);
     pthread_mutex_unlock(&hl->budget_lock);
 }
 
@@ -577,7 +576,7 @@ static void l_budget_first(struct hstate *hs, uint64_t now_ms)
     struct hs_local *hl = local(hs);
 
     pthread_mutex_lock(&hl->budget_lock);
-    retry_budget_note_first(&hl->budget, now_ms);
+    rbudget_note_first(&hl->budget, now_ms);
     pthread_mutex_unlock(&hl->budget_lock);
 }
 
@@ -587,7 +586,7 @@ static bool l_budget_available(struct hstate *hs, uint64_t now_ms)
     bool ok;
 
     pthread_mutex_lock(&hl->budget_lock);
-    ok = retry_budget_available(&hl->budget, now_ms);
+    ok = rbudget_available(&hl->budget, now_ms);
     pthread_mutex_unlock(&hl->budget_lock);
     return ok;
 }
@@ -598,7 +597,7 @@ static bool l_budget_take(struct hstate *hs, uint64_t now_ms)
     bool ok;
 
     pthread_mutex_lock(&hl->budget_lock);
-    ok = retry_budget_try_take(&hl->budget, now_ms);
+    ok = rbudget_try_take(&hl->budget, now_ms);
     pthread_mutex_unlock(&hl->budget_lock);
     return ok;
 }
@@ -704,7 +703,7 @@ struct hstate *hstate_new(void)
     hl->base.ops = &local_ops;
     pthread_mutex_init(&hl->sync_lock, NULL);
     pthread_mutex_init(&hl->budget_lock, NULL);
-    retry_budget_init(&hl->budget, 0.2, 10, 10000);
+    rbudget_init(&hl->budget, 0.2, 10, 10000);
     return &hl->base;
 }
 

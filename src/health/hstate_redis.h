@@ -14,7 +14,7 @@ struct lim_share;
  * connects, and reconnects, in the background. NULL with <err> set when the URL is bad or
  * out of memory. Freed with hstate_free(). */
 struct hstate *hstate_redis_new(const struct cfg_store *st, char *err, size_t errlen);
-/* The fleet's limits through the same Redis (health/limits.h): hand it to lim_reg_share(). */
+/* The fleet's limits through the same Redis (limits/limits.h): hand it to lim_reg_share(). */
 struct lim_share *hstate_redis_share(struct hstate *hs);
 
 #endif

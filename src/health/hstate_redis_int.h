@@ -13,7 +13,7 @@
 #include "config/config.h"
 #include "core/redis_keys.h"
 #include "health/hstate.h"
-#include "health/limits.h"
+#include "limits/limits.h"
 
 #define HR_MAX 1024             /* circuits, providers */
 #define HR_MAX_QUEUED 10000     /* events waiting for Redis; more are dropped (local only) */

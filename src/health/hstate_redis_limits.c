@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* hstate_redis_limits.c -- the fleet's rate buckets and concurrency leases in Redis, behind
- * struct lim_share (health/limits.h). A rate is one hash per subject holding each rate's
+ * struct lim_share (limits/limits.h). A rate is one hash per subject holding each rate's
  * theoretical arrival time (GCRA, as limits.c, on Redis's own clock, so hosts' clocks never
  * disagree), taken from by one Lua script: all-or-nothing, exact. A lease is a hash of slots per gateway process and a
  * sorted set of those processes' expiries; a process renews its entry every lease_ttl_ms/3

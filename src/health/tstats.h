@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* tstats.h -- passive health signals of one target from live traffic (docs/design.md §8): EWMAs of
  * latency and time to first token, requests in flight, success/failure counts and the last
- * error. Feeds least_latency balancing (router/pick.h), the status page and metrics. Pure:
+ * error. Feeds least_latency balancing (policy/pick.h), the status page and metrics. Pure:
  * no I/O, no clock reads, never calls back. Not thread-safe: one per worker. */
 #ifndef BSC_HEALTH_TSTATS_H
 #define BSC_HEALTH_TSTATS_H

@@ -71,7 +71,7 @@ struct prov_call {
 };
 
 /* Top-level request parameters an adapter may be unable to honour, with the name the
- * client's 400 gives in `param`. router/params.c finds them in the request; an adapter
+ * client's 400 gives in `param`. policy/params.c finds them in the request; an adapter
  * declares the ones it cannot honour (prov_ops.unhonoured, max_choices), and a target whose
  * adapter cannot honour a parameter the request sets is not eligible for it, like a target
  * without a capability the request needs (docs/internals/request-lifecycle.md). */

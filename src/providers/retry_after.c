@@ -3,7 +3,7 @@
  * (delta-seconds or IMF-fixdate), Go-style durations and "try again in Ns" message text.
  * Numbers are parsed as exact decimals in integer nanoseconds (no floating point), so
  * "1.1" seconds is 1100 ms and not 1101, and a hint is rounded up, never shortened.
- * Does not choose the delay (router/retry.c does); see docs/internals/taxonomy.md. */
+ * Does not choose the delay (policy/retry.c does); see docs/internals/taxonomy.md. */
 #include "providers/retry_after.h"
 
 #include <stdbool.h>

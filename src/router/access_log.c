@@ -168,7 +168,7 @@ void access_log_write(const struct access_entry *e)
     line_end(b);
 }
 
-void attempt_log_write(const struct attempt_line *l)
+void access_log_write_attempt(const struct access_attempt_line *l)
 {
     struct bsc_buf *b = LINE_BEGIN("attempt", l->request_id);
     const struct attempt *a = l->a;

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "router/attempt.h"
+#include "policy/attempt.h"
 
 struct req_times; /* router/req_state.h */
 
@@ -53,7 +53,7 @@ void access_log_write(const struct access_entry *e);
 /* One line per attempt (docs/design.md §9): what was tried, how it ended, what the router decided
  * next and why. <next> is "deliver", "retry", "equivalent_failover", "cross_model_fallback"
  * or "stop"; <why> a short reason; <circuit> the breaker state after the outcome. */
-struct attempt_line {
+struct access_attempt_line {
     const char *request_id, *route;
     unsigned number; /* 1-based */
     const struct attempt *a;
@@ -66,7 +66,7 @@ struct attempt_line {
     int64_t queued_ms;      /* < 0: never queued for room before this attempt */
 };
 
-void attempt_log_write(const struct attempt_line *l);
+void access_log_write_attempt(const struct access_attempt_line *l);
 
 /* Frees this thread's line buffer (a worker calls it as it exits). */
 void access_log_thread_cleanup(void);

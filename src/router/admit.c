@@ -76,7 +76,7 @@ static enum admit_verdict check_store_available(struct request *r)
                    "the shared state store is unavailable (%s) and store.on_unavailable is "
                    "reject; nothing was sent upstream and it is safe to retry",
                    why ? why : "unreachable");
-    req__set_retry(r, REPLY_OUTLOOK_TIME, REPLY_DEFAULT_RETRY_MS);
+    req__set_retry(r, OUTLOOK_TIME, OUTLOOK_DEFAULT_RETRY_MS);
     r->d.termination = "store_unavailable";
     return ADMIT_REFUSE;
 }
@@ -85,9 +85,9 @@ static enum admit_verdict check_store_available(struct request *r)
  * or sent upstream. */
 static enum admit_verdict check_client_limits(struct request *r)
 {
-    switch (lim_req_admit_client(r)) {
-    case LIM_ADMIT_WAIT: return ADMIT_WAIT;
-    case LIM_ADMIT_REFUSE: return ADMIT_REFUSE;
+    switch (reqlim_admit_client(r)) {
+    case REQLIM_ADMIT_WAIT: return ADMIT_WAIT;
+    case REQLIM_ADMIT_REFUSE: return ADMIT_REFUSE;
     default: return ADMIT_PASS;
     }
 }
@@ -121,9 +121,9 @@ static enum admit_verdict check_idempotency(struct request *r)
  * Idempotency-Key settled; a hit is answered here and nothing goes upstream. */
 static enum admit_verdict check_cache(struct request *r)
 {
-    switch (cache_req_lookup(r)) {
-    case CACHE_WAIT: return ADMIT_WAIT;
-    case CACHE_ANSWERED: return ADMIT_ANSWERED;
+    switch (reqcache_lookup(r)) {
+    case REQCACHE_WAIT: return ADMIT_WAIT;
+    case REQCACHE_ANSWERED: return ADMIT_ANSWERED;
     default: return ADMIT_PASS;
     }
 }

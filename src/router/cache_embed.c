@@ -23,7 +23,7 @@
 #include "core/json_scan.h"
 #include "core/log.h"
 #include "health/hstate.h"
-#include "router/cost.h"
+#include "policy/cost.h"
 #include "router/internal.h"
 #include "router/spend.h"
 
@@ -148,14 +148,14 @@ out:
     return ok;
 }
 
-bool cache_embed_key(struct request *r)
+bool reqcache_embed_key(struct request *r)
 {
     struct bsc_buf ctx;
-    char scope[CACHE_SCOPE_MAX];
+    char scope[REQCACHE_SCOPE_MAX];
     struct cache_key_parts parts;
     bool ok;
 
-    cache_req_parts(r, scope, &parts);
+    reqcache_parts(r, scope, &parts);
     bsc_buf_init(&ctx, CANON_MAX_BYTES);
     bsc_buf_init(&r->c.question, QUESTION_MAX_BYTES);
     ok = r->route->cache.embed_target && context_text(r, &ctx);
@@ -322,7 +322,7 @@ static bool send_embed(struct embed *e, int key_idx)
     return up_start(e->r->w->up, &ureq, &up_cb, e, &e->xfer) == BSC_OK;
 }
 
-bool cache_embed_start(struct request *r)
+bool reqcache_embed_start(struct request *r)
 {
     const struct cfg_target *t = r->route->cache.embed_target;
     struct embed *e;
@@ -353,7 +353,7 @@ bool cache_embed_start(struct request *r)
     return true;
 }
 
-void cache_embed_finish(struct request *r)
+void reqcache_embed_finish(struct request *r)
 {
     if (r->c.embed)
         embed_free(r->c.embed); /* cancels: its callback never runs */

@@ -15,15 +15,15 @@ struct request;
 /* Sets r->c.key to the request's context key and keeps the last user message's text for
  * the embedding. False when the request has no such message (no "messages", a last user
  * message with other than text parts) or cannot be canonicalised: not cached (bypass). */
-bool cache_embed_key(struct request *r);
+bool reqcache_embed_key(struct request *r);
 
 /* Starts the embedding of the kept text: true, and r->c.waiting is set until the answer
  * comes back (then r->c.vec holds the unit vector, or stays NULL on any failure, and the
  * machine runs: never from inside this call). False when it could not start (a miss). */
-bool cache_embed_start(struct request *r);
+bool reqcache_embed_start(struct request *r);
 
 /* The request ends: a running embedding is cancelled (no callback afterwards) and the
  * request's vector and text are freed. */
-void cache_embed_finish(struct request *r);
+void reqcache_embed_finish(struct request *r);
 
 #endif

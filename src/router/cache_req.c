@@ -68,13 +68,13 @@ static const char *shape_of(const struct request *r)
     return r->input.include_usage ? "sse+usage" : "sse";
 }
 
-void cache_req_parts(const struct request *r, char scope[CACHE_SCOPE_MAX],
+void reqcache_parts(const struct request *r, char scope[REQCACHE_SCOPE_MAX],
                      struct cache_key_parts *parts)
 {
     if (r->route->cache.scope == CFG_CACHE_ROUTE)
-        snprintf(scope, CACHE_SCOPE_MAX, "route");
+        snprintf(scope, REQCACHE_SCOPE_MAX, "route");
     else
-        snprintf(scope, CACHE_SCOPE_MAX, "client:%s", r->client_scope);
+        snprintf(scope, REQCACHE_SCOPE_MAX, "client:%s", r->client_scope);
     *parts = (struct cache_key_parts){
         .route = bsc_str_cstr(r->route->id),
         .dialect = bsc_str_cstr(r->path),
@@ -88,11 +88,11 @@ void cache_req_parts(const struct request *r, char scope[CACHE_SCOPE_MAX],
 static bool make_key(struct request *r)
 {
     struct bsc_buf canon;
-    char scope[CACHE_SCOPE_MAX];
+    char scope[REQCACHE_SCOPE_MAX];
     enum canon_result res;
     struct cache_key_parts parts;
 
-    cache_req_parts(r, scope, &parts);
+    reqcache_parts(r, scope, &parts);
     bsc_buf_init(&canon, CANON_MAX_BYTES);
     res = canon_request(srv_req_body(r->sreq), ignored, BSC_ARRAY_LEN(ignored), &canon);
     if (res == CANON_OK) {
@@ -145,19 +145,19 @@ static void reply_hit(struct request *r, struct bsc_str body, const struct cache
 }
 
 /* A shared lookup came back: a hit is answered, anything else is a miss. */
-static enum cache_verdict shared_answer(struct request *r)
+static enum reqcache_verdict shared_answer(struct request *r)
 {
     r->c.asked = false;
     count(r, r->c.found ? "hit" : "miss");
     if (!r->c.found)
-        return CACHE_PASS;
+        return REQCACHE_PASS;
     reply_hit(r, bsc_buf_str(&r->c.hit), &r->c.hit_meta);
-    return CACHE_ANSWERED;
+    return REQCACHE_ANSWERED;
 }
 
 /* The embedding came back: the closest answer of the same context, if close enough. No
  * vector (the embedding failed or timed out) is a miss. */
-static enum cache_verdict semantic_answer(struct request *r)
+static enum reqcache_verdict semantic_answer(struct request *r)
 {
     struct bsc_buf body;
     struct cache_meta meta;
@@ -173,33 +173,33 @@ static enum cache_verdict semantic_answer(struct request *r)
     if (hit)
         reply_hit(r, bsc_buf_str(&body), &meta);
     bsc_buf_cleanup(&body);
-    return hit ? CACHE_ANSWERED : CACHE_PASS;
+    return hit ? REQCACHE_ANSWERED : REQCACHE_PASS;
 }
 
-/* A semantic lookup: keyed by context, then the question embedded (CACHE_WAIT until it
+/* A semantic lookup: keyed by context, then the question embedded (REQCACHE_WAIT until it
  * comes back). With no-cache the answer may still be stored: it is embedded all the same. */
-static enum cache_verdict semantic_lookup(struct request *r, bool no_cache)
+static enum reqcache_verdict semantic_lookup(struct request *r, bool no_cache)
 {
-    if (!cache_embed_key(r)) {
+    if (!reqcache_embed_key(r)) {
         count(r, "bypass");
-        return CACHE_PASS;
+        return REQCACHE_PASS;
     }
     if (no_cache) {
         count(r, "bypass");
-        if (r->c.no_store || !cache_embed_start(r))
+        if (r->c.no_store || !reqcache_embed_start(r))
             r->c.keyed = false; /* nothing to store it under */
         else
-            return CACHE_WAIT;
-        return CACHE_PASS;
+            return REQCACHE_WAIT;
+        return REQCACHE_PASS;
     }
-    if (cache_embed_start(r))
-        return CACHE_WAIT;
+    if (reqcache_embed_start(r))
+        return REQCACHE_WAIT;
     count(r, "miss"); /* the embedding could not start: a miss, never an error */
     r->c.keyed = false;
-    return CACHE_PASS;
+    return REQCACHE_PASS;
 }
 
-static enum cache_verdict memory_lookup(struct request *r)
+static enum reqcache_verdict memory_lookup(struct request *r)
 {
     struct bsc_buf body;
     struct cache_meta meta;
@@ -211,23 +211,23 @@ static enum cache_verdict memory_lookup(struct request *r)
     if (hit)
         reply_hit(r, bsc_buf_str(&body), &meta);
     bsc_buf_cleanup(&body);
-    return hit ? CACHE_ANSWERED : CACHE_PASS;
+    return hit ? REQCACHE_ANSWERED : REQCACHE_PASS;
 }
 
-enum cache_verdict cache_req_lookup(struct request *r)
+enum reqcache_verdict reqcache_lookup(struct request *r)
 {
     struct bsc_str cc;
 
     if (!cache_on(r))
-        return CACHE_PASS;
+        return REQCACHE_PASS;
     if (r->c.waiting)
-        return CACHE_WAIT;
+        return REQCACHE_WAIT;
     if (r->c.asked && semantic(r) && r->c.result)
-        return (r->c.asked = false), CACHE_PASS; /* no-cache: embedded for the store only */
+        return (r->c.asked = false), REQCACHE_PASS; /* no-cache: embedded for the store only */
     if (r->c.asked)
         return semantic(r) ? semantic_answer(r) : shared_answer(r);
     if (r->c.result)
-        return CACHE_PASS; /* decided before */
+        return REQCACHE_PASS; /* decided before */
     cc = srv_req_header(r->sreq, BSC_STR("cache-control"));
     r->c.no_store = cc.p && has_directive(cc, "no-store");
     bsc_buf_init(&r->c.copy, r->route->cache.max_entry_bytes);
@@ -237,21 +237,21 @@ enum cache_verdict cache_req_lookup(struct request *r)
     if (cc.p && has_directive(cc, "no-cache")) {
         count(r, "bypass");
         make_key(r); /* no lookup, but the answer may still be stored */
-        return CACHE_PASS;
+        return REQCACHE_PASS;
     }
     if (!make_key(r)) {
         count(r, "bypass");
-        return CACHE_PASS;
+        return REQCACHE_PASS;
     }
     if (!shared(r))
         return memory_lookup(r);
-    if (cache_shared_get(r))
-        return CACHE_WAIT;
+    if (shcache_get(r))
+        return REQCACHE_WAIT;
     count(r, "miss"); /* the store could not take the lookup: a miss, never an error */
-    return CACHE_PASS;
+    return REQCACHE_PASS;
 }
 
-size_t cache_req_header(const struct request *r, struct srv_header *h)
+size_t reqcache_header(const struct request *r, struct srv_header *h)
 {
     if (!r->c.result)
         return 0;
@@ -259,7 +259,7 @@ size_t cache_req_header(const struct request *r, struct srv_header *h)
     return 1;
 }
 
-void cache_req_record(struct request *r, const void *p, size_t len)
+void reqcache_record(struct request *r, const void *p, size_t len)
 {
     if (r->c.keyed && !r->c.overflow && bsc_buf_append(&r->c.copy, p, len) != BSC_OK)
         r->c.overflow = true;
@@ -292,7 +292,7 @@ static void store_semantic(struct request *r, const struct cache_meta *meta)
         LOG_DEBUG("%s: answer not cached (semantic index bound)", r->id);
 }
 
-void cache_req_store(struct request *r)
+void reqcache_store(struct request *r)
 {
     struct cache_meta meta = {.stream = r->input.stream,
                               .cost_usd = r->cost_usd - r->c.embed_cost_usd, /* the answer's */
@@ -304,7 +304,7 @@ void cache_req_store(struct request *r)
     if (semantic(r))
         store_semantic(r, &meta);
     else if (shared(r))
-        cache_shared_put(r, bsc_buf_str(&r->c.copy), &meta);
+        shcache_put(r, bsc_buf_str(&r->c.copy), &meta);
     else if (cache_mem_put(r->gw->cache, &r->c.key, bsc_str_cstr(r->route->id),
                            bsc_buf_str(&r->c.copy), &meta, (uint64_t)r->route->cache.ttl_s * 1000,
                            meta.stored_ms, limit) != BSC_OK)
@@ -312,10 +312,10 @@ void cache_req_store(struct request *r)
     r->c.keyed = false; /* stored once */
 }
 
-void cache_req_finish(struct request *r)
+void reqcache_finish(struct request *r)
 {
-    cache_shared_detach(r);
-    cache_embed_finish(r);
+    shcache_detach(r);
+    reqcache_embed_finish(r);
     bsc_buf_cleanup(&r->c.copy);
     bsc_buf_cleanup(&r->c.hit);
 }

@@ -17,7 +17,7 @@
 struct request;
 struct srv_header;
 
-struct cache_req {
+struct reqcache {
     const char *result;   /* static: "hit", "miss" or "bypass"; NULL: the route has no cache */
     bool keyed;           /* <key> holds the request's key */
     bool no_store;        /* Cache-Control: no-store, or a body that cannot be keyed */
@@ -43,28 +43,28 @@ struct cache_req {
     double embed_cost_usd;   /* what the embedding cost (in the request's cost_usd too) */
 };
 
-enum cache_verdict { CACHE_PASS, CACHE_WAIT, CACHE_ANSWERED };
+enum reqcache_verdict { REQCACHE_PASS, REQCACHE_WAIT, REQCACHE_ANSWERED };
 
-#define CACHE_SCOPE_MAX 48
+#define REQCACHE_SCOPE_MAX 48
 
 /* The key's parts every mode shares (route, dialect, shape, scope; <canonical> left empty)
  * for <r>; <scope> holds the scope's text and must outlive <parts>. */
-void cache_req_parts(const struct request *r, char scope[CACHE_SCOPE_MAX],
+void reqcache_parts(const struct request *r, char scope[REQCACHE_SCOPE_MAX],
                      struct cache_key_parts *parts);
 
-/* ADMIT's check: CACHE_ANSWERED when the request was answered from the cache (the machine
- * ends it), CACHE_WAIT while a shared lookup runs (its callback runs the machine, which calls
- * this again), else CACHE_PASS. */
-enum cache_verdict cache_req_lookup(struct request *r);
+/* ADMIT's check: REQCACHE_ANSWERED when the request was answered from the cache (the machine
+ * ends it), REQCACHE_WAIT while a shared lookup runs (its callback runs the machine, which calls
+ * this again), else REQCACHE_PASS. */
+enum reqcache_verdict reqcache_lookup(struct request *r);
 /* The x-bascule-cache header of an answer made upstream: 0 or 1 put in <h>. */
-size_t cache_req_header(const struct request *r, struct srv_header *h);
+size_t reqcache_header(const struct request *r, struct srv_header *h);
 /* Keeps a copy of <len> bytes the client is sent. */
-void cache_req_record(struct request *r, const void *p, size_t len);
+void reqcache_record(struct request *r, const void *p, size_t len);
 /* The answer is whole and about to end: stored when successful, before its last bytes are
  * handed to the socket, so a client that asks again as soon as it has read the answer finds
  * it (its next request may run on another worker before this one's bookkeeping). */
-void cache_req_store(struct request *r);
+void reqcache_store(struct request *r);
 /* The request ends: the copy is freed. */
-void cache_req_finish(struct request *r);
+void reqcache_finish(struct request *r);
 
 #endif

@@ -4,7 +4,7 @@
  * generation and every instance misses its older answers at once. A value is one line
  * "bsc-cache-1 <stream 0|1> <cost_usd> <stored_ms>\n", then the answer's bytes.
  * A lookup's context is its own allocation: the request may end (its client gone) before
- * the store answers, and the request's memory is reused; cache_shared_detach cuts the link
+ * the store answers, and the request's memory is reused; shcache_detach cuts the link
  * and the callback frees the context. */
 #include "router/cache_shared.h"
 
@@ -72,7 +72,7 @@ static void on_get(enum bsc_err err, uint64_t gen, struct bsc_str value, void *u
     req__run(r);
 }
 
-bool cache_shared_get(struct request *r)
+bool shcache_get(struct request *r)
 {
     char buf[BSC_SHA256_HEX_LEN + 1];
     struct shared_get *g = calloc(1, sizeof(*g));
@@ -102,7 +102,7 @@ static void on_put(enum bsc_err err, void *ud)
         LOG_DEBUG("response cache: an answer was not stored (%s)", bsc_err_str(err));
 }
 
-void cache_shared_put(struct request *r, struct bsc_str body, const struct cache_meta *meta)
+void shcache_put(struct request *r, struct bsc_str body, const struct cache_meta *meta)
 {
     char buf[BSC_SHA256_HEX_LEN + 1];
     struct bsc_buf v;
@@ -125,7 +125,7 @@ void cache_shared_put(struct request *r, struct bsc_str body, const struct cache
     bsc_buf_cleanup(&v);
 }
 
-void cache_shared_detach(struct request *r)
+void shcache_detach(struct request *r)
 {
     if (r->c.shared)
         ((struct shared_get *)r->c.shared)->r = NULL;

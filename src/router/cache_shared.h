@@ -16,11 +16,11 @@ struct request;
 
 /* Starts the lookup of r->c.key: true when started (the callback records the answer in
  * r->c and runs the machine); false when it could not start (a miss). */
-bool cache_shared_get(struct request *r);
+bool shcache_get(struct request *r);
 /* Stores <body> under r->c.key for the route's TTL, under the generation the lookup read
  * (not stored when a DELETE moved it since); the outcome is only logged. */
-void cache_shared_put(struct request *r, struct bsc_str body, const struct cache_meta *meta);
+void shcache_put(struct request *r, struct bsc_str body, const struct cache_meta *meta);
 /* The request ends: a lookup still running no longer refers to it. */
-void cache_shared_detach(struct request *r);
+void shcache_detach(struct request *r);
 
 #endif

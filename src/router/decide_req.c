@@ -11,13 +11,13 @@
 #include "core/clock.h"
 #include "core/id.h"
 #include "health/hstate.h"
-#include "health/limits.h"
+#include "limits/limits.h"
 #include "metrics/metrics.h"
 #include "router/feedback.h"
 #include "router/guard.h"
 #include "router/internal.h"
 #include "router/limit.h"
-#include "router/params.h"
+#include "policy/params.h"
 
 #define M(r) req__metrics(r)
 
@@ -90,7 +90,7 @@ static bool request_excludes(struct request *r, const struct cfg_target *t)
 }
 
 /* Appends the names of the capability bits in <caps> to <buf>, comma-separated. */
-void decide_caps_names(uint32_t caps, char *buf, size_t len)
+void req__caps_names(uint32_t caps, char *buf, size_t len)
 {
     static const char *const names[] = {"text",  "vision",      "streaming", "tools",
                                         "parallel_tool_calls", "json_schema", "json_object",
@@ -105,12 +105,12 @@ void decide_caps_names(uint32_t caps, char *buf, size_t len)
     }
 }
 
-bool decide_later_tier_exists(const struct request *r)
+bool req__later_tier_exists(const struct request *r)
 {
     return decide_later_tier(r->route, &r->env, r->tier);
 }
 
-const char *decide_count_workflow(struct request *r, enum attempt_workflow wf)
+const char *req__count_workflow(struct request *r, enum attempt_workflow wf)
 {
     switch (wf) {
     case ATTEMPT_WF_RETRY:
@@ -160,7 +160,7 @@ static void note_waiting(struct request *r, const struct cfg_target *t, uint64_t
     }
     ne->cooling_only = ne->cooling_only && !open && keys_at > now;
     if (!at)
-        at = now + REPLY_DEFAULT_RETRY_MS;
+        at = now + OUTLOOK_DEFAULT_RETRY_MS;
     ne->back_at = at < ne->back_at ? at : ne->back_at;
     ne->waiting++;
 }
@@ -171,7 +171,7 @@ static void answer_request_excluded(struct request *r)
     const char *param = params_first_name(r->notes.unhonoured);
     char caps[160];
 
-    decide_caps_names(r->notes.missing_caps, caps, sizeof(caps));
+    req__caps_names(r->notes.missing_caps, caps, sizeof(caps));
     if (param) {
         /* OpenAI's own answer for a parameter a model does not take. */
         req__set_error(r, 400, "invalid_request_error", "unsupported_parameter",
@@ -182,7 +182,7 @@ static void answer_request_excluded(struct request *r)
         r->d.termination = "unsupported_parameter";
         return;
     }
-    req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_NEVER, -1,
+    req__set_typed_failure(r, "no_eligible_fallback", OUTLOOK_NEVER, -1,
                            "no target of route '%s' satisfies this request%s%s%s",
                            r->route->id, r->notes.missing_caps ? "; missing: " : "", caps,
                            r->notes.too_small ? "; context window too small" : "");
@@ -202,18 +202,18 @@ static void answer_waiting(struct request *r, const struct none_eligible *ne, ui
 
     keys_reasons_text(ne->key_reasons, why, sizeof(why));
     if (ne->cooling_only && ne->key_reasons == rate_only) {
-        req__set_typed_failure(r, "rate_limited", REPLY_OUTLOOK_TIME, wait,
+        req__set_typed_failure(r, "rate_limited", OUTLOOK_TIME, wait,
                                "route '%s' has no eligible target now (all keys cooled: %s; "
                                "every key is cooling down after rate limits)",
                                r->route->id, why);
         r->err.status = 429;
         r->err.type = "rate_limit_error";
     } else if (ne->cooling_only && why[0]) {
-        req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_TIME, wait,
+        req__set_typed_failure(r, "no_eligible_fallback", OUTLOOK_TIME, wait,
                                "route '%s' has no eligible target now (all keys cooled: %s)",
                                r->route->id, why);
     } else {
-        req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_TIME, wait,
+        req__set_typed_failure(r, "no_eligible_fallback", OUTLOOK_TIME, wait,
                                "route '%s' has no eligible target now (circuits open, keys "
                                "cooling down%s%s or targets ramping up)",
                                r->route->id, why[0] ? ": " : "", why);
@@ -249,13 +249,13 @@ static void none_eligible(struct request *r, uint64_t now)
         answer_waiting(r, &ne, now);
     } else if (ne.off) {
         /* Only the operator can bring them back: no retry helps, and no time can be said. */
-        req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_NEVER, -1,
+        req__set_typed_failure(r, "no_eligible_fallback", OUTLOOK_NEVER, -1,
                                "every target of route '%s' that could serve this request is "
                                "disabled", r->route->id);
     } else if (ne.request) {
         answer_request_excluded(r);
     } else {
-        req__set_typed_failure(r, "no_eligible_fallback", REPLY_OUTLOOK_NEVER, -1,
+        req__set_typed_failure(r, "no_eligible_fallback", OUTLOOK_NEVER, -1,
                                "route '%s' has no target this request may use", r->route->id);
     }
 }
@@ -277,7 +277,7 @@ static void fill_cand(struct request *r, const struct cfg_target *t, uint64_t no
     c->canary_draw = t->canary_percent < 100 ? bsc_rand01() : 0.0;
     c->admit = ADMIT_UNASKED;
     c->panic = ADMIT_UNASKED;
-    lim_req_fill(r, c, now);
+    reqlim_fill(r, c, now);
     hstate_view(r->gw->hs, t, now, &c->v);
     if (r->route->balance == CFG_BALANCE_SCORE)
         feedback_score_cand(r, t, &c->v, &c->sc);
@@ -341,7 +341,7 @@ static enum decide_admit admit_of(enum brk_decision b)
 }
 
 /* The panic admission of candidate <c>. A probe of an open circuit on a first attempt pays
- * with a unit of the retry budget (a later attempt pays in decide_req_next, as any
+ * with a unit of the retry budget (a later attempt pays in req__decide_next, as any
  * failover): it is load the breaker would have spared, so the budget bounds it as it bounds
  * retries. The budget is asked before and taken only once the circuit admitted the probe, so
  * the requests that find every probe slot taken cost nothing (another request may take the
@@ -423,8 +423,8 @@ static enum decision decide_room(struct request *r, struct decide_in *in,
     int64_t wait_ms;
 
     for (unsigned n = 0; d == DECIDE_GO && n <= TIER_COUNT * DECIDE_MAX_CANDS; n++) {
-        if (!(by = lim_req_take(r, out->target, &wait_ms))) {
-            lim_req_note_moved(r, in, out->target);
+        if (!(by = reqlim_take(r, out->target, &wait_ms))) {
+            reqlim_note_moved(r, in, out->target);
             return d;
         }
         if (wait_ms == LIM_WAIT_FLEET) { /* asked the fleet for room: wait for its answer */
@@ -458,7 +458,7 @@ static void apply_stop(struct request *r, const struct decide_in *in, const stru
         if (strcmp(r->x.fail.code, "first_token_timeout") == 0 &&
             (strcmp(out->reason, "no_eligible_fallback") == 0 ||
              strcmp(out->reason, "attempts_exhausted") == 0))
-            req__set_typed_failure(r, "first_token_timeout", REPLY_OUTLOOK_KIND, out->wait_ms,
+            req__set_typed_failure(r, "first_token_timeout", OUTLOOK_KIND, out->wait_ms,
                                    "%s", out->msg);
         else
             req__set_typed_failure(r, out->reason, out->outlook, out->wait_ms, "%s", out->msg);
@@ -489,7 +489,7 @@ static void apply_go(struct request *r, const struct decide_in *in,
         r->probe = out->probe;
 }
 
-enum decision decide_req_first(struct request *r)
+enum decision req__decide_first(struct request *r)
 {
     struct decide_in in;
     struct decide_out out;
@@ -499,7 +499,7 @@ enum decision decide_req_first(struct request *r)
     d = decide_room(r, &in, decide_first, &out);
     if (d == DECIDE_STOP && out.stop == DECIDE_STOP_NONE)
         out.stop = DECIDE_STOP_NONE_ELIGIBLE;
-    if (d == DECIDE_STOP && out.stop == DECIDE_STOP_CAPACITY && lim_req_wait(r, &out))
+    if (d == DECIDE_STOP && out.stop == DECIDE_STOP_CAPACITY && reqlim_wait(r, &out))
         return DECIDE_STOP; /* queued: r->lim.waiting */
     r->target = NULL;
     if (out.stop != DECIDE_STOP_NONE_ELIGIBLE) {
@@ -511,11 +511,11 @@ enum decision decide_req_first(struct request *r)
         return DECIDE_STOP;
     }
     if (r->next.wf != ATTEMPT_WF_PRIMARY)
-        decide_count_workflow(r, r->next.wf);
+        req__count_workflow(r, r->next.wf);
     return DECIDE_GO;
 }
 
-enum decision decide_req_next(struct request *r, const char **why)
+enum decision req__decide_next(struct request *r, const char **why)
 {
     struct decide_in in;
     struct decide_out out;
@@ -524,11 +524,11 @@ enum decision decide_req_next(struct request *r, const char **why)
     build_in(r, &in);
     d = decide_room(r, &in, decide_next, &out);
     if (d == DECIDE_GO && !take_budget(r)) {
-        lim_req_untake(r); /* the room it took */
+        reqlim_untake(r); /* the room it took */
         in.budget_ok = false;
         d = decide_room(r, &in, decide_next, &out);
     }
-    if (d == DECIDE_STOP && out.stop == DECIDE_STOP_CAPACITY && lim_req_wait(r, &out))
+    if (d == DECIDE_STOP && out.stop == DECIDE_STOP_CAPACITY && reqlim_wait(r, &out))
         return DECIDE_STOP; /* queued: r->lim.waiting */
     r->next.delay_ms = out.delay_ms;
     r->next.delay_why = out.delay_why;

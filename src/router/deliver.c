@@ -75,14 +75,14 @@ size_t deliver_route_headers(struct request *r, struct srv_header *h,
              (double)r->d.overhead_us / 1e3);
     h[n++] = (struct srv_header){BSC_STR("x-bascule-overhead-ms"),
                                  bsc_str_cstr(r->d.overhead_ms)};
-    return n + cache_req_header(r, h + n);
+    return n + reqcache_header(r, h + n);
 }
 
 /* What the client is sent, kept for the idempotency record and the response cache. */
 static void record_out(struct request *r, const void *p, size_t len)
 {
     guard_idem_record(r, p, len);
-    cache_req_record(r, p, len);
+    reqcache_record(r, p, len);
 }
 
 static void on_drain(struct srv_req *sreq, void *ud)
@@ -165,7 +165,7 @@ static void end_response(struct request *r, const char *termination, bool comple
     if (r->sreq && r->d.out.len)
         record_out(r, r->d.out.p, r->d.out.len);
     if (complete && strcmp(termination, "ok") == 0)
-        cache_req_store(r);
+        reqcache_store(r);
     guard_idem_finish(r);
     if (!r->sreq)
         return;
@@ -451,7 +451,7 @@ void deliver_answer(struct request *r)
         h[n++] = (struct srv_header){BSC_STR("x-bascule-cost-usd"),
                                      cost_text(r, cost, sizeof(cost))}; /* priced targets */
     guard_idem_finish(r); /* a no-op once st_reply stored the record */
-    cache_req_store(r);   /* before the client can read the answer and ask again */
+    reqcache_store(r);    /* before the client can read the answer and ask again */
     srv_resp_send(r->sreq, r->d.status, "application/json", h, n, body.p, body.len);
     r->d.bytes_out += body.len;
     r->d.ttfb_us = bsc_now_us() - r->start_us;

@@ -11,12 +11,12 @@
 #include "health/verdicts.h"
 #include "metrics/metrics.h"
 #include "router/contract.h"
-#include "router/cost.h"
+#include "policy/cost.h"
 #include "router/feedback.h"
 #include "router/gateway.h"
 #include "router/internal.h"
-#include "router/pick.h"
-#include "router/score.h"
+#include "policy/pick.h"
+#include "policy/score.h"
 #include "health/hstate.h"
 
 #define SCORE_MAX_CANDS 64 /* as decide.c's choose() */

@@ -35,7 +35,7 @@ bool feedback_is_shared(const struct cfg_client *client);
 void feedback_attempt(struct request *r, bool transport_ok);
 
 /* balance: score: the recent results of candidate <t> (its health view <view>) that the
- * pure decision ranks by (router/score.h); zeroed without a verdict table. */
+ * pure decision ranks by (policy/score.h); zeroed without a verdict table. */
 void feedback_score_cand(const struct request *r, const struct cfg_target *t,
                          const struct target_view *view, struct score_cand *out);
 /* After a decision that ranked a tier by score: its order and scores into r->ranking, for the

@@ -28,7 +28,7 @@ struct gateway {
     struct worker *workers;  /* owned array */
     unsigned n_workers;
     struct hstate *hs;       /* owned: shared health and routing state */
-    struct lim_reg *lim;     /* owned: client, target and provider limits (health/limits.h) */
+    struct lim_reg *lim;     /* owned: client, target and provider limits (limits/limits.h) */
     struct metrics *metrics; /* owned: one shard per worker */
     struct store *store;     /* owned: idempotency records and the tool ledger */
     struct verdicts *verdicts; /* owned: recent requests and verdicts (health/verdicts.h) */

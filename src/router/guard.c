@@ -161,7 +161,7 @@ static void idem_unavailable(struct request *r, enum bsc_err err)
                    "the Idempotency-Key could not be recorded (state store %s); nothing was "
                    "sent upstream and it is safe to retry",
                    err == BSC_ELIMIT ? "full or overloaded" : "unavailable");
-    req__set_retry(r, REPLY_OUTLOOK_TIME, REPLY_DEFAULT_RETRY_MS);
+    req__set_retry(r, OUTLOOK_TIME, OUTLOOK_DEFAULT_RETRY_MS);
     r->d.termination = "store_unavailable";
 }
 
@@ -215,8 +215,8 @@ static void idem_refuse(struct request *r, bool mismatch)
                    mismatch ? "idempotency_key_reused" : "idempotency_key_in_use",
                    mismatch ? "this Idempotency-Key was used with a different request body"
                             : "a request with this Idempotency-Key is still in progress");
-    req__set_retry(r, mismatch ? REPLY_OUTLOOK_NEVER : REPLY_OUTLOOK_TIME,
-                   REPLY_DEFAULT_RETRY_MS);
+    req__set_retry(r, mismatch ? OUTLOOK_NEVER : OUTLOOK_TIME,
+                   OUTLOOK_DEFAULT_RETRY_MS);
     r->d.termination = mismatch ? "idempotency_mismatch" : "idempotency_in_flight";
 }
 

@@ -17,15 +17,15 @@
 #include "core/clock.h"
 #include "health/breaker.h"
 #include "providers/provider.h"
-#include "router/attempt.h"
+#include "policy/attempt.h"
 #include "router/cache_req.h"
-#include "router/decide.h"
+#include "policy/decide.h"
 #include "router/downstream.h"
-#include "router/envelope.h"
+#include "policy/envelope.h"
 #include "router/gateway.h"
 #include "router/guard.h"
 #include "router/limit.h"
-#include "router/params.h"
+#include "policy/params.h"
 #include "router/reply.h"
 #include "router/resume.h"
 #include "router/req_state.h"
@@ -94,7 +94,7 @@ struct request {
                                              NULL; its rule <select_rule> chose <route> */
     int select_rule;                      /* 0-based; -1 when no rule held */
     struct req_input input;   /* the request as the client asked it (api/ filled most) */
-    struct cache_req c;       /* the response cache's side (cache_req.c) */
+    struct reqcache c;        /* the response cache's side (cache_req.c) */
     struct req_notes notes;   /* what candidates and failures said, for the final answer */
     bool buffering;           /* on_stream_failure: buffer: release a stream only when whole */
     struct contract *contract; /* owned: compiled schemas (contract.c), or NULL */
@@ -183,23 +183,23 @@ struct json_object *req__json(struct request *r);
 /* req_error.c: the error the request will answer with (r->err). */
 void req__set_error(struct request *r, int status, const char *type, const char *code,
                     const char *fmt, ...) BSC_PRINTF(5, 6);
-void req__set_typed_failure(struct request *r, const char *reason, enum reply_outlook outlook,
+void req__set_typed_failure(struct request *r, const char *reason, enum outlook outlook,
                             int64_t wait_ms, const char *fmt, ...) BSC_PRINTF(5, 6);
 /* Sets the retry signals of r->err (reply_set_retry) for <outlook> and <wait_ms>, with the
  * last failure's kind and whether anything went upstream. */
-void req__set_retry(struct request *r, enum reply_outlook outlook, int64_t wait_ms);
+void req__set_retry(struct request *r, enum outlook outlook, int64_t wait_ms);
 void req__set_provider_error(struct request *r);
 
 /* decide_req.c: the request's side of decide.c -- builds its input, carries out its answer */
 /* The first target: the best primary, else the next allowed tier (r->target, r->tier,
  * r->next_wf set). DECIDE_STOP: r->err says why not. */
-enum decision decide_req_first(struct request *r);
+enum decision req__decide_first(struct request *r);
 /* After the failure in r->fail: the next target/workflow/delay, or the error to reply. */
-enum decision decide_req_next(struct request *r, const char **why);
-bool decide_later_tier_exists(const struct request *r);
+enum decision req__decide_next(struct request *r, const char **why);
+bool req__later_tier_exists(const struct request *r);
 /* The names of the capability bits in <caps>, comma-separated. */
-void decide_caps_names(uint32_t caps, char *buf, size_t len);
+void req__caps_names(uint32_t caps, char *buf, size_t len);
 /* Counts the workflow in metrics; returns its name. */
-const char *decide_count_workflow(struct request *r, enum attempt_workflow wf);
+const char *req__count_workflow(struct request *r, enum attempt_workflow wf);
 
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* limit.c -- the local limits (health/limits.h) in the request's life: the client's rpm, tpm
+/* limit.c -- the local limits (limits/limits.h) in the request's life: the client's rpm, tpm
  * and max_concurrency in ADMIT (a 429 before anything goes upstream); each candidate's room,
  * its target's and its provider's, copied into the decision (decide.c skips a candidate
  * without room, moving on as a 429 would); the slots an attempt holds from the decision to
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "health/limits.h"
+#include "limits/limits.h"
 #include "metrics/metrics.h"
 #include "router/internal.h"
 
@@ -37,7 +37,7 @@ static void count_allowed(struct request *r, const struct lim_verdict *v, enum l
  * waits for room. */
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void lim_wake_loops(void *gateway, uint64_t waiters)
+void reqlim_wake_loops(void *gateway, uint64_t waiters)
 {
     struct gateway *gw = gateway;
 
@@ -58,10 +58,10 @@ void lim_wake_loops(void *gateway, uint64_t waiters)
 /* Wakes every loop with a request waiting on a set that just had room given back. */
 static void wake(struct request *r, uint64_t waiters)
 {
-    lim_wake_loops(r->gw, waiters);
+    reqlim_wake_loops(r->gw, waiters);
 }
 
-void lim_loop_send(struct worker *w, unsigned cmd)
+void reqlim_loop_send(struct worker *w, unsigned cmd)
 {
     pthread_mutex_lock(&wake_lock);
     if (!w->lim_closed) {
@@ -71,7 +71,7 @@ void lim_loop_send(struct worker *w, unsigned cmd)
     pthread_mutex_unlock(&wake_lock);
 }
 
-void lim_worker_closing(struct worker *w)
+void reqlim_worker_closing(struct worker *w)
 {
     pthread_mutex_lock(&wake_lock);
     w->lim_closed = true;
@@ -102,22 +102,22 @@ static void park(struct request *r, struct lim_set *a, struct lim_set *b,
 
 /* Takes a slot of <s> (the client's or its team's, <subj>) for <r>: PASS with *<held> set,
  * WAIT for the fleet's answer, or REFUSE with the 429 set. */
-static enum lim_admit admit_set(struct request *r, struct lim_set *s, enum lim_subject subj,
-                                bool *held)
+static enum reqlim_admit admit_set(struct request *r, struct lim_set *s, enum lim_subject subj,
+                                   bool *held)
 {
     struct lim_verdict v;
 
     if (*held || !lim_set_active(s))
-        return LIM_ADMIT_PASS;
+        return REQLIM_ADMIT_PASS;
     v = lim_acquire(s, r->input.est_tokens, bsc_now_ms());
     if (v.kind == LIM_NONE) {
         *held = true;
         count_allowed(r, &v, subj);
-        return LIM_ADMIT_PASS;
+        return REQLIM_ADMIT_PASS;
     }
     if (v.wait_ms == LIM_WAIT_FLEET) { /* the fleet's answer, or its timeout, runs it again */
         park(r, s, NULL, NULL, s->share->timeout_ms + 1);
-        return LIM_ADMIT_WAIT;
+        return REQLIM_ADMIT_WAIT;
     }
     r->lim.limited_by = lim_limit_name(subj, v.kind);
     count(r, r->lim.limited_by, "rejected");
@@ -126,32 +126,32 @@ static enum lim_admit admit_set(struct request *r, struct lim_set *s, enum lim_s
                    subj == LIM_SUBJ_TEAM ? r->client->team->id : r->client->id,
                    lim_kind_name(v.kind));
     r->err.reason = "rate_limited";
-    req__set_retry(r, REPLY_OUTLOOK_TIME, v.wait_ms);
+    req__set_retry(r, OUTLOOK_TIME, v.wait_ms);
     r->d.termination = "rate_limited";
-    return LIM_ADMIT_REFUSE;
+    return REQLIM_ADMIT_REFUSE;
 }
 
 /* The client's limits, then its team's: a request needs room in both. One the team refuses
  * gives the client's slot back, as if it never came. */
-enum lim_admit lim_req_admit_client(struct request *r)
+enum reqlim_admit reqlim_admit_client(struct request *r)
 {
     struct lim_set *s = r->client ? r->client->lim : NULL;
     struct lim_set *ts = r->client && r->client->team ? r->client->team->lim : NULL;
-    enum lim_admit a;
+    enum reqlim_admit a;
 
-    lim_req_resume(r);
+    reqlim_resume(r);
     a = admit_set(r, s, LIM_SUBJ_CLIENT, &r->lim.client_held);
-    if (a != LIM_ADMIT_PASS)
+    if (a != REQLIM_ADMIT_PASS)
         return a;
     a = admit_set(r, ts, LIM_SUBJ_TEAM, &r->lim.team_held);
-    if (a == LIM_ADMIT_REFUSE && r->lim.client_held) {
+    if (a == REQLIM_ADMIT_REFUSE && r->lim.client_held) {
         r->lim.client_held = false;
         wake(r, lim_undo(s, r->input.est_tokens, bsc_now_ms()));
     }
     return a;
 }
 
-void lim_req_fill(struct request *r, struct decide_cand *c, uint64_t now_ms)
+void reqlim_fill(struct request *r, struct decide_cand *c, uint64_t now_ms)
 {
     struct lim_set *ts = c->t->lim, *ps = c->t->provider->lim;
     struct lim_verdict v = {LIM_NONE, 0};
@@ -234,7 +234,7 @@ static void fair_enter(struct request *r, const struct cfg_target *t, const char
     }
 }
 
-const char *lim_req_take(struct request *r, const struct cfg_target *t, int64_t *wait_ms)
+const char *reqlim_take(struct request *r, const struct cfg_target *t, int64_t *wait_ms)
 {
     struct lim_set *ts = t->lim, *ps = t->provider->lim;
     uint64_t now = bsc_now_ms();
@@ -268,7 +268,7 @@ const char *lim_req_take(struct request *r, const struct cfg_target *t, int64_t 
     return NULL;
 }
 
-void lim_req_untake(struct request *r)
+void reqlim_untake(struct request *r)
 {
     const struct cfg_target *t = r->lim.held;
 
@@ -281,8 +281,8 @@ void lim_req_untake(struct request *r)
                 (r->lim.held_p ? lim_undo(t->provider->lim, r->lim.held_tokens, now) : 0));
 }
 
-void lim_req_note_moved(struct request *r, const struct decide_in *in,
-                        const struct cfg_target *chosen)
+void reqlim_note_moved(struct request *r, const struct decide_in *in,
+                       const struct cfg_target *chosen)
 {
     for (int tier = 0; tier < TIER_COUNT; tier++) {
         for (size_t k = 0; k < in->tiers[tier].n; k++) {
@@ -296,7 +296,7 @@ void lim_req_note_moved(struct request *r, const struct decide_in *in,
     }
 }
 
-void lim_req_attempt_done(struct request *r)
+void reqlim_attempt_done(struct request *r)
 {
     const struct cfg_target *t = r->lim.held;
     uint64_t used, now;
@@ -362,7 +362,7 @@ static void park(struct request *r, struct lim_set *a, struct lim_set *b,
     req__arm_timer(r, delay_ms);
 }
 
-bool lim_req_wait(struct request *r, const struct decide_out *out)
+bool reqlim_wait(struct request *r, const struct decide_out *out)
 {
     uint64_t now = bsc_now_ms(), delay;
     const struct cfg_target *t = out->limited;
@@ -391,7 +391,7 @@ bool lim_req_wait(struct request *r, const struct decide_out *out)
     return true;
 }
 
-void lim_req_resume(struct request *r)
+void reqlim_resume(struct request *r)
 {
     const struct cfg_target *t = r->lim.waiting_on;
 
@@ -408,14 +408,14 @@ void lim_req_resume(struct request *r)
     metrics_gauge_add(r->gw->metrics, r->w->idx, METRIC_QUEUE_DEPTH, t->id, NULL, -1);
 }
 
-void lim_req_done(struct request *r)
+void reqlim_done(struct request *r)
 {
     struct lim_set *s = r->client ? r->client->lim : NULL;
     struct lim_set *ts = r->client && r->client->team ? r->client->team->lim : NULL;
 
-    lim_req_resume(r);
+    reqlim_resume(r);
     fair_leave(r, false);
-    lim_req_attempt_done(r);
+    reqlim_attempt_done(r);
     if (r->lim.team_held) {
         r->lim.team_held = false;
         wake(r, lim_release(ts, r->input.est_tokens, used_tokens(r), bsc_now_ms()));
@@ -426,7 +426,7 @@ void lim_req_done(struct request *r)
     wake(r, lim_release(s, r->input.est_tokens, used_tokens(r), bsc_now_ms()));
 }
 
-void lim_req_wake(struct worker *w)
+void reqlim_wake(struct worker *w)
 {
     struct request *batch = w->lim_waiting;
 

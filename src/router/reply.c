@@ -8,12 +8,12 @@
 
 void reply_set_retry(struct reply_error *e, const struct reply_cause *c)
 {
-    bool later = c->outlook == REPLY_OUTLOOK_TIME ||
-                 (c->outlook == REPLY_OUTLOOK_KIND && c->kind != FAIL_NONE &&
+    bool later = c->outlook == OUTLOOK_TIME ||
+                 (c->outlook == OUTLOOK_KIND && c->kind != FAIL_NONE &&
                   fail_policy(c->kind)->client_should_retry);
 
     e->retryable = later;
-    e->retry_after_ms = !later ? -1 : c->wait_ms >= 0 ? c->wait_ms : REPLY_DEFAULT_RETRY_MS;
+    e->retry_after_ms = !later ? -1 : c->wait_ms >= 0 ? c->wait_ms : OUTLOOK_DEFAULT_RETRY_MS;
     e->should_retry = later && !c->attempted;
 }
 

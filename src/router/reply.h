@@ -12,26 +12,13 @@
 #include "core/buf.h"
 #include "dialect/error.h"
 #include "fail/taxonomy.h"
+#include "policy/outlook.h"
 #include "server/server.h"
-
-/* When no wait is known, a retryable failure says one second. */
-#define REPLY_DEFAULT_RETRY_MS 1000
-
-/* What could make the same request succeed if it were sent again, unchanged. */
-enum reply_outlook {
-    REPLY_OUTLOOK_KIND = 0, /* what the kind of the last upstream failure says (the
-                               client_should_retry column of taxonomy.c) */
-    REPLY_OUTLOOK_NEVER,    /* only a change to the request or to the config: an invalid or
-                               too large request, a parameter or capability no target has,
-                               disabled or misconfigured targets, a contract failure */
-    REPLY_OUTLOOK_TIME,     /* time alone: a key cooling down, an open circuit, a rate
-                               limit, a transient upstream failure, a busy store */
-};
 
 /* The failure, as far as retrying it is concerned. */
 struct reply_cause {
-    enum reply_outlook outlook;
-    enum fail_kind kind;  /* with REPLY_OUTLOOK_KIND: the last upstream failure */
+    enum outlook outlook;
+    enum fail_kind kind;  /* with OUTLOOK_KIND: the last upstream failure */
     int64_t wait_ms;      /* when time may help: the soonest it may (a key's cooldown, a
                              circuit's open time, the provider's hint); < 0 unknown */
     bool attempted;       /* the gateway already sent the request upstream */
@@ -53,9 +40,9 @@ struct reply_error {
 };
 
 /* Derives the three retry signals of <e> from <c>, the one place they are decided
- * (docs/configuration.md, "Errors"): retryable when time may help (REPLY_OUTLOOK_TIME, or
+ * (docs/configuration.md, "Errors"): retryable when time may help (OUTLOOK_TIME, or
  * a kind whose row says a later retry can help); then retry_after_ms is the wait, else
- * REPLY_DEFAULT_RETRY_MS; should_retry only when retryable and nothing went upstream yet
+ * OUTLOOK_DEFAULT_RETRY_MS; should_retry only when retryable and nothing went upstream yet
  * (an SDK retry on top of the gateway's own would multiply upstream traffic). Not
  * retryable: no wait and should_retry false. */
 void reply_set_retry(struct reply_error *e, const struct reply_cause *c);

@@ -27,7 +27,7 @@ void req__set_error(struct request *r, int status, const char *type, const char 
                                   .retry_after_ms = -1};
 }
 
-void req__set_retry(struct request *r, enum reply_outlook outlook, int64_t wait_ms)
+void req__set_retry(struct request *r, enum outlook outlook, int64_t wait_ms)
 {
     struct reply_cause c = {
         .outlook = outlook,
@@ -40,7 +40,7 @@ void req__set_retry(struct request *r, enum reply_outlook outlook, int64_t wait_
 }
 
 /* A stop decided by the router: the typed failure of docs/design.md §9. */
-void req__set_typed_failure(struct request *r, const char *reason, enum reply_outlook outlook,
+void req__set_typed_failure(struct request *r, const char *reason, enum outlook outlook,
                             int64_t wait_ms, const char *fmt, ...)
 {
     va_list ap;
@@ -77,7 +77,7 @@ void req__set_provider_error(struct request *r)
                   pol->forward_message ? r->x.fail.message : "");
     /* Only a client fault or an uncertain side effect stops here: nothing a retry of the
      * same request would change (the row's client_should_retry is false for them all). */
-    req__set_retry(r, REPLY_OUTLOOK_NEVER, -1);
+    req__set_retry(r, OUTLOOK_NEVER, -1);
     r->d.termination = fail_kind_name(r->x.fail.kind);
 }
 

@@ -15,18 +15,18 @@
 #include "core/json_scan.h"
 #include "core/log.h"
 #include "health/hstate.h"
-#include "health/limits.h"
+#include "limits/limits.h"
 #include "ledger/ledger.h"
 #include "metrics/metrics.h"
 #include "router/access_log.h"
 #include "router/admit.h"
 #include "router/contract.h"
-#include "router/cost.h"
+#include "policy/cost.h"
 #include "router/feedback.h"
 #include "router/guard.h"
 #include "router/internal.h"
 #include "router/resp_owner.h"
-#include "router/select.h"
+#include "policy/select.h"
 #include "router/shadow.h"
 #include "router/trace.h"
 
@@ -228,7 +228,7 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
     if (a)
         a->circuit = brk_state_name(change.to); /* and its span */
     hstate_inflight(r->gw->hs, r->target, -1);
-    lim_req_attempt_done(r);
+    reqlim_attempt_done(r);
     metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->target->id, NULL, -1);
     metrics_inc(M(r), r->w->idx, METRIC_ATTEMPTS, r->target->id, kind ? kind : "ok", 1);
     if (a)
@@ -256,7 +256,7 @@ static int key_reason_of(enum fail_kind kind)
 
 static void log_attempt(struct request *r, const char *next, const char *why)
 {
-    struct attempt_line l = {
+    struct access_attempt_line l = {
         .request_id = r->id,
         .route = r->route->id,
         .number = r->n_attempts,
@@ -271,7 +271,7 @@ static void log_attempt(struct request *r, const char *next, const char *why)
         .queued_ms = r->lim.queue_start_ms ? (int64_t)r->lim.queued_ms : -1,
     };
 
-    attempt_log_write(&l);
+    access_log_write_attempt(&l);
 }
 
 /* The current attempt failed before anything was committed: account for it. */
@@ -362,7 +362,7 @@ static struct attempt *attempt_slot(struct request *r)
  * event, a timeout before the commit point). */
 static void arm_attempt_timer(struct request *r, uint64_t now)
 {
-    uint64_t t = envelope_attempt_timeout_ms(&r->env, now, decide_later_tier_exists(r));
+    uint64_t t = envelope_attempt_timeout_ms(&r->env, now, req__later_tier_exists(r));
     uint32_t ftt = r->env.first_token_timeout_ms;
 
     if (r->input.stream && !r->buffering && ftt && !r->d.committed && ftt < t) {
@@ -473,9 +473,9 @@ static void st_pick(struct request *r)
 {
     const char *why = NULL;
 
-    lim_req_resume(r);
+    reqlim_resume(r);
     if (r->n_attempts == 0) {
-        if (decide_req_first(r) == DECIDE_STOP) {
+        if (req__decide_first(r) == DECIDE_STOP) {
             if (!r->lim.waiting) /* else queued for room: a timer or a release runs it */
                 req__goto(r, REQ_ST_REPLY_ERROR);
             return;
@@ -483,7 +483,7 @@ static void st_pick(struct request *r)
         begin_attempt(r);
         return;
     }
-    if (decide_req_next(r, &why) == DECIDE_STOP) {
+    if (req__decide_next(r, &why) == DECIDE_STOP) {
         if (r->lim.waiting)
             return;
         log_attempt(r, "stop", r->resume.break_why ? r->resume.break_why : why);
@@ -495,7 +495,7 @@ static void st_pick(struct request *r)
         req__goto(r, REQ_ST_REPLY_ERROR);
         return;
     }
-    log_attempt(r, decide_count_workflow(r, r->next.wf),
+    log_attempt(r, req__count_workflow(r, r->next.wf),
                 r->resume.break_why ? r->resume.break_why : why);
     r->resume.break_why = NULL;
     if (r->next.delay_ms) {
@@ -545,7 +545,7 @@ static bool charged_usage(struct request *r, bool complete)
 }
 
 /* Charges the attempt that ends to the request (r->cost_usd sums its attempts) and to its
- * client's budget: its usage at its target's price (router/cost.h). */
+ * client's budget: its usage at its target's price (policy/cost.h). */
 static void account_usage(struct request *r, bool complete)
 {
     const struct cfg_price *p = &r->target->price;
@@ -915,13 +915,13 @@ static void st_done(struct request *r)
     uv_timer_stop(&r->timer);
     xchg_cancel(&r->x);
     report_attempt(r, BRK_NEUTRAL, NULL, false); /* a cancelled attempt frees its probe */
-    lim_req_done(r); /* after the attempt's report: the usage corrects the client's tokens */
+    reqlim_done(r); /* after the attempt's report: the usage corrects the client's tokens */
     if (r->sreq) {
         srv_resp_abort(r->sreq);
         r->sreq = NULL;
     }
     shadow_primary_done(r); /* before the answer is freed */
-    cache_req_finish(r);    /* stored already, as the answer ended (deliver.c) */
+    reqcache_finish(r);     /* stored already, as the answer ended (deliver.c) */
     xchg_cleanup(r);
     resume_cleanup(r);
     deliver_cleanup(r);

@@ -17,7 +17,7 @@
 #include "core/log.h"
 #include "health/hstate.h"
 #include "metrics/metrics.h"
-#include "router/cost.h"
+#include "policy/cost.h"
 #include "router/internal.h"
 #include "router/gateway.h"
 #include "router/shadow.h"

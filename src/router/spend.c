@@ -467,8 +467,8 @@ static void refuse(struct request *r, const struct spend_line *l, double spent, 
         snprintf(in_flight, sizeof(in_flight), " and its requests in flight hold $%.6f",
                  held);
     /* A typed failure, so the body says "retryable": false; waiting a little will not help,
-     * the period's end or an operator will (REPLY_OUTLOOK_NEVER: no Retry-After). */
-    req__set_typed_failure(r, "budget_exceeded", REPLY_OUTLOOK_NEVER, -1,
+     * the period's end or an operator will (OUTLOOK_NEVER: no Retry-After). */
+    req__set_typed_failure(r, "budget_exceeded", OUTLOOK_NEVER, -1,
                            "%s has spent $%.6f of its $%.6f budget for this %s%s; no "
                            "request is sent until %s", l->what, spent, bu->usd,
                            period_names[bu->period], in_flight,

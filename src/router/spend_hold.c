@@ -4,7 +4,7 @@
  * and, with a shared store, in the fleet's spend record. docs/internals/spend.md, "Holds". */
 #include "router/spend_hold.h"
 
-#include "router/decide.h"
+#include "policy/decide.h"
 
 static double dearest(const struct cfg_tier *t, uint64_t est_tokens, uint64_t est_out_tokens,
                       double max)

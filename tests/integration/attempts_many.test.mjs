@@ -1,4 +1,4 @@
-// Requests that take more attempts than a request record holds in place (router/attempt.h:
+// Requests that take more attempts than a request record holds in place (policy/attempt.h:
 // ATTEMPT_INLINE): their records move to the heap as they go, and every one of them still
 // reaches the answer's headers and the access line; the hard bound of sixteen still holds.
 import { test, before, after } from '../lib/bounded_test.mjs';

@@ -38,7 +38,7 @@ const INTERVAL_MS = 60000 / (RPM - BURST + 1);
 const LOCAL_RPM = RPM / INSTANCES;
 const LOCAL_BURST = BURST / INSTANCES;
 const LOCAL_INTERVAL_MS = 60000 / (LOCAL_RPM - LOCAL_BURST + 1);
-const LIM_LOCAL_MS = 1000; // a failed ask: local caps this long (src/health/limits_fleet.c)
+const LIM_LOCAL_MS = 1000; // a failed ask: local caps this long (src/limits/limits_fleet.c)
 const SHORT_MS = Math.floor(INTERVAL_MS); // windows of 54 ms, shorter than one interval
 
 const RUN_MS = 120000;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_decide.c -- the pure routing decision (router/decide.h) driven by a table of
+/* test_decide.c -- the pure routing decision (policy/decide.h) driven by a table of
  * scenarios: every workflow (the same target again with backoff or the next key, failover
  * to an equivalent, fallback with its capability and window checks, an uncertain side
  * effect), the retry budget, Retry-After against the deadline, breaker states, cooling
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "router/decide.h"
+#include "policy/decide.h"
 
 #define NOW 1000000u /* ms */
 
@@ -326,7 +326,7 @@ static const struct scenario scenarios[] = {
     GO("WORKFLOW_3 not when an answer came", s_uncertain_answered, "E", EQUIVALENT_FAILOVER, 0,
        "timeout"),
     STOP("retry budget spent", s_budget_spent, "retry_budget_exhausted", TYPED,
-         "retry_budget_exhausted", REPLY_DEFAULT_RETRY_MS),
+         "retry_budget_exhausted", OUTLOOK_DEFAULT_RETRY_MS),
     STOP("Retry-After past the deadline", s_wait_exceeds_deadline, "wait_exceeds_deadline",
          TYPED, "deadline_exhausted", 60000),
     GO("Retry-After past the deadline, another target", s_wait_exceeds_goes_on, "E",
@@ -459,7 +459,7 @@ static void test_first(void **state)
     x.env.max_cost_usd = 0.5;
     assert_int_equal(decide_first(&x.in, &out), DECIDE_STOP);
     assert_string_equal(out.reason, "cost_budget_exhausted");
-    assert_int_equal(out.outlook, REPLY_OUTLOOK_NEVER);
+    assert_int_equal(out.outlook, OUTLOOK_NEVER);
 }
 
 /* ---- panic (breaker.panic) ---- */
@@ -630,7 +630,7 @@ static void test_capacity(void **state)
     assert_int_equal(out.wait_ms, 3000);
     assert_int_equal(out.queue_ms, 30000); /* 60000 capped by the time left */
     assert_int_equal(out.status, 429);
-    assert_int_equal(out.outlook, REPLY_OUTLOOK_TIME);
+    assert_int_equal(out.outlook, OUTLOOK_TIME);
     /* Kept out for another reason too: not a capacity stop. */
     x.in.tiers[TIER_PRIMARY].c[0].off = true;
     x.in.tiers[TIER_EQUIVALENT].c[0].v.state = BRK_OPEN;

@@ -13,7 +13,7 @@
 
 #include "config/config.h"
 #include "core/err.h"
-#include "router/envelope.h"
+#include "policy/envelope.h"
 
 #define EXPECT_INT(ctx, got, want)                                                         \
     do {                                                                                   \

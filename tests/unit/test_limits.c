@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_limits.c -- the local limits (health/limits.h) with an injected clock: a rate's burst
+/* test_limits.c -- the local limits (limits/limits.h) with an injected clock: a rate's burst
  * and interval (GCRA), tpm taken from an estimate and corrected from usage (into debt
  * when more was used), concurrency slots, all-or-nothing acquisition, the adaptive factor,
  * the waiters a release wakes, and the registry keeping a set across reloads. */
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "health/limits.h"
+#include "limits/limits.h"
 
 #define T0 1000000u /* ms */
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_limits_fair.c -- the fair queue of a limit set (health/limits_fair.c): requests
+/* test_limits_fair.c -- the fair queue of a limit set (limits/limits_fair.c): requests
  * waiting for a shared limit are served round-robin across clients, by weight; a client's
  * forty waiting requests let another client's single one through after at most one of
  * theirs; leaving without being served moves nobody's turn. */
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "health/limits.h"
+#include "limits/limits.h"
 
 static int noisy, quiet, heavy; /* client identities */
 

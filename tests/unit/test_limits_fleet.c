@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_limits_fleet.c -- a limit set sharing the fleet's limits (health/limits_fleet.c)
+/* test_limits_fleet.c -- a limit set sharing the fleet's limits (limits/limits_fleet.c)
  * through a recording share, with an injected clock: what it asks for and when (one ask
  * per limit at a time, slices for large limits, one for small ones), grants spent without
  * asking again, a refusal turned into a known wait, spare slots given back, and the local
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "health/limits.h"
+#include "limits/limits.h"
 
 #define T0 1000000u /* ms */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_limits_fleet_rate.c -- two processes' sets sharing one rate through the fleet
- * (health/limits_fleet.c), the shared rate answered as hstate_redis_limits.c's script does
+ * (limits/limits_fleet.c), the shared rate answered as hstate_redis_limits.c's script does
  * (GCRA: as much of the wish as fits now, or the wait until the need fits), with an injected
  * clock. Every admission of both is logged and every window checked: the fleet holds the
  * local bound, rpm in any 60 s and the burst within an interval, plus at most one slice per
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "health/limits.h"
+#include "limits/limits.h"
 
 #define T0 1000000u /* ms */
 #define RPM 1200u

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_limits_rate.c -- the rate limiter (health/limits.h, GCRA) against its contract, with
+/* test_limits_rate.c -- the rate limiter (limits/limits.h, GCRA) against its contract, with
  * an injected clock: whatever the arrivals (a burst at start, steady arrival above and below
  * the rate, a long idle time then a burst, tpm corrected from usage), no 60 s window admits
  * more than the limit and no window shorter than one interval more than the burst. Every
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "health/limits.h"
+#include "limits/limits.h"
 
 #define T0 1000000u /* ms */
 #define MINUTE_MS 60000u

@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "health/tstats.h"
-#include "router/pick.h"
+#include "policy/pick.h"
 
 #define N_DRAWS 100000
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_reply.c -- the one derivation of the retry signals (reply_set_retry) as a table, the
  * typed-failure body never announcing a wait for a failure that is not retryable, the
- * request parameters a target cannot honour (router/params.c), and the gate that decides
+ * request parameters a target cannot honour (policy/params.c), and the gate that decides
  * whether a JSON text may spell a value through escapes (bsc_json_may_hold), and the
  * substring search it is built on (bsc_str_find) against memmem. */
 #include <setjmp.h>
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "core/json_name.h"
-#include "router/params.h"
+#include "policy/params.h"
 #include "router/reply.h"
 
 #define EXPECT_INT(ctx, got, want)                                                         \
@@ -36,28 +36,28 @@ static void test_retry_table(void **state)
         bool should_retry;
     } rows[] = {
         /* Only a change to the request or config helps: no wait, no SDK retry. */
-        {"max_tokens too large", {REPLY_OUTLOOK_NEVER, FAIL_NONE, -1, false}, false, -1, false},
-        {"never ignores a wait", {REPLY_OUTLOOK_NEVER, FAIL_NONE, 1000, false}, false, -1, false},
-        {"admin-disabled", {REPLY_OUTLOOK_NEVER, FAIL_NONE, -1, false}, false, -1, false},
-        {"contract failure", {REPLY_OUTLOOK_NEVER, FAIL_CONTRACT_FAILURE, -1, true}, false, -1,
+        {"max_tokens too large", {OUTLOOK_NEVER, FAIL_NONE, -1, false}, false, -1, false},
+        {"never ignores a wait", {OUTLOOK_NEVER, FAIL_NONE, 1000, false}, false, -1, false},
+        {"admin-disabled", {OUTLOOK_NEVER, FAIL_NONE, -1, false}, false, -1, false},
+        {"contract failure", {OUTLOOK_NEVER, FAIL_CONTRACT_FAILURE, -1, true}, false, -1,
          false},
         /* Time helps: with the wait when known, else the default; the SDK may retry only
          * when nothing went upstream yet. */
-        {"open circuit", {REPLY_OUTLOOK_TIME, FAIL_NONE, 42000, false}, true, 42000, true},
-        {"cooling key", {REPLY_OUTLOOK_TIME, FAIL_NONE, 1, false}, true, 1, true},
-        {"ramp, no time", {REPLY_OUTLOOK_TIME, FAIL_NONE, -1, false}, true,
-         REPLY_DEFAULT_RETRY_MS, true},
-        {"hint past deadline", {REPLY_OUTLOOK_TIME, FAIL_RATE_LIMITED, 30000, true}, true, 30000,
+        {"open circuit", {OUTLOOK_TIME, FAIL_NONE, 42000, false}, true, 42000, true},
+        {"cooling key", {OUTLOOK_TIME, FAIL_NONE, 1, false}, true, 1, true},
+        {"ramp, no time", {OUTLOOK_TIME, FAIL_NONE, -1, false}, true,
+         OUTLOOK_DEFAULT_RETRY_MS, true},
+        {"hint past deadline", {OUTLOOK_TIME, FAIL_RATE_LIMITED, 30000, true}, true, 30000,
          false},
         /* The last failure's kind decides. */
-        {"server error", {REPLY_OUTLOOK_KIND, FAIL_SERVER_ERROR, -1, true}, true,
-         REPLY_DEFAULT_RETRY_MS, false},
-        {"rate limited", {REPLY_OUTLOOK_KIND, FAIL_RATE_LIMITED, 7000, true}, true, 7000, false},
-        {"quota", {REPLY_OUTLOOK_KIND, FAIL_QUOTA_EXHAUSTED, 7000, true}, false, -1, false},
-        {"model not found", {REPLY_OUTLOOK_KIND, FAIL_NOT_FOUND, -1, true}, false, -1, false},
-        {"invalid request", {REPLY_OUTLOOK_KIND, FAIL_INVALID_REQUEST, -1, true}, false, -1,
+        {"server error", {OUTLOOK_KIND, FAIL_SERVER_ERROR, -1, true}, true,
+         OUTLOOK_DEFAULT_RETRY_MS, false},
+        {"rate limited", {OUTLOOK_KIND, FAIL_RATE_LIMITED, 7000, true}, true, 7000, false},
+        {"quota", {OUTLOOK_KIND, FAIL_QUOTA_EXHAUSTED, 7000, true}, false, -1, false},
+        {"model not found", {OUTLOOK_KIND, FAIL_NOT_FOUND, -1, true}, false, -1, false},
+        {"invalid request", {OUTLOOK_KIND, FAIL_INVALID_REQUEST, -1, true}, false, -1,
          false},
-        {"no attempt, kind none", {REPLY_OUTLOOK_KIND, FAIL_NONE, 500, false}, false, -1, false},
+        {"no attempt, kind none", {OUTLOOK_KIND, FAIL_NONE, 500, false}, false, -1, false},
     };
 
     (void)state;
@@ -79,11 +79,11 @@ static void test_retry_invariants(void **state)
     static const int64_t waits[] = {-1, 0, 1, 1000, 86400000};
 
     (void)state;
-    for (int o = REPLY_OUTLOOK_KIND; o <= REPLY_OUTLOOK_TIME; o++)
+    for (int o = OUTLOOK_KIND; o <= OUTLOOK_TIME; o++)
         for (int k = 0; k < FAIL_KIND_COUNT; k++)
             for (size_t w = 0; w < sizeof(waits) / sizeof(waits[0]); w++)
                 for (int a = 0; a < 2; a++) {
-                    struct reply_cause c = {(enum reply_outlook)o, (enum fail_kind)k, waits[w],
+                    struct reply_cause c = {(enum outlook)o, (enum fail_kind)k, waits[w],
                                             a == 1};
                     struct reply_error e = {0};
 
@@ -106,8 +106,8 @@ static void test_body_agrees(void **state)
                             .code = "no_eligible_fallback",
                             .message = "too large",
                             .reason = "no_eligible_fallback"};
-    struct reply_cause never = {REPLY_OUTLOOK_NEVER, FAIL_NONE, -1, false};
-    struct reply_cause later = {REPLY_OUTLOOK_TIME, FAIL_NONE, 2500, false};
+    struct reply_cause never = {OUTLOOK_NEVER, FAIL_NONE, -1, false};
+    struct reply_cause later = {OUTLOOK_TIME, FAIL_NONE, 2500, false};
     struct bsc_buf b;
 
     (void)state;

@@ -12,7 +12,8 @@
 #include <cmocka.h>
 
 #include "config/config.h"
-#include "router/retry.h"
+#include "health/budget.h"
+#include "policy/retry.h"
 
 #define EXPECT_INT(ctx, got, want)                                                         \
     do {                                                                                   \
@@ -160,25 +161,25 @@ static void test_choose_delay(void **state)
 
 /* ---- the retry budget ------------------------------------------------------------------------ */
 
-static unsigned take_many(struct retry_budget *b, uint64_t now, unsigned tries)
+static unsigned take_many(struct rbudget *b, uint64_t now, unsigned tries)
 {
     unsigned taken = 0;
 
     for (unsigned i = 0; i < tries; i++)
-        taken += retry_budget_try_take(b, now);
+        taken += rbudget_try_take(b, now);
     return taken;
 }
 
 static void test_budget_floor(void **state)
 {
     (void)state;
-    struct retry_budget b;
-    struct retry_budget_stats st;
+    struct rbudget b;
+    struct rbudget_stats st;
 
     /* No traffic at all: the floor alone, 1/s over 10 s = 10 retries. */
-    retry_budget_init(&b, 0.2, 1, 10000);
+    rbudget_init(&b, 0.2, 1, 10000);
     assert_int_equal(take_many(&b, 5000, 25), 10);
-    retry_budget_stats(&b, 5000, &st);
+    rbudget_stats(&b, 5000, &st);
     assert_int_equal(st.retries_in_window, 10);
     assert_int_equal(st.firsts_in_window, 0);
     assert_int_equal(st.total_retries, 10);
@@ -189,17 +190,17 @@ static void test_budget_floor(void **state)
 static void test_budget_ratio(void **state)
 {
     (void)state;
-    struct retry_budget b;
+    struct rbudget b;
 
     /* No floor: exactly ratio x firsts. */
-    retry_budget_init(&b, 0.2, 0, 10000);
-    assert_false(retry_budget_try_take(&b, 100));
+    rbudget_init(&b, 0.2, 0, 10000);
+    assert_false(rbudget_try_take(&b, 100));
     for (int i = 0; i < 100; i++)
-        retry_budget_note_first(&b, 100);
+        rbudget_note_first(&b, 100);
     assert_int_equal(take_many(&b, 100, 50), 20);
     /* Five more first attempts earn exactly one more retry. */
     for (int i = 0; i < 5; i++)
-        retry_budget_note_first(&b, 200);
+        rbudget_note_first(&b, 200);
     assert_int_equal(take_many(&b, 200, 5), 1);
 }
 
@@ -208,29 +209,29 @@ static void test_budget_ratio(void **state)
 static void test_budget_storm(void **state)
 {
     (void)state;
-    struct retry_budget b;
-    struct retry_budget_stats st;
+    struct rbudget b;
+    struct rbudget_stats st;
     unsigned taken = 0;
 
-    retry_budget_init(&b, 0.2, 1, 10000);
+    rbudget_init(&b, 0.2, 1, 10000);
     for (int i = 0; i < 100; i++) {
         uint64_t now = 1000000 + (uint64_t)i * 90; /* all inside one window */
 
-        retry_budget_note_first(&b, now);
+        rbudget_note_first(&b, now);
         taken += take_many(&b, now, 3);
     }
     assert_int_equal(taken, 30); /* 0.2 x 100 + 1/s x 10 s */
-    retry_budget_stats(&b, 1000000 + 99 * 90, &st);
+    rbudget_stats(&b, 1000000 + 99 * 90, &st);
     assert_int_equal(st.firsts_in_window, 100);
     assert_int_equal(st.retries_in_window, 30);
     assert_int_equal(st.total_rejections, 300 - 30);
     assert_true(fabs(st.allowance - 30.0) < 1e-9);
 
     /* With the default config (ratio 0.2, 10/s, 10 s) the same storm gets 120. */
-    retry_budget_init(&b, 0.2, 10, 10000);
+    rbudget_init(&b, 0.2, 10, 10000);
     taken = 0;
     for (int i = 0; i < 100; i++) {
-        retry_budget_note_first(&b, (uint64_t)i * 90);
+        rbudget_note_first(&b, (uint64_t)i * 90);
         taken += take_many(&b, (uint64_t)i * 90, 3);
     }
     assert_int_equal(taken, 120);
@@ -239,21 +240,21 @@ static void test_budget_storm(void **state)
 static void test_budget_window_slides(void **state)
 {
     (void)state;
-    struct retry_budget b;
-    struct retry_budget_stats st;
+    struct rbudget b;
+    struct rbudget_stats st;
 
     /* 10 buckets of 1 s. 50 firsts at t = 0.5 s (bucket 0), no floor. */
-    retry_budget_init(&b, 0.2, 0, 10000);
+    rbudget_init(&b, 0.2, 0, 10000);
     for (int i = 0; i < 50; i++)
-        retry_budget_note_first(&b, 500);
+        rbudget_note_first(&b, 500);
     assert_int_equal(take_many(&b, 600, 20), 10);
     /* Still inside the window at 9.999 s: nothing new allowed, counts kept. */
     assert_int_equal(take_many(&b, 9999, 5), 0);
-    retry_budget_stats(&b, 9999, &st);
+    rbudget_stats(&b, 9999, &st);
     assert_int_equal(st.firsts_in_window, 50);
     assert_int_equal(st.retries_in_window, 10);
     /* At 10 s bucket 0 slides out: firsts and retries both gone. */
-    retry_budget_stats(&b, 10000, &st);
+    rbudget_stats(&b, 10000, &st);
     assert_int_equal(st.firsts_in_window, 0);
     assert_int_equal(st.retries_in_window, 0);
     assert_int_equal(take_many(&b, 10000, 5), 0); /* no firsts, no floor */
@@ -265,59 +266,59 @@ static void test_budget_window_slides(void **state)
 static void test_budget_partial_slide(void **state)
 {
     (void)state;
-    struct retry_budget b;
-    struct retry_budget_stats st;
+    struct rbudget b;
+    struct rbudget_stats st;
 
-    retry_budget_init(&b, 1.0, 0, 10000);
+    rbudget_init(&b, 1.0, 0, 10000);
     for (uint64_t t = 0; t < 10; t++) /* one first per bucket, t = 0.5 s .. 9.5 s */
-        retry_budget_note_first(&b, t * 1000 + 500);
-    retry_budget_stats(&b, 9500, &st);
+        rbudget_note_first(&b, t * 1000 + 500);
+    rbudget_stats(&b, 9500, &st);
     assert_int_equal(st.firsts_in_window, 10);
-    retry_budget_stats(&b, 12500, &st); /* buckets 0..2 gone */
+    rbudget_stats(&b, 12500, &st); /* buckets 0..2 gone */
     assert_int_equal(st.firsts_in_window, 7);
-    retry_budget_stats(&b, 18000, &st); /* slots 9..18: only the first from 9.5 s is left */
+    rbudget_stats(&b, 18000, &st); /* slots 9..18: only the first from 9.5 s is left */
     assert_int_equal(st.firsts_in_window, 1);
-    retry_budget_stats(&b, 50000, &st); /* a long gap empties everything */
+    rbudget_stats(&b, 50000, &st); /* a long gap empties everything */
     assert_int_equal(st.firsts_in_window, 0);
     /* Retries used earlier still count against later firsts while in the window. */
-    retry_budget_init(&b, 1.0, 0, 10000);
-    retry_budget_note_first(&b, 0);
-    retry_budget_note_first(&b, 0);
+    rbudget_init(&b, 1.0, 0, 10000);
+    rbudget_note_first(&b, 0);
+    rbudget_note_first(&b, 0);
     assert_int_equal(take_many(&b, 0, 5), 2);
-    retry_budget_note_first(&b, 5000);
+    rbudget_note_first(&b, 5000);
     assert_int_equal(take_many(&b, 5000, 5), 1);
     /* At 10 s slot 0 (2 firsts, 2 retries) slides out; slot 5 holds 1 first and 1 retry. */
     assert_int_equal(take_many(&b, 10000, 5), 0);
-    retry_budget_note_first(&b, 10000);
+    rbudget_note_first(&b, 10000);
     assert_int_equal(take_many(&b, 10000, 5), 1);
 }
 
 static void test_budget_odd_inputs(void **state)
 {
     (void)state;
-    struct retry_budget b;
-    struct retry_budget_stats st;
+    struct rbudget b;
+    struct rbudget_stats st;
 
     /* The clock going back counts in the newest bucket, without a crash or a reset. */
-    retry_budget_init(&b, 1.0, 0, 10000);
-    retry_budget_note_first(&b, 50000);
-    retry_budget_note_first(&b, 100);
+    rbudget_init(&b, 1.0, 0, 10000);
+    rbudget_note_first(&b, 50000);
+    rbudget_note_first(&b, 100);
     assert_int_equal(take_many(&b, 10, 5), 2);
-    retry_budget_stats(&b, 50000, &st);
+    rbudget_stats(&b, 50000, &st);
     assert_int_equal(st.firsts_in_window, 2);
     /* A zero window is raised to one bucket per ms; NaN and negative ratios are 0. */
-    retry_budget_init(&b, NAN, 0, 0);
-    retry_budget_note_first(&b, 1);
-    assert_false(retry_budget_try_take(&b, 1));
-    retry_budget_init(&b, -1.0, 0, 0);
-    retry_budget_note_first(&b, 1);
-    assert_false(retry_budget_try_take(&b, 1));
-    retry_budget_init(&b, 1.0, 0, 0);
-    retry_budget_note_first(&b, 1);
-    assert_true(retry_budget_try_take(&b, 1));
-    assert_false(retry_budget_try_take(&b, 5));  /* still inside the 10 ms window */
-    assert_false(retry_budget_try_take(&b, 11)); /* ms 1 slid out: no firsts, no floor */
-    retry_budget_stats(&b, 11, &st);
+    rbudget_init(&b, NAN, 0, 0);
+    rbudget_note_first(&b, 1);
+    assert_false(rbudget_try_take(&b, 1));
+    rbudget_init(&b, -1.0, 0, 0);
+    rbudget_note_first(&b, 1);
+    assert_false(rbudget_try_take(&b, 1));
+    rbudget_init(&b, 1.0, 0, 0);
+    rbudget_note_first(&b, 1);
+    assert_true(rbudget_try_take(&b, 1));
+    assert_false(rbudget_try_take(&b, 5));  /* still inside the 10 ms window */
+    assert_false(rbudget_try_take(&b, 11)); /* ms 1 slid out: no firsts, no floor */
+    rbudget_stats(&b, 11, &st);
     assert_int_equal(st.firsts_in_window, 0);
 }
 
@@ -325,15 +326,15 @@ static void test_budget_odd_inputs(void **state)
 static void test_budget_bucket_width(void **state)
 {
     static const uint32_t windows[] = {0, 1, 9, 10, 15, 999, 1000, 10000, 10009};
-    struct retry_budget b;
+    struct rbudget b;
 
     (void)state;
     for (size_t i = 0; i < sizeof(windows) / sizeof(windows[0]); i++) {
-        retry_budget_init(&b, 0.1, 1, windows[i]);
-        assert_int_equal(retry_budget_bucket_ms(windows[i]), b.bucket_ms);
+        rbudget_init(&b, 0.1, 1, windows[i]);
+        assert_int_equal(rbudget_bucket_ms(windows[i]), b.bucket_ms);
     }
-    assert_int_equal(retry_budget_bucket_ms(10009), 1000);
-    assert_int_equal(retry_budget_bucket_ms(5), 1);
+    assert_int_equal(rbudget_bucket_ms(10009), 1000);
+    assert_int_equal(rbudget_bucket_ms(5), 1);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_score.c -- balance: score: the score formula and the ranking (router/score.h) as a
+/* test_score.c -- balance: score: the score formula and the ranking (policy/score.h) as a
  * table of cases, and the route's `score:` weights in the configuration (defaults, file:line
  * errors, the warning when balance is not score). */
 #include <math.h>
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "config/config.h"
-#include "router/score.h"
+#include "policy/score.h"
 
 static const struct cfg_score defaults = {.contract = 1.0, .task = 1.0, .latency_ms = 0.001,
                                           .cost_usd = 100.0};

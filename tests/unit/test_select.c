@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_select.c -- rule matching of select routes (router/select.c) as a pure function: each
+/* test_select.c -- rule matching of select routes (policy/select.c) as a pure function: each
  * condition on its own, metadata from the body and from X-Bascule-Meta-* (the header wins,
  * names case-insensitive), the pattern with and without (?i), first-match order, no match, the
  * regex budget, and reading the message count and last user text from a messages array. Rules
@@ -16,7 +16,7 @@
 #include "config/config.h"
 #include "contract/regex.h"
 #include "core/str.h"
-#include "router/select.h"
+#include "policy/select.h"
 
 static const char yaml[] =
     "providers:\n"

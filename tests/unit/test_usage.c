@@ -3,7 +3,7 @@
  * DashScope cached and reasoning tokens, DeepSeek cache hits and misses, the Responses API's
  * names, Anthropic's cache reads and 5-minute/1-hour writes plain and split over
  * message_start + message_delta, Gemini's cached content and thoughts plain and streamed),
- * and the cost formula that prices it (router/cost.c). */
+ * and the cost formula that prices it (policy/cost.c). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,7 +18,7 @@
 #include "core/str.h"
 #include "providers/anthropic.h"
 #include "providers/provider.h"
-#include "router/cost.h"
+#include "policy/cost.h"
 
 static struct prov_usage oai(const char *json, bool responses)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* attempt.c -- attempt records and their names. */
-#include "router/attempt.h"
+#include "policy/attempt.h"
 
 static const char *const wf_names[ATTEMPT_WF_COUNT] = {
     [ATTEMPT_WF_PRIMARY] = "primary",

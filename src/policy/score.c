@@ -3,7 +3,7 @@
  * stable insertion sort (tiers hold a handful of targets). */
 #include <math.h>
 
-#include "router/score.h"
+#include "policy/score.h"
 
 static double or_zero(double x)
 {

@@ -7,7 +7,7 @@
  * forty. Under the set's lock; a handful of waiting requests per set, scanned linearly. */
 #include <stdlib.h>
 
-#include "health/limits.h"
+#include "limits/limits.h"
 
 static struct lim_ticket *find(struct lim_fair *f, const void *who)
 {

@@ -5,7 +5,7 @@
  * translator, never narrower, so a target found eligible here is not refused later for the
  * same parameter. Values are read by json-c, escapes decoded ("\u0061udio" is "audio"), as
  * the upstream reads them. The table per provider kind: docs/internals/request-lifecycle.md. */
-#include "router/params.h"
+#include "policy/params.h"
 
 #include <stdlib.h>
 #include <string.h>

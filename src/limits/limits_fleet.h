@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* limits_fleet.h -- inside health/: how a limit set (limits.c) decides with the fleet's
+/* limits_fleet.h -- inside limits/: how a limit set (limits.c) decides with the fleet's
  * shared buckets and leases (limits_fleet.c) instead of its own counters. Every call but
  * lim__fleet_send runs with the set's lock held. */
-#ifndef BSC_HEALTH_LIMITS_FLEET_H
-#define BSC_HEALTH_LIMITS_FLEET_H
+#ifndef BSC_LIMITS_LIMITS_FLEET_H
+#define BSC_LIMITS_LIMITS_FLEET_H
 
-#include "health/limits.h"
+#include "limits/limits.h"
 
 /* The asks one acquire decided to send, sent after the lock is released. */
 struct lim__asks {

@@ -3,8 +3,8 @@
  * recent results (contract and task success rates, latency, estimated cost), with the
  * route's weights (docs/configuration.md). Pure: no I/O, no clock, no allocation; the
  * caller fills one struct score_cand per target. See docs/internals/feedback.md. */
-#ifndef BSC_ROUTER_SCORE_H
-#define BSC_ROUTER_SCORE_H
+#ifndef BSC_POLICY_SCORE_H
+#define BSC_POLICY_SCORE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,8 +3,8 @@
  * envelope, tightened (never loosened) by the client's X-Bascule-* headers, plus the time
  * arithmetic the router needs before each attempt. Pure: <now> is always an argument, no
  * allocation, no globals. Design notes: docs/internals/taxonomy.md (envelope section). */
-#ifndef BSC_ROUTER_ENVELOPE_H
-#define BSC_ROUTER_ENVELOPE_H
+#ifndef BSC_POLICY_ENVELOPE_H
+#define BSC_POLICY_ENVELOPE_H
 
 #include <stdbool.h>
 #include <stdint.h>

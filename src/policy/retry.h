@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* retry.h -- how long to wait before the next attempt, and whether the gateway may retry at
- * all (docs/design.md §3): exponential backoff with additive jitter, the provider's Retry-After
- * honoured and weighed against the deadline; the gateway-wide retry budget that keeps
- * upstream calls a bounded multiple of client requests during a storm is health/budget.h. Pure: time and
- * randomness are arguments. Design notes: docs/internals/taxonomy.md (retry section). */
-#ifndef BSC_ROUTER_RETRY_H
-#define BSC_ROUTER_RETRY_H
+/* retry.h -- how long to wait before the next attempt (docs/design.md §3): exponential
+ * backoff with additive jitter, the provider's Retry-After honoured and weighed against the
+ * deadline. Whether the gateway may retry at all, the gateway-wide retry budget that keeps
+ * upstream calls a bounded multiple of client requests during a storm, is health/budget.h
+ * (rbudget_). Pure: time and randomness are arguments. Design notes:
+ * docs/internals/taxonomy.md (retry section). */
+#ifndef BSC_POLICY_RETRY_H
+#define BSC_POLICY_RETRY_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "config/config.h"
 #include "core/compat.h"
-#include "health/budget.h"
 
 /* Why a delay has the length it has (for the attempt log). */
 enum retry_delay_why {

@@ -5,8 +5,8 @@
  * health/tstats.h and health/breaker.h) and passes a uniform draw; the same inputs always
  * give the same answer. No I/O, no clock, no allocation, never calls back.
  * See docs/internals/breaker.md for how the ramp and the breaker interact with picking. */
-#ifndef BSC_ROUTER_PICK_H
-#define BSC_ROUTER_PICK_H
+#ifndef BSC_POLICY_PICK_H
+#define BSC_POLICY_PICK_H
 
 #include <stdbool.h>
 #include <stddef.h>

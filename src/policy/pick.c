@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "router/pick.h"
+#include "policy/pick.h"
 
 static bool measured(double ms)
 {

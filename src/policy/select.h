@@ -3,8 +3,8 @@
  * whose conditions all hold wins; a rule without conditions always holds. Pure: the request is
  * described by a struct sel_facts the caller fills (request.c), so every condition is tested
  * without a server. See docs/configuration.md "select", docs/internals/request-lifecycle.md. */
-#ifndef BSC_ROUTER_SELECT_H
-#define BSC_ROUTER_SELECT_H
+#ifndef BSC_POLICY_SELECT_H
+#define BSC_POLICY_SELECT_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -5,16 +5,16 @@
  * (next key, or after backoff or Retry-After), an equivalent target, an approved fallback
  * model -- each gated by the envelope (time, attempts, added latency, cost) and the
  * gateway-wide retry budget. decide_req.c builds the input and carries out the answer. */
-#include "router/decide.h"
+#include "policy/decide.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/compat.h"
-#include "router/cost.h"
-#include "router/pick.h"
-#include "router/retry.h"
+#include "policy/cost.h"
+#include "policy/pick.h"
+#include "policy/retry.h"
 
 /* ---- choosing targets ---- */
 
@@ -208,12 +208,12 @@ static enum decision stop(struct decide_out *out, enum decide_stop kind, const c
 }
 
 static enum decision stop_typed(struct decide_out *out, const char *reason,
-                                enum reply_outlook outlook, int64_t wait_ms, const char *why,
+                                enum outlook outlook, int64_t wait_ms, const char *why,
                                 const char *fmt, ...) BSC_PRINTF(6, 7);
 
 /* A typed failure: <reason>, what a client retry may expect, and the message. */
 static enum decision stop_typed(struct decide_out *out, const char *reason,
-                                enum reply_outlook outlook, int64_t wait_ms, const char *why,
+                                enum outlook outlook, int64_t wait_ms, const char *why,
                                 const char *fmt, ...)
 {
     va_list ap;
@@ -248,7 +248,7 @@ static bool within_budgets(const struct decide_in *in, const struct cfg_target *
         /* Recovery started when the first attempt ended; the next wait counts too. */
         uint64_t added_ms = (in->now_us - in->attempts[0].end_us) / 1000 + out->delay_ms;
         if (added_ms > e->max_added_latency_ms) {
-            stop_typed(out, "latency_budget_exhausted", REPLY_OUTLOOK_KIND,
+            stop_typed(out, "latency_budget_exhausted", OUTLOOK_KIND,
                        in->fail->retry_after_ms, "latency_budget_exhausted",
                        "recovering would add %llu ms, more than the route's "
                        "max_added_latency_ms of %u",
@@ -267,7 +267,7 @@ static bool within_budgets(const struct decide_in *in, const struct cfg_target *
     /* Too dear from the start: never retryable. After failed attempts, a fresh request has
      * spent nothing yet: the last failure decides. */
     stop_typed(out, "cost_budget_exhausted",
-               in->n_attempts ? REPLY_OUTLOOK_KIND : REPLY_OUTLOOK_NEVER,
+               in->n_attempts ? OUTLOOK_KIND : OUTLOOK_NEVER,
                in->n_attempts ? in->fail->retry_after_ms : -1, "cost_budget_exhausted",
                "an attempt on %s would bring the estimated cost to $%.6f, over the route's "
                "max_cost_usd of $%.6f",
@@ -287,8 +287,8 @@ static enum decision go(const struct decide_in *in, const struct cfg_target *nex
     if (!in->budget_ok) {
         /* A gateway-wide brake: it eases within the budget's window. */
         out->budget_rejected = true;
-        return stop_typed(out, "retry_budget_exhausted", REPLY_OUTLOOK_TIME,
-                          REPLY_DEFAULT_RETRY_MS, "retry_budget_exhausted",
+        return stop_typed(out, "retry_budget_exhausted", OUTLOOK_TIME,
+                          OUTLOOK_DEFAULT_RETRY_MS, "retry_budget_exhausted",
                           "%s failed (%s) and the gateway's retry budget is spent",
                           in->failed.t->id, fail_kind_name(in->fail->kind));
     }
@@ -369,12 +369,12 @@ static enum decision stop_early(const struct decide_in *in, const struct fail_po
         f->transport != FT_OK)
         return stop(out, DECIDE_STOP_UNCERTAIN, "side_effect_uncertain");
     if (in->time_left_ms == 0)
-        return stop_typed(out, "deadline_exhausted", REPLY_OUTLOOK_KIND, f->retry_after_ms,
+        return stop_typed(out, "deadline_exhausted", OUTLOOK_KIND, f->retry_after_ms,
                           "deadline_exhausted",
                           "the request deadline passed after %u attempts (last: %s)",
                           in->n_attempts, fail_kind_name(f->kind));
     if (in->n_attempts >= in->env->max_attempts)
-        return stop_typed(out, "attempts_exhausted", REPLY_OUTLOOK_KIND, f->retry_after_ms,
+        return stop_typed(out, "attempts_exhausted", OUTLOOK_KIND, f->retry_after_ms,
                           "max_attempts", "all %u attempts failed (last: %s on %s)",
                           in->n_attempts, fail_kind_name(f->kind), in->failed.t->id);
     return DECIDE_GO;
@@ -454,15 +454,15 @@ static enum decision stop_exhausted(const struct decide_in *in, const struct fai
     if (f->kind == FAIL_CONTRACT_FAILURE) {
         /* Never the invalid answer presented as success. */
         out->status = 502;
-        return stop_typed(out, "contract_failure", REPLY_OUTLOOK_NEVER, -1, "contract_failure",
+        return stop_typed(out, "contract_failure", OUTLOOK_NEVER, -1, "contract_failure",
                           "%s", f->message);
     }
     if (wait_too_long) /* the upstream said when: the client may come back then */
-        return stop_typed(out, "deadline_exhausted", REPLY_OUTLOOK_TIME, wait_ms,
+        return stop_typed(out, "deadline_exhausted", OUTLOOK_TIME, wait_ms,
                           "wait_exceeds_deadline",
                           "%s asked to wait %lld ms, more than the %llu ms left", failed,
                           (long long)wait_ms, (unsigned long long)in->time_left_ms);
-    return stop_typed(out, "no_eligible_fallback", REPLY_OUTLOOK_KIND, f->retry_after_ms,
+    return stop_typed(out, "no_eligible_fallback", OUTLOOK_KIND, f->retry_after_ms,
                       "no_eligible_fallback",
                       "%s failed (%s) and no eligible target is left to try", failed,
                       fail_kind_name(f->kind));
@@ -521,7 +521,7 @@ static bool stop_capacity(const struct decide_in *in, const struct decide_cand *
         return false;
     if (out->queue_ms > in->time_left_ms)
         out->queue_ms = (uint32_t)in->time_left_ms;
-    stop_typed(out, "rate_limited", REPLY_OUTLOOK_TIME, soonest == INT64_MAX ? -1 : soonest,
+    stop_typed(out, "rate_limited", OUTLOOK_TIME, soonest == INT64_MAX ? -1 : soonest,
                "no_capacity", "route '%s' has no target with room under its limits now (%s)",
                in->route->id, out->limited_by);
     out->stop = DECIDE_STOP_CAPACITY;

@@ -4,8 +4,8 @@
  * bascule_cost_usd_total, client spend and the shadow's cost; and the conservative estimate
  * that balance: cheapest, the score and max_cost_usd judge a request by before it is sent.
  * The billing rules it applies: docs/configuration.md "Cost". Pure. */
-#ifndef BSC_ROUTER_COST_H
-#define BSC_ROUTER_COST_H
+#ifndef BSC_POLICY_COST_H
+#define BSC_POLICY_COST_H
 
 #include <stddef.h>
 #include <stdint.h>

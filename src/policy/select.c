@@ -10,7 +10,7 @@
 #include "contract/regex.h"
 #include "core/json_name.h"
 #include "core/json_scan.h"
-#include "router/select.h"
+#include "policy/select.h"
 
 #define META_HEADER "x-bascule-meta-"
 

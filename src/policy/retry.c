@@ -3,7 +3,7 @@
  * the sliding-window retry budget. Decides waits only: whether a kind may be retried at all
  * is the taxonomy's table, and the timer belongs to the request state machine.
  * See docs/internals/taxonomy.md. */
-#include "router/retry.h"
+#include "policy/retry.h"
 
 #include <stdbool.h>
 #include <stdint.h>

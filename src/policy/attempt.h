@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* attempt.h -- the record of one upstream attempt: which target, why (workflow), how it
  * ended and how long it took. Attempt log lines and metrics are built from these. */
-#ifndef BSC_ROUTER_ATTEMPT_H
-#define BSC_ROUTER_ATTEMPT_H
+#ifndef BSC_POLICY_ATTEMPT_H
+#define BSC_POLICY_ATTEMPT_H
 
 #include <stdint.h>
 

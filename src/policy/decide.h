@@ -5,8 +5,8 @@
  * availability read once, whether the retry budget has room) and carries out the decide_out
  * (metrics, store, error body, breaker admission). No clock, no RNG, no locks, no writes:
  * tests/unit/test_decide.c drives it with a table of scenarios. */
-#ifndef BSC_ROUTER_DECIDE_H
-#define BSC_ROUTER_DECIDE_H
+#ifndef BSC_POLICY_DECIDE_H
+#define BSC_POLICY_DECIDE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,10 +14,10 @@
 
 #include "config/config.h"
 #include "health/hstate.h"
-#include "router/attempt.h"
-#include "router/envelope.h"
-#include "router/reply.h"
-#include "router/score.h"
+#include "policy/attempt.h"
+#include "policy/envelope.h"
+#include "policy/outlook.h"
+#include "policy/score.h"
 #include "fail/taxonomy.h"
 
 #define DECIDE_MAX_CANDS 64 /* per tier; later targets of a longer tier are not considered */
@@ -102,7 +102,7 @@ struct decide_out {
     const char *recovery;            /* decide_first: "primary_unavailable" or NULL */
     enum decide_stop stop;
     const char *reason;              /* STOP_TYPED: the failure's reason code */
-    enum reply_outlook outlook;
+    enum outlook outlook;
     int64_t wait_ms;
     int status;                      /* 0: the reason's own status */
     /* balance: score: how the chosen tier was ranked (best first), for the attempt log */

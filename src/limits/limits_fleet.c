@@ -7,7 +7,7 @@
  * process taken early: the precision given up). Spare slots beyond a slice go back at
  * release (local or not), and at the second renewal that finds them unused. No answer within store.timeout_ms, or a share that is down: the set decides on
  * its own counters, with the caps divided by store.instances. See docs/internals/redis.md. */
-#include "health/limits_fleet.h"
+#include "limits/limits_fleet.h"
 
 #include <inttypes.h>
 #include <math.h>

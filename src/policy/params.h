@@ -4,8 +4,8 @@
  * parser reads them, and which of those a target's adapter declares it cannot honour. The
  * router makes such a target ineligible, as for a missing capability; when none is left
  * the client gets a 400 naming the parameter. Pure: no I/O. */
-#ifndef BSC_ROUTER_PARAMS_H
-#define BSC_ROUTER_PARAMS_H
+#ifndef BSC_POLICY_PARAMS_H
+#define BSC_POLICY_PARAMS_H
 
 #include <stdint.h>
 

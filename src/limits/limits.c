@@ -4,8 +4,8 @@
  * a set without caps is never locked. A rate admits its burst at once, then one every
  * interval, 60 s / (cap - burst + 1): so no 60 s window ever holds more than cap, and no
  * window shorter than an interval more than the burst. */
-#include "health/limits.h"
-#include "health/limits_fleet.h"
+#include "limits/limits.h"
+#include "limits/limits_fleet.h"
 
 #include <math.h>
 #include <stdlib.h>

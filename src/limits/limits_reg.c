@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/str.h"
-#include "health/limits.h"
+#include "limits/limits.h"
 
 struct lim_entry {
     char kind; /* 'c' client, 't' target, 'p' provider, 'T' team: ids of kinds may agree */

@@ -7,8 +7,8 @@
  * shorter than one interval at most the burst. The registry
  * (lim_reg) keeps one set per client, target and provider id across config reloads and
  * points each config object at its set (lim_reg_sync). See docs/internals/limits.md. */
-#ifndef BSC_HEALTH_LIMITS_H
-#define BSC_HEALTH_LIMITS_H
+#ifndef BSC_LIMITS_LIMITS_H
+#define BSC_LIMITS_LIMITS_H
 
 #include <pthread.h>
 #include <stdatomic.h>

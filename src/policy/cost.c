@@ -2,7 +2,7 @@
 /* cost.c -- the cost formula (cost.h). Prices are per million tokens: the token counts are
  * weighted first and divided once, so a cost is as exact as a double sum of integers
  * times prices allows. */
-#include "router/cost.h"
+#include "policy/cost.h"
 
 static double count(int64_t n)
 {

@@ -3,7 +3,7 @@
  * which may only tighten it (docs/design.md §11), and answers "how much time is left" and "how long
  * may this attempt take". Does not decide retries (retry.c) nor read the clock.
  * See docs/internals/taxonomy.md. */
-#include "router/envelope.h"
+#include "policy/envelope.h"
 
 #include <stdbool.h>
 #include <stdint.h>
