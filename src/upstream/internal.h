@@ -112,7 +112,8 @@ struct up_transfer {
     bool cancelled; /* up_cancel ran inside a callback; finish silently */
     bool in_callback;
     bool request_sent;
-    /* libcurl's part (easy.c), unused by a builtin transfer */
+    struct up_h1 h1; /* the builtin client's part (h1*.c), unused by a curl transfer */
+    /* libcurl's part (easy.c, multi.c, gate.c), unused by a builtin transfer */
     CURL *easy;         /* owned */
     struct up_url *url; /* held: the parsed URL curl reads, or NULL */
     bool plain;  /* an http:// URL: the connection speaks HTTP/1.x in clear */
@@ -122,7 +123,6 @@ struct up_transfer {
     struct up_transfer *gate_next; /* the next transfer waiting at the same gate */
     bool gated; /* waiting at its gate: not yet given to curl */
     struct up_line_rules rules;
-    struct up_h1 h1; /* the builtin client's part (h1*.c), unused by a curl transfer */
     char errbuf[CURL_ERROR_SIZE];
     /* The request header list, its nodes in place: curl only reads a CURLOPT_HTTPHEADER
      * list, so it needs no curl_slist_append (a malloc and a strdup a line). Sized to the
