@@ -12,15 +12,6 @@
 
 static void conn_arm(struct h1_conn *c);
 
-static void link_transfer(struct up_multi *m, struct up_transfer *t)
-{
-    t->next = m->transfers;
-    if (m->transfers)
-        m->transfers->prev = t;
-    m->transfers = t;
-    m->n_active++;
-}
-
 static void free_transfer(struct up_transfer *t)
 {
     bsc_buf_cleanup(&t->head);
@@ -397,7 +388,7 @@ void h1_finish(struct up_transfer *t, enum up_result res, const char *detail)
     h1_kick(p);
 }
 
-/* ---- the up_* calls --------------------------------------------------------------------- */
+/* ---- the client's table (up__h1_ops) --------------------------------------------------------------------- */
 
 static enum bsc_err prepare(struct up_transfer *t, const struct up_request *req,
                             struct h1_url *u)
@@ -425,32 +416,31 @@ static enum bsc_err prepare(struct up_transfer *t, const struct up_request *req,
     return BSC_OK;
 }
 
-enum bsc_err up__h1_start(struct up_multi *m, const struct up_request *req,
-                          const struct up_callbacks *cb, void *ud, struct up_transfer **out)
+/* up__h1_ops.size: the shared part alone; the builtin part is in it (struct up_h1), and
+ * the curl header nodes after it are not used. */
+static size_t h1_size(const struct up_request *req)
 {
-    struct up_transfer *t = calloc(1, offsetof(struct up_transfer, header_nodes));
+    (void)req;
+    return offsetof(struct up_transfer, header_nodes);
+}
+
+/* up__h1_ops.start: the request head built, the host found, then a connection, a place in
+ * its host's queue, or a failure finished later (h1_dispatch never calls back). */
+static enum bsc_err h1_start(struct up_transfer *t, const struct up_request *req)
+{
     struct h1_url u;
     enum bsc_err err;
 
-    if (!t)
-        return BSC_ENOMEM;
-    t->m = m;
-    t->cb = *cb;
-    t->ud = ud;
-    t->h1.on = true;
-    bsc_buf_init(&t->head, UP_MAX_HEAD_BYTES);
     (void)bsc_buf_reserve(&t->head, 256); /* a short head in one allocation; a held stream keeps it */
     if ((err = prepare(t, req, &u)) != BSC_OK) {
-        free_transfer(t);
+        bsc_buf_cleanup(&t->h1.req);
         return err;
     }
-    link_transfer(m, t);
     h1_dispatch(t);
-    *out = t;
     return BSC_OK;
 }
 
-void up__h1_cancel(struct up_transfer *t)
+static void h1_cancel(struct up_transfer *t)
 {
     t->cancelled = true;
     if (t->in_callback)
@@ -458,7 +448,7 @@ void up__h1_cancel(struct up_transfer *t)
     h1_finish(t, UP_RESET, "cancelled");
 }
 
-void up__h1_pause(struct up_transfer *t)
+static void h1_pause(struct up_transfer *t)
 {
     if (t->paused || t->cancelled)
         return;
@@ -469,7 +459,7 @@ void up__h1_pause(struct up_transfer *t)
     }
 }
 
-void up__h1_resume(struct up_transfer *t)
+static void h1_resume(struct up_transfer *t)
 {
     struct h1_conn *c = t->h1.conn;
 
@@ -491,3 +481,12 @@ void up__h1_resume(struct up_transfer *t)
     }
     h1_read_start(c);
 }
+
+const struct up_client_ops up__h1_ops = {
+    .name = "builtin",
+    .size = h1_size,
+    .start = h1_start,
+    .cancel = h1_cancel,
+    .pause = h1_pause,
+    .resume = h1_resume,
+};

@@ -78,7 +78,6 @@ struct up_h1 {
     uint32_t connect_timeout_ms, timeout_ms;
     enum up_result later_res; /* what the "later" run finishes with */
     const char *later_detail;
-    bool on;      /* this transfer uses the builtin client */
     bool fresh;   /* fresh_connection */
     bool head_request; /* the method is HEAD: the answer has no body */
     bool replayed; /* the one replay after the keep-alive race was used */
@@ -105,12 +104,7 @@ void h1_conn_close(struct h1_conn *c);
 /* A connection slot may have come free: start what waits. */
 void h1_kick(struct h1_pool *p);
 
-/* h1.c: the up_* calls on a builtin transfer (transfer.c dispatches to them) */
-enum bsc_err up__h1_start(struct up_multi *m, const struct up_request *req,
-                          const struct up_callbacks *cb, void *ud, struct up_transfer **out);
-void up__h1_cancel(struct up_transfer *t);
-void up__h1_pause(struct up_transfer *t);
-void up__h1_resume(struct up_transfer *t);
+/* h1.c: the up_* calls on a builtin transfer are its up__h1_ops (internal.h) */
 /* Puts <t> on <c> (new or idle) and starts it. */
 void h1_attach(struct h1_conn *c, struct up_transfer *t);
 /* A new connection to <h>, connecting; NULL when it cannot even be started. */

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* internal.h -- shared between multi.c and transfer.c only. */
+/* internal.h -- shared by the upstream module's files only: the multi, the transfer, and
+ * the two clients a transfer runs on (libcurl: easy.c, multi.c, gate.c; the builtin
+ * HTTP/1.1 client: h1*.c) behind struct up_client_ops. */
 #ifndef BSC_UPSTREAM_INTERNAL_H
 #define BSC_UPSTREAM_INTERNAL_H
 
@@ -61,20 +63,59 @@ struct up_multi {
     bool gates_ready; /* a probe connected: hand its origin's waiting transfers to curl */
 };
 
+struct up_transfer;
+
+/* The client a transfer runs on, chosen once by up_start (up__client_for) and called
+ * through by transfer.c, which has no other knowledge of the client kind (as curl's
+ * connection filters or Redis's ConnectionType). Two implementations: up__curl_ops
+ * (easy.c: libcurl, for https:// and everything else) and up__h1_ops (h1.c: the builtin
+ * HTTP/1.1 client, for http://). What every client shares -- the callbacks, the response
+ * head and status, request_sent, the paused/cancelled/in_callback flags, the multi's list
+ * of running transfers -- lives in struct up_transfer and is read by transfer.c directly,
+ * so up_header, up_take_head, up_status and up_request_sent need no entry here. */
+struct up_client_ops {
+    const char *name; /* "curl" or "builtin" */
+    /* Bytes to allocate for a transfer of <req> (the shared part and this client's). */
+    size_t (*size)(const struct up_request *req);
+    /* Starts <t>: allocated with size(), zeroed up to header_nodes, its shared members set
+     * and linked into its multi. BSC_OK: the client owns it and ends it exactly once, by
+     * on_done (then freeing it) or by cancel; no callback runs before start returns. On an
+     * error the client has released what it took and the caller frees <t>. */
+    enum bsc_err (*start)(struct up_transfer *t, const struct up_request *req);
+    /* up_cancel: end <t> now, no callback afterwards; from inside a callback it only marks
+     * <t>, and the client finishes it silently when the callback returns. */
+    void (*cancel)(struct up_transfer *t);
+    /* up_pause/up_resume: stop and restart reading the body; resume may deliver what was
+     * held through on_data before it returns. Both no-ops when cancelled. */
+    void (*pause)(struct up_transfer *t);
+    void (*resume)(struct up_transfer *t);
+};
+
+extern const struct up_client_ops up__curl_ops; /* easy.c */
+extern const struct up_client_ops up__h1_ops;   /* h1.c */
+
+/* The client for a transfer to <url> on <m>: the builtin one for http:// when the multi
+ * has its pool (up_limits.builtin_http) and no proxy is set in the environment (a proxy is
+ * libcurl's to honour: the builtin client speaks direct), else libcurl. */
+const struct up_client_ops *up__client_for(const struct up_multi *m, const char *url);
+
 struct up_transfer {
+    const struct up_client_ops *ops; /* static: the client it runs on, set by up_start */
     struct up_multi *m; /* borrowed */
     struct up_transfer *prev, *next;
-    CURL *easy;         /* owned */
-    struct up_url *url; /* held: the parsed URL curl reads, or NULL */
     struct up_callbacks cb;
     void *ud;
     struct bsc_buf head; /* owned: raw response header lines of the final response */
     int status;
     bool head_done;
     bool paused;
-    bool cancelled; /* up_cancel ran inside a curl callback; finish silently */
+    bool cancelled; /* up_cancel ran inside a callback; finish silently */
     bool in_callback;
     bool request_sent;
+    struct up_h1 h1; /* the builtin client's part (h1*.c), unused by a curl transfer */
+    /* libcurl's part (easy.c, multi.c, gate.c), unused by a builtin transfer */
+    CURL *easy;         /* owned */
+    struct up_url *url; /* held: the parsed URL curl reads, or NULL */
     bool plain;  /* an http:// URL: the connection speaks HTTP/1.x in clear */
     bool excess; /* libcurl found bytes after the answer in a read (and closed) */
     const char *violation; /* static: the wire rule the answer broke, or NULL */
@@ -82,7 +123,6 @@ struct up_transfer {
     struct up_transfer *gate_next; /* the next transfer waiting at the same gate */
     bool gated; /* waiting at its gate: not yet given to curl */
     struct up_line_rules rules;
-    struct up_h1 h1; /* the builtin client's part; h1.on is false for a curl transfer */
     char errbuf[CURL_ERROR_SIZE];
     /* The request header list, its nodes in place: curl only reads a CURLOPT_HTTPHEADER
      * list, so it needs no curl_slist_append (a malloc and a strdup a line). Sized to the
@@ -100,6 +140,8 @@ struct up_sock;
 void up__sock_quarantine(curl_socket_t fd);
 /* Sets the socket-close callback that keeps the watch table right (every easy handle). */
 void up__watch_close(CURL *easy, struct up_multi *m);
+/* Puts <t> on / takes it off its multi's list of running transfers (up_multi_active). */
+void up__transfer_link(struct up_transfer *t);
 void up__transfer_unlink(struct up_transfer *t);
 /* Hands <easy> back: kept for the next transfer when <clean> (it ended normally), else
  * cleaned up, so that no state of an aborted or paused transfer is ever reused. */
@@ -120,11 +162,9 @@ void up__gate_release(struct up_multi *m);
 /* <t> ends: off its gate's queue; a probe passes the role on. */
 void up__gate_leave(struct up_transfer *t);
 void up__gates_free(struct up_multi *m);
-/* transfer.c: the options every transfer shares, set once on a new easy handle. */
+/* easy.c: the options every transfer shares, set once on a new easy handle. */
 void up__easy_defaults(CURL *e, struct up_multi *m);
-/* transfer.c */
+/* easy.c: curl reported <t> done with <code>: on_done (unless cancelled), then freed. */
 void up__transfer_done(struct up_transfer *t, CURLcode code);
-/* Removes and frees <t>; <clean>: it completed normally, its easy handle may be reused. */
-void up__transfer_free(struct up_transfer *t, bool clean);
 
 #endif

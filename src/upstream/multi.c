@@ -345,6 +345,18 @@ size_t up_multi_active(const struct up_multi *m)
     return m->n_active;
 }
 
+void up__transfer_link(struct up_transfer *t)
+{
+    struct up_multi *m = t->m;
+
+    t->prev = NULL;
+    t->next = m->transfers;
+    if (m->transfers)
+        m->transfers->prev = t;
+    m->transfers = t;
+    m->n_active++;
+}
+
 void up__transfer_unlink(struct up_transfer *t)
 {
     struct up_multi *m = t->m;
