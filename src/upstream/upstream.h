@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* upstream.h -- outbound HTTP(S) transfers with libcurl's multi_socket interface driven
- * by the worker's libuv loop: one up_multi per loop, one easy handle per attempt.
+/* upstream.h -- outbound HTTP(S) transfers driven by the worker's libuv loop: one up_multi
+ * per loop, one transfer per attempt, made by one of two clients behind one ops table
+ * (upstream/internal.h): bascule's own HTTP/1.1 client for http://, libcurl's multi_socket
+ * interface (one easy handle per transfer) for https:// and the rest.
  * Connections are reused per upstream host; HTTP/2 is negotiated over TLS (ALPN) only,
  * since curl 7.88's h2c reuse is broken; libcurl's own retries and redirects are off:
  * the router is the only retry owner (docs/design.md §3). See docs/internals/upstream.md. */
