@@ -326,3 +326,32 @@ bool sse_is_done(struct bsc_str data)
         data.len--;
     return bsc_str_eq(data, BSC_STR("[DONE]"));
 }
+
+/* sse_each_event's walk: the caller's callback and its data. */
+struct each_walk {
+    sse_event_fn *fn;
+    void *ud;
+};
+
+static int each_event(void *ud, struct bsc_str name, struct bsc_str data)
+{
+    struct each_walk *w = ud;
+
+    return w->fn(w->ud, name, data);
+}
+
+enum bsc_err sse_each_event(struct bsc_str text, sse_event_fn *fn, void *ud)
+{
+    static const struct sse_callbacks cb = {each_event, NULL, NULL};
+    struct each_walk w = {fn, ud};
+    struct sse_parser p;
+    ssize_t n;
+
+    if (!text.len)
+        return BSC_OK;
+    /* No line or event can be longer than the text itself. */
+    sse_parser_init(&p, text.len + 1, &cb, &w);
+    n = sse_parser_feed(&p, text.p, text.len);
+    sse_parser_cleanup(&p);
+    return n < 0 ? (enum bsc_err)-n : BSC_OK;
+}
