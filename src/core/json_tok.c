@@ -47,6 +47,8 @@ static inline void skip_ws(struct bsc_json_tok *t)
 
 static enum bsc_jtok_kind fail(struct bsc_json_tok *t, struct bsc_jtok *tok, const char *what)
 {
+    tok->end = tok->off;
+    tok->raw = BSC_STR_NULL;
     t->state = ST_ERROR;
     t->what = what;
     t->err_off = t->i < t->n ? t->i : t->n;
@@ -375,11 +377,13 @@ enum bsc_jtok_kind bsc_json_tok_next(struct bsc_json_tok *t, struct bsc_jtok *to
         return tok->kind;
     }
     skip_ws(t);
-    tok->off = tok->end = t->i;
-    tok->raw = BSC_STR_NULL;
+    tok->off = t->i;
     tok->depth = t->depth;
-    if (t->i >= t->n)
+    if (t->i >= t->n) {
+        tok->end = t->i;
+        tok->raw = BSC_STR_NULL;
         return at_end(t, tok);
+    }
     c = t->p[t->i];
     switch (t->state) {
     case ST_TOP:

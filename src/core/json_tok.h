@@ -57,8 +57,9 @@ struct bsc_jtok {
  * <err_off>, which say why and where it stopped once it returned BSC_JTOK_ERROR. */
 struct bsc_json_tok {
     const unsigned char *p;
-    size_t n, i;
+    size_t n;
     unsigned depth, max_depth;
+    size_t i; /* not next to <n>: a paired load of the two would wait on the last store of i */
     uint8_t state;
     uint64_t stack[BSC_JSON_MAX_DEPTH / 64]; /* bit set: an object, clear: an array */
     const char *what; /* static description of the error */
