@@ -340,18 +340,24 @@ static int each_event(void *ud, struct bsc_str name, struct bsc_str data)
     return w->fn(w->ud, name, data);
 }
 
-enum bsc_err sse_each_event(struct bsc_str text, sse_event_fn *fn, void *ud)
+enum bsc_err sse_walk(struct bsc_str text, const struct sse_callbacks *cb, void *ud)
 {
-    static const struct sse_callbacks cb = {each_event, NULL, NULL};
-    struct each_walk w = {fn, ud};
     struct sse_parser p;
     ssize_t n;
 
     if (!text.len)
         return BSC_OK;
     /* No line or event can be longer than the text itself. */
-    sse_parser_init(&p, text.len + 1, &cb, &w);
+    sse_parser_init(&p, text.len + 1, cb, ud);
     n = sse_parser_feed(&p, text.p, text.len);
     sse_parser_cleanup(&p);
     return n < 0 ? (enum bsc_err)-n : BSC_OK;
+}
+
+enum bsc_err sse_each_event(struct bsc_str text, sse_event_fn *fn, void *ud)
+{
+    static const struct sse_callbacks cb = {each_event, NULL, NULL};
+    struct each_walk w = {fn, ud};
+
+    return sse_walk(text, &cb, &w);
 }

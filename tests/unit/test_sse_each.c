@@ -2,7 +2,8 @@
 /* test_sse_each.c -- sse_each_event (stream/sse_parse.c): a whole SSE text walked event by
  * event, as the router reads its adapters' frames (contract checks, shadow copies): whole
  * events only, names and multi-line data as the parser gives them, comments skipped, a
- * partial last event dropped, a callback that stops the walk, empty and NULL texts. */
+ * partial last event dropped, a callback that stops the walk, empty and NULL texts; sse_walk
+ * with comment and unknown-line callbacks as the stream continuation reads its frames. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -81,6 +82,34 @@ static void test_callback_stops_the_walk(void **state)
     assert_string_equal(walk("data: 1\n\ndata: 2\n\ndata: 3\n\n", 2, &s), "<|1><|2>");
 }
 
+static int record_line(void *ud, struct bsc_str line)
+{
+    struct seen *s = ud;
+    int n = snprintf(s->log + s->len, sizeof(s->log) - s->len, "(%.*s)", (int)line.len,
+                     line.p ? line.p : "");
+
+    if (n > 0)
+        s->len += (size_t)n;
+    return ++s->calls == s->stop_after;
+}
+
+static void test_walk_reports_comments_and_unknown_lines(void **state)
+{
+    static const struct sse_callbacks cb = {record, record_line, record_line};
+    static const char text[] = ": hi\n\nevent: a\ndata: 1\n\nfoo: bar\ndata: 2\n\ndata: 3";
+    struct seen s;
+
+    (void)state;
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(sse_walk(bsc_str_make(text, sizeof(text) - 1), &cb, &s), BSC_OK);
+    assert_string_equal(s.log, "(hi)<a|1>(foo: bar)<|2>");
+    /* A comment callback stops the walk as an event callback does. */
+    memset(&s, 0, sizeof(s));
+    s.stop_after = 1;
+    assert_int_equal(sse_walk(bsc_str_make(text, sizeof(text) - 1), &cb, &s), BSC_OK);
+    assert_string_equal(s.log, "(hi)");
+}
+
 static void test_empty_texts(void **state)
 {
     struct seen s;
@@ -98,6 +127,7 @@ int main(void)
         cmocka_unit_test(test_names_comments_and_lines),
         cmocka_unit_test(test_partial_event_is_dropped),
         cmocka_unit_test(test_callback_stops_the_walk),
+        cmocka_unit_test(test_walk_reports_comments_and_unknown_lines),
         cmocka_unit_test(test_empty_texts),
     };
 
