@@ -361,3 +361,18 @@ enum bsc_err sse_each_event(struct bsc_str text, sse_event_fn *fn, void *ud)
 
     return sse_walk(text, &cb, &w);
 }
+
+bool sse_looks_like_stream(struct bsc_str body)
+{
+    static const char *const starts[] = {"data:", "event:", "id:", "retry:", ":"};
+    size_t i = 0;
+
+    while (i < body.len && (body.p[i] == ' ' || body.p[i] == '\r' || body.p[i] == '\n'))
+        i++;
+    for (size_t k = 0; k < sizeof(starts) / sizeof(starts[0]); k++) {
+        size_t n = strlen(starts[k]);
+        if (body.len - i >= n && memcmp(body.p + i, starts[k], n) == 0)
+            return true;
+    }
+    return false;
+}

@@ -95,6 +95,10 @@ typedef int sse_event_fn(void *ud, struct bsc_str event_name, struct bsc_str dat
  * The slices are borrowed for the call. */
 enum bsc_err sse_each_event(struct bsc_str text, sse_event_fn *fn, void *ud);
 
+/* True when <body> starts like an SSE stream (after spaces, CRs and LFs): a data, event, id
+ * or retry field, or a comment. A sniff for an answer in the other shape, not a parse. */
+bool sse_looks_like_stream(struct bsc_str body);
+
 /* True when <data> is the OpenAI-style terminator "[DONE]" (trailing spaces and tabs
  * tolerated). It is not JSON: check it before parsing. */
 bool sse_is_done(struct bsc_str data);

@@ -110,6 +110,18 @@ static void test_walk_reports_comments_and_unknown_lines(void **state)
     assert_string_equal(s.log, "(hi)");
 }
 
+static void test_looks_like_stream(void **state)
+{
+    static const char *const yes[] = {"data: {}", "\r\n event: x", ": ping", "id: 1", "retry:5"};
+    static const char *const no[] = {"", "  ", "{\"data:\":1}", "dat", "\tdata: x", "<html>"};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+        assert_true(sse_looks_like_stream(bsc_str_make(yes[i], strlen(yes[i]))));
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+        assert_false(sse_looks_like_stream(bsc_str_make(no[i], strlen(no[i]))));
+}
+
 static void test_empty_texts(void **state)
 {
     struct seen s;
@@ -128,6 +140,7 @@ int main(void)
         cmocka_unit_test(test_partial_event_is_dropped),
         cmocka_unit_test(test_callback_stops_the_walk),
         cmocka_unit_test(test_walk_reports_comments_and_unknown_lines),
+        cmocka_unit_test(test_looks_like_stream),
         cmocka_unit_test(test_empty_texts),
     };
 
