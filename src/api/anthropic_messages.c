@@ -530,7 +530,7 @@ static bool xl_tools(struct api_xl *x, struct json_object *areq, struct json_obj
             (given(desc) && !api__xl_put(x, fn, "description", json_object_get(desc))) ||
             !api__xl_put(x, fn, "parameters",
                  given(schema) ? json_object_get(schema)
-                               : json_tokener_parse("{\"type\":\"object\",\"properties\":{}}")))
+                               : bsc_json_parse_whole(BSC_STR("{\"type\":\"object\",\"properties\":{}}"), 2)))
             return false;
     }
     *has_tools = true;

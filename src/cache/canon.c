@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* canon.c -- a request body's canonical text (canon.h): one recursive pass over the bytes,
- * each object's members written to a scratch buffer, then sorted by decoded name and
- * appended. Bounded: CANON_MAX_DEPTH levels, and <out>'s own maximum. */
+/* canon.c -- a request body's canonical text (canon.h): one recursive pass over the tokens of
+ * core/json_tok (the one JSON grammar), each object's members written to a scratch buffer,
+ * then sorted by decoded name and appended. Bounded: CANON_MAX_DEPTH levels, and <out>'s own
+ * maximum. */
 #include "cache/canon.h"
 
 #include <stdbool.h>
@@ -9,15 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/utf8.h"
+#include "core/json_tok.h"
 
 struct canon {
-    const char *p, *end;
-    int depth;
+    struct bsc_json_tok t;
     enum canon_result err;
 };
 
-static enum canon_result value(struct canon *c, struct bsc_buf *out);
+static bool value(struct canon *c, struct bsc_jtok *tok, struct bsc_buf *out,
+                  const char *const *skip, size_t n_skip);
 
 static bool fail(struct canon *c, enum canon_result why)
 {
@@ -26,117 +27,17 @@ static bool fail(struct canon *c, enum canon_result why)
     return false;
 }
 
-static void skip_ws(struct canon *c)
+/* The next token; false (CANON_INVALID) when the text is not JSON. */
+static bool next(struct canon *c, struct bsc_jtok *tok)
 {
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
-        c->p++;
+    return bsc_json_tok_next(&c->t, tok) != BSC_JTOK_ERROR || fail(c, CANON_INVALID);
 }
 
-static int hex4(const char *p)
+/* The string token <tok> decoded into <dec>. A lone surrogate escape is refused: parsers
+ * replace, keep or reject it differently. */
+static bool string_decode(struct canon *c, const struct bsc_jtok *tok, struct bsc_buf *dec)
 {
-    int v = 0;
-
-    for (int i = 0; i < 4; i++) {
-        char ch = p[i];
-        v <<= 4;
-        if (ch >= '0' && ch <= '9')
-            v |= ch - '0';
-        else if (ch >= 'a' && ch <= 'f')
-            v |= ch - 'a' + 10;
-        else if (ch >= 'A' && ch <= 'F')
-            v |= ch - 'A' + 10;
-        else
-            return -1;
-    }
-    return v;
-}
-
-static bool put_utf8(struct bsc_buf *b, uint32_t cp)
-{
-    char u[4];
-    size_t n;
-
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xC0 | (cp >> 6));
-        u[1] = (char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xE0 | (cp >> 12));
-        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[2] = (char)(0x80 | (cp & 0x3F));
-        n = 3;
-    } else {
-        u[0] = (char)(0xF0 | (cp >> 18));
-        u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[3] = (char)(0x80 | (cp & 0x3F));
-        n = 4;
-    }
-    return bsc_buf_append(b, u, n) == BSC_OK;
-}
-
-/* A \u escape at c->p (after the backslash and 'u'), with its low surrogate if it is a
- * high one. A lone surrogate is refused: parsers replace, keep or reject it differently. */
-static bool unicode_escape(struct canon *c, struct bsc_buf *dec)
-{
-    int hi, lo;
-
-    if (c->end - c->p < 4 || (hi = hex4(c->p)) < 0)
-        return fail(c, CANON_INVALID);
-    c->p += 4;
-    if (hi >= 0xDC00 && hi <= 0xDFFF)
-        return fail(c, CANON_REFUSED);
-    if (hi < 0xD800 || hi > 0xDBFF)
-        return put_utf8(dec, (uint32_t)hi) || fail(c, CANON_REFUSED);
-    if (c->end - c->p < 6 || c->p[0] != '\\' || c->p[1] != 'u' || (lo = hex4(c->p + 2)) < 0 ||
-        lo < 0xDC00 || lo > 0xDFFF)
-        return fail(c, CANON_REFUSED);
-    c->p += 6;
-    return put_utf8(dec, 0x10000u + (((uint32_t)hi - 0xD800u) << 10) + ((uint32_t)lo - 0xDC00u)) ||
-           fail(c, CANON_REFUSED);
-}
-
-static bool simple_escape(struct canon *c, struct bsc_buf *dec)
-{
-    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-    const char *at = memchr(from, *c->p, sizeof(from) - 1);
-
-    if (!at)
-        return fail(c, CANON_INVALID);
-    c->p++;
-    return bsc_buf_append_char(dec, to[at - from]) == BSC_OK || fail(c, CANON_REFUSED);
-}
-
-/* A string at c->p (its opening quote), decoded into <dec>. */
-static bool string_decode(struct canon *c, struct bsc_buf *dec)
-{
-    const char *run;
-
-    c->p++;
-    for (;;) {
-        run = c->p;
-        while (c->p < c->end && *c->p != '"' && *c->p != '\\' && (unsigned char)*c->p >= 0x20)
-            c->p++;
-        if (c->p > run && bsc_buf_append(dec, run, (size_t)(c->p - run)) != BSC_OK)
-            return fail(c, CANON_REFUSED);
-        if (c->p >= c->end || (unsigned char)*c->p < 0x20)
-            return fail(c, CANON_INVALID);
-        if (*c->p++ == '"')
-            break;
-        if (c->p >= c->end)
-            return fail(c, CANON_INVALID);
-        if (*c->p == 'u') {
-            c->p++;
-            if (!unicode_escape(c, dec))
-                return false;
-        } else if (!simple_escape(c, dec)) {
-            return false;
-        }
-    }
-    return bsc_utf8_valid(dec->p ? dec->p : "", dec->len) || fail(c, CANON_INVALID);
+    return bsc_json_unescape(tok->raw, dec, NULL) == BSC_OK || fail(c, CANON_REFUSED);
 }
 
 /* Decoded bytes as a JSON string, one way: '"', '\\' and control characters escaped. */
@@ -145,87 +46,38 @@ static bool string_encode(struct canon *c, struct bsc_str s, struct bsc_buf *out
     return bsc_buf_append_json_str(out, s) == BSC_OK || fail(c, CANON_REFUSED);
 }
 
-static bool string_value(struct canon *c, struct bsc_buf *out)
+static bool string_value(struct canon *c, const struct bsc_jtok *tok, struct bsc_buf *out)
 {
     struct bsc_buf dec;
     bool ok;
 
+    if (!tok->escaped)
+        return string_encode(c, tok->raw, out);
     bsc_buf_init(&dec, out->max);
-    ok = string_decode(c, &dec) && string_encode(c, bsc_buf_str(&dec), out);
+    ok = string_decode(c, tok, &dec) && string_encode(c, bsc_buf_str(&dec), out);
     bsc_buf_cleanup(&dec);
     return ok;
 }
 
-static bool digits(struct canon *c)
-{
-    const char *start = c->p;
-
-    while (c->p < c->end && *c->p >= '0' && *c->p <= '9')
-        c->p++;
-    return c->p > start;
-}
-
-/* A number is copied as written once its grammar holds (RFC 8259 §6). */
-static bool number(struct canon *c, struct bsc_buf *out)
-{
-    const char *start = c->p;
-
-    if (c->p < c->end && *c->p == '-')
-        c->p++;
-    if (c->p < c->end && *c->p == '0')
-        c->p++;
-    else if (!digits(c))
-        return fail(c, CANON_INVALID);
-    if (c->p < c->end && *c->p == '.' && (c->p++, !digits(c)))
-        return fail(c, CANON_INVALID);
-    if (c->p < c->end && (*c->p == 'e' || *c->p == 'E')) {
-        c->p++;
-        if (c->p < c->end && (*c->p == '+' || *c->p == '-'))
-            c->p++;
-        if (!digits(c))
-            return fail(c, CANON_INVALID);
-    }
-    return bsc_buf_append(out, start, (size_t)(c->p - start)) == BSC_OK ||
-           fail(c, CANON_REFUSED);
-}
-
-static bool literal(struct canon *c, const char *word, struct bsc_buf *out)
-{
-    size_t n = strlen(word);
-
-    if ((size_t)(c->end - c->p) < n || memcmp(c->p, word, n) != 0)
-        return fail(c, CANON_INVALID);
-    c->p += n;
-    return bsc_buf_append(out, word, n) == BSC_OK || fail(c, CANON_REFUSED);
-}
-
 static bool array(struct canon *c, struct bsc_buf *out)
 {
-    bool first = true;
+    struct bsc_jtok tok;
 
-    c->p++;
     if (bsc_buf_append_char(out, '[') != BSC_OK)
         return fail(c, CANON_REFUSED);
-    skip_ws(c);
-    if (c->p < c->end && *c->p == ']') {
-        c->p++;
-        return bsc_buf_append_char(out, ']') == BSC_OK || fail(c, CANON_REFUSED);
-    }
     for (;;) {
-        if (!first && bsc_buf_append_char(out, ',') != BSC_OK)
-            return fail(c, CANON_REFUSED);
-        first = false;
-        if (value(c, out) != CANON_OK)
+        if (!next(c, &tok))
             return false;
-        skip_ws(c);
-        if (c->p >= c->end)
-            return fail(c, CANON_INVALID);
-        if (*c->p == ']') {
-            c->p++;
+        if (tok.kind == BSC_JTOK_ARR_CLOSE)
             return bsc_buf_append_char(out, ']') == BSC_OK || fail(c, CANON_REFUSED);
+        if (tok.kind == BSC_JTOK_COMMA) {
+            if (bsc_buf_append_char(out, ',') != BSC_OK)
+                return fail(c, CANON_REFUSED);
+            if (!next(c, &tok))
+                return false;
         }
-        if (*c->p++ != ',')
-            return fail(c, CANON_INVALID);
+        if (!value(c, &tok, out, NULL, 0))
+            return false;
     }
 }
 
@@ -262,15 +114,13 @@ static bool is_skipped(struct bsc_str name, const char *const *skip, size_t n_sk
     return false;
 }
 
-/* Reads one "name": value into <scr>, adding it to <ms> unless its name is skipped. */
-static bool member(struct canon *c, struct bsc_buf *scr, struct members *ms,
-                   const char *const *skip, size_t n_skip)
+/* Reads one "name": value, its name token <tok> read, into <scr>; adds it to <ms>. */
+static bool member(struct canon *c, struct bsc_jtok *tok, struct bsc_buf *scr,
+                   struct members *ms, const char *const *skip, size_t n_skip)
 {
     struct member m = {.name = scr->len};
 
-    if (c->p >= c->end || *c->p != '"')
-        return fail(c, CANON_INVALID);
-    if (!string_decode(c, scr))
+    if (!string_decode(c, tok, scr))
         return false;
     m.name_len = scr->len - m.name;
     m.text = scr->len;
@@ -280,12 +130,11 @@ static bool member(struct canon *c, struct bsc_buf *scr, struct members *ms,
         return fail(c, CANON_REFUSED);
     if (!string_encode(c, bsc_str_make(scr->p + m.name, m.name_len), scr))
         return false;
-    skip_ws(c);
-    if (c->p >= c->end || *c->p++ != ':')
-        return fail(c, CANON_INVALID);
+    if (!next(c, tok) || !next(c, tok)) /* the ':' (the grammar's), then the value */
+        return false;
     if (bsc_buf_append_char(scr, ':') != BSC_OK)
         return fail(c, CANON_REFUSED);
-    if (value(c, scr) != CANON_OK)
+    if (!value(c, tok, scr, NULL, 0))
         return false;
     m.text_len = scr->len - m.text;
     m.skipped = is_skipped(bsc_str_make(scr->p + m.name, m.name_len), skip, n_skip);
@@ -325,24 +174,17 @@ static bool emit_members(struct canon *c, struct bsc_buf *scr, struct members *m
 static bool members_loop(struct canon *c, struct bsc_buf *scr, struct members *ms,
                          const char *const *skip, size_t n_skip)
 {
-    skip_ws(c);
-    if (c->p < c->end && *c->p == '}') {
-        c->p++;
-        return true;
-    }
+    struct bsc_jtok tok;
+
     for (;;) {
-        skip_ws(c);
-        if (!member(c, scr, ms, skip, n_skip))
+        if (!next(c, &tok))
             return false;
-        skip_ws(c);
-        if (c->p >= c->end)
-            return fail(c, CANON_INVALID);
-        if (*c->p == '}') {
-            c->p++;
+        if (tok.kind == BSC_JTOK_OBJ_CLOSE)
             return true;
-        }
-        if (*c->p++ != ',')
-            return fail(c, CANON_INVALID);
+        if (tok.kind == BSC_JTOK_COMMA && !next(c, &tok))
+            return false;
+        if (!member(c, &tok, scr, ms, skip, n_skip))
+            return false;
     }
 }
 
@@ -352,7 +194,6 @@ static bool object(struct canon *c, struct bsc_buf *out, const char *const *skip
     struct members ms = {0};
     bool ok;
 
-    c->p++;
     bsc_buf_init(&scr, out->max);
     ok = members_loop(c, &scr, &ms, skip, n_skip) && emit_members(c, &scr, &ms, out);
     free(ms.m);
@@ -360,54 +201,37 @@ static bool object(struct canon *c, struct bsc_buf *out, const char *const *skip
     return ok;
 }
 
-static enum canon_result value_at(struct canon *c, struct bsc_buf *out, const char *const *skip,
-                                  size_t n_skip)
+/* The value that begins with the token <tok>; the skip list applies to the top level only.
+ * Values are at most CANON_MAX_DEPTH levels deep, the top one at level 1. */
+static bool value(struct canon *c, struct bsc_jtok *tok, struct bsc_buf *out,
+                  const char *const *skip, size_t n_skip)
 {
-    bool ok;
-
-    skip_ws(c);
-    if (c->p >= c->end) {
-        fail(c, CANON_INVALID);
-        return c->err;
+    if (tok->depth >= CANON_MAX_DEPTH)
+        return fail(c, CANON_REFUSED);
+    switch (tok->kind) {
+    case BSC_JTOK_OBJ_OPEN: return object(c, out, skip, n_skip);
+    case BSC_JTOK_ARR_OPEN: return array(c, out);
+    case BSC_JTOK_STRING: return string_value(c, tok, out);
+    case BSC_JTOK_NUMBER: /* copied as written: 1.0 and 1 are two keys */
+    case BSC_JTOK_TRUE:
+    case BSC_JTOK_FALSE:
+    case BSC_JTOK_NULL:
+        return bsc_buf_append_str(out, tok->raw) == BSC_OK || fail(c, CANON_REFUSED);
+    default: return fail(c, CANON_INVALID); /* the grammar never gets here */
     }
-    if (++c->depth > CANON_MAX_DEPTH) {
-        fail(c, CANON_REFUSED);
-        return c->err;
-    }
-    switch (*c->p) {
-    case '{': ok = object(c, out, skip, n_skip); break;
-    case '[': ok = array(c, out); break;
-    case '"': ok = string_value(c, out); break;
-    case 't': ok = literal(c, "true", out); break;
-    case 'f': ok = literal(c, "false", out); break;
-    case 'n': ok = literal(c, "null", out); break;
-    default: ok = number(c, out); break;
-    }
-    c->depth--;
-    if (!ok && c->err == CANON_OK)
-        c->err = CANON_INVALID;
-    return c->err;
-}
-
-/* A nested value: the skip list applies to the top level only. */
-static enum canon_result value(struct canon *c, struct bsc_buf *out)
-{
-    return value_at(c, out, NULL, 0);
 }
 
 enum canon_result canon_request(struct bsc_str body, const char *const *skip, size_t n_skip,
                                 struct bsc_buf *out)
 {
-    struct canon c = {.p = body.p, .end = body.p + body.len};
+    struct canon c = {.err = CANON_OK};
+    struct bsc_jtok tok;
 
-    if (!body.p) {
-        c.err = CANON_INVALID;
-        return c.err;
-    }
-    if (value_at(&c, out, skip, n_skip) != CANON_OK)
-        return c.err;
-    skip_ws(&c);
-    if (c.p != c.end)
+    if (!body.p)
         return CANON_INVALID;
-    return CANON_OK;
+    /* One container more than value() allows, so that value() says why: CANON_REFUSED. */
+    bsc_json_tok_init(&c.t, body, CANON_MAX_DEPTH + 1);
+    if (next(&c, &tok) && value(&c, &tok, out, skip, n_skip))
+        next(&c, &tok); /* the end, or what follows the value */
+    return c.err;
 }

@@ -13,6 +13,11 @@
 
 #include "cli/admin_cli.h"
 #include "core/buf.h"
+#include "core/json_parse.h"
+
+/* An admin answer nests a few levels; read as before (json-c's
+ * default depth, lenient). */
+#define ADMIN_JSON_DEPTH 32
 
 struct cli {
     const char *url, *key;
@@ -190,7 +195,8 @@ static int finish(const struct cli *c, long status, struct bsc_buf *out)
     if (c->json) {
         fwrite(out->p, 1, out->len, stdout);
         fputc('\n', stdout);
-    } else if (bsc_buf_append_char(out, '\0') == BSC_OK && (o = json_tokener_parse(out->p))) {
+    } else if ((o = bsc_json_parse(bsc_buf_str(out), ADMIN_JSON_DEPTH, BSC_JSON_LENIENT,
+                                   NULL))) {
         print_human(o);
         json_object_put(o);
     } else {

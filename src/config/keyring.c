@@ -13,7 +13,12 @@
 
 #include "config/config.h"
 #include "config/internal.h"
+#include "core/json_parse.h"
 #include "core/str.h"
+
+/* A keyring text nests a few levels; read as before (json-c's default
+ * depth, lenient). */
+#define KEYRING_DEPTH 32
 
 static const char *const period_names[] = {"day", "month", "total"};
 
@@ -258,14 +263,13 @@ static enum bsc_err merge_teams(struct cfg *cfg, struct json_object *doc, char *
 enum bsc_err cfg_keyring_merge(struct cfg *cfg, const char *json, size_t len, char *warn,
                                size_t warnlen)
 {
-    struct json_tokener *tok = json_tokener_new();
-    struct json_object *doc = tok ? json_tokener_parse_ex(tok, json, (int)len) : NULL;
+    struct json_object *doc =
+        bsc_json_parse(bsc_str_make(json, len), KEYRING_DEPTH, BSC_JSON_LENIENT, NULL);
     struct json_object *keys;
     struct cfg_client *grown;
     size_t n, n_file = cfg->n_clients;
     bool oom = false;
 
-    json_tokener_free(tok);
     if (!doc || !json_object_object_get_ex(doc, "keys", &keys) ||
         !json_object_is_type(keys, json_type_array)) {
         json_object_put(doc);

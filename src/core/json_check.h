@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* json_check.h -- a strict, allocation-free JSON validator (RFC 8259: one value, nothing
  * but whitespace around it, strings of well-formed UTF-8 with no raw control characters,
- * valid escapes and numbers) with a depth bound. The OpenAI fast path validates a client
- * body with it and reads the few members it needs as byte spans (json_scan.h), so a
- * request that is only forwarded never pays for a parse tree. Plain string bytes, most of
- * a prompt, are skipped 16 at a time (SSE2; 8 at a time elsewhere), indentation 8 spaces
- * at a time. */
+ * valid escapes and numbers) with a depth bound, on the grammar of json_tok.h. The OpenAI
+ * fast path validates a client body with it and reads the few members it needs as byte
+ * spans (json_scan.h), so a request that is only forwarded never pays for a parse tree. */
 #ifndef BSC_CORE_JSON_CHECK_H
 #define BSC_CORE_JSON_CHECK_H
 
@@ -13,9 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/json_tok.h"
 #include "core/str.h"
 
-#define BSC_JSON_MAX_DEPTH 256
 /* The bounds of bsc_json_check_request's duplicate rule: the top-level members it tracks
  * and the length of a top-level name as written (escapes undecoded). A body past either is
  * refused rather than half-checked; OpenAI's requests have a few dozen short names. */

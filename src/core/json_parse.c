@@ -89,13 +89,14 @@ struct json_object *bsc_json_parse(struct bsc_str s, int depth, unsigned flags,
     if (!tok)
         return fail(where, s, BSC_JSONP_NOMEM, 0, "out of memory");
     /* json-c stops after the value; what follows is judged below, so it can be named. */
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS |
+    json_tokener_set_flags(tok, ((flags & BSC_JSON_LENIENT) ? 0 : JSON_TOKENER_STRICT) |
+                                    JSON_TOKENER_ALLOW_TRAILING_CHARS |
                                     ((flags & BSC_JSON_UTF8) ? JSON_TOKENER_VALIDATE_UTF8 : 0));
     o = run(tok, s, &why, &end, &what);
     json_tokener_free(tok);
     if (!o)
         return fail(where, s, why, end, what);
-    for (; end < s.len; end++) {
+    for (; !(flags & BSC_JSON_LENIENT) && end < s.len; end++) {
         if (!is_blank(s.p[end])) {
             json_object_put(o);
             return fail(where, s, BSC_JSONP_TRAILING, end, "unexpected data after the value");

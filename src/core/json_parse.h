@@ -15,6 +15,9 @@
 
 /* Flags for bsc_json_parse. */
 #define BSC_JSON_UTF8 0x1u /* json-c's own UTF-8 check too (client bodies, scripts) */
+/* json-c's default (non-strict) mode, and whatever follows the value ignored: how texts the
+ * gateway wrote itself (keyrings, admin answers) were always read; never for client bytes. */
+#define BSC_JSON_LENIENT 0x2u
 
 /* Why a parse failed; BSC_JSONP_OK when it did not. */
 enum bsc_json_why {

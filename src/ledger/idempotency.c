@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* idempotency.c -- fingerprints and decisions for Idempotency-Key records. The canonical
- * JSON writer is a small strict parser of its own: it keeps numbers exactly as written
+ * JSON writer reads with core/json_tok (the one grammar): it keeps numbers exactly as written
  * (two bodies are the same request only if a parser could not tell them apart) and
  * refuses duplicate keys (parsers disagree on which one wins). Anything it refuses is
  * fingerprinted as raw bytes, which is strict but never wrong.
  * See docs/internals/store.md. */
 #include "ledger/idempotency.h"
-#include "core/utf8.h"
+#include "core/json_tok.h"
 
 static const char FP_TAG[] = "bascule-idempotency-v1";
 
@@ -22,8 +22,11 @@ bool idem_key_valid(struct bsc_str key)
 
 /* ---- canonical JSON --------------------------------------------------------------------- */
 
+/* The grammar is core/json_tok's; this walk adds the canonicaliser's own rules: decoded
+ * strings (a lone surrogate escape refused), sorted keys, no duplicate key, and values at
+ * most IDEM_JSON_DEPTH containers deep. */
 struct canon {
-    const unsigned char *p, *end;
+    struct bsc_json_tok t;
     size_t out_max; /* the bound of every buffer it makes */
 };
 
@@ -32,186 +35,45 @@ struct member {
     struct bsc_buf val; /* canonical value */
 };
 
-static enum bsc_err c_value(struct canon *c, unsigned depth, struct bsc_buf *out);
+static enum bsc_err c_value(struct canon *c, struct bsc_jtok *tok, struct bsc_buf *out);
 
-static void skip_ws(struct canon *c)
+/* The next token; BSC_EPARSE when it is not of kind <want>. */
+static enum bsc_err expect(struct canon *c, struct bsc_jtok *tok, enum bsc_jtok_kind want)
 {
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
-        c->p++;
+    return bsc_json_tok_next(&c->t, tok) == want ? BSC_OK : BSC_EPARSE;
 }
 
-static bool eat(struct canon *c, char ch)
+/* Decodes the string token <tok> and appends it re-escaped to <out>. */
+static enum bsc_err c_string(struct canon *c, const struct bsc_jtok *tok, struct bsc_buf *out)
 {
-    skip_ws(c);
-    if (c->p < c->end && *c->p == (unsigned char)ch) {
-        c->p++;
-        return true;
-    }
-    return false;
-}
+    struct bsc_buf s;
+    enum bsc_err err;
 
-/* Reads the 4 hex digits after "\u". Returns the unit, or -1. */
-static long read_u16(struct canon *c)
-{
-    long v = 0;
-
-    if (c->end - c->p < 4)
-        return -1;
-    for (int i = 0; i < 4; i++) {
-        int h = bsc_hex_digit(c->p[i]);
-        if (h < 0)
-            return -1;
-        v = v << 4 | h;
-    }
-    c->p += 4;
-    return v;
-}
-
-static enum bsc_err put_utf8(struct bsc_buf *out, uint32_t cp)
-{
-    char u[4];
-    size_t n;
-
-    if (cp < 0x80)
-        u[0] = (char)cp, n = 1;
-    else if (cp < 0x800)
-        u[0] = (char)(0xc0 | cp >> 6), u[1] = (char)(0x80 | (cp & 0x3f)), n = 2;
-    else if (cp < 0x10000)
-        u[0] = (char)(0xe0 | cp >> 12), u[1] = (char)(0x80 | ((cp >> 6) & 0x3f)),
-        u[2] = (char)(0x80 | (cp & 0x3f)), n = 3;
-    else
-        u[0] = (char)(0xf0 | cp >> 18), u[1] = (char)(0x80 | ((cp >> 12) & 0x3f)),
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3f)), u[3] = (char)(0x80 | (cp & 0x3f)), n = 4;
-    return bsc_buf_append(out, u, n);
-}
-
-/* "\uXXXX", a surrogate pair included; the backslash and 'u' are consumed. */
-static enum bsc_err c_unicode_escape(struct canon *c, struct bsc_buf *out)
-{
-    long hi = read_u16(c), lo;
-
-    if (hi < 0 || (hi >= 0xdc00 && hi <= 0xdfff))
-        return BSC_EPARSE;
-    if (hi < 0xd800 || hi > 0xdbff)
-        return put_utf8(out, (uint32_t)hi);
-    if (c->end - c->p < 2 || c->p[0] != '\\' || c->p[1] != 'u')
-        return BSC_EPARSE;
-    c->p += 2;
-    lo = read_u16(c);
-    if (lo < 0xdc00 || lo > 0xdfff)
-        return BSC_EPARSE;
-    return put_utf8(out, 0x10000 + (((uint32_t)hi - 0xd800) << 10) + ((uint32_t)lo - 0xdc00));
-}
-
-static enum bsc_err c_escape(struct canon *c, struct bsc_buf *out)
-{
-    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-    const char *hit;
-
-    if (c->p >= c->end)
-        return BSC_EPARSE;
-    if (*c->p == 'u') {
-        c->p++;
-        return c_unicode_escape(c, out);
-    }
-    hit = memchr(from, *c->p, sizeof(from) - 1);
-    if (!hit)
-        return BSC_EPARSE;
-    c->p++;
-    return bsc_buf_append_char(out, to[hit - from]);
-}
-
-/* Decodes a string (at its opening quote) into <out>. */
-static enum bsc_err c_string(struct canon *c, struct bsc_buf *out)
-{
-    enum bsc_err err = BSC_OK;
-
-    if (!eat(c, '"'))
-        return BSC_EPARSE;
-    while (!err) {
-        size_t n;
-        if (c->p >= c->end || *c->p < 0x20)
-            return BSC_EPARSE;
-        if (*c->p == '"') {
-            c->p++;
-            return BSC_OK;
-        }
-        if (*c->p == '\\') {
-            c->p++;
-            err = c_escape(c, out);
-            continue;
-        }
-        n = bsc_utf8_seq_len(c->p, (size_t)(c->end - c->p));
-        if (!n)
-            return BSC_EPARSE;
-        err = bsc_buf_append(out, c->p, n);
-        c->p += n;
-    }
+    if (!tok->escaped)
+        return bsc_buf_append_json_str(out, tok->raw);
+    bsc_buf_init(&s, c->out_max);
+    err = bsc_json_unescape(tok->raw, &s, NULL);
+    if (!err)
+        err = bsc_buf_append_json_str(out, bsc_buf_str(&s));
+    bsc_buf_cleanup(&s);
     return err;
 }
 
-static bool is_digit(const struct canon *c)
-{
-    return c->p < c->end && *c->p >= '0' && *c->p <= '9';
-}
-
-/* A number, copied as written once it matches RFC 8259's grammar. */
-static enum bsc_err c_number(struct canon *c, struct bsc_buf *out)
-{
-    const unsigned char *start = c->p;
-
-    if (c->p < c->end && *c->p == '-')
-        c->p++;
-    if (!is_digit(c))
-        return BSC_EPARSE;
-    if (*c->p++ != '0')
-        while (is_digit(c))
-            c->p++;
-    if (c->p < c->end && *c->p == '.') {
-        c->p++;
-        if (!is_digit(c))
-            return BSC_EPARSE;
-        while (is_digit(c))
-            c->p++;
-    }
-    if (c->p < c->end && (*c->p == 'e' || *c->p == 'E')) {
-        c->p++;
-        if (c->p < c->end && (*c->p == '+' || *c->p == '-'))
-            c->p++;
-        if (!is_digit(c))
-            return BSC_EPARSE;
-        while (is_digit(c))
-            c->p++;
-    }
-    return bsc_buf_append(out, start, (size_t)(c->p - start));
-}
-
-static enum bsc_err c_literal(struct canon *c, const char *lit, struct bsc_buf *out)
-{
-    size_t n = strlen(lit);
-
-    if ((size_t)(c->end - c->p) < n || memcmp(c->p, lit, n) != 0)
-        return BSC_EPARSE;
-    c->p += n;
-    return bsc_buf_append(out, lit, n);
-}
-
-static enum bsc_err c_array(struct canon *c, unsigned depth, struct bsc_buf *out)
+static enum bsc_err c_array(struct canon *c, struct bsc_buf *out)
 {
     enum bsc_err err = bsc_buf_append_char(out, '[');
+    struct bsc_jtok tok;
 
-    c->p++; /* '[' */
-    if (!err && eat(c, ']'))
-        return bsc_buf_append_char(out, ']');
     while (!err) {
-        err = c_value(c, depth + 1, out);
-        if (err)
-            break;
-        if (eat(c, ']'))
+        if (bsc_json_tok_next(&c->t, &tok) == BSC_JTOK_ARR_CLOSE)
             return bsc_buf_append_char(out, ']');
-        if (!eat(c, ','))
-            return BSC_EPARSE;
-        err = bsc_buf_append_char(out, ',');
+        if (tok.kind == BSC_JTOK_COMMA) {
+            err = bsc_buf_append_char(out, ',');
+            if (!err)
+                bsc_json_tok_next(&c->t, &tok);
+        }
+        if (!err)
+            err = c_value(c, &tok, out);
     }
     return err;
 }
@@ -236,47 +98,59 @@ static void members_free(struct member *m, size_t n)
     free(m);
 }
 
-/* Reads "key": value pairs up to the closing brace into *<ms> (owned by the caller). */
-static enum bsc_err c_members(struct canon *c, unsigned depth, struct member **ms, size_t *n)
+/* One "key": value pair, its name token <tok> read, into a new entry of *<ms>. */
+static enum bsc_err c_member(struct canon *c, struct bsc_jtok *tok, struct member **ms,
+                             size_t *n, size_t *cap)
 {
-    size_t cap = 0;
-    enum bsc_err err = BSC_OK;
+    struct member *m;
+    enum bsc_err err;
 
-    if (eat(c, '}'))
-        return BSC_OK;
-    while (!err) {
-        if (*n == cap) {
-            struct member *grown;
-            cap = cap ? cap * 2 : 8;
-            grown = realloc(*ms, cap * sizeof(**ms));
-            if (!grown)
-                return BSC_ENOMEM;
-            *ms = grown;
-        }
-        bsc_buf_init(&(*ms)[*n].key, c->out_max);
-        bsc_buf_init(&(*ms)[*n].val, c->out_max);
-        (*n)++;
-        err = c_string(c, &(*ms)[*n - 1].key);
-        if (!err && !eat(c, ':'))
-            err = BSC_EPARSE;
-        if (!err)
-            err = c_value(c, depth + 1, &(*ms)[*n - 1].val);
-        if (!err && eat(c, '}'))
-            return BSC_OK;
-        if (!err && !eat(c, ','))
-            err = BSC_EPARSE;
+    if (*n == *cap) {
+        struct member *grown;
+        *cap = *cap ? *cap * 2 : 8;
+        grown = realloc(*ms, *cap * sizeof(**ms));
+        if (!grown)
+            return BSC_ENOMEM;
+        *ms = grown;
+    }
+    m = &(*ms)[(*n)++];
+    bsc_buf_init(&m->key, c->out_max);
+    bsc_buf_init(&m->val, c->out_max);
+    err = tok->escaped ? bsc_json_unescape(tok->raw, &m->key, NULL)
+                       : bsc_buf_append_str(&m->key, tok->raw);
+    if (!err)
+        err = expect(c, tok, BSC_JTOK_COLON);
+    if (!err) {
+        bsc_json_tok_next(&c->t, tok);
+        err = c_value(c, tok, &m->val);
     }
     return err;
 }
 
-static enum bsc_err c_object(struct canon *c, unsigned depth, struct bsc_buf *out)
+/* Reads "key": value pairs up to the closing brace into *<ms> (owned by the caller). */
+static enum bsc_err c_members(struct canon *c, struct member **ms, size_t *n)
+{
+    size_t cap = 0;
+    enum bsc_err err = BSC_OK;
+    struct bsc_jtok tok;
+
+    while (!err) {
+        if (bsc_json_tok_next(&c->t, &tok) == BSC_JTOK_OBJ_CLOSE)
+            return BSC_OK;
+        if (tok.kind == BSC_JTOK_COMMA)
+            bsc_json_tok_next(&c->t, &tok);
+        err = tok.kind == BSC_JTOK_NAME ? c_member(c, &tok, ms, n, &cap) : BSC_EPARSE;
+    }
+    return err;
+}
+
+static enum bsc_err c_object(struct canon *c, struct bsc_buf *out)
 {
     struct member *ms = NULL;
     size_t n = 0, i;
     enum bsc_err err;
 
-    c->p++; /* '{' */
-    err = c_members(c, depth, &ms, &n);
+    err = c_members(c, &ms, &n);
     if (!err && n > 1)
         qsort(ms, n, sizeof(*ms), member_cmp);
     for (i = 1; !err && i < n; i++)
@@ -300,47 +174,37 @@ static enum bsc_err c_object(struct canon *c, unsigned depth, struct bsc_buf *ou
     return err;
 }
 
-static enum bsc_err c_value(struct canon *c, unsigned depth, struct bsc_buf *out)
+/* The value that begins with the token <tok>. Numbers and literals are copied as written. */
+static enum bsc_err c_value(struct canon *c, struct bsc_jtok *tok, struct bsc_buf *out)
 {
-    struct bsc_buf s;
-    enum bsc_err err;
-
-    if (depth > IDEM_JSON_DEPTH)
+    if (tok->depth > IDEM_JSON_DEPTH)
         return BSC_EPARSE;
-    skip_ws(c);
-    if (c->p >= c->end)
-        return BSC_EPARSE;
-    switch (*c->p) {
-    case '{': return c_object(c, depth, out);
-    case '[': return c_array(c, depth, out);
-    case 't': return c_literal(c, "true", out);
-    case 'f': return c_literal(c, "false", out);
-    case 'n': return c_literal(c, "null", out);
-    case '"':
-        bsc_buf_init(&s, c->out_max);
-        err = c_string(c, &s);
-        if (!err)
-            err = bsc_buf_append_json_str(out, bsc_buf_str(&s));
-        bsc_buf_cleanup(&s);
-        return err;
-    default: return c_number(c, out);
+    switch (tok->kind) {
+    case BSC_JTOK_OBJ_OPEN: return c_object(c, out);
+    case BSC_JTOK_ARR_OPEN: return c_array(c, out);
+    case BSC_JTOK_STRING: return c_string(c, tok, out);
+    case BSC_JTOK_NUMBER:
+    case BSC_JTOK_TRUE:
+    case BSC_JTOK_FALSE:
+    case BSC_JTOK_NULL: return bsc_buf_append_str(out, tok->raw);
+    default: return BSC_EPARSE;
     }
 }
 
 enum bsc_err idem_canonical_json(struct bsc_str body, struct bsc_buf *out)
 {
-    struct canon c = {(const unsigned char *)body.p, (const unsigned char *)body.p + body.len,
-                      /* re-escaping can make a string at most 6x longer ("\u0000") */
+    struct canon c = {.out_max = /* re-escaping can make a string at most 6x longer */
                       body.len > SIZE_MAX / 8 ? SIZE_MAX : body.len * 6 + 16};
+    struct bsc_jtok tok;
     enum bsc_err err;
 
-    if (body.len == 0)
-        return BSC_EPARSE;
-    err = c_value(&c, 0, out);
+    /* One container more than the deepest value, so an empty one there is still read. */
+    bsc_json_tok_init(&c.t, body, IDEM_JSON_DEPTH + 1);
+    bsc_json_tok_next(&c.t, &tok);
+    err = c_value(&c, &tok, out);
     if (err)
         return err;
-    skip_ws(&c);
-    return c.p == c.end ? BSC_OK : BSC_EPARSE;
+    return bsc_json_tok_next(&c.t, &tok) == BSC_JTOK_END ? BSC_OK : BSC_EPARSE;
 }
 
 /* ---- fingerprint ------------------------------------------------------------------------ */

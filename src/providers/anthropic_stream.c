@@ -15,6 +15,7 @@
 #include "core/json_get.h"
 #include "core/json_scan.h"
 #include "providers/anthropic.h"
+#include "stream/sse_parse.h"
 
 #define ANTH_HELD_MAX    (1u << 20) /* events before the first content: a few hundred bytes */
 #define ANTH_SCRATCH_MAX (8u << 20) /* the translated frames of one event */
@@ -359,28 +360,35 @@ static enum bsc_err carrier_frame(struct bsc_buf *b, struct bsc_str name, struct
     return err ? err : bsc_buf_append_cstr(b, "}\n\n");
 }
 
+/* shadow_frames' walk: where the shadows go, and the first error. */
+struct shadow_walk {
+    struct bsc_buf *out;
+    enum bsc_err err;
+};
+
+/* One translated frame: an unnamed chunk object ({...}, not empty) again, marked a shadow. */
+static int shadow_event(void *ud, struct bsc_str name, struct bsc_str data)
+{
+    struct shadow_walk *w = ud;
+
+    if (name.len || data.len <= 2 || data.p[0] != '{')
+        return 0;
+    w->err = bsc_buf_append_cstr(w->out, "data: {\"bascule_shadow\":1,");
+    if (!w->err)
+        w->err = bsc_buf_append(w->out, data.p + 1, data.len - 1);
+    if (!w->err)
+        w->err = bsc_buf_append(w->out, "\n\n", 2);
+    return w->err != BSC_OK;
+}
+
 /* The translated frames of <s->scratch> as shadows ("bascule_shadow" first), [DONE]
  * dropped: the client's stream ends with the upstream's own message_stop. */
 static enum bsc_err shadow_frames(struct anth_stream *s, struct bsc_buf *out)
 {
-    const char *p = s->scratch.p, *end = p ? p + s->scratch.len : NULL;
-    enum bsc_err err = BSC_OK;
+    struct shadow_walk w = {out, BSC_OK};
+    enum bsc_err err = sse_each_event(bsc_buf_str(&s->scratch), shadow_event, &w);
 
-    while (!err && p && p < end) {
-        const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
-        size_t len;
-
-        if (!sep)
-            break;
-        len = (size_t)(sep - p);
-        if (len > 8 && memcmp(p, "data: {", 7) == 0) {
-            err = bsc_buf_append_cstr(out, "data: {\"bascule_shadow\":1,");
-            if (!err)
-                err = bsc_buf_append(out, p + 7, len - 7 + 2);
-        }
-        p = sep + 2;
-    }
-    return err;
+    return w.err ? w.err : err;
 }
 
 /* Each event is translated as usual (usage, stop reason, the router's contract checks) and

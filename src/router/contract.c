@@ -18,6 +18,7 @@
 #include "metrics/metrics.h"
 #include "router/contract.h"
 #include "router/internal.h"
+#include "stream/sse_parse.h"
 
 #define CONTRACT_MAX_TOOLS 64
 #define CONTRACT_MAX_CALLS 64
@@ -260,26 +261,34 @@ static void feed_delta(struct contract *c, struct json_object *delta)
     }
 }
 
+/* each_delta's walk: what to call with each delta. */
+struct delta_walk {
+    struct contract *c;
+    void (*fn)(struct contract *c, struct json_object *delta);
+};
+
+/* One event of the adapter's frames: an unnamed one whose data is a JSON object is a chunk. */
+static int delta_event(void *ud, struct bsc_str name, struct bsc_str data)
+{
+    struct delta_walk *w = ud;
+    struct json_object *chunk;
+
+    if (name.len || !data.len || data.p[0] != '{')
+        return 0;
+    chunk = prov_parse_json(data);
+    w->fn(w->c, bsc_json_get(bsc_json_idx(bsc_json_get(chunk, "choices"), 0), "delta"));
+    json_object_put(chunk);
+    return 0;
+}
+
 /* Calls <fn> with the delta of each whole "data: {...}" event of <frames> (the OpenAI
- * chunks the adapter produced). */
+ * chunks the adapter produced), framed by stream/. */
 static void each_delta(struct contract *c, struct bsc_str frames,
                        void (*fn)(struct contract *c, struct json_object *delta))
 {
-    const char *p = frames.p, *end = p ? p + frames.len : NULL;
+    struct delta_walk w = {c, fn};
 
-    while (p && p < end) {
-        const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
-        struct json_object *chunk;
-
-        if (!sep)
-            break;
-        if ((size_t)(sep - p) > 6 && memcmp(p, "data: {", 7) == 0) {
-            chunk = prov_parse_json(bsc_str_make(p + 6, (size_t)(sep - p - 6)));
-            fn(c, bsc_json_get(bsc_json_idx(bsc_json_get(chunk, "choices"), 0), "delta"));
-            json_object_put(chunk);
-        }
-        p = sep + 2;
-    }
+    sse_each_event(frames, delta_event, &w); /* out of memory: the rest is not checked */
 }
 
 void contract_feed_frames(struct request *r, struct bsc_str frames)

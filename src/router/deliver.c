@@ -11,6 +11,7 @@
 #include "router/contract.h"
 #include "router/guard.h"
 #include "router/internal.h"
+#include "stream/sse_parse.h"
 #include "stream/sse_write.h"
 
 /* What the upstream said of the prompt so far (a stream: the events read until now). */
@@ -221,28 +222,35 @@ static bool down_stream_ready(struct request *r)
     return r->d.down_st != NULL;
 }
 
+/* convert_down's walk: the request and the first error. */
+struct down_walk {
+    struct request *r;
+    enum bsc_err err;
+};
+
+/* One whole event of the adapter's frames: an unnamed data event is a chunk or [DONE]. Stops
+ * the walk at the first error. */
+static int down_event(void *ud, struct bsc_str name, struct bsc_str data)
+{
+    struct down_walk *w = ud;
+    struct request *r = w->r;
+
+    if (name.len)
+        return 0;
+    w->err = sse_is_done(data) ? r->d.ops->stream_done(r->d.down_st, &r->d.out)
+                               : r->d.ops->stream_chunk(r->d.down_st, data, &r->d.out);
+    return w->err != BSC_OK;
+}
+
 static enum bsc_err convert_down(struct request *r)
 {
-    const char *p = r->x.conv.p, *end = p ? p + r->x.conv.len : NULL;
-    enum bsc_err err = BSC_OK;
+    struct down_walk w = {r, BSC_OK};
+    enum bsc_err err;
 
     if (!down_stream_ready(r))
         return BSC_ENOMEM;
-    while (!err && p && p < end) {
-        const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
-        struct bsc_str data;
-
-        if (!sep)
-            break;
-        data = bsc_str_make(p, (size_t)(sep - p));
-        if (bsc_str_starts(data, BSC_STR("data: "))) {
-            data = bsc_str_make(data.p + 6, data.len - 6);
-            err = sse_is_done(data) ? r->d.ops->stream_done(r->d.down_st, &r->d.out)
-                                    : r->d.ops->stream_chunk(r->d.down_st, data, &r->d.out);
-        }
-        p = sep + 2;
-    }
-    return err;
+    err = sse_each_event(bsc_buf_str(&r->x.conv), down_event, &w);
+    return w.err ? w.err : err;
 }
 
 /* True when <frame> has the member <name> (with its colon and opening quote) followed by

@@ -489,23 +489,6 @@ void xchg_rate_limits(struct request *r, struct rl_headers *out)
     prov_ratelimit(r->x.ops ? r->x.ops : prov_ops_for(CFG_PROV_OPENAI), &in, out);
 }
 
-/* True when <body> starts like an SSE stream (after blank space): a data, event, id or
- * retry field, or a comment. */
-static bool looks_like_sse(struct bsc_str body)
-{
-    static const char *const starts[] = {"data:", "event:", "id:", "retry:", ":"};
-    size_t i = 0;
-
-    while (i < body.len && (body.p[i] == ' ' || body.p[i] == '\r' || body.p[i] == '\n'))
-        i++;
-    for (size_t k = 0; k < BSC_ARRAY_LEN(starts); k++) {
-        size_t n = strlen(starts[k]);
-        if (body.len - i >= n && memcmp(body.p + i, starts[k], n) == 0)
-            return true;
-    }
-    return false;
-}
-
 /* A 2xx answer, well-formed, but in the other shape than the request asked for (docs/
  * internals/taxonomy.md, "Answers in the other shape"); the taxonomy says what it is. */
 static void answered_other_shape(struct request *r, const char *what)
@@ -568,7 +551,8 @@ static void classify_answer(struct request *r)
     scrub_fail(r, &r->x.fail);
     if (r->x.fail.kind != FAIL_NONE)
         return;
-    if (!r->input.stream && strncasecmp(r->x.up_ctype, "text/event-stream", 17) == 0 && looks_like_sse(bsc_buf_str(&r->x.resp))) {
+    if (!r->input.stream && strncasecmp(r->x.up_ctype, "text/event-stream", 17) == 0 &&
+        sse_looks_like_stream(bsc_buf_str(&r->x.resp))) {
         answered_other_shape(r, "with a stream to a request for a single answer");
         return;
     }

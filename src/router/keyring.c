@@ -8,10 +8,14 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/json_parse.h"
 #include "core/str.h"
 #include "router/keyring.h"
 #include "store/store.h"
 
+/* A keyring text nests a few levels; read as before (json-c's default
+ * depth, lenient). */
+#define KEYRING_DEPTH 32
 #define FOREVER_MS (100ull * 365 * 24 * 3600 * 1000) /* blobs of the keyring do not expire */
 
 struct keyring {
@@ -267,11 +271,7 @@ char *keyring_audit_select(struct keyring *kr, uint64_t since_ms, const char *su
 
 static struct json_object *parse(const char *text, size_t len)
 {
-    struct json_tokener *tok = json_tokener_new();
-    struct json_object *o = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
-
-    json_tokener_free(tok);
-    return o;
+    return bsc_json_parse(bsc_str_make(text, len), KEYRING_DEPTH, BSC_JSON_LENIENT, NULL);
 }
 
 bool keyring_adopt(struct keyring *kr, const char *text, size_t len)

@@ -106,54 +106,69 @@ void resume__note_sent(struct request *r, const char *p, size_t n)
         r->resume.ineligible = true; /* too long to hold: never continued */
 }
 
-/* The dialect of the client's stream, from its first frame <f>: a typed event (the
- * Responses API passed through), Anthropic's events carried whole, or OpenAI chunks. Set
- * once: a stream does not change its dialect. */
-static enum resume_events events_of(const struct request *r, struct bsc_str f)
+/* The dialect of the client's stream, from its first event (<name>, <data>): a typed event
+ * (the Responses API passed through), Anthropic's events carried whole, or OpenAI chunks.
+ * Set once: a stream does not change its dialect. */
+static enum resume_events events_of(const struct request *r, struct bsc_str name,
+                                    struct bsc_str data)
 {
     if (r->resume.events != RESUME_EV_CHUNKS)
         return r->resume.events;
-    if (r->input.op == PROV_OP_RESPONSES && bsc_str_starts(f, BSC_STR("event: ")))
+    if (r->input.op == PROV_OP_RESPONSES && name.len)
         return RESUME_EV_RESPONSES;
-    if (bsc_str_starts(f, BSC_STR("data: {\"bascule_native\"")) ||
-        bsc_str_starts(f, BSC_STR("data: {\"bascule_shadow\"")))
+    if (bsc_str_starts(data, BSC_STR("{\"bascule_native\"")) ||
+        bsc_str_starts(data, BSC_STR("{\"bascule_shadow\"")))
         return RESUME_EV_ANTHROPIC;
     return RESUME_EV_CHUNKS;
+}
+
+/* One event of the original attempt's frames (stream/ frames them); stops the walk once the
+ * stream may not be continued. */
+static int watch_event(void *ud, struct bsc_str name, struct bsc_str data)
+{
+    struct request *r = ud;
+    struct chunk_facts c;
+
+    r->resume.events = events_of(r, name, data);
+    if (r->resume.events == RESUME_EV_RESPONSES) {
+        resume__resp_watch(r, name, data);
+        return r->resume.ineligible;
+    }
+    if (name.len) {
+        r->resume.ineligible = true; /* a typed event stream of no dialect known here */
+        return 1;
+    }
+    if (r->resume.events == RESUME_EV_ANTHROPIC) {
+        resume__anth_watch(r, data);
+        return r->resume.ineligible;
+    }
+    if (sse_is_done(data))
+        return 0;
+    if (!read_chunk(data, &c) || c.foreign)
+        r->resume.ineligible = true;
+    else if (c.text)
+        resume__note_sent(r, c.text, c.text_len);
+    json_object_put(c.root);
+    return r->resume.ineligible;
+}
+
+/* A comment or a line of no known field among the frames: nothing this code can continue. */
+static int watch_other(void *ud, struct bsc_str line)
+{
+    struct request *r = ud;
+
+    (void)line;
+    r->resume.ineligible = true;
+    return 1;
 }
 
 /* The original attempt: what the client gets is noted, and whether it may be continued. */
 static void watch(struct request *r, struct bsc_str conv)
 {
-    const char *p = conv.p, *end = conv.p + conv.len;
+    static const struct sse_callbacks cb = {watch_event, watch_other, watch_other};
 
-    while (p < end && !r->resume.ineligible) {
-        const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
-        struct bsc_str f = bsc_str_make(p, (size_t)((sep ? sep : end) - p));
-        struct chunk_facts c;
-
-        p = sep ? sep + 2 : end;
-        r->resume.events = events_of(r, f);
-        if (r->resume.events == RESUME_EV_RESPONSES) {
-            resume__resp_watch(r, f);
-            continue;
-        }
-        if (!bsc_str_starts(f, BSC_STR("data: "))) {
-            r->resume.ineligible = true; /* a typed event stream of no dialect known here */
-            break;
-        }
-        f = bsc_str_make(f.p + 6, f.len - 6);
-        if (r->resume.events == RESUME_EV_ANTHROPIC) {
-            resume__anth_watch(r, f);
-            continue;
-        }
-        if (sse_is_done(f))
-            continue;
-        if (!read_chunk(f, &c) || c.foreign)
-            r->resume.ineligible = true;
-        else if (c.text)
-            resume__note_sent(r, c.text, c.text_len);
-        json_object_put(c.root);
-    }
+    if (!r->resume.ineligible && sse_walk(conv, &cb, r) != BSC_OK)
+        r->resume.ineligible = true; /* out of memory: not followed, so never continued */
 }
 
 enum bsc_err resume__seam(struct request *r)
@@ -214,28 +229,53 @@ static enum bsc_err continue_frame(struct request *r, struct bsc_str f, struct b
     return err;
 }
 
+/* rewrite's walk: the request, where the frames go, the first error. */
+struct rewrite_walk {
+    struct request *r;
+    struct bsc_buf *out;
+    enum bsc_err err;
+};
+
+/* One event of a continuation's frames, in the original stream's dialect. */
+static int rewrite_event(void *ud, struct bsc_str name, struct bsc_str data)
+{
+    struct rewrite_walk *w = ud;
+    struct request *r = w->r;
+
+    if (r->resume.events == RESUME_EV_RESPONSES)
+        w->err = resume__resp_frame(r, name, data, w->out);
+    else if (name.len)
+        return 0; /* a typed event in a stream of chunks: not the client's */
+    else if (r->resume.events == RESUME_EV_ANTHROPIC)
+        w->err = resume__anth_frame(r, data, w->out);
+    else
+        w->err = continue_frame(r, data, w->out);
+    return w->err != BSC_OK;
+}
+
+/* A comment or a line of no known field: dropped, but a Responses stream is all typed events. */
+static int rewrite_other(void *ud, struct bsc_str line)
+{
+    struct rewrite_walk *w = ud;
+
+    (void)line;
+    if (w->r->resume.events != RESUME_EV_RESPONSES)
+        return 0;
+    w->err = BSC_EINVAL;
+    return 1;
+}
+
 static enum bsc_err rewrite(struct request *r)
 {
+    static const struct sse_callbacks cb = {rewrite_event, rewrite_other, rewrite_other};
     struct bsc_buf out;
-    const char *p = r->x.conv.p, *end = p + r->x.conv.len;
-    enum bsc_err err = BSC_OK;
+    struct rewrite_walk w = {r, &out, BSC_OK};
+    enum bsc_err err;
 
     bsc_buf_init(&out, r->x.conv.max);
-    while (!err && p < end) {
-        const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
-        struct bsc_str f = bsc_str_make(p, (size_t)((sep ? sep : end) - p));
-
-        p = sep ? sep + 2 : end;
-        if (r->resume.events == RESUME_EV_RESPONSES) {
-            err = resume__resp_frame(r, f, &out);
-            continue;
-        }
-        if (!bsc_str_starts(f, BSC_STR("data: ")))
-            continue;
-        f = bsc_str_make(f.p + 6, f.len - 6);
-        err = r->resume.events == RESUME_EV_ANTHROPIC ? resume__anth_frame(r, f, &out)
-                                                      : continue_frame(r, f, &out);
-    }
+    err = sse_walk(bsc_buf_str(&r->x.conv), &cb, &w);
+    if (w.err)
+        err = w.err;
     if (err == BSC_EINVAL)
         r->resume.gave_up = true;
     bsc_buf_reset(&r->x.conv);

@@ -132,9 +132,11 @@ enum bsc_err resume__anth_frame(struct request *r, struct bsc_str f, struct bsc_
  * message, into r->resume.native. BSC_EINVAL: not possible (replay instead). */
 enum bsc_err resume__anth_prefill(struct request *r);
 
-/* resume_responses.c: the typed events of a Responses pass-through stream. <f> is one whole
- * frame ("event: <type>\ndata: <json>"). */
-void resume__resp_watch(struct request *r, struct bsc_str f);
-enum bsc_err resume__resp_frame(struct request *r, struct bsc_str f, struct bsc_buf *out);
+/* resume_responses.c: the typed events of a Responses pass-through stream. <type> and <data>
+ * are one event's name and data, as stream/ framed them (an event without a name is not
+ * one of these: the stream is then not continued). */
+void resume__resp_watch(struct request *r, struct bsc_str type, struct bsc_str data);
+enum bsc_err resume__resp_frame(struct request *r, struct bsc_str type, struct bsc_str data,
+                                struct bsc_buf *out);
 
 #endif

@@ -24,20 +24,14 @@ struct typed_event {
     struct json_object *ev; /* owned: the data, or NULL */
 };
 
-/* Splits "event: <type>\ndata: <json>" and parses the data. False when <f> is not such a
- * frame or its data is not a JSON object; e->ev is for the caller to put either way. */
-static bool read_event(struct bsc_str f, struct typed_event *e)
+/* The typed event <type> with <data> parsed. False when it has no type or its data is not a
+ * JSON object; e->ev is for the caller to put either way. */
+static bool read_event(struct bsc_str type, struct bsc_str data, struct typed_event *e)
 {
-    static const struct bsc_str ev = BSC_STR("event: ");
-    const char *nl;
-    struct bsc_str data;
-
     memset(e, 0, sizeof(*e));
-    nl = bsc_str_starts(f, ev) ? memmem(f.p, f.len, "\ndata: ", 7) : NULL;
-    if (!nl)
+    if (!type.len)
         return false;
-    e->type = bsc_str_make(f.p + ev.len, (size_t)(nl - f.p) - ev.len);
-    data = bsc_str_make(nl + 7, (size_t)(f.p + f.len - (nl + 7)));
+    e->type = type;
     e->ev = bsc_json_parse_whole(data, 128);
     return e->ev && json_object_is_type(e->ev, json_type_object);
 }
@@ -120,11 +114,11 @@ static bool watch_event(struct request *r, const struct typed_event *e)
     return true;
 }
 
-void resume__resp_watch(struct request *r, struct bsc_str f)
+void resume__resp_watch(struct request *r, struct bsc_str type, struct bsc_str data)
 {
     struct typed_event e;
 
-    if (!read_event(f, &e) || !watch_event(r, &e)) {
+    if (!read_event(type, data, &e) || !watch_event(r, &e)) {
         r->resume.ineligible = true;
     } else {
         r->resume.ends_sent |= end_bit(&e);
@@ -250,10 +244,11 @@ static enum bsc_err continue_event(struct request *r, const struct typed_event *
     return BSC_EINVAL; /* anything a continuation cannot carry */
 }
 
-enum bsc_err resume__resp_frame(struct request *r, struct bsc_str f, struct bsc_buf *out)
+enum bsc_err resume__resp_frame(struct request *r, struct bsc_str type, struct bsc_str data,
+                                struct bsc_buf *out)
 {
     struct typed_event e;
-    enum bsc_err err = read_event(f, &e) ? continue_event(r, &e, out) : BSC_EINVAL;
+    enum bsc_err err = read_event(type, data, &e) ? continue_event(r, &e, out) : BSC_EINVAL;
 
     json_object_put(e.ev);
     return err;

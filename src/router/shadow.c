@@ -311,28 +311,28 @@ static void feed_delta(struct shadow_stream *st, struct json_object *delta)
     }
 }
 
+/* One event of the adapter's frames: an unnamed one whose data is a JSON object is a chunk. */
+static int frame_event(void *ud, struct bsc_str name, struct bsc_str data)
+{
+    struct shadow_stream *st = ud;
+    struct json_object *chunk;
+
+    if (name.len || !data.len || data.p[0] != '{')
+        return 0;
+    chunk = prov_parse_json(data);
+    feed_delta(st, bsc_json_get(bsc_json_idx(bsc_json_get(chunk, "choices"), 0), "delta"));
+    json_object_put(chunk);
+    return 0;
+}
+
 /* Takes the adapter's frames ("data: {chunk}\n\n" ...) out of st->conv: the first one is the
  * copy's first token; the deltas are kept. */
 static void take_frames(struct shadow *s)
 {
     struct shadow_stream *st = s->st;
-    const char *p = st->conv.p, *end = p ? p + st->conv.len : NULL;
-
     if (st->conv.len && !s->ttft_us)
         s->ttft_us = bsc_now_us();
-    while (p && p < end) {
-        const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
-        struct json_object *chunk;
-
-        if (!sep)
-            break;
-        if ((size_t)(sep - p) > 6 && memcmp(p, "data: {", 7) == 0) {
-            chunk = prov_parse_json(bsc_str_make(p + 6, (size_t)(sep - p - 6)));
-            feed_delta(st, bsc_json_get(bsc_json_idx(bsc_json_get(chunk, "choices"), 0), "delta"));
-            json_object_put(chunk);
-        }
-        p = sep + 2;
-    }
+    sse_each_event(bsc_buf_str(&st->conv), frame_event, st); /* out of memory: deltas lost */
     bsc_buf_reset(&st->conv);
 }
 

@@ -326,3 +326,53 @@ bool sse_is_done(struct bsc_str data)
         data.len--;
     return bsc_str_eq(data, BSC_STR("[DONE]"));
 }
+
+/* sse_each_event's walk: the caller's callback and its data. */
+struct each_walk {
+    sse_event_fn *fn;
+    void *ud;
+};
+
+static int each_event(void *ud, struct bsc_str name, struct bsc_str data)
+{
+    struct each_walk *w = ud;
+
+    return w->fn(w->ud, name, data);
+}
+
+enum bsc_err sse_walk(struct bsc_str text, const struct sse_callbacks *cb, void *ud)
+{
+    struct sse_parser p;
+    ssize_t n;
+
+    if (!text.len)
+        return BSC_OK;
+    /* No line or event can be longer than the text itself. */
+    sse_parser_init(&p, text.len + 1, cb, ud);
+    n = sse_parser_feed(&p, text.p, text.len);
+    sse_parser_cleanup(&p);
+    return n < 0 ? (enum bsc_err)-n : BSC_OK;
+}
+
+enum bsc_err sse_each_event(struct bsc_str text, sse_event_fn *fn, void *ud)
+{
+    static const struct sse_callbacks cb = {each_event, NULL, NULL};
+    struct each_walk w = {fn, ud};
+
+    return sse_walk(text, &cb, &w);
+}
+
+bool sse_looks_like_stream(struct bsc_str body)
+{
+    static const char *const starts[] = {"data:", "event:", "id:", "retry:", ":"};
+    size_t i = 0;
+
+    while (i < body.len && (body.p[i] == ' ' || body.p[i] == '\r' || body.p[i] == '\n'))
+        i++;
+    for (size_t k = 0; k < sizeof(starts) / sizeof(starts[0]); k++) {
+        size_t n = strlen(starts[k]);
+        if (body.len - i >= n && memcmp(body.p + i, starts[k], n) == 0)
+            return true;
+    }
+    return false;
+}

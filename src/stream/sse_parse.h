@@ -79,6 +79,26 @@ enum bsc_err sse_parser_finish(struct sse_parser *p, bool *had_pending);
 /* Frees the storage. <p> may be initialized again afterwards. */
 void sse_parser_cleanup(struct sse_parser *p);
 
+/* Walks the whole SSE text <text> with the parser above and the callbacks <cb> (<ud> passed
+ * back): each event ended by its blank line, each comment and unknown line; a partial event at
+ * the end is not dispatched. A callback's non-zero return stops the walk. Returns BSC_OK (also
+ * when a callback stopped it), or BSC_ENOMEM. Calls back synchronously; allocates only for an
+ * event of several data lines or with an `event:` line. */
+enum bsc_err sse_walk(struct bsc_str text, const struct sse_callbacks *cb, void *ud);
+
+/* A callback for sse_each_event: one whole event, as on_event above. Returns 0 to go on,
+ * non-zero to stop the walk. */
+typedef int sse_event_fn(void *ud, struct bsc_str event_name, struct bsc_str data);
+
+/* sse_walk with only an event callback: <fn> is called for each whole event of <text> (our
+ * own adapters' frames, say: "data: {...}\n\n" ...); comments and unknown lines are skipped.
+ * The slices are borrowed for the call. */
+enum bsc_err sse_each_event(struct bsc_str text, sse_event_fn *fn, void *ud);
+
+/* True when <body> starts like an SSE stream (after spaces, CRs and LFs): a data, event, id
+ * or retry field, or a comment. A sniff for an answer in the other shape, not a parse. */
+bool sse_looks_like_stream(struct bsc_str body);
+
 /* True when <data> is the OpenAI-style terminator "[DONE]" (trailing spaces and tabs
  * tolerated). It is not JSON: check it before parsing. */
 bool sse_is_done(struct bsc_str data);

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/* fuzz-sources: */
+/* (json_tok.c lives in src/core/, which scripts/fuzz links into every target.) */
+/* fuzz_json_tok.c -- libFuzzer target for the one JSON grammar (core/json_tok.c). For every
+ * input it checks, aborting when one breaks:
+ *   - the tokens stay inside the input, in order (each starts at or after the last one's end,
+ *     only whitespace between them), each token's bytes are what its kind says ('{', a
+ *     number strtod reads whole, a quoted string whose <raw> is inside its quotes, ...), and
+ *     the depth rises on an opener and falls on its closer, never past the bound;
+ *   - the stream ends in END (after a complete value, nothing but whitespace left) or ERROR
+ *     (a message, an offset inside the input at or after the last token), and stays there;
+ *   - the tokens alone, whitespace dropped, are a document the tokenizer reads back to the
+ *     same kinds and raw bytes (the grammar does not depend on whitespace);
+ *   - a document valid at depth d is valid at every deeper bound, and refused only for its
+ *     depth ("nested too deep") at shallower ones;
+ *   - bsc_json_check agrees with it: same verdict, offset and message;
+ *   - every string's decoded view (bsc_json_unescape) is well-formed UTF-8, or is refused for
+ *     a lone surrogate at a backslash of the raw bytes. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/json_check.h"
+#include "core/json_tok.h"
+#include "core/utf8.h"
+
+#define DEPTH 16
+#define MAX_TOKENS 4096
+
+static void die(const char *what)
+{
+    fprintf(stderr, "invariant broken: %s\n", what);
+    abort();
+}
+
+static bool is_ws(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* The token's bytes agree with its kind. */
+static void check_token(const uint8_t *d, size_t n, const struct bsc_jtok *t)
+{
+    static const char single[BSC_JTOK_COUNT] = {
+        [BSC_JTOK_OBJ_OPEN] = '{', [BSC_JTOK_OBJ_CLOSE] = '}', [BSC_JTOK_ARR_OPEN] = '[',
+        [BSC_JTOK_ARR_CLOSE] = ']', [BSC_JTOK_COLON] = ':',    [BSC_JTOK_COMMA] = ','};
+    size_t len = t->end - t->off;
+
+    if (t->end > n || t->off >= t->end)
+        die("a token outside the input or empty");
+    if (single[t->kind] && (len != 1 || d[t->off] != (uint8_t)single[t->kind]))
+        die("a punctuation token of the wrong byte");
+    if (t->kind == BSC_JTOK_NAME || t->kind == BSC_JTOK_STRING) {
+        if (d[t->off] != '"' || d[t->end - 1] != '"' || len < 2 ||
+            t->raw.p != (const char *)d + t->off + 1 || t->raw.len != len - 2)
+            die("a string token not its quotes and contents");
+        if (t->escaped != (memchr(t->raw.p, '\\', t->raw.len) != NULL))
+            die("escaped flag wrong");
+        return;
+    }
+    if (t->raw.p != (const char *)d + t->off || t->raw.len != len)
+        die("raw view not the token's bytes");
+    if (t->kind == BSC_JTOK_TRUE && !(len == 4 && memcmp(d + t->off, "true", 4) == 0))
+        die("true");
+    if (t->kind == BSC_JTOK_FALSE && !(len == 5 && memcmp(d + t->off, "false", 5) == 0))
+        die("false");
+    if (t->kind == BSC_JTOK_NULL && !(len == 4 && memcmp(d + t->off, "null", 4) == 0))
+        die("null");
+    if (t->kind == BSC_JTOK_NUMBER) {
+        char buf[64], *endp;
+        if (len < sizeof(buf)) {
+            memcpy(buf, d + t->off, len);
+            buf[len] = '\0';
+            (void)strtod(buf, &endp);
+            if ((size_t)(endp - buf) != len)
+                die("a number strtod does not read whole");
+        }
+    }
+}
+
+static void check_decoded(const struct bsc_jtok *t)
+{
+    struct bsc_buf b;
+    size_t bad = SIZE_MAX;
+    enum bsc_err err;
+
+    bsc_buf_init(&b, t->raw.len + 16);
+    err = bsc_json_unescape(t->raw, &b, &bad);
+    if (err == BSC_OK && !bsc_utf8_valid(b.p ? b.p : "", b.len))
+        die("a decoded string that is not UTF-8");
+    if (err == BSC_EPARSE &&
+        (bad + 1 >= t->raw.len || t->raw.p[bad] != '\\' || t->raw.p[bad + 1] != 'u'))
+        die("a refused escape not at a \\u");
+    if (err != BSC_OK && err != BSC_EPARSE)
+        die("unescape failed within its bound");
+    bsc_buf_cleanup(&b);
+}
+
+/* Tokenizes <d>; the tokens in <toks> (up to MAX_TOKENS). Returns the final kind. */
+static enum bsc_jtok_kind walk(const uint8_t *d, size_t n, unsigned depth, struct bsc_jtok *toks,
+                               size_t *n_toks, struct bsc_json_tok *t)
+{
+    size_t prev_end = 0;
+    unsigned level = 0;
+    enum bsc_jtok_kind k;
+    struct bsc_jtok tok;
+
+    *n_toks = 0;
+    bsc_json_tok_init(t, bsc_str_make((const char *)d, n), depth);
+    while ((k = bsc_json_tok_next(t, &tok)) != BSC_JTOK_END && k != BSC_JTOK_ERROR) {
+        check_token(d, n, &tok);
+        for (size_t i = prev_end; i < tok.off; i++)
+            if (!is_ws(d[i]))
+                die("a non-whitespace byte between tokens");
+        if (tok.kind == BSC_JTOK_OBJ_CLOSE || tok.kind == BSC_JTOK_ARR_CLOSE)
+            level--;
+        if (tok.depth != level)
+            die("depth does not follow the containers");
+        if (tok.kind == BSC_JTOK_OBJ_OPEN || tok.kind == BSC_JTOK_ARR_OPEN)
+            if (++level > depth)
+                die("deeper than the bound");
+        if (tok.kind == BSC_JTOK_NAME || tok.kind == BSC_JTOK_STRING)
+            check_decoded(&tok);
+        prev_end = tok.end;
+        if (*n_toks < MAX_TOKENS)
+            toks[(*n_toks)++] = tok;
+    }
+    if (k == BSC_JTOK_END) {
+        if (level)
+            die("END with containers open");
+        for (size_t i = prev_end; i < n; i++)
+            if (!is_ws(d[i]))
+                die("END before the end");
+    } else if (!t->what || t->err_off > n || t->err_off < prev_end) {
+        die("an error without a message or outside the input");
+    }
+    if (bsc_json_tok_next(t, &tok) != k)
+        die("END/ERROR not sticky");
+    return k;
+}
+
+/* The tokens' bytes alone read back to the same tokens. */
+static void check_compact(const uint8_t *d, const struct bsc_jtok *toks, size_t n_toks)
+{
+    struct bsc_jtok *again = malloc(MAX_TOKENS * sizeof(*again));
+    struct bsc_json_tok t;
+    struct bsc_buf b;
+    size_t n_again;
+
+    if (!again)
+        return;
+    bsc_buf_init(&b, SIZE_MAX);
+    for (size_t i = 0; i < n_toks; i++)
+        if (bsc_buf_append(&b, d + toks[i].off, toks[i].end - toks[i].off)) {
+            free(again);
+            bsc_buf_cleanup(&b);
+            return;
+        }
+    if (walk((const uint8_t *)(b.p ? b.p : ""), b.len, DEPTH, again, &n_again, &t) !=
+        BSC_JTOK_END)
+        die("the compact form of a valid document is refused");
+    if (n_again != n_toks)
+        die("the compact form has other tokens");
+    for (size_t i = 0; i < n_toks; i++)
+        if (again[i].kind != toks[i].kind || !bsc_str_eq(again[i].raw, toks[i].raw))
+            die("the compact form reads otherwise");
+    bsc_buf_cleanup(&b);
+    free(again);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
+{
+    static struct bsc_jtok toks[MAX_TOKENS], other[MAX_TOKENS];
+    struct bsc_json_tok t, t2;
+    struct bsc_json_error e;
+    enum bsc_jtok_kind k;
+    size_t n_toks, n_other;
+    bool ok;
+
+    k = walk(d, n, DEPTH, toks, &n_toks, &t);
+    ok = bsc_json_check(bsc_str_make((const char *)d, n), DEPTH, &e);
+    if (ok != (k == BSC_JTOK_END))
+        die("bsc_json_check disagrees");
+    if (!ok && (e.offset != t.err_off || strcmp(e.what, t.what) != 0))
+        die("bsc_json_check fails elsewhere");
+    if (k == BSC_JTOK_END) {
+        if (n_toks < MAX_TOKENS)
+            check_compact(d, toks, n_toks);
+        if (walk(d, n, DEPTH + 1, other, &n_other, &t2) != BSC_JTOK_END)
+            die("valid at one depth, refused at a deeper one");
+    } else if (walk(d, n, BSC_JSON_MAX_DEPTH, other, &n_other, &t2) == BSC_JTOK_END &&
+               strcmp(t.what, "nested too deep") != 0) {
+        die("refused at one depth for something else than its depth, valid deeper");
+    }
+    return 0;
+}

@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: MIT */
+/* test_json_tok.c -- the one JSON grammar (core/json_tok.c): every token kind with its offsets,
+ * raw view and depth; every malformed case with its message and offset; the depth bound at
+ * max-1/max/max+1; sticky END and ERROR; and the decoded view (bsc_json_unescape) with its
+ * surrogate rule. The request checks built on it are tested in test_json.c. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/buf.h"
+#include "core/json_tok.h"
+
+#define S(lit) bsc_str_make((lit), sizeof(lit) - 1)
+
+struct want_tok {
+    enum bsc_jtok_kind kind;
+    size_t off, end;
+    const char *raw;
+    unsigned depth;
+};
+
+static void expect_tokens(struct bsc_str doc, const struct want_tok *w, size_t n)
+{
+    struct bsc_json_tok t;
+    struct bsc_jtok tok;
+
+    bsc_json_tok_init(&t, doc, 8);
+    for (size_t i = 0; i < n; i++) {
+        enum bsc_jtok_kind k = bsc_json_tok_next(&t, &tok);
+
+        if (k != w[i].kind)
+            fail_msg("token %zu of %.*s: kind %d, want %d", i, (int)doc.len, doc.p, k, w[i].kind);
+        assert_int_equal(tok.kind, k);
+        assert_int_equal(tok.off, w[i].off);
+        assert_int_equal(tok.end, w[i].end);
+        assert_int_equal(tok.depth, w[i].depth);
+        if (w[i].raw) {
+            assert_int_equal(tok.raw.len, strlen(w[i].raw));
+            assert_memory_equal(tok.raw.p, w[i].raw, tok.raw.len);
+        }
+    }
+}
+
+static void test_every_token_kind(void **state)
+{
+    const char doc[] = " {\"a\\n\" : [1, -2.5e+3, true, false, null, \"x\"], \"b\":{}} ";
+    const struct want_tok w[] = {
+        {BSC_JTOK_OBJ_OPEN, 1, 2, "{", 0},
+        {BSC_JTOK_NAME, 2, 7, "a\\n", 1},
+        {BSC_JTOK_COLON, 8, 9, ":", 1},
+        {BSC_JTOK_ARR_OPEN, 10, 11, "[", 1},
+        {BSC_JTOK_NUMBER, 11, 12, "1", 2},
+        {BSC_JTOK_COMMA, 12, 13, ",", 2},
+        {BSC_JTOK_NUMBER, 14, 21, "-2.5e+3", 2},
+        {BSC_JTOK_COMMA, 21, 22, ",", 2},
+        {BSC_JTOK_TRUE, 23, 27, "true", 2},
+        {BSC_JTOK_COMMA, 27, 28, ",", 2},
+        {BSC_JTOK_FALSE, 29, 34, "false", 2},
+        {BSC_JTOK_COMMA, 34, 35, ",", 2},
+        {BSC_JTOK_NULL, 36, 40, "null", 2},
+        {BSC_JTOK_COMMA, 40, 41, ",", 2},
+        {BSC_JTOK_STRING, 42, 45, "x", 2},
+        {BSC_JTOK_ARR_CLOSE, 45, 46, "]", 1},
+        {BSC_JTOK_COMMA, 46, 47, ",", 1},
+        {BSC_JTOK_NAME, 48, 51, "b", 1},
+        {BSC_JTOK_COLON, 51, 52, ":", 1},
+        {BSC_JTOK_OBJ_OPEN, 52, 53, "{", 1},
+        {BSC_JTOK_OBJ_CLOSE, 53, 54, "}", 1},
+        {BSC_JTOK_OBJ_CLOSE, 54, 55, "}", 0},
+        {BSC_JTOK_END, 56, 56, NULL, 0},
+        {BSC_JTOK_END, 56, 56, NULL, 0}, /* sticky */
+    };
+
+    (void)state;
+    expect_tokens(S(doc), w, sizeof(w) / sizeof(w[0]));
+}
+
+static void test_scalar_documents(void **state)
+{
+    const struct want_tok num[] = {{BSC_JTOK_NUMBER, 0, 2, "-0", 0}, {BSC_JTOK_END, 2, 2, 0, 0}};
+    const struct want_tok str[] = {{BSC_JTOK_STRING, 1, 3, "", 0}, {BSC_JTOK_END, 4, 4, 0, 0}};
+    struct bsc_json_tok t;
+    struct bsc_jtok tok;
+
+    (void)state;
+    expect_tokens(S("-0"), num, 2);
+    expect_tokens(S(" \"\"\n"), str, 2);
+    /* Escapes are flagged, not decoded; UTF-8 passes through. */
+    bsc_json_tok_init(&t, S("\"\\u00e9\xc3\xa9\""), 1);
+    assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_STRING);
+    assert_true(tok.escaped);
+    assert_int_equal(tok.raw.len, 8);
+    bsc_json_tok_init(&t, S("\"plain\""), 1);
+    assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_STRING);
+    assert_false(tok.escaped);
+    /* A NULL document is an empty one. */
+    bsc_json_tok_init(&t, bsc_str_make(NULL, 0), 1);
+    assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_ERROR);
+    assert_string_equal(t.what, "empty document");
+}
+
+static void test_valid_numbers(void **state)
+{
+    static const char *const ok[] = {"0", "-0", "12", "0.5", "-1.25", "1e5", "1E+5", "1e-05",
+                                     "123456789012345678901234567890", "0e0", "-0.0E-0"};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+        if (!bsc_json_tok_valid(bsc_str_make(ok[i], strlen(ok[i])), 1, NULL, NULL))
+            fail_msg("refused %s", ok[i]);
+}
+
+struct bad {
+    const char *doc;
+    size_t len; /* 0: strlen */
+    size_t off;
+    const char *what;
+};
+
+static void test_malformed(void **state)
+{
+    static const struct bad bad[] = {
+        {"", 0, 0, "empty document"},
+        {"  ", 0, 2, "empty document"},
+        {"x", 0, 0, "unexpected character"},
+        {"+1", 0, 0, "unexpected character"},
+        {".5", 0, 0, "unexpected character"},
+        {"-", 0, 1, "invalid number"},
+        {"-a", 0, 1, "invalid number"},
+        {"1.", 0, 2, "invalid number"},
+        {"1.e3", 0, 2, "invalid number"},
+        {"1e", 0, 2, "invalid number"},
+        {"1e+", 0, 3, "invalid number"},
+        {"01", 0, 1, "unexpected data after the JSON value"},
+        {"[01]", 0, 2, "expected ',' or ']'"},
+        {"tru", 0, 0, "invalid literal"},
+        {"nul", 0, 0, "invalid literal"},
+        {"falsy", 0, 0, "invalid literal"},
+        {"NaN", 0, 0, "unexpected character"},
+        {"\"abc", 0, 4, "unterminated string"},
+        {"\"a\tb\"", 0, 2, "control character in a string"},
+        {"\"a\\x\"", 0, 3, "invalid escape"},
+        {"\"a\\u12g4\"", 0, 6, "invalid \\u escape"},
+        {"\"a\\u12", 0, 6, "invalid \\u escape"},
+        {"\"\xff\"", 0, 1, "invalid UTF-8"},
+        {"\"\xc0\xaf\"", 0, 1, "invalid UTF-8"},
+        {"\"\xed\xa0\x80\"", 0, 1, "invalid UTF-8"}, /* an encoded surrogate */
+        {"\"a\0b\"", 5, 2, "control character in a string"},
+        {"{", 0, 1, "expected a member name"},
+        {"{1:2}", 0, 1, "expected a member name"},
+        {"{\"a\",}", 0, 4, "expected ':'"},
+        {"{\"a\"", 0, 4, "expected ':'"},
+        {"{\"a\":}", 0, 5, "unexpected character"},
+        {"{\"a\":1,}", 0, 7, "expected a member name"},
+        {"{\"a\":1 \"b\":2}", 0, 7, "expected ',' or '}'"},
+        {"{\"a\":1]", 0, 6, "expected ',' or '}'"},
+        {"{\"a\":", 0, 5, "unterminated container"},
+        {"[", 0, 1, "unterminated container"},
+        {"[1", 0, 2, "unterminated container"},
+        {"[1,", 0, 3, "unterminated container"},
+        {"[1,]", 0, 3, "unexpected character"},
+        {"[,1]", 0, 1, "unexpected character"},
+        {"[1}", 0, 2, "expected ',' or ']'"},
+        {"]", 0, 0, "unexpected character"},
+        {"{} {}", 0, 3, "unexpected data after the JSON value"},
+        {"1 2", 0, 2, "unexpected data after the JSON value"},
+        {"\"a\" x", 0, 4, "unexpected data after the JSON value"},
+        {"[1]\v", 0, 3, "unexpected data after the JSON value"}, /* only 4 whitespace bytes */
+        {"'a'", 0, 0, "unexpected character"},
+        {"[1] /*c*/", 0, 4, "unexpected data after the JSON value"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct bsc_str doc = bsc_str_make(bad[i].doc, bad[i].len ? bad[i].len : strlen(bad[i].doc));
+        const char *what = NULL;
+        size_t off = 0;
+
+        if (bsc_json_tok_valid(doc, 8, &what, &off))
+            fail_msg("accepted %s", bad[i].doc);
+        if (off != bad[i].off || strcmp(what, bad[i].what) != 0)
+            fail_msg("%s: %zu %s, want %zu %s", bad[i].doc, off, what, bad[i].off, bad[i].what);
+    }
+}
+
+static void test_error_is_sticky(void **state)
+{
+    struct bsc_json_tok t;
+    struct bsc_jtok tok;
+
+    (void)state;
+    bsc_json_tok_init(&t, S("[1 x]"), 4);
+    assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_ARR_OPEN);
+    assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_NUMBER);
+    assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_ERROR);
+    assert_int_equal(tok.off, 3); /* where the token began */
+    assert_int_equal(t.err_off, 3);
+    assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_ERROR);
+    assert_int_equal(tok.off, 3);
+    /* The error token's start, and the offending byte further in. */
+    bsc_json_tok_init(&t, S("[\"ab\\q\"]"), 4);
+    bsc_json_tok_next(&t, &tok);
+    assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_ERROR);
+    assert_int_equal(tok.off, 1);
+    assert_int_equal(t.err_off, 5);
+}
+
+static char *nested(unsigned n, char open, char close)
+{
+    char *s = malloc(2 * n + 1);
+
+    assert_non_null(s);
+    memset(s, open, n);
+    memset(s + n, close, n);
+    s[2 * n] = '\0';
+    return s;
+}
+
+static void test_depth_bound(void **state)
+{
+    const unsigned limits[] = {0, 1, 2, 63, 64, 65, 128, 255, BSC_JSON_MAX_DEPTH};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+        unsigned max = limits[i];
+        for (unsigned n = max ? max - 1 : 0; n <= max + 1; n++) {
+            char *s = nested(n, '[', ']');
+            const char *what = NULL;
+            size_t off = 0;
+            bool ok = bsc_json_tok_valid(bsc_str_make(s, 2 * n), max, &what, &off);
+
+            if (n == 0) {
+                assert_false(ok); /* empty */
+            } else if (n <= max) {
+                assert_true(ok);
+            } else {
+                assert_false(ok);
+                assert_string_equal(what, "nested too deep");
+                assert_int_equal(off, max);
+            }
+            free(s);
+        }
+    }
+    /* Past the compiled-in bound, the bound holds. */
+    {
+        char *s = nested(BSC_JSON_MAX_DEPTH + 1, '[', ']');
+        assert_false(bsc_json_tok_valid(bsc_str_make(s, strlen(s)), 100000, NULL, NULL));
+        free(s);
+    }
+    /* Objects count too, and the stack tells them from arrays over both words. */
+    {
+        static const char doc[] = "{\"a\":[{\"b\":[]}]}";
+        assert_true(bsc_json_tok_valid(S(doc), 4, NULL, NULL));
+        assert_false(bsc_json_tok_valid(S(doc), 3, NULL, NULL));
+    }
+}
+
+static void test_mixed_deep_stack(void **state)
+{
+    /* 130 levels alternating objects and arrays: each closer must match across the 64-bit
+     * words of the container stack. */
+    struct bsc_buf b;
+    const char *what = NULL;
+    size_t off = 0;
+
+    (void)state;
+    bsc_buf_init(&b, 4096);
+    for (int i = 0; i < 130; i++)
+        assert_int_equal(bsc_buf_append_cstr(&b, i % 2 ? "[" : "{\"k\":"), BSC_OK);
+    assert_int_equal(bsc_buf_append_cstr(&b, "1"), BSC_OK);
+    for (int i = 129; i >= 0; i--)
+        assert_int_equal(bsc_buf_append_cstr(&b, i % 2 ? "]" : "}"), BSC_OK);
+    assert_true(bsc_json_tok_valid(bsc_buf_str(&b), 130, &what, &off));
+    b.p[b.len - 1] = ']'; /* the outermost closer wrong */
+    assert_false(bsc_json_tok_valid(bsc_buf_str(&b), 130, &what, &off));
+    assert_string_equal(what, "expected ',' or '}'");
+    assert_int_equal(off, b.len - 1);
+    bsc_buf_cleanup(&b);
+}
+
+static void expect_decoded(const char *raw, const char *want, size_t want_len)
+{
+    struct bsc_buf out;
+
+    bsc_buf_init(&out, 1024);
+    assert_int_equal(bsc_json_unescape(bsc_str_make(raw, strlen(raw)), &out, NULL), BSC_OK);
+    assert_int_equal(out.len, want_len);
+    assert_memory_equal(out.p, want, want_len);
+    bsc_buf_cleanup(&out);
+}
+
+static void expect_refused(const char *raw, size_t bad_at)
+{
+    struct bsc_buf out;
+    size_t bad = 99;
+
+    bsc_buf_init(&out, 1024);
+    assert_int_equal(bsc_json_unescape(bsc_str_make(raw, strlen(raw)), &out, &bad), BSC_EPARSE);
+    assert_int_equal(bad, bad_at);
+    bsc_buf_cleanup(&out);
+}
+
+static void test_unescape(void **state)
+{
+    (void)state;
+    expect_decoded("plain", "plain", 5);
+    expect_decoded("", "", 0);
+    expect_decoded("\\\"\\\\\\/\\b\\f\\n\\r\\t", "\"\\/\b\f\n\r\t", 8);
+    expect_decoded("a\\u0041\\u00e9\\u20AC", "aA\xc3\xa9\xe2\x82\xac", 7);
+    expect_decoded("\\ud83d\\ude00!", "\xf0\x9f\x98\x80!", 5);
+    expect_decoded("x\\u0000y", "x\0y", 3);
+    expect_refused("\\ud800", 0);            /* a lone high half at the end */
+    expect_refused("ab\\ud800x", 2);         /* followed by no escape */
+    expect_refused("\\ud800\\n", 0);         /* followed by another escape */
+    expect_refused("\\ud800\\u0041", 0);     /* followed by no low half */
+    expect_refused("\\ud800\\ud800", 0);     /* two high halves */
+    expect_refused("ok\\udc00", 2);          /* a lone low half */
+}
+
+static void test_unescape_bound(void **state)
+{
+    struct bsc_buf out;
+
+    (void)state;
+    bsc_buf_init(&out, 3);
+    assert_int_equal(bsc_json_unescape(S("abcd"), &out, NULL), BSC_ELIMIT);
+    bsc_buf_cleanup(&out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_token_kind),
+        cmocka_unit_test(test_scalar_documents),
+        cmocka_unit_test(test_valid_numbers),
+        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_error_is_sticky),
+        cmocka_unit_test(test_depth_bound),
+        cmocka_unit_test(test_mixed_deep_stack),
+        cmocka_unit_test(test_unescape),
+        cmocka_unit_test(test_unescape_bound),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
