@@ -427,6 +427,16 @@ static void restore_stdout(struct rh *h)
     unlink(h->log_path);
 }
 
+static struct rh *live; /* the harness running, test thread only */
+
+int rh_teardown(void **state)
+{
+    (void)state;
+    if (live)
+        rh_stop(live);
+    return 0;
+}
+
 struct rh *rh_start(const char *yaml, const char *sim_script)
 {
     struct rh *h = calloc(1, sizeof(*h));
@@ -444,6 +454,7 @@ struct rh *rh_start(const char *yaml, const char *sim_script)
     capture_stdout(h);
     worker_start(h, cfg);
     cfg_unref(cfg);
+    live = h;
     return h;
 }
 
@@ -451,6 +462,7 @@ void rh_stop(struct rh *h)
 {
     struct worker *w = h->w;
 
+    live = NULL;
     atomic_fetch_or(&w->pending, WORKER_CMD_CLOSE);
     uv_async_send(&w->wake);
     uv_thread_join(&w->thread);
@@ -681,4 +693,34 @@ unsigned rh_attempt_lines(struct rh *h, const char *id)
     snprintf(want, sizeof(want), "\"request_id\":\"%s\"", id);
     find_line(h, want, "\"type\":\"attempt\"", NULL, 0, &n);
     return n;
+}
+
+/* ---- assertions ---- */
+
+void rh_assert_path(const char *id, const char *want)
+{
+    char got[RH_PATH_MAX];
+
+    rh_path(id, got, sizeof(got));
+    if (strcmp(got, want) != 0)
+        fail_msg("%s took \"%s\", expected \"%s\"", id, got, want);
+}
+
+void rh_assert_header(const struct rh_resp *r, const char *name, const char *want)
+{
+    char v[512];
+
+    if (!rh_resp_header(r, name, v, sizeof(v)))
+        fail_msg("no %s header in %.400s", name, r->raw);
+    if (strcmp(v, want) != 0)
+        fail_msg("%s: \"%s\", expected \"%s\"", name, v, want);
+}
+
+void rh_assert_line_has(struct rh *h, const char *id, const char *want)
+{
+    char line[16384];
+
+    rh_access_line(h, id, line, sizeof(line));
+    if (!strstr(line, want))
+        fail_msg("the access line of %s lacks %s: %s", id, want, line);
 }

@@ -22,6 +22,17 @@
 
 struct rh; /* one gateway, one worker, one sim */
 
+/* Config pieces: one provider on the sim, and targets a and b calling sim models a and b. */
+#define RH_PROVIDER                                                                       \
+    "providers:\n"                                                                        \
+    "  sim: { kind: openai_compatible, base_url: \"{{SIM}}\", keys: [\"sk-h\"],"          \
+    " health: { probe: none } }\n"
+#define RH_TWO                                                                            \
+    RH_PROVIDER "targets:\n  a: { provider: sim, model: a }\n  b: { provider: sim, model: b }\n"
+/* A chat body for route <route> (a literal). */
+#define RH_CHAT(route) "{\"model\":\"" route "\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+
+
 /* Bound on every wait of the harness: far above any scripted delay, so only a real hang
  * reaches it. */
 #define RH_WAIT_MS 20000
@@ -32,6 +43,11 @@ struct rh; /* one gateway, one worker, one sim */
 struct rh *rh_start(const char *yaml, const char *sim_script);
 /* Closes every connection, stops both loops, frees everything. */
 void rh_stop(struct rh *h);
+/* A cmocka teardown: stops the harness a failed test left running (a failure jumps past
+ * its rh_stop), so the next test starts clean. */
+int rh_teardown(void **state);
+/* A test with that teardown. */
+#define RH_TEST(f) cmocka_unit_test_teardown(f, rh_teardown)
 
 /* A response as read from the socket until the server closed it (Connection: close). */
 struct rh_resp {
@@ -70,6 +86,12 @@ void rh_wait_state(const char *id, enum req_state s);
 void rh_path(const char *id, char *out, size_t outlen);
 /* Edges of the transition mask taken by any request since the process started. */
 bool rh_edge_taken(enum req_state from, enum req_state to);
+
+/* Assertions: the path of <id> is <want>; header <name> of <r> is <want>; the access line
+ * of <id> contains <want>. */
+void rh_assert_path(const char *id, const char *want);
+void rh_assert_header(const struct rh_resp *r, const char *name, const char *want);
+void rh_assert_line_has(struct rh *h, const char *id, const char *want);
 
 /* The access line of request <id> (waits for it), copied into <out>. */
 void rh_access_line(struct rh *h, const char *id, char *out, size_t outlen);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_req_machine.c -- the request state machine driven in-process (tests/unit/harness/):
+/* test_request.c -- the request state machine driven in-process (tests/unit/harness/):
  * a real gateway on one worker loop, bascule-sim as the scripted upstream, a blocking client.
  * Each scenario asserts the path of states its request took; the last test checks that the
  * scenarios together took every edge of the transition mask (router/req_state.h) and prints
@@ -18,35 +18,14 @@
 
 #include "harness/req_harness.h"
 
-/* One provider on the sim; targets named after the sim models they call. */
-#define PROVIDER                                                                          \
-    "providers:\n"                                                                        \
-    "  sim: { kind: openai_compatible, base_url: \"{{SIM}}\", keys: [\"sk-h\"],"          \
-    " health: { probe: none } }\n"
-
-static void assert_path(const char *id, const char *want)
-{
-    char got[512];
-
-    rh_path(id, got, sizeof(got));
-    if (strcmp(got, want) != 0)
-        fail_msg("%s took \"%s\", expected \"%s\"", id, got, want);
-}
+#define PROVIDER RH_PROVIDER
+#define TWO RH_TWO
 
 static bool ends_with(const char *s, const char *tail)
 {
     size_t n = strlen(s), m = strlen(tail);
 
     return n >= m && strcmp(s + n - m, tail) == 0;
-}
-
-static void assert_header(const struct rh_resp *r, const char *name, const char *want)
-{
-    char v[256];
-
-    if (!rh_resp_header(r, name, v, sizeof(v)))
-        fail_msg("no %s header", name);
-    assert_string_equal(v, want);
 }
 
 /* ADMIT -> PICK -> ATTEMPT -> REPLY -> DONE: a plain answer. */
@@ -62,17 +41,14 @@ static void plain_answer(void **state)
     rh_chat(h, "plain-1", "r", "", NULL, &res);
     assert_int_equal(res.status, 200);
     assert_true(rh_resp_has(&res, "\"choices\""));
-    assert_header(&res, "x-bascule-attempts", "1");
-    assert_path("plain-1", "admit pick attempt reply done");
+    rh_assert_header(&res, "x-bascule-attempts", "1");
+    rh_assert_path("plain-1", "admit pick attempt reply done");
     rh_access_line(h, "plain-1", line, sizeof(line));
     assert_non_null(strstr(line, "\"termination\":\"ok\""));
     rh_resp_free(&res);
     rh_stop(h);
 }
 
-
-#define TWO                                                                               \
-    PROVIDER "targets:\n  a: { provider: sim, model: a }\n  b: { provider: sim, model: b }\n"
 
 /* The number after "<key>": in an access line (its per-state times, in ms). */
 static double line_number(const char *line, const char *key)
@@ -86,15 +62,6 @@ static double line_number(const char *line, const char *key)
     return strtod(p + strlen(want), NULL);
 }
 
-static void assert_line_has(struct rh *h, const char *id, const char *want)
-{
-    char line[8192];
-
-    rh_access_line(h, id, line, sizeof(line));
-    if (!strstr(line, want))
-        fail_msg("the access line of %s lacks %s: %s", id, want, line);
-}
-
 /* ATTEMPT -> RELAY -> DONE: a stream relayed whole. */
 static void stream_relayed(void **state)
 {
@@ -105,8 +72,8 @@ static void stream_relayed(void **state)
     rh_chat(h, "stream-1", "r", ",\"stream\":true", NULL, &res);
     assert_int_equal(res.status, 200);
     assert_true(rh_resp_has(&res, "data: [DONE]"));
-    assert_path("stream-1", "admit pick attempt relay done");
-    assert_line_has(h, "stream-1", "\"termination\":\"ok\"");
+    rh_assert_path("stream-1", "admit pick attempt relay done");
+    rh_assert_line_has(h, "stream-1", "\"termination\":\"ok\"");
     rh_resp_free(&res);
     rh_stop(h);
 }
@@ -125,8 +92,8 @@ static void retry_after_honoured(void **state)
     (void)state;
     rh_chat(h, "ra-1", "r", "", NULL, &res);
     assert_int_equal(res.status, 200);
-    assert_header(&res, "x-bascule-attempts", "2");
-    assert_path("ra-1", "admit pick attempt admit pick backoff attempt reply done");
+    rh_assert_header(&res, "x-bascule-attempts", "2");
+    rh_assert_path("ra-1", "admit pick attempt admit pick backoff attempt reply done");
     rh_access_line(h, "ra-1", line, sizeof(line));
     /* The timer cannot fire before its time; the key's cooldown grace is 10 ms. */
     if (line_number(line, "backoff") < 380)
@@ -148,9 +115,9 @@ static void cut_before_commit_fails_over(void **state)
     (void)state;
     rh_chat(h, "cut-1", "r", "", NULL, &res);
     assert_int_equal(res.status, 200);
-    assert_header(&res, "x-bascule-attempts", "2");
-    assert_header(&res, "x-bascule-target", "b");
-    assert_path("cut-1", "admit pick attempt admit pick attempt reply done");
+    rh_assert_header(&res, "x-bascule-attempts", "2");
+    rh_assert_header(&res, "x-bascule-target", "b");
+    rh_assert_path("cut-1", "admit pick attempt admit pick attempt reply done");
     rh_resp_free(&res);
     rh_stop(h);
 }
@@ -168,7 +135,7 @@ static void client_error_not_retried(void **state)
     rh_chat(h, "e400-1", "r", "", NULL, &res);
     assert_int_equal(res.status, 400);
     assert_true(rh_resp_has(&res, "bad field"));
-    assert_path("e400-1", "admit pick attempt admit pick reply_error done");
+    rh_assert_path("e400-1", "admit pick attempt admit pick reply_error done");
     assert_int_equal(rh_attempt_lines(h, "e400-1"), 1);
     rh_resp_free(&res);
     rh_stop(h);
@@ -188,10 +155,10 @@ static void idempotent_replay(void **state)
     assert_int_equal(one.status, 200);
     assert_int_equal(two.status, 200);
     assert_false(rh_resp_header(&one, "x-bascule-idempotent-replay", v, sizeof(v)));
-    assert_header(&two, "x-bascule-idempotent-replay", "true");
+    rh_assert_header(&two, "x-bascule-idempotent-replay", "true");
     assert_string_equal(one.body, two.body);
-    assert_path("idem-2", "admit done");
-    assert_line_has(h, "idem-2", "\"termination\":\"idempotent_replay\"");
+    rh_assert_path("idem-2", "admit done");
+    rh_assert_line_has(h, "idem-2", "\"termination\":\"idempotent_replay\"");
     rh_resp_free(&one);
     rh_resp_free(&two);
     rh_stop(h);
@@ -213,11 +180,11 @@ static void idempotency_in_use_then_client_leaves(void **state)
     rh_post(h, "/v1/chat/completions", "inuse-2", "Idempotency-Key: k-2\r\n", body, &two);
     assert_int_equal(two.status, 409);
     assert_true(rh_resp_has(&two, "idempotency_key_in_use"));
-    assert_path("inuse-2", "admit reply_error done");
+    rh_assert_path("inuse-2", "admit reply_error done");
     close(fd);
     rh_wait_state("inuse-1", REQ_ST_DONE);
-    assert_path("inuse-1", "admit pick attempt done");
-    assert_line_has(h, "inuse-1", "\"termination\":\"client_abort\"");
+    rh_assert_path("inuse-1", "admit pick attempt done");
+    rh_assert_line_has(h, "inuse-1", "\"termination\":\"client_abort\"");
     rh_resp_free(&two);
     rh_stop(h);
 }
@@ -238,8 +205,8 @@ static void client_leaves_in_backoff(void **state)
     rh_wait_state("bo-1", REQ_ST_BACKOFF);
     close(fd);
     rh_wait_state("bo-1", REQ_ST_DONE);
-    assert_path("bo-1", "admit pick attempt admit pick backoff done");
-    assert_line_has(h, "bo-1", "\"termination\":\"client_abort\"");
+    rh_assert_path("bo-1", "admit pick attempt admit pick backoff done");
+    rh_assert_line_has(h, "bo-1", "\"termination\":\"client_abort\"");
     rh_stop(h);
 }
 
@@ -258,7 +225,7 @@ static void continuation_with_nowhere_to_go(void **state)
     assert_int_equal(res.status, 200);
     assert_false(rh_resp_has(&res, "data: [DONE]"));
     assert_true(rh_resp_has(&res, "\"error\""));
-    assert_path("cont-0", "admit pick attempt relay admit pick done");
+    rh_assert_path("cont-0", "admit pick attempt relay admit pick done");
     rh_resp_free(&res);
     rh_stop(h);
 }
@@ -278,7 +245,7 @@ static void continuation_goes_on(void **state)
     assert_int_equal(res.status, 200);
     assert_true(rh_resp_has(&res, "data: [DONE]"));
     /* the continuation waits the route's backoff, as any retry of the same target */
-    assert_path("cont-1", "admit pick attempt relay admit pick backoff attempt relay done");
+    rh_assert_path("cont-1", "admit pick attempt relay admit pick backoff attempt relay done");
     rh_resp_free(&res);
     rh_stop(h);
 }
@@ -303,8 +270,8 @@ static void target_full_refused(void **state)
     rh_wait_state("full-1", REQ_ST_ATTEMPT);
     rh_post(h, "/v1/chat/completions", "full-2", NULL, body, &two);
     assert_int_equal(two.status, 429);
-    assert_header(&two, "x-bascule-limited-by", "target_concurrency");
-    assert_path("full-2", "admit pick reply_error done");
+    rh_assert_header(&two, "x-bascule-limited-by", "target_concurrency");
+    rh_assert_path("full-2", "admit pick reply_error done");
     assert_int_equal(rh_attempt_lines(h, "full-2"), 0);
     close(fd);
     rh_wait_state("full-1", REQ_ST_DONE);
@@ -333,7 +300,7 @@ static void target_full_queued_then_served(void **state)
     assert_int_equal(one.status, 200);
     assert_int_equal(two.status, 200);
     rh_wait_state("q-2", REQ_ST_DONE);
-    assert_path("q-2", "admit pick attempt reply done");
+    rh_assert_path("q-2", "admit pick attempt reply done");
     rh_resp_free(&one);
     rh_resp_free(&two);
     rh_stop(h);
@@ -354,7 +321,7 @@ static void client_leaves_while_queued(void **state)
     rh_wait_state("ql-2", REQ_ST_PICK);
     close(fd2);
     rh_wait_state("ql-2", REQ_ST_DONE);
-    assert_path("ql-2", "admit pick done");
+    rh_assert_path("ql-2", "admit pick done");
     close(fd1);
     rh_wait_state("ql-1", REQ_ST_DONE);
     rh_stop(h);
@@ -375,8 +342,8 @@ static void client_rpm_refused_in_admit(void **state)
     rh_chat(h, "rpm-2", "r", "", "Authorization: Bearer sk-harness-client-0123456789\r\n", &two);
     assert_int_equal(one.status, 200);
     assert_int_equal(two.status, 429);
-    assert_header(&two, "x-bascule-limited-by", "client_rpm");
-    assert_path("rpm-2", "admit reply_error done");
+    rh_assert_header(&two, "x-bascule-limited-by", "client_rpm");
+    rh_assert_path("rpm-2", "admit reply_error done");
     rh_resp_free(&one);
     rh_resp_free(&two);
     rh_stop(h);
@@ -437,7 +404,7 @@ static void attempt_cannot_start(void **state)
     rh_chat(h, "big-1", "r", "", NULL, &res);
     assert_int_equal(res.status, 503);
     assert_true(rh_resp_has(&res, "could not start an attempt"));
-    assert_path("big-1", "admit pick attempt reply_error done");
+    rh_assert_path("big-1", "admit pick attempt reply_error done");
     rh_resp_free(&res);
     rh_stop(h);
 }
@@ -465,23 +432,23 @@ static void every_edge_taken(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(plain_answer),
-        cmocka_unit_test(stream_relayed),
-        cmocka_unit_test(retry_after_honoured),
-        cmocka_unit_test(cut_before_commit_fails_over),
-        cmocka_unit_test(client_error_not_retried),
-        cmocka_unit_test(idempotent_replay),
-        cmocka_unit_test(idempotency_in_use_then_client_leaves),
-        cmocka_unit_test(client_leaves_in_backoff),
-        cmocka_unit_test(continuation_with_nowhere_to_go),
-        cmocka_unit_test(continuation_goes_on),
-        cmocka_unit_test(target_full_refused),
-        cmocka_unit_test(target_full_queued_then_served),
-        cmocka_unit_test(client_leaves_while_queued),
-        cmocka_unit_test(client_rpm_refused_in_admit),
-        cmocka_unit_test(attempts_hard_bound),
-        cmocka_unit_test(attempt_cannot_start),
-        cmocka_unit_test(every_edge_taken),
+        RH_TEST(plain_answer),
+        RH_TEST(stream_relayed),
+        RH_TEST(retry_after_honoured),
+        RH_TEST(cut_before_commit_fails_over),
+        RH_TEST(client_error_not_retried),
+        RH_TEST(idempotent_replay),
+        RH_TEST(idempotency_in_use_then_client_leaves),
+        RH_TEST(client_leaves_in_backoff),
+        RH_TEST(continuation_with_nowhere_to_go),
+        RH_TEST(continuation_goes_on),
+        RH_TEST(target_full_refused),
+        RH_TEST(target_full_queued_then_served),
+        RH_TEST(client_leaves_while_queued),
+        RH_TEST(client_rpm_refused_in_admit),
+        RH_TEST(attempts_hard_bound),
+        RH_TEST(attempt_cannot_start),
+        RH_TEST(every_edge_taken),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
