@@ -13,6 +13,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@
 #include "router/gateway.h"
 #include "router/internal.h"
 #include "router/keyring.h"
+#include "router/keyring_sync.h"
 #include "router/limit.h"
 #include "router/request.h"
 #include "router/shadow.h"
@@ -176,6 +178,7 @@ struct rh {
     uint16_t sim_port;
     /* the gateway and its one worker */
     struct gateway gw;
+    char *yaml;           /* owned: the config text, for gw.rebuild */
     struct worker *w;
     uint16_t port;
     /* the access and attempt lines (stdout) while the harness runs: written through an
@@ -267,7 +270,7 @@ static char *config_text(const struct rh *h, const char *yaml)
     return out;
 }
 
-static struct cfg *load_cfg(const struct rh *h, const char *yaml)
+static struct cfg *load_cfg(struct rh *h, const char *yaml)
 {
     char *text = config_text(h, yaml);
     struct cfg_diags diags = {0};
@@ -280,7 +283,7 @@ static struct cfg *load_cfg(const struct rh *h, const char *yaml)
         fail_msg("the harness config does not load");
     }
     cfg_diags_cleanup(&diags);
-    free(text);
+    h->yaml = text;
     bsc_log_verbosity = cfg->log.level;
     bsc_log_json = cfg->log.json;
     return cfg;
@@ -297,12 +300,46 @@ static void merge_keyring(struct gateway *gw, struct cfg *cfg)
     free(text);
 }
 
+/* main.c's publish, for the admin API's key and team changes: the config text again, with
+ * the keyring merged, published as the new snapshot. Runs on the worker's thread. */
+static enum bsc_err rebuild(struct gateway *gw)
+{
+    struct rh *h = (struct rh *)((char *)gw - offsetof(struct rh, gw));
+    struct cfg_diags diags = {0};
+    struct cfg *cfg = NULL;
+    char warn[1024] = "";
+    char *text;
+    enum bsc_err err;
+
+    err = cfg_load_string("harness.yaml", h->yaml, strlen(h->yaml), &cfg, &diags);
+    cfg_diags_cleanup(&diags);
+    if (err || !cfg)
+        return BSC_EINVAL;
+    if (!(text = keyring_text(gw->keyring))) {
+        cfg_unref(cfg);
+        return BSC_ENOMEM;
+    }
+    err = cfg_keyring_merge(cfg, text, strlen(text), warn, sizeof(warn));
+    free(text);
+    if (!err)
+        err = hstate_sync(gw->hs, cfg, bsc_now_ms());
+    if (!err)
+        err = lim_reg_sync(gw->lim, cfg);
+    if (err) {
+        cfg_unref(cfg);
+        return err;
+    }
+    cfg_current_swap(cfg);
+    return BSC_OK;
+}
+
 static void gateway_build(struct rh *h, struct cfg *cfg)
 {
     struct gateway *gw = &h->gw;
     char err[256] = "";
 
     gw->config_path = "harness.yaml";
+    gw->rebuild = rebuild;
     gw->started_ms = bsc_wall_ms();
     gw->hs = hstate_new();
     gw->lim = lim_reg_new();
@@ -320,6 +357,9 @@ static void gateway_build(struct rh *h, struct cfg *cfg)
     assert_int_equal(lim_reg_sync(gw->lim, cfg), BSC_OK);
     if (store_open(&cfg->store, &gw->store, err, sizeof(err)) != BSC_OK)
         fail_msg("store: %s", err);
+    /* main.c's start_keyring: the keyring read from the store (the admin API's writes wait
+     * for that), then merged into the first snapshot. */
+    assert_int_equal(keyring_load_blocking(gw->keyring, gw->store, uv_default_loop()), BSC_OK);
     merge_keyring(gw, cfg);
     assert_int_equal(lim_reg_sync(gw->lim, cfg), BSC_OK);
     cfg_current_swap(cfg_ref(cfg));
@@ -488,6 +528,7 @@ void rh_stop(struct rh *h)
     cache_mem_free(h->gw.cache);
     cfg_current_swap(NULL);
     req__goto_hook = NULL;
+    free(h->yaml);
     free(h);
 }
 
@@ -644,6 +685,12 @@ void rh_chat(struct rh *h, const char *id, const char *route, const char *extra_
 void rh_get(struct rh *h, const char *path, const char *extra_headers, struct rh_resp *out)
 {
     rh_recv(send_request(h, "GET", path, NULL, extra_headers, NULL), out);
+}
+
+void rh_call(struct rh *h, const char *method, const char *path, const char *extra_headers,
+             const char *body, struct rh_resp *out)
+{
+    rh_recv(send_request(h, method, path, NULL, extra_headers, body), out);
 }
 
 /* ---- the access log ---- */

@@ -78,6 +78,10 @@ void rh_chat(struct rh *h, const char *id, const char *route, const char *extra_
              const char *extra_headers, struct rh_resp *out);
 /* A GET on <path> (admin and status surfaces), with <extra_headers> or NULL. */
 void rh_get(struct rh *h, const char *path, const char *extra_headers, struct rh_resp *out);
+/* Any <method> on <path>, with a JSON <body> or NULL; no request id, no wait for a state
+ * (surfaces that do not run the request machine). */
+void rh_call(struct rh *h, const char *method, const char *path, const char *extra_headers,
+             const char *body, struct rh_resp *out);
 
 /* Waits until request <id> has entered <s>; fails the test after RH_WAIT_MS. */
 void rh_wait_state(const char *id, enum req_state s);
