@@ -82,7 +82,7 @@ static void runtime_key_lifecycle(void **state)
         assert_int_equal(res.status, 200);
         rh_resp_free(&res);
     }
-    rh_chat(h, "rk-2", "r", "", auth, &res);
+    rh_call(h, "POST", "/v1/chat/completions", auth, RH_CHAT("r"), &res); /* never admitted */
     assert_int_equal(res.status, 401);
     rh_resp_free(&res);
     rh_stop(h);

@@ -571,13 +571,13 @@ static void send_all(int fd, const char *p, size_t len)
     }
 }
 
-static int send_request(struct rh *h, const char *method, const char *path, const char *id,
-                        const char *extra_headers, const char *body)
+static int send_to(uint16_t port, const char *method, const char *path, const char *id,
+                   const char *extra_headers, const char *body)
 {
     size_t blen = body ? strlen(body) : 0;
     size_t cap = blen + 1024 + (extra_headers ? strlen(extra_headers) : 0);
     char *req = malloc(cap);
-    int fd = connect_to(h->port);
+    int fd = connect_to(port);
     int n;
 
     assert_non_null(req);
@@ -594,6 +594,17 @@ static int send_request(struct rh *h, const char *method, const char *path, cons
     send_all(fd, req, (size_t)n + blen);
     free(req);
     return fd;
+}
+
+static int send_request(struct rh *h, const char *method, const char *path, const char *id,
+                        const char *extra_headers, const char *body)
+{
+    return send_to(h->port, method, path, id, extra_headers, body);
+}
+
+void rh_sim_get(struct rh *h, const char *path, struct rh_resp *out)
+{
+    rh_recv(send_to(h->sim_port, "GET", path, NULL, NULL, NULL), out);
 }
 
 int rh_send(struct rh *h, const char *path, const char *id, const char *extra_headers,
@@ -730,6 +741,11 @@ void rh_access_line(struct rh *h, const char *id, char *out, size_t outlen)
         usleep(5000);
     }
     fail_msg("no access line for %s", id);
+}
+
+bool rh_find_line(struct rh *h, const char *want, char *out, size_t outlen)
+{
+    return find_line(h, want, "", out, outlen, NULL);
 }
 
 unsigned rh_attempt_lines(struct rh *h, const char *id)

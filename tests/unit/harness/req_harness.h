@@ -83,6 +83,9 @@ void rh_get(struct rh *h, const char *path, const char *extra_headers, struct rh
 void rh_call(struct rh *h, const char *method, const char *path, const char *extra_headers,
              const char *body, struct rh_resp *out);
 
+/* A GET on the sim's control API (/_sim/requests: what the upstream saw). */
+void rh_sim_get(struct rh *h, const char *path, struct rh_resp *out);
+
 /* Waits until request <id> has entered <s>; fails the test after RH_WAIT_MS. */
 void rh_wait_state(const char *id, enum req_state s);
 /* The states request <id> went through, space-separated ("admit pick attempt reply
@@ -99,6 +102,8 @@ void rh_assert_line_has(struct rh *h, const char *id, const char *want);
 
 /* The access line of request <id> (waits for it), copied into <out>. */
 void rh_access_line(struct rh *h, const char *id, char *out, size_t outlen);
+/* The first captured log line containing <want>, into <out>; false when none yet. */
+bool rh_find_line(struct rh *h, const char *want, char *out, size_t outlen);
 /* The number of attempt lines of request <id> written so far. */
 unsigned rh_attempt_lines(struct rh *h, const char *id);
 
