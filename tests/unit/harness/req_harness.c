@@ -246,27 +246,36 @@ static void sim_start(struct rh *h, const char *script)
     assert_int_equal(uv_thread_create(&h->sim_thread, sim_main, h), 0);
 }
 
-/* The YAML with every {{SIM}} replaced, after the lines every harness gateway has. */
+/* The YAML with every {{SIM}} (the sim's OpenAI base URL) and {{SIMROOT}} (its root, for
+ * the other dialects' paths) replaced, after the lines every harness gateway has. */
 static char *config_text(const struct rh *h, const char *yaml)
 {
-    char base[64];
+    static const char *const tokens[] = {"{{SIM}}", "{{SIMROOT}}"};
+    char bases[2][64];
     size_t cap = strlen(yaml) * 2 + 256, n;
     char *out = malloc(cap), *o;
-    const char *p = yaml, *q;
+    const char *p = yaml;
 
     assert_non_null(out);
-    snprintf(base, sizeof(base), "http://127.0.0.1:%u/v1", h->sim_port);
+    snprintf(bases[0], sizeof(bases[0]), "http://127.0.0.1:%u/v1", h->sim_port);
+    snprintf(bases[1], sizeof(bases[1]), "http://127.0.0.1:%u", h->sim_port);
     n = (size_t)snprintf(out, cap, "listen: \"127.0.0.1:1\"\nworkers: 1\n"
                                    "log: { level: err, format: text }\n");
     o = out + n;
-    while ((q = strstr(p, "{{SIM}}"))) {
-        memcpy(o, p, (size_t)(q - p));
-        o += q - p;
-        memcpy(o, base, strlen(base));
-        o += strlen(base);
-        p = q + 7;
+    while (*p) {
+        int k = strncmp(p, tokens[0], strlen(tokens[0])) == 0   ? 0
+                : strncmp(p, tokens[1], strlen(tokens[1])) == 0 ? 1
+                                                                : -1;
+
+        if (k < 0) {
+            *o++ = *p++;
+            continue;
+        }
+        memcpy(o, bases[k], strlen(bases[k]));
+        o += strlen(bases[k]);
+        p += strlen(tokens[k]);
     }
-    memcpy(o, p, strlen(p) + 1);
+    *o = '\0';
     return out;
 }
 

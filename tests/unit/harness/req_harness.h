@@ -39,7 +39,9 @@ struct rh; /* one gateway, one worker, one sim */
 
 /* Starts the sim with <sim_script> (the JSON of `--script`, NULL for none) and a gateway
  * whose config is "listen, workers: 1, log" followed by <yaml>, in which every "{{SIM}}"
- * becomes the sim's base URL (http://127.0.0.1:PORT/v1). Fails the test on any error. */
+ * becomes the sim's base URL (http://127.0.0.1:PORT/v1) and every "{{SIMROOT}}" its root
+ * (http://127.0.0.1:PORT: the Anthropic dialect is under /anthropic/v1). Fails the test on
+ * any error. */
 struct rh *rh_start(const char *yaml, const char *sim_script);
 /* Closes every connection, stops both loops, frees everything. */
 void rh_stop(struct rh *h);
