@@ -70,7 +70,7 @@ static void readmitted_after_failure(void **state)
     assert_int_equal(res.status, 200);
     rh_assert_header(&res, "x-bascule-attempts", "2");
     {
-        char path[512];
+        char path[2048];
 
         rh_path("readm-1", path, sizeof(path));
         assert_non_null(strstr(path, "attempt admit pick"));

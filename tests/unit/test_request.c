@@ -361,7 +361,7 @@ static void attempts_hard_bound(void **state)
         "{\"models\":{\"a\":{\"script\":[{\"action\":\"status\",\"status\":429,\"times\":40,"
         "\"headers\":{\"retry-after-ms\":1}}]}}}");
     struct rh_resp res;
-    char path[512];
+    char path[2048];
 
     (void)state;
     rh_chat(h, "max-1", "r", "", NULL, &res);

@@ -56,7 +56,7 @@
 /* ---- the transition recorder (the req__goto hook runs on the worker's loop) ---- */
 
 #define RH_TRACES 128
-#define RH_PATH_MAX 512
+#define RH_PATH_MAX 2048 /* 16 attempts of a retried request take about 500 */
 
 struct rh_trace {
     char id[132];
