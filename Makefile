@@ -48,12 +48,15 @@ BUILD   ?= build
 LIB_SRC := $(sort $(wildcard src/*/*.c))
 SIM_SRC := $(sort $(wildcard sim/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+# Helpers the unit tests share (the request harness): an archive, linked into every test.
+UNIT_HELPER_SRC := $(sort $(wildcard tests/unit/harness/*.c))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 SIM_OBJ := $(SIM_SRC:%.c=$(BUILD)/obj/%.o)
 SIM_LIB_OBJ := $(filter-out %/sim/main.o,$(SIM_OBJ))
 MAIN_OBJ := $(BUILD)/obj/src/main.o
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+UNIT_HELPER_OBJ := $(UNIT_HELPER_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all run test test-unit test-integration bench fuzz clean check-layering format \
         fuzz-replay-bins test-fuzz-replay
@@ -79,10 +82,15 @@ $(BUILD)/libsim.a: $(SIM_LIB_OBJ)
 $(BUILD)/bascule-sim: $(BUILD)/obj/sim/main.o $(BUILD)/libsim.a $(BUILD)/libbascule.a
 	$(CC) -o $@ $^ $(LDFLAGS_ALL)
 
+$(BUILD)/libunit.a: $(UNIT_HELPER_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
 # Unit tests link the archives: only the objects a test uses are pulled in.
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsim.a $(BUILD)/libbascule.a
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libunit.a $(BUILD)/libsim.a $(BUILD)/libbascule.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libsim.a $(BUILD)/libbascule.a $(LDFLAGS_ALL) -lcmocka
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libunit.a $(BUILD)/libsim.a $(BUILD)/libbascule.a \
+	  $(LDFLAGS_ALL) -lcmocka
 
 unit-bins: $(UNIT_BIN)
 
@@ -170,4 +178,4 @@ clean:
 
 include mk/package.mk
 
--include $(LIB_OBJ:.o=.d) $(SIM_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_BIN:=.d) $(FUZZ_REPLAY_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(SIM_OBJ:.o=.d) $(UNIT_HELPER_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(UNIT_BIN:=.d) $(FUZZ_REPLAY_BIN:=.d)

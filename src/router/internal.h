@@ -153,6 +153,12 @@ struct request {
 /* Gives back a request's memory: to the worker's pool, or to the allocator. */
 void req__release(struct request *r);
 void req__goto(struct request *r, enum req_state next);
+#ifdef BSC_UNIT_TEST
+/* Test seam: when set, told of each transition (request id, from, to) on the request's
+ * loop. Unit builds only; production has no such hook. */
+typedef void req__goto_hook_fn(const char *id, enum req_state from, enum req_state to);
+extern req__goto_hook_fn *req__goto_hook;
+#endif
 void req__run(struct request *r);
 void req__arm_timer(struct request *r, uint64_t delay_ms);
 

@@ -42,6 +42,12 @@ static req_step_fn *const req_steps[REQ_ST_COUNT] = {
 #undef X
 };
 
+#ifdef BSC_UNIT_TEST
+/* Test seam (unit builds only): told of every transition req__goto makes, after the mask
+ * check; the request harness (tests/unit/harness/) records the edges taken. */
+req__goto_hook_fn *req__goto_hook;
+#endif
+
 /* The one place that changes state. A transition the mask (req_state.h) does not allow is
  * a bug: test builds stop on it; in production the request ends (DONE) and says why. */
 void req__goto(struct request *r, enum req_state next)
@@ -56,6 +62,10 @@ void req__goto(struct request *r, enum req_state next)
         next = REQ_ST_DONE;
     }
     LOG_DEBUG("%s: %s -> %s", r->id, req_state_name(r->m.state), req_state_name(next));
+#ifdef BSC_UNIT_TEST
+    if (req__goto_hook)
+        req__goto_hook(r->id, r->m.state, next);
+#endif
     req_times_move(&r->m.times, r->m.state, next, bsc_now_us());
     r->m.state = next;
 }
