@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "harness/req_harness.h"
-#include "router/attempt.h"
+#include "policy/attempt.h"
 
 static void begin_and_end(void **state)
 {

@@ -29,12 +29,13 @@
 #include "api/api.h"
 #include "api/status_history.h"
 #include "cache/lru.h"
+#include "cache/semantic.h"
 #include "config/config.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "dialect/error.h"
 #include "health/hstate.h"
-#include "health/limits.h"
+#include "limits/limits.h"
 #include "health/verdicts.h"
 #include "metrics/metrics.h"
 #include "router/access_log.h"
@@ -360,8 +361,9 @@ static void gateway_build(struct rh *h, struct cfg *cfg)
     gw->keyring = keyring_new();
     gw->history = status_history_new();
     gw->cache = cache_mem_new();
+    gw->sem = cache_sem_new();
     assert_true(gw->hs && gw->lim && gw->metrics && gw->conns && gw->verdicts && gw->spend &&
-                gw->keyring && gw->history && gw->cache);
+                gw->keyring && gw->history && gw->cache && gw->sem);
     assert_int_equal(hstate_sync(gw->hs, cfg, bsc_now_ms()), BSC_OK);
     assert_int_equal(lim_reg_sync(gw->lim, cfg), BSC_OK);
     if (store_open(&cfg->store, &gw->store, err, sizeof(err)) != BSC_OK)
@@ -385,7 +387,7 @@ static void worker_closed(struct srv *srv, void *ud)
     shadow_worker_stop(w);
     up_multi_free(w->up);
     w->up = NULL;
-    lim_worker_closing(w);
+    reqlim_worker_closing(w);
     uv_close((uv_handle_t *)&w->wake, NULL);
 }
 
@@ -397,7 +399,7 @@ static void worker_on_wake(uv_async_t *a)
     unsigned cmd = atomic_exchange(&w->pending, 0);
 
     if (cmd & WORKER_CMD_CAPACITY)
-        lim_req_wake(w);
+        reqlim_wake(w);
     if ((cmd & WORKER_CMD_CLOSE) && !w->draining) {
         w->draining = true;
         srv_close_all(w->srv, worker_closed, w);
@@ -535,6 +537,7 @@ void rh_stop(struct rh *h)
     spend_book_free(h->gw.spend);
     status_history_free(h->gw.history);
     cache_mem_free(h->gw.cache);
+    cache_sem_free(h->gw.sem);
     cfg_current_swap(NULL);
     req__goto_hook = NULL;
     free(h->yaml);
