@@ -33,7 +33,10 @@ bool lim__fleet_on(struct lim_set *s, uint64_t now_ms)
         now_ms < f->local_until)
         return false;
     for (int k = LIM_RPM; k < LIM_KIND_COUNT; k++) {
-        if ((f->asking & (1u << k)) && now_ms - f->asked_at[k] >= s->share->timeout_ms) {
+        /* <now_ms> was read before the lock: it may be a little before an ask another
+         * worker just made, and that ask is not overdue (no wrap-around). */
+        if ((f->asking & (1u << k)) && now_ms > f->asked_at[k] &&
+            now_ms - f->asked_at[k] >= s->share->timeout_ms) {
             f->asking = 0; /* a late answer still adds what was granted */
             f->local_until = now_ms + LIM_LOCAL_MS;
             LOG_WARN("shared limits: %c:%s decided locally for %d ms (caps divided by "

@@ -253,6 +253,22 @@ static void test_down_divides(void **state)
     lim_set_destroy(&s);
 }
 
+/* Workers read the clock before they take the set's lock: a worker may check the set with a
+ * time a little before the ask another worker just made. That ask is not overdue (the
+ * difference must not wrap around): the set keeps asking the fleet, nothing turns local. */
+static void test_earlier_clock_is_not_overdue(void **state)
+{
+    struct rec r;
+    struct lim_set s;
+
+    (void)state;
+    setup(&r, &s, (struct lim_caps){.rpm = 10, .rpm_burst = 10}, 1);
+    assert_int_equal(lim_acquire(&s, 0, T0 + 5).wait_ms, LIM_WAIT_FLEET);
+    assert_int_equal(lim_acquire(&s, 0, T0).wait_ms, LIM_WAIT_FLEET); /* still the fleet's */
+    assert_int_equal(r.asks, 1);
+    assert_true(s.fl.local_until == 0);
+}
+
 /* An ask unanswered for timeout_ms, or one that failed: local caps for a while. */
 static void test_overdue_turns_local(void **state)
 {
@@ -341,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_slice_within_burst), cmocka_unit_test(test_large_rate_takes_slices),
         cmocka_unit_test(test_tokens),              cmocka_unit_test(test_slots),
         cmocka_unit_test(test_down_divides),        cmocka_unit_test(test_overdue_turns_local),
+        cmocka_unit_test(test_earlier_clock_is_not_overdue),
         cmocka_unit_test(test_own_concurrency),     cmocka_unit_test(test_local_release_gives),
         cmocka_unit_test(test_idle_slots_go_back),
     };
