@@ -165,14 +165,14 @@ static const struct admit_check admit_replay[] = {
 
 enum admit_verdict admit_run(struct request *r)
 {
-    const struct admit_check *list = r->n_attempts ? admit_replay : admit_start;
-    unsigned n = r->n_attempts ? BSC_ARRAY_LEN(admit_replay) : BSC_ARRAY_LEN(admit_start);
+    const struct admit_check *list = r->att.n ? admit_replay : admit_start;
+    unsigned n = r->att.n ? BSC_ARRAY_LEN(admit_replay) : BSC_ARRAY_LEN(admit_start);
 
     while (r->m.admit_at < n) {
         enum admit_verdict v = list[r->m.admit_at].check(r);
 
         if (v != ADMIT_PASS) {
-            LOG_DEBUG("%s: admission check %s: %s", r->id, list[r->m.admit_at].name,
+            LOG_DEBUG("%s: admission check %s: %s", r->ident.id, list[r->m.admit_at].name,
                       v == ADMIT_WAIT ? "waits" : "answers");
             return v;
         }

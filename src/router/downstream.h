@@ -126,7 +126,7 @@ void deliver_answer(struct request *r);
  * be stored before the answer goes out. False when it cannot be translated: the error was
  * sent (translation_failed). */
 bool deliver_hold(struct request *r);
-/* Writes r->err. */
+/* Writes r->err.reply. */
 void deliver_error(struct request *r);
 /* The x-bascule-* headers; returns how many were put in <h> (room for 8). <buf> holds the
  * attempts count's digits while <h> is used. */

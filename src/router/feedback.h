@@ -38,7 +38,7 @@ void feedback_attempt(struct request *r, bool transport_ok);
  * pure decision ranks by (policy/score.h); zeroed without a verdict table. */
 void feedback_score_cand(const struct request *r, const struct cfg_target *t,
                          const struct target_view *view, struct score_cand *out);
-/* After a decision that ranked a tier by score: its order and scores into r->ranking, for the
+/* After a decision that ranked a tier by score: its order and scores into r->balance.ranking, for the
  * next attempt's log line ("" otherwise). */
 void feedback_note_ranking(struct request *r, const struct decide_in *in,
                            const struct decide_out *out);

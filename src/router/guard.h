@@ -38,14 +38,14 @@ struct guard {
 enum guard_start {
     GUARD_PROCEED = 0, /* nothing to wait for */
     GUARD_WAIT,        /* a store call is running: the request waits in ADMIT */
-    GUARD_STOP,        /* answer r->err */
+    GUARD_STOP,        /* answer r->err.reply */
     GUARD_ANSWERED     /* the client has its answer (an idempotent replay): done */
 };
 
 /* Idempotency-Key: looks the key up (async); its callback records the answer and runs the
  * machine, which asks guard_idem_verdict. */
 enum guard_start guard_idem_start(struct request *r);
-/* What the lookup said, once its callback ran: WAIT while it runs, STOP (r->err set: store
+/* What the lookup said, once its callback ran: WAIT while it runs, STOP (r->err.reply set: store
  * unavailable, key in flight or reused), ANSWERED (the stored answer was replayed), or
  * PROCEED (no key, or a miss: the request runs and its answer will be recorded). */
 enum guard_start guard_idem_verdict(struct request *r);
