@@ -132,14 +132,11 @@ static void reply_hit(struct request *r, struct bsc_str body, const struct cache
         snprintf(cost, sizeof(cost), "%.8g", r->cost.usd);
     h[n++] = (struct srv_header){BSC_STR("x-bascule-cost-usd"), bsc_str_cstr(cost)};
     n += deliver_route_headers(r, h + n, attempts); /* with x-bascule-cache: hit */
-    r->d.status = 200;
-    r->d.termination = "ok";
+    deliver_whole_begin(r, 200, "ok");
     guard_idem_record(r, body.p, body.len); /* an Idempotency-Key gets this answer too */
     guard_idem_finish(r);
     srv_resp_send(r->sreq, 200, NULL, h, n, body.p, body.len);
-    r->d.bytes_out = body.len;
-    r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
-    r->sreq = NULL;
+    deliver_whole_sent(r, body.len, true);
     if (meta->cost_usd > 0)
         metrics_inc(req__metrics(r), r->w->idx, METRIC_CACHE_SAVED, NULL, NULL, meta->cost_usd);
 }

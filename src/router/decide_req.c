@@ -59,14 +59,7 @@ static uint32_t unhonoured_params(struct request *r, const struct cfg_target *t)
 
     if (r->input.op != PROV_OP_CHAT || (!ops->unhonoured && !ops->max_choices))
         return 0;
-    if (!r->input.params_read) {
-        r->input.params_read = true;
-        if (r->input.json)
-            params_of_json(r->input.json, &r->input.params);
-        else
-            params_of_body(r->input.body, &r->input.params);
-    }
-    return params_unhonoured(&r->input.params, ops);
+    return params_unhonoured(req__params(r), ops);
 }
 
 /* True when <t> can never serve this request as it is: a capability it lacks, a size it
@@ -178,16 +171,15 @@ static void answer_request_excluded(struct request *r)
                        "no target of route '%s' can honour the parameter '%s'%s%s%s",
                        r->route->id, param, r->notes.missing_caps ? "; missing: " : "", caps,
                        r->notes.too_small ? "; context window too small" : "");
-        r->err.reply.param = param;
-        r->d.termination = "unsupported_parameter";
+        req__set_error_param(r, param);
+        deliver_set_termination(r, "unsupported_parameter");
         return;
     }
     req__set_typed_failure(r, "no_eligible_fallback", OUTLOOK_NEVER, -1,
                            "no target of route '%s' satisfies this request%s%s%s",
                            r->route->id, r->notes.missing_caps ? "; missing: " : "", caps,
                            r->notes.too_small ? "; context window too small" : "");
-    r->err.reply.status = 400;
-    r->err.reply.type = "invalid_request_error";
+    req__set_error_status(r, 400, "invalid_request_error");
 }
 
 /* The answer when every target that could serve waits a while. Only rate limits in the way
@@ -206,8 +198,7 @@ static void answer_waiting(struct request *r, const struct none_eligible *ne, ui
                                "route '%s' has no eligible target now (all keys cooled: %s; "
                                "every key is cooling down after rate limits)",
                                r->route->id, why);
-        r->err.reply.status = 429;
-        r->err.reply.type = "rate_limit_error";
+        req__set_error_status(r, 429, "rate_limit_error");
     } else if (ne->cooling_only && why[0]) {
         req__set_typed_failure(r, "no_eligible_fallback", OUTLOOK_TIME, wait,
                                "route '%s' has no eligible target now (all keys cooled: %s)",
@@ -449,8 +440,8 @@ static void apply_stop(struct request *r, const struct decide_in *in, const stru
     case DECIDE_STOP_UNCERTAIN:
         r->x.fail.kind = FAIL_SIDE_EFFECT_UNCERTAIN;
         req__set_provider_error(r);
-        r->err.reply.code = "reconcile_required";
-        r->d.termination = "reconcile_required";
+        req__set_error_code(r, "reconcile_required");
+        deliver_set_termination(r, "reconcile_required");
         guard_record_uncertain(r, "side_effect_uncertain");
         break;
     case DECIDE_STOP_TYPED:
@@ -463,13 +454,12 @@ static void apply_stop(struct request *r, const struct decide_in *in, const stru
         else
             req__set_typed_failure(r, out->reason, out->outlook, out->wait_ms, "%s", out->msg);
         if (out->status)
-            r->err.reply.status = out->status;
+            req__set_error_status(r, out->status, NULL);
         break;
     case DECIDE_STOP_CAPACITY:
         req__set_typed_failure(r, out->reason, out->outlook, out->wait_ms, "%s", out->msg);
-        r->err.reply.status = 429;
-        r->err.reply.type = "rate_limit_error";
-        r->lim.limited_by = out->limited_by;
+        req__set_error_status(r, 429, "rate_limit_error");
+        reqlim_refused_by(r, out->limited_by);
         metrics_inc(M(r), r->w->idx, METRIC_LIMIT_DECISIONS, out->limited_by, "rejected", 1);
         break;
     default:

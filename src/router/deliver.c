@@ -492,6 +492,36 @@ void deliver_down_reset(struct request *r)
     BSC_FREE(r->d.down_st);
 }
 
+void deliver_set_termination(struct request *r, const char *code)
+{
+    r->d.termination = code;
+}
+
+void deliver_client_gone(struct request *r)
+{
+    r->d.termination = "client_abort";
+    r->d.status = r->d.status ? r->d.status : 499;
+}
+
+void deliver_whole_begin(struct request *r, int status, const char *termination)
+{
+    r->d.status = status;
+    r->d.termination = termination;
+}
+
+void deliver_whole_sent(struct request *r, size_t bytes, bool timed)
+{
+    r->d.bytes_out = bytes;
+    if (timed)
+        r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
+    r->sreq = NULL;
+}
+
+void deliver_out_reset(struct request *r)
+{
+    bsc_buf_reset(&r->d.out);
+}
+
 void deliver_init(struct downstream *d, const struct down_ops *ops, void *down_arg)
 {
     d->ops = ops;

@@ -437,7 +437,7 @@ void xchg_reset(struct request *r)
     bsc_buf_reset(&r->x.resp);
     bsc_buf_reset(&r->x.answer);
     bsc_buf_reset(&r->x.conv);
-    bsc_buf_reset(&r->d.out);
+    deliver_out_reset(r);
     contract_reset_stream(r);
     if (!r->d.committed) {
         deliver_down_reset(r);

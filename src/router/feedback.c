@@ -130,3 +130,9 @@ void feedback_note_ranking(struct request *r, const struct decide_in *in,
                                      c->t->id, c->sc.samples);
     }
 }
+
+void feedback_take_ranking(struct request *r, char *dst, size_t cap)
+{
+    bsc_str_copy(dst, cap, bsc_str_cstr(r->balance.ranking));
+    r->balance.ranking[0] = '\0';
+}

@@ -162,7 +162,7 @@ static void idem_unavailable(struct request *r, enum bsc_err err)
                    "sent upstream and it is safe to retry",
                    err == BSC_ELIMIT ? "full or overloaded" : "unavailable");
     req__set_retry(r, OUTLOOK_TIME, OUTLOOK_DEFAULT_RETRY_MS);
-    r->d.termination = "store_unavailable";
+    deliver_set_termination(r, "store_unavailable");
 }
 
 static void reply_replay(struct request *r, const struct idem_answer *a)
@@ -179,10 +179,8 @@ static void reply_replay(struct request *r, const struct idem_answer *a)
         h[n++] = (struct srv_header){BSC_STR("Content-Type"), BSC_STR("application/json")};
     }
     srv_resp_send(r->sreq, a->status, NULL, h, n, a->body.p, a->body.len);
-    r->d.status = a->status;
-    r->d.bytes_out = a->body.len;
-    r->sreq = NULL;
-    r->d.termination = "idempotent_replay";
+    deliver_whole_begin(r, a->status, "idempotent_replay");
+    deliver_whole_sent(r, a->body.len, false);
 }
 
 /* The store's answer is recorded; the machine acts on it (guard_idem_verdict). A replay's
@@ -217,7 +215,7 @@ static void idem_refuse(struct request *r, bool mismatch)
                             : "a request with this Idempotency-Key is still in progress");
     req__set_retry(r, mismatch ? OUTLOOK_NEVER : OUTLOOK_TIME,
                    OUTLOOK_DEFAULT_RETRY_MS);
-    r->d.termination = mismatch ? "idempotency_mismatch" : "idempotency_in_flight";
+    deliver_set_termination(r, mismatch ? "idempotency_mismatch" : "idempotency_in_flight");
 }
 
 enum guard_start guard_idem_verdict(struct request *r)
@@ -449,4 +447,19 @@ void guard_record_uncertain(struct request *r, const char *what)
                          ledger_key(r, r->g.uncertain_id, key, sizeof(key)), &u,
                          on_uncertain_started, r) != BSC_OK)
         r->g.store_ops--;
+}
+
+void guard_init(struct request *r)
+{
+    bsc_buf_init(&r->g.idem_copy, 8u << 20);
+}
+
+void guard_release_copy(struct request *r)
+{
+    bsc_buf_cleanup(&r->g.idem_copy);
+}
+
+void guard_set_op_id(struct request *r, struct bsc_str id)
+{
+    snprintf(r->g.op_id, sizeof(r->g.op_id), "%.*s", BSC_STR_FMT(id));
 }

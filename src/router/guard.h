@@ -74,6 +74,12 @@ void guard_record_uncertain(struct request *r, const char *what);
 /* False when a store callback is still due: the request becomes a zombie and the last
  * callback frees it. */
 bool guard_can_free(struct request *r);
+/* The guard's side of a new request (the bounded copy of the bytes sent), and of a request
+ * being closed (the copy released). */
+void guard_init(struct request *r);
+void guard_release_copy(struct request *r);
+/* The operation id the client named (X-Bascule-Operation-Id), already checked. */
+void guard_set_op_id(struct request *r, struct bsc_str id);
 /* The zombie rule's two halves, for every store call a request makes: begin before the
  * call; end first thing in its callback -- false when the client left meanwhile (the last
  * callback freed the request): the callback must return at once. */

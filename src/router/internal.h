@@ -89,6 +89,9 @@ struct req_next {
     const char *delay_why; /* static, NULL when no delay */
 };
 
+/* One request. Each member has its writer file(s): the table of
+ * docs/internals/request-lifecycle.md, checked by scripts/check-writers (make check-layering);
+ * a new member needs a row there. */
 struct request {
     struct worker *w;         /* borrowed */
     struct gateway *gw;       /* borrowed */
@@ -165,6 +168,8 @@ static inline struct metrics *req__metrics(const struct request *r)
 /* input.c: the canonical request as a parse tree, parsed from the client's bytes on first
  * use (the OpenAI fast path never needs it). NULL only when out of memory. */
 struct json_object *req__json(struct request *r);
+/* The parameters the request sets, read from the tree or the raw body on first use. */
+const struct req_params *req__params(struct request *r);
 
 /* req_error.c: the error the request will answer with (r->err). */
 void req__set_error(struct request *r, int status, const char *type, const char *code,
@@ -175,6 +180,15 @@ void req__set_typed_failure(struct request *r, const char *reason, enum outlook 
  * last failure's kind and whether anything went upstream. */
 void req__set_retry(struct request *r, enum outlook outlook, int64_t wait_ms);
 void req__set_provider_error(struct request *r);
+/* Adjusting the error built by one of the above (each argument static or borrowed for the
+ * request's life): its status, and its type unless <type> is NULL; the parameter it names;
+ * its code; its reason (the typed failure's name); the limit that refused it
+ * (x-bascule-limited-by). */
+void req__set_error_status(struct request *r, int status, const char *type);
+void req__set_error_param(struct request *r, const char *param);
+void req__set_error_code(struct request *r, const char *code);
+void req__set_error_reason(struct request *r, const char *reason);
+void req__set_error_limited_by(struct request *r, const char *limit);
 
 /* decide_req.c: the request's side of decide.c -- builds its input, carries out its answer */
 /* The first target: the best primary, else the next allowed tier (r->target, r->tier,

@@ -125,9 +125,9 @@ static enum reqlim_admit admit_set(struct request *r, struct lim_set *s, enum li
                    subj == LIM_SUBJ_TEAM ? "team" : "client",
                    subj == LIM_SUBJ_TEAM ? r->ident.client->team->id : r->ident.client->id,
                    lim_kind_name(v.kind));
-    r->err.reply.reason = "rate_limited";
+    req__set_error_reason(r, "rate_limited");
     req__set_retry(r, OUTLOOK_TIME, v.wait_ms);
-    r->d.termination = "rate_limited";
+    deliver_set_termination(r, "rate_limited");
     return REQLIM_ADMIT_REFUSE;
 }
 
@@ -444,4 +444,9 @@ void reqlim_wake(struct worker *w)
         if (r->lim.waiting && (r->m.state == REQ_ST_PICK || r->m.state == REQ_ST_ADMIT))
             req__run(r);
     }
+}
+
+void reqlim_refused_by(struct request *r, const char *limit)
+{
+    r->lim.limited_by = limit;
 }

@@ -57,7 +57,7 @@ void req__set_typed_failure(struct request *r, const char *reason, enum outlook 
         .reason = reason,
     };
     req__set_retry(r, outlook, wait_ms);
-    r->d.termination = reason;
+    deliver_set_termination(r, reason);
 }
 
 /* The provider's own error, normalized: a client fault, or a kind with no recovery left. */
@@ -78,6 +78,33 @@ void req__set_provider_error(struct request *r)
     /* Only a client fault or an uncertain side effect stops here: nothing a retry of the
      * same request would change (the row's client_should_retry is false for them all). */
     req__set_retry(r, OUTLOOK_NEVER, -1);
-    r->d.termination = fail_kind_name(r->x.fail.kind);
+    deliver_set_termination(r, fail_kind_name(r->x.fail.kind));
 }
 
+
+void req__set_error_status(struct request *r, int status, const char *type)
+{
+    r->err.reply.status = status;
+    if (type)
+        r->err.reply.type = type;
+}
+
+void req__set_error_param(struct request *r, const char *param)
+{
+    r->err.reply.param = param;
+}
+
+void req__set_error_code(struct request *r, const char *code)
+{
+    r->err.reply.code = code;
+}
+
+void req__set_error_reason(struct request *r, const char *reason)
+{
+    r->err.reply.reason = reason;
+}
+
+void req__set_error_limited_by(struct request *r, const char *limit)
+{
+    r->err.limited_by = limit;
+}

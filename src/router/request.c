@@ -84,8 +84,7 @@ static void req_abort(struct request *r)
         account_usage(r, false);
         attempt_end(a, bsc_now_us(), ATTEMPT_CANCELLED, "cancelled");
     }
-    r->d.termination = "client_abort";
-    r->d.status = r->d.status ? r->d.status : 499;
+    deliver_client_gone(r);
     req__goto(r, REQ_ST_DONE);
 }
 
@@ -404,8 +403,7 @@ static void begin_attempt(struct request *r)
                                          r->next.wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
     r->att.n++;
     attempt_begin(a, r->cur.target, r->next.wf, bsc_now_us());
-    bsc_str_copy(a->ranking, sizeof(a->ranking), bsc_str_cstr(r->balance.ranking)); /* feedback.c */
-    r->balance.ranking[0] = '\0';
+    feedback_take_ranking(r, a->ranking, sizeof(a->ranking));
     a->delay_ms = r->next.delay_ms;
     a->delay_why = r->next.delay_why;
     r->next.delay_ms = 0;
@@ -692,7 +690,7 @@ static bool stream_end_held(struct request *r)
 {
     if (!r->sreq)
         return false;
-    r->d.termination = "ok";
+    deliver_set_termination(r, "ok");
     guard_idem_record(r, r->d.out.p, r->d.out.len); /* a no-op once settled */
     return guard_idem_settle(r) == GUARD_WAIT;
 }
@@ -776,7 +774,8 @@ static void st_reply_error(struct request *r)
     }
     uv_timer_stop(&r->timer);
     deliver_error(r);
-    r->d.termination = r->d.termination ? r->d.termination : "error";
+    if (!r->d.termination)
+        deliver_set_termination(r, "error");
     req__goto(r, REQ_ST_DONE);
 }
 
@@ -822,7 +821,7 @@ static void request_free(uv_handle_t *h)
 {
     struct request *r = h->data;
 
-    bsc_buf_cleanup(&r->g.idem_copy);
+    guard_release_copy(r);
     if (guard_can_free(r))
         req__release(r);
 }
@@ -937,7 +936,7 @@ static void st_done(struct request *r)
     deliver_cleanup(r);
     contract_cleanup(r);
     if (!r->d.termination)
-        r->d.termination = "ok";
+        deliver_set_termination(r, "ok");
     guard_idem_finish(r);
     spend_release(r);
     count_request(r, write_access_line(r));
@@ -1100,7 +1099,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     xchg_init(&r->x);
     uv_timer_init(&w->loop, &r->timer);
     r->timer.data = r;
-    bsc_buf_init(&r->g.idem_copy, 8u << 20);
+    guard_init(r);
     r->m.state = REQ_ST_ADMIT;
     req_times_start(&r->m.times, r->m.state, bsc_now_us());
     w->inflight++;

@@ -474,9 +474,8 @@ static void refuse(struct request *r, const struct spend_line *l, double spent, 
                            period_names[bu->period], in_flight,
                            bu->period == CFG_PERIOD_TOTAL ? "an operator resets it"
                                                           : "the period ends (UTC)");
-    r->err.reply.status = 429;
-    r->err.reply.type = "rate_limit_error";
-    r->err.limited_by = "budget";
+    req__set_error_status(r, 429, "rate_limit_error");
+    req__set_error_limited_by(r, "budget");
 }
 
 /* The check of <r> against <e>, under the mutex: 0 passes, 1 waits for a read, 2 refuses
