@@ -133,6 +133,7 @@ tests/node_modules/.package-lock.json: tests/package.json tests/package-lock.jso
 check-layering:
 	@scripts/check-layering
 	@scripts/check-standalone
+	@scripts/check-writers
 
 # ---- demo, benchmarks, fuzzing --------------------------------------------------------------
 run: all

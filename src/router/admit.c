@@ -48,7 +48,7 @@ static enum admit_verdict check_operation_id(struct request *r)
                        LEDGER_OP_ID_MAX);
         return ADMIT_REFUSE;
     }
-    snprintf(r->g.op_id, sizeof(r->g.op_id), "%.*s", BSC_STR_FMT(id));
+    guard_set_op_id(r, id);
     return ADMIT_PASS;
 }
 
@@ -77,7 +77,7 @@ static enum admit_verdict check_store_available(struct request *r)
                    "reject; nothing was sent upstream and it is safe to retry",
                    why ? why : "unreachable");
     req__set_retry(r, OUTLOOK_TIME, OUTLOOK_DEFAULT_RETRY_MS);
-    r->d.termination = "store_unavailable";
+    deliver_set_termination(r, "store_unavailable");
     return ADMIT_REFUSE;
 }
 
@@ -140,7 +140,7 @@ static enum admit_verdict check_ledger(struct request *r)
                    "operation '%s' may already have acted (its ledger entry is %s): "
                    "reconcile it before retrying; the gateway will not replay it",
                    r->g.op_id, r->g.ledger_blocked);
-    r->d.termination = "reconcile_required";
+    deliver_set_termination(r, "reconcile_required");
     guard_record_uncertain(r, "side_effect_uncertain");
     return ADMIT_REFUSE;
 }
@@ -165,14 +165,14 @@ static const struct admit_check admit_replay[] = {
 
 enum admit_verdict admit_run(struct request *r)
 {
-    const struct admit_check *list = r->n_attempts ? admit_replay : admit_start;
-    unsigned n = r->n_attempts ? BSC_ARRAY_LEN(admit_replay) : BSC_ARRAY_LEN(admit_start);
+    const struct admit_check *list = r->att.n ? admit_replay : admit_start;
+    unsigned n = r->att.n ? BSC_ARRAY_LEN(admit_replay) : BSC_ARRAY_LEN(admit_start);
 
     while (r->m.admit_at < n) {
         enum admit_verdict v = list[r->m.admit_at].check(r);
 
         if (v != ADMIT_PASS) {
-            LOG_DEBUG("%s: admission check %s: %s", r->id, list[r->m.admit_at].name,
+            LOG_DEBUG("%s: admission check %s: %s", r->ident.id, list[r->m.admit_at].name,
                       v == ADMIT_WAIT ? "waits" : "answers");
             return v;
         }

@@ -10,7 +10,7 @@ struct request;
 enum admit_verdict {
     ADMIT_PASS = 0, /* every check passed: on to PICK */
     ADMIT_WAIT,     /* a check waits for an event (a store callback; later a queue) */
-    ADMIT_REFUSE,   /* r->err is the answer: REPLY_ERROR */
+    ADMIT_REFUSE,   /* r->err.reply is the answer: REPLY_ERROR */
     ADMIT_ANSWERED  /* the client has its answer already (an idempotent replay): DONE */
 };
 

@@ -191,8 +191,8 @@ static struct prov_call make_call(const struct embed *e, int key_idx)
         .target = e->t,
         .key = key_idx >= 0 ? e->t->provider->keys[key_idx] : NULL,
         .req = e->req,
-        .request_id = e->r->id,
-        .created = e->r->created,
+        .request_id = e->r->ident.id,
+        .created = e->r->ident.created,
     };
 }
 
@@ -235,7 +235,7 @@ static void charge(struct request *r, const struct cfg_target *t, struct prov_us
     cost = cost_of_usage(&t->price, usage);
     if (!(cost > 0))
         return;
-    r->cost_usd += cost;
+    r->cost.usd += cost;
     r->c.embed_cost_usd += cost;
     spend_record(r, cost);
 }
@@ -278,7 +278,7 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
         }
     }
     if (!r->c.vec)
-        LOG_DEBUG("%s: semantic cache: no embedding from %s (%s, status %d%s%s): a miss", r->id,
+        LOG_DEBUG("%s: semantic cache: no embedding from %s (%s, status %d%s%s): a miss", r->ident.id,
                   e->t->id, up_result_name(res), e->status, detail ? ", " : "",
                   detail ? detail : "");
     r->c.embed = NULL;
@@ -302,7 +302,7 @@ static bool send_embed(struct embed *e, int key_idx)
     bsc_buf_init(&e->http.headers, 64u * 1024u);
     bsc_buf_init(&e->http.body, QUESTION_MAX_BYTES * 2 + 65536);
     if (prov_ops_for(p->kind)->build(&call, &e->http, why, sizeof(why)) != BSC_OK ||
-        prov_header(&e->http.headers, "X-Request-Id", "%s", e->r->id) != BSC_OK)
+        prov_header(&e->http.headers, "X-Request-Id", "%s", e->r->ident.id) != BSC_OK)
         return false;
     for (size_t off = 0; off < e->http.headers.len && n < BSC_ARRAY_LEN(lines);) {
         lines[n++] = e->http.headers.p + off;

@@ -74,10 +74,10 @@ void reqcache_parts(const struct request *r, char scope[REQCACHE_SCOPE_MAX],
     if (r->route->cache.scope == CFG_CACHE_ROUTE)
         snprintf(scope, REQCACHE_SCOPE_MAX, "route");
     else
-        snprintf(scope, REQCACHE_SCOPE_MAX, "client:%s", r->client_scope);
+        snprintf(scope, REQCACHE_SCOPE_MAX, "client:%s", r->ident.client_scope);
     *parts = (struct cache_key_parts){
         .route = bsc_str_cstr(r->route->id),
-        .dialect = bsc_str_cstr(r->path),
+        .dialect = bsc_str_cstr(r->ident.path),
         .shape = bsc_str_cstr(shape_of(r)),
         .scope = bsc_str_cstr(scope),
     };
@@ -128,18 +128,15 @@ static void reply_hit(struct request *r, struct bsc_str body, const struct cache
     snprintf(age, sizeof(age), "%llu",
              (unsigned long long)(now > meta->stored_ms ? (now - meta->stored_ms) / 1000 : 0));
     h[n++] = (struct srv_header){BSC_STR("Age"), bsc_str_cstr(age)};
-    if (r->cost_usd > 0) /* a semantic lookup's embedding, at its target's price */
-        snprintf(cost, sizeof(cost), "%.8g", r->cost_usd);
+    if (r->cost.usd > 0) /* a semantic lookup's embedding, at its target's price */
+        snprintf(cost, sizeof(cost), "%.8g", r->cost.usd);
     h[n++] = (struct srv_header){BSC_STR("x-bascule-cost-usd"), bsc_str_cstr(cost)};
     n += deliver_route_headers(r, h + n, attempts); /* with x-bascule-cache: hit */
-    r->d.status = 200;
-    r->d.termination = "ok";
+    deliver_whole_begin(r, 200, "ok");
     guard_idem_record(r, body.p, body.len); /* an Idempotency-Key gets this answer too */
     guard_idem_finish(r);
     srv_resp_send(r->sreq, 200, NULL, h, n, body.p, body.len);
-    r->d.bytes_out = body.len;
-    r->d.ttfb_us = bsc_now_us() - r->start_us;
-    r->sreq = NULL;
+    deliver_whole_sent(r, body.len, true);
     if (meta->cost_usd > 0)
         metrics_inc(req__metrics(r), r->w->idx, METRIC_CACHE_SAVED, NULL, NULL, meta->cost_usd);
 }
@@ -289,13 +286,13 @@ static void store_semantic(struct request *r, const struct cache_meta *meta)
     if (cache_sem_put(r->gw->sem, &r->c.key, bsc_str_cstr(r->route->id), r->c.vec, r->c.dim,
                       bsc_buf_str(&r->c.copy), meta, (uint64_t)r->route->cache.ttl_s * 1000,
                       meta->stored_ms, &b) != BSC_OK)
-        LOG_DEBUG("%s: answer not cached (semantic index bound)", r->id);
+        LOG_DEBUG("%s: answer not cached (semantic index bound)", r->ident.id);
 }
 
 void reqcache_store(struct request *r)
 {
     struct cache_meta meta = {.stream = r->input.stream,
-                              .cost_usd = r->cost_usd - r->c.embed_cost_usd, /* the answer's */
+                              .cost_usd = r->cost.usd - r->c.embed_cost_usd, /* the answer's */
                               .stored_ms = bsc_wall_ms()};
     uint64_t limit = (uint64_t)(r->cfg->cache.memory_mb * 1048576.0);
 
@@ -308,7 +305,7 @@ void reqcache_store(struct request *r)
     else if (cache_mem_put(r->gw->cache, &r->c.key, bsc_str_cstr(r->route->id),
                            bsc_buf_str(&r->c.copy), &meta, (uint64_t)r->route->cache.ttl_s * 1000,
                            meta.stored_ms, limit) != BSC_OK)
-        LOG_DEBUG("%s: answer not cached (larger than cache.memory_mb)", r->id);
+        LOG_DEBUG("%s: answer not cached (larger than cache.memory_mb)", r->ident.id);
     r->c.keyed = false; /* stored once */
 }
 

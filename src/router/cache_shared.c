@@ -68,7 +68,7 @@ static void on_get(enum bsc_err err, uint64_t gen, struct bsc_str value, void *u
     r->c.gen = gen;
     r->c.found = err == BSC_OK && parse_value(r, value);
     if (err && err != BSC_ENOTFOUND)
-        LOG_DEBUG("%s: cache lookup in the store failed (%s): a miss", r->id, bsc_err_str(err));
+        LOG_DEBUG("%s: cache lookup in the store failed (%s): a miss", r->ident.id, bsc_err_str(err));
     req__run(r);
 }
 

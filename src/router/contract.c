@@ -108,13 +108,13 @@ static bool prepare(struct request *r)
     c->prepared = true;
     schema = bsc_json_get(bsc_json_get(bsc_json_get(req, "response_format"), "json_schema"), "schema");
     if (schema && js_compile(schema, &c->schema, err, sizeof(err)) != BSC_OK) {
-        LOG_INFO("%s: response schema not checked: %s", r->id, err);
+        LOG_INFO("%s: response schema not checked: %s", r->ident.id, err);
         c->schema = NULL;
         c->schema_unchecked = true;
     }
     tools = bsc_json_get(req, "tools");
     if (tools && json_object_is_type(tools, json_type_array))
-        compile_tools(c, tools, r->id);
+        compile_tools(c, tools, r->ident.id);
     return true;
 }
 
@@ -354,11 +354,11 @@ void contract_record_stream(struct request *r)
     ok = run_checks(r, c ? bsc_buf_str(&c->chk_text) : BSC_STR_NULL, c ? c->chk_calls : 0, &f);
     metrics_inc3(req__metrics(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "contract",
                  ok ? "ok" : "failed", 1);
-    metrics_inc3(req__metrics(r), r->w->idx, METRIC_TARGET_OUTCOMES, r->target->id, "contract",
+    metrics_inc3(req__metrics(r), r->w->idx, METRIC_TARGET_OUTCOMES, r->cur.target->id, "contract",
                  ok ? "ok" : "failed", 1);
     if (!ok)
         LOG_WARN("%s: the pass-through stream from %s failed its checks (recorded, already "
-                 "delivered): %s", r->id, r->target->id, f.message);
+                 "delivered): %s", r->ident.id, r->cur.target->id, f.message);
 }
 
 void contract_reset_stream(struct request *r)

@@ -59,14 +59,7 @@ static uint32_t unhonoured_params(struct request *r, const struct cfg_target *t)
 
     if (r->input.op != PROV_OP_CHAT || (!ops->unhonoured && !ops->max_choices))
         return 0;
-    if (!r->input.params_read) {
-        r->input.params_read = true;
-        if (r->input.json)
-            params_of_json(r->input.json, &r->input.params);
-        else
-            params_of_body(r->input.body, &r->input.params);
-    }
-    return params_unhonoured(&r->input.params, ops);
+    return params_unhonoured(req__params(r), ops);
 }
 
 /* True when <t> can never serve this request as it is: a capability it lacks, a size it
@@ -107,7 +100,7 @@ void req__caps_names(uint32_t caps, char *buf, size_t len)
 
 bool req__later_tier_exists(const struct request *r)
 {
-    return decide_later_tier(r->route, &r->env, r->tier);
+    return decide_later_tier(r->route, &r->env, r->cur.tier);
 }
 
 const char *req__count_workflow(struct request *r, enum attempt_workflow wf)
@@ -178,16 +171,15 @@ static void answer_request_excluded(struct request *r)
                        "no target of route '%s' can honour the parameter '%s'%s%s%s",
                        r->route->id, param, r->notes.missing_caps ? "; missing: " : "", caps,
                        r->notes.too_small ? "; context window too small" : "");
-        r->err.param = param;
-        r->d.termination = "unsupported_parameter";
+        req__set_error_param(r, param);
+        deliver_set_termination(r, "unsupported_parameter");
         return;
     }
     req__set_typed_failure(r, "no_eligible_fallback", OUTLOOK_NEVER, -1,
                            "no target of route '%s' satisfies this request%s%s%s",
                            r->route->id, r->notes.missing_caps ? "; missing: " : "", caps,
                            r->notes.too_small ? "; context window too small" : "");
-    r->err.status = 400;
-    r->err.type = "invalid_request_error";
+    req__set_error_status(r, 400, "invalid_request_error");
 }
 
 /* The answer when every target that could serve waits a while. Only rate limits in the way
@@ -206,8 +198,7 @@ static void answer_waiting(struct request *r, const struct none_eligible *ne, ui
                                "route '%s' has no eligible target now (all keys cooled: %s; "
                                "every key is cooling down after rate limits)",
                                r->route->id, why);
-        r->err.status = 429;
-        r->err.type = "rate_limit_error";
+        req__set_error_status(r, 429, "rate_limit_error");
     } else if (ne->cooling_only && why[0]) {
         req__set_typed_failure(r, "no_eligible_fallback", OUTLOOK_TIME, wait,
                                "route '%s' has no eligible target now (all keys cooled: %s)",
@@ -307,9 +298,9 @@ static void build_in(struct request *r, struct decide_in *in)
     in->env = &r->env;
     in->retry = &r->cfg->retry;
     in->fail = &r->x.fail;
-    in->attempts = r->attempts;
-    in->n_attempts = r->n_attempts;
-    in->tier = r->tier;
+    in->attempts = r->att.recs;
+    in->n_attempts = r->att.n;
+    in->tier = r->cur.tier;
     in->now_ms = now;
     in->now_us = bsc_now_us();
     in->time_left_ms = req__time_left(r);
@@ -317,12 +308,12 @@ static void build_in(struct request *r, struct decide_in *in)
     in->est_out_tokens = r->input.est_out_tokens;
     in->draw_pick = bsc_rand01();
     in->draw_jitter = bsc_rand01();
-    in->budget_ok = r->n_attempts == 0 || hstate_budget_available(r->gw->hs, now);
+    in->budget_ok = r->att.n == 0 || hstate_budget_available(r->gw->hs, now);
     fill_tier(r, TIER_PRIMARY, true, now, &in->tiers[TIER_PRIMARY]);
     fill_tier(r, TIER_EQUIVALENT, r->env.allow_equivalent, now, &in->tiers[TIER_EQUIVALENT]);
     fill_tier(r, TIER_FALLBACK, r->env.allow_fallback, now, &in->tiers[TIER_FALLBACK]);
-    if (r->n_attempts)
-        fill_cand(r, r->target, now, &in->failed);
+    if (r->att.n)
+        fill_cand(r, r->cur.target, now, &in->failed);
 }
 
 /* Takes one unit of the gateway-wide retry budget for a decided step; false when another
@@ -350,7 +341,7 @@ static enum decide_admit admit_of(enum brk_decision b)
 static enum decide_admit admit_panic(struct request *r, const struct decide_cand *c,
                                      uint64_t now_ms)
 {
-    bool pays = r->n_attempts == 0 && c->v.state != BRK_CLOSED;
+    bool pays = r->att.n == 0 && c->v.state != BRK_CLOSED;
     enum brk_decision b;
 
     if (pays && !hstate_budget_available(r->gw->hs, now_ms))
@@ -449,8 +440,8 @@ static void apply_stop(struct request *r, const struct decide_in *in, const stru
     case DECIDE_STOP_UNCERTAIN:
         r->x.fail.kind = FAIL_SIDE_EFFECT_UNCERTAIN;
         req__set_provider_error(r);
-        r->err.code = "reconcile_required";
-        r->d.termination = "reconcile_required";
+        req__set_error_code(r, "reconcile_required");
+        deliver_set_termination(r, "reconcile_required");
         guard_record_uncertain(r, "side_effect_uncertain");
         break;
     case DECIDE_STOP_TYPED:
@@ -463,13 +454,12 @@ static void apply_stop(struct request *r, const struct decide_in *in, const stru
         else
             req__set_typed_failure(r, out->reason, out->outlook, out->wait_ms, "%s", out->msg);
         if (out->status)
-            r->err.status = out->status;
+            req__set_error_status(r, out->status, NULL);
         break;
     case DECIDE_STOP_CAPACITY:
         req__set_typed_failure(r, out->reason, out->outlook, out->wait_ms, "%s", out->msg);
-        r->err.status = 429;
-        r->err.type = "rate_limit_error";
-        r->lim.limited_by = out->limited_by;
+        req__set_error_status(r, 429, "rate_limit_error");
+        reqlim_refused_by(r, out->limited_by);
         metrics_inc(M(r), r->w->idx, METRIC_LIMIT_DECISIONS, out->limited_by, "rejected", 1);
         break;
     default:
@@ -482,11 +472,11 @@ static void apply_go(struct request *r, const struct decide_in *in,
                      const struct decide_out *out)
 {
     feedback_note_ranking(r, in, out);
-    r->target = out->target;
-    r->tier = out->tier;
+    r->cur.target = out->target;
+    r->cur.tier = out->tier;
     r->next.wf = out->wf;
     if (out->admitted)
-        r->probe = out->probe;
+        r->cur.probe = out->probe;
 }
 
 enum decision req__decide_first(struct request *r)
@@ -501,7 +491,7 @@ enum decision req__decide_first(struct request *r)
         out.stop = DECIDE_STOP_NONE_ELIGIBLE;
     if (d == DECIDE_STOP && out.stop == DECIDE_STOP_CAPACITY && reqlim_wait(r, &out))
         return DECIDE_STOP; /* queued: r->lim.waiting */
-    r->target = NULL;
+    r->cur.target = NULL;
     if (out.stop != DECIDE_STOP_NONE_ELIGIBLE) {
         apply_go(r, &in, &out);
         r->notes.recovery_reason = out.recovery ? out.recovery : r->notes.recovery_reason;

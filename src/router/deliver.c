@@ -34,15 +34,15 @@ static struct down_ctx down_ctx(const struct request *r)
     struct prov_usage u = usage_so_far(r);
 
     return (struct down_ctx){
-        .request_id = r->id,
+        .request_id = r->ident.id,
         .model = r->route->id,
         .include_usage = r->input.include_usage,
         .input_tokens = u.input_tokens,
         .cached_tokens = or_zero(u.cached_tokens),
         .cache_write_tokens = or_zero(u.cache_write_tokens) + or_zero(u.cache_write_1h_tokens),
         .arg = r->d.down_arg,
-        .native = r->input.native.body.p && r->trim.dropped <= 0 && r->target &&
-                  prov_target_dialect(r->target) == r->input.native.kind,
+        .native = r->input.native.body.p && r->trim.dropped <= 0 && r->cur.target &&
+                  prov_target_dialect(r->cur.target) == r->input.native.kind,
     };
 }
 
@@ -50,26 +50,26 @@ size_t deliver_route_headers(struct request *r, struct srv_header *h,
                              char buf[BSC_NUM_TEXT_MAX])
 {
     size_t n = 0;
-    char *attempts = bsc_num_text(buf, r->n_attempts, 10);
+    char *attempts = bsc_num_text(buf, r->att.n, 10);
     h[n++] = (struct srv_header){BSC_STR("x-bascule-route"), bsc_str_cstr(r->route->id)};
-    if (r->target)
-        h[n++] = (struct srv_header){BSC_STR("x-bascule-target"), bsc_str_cstr(r->target->id)};
+    if (r->cur.target)
+        h[n++] = (struct srv_header){BSC_STR("x-bascule-target"), bsc_str_cstr(r->cur.target->id)};
     h[n++] = (struct srv_header){BSC_STR("x-bascule-attempts"),
                                  bsc_str_make(attempts, (size_t)(buf + BSC_NUM_TEXT_MAX - attempts))};
     h[n++] = (struct srv_header){
         BSC_STR("x-bascule-workflow"),
         bsc_str_cstr(attempt_workflow_name(
-            r->n_attempts ? r->attempts[r->n_attempts - 1].workflow : ATTEMPT_WF_PRIMARY))};
+            r->att.n ? r->att.recs[r->att.n - 1].workflow : ATTEMPT_WF_PRIMARY))};
     if (r->notes.recovery_reason &&
-        (r->n_attempts > 1 || (r->n_attempts && r->attempts[0].workflow != ATTEMPT_WF_PRIMARY)))
+        (r->att.n > 1 || (r->att.n && r->att.recs[0].workflow != ATTEMPT_WF_PRIMARY)))
         h[n++] = (struct srv_header){BSC_STR("x-bascule-recovery-reason"),
                                      bsc_str_cstr(r->notes.recovery_reason)};
     if (r->trim.dropped > 0)
         h[n++] = (struct srv_header){BSC_STR("x-bascule-trimmed-messages"),
                                      bsc_str_cstr(r->trim.count_text)};
-    if (r->limited_by)
+    if (r->err.limited_by)
         h[n++] = (struct srv_header){BSC_STR("x-bascule-limited-by"),
-                                     bsc_str_cstr(r->limited_by)};
+                                     bsc_str_cstr(r->err.limited_by)};
     r->d.overhead_us = req_overhead_us(r, bsc_now_us());
     r->d.overhead_known = true;
     snprintf(r->d.overhead_ms, sizeof(r->d.overhead_ms), "%.3f",
@@ -127,10 +127,10 @@ bool deliver_flush(struct request *r)
     return true; /* the upstream transfer pauses until the client reads */
 }
 
-/* r->cost_usd as a plain decimal, to the 1e-8 dollar, without trailing zeros: "0.000123". */
+/* r->cost.usd as a plain decimal, to the 1e-8 dollar, without trailing zeros: "0.000123". */
 static struct bsc_str cost_text(const struct request *r, char *buf, size_t len)
 {
-    size_t n = (size_t)snprintf(buf, len, "%.8f", r->cost_usd > 0 ? r->cost_usd : 0.0);
+    size_t n = (size_t)snprintf(buf, len, "%.8f", r->cost.usd > 0 ? r->cost.usd : 0.0);
 
     while (n > 1 && buf[n - 1] == '0' && buf[n - 2] != '.')
         buf[--n] = '\0';
@@ -140,8 +140,8 @@ static struct bsc_str cost_text(const struct request *r, char *buf, size_t len)
 /* A target with a price: its answers carry their cost (x-bascule-cost-usd). */
 static bool is_priced(const struct request *r)
 {
-    return r->target && (r->target->price.input_per_mtok > 0 ||
-                         r->target->price.output_per_mtok > 0);
+    return r->cur.target && (r->cur.target->price.input_per_mtok > 0 ||
+                         r->cur.target->price.output_per_mtok > 0);
 }
 
 /* A stream's cost is known only at its end, after the head: it goes out as a last SSE
@@ -204,7 +204,7 @@ void deliver_commit(struct request *r)
         srv_resp_head(r->sreq, 200, h, n, -1);
     r->d.committed = true;
     r->d.status = 200;
-    r->d.ttfb_us = bsc_now_us() - r->start_us;
+    r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
 }
 
 /* Splits the adapter's frames ("data: <json>\n\n") and feeds them to the client dialect. */
@@ -289,7 +289,7 @@ enum bsc_err deliver_convert(struct request *r)
 
     if (r->x.conv.len == 0)
         return BSC_OK;
-    if (r->target->price.input_per_mtok > 0 || r->target->price.output_per_mtok > 0)
+    if (r->cur.target->price.input_per_mtok > 0 || r->cur.target->price.output_per_mtok > 0)
         r->d.text_frames += deliver_text_frames(bsc_buf_str(&r->x.conv)); /* for its cost */
     err = resume_filter(r); /* on_stream_failure: continue; after the count: held is billed */
     if (err)
@@ -317,7 +317,7 @@ enum bsc_err deliver_convert(struct request *r)
 /* Milliseconds from the commit point to <now_us> (bsc_now_us). */
 static uint64_t stream_age_ms(const struct request *r, uint64_t now_us)
 {
-    return (now_us - r->start_us - r->d.ttfb_us) / 1000;
+    return (now_us - r->ident.start_us - r->d.ttfb_us) / 1000;
 }
 
 bool deliver_stream_over(struct request *r, bool timer)
@@ -385,7 +385,7 @@ void deliver_stream_error(struct request *r, const char *message)
         return;
     }
     bsc_buf_append_cstr(&r->d.out, "data: ");
-    reply_error_body(&e, r->id, &r->d.out);
+    reply_error_body(&e, r->ident.id, &r->d.out);
     bsc_buf_append_cstr(&r->d.out, "\n\n");
 }
 
@@ -407,7 +407,7 @@ void deliver_stream_complete(struct request *r)
     srv_resp_head(r->sreq, 200, h, n, -1);
     r->d.committed = true;
     r->d.status = 200;
-    r->d.ttfb_us = bsc_now_us() - r->start_us;
+    r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
     deliver_end(r, "ok");
 }
 
@@ -462,7 +462,7 @@ void deliver_answer(struct request *r)
     reqcache_store(r);    /* before the client can read the answer and ask again */
     srv_resp_send(r->sreq, r->d.status, "application/json", h, n, body.p, body.len);
     r->d.bytes_out += body.len;
-    r->d.ttfb_us = bsc_now_us() - r->start_us;
+    r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
     r->sreq = NULL;
 }
 
@@ -478,9 +478,9 @@ void deliver_error(struct request *r)
     if (r->lim.limited_by)
         h[n++] = (struct srv_header){BSC_STR("x-bascule-limited-by"),
                                      bsc_str_cstr(r->lim.limited_by)};
-    r->d.status = r->err.status;
+    r->d.status = r->err.reply.status;
     guard_idem_finish(r); /* released before the client can see the error */
-    reply_error_send(r->sreq, &r->err, h, n, r->d.ops ? r->d.ops->error_body : NULL);
+    reply_error_send(r->sreq, &r->err.reply, h, n, r->d.ops ? r->d.ops->error_body : NULL);
     r->sreq = NULL;
 }
 
@@ -490,6 +490,36 @@ void deliver_down_reset(struct request *r)
     if (r->d.down_st && r->d.ops)
         r->d.ops->stream_cleanup(r->d.down_st);
     BSC_FREE(r->d.down_st);
+}
+
+void deliver_set_termination(struct request *r, const char *code)
+{
+    r->d.termination = code;
+}
+
+void deliver_client_gone(struct request *r)
+{
+    r->d.termination = "client_abort";
+    r->d.status = r->d.status ? r->d.status : 499;
+}
+
+void deliver_whole_begin(struct request *r, int status, const char *termination)
+{
+    r->d.status = status;
+    r->d.termination = termination;
+}
+
+void deliver_whole_sent(struct request *r, size_t bytes, bool timed)
+{
+    r->d.bytes_out = bytes;
+    if (timed)
+        r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
+    r->sreq = NULL;
+}
+
+void deliver_out_reset(struct request *r)
+{
+    bsc_buf_reset(&r->d.out);
 }
 
 void deliver_init(struct downstream *d, const struct down_ops *ops, void *down_arg)

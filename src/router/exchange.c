@@ -27,20 +27,20 @@ static struct prov_call make_call(const struct request *r)
     if (prefill) /* a continuation by prefill: the request with the text already sent */
         return (struct prov_call){
             .op = r->input.op,
-            .provider = r->target->provider,
-            .target = r->target,
-            .key = r->key_idx >= 0 ? r->target->provider->keys[r->key_idx] : NULL,
+            .provider = r->cur.target->provider,
+            .target = r->cur.target,
+            .key = r->cur.key_idx >= 0 ? r->cur.target->provider->keys[r->cur.key_idx] : NULL,
             .req = prefill,
             .stream = r->input.stream,
             .include_usage = r->input.include_usage,
-            .request_id = r->id,
-            .created = r->created,
+            .request_id = r->ident.id,
+            .created = r->ident.created,
         };
     return (struct prov_call){
         .op = r->input.op,
-        .provider = r->target->provider,
-        .target = r->target,
-        .key = r->key_idx >= 0 ? r->target->provider->keys[r->key_idx] : NULL,
+        .provider = r->cur.target->provider,
+        .target = r->cur.target,
+        .key = r->cur.key_idx >= 0 ? r->cur.target->provider->keys[r->cur.key_idx] : NULL,
         .req = r->trim.dropped > 0 ? r->trim.json : r->input.json,
         .raw = r->trim.dropped <= 0 ? r->input.body
                : r->trim.body.len ? bsc_buf_str(&r->trim.body) : BSC_STR_NULL,
@@ -49,8 +49,8 @@ static struct prov_call make_call(const struct request *r)
         .native = resume_native(r),
         .stream = r->input.stream,
         .include_usage = r->input.include_usage,
-        .request_id = r->id,
-        .created = r->created,
+        .request_id = r->ident.id,
+        .created = r->ident.created,
     };
 }
 
@@ -359,7 +359,7 @@ enum bsc_err xchg_start(struct request *r)
     char why[256] = "";
     enum bsc_err err;
 
-    r->x.ops = prov_ops_for(r->target->provider->kind);
+    r->x.ops = prov_ops_for(r->cur.target->provider->kind);
     err = trim_req_attempt(r); /* context.overflow: trim, against this target's window */
     if (!err)
         err = resume_attempt(r); /* a continuation: by prefill or replay */
@@ -372,10 +372,10 @@ enum bsc_err xchg_start(struct request *r)
      * targets speaking another ineligible for this request, exactly like an untranslatable
      * one. */
     if (call.native && call.native->required[0] &&
-        prov_target_dialect(r->target) != call.native->kind) {
+        prov_target_dialect(r->cur.target) != call.native->kind) {
         snprintf(why, sizeof(why), "%s", call.native->required);
         err = BSC_EINVAL;
-    } else if (!resume_target_fits(r, r->target)) { /* the decision left it out already */
+    } else if (!resume_target_fits(r, r->cur.target)) { /* the decision left it out already */
         snprintf(why, sizeof(why), "a stream relayed in Anthropic's own events goes on only "
                                    "on an anthropic target");
         err = BSC_EINVAL;
@@ -384,11 +384,11 @@ enum bsc_err xchg_start(struct request *r)
     }
     if (err == BSC_EINVAL) {
         fail_local(&r->x.fail, FAIL_CONTRACT_FAILURE, "%s cannot take this request: %s",
-                   r->target->id, why[0] ? why : "not expressible in its API");
+                   r->cur.target->id, why[0] ? why : "not expressible in its API");
         return err;
     }
     if (!err)
-        err = prov_header(&r->x.http.headers, "X-Request-Id", "%s", r->id);
+        err = prov_header(&r->x.http.headers, "X-Request-Id", "%s", r->ident.id);
     if (!err)
         err = req_trace_header(r, &r->x.http.headers); /* this attempt's span, upstream */
     if (err)
@@ -404,8 +404,8 @@ enum bsc_err xchg_start(struct request *r)
         .n_headers = n,
         .body = r->x.http.body.p,
         .body_len = r->x.http.body.len,
-        .connect_timeout_ms = r->target->provider->connect_timeout_ms,
-        .ca_file = r->target->provider->tls_ca_file,
+        .connect_timeout_ms = r->cur.target->provider->connect_timeout_ms,
+        .ca_file = r->cur.target->provider->tls_ca_file,
         .fresh_connection = r->env.side_effects == CFG_SE_WRITE_POSSIBLE,
     };
     return up_start(r->w->up, &ureq, &up_cb, r, &r->x.xfer);
@@ -437,7 +437,7 @@ void xchg_reset(struct request *r)
     bsc_buf_reset(&r->x.resp);
     bsc_buf_reset(&r->x.answer);
     bsc_buf_reset(&r->x.conv);
-    bsc_buf_reset(&r->d.out);
+    deliver_out_reset(r);
     contract_reset_stream(r);
     if (!r->d.committed) {
         deliver_down_reset(r);
@@ -494,7 +494,7 @@ void xchg_rate_limits(struct request *r, struct rl_headers *out)
 static void answered_other_shape(struct request *r, const char *what)
 {
     fail_other_shape(&r->x.fail, r->x.up_status);
-    snprintf(r->x.fail.message, sizeof(r->x.fail.message), "%s answered %s", r->target->id, what);
+    snprintf(r->x.fail.message, sizeof(r->x.fail.message), "%s answered %s", r->cur.target->id, what);
 }
 
 /* The attempt ended before a whole answer: the router's own timer, a failed stream, or the
@@ -506,13 +506,13 @@ static bool classify_cut(struct request *r)
         snprintf(r->x.fail.code, sizeof(r->x.fail.code), "first_token_timeout");
         snprintf(r->x.fail.message, sizeof(r->x.fail.message),
                  "no first token from %s within %u ms (envelope.first_token_timeout_ms)",
-                 r->target->id, r->env.first_token_timeout_ms);
+                 r->cur.target->id, r->env.first_token_timeout_ms);
         return true;
     }
     if (r->x.timed_out) {
         fail_from_transport(FT_TIMEOUT, true, &r->x.fail);
         snprintf(r->x.fail.message, sizeof(r->x.fail.message), "no answer from %s within %llu ms",
-                 r->target->id,
+                 r->cur.target->id,
                  (unsigned long long)((bsc_now_us() - req__cur_attempt(r)->start_us) / 1000));
         return true;
     }
@@ -543,8 +543,8 @@ static void classify_answer(struct request *r)
         .header = head_header,
         .header_ctx = &r->x.up_head,
         .now_wall_ms = bsc_wall_ms(),
-        .base_url = bsc_str_cstr(r->target->provider->base_url),
-        .profile = bsc_str_cstr(cfg_profile_name(r->target->provider->profile)),
+        .base_url = bsc_str_cstr(r->cur.target->provider->base_url),
+        .profile = bsc_str_cstr(cfg_profile_name(r->cur.target->provider->profile)),
     };
 
     prov_classify(r->x.ops, &in, &r->x.fail);

@@ -43,16 +43,16 @@ static const char *ok_word(bool ok)
 static void remember(struct request *r)
 {
     struct vd_request rq = {
-        .id = r->id,
+        .id = r->ident.id,
         .route = r->route->id,
-        .target = r->target->id,
-        .scope = r->client_scope,
+        .target = r->cur.target->id,
+        .scope = r->ident.client_scope,
         .workflow = (int)req__cur_attempt(r)->workflow,
         .finish_ms = bsc_now_ms(),
     };
 
     if (verdicts_finished(r->gw->verdicts, &rq) != BSC_OK)
-        LOG_DEBUG("%s: not kept for feedback", r->id);
+        LOG_DEBUG("%s: not kept for feedback", r->ident.id);
 }
 
 void feedback_attempt(struct request *r, bool transport_ok)
@@ -63,7 +63,7 @@ void feedback_attempt(struct request *r, bool transport_ok)
 
     metrics_inc3(m, r->w->idx, METRIC_WORKFLOW_OUTCOMES, wf, "transport", ok_word(transport_ok),
                  1);
-    metrics_inc3(m, r->w->idx, METRIC_TARGET_OUTCOMES, r->target->id, "transport",
+    metrics_inc3(m, r->w->idx, METRIC_TARGET_OUTCOMES, r->cur.target->id, "transport",
                  ok_word(transport_ok), 1);
     /* The same condition as request.c's contract count: a pass-through stream's check
      * comes too late to count. */
@@ -71,7 +71,7 @@ void feedback_attempt(struct request *r, bool transport_ok)
         metrics_inc3(m, r->w->idx, METRIC_WORKFLOW_OUTCOMES, wf, "contract", ok_word(usable), 1);
     if (!r->gw->verdicts)
         return;
-    verdicts_attempt(r->gw->verdicts, r->target->id, usable);
+    verdicts_attempt(r->gw->verdicts, r->cur.target->id, usable);
     if (usable)
         remember(r);
 }
@@ -98,7 +98,7 @@ void feedback_score_cand(const struct request *r, const struct cfg_target *t,
     /* The shared verdicts and the caller's own: an `own` client's verdicts rank its own
      * requests only (docs/internals/feedback.md). */
     feedback_policy(r->cfg, &p);
-    verdicts_rates(r->gw->verdicts, t->id, r->client_scope, bsc_now_ms(), &p, &v);
+    verdicts_rates(r->gw->verdicts, t->id, r->ident.client_scope, bsc_now_ms(), &p, &v);
     *out = (struct score_cand){
         .samples = v.attempts,
         .contract_rate = v.attempts ? (double)v.attempts_ok / v.attempts : 0.0,
@@ -113,20 +113,26 @@ void feedback_note_ranking(struct request *r, const struct decide_in *in,
                            const struct decide_out *out)
 {
     const struct decide_tier *dt = &in->tiers[out->tier];
-    size_t used, len = sizeof(r->ranking);
+    size_t used, len = sizeof(r->balance.ranking);
 
-    r->ranking[0] = '\0';
+    r->balance.ranking[0] = '\0';
     if (r->route->balance != CFG_BALANCE_SCORE || !out->n_ranked)
         return;
-    used = (size_t)snprintf(r->ranking, len, "%s", out->by_score ? "score" : "priority");
+    used = (size_t)snprintf(r->balance.ranking, len, "%s", out->by_score ? "score" : "priority");
     for (size_t k = 0; k < out->n_ranked && used < len; k++) {
         const struct decide_cand *c = &dt->c[out->ranked[k]];
 
         if (out->by_score)
-            used += (size_t)snprintf(r->ranking + used, len - used, " %s=%.3f", c->t->id,
+            used += (size_t)snprintf(r->balance.ranking + used, len - used, " %s=%.3f", c->t->id,
                                      out->scores[k]);
         else
-            used += (size_t)snprintf(r->ranking + used, len - used, " %s(%u samples)",
+            used += (size_t)snprintf(r->balance.ranking + used, len - used, " %s(%u samples)",
                                      c->t->id, c->sc.samples);
     }
+}
+
+void feedback_take_ranking(struct request *r, char *dst, size_t cap)
+{
+    bsc_str_copy(dst, cap, bsc_str_cstr(r->balance.ranking));
+    r->balance.ranking[0] = '\0';
 }

@@ -38,8 +38,11 @@ void feedback_attempt(struct request *r, bool transport_ok);
  * pure decision ranks by (policy/score.h); zeroed without a verdict table. */
 void feedback_score_cand(const struct request *r, const struct cfg_target *t,
                          const struct target_view *view, struct score_cand *out);
-/* After a decision that ranked a tier by score: its order and scores into r->ranking, for the
+/* After a decision that ranked a tier by score: its order and scores into r->balance.ranking, for the
  * next attempt's log line ("" otherwise). */
+/* Copies the ranking noted for the attempt about to begin into <dst> (<cap> bytes) and
+ * clears it: each ranking is told once. */
+void feedback_take_ranking(struct request *r, char *dst, size_t cap);
 void feedback_note_ranking(struct request *r, const struct decide_in *in,
                            const struct decide_out *out);
 

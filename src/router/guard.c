@@ -49,7 +49,7 @@ static void no_op_done(enum bsc_err err, void *ud)
     struct request *r = ud;
 
     if (err && err != BSC_ENOTFOUND)
-        LOG_WARN("%s: idempotency record not updated: %s", r ? r->id : "-", bsc_err_str(err));
+        LOG_WARN("%s: idempotency record not updated: %s", r ? r->ident.id : "-", bsc_err_str(err));
     if (r)
         guard_op_end(r);
 }
@@ -139,8 +139,8 @@ static struct bsc_str ledger_key(const struct request *r, const char *id, char *
 {
     char scope[40] = "";
 
-    if (r->client)
-        scope_digest(kind_client, "client", r->client->id, strlen(r->client->id), scope,
+    if (r->ident.client)
+        scope_digest(kind_client, "client", r->ident.client->id, strlen(r->ident.client->id), scope,
                      sizeof(scope));
     if (ledger_scoped_id(scope, bsc_str_cstr(id), buf, len) != BSC_OK)
         snprintf(buf, len, "%s", id); /* not reached: ids are checked as they are read */
@@ -155,14 +155,14 @@ static void idem_unavailable(struct request *r, enum bsc_err err)
 {
     const char *code = err == BSC_ELIMIT ? "store_full" : "store_unavailable";
 
-    LOG_WARN("%s: idempotency store %s (%s): request refused, not sent upstream", r->id,
+    LOG_WARN("%s: idempotency store %s (%s): request refused, not sent upstream", r->ident.id,
              err == BSC_ELIMIT ? "full or overloaded" : "unavailable", bsc_err_str(err));
     req__set_error(r, 503, "server_error", code,
                    "the Idempotency-Key could not be recorded (state store %s); nothing was "
                    "sent upstream and it is safe to retry",
                    err == BSC_ELIMIT ? "full or overloaded" : "unavailable");
     req__set_retry(r, OUTLOOK_TIME, OUTLOOK_DEFAULT_RETRY_MS);
-    r->d.termination = "store_unavailable";
+    deliver_set_termination(r, "store_unavailable");
 }
 
 static void reply_replay(struct request *r, const struct idem_answer *a)
@@ -179,10 +179,8 @@ static void reply_replay(struct request *r, const struct idem_answer *a)
         h[n++] = (struct srv_header){BSC_STR("Content-Type"), BSC_STR("application/json")};
     }
     srv_resp_send(r->sreq, a->status, NULL, h, n, a->body.p, a->body.len);
-    r->d.status = a->status;
-    r->d.bytes_out = a->body.len;
-    r->sreq = NULL;
-    r->d.termination = "idempotent_replay";
+    deliver_whole_begin(r, a->status, "idempotent_replay");
+    deliver_whole_sent(r, a->body.len, false);
 }
 
 /* The store's answer is recorded; the machine acts on it (guard_idem_verdict). A replay's
@@ -217,7 +215,7 @@ static void idem_refuse(struct request *r, bool mismatch)
                             : "a request with this Idempotency-Key is still in progress");
     req__set_retry(r, mismatch ? OUTLOOK_NEVER : OUTLOOK_TIME,
                    OUTLOOK_DEFAULT_RETRY_MS);
-    r->d.termination = mismatch ? "idempotency_mismatch" : "idempotency_in_flight";
+    deliver_set_termination(r, mismatch ? "idempotency_mismatch" : "idempotency_in_flight");
 }
 
 enum guard_start guard_idem_verdict(struct request *r)
@@ -266,7 +264,7 @@ enum guard_start guard_idem_start(struct request *r)
     }
     snprintf(r->g.idem_key, sizeof(r->g.idem_key), "%.*s", BSC_STR_FMT(key));
     req_client_scope(r->sreq, r->g.idem_scope, sizeof(r->g.idem_scope));
-    err = idem_fingerprint(bsc_str_cstr(r->path), body, &fp);
+    err = idem_fingerprint(bsc_str_cstr(r->ident.path), body, &fp);
     if (err) {
         idem_unavailable(r, err);
         return GUARD_STOP;
@@ -297,7 +295,7 @@ static void on_idem_settled(enum bsc_err err, void *ud)
     struct request *r = ud;
 
     if (err && err != BSC_ENOTFOUND)
-        LOG_WARN("%s: idempotency record not updated: %s", r->id, bsc_err_str(err));
+        LOG_WARN("%s: idempotency record not updated: %s", r->ident.id, bsc_err_str(err));
     if (!guard_op_end(r))
         return;
     r->g.idem_settling = false;
@@ -360,7 +358,7 @@ static void on_ledger_get(enum bsc_err err, const struct ledger_entry *e,
     if (!guard_op_end(r))
         return;
     r->g.waiting_store = false;
-    r->g.ledger_checked = r->n_attempts;
+    r->g.ledger_checked = r->att.n;
     if (!err && e && (e->state == LEDGER_ST_STARTED || e->state == LEDGER_ST_UNKNOWN))
         r->g.ledger_blocked = e->state == LEDGER_ST_STARTED ? "started" : "unknown";
     else if (err && err != BSC_ENOTFOUND)
@@ -374,7 +372,7 @@ enum guard_start guard_ledger_check(struct request *r)
     char key[LEDGER_OP_ID_MAX + 1];
 
     if (r->env.side_effects != CFG_SE_WRITE_POSSIBLE || !r->g.op_id[0] || !r->gw->store ||
-        r->g.ledger_checked == r->n_attempts)
+        r->g.ledger_checked == r->att.n)
         return GUARD_PROCEED;
     guard_op_begin(r);
     if (store_ledger_get(r->gw->store, &r->w->loop, ledger_key(r, r->g.op_id, key, sizeof(key)),
@@ -400,12 +398,12 @@ static void on_uncertain_started(enum bsc_err err, const struct ledger_entry *e,
     if (!guard_op_end(r))
         return;
     if (err) {
-        LOG_WARN("%s: reconciliation record for %s not written: %s", r->id, r->g.op_id,
+        LOG_WARN("%s: reconciliation record for %s not written: %s", r->ident.id, r->g.op_id,
                  bsc_err_str(err));
         return;
     }
     snprintf(u.tool_name, sizeof(u.tool_name), "bascule.model_call");
-    snprintf(u.external_reference, sizeof(u.external_reference), "%s", r->id);
+    snprintf(u.external_reference, sizeof(u.external_reference), "%s", r->ident.id);
     guard_op_begin(r);
     if (store_ledger_put(r->gw->store, &r->w->loop,
                          ledger_key(r, r->g.uncertain_id, key, sizeof(key)), &u,
@@ -421,7 +419,7 @@ static void no_op_ledger(enum bsc_err err, const struct ledger_entry *e,
     (void)e;
     (void)outcome;
     if (err)
-        LOG_WARN("%s: ledger write failed: %s", r->id, bsc_err_str(err));
+        LOG_WARN("%s: ledger write failed: %s", r->ident.id, bsc_err_str(err));
     guard_op_end(r);
 }
 
@@ -433,20 +431,35 @@ void guard_record_uncertain(struct request *r, const char *what)
     char hex[17];
 
     metrics_inc3(req__metrics(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "transport", what, 1);
-    LOG_WARN("%s: %s on route %s%s%s: not replayed; reconcile before retrying", r->id, what,
+    LOG_WARN("%s: %s on route %s%s%s: not replayed; reconcile before retrying", r->ident.id, what,
              r->route->id, r->g.op_id[0] ? ", operation " : "", r->g.op_id);
     if (!r->g.op_id[0] || !r->gw->store)
         return;
     /* The gateway's own entry beside the agent's: <operation>:model:<digest of request>. */
-    bsc_sha256(r->id, strlen(r->id), d);
+    bsc_sha256(r->ident.id, strlen(r->ident.id), d);
     for (int i = 0; i < 8; i++)
         snprintf(hex + 2 * i, 3, "%02x", d[i]);
     snprintf(r->g.uncertain_id, sizeof(r->g.uncertain_id), "%.100s:model:%s", r->g.op_id, hex);
     snprintf(u.tool_name, sizeof(u.tool_name), "bascule.model_call");
-    snprintf(u.external_reference, sizeof(u.external_reference), "%s", r->id);
+    snprintf(u.external_reference, sizeof(u.external_reference), "%s", r->ident.id);
     guard_op_begin(r);
     if (store_ledger_put(r->gw->store, &r->w->loop,
                          ledger_key(r, r->g.uncertain_id, key, sizeof(key)), &u,
                          on_uncertain_started, r) != BSC_OK)
         r->g.store_ops--;
+}
+
+void guard_init(struct request *r)
+{
+    bsc_buf_init(&r->g.idem_copy, 8u << 20);
+}
+
+void guard_release_copy(struct request *r)
+{
+    bsc_buf_cleanup(&r->g.idem_copy);
+}
+
+void guard_set_op_id(struct request *r, struct bsc_str id)
+{
+    snprintf(r->g.op_id, sizeof(r->g.op_id), "%.*s", BSC_STR_FMT(id));
 }

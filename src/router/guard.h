@@ -38,14 +38,14 @@ struct guard {
 enum guard_start {
     GUARD_PROCEED = 0, /* nothing to wait for */
     GUARD_WAIT,        /* a store call is running: the request waits in ADMIT */
-    GUARD_STOP,        /* answer r->err */
+    GUARD_STOP,        /* answer r->err.reply */
     GUARD_ANSWERED     /* the client has its answer (an idempotent replay): done */
 };
 
 /* Idempotency-Key: looks the key up (async); its callback records the answer and runs the
  * machine, which asks guard_idem_verdict. */
 enum guard_start guard_idem_start(struct request *r);
-/* What the lookup said, once its callback ran: WAIT while it runs, STOP (r->err set: store
+/* What the lookup said, once its callback ran: WAIT while it runs, STOP (r->err.reply set: store
  * unavailable, key in flight or reused), ANSWERED (the stored answer was replayed), or
  * PROCEED (no key, or a miss: the request runs and its answer will be recorded). */
 enum guard_start guard_idem_verdict(struct request *r);
@@ -74,6 +74,12 @@ void guard_record_uncertain(struct request *r, const char *what);
 /* False when a store callback is still due: the request becomes a zombie and the last
  * callback frees it. */
 bool guard_can_free(struct request *r);
+/* The guard's side of a new request (the bounded copy of the bytes sent), and of a request
+ * being closed (the copy released). */
+void guard_init(struct request *r);
+void guard_release_copy(struct request *r);
+/* The operation id the client named (X-Bascule-Operation-Id), already checked. */
+void guard_set_op_id(struct request *r, struct bsc_str id);
 /* The zombie rule's two halves, for every store call a request makes: begin before the
  * call; end first thing in its callback -- false when the client left meanwhile (the last
  * callback freed the request): the callback must return at once. */

@@ -11,3 +11,15 @@ struct json_object *req__json(struct request *r)
         r->input.json = prov_parse_json(r->input.body);
     return r->input.json;
 }
+
+const struct req_params *req__params(struct request *r)
+{
+    if (!r->input.params_read) {
+        r->input.params_read = true;
+        if (r->input.json)
+            params_of_json(r->input.json, &r->input.params);
+        else
+            params_of_body(r->input.body, &r->input.params);
+    }
+    return &r->input.params;
+}

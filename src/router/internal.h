@@ -27,6 +27,11 @@
 #include "router/limit.h"
 #include "policy/params.h"
 #include "router/reply.h"
+#include "router/req_attempt.h"
+#include "router/req_balance.h"
+#include "router/req_cost.h"
+#include "router/req_err.h"
+#include "router/req_ident.h"
 #include "router/resume.h"
 #include "router/req_state.h"
 #include "router/request.h"
@@ -84,67 +89,45 @@ struct req_next {
     const char *delay_why; /* static, NULL when no delay */
 };
 
+/* One request. Each member has its writer file(s): the table of
+ * docs/internals/request-lifecycle.md, checked by scripts/check-writers (make check-layering);
+ * a new member needs a row there. */
 struct request {
     struct worker *w;         /* borrowed */
     struct gateway *gw;       /* borrowed */
     struct srv_req *sreq;     /* borrowed; NULL once the client went away or was answered */
     struct cfg *cfg;          /* a ref */
     const struct cfg_route *route; /* borrowed from cfg: the route that serves */
-    const struct cfg_route *select_route; /* borrowed: the select route the client named, or
-                                             NULL; its rule <select_rule> chose <route> */
-    int select_rule;                      /* 0-based; -1 when no rule held */
+    struct req_ident ident;   /* id, path, start, caller, the select rule (req_ident.h) */
     struct req_input input;   /* the request as the client asked it (api/ filled most) */
     struct reqcache c;        /* the response cache's side (cache_req.c) */
     struct req_notes notes;   /* what candidates and failures said, for the final answer */
     bool buffering;           /* on_stream_failure: buffer: release a stream only when whole */
     struct contract *contract; /* owned: compiled schemas (contract.c), or NULL */
     struct tel_trace trace;   /* ids of the request's trace, sampled or not (trace.c) */
-    char id[130];             /* copy of the request id, for logs after sreq is gone */
-    char path[64];            /* copy of the request path, for the access log */
     struct envelope env;
 
     struct req_machine m;
-    uint64_t start_us;
-    int64_t created;  /* wall-clock seconds at the start, for "created" fields */
     uv_timer_t timer; /* attempt timeout, stream idle bound, or backoff */
 
-    /* the current attempt */
-    const struct cfg_target *target; /* borrowed from cfg */
-    enum tier tier;
-    int key_idx;                     /* -2: no key configured; -1: none usable */
-    bool probe;                      /* admitted as a half-open probe */
-    enum brk_state circuit;          /* the target's circuit after the last report */
-    bool attempt_open;               /* inflight counted and outcome not yet reported */
+    struct req_current cur;          /* the current attempt (req_attempt.h) */
     struct xchg x;                   /* its upstream side (exchange.c) */
     struct resume resume;            /* on_stream_failure: continue (resume.c) */
-    double cost_usd;                 /* what its attempts were charged, summed (spend.md) */
-    bool cost_estimated;             /* ... some of it from an estimate, not a usage */
+    struct req_cost cost;            /* what its attempts were charged (req_cost.h) */
 
     struct req_next next;        /* the next step, chosen by decide_next */
 
     /* the answer */
     struct downstream d;             /* the client side (deliver.c) */
-    struct attempt *attempts;        /* attempt_inline, or malloc'd once more are needed */
-    unsigned n_attempts, attempts_cap; /* records used, and room in <attempts> */
-    struct attempt attempt_inline[ATTEMPT_INLINE];
-    struct reply_error err;
-    struct {
-        char msg[320], code[64];
-    } err_text; /* what err.message and err.code point into */
+    struct req_attempts att;         /* the attempt records (req_attempt.h) */
+    struct req_err err;              /* the error it will answer with (req_err.h) */
 
     struct guard g;              /* idempotency, ledger, store calls (guard.c) */
-    const struct cfg_client *client; /* clients: the authenticated caller (borrowed from
-                                        <cfg>); NULL on an open gateway */
     struct spend_req spend;      /* its budget check and in-flight count (spend.c) */
-    const char *limited_by;      /* static: the limit that refused it (x-bascule-limited-by) */
-
     struct req_limits lim;       /* local limits: slots held, the wait for room (limit.c) */
     struct trim_state trim;      /* context.overflow: trim (trim.c) */
     struct shadow *shadows;      /* borrowed: its mirrored copies still running (shadow.c) */
-
-    /* task feedback and balance: score (feedback.c) */
-    char client_scope[40];       /* req_client_scope() of the caller, taken at the start */
-    char ranking[160];           /* balance: score's order for the next attempt, or "" */
+    struct req_balance balance;  /* task feedback and balance: score (feedback.c) */
 };
 
 /* request.c: the machine. Helpers call back into it only for these three: an event ran
@@ -174,7 +157,7 @@ uint64_t req_overhead_us(const struct request *r, uint64_t now_us);
 
 static inline struct attempt *req__cur_attempt(struct request *r)
 {
-    return r->n_attempts ? &r->attempts[r->n_attempts - 1] : NULL;
+    return r->att.n ? &r->att.recs[r->att.n - 1] : NULL;
 }
 
 static inline struct metrics *req__metrics(const struct request *r)
@@ -185,6 +168,8 @@ static inline struct metrics *req__metrics(const struct request *r)
 /* input.c: the canonical request as a parse tree, parsed from the client's bytes on first
  * use (the OpenAI fast path never needs it). NULL only when out of memory. */
 struct json_object *req__json(struct request *r);
+/* The parameters the request sets, read from the tree or the raw body on first use. */
+const struct req_params *req__params(struct request *r);
 
 /* req_error.c: the error the request will answer with (r->err). */
 void req__set_error(struct request *r, int status, const char *type, const char *code,
@@ -195,6 +180,15 @@ void req__set_typed_failure(struct request *r, const char *reason, enum outlook 
  * last failure's kind and whether anything went upstream. */
 void req__set_retry(struct request *r, enum outlook outlook, int64_t wait_ms);
 void req__set_provider_error(struct request *r);
+/* Adjusting the error built by one of the above (each argument static or borrowed for the
+ * request's life): its status, and its type unless <type> is NULL; the parameter it names;
+ * its code; its reason (the typed failure's name); the limit that refused it
+ * (x-bascule-limited-by). */
+void req__set_error_status(struct request *r, int status, const char *type);
+void req__set_error_param(struct request *r, const char *param);
+void req__set_error_code(struct request *r, const char *code);
+void req__set_error_reason(struct request *r, const char *reason);
+void req__set_error_limited_by(struct request *r, const char *limit);
 
 /* decide_req.c: the request's side of decide.c -- builds its input, carries out its answer */
 /* The first target: the best primary, else the next allowed tier (r->target, r->tier,

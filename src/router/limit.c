@@ -123,11 +123,11 @@ static enum reqlim_admit admit_set(struct request *r, struct lim_set *s, enum li
     count(r, r->lim.limited_by, "rejected");
     req__set_error(r, 429, "rate_limit_error", "rate_limited", "%s '%s' reached its %s limit",
                    subj == LIM_SUBJ_TEAM ? "team" : "client",
-                   subj == LIM_SUBJ_TEAM ? r->client->team->id : r->client->id,
+                   subj == LIM_SUBJ_TEAM ? r->ident.client->team->id : r->ident.client->id,
                    lim_kind_name(v.kind));
-    r->err.reason = "rate_limited";
+    req__set_error_reason(r, "rate_limited");
     req__set_retry(r, OUTLOOK_TIME, v.wait_ms);
-    r->d.termination = "rate_limited";
+    deliver_set_termination(r, "rate_limited");
     return REQLIM_ADMIT_REFUSE;
 }
 
@@ -135,8 +135,8 @@ static enum reqlim_admit admit_set(struct request *r, struct lim_set *s, enum li
  * gives the client's slot back, as if it never came. */
 enum reqlim_admit reqlim_admit_client(struct request *r)
 {
-    struct lim_set *s = r->client ? r->client->lim : NULL;
-    struct lim_set *ts = r->client && r->client->team ? r->client->team->lim : NULL;
+    struct lim_set *s = r->ident.client ? r->ident.client->lim : NULL;
+    struct lim_set *ts = r->ident.client && r->ident.client->team ? r->ident.client->team->lim : NULL;
     enum reqlim_admit a;
 
     reqlim_resume(r);
@@ -176,7 +176,7 @@ void reqlim_fill(struct request *r, struct decide_cand *c, uint64_t now_ms)
 /* The client's identity in a fair queue: its limit set, kept across reloads. */
 static const void *fair_client(const struct request *r)
 {
-    return r->client ? (r->client->lim ? (const void *)r->client->lim : (const void *)r->client)
+    return r->ident.client ? (r->ident.client->lim ? (const void *)r->ident.client->lim : (const void *)r->ident.client)
                      : NULL;
 }
 
@@ -225,7 +225,7 @@ static void fair_enter(struct request *r, const struct cfg_target *t, const char
             if (r->lim.fair_on != s) {
                 fair_leave(r, false);
                 if (lim_fair_enter(s, r, fair_client(r),
-                                   r->client && r->client->weight ? r->client->weight : 1,
+                                   r->ident.client && r->ident.client->weight ? r->ident.client->weight : 1,
                                    (enum lim_kind)k))
                     r->lim.fair_on = s;
             }
@@ -410,8 +410,8 @@ void reqlim_resume(struct request *r)
 
 void reqlim_done(struct request *r)
 {
-    struct lim_set *s = r->client ? r->client->lim : NULL;
-    struct lim_set *ts = r->client && r->client->team ? r->client->team->lim : NULL;
+    struct lim_set *s = r->ident.client ? r->ident.client->lim : NULL;
+    struct lim_set *ts = r->ident.client && r->ident.client->team ? r->ident.client->team->lim : NULL;
 
     reqlim_resume(r);
     fair_leave(r, false);
@@ -444,4 +444,9 @@ void reqlim_wake(struct worker *w)
         if (r->lim.waiting && (r->m.state == REQ_ST_PICK || r->m.state == REQ_ST_ADMIT))
             req__run(r);
     }
+}
+
+void reqlim_refused_by(struct request *r, const char *limit)
+{
+    r->lim.limited_by = limit;
 }

@@ -51,6 +51,8 @@ void reqlim_fill(struct request *r, struct decide_cand *c, uint64_t now_ms);
 const char *reqlim_take(struct request *r, const struct cfg_target *t, int64_t *wait_ms);
 /* Gives back what reqlim_take took, unused (the step was not taken after all). */
 void reqlim_untake(struct request *r);
+/* The decision refused the request for capacity: <limit> (static) names the limit. */
+void reqlim_refused_by(struct request *r, const char *limit);
 /* After a decision took <chosen>: counts a move past a candidate kept out for room. */
 void reqlim_note_moved(struct request *r, const struct decide_in *in,
                        const struct cfg_target *chosen);

@@ -7,11 +7,11 @@
 
 uint64_t req_overhead_us(const struct request *r, uint64_t now_us)
 {
-    uint64_t elapsed = now_us > r->start_us ? now_us - r->start_us : 0;
+    uint64_t elapsed = now_us > r->ident.start_us ? now_us - r->ident.start_us : 0;
     uint64_t waited = r->lim.queued_ms * 1000;
 
-    for (unsigned i = 0; i < r->n_attempts; i++) {
-        const struct attempt *a = &r->attempts[i];
+    for (unsigned i = 0; i < r->att.n; i++) {
+        const struct attempt *a = &r->att.recs[i];
         uint64_t end = a->end_us ? a->end_us : now_us;
 
         waited += (end > a->start_us ? end - a->start_us : 0) + (uint64_t)a->delay_ms * 1000;

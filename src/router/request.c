@@ -54,17 +54,17 @@ void req__goto(struct request *r, enum req_state next)
 {
     BSC_BUG_ON(r->m.state == REQ_ST_DONE);
     if (!req_state_may_go(r->m.state, next)) {
-        LOG_ERR("%s: forbidden transition %s -> %s: the request ends", r->id,
+        LOG_ERR("%s: forbidden transition %s -> %s: the request ends", r->ident.id,
                   req_state_name(r->m.state), req_state_name(next));
 #ifdef BSC_UNIT_TEST
         bsc_bug(__FILE__, __LINE__, "forbidden request state transition");
 #endif
         next = REQ_ST_DONE;
     }
-    LOG_DEBUG("%s: %s -> %s", r->id, req_state_name(r->m.state), req_state_name(next));
+    LOG_DEBUG("%s: %s -> %s", r->ident.id, req_state_name(r->m.state), req_state_name(next));
 #ifdef BSC_UNIT_TEST
     if (req__goto_hook)
-        req__goto_hook(r->id, r->m.state, next);
+        req__goto_hook(r->ident.id, r->m.state, next);
 #endif
     req_times_move(&r->m.times, r->m.state, next, bsc_now_us());
     r->m.state = next;
@@ -84,8 +84,7 @@ static void req_abort(struct request *r)
         account_usage(r, false);
         attempt_end(a, bsc_now_us(), ATTEMPT_CANCELLED, "cancelled");
     }
-    r->d.termination = "client_abort";
-    r->d.status = r->d.status ? r->d.status : 499;
+    deliver_client_gone(r);
     req__goto(r, REQ_ST_DONE);
 }
 
@@ -157,20 +156,20 @@ static void adapt_limits(struct request *r)
     struct adaptive_eff eff;
     uint32_t inflight;
 
-    if (!r->target->adaptive || !r->target->lim ||
-        (!r->target->max_concurrency && !r->target->rpm))
+    if (!r->cur.target->adaptive || !r->cur.target->lim ||
+        (!r->cur.target->max_concurrency && !r->cur.target->rpm))
         return;
-    hstate_adaptive(r->gw->hs, r->target, &eff, &inflight);
-    lim_set_factor(r->target->lim, eff.factor);
+    hstate_adaptive(r->gw->hs, r->cur.target, &eff, &inflight);
+    lim_set_factor(r->cur.target->lim, eff.factor);
 }
 
 static void note_breaker_change(struct request *r, const struct brk_change *c)
 {
     if (!c->changed)
         return;
-    LOG_WARN("circuit of %s: %s -> %s", r->target->id, brk_state_name(c->from),
+    LOG_WARN("circuit of %s: %s -> %s", r->cur.target->id, brk_state_name(c->from),
              brk_state_name(c->to));
-    metrics_inc(M(r), r->w->idx, METRIC_BREAKER_TRANSITIONS, r->target->id,
+    metrics_inc(M(r), r->w->idx, METRIC_BREAKER_TRANSITIONS, r->cur.target->id,
                 brk_state_name(c->to), 1);
 
 }
@@ -185,7 +184,7 @@ static void note_rate_limits(struct request *r)
     struct rl_headers rl;
     int64_t rest;
 
-    if (r->key_idx < 0 || !r->x.up_head.len)
+    if (r->cur.key_idx < 0 || !r->x.up_head.len)
         return;
     if (r->x.up_status == 429 && r->x.fail.retry_after_ms >= 0)
         return;
@@ -193,8 +192,8 @@ static void note_rate_limits(struct request *r)
     rest = rl_exhausted_ms(&rl);
     if (rest <= 0)
         return;
-    hstate_tkey_cooldown(r->gw->hs, r->target, r->key_idx, KEY_RATE_LIMITED, rest, bsc_now_ms());
-    metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->target->provider->id,
+    hstate_tkey_cooldown(r->gw->hs, r->cur.target, r->cur.key_idx, KEY_RATE_LIMITED, rest, bsc_now_ms());
+    metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->cur.target->provider->id,
                 keys_reason_name(KEY_RATE_LIMITED), 1);
 }
 
@@ -213,7 +212,7 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
     struct attempt *a = req__cur_attempt(r);
     struct attempt_report rep = {
         .outcome = outcome,
-        .was_probe = r->probe,
+        .was_probe = r->cur.probe,
         .latency_ms = -1,
         .ttft_ms = -1,
         .error = kind,
@@ -223,29 +222,29 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
     };
     struct brk_change change;
 
-    if (!r->attempt_open)
+    if (!r->cur.open)
         return;
-    r->attempt_open = false;
+    r->cur.open = false;
     note_rate_limits(r);
     if (outcome == BRK_SUCCESS) {
         rep.latency_ms = (double)(bsc_now_us() - a->start_us) / 1e3;
         if (r->input.stream && r->d.ttfb_us)
-            rep.ttft_ms = (double)(r->start_us + r->d.ttfb_us - a->start_us) / 1e3;
+            rep.ttft_ms = (double)(r->ident.start_us + r->d.ttfb_us - a->start_us) / 1e3;
     }
-    hstate_record(r->gw->hs, r->target, bsc_now_ms(), &rep, &change);
+    hstate_record(r->gw->hs, r->cur.target, bsc_now_ms(), &rep, &change);
     adapt_limits(r);
-    r->circuit = change.to; /* for the attempt's log line */
+    r->cur.circuit = change.to; /* for the attempt's log line */
     if (a)
         a->circuit = brk_state_name(change.to); /* and its span */
-    hstate_inflight(r->gw->hs, r->target, -1);
+    hstate_inflight(r->gw->hs, r->cur.target, -1);
     reqlim_attempt_done(r);
-    metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->target->id, NULL, -1);
-    metrics_inc(M(r), r->w->idx, METRIC_ATTEMPTS, r->target->id, kind ? kind : "ok", 1);
+    metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->cur.target->id, NULL, -1);
+    metrics_inc(M(r), r->w->idx, METRIC_ATTEMPTS, r->cur.target->id, kind ? kind : "ok", 1);
     if (a)
-        metrics_observe(M(r), r->w->idx, METRIC_ATTEMPT_DURATION, r->target->id, NULL,
+        metrics_observe(M(r), r->w->idx, METRIC_ATTEMPT_DURATION, r->cur.target->id, NULL,
                         (double)(bsc_now_us() - a->start_us) / 1e6);
     if (rep.ttft_ms >= 0)
-        metrics_observe(M(r), r->w->idx, METRIC_ATTEMPT_TTFT, r->target->id, NULL,
+        metrics_observe(M(r), r->w->idx, METRIC_ATTEMPT_TTFT, r->cur.target->id, NULL,
                         rep.ttft_ms / 1e3);
     note_breaker_change(r, &change);
 }
@@ -267,11 +266,11 @@ static int key_reason_of(enum fail_kind kind)
 static void log_attempt(struct request *r, const char *next, const char *why)
 {
     struct access_attempt_line l = {
-        .request_id = r->id,
+        .request_id = r->ident.id,
         .route = r->route->id,
-        .number = r->n_attempts,
+        .number = r->att.n,
         .a = req__cur_attempt(r),
-        .circuit = brk_state_name(r->circuit),
+        .circuit = brk_state_name(r->cur.circuit),
         .time_left_ms = req__time_left(r),
         .next = next,
         .why = why,
@@ -292,11 +291,11 @@ static void attempt_failed(struct request *r)
 
     attempt_end(a, bsc_now_us(), ATTEMPT_FAILED, fail_kind_name(r->x.fail.kind));
     a->status = r->x.fail.status;
-    if (pol->cools_key && r->key_idx >= 0) {
+    if (pol->cools_key && r->cur.key_idx >= 0) {
         int reason = key_reason_of(r->x.fail.kind);
-        hstate_tkey_cooldown(r->gw->hs, r->target, r->key_idx, reason, r->x.fail.retry_after_ms,
+        hstate_tkey_cooldown(r->gw->hs, r->cur.target, r->cur.key_idx, reason, r->x.fail.retry_after_ms,
                              bsc_now_ms());
-        metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->target->provider->id,
+        metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->cur.target->provider->id,
                     keys_reason_name((enum key_reason)reason), 1);
     }
     report_attempt(r, breaker_outcome(&r->x.fail), fail_kind_name(r->x.fail.kind),
@@ -309,16 +308,16 @@ static void attempt_failed(struct request *r)
 
 /* ---- states ---- */
 
-/* True when r->target, which has no configured max_concurrency, runs as many attempts as its
+/* True when r->cur.target, which has no configured max_concurrency, runs as many attempts as its
  * learnt adaptive concurrency allows: the attempt ends as a local rate limit. */
 static bool adaptive_full(struct request *r)
 {
     struct adaptive_eff eff;
     uint32_t inflight;
 
-    if (!r->target->adaptive || r->target->max_concurrency)
+    if (!r->cur.target->adaptive || r->cur.target->max_concurrency)
         return false; /* a configured cap: the limiter enforces it, scaled (adapt_limits) */
-    hstate_adaptive(r->gw->hs, r->target, &eff, &inflight);
+    hstate_adaptive(r->gw->hs, r->cur.target, &eff, &inflight);
     return eff.concurrency && inflight >= eff.concurrency;
 }
 
@@ -333,38 +332,38 @@ static void limited_locally(struct request *r, bool full, uint64_t soonest, uint
     if (full) {
         r->x.fail.retry_after_ms = ADAPTIVE_RETRY_MS;
         snprintf(r->x.fail.message, sizeof(r->x.fail.message),
-                 "%s is at its adaptive concurrency limit", r->target->id);
+                 "%s is at its adaptive concurrency limit", r->cur.target->id);
         return;
     }
     r->x.fail.retry_after_ms = soonest > now ? (int64_t)(soonest - now) : 0;
-    keys_reasons_text(hstate_tkeys_reasons(r->gw->hs, r->target, now), why, sizeof(why));
+    keys_reasons_text(hstate_tkeys_reasons(r->gw->hs, r->cur.target, now), why, sizeof(why));
     snprintf(r->x.fail.message, sizeof(r->x.fail.message),
-             "every key of %s is cooling down (all keys cooled: %s)", r->target->provider->id,
+             "every key of %s is cooling down (all keys cooled: %s)", r->cur.target->provider->id,
              why[0] ? why : "unknown");
 }
 
-/* Room for the next attempt's record (r->attempts[r->n_attempts]): in place for the first
+/* Room for the next attempt's record (r->att.recs[r->att.n]): in place for the first
  * ATTEMPT_INLINE, then in a heap array that doubles up to ATTEMPT_MAX. NULL (the request
  * fails) past the bound or without memory. */
 static struct attempt *attempt_slot(struct request *r)
 {
-    unsigned cap = r->attempts_cap * 2;
+    unsigned cap = r->att.cap * 2;
     struct attempt *grown;
 
-    if (r->n_attempts == ATTEMPT_MAX)
+    if (r->att.n == ATTEMPT_MAX)
         return NULL;
-    if (r->n_attempts < r->attempts_cap)
-        return &r->attempts[r->n_attempts];
+    if (r->att.n < r->att.cap)
+        return &r->att.recs[r->att.n];
     if (cap > ATTEMPT_MAX)
         cap = ATTEMPT_MAX;
     if (!(grown = malloc(cap * sizeof(*grown))))
         return NULL;
-    memcpy(grown, r->attempts, r->n_attempts * sizeof(*grown));
-    if (r->attempts != r->attempt_inline)
-        free(r->attempts);
-    r->attempts = grown;
-    r->attempts_cap = cap;
-    return &r->attempts[r->n_attempts];
+    memcpy(grown, r->att.recs, r->att.n * sizeof(*grown));
+    if (r->att.recs != r->att.inline_recs)
+        free(r->att.recs);
+    r->att.recs = grown;
+    r->att.cap = cap;
+    return &r->att.recs[r->att.n];
 }
 
 /* The attempt's timer: what the envelope leaves it, or for a stream
@@ -382,7 +381,7 @@ static void arm_attempt_timer(struct request *r, uint64_t now)
     req__arm_timer(r, t);
 }
 
-/* Starts an attempt on r->target with the workflow and delay decided before. */
+/* Starts an attempt on r->cur.target with the workflow and delay decided before. */
 static void begin_attempt(struct request *r)
 {
     struct attempt *a = attempt_slot(r);
@@ -399,22 +398,21 @@ static void begin_attempt(struct request *r)
     /* A retry that waited for a key's cooldown may wake a millisecond early by the loop's
      * coarser clock: a small grace keeps it from failing on its own wait. */
     full = adaptive_full(r);
-    r->key_idx = full ? -1
-                      : hstate_tkey_next(r->gw->hs, r->target,
+    r->cur.key_idx = full ? -1
+                      : hstate_tkey_next(r->gw->hs, r->cur.target,
                                          r->next.wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
-    r->n_attempts++;
-    attempt_begin(a, r->target, r->next.wf, bsc_now_us());
-    bsc_str_copy(a->ranking, sizeof(a->ranking), bsc_str_cstr(r->ranking)); /* feedback.c */
-    r->ranking[0] = '\0';
+    r->att.n++;
+    attempt_begin(a, r->cur.target, r->next.wf, bsc_now_us());
+    feedback_take_ranking(r, a->ranking, sizeof(a->ranking));
     a->delay_ms = r->next.delay_ms;
     a->delay_why = r->next.delay_why;
     r->next.delay_ms = 0;
     r->next.delay_why = NULL;
-    r->attempt_open = true;
-    hstate_inflight(r->gw->hs, r->target, +1);
-    metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->target->id, NULL, 1);
+    r->cur.open = true;
+    hstate_inflight(r->gw->hs, r->cur.target, +1);
+    metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->cur.target->id, NULL, 1);
     req__goto(r, REQ_ST_ATTEMPT);
-    if (r->key_idx == -1) {
+    if (r->cur.key_idx == -1) {
         limited_locally(r, full, soonest, now);
         return;
     }
@@ -428,7 +426,7 @@ static void begin_attempt(struct request *r)
         return;
     }
     arm_attempt_timer(r, now);
-    if (r->n_attempts == 1)
+    if (r->att.n == 1)
         shadow_start(r); /* after the primary started: a copy never delays it */
 }
 
@@ -484,7 +482,7 @@ static void st_pick(struct request *r)
     const char *why = NULL;
 
     reqlim_resume(r);
-    if (r->n_attempts == 0) {
+    if (r->att.n == 0) {
         if (req__decide_first(r) == DECIDE_STOP) {
             if (!r->lim.waiting) /* else queued for room: a timer or a release runs it */
                 req__goto(r, REQ_ST_REPLY_ERROR);
@@ -554,11 +552,11 @@ static bool charged_usage(struct request *r, bool complete)
     return estimated;
 }
 
-/* Charges the attempt that ends to the request (r->cost_usd sums its attempts) and to its
+/* Charges the attempt that ends to the request (r->cost.usd sums its attempts) and to its
  * client's budget: its usage at its target's price (policy/cost.h). */
 static void account_usage(struct request *r, bool complete)
 {
-    const struct cfg_price *p = &r->target->price;
+    const struct cfg_price *p = &r->cur.target->price;
     bool estimated;
     double cost;
 
@@ -570,8 +568,8 @@ static void account_usage(struct request *r, bool complete)
     cost = cost_of_usage(p, &r->x.usage);
     if (!(cost > 0))
         return;
-    r->cost_usd += cost;
-    r->cost_estimated |= estimated;
+    r->cost.usd += cost;
+    r->cost.estimated |= estimated;
     spend_record(r, cost);
 }
 
@@ -607,7 +605,7 @@ static void st_attempt(struct request *r)
     if (r->x.xfer)
         return; /* still running: upstream events drive us */
     uv_timer_stop(&r->timer);
-    if (r->key_idx != -1 && r->x.fail.kind != FAIL_CONTRACT_FAILURE)
+    if (r->cur.key_idx != -1 && r->x.fail.kind != FAIL_CONTRACT_FAILURE)
         xchg_classify(r);
     transport_ok = r->x.fail.kind == FAIL_NONE;
     metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "transport",
@@ -619,7 +617,7 @@ static void st_attempt(struct request *r)
         if (r->x.mode != BODY_SSE || r->buffering) {
             metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "contract",
                          ok ? "ok" : "failed", 1);
-            metrics_inc3(M(r), r->w->idx, METRIC_TARGET_OUTCOMES, r->target->id, "contract",
+            metrics_inc3(M(r), r->w->idx, METRIC_TARGET_OUTCOMES, r->cur.target->id, "contract",
                          ok ? "ok" : "failed", 1);
         }
     }
@@ -692,7 +690,7 @@ static bool stream_end_held(struct request *r)
 {
     if (!r->sreq)
         return false;
-    r->d.termination = "ok";
+    deliver_set_termination(r, "ok");
     guard_idem_record(r, r->d.out.p, r->d.out.len); /* a no-op once settled */
     return guard_idem_settle(r) == GUARD_WAIT;
 }
@@ -776,7 +774,8 @@ static void st_reply_error(struct request *r)
     }
     uv_timer_stop(&r->timer);
     deliver_error(r);
-    r->d.termination = r->d.termination ? r->d.termination : "error";
+    if (!r->d.termination)
+        deliver_set_termination(r, "error");
     req__goto(r, REQ_ST_DONE);
 }
 
@@ -792,8 +791,8 @@ static struct request *req_alloc(struct worker *w)
         memset(r, 0, sizeof(*r));
     }
     if (r) {
-        r->attempts = r->attempt_inline;
-        r->attempts_cap = ATTEMPT_INLINE;
+        r->att.recs = r->att.inline_recs;
+        r->att.cap = ATTEMPT_INLINE;
     }
     return r;
 }
@@ -802,9 +801,9 @@ void req__release(struct request *r)
 {
     struct worker *w = r->w;
 
-    if (r->attempts != r->attempt_inline)
-        free(r->attempts);
-    r->attempts = NULL;
+    if (r->att.recs != r->att.inline_recs)
+        free(r->att.recs);
+    r->att.recs = NULL;
     if (w && w->n_req_pool < WORKER_REQ_POOL) {
         w->req_pool[w->n_req_pool++] = r;
         return;
@@ -822,7 +821,7 @@ static void request_free(uv_handle_t *h)
 {
     struct request *r = h->data;
 
-    bsc_buf_cleanup(&r->g.idem_copy);
+    guard_release_copy(r);
     if (guard_can_free(r))
         req__release(r);
 }
@@ -851,28 +850,28 @@ static uint64_t write_access_line(struct request *r)
     struct prov_usage u = resume_usage(r); /* every attempt of a continued stream */
     char selected_by[160]; /* a route id is at most 128 bytes */
     struct access_entry e = {
-        .request_id = r->id,
-        .path = r->path,
+        .request_id = r->ident.id,
+        .path = r->ident.path,
         .route = r->route->id,
-        .client = r->client ? r->client->id : NULL,
-        .selected_by = r->select_route && r->select_rule >= 0 ? selected_by : NULL,
-        .target = r->target ? r->target->id : NULL,
+        .client = r->ident.client ? r->ident.client->id : NULL,
+        .selected_by = r->ident.select_route && r->ident.select_rule >= 0 ? selected_by : NULL,
+        .target = r->cur.target ? r->cur.target->id : NULL,
         .status = r->d.status,
         .stream = r->input.stream,
         .bytes_in = r->input.bytes_in,
         .bytes_out = r->d.bytes_out,
-        .duration_us = bsc_now_us() - r->start_us,
+        .duration_us = bsc_now_us() - r->ident.start_us,
         .ttfb_us = r->d.ttfb_us,
-        .attempts = r->attempts,
-        .n_attempts = r->n_attempts,
+        .attempts = r->att.recs,
+        .n_attempts = r->att.n,
         .termination = r->d.termination,
         .input_tokens = u.input_tokens,
         .output_tokens = u.output_tokens,
         .cached_tokens = u.cached_tokens,
         .cache_write_tokens = cache_writes(&u),
         .reasoning_tokens = u.reasoning_tokens,
-        .cost_usd = r->cost_usd,
-        .cost_estimated = r->cost_estimated,
+        .cost_usd = r->cost.usd,
+        .cost_estimated = r->cost.estimated,
         .states = &r->m.times,
         .limited_by = r->lim.limited_by,
         .queued_ms = r->lim.queue_start_ms ? (int64_t)r->lim.queued_ms : -1,
@@ -882,9 +881,9 @@ static uint64_t write_access_line(struct request *r)
         .cache = r->c.result,
     };
 
-    if (r->select_route)
-        snprintf(selected_by, sizeof(selected_by), "%.128s#%d", r->select_route->id,
-                 r->select_rule + 1);
+    if (r->ident.select_route)
+        snprintf(selected_by, sizeof(selected_by), "%.128s#%d", r->ident.select_route->id,
+                 r->ident.select_rule + 1);
     access_log_write(&e);
     return e.duration_us;
 }
@@ -900,12 +899,12 @@ static void count_request(struct request *r, uint64_t duration_us)
     for (size_t i = 0; i < n; i++)
         metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, tokens[i].type, tokens[i].n);
     if (r->c.embed_cost_usd > 0) /* the semantic cache's embedding, under its own target */
-        metrics_inc3(M(r), shard, METRIC_COST, r->client ? r->client->id : METRICS_CLIENT_OPEN,
+        metrics_inc3(M(r), shard, METRIC_COST, r->ident.client ? r->ident.client->id : METRICS_CLIENT_OPEN,
                      r->route->id, r->route->cache.embed_target->id, r->c.embed_cost_usd);
-    if (r->cost_usd - r->c.embed_cost_usd > 0)
-        metrics_inc3(M(r), shard, METRIC_COST, r->client ? r->client->id : METRICS_CLIENT_OPEN,
-                     r->route->id, r->target ? r->target->id : METRICS_TARGET_NONE,
-                     r->cost_usd - r->c.embed_cost_usd);
+    if (r->cost.usd - r->c.embed_cost_usd > 0)
+        metrics_inc3(M(r), shard, METRIC_COST, r->ident.client ? r->ident.client->id : METRICS_CLIENT_OPEN,
+                     r->route->id, r->cur.target ? r->cur.target->id : METRICS_TARGET_NONE,
+                     r->cost.usd - r->c.embed_cost_usd);
     metrics_inc(M(r), shard, METRIC_REQUESTS, r->route->id, outcome_label(r), 1);
     /* Task outcomes are counted when the client's verdict comes (api/feedback.c). */
     metrics_observe(M(r), shard, METRIC_REQUEST_DURATION, r->route->id, NULL,
@@ -937,7 +936,7 @@ static void st_done(struct request *r)
     deliver_cleanup(r);
     contract_cleanup(r);
     if (!r->d.termination)
-        r->d.termination = "ok";
+        deliver_set_termination(r, "ok");
     guard_idem_finish(r);
     spend_release(r);
     count_request(r, write_access_line(r));
@@ -1017,10 +1016,10 @@ static void select_route(struct request *r, struct bsc_str messages)
     /* Every dialect (chat, messages, responses) has its metadata at the top of its own body. */
     if (bsc_json_member(srv_req_body(r->sreq), BSC_STR("metadata"), &meta) == 1)
         f.metadata = meta;
-    r->select_route = r->route;
-    r->select_rule = sel_pick(r->route, &f, &budget);
-    if (r->select_rule >= 0)
-        r->route = r->route->select[r->select_rule].route;
+    r->ident.select_route = r->route;
+    r->ident.select_rule = sel_pick(r->route, &f, &budget);
+    if (r->ident.select_rule >= 0)
+        r->route = r->route->select[r->ident.select_rule].route;
     free(text);
 }
 
@@ -1082,7 +1081,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->cfg = in->cfg;
     /* clients: auth.c put the caller's id on the request (later limits and budgets key on
      * it); NULL when the gateway is open or a reload dropped the client meanwhile. */
-    r->client = cfg_client_find(r->cfg, bsc_str_cstr(srv_req_principal(sreq)));
+    r->ident.client = cfg_client_find(r->cfg, bsc_str_cstr(srv_req_principal(sreq)));
     req_trace_begin(r); /* continues the client's traceparent */
     r->input.bytes_in = srv_req_body(sreq).len;
     r->input.model_span = in->model_span;
@@ -1092,15 +1091,15 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->buffering = r->input.stream && r->env.on_stream_failure == CFG_SF_BUFFER;
     resume_init(r);
     r->notes.all_rate_limited = true;
-    bsc_str_copy(r->id, sizeof(r->id), bsc_str_cstr(srv_req_id(sreq)));
-    req_client_scope(sreq, r->client_scope, sizeof(r->client_scope)); /* feedback.c */
-    bsc_str_copy(r->path, sizeof(r->path), srv_req_path(sreq));
-    r->start_us = srv_req_start_us(sreq);
-    r->created = (int64_t)(bsc_wall_ms() / 1000);
+    bsc_str_copy(r->ident.id, sizeof(r->ident.id), bsc_str_cstr(srv_req_id(sreq)));
+    req_client_scope(sreq, r->ident.client_scope, sizeof(r->ident.client_scope)); /* feedback.c */
+    bsc_str_copy(r->ident.path, sizeof(r->ident.path), srv_req_path(sreq));
+    r->ident.start_us = srv_req_start_us(sreq);
+    r->ident.created = (int64_t)(bsc_wall_ms() / 1000);
     xchg_init(&r->x);
     uv_timer_init(&w->loop, &r->timer);
     r->timer.data = r;
-    bsc_buf_init(&r->g.idem_copy, 8u << 20);
+    guard_init(r);
     r->m.state = REQ_ST_ADMIT;
     req_times_start(&r->m.times, r->m.state, bsc_now_us());
     w->inflight++;

@@ -64,8 +64,8 @@ void resp_owner_note(struct request *r)
         !answer_id(r, id, sizeof(id)))
         return;
     err = store_blob_put(r->gw->store, &r->w->loop,
-                         resp_owner_key(r->client_scope, id, key, sizeof(key)),
-                         bsc_str_cstr(r->client_scope), ttl_ms, on_noted, NULL);
+                         resp_owner_key(r->ident.client_scope, id, key, sizeof(key)),
+                         bsc_str_cstr(r->ident.client_scope), ttl_ms, on_noted, NULL);
     if (err)
         on_noted(err, NULL);
 }

@@ -176,7 +176,7 @@ enum bsc_err resume__seam(struct request *r)
     if (r->resume.seam_sent)
         return BSC_OK;
     r->resume.seam_sent = true;
-    return bsc_buf_appendf(&r->d.out, ": bascule continued on %s by %s\n\n", r->target->id,
+    return bsc_buf_appendf(&r->d.out, ": bascule continued on %s by %s\n\n", r->cur.target->id,
                            r->resume.how);
 }
 
@@ -329,7 +329,7 @@ void resume_begin(struct request *r, const char *why)
  * message marked as a prefix. */
 static void shape_prefill(const struct request *r, struct json_object *req, struct json_object *msg)
 {
-    const struct cfg_provider *p = r->target->provider;
+    const struct cfg_provider *p = r->cur.target->provider;
     struct prov_err_input who = {.base_url = bsc_str_cstr(p->base_url),
                                  .profile = bsc_str_cstr(cfg_profile_name(p->profile))};
     const char *name;
@@ -378,13 +378,13 @@ enum bsc_err resume_attempt(struct request *r)
         return BSC_OK;
     /* The Responses API takes no prefill: a trailing assistant item is history, answered
      * anew. Its streams go on by replay and match only. */
-    s->prefill = (r->target->capabilities & CFG_CAP_PREFILL) && s->refused != r->target &&
+    s->prefill = (r->cur.target->capabilities & CFG_CAP_PREFILL) && s->refused != r->cur.target &&
                  s->sent.len > 0 && s->events != RESUME_EV_RESPONSES;
     s->native_prefill = false;
     s->cont_input = -1;
     s->item_seen = false;
     s->how = s->prefill ? "prefill" : "replay";
-    s->target = r->target->id;
+    s->target = r->cur.target->id;
     s->seam_sent = false;
     s->seam_bytes = r->d.bytes_out;
     r->d.text_frames = 0; /* the output estimate is per attempt */
@@ -407,10 +407,10 @@ enum bsc_err resume_attempt(struct request *r)
 
 void resume_count(struct request *r, const char *result)
 {
-    if (!r->resume.active || !r->resume.how || !r->target)
+    if (!r->resume.active || !r->resume.how || !r->cur.target)
         return;
     metrics_inc4(req__metrics(r), r->w->idx, METRIC_STREAM_CONTINUATIONS, r->route->id,
-                 r->target->id, r->resume.how, result, 1);
+                 r->cur.target->id, r->resume.how, result, 1);
 }
 
 void resume_add_usage(struct request *r)
@@ -440,7 +440,7 @@ const char *resume_attempt_failed(struct request *r)
         return "failed";
     /* The target refused the trailing assistant message: never the client's error. The same
      * target may go on by replay and match instead. */
-    r->resume.refused = r->target;
+    r->resume.refused = r->cur.target;
     f->kind = FAIL_SERVER_ERROR;
     f->request_caused = true; /* not the target's health */
     return "refused";

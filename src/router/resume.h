@@ -83,7 +83,7 @@ enum bsc_err resume_filter(struct request *r);
 bool resume_possible(const struct request *r);
 /* The stream broke: r->x.fail becomes the retryable failure the decision works from. */
 void resume_begin(struct request *r, const char *why);
-/* A continuation attempt on r->target is about to be built: prefill or replay. */
+/* A continuation attempt on r->cur.target is about to be built: prefill or replay. */
 enum bsc_err resume_attempt(struct request *r);
 /* A continuation attempt failed before it passed anything (its usage is kept): a prefill the
  * target refused (a 4xx about the request) becomes a retryable failure, and that target is

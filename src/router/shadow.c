@@ -771,10 +771,10 @@ static void start_one(struct request *r, const struct cfg_target *t, struct cfg_
     s->ops = prov_ops_for(t->provider->kind);
     s->schemas = s->req;
     s->key_idx = key;
-    s->created = r->created;
+    s->created = r->ident.created;
     s->stream = r->input.stream;
     s->usage = PROV_USAGE_UNKNOWN;
-    snprintf(s->id, sizeof(s->id), "%s", r->id);
+    snprintf(s->id, sizeof(s->id), "%s", r->ident.id);
     bsc_buf_init(&s->resp, SHADOW_MAX_RESPONSE);
     bsc_buf_init(&s->answer, SHADOW_MAX_RESPONSE);
     uv_timer_init(&r->w->loop, &s->timer);
@@ -802,7 +802,7 @@ void shadow_start(struct request *r)
 
     /* The counters are the snapshot's one mutable part (config.h): cast, not copied. */
     sh = (struct cfg_shadow *)&r->route->shadow;
-    if (!sh->targets.n || r->n_attempts != 1 || r->input.op != PROV_OP_CHAT)
+    if (!sh->targets.n || r->att.n != 1 || r->input.op != PROV_OP_CHAT)
         return;
     /* A copy of a request that may act would act twice: none, whatever the percent. */
     if (r->env.side_effects != CFG_SE_NONE)

@@ -313,7 +313,7 @@ static bool line_set(struct spend_line *l, const char *subject, const char *kind
  * for one request gives the same list. */
 static size_t lines_of(const struct request *r, struct spend_line *out)
 {
-    const struct cfg_client *c = r->client;
+    const struct cfg_client *c = r->ident.client;
     const struct cfg_team *t = c->team;
     size_t n = 0;
 
@@ -356,7 +356,7 @@ static void on_read(enum bsc_err err, double usd, void *ud)
     if (!guard_op_end(r))
         return;
     if (err)
-        LOG_WARN("%s: the spend record %s could not be read: %s (admitted)", r->id,
+        LOG_WARN("%s: the spend record %s could not be read: %s (admitted)", r->ident.id,
                  r->spend.load ? r->spend.load->id : "-", bsc_err_str(err));
     r->spend.reading = false;
     r->spend.read_done = true;
@@ -386,7 +386,7 @@ static int start_read(struct request *r, struct spend_entry *e)
     if (err) {
         if (r->spend.loader_gen)
             e->st = ENTRY_NONE;
-        LOG_WARN("%s: the spend record %s could not be read: %s (admitted)", r->id, e->id,
+        LOG_WARN("%s: the spend record %s could not be read: %s (admitted)", r->ident.id, e->id,
                  bsc_err_str(err));
         return 0;
     }
@@ -424,7 +424,7 @@ static void on_refresh(enum bsc_err err, double usd, void *ud)
         return;
     if (err)
         LOG_WARN("%s: the spend record %s could not be read again: %s (judged on this "
-                 "process's figure)", r->id, e->id, bsc_err_str(err));
+                 "process's figure)", r->ident.id, e->id, bsc_err_str(err));
     r->spend.reading = false;
     r->spend.read_done = true;
     r->spend.read_usd = err ? -1.0 : usd;
@@ -474,9 +474,8 @@ static void refuse(struct request *r, const struct spend_line *l, double spent, 
                            period_names[bu->period], in_flight,
                            bu->period == CFG_PERIOD_TOTAL ? "an operator resets it"
                                                           : "the period ends (UTC)");
-    r->err.status = 429;
-    r->err.type = "rate_limit_error";
-    r->limited_by = "budget";
+    req__set_error_status(r, 429, "rate_limit_error");
+    req__set_error_limited_by(r, "budget");
 }
 
 /* The check of <r> against <e>, under the mutex: 0 passes, 1 waits for a read, 2 refuses
@@ -571,7 +570,7 @@ void spend_record(struct request *r, double usd)
     struct spend_line lines[SPEND_LINES_MAX];
     size_t n;
 
-    if (!r->client || !b || !(usd > 0))
+    if (!r->ident.client || !b || !(usd > 0))
         return;
     n = lines_of(r, lines);
     uv_mutex_lock(&b->mu);
@@ -588,7 +587,7 @@ void spend_record(struct request *r, double usd)
         if (r->gw->store && add != 0)
             err = add_cost(r, e, e->period_ms, add);
         if (err)
-            LOG_WARN("%s: a cost on spend record %s was not added to the store: %s", r->id,
+            LOG_WARN("%s: a cost on spend record %s was not added to the store: %s", r->ident.id,
                      e->id, bsc_err_str(err));
     }
     uv_mutex_unlock(&b->mu);
@@ -613,7 +612,7 @@ static void give_back(struct request *r, struct spend_entry *e, struct spend_hol
         err = add_cost(r, e, h->period_ms, -usd);
     h->stored = false;
     if (err)
-        LOG_WARN("%s: a hold on spend record %s was not given back in the store: %s", r->id,
+        LOG_WARN("%s: a hold on spend record %s was not given back in the store: %s", r->ident.id,
                  e->id, bsc_err_str(err));
 }
 
@@ -645,7 +644,7 @@ static void on_hold(enum bsc_err err, double usd, void *ud)
         return;
     if (err)
         LOG_WARN("%s: a hold on spend record %s was not confirmed: %s (judged on this "
-                 "process's figure)", r->id, r->spend.entry->id, bsc_err_str(err));
+                 "process's figure)", r->ident.id, r->spend.entry->id, bsc_err_str(err));
     r->spend.holding = false;
     r->spend.hold_done = true;
     r->spend.hold_total = err ? -1.0 : usd;
@@ -738,7 +737,7 @@ int spend_admit(struct request *r)
     size_t n;
     int v = 0;
 
-    if (!r->client || !b)
+    if (!r->ident.client || !b)
         return 0;
     if (r->spend.reading || r->spend.holding)
         return 1;
@@ -778,7 +777,7 @@ void spend_settle(struct request *r)
     struct spend_line lines[SPEND_LINES_MAX];
     size_t n;
 
-    if (!b || !r->client || !holds_any(r))
+    if (!b || !r->ident.client || !holds_any(r))
         return;
     n = lines_of(r, lines);
     uv_mutex_lock(&b->mu);
@@ -793,7 +792,7 @@ void spend_release(struct request *r)
     struct spend_entry *e;
     size_t n;
 
-    if ((!r->spend.counted && !holds_any(r)) || !b || !r->client)
+    if ((!r->spend.counted && !holds_any(r)) || !b || !r->ident.client)
         return;
     n = lines_of(r, lines);
     uv_mutex_lock(&b->mu);

@@ -69,7 +69,7 @@ struct spend_book *spend_book_new(void);
 void spend_book_free(struct spend_book *b);
 
 /* ADMIT: 0 passes, 1 waits for the store (the machine runs again on its answer), 2 refuses
- * (r->err is the 429 budget_exceeded). A request without a client always passes. */
+ * (r->err.reply is the 429 budget_exceeded). A request without a client always passes. */
 int spend_admit(struct request *r);
 /* Adds <usd>, what an attempt of <r> cost, to its client's spend (book and store). */
 void spend_record(struct request *r, double usd);

@@ -34,7 +34,7 @@ enum bsc_err req_trace_header(struct request *r, struct bsc_buf *h)
 
     if (!r->trace.begun)
         return BSC_OK;
-    tel_trace_header(&r->trace, r->n_attempts, tp);
+    tel_trace_header(&r->trace, r->att.n, tp);
     return prov_header(h, "traceparent", "%s", tp);
 }
 
@@ -56,7 +56,7 @@ static int64_t clock_offset_ns(void)
 
 static void request_span(struct request *r, struct tel_span *s, int64_t off)
 {
-    const struct attempt *last = r->n_attempts ? &r->attempts[r->n_attempts - 1] : NULL;
+    const struct attempt *last = r->att.n ? &r->att.recs[r->att.n - 1] : NULL;
 
     memcpy(s->trace_id, r->trace.trace_id, 16);
     memcpy(s->span_id, r->trace.span_id, 8);
@@ -64,26 +64,26 @@ static void request_span(struct request *r, struct tel_span *s, int64_t off)
     s->has_parent = r->trace.has_parent;
     s->name = "bascule.request";
     s->kind = TEL_KIND_SERVER;
-    s->start_ns = unix_ns(r->start_us, off);
+    s->start_ns = unix_ns(r->ident.start_us, off);
     s->end_ns = unix_ns(bsc_now_us(), off);
     s->error = strcmp(r->d.termination, "ok") != 0;
-    tel_span_str(s, "bascule.request_id", r->id);
+    tel_span_str(s, "bascule.request_id", r->ident.id);
     tel_span_str(s, "bascule.route", r->route->id);
     tel_span_str(s, "bascule.workflow", last ? attempt_workflow_name(last->workflow) : "none");
     tel_span_str(s, "bascule.outcome", r->d.termination);
     tel_span_int(s, "http.response.status_code", r->d.status);
-    tel_span_int(s, "bascule.attempts", r->n_attempts);
-    tel_span_str(s, "bascule.target", r->target ? r->target->id : NULL);
+    tel_span_int(s, "bascule.attempts", r->att.n);
+    tel_span_str(s, "bascule.target", r->cur.target ? r->cur.target->id : NULL);
     if (r->x.usage.input_tokens >= 0)
         tel_span_int(s, "gen_ai.usage.input_tokens", r->x.usage.input_tokens);
     if (r->x.usage.output_tokens >= 0)
         tel_span_int(s, "gen_ai.usage.output_tokens", r->x.usage.output_tokens);
-    tel_span_dbl(s, "bascule.cost_usd", r->cost_usd);
+    tel_span_dbl(s, "bascule.cost_usd", r->cost.usd);
 }
 
 static void attempt_span(struct request *r, unsigned n, struct tel_span *s, int64_t off)
 {
-    const struct attempt *a = &r->attempts[n - 1];
+    const struct attempt *a = &r->att.recs[n - 1];
     uint64_t end = a->end_us ? a->end_us : bsc_now_us();
 
     memcpy(s->trace_id, r->trace.trace_id, 16);
@@ -118,13 +118,13 @@ void req_trace_finish(struct request *r)
 
     if (!r->trace.begun || !r->trace.sampled || !tc->otlp_endpoint[0])
         return;
-    spans = calloc(1 + r->n_attempts, sizeof(*spans)); /* ~2.4 KB each: not on a loop stack */
+    spans = calloc(1 + r->att.n, sizeof(*spans)); /* ~2.4 KB each: not on a loop stack */
     if (!spans)
         return;
     off = clock_offset_ns();
     request_span(r, &spans[0], off);
-    for (unsigned i = 1; i <= r->n_attempts; i++)
+    for (unsigned i = 1; i <= r->att.n; i++)
         attempt_span(r, i, &spans[i], off);
-    tel_export(tc, req__metrics(r), spans, 1 + r->n_attempts);
+    tel_export(tc, req__metrics(r), spans, 1 + r->att.n);
     free(spans);
 }

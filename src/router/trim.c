@@ -353,7 +353,7 @@ static enum bsc_err build_cut(struct request *r, const struct trim_cut *cut)
 enum bsc_err trim_req_attempt(struct request *r)
 {
     struct trim_state *ts = &r->trim;
-    const struct cfg_target *t = r->target;
+    const struct cfg_target *t = r->cur.target;
     struct trim_input in = {
         .msgs = ts->msgs,
         .n = ts->n,

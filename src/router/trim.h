@@ -120,7 +120,7 @@ void trim_req_inspect(struct request *r, struct bsc_str body, struct bsc_str msg
  * `fail` would accept <t> for it as it is (no output budget reserved). */
 bool trim_req_fits(const struct request *r, const struct cfg_target *t);
 
-/* Plans the cut for the attempt on r->target and builds its request (r->trim.body, .json),
+/* Plans the cut for the attempt on r->cur.target and builds its request (r->trim.body, .json),
  * from the client's messages each time. BSC_OK with r->trim.dropped 0 when nothing is cut
  * (it fits, or the request must reach an anthropic target as the client's own bytes);
  * BSC_ENOMEM. */
