@@ -343,6 +343,25 @@ static enum bsc_err rebuild(struct gateway *gw)
     return BSC_OK;
 }
 
+/* A shared store (Redis) connects on its own thread and refuses jobs until then: the
+ * test waits for the connection (main.c retries the keyring instead), bounded by
+ * RH_WAIT_MS. */
+static void wait_store_up(const struct store *st)
+{
+    struct timespec deadline = deadline_in(RH_WAIT_MS), now;
+    const char *reason = "";
+
+    while (store_is_shared(st) && !store_is_up(st, &reason)) {
+        struct timespec pause = {0, 10 * 1000 * 1000};
+
+        clock_gettime(CLOCK_REALTIME, &now);
+        if (now.tv_sec > deadline.tv_sec ||
+            (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec))
+            fail_msg("the store is not up after %d ms: %s", RH_WAIT_MS, reason);
+        nanosleep(&pause, NULL);
+    }
+}
+
 static void gateway_build(struct rh *h, struct cfg *cfg)
 {
     struct gateway *gw = &h->gw;
@@ -368,6 +387,7 @@ static void gateway_build(struct rh *h, struct cfg *cfg)
     assert_int_equal(lim_reg_sync(gw->lim, cfg), BSC_OK);
     if (store_open(&cfg->store, &gw->store, err, sizeof(err)) != BSC_OK)
         fail_msg("store: %s", err);
+    wait_store_up(gw->store);
     /* main.c's start_keyring: the keyring read from the store (the admin API's writes wait
      * for that), then merged into the first snapshot. */
     assert_int_equal(keyring_load_blocking(gw->keyring, gw->store, uv_default_loop()), BSC_OK);
