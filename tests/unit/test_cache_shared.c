@@ -87,8 +87,9 @@ static void miss_then_hit_from_redis(void **state)
     stop(h);
 }
 
-/* no-store: answered, never written. The next request's entry is written on the same
- * connection after it, so once that one is there the first would be too. */
+/* no-store: answered, never written. The store's jobs go out in order on one connection,
+ * so the same request after it would find its entry; it misses, its own entry is the only
+ * one, and the one after that hits. */
 static void no_store_writes_nothing(void **state)
 {
     struct rh *h = start();
@@ -98,15 +99,16 @@ static void no_store_writes_nothing(void **state)
     (void)state;
     rh_chat(h, "ns-1", "r", "", "Cache-Control: no-store\r\n", &one);
     assert_int_equal(one.status, 200);
-    rh_chat(h, "ns-2", "r", ",\"temperature\":0.5", NULL, &two);
+    rh_chat(h, "ns-2", "r", "", NULL, &two);
     assert_int_equal(two.status, 200);
     rh_assert_header(&two, "x-bascule-cache", "miss");
+    rh_assert_path("ns-2", "admit pick attempt reply done");
     rs_wait_keys(&redis, ENTRIES, 1, keys, sizeof(keys));
     assert_true(strncmp(keys, "*1\n", 3) == 0);
     rh_resp_free(&one);
     rh_resp_free(&two);
-    rh_chat(h, "ns-3", "r", "", NULL, &one); /* the no-store request's body: not kept */
-    rh_assert_header(&one, "x-bascule-cache", "miss");
+    rh_chat(h, "ns-3", "r", "", NULL, &one);
+    rh_assert_header(&one, "x-bascule-cache", "hit");
     rh_resp_free(&one);
     stop(h);
 }
