@@ -245,10 +245,19 @@ void rs_stop(struct rs *s)
     }
 }
 
+/* The signal is delivered when the kernel next schedules the server: wait (as its parent)
+ * until it reports the stop, so no command sent after rs_pause is answered. */
 void rs_pause(struct rs *s)
 {
-    if (s->pid > 0 && !s->paused && kill(s->pid, SIGSTOP) == 0)
-        s->paused = true;
+    int status = 0;
+
+    if (s->pid <= 0 || s->paused)
+        return;
+    if (kill(s->pid, SIGSTOP))
+        fail_msg("SIGSTOP redis-server %d: %s", (int)s->pid, strerror(errno));
+    if (waitpid(s->pid, &status, WUNTRACED) != s->pid || !WIFSTOPPED(status))
+        fail_msg("redis-server %d did not stop (status %#x)", (int)s->pid, status);
+    s->paused = true;
 }
 
 void rs_resume(struct rs *s)

@@ -28,7 +28,8 @@ void rs_start(struct rs *s);
 /* SIGCONT if paused, SIGTERM, then SIGKILL after RS_WAIT_MS; waits for it; removes its
  * directory. Harmless on a stopped server. */
 void rs_stop(struct rs *s);
-/* SIGSTOP / SIGCONT: a server that accepts connections but never answers. */
+/* SIGSTOP (returns once the server reported the stop) / SIGCONT: a server that accepts
+ * connections but never answers. */
 void rs_pause(struct rs *s);
 void rs_resume(struct rs *s);
 /* "redis://127.0.0.1:PORT" into <out>. */
