@@ -438,7 +438,7 @@ static void apply_stop(struct request *r, const struct decide_in *in, const stru
         none_eligible(r, in->now_ms);
         break;
     case DECIDE_STOP_UNCERTAIN:
-        r->x.fail.kind = FAIL_SIDE_EFFECT_UNCERTAIN;
+        xchg_note_uncertain(r);
         req__set_provider_error(r);
         req__set_error_code(r, "reconcile_required");
         deliver_set_termination(r, "reconcile_required");

@@ -299,18 +299,10 @@ enum bsc_err deliver_convert(struct request *r)
     contract_feed_checks(r, bsc_buf_str(&r->x.conv)); /* what the client gets, checked */
     if (r->d.ops) {
         err = convert_down(r);
-    } else if (r->d.out.len == 0 && r->d.out.max == r->x.conv.max) {
-        /* OpenAI frames to an OpenAI client: the buffers trade places instead of the bytes
-         * being copied (a held stream's event would touch both buffers' memory). */
-        struct bsc_buf t = r->d.out;
-
-        r->d.out = r->x.conv;
-        r->x.conv = t;
-        err = BSC_OK;
-    } else {
-        err = bsc_buf_append(&r->d.out, r->x.conv.p, r->x.conv.len);
+        xchg_drop_frames(r);
+    } else { /* OpenAI frames to an OpenAI client: as they are */
+        err = xchg_hand_frames(r, &r->d.out);
     }
-    bsc_buf_reset(&r->x.conv);
     return err;
 }
 
@@ -328,17 +320,15 @@ bool deliver_stream_over(struct request *r, bool timer)
         return r->d.limit_cut != NULL;
     if (r->d.bytes_out + r->d.out.len > l->max_stream_bytes) {
         r->d.limit_cut = "stream_too_large";
-        snprintf(r->x.stream_fail.message, sizeof(r->x.stream_fail.message),
-                 "the stream passed limits.max_stream_bytes (%llu bytes)",
-                 (unsigned long long)l->max_stream_bytes);
+        xchg_note_stream_cut(r, "the stream passed limits.max_stream_bytes (%llu bytes)",
+                             (unsigned long long)l->max_stream_bytes);
     } else if ((timer && r->d.limit_timer) || stream_age_ms(r, bsc_now_us()) >= l->max_stream_ms) {
         r->d.limit_cut = "stream_too_long";
-        snprintf(r->x.stream_fail.message, sizeof(r->x.stream_fail.message),
-                 "the stream passed limits.max_stream_ms (%u ms)", l->max_stream_ms);
+        xchg_note_stream_cut(r, "the stream passed limits.max_stream_ms (%u ms)",
+                             l->max_stream_ms);
     } else {
         return false;
     }
-    r->x.stream_failed = true;
     bsc_buf_reset(&r->d.out); /* what would pass the limit is not sent: the error event is */
     return true;
 }

@@ -124,12 +124,7 @@ static void on_timer(uv_timer_t *h)
             return; /* events came since it was armed: not a stall yet */
         /* fall through */
     case REQ_ST_ATTEMPT:
-        if (r->x.xfer) { /* else an attempt aborted from a callback continues here */
-            r->x.timed_out = true;
-            r->x.first_token_late = r->x.ftt_armed && r->m.state == REQ_ST_ATTEMPT;
-            up_cancel(r->x.xfer);
-            r->x.xfer = NULL;
-        }
+        xchg_time_out(r, r->m.state == REQ_ST_ATTEMPT);
         break;
     default:
         return;
@@ -327,19 +322,15 @@ static void limited_locally(struct request *r, bool full, uint64_t soonest, uint
 {
     char why[64];
 
-    fail_info_init(&r->x.fail);
-    r->x.fail.kind = FAIL_RATE_LIMITED;
     if (full) {
-        r->x.fail.retry_after_ms = ADAPTIVE_RETRY_MS;
-        snprintf(r->x.fail.message, sizeof(r->x.fail.message),
-                 "%s is at its adaptive concurrency limit", r->cur.target->id);
+        xchg_note_rate_limited(r, ADAPTIVE_RETRY_MS, "%s is at its adaptive concurrency limit",
+                               r->cur.target->id);
         return;
     }
-    r->x.fail.retry_after_ms = soonest > now ? (int64_t)(soonest - now) : 0;
     keys_reasons_text(hstate_tkeys_reasons(r->gw->hs, r->cur.target, now), why, sizeof(why));
-    snprintf(r->x.fail.message, sizeof(r->x.fail.message),
-             "every key of %s is cooling down (all keys cooled: %s)", r->cur.target->provider->id,
-             why[0] ? why : "unknown");
+    xchg_note_rate_limited(r, soonest > now ? (int64_t)(soonest - now) : 0,
+                           "every key of %s is cooling down (all keys cooled: %s)",
+                           r->cur.target->provider->id, why[0] ? why : "unknown");
 }
 
 /* Room for the next attempt's record (r->att.recs[r->att.n]): in place for the first
@@ -376,7 +367,7 @@ static void arm_attempt_timer(struct request *r, uint64_t now)
 
     if (r->input.stream && !r->buffering && ftt && !r->d.committed && ftt < t) {
         t = ftt;
-        r->x.ftt_armed = true;
+        xchg_arm_first_token(r);
     }
     req__arm_timer(r, t);
 }
@@ -521,13 +512,6 @@ static void st_backoff(struct request *r)
     begin_attempt(r);
 }
 
-/* A stream's usage as far as the provider reported it, into r->x.usage. */
-static void stream_usage(struct request *r)
-{
-    if (r->x.mode == BODY_SSE && r->x.prov_st_live && r->x.ops->stream_usage)
-        r->x.ops->stream_usage(r->x.prov_st, &r->x.usage);
-}
-
 /* The usage the attempt that ends is charged for: the provider's, and where it reported
  * nothing -- or, on an answer that did not end, less output than was relayed -- the
  * estimate (docs/internals/spend.md, "Cost"): the prompt at the router's bytes / 4, the
@@ -535,21 +519,12 @@ static void stream_usage(struct request *r)
  * <complete>: the answer ended properly, its usage is final. True when estimated. */
 static bool charged_usage(struct request *r, bool complete)
 {
-    struct prov_usage *u = &r->x.usage;
     int64_t out = r->x.mode == BODY_SSE ? (int64_t)r->d.text_frames
                                         : (int64_t)(r->x.answer.len / 4);
-    bool estimated = false;
 
-    stream_usage(r);
-    if (u->input_tokens < 0) {
-        u->input_tokens = (int64_t)(r->input.est_tokens - r->input.est_out_tokens);
-        estimated = true;
-    }
-    if (u->output_tokens < 0 || (!complete && u->output_tokens < out)) {
-        u->output_tokens = out;
-        estimated = true;
-    }
-    return estimated;
+    xchg_take_stream_usage(r);
+    return xchg_estimate_usage(r, (int64_t)(r->input.est_tokens - r->input.est_out_tokens), out,
+                               complete);
 }
 
 /* Charges the attempt that ends to the request (r->cost.usd sums its attempts) and to its
@@ -561,7 +536,7 @@ static void account_usage(struct request *r, bool complete)
     double cost;
 
     if (!(p->input_per_mtok > 0) && !(p->output_per_mtok > 0)) {
-        stream_usage(r); /* nothing to charge: the usage as reported, nothing estimated */
+        xchg_take_stream_usage(r); /* nothing to charge: the usage as reported, nothing estimated */
         return;
     }
     estimated = charged_usage(r, complete);
@@ -587,7 +562,7 @@ static void account_delivered(struct request *r)
  * token (a refusal, a reset, an error status) costs nothing. */
 static void account_failed(struct request *r)
 {
-    stream_usage(r);
+    xchg_take_stream_usage(r);
     if (r->x.usage.output_tokens > 0 || r->d.text_frames > 0)
         account_usage(r, false);
 }
@@ -728,11 +703,7 @@ static void st_relay(struct request *r)
         relay_continue(r, a);
         return;
     }
-    fail_info_init(&r->x.fail);
-    r->x.fail.kind = FAIL_PARTIAL_OUTPUT;
-    r->x.fail.transport = r->x.stream_failed ? FT_OK : FT_RESET;
-    r->x.fail.status = 200;
-    r->x.fail.request_caused = r->x.stream_failed && r->x.stream_fail.request_caused;
+    xchg_note_partial_output(r);
     attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, "partial_output");
     a->status = 200;
     account_failed(r); /* cut after tokens were generated: billed */
@@ -978,14 +949,8 @@ static void on_server_stop(struct srv_req *sreq, void *ud)
     if (r->m.state != REQ_ST_RELAY || !r->d.committed || r->d.limit_cut || r->g.idem_settling)
         return; /* complete, its record being stored: it ends within store.timeout_ms */
     r->d.limit_cut = "shutting_down";
-    snprintf(r->x.stream_fail.message, sizeof(r->x.stream_fail.message),
-             "the gateway is shutting down (limits.drain_timeout_ms passed)");
-    r->x.stream_failed = true;
-    r->x.timed_out = false; /* st_relay takes the cut as made */
-    if (r->x.xfer) {
-        up_cancel(r->x.xfer);
-        r->x.xfer = NULL;
-    }
+    xchg_note_stream_cut(r, "the gateway is shutting down (limits.drain_timeout_ms passed)");
+    xchg_stop_as_cut(r); /* st_relay takes the cut as made */
     req__run(r);
 }
 

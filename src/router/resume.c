@@ -278,9 +278,10 @@ static enum bsc_err rewrite(struct request *r)
         err = w.err;
     if (err == BSC_EINVAL)
         r->resume.gave_up = true;
-    bsc_buf_reset(&r->x.conv);
-    if (!err)
-        err = bsc_buf_append(&r->x.conv, out.p, out.len);
+    if (err)
+        xchg_drop_frames(r);
+    else
+        err = xchg_replace_frames(r, &out);
     bsc_buf_cleanup(&out);
     return err;
 }
@@ -315,11 +316,7 @@ void resume_begin(struct request *r, const char *why)
                                                : FAIL_UPSTREAM_RESET;
 
     snprintf(r->resume.why, sizeof(r->resume.why), "%s", why);
-    fail_info_init(&r->x.fail);
-    r->x.fail.kind = kind;
-    r->x.fail.status = 200;
-    r->x.fail.transport = FT_OK;
-    snprintf(r->x.fail.message, sizeof(r->x.fail.message), "%s", why);
+    xchg_note_stream_break(r, kind, why);
     r->resume.active = true;
 }
 
@@ -431,7 +428,7 @@ void resume_add_usage(struct request *r)
 
 const char *resume_attempt_failed(struct request *r)
 {
-    struct fail_info *f = &r->x.fail;
+    const struct fail_info *f = &r->x.fail;
 
     resume_add_usage(r);
     if (r->resume.gave_up)
@@ -441,8 +438,7 @@ const char *resume_attempt_failed(struct request *r)
     /* The target refused the trailing assistant message: never the client's error. The same
      * target may go on by replay and match instead. */
     r->resume.refused = r->cur.target;
-    f->kind = FAIL_SERVER_ERROR;
-    f->request_caused = true; /* not the target's health */
+    xchg_note_prefill_refused(r);
     return "refused";
 }
 
