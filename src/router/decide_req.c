@@ -532,3 +532,27 @@ enum decision req__decide_next(struct request *r, const char **why)
     apply_go(r, &in, &out);
     return DECIDE_GO;
 }
+
+void req__notes_init(struct request *r)
+{
+    r->notes.all_rate_limited = true;
+}
+
+void req__note_failed(struct request *r, enum fail_kind kind)
+{
+    if (kind != FAIL_RATE_LIMITED && kind != FAIL_QUOTA_EXHAUSTED)
+        r->notes.all_rate_limited = false;
+    req__note_recovery(r, fail_kind_name(kind));
+}
+
+void req__note_recovery(struct request *r, const char *why)
+{
+    if (!r->notes.recovery_reason)
+        r->notes.recovery_reason = why;
+}
+
+void req__next_delay_taken(struct request *r)
+{
+    r->next.delay_ms = 0;
+    r->next.delay_why = NULL;
+}

@@ -177,7 +177,7 @@ static void end_response(struct request *r, const char *termination, bool comple
         srv_resp_end(r->sreq);
     else
         srv_resp_abort(r->sreq);
-    r->sreq = NULL;
+    req__release_sreq(r);
 }
 
 void deliver_end(struct request *r, const char *termination)
@@ -352,6 +352,26 @@ void deliver_stream_arm(struct request *r, uint64_t gap_ms)
     r->d.relay_timer = true;
 }
 
+void deliver_stream_disarmed(struct request *r)
+{
+    r->d.relay_timer = false;
+}
+
+void deliver_stream_cut(struct request *r, const char *limit)
+{
+    r->d.limit_cut = limit;
+}
+
+enum bsc_err deliver_stream_seam(struct request *r, const char *target_id, const char *how)
+{
+    return bsc_buf_appendf(&r->d.out, ": bascule continued on %s by %s\n\n", target_id, how);
+}
+
+void deliver_restart_frame_count(struct request *r)
+{
+    r->d.text_frames = 0;
+}
+
 bool deliver_stream_rearm(struct request *r)
 {
     uint64_t now = bsc_now_ms();
@@ -453,7 +473,7 @@ void deliver_answer(struct request *r)
     srv_resp_send(r->sreq, r->d.status, "application/json", h, n, body.p, body.len);
     r->d.bytes_out += body.len;
     r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
-    r->sreq = NULL;
+    req__release_sreq(r);
 }
 
 void deliver_error(struct request *r)
@@ -471,7 +491,7 @@ void deliver_error(struct request *r)
     r->d.status = r->err.reply.status;
     guard_idem_finish(r); /* released before the client can see the error */
     reply_error_send(r->sreq, &r->err.reply, h, n, r->d.ops ? r->d.ops->error_body : NULL);
-    r->sreq = NULL;
+    req__release_sreq(r);
 }
 
 void deliver_down_reset(struct request *r)
@@ -504,7 +524,7 @@ void deliver_whole_sent(struct request *r, size_t bytes, bool timed)
     r->d.bytes_out = bytes;
     if (timed)
         r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
-    r->sreq = NULL;
+    req__release_sreq(r);
 }
 
 void deliver_out_reset(struct request *r)

@@ -139,7 +139,25 @@ void req__arm_timer(struct request *r, uint64_t delay_ms)
      * cooldown or a Retry-After never ends before the time it was computed for. */
     uv_update_time(r->timer.loop);
     uv_timer_start(&r->timer, on_timer, delay_ms, 0);
-    r->d.relay_timer = false; /* deliver_stream_arm marks its own */
+    deliver_stream_disarmed(r); /* deliver_stream_arm marks its own */
+}
+
+/* ---- members request.c owns, changed for the helper that saw why ---- */
+
+void req__admit_check_passed(struct request *r)
+{
+    r->m.admit_at++;
+}
+
+void req__release_sreq(struct request *r)
+{
+    r->sreq = NULL;
+}
+
+void req__add_cost(struct request *r, double usd, bool estimated)
+{
+    r->cost.usd += usd;
+    r->cost.estimated |= estimated;
 }
 
 /* ---- attempt accounting ---- */
@@ -295,10 +313,7 @@ static void attempt_failed(struct request *r)
     }
     report_attempt(r, breaker_outcome(&r->x.fail), fail_kind_name(r->x.fail.kind),
                    pol->flags_misconfigured);
-    if (r->x.fail.kind != FAIL_RATE_LIMITED && r->x.fail.kind != FAIL_QUOTA_EXHAUSTED)
-        r->notes.all_rate_limited = false;
-    if (!r->notes.recovery_reason)
-        r->notes.recovery_reason = fail_kind_name(r->x.fail.kind);
+    req__note_failed(r, r->x.fail.kind);
 }
 
 /* ---- states ---- */
@@ -397,8 +412,7 @@ static void begin_attempt(struct request *r)
     feedback_take_ranking(r, a->ranking, sizeof(a->ranking));
     a->delay_ms = r->next.delay_ms;
     a->delay_why = r->next.delay_why;
-    r->next.delay_ms = 0;
-    r->next.delay_why = NULL;
+    req__next_delay_taken(r);
     r->cur.open = true;
     hstate_inflight(r->gw->hs, r->cur.target, +1);
     metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->cur.target->id, NULL, 1);
@@ -470,7 +484,7 @@ static void end_interrupted(struct request *r)
 
 static void st_pick(struct request *r)
 {
-    const char *why = NULL;
+    const char *why = NULL, *broke;
 
     reqlim_resume(r);
     if (r->att.n == 0) {
@@ -485,8 +499,8 @@ static void st_pick(struct request *r)
     if (req__decide_next(r, &why) == DECIDE_STOP) {
         if (r->lim.waiting)
             return;
-        log_attempt(r, "stop", r->resume.break_why ? r->resume.break_why : why);
-        r->resume.break_why = NULL;
+        broke = resume_take_break_why(r);
+        log_attempt(r, "stop", broke ? broke : why);
         if (r->d.committed) { /* a continuation with nowhere to go */
             end_interrupted(r);
             return;
@@ -494,9 +508,8 @@ static void st_pick(struct request *r)
         req__goto(r, REQ_ST_REPLY_ERROR);
         return;
     }
-    log_attempt(r, req__count_workflow(r, r->next.wf),
-                r->resume.break_why ? r->resume.break_why : why);
-    r->resume.break_why = NULL;
+    broke = resume_take_break_why(r);
+    log_attempt(r, req__count_workflow(r, r->next.wf), broke ? broke : why);
     if (r->next.delay_ms) {
         req__arm_timer(r, r->next.delay_ms);
         req__goto(r, REQ_ST_BACKOFF);
@@ -543,8 +556,7 @@ static void account_usage(struct request *r, bool complete)
     cost = cost_of_usage(p, &r->x.usage);
     if (!(cost > 0))
         return;
-    r->cost.usd += cost;
-    r->cost.estimated |= estimated;
+    req__add_cost(r, cost, estimated);
     spend_record(r, cost);
 }
 
@@ -650,9 +662,8 @@ static void relay_continue(struct request *r, struct attempt *a)
     feedback_attempt(r, false);
     resume_begin(r, break_message(r));
     report_attempt(r, breaker_outcome(&r->x.fail), "partial_output", false);
-    r->resume.break_why = why; /* its attempt line, written once PICK decided, says so */
-    if (!r->notes.recovery_reason)
-        r->notes.recovery_reason = why;
+    resume_note_break(r, why); /* its attempt line, written once PICK decided, says so */
+    req__note_recovery(r, why);
     r->m.admit_at = 0;
     req__goto(r, REQ_ST_ADMIT);
 }
@@ -948,7 +959,7 @@ static void on_server_stop(struct srv_req *sreq, void *ud)
     (void)sreq;
     if (r->m.state != REQ_ST_RELAY || !r->d.committed || r->d.limit_cut || r->g.idem_settling)
         return; /* complete, its record being stored: it ends within store.timeout_ms */
-    r->d.limit_cut = "shutting_down";
+    deliver_stream_cut(r, "shutting_down");
     xchg_note_stream_cut(r, "the gateway is shutting down (limits.drain_timeout_ms passed)");
     xchg_stop_as_cut(r); /* st_relay takes the cut as made */
     req__run(r);
@@ -1055,7 +1066,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     deliver_init(&r->d, in->down, in->down_arg);
     r->buffering = r->input.stream && r->env.on_stream_failure == CFG_SF_BUFFER;
     resume_init(r);
-    r->notes.all_rate_limited = true;
+    req__notes_init(r);
     bsc_str_copy(r->ident.id, sizeof(r->ident.id), bsc_str_cstr(srv_req_id(sreq)));
     req_client_scope(sreq, r->ident.client_scope, sizeof(r->ident.client_scope)); /* feedback.c */
     bsc_str_copy(r->ident.path, sizeof(r->ident.path), srv_req_path(sreq));

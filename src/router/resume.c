@@ -176,8 +176,7 @@ enum bsc_err resume__seam(struct request *r)
     if (r->resume.seam_sent)
         return BSC_OK;
     r->resume.seam_sent = true;
-    return bsc_buf_appendf(&r->d.out, ": bascule continued on %s by %s\n\n", r->cur.target->id,
-                           r->resume.how);
+    return deliver_stream_seam(r, r->cur.target->id, r->resume.how);
 }
 
 /* One frame of a continuation, into <out> (or dropped). BSC_EINVAL: give up. */
@@ -384,7 +383,7 @@ enum bsc_err resume_attempt(struct request *r)
     s->target = r->cur.target->id;
     s->seam_sent = false;
     s->seam_bytes = r->d.bytes_out;
-    r->d.text_frames = 0; /* the output estimate is per attempt */
+    deliver_restart_frame_count(r); /* the output estimate is per attempt */
     if (req__cur_attempt(r)) {
         req__cur_attempt(r)->continued_how = s->how;
         req__cur_attempt(r)->continued_bytes = s->seam_bytes;
@@ -424,6 +423,19 @@ void resume_add_usage(struct request *r)
     p->cache_write_1h_tokens += u->cache_write_1h_tokens > 0 ? u->cache_write_1h_tokens : 0;
     p->reasoning_tokens += u->reasoning_tokens > 0 ? u->reasoning_tokens : 0;
     r->resume.n_prior++;
+}
+
+void resume_note_break(struct request *r, const char *why)
+{
+    r->resume.break_why = why;
+}
+
+const char *resume_take_break_why(struct request *r)
+{
+    const char *why = r->resume.break_why;
+
+    r->resume.break_why = NULL;
+    return why;
 }
 
 const char *resume_attempt_failed(struct request *r)
