@@ -472,11 +472,10 @@ static void apply_go(struct request *r, const struct decide_in *in,
                      const struct decide_out *out)
 {
     feedback_note_ranking(r, in, out);
-    r->cur.target = out->target;
-    r->cur.tier = out->tier;
+    req__aim(r, out->target, out->tier);
     r->next.wf = out->wf;
     if (out->admitted)
-        r->cur.probe = out->probe;
+        req__aim_probe(r, out->probe);
 }
 
 enum decision req__decide_first(struct request *r)
@@ -491,7 +490,7 @@ enum decision req__decide_first(struct request *r)
         out.stop = DECIDE_STOP_NONE_ELIGIBLE;
     if (d == DECIDE_STOP && out.stop == DECIDE_STOP_CAPACITY && reqlim_wait(r, &out))
         return DECIDE_STOP; /* queued: r->lim.waiting */
-    r->cur.target = NULL;
+    req__aim(r, NULL, r->cur.tier);
     if (out.stop != DECIDE_STOP_NONE_ELIGIBLE) {
         apply_go(r, &in, &out);
         r->notes.recovery_reason = out.recovery ? out.recovery : r->notes.recovery_reason;

@@ -218,6 +218,10 @@ void req__admit_check_passed(struct request *r);
 /* The answer went out (or was abandoned): the borrowed srv_req is no longer the
  * request's to use (deliver.c). */
 void req__release_sreq(struct request *r);
+/* The decision's target (NULL: none yet) and tier for the next attempt (decide_req.c). */
+void req__aim(struct request *r, const struct cfg_target *target, enum tier tier);
+/* The next attempt is a half-open probe of its target's circuit, or not (decide_req.c). */
+void req__aim_probe(struct request *r, bool probe);
 /* <usd> charged to the request (r->cost), <estimated> when from an estimate. */
 void req__add_cost(struct request *r, double usd, bool estimated);
 

@@ -154,6 +154,17 @@ void req__release_sreq(struct request *r)
     r->sreq = NULL;
 }
 
+void req__aim(struct request *r, const struct cfg_target *target, enum tier tier)
+{
+    r->cur.target = target;
+    r->cur.tier = tier;
+}
+
+void req__aim_probe(struct request *r, bool probe)
+{
+    r->cur.probe = probe;
+}
+
 void req__add_cost(struct request *r, double usd, bool estimated)
 {
     r->cost.usd += usd;
