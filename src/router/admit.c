@@ -176,7 +176,7 @@ enum admit_verdict admit_run(struct request *r)
                       v == ADMIT_WAIT ? "waits" : "answers");
             return v;
         }
-        r->m.admit_at++;
+        req__admit_check_passed(r);
     }
     return ADMIT_PASS;
 }

@@ -235,7 +235,7 @@ static void charge(struct request *r, const struct cfg_target *t, struct prov_us
     cost = cost_of_usage(&t->price, usage);
     if (!(cost > 0))
         return;
-    r->cost.usd += cost;
+    req__add_cost(r, cost, false);
     r->c.embed_cost_usd += cost;
     spend_record(r, cost);
 }

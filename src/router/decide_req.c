@@ -438,7 +438,7 @@ static void apply_stop(struct request *r, const struct decide_in *in, const stru
         none_eligible(r, in->now_ms);
         break;
     case DECIDE_STOP_UNCERTAIN:
-        r->x.fail.kind = FAIL_SIDE_EFFECT_UNCERTAIN;
+        xchg_note_uncertain(r);
         req__set_provider_error(r);
         req__set_error_code(r, "reconcile_required");
         deliver_set_termination(r, "reconcile_required");
@@ -472,11 +472,10 @@ static void apply_go(struct request *r, const struct decide_in *in,
                      const struct decide_out *out)
 {
     feedback_note_ranking(r, in, out);
-    r->cur.target = out->target;
-    r->cur.tier = out->tier;
+    req__aim(r, out->target, out->tier);
     r->next.wf = out->wf;
     if (out->admitted)
-        r->cur.probe = out->probe;
+        req__aim_probe(r, out->probe);
 }
 
 enum decision req__decide_first(struct request *r)
@@ -491,7 +490,7 @@ enum decision req__decide_first(struct request *r)
         out.stop = DECIDE_STOP_NONE_ELIGIBLE;
     if (d == DECIDE_STOP && out.stop == DECIDE_STOP_CAPACITY && reqlim_wait(r, &out))
         return DECIDE_STOP; /* queued: r->lim.waiting */
-    r->cur.target = NULL;
+    req__aim(r, NULL, r->cur.tier);
     if (out.stop != DECIDE_STOP_NONE_ELIGIBLE) {
         apply_go(r, &in, &out);
         r->notes.recovery_reason = out.recovery ? out.recovery : r->notes.recovery_reason;
@@ -531,4 +530,28 @@ enum decision req__decide_next(struct request *r, const char **why)
     }
     apply_go(r, &in, &out);
     return DECIDE_GO;
+}
+
+void req__notes_init(struct request *r)
+{
+    r->notes.all_rate_limited = true;
+}
+
+void req__note_failed(struct request *r, enum fail_kind kind)
+{
+    if (kind != FAIL_RATE_LIMITED && kind != FAIL_QUOTA_EXHAUSTED)
+        r->notes.all_rate_limited = false;
+    req__note_recovery(r, fail_kind_name(kind));
+}
+
+void req__note_recovery(struct request *r, const char *why)
+{
+    if (!r->notes.recovery_reason)
+        r->notes.recovery_reason = why;
+}
+
+void req__next_delay_taken(struct request *r)
+{
+    r->next.delay_ms = 0;
+    r->next.delay_why = NULL;
 }

@@ -177,7 +177,7 @@ static void end_response(struct request *r, const char *termination, bool comple
         srv_resp_end(r->sreq);
     else
         srv_resp_abort(r->sreq);
-    r->sreq = NULL;
+    req__release_sreq(r);
 }
 
 void deliver_end(struct request *r, const char *termination)
@@ -299,18 +299,10 @@ enum bsc_err deliver_convert(struct request *r)
     contract_feed_checks(r, bsc_buf_str(&r->x.conv)); /* what the client gets, checked */
     if (r->d.ops) {
         err = convert_down(r);
-    } else if (r->d.out.len == 0 && r->d.out.max == r->x.conv.max) {
-        /* OpenAI frames to an OpenAI client: the buffers trade places instead of the bytes
-         * being copied (a held stream's event would touch both buffers' memory). */
-        struct bsc_buf t = r->d.out;
-
-        r->d.out = r->x.conv;
-        r->x.conv = t;
-        err = BSC_OK;
-    } else {
-        err = bsc_buf_append(&r->d.out, r->x.conv.p, r->x.conv.len);
+        xchg_drop_frames(r);
+    } else { /* OpenAI frames to an OpenAI client: as they are */
+        err = xchg_hand_frames(r, &r->d.out);
     }
-    bsc_buf_reset(&r->x.conv);
     return err;
 }
 
@@ -328,17 +320,15 @@ bool deliver_stream_over(struct request *r, bool timer)
         return r->d.limit_cut != NULL;
     if (r->d.bytes_out + r->d.out.len > l->max_stream_bytes) {
         r->d.limit_cut = "stream_too_large";
-        snprintf(r->x.stream_fail.message, sizeof(r->x.stream_fail.message),
-                 "the stream passed limits.max_stream_bytes (%llu bytes)",
-                 (unsigned long long)l->max_stream_bytes);
+        xchg_note_stream_cut(r, "the stream passed limits.max_stream_bytes (%llu bytes)",
+                             (unsigned long long)l->max_stream_bytes);
     } else if ((timer && r->d.limit_timer) || stream_age_ms(r, bsc_now_us()) >= l->max_stream_ms) {
         r->d.limit_cut = "stream_too_long";
-        snprintf(r->x.stream_fail.message, sizeof(r->x.stream_fail.message),
-                 "the stream passed limits.max_stream_ms (%u ms)", l->max_stream_ms);
+        xchg_note_stream_cut(r, "the stream passed limits.max_stream_ms (%u ms)",
+                             l->max_stream_ms);
     } else {
         return false;
     }
-    r->x.stream_failed = true;
     bsc_buf_reset(&r->d.out); /* what would pass the limit is not sent: the error event is */
     return true;
 }
@@ -360,6 +350,26 @@ void deliver_stream_arm(struct request *r, uint64_t gap_ms)
         return;
     req__arm_timer(r, r->d.limit_timer ? left : gap_ms);
     r->d.relay_timer = true;
+}
+
+void deliver_stream_disarmed(struct request *r)
+{
+    r->d.relay_timer = false;
+}
+
+void deliver_stream_cut(struct request *r, const char *limit)
+{
+    r->d.limit_cut = limit;
+}
+
+enum bsc_err deliver_stream_seam(struct request *r, const char *target_id, const char *how)
+{
+    return bsc_buf_appendf(&r->d.out, ": bascule continued on %s by %s\n\n", target_id, how);
+}
+
+void deliver_restart_frame_count(struct request *r)
+{
+    r->d.text_frames = 0;
 }
 
 bool deliver_stream_rearm(struct request *r)
@@ -463,7 +473,7 @@ void deliver_answer(struct request *r)
     srv_resp_send(r->sreq, r->d.status, "application/json", h, n, body.p, body.len);
     r->d.bytes_out += body.len;
     r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
-    r->sreq = NULL;
+    req__release_sreq(r);
 }
 
 void deliver_error(struct request *r)
@@ -481,7 +491,7 @@ void deliver_error(struct request *r)
     r->d.status = r->err.reply.status;
     guard_idem_finish(r); /* released before the client can see the error */
     reply_error_send(r->sreq, &r->err.reply, h, n, r->d.ops ? r->d.ops->error_body : NULL);
-    r->sreq = NULL;
+    req__release_sreq(r);
 }
 
 void deliver_down_reset(struct request *r)
@@ -514,7 +524,7 @@ void deliver_whole_sent(struct request *r, size_t bytes, bool timed)
     r->d.bytes_out = bytes;
     if (timed)
         r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
-    r->sreq = NULL;
+    req__release_sreq(r);
 }
 
 void deliver_out_reset(struct request *r)

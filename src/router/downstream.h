@@ -112,6 +112,16 @@ bool deliver_stream_over(struct request *r, bool timer);
  * stream's max_stream_ms ends first. Called per relayed read: it only moves the due time
  * forward, and the timer, armed once, catches up when it fires (deliver_stream_rearm). */
 void deliver_stream_arm(struct request *r, uint64_t gap_ms);
+/* The request's one timer is armed for something else: no longer the relay's. */
+void deliver_stream_disarmed(struct request *r);
+/* The committed stream is cut for <limit> (static: "shutting_down", ...), its limit_cut. */
+void deliver_stream_cut(struct request *r, const char *limit);
+/* Appends the continuation's seam to the output: an SSE comment naming the target that
+ * continues the stream (<target_id>) and <how>. */
+enum bsc_err deliver_stream_seam(struct request *r, const char *target_id, const char *how);
+/* A new attempt relays into the stream: its count of text frames, the output estimate,
+ * starts again. */
+void deliver_restart_frame_count(struct request *r);
 /* The relay timer fired: true when it was early (events came since it was armed), after
  * arming it again for what is left; false when the stream is due to be cut. */
 bool deliver_stream_rearm(struct request *r);

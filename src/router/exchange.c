@@ -623,3 +623,127 @@ void xchg_cleanup(struct request *r)
     bsc_buf_cleanup(&r->x.answer);
     bsc_buf_cleanup(&r->x.conv);
 }
+
+/* ---- what other parts of the machine saw, recorded here ---- */
+
+void xchg_time_out(struct request *r, bool waiting_first_token)
+{
+    if (!r->x.xfer)
+        return; /* an attempt aborted from a callback continues on its own */
+    r->x.timed_out = true;
+    r->x.first_token_late = r->x.ftt_armed && waiting_first_token;
+    xchg_cancel(&r->x);
+}
+
+void xchg_arm_first_token(struct request *r)
+{
+    r->x.ftt_armed = true;
+}
+
+void xchg_note_rate_limited(struct request *r, int64_t retry_after_ms, const char *fmt, ...)
+{
+    va_list ap;
+
+    fail_info_init(&r->x.fail);
+    r->x.fail.kind = FAIL_RATE_LIMITED;
+    r->x.fail.retry_after_ms = retry_after_ms;
+    va_start(ap, fmt);
+    vsnprintf(r->x.fail.message, sizeof(r->x.fail.message), fmt, ap);
+    va_end(ap);
+}
+
+void xchg_note_partial_output(struct request *r)
+{
+    fail_info_init(&r->x.fail);
+    r->x.fail.kind = FAIL_PARTIAL_OUTPUT;
+    r->x.fail.transport = r->x.stream_failed ? FT_OK : FT_RESET;
+    r->x.fail.status = 200;
+    r->x.fail.request_caused = r->x.stream_failed && r->x.stream_fail.request_caused;
+}
+
+void xchg_note_stream_break(struct request *r, enum fail_kind kind, const char *why)
+{
+    fail_info_init(&r->x.fail);
+    r->x.fail.kind = kind;
+    r->x.fail.status = 200;
+    r->x.fail.transport = FT_OK;
+    snprintf(r->x.fail.message, sizeof(r->x.fail.message), "%s", why);
+}
+
+void xchg_note_prefill_refused(struct request *r)
+{
+    r->x.fail.kind = FAIL_SERVER_ERROR;
+    r->x.fail.request_caused = true; /* not the target's health */
+}
+
+void xchg_note_uncertain(struct request *r)
+{
+    r->x.fail.kind = FAIL_SIDE_EFFECT_UNCERTAIN;
+}
+
+void xchg_note_stream_cut(struct request *r, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(r->x.stream_fail.message, sizeof(r->x.stream_fail.message), fmt, ap);
+    va_end(ap);
+    r->x.stream_failed = true;
+}
+
+void xchg_stop_as_cut(struct request *r)
+{
+    r->x.timed_out = false;
+    xchg_cancel(&r->x);
+}
+
+void xchg_take_stream_usage(struct request *r)
+{
+    if (r->x.mode == BODY_SSE && r->x.prov_st_live && r->x.ops->stream_usage)
+        r->x.ops->stream_usage(r->x.prov_st, &r->x.usage);
+}
+
+bool xchg_estimate_usage(struct request *r, int64_t in_tokens, int64_t out_tokens, bool complete)
+{
+    struct prov_usage *u = &r->x.usage;
+    bool estimated = false;
+
+    if (u->input_tokens < 0) {
+        u->input_tokens = in_tokens;
+        estimated = true;
+    }
+    if (u->output_tokens < 0 || (!complete && u->output_tokens < out_tokens)) {
+        u->output_tokens = out_tokens;
+        estimated = true;
+    }
+    return estimated;
+}
+
+enum bsc_err xchg_hand_frames(struct request *r, struct bsc_buf *out)
+{
+    enum bsc_err err = BSC_OK;
+
+    if (out->len == 0 && out->max == r->x.conv.max) {
+        /* the buffers trade places instead of the bytes being copied (a held stream's
+         * event would touch both buffers' memory) */
+        struct bsc_buf t = *out;
+
+        *out = r->x.conv;
+        r->x.conv = t;
+    } else {
+        err = bsc_buf_append(out, r->x.conv.p, r->x.conv.len);
+    }
+    bsc_buf_reset(&r->x.conv);
+    return err;
+}
+
+void xchg_drop_frames(struct request *r)
+{
+    bsc_buf_reset(&r->x.conv);
+}
+
+enum bsc_err xchg_replace_frames(struct request *r, const struct bsc_buf *with)
+{
+    bsc_buf_reset(&r->x.conv);
+    return bsc_buf_append(&r->x.conv, with->p, with->len);
+}

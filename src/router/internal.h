@@ -44,7 +44,8 @@
 #include "upstream/upstream.h"
 
 /* Where the request is in its lifecycle. request.c writes it (req__goto, req__run, the
- * abort event); admit.c advances <admit_at>; everything else only reads <state>. */
+ * abort event); admit.c advances <admit_at> through req__admit_check_passed; everything
+ * else only reads <state>. */
 struct req_machine {
     enum req_state state;
     struct req_times times; /* time spent in each state, for the access log */
@@ -201,5 +202,27 @@ bool req__later_tier_exists(const struct request *r);
 void req__caps_names(uint32_t caps, char *buf, size_t len);
 /* Counts the workflow in metrics; returns its name. */
 const char *req__count_workflow(struct request *r, enum attempt_workflow wf);
+/* The notes of a request that begins: no failure yet, so all of them were rate limits. */
+void req__notes_init(struct request *r);
+/* An attempt failed with <kind>: noted for the recovery reason (the first failure's kind
+ * when none was noted) and whether every failure so far was a rate limit. */
+void req__note_failed(struct request *r, enum fail_kind kind);
+/* The recovery reason is <why> (static) unless one was noted already. */
+void req__note_recovery(struct request *r, const char *why);
+/* The attempt the delay was for has begun: no delay is due any more. */
+void req__next_delay_taken(struct request *r);
+
+/* request.c: the members it owns, changed for the helpers that saw why */
+/* The admission check at r->m.admit_at passed: the next one runs (admit.c). */
+void req__admit_check_passed(struct request *r);
+/* The answer went out (or was abandoned): the borrowed srv_req is no longer the
+ * request's to use (deliver.c). */
+void req__release_sreq(struct request *r);
+/* The decision's target (NULL: none yet) and tier for the next attempt (decide_req.c). */
+void req__aim(struct request *r, const struct cfg_target *target, enum tier tier);
+/* The next attempt is a half-open probe of its target's circuit, or not (decide_req.c). */
+void req__aim_probe(struct request *r, bool probe);
+/* <usd> charged to the request (r->cost), <estimated> when from an estimate. */
+void req__add_cost(struct request *r, double usd, bool estimated);
 
 #endif

@@ -124,12 +124,7 @@ static void on_timer(uv_timer_t *h)
             return; /* events came since it was armed: not a stall yet */
         /* fall through */
     case REQ_ST_ATTEMPT:
-        if (r->x.xfer) { /* else an attempt aborted from a callback continues here */
-            r->x.timed_out = true;
-            r->x.first_token_late = r->x.ftt_armed && r->m.state == REQ_ST_ATTEMPT;
-            up_cancel(r->x.xfer);
-            r->x.xfer = NULL;
-        }
+        xchg_time_out(r, r->m.state == REQ_ST_ATTEMPT);
         break;
     default:
         return;
@@ -144,7 +139,36 @@ void req__arm_timer(struct request *r, uint64_t delay_ms)
      * cooldown or a Retry-After never ends before the time it was computed for. */
     uv_update_time(r->timer.loop);
     uv_timer_start(&r->timer, on_timer, delay_ms, 0);
-    r->d.relay_timer = false; /* deliver_stream_arm marks its own */
+    deliver_stream_disarmed(r); /* deliver_stream_arm marks its own */
+}
+
+/* ---- members request.c owns, changed for the helper that saw why ---- */
+
+void req__admit_check_passed(struct request *r)
+{
+    r->m.admit_at++;
+}
+
+void req__release_sreq(struct request *r)
+{
+    r->sreq = NULL;
+}
+
+void req__aim(struct request *r, const struct cfg_target *target, enum tier tier)
+{
+    r->cur.target = target;
+    r->cur.tier = tier;
+}
+
+void req__aim_probe(struct request *r, bool probe)
+{
+    r->cur.probe = probe;
+}
+
+void req__add_cost(struct request *r, double usd, bool estimated)
+{
+    r->cost.usd += usd;
+    r->cost.estimated |= estimated;
 }
 
 /* ---- attempt accounting ---- */
@@ -300,10 +324,7 @@ static void attempt_failed(struct request *r)
     }
     report_attempt(r, breaker_outcome(&r->x.fail), fail_kind_name(r->x.fail.kind),
                    pol->flags_misconfigured);
-    if (r->x.fail.kind != FAIL_RATE_LIMITED && r->x.fail.kind != FAIL_QUOTA_EXHAUSTED)
-        r->notes.all_rate_limited = false;
-    if (!r->notes.recovery_reason)
-        r->notes.recovery_reason = fail_kind_name(r->x.fail.kind);
+    req__note_failed(r, r->x.fail.kind);
 }
 
 /* ---- states ---- */
@@ -327,19 +348,15 @@ static void limited_locally(struct request *r, bool full, uint64_t soonest, uint
 {
     char why[64];
 
-    fail_info_init(&r->x.fail);
-    r->x.fail.kind = FAIL_RATE_LIMITED;
     if (full) {
-        r->x.fail.retry_after_ms = ADAPTIVE_RETRY_MS;
-        snprintf(r->x.fail.message, sizeof(r->x.fail.message),
-                 "%s is at its adaptive concurrency limit", r->cur.target->id);
+        xchg_note_rate_limited(r, ADAPTIVE_RETRY_MS, "%s is at its adaptive concurrency limit",
+                               r->cur.target->id);
         return;
     }
-    r->x.fail.retry_after_ms = soonest > now ? (int64_t)(soonest - now) : 0;
     keys_reasons_text(hstate_tkeys_reasons(r->gw->hs, r->cur.target, now), why, sizeof(why));
-    snprintf(r->x.fail.message, sizeof(r->x.fail.message),
-             "every key of %s is cooling down (all keys cooled: %s)", r->cur.target->provider->id,
-             why[0] ? why : "unknown");
+    xchg_note_rate_limited(r, soonest > now ? (int64_t)(soonest - now) : 0,
+                           "every key of %s is cooling down (all keys cooled: %s)",
+                           r->cur.target->provider->id, why[0] ? why : "unknown");
 }
 
 /* Room for the next attempt's record (r->att.recs[r->att.n]): in place for the first
@@ -376,7 +393,7 @@ static void arm_attempt_timer(struct request *r, uint64_t now)
 
     if (r->input.stream && !r->buffering && ftt && !r->d.committed && ftt < t) {
         t = ftt;
-        r->x.ftt_armed = true;
+        xchg_arm_first_token(r);
     }
     req__arm_timer(r, t);
 }
@@ -406,8 +423,7 @@ static void begin_attempt(struct request *r)
     feedback_take_ranking(r, a->ranking, sizeof(a->ranking));
     a->delay_ms = r->next.delay_ms;
     a->delay_why = r->next.delay_why;
-    r->next.delay_ms = 0;
-    r->next.delay_why = NULL;
+    req__next_delay_taken(r);
     r->cur.open = true;
     hstate_inflight(r->gw->hs, r->cur.target, +1);
     metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->cur.target->id, NULL, 1);
@@ -479,7 +495,7 @@ static void end_interrupted(struct request *r)
 
 static void st_pick(struct request *r)
 {
-    const char *why = NULL;
+    const char *why = NULL, *broke;
 
     reqlim_resume(r);
     if (r->att.n == 0) {
@@ -494,8 +510,8 @@ static void st_pick(struct request *r)
     if (req__decide_next(r, &why) == DECIDE_STOP) {
         if (r->lim.waiting)
             return;
-        log_attempt(r, "stop", r->resume.break_why ? r->resume.break_why : why);
-        r->resume.break_why = NULL;
+        broke = resume_take_break_why(r);
+        log_attempt(r, "stop", broke ? broke : why);
         if (r->d.committed) { /* a continuation with nowhere to go */
             end_interrupted(r);
             return;
@@ -503,9 +519,8 @@ static void st_pick(struct request *r)
         req__goto(r, REQ_ST_REPLY_ERROR);
         return;
     }
-    log_attempt(r, req__count_workflow(r, r->next.wf),
-                r->resume.break_why ? r->resume.break_why : why);
-    r->resume.break_why = NULL;
+    broke = resume_take_break_why(r);
+    log_attempt(r, req__count_workflow(r, r->next.wf), broke ? broke : why);
     if (r->next.delay_ms) {
         req__arm_timer(r, r->next.delay_ms);
         req__goto(r, REQ_ST_BACKOFF);
@@ -521,13 +536,6 @@ static void st_backoff(struct request *r)
     begin_attempt(r);
 }
 
-/* A stream's usage as far as the provider reported it, into r->x.usage. */
-static void stream_usage(struct request *r)
-{
-    if (r->x.mode == BODY_SSE && r->x.prov_st_live && r->x.ops->stream_usage)
-        r->x.ops->stream_usage(r->x.prov_st, &r->x.usage);
-}
-
 /* The usage the attempt that ends is charged for: the provider's, and where it reported
  * nothing -- or, on an answer that did not end, less output than was relayed -- the
  * estimate (docs/internals/spend.md, "Cost"): the prompt at the router's bytes / 4, the
@@ -535,21 +543,12 @@ static void stream_usage(struct request *r)
  * <complete>: the answer ended properly, its usage is final. True when estimated. */
 static bool charged_usage(struct request *r, bool complete)
 {
-    struct prov_usage *u = &r->x.usage;
     int64_t out = r->x.mode == BODY_SSE ? (int64_t)r->d.text_frames
                                         : (int64_t)(r->x.answer.len / 4);
-    bool estimated = false;
 
-    stream_usage(r);
-    if (u->input_tokens < 0) {
-        u->input_tokens = (int64_t)(r->input.est_tokens - r->input.est_out_tokens);
-        estimated = true;
-    }
-    if (u->output_tokens < 0 || (!complete && u->output_tokens < out)) {
-        u->output_tokens = out;
-        estimated = true;
-    }
-    return estimated;
+    xchg_take_stream_usage(r);
+    return xchg_estimate_usage(r, (int64_t)(r->input.est_tokens - r->input.est_out_tokens), out,
+                               complete);
 }
 
 /* Charges the attempt that ends to the request (r->cost.usd sums its attempts) and to its
@@ -561,15 +560,14 @@ static void account_usage(struct request *r, bool complete)
     double cost;
 
     if (!(p->input_per_mtok > 0) && !(p->output_per_mtok > 0)) {
-        stream_usage(r); /* nothing to charge: the usage as reported, nothing estimated */
+        xchg_take_stream_usage(r); /* nothing to charge: the usage as reported, nothing estimated */
         return;
     }
     estimated = charged_usage(r, complete);
     cost = cost_of_usage(p, &r->x.usage);
     if (!(cost > 0))
         return;
-    r->cost.usd += cost;
-    r->cost.estimated |= estimated;
+    req__add_cost(r, cost, estimated);
     spend_record(r, cost);
 }
 
@@ -587,7 +585,7 @@ static void account_delivered(struct request *r)
  * token (a refusal, a reset, an error status) costs nothing. */
 static void account_failed(struct request *r)
 {
-    stream_usage(r);
+    xchg_take_stream_usage(r);
     if (r->x.usage.output_tokens > 0 || r->d.text_frames > 0)
         account_usage(r, false);
 }
@@ -675,9 +673,8 @@ static void relay_continue(struct request *r, struct attempt *a)
     feedback_attempt(r, false);
     resume_begin(r, break_message(r));
     report_attempt(r, breaker_outcome(&r->x.fail), "partial_output", false);
-    r->resume.break_why = why; /* its attempt line, written once PICK decided, says so */
-    if (!r->notes.recovery_reason)
-        r->notes.recovery_reason = why;
+    resume_note_break(r, why); /* its attempt line, written once PICK decided, says so */
+    req__note_recovery(r, why);
     r->m.admit_at = 0;
     req__goto(r, REQ_ST_ADMIT);
 }
@@ -728,11 +725,7 @@ static void st_relay(struct request *r)
         relay_continue(r, a);
         return;
     }
-    fail_info_init(&r->x.fail);
-    r->x.fail.kind = FAIL_PARTIAL_OUTPUT;
-    r->x.fail.transport = r->x.stream_failed ? FT_OK : FT_RESET;
-    r->x.fail.status = 200;
-    r->x.fail.request_caused = r->x.stream_failed && r->x.stream_fail.request_caused;
+    xchg_note_partial_output(r);
     attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, "partial_output");
     a->status = 200;
     account_failed(r); /* cut after tokens were generated: billed */
@@ -977,15 +970,9 @@ static void on_server_stop(struct srv_req *sreq, void *ud)
     (void)sreq;
     if (r->m.state != REQ_ST_RELAY || !r->d.committed || r->d.limit_cut || r->g.idem_settling)
         return; /* complete, its record being stored: it ends within store.timeout_ms */
-    r->d.limit_cut = "shutting_down";
-    snprintf(r->x.stream_fail.message, sizeof(r->x.stream_fail.message),
-             "the gateway is shutting down (limits.drain_timeout_ms passed)");
-    r->x.stream_failed = true;
-    r->x.timed_out = false; /* st_relay takes the cut as made */
-    if (r->x.xfer) {
-        up_cancel(r->x.xfer);
-        r->x.xfer = NULL;
-    }
+    deliver_stream_cut(r, "shutting_down");
+    xchg_note_stream_cut(r, "the gateway is shutting down (limits.drain_timeout_ms passed)");
+    xchg_stop_as_cut(r); /* st_relay takes the cut as made */
     req__run(r);
 }
 
@@ -1090,7 +1077,7 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     deliver_init(&r->d, in->down, in->down_arg);
     r->buffering = r->input.stream && r->env.on_stream_failure == CFG_SF_BUFFER;
     resume_init(r);
-    r->notes.all_rate_limited = true;
+    req__notes_init(r);
     bsc_str_copy(r->ident.id, sizeof(r->ident.id), bsc_str_cstr(srv_req_id(sreq)));
     req_client_scope(sreq, r->ident.client_scope, sizeof(r->ident.client_scope)); /* feedback.c */
     bsc_str_copy(r->ident.path, sizeof(r->ident.path), srv_req_path(sreq));

@@ -176,8 +176,7 @@ enum bsc_err resume__seam(struct request *r)
     if (r->resume.seam_sent)
         return BSC_OK;
     r->resume.seam_sent = true;
-    return bsc_buf_appendf(&r->d.out, ": bascule continued on %s by %s\n\n", r->cur.target->id,
-                           r->resume.how);
+    return deliver_stream_seam(r, r->cur.target->id, r->resume.how);
 }
 
 /* One frame of a continuation, into <out> (or dropped). BSC_EINVAL: give up. */
@@ -278,9 +277,10 @@ static enum bsc_err rewrite(struct request *r)
         err = w.err;
     if (err == BSC_EINVAL)
         r->resume.gave_up = true;
-    bsc_buf_reset(&r->x.conv);
-    if (!err)
-        err = bsc_buf_append(&r->x.conv, out.p, out.len);
+    if (err)
+        xchg_drop_frames(r);
+    else
+        err = xchg_replace_frames(r, &out);
     bsc_buf_cleanup(&out);
     return err;
 }
@@ -315,11 +315,7 @@ void resume_begin(struct request *r, const char *why)
                                                : FAIL_UPSTREAM_RESET;
 
     snprintf(r->resume.why, sizeof(r->resume.why), "%s", why);
-    fail_info_init(&r->x.fail);
-    r->x.fail.kind = kind;
-    r->x.fail.status = 200;
-    r->x.fail.transport = FT_OK;
-    snprintf(r->x.fail.message, sizeof(r->x.fail.message), "%s", why);
+    xchg_note_stream_break(r, kind, why);
     r->resume.active = true;
 }
 
@@ -387,7 +383,7 @@ enum bsc_err resume_attempt(struct request *r)
     s->target = r->cur.target->id;
     s->seam_sent = false;
     s->seam_bytes = r->d.bytes_out;
-    r->d.text_frames = 0; /* the output estimate is per attempt */
+    deliver_restart_frame_count(r); /* the output estimate is per attempt */
     if (req__cur_attempt(r)) {
         req__cur_attempt(r)->continued_how = s->how;
         req__cur_attempt(r)->continued_bytes = s->seam_bytes;
@@ -429,9 +425,22 @@ void resume_add_usage(struct request *r)
     r->resume.n_prior++;
 }
 
+void resume_note_break(struct request *r, const char *why)
+{
+    r->resume.break_why = why;
+}
+
+const char *resume_take_break_why(struct request *r)
+{
+    const char *why = r->resume.break_why;
+
+    r->resume.break_why = NULL;
+    return why;
+}
+
 const char *resume_attempt_failed(struct request *r)
 {
-    struct fail_info *f = &r->x.fail;
+    const struct fail_info *f = &r->x.fail;
 
     resume_add_usage(r);
     if (r->resume.gave_up)
@@ -441,8 +450,7 @@ const char *resume_attempt_failed(struct request *r)
     /* The target refused the trailing assistant message: never the client's error. The same
      * target may go on by replay and match instead. */
     r->resume.refused = r->cur.target;
-    f->kind = FAIL_SERVER_ERROR;
-    f->request_caused = true; /* not the target's health */
+    xchg_note_prefill_refused(r);
     return "refused";
 }
 

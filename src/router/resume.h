@@ -83,6 +83,11 @@ enum bsc_err resume_filter(struct request *r);
 bool resume_possible(const struct request *r);
 /* The stream broke: r->x.fail becomes the retryable failure the decision works from. */
 void resume_begin(struct request *r, const char *why);
+/* The stream broke, <why> (static: "stream_cut", ...), and is to be continued: the attempt
+ * line written once PICK decided says how it broke (resume_take_break_why). */
+void resume_note_break(struct request *r, const char *why);
+/* How the stream broke, once (NULL when it did not): the note is cleared. */
+const char *resume_take_break_why(struct request *r);
 /* A continuation attempt on r->cur.target is about to be built: prefill or replay. */
 enum bsc_err resume_attempt(struct request *r);
 /* A continuation attempt failed before it passed anything (its usage is kept): a prefill the
