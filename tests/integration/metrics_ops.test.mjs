@@ -8,6 +8,7 @@
 // upstream wait; and no label value is ever empty. The real binary against bascule-sim.
 import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
+import { execSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { startSim, startGateway, REPO_ROOT } from '../lib/harness.mjs';
@@ -66,6 +67,15 @@ async function chat(model, extra = {}) {
   return res;
 }
 
+const CLK_TCK = Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
+
+/** utime + stime of <pid> in seconds, as /proc/<pid>/stat has them (getconf CLK_TCK ticks a second). */
+function cpuSeconds(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+
 test('before any request: the series the config knows, at zero; build info; process_*', async () => {
   const text = await metrics();
   const version = readFileSync(path.join(REPO_ROOT, 'VERSION'), 'utf8').trim();
@@ -89,11 +99,18 @@ test('before any request: the series the config knows, at zero; build info; proc
   }
   assert.equal(sample(text, 'bascule_cost_usd_total', 'client="(open)",route="fast",target="fast@sim"'), 0);
   assert.equal(sample(text, 'bascule_config_reloads_total', 'result="rejected"'), 0);
-  for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'process_virtual_memory_bytes',
+  for (const name of ['process_resident_memory_bytes', 'process_virtual_memory_bytes',
     'process_open_fds', 'process_max_fds', 'process_start_time_seconds']) {
     assert.match(text, new RegExp(`^# TYPE ${name} (counter|gauge)$`, 'm'), name);
     assert.ok(sample(text, name) > 0, `${name} > 0`);
   }
+  // CPU time is counted in clock ticks: a process that has just started may not have used
+  // one yet (on a busy machine). The figure lies between the kernel's before and after the scrape.
+  assert.match(text, /^# TYPE process_cpu_seconds_total counter$/m);
+  const cpuBefore = cpuSeconds(gw.proc.pid);
+  const cpu = sample(await metrics(), 'process_cpu_seconds_total');
+  const cpuAfter = cpuSeconds(gw.proc.pid);
+  assert.ok(cpu >= cpuBefore - 0.005 && cpu <= cpuAfter + 0.005, `${cpuBefore} <= ${cpu} <= ${cpuAfter}`);
   const start = sample(text, 'process_start_time_seconds');
   assert.ok(Math.abs(start - Date.now() / 1000) < 600, 'the start time is now-ish, in seconds');
   assert.doesNotMatch(text, /=""/, 'no empty label value');
