@@ -256,9 +256,44 @@ bool lim_wait_on(struct lim_set *s, unsigned worker)
     return asking;
 }
 
-uint64_t lim_release(struct lim_set *s, uint64_t estimated, uint64_t used, uint64_t now_ms)
+/* What returning a slot does to the buckets, the set's lock held: <c> the caps it enforces
+ * now, <fleet> whether on the fleet's grants. Returns the concurrency slots to give back to
+ * the fleet (the local buckets: 0). */
+typedef uint32_t bucket_return_fn(struct lim_set *s, struct lim_caps c, bool fleet,
+                                  uint64_t estimated, uint64_t used, uint64_t now_ms);
+
+/* A finished request: its tokens counted as <used> instead of the <estimated> taken. */
+static uint32_t correct_tokens(struct lim_set *s, struct lim_caps c, bool fleet,
+                               uint64_t estimated, uint64_t used, uint64_t now_ms)
 {
-    uint32_t give = 0;
+    if (fleet)
+        return lim__fleet_settle(s, c, estimated, used);
+    if (c.tpm && used != estimated)
+        lim_rate_correct(&s->tok, c.tpm, c.tpm_burst, (int64_t)used - (int64_t)estimated,
+                         now_ms);
+    return 0;
+}
+
+/* An attempt that never started: its request and its <tokens> given back whole. */
+static uint32_t untake_all(struct lim_set *s, struct lim_caps c, bool fleet, uint64_t tokens,
+                           uint64_t used, uint64_t now_ms)
+{
+    if (fleet) {
+        lim__fleet_untake(s, c, tokens);
+        return lim__fleet_settle(s, c, tokens, used);
+    }
+    lim_rate_correct(&s->req, c.rpm, c.rpm_burst, -1, now_ms);
+    if (tokens)
+        lim_rate_correct(&s->tok, c.tpm, c.tpm_burst, -(int64_t)tokens, now_ms);
+    return 0;
+}
+
+/* Returns the concurrency slot lim_acquire took, lets <bucket_return> correct the buckets,
+ * passes spare leased slots back to the fleet, and takes the waiters to wake. */
+static uint64_t return_slot(struct lim_set *s, bucket_return_fn *bucket_return,
+                            uint64_t estimated, uint64_t used, uint64_t now_ms)
+{
+    uint32_t give;
     struct lim_caps c;
     uint64_t w;
     bool fleet;
@@ -269,15 +304,9 @@ uint64_t lim_release(struct lim_set *s, uint64_t estimated, uint64_t used, uint6
     if (s->inflight)
         s->inflight--;
     c = mode(s, now_ms, &fleet);
-    if (fleet) {
-        give = lim__fleet_settle(s, c, estimated, used);
-    } else {
-        if (c.tpm && used != estimated)
-            lim_rate_correct(&s->tok, c.tpm, c.tpm_burst, (int64_t)used - (int64_t)estimated,
-                             now_ms);
-        if (s->share)
-            give = lim__fleet_spare(s, effective(s));
-    }
+    give = bucket_return(s, c, fleet, estimated, used, now_ms);
+    if (!fleet && s->share)
+        give = lim__fleet_spare(s, effective(s));
     w = take_waiters(s);
     pthread_mutex_unlock(&s->mu);
     if (give)
@@ -285,34 +314,14 @@ uint64_t lim_release(struct lim_set *s, uint64_t estimated, uint64_t used, uint6
     return w;
 }
 
+uint64_t lim_release(struct lim_set *s, uint64_t estimated, uint64_t used, uint64_t now_ms)
+{
+    return return_slot(s, correct_tokens, estimated, used, now_ms);
+}
+
 uint64_t lim_undo(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
 {
-    uint32_t give = 0;
-    struct lim_caps c;
-    uint64_t w;
-    bool fleet;
-
-    if (!s)
-        return 0;
-    pthread_mutex_lock(&s->mu);
-    if (s->inflight)
-        s->inflight--;
-    c = mode(s, now_ms, &fleet);
-    if (fleet) {
-        lim__fleet_untake(s, c, tokens);
-        give = lim__fleet_settle(s, c, tokens, tokens);
-    } else {
-        lim_rate_correct(&s->req, c.rpm, c.rpm_burst, -1, now_ms);
-        if (tokens)
-            lim_rate_correct(&s->tok, c.tpm, c.tpm_burst, -(int64_t)tokens, now_ms);
-        if (s->share)
-            give = lim__fleet_spare(s, effective(s));
-    }
-    w = take_waiters(s);
-    pthread_mutex_unlock(&s->mu);
-    if (give)
-        lim__fleet_send(s, NULL, give);
-    return w;
+    return return_slot(s, untake_all, tokens, tokens, now_ms);
 }
 
 void lim_queued(struct lim_set *s, int delta)
