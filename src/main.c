@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "api/api.h"
+#include "api/gateway_setup.h"
 #include "cli/admin_cli.h"
 #include "api/status_history.h"
 #include "config/config.h"
@@ -34,9 +35,6 @@
 #include "limits/limits.h"
 #include "health/probe.h"
 #include "metrics/metrics.h"
-#include "health/verdicts.h"
-#include "cache/lru.h"
-#include "cache/semantic.h"
 #include "router/access_log.h"
 #include "router/gateway.h"
 #include "router/keyring.h"
@@ -44,10 +42,8 @@
 #include "router/limit.h"
 #include "router/request.h"
 #include "router/shadow.h"
-#include "router/spend.h"
 #include "router/worker.h"
 #include "server/server.h"
-#include "health/hstate_redis.h"
 #include "store/store.h"
 #include "telemetry/exporter.h"
 #include "upstream/upstream.h"
@@ -394,22 +390,6 @@ static void workers_send(struct gateway *gw, unsigned cmd)
 /* One snapshot build at a time: SIGHUP on the main thread, admin writes on a worker. */
 static pthread_mutex_t publish_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Appends the keyring's keys to <cfg> (docs/internals/keys.md). */
-static enum bsc_err merge_keyring(struct gateway *gw, struct cfg *cfg)
-{
-    char warn[1024] = "";
-    char *text = keyring_text(gw->keyring);
-    enum bsc_err err = text ? cfg_keyring_merge(cfg, text, strlen(text), warn, sizeof(warn))
-                            : BSC_ENOMEM;
-
-    free(text);
-    if (warn[0])
-        LOG_WARN("keyring: %s", warn);
-    if (err)
-        LOG_ERR("keyring not merged: %s", bsc_err_str(err));
-    return err;
-}
-
 static void warn_restart_only(const struct cfg *next)
 {
     struct cfg *cur = cfg_current_get();
@@ -430,7 +410,7 @@ static enum bsc_err publish(struct gateway *gw, bool warn_restart)
 
     pthread_mutex_lock(&publish_lock);
     next = load_config(gw->config_path, true);
-    if (!next || merge_keyring(gw, next) != BSC_OK) {
+    if (!next || gateway_merge_keyring(gw, next) != BSC_OK) {
         pthread_mutex_unlock(&publish_lock);
         cfg_unref(next);
         return BSC_EINVAL;
@@ -567,71 +547,16 @@ static int check_config(const char *path)
     return 0;
 }
 
-static unsigned worker_count(const struct cfg *cfg)
-{
-    long n = cfg->workers ? (long)cfg->workers : sysconf(_SC_NPROCESSORS_ONLN);
-
-    return n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
-}
-
-/* What serve() made for the whole gateway, after its workers' loops have ended (NULL
- * members were never made). */
-static void gateway_free(struct gateway *gw)
-{
-    hstate_free(gw->hs); /* its thread may wake the loops (limits): before they go */
-    free(gw->workers);
-    srv_group_free(gw->conns);
-    lim_reg_free(gw->lim);
-    tel_shutdown(); /* it counts into the metrics: first */
-    verdicts_free(gw->verdicts);
-    metrics_free(gw->metrics);
-    store_close(gw->store);
-    keyring_free(gw->keyring);
-    spend_book_free(gw->spend);
-    status_history_free(gw->history);
-    cache_mem_free(gw->cache);
-    cache_sem_free(gw->sem);
-    cfg_current_swap(NULL);
-}
-
 /* The start failed after the gateway's parts were made: <n_loops> workers had their loop
  * made (the last one perhaps not all of the rest). */
 static int start_failed(struct gateway *gw, struct cfg *cfg, unsigned n_loops)
 {
     for (unsigned i = 0; i < n_loops; i++)
         worker_abandon(&gw->workers[i]);
-    gateway_free(gw);
+    tel_shutdown(); /* it counts into the metrics: before they go */
+    gateway_close(gw);
     cfg_unref(cfg);
     return 1;
-}
-
-/* The keyring from the store, merged into the first snapshot before any worker runs. */
-static enum bsc_err start_keyring(struct gateway *gw, struct cfg *cfg)
-{
-    enum bsc_err err = keyring_load_blocking(gw->keyring, gw->store, uv_default_loop());
-
-    /* Redis may still be connecting: a few more tries, then the poll takes over (admin
-     * writes wait for it). A local store that cannot be read is a failed start. */
-    for (int i = 0; err && store_is_shared(gw->store) && i < 20; i++) {
-        struct timespec ts = {0, 100 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-        err = keyring_load_blocking(gw->keyring, gw->store, uv_default_loop());
-    }
-    if (err && store_is_shared(gw->store)) {
-        LOG_WARN("cannot read the keyring from the store yet (%s): keys made through the "
-                 "admin API are served once it answers", bsc_err_str(err));
-        err = BSC_OK;
-    } else if (err) {
-        LOG_ERR("cannot read the keyring from the store: %s", bsc_err_str(err));
-        return err;
-    }
-    if (strcmp(store_kind_name(gw->store), "memory") == 0)
-        LOG_WARN("store.kind memory: keys made through the admin API (/admin/keys) and the "
-                 "audit trail die with the process; use sqlite or redis to keep them");
-    err = merge_keyring(gw, cfg);
-    if (!err && lim_reg_sync(gw->lim, cfg) != BSC_OK)
-        err = BSC_ENOMEM;
-    return err;
 }
 
 static int serve(const char *path, const struct rlimit *core_limit)
@@ -648,53 +573,8 @@ static int serve(const char *path, const struct rlimit *core_limit)
     srv_raise_nofile(cfg->limits.max_connections);
     cfg_current_swap(cfg_ref(cfg));
     mc.gw.config_path = path;
-    mc.gw.started_ms = bsc_wall_ms();
-    if (cfg->store.kind == CFG_STORE_REDIS) {
-        char err[256] = "";
-        /* Circuits and key cooldowns are shared with the other instances on this Redis. */
-        if (!(mc.gw.hs = hstate_redis_new(&cfg->store, err, sizeof(err)))) {
-            LOG_ERR("cannot start the shared health state: %s", err);
-            return start_failed(&mc.gw, cfg, 0);
-        }
-    } else {
-        mc.gw.hs = hstate_new();
-    }
-    mc.gw.lim = lim_reg_new();
-    if (mc.gw.lim && cfg->store.kind == CFG_STORE_REDIS) {
-        /* Rate buckets and concurrency leases too: shared, taken in slices. */
-        struct lim_share *sh = hstate_redis_share(mc.gw.hs);
-
-        sh->wake = reqlim_wake_loops;
-        sh->wake_ctx = &mc.gw;
-        lim_reg_share(mc.gw.lim, sh);
-    }
-    mc.gw.n_workers = worker_count(cfg);
-    mc.gw.metrics = metrics_new(mc.gw.n_workers);
-    mc.gw.conns = srv_group_new(mc.gw.n_workers);
-    mc.gw.verdicts = verdicts_new(VERDICTS_MAX_REQUESTS, VERDICTS_MAX_AGE_MS);
-    mc.gw.spend = spend_book_new();
-    mc.gw.keyring = keyring_new();
     mc.gw.rebuild = rebuild;
-    mc.gw.history = status_history_new();
-    mc.gw.cache = cache_mem_new();
-    mc.gw.sem = cache_sem_new();
-    if (!mc.gw.keyring || !mc.gw.hs || !mc.gw.lim || !mc.gw.metrics || !mc.gw.conns ||
-        !mc.gw.verdicts || !mc.gw.spend || !mc.gw.history || !mc.gw.cache ||
-        !mc.gw.sem ||
-        hstate_sync(mc.gw.hs, cfg, bsc_now_ms()) != BSC_OK ||
-        lim_reg_sync(mc.gw.lim, cfg) != BSC_OK) {
-        LOG_ERR("out of memory at start");
-        return start_failed(&mc.gw, cfg, 0);
-    }
-    {
-        char err[256] = "";
-        /* The store is opened once: a reload that changes store: needs a restart. */
-        if (store_open(&cfg->store, &mc.gw.store, err, sizeof(err)) != BSC_OK) {
-            LOG_ERR("cannot open the store: %s", err);
-            return start_failed(&mc.gw, cfg, 0);
-        }
-    }
-    if (start_keyring(&mc.gw, cfg) != BSC_OK)
+    if (gateway_open(&mc.gw, cfg) != BSC_OK || gateway_keyring_start(&mc.gw, cfg) != BSC_OK)
         return start_failed(&mc.gw, cfg, 0);
     if (gauth_sync(cfg) != BSC_OK) /* fetches vertex tokens before the first request */
         LOG_WARN("vertex: the token refresher could not track every credential");
@@ -748,7 +628,8 @@ static int serve(const char *path, const struct rlimit *core_limit)
     }
     uv_loop_close(mc.loop);
     gauth_stop();
-    gateway_free(&mc.gw);
+    tel_shutdown(); /* it counts into the metrics: before they go */
+    gateway_close(&mc.gw);
     LOG_INFO("bascule stopped");
     return 0;
 }

@@ -27,26 +27,19 @@
 #include <uv.h>
 
 #include "api/api.h"
-#include "api/status_history.h"
-#include "cache/lru.h"
-#include "cache/semantic.h"
+#include "api/gateway_setup.h"
 #include "config/config.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "dialect/error.h"
 #include "health/hstate.h"
 #include "limits/limits.h"
-#include "health/verdicts.h"
-#include "metrics/metrics.h"
 #include "router/access_log.h"
 #include "router/gateway.h"
 #include "router/internal.h"
-#include "router/keyring.h"
-#include "router/keyring_sync.h"
 #include "router/limit.h"
 #include "router/request.h"
 #include "router/shadow.h"
-#include "router/spend.h"
 #include "router/worker.h"
 #include "server/server.h"
 #include "store/store.h"
@@ -299,17 +292,6 @@ static struct cfg *load_cfg(struct rh *h, const char *yaml)
     return cfg;
 }
 
-/* main.c's merge_keyring: the (empty) keyring merged into the first snapshot. */
-static void merge_keyring(struct gateway *gw, struct cfg *cfg)
-{
-    char warn[1024] = "";
-    char *text = keyring_text(gw->keyring);
-
-    assert_non_null(text);
-    assert_int_equal(cfg_keyring_merge(cfg, text, strlen(text), warn, sizeof(warn)), BSC_OK);
-    free(text);
-}
-
 /* main.c's publish, for the admin API's key and team changes: the config text again, with
  * the keyring merged, published as the new snapshot. Runs on the worker's thread. */
 static enum bsc_err rebuild(struct gateway *gw)
@@ -317,20 +299,13 @@ static enum bsc_err rebuild(struct gateway *gw)
     struct rh *h = (struct rh *)((char *)gw - offsetof(struct rh, gw));
     struct cfg_diags diags = {0};
     struct cfg *cfg = NULL;
-    char warn[1024] = "";
-    char *text;
     enum bsc_err err;
 
     err = cfg_load_string("harness.yaml", h->yaml, strlen(h->yaml), &cfg, &diags);
     cfg_diags_cleanup(&diags);
     if (err || !cfg)
         return BSC_EINVAL;
-    if (!(text = keyring_text(gw->keyring))) {
-        cfg_unref(cfg);
-        return BSC_ENOMEM;
-    }
-    err = cfg_keyring_merge(cfg, text, strlen(text), warn, sizeof(warn));
-    free(text);
+    err = gateway_merge_keyring(gw, cfg);
     if (!err)
         err = hstate_sync(gw->hs, cfg, bsc_now_ms());
     if (!err)
@@ -362,38 +337,20 @@ static void wait_store_up(const struct store *st)
     }
 }
 
+/* The gateway as main.c builds it (api/gateway_setup.h), waiting for a shared store's
+ * connection before the keyring is read. */
 static void gateway_build(struct rh *h, struct cfg *cfg)
 {
     struct gateway *gw = &h->gw;
-    char err[256] = "";
 
     gw->config_path = "harness.yaml";
     gw->rebuild = rebuild;
-    gw->started_ms = bsc_wall_ms();
-    gw->hs = hstate_new();
-    gw->lim = lim_reg_new();
-    gw->n_workers = 1;
-    gw->metrics = metrics_new(1);
-    gw->conns = srv_group_new(1);
-    gw->verdicts = verdicts_new(VERDICTS_MAX_REQUESTS, VERDICTS_MAX_AGE_MS);
-    gw->spend = spend_book_new();
-    gw->keyring = keyring_new();
-    gw->history = status_history_new();
-    gw->cache = cache_mem_new();
-    gw->sem = cache_sem_new();
-    assert_true(gw->hs && gw->lim && gw->metrics && gw->conns && gw->verdicts && gw->spend &&
-                gw->keyring && gw->history && gw->cache && gw->sem);
-    assert_int_equal(hstate_sync(gw->hs, cfg, bsc_now_ms()), BSC_OK);
-    assert_int_equal(lim_reg_sync(gw->lim, cfg), BSC_OK);
-    if (store_open(&cfg->store, &gw->store, err, sizeof(err)) != BSC_OK)
-        fail_msg("store: %s", err);
-    wait_store_up(gw->store);
-    /* main.c's start_keyring: the keyring read from the store (the admin API's writes wait
-     * for that), then merged into the first snapshot. */
-    assert_int_equal(keyring_load_blocking(gw->keyring, gw->store, uv_default_loop()), BSC_OK);
-    merge_keyring(gw, cfg);
-    assert_int_equal(lim_reg_sync(gw->lim, cfg), BSC_OK);
     cfg_current_swap(cfg_ref(cfg));
+    if (gateway_open(gw, cfg) != BSC_OK)
+        fail_msg("the gateway could not be built (the log says why)");
+    wait_store_up(gw->store);
+    if (gateway_keyring_start(gw, cfg) != BSC_OK)
+        fail_msg("the keyring could not be read (the log says why)");
 }
 
 /* ---- the worker ---- */
@@ -546,19 +503,7 @@ void rh_stop(struct rh *h)
     assert_int_equal(uv_loop_close(&h->sim_loop), 0);
     sim_app_cleanup(&h->sim);
     restore_stdout(h);
-    hstate_free(h->gw.hs);
-    free(h->gw.workers);
-    srv_group_free(h->gw.conns);
-    lim_reg_free(h->gw.lim);
-    verdicts_free(h->gw.verdicts);
-    metrics_free(h->gw.metrics);
-    store_close(h->gw.store);
-    keyring_free(h->gw.keyring);
-    spend_book_free(h->gw.spend);
-    status_history_free(h->gw.history);
-    cache_mem_free(h->gw.cache);
-    cache_sem_free(h->gw.sem);
-    cfg_current_swap(NULL);
+    gateway_close(&h->gw);
     req__goto_hook = NULL;
     free(h->yaml);
     free(h);
