@@ -341,14 +341,10 @@ static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const
         LOG_ERR("cannot listen on %s:%u: %s", cfg->listen_host, cfg->listen_port, errbuf);
         return -1;
     }
-    if (srv_new(&w->loop, fd, &lim, api_handle, w, &w->srv) ||
-        srv_group_join(gw->conns, idx, w->srv) || up_multi_new(&w->loop, &ul, &w->up)) {
+    if (gateway_worker_serve(w, fd, &lim, &ul) != BSC_OK) {
         LOG_ERR("worker %u: out of memory", idx);
         return -1;
     }
-    srv_set_refused(w->srv, api_refused);
-    srv_set_head_check(w->srv, api_head_check);
-    srv_set_error_body(w->srv, dialect_openai_srv_error);
     if (idx == 0 && cfg->admin_listen_host && admin_listen(w, cfg, &lim) != 0)
         return -1;
     if (idx == 0 && !(w->prober = prober_start(&w->loop, w->up, gw->hs, gw->metrics, idx))) {

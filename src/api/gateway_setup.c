@@ -9,6 +9,7 @@
 
 #include <uv.h>
 
+#include "api/api.h"
 #include "api/status_history.h"
 #include "cache/lru.h"
 #include "cache/semantic.h"
@@ -25,6 +26,7 @@
 #include "router/spend.h"
 #include "server/server.h"
 #include "store/store.h"
+#include "dialect/error.h"
 
 static unsigned worker_count(const struct cfg *cfg)
 {
@@ -130,6 +132,23 @@ enum bsc_err gateway_keyring_start(struct gateway *gw, struct cfg *cfg)
     if (!err && lim_reg_sync(gw->lim, cfg) != BSC_OK)
         err = BSC_ENOMEM;
     return err;
+}
+
+enum bsc_err gateway_worker_serve(struct worker *w, int fd, const struct srv_limits *lim,
+                                  const struct up_limits *ul)
+{
+    enum bsc_err err = srv_new(&w->loop, fd, lim, api_handle, w, &w->srv);
+
+    if (!err)
+        err = srv_group_join(w->gw->conns, w->idx, w->srv);
+    if (!err)
+        err = up_multi_new(&w->loop, ul, &w->up);
+    if (err)
+        return err;
+    srv_set_refused(w->srv, api_refused);
+    srv_set_head_check(w->srv, api_head_check);
+    srv_set_error_body(w->srv, dialect_openai_srv_error);
+    return BSC_OK;
 }
 
 void gateway_close(struct gateway *gw)

@@ -11,6 +11,8 @@
 #include "config/config.h"
 #include "core/err.h"
 #include "router/gateway.h"
+#include "server/server.h"
+#include "upstream/upstream.h"
 
 /* Makes every part of <gw> that outlives one request (health state, limits, metrics,
  * connections group, verdicts, spend book, keyring, status history, caches) for <cfg>,
@@ -28,6 +30,13 @@ enum bsc_err gateway_keyring_start(struct gateway *gw, struct cfg *cfg);
 /* Appends the keyring's keys to <cfg> (docs/internals/keys.md); warnings and an error are
  * logged. */
 enum bsc_err gateway_merge_keyring(struct gateway *gw, struct cfg *cfg);
+/* Worker <w>'s public side, on its loop (made by the caller, not running yet): the API
+ * server on <fd> (listening already; the server owns it) with <lim>, joined to the
+ * connections group as worker <w>->idx, the error bodies and refusals in the OpenAI
+ * dialect, and the upstream multi with <ul>. BSC_OK, or an error when something could not
+ * be made (what was made stays in <w> for the caller's close). */
+enum bsc_err gateway_worker_serve(struct worker *w, int fd, const struct srv_limits *lim,
+                                  const struct up_limits *ul);
 /* Frees what gateway_open made (NULL members never were) and the workers array, once every
  * worker loop has ended, and unpublishes the current snapshot. The telemetry exporter
  * counts into the metrics: a caller that started it stops it first (tel_shutdown). */

@@ -26,7 +26,6 @@
 #include <cmocka.h>
 #include <uv.h>
 
-#include "api/api.h"
 #include "api/gateway_setup.h"
 #include "config/config.h"
 #include "core/clock.h"
@@ -418,12 +417,7 @@ static void worker_start(struct rh *h, const struct cfg *cfg)
     w->wake.data = w;
     assert_int_equal(srv_listen_socket("127.0.0.1", 0, &fd, err, sizeof(err)), BSC_OK);
     h->port = bound_port(fd);
-    assert_int_equal(srv_new(&w->loop, fd, &lim, api_handle, w, &w->srv), BSC_OK);
-    assert_int_equal(srv_group_join(h->gw.conns, 0, w->srv), BSC_OK);
-    assert_int_equal(up_multi_new(&w->loop, &ul, &w->up), BSC_OK);
-    srv_set_refused(w->srv, api_refused);
-    srv_set_head_check(w->srv, api_head_check);
-    srv_set_error_body(w->srv, dialect_openai_srv_error);
+    assert_int_equal(gateway_worker_serve(w, fd, &lim, &ul), BSC_OK);
     atomic_store(&h->gw.running, 1);
     assert_int_equal(uv_thread_create(&w->thread, worker_main, w), 0);
 }
