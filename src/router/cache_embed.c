@@ -24,7 +24,9 @@
 #include "core/log.h"
 #include "health/hstate.h"
 #include "policy/cost.h"
+#include "router/cache_req.h"
 #include "router/internal.h"
+#include "router/machine.h"
 #include "router/spend.h"
 
 #define CANON_MAX_BYTES    (16u << 20)

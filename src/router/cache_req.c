@@ -17,6 +17,8 @@
 #include "router/cache_embed.h"
 #include "router/cache_shared.h"
 #include "router/contract.h"
+#include "router/deliver.h"
+#include "router/guard.h"
 #include "router/internal.h"
 
 /* Top-level members that never change the answer: how it is carried (stream, its options,

@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/sha256.h"
 #include "router/internal.h"
+#include "router/machine.h"
 #include "store/store.h"
 
 #define VALUE_TAG "bsc-cache-1 "

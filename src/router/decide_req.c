@@ -13,11 +13,19 @@
 #include "health/hstate.h"
 #include "limits/limits.h"
 #include "metrics/metrics.h"
+#include "router/decide_req.h"
+#include "router/deliver.h"
+#include "router/exchange.h"
 #include "router/feedback.h"
 #include "router/guard.h"
+#include "router/input.h"
 #include "router/internal.h"
 #include "router/limit.h"
 #include "policy/params.h"
+#include "router/machine.h"
+#include "router/req_error.h"
+#include "router/resume.h"
+#include "router/trim.h"
 
 #define M(r) req__metrics(r)
 

@@ -8,9 +8,17 @@
 
 #include "core/clock.h"
 #include "metrics/metrics.h"
+#include "router/cache_req.h"
 #include "router/contract.h"
+#include "router/deliver.h"
+#include "router/exchange.h"
 #include "router/guard.h"
 #include "router/internal.h"
+#include "router/machine.h"
+#include "router/overhead.h"
+#include "router/reply.h"
+#include "router/req_error.h"
+#include "router/resume.h"
 #include "stream/sse_parse.h"
 #include "stream/sse_write.h"
 

@@ -14,8 +14,14 @@
 #include "core/clock.h"
 #include "core/redact.h"
 #include "router/contract.h"
+#include "router/deliver.h"
+#include "router/exchange.h"
+#include "router/input.h"
 #include "router/internal.h"
+#include "router/machine.h"
+#include "router/resume.h"
 #include "router/trace.h"
+#include "router/trim.h"
 
 #define HTTP_URL_MAX     8192
 #define HTTP_HEADERS_MAX (64u * 1024u)

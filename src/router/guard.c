@@ -12,8 +12,12 @@
 #include "core/log.h"
 #include "core/sha256.h"
 #include "metrics/metrics.h"
+#include "router/deliver.h"
 #include "router/guard.h"
 #include "router/internal.h"
+#include "router/machine.h"
+#include "router/req_error.h"
+#include "router/client_scope.h"
 #include "store/store.h"
 
 static void no_op_ledger(enum bsc_err err, const struct ledger_entry *e,

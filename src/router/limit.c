@@ -7,6 +7,7 @@
  * a timer for a rate (its room returns at a known time), and for concurrency a wake-up from
  * the release (WORKER_CMD_CAPACITY to every loop that has waiters), whichever comes first,
  * never past the queue_ms or the deadline. See docs/internals/limits.md. */
+#include "router/deliver.h"
 #include "router/limit.h"
 
 #include <pthread.h>
@@ -17,6 +18,8 @@
 #include "limits/limits.h"
 #include "metrics/metrics.h"
 #include "router/internal.h"
+#include "router/machine.h"
+#include "router/req_error.h"
 
 static void count(struct request *r, const char *limit, const char *outcome)
 {

@@ -4,6 +4,7 @@
  * a limit. What is left is parsing, routing, translation, the store and waiting for the
  * worker's loop: bascule_overhead_seconds and x-bascule-overhead-ms (docs/api.md). */
 #include "router/internal.h"
+#include "router/overhead.h"
 
 uint64_t req_overhead_us(const struct request *r, uint64_t now_us)
 {

@@ -14,6 +14,8 @@
  * refreshes the book, and a figure older than SPEND_FRESH_MS is read again before a
  * check; a hold is an add to the fleet's record, and the record before it decides
  * (docs/internals/redis.md, docs/internals/spend.md "Holds"). */
+#include "router/machine.h"
+#include "router/req_error.h"
 #include "router/spend.h"
 
 #include <stdlib.h>

@@ -11,6 +11,7 @@
 
 #include "core/json_name.h"
 #include "core/json_scan.h"
+#include "router/input.h"
 #include "router/internal.h"
 #include "router/trim.h"
 

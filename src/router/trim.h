@@ -15,6 +15,7 @@
 
 #include "core/buf.h"
 #include "core/str.h"
+#include "router/trim_types.h"
 
 #define TRIM_BYTES_PER_TOKEN 4u
 /* The output budget reserved when neither the client nor the target says one. */
@@ -96,20 +97,6 @@ struct json_object *trim_json(struct json_object *req, const struct trim_cut *cu
 
 struct request;
 struct cfg_target;
-
-/* Per request: the descriptors read at the start, and the current attempt's cut. */
-struct trim_state {
-    struct trim_msg *msgs; /* owned; NULL when the route does not trim or cannot */
-    size_t n;
-    uint64_t fixed_bytes, min_bytes, all_bytes; /* outside the messages; cut; whole */
-    struct bsc_str msgs_span;  /* the messages inside the client's OpenAI bytes, or empty */
-    bool *drop;                /* owned; <n> entries */
-    long dropped;              /* the current attempt's count; 0 = sent as the client wrote */
-    struct bsc_buf body;       /* owned: the current attempt's bytes (OpenAI fast path) */
-    struct bsc_str model_span; /* "model" inside <body> */
-    struct json_object *json;  /* owned ref: the current attempt's canonical request */
-    char count_text[24];       /* <dropped> as the response header writes it */
-};
 
 /* Reads the descriptors of the request's messages (span <msgs> inside <body>, the client's
  * OpenAI bytes or the canonical form serialised) when its route trims a chat. On failure
