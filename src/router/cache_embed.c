@@ -26,7 +26,7 @@
 #include "policy/cost.h"
 #include "router/cache_req.h"
 #include "router/internal.h"
-#include "router/machine.h"
+#include "router/req_wake.h"
 #include "router/spend.h"
 
 #define CANON_MAX_BYTES    (16u << 20)
@@ -237,7 +237,7 @@ static void charge(struct request *r, const struct cfg_target *t, struct prov_us
     cost = cost_of_usage(&t->price, usage);
     if (!(cost > 0))
         return;
-    req__add_cost(r, cost, false);
+    req_cost_add(&r->cost, cost, false);
     r->c.embed_cost_usd += cost;
     spend_record(r, cost);
 }
@@ -286,7 +286,7 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
     r->c.embed = NULL;
     r->c.waiting = false;
     embed_free(e);
-    req__run(r);
+    req_wake_run(r);
 }
 
 static const struct up_callbacks up_cb = {on_head, on_data, on_done};

@@ -18,6 +18,7 @@
 #include "router/cache_shared.h"
 #include "router/contract.h"
 #include "router/deliver.h"
+#include "router/deliver_note.h"
 #include "router/guard.h"
 #include "router/internal.h"
 

@@ -15,7 +15,7 @@
 #include "core/log.h"
 #include "core/sha256.h"
 #include "router/internal.h"
-#include "router/machine.h"
+#include "router/req_wake.h"
 #include "store/store.h"
 
 #define VALUE_TAG "bsc-cache-1 "
@@ -70,7 +70,7 @@ static void on_get(enum bsc_err err, uint64_t gen, struct bsc_str value, void *u
     r->c.found = err == BSC_OK && parse_value(r, value);
     if (err && err != BSC_ENOTFOUND)
         LOG_DEBUG("%s: cache lookup in the store failed (%s): a miss", r->ident.id, bsc_err_str(err));
-    req__run(r);
+    req_wake_run(r);
 }
 
 bool shcache_get(struct request *r)

@@ -14,7 +14,7 @@
 #include "limits/limits.h"
 #include "metrics/metrics.h"
 #include "router/decide_req.h"
-#include "router/deliver.h"
+#include "router/deliver_note.h"
 #include "router/exchange.h"
 #include "router/feedback.h"
 #include "router/guard.h"

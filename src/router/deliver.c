@@ -14,10 +14,10 @@
 #include "router/exchange.h"
 #include "router/guard.h"
 #include "router/internal.h"
-#include "router/machine.h"
 #include "router/overhead.h"
 #include "router/reply.h"
 #include "router/req_error.h"
+#include "router/req_wake.h"
 #include "router/resume.h"
 #include "stream/sse_parse.h"
 #include "stream/sse_write.h"
@@ -185,7 +185,7 @@ static void end_response(struct request *r, const char *termination, bool comple
         srv_resp_end(r->sreq);
     else
         srv_resp_abort(r->sreq);
-    req__release_sreq(r);
+    req_wake_release_sreq(r);
 }
 
 void deliver_end(struct request *r, const char *termination)
@@ -356,7 +356,7 @@ void deliver_stream_arm(struct request *r, uint64_t gap_ms)
     r->d.relay_due_ms = now_us / 1000 + (r->d.limit_timer ? left : gap_ms);
     if (r->d.relay_timer && uv_is_active((uv_handle_t *)&r->timer))
         return;
-    req__arm_timer(r, r->d.limit_timer ? left : gap_ms);
+    req_wake_timer(r, r->d.limit_timer ? left : gap_ms);
     r->d.relay_timer = true;
 }
 
@@ -386,7 +386,7 @@ bool deliver_stream_rearm(struct request *r)
 
     if (!r->d.relay_timer || now >= r->d.relay_due_ms)
         return false;
-    req__arm_timer(r, r->d.relay_due_ms - now);
+    req_wake_timer(r, r->d.relay_due_ms - now);
     r->d.relay_timer = true;
     return true;
 }
@@ -481,7 +481,7 @@ void deliver_answer(struct request *r)
     srv_resp_send(r->sreq, r->d.status, "application/json", h, n, body.p, body.len);
     r->d.bytes_out += body.len;
     r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
-    req__release_sreq(r);
+    req_wake_release_sreq(r);
 }
 
 void deliver_error(struct request *r)
@@ -499,7 +499,7 @@ void deliver_error(struct request *r)
     r->d.status = r->err.reply.status;
     guard_idem_finish(r); /* released before the client can see the error */
     reply_error_send(r->sreq, &r->err.reply, h, n, r->d.ops ? r->d.ops->error_body : NULL);
-    req__release_sreq(r);
+    req_wake_release_sreq(r);
 }
 
 void deliver_down_reset(struct request *r)
@@ -508,31 +508,6 @@ void deliver_down_reset(struct request *r)
     if (r->d.down_st && r->d.ops)
         r->d.ops->stream_cleanup(r->d.down_st);
     BSC_FREE(r->d.down_st);
-}
-
-void deliver_set_termination(struct request *r, const char *code)
-{
-    r->d.termination = code;
-}
-
-void deliver_client_gone(struct request *r)
-{
-    r->d.termination = "client_abort";
-    r->d.status = r->d.status ? r->d.status : 499;
-}
-
-void deliver_whole_begin(struct request *r, int status, const char *termination)
-{
-    r->d.status = status;
-    r->d.termination = termination;
-}
-
-void deliver_whole_sent(struct request *r, size_t bytes, bool timed)
-{
-    r->d.bytes_out = bytes;
-    if (timed)
-        r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
-    req__release_sreq(r);
 }
 
 void deliver_out_reset(struct request *r)

@@ -78,17 +78,6 @@ size_t deliver_route_headers(struct request *r, struct srv_header *h,
 void deliver_down_reset(struct request *r);
 void deliver_cleanup(struct request *r);
 
-/* The termination code of the request's access line (docs/internals/request-lifecycle.md):
- * the helpers that stop a request name it here; <code> is static. */
-void deliver_set_termination(struct request *r, const char *code);
-/* The client went away: 499 unless a status was already sent, client_abort. */
-void deliver_client_gone(struct request *r);
-/* A whole answer sent outside the relay (a cache hit, an idempotent replay): before it is
- * sent, its <status> and <termination>, which the idempotency record and the cache read;
- * once sent, its <bytes>, the time to first byte when <timed>, and the borrowed srv_req
- * dropped. */
-void deliver_whole_begin(struct request *r, int status, const char *termination);
-void deliver_whole_sent(struct request *r, size_t bytes, bool timed);
 /* Empties the output buffer: a new attempt starts with nothing pending. */
 void deliver_out_reset(struct request *r);
 

@@ -18,7 +18,7 @@
 #include "router/exchange.h"
 #include "router/input.h"
 #include "router/internal.h"
-#include "router/machine.h"
+#include "router/req_wake.h"
 #include "router/resume.h"
 #include "router/trace.h"
 #include "router/trim.h"
@@ -199,7 +199,7 @@ static void abort_from_callback(struct request *r)
         up_cancel(r->x.xfer);
         r->x.xfer = NULL;
     }
-    req__arm_timer(r, 0); /* continue on the next loop turn, outside curl */
+    req_wake_timer(r, 0); /* continue on the next loop turn, outside curl */
 }
 
 /* The first client bytes of a stream are ready: an event. request.c decides the commit
@@ -207,7 +207,7 @@ static void abort_from_callback(struct request *r)
 static void first_frame(struct request *r)
 {
     r->x.first_frame = true;
-    req__run(r);
+    req_wake_run(r);
 }
 
 /* Whether the frames in <conv> carry generated text: a chat delta's content or tool
@@ -349,7 +349,7 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
     if (r->resume.active && r->d.committed && r->m.state == REQ_ST_ATTEMPT && r->x.saw_done &&
         !r->x.stream_failed)
         r->x.first_frame = true;
-    req__run(r);
+    req_wake_run(r);
 }
 
 static const struct up_callbacks up_cb = {on_head, on_data, on_done};

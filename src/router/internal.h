@@ -43,8 +43,10 @@
 #include "telemetry/trace.h"
 #include "upstream/upstream.h"
 
+struct req_wake;
+
 /* Where the request is in its lifecycle. request.c writes it (req__goto, req__run, the
- * abort event); admit.c advances <admit_at> through req__admit_check_passed; everything
+ * abort event); <admit_at> is where admit_run (admit.c) stopped; everything
  * else only reads <state>. */
 struct req_machine {
     enum req_state state;
@@ -52,6 +54,7 @@ struct req_machine {
     unsigned admit_at;      /* the next admission check to run (admit.c) */
     bool client_gone;       /* on_client_abort: req__run ends the request */
     bool finished;          /* st_done ran */
+    const struct req_wake *wake; /* request.c's entry points, for the others (req_wake.h) */
 };
 
 /* The request as the client asked it: its dialect's reader (api/) computed the facts the

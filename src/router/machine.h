@@ -16,26 +16,21 @@
 struct cfg_target;
 struct request;
 
-/* request.c: the machine. Helpers call back into it only for these three: an event ran
- * (req__run), a timer of the machine (req__arm_timer), and a request freed by its last
- * store callback (req__release). */
+/* The machine: the other files reach run, arm_timer, release and release_sreq through
+ * r->m.wake (req_wake.h), never by these names. */
 /* Gives back a request's memory: to the worker's pool, or to the allocator. */
 void req__release(struct request *r);
 void req__goto(struct request *r, enum req_state next);
 void req__run(struct request *r);
 void req__arm_timer(struct request *r, uint64_t delay_ms);
 
-/* request.c: the members it owns, changed for the helpers that saw why */
-/* The admission check at r->m.admit_at passed: the next one runs (admit.c). */
-void req__admit_check_passed(struct request *r);
 /* The answer went out (or was abandoned): the borrowed srv_req is no longer the
- * request's to use (deliver.c). */
+ * request's to use (req_wake_release_sreq). */
 void req__release_sreq(struct request *r);
+/* The members request.c owns, changed for decide_req.c, which saw why. */
 /* The decision's target (NULL: none yet) and tier for the next attempt (decide_req.c). */
 void req__aim(struct request *r, const struct cfg_target *target, enum tier tier);
 /* The next attempt is a half-open probe of its target's circuit, or not (decide_req.c). */
 void req__aim_probe(struct request *r, bool probe);
-/* <usd> charged to the request (r->cost), <estimated> when from an estimate. */
-void req__add_cost(struct request *r, double usd, bool estimated);
 
 #endif

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "router/deliver.h"
+#include "router/deliver_note.h"
 #include "router/internal.h"
 #include "router/reply.h"
 #include "router/req_error.h"

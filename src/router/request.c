@@ -26,6 +26,7 @@
 #include "policy/cost.h"
 #include "router/decide_req.h"
 #include "router/deliver.h"
+#include "router/deliver_note.h"
 #include "router/exchange.h"
 #include "router/feedback.h"
 #include "router/guard.h"
@@ -35,6 +36,7 @@
 #include "router/overhead.h"
 #include "router/req_error.h"
 #include "router/req_state.h"
+#include "router/req_wake.h"
 #include "router/request.h"
 #include "router/resp_owner.h"
 #include "policy/select.h"
@@ -158,11 +160,6 @@ void req__arm_timer(struct request *r, uint64_t delay_ms)
 
 /* ---- members request.c owns, changed for the helper that saw why ---- */
 
-void req__admit_check_passed(struct request *r)
-{
-    r->m.admit_at++;
-}
-
 void req__release_sreq(struct request *r)
 {
     r->sreq = NULL;
@@ -177,12 +174,6 @@ void req__aim(struct request *r, const struct cfg_target *target, enum tier tier
 void req__aim_probe(struct request *r, bool probe)
 {
     r->cur.probe = probe;
-}
-
-void req__add_cost(struct request *r, double usd, bool estimated)
-{
-    r->cost.usd += usd;
-    r->cost.estimated |= estimated;
 }
 
 /* ---- attempt accounting ---- */
@@ -463,7 +454,11 @@ static void begin_attempt(struct request *r)
 /* Whether the request may start, or after a failure be replayed (admit.c). */
 static void st_admit(struct request *r)
 {
-    switch (admit_run(r)) {
+    unsigned at = r->m.admit_at;
+    enum admit_verdict v = admit_run(r, &at);
+
+    r->m.admit_at = at; /* a check that waits runs again when the request is woken */
+    switch (v) {
     case ADMIT_WAIT:
         return; /* a store lookup is running: its callback runs the machine */
     case ADMIT_REFUSE:
@@ -581,7 +576,7 @@ static void account_usage(struct request *r, bool complete)
     cost = cost_of_usage(p, &r->x.usage);
     if (!(cost > 0))
         return;
-    req__add_cost(r, cost, estimated);
+    req_cost_add(&r->cost, cost, estimated);
     spend_record(r, cost);
 }
 
@@ -786,6 +781,14 @@ static void st_reply_error(struct request *r)
     req__goto(r, REQ_ST_DONE);
 }
 
+/* What the router's other files call to hand a request back to the machine (req_wake.h). */
+static const struct req_wake machine_wake = {
+    .run = req__run,
+    .arm_timer = req__arm_timer,
+    .release = req__release,
+    .release_sreq = req__release_sreq,
+};
+
 /* A zeroed request, from the worker's pool when it has one. */
 static struct request *req_alloc(struct worker *w)
 {
@@ -798,6 +801,7 @@ static struct request *req_alloc(struct worker *w)
         memset(r, 0, sizeof(*r));
     }
     if (r) {
+        r->m.wake = &machine_wake;
         r->att.recs = r->att.inline_recs;
         r->att.cap = ATTEMPT_INLINE;
     }
