@@ -24,7 +24,7 @@
 #include "core/log.h"
 #include "health/hstate.h"
 #include "policy/cost.h"
-#include "router/cache_req.h"
+#include "router/cache_parts.h"
 #include "router/internal.h"
 #include "router/req_wake.h"
 #include "router/spend.h"

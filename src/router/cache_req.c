@@ -2,6 +2,7 @@
 /* cache_req.c -- the response cache around one request (cache_req.h): its key (route, the
  * client's dialect, the answer's shape, the scope, the canonical body), the lookup and the
  * replay of a hit in ADMIT, and the store once the answer is whole. */
+#include "router/cache_parts.h"
 #include "router/cache_req.h"
 
 #include <stdio.h>
@@ -17,7 +18,6 @@
 #include "router/cache_embed.h"
 #include "router/cache_shared.h"
 #include "router/contract.h"
-#include "router/deliver.h"
 #include "router/deliver_note.h"
 #include "router/guard.h"
 #include "router/internal.h"
@@ -62,28 +62,6 @@ static bool has_directive(struct bsc_str v, const char *d)
         p = comma ? comma + 1 : end;
     }
     return false;
-}
-
-static const char *shape_of(const struct request *r)
-{
-    if (!r->input.stream)
-        return "json";
-    return r->input.include_usage ? "sse+usage" : "sse";
-}
-
-void reqcache_parts(const struct request *r, char scope[REQCACHE_SCOPE_MAX],
-                     struct cache_key_parts *parts)
-{
-    if (r->route->cache.scope == CFG_CACHE_ROUTE)
-        snprintf(scope, REQCACHE_SCOPE_MAX, "route");
-    else
-        snprintf(scope, REQCACHE_SCOPE_MAX, "client:%s", r->ident.client_scope);
-    *parts = (struct cache_key_parts){
-        .route = bsc_str_cstr(r->route->id),
-        .dialect = bsc_str_cstr(r->ident.path),
-        .shape = bsc_str_cstr(shape_of(r)),
-        .scope = bsc_str_cstr(scope),
-    };
 }
 
 /* r->c.key from the request; false when the body cannot be canonicalised (a name twice in
@@ -249,14 +227,6 @@ enum reqcache_verdict reqcache_lookup(struct request *r)
         return REQCACHE_WAIT;
     count(r, "miss"); /* the store could not take the lookup: a miss, never an error */
     return REQCACHE_PASS;
-}
-
-size_t reqcache_header(const struct request *r, struct srv_header *h)
-{
-    if (!r->c.result)
-        return 0;
-    h[0] = (struct srv_header){BSC_STR("x-bascule-cache"), bsc_str_cstr(r->c.result)};
-    return 1;
 }
 
 void reqcache_record(struct request *r, const void *p, size_t len)

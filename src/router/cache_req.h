@@ -13,6 +13,7 @@
 #include "cache/key.h"
 #include "cache/lru.h"
 #include "core/buf.h"
+#include "router/cache_parts.h"
 #include "router/cache_req_types.h"
 
 struct request;
@@ -20,19 +21,11 @@ struct srv_header;
 
 enum reqcache_verdict { REQCACHE_PASS, REQCACHE_WAIT, REQCACHE_ANSWERED };
 
-#define REQCACHE_SCOPE_MAX 48
-
-/* The key's parts every mode shares (route, dialect, shape, scope; <canonical> left empty)
- * for <r>; <scope> holds the scope's text and must outlive <parts>. */
-void reqcache_parts(const struct request *r, char scope[REQCACHE_SCOPE_MAX],
-                     struct cache_key_parts *parts);
 
 /* ADMIT's check: REQCACHE_ANSWERED when the request was answered from the cache (the machine
  * ends it), REQCACHE_WAIT while a shared lookup runs (its callback runs the machine, which calls
  * this again), else REQCACHE_PASS. */
 enum reqcache_verdict reqcache_lookup(struct request *r);
-/* The x-bascule-cache header of an answer made upstream: 0 or 1 put in <h>. */
-size_t reqcache_header(const struct request *r, struct srv_header *h);
 /* Keeps a copy of <len> bytes the client is sent. */
 void reqcache_record(struct request *r, const void *p, size_t len);
 /* The answer is whole and about to end: stored when successful, before its last bytes are

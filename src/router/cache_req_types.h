@@ -12,6 +12,8 @@
 #include "cache/key.h"
 #include "cache/lru.h"
 #include "core/buf.h"
+#include "core/str.h"
+#include "server/server.h"
 
 struct reqcache {
     const char *result;   /* static: "hit", "miss" or "bypass"; NULL: the route has no cache */
@@ -38,5 +40,14 @@ struct reqcache {
     double similarity;       /* a hit's cosine */
     double embed_cost_usd;   /* what the embedding cost (in the request's cost_usd too) */
 };
+
+/* The x-bascule-cache header of an answer: 0 or 1 header put in <h>. */
+static inline size_t reqcache_header(const struct reqcache *c, struct srv_header *h)
+{
+    if (!c->result)
+        return 0;
+    h[0] = (struct srv_header){BSC_STR("x-bascule-cache"), bsc_str_cstr(c->result)};
+    return 1;
+}
 
 #endif

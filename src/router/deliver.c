@@ -11,6 +11,7 @@
 #include "router/cache_req.h"
 #include "router/contract.h"
 #include "router/deliver.h"
+#include "router/deliver_note.h"
 #include "router/exchange.h"
 #include "router/guard.h"
 #include "router/internal.h"
@@ -52,39 +53,6 @@ static struct down_ctx down_ctx(const struct request *r)
         .native = r->input.native.body.p && r->trim.dropped <= 0 && r->cur.target &&
                   prov_target_dialect(r->cur.target) == r->input.native.kind,
     };
-}
-
-size_t deliver_route_headers(struct request *r, struct srv_header *h,
-                             char buf[BSC_NUM_TEXT_MAX])
-{
-    size_t n = 0;
-    char *attempts = bsc_num_text(buf, r->att.n, 10);
-    h[n++] = (struct srv_header){BSC_STR("x-bascule-route"), bsc_str_cstr(r->route->id)};
-    if (r->cur.target)
-        h[n++] = (struct srv_header){BSC_STR("x-bascule-target"), bsc_str_cstr(r->cur.target->id)};
-    h[n++] = (struct srv_header){BSC_STR("x-bascule-attempts"),
-                                 bsc_str_make(attempts, (size_t)(buf + BSC_NUM_TEXT_MAX - attempts))};
-    h[n++] = (struct srv_header){
-        BSC_STR("x-bascule-workflow"),
-        bsc_str_cstr(attempt_workflow_name(
-            r->att.n ? r->att.recs[r->att.n - 1].workflow : ATTEMPT_WF_PRIMARY))};
-    if (r->notes.recovery_reason &&
-        (r->att.n > 1 || (r->att.n && r->att.recs[0].workflow != ATTEMPT_WF_PRIMARY)))
-        h[n++] = (struct srv_header){BSC_STR("x-bascule-recovery-reason"),
-                                     bsc_str_cstr(r->notes.recovery_reason)};
-    if (r->trim.dropped > 0)
-        h[n++] = (struct srv_header){BSC_STR("x-bascule-trimmed-messages"),
-                                     bsc_str_cstr(r->trim.count_text)};
-    if (r->err.limited_by)
-        h[n++] = (struct srv_header){BSC_STR("x-bascule-limited-by"),
-                                     bsc_str_cstr(r->err.limited_by)};
-    r->d.overhead_us = req_overhead_us(r, bsc_now_us());
-    r->d.overhead_known = true;
-    snprintf(r->d.overhead_ms, sizeof(r->d.overhead_ms), "%.3f",
-             (double)r->d.overhead_us / 1e3);
-    h[n++] = (struct srv_header){BSC_STR("x-bascule-overhead-ms"),
-                                 bsc_str_cstr(r->d.overhead_ms)};
-    return n + reqcache_header(r, h + n);
 }
 
 /* What the client is sent, kept for the idempotency record and the response cache. */

@@ -69,10 +69,6 @@ void deliver_answer(struct request *r);
 bool deliver_hold(struct request *r);
 /* Writes r->err.reply. */
 void deliver_error(struct request *r);
-/* The x-bascule-* headers; returns how many were put in <h> (room for 8). <buf> holds the
- * attempts count's digits while <h> is used. */
-size_t deliver_route_headers(struct request *r, struct srv_header *h,
-                             char buf[BSC_NUM_TEXT_MAX]);
 /* Drops the client dialect's stream state: a new attempt before the commit point starts
  * its translation afresh (a buffered stream may have converted part of a failed one). */
 void deliver_down_reset(struct request *r);
