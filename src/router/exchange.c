@@ -682,6 +682,11 @@ void xchg_note_prefill_refused(struct request *r)
     r->x.fail.request_caused = true; /* not the target's health */
 }
 
+void xchg_note_contract_failure(struct request *r, const struct fail_info *f)
+{
+    r->x.fail = *f;
+}
+
 void xchg_note_uncertain(struct request *r)
 {
     r->x.fail.kind = FAIL_SIDE_EFFECT_UNCERTAIN;

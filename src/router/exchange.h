@@ -52,6 +52,8 @@ void xchg_note_stream_break(struct request *r, enum fail_kind kind, const char *
 /* The target refused a continuation's trailing assistant message: a server error, and
  * caused by the request, not by the target's health. */
 void xchg_note_prefill_refused(struct request *r);
+/* The answer broke the route's contract: <f>, from contract.c's check, is the failure. */
+void xchg_note_contract_failure(struct request *r, const struct fail_info *f);
 /* The attempt may have had its side effect: uncertain. */
 void xchg_note_uncertain(struct request *r);
 /* The stream is cut for the reason in <fmt> (a limit, the drain): failed in-band. */

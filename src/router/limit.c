@@ -403,7 +403,7 @@ void reqlim_resume(struct request *r)
     r->lim.waiting = false;
     r->lim.waiting_on = NULL;
     list_remove(r);
-    uv_timer_stop(&r->timer);
+    req_wake_disarm(r);
     if (!t)
         return; /* waited for the fleet's answer, not in a queue */
     r->lim.queued_ms = bsc_now_ms() - r->lim.queue_start_ms;

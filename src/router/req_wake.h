@@ -17,6 +17,8 @@ struct req_wake {
     void (*run)(struct request *r);
     /* The machine's one timer fires in <delay_ms> (0: on the next loop turn). */
     void (*arm_timer)(struct request *r, uint64_t delay_ms);
+    /* ... or is stopped: what it was armed for is over. */
+    void (*disarm_timer)(struct request *r);
     /* The request's last store callback ran after its end: its memory is given back. */
     void (*release)(struct request *r);
     /* The answer went out (or was abandoned): the borrowed srv_req is no longer the
@@ -32,6 +34,11 @@ static inline void req_wake_run(struct request *r)
 static inline void req_wake_timer(struct request *r, uint64_t delay_ms)
 {
     r->m.wake->arm_timer(r, delay_ms);
+}
+
+static inline void req_wake_disarm(struct request *r)
+{
+    r->m.wake->disarm_timer(r);
 }
 
 static inline void req_wake_release(struct request *r)

@@ -618,9 +618,13 @@ static void st_attempt(struct request *r)
     metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "transport",
                  r->x.fail.kind == FAIL_NONE ? "ok" : "failed", 1);
     if (r->x.fail.kind == FAIL_NONE && contract_active(r)) {
+        struct fail_info broke;
         bool ok = r->x.mode == BODY_SSE
-                      ? contract_check_stream(r, &r->x.fail)
-                      : contract_check_answer(r, bsc_buf_str(&r->x.answer), &r->x.fail);
+                      ? contract_check_stream(r, &broke)
+                      : contract_check_answer(r, bsc_buf_str(&r->x.answer), &broke);
+
+        if (!ok)
+            xchg_note_contract_failure(r, &broke);
         if (r->x.mode != BODY_SSE || r->buffering) {
             metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "contract",
                          ok ? "ok" : "failed", 1);
@@ -782,9 +786,15 @@ static void st_reply_error(struct request *r)
 }
 
 /* What the router's other files call to hand a request back to the machine (req_wake.h). */
+static void disarm_timer(struct request *r)
+{
+    uv_timer_stop(&r->timer);
+}
+
 static const struct req_wake machine_wake = {
     .run = req__run,
     .arm_timer = req__arm_timer,
+    .disarm_timer = disarm_timer,
     .release = req__release,
     .release_sreq = req__release_sreq,
 };
