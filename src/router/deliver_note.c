@@ -60,7 +60,8 @@ size_t deliver_route_headers(struct request *r, struct srv_header *h,
     if (r->err.limited_by)
         h[n++] = (struct srv_header){BSC_STR("x-bascule-limited-by"),
                                      bsc_str_cstr(r->err.limited_by)};
-    r->d.overhead_us = req_overhead_us(r, bsc_now_us());
+    r->d.overhead_us = req_overhead_us(r->ident.start_us, &r->att, r->lim.queued_ms,
+                                     bsc_now_us());
     r->d.overhead_known = true;
     snprintf(r->d.overhead_ms, sizeof(r->d.overhead_ms), "%.3f",
              (double)r->d.overhead_us / 1e3);

@@ -5,10 +5,11 @@
 
 #include <stdint.h>
 
-struct request;
+struct req_attempts;
 
-/* The request's time in the gateway itself, up to <now_us>: the elapsed time less its
- * attempts, backoffs and limit queueing (overhead.c). */
-uint64_t req_overhead_us(const struct request *r, uint64_t now_us);
+/* The request's time in the gateway itself, up to <now_us>: the time since <start_us> less
+ * its attempts <att> (each with the backoff before it) and <queued_ms> waiting for a limit. */
+uint64_t req_overhead_us(uint64_t start_us, const struct req_attempts *att, uint64_t queued_ms,
+                         uint64_t now_us);
 
 #endif

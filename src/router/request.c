@@ -909,6 +909,12 @@ static uint64_t write_access_line(struct request *r)
     return e.duration_us;
 }
 
+/* The request's time in the gateway so far (overhead.c). */
+static uint64_t overhead_now(const struct request *r)
+{
+    return req_overhead_us(r->ident.start_us, &r->att, r->lim.queued_ms, bsc_now_us());
+}
+
 /* The request's metrics: tokens, cost, outcome, duration and time to first token. */
 static void count_request(struct request *r, uint64_t duration_us)
 {
@@ -933,8 +939,7 @@ static void count_request(struct request *r, uint64_t duration_us)
     if (r->d.ttfb_us && r->d.status == 200)
         metrics_observe(M(r), shard, METRIC_TTFT, r->route->id, NULL, (double)r->d.ttfb_us / 1e6);
     metrics_observe(M(r), shard, METRIC_OVERHEAD, r->route->id, NULL,
-                    (double)(r->d.overhead_known ? r->d.overhead_us
-                                                 : req_overhead_us(r, bsc_now_us())) / 1e6);
+                    (double)(r->d.overhead_known ? r->d.overhead_us : overhead_now(r)) / 1e6);
 }
 
 static void st_done(struct request *r)
