@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/json_scan.h"
 #include "core/redact.h"
 #include "router/contract.h"
 #include "router/deliver.h"
@@ -757,4 +758,29 @@ enum bsc_err xchg_replace_frames(struct request *r, const struct bsc_buf *with)
 {
     bsc_buf_reset(&r->x.conv);
     return bsc_buf_append(&r->x.conv, with->p, with->len);
+}
+
+/* The "id" of the Response object <body> into <out>; false when it has none we keep. */
+static bool body_id(struct bsc_str body, char *out, size_t len)
+{
+    struct bsc_str v, raw;
+
+    if (bsc_json_member(body, BSC_STR("id"), &v) != 1 || bsc_json_kind_of(v) != BSC_JSON_STRING)
+        return false;
+    raw = bsc_json_string_raw(v);
+    if (!raw.len || raw.len > PROV_ANSWER_ID_MAX || memchr(raw.p, '\\', raw.len))
+        return false;
+    snprintf(out, len, "%.*s", (int)raw.len, raw.p);
+    return true;
+}
+
+bool xchg_answer_id(const struct xchg *x, char *out, size_t len)
+{
+    out[0] = '\0';
+    if (x->mode == BODY_SSE) {
+        if (x->prov_st_live && x->ops->stream_answer_id)
+            x->ops->stream_answer_id(x->prov_st, out, len);
+        return out[0] != '\0';
+    }
+    return body_id(x->answer.len ? bsc_buf_str(&x->answer) : bsc_buf_str(&x->resp), out, len);
 }

@@ -71,5 +71,8 @@ enum bsc_err xchg_hand_frames(struct request *r, struct bsc_buf *out);
 void xchg_drop_frames(struct request *r);
 /* The adapter's frames of this read replaced by <with> (a continuation's rewrite). */
 enum bsc_err xchg_replace_frames(struct request *r, const struct bsc_buf *with);
+/* The upstream's id of the delivered answer (the body's "id", or the stream's as the adapter
+ * read it) into <out>; false without one. */
+bool xchg_answer_id(const struct xchg *x, char *out, size_t len);
 
 #endif

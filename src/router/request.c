@@ -599,6 +599,18 @@ static void account_failed(struct request *r)
         account_usage(r, false);
 }
 
+/* A delivered pass-through Responses answer: its upstream id is kept for the client's scope
+ * (resp_owner.h), so that no other client continues it. */
+static void note_owner(const struct request *r)
+{
+    char id[PROV_ANSWER_ID_MAX + 1];
+    uint64_t ttl_ms = (uint64_t)r->cfg->responses.ttl_s * 1000;
+
+    if (r->input.op == PROV_OP_RESPONSES && r->gw->store && ttl_ms &&
+        xchg_answer_id(&r->x, id, sizeof(id)))
+        resp_owner_note(r->gw->store, &r->w->loop, ttl_ms, r->ident.client_scope, id);
+}
+
 static void st_attempt(struct request *r)
 {
     bool transport_ok;
@@ -638,7 +650,7 @@ static void st_attempt(struct request *r)
         req__cur_attempt(r)->status = r->x.up_status;
         report_attempt(r, BRK_SUCCESS, NULL, false);
         account_delivered(r);
-        resp_owner_note(r); /* before the answer goes out: a next turn may follow at once */
+        note_owner(r); /* before the answer goes out: a next turn may follow at once */
         log_attempt(r, "deliver", "ok");
         req__goto(r, REQ_ST_REPLY);
         return;
@@ -723,7 +735,7 @@ static void st_relay(struct request *r)
         log_attempt(r, "deliver", "ok");
         contract_record_stream(r); /* pass-through: checks recorded, the bytes are gone */
         feedback_attempt(r, true); /* before the end: the client may judge it at once */
-        resp_owner_note(r);        /* likewise: a next turn may name it at once */
+        note_owner(r);             /* likewise: a next turn may name it at once */
         deliver_end(r, "ok");
         req__goto(r, REQ_ST_DONE);
         return;
