@@ -157,7 +157,8 @@ bool reqcache_embed_key(struct request *r)
     struct cache_key_parts parts;
     bool ok;
 
-    reqcache_parts(r, scope, &parts);
+    reqcache_parts(r->route, &r->ident, r->input.stream, r->input.include_usage, scope,
+                   &parts);
     bsc_buf_init(&ctx, CANON_MAX_BYTES);
     bsc_buf_init(&r->c.question, QUESTION_MAX_BYTES);
     ok = r->route->cache.embed_target && context_text(r, &ctx);

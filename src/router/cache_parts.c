@@ -5,26 +5,28 @@
 #include <stdio.h>
 
 #include "core/str.h"
-#include "router/internal.h"
+#include "config/config.h"
+#include "router/req_ident.h"
 
-static const char *shape_of(const struct request *r)
+static const char *shape_of(bool stream, bool include_usage)
 {
-    if (!r->input.stream)
+    if (!stream)
         return "json";
-    return r->input.include_usage ? "sse+usage" : "sse";
+    return include_usage ? "sse+usage" : "sse";
 }
 
-void reqcache_parts(const struct request *r, char scope[REQCACHE_SCOPE_MAX],
-                     struct cache_key_parts *parts)
+void reqcache_parts(const struct cfg_route *route, const struct req_ident *ident, bool stream,
+                    bool include_usage, char scope[REQCACHE_SCOPE_MAX],
+                    struct cache_key_parts *parts)
 {
-    if (r->route->cache.scope == CFG_CACHE_ROUTE)
+    if (route->cache.scope == CFG_CACHE_ROUTE)
         snprintf(scope, REQCACHE_SCOPE_MAX, "route");
     else
-        snprintf(scope, REQCACHE_SCOPE_MAX, "client:%s", r->ident.client_scope);
+        snprintf(scope, REQCACHE_SCOPE_MAX, "client:%s", ident->client_scope);
     *parts = (struct cache_key_parts){
-        .route = bsc_str_cstr(r->route->id),
-        .dialect = bsc_str_cstr(r->ident.path),
-        .shape = bsc_str_cstr(shape_of(r)),
+        .route = bsc_str_cstr(route->id),
+        .dialect = bsc_str_cstr(ident->path),
+        .shape = bsc_str_cstr(shape_of(stream, include_usage)),
         .scope = bsc_str_cstr(scope),
     };
 }

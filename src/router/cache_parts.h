@@ -6,13 +6,18 @@
 
 #include "cache/key.h"
 
-struct request;
+#include <stdbool.h>
+
+struct cfg_route;
+struct req_ident;
 
 #define REQCACHE_SCOPE_MAX 48
 
-/* The key's parts every mode shares (route, dialect, shape, scope; <canonical> left empty)
- * for <r>; <scope> holds the scope's text and must outlive <parts>. */
-void reqcache_parts(const struct request *r, char scope[REQCACHE_SCOPE_MAX],
-                     struct cache_key_parts *parts);
+/* The key's parts every mode shares (<canonical> left empty): the <route>, the dialect (the
+ * path of <ident>), the shape (<stream>, <include_usage>) and the scope (<route>'s, or the
+ * client's of <ident>); <scope> holds the scope's text and must outlive <parts>. */
+void reqcache_parts(const struct cfg_route *route, const struct req_ident *ident, bool stream,
+                    bool include_usage, char scope[REQCACHE_SCOPE_MAX],
+                    struct cache_key_parts *parts);
 
 #endif

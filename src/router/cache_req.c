@@ -73,7 +73,8 @@ static bool make_key(struct request *r)
     enum canon_result res;
     struct cache_key_parts parts;
 
-    reqcache_parts(r, scope, &parts);
+    reqcache_parts(r->route, &r->ident, r->input.stream, r->input.include_usage, scope,
+                   &parts);
     bsc_buf_init(&canon, CANON_MAX_BYTES);
     res = canon_request(srv_req_body(r->sreq), ignored, BSC_ARRAY_LEN(ignored), &canon);
     if (res == CANON_OK) {
