@@ -797,12 +797,13 @@ static void st_reply_error(struct request *r)
     req__goto(r, REQ_ST_DONE);
 }
 
-/* What the router's other files call to hand a request back to the machine (req_wake.h). */
+/* The machine's timer stops: what it was armed for is over (a limit's wait ended). */
 static void disarm_timer(struct request *r)
 {
     uv_timer_stop(&r->timer);
 }
 
+/* What the router's other files call to hand a request back to the machine (req_wake.h). */
 static const struct req_wake machine_wake = {
     .run = req__run,
     .arm_timer = req__arm_timer,
