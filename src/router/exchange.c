@@ -397,7 +397,7 @@ enum bsc_err xchg_start(struct request *r)
     if (!err)
         err = prov_header(&r->x.http.headers, "X-Request-Id", "%s", r->ident.id);
     if (!err)
-        err = req_trace_header(r, &r->x.http.headers); /* this attempt's span, upstream */
+        err = req_trace_header(&r->trace, r->att.n, &r->x.http.headers); /* this attempt's span, upstream */
     if (err)
         return err;
     for (size_t off = 0; off < r->x.http.headers.len && n < BSC_ARRAY_LEN(lines);) {

@@ -928,6 +928,25 @@ static uint64_t overhead_now(const struct request *r)
     return req_overhead_us(r->ident.start_us, &r->att, r->lim.queued_ms, bsc_now_us());
 }
 
+/* The request's spans (trace.c), from what it ended with. */
+static void finish_trace(const struct request *r)
+{
+    struct trace_request tr = {
+        .id = r->ident.id,
+        .route = r->route->id,
+        .outcome = r->d.termination,
+        .target = r->cur.target ? r->cur.target->id : NULL,
+        .status = r->d.status,
+        .start_us = r->ident.start_us,
+        .att = &r->att,
+        .usage = &r->x.usage,
+        .cost_usd = r->cost.usd,
+        .env = &r->env,
+    };
+
+    req_trace_finish(&r->trace, &r->cfg->telemetry, req__metrics(r), &tr);
+}
+
 /* The request's metrics: tokens, cost, outcome, duration and time to first token. */
 static void count_request(struct request *r, uint64_t duration_us)
 {
@@ -979,7 +998,7 @@ static void st_done(struct request *r)
     guard_idem_finish(r);
     spend_release(r);
     count_request(r, write_access_line(r));
-    req_trace_finish(r); /* the request span and one per attempt, when sampled */
+    finish_trace(r); /* the request span and one per attempt, when sampled */
     r->input.body = BSC_STR_NULL;
     r->input.native = (struct prov_native){0};
     trim_req_cleanup(r);
@@ -1115,7 +1134,8 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     /* clients: auth.c put the caller's id on the request (later limits and budgets key on
      * it); NULL when the gateway is open or a reload dropped the client meanwhile. */
     r->ident.client = cfg_client_find(r->cfg, bsc_str_cstr(srv_req_principal(sreq)));
-    req_trace_begin(r); /* continues the client's traceparent */
+    req_trace_begin(&r->trace, &r->cfg->telemetry, /* continues the client's traceparent */
+                    srv_req_header(sreq, BSC_STR("traceparent")));
     r->input.bytes_in = srv_req_body(sreq).len;
     r->input.model_span = in->model_span;
     r->input.include_usage = in->include_usage;
