@@ -425,7 +425,7 @@ static void begin_attempt(struct request *r)
                                          r->next.wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
     r->att.n++;
     attempt_begin(a, r->cur.target, r->next.wf, bsc_now_us());
-    feedback_take_ranking(r, a->ranking, sizeof(a->ranking));
+    feedback_take_ranking(&r->balance, a->ranking, sizeof(a->ranking));
     a->delay_ms = r->next.delay_ms;
     a->delay_why = r->next.delay_why;
     req__next_delay_taken(r);
@@ -599,6 +599,28 @@ static void account_failed(struct request *r)
         account_usage(r, false);
 }
 
+/* The attempt's outcome for task feedback and balance: score (feedback.c). */
+static void count_feedback(const struct request *r, bool transport_ok)
+{
+    struct feedback_attempt fa = {
+        .m = M(r),
+        .shard = r->w->idx,
+        .vd = r->gw->verdicts,
+        .id = r->ident.id,
+        .route = r->route->id,
+        .target = r->cur.target->id,
+        .scope = r->ident.client_scope,
+        .wf = r->att.recs[r->att.n - 1].workflow,
+        .transport_ok = transport_ok,
+        .usable = r->x.fail.kind == FAIL_NONE,
+        /* as st_attempt's contract count: a pass-through stream's check comes too late */
+        .contract_counted = transport_ok && contract_wanted(r) &&
+                            (r->x.mode != BODY_SSE || r->buffering),
+    };
+
+    feedback_attempt(&fa);
+}
+
 /* A delivered pass-through Responses answer: its upstream id is kept for the client's scope
  * (resp_owner.h), so that no other client continues it. */
 static void note_owner(const struct request *r)
@@ -644,7 +666,7 @@ static void st_attempt(struct request *r)
                          ok ? "ok" : "failed", 1);
         }
     }
-    feedback_attempt(r, transport_ok);
+    count_feedback(r, transport_ok);
     if (r->x.fail.kind == FAIL_NONE) {
         attempt_end(req__cur_attempt(r), bsc_now_us(), ATTEMPT_OK, NULL);
         req__cur_attempt(r)->status = r->x.up_status;
@@ -695,7 +717,7 @@ static void relay_continue(struct request *r, struct attempt *a)
     account_failed(r);
     resume_add_usage(r);
     resume_count(r, "failed"); /* when the attempt that broke was itself a continuation */
-    feedback_attempt(r, false);
+    count_feedback(r, false);
     resume_begin(r, break_message(r));
     report_attempt(r, breaker_outcome(&r->x.fail), "partial_output", false);
     resume_note_break(r, why); /* its attempt line, written once PICK decided, says so */
@@ -734,7 +756,7 @@ static void st_relay(struct request *r)
         resume_count(r, "ok");
         log_attempt(r, "deliver", "ok");
         contract_record_stream(r); /* pass-through: checks recorded, the bytes are gone */
-        feedback_attempt(r, true); /* before the end: the client may judge it at once */
+        count_feedback(r, true); /* before the end: the client may judge it at once */
         note_owner(r);             /* likewise: a next turn may name it at once */
         deliver_end(r, "ok");
         req__goto(r, REQ_ST_DONE);
@@ -755,7 +777,7 @@ static void st_relay(struct request *r)
     a->status = 200;
     account_failed(r); /* cut after tokens were generated: billed */
     resume_count(r, "failed");
-    feedback_attempt(r, false);
+    count_feedback(r, false);
     report_attempt(r, breaker_outcome(&r->x.fail), "partial_output", false);
     log_attempt(r, "stop", break_why(r));
     guard_record_uncertain(r, "partial_output");
