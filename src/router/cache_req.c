@@ -21,6 +21,7 @@
 #include "router/deliver_note.h"
 #include "router/guard.h"
 #include "router/internal.h"
+#include "router/req_wake.h"
 
 /* Top-level members that never change the answer: how it is carried (stream, its options,
  * whose shape is the key's <shape>) and who asked (user, ids the client keeps). */
@@ -155,6 +156,17 @@ static enum reqcache_verdict semantic_answer(struct request *r)
     return hit ? REQCACHE_ANSWERED : REQCACHE_PASS;
 }
 
+/* The shared store answered the lookup (recorded in r->c): the machine goes on. */
+static void on_shared_answer(void *arg, enum bsc_err err)
+{
+    struct request *r = arg;
+
+    if (err && err != BSC_ENOTFOUND)
+        LOG_DEBUG("%s: cache lookup in the store failed (%s): a miss", r->ident.id,
+                  bsc_err_str(err));
+    req_wake_run(r);
+}
+
 /* A semantic lookup: keyed by context, then the question embedded (REQCACHE_WAIT until it
  * comes back). With no-cache the answer may still be stored: it is embedded all the same. */
 static enum reqcache_verdict semantic_lookup(struct request *r, bool no_cache)
@@ -224,7 +236,7 @@ enum reqcache_verdict reqcache_lookup(struct request *r)
     }
     if (!shared(r))
         return memory_lookup(r);
-    if (shcache_get(r))
+    if (shcache_get(&r->c, r->gw->store, &r->w->loop, r->route, on_shared_answer, r))
         return REQCACHE_WAIT;
     count(r, "miss"); /* the store could not take the lookup: a miss, never an error */
     return REQCACHE_PASS;
@@ -275,7 +287,8 @@ void reqcache_store(struct request *r)
     if (semantic(r))
         store_semantic(r, &meta);
     else if (shared(r))
-        shcache_put(r, bsc_buf_str(&r->c.copy), &meta);
+        shcache_put(&r->c, r->gw->store, &r->w->loop, r->route, bsc_buf_str(&r->c.copy),
+                    &meta);
     else if (cache_mem_put(r->gw->cache, &r->c.key, bsc_str_cstr(r->route->id),
                            bsc_buf_str(&r->c.copy), &meta, (uint64_t)r->route->cache.ttl_s * 1000,
                            meta.stored_ms, limit) != BSC_OK)
@@ -285,7 +298,7 @@ void reqcache_store(struct request *r)
 
 void reqcache_finish(struct request *r)
 {
-    shcache_detach(r);
+    shcache_detach(&r->c);
     reqcache_embed_finish(r);
     bsc_buf_cleanup(&r->c.copy);
     bsc_buf_cleanup(&r->c.hit);
