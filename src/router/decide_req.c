@@ -48,7 +48,7 @@ static bool satisfies_sizes(const struct request *r, const struct cfg_target *t)
         t->max_output_tokens < q->max_output_tokens_min)
         return false;
     if (r->trim.msgs) /* context.overflow: trim -- as far as it may be trimmed */
-        return trim_req_fits(r, t);
+        return trim_req_fits(&r->trim, &r->input, t);
     return !t->context_window || r->input.est_tokens <= t->context_window;
 }
 

@@ -355,6 +355,12 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
 
 static const struct up_callbacks up_cb = {on_head, on_data, on_done};
 
+/* The request's canonical parse tree, for trim.c (trim_tree_fn). */
+static struct json_object *request_tree(void *r)
+{
+    return req__json(r);
+}
+
 /* ---- starting ---- */
 
 enum bsc_err xchg_start(struct request *r)
@@ -367,7 +373,9 @@ enum bsc_err xchg_start(struct request *r)
     enum bsc_err err;
 
     r->x.ops = prov_ops_for(r->cur.target->provider->kind);
-    err = trim_req_attempt(r); /* context.overflow: trim, against this target's window */
+    /* context.overflow: trim, against this target's window */
+    err = trim_req_attempt(&r->trim, &r->input, &r->route->context, r->cur.target, request_tree,
+                           r);
     if (!err)
         err = resume_attempt(r); /* a continuation: by prefill or replay */
     if (err)
@@ -397,7 +405,8 @@ enum bsc_err xchg_start(struct request *r)
     if (!err)
         err = prov_header(&r->x.http.headers, "X-Request-Id", "%s", r->ident.id);
     if (!err)
-        err = req_trace_header(&r->trace, r->att.n, &r->x.http.headers); /* this attempt's span, upstream */
+        /* this attempt's span, upstream */
+        err = req_trace_header(&r->trace, r->att.n, &r->x.http.headers);
     if (err)
         return err;
     for (size_t off = 0; off < r->x.http.headers.len && n < BSC_ARRAY_LEN(lines);) {

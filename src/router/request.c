@@ -1023,7 +1023,7 @@ static void st_done(struct request *r)
     finish_trace(r); /* the request span and one per attempt, when sampled */
     r->input.body = BSC_STR_NULL;
     r->input.native = (struct prov_native){0};
-    trim_req_cleanup(r);
+    trim_req_cleanup(&r->trim);
     json_object_put(r->input.json);
     r->input.json = NULL;
     cfg_unref(r->cfg);
@@ -1108,7 +1108,7 @@ static void inspect_request(struct request *r, const struct chat_in *in)
     r->input.est_out_tokens = in->est_out_tokens;
     if (r->route->n_select)
         select_route(r, in->messages);
-    trim_req_inspect(r, in->scan_body, in->messages);
+    trim_req_inspect(&r->trim, &r->input, &r->route->context, in->scan_body, in->messages);
 }
 
 /* The request could not start (out of memory, or a header that does not tighten the

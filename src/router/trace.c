@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* trace.c -- glue from a request to its spans (trace.h). Everything about ids, sampling,
  * encoding and export is src/telemetry/; this file only reads what request.c hands it of
- * the request (struct trace_request): its route, outcome, usage and attempts[] records. No prompt, answer or error text goes into a span:
- * ids, kinds and numbers only. docs/internals/telemetry.md lists the attributes. */
+ * the request (struct trace_request): its route, outcome, usage and attempts[] records. No
+ * prompt, answer or error text goes into a span: ids, kinds and numbers only.
+ * docs/internals/telemetry.md lists the attributes. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

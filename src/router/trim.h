@@ -95,25 +95,34 @@ struct json_object *trim_json(struct json_object *req, const struct trim_cut *cu
 
 /* ---- the router's side (trim.c): one plan per attempt, against its target ---- */
 
-struct request;
+struct cfg_context;
 struct cfg_target;
+struct req_input;
 
-/* Reads the descriptors of the request's messages (span <msgs> inside <body>, the client's
- * OpenAI bytes or the canonical form serialised) when its route trims a chat. On failure
- * the request is simply not trimmed. */
-void trim_req_inspect(struct request *r, struct bsc_str body, struct bsc_str msgs);
+/* The request's canonical parse tree, parsed on first use (the caller's req__json); NULL
+ * when out of memory. */
+typedef struct json_object *trim_tree_fn(void *arg);
 
-/* True when the request, trimmed as far as it may be for <t>, fits <t>'s window -- or when
- * `fail` would accept <t> for it as it is (no output budget reserved). */
-bool trim_req_fits(const struct request *r, const struct cfg_target *t);
+/* Reads the descriptors of the messages of request <in> (span <msgs> inside <body>, the
+ * client's OpenAI bytes or the canonical form serialised) into <ts> when its route's
+ * context <c> trims a chat. On failure the request is simply not trimmed. */
+void trim_req_inspect(struct trim_state *ts, const struct req_input *in,
+                      const struct cfg_context *c, struct bsc_str body, struct bsc_str msgs);
 
-/* Plans the cut for the attempt on r->cur.target and builds its request (r->trim.body, .json),
- * from the client's messages each time. BSC_OK with r->trim.dropped 0 when nothing is cut
- * (it fits, or the request must reach an anthropic target as the client's own bytes);
- * BSC_ENOMEM. */
-enum bsc_err trim_req_attempt(struct request *r);
+/* True when request <in>, trimmed as far as <ts> says it may be for <t>, fits <t>'s
+ * window -- or when `fail` would accept <t> for it as it is (no output budget reserved). */
+bool trim_req_fits(const struct trim_state *ts, const struct req_input *in,
+                   const struct cfg_target *t);
 
-/* Releases everything the trim state holds. */
-void trim_req_cleanup(struct request *r);
+/* Plans the cut for the attempt on <t> (keeping the last messages <c> says) and builds its
+ * request (ts->body, ts->json; the tree from <tree>(<arg>)), from the client's messages each
+ * time. BSC_OK with ts->dropped 0 when nothing is cut (it fits, or the request must reach an
+ * anthropic target as the client's own bytes); BSC_ENOMEM. */
+enum bsc_err trim_req_attempt(struct trim_state *ts, const struct req_input *in,
+                              const struct cfg_context *c, const struct cfg_target *t,
+                              trim_tree_fn *tree, void *arg);
+
+/* Releases everything <ts> holds. */
+void trim_req_cleanup(struct trim_state *ts);
 
 #endif
