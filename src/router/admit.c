@@ -12,8 +12,12 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "ledger/ledger.h"
+#include "router/cache_req.h"
+#include "router/deliver_note.h"
 #include "router/guard.h"
 #include "router/internal.h"
+#include "router/limit.h"
+#include "router/req_error.h"
 #include "router/spend.h"
 #include "health/hstate.h"
 #include "store/store.h"
@@ -163,20 +167,19 @@ static const struct admit_check admit_replay[] = {
     {"ledger", check_ledger},
 };
 
-enum admit_verdict admit_run(struct request *r)
+enum admit_verdict admit_run(struct request *r, unsigned *at)
 {
     const struct admit_check *list = r->att.n ? admit_replay : admit_start;
     unsigned n = r->att.n ? BSC_ARRAY_LEN(admit_replay) : BSC_ARRAY_LEN(admit_start);
 
-    while (r->m.admit_at < n) {
-        enum admit_verdict v = list[r->m.admit_at].check(r);
+    for (; *at < n; ++*at) {
+        enum admit_verdict v = list[*at].check(r);
 
         if (v != ADMIT_PASS) {
-            LOG_DEBUG("%s: admission check %s: %s", r->ident.id, list[r->m.admit_at].name,
+            LOG_DEBUG("%s: admission check %s: %s", r->ident.id, list[*at].name,
                       v == ADMIT_WAIT ? "waits" : "answers");
             return v;
         }
-        req__admit_check_passed(r);
     }
     return ADMIT_PASS;
 }

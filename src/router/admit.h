@@ -14,10 +14,11 @@ enum admit_verdict {
     ADMIT_ANSWERED  /* the client has its answer already (an idempotent replay): DONE */
 };
 
-/* Runs the checks in order from the one that last waited (r->m.admit_at): the first that
- * does not pass gives the verdict. A request that has not made an attempt yet runs the
- * admission list; one entering ADMIT after a failed attempt runs the replay list (set
- * r->m.admit_at to 0 before each entry). */
-enum admit_verdict admit_run(struct request *r);
+/* Runs the checks in order from <*at> (the one that last waited; 0 on each entry to ADMIT):
+ * the first that does not pass gives the verdict and is left in <*at>, for request.c to
+ * keep (r->m.admit_at) and run again from when the request is woken. A request that has not
+ * made an attempt yet runs the admission list; one entering ADMIT after a failed attempt
+ * runs the replay list. */
+enum admit_verdict admit_run(struct request *r, unsigned *at);
 
 #endif

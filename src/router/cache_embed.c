@@ -24,7 +24,9 @@
 #include "core/log.h"
 #include "health/hstate.h"
 #include "policy/cost.h"
+#include "router/cache_parts.h"
 #include "router/internal.h"
+#include "router/req_wake.h"
 #include "router/spend.h"
 
 #define CANON_MAX_BYTES    (16u << 20)
@@ -155,7 +157,8 @@ bool reqcache_embed_key(struct request *r)
     struct cache_key_parts parts;
     bool ok;
 
-    reqcache_parts(r, scope, &parts);
+    reqcache_parts(r->route, &r->ident, r->input.stream, r->input.include_usage, scope,
+                   &parts);
     bsc_buf_init(&ctx, CANON_MAX_BYTES);
     bsc_buf_init(&r->c.question, QUESTION_MAX_BYTES);
     ok = r->route->cache.embed_target && context_text(r, &ctx);
@@ -235,7 +238,7 @@ static void charge(struct request *r, const struct cfg_target *t, struct prov_us
     cost = cost_of_usage(&t->price, usage);
     if (!(cost > 0))
         return;
-    req__add_cost(r, cost, false);
+    req_cost_add(&r->cost, cost, false);
     r->c.embed_cost_usd += cost;
     spend_record(r, cost);
 }
@@ -284,7 +287,7 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
     r->c.embed = NULL;
     r->c.waiting = false;
     embed_free(e);
-    req__run(r);
+    req_wake_run(r);
 }
 
 static const struct up_callbacks up_cb = {on_head, on_data, on_done};

@@ -2,6 +2,7 @@
 /* cache_req.c -- the response cache around one request (cache_req.h): its key (route, the
  * client's dialect, the answer's shape, the scope, the canonical body), the lookup and the
  * replay of a hit in ADMIT, and the store once the answer is whole. */
+#include "router/cache_parts.h"
 #include "router/cache_req.h"
 
 #include <stdio.h>
@@ -17,7 +18,10 @@
 #include "router/cache_embed.h"
 #include "router/cache_shared.h"
 #include "router/contract.h"
+#include "router/deliver_note.h"
+#include "router/guard.h"
 #include "router/internal.h"
+#include "router/req_wake.h"
 
 /* Top-level members that never change the answer: how it is carried (stream, its options,
  * whose shape is the key's <shape>) and who asked (user, ids the client keeps). */
@@ -61,28 +65,6 @@ static bool has_directive(struct bsc_str v, const char *d)
     return false;
 }
 
-static const char *shape_of(const struct request *r)
-{
-    if (!r->input.stream)
-        return "json";
-    return r->input.include_usage ? "sse+usage" : "sse";
-}
-
-void reqcache_parts(const struct request *r, char scope[REQCACHE_SCOPE_MAX],
-                     struct cache_key_parts *parts)
-{
-    if (r->route->cache.scope == CFG_CACHE_ROUTE)
-        snprintf(scope, REQCACHE_SCOPE_MAX, "route");
-    else
-        snprintf(scope, REQCACHE_SCOPE_MAX, "client:%s", r->ident.client_scope);
-    *parts = (struct cache_key_parts){
-        .route = bsc_str_cstr(r->route->id),
-        .dialect = bsc_str_cstr(r->ident.path),
-        .shape = bsc_str_cstr(shape_of(r)),
-        .scope = bsc_str_cstr(scope),
-    };
-}
-
 /* r->c.key from the request; false when the body cannot be canonicalised (a name twice in
  * one object, a lone surrogate, ...): such a request is neither looked up nor stored. */
 static bool make_key(struct request *r)
@@ -92,7 +74,8 @@ static bool make_key(struct request *r)
     enum canon_result res;
     struct cache_key_parts parts;
 
-    reqcache_parts(r, scope, &parts);
+    reqcache_parts(r->route, &r->ident, r->input.stream, r->input.include_usage, scope,
+                   &parts);
     bsc_buf_init(&canon, CANON_MAX_BYTES);
     res = canon_request(srv_req_body(r->sreq), ignored, BSC_ARRAY_LEN(ignored), &canon);
     if (res == CANON_OK) {
@@ -173,6 +156,17 @@ static enum reqcache_verdict semantic_answer(struct request *r)
     return hit ? REQCACHE_ANSWERED : REQCACHE_PASS;
 }
 
+/* The shared store answered the lookup (recorded in r->c): the machine goes on. */
+static void on_shared_answer(void *arg, enum bsc_err err)
+{
+    struct request *r = arg;
+
+    if (err && err != BSC_ENOTFOUND)
+        LOG_DEBUG("%s: cache lookup in the store failed (%s): a miss", r->ident.id,
+                  bsc_err_str(err));
+    req_wake_run(r);
+}
+
 /* A semantic lookup: keyed by context, then the question embedded (REQCACHE_WAIT until it
  * comes back). With no-cache the answer may still be stored: it is embedded all the same. */
 static enum reqcache_verdict semantic_lookup(struct request *r, bool no_cache)
@@ -242,18 +236,10 @@ enum reqcache_verdict reqcache_lookup(struct request *r)
     }
     if (!shared(r))
         return memory_lookup(r);
-    if (shcache_get(r))
+    if (shcache_get(&r->c, r->gw->store, &r->w->loop, r->route, on_shared_answer, r))
         return REQCACHE_WAIT;
     count(r, "miss"); /* the store could not take the lookup: a miss, never an error */
     return REQCACHE_PASS;
-}
-
-size_t reqcache_header(const struct request *r, struct srv_header *h)
-{
-    if (!r->c.result)
-        return 0;
-    h[0] = (struct srv_header){BSC_STR("x-bascule-cache"), bsc_str_cstr(r->c.result)};
-    return 1;
 }
 
 void reqcache_record(struct request *r, const void *p, size_t len)
@@ -301,7 +287,8 @@ void reqcache_store(struct request *r)
     if (semantic(r))
         store_semantic(r, &meta);
     else if (shared(r))
-        shcache_put(r, bsc_buf_str(&r->c.copy), &meta);
+        shcache_put(&r->c, r->gw->store, &r->w->loop, r->route, bsc_buf_str(&r->c.copy),
+                    &meta);
     else if (cache_mem_put(r->gw->cache, &r->c.key, bsc_str_cstr(r->route->id),
                            bsc_buf_str(&r->c.copy), &meta, (uint64_t)r->route->cache.ttl_s * 1000,
                            meta.stored_ms, limit) != BSC_OK)
@@ -311,7 +298,7 @@ void reqcache_store(struct request *r)
 
 void reqcache_finish(struct request *r)
 {
-    shcache_detach(r);
+    shcache_detach(&r->c);
     reqcache_embed_finish(r);
     bsc_buf_cleanup(&r->c.copy);
     bsc_buf_cleanup(&r->c.hit);

@@ -13,51 +13,19 @@
 #include "cache/key.h"
 #include "cache/lru.h"
 #include "core/buf.h"
+#include "router/cache_parts.h"
+#include "router/cache_req_types.h"
 
 struct request;
 struct srv_header;
 
-struct reqcache {
-    const char *result;   /* static: "hit", "miss" or "bypass"; NULL: the route has no cache */
-    bool keyed;           /* <key> holds the request's key */
-    bool no_store;        /* Cache-Control: no-store, or a body that cannot be keyed */
-    bool overflow;        /* the answer passed max_entry_bytes: not stored */
-    struct cache_key key;
-    struct bsc_buf copy;  /* owned: the client's bytes as they went out */
-    /* cache.store: redis (cache_shared.c): the lookup in flight and what it found. */
-    bool asked;           /* a shared lookup was started: its answer decides */
-    bool waiting;         /* ... and has not come back yet */
-    bool found;           /* it found <hit> */
-    bool gen_read;        /* it read the route's generation <gen>: the store is under it */
-    uint64_t gen;
-    void *shared;         /* the lookup's context while it runs */
-    struct bsc_buf hit;   /* owned: the answer found */
-    struct cache_meta hit_meta;
-    /* mode: semantic (cache_embed.c): <key> is the context key; the question, its
-     * embedding in flight, then its unit vector (NULL: none, a miss and nothing stored). */
-    struct bsc_buf question; /* owned: the last user message's text */
-    void *embed;             /* the embedding's context while it runs */
-    float *vec;              /* owned: <dim> floats */
-    size_t dim;
-    double similarity;       /* a hit's cosine */
-    double embed_cost_usd;   /* what the embedding cost (in the request's cost_usd too) */
-};
-
 enum reqcache_verdict { REQCACHE_PASS, REQCACHE_WAIT, REQCACHE_ANSWERED };
 
-#define REQCACHE_SCOPE_MAX 48
-
-/* The key's parts every mode shares (route, dialect, shape, scope; <canonical> left empty)
- * for <r>; <scope> holds the scope's text and must outlive <parts>. */
-void reqcache_parts(const struct request *r, char scope[REQCACHE_SCOPE_MAX],
-                     struct cache_key_parts *parts);
 
 /* ADMIT's check: REQCACHE_ANSWERED when the request was answered from the cache (the machine
  * ends it), REQCACHE_WAIT while a shared lookup runs (its callback runs the machine, which calls
  * this again), else REQCACHE_PASS. */
 enum reqcache_verdict reqcache_lookup(struct request *r);
-/* The x-bascule-cache header of an answer made upstream: 0 or 1 put in <h>. */
-size_t reqcache_header(const struct request *r, struct srv_header *h);
 /* Keeps a copy of <len> bytes the client is sent. */
 void reqcache_record(struct request *r, const void *p, size_t len);
 /* The answer is whole and about to end: stored when successful, before its last bytes are

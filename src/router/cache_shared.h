@@ -9,18 +9,30 @@
 
 #include <stdbool.h>
 
+#include <uv.h>
+
 #include "cache/lru.h"
+#include "core/err.h"
 #include "core/str.h"
 
-struct request;
+struct cfg_route;
+struct reqcache;
+struct store;
 
-/* Starts the lookup of r->c.key: true when started (the callback records the answer in
- * r->c and runs the machine); false when it could not start (a miss). */
-bool shcache_get(struct request *r);
-/* Stores <body> under r->c.key for the route's TTL, under the generation the lookup read
- * (not stored when a DELETE moved it since); the outcome is only logged. */
-void shcache_put(struct request *r, struct bsc_str body, const struct cache_meta *meta);
-/* The request ends: a lookup still running no longer refers to it. */
-void shcache_detach(struct request *r);
+/* Called on the loop when a lookup answered (the answer recorded in its struct reqcache):
+ * <err> the store's, BSC_ENOTFOUND a plain miss. */
+typedef void shcache_done_fn(void *arg, enum bsc_err err);
+
+/* Starts the lookup of c->key in <st>, in <route>'s group; true when started (the answer is
+ * recorded in <c>, then <done>(<arg>) runs); false when it could not start (a miss). */
+bool shcache_get(struct reqcache *c, struct store *st, uv_loop_t *loop,
+                 const struct cfg_route *route, shcache_done_fn *done, void *arg);
+/* Stores <body> under c->key for <route>'s TTL, under the generation the lookup read (not
+ * stored when a DELETE moved it since); the outcome is only logged. */
+void shcache_put(const struct reqcache *c, struct store *st, uv_loop_t *loop,
+                 const struct cfg_route *route, struct bsc_str body,
+                 const struct cache_meta *meta);
+/* The request ends: a lookup still running no longer refers to <c>, nor calls back. */
+void shcache_detach(struct reqcache *c);
 
 #endif

@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "metrics/metrics.h"
 #include "router/contract.h"
+#include "router/input.h"
 #include "router/internal.h"
 #include "stream/sse_parse.h"
 

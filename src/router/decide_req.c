@@ -13,11 +13,19 @@
 #include "health/hstate.h"
 #include "limits/limits.h"
 #include "metrics/metrics.h"
+#include "router/decide_req.h"
+#include "router/deliver_note.h"
+#include "router/exchange.h"
 #include "router/feedback.h"
 #include "router/guard.h"
+#include "router/input.h"
 #include "router/internal.h"
 #include "router/limit.h"
 #include "policy/params.h"
+#include "router/machine.h"
+#include "router/req_error.h"
+#include "router/resume.h"
+#include "router/trim.h"
 
 #define M(r) req__metrics(r)
 
@@ -40,7 +48,7 @@ static bool satisfies_sizes(const struct request *r, const struct cfg_target *t)
         t->max_output_tokens < q->max_output_tokens_min)
         return false;
     if (r->trim.msgs) /* context.overflow: trim -- as far as it may be trimmed */
-        return trim_req_fits(r, t);
+        return trim_req_fits(&r->trim, &r->input, t);
     return !t->context_window || r->input.est_tokens <= t->context_window;
 }
 
@@ -270,8 +278,18 @@ static void fill_cand(struct request *r, const struct cfg_target *t, uint64_t no
     c->panic = ADMIT_UNASKED;
     reqlim_fill(r, c, now);
     hstate_view(r->gw->hs, t, now, &c->v);
-    if (r->route->balance == CFG_BALANCE_SCORE)
-        feedback_score_cand(r, t, &c->v, &c->sc);
+    if (r->route->balance == CFG_BALANCE_SCORE) {
+        struct feedback_asker q = {
+            .vd = r->gw->verdicts,
+            .cfg = r->cfg,
+            .scope = r->ident.client_scope,
+            .stream = r->input.stream,
+            .est_tokens = r->input.est_tokens,
+            .est_out_tokens = r->input.est_out_tokens,
+        };
+
+        feedback_score_cand(&q, t, &c->v, &c->sc);
+    }
 }
 
 static void fill_tier(struct request *r, enum tier tier, bool allowed, uint64_t now,
@@ -471,7 +489,7 @@ static void apply_stop(struct request *r, const struct decide_in *in, const stru
 static void apply_go(struct request *r, const struct decide_in *in,
                      const struct decide_out *out)
 {
-    feedback_note_ranking(r, in, out);
+    feedback_note_ranking(&r->balance, r->route->balance, in, out);
     req__aim(r, out->target, out->tier);
     r->next.wf = out->wf;
     if (out->admitted)

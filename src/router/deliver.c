@@ -8,9 +8,18 @@
 
 #include "core/clock.h"
 #include "metrics/metrics.h"
+#include "router/cache_req.h"
 #include "router/contract.h"
+#include "router/deliver.h"
+#include "router/deliver_note.h"
+#include "router/exchange.h"
 #include "router/guard.h"
 #include "router/internal.h"
+#include "router/overhead.h"
+#include "router/reply.h"
+#include "router/req_error.h"
+#include "router/req_wake.h"
+#include "router/resume.h"
 #include "stream/sse_parse.h"
 #include "stream/sse_write.h"
 
@@ -44,39 +53,6 @@ static struct down_ctx down_ctx(const struct request *r)
         .native = r->input.native.body.p && r->trim.dropped <= 0 && r->cur.target &&
                   prov_target_dialect(r->cur.target) == r->input.native.kind,
     };
-}
-
-size_t deliver_route_headers(struct request *r, struct srv_header *h,
-                             char buf[BSC_NUM_TEXT_MAX])
-{
-    size_t n = 0;
-    char *attempts = bsc_num_text(buf, r->att.n, 10);
-    h[n++] = (struct srv_header){BSC_STR("x-bascule-route"), bsc_str_cstr(r->route->id)};
-    if (r->cur.target)
-        h[n++] = (struct srv_header){BSC_STR("x-bascule-target"), bsc_str_cstr(r->cur.target->id)};
-    h[n++] = (struct srv_header){BSC_STR("x-bascule-attempts"),
-                                 bsc_str_make(attempts, (size_t)(buf + BSC_NUM_TEXT_MAX - attempts))};
-    h[n++] = (struct srv_header){
-        BSC_STR("x-bascule-workflow"),
-        bsc_str_cstr(attempt_workflow_name(
-            r->att.n ? r->att.recs[r->att.n - 1].workflow : ATTEMPT_WF_PRIMARY))};
-    if (r->notes.recovery_reason &&
-        (r->att.n > 1 || (r->att.n && r->att.recs[0].workflow != ATTEMPT_WF_PRIMARY)))
-        h[n++] = (struct srv_header){BSC_STR("x-bascule-recovery-reason"),
-                                     bsc_str_cstr(r->notes.recovery_reason)};
-    if (r->trim.dropped > 0)
-        h[n++] = (struct srv_header){BSC_STR("x-bascule-trimmed-messages"),
-                                     bsc_str_cstr(r->trim.count_text)};
-    if (r->err.limited_by)
-        h[n++] = (struct srv_header){BSC_STR("x-bascule-limited-by"),
-                                     bsc_str_cstr(r->err.limited_by)};
-    r->d.overhead_us = req_overhead_us(r, bsc_now_us());
-    r->d.overhead_known = true;
-    snprintf(r->d.overhead_ms, sizeof(r->d.overhead_ms), "%.3f",
-             (double)r->d.overhead_us / 1e3);
-    h[n++] = (struct srv_header){BSC_STR("x-bascule-overhead-ms"),
-                                 bsc_str_cstr(r->d.overhead_ms)};
-    return n + reqcache_header(r, h + n);
 }
 
 /* What the client is sent, kept for the idempotency record and the response cache. */
@@ -177,7 +153,7 @@ static void end_response(struct request *r, const char *termination, bool comple
         srv_resp_end(r->sreq);
     else
         srv_resp_abort(r->sreq);
-    req__release_sreq(r);
+    req_wake_release_sreq(r);
 }
 
 void deliver_end(struct request *r, const char *termination)
@@ -348,7 +324,7 @@ void deliver_stream_arm(struct request *r, uint64_t gap_ms)
     r->d.relay_due_ms = now_us / 1000 + (r->d.limit_timer ? left : gap_ms);
     if (r->d.relay_timer && uv_is_active((uv_handle_t *)&r->timer))
         return;
-    req__arm_timer(r, r->d.limit_timer ? left : gap_ms);
+    req_wake_timer(r, r->d.limit_timer ? left : gap_ms);
     r->d.relay_timer = true;
 }
 
@@ -378,7 +354,7 @@ bool deliver_stream_rearm(struct request *r)
 
     if (!r->d.relay_timer || now >= r->d.relay_due_ms)
         return false;
-    req__arm_timer(r, r->d.relay_due_ms - now);
+    req_wake_timer(r, r->d.relay_due_ms - now);
     r->d.relay_timer = true;
     return true;
 }
@@ -473,7 +449,7 @@ void deliver_answer(struct request *r)
     srv_resp_send(r->sreq, r->d.status, "application/json", h, n, body.p, body.len);
     r->d.bytes_out += body.len;
     r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
-    req__release_sreq(r);
+    req_wake_release_sreq(r);
 }
 
 void deliver_error(struct request *r)
@@ -491,7 +467,7 @@ void deliver_error(struct request *r)
     r->d.status = r->err.reply.status;
     guard_idem_finish(r); /* released before the client can see the error */
     reply_error_send(r->sreq, &r->err.reply, h, n, r->d.ops ? r->d.ops->error_body : NULL);
-    req__release_sreq(r);
+    req_wake_release_sreq(r);
 }
 
 void deliver_down_reset(struct request *r)
@@ -500,31 +476,6 @@ void deliver_down_reset(struct request *r)
     if (r->d.down_st && r->d.ops)
         r->d.ops->stream_cleanup(r->d.down_st);
     BSC_FREE(r->d.down_st);
-}
-
-void deliver_set_termination(struct request *r, const char *code)
-{
-    r->d.termination = code;
-}
-
-void deliver_client_gone(struct request *r)
-{
-    r->d.termination = "client_abort";
-    r->d.status = r->d.status ? r->d.status : 499;
-}
-
-void deliver_whole_begin(struct request *r, int status, const char *termination)
-{
-    r->d.status = status;
-    r->d.termination = termination;
-}
-
-void deliver_whole_sent(struct request *r, size_t bytes, bool timed)
-{
-    r->d.bytes_out = bytes;
-    if (timed)
-        r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
-    req__release_sreq(r);
 }
 
 void deliver_out_reset(struct request *r)

@@ -12,10 +12,17 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/json_scan.h"
 #include "core/redact.h"
 #include "router/contract.h"
+#include "router/deliver.h"
+#include "router/exchange.h"
+#include "router/input.h"
 #include "router/internal.h"
+#include "router/req_wake.h"
+#include "router/resume.h"
 #include "router/trace.h"
+#include "router/trim.h"
 
 #define HTTP_URL_MAX     8192
 #define HTTP_HEADERS_MAX (64u * 1024u)
@@ -193,7 +200,7 @@ static void abort_from_callback(struct request *r)
         up_cancel(r->x.xfer);
         r->x.xfer = NULL;
     }
-    req__arm_timer(r, 0); /* continue on the next loop turn, outside curl */
+    req_wake_timer(r, 0); /* continue on the next loop turn, outside curl */
 }
 
 /* The first client bytes of a stream are ready: an event. request.c decides the commit
@@ -201,7 +208,7 @@ static void abort_from_callback(struct request *r)
 static void first_frame(struct request *r)
 {
     r->x.first_frame = true;
-    req__run(r);
+    req_wake_run(r);
 }
 
 /* Whether the frames in <conv> carry generated text: a chat delta's content or tool
@@ -343,10 +350,16 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
     if (r->resume.active && r->d.committed && r->m.state == REQ_ST_ATTEMPT && r->x.saw_done &&
         !r->x.stream_failed)
         r->x.first_frame = true;
-    req__run(r);
+    req_wake_run(r);
 }
 
 static const struct up_callbacks up_cb = {on_head, on_data, on_done};
+
+/* The request's canonical parse tree, for trim.c (trim_tree_fn). */
+static struct json_object *request_tree(void *r)
+{
+    return req__json(r);
+}
 
 /* ---- starting ---- */
 
@@ -360,7 +373,9 @@ enum bsc_err xchg_start(struct request *r)
     enum bsc_err err;
 
     r->x.ops = prov_ops_for(r->cur.target->provider->kind);
-    err = trim_req_attempt(r); /* context.overflow: trim, against this target's window */
+    /* context.overflow: trim, against this target's window */
+    err = trim_req_attempt(&r->trim, &r->input, &r->route->context, r->cur.target, request_tree,
+                           r);
     if (!err)
         err = resume_attempt(r); /* a continuation: by prefill or replay */
     if (err)
@@ -390,7 +405,8 @@ enum bsc_err xchg_start(struct request *r)
     if (!err)
         err = prov_header(&r->x.http.headers, "X-Request-Id", "%s", r->ident.id);
     if (!err)
-        err = req_trace_header(r, &r->x.http.headers); /* this attempt's span, upstream */
+        /* this attempt's span, upstream */
+        err = req_trace_header(&r->trace, r->att.n, &r->x.http.headers);
     if (err)
         return err;
     for (size_t off = 0; off < r->x.http.headers.len && n < BSC_ARRAY_LEN(lines);) {
@@ -676,6 +692,11 @@ void xchg_note_prefill_refused(struct request *r)
     r->x.fail.request_caused = true; /* not the target's health */
 }
 
+void xchg_note_contract_failure(struct request *r, const struct fail_info *f)
+{
+    r->x.fail = *f;
+}
+
 void xchg_note_uncertain(struct request *r)
 {
     r->x.fail.kind = FAIL_SIDE_EFFECT_UNCERTAIN;
@@ -746,4 +767,29 @@ enum bsc_err xchg_replace_frames(struct request *r, const struct bsc_buf *with)
 {
     bsc_buf_reset(&r->x.conv);
     return bsc_buf_append(&r->x.conv, with->p, with->len);
+}
+
+/* The "id" of the Response object <body> into <out>; false when it has none we keep. */
+static bool body_id(struct bsc_str body, char *out, size_t len)
+{
+    struct bsc_str v, raw;
+
+    if (bsc_json_member(body, BSC_STR("id"), &v) != 1 || bsc_json_kind_of(v) != BSC_JSON_STRING)
+        return false;
+    raw = bsc_json_string_raw(v);
+    if (!raw.len || raw.len > PROV_ANSWER_ID_MAX || memchr(raw.p, '\\', raw.len))
+        return false;
+    snprintf(out, len, "%.*s", (int)raw.len, raw.p);
+    return true;
+}
+
+bool xchg_answer_id(const struct xchg *x, char *out, size_t len)
+{
+    out[0] = '\0';
+    if (x->mode == BODY_SSE) {
+        if (x->prov_st_live && x->ops->stream_answer_id)
+            x->ops->stream_answer_id(x->prov_st, out, len);
+        return out[0] != '\0';
+    }
+    return body_id(x->answer.len ? bsc_buf_str(&x->answer) : bsc_buf_str(&x->resp), out, len);
 }

@@ -10,11 +10,9 @@
 #include "core/log.h"
 #include "health/verdicts.h"
 #include "metrics/metrics.h"
-#include "router/contract.h"
 #include "policy/cost.h"
+#include "policy/decide.h"
 #include "router/feedback.h"
-#include "router/gateway.h"
-#include "router/internal.h"
 #include "policy/pick.h"
 #include "policy/score.h"
 #include "health/hstate.h"
@@ -40,99 +38,96 @@ static const char *ok_word(bool ok)
 /* The answer about to be delivered is remembered for POST /v1/feedback. Before the
  * response ends, not in st_done: a client may send its verdict as soon as it has read the
  * answer, before the request's last bookkeeping ran. */
-static void remember(struct request *r)
+static void remember(const struct feedback_attempt *fa)
 {
     struct vd_request rq = {
-        .id = r->ident.id,
-        .route = r->route->id,
-        .target = r->cur.target->id,
-        .scope = r->ident.client_scope,
-        .workflow = (int)req__cur_attempt(r)->workflow,
+        .id = fa->id,
+        .route = fa->route,
+        .target = fa->target,
+        .scope = fa->scope,
+        .workflow = (int)fa->wf,
         .finish_ms = bsc_now_ms(),
     };
 
-    if (verdicts_finished(r->gw->verdicts, &rq) != BSC_OK)
-        LOG_DEBUG("%s: not kept for feedback", r->ident.id);
+    if (verdicts_finished(fa->vd, &rq) != BSC_OK)
+        LOG_DEBUG("%s: not kept for feedback", fa->id);
 }
 
-void feedback_attempt(struct request *r, bool transport_ok)
+void feedback_attempt(const struct feedback_attempt *fa)
 {
-    struct metrics *m = req__metrics(r);
-    const char *wf = attempt_workflow_name(req__cur_attempt(r)->workflow);
-    bool usable = r->x.fail.kind == FAIL_NONE;
+    const char *wf = attempt_workflow_name(fa->wf);
 
-    metrics_inc3(m, r->w->idx, METRIC_WORKFLOW_OUTCOMES, wf, "transport", ok_word(transport_ok),
-                 1);
-    metrics_inc3(m, r->w->idx, METRIC_TARGET_OUTCOMES, r->cur.target->id, "transport",
-                 ok_word(transport_ok), 1);
-    /* The same condition as request.c's contract count: a pass-through stream's check
-     * comes too late to count. */
-    if (transport_ok && contract_wanted(r) && (r->x.mode != BODY_SSE || r->buffering))
-        metrics_inc3(m, r->w->idx, METRIC_WORKFLOW_OUTCOMES, wf, "contract", ok_word(usable), 1);
-    if (!r->gw->verdicts)
+    metrics_inc3(fa->m, fa->shard, METRIC_WORKFLOW_OUTCOMES, wf, "transport",
+                 ok_word(fa->transport_ok), 1);
+    metrics_inc3(fa->m, fa->shard, METRIC_TARGET_OUTCOMES, fa->target, "transport",
+                 ok_word(fa->transport_ok), 1);
+    if (fa->contract_counted)
+        metrics_inc3(fa->m, fa->shard, METRIC_WORKFLOW_OUTCOMES, wf, "contract",
+                     ok_word(fa->usable), 1);
+    if (!fa->vd)
         return;
-    verdicts_attempt(r->gw->verdicts, r->cur.target->id, usable);
-    if (usable)
-        remember(r);
+    verdicts_attempt(fa->vd, fa->target, fa->usable);
+    if (fa->usable)
+        remember(fa);
 }
 
-/* The estimated cost of this request on <t>: its token estimate at <t>'s price. */
-static double est_cost(const struct request *r, const struct cfg_target *t)
+/* The estimated cost of the request on <t>: its token estimate at <t>'s price. */
+static double est_cost(const struct feedback_asker *q, const struct cfg_target *t)
 {
-    uint64_t out = r->input.est_out_tokens, in = r->input.est_tokens > out ? r->input.est_tokens - out : 0;
+    uint64_t out = q->est_out_tokens, in = q->est_tokens > out ? q->est_tokens - out : 0;
 
     return cost_estimate(&t->price, in, out);
 }
 
-void feedback_score_cand(const struct request *r, const struct cfg_target *t,
+void feedback_score_cand(const struct feedback_asker *q, const struct cfg_target *t,
                          const struct target_view *view, struct score_cand *out)
 {
     struct vd_policy p;
     struct vd_rates v;
-    double lat = r->input.stream && view->ewma_ttft_ms >= 0.0 ? view->ewma_ttft_ms
-                                                        : view->ewma_latency_ms;
+    double lat = q->stream && view->ewma_ttft_ms >= 0.0 ? view->ewma_ttft_ms
+                                                  : view->ewma_latency_ms;
 
     memset(out, 0, sizeof(*out));
-    if (!r->gw->verdicts)
+    if (!q->vd)
         return;
     /* The shared verdicts and the caller's own: an `own` client's verdicts rank its own
      * requests only (docs/internals/feedback.md). */
-    feedback_policy(r->cfg, &p);
-    verdicts_rates(r->gw->verdicts, t->id, r->ident.client_scope, bsc_now_ms(), &p, &v);
+    feedback_policy(q->cfg, &p);
+    verdicts_rates(q->vd, t->id, q->scope, bsc_now_ms(), &p, &v);
     *out = (struct score_cand){
         .samples = v.attempts,
         .contract_rate = v.attempts ? (double)v.attempts_ok / v.attempts : 0.0,
         .task_rate = v.tasks > 0.0 ? v.tasks_ok / v.tasks : -1.0,
         .latency_ms = lat,
-        .cost_usd = est_cost(r, t),
+        .cost_usd = est_cost(q, t),
     };
 }
 
 /* "score b=1.950 a=0.120" or "priority a(3 samples) b(12 samples)", cut to fit. */
-void feedback_note_ranking(struct request *r, const struct decide_in *in,
-                           const struct decide_out *out)
+void feedback_note_ranking(struct req_balance *b, enum cfg_balance mode,
+                           const struct decide_in *in, const struct decide_out *out)
 {
     const struct decide_tier *dt = &in->tiers[out->tier];
-    size_t used, len = sizeof(r->balance.ranking);
+    size_t used, len = sizeof(b->ranking);
 
-    r->balance.ranking[0] = '\0';
-    if (r->route->balance != CFG_BALANCE_SCORE || !out->n_ranked)
+    b->ranking[0] = '\0';
+    if (mode != CFG_BALANCE_SCORE || !out->n_ranked)
         return;
-    used = (size_t)snprintf(r->balance.ranking, len, "%s", out->by_score ? "score" : "priority");
+    used = (size_t)snprintf(b->ranking, len, "%s", out->by_score ? "score" : "priority");
     for (size_t k = 0; k < out->n_ranked && used < len; k++) {
         const struct decide_cand *c = &dt->c[out->ranked[k]];
 
         if (out->by_score)
-            used += (size_t)snprintf(r->balance.ranking + used, len - used, " %s=%.3f", c->t->id,
+            used += (size_t)snprintf(b->ranking + used, len - used, " %s=%.3f", c->t->id,
                                      out->scores[k]);
         else
-            used += (size_t)snprintf(r->balance.ranking + used, len - used, " %s(%u samples)",
+            used += (size_t)snprintf(b->ranking + used, len - used, " %s(%u samples)",
                                      c->t->id, c->sc.samples);
     }
 }
 
-void feedback_take_ranking(struct request *r, char *dst, size_t cap)
+void feedback_take_ranking(struct req_balance *b, char *dst, size_t cap)
 {
-    bsc_str_copy(dst, cap, bsc_str_cstr(r->balance.ranking));
-    r->balance.ranking[0] = '\0';
+    bsc_str_copy(dst, cap, bsc_str_cstr(b->ranking));
+    b->ranking[0] = '\0';
 }

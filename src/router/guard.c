@@ -12,8 +12,12 @@
 #include "core/log.h"
 #include "core/sha256.h"
 #include "metrics/metrics.h"
+#include "router/deliver_note.h"
 #include "router/guard.h"
 #include "router/internal.h"
+#include "router/req_error.h"
+#include "router/client_scope.h"
+#include "router/req_wake.h"
 #include "store/store.h"
 
 static void no_op_ledger(enum bsc_err err, const struct ledger_entry *e,
@@ -32,7 +36,7 @@ bool guard_op_end(struct request *r)
     if (!r->g.zombie)
         return true;
     if (r->g.store_ops == 0)
-        req__release(r);
+        req_wake_release(r);
     return false;
 }
 
@@ -202,7 +206,7 @@ static void on_idem_begin(enum bsc_err err, const struct store_idem_result *res,
         r->g.idem_claim = res->claim;
     }
     r->g.idem_known = true;
-    req__run(r);
+    req_wake_run(r);
     r->g.idem_replay = NULL;
 }
 
@@ -300,7 +304,7 @@ static void on_idem_settled(enum bsc_err err, void *ud)
         return;
     r->g.idem_settling = false;
     if (r->m.state != REQ_ST_DONE)
-        req__run(r);
+        req_wake_run(r);
 }
 
 /* Stores the answer (a complete 2xx) or releases the key, once; <done> is called when the
@@ -364,7 +368,7 @@ static void on_ledger_get(enum bsc_err err, const struct ledger_entry *e,
     else if (err && err != BSC_ENOTFOUND)
         r->g.ledger_blocked = "unreadable"; /* cannot prove it is safe: do not replay */
     if (r->m.state != REQ_ST_DONE)
-        req__run(r);
+        req_wake_run(r);
 }
 
 enum guard_start guard_ledger_check(struct request *r)

@@ -3,6 +3,7 @@
  * from the client's bytes only when something needs it. Same-dialect OpenAI traffic never
  * does (the adapter takes the raw bytes); translation, trimming and parameter checks do. */
 #include "providers/provider.h"
+#include "router/input.h"
 #include "router/internal.h"
 
 struct json_object *req__json(struct request *r)

@@ -7,6 +7,7 @@
  * a timer for a rate (its room returns at a known time), and for concurrency a wake-up from
  * the release (WORKER_CMD_CAPACITY to every loop that has waiters), whichever comes first,
  * never past the queue_ms or the deadline. See docs/internals/limits.md. */
+#include "router/deliver_note.h"
 #include "router/limit.h"
 
 #include <pthread.h>
@@ -17,6 +18,8 @@
 #include "limits/limits.h"
 #include "metrics/metrics.h"
 #include "router/internal.h"
+#include "router/req_error.h"
+#include "router/req_wake.h"
 
 static void count(struct request *r, const char *limit, const char *outcome)
 {
@@ -359,7 +362,7 @@ static void park(struct request *r, struct lim_set *a, struct lim_set *b,
     r->lim.waiting = true;
     r->lim.waiting_on = t;
     list_add(r);
-    req__arm_timer(r, delay_ms);
+    req_wake_timer(r, delay_ms);
 }
 
 bool reqlim_wait(struct request *r, const struct decide_out *out)
@@ -400,7 +403,7 @@ void reqlim_resume(struct request *r)
     r->lim.waiting = false;
     r->lim.waiting_on = NULL;
     list_remove(r);
-    uv_timer_stop(&r->timer);
+    req_wake_disarm(r);
     if (!t)
         return; /* waited for the fleet's answer, not in a queue */
     r->lim.queued_ms = bsc_now_ms() - r->lim.queue_start_ms;
@@ -442,7 +445,7 @@ void reqlim_wake(struct worker *w)
             batch->lim.q_prev = NULL;
         r->lim.q_prev = r->lim.q_next = NULL;
         if (r->lim.waiting && (r->m.state == REQ_ST_PICK || r->m.state == REQ_ST_ADMIT))
-            req__run(r);
+            req_wake_run(r);
     }
 }
 

@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "router/deliver_note.h"
 #include "router/internal.h"
+#include "router/reply.h"
+#include "router/req_error.h"
 
 void req__set_error(struct request *r, int status, const char *type, const char *code,
                       const char *fmt, ...)

@@ -20,15 +20,31 @@
 #include "metrics/metrics.h"
 #include "router/access_log.h"
 #include "router/admit.h"
+#include "router/cache_req.h"
+#include "router/client_scope.h"
 #include "router/contract.h"
 #include "policy/cost.h"
+#include "router/decide_req.h"
+#include "router/deliver.h"
+#include "router/deliver_note.h"
+#include "router/exchange.h"
 #include "router/feedback.h"
 #include "router/guard.h"
 #include "router/internal.h"
+#include "router/limit.h"
+#include "router/machine.h"
+#include "router/overhead.h"
+#include "router/req_error.h"
+#include "router/req_state.h"
+#include "router/req_wake.h"
+#include "router/request.h"
 #include "router/resp_owner.h"
 #include "policy/select.h"
+#include "router/resume.h"
 #include "router/shadow.h"
+#include "router/spend.h"
 #include "router/trace.h"
+#include "router/trim.h"
 
 typedef void req_step_fn(struct request *r);
 
@@ -144,11 +160,6 @@ void req__arm_timer(struct request *r, uint64_t delay_ms)
 
 /* ---- members request.c owns, changed for the helper that saw why ---- */
 
-void req__admit_check_passed(struct request *r)
-{
-    r->m.admit_at++;
-}
-
 void req__release_sreq(struct request *r)
 {
     r->sreq = NULL;
@@ -163,12 +174,6 @@ void req__aim(struct request *r, const struct cfg_target *target, enum tier tier
 void req__aim_probe(struct request *r, bool probe)
 {
     r->cur.probe = probe;
-}
-
-void req__add_cost(struct request *r, double usd, bool estimated)
-{
-    r->cost.usd += usd;
-    r->cost.estimated |= estimated;
 }
 
 /* ---- attempt accounting ---- */
@@ -420,7 +425,7 @@ static void begin_attempt(struct request *r)
                                          r->next.wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
     r->att.n++;
     attempt_begin(a, r->cur.target, r->next.wf, bsc_now_us());
-    feedback_take_ranking(r, a->ranking, sizeof(a->ranking));
+    feedback_take_ranking(&r->balance, a->ranking, sizeof(a->ranking));
     a->delay_ms = r->next.delay_ms;
     a->delay_why = r->next.delay_why;
     req__next_delay_taken(r);
@@ -449,7 +454,11 @@ static void begin_attempt(struct request *r)
 /* Whether the request may start, or after a failure be replayed (admit.c). */
 static void st_admit(struct request *r)
 {
-    switch (admit_run(r)) {
+    unsigned at = r->m.admit_at;
+    enum admit_verdict v = admit_run(r, &at);
+
+    r->m.admit_at = at; /* a check that waits runs again when the request is woken */
+    switch (v) {
     case ADMIT_WAIT:
         return; /* a store lookup is running: its callback runs the machine */
     case ADMIT_REFUSE:
@@ -567,7 +576,7 @@ static void account_usage(struct request *r, bool complete)
     cost = cost_of_usage(p, &r->x.usage);
     if (!(cost > 0))
         return;
-    req__add_cost(r, cost, estimated);
+    req_cost_add(&r->cost, cost, estimated);
     spend_record(r, cost);
 }
 
@@ -590,6 +599,40 @@ static void account_failed(struct request *r)
         account_usage(r, false);
 }
 
+/* The attempt's outcome for task feedback and balance: score (feedback.c). */
+static void count_feedback(const struct request *r, bool transport_ok)
+{
+    struct feedback_attempt fa = {
+        .m = M(r),
+        .shard = r->w->idx,
+        .vd = r->gw->verdicts,
+        .id = r->ident.id,
+        .route = r->route->id,
+        .target = r->cur.target->id,
+        .scope = r->ident.client_scope,
+        .wf = r->att.recs[r->att.n - 1].workflow,
+        .transport_ok = transport_ok,
+        .usable = r->x.fail.kind == FAIL_NONE,
+        /* as st_attempt's contract count: a pass-through stream's check comes too late */
+        .contract_counted = transport_ok && contract_wanted(r) &&
+                            (r->x.mode != BODY_SSE || r->buffering),
+    };
+
+    feedback_attempt(&fa);
+}
+
+/* A delivered pass-through Responses answer: its upstream id is kept for the client's scope
+ * (resp_owner.h), so that no other client continues it. */
+static void note_owner(const struct request *r)
+{
+    char id[PROV_ANSWER_ID_MAX + 1];
+    uint64_t ttl_ms = (uint64_t)r->cfg->responses.ttl_s * 1000;
+
+    if (r->input.op == PROV_OP_RESPONSES && r->gw->store && ttl_ms &&
+        xchg_answer_id(&r->x, id, sizeof(id)))
+        resp_owner_note(r->gw->store, &r->w->loop, ttl_ms, r->ident.client_scope, id);
+}
+
 static void st_attempt(struct request *r)
 {
     bool transport_ok;
@@ -609,9 +652,13 @@ static void st_attempt(struct request *r)
     metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "transport",
                  r->x.fail.kind == FAIL_NONE ? "ok" : "failed", 1);
     if (r->x.fail.kind == FAIL_NONE && contract_active(r)) {
+        struct fail_info broke;
         bool ok = r->x.mode == BODY_SSE
-                      ? contract_check_stream(r, &r->x.fail)
-                      : contract_check_answer(r, bsc_buf_str(&r->x.answer), &r->x.fail);
+                      ? contract_check_stream(r, &broke)
+                      : contract_check_answer(r, bsc_buf_str(&r->x.answer), &broke);
+
+        if (!ok)
+            xchg_note_contract_failure(r, &broke);
         if (r->x.mode != BODY_SSE || r->buffering) {
             metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "contract",
                          ok ? "ok" : "failed", 1);
@@ -619,13 +666,13 @@ static void st_attempt(struct request *r)
                          ok ? "ok" : "failed", 1);
         }
     }
-    feedback_attempt(r, transport_ok);
+    count_feedback(r, transport_ok);
     if (r->x.fail.kind == FAIL_NONE) {
         attempt_end(req__cur_attempt(r), bsc_now_us(), ATTEMPT_OK, NULL);
         req__cur_attempt(r)->status = r->x.up_status;
         report_attempt(r, BRK_SUCCESS, NULL, false);
         account_delivered(r);
-        resp_owner_note(r); /* before the answer goes out: a next turn may follow at once */
+        note_owner(r); /* before the answer goes out: a next turn may follow at once */
         log_attempt(r, "deliver", "ok");
         req__goto(r, REQ_ST_REPLY);
         return;
@@ -670,7 +717,7 @@ static void relay_continue(struct request *r, struct attempt *a)
     account_failed(r);
     resume_add_usage(r);
     resume_count(r, "failed"); /* when the attempt that broke was itself a continuation */
-    feedback_attempt(r, false);
+    count_feedback(r, false);
     resume_begin(r, break_message(r));
     report_attempt(r, breaker_outcome(&r->x.fail), "partial_output", false);
     resume_note_break(r, why); /* its attempt line, written once PICK decided, says so */
@@ -709,8 +756,8 @@ static void st_relay(struct request *r)
         resume_count(r, "ok");
         log_attempt(r, "deliver", "ok");
         contract_record_stream(r); /* pass-through: checks recorded, the bytes are gone */
-        feedback_attempt(r, true); /* before the end: the client may judge it at once */
-        resp_owner_note(r);        /* likewise: a next turn may name it at once */
+        count_feedback(r, true); /* before the end: the client may judge it at once */
+        note_owner(r);             /* likewise: a next turn may name it at once */
         deliver_end(r, "ok");
         req__goto(r, REQ_ST_DONE);
         return;
@@ -730,7 +777,7 @@ static void st_relay(struct request *r)
     a->status = 200;
     account_failed(r); /* cut after tokens were generated: billed */
     resume_count(r, "failed");
-    feedback_attempt(r, false);
+    count_feedback(r, false);
     report_attempt(r, breaker_outcome(&r->x.fail), "partial_output", false);
     log_attempt(r, "stop", break_why(r));
     guard_record_uncertain(r, "partial_output");
@@ -772,6 +819,21 @@ static void st_reply_error(struct request *r)
     req__goto(r, REQ_ST_DONE);
 }
 
+/* The machine's timer stops: what it was armed for is over (a limit's wait ended). */
+static void disarm_timer(struct request *r)
+{
+    uv_timer_stop(&r->timer);
+}
+
+/* What the router's other files call to hand a request back to the machine (req_wake.h). */
+static const struct req_wake machine_wake = {
+    .run = req__run,
+    .arm_timer = req__arm_timer,
+    .disarm_timer = disarm_timer,
+    .release = req__release,
+    .release_sreq = req__release_sreq,
+};
+
 /* A zeroed request, from the worker's pool when it has one. */
 static struct request *req_alloc(struct worker *w)
 {
@@ -784,6 +846,7 @@ static struct request *req_alloc(struct worker *w)
         memset(r, 0, sizeof(*r));
     }
     if (r) {
+        r->m.wake = &machine_wake;
         r->att.recs = r->att.inline_recs;
         r->att.cap = ATTEMPT_INLINE;
     }
@@ -881,6 +944,31 @@ static uint64_t write_access_line(struct request *r)
     return e.duration_us;
 }
 
+/* The request's time in the gateway so far (overhead.c). */
+static uint64_t overhead_now(const struct request *r)
+{
+    return req_overhead_us(r->ident.start_us, &r->att, r->lim.queued_ms, bsc_now_us());
+}
+
+/* The request's spans (trace.c), from what it ended with. */
+static void finish_trace(const struct request *r)
+{
+    struct trace_request tr = {
+        .id = r->ident.id,
+        .route = r->route->id,
+        .outcome = r->d.termination,
+        .target = r->cur.target ? r->cur.target->id : NULL,
+        .status = r->d.status,
+        .start_us = r->ident.start_us,
+        .att = &r->att,
+        .usage = &r->x.usage,
+        .cost_usd = r->cost.usd,
+        .env = &r->env,
+    };
+
+    req_trace_finish(&r->trace, &r->cfg->telemetry, req__metrics(r), &tr);
+}
+
 /* The request's metrics: tokens, cost, outcome, duration and time to first token. */
 static void count_request(struct request *r, uint64_t duration_us)
 {
@@ -905,8 +993,7 @@ static void count_request(struct request *r, uint64_t duration_us)
     if (r->d.ttfb_us && r->d.status == 200)
         metrics_observe(M(r), shard, METRIC_TTFT, r->route->id, NULL, (double)r->d.ttfb_us / 1e6);
     metrics_observe(M(r), shard, METRIC_OVERHEAD, r->route->id, NULL,
-                    (double)(r->d.overhead_known ? r->d.overhead_us
-                                                 : req_overhead_us(r, bsc_now_us())) / 1e6);
+                    (double)(r->d.overhead_known ? r->d.overhead_us : overhead_now(r)) / 1e6);
 }
 
 static void st_done(struct request *r)
@@ -933,10 +1020,10 @@ static void st_done(struct request *r)
     guard_idem_finish(r);
     spend_release(r);
     count_request(r, write_access_line(r));
-    req_trace_finish(r); /* the request span and one per attempt, when sampled */
+    finish_trace(r); /* the request span and one per attempt, when sampled */
     r->input.body = BSC_STR_NULL;
     r->input.native = (struct prov_native){0};
-    trim_req_cleanup(r);
+    trim_req_cleanup(&r->trim);
     json_object_put(r->input.json);
     r->input.json = NULL;
     cfg_unref(r->cfg);
@@ -1021,7 +1108,7 @@ static void inspect_request(struct request *r, const struct chat_in *in)
     r->input.est_out_tokens = in->est_out_tokens;
     if (r->route->n_select)
         select_route(r, in->messages);
-    trim_req_inspect(r, in->scan_body, in->messages);
+    trim_req_inspect(&r->trim, &r->input, &r->route->context, in->scan_body, in->messages);
 }
 
 /* The request could not start (out of memory, or a header that does not tighten the
@@ -1069,7 +1156,8 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     /* clients: auth.c put the caller's id on the request (later limits and budgets key on
      * it); NULL when the gateway is open or a reload dropped the client meanwhile. */
     r->ident.client = cfg_client_find(r->cfg, bsc_str_cstr(srv_req_principal(sreq)));
-    req_trace_begin(r); /* continues the client's traceparent */
+    req_trace_begin(&r->trace, &r->cfg->telemetry, /* continues the client's traceparent */
+                    srv_req_header(sreq, BSC_STR("traceparent")));
     r->input.bytes_in = srv_req_body(sreq).len;
     r->input.model_span = in->model_span;
     r->input.include_usage = in->include_usage;

@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "core/str.h"
 #include "providers/provider.h"
+#include "router/client_scope.h"
 #include "router/downstream.h"
 #include "router/worker.h"
 #include "server/server.h"
@@ -50,11 +51,5 @@ struct chat_in {
 void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in);
 /* Frees the requests the worker keeps for reuse (after its loop has ended). */
 void req_pool_drain(struct worker *w);
-
-/* The name space of the client that sent <sreq>: "auth:" or "xkey:" and a digest of the
- * credential it presented (never the credential), or "anonymous". What one client stores
- * (idempotency records, Responses API turns) is kept under it, out of other clients' reach.
- * At most 40 bytes with the NUL; <out> is cut to <len>. Reads only <sreq>'s headers. */
-void req_client_scope(struct srv_req *sreq, char *out, size_t len);
 
 #endif

@@ -11,6 +11,9 @@
 #include "metrics/metrics.h"
 #include "providers/openai_errors.h"
 #include "providers/provider.h"
+#include "router/deliver.h"
+#include "router/exchange.h"
+#include "router/input.h"
 #include "router/internal.h"
 #include "router/resume.h"
 

@@ -18,6 +18,7 @@
 #include "health/hstate.h"
 #include "metrics/metrics.h"
 #include "policy/cost.h"
+#include "router/input.h"
 #include "router/internal.h"
 #include "router/gateway.h"
 #include "router/shadow.h"

@@ -14,6 +14,8 @@
  * refreshes the book, and a figure older than SPEND_FRESH_MS is read again before a
  * check; a hold is an add to the fleet's record, and the record before it decides
  * (docs/internals/redis.md, docs/internals/spend.md "Holds"). */
+#include "router/req_error.h"
+#include "router/req_wake.h"
 #include "router/spend.h"
 
 #include <stdlib.h>
@@ -362,7 +364,7 @@ static void on_read(enum bsc_err err, double usd, void *ud)
     r->spend.read_done = true;
     r->spend.read_usd = err ? -1.0 : usd;
     if (!r->m.finished)
-        req__run(r);
+        req_wake_run(r);
 }
 
 /* Starts the store read of <e>'s period (under the mutex: ordered with the adds). */
@@ -429,7 +431,7 @@ static void on_refresh(enum bsc_err err, double usd, void *ud)
     r->spend.read_done = true;
     r->spend.read_usd = err ? -1.0 : usd;
     if (!r->m.finished)
-        req__run(r);
+        req_wake_run(r);
 }
 
 /* A shared store's figure older than SPEND_FRESH_MS is read again before the check, by one
@@ -649,7 +651,7 @@ static void on_hold(enum bsc_err err, double usd, void *ud)
     r->spend.hold_done = true;
     r->spend.hold_total = err ? -1.0 : usd;
     if (!r->m.finished)
-        req__run(r);
+        req_wake_run(r);
 }
 
 /* Takes <r>'s hold <h> on <e>, after the book's check passed (under the mutex). 1 when

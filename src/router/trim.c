@@ -11,7 +11,9 @@
 
 #include "core/json_name.h"
 #include "core/json_scan.h"
-#include "router/internal.h"
+#include "config/config.h"
+#include "providers/provider.h"
+#include "router/req_input.h"
 #include "router/trim.h"
 
 /* ---- the planner ---- */
@@ -275,52 +277,50 @@ fail:
 
 /* ---- the router's side ---- */
 
-void trim_req_inspect(struct request *r, struct bsc_str body, struct bsc_str msgs)
+void trim_req_inspect(struct trim_state *ts, const struct req_input *in,
+                      const struct cfg_context *c, struct bsc_str body, struct bsc_str msgs)
 {
-    struct trim_state *ts = &r->trim;
-    const struct cfg_context *c = &r->route->context;
-
-    if (c->overflow != CFG_OVERFLOW_TRIM || r->input.op != PROV_OP_CHAT || !msgs.p ||
-        r->input.native.count_tokens)
+    if (c->overflow != CFG_OVERFLOW_TRIM || in->op != PROV_OP_CHAT || !msgs.p ||
+        in->native.count_tokens)
         return;
     if (trim_describe(body, msgs, &ts->msgs, &ts->n, &ts->fixed_bytes) != BSC_OK || !ts->n ||
         !(ts->drop = calloc(ts->n, sizeof(*ts->drop)))) {
-        trim_req_cleanup(r); /* not trimmed: the route behaves as `fail` for it */
+        trim_req_cleanup(ts); /* not trimmed: the route behaves as `fail` for it */
         return;
     }
     ts->min_bytes = trim_min_bytes(ts->msgs, ts->n, ts->fixed_bytes, c->keep_last);
     ts->all_bytes = trim_min_bytes(ts->msgs, ts->n, ts->fixed_bytes, (uint32_t)ts->n);
-    if (r->input.body.p && body.p == r->input.body.p)
+    if (in->body.p && body.p == in->body.p)
         ts->msgs_span = msgs;
-    bsc_buf_init(&ts->body, r->input.body.len + 4096);
+    bsc_buf_init(&ts->body, in->body.len + 4096);
 }
 
 /* The output budget to reserve: the client's max tokens, else the target's, else a default. */
-static uint64_t out_tokens(const struct request *r, const struct cfg_target *t)
+static uint64_t out_tokens(const struct req_input *in, const struct cfg_target *t)
 {
-    if (r->input.est_out_tokens)
-        return r->input.est_out_tokens;
+    if (in->est_out_tokens)
+        return in->est_out_tokens;
     return t->max_output_tokens ? t->max_output_tokens : TRIM_DEFAULT_OUTPUT_TOKENS;
 }
 
 /* True when an attempt on <t> would forward the client's own Anthropic bytes and may not
  * go through the translation instead: a field only the pass-through keeps (thinking, top_k,
  * ...) forbids it. Such a request is not trimmed for <t>. */
-static bool pass_through_only(const struct request *r, const struct cfg_target *t)
+static bool pass_through_only(const struct req_input *in, const struct cfg_target *t)
 {
-    return r->input.native.body.p && r->input.native.required[0] &&
-           prov_target_dialect(t) == r->input.native.kind;
+    return in->native.body.p && in->native.required[0] &&
+           prov_target_dialect(t) == in->native.kind;
 }
 
-bool trim_req_fits(const struct request *r, const struct cfg_target *t)
+bool trim_req_fits(const struct trim_state *ts, const struct req_input *in,
+                   const struct cfg_target *t)
 {
-    const struct trim_state *ts = &r->trim;
-    uint64_t bytes = pass_through_only(r, t) ? ts->all_bytes : ts->min_bytes;
+    uint64_t bytes = pass_through_only(in, t) ? ts->all_bytes : ts->min_bytes;
 
     /* Never refuses what `fail` would send: the upstream may still take it whole. */
-    if (!t->context_window || r->input.est_tokens <= t->context_window)
+    if (!t->context_window || in->est_tokens <= t->context_window)
         return true;
-    return fits(bytes, out_tokens(r, t), t->context_window);
+    return fits(bytes, out_tokens(in, t), t->context_window);
 }
 
 /* Drops the previous attempt's cut. */
@@ -335,30 +335,29 @@ static void reset_attempt(struct trim_state *ts)
 
 /* The request on the neutral path, and the client's bytes on the fast path, without the cut
  * messages. */
-static enum bsc_err build_cut(struct request *r, const struct trim_cut *cut)
+static enum bsc_err build_cut(struct trim_state *ts, const struct req_input *in,
+                              struct json_object *req, const struct trim_cut *cut)
 {
-    struct trim_state *ts = &r->trim;
-    struct json_object *req = req__json(r);
     enum bsc_err err;
 
     if (!req || !(ts->json = trim_json(req, cut)))
         return BSC_ENOMEM;
-    if (!ts->msgs_span.p || !r->input.body.p)
+    if (!ts->msgs_span.p || !in->body.p)
         return BSC_OK;
-    ts->model_span = r->input.model_span;
-    err = trim_splice(r->input.body, ts->msgs_span, cut, &ts->body, &ts->model_span);
+    ts->model_span = in->model_span;
+    err = trim_splice(in->body, ts->msgs_span, cut, &ts->body, &ts->model_span);
     return err == BSC_ELIMIT ? BSC_ENOMEM : err;
 }
 
-enum bsc_err trim_req_attempt(struct request *r)
+enum bsc_err trim_req_attempt(struct trim_state *ts, const struct req_input *rin,
+                              const struct cfg_context *c, const struct cfg_target *t,
+                              trim_tree_fn *tree, void *arg)
 {
-    struct trim_state *ts = &r->trim;
-    const struct cfg_target *t = r->cur.target;
     struct trim_input in = {
         .msgs = ts->msgs,
         .n = ts->n,
         .fixed_bytes = ts->fixed_bytes,
-        .keep_last = r->route->context.keep_last,
+        .keep_last = c->keep_last,
         .window = t->context_window,
     };
     struct trim_cut cut = {ts->drop, ts->n, 0, 0};
@@ -366,17 +365,17 @@ enum bsc_err trim_req_attempt(struct request *r)
     reset_attempt(ts);
     if (!ts->msgs || !t->context_window)
         return BSC_OK;
-    in.out_tokens = out_tokens(r, t);
+    in.out_tokens = out_tokens(rin, t);
     cut.dropped = trim_plan(&in, ts->drop);
     if (cut.dropped <= 0)
         return BSC_OK; /* fits as it is; or cannot fit, and the upstream will say so */
     /* The Anthropic pass-through forwards the client's bytes: a cut goes through the
      * translation instead, unless a field only the pass-through keeps forbids it; then the
      * request is sent whole (eligibility let it through only if the estimate fits). */
-    if (pass_through_only(r, t))
+    if (pass_through_only(rin, t))
         return BSC_OK;
     cut.lead = trim_leading_system(ts->msgs, ts->n);
-    if (build_cut(r, &cut) != BSC_OK) {
+    if (build_cut(ts, rin, tree(arg), &cut) != BSC_OK) {
         reset_attempt(ts);
         return BSC_ENOMEM;
     }
@@ -385,10 +384,8 @@ enum bsc_err trim_req_attempt(struct request *r)
     return BSC_OK;
 }
 
-void trim_req_cleanup(struct request *r)
+void trim_req_cleanup(struct trim_state *ts)
 {
-    struct trim_state *ts = &r->trim;
-
     reset_attempt(ts);
     bsc_buf_cleanup(&ts->body);
     free(ts->msgs);

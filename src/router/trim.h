@@ -15,6 +15,7 @@
 
 #include "core/buf.h"
 #include "core/str.h"
+#include "router/trim_types.h"
 
 #define TRIM_BYTES_PER_TOKEN 4u
 /* The output budget reserved when neither the client nor the target says one. */
@@ -94,39 +95,34 @@ struct json_object *trim_json(struct json_object *req, const struct trim_cut *cu
 
 /* ---- the router's side (trim.c): one plan per attempt, against its target ---- */
 
-struct request;
+struct cfg_context;
 struct cfg_target;
+struct req_input;
 
-/* Per request: the descriptors read at the start, and the current attempt's cut. */
-struct trim_state {
-    struct trim_msg *msgs; /* owned; NULL when the route does not trim or cannot */
-    size_t n;
-    uint64_t fixed_bytes, min_bytes, all_bytes; /* outside the messages; cut; whole */
-    struct bsc_str msgs_span;  /* the messages inside the client's OpenAI bytes, or empty */
-    bool *drop;                /* owned; <n> entries */
-    long dropped;              /* the current attempt's count; 0 = sent as the client wrote */
-    struct bsc_buf body;       /* owned: the current attempt's bytes (OpenAI fast path) */
-    struct bsc_str model_span; /* "model" inside <body> */
-    struct json_object *json;  /* owned ref: the current attempt's canonical request */
-    char count_text[24];       /* <dropped> as the response header writes it */
-};
+/* The request's canonical parse tree, parsed on first use (the caller's req__json); NULL
+ * when out of memory. */
+typedef struct json_object *trim_tree_fn(void *arg);
 
-/* Reads the descriptors of the request's messages (span <msgs> inside <body>, the client's
- * OpenAI bytes or the canonical form serialised) when its route trims a chat. On failure
- * the request is simply not trimmed. */
-void trim_req_inspect(struct request *r, struct bsc_str body, struct bsc_str msgs);
+/* Reads the descriptors of the messages of request <in> (span <msgs> inside <body>, the
+ * client's OpenAI bytes or the canonical form serialised) into <ts> when its route's
+ * context <c> trims a chat. On failure the request is simply not trimmed. */
+void trim_req_inspect(struct trim_state *ts, const struct req_input *in,
+                      const struct cfg_context *c, struct bsc_str body, struct bsc_str msgs);
 
-/* True when the request, trimmed as far as it may be for <t>, fits <t>'s window -- or when
- * `fail` would accept <t> for it as it is (no output budget reserved). */
-bool trim_req_fits(const struct request *r, const struct cfg_target *t);
+/* True when request <in>, trimmed as far as <ts> says it may be for <t>, fits <t>'s
+ * window -- or when `fail` would accept <t> for it as it is (no output budget reserved). */
+bool trim_req_fits(const struct trim_state *ts, const struct req_input *in,
+                   const struct cfg_target *t);
 
-/* Plans the cut for the attempt on r->cur.target and builds its request (r->trim.body, .json),
- * from the client's messages each time. BSC_OK with r->trim.dropped 0 when nothing is cut
- * (it fits, or the request must reach an anthropic target as the client's own bytes);
- * BSC_ENOMEM. */
-enum bsc_err trim_req_attempt(struct request *r);
+/* Plans the cut for the attempt on <t> (keeping the last messages <c> says) and builds its
+ * request (ts->body, ts->json; the tree from <tree>(<arg>)), from the client's messages each
+ * time. BSC_OK with ts->dropped 0 when nothing is cut (it fits, or the request must reach an
+ * anthropic target as the client's own bytes); BSC_ENOMEM. */
+enum bsc_err trim_req_attempt(struct trim_state *ts, const struct req_input *in,
+                              const struct cfg_context *c, const struct cfg_target *t,
+                              trim_tree_fn *tree, void *arg);
 
-/* Releases everything the trim state holds. */
-void trim_req_cleanup(struct request *r);
+/* Releases everything <ts> holds. */
+void trim_req_cleanup(struct trim_state *ts);
 
 #endif

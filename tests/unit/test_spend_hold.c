@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "router/downstream.h"
+#include "router/deliver.h"
 #include "router/spend_hold.h"
 
 static void test_room(void **state)
