@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/access.h"
 #include "core/clock.h"
 #include "router/access_log.h"
 

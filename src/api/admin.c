@@ -12,7 +12,13 @@
  * The kill switch lives in the shared routing state, so it survives config reloads. */
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/access.h"
+#include "api/admin.h"
+#include "api/admin_cache_shared.h"
+#include "api/admin_clients.h"
+#include "api/admin_keys.h"
+#include "api/admin_teams.h"
+#include "api/targets_json.h"
 #include "cache/lru.h"
 #include "cache/semantic.h"
 #include "core/buf.h"
@@ -151,6 +157,16 @@ static void cache_usage(struct worker *w, struct srv_req *req, const struct cfg 
     bsc_buf_cleanup(&b);
 }
 
+/* The keyring's surfaces: /admin/teams[/{id}] (admin_teams.c), then /admin/keys... and
+ * /admin/audit (admin_keys.c). False when <rest> is none of them. */
+static bool keyring_admin(struct worker *w, struct srv_req *req, struct cfg *cfg,
+                          struct bsc_str rest, const char *admin)
+{
+    if (bsc_str_eq(rest, BSC_STR("teams")) || bsc_str_starts(rest, BSC_STR("teams/")))
+        return api__admin_teams(w, req, cfg, rest, admin);
+    return api__admin_keys(w, req, cfg, rest, admin);
+}
+
 void api__admin(struct worker *w, struct srv_req *req, struct bsc_str rest)
 {
     struct cfg *cfg = cfg_current_get();
@@ -171,7 +187,7 @@ void api__admin(struct worker *w, struct srv_req *req, struct bsc_str rest)
         srv_resp_error(req, 403, "permission_error", "read_only_admin_key",
                        "this admin key may only read (role: read)");
     } else if (api__admin_clients(w, req, cfg, rest, admin) ||
-               api__admin_keys(w, req, cfg, rest, admin)) {
+               keyring_admin(w, req, cfg, rest, admin)) {
         /* answered there, now or once the store has answered */
     } else if (bsc_str_eq(rest, BSC_STR("cache")) && bsc_str_eq(m, BSC_STR("DELETE"))) {
         clear_cache(w, req, cfg);

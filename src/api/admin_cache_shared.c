@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/access.h"
+#include "api/admin_cache_shared.h"
 #include "core/buf.h"
 #include "router/gateway.h"
 #include "store/store.h"

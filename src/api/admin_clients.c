@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/access.h"
+#include "api/admin_clients.h"
 #include "api/status_history.h"
 #include "core/buf.h"
 #include "core/clock.h"

@@ -15,7 +15,9 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "api/internal.h"
+#include "api/access.h"
+#include "api/admin_keys.h"
+#include "api/openai_chat.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/sha256.h"
@@ -797,8 +799,6 @@ bool api__admin_keys(struct worker *w, struct srv_req *req, struct cfg *cfg,
     static const char rotate[] = "/rotate";
     struct bsc_str id;
 
-    if (bsc_str_eq(rest, BSC_STR("teams")) || bsc_str_starts(rest, BSC_STR("teams/")))
-        return api__admin_teams(w, req, cfg, rest, admin);
     if (bsc_str_eq(rest, BSC_STR("audit")) && get_) {
         audit(w, req);
         return true;

@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/admin_keys.h"
+#include "api/admin_teams.h"
+#include "api/openai_chat.h"
 #include "core/clock.h"
 #include "router/gateway.h"
 #include "router/keyring.h"

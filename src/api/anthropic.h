@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* anthropic.h -- private to the Anthropic-compatible surface (POST /v1/messages):
  * anthropic_messages.c turns the client's Anthropic request into the canonical OpenAI
- * request; anthropic_down.c turns the router's OpenAI answer, stream and errors back into
- * Anthropic's shapes. Never included from outside api/.
+ * request (anthropic_down.h turns the router's OpenAI answer, stream and errors back into
+ * Anthropic's shapes). Never included from outside api/.
  * See docs/internals/anthropic-inbound.md. */
 #ifndef BSC_API_ANTHROPIC_H
 #define BSC_API_ANTHROPIC_H
@@ -15,10 +15,13 @@
 #include "core/compat.h"
 #include "core/err.h"
 #include "core/str.h"
-#include "router/downstream.h"
 
-/* The downstream dialect of POST /v1/messages (anthropic_down.c). */
-extern const struct down_ops api_anthropic_down;
+struct worker;
+struct srv_req;
+
+/* POST /v1/messages and POST /v1/messages/count_tokens (anthropic_messages.c). */
+void api__anthropic_messages(struct worker *w, struct srv_req *req);
+void api__anthropic_count_tokens(struct worker *w, struct srv_req *req);
 
 /* What api__anthropic_parse() extracted from a /v1/messages body. */
 struct anth_req {

@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "api/anthropic.h"
-#include "api/internal.h"
+#include "api/anthropic_down.h"
+#include "api/xlate.h"
 #include "core/json_get.h"
 #include "core/json_parse.h"
 #include "core/json_scan.h"

@@ -10,8 +10,11 @@
 #include <string.h>
 
 #include "api/anthropic.h"
+#include "api/anthropic_down.h"
 #include "core/json_get.h"
-#include "api/internal.h"
+#include "api/auth.h"
+#include "api/inspect.h"
+#include "api/xlate.h"
 #include "core/buf.h"
 #include "api/openai_chat.h"
 #include "core/json_check.h"

@@ -8,9 +8,11 @@
  * docs/internals/auth.md. */
 #include <string.h>
 
-#include "api/anthropic.h"
-#include "api/internal.h"
+#include "api/anthropic_down.h"
+#include "api/auth.h"
+#include "config/config.h"
 #include "core/buf.h"
+#include "server/server.h"
 
 enum surface { SURF_API = 0, SURF_STATUS, SURF_METRICS, SURF_ADMIN, SURF_CONSOLE, SURF_OPEN };
 

@@ -6,7 +6,9 @@
  * every figure it shows comes from /admin/..., so a read key sees, and its writes are
  * refused there. Text from the gateway is set with textContent, never as HTML. See
  * docs/internals/keys.md. */
-#include "api/internal.h"
+#include "api/console.h"
+#include "core/str.h"
+#include "server/server.h"
 
 static const char page[] =
     "<!doctype html>\n"

@@ -9,9 +9,11 @@
  * See docs/configuration.md (cors, allowed_hosts). */
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/cors.h"
+#include "config/config.h"
 #include "core/buf.h"
 #include "core/compat.h"
+#include "server/server.h"
 
 #define PREFLIGHT_MAX_AGE "600"
 #define ALLOW_HEADERS_MAX 1024 /* the echoed Access-Control-Allow-Headers value */

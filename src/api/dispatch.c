@@ -7,8 +7,23 @@
  * of a request whose body is still arriving (api_head_check). */
 #include <string.h>
 
+#include "api/access.h"
+#include "api/admin.h"
+#include "api/anthropic.h"
 #include "api/api.h"
-#include "api/internal.h"
+#include "api/auth.h"
+#include "api/console.h"
+#include "api/cors.h"
+#include "api/embeddings.h"
+#include "api/feedback.h"
+#include "api/health.h"
+#include "api/ledger.h"
+#include "api/metrics.h"
+#include "api/models.h"
+#include "api/openai_chat.h"
+#include "api/responses.h"
+#include "api/status.h"
+#include "config/config.h"
 #include "core/buf.h"
 
 static bool is(struct bsc_str s, const char *lit)

@@ -5,7 +5,9 @@
  * with failover, to targets whose adapters speak embeddings. */
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/auth.h"
+#include "api/embeddings.h"
+#include "api/inspect.h"
 #include "api/openai_chat.h"
 #include "core/json_check.h"
 #include "core/json_scan.h"

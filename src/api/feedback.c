@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/access.h"
+#include "api/feedback.h"
+#include "api/openai_chat.h"
 #include "core/clock.h"
 #include "health/verdicts.h"
 #include "metrics/metrics.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* health.c -- GET /health/live (the process answers) and GET /health/ready (a config
  * is loaded and at least one route has an eligible target: enabled, circuit not open). */
-#include "api/internal.h"
+#include "api/health.h"
 #include "core/clock.h"
 #include "health/hstate.h"
 #include "router/gateway.h"

@@ -4,7 +4,7 @@
  * the OpenAI-shaped text and "messages" span that route selection and trimming read.
  * A chat body brings the spans its own reader found; other dialects hand their canonical
  * (OpenAI-shaped) form, serialised once here. See docs/internals/request-lifecycle.md. */
-#include "api/internal.h"
+#include "api/inspect.h"
 #include "core/json_name.h"
 #include "core/json_scan.h"
 #include "router/request.h"

@@ -10,7 +10,9 @@
  * See docs/internals/store.md. */
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/access.h"
+#include "api/ledger.h"
+#include "api/openai_chat.h"
 #include "core/buf.h"
 #include "ledger/ledger.h"
 #include "router/gateway.h"

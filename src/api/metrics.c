@@ -3,7 +3,9 @@
  * the process_* families. */
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/health.h"
+#include "api/metrics.h"
+#include "api/metrics_seed.h"
 #include "core/buf.h"
 #include "core/build_info.h"
 #include "core/clock.h"

@@ -7,7 +7,7 @@
  * vocabulary in the code) names are seeded, so the count stays a small multiple of the
  * config's size. Values only traffic names (failure kinds) appear with it.
  * docs/internals/metrics.md "Present at zero" lists every family and what it seeds. */
-#include "api/internal.h"
+#include "api/metrics_seed.h"
 #include "health/breaker.h"
 #include "health/keys.h"
 #include "limits/limits.h"

@@ -5,7 +5,8 @@
  * it may call (auth.c). */
 #include <time.h>
 
-#include "api/internal.h"
+#include "api/auth.h"
+#include "api/models.h"
 #include "core/buf.h"
 #include "router/gateway.h"
 

@@ -6,7 +6,8 @@
  * 400 (or 404 for an unknown model) in OpenAI's error shape, before any upstream work. */
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/auth.h"
+#include "api/inspect.h"
 #include "api/openai_chat.h"
 #include "core/json_check.h"
 #include "core/json_name.h"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* openai_chat.h -- private to api/: the request readers of the OpenAI surface, split from
- * their HTTP handlers so they can be tested and fuzzed without a server. They read the
+/* openai_chat.h -- private to api/: POST /v1/chat/completions, and the request readers of
+ * the OpenAI surface, split from their HTTP handlers so they can be tested and fuzzed
+ * without a server (the embeddings reader is embeddings.h's). They read the
  * client's raw bytes under one rule: every member the gateway reads is the one every
  * upstream parser reads (names compared decoded, duplicates refused), because the bytes
  * are forwarded as they are. Never included from outside api/. */
@@ -8,12 +9,16 @@
 #define BSC_API_OPENAI_CHAT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <json-c/json.h>
 
 #include "core/err.h"
 #include "core/json_check.h"
 #include "core/str.h"
+
+struct worker;
+struct srv_req;
 
 /* Why a request is refused: a 400 in OpenAI's error shape. */
 struct api_refusal {
@@ -41,18 +46,15 @@ enum bsc_err api__chat_read(struct bsc_str body, struct api_chat *out, struct ap
 void api__json_refusal(struct bsc_str body, enum bsc_json_verdict v,
                        const struct bsc_json_error *jerr, struct api_refusal *why);
 
-/* What api__embeddings_read found. */
-struct api_embeddings {
-    struct json_object *json; /* owned by the caller after BSC_OK: the parsed request */
-    struct bsc_str model;     /* the "model" value span inside the body */
-    const char *name;         /* the route name, borrowed from <json> */
-};
+/* POST /v1/chat/completions. */
+void api__chat_completions(struct worker *w, struct srv_req *req);
 
-/* Validates the raw /v1/embeddings <body> under the same rule (strict JSON, distinct
- * decoded top-level names; model a string; input a non-empty string or array of strings
- * or token arrays). Returns BSC_OK with <out> filled, or BSC_EINVAL with <why> filled
- * (nothing to free). */
-enum bsc_err api__embeddings_read(struct bsc_str body, struct api_embeddings *out,
-                                  struct api_refusal *why);
+/* Parses a JSON request body strictly (UTF-8 checked, depth-bounded, nothing after it).
+ * Returns a new object, or NULL with a client-facing message in <msg>. */
+struct json_object *api__parse_json(struct bsc_str body, char *msg, size_t msglen);
+
+/* Answers 400 with an OpenAI-shaped error; <param> may be NULL. */
+void api__bad_request(struct srv_req *req, const char *code, const char *param,
+                      const char *message);
 
 #endif

@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/access.h"
+#include "api/auth.h"
+#include "api/inspect.h"
+#include "api/xlate.h"
 #include "api/openai_chat.h"
 #include "api/responses.h"
 #include "core/clock.h"

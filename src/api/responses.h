@@ -20,6 +20,8 @@
 #include "router/downstream.h"
 
 struct store;
+struct worker;
+struct srv_req;
 
 #define RESP_ID_MAX 160 /* "resp_" + the request id, cut */
 
@@ -42,6 +44,9 @@ struct resp_arg {
     uv_loop_t *loop;                /* borrowed: the worker's loop */
     uint64_t ttl_ms;                /* responses.ttl_s */
 };
+
+/* POST /v1/responses: the OpenAI Responses API. */
+void api__responses(struct worker *w, struct srv_req *req);
 
 /* Frees <a> and what it owns. NULL is fine. */
 void api__resp_arg_free(struct resp_arg *a);

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/xlate.h"
 #include "api/responses.h"
 #include "core/json_get.h"
 #include "core/json_parse.h"

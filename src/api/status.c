@@ -7,7 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/admin_clients.h"
+#include "api/status.h"
+#include "api/status_cache.h"
+#include "api/status_outcomes.h"
+#include "api/targets_json.h"
 #include "api/status_history.h"
 #include "core/buf.h"
 #include "core/clock.h"

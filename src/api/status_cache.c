@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/status_cache.h"
 #include "cache/lru.h"
 #include "cache/semantic.h"
 #include "metrics/metrics.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/status_outcomes.h"
 #include "core/clock.h"
 #include "health/verdicts.h"
 #include "metrics/metrics.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* targets_json.c -- one target's live state as JSON, shared by the admin API and the
  * status page: circuit, ramp, health, latency, load, counters, last error. Never keys. */
-#include "api/internal.h"
+#include "api/targets_json.h"
 #include "core/buf.h"
 #include "health/hstate.h"
 #include "limits/limits.h"

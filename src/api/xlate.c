@@ -5,7 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "api/internal.h"
+#include "api/xlate.h"
 #include "core/utf8.h"
 
 bool api__xl_fail(struct api_xl *x, const char *fmt, ...)

@@ -35,6 +35,7 @@
 #include "core/buf.h"
 #include "core/json_parse.h"
 #include "api/anthropic.h"
+#include "api/anthropic_down.h"
 #include "stream/utf8.h"
 
 #define OUT_BIG (1u << 20)

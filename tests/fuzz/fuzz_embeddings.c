@@ -21,6 +21,7 @@
 
 #include <json-c/json.h>
 
+#include "api/embeddings.h"
 #include "api/openai_chat.h"
 #include "core/buf.h"
 #include "core/compat.h"

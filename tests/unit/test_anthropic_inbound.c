@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "api/anthropic.h"
+#include "api/anthropic_down.h"
 #include "dialect/error.h"
 #include "core/buf.h"
 #include "core/str.h"

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
-#include "api/internal.h"
+#include "api/inspect.h"
 #include "api/openai_chat.h"
 #include "config/config.h"
 #include "router/request.h"

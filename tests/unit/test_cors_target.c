@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "api/internal.h"
+#include "api/cors.h"
 #include "config/config.h"
 
 static bool ok(const struct cfg *cfg, const char *listen, const char *auth, const char *host)

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
+#include "api/embeddings.h"
 #include "api/openai_chat.h"
 #include "core/str.h"
 
