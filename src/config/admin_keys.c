@@ -6,8 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/admin_keys.h"
 #include "config/config.h"
+#include "config/diag.h"
 #include "config/internal.h"
+#include "config/schema.h"
 #include "core/str.h"
 
 static const char *const role_names[] = {"none", "read", "admin"};

@@ -4,7 +4,11 @@
  * their rate and never above it. */
 #include <stdio.h>
 
+#include "config/bursts.h"
+#include "config/diag.h"
 #include "config/internal.h"
+#include "config/load.h"
+#include "config/schema.h"
 
 /* One burst against its rate: an error at the burst's place. */
 static void check_one(struct cfg__v *v, const struct cfg__node *map, const char *where,

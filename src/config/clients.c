@@ -8,8 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/bursts.h"
+#include "config/clients.h"
 #include "config/config.h"
+#include "config/diag.h"
 #include "config/internal.h"
+#include "config/schema.h"
 #include "core/clock.h"
 #include "core/sha256.h"
 #include "core/str.h"

@@ -9,8 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/cloud.h"
 #include "config/config.h"
+#include "config/diag.h"
 #include "config/internal.h"
+#include "config/schema.h"
 #include "core/str.h"
 
 #define CRED_FILE_MAX (64 * 1024)

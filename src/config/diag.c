@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/diag.h"
 #include "config/internal.h"
 #include "core/buf.h"
 #include "core/compat.h"

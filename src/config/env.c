@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/internal.h"
+#include "config/env.h"
 #include "core/buf.h"
 #include "core/compat.h"
 #include "core/str.h"

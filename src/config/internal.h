@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* internal.h -- shared by the files of src/config/ only, never included from outside: the YAML node
- * tree with 1-based marks (load.c), the diagnostic sink (diag.c), ${VAR} expansion (env.c),
- * the table-driven schema engine (schema.c), the section tables (validate.c), the second
- * pass that resolves references (resolve.c) and the snapshot destructor (snapshot.c).
+/* internal.h -- the types shared by the files of src/config/ only, never included from outside:
+ * the bounds of one load, the diagnostic sink (diag.c), the YAML node tree with 1-based marks
+ * (load.c), the state of one validation and the field tables of the schema engine (schema.c).
+ * Types only: each function is declared in the header of the file defining it (diag.h,
+ * load.h, schema.h, ...), so that including this file depends on none of them.
  * docs/internals/config.md explains how the pieces fit. */
 #ifndef BSC_CONFIG_INTERNAL_H
 #define BSC_CONFIG_INTERNAL_H
@@ -11,11 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config/config.h"
-#include "core/buf.h"
-#include "core/compat.h"
-#include "core/err.h"
-#include "core/str.h"
+struct cfg;
+struct cfg_diags;
 
 /* Bounds on what one load may cost, whatever the input (the fuzzer checks them). */
 #define CFG__MAX_FILE_BYTES (16u << 20) /* cfg_load refuses larger files */
@@ -38,19 +36,6 @@ struct cfg__sink {
     bool full; /* CFG__MAX_DIAGS reached: later problems are dropped */
     bool oom;  /* an allocation failed: the load returns BSC_ENOMEM */
 };
-
-/* Cannot fail. */
-void cfg__sink_init(struct cfg__sink *s, struct cfg_diags *out, const char *file);
-/* Appends one problem at <line>:<column> (1-based; 0 = no place). Never fails: on ENOMEM it
- * sets s->oom, and an error is still counted so the load cannot succeed. */
-void cfg__diag(struct cfg__sink *s, bool warning, unsigned line, unsigned column,
-               const char *fmt, ...) BSC_PRINTF(5, 6);
-/* Sorts this load's diagnostics by position (stable; unplaced ones first). */
-void cfg__sink_finish(struct cfg__sink *s);
-
-/* Returns the candidate closest to <word> by edit distance when it is close enough to be a
- * likely typo, else NULL. The result is one of <cands>. */
-const char *cfg__closest(const char *word, const char *const *cands, size_t n);
 
 /* ---- the YAML tree (load.c) ---------------------------------------------------------- */
 
@@ -84,30 +69,6 @@ struct cfg__doc {
     struct cfg__node **nodes;  /* owned: every node, for cleanup */
     size_t n_nodes, cap_nodes;
 };
-
-/* Parses <len> bytes of YAML into <doc> (which it initializes), expanding ${VAR} in scalar
- * values. Syntax errors and expansion errors go to <s>. Returns BSC_OK when a tree was
- * built (there may still be errors in <s>), BSC_EPARSE when the input is not usable YAML,
- * BSC_ENOMEM. The caller always calls cfg__doc_cleanup(). */
-enum bsc_err cfg__parse(struct cfg__sink *s, const char *yaml, size_t len, struct cfg__doc *doc);
-void cfg__doc_cleanup(struct cfg__doc *doc);
-
-/* Returns the entry of <map> whose key is <key> (the last one when repeated), or NULL. */
-const struct cfg__entry *cfg__map_find(const struct cfg__node *map, const char *key);
-
-/* ---- ${VAR} expansion (env.c) -------------------------------------------------------- */
-
-/* Called once per problem in one scalar: an unset variable, a bad reference. */
-typedef void cfg__env_err_fn(void *ctx, const char *msg);
-
-/* Appends <in> to <out> with ${NAME} and ${NAME:-default} replaced from the environment and
- * $${ written as a literal ${. Returns BSC_OK, BSC_EINVAL after reporting each problem
- * through <on_err>, BSC_ELIMIT when <out>'s bound is passed, or BSC_ENOMEM. */
-enum bsc_err cfg__env_expand(struct bsc_str in, struct bsc_buf *out, cfg__env_err_fn *on_err,
-                             void *ctx);
-
-/* True when <s> holds something cfg__env_expand would change. */
-bool cfg__env_has_ref(struct bsc_str s);
 
 /* ---- the schema engine (schema.c) ---------------------------------------------------- */
 
@@ -148,19 +109,6 @@ struct cfg__v {
     bool oom;
 };
 
-/* cloud.c: kinds bedrock and vertex. */
-bool cfg__is_cloud_kind(enum cfg_provider_kind k);
-/* Resolves what <p> leaves to the load (default base_url, credentials; reports what is
- * missing) and, for every other kind, that base_url is set. */
-void cfg__resolve_cloud(struct cfg__v *v, struct cfg_provider *p, const struct cfg__prov_src *src,
-                        const char *where);
-/* Reads the keys of [<profile>] of an AWS shared credentials file's text <s> into <aws>
- * (only those it lacks). */
-void cfg__aws_ini_read(struct cfg__v *v, struct bsc_str s, const char *profile,
-                       struct cfg_aws *aws);
-/* True when <t> serves a Claude model (its id has "claude") through bedrock or vertex. */
-bool cfg__is_cloud_claude(const struct cfg_target *t);
-
 struct cfg__field;
 /* Decodes one entry whose field is custom. <base> is the struct the table describes;
  * <where> names the enclosing map for messages ("route 'x'", "limits", NULL = top level). */
@@ -199,130 +147,5 @@ struct cfg__field {
     cfg__check_fn *check; /* CFG__F_MAP: run after the sub-map */
     cfg__field_fn *fn;    /* CFG__F_FN */
 };
-
-/* Decodes <map> with the table <fields> into <base>: unknown keys, types, ranges, enums and
- * missing required keys are reported; <line>:<column> places "missing" errors. A null <map>
- * keeps every default (and reports missing required keys). */
-void cfg__decode_map(struct cfg__v *v, const struct cfg__node *map, const struct cfg__field *fields,
-                     size_t n_fields, void *base, const char *where, unsigned line,
-                     unsigned column);
-
-/* Writes into <out> how messages refer to <key> inside <where>: "'k' in <where>" or "'k'". */
-void cfg__keyref(char *out, size_t size, const char *where, const char *key);
-/* Writes into <out> the name of the map at <key> inside <where>, for nested messages. */
-void cfg__subwhere(char *out, size_t size, const char *where, const char *key);
-/* Writes a short, safe description of <n> for messages: 'text' (as written), a map, a list. */
-void cfg__describe(char *out, size_t size, const struct cfg__node *n);
-
-/* The same, except that the value of a secret-like <key> (cfg__is_secret_name) is never
- * quoted: a scalar there is described as "a string (not shown)". */
-void cfg__describe_at(char *out, size_t size, const char *key, const struct cfg__node *n);
-
-/* Why <model> cannot be a Gemini model id (it goes into the URL path), or NULL when it can
- * (resolve.c). */
-const char *cfg__gemini_model_problem(const char *model);
-
-/* ---- bursts (bursts.c) ------------------------------------------------------------------ */
-
-/* A map's rates and their bursts (0: unset), as decoded. */
-struct cfg__bursts {
-    uint32_t rpm, rpm_burst, tpm, tpm_burst;
-};
-/* A burst without its rate, or above it, is an error at the burst's place. */
-void cfg__burst_check(struct cfg__v *v, const struct cfg__node *map, const char *where,
-                      const struct cfg__bursts *b);
-
-/* ---- secrets (secrets.c) --------------------------------------------------------------- */
-
-/* True when the YAML key or header name <name> holds a secret ("keys", "key", "api_key",
- * "x-goog-api-key", "authorization", "token", ...); NULL is not. */
-bool cfg__is_secret_name(const char *name);
-/* Builds cfg->secrets from the decoded <cfg>: BSC_OK, BSC_ENOMEM or BSC_ELIMIT. */
-enum bsc_err cfg__secrets_build(struct cfg *cfg);
-
-/* "expected <what>, got <n>" at <n>'s place, for the key <key> of <where>. */
-void cfg__bad_type(struct cfg__v *v, const struct cfg__node *n, const char *where, const char *key,
-                   const char *what);
-
-/* Scalar readers: each returns true and sets *<out> when <n> holds a valid value. They
- * return false quietly for null and bad nodes, and after reporting a problem otherwise. */
-bool cfg__get_u64(struct cfg__v *v, const struct cfg__node *n, const char *where, const char *key,
-                  uint64_t lo, uint64_t hi, uint64_t *out);
-bool cfg__get_str(struct cfg__v *v, const struct cfg__node *n, const char *where, const char *key,
-                  const char **out);
-/* Like cfg__get_str, and the value must be one of <names>: *<out> is its index. */
-bool cfg__get_enum(struct cfg__v *v, const struct cfg__node *n, const char *where, const char *key,
-                   const char *const *names, size_t n_names, unsigned *out);
-
-/* Records an allocation failure; returns NULL for convenience. */
-void *cfg__oom(struct cfg__v *v);
-
-/* ---- validate.c / resolve.c / snapshot.c --------------------------------------------- */
-
-/* Builds a snapshot from <doc>. Returns BSC_OK with *<out> set (one ref) when no error was
- * reported, BSC_EINVAL when some were (nothing is returned), BSC_ENOMEM. */
-enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct cfg **out);
-
-/* The second pass: breaker overrides, references between sections, warnings. */
-void cfg__resolve(struct cfg__v *v);
-
-/* Breaker table (validate.c), reused for overrides by resolve.c. */
-extern const struct cfg__field cfg__breaker_fields[];
-extern const size_t cfg__n_breaker_fields;
-/* Cross-field checks of a breaker map (an empty key list). */
-void cfg__breaker_check(struct cfg__v *v, const struct cfg__node *map, void *base,
-                        const char *where);
-
-/* Capability names, bit i = names[i] (validate.c). */
-extern const char *const cfg__cap_names[];
-extern const size_t cfg__n_cap_names;
-
-/* ---- route selection (route_select.c) ------------------------------------------------- */
-
-/* Pass 1 of a route whose map has `select`: only `select` may be there; a key of an ordinary
- * route (<route_fields>) is refused as such, any other as unknown. Records the rules' entry in
- * v->cur (a struct cfg__route_src) for cfg__select_resolve. */
-void cfg__select_route(struct cfg__v *v, const struct cfg__node *map,
-                       const struct cfg__field *route_fields, size_t n_route_fields,
-                       const char *where);
-/* Pass 2, for every select route: decodes its rules (conditions, patterns compiled) and
- * resolves the routes they name, refusing unknown routes, select routes (no chains) and
- * unreachable rules. */
-void cfg__select_resolve(struct cfg__v *v);
-/* Frees the rules of <r>. */
-void cfg__select_cleanup(struct cfg_route *r);
-
-/* ---- clients (clients.c) --------------------------------------------------------------- */
-
-/* Pass 1: notes the `clients` entry (a CFG__F_FN decoder). */
-void cfg__clients_note(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
-                       void *base, const char *where);
-/* Pass 2, once routes exist: decodes every client, refuses unknown routes and shared keys. */
-void cfg__clients_build(struct cfg__v *v);
-/* Zeroes and frees every client's plaintext key (once the redaction set holds it). */
-void cfg__clients_wipe(struct cfg *cfg);
-void cfg__clients_free(struct cfg *cfg);
-/* admin.keys (admin_keys.c). */
-void cfg__admin_keys_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
-                        void *base, const char *where);
-void cfg__admin_keys_free(struct cfg *cfg);
-/* An admin.keys key that is also a client's key: an error naming both ids (never the key). */
-void cfg__admin_keys_check_clients(struct cfg__v *v);
-/* A route's `checks:` map (checks.c). */
-void cfg__checks_fn(struct cfg__v *v, const struct cfg__field *f, const struct cfg__entry *e,
-                    void *base, const char *where);
-
-/* The `telemetry:` map (telemetry.c); its defaults, and what it owns freed. */
-#define CFG__N_TELEMETRY_FIELDS 4
-extern const struct cfg__field cfg__telemetry_fields[CFG__N_TELEMETRY_FIELDS];
-bool cfg__telemetry_defaults(struct cfg_telemetry *t);
-void cfg__telemetry_cleanup(struct cfg_telemetry *t);
-
-/* Frees <cfg> and everything it owns, whatever its refcount; NULL is fine. */
-void cfg__free(struct cfg *cfg);
-/* Frees what one provider, target or route owns (not the struct itself). */
-void cfg__provider_cleanup(struct cfg_provider *p);
-void cfg__target_cleanup(struct cfg_target *t);
-void cfg__route_cleanup(struct cfg_route *r);
 
 #endif

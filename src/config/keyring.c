@@ -12,7 +12,6 @@
 #include <json-c/json.h>
 
 #include "config/config.h"
-#include "config/internal.h"
 #include "core/json_parse.h"
 #include "core/str.h"
 

@@ -13,7 +13,11 @@
 #include <yaml.h>
 
 #include "config/config.h"
+#include "config/diag.h"
+#include "config/env.h"
 #include "config/internal.h"
+#include "config/load.h"
+#include "config/validate.h"
 #include "core/buf.h"
 #include "core/compat.h"
 #include "core/str.h"

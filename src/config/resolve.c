@@ -9,8 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/cloud.h"
 #include "config/config.h"
+#include "config/diag.h"
 #include "config/internal.h"
+#include "config/resolve.h"
+#include "config/route_select.h"
+#include "config/schema.h"
+#include "config/validate.h"
 #include "core/compat.h"
 
 #define SUGGEST_MAX 1000 /* no "did you mean" among more candidates than this */

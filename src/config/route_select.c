@@ -11,7 +11,11 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/diag.h"
 #include "config/internal.h"
+#include "config/load.h"
+#include "config/route_select.h"
+#include "config/schema.h"
 #include "contract/regex.h"
 #include "core/compat.h"
 

@@ -11,7 +11,11 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/diag.h"
 #include "config/internal.h"
+#include "config/load.h"
+#include "config/schema.h"
+#include "config/secrets.h"
 #include "core/compat.h"
 #include "core/str.h"
 

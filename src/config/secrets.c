@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "config/config.h"
-#include "config/internal.h"
+#include "config/secrets.h"
 #include "core/redact.h"
 #include "core/str.h"
 

@@ -9,8 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/admin_keys.h"
+#include "config/clients.h"
 #include "config/config.h"
-#include "config/internal.h"
+#include "config/route_select.h"
+#include "config/snapshot.h"
+#include "config/telemetry.h"
 #include "core/compat.h"
 #include "core/redact.h"
 #include "core/str.h"

@@ -7,7 +7,10 @@
 #include <strings.h>
 
 #include "config/config.h"
+#include "config/diag.h"
 #include "config/internal.h"
+#include "config/schema.h"
+#include "config/telemetry.h"
 
 #define MAX_TEL_HEADERS 32
 

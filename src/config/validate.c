@@ -12,8 +12,21 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config/admin_keys.h"
+#include "config/bursts.h"
+#include "config/checks.h"
+#include "config/clients.h"
 #include "config/config.h"
+#include "config/diag.h"
 #include "config/internal.h"
+#include "config/load.h"
+#include "config/resolve.h"
+#include "config/route_select.h"
+#include "config/schema.h"
+#include "config/secrets.h"
+#include "config/snapshot.h"
+#include "config/telemetry.h"
+#include "config/validate.h"
 #include "core/compat.h"
 #include "core/log.h"
 #include "core/redact.h"
