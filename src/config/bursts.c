@@ -7,7 +7,6 @@
 #include "config/bursts.h"
 #include "config/diag.h"
 #include "config/internal.h"
-#include "config/load.h"
 #include "config/schema.h"
 
 /* One burst against its rate: an error at the burst's place. */

@@ -109,22 +109,6 @@ static bool add_item(struct cfg__node *parent, struct cfg__node *key, struct cfg
     return true;
 }
 
-const struct cfg__entry *cfg__map_find(const struct cfg__node *map, const char *key)
-{
-    const struct cfg__entry *found = NULL;
-    size_t len = strlen(key);
-
-    if (!map || map->kind != CFG__MAP)
-        return NULL;
-    for (size_t i = 0; i < map->n; i++) {
-        const struct cfg__node *k = map->items[i].key;
-
-        if (k->len == len && memcmp(k->text, key, len) == 0)
-            found = &map->items[i];
-    }
-    return found;
-}
-
 /* ---- errors --------------------------------------------------------------------------- */
 
 static void fail(struct builder *b, enum bsc_err err)

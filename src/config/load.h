@@ -15,7 +15,4 @@
 enum bsc_err cfg__parse(struct cfg__sink *s, const char *yaml, size_t len, struct cfg__doc *doc);
 void cfg__doc_cleanup(struct cfg__doc *doc);
 
-/* Returns the entry of <map> whose key is <key> (the last one when repeated), or NULL. */
-const struct cfg__entry *cfg__map_find(const struct cfg__node *map, const char *key);
-
 #endif

@@ -4,6 +4,7 @@
  * reports unknown keys (with the closest known one), wrong types, out-of-range numbers,
  * bad enum values (listing the allowed ones) and missing required keys, all of them, each
  * at its place. Null keeps a field's default. The tables themselves are in validate.c.
+ * cfg__map_find, the lookup of a key in a map of the tree, is here for the same readers.
  * See docs/internals/config.md. */
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +14,6 @@
 #include "config/config.h"
 #include "config/diag.h"
 #include "config/internal.h"
-#include "config/load.h"
 #include "config/schema.h"
 #include "config/secrets.h"
 #include "core/compat.h"
@@ -25,6 +25,22 @@ void *cfg__oom(struct cfg__v *v)
 {
     v->oom = true;
     return NULL;
+}
+
+const struct cfg__entry *cfg__map_find(const struct cfg__node *map, const char *key)
+{
+    const struct cfg__entry *found = NULL;
+    size_t len = strlen(key);
+
+    if (!map || map->kind != CFG__MAP)
+        return NULL;
+    for (size_t i = 0; i < map->n; i++) {
+        const struct cfg__node *k = map->items[i].key;
+
+        if (k->len == len && memcmp(k->text, key, len) == 0)
+            found = &map->items[i];
+    }
+    return found;
 }
 
 /* ---- message pieces ------------------------------------------------------------------- */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* schema.h -- the table-driven schema engine (schema.c): a map decoded by a table of
- * fields, the scalar readers and the wording of its messages. */
+ * fields, a key looked up in a map, the scalar readers and the wording of its messages. */
 #ifndef BSC_CONFIG_SCHEMA_H
 #define BSC_CONFIG_SCHEMA_H
 
@@ -16,6 +16,9 @@
 void cfg__decode_map(struct cfg__v *v, const struct cfg__node *map, const struct cfg__field *fields,
                      size_t n_fields, void *base, const char *where, unsigned line,
                      unsigned column);
+
+/* Returns the entry of <map> whose key is <key> (the last one when repeated), or NULL. */
+const struct cfg__entry *cfg__map_find(const struct cfg__node *map, const char *key);
 
 /* Writes into <out> how messages refer to <key> inside <where>: "'k' in <where>" or "'k'". */
 void cfg__keyref(char *out, size_t size, const char *where, const char *key);

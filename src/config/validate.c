@@ -19,7 +19,6 @@
 #include "config/config.h"
 #include "config/diag.h"
 #include "config/internal.h"
-#include "config/load.h"
 #include "config/resolve.h"
 #include "config/route_select.h"
 #include "config/schema.h"
