@@ -170,6 +170,19 @@ static pid_t spawn(const struct rs *s)
     return pid;
 }
 
+/* Whether the server answering on <s>'s port is <s>'s child: a port taken by another
+ * process between free_port and the child's bind would otherwise answer the PING while the
+ * child is still starting (and then fails to bind), and the test would talk to a stranger. */
+static bool answers_as_child(const struct rs *s, int64_t deadline)
+{
+    char buf[8192] = "", want[32];
+
+    if (exchange(s->port, "INFO server\r\n", 13, buf, sizeof(buf), deadline) <= 0)
+        return false;
+    snprintf(want, sizeof(want), "process_id:%d\r", (int)s->pid);
+    return strstr(buf, want) != NULL;
+}
+
 /* Waits for PING or the child's end; true when it answers. */
 static bool wait_ready(struct rs *s, int *status)
 {
@@ -180,7 +193,7 @@ static bool wait_ready(struct rs *s, int *status)
             s->pid = 0;
             return false;
         }
-        if (answers_ping(s->port, deadline))
+        if (answers_ping(s->port, deadline) && answers_as_child(s, deadline))
             return true;
         pause_ms(20);
     }
