@@ -191,7 +191,7 @@ void h1_on_written(uv_write_t *req, int status)
     if (c->closing)
         return;
     if (status == 0 && c->tls.ssl) {
-        bsc_buf_reset(&c->wout);
+        h1_tls_out_sent(&c->wout);
         status = h1_tls_flush(c); /* what the session wrote meanwhile */
         if (status == 0 && c->writing)
             return;

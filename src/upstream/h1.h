@@ -74,6 +74,9 @@ struct h1_pool {
     bool closing;
     char rbuf[H1_READ_BUFFER]; /* every read of the loop lands here, one at a time */
     char pbuf[H1_PLAIN_BUFFER]; /* and what TLS decrypts from it */
+    /* A request head and body put together to be sealed as one record. Not pbuf: a
+     * transfer may start (and send) from a callback of the reader while it parses pbuf. */
+    char seal[H1_PLAIN_BUFFER];
 };
 
 /* The builtin client's part of a transfer. */
@@ -151,6 +154,9 @@ bool h1_tls_begin(struct h1_conn *c);
 void h1_tls_on_read(struct h1_conn *c, ssize_t nread, const uv_buf_t *buf);
 /* Encrypts <t>'s request and sends it. */
 void h1_tls_send_request(struct h1_conn *c, struct up_transfer *t);
+/* A buffer of ciphertext went out: a small one is kept for the next request, a large one
+ * given back. */
+void h1_tls_out_sent(struct bsc_buf *b);
 /* Sends the ciphertext the session produced. 0, or a libuv error. */
 int h1_tls_flush(struct h1_conn *c);
 /* Whether idle <c> cannot carry a request: the peer closed, or sent what nobody asked for;

@@ -47,8 +47,7 @@ static void keep_session(void *ud, SSL_SESSION *s)
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
-/* Small output buffers are kept for the next request; a large one is given back. */
-static void out_sent(struct bsc_buf *b)
+void h1_tls_out_sent(struct bsc_buf *b)
 {
     if (b->cap > 4096)
         bsc_buf_cleanup(b);
@@ -69,7 +68,7 @@ int h1_tls_flush(struct h1_conn *c)
     b = uv_buf_init(o->p, (unsigned)o->len);
     rc = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
     if (rc > 0 && (size_t)rc == o->len) {
-        out_sent(o);
+        h1_tls_out_sent(o);
         return 0;
     }
     if (rc > 0)
@@ -90,11 +89,11 @@ int h1_tls_flush(struct h1_conn *c)
  * header), through the loop's plaintext buffer; else one after the other. */
 static enum bsc_err encrypt_request(struct h1_conn *c, struct up_transfer *t)
 {
-    char *one = c->host->pool->pbuf;
+    char *one = c->host->pool->seal;
     size_t head = t->h1.req.len, body = t->h1.body_len;
     enum bsc_err err;
 
-    if (head + body <= sizeof(c->host->pool->pbuf)) {
+    if (head + body <= sizeof(c->host->pool->seal)) {
         memcpy(one, t->h1.req.p, head);
         if (body)
             memcpy(one + head, t->h1.body, body);
@@ -176,13 +175,13 @@ bool h1_tls_begin(struct h1_conn *c)
 /* ---- reading ------------------------------------------------------------------------------ */
 
 /* An idle connection's records: a session ticket is taken, anything else closes it. True
- * when it was closed. */
+ * when it was closed. Any plaintext closes it, so a few bytes of room do: not the loop's
+ * buffers, which a reader may be in the middle of (h1_tls_stale runs from dispatch). */
 static bool idle_records(struct h1_conn *c)
 {
-    char err[TLS_ERR_MAX];
-    struct h1_pool *p = c->host->pool;
+    char err[TLS_ERR_MAX], plain[64];
 
-    if (tls_read(&c->tls, p->pbuf, sizeof(p->pbuf), err, sizeof(err)) == 0)
+    if (tls_read(&c->tls, plain, sizeof(plain), err, sizeof(err)) == 0)
         return false;
     h1_conn_close(c); /* data nobody asked for, close_notify or a broken record */
     return true;
@@ -268,15 +267,18 @@ void h1_tls_on_read(struct h1_conn *c, ssize_t nread, const uv_buf_t *buf)
     response_records(c, c->t);
 }
 
+/* Runs from dispatch, maybe inside a reader's callback while the loop's read buffer is being
+ * parsed: the bytes land on the stack. A record cut by its end stays inside OpenSSL and is
+ * completed by the next read. */
 bool h1_tls_stale(struct h1_conn *c)
 {
-    char *b = c->host->pool->rbuf;
+    char b[2048];
     uv_os_fd_t fd;
     ssize_t n;
 
     if (uv_fileno((const uv_handle_t *)&c->tcp, &fd) != 0)
         return true;
-    n = recv(fd, b, sizeof(c->host->pool->rbuf), MSG_DONTWAIT);
+    n = recv(fd, b, sizeof(b), MSG_DONTWAIT);
     if (n < 0)
         return errno != EAGAIN && errno != EWOULDBLOCK;
     if (n == 0)

@@ -96,6 +96,7 @@ function startUpstream() {
         buf = buf.subarray(end + 4 + len);
         up.requests++;
         up.perConn[id]++;
+        up.lastUserContent = body.messages?.[0]?.content;
         if (body.model === 'drop2nd' && served++ >= 1) {
           raw.destroy(); // a reused connection dies before any answer byte
           return;
@@ -133,11 +134,11 @@ ${routes}
 `;
 }
 
-async function chat(gw, model, { stream = false } = {}) {
+async function chat(gw, model, { stream = false, content = 'hi' } = {}) {
   const res = await fetch(`${gw.base}/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] }),
+    body: JSON.stringify({ model, stream, messages: [{ role: 'user', content }] }),
     signal: AbortSignal.timeout(20000),
   });
   return { status: res.status, text: await res.text() };
@@ -181,6 +182,18 @@ test('builtin TLS: plain, chunked and streamed answers on one kept-alive connect
   assert.equal(up.requests, 5);
   assert.equal(up.conns, 1, `${up.conns} TLS connections for 5 sequential requests`);
   assert.deepEqual(gw.accessLog().filter((l) => l.type === 'attempt' && l.outcome !== 'ok'), []);
+  assertBuiltin(up);
+});
+
+test('builtin TLS: a request larger than one TLS record arrives whole', async () => {
+  await fresh();
+  const big = 'x'.repeat(300 * 1024); // many 16 KiB records, more than one socket write may take
+  for (let i = 0; i < 2; i++) {
+    const r = await chat(gw, 'cl', { content: big });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(up.lastUserContent, big);
+  }
+  assert.equal(up.conns, 1);
   assertBuiltin(up);
 });
 
