@@ -86,7 +86,7 @@ int h1_tls_flush(struct h1_conn *c)
 }
 
 /* The head and body in one record when they fit one (each record costs its own seal and
- * header), through the loop's plaintext buffer; else one after the other. */
+ * header), put together in the pool's seal buffer; else one after the other. */
 static enum bsc_err encrypt_request(struct h1_conn *c, struct up_transfer *t)
 {
     char *one = c->host->pool->seal;
