@@ -7,7 +7,9 @@
 // connection; a close-delimited body ended by close_notify is whole, one cut without it is
 // an error and never a 200 passed on as complete; an untrusted certificate and a wrong host
 // name are refused before any request goes out; a reused connection the server closed is
-// replayed once; the next connection resumes the TLS session. docs/internals/upstream.md.
+// replayed once; the next connection resumes the TLS session; a client that stops reading
+// a large stream pauses the upstream transfer (TCP holds the TLS upstream back) and the
+// stream completes when it reads again. docs/internals/upstream.md.
 import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -55,13 +57,28 @@ const answers = {
   // Answers and closes: the next request needs a new connection (and resumes the session).
   close: (s, raw, text) => s.end(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n` +
     `Connection: close\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`),
+  // A large stream written as fast as the client side takes it (back-pressure through TLS).
+  big: async (s) => {
+    s.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n');
+    const piece = chunk(sseChunk('y'.repeat(200)));
+    for (let i = 0; i < 100000; i++) { // ~30 MB of events: more than every socket buffer on the way
+      if (!s.write(piece)) {
+        up.bigBlocked = true;
+        await new Promise((r) => s.once('drain', r));
+      }
+    }
+    s.write(`${chunk(sseChunk('', 'stop'))}${chunk('data: [DONE]\n\n')}0\r\n\r\n`);
+    up.bigDone = true;
+  },
   stream: (s) => s.write(`HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n` +
     `Transfer-Encoding: chunked\r\n\r\n${chunk(sseChunk('one '))}${chunk(sseChunk('two'))}` +
     `${chunk(sseChunk('', 'stop'))}${chunk('data: [DONE]\n\n')}0\r\n\r\n`),
 };
 
+let up, gw;
+
 function startUpstream() {
-  const up = { tcp: 0, conns: 0, resumed: 0, requests: 0, perConn: [], sockets: new Set(), offered: [] };
+  up = { tcp: 0, conns: 0, resumed: 0, requests: 0, perConn: [], sockets: new Set(), offered: [] };
   // The ALPN lists the client offers: the builtin client offers HTTP/1.1 alone (libcurl
   // would offer h2 too), which also tells that the builtin client made the connection.
   const ALPNCallback = ({ protocols }) => {
@@ -112,7 +129,7 @@ function startUpstream() {
   }));
 }
 
-const models = ['cl', 'chunked', 'eof', 'cut', 'cutcl', 'close', 'stream', 'drop2nd'];
+const models = ['cl', 'chunked', 'eof', 'cut', 'cutcl', 'close', 'stream', 'drop2nd', 'big'];
 
 function config(port, { host = '127.0.0.1', trust = true } = {}) {
   const targets = models.map((m) => `  ${m}@up: { provider: up, model: ${m} }`).join('\n');
@@ -120,6 +137,7 @@ function config(port, { host = '127.0.0.1', trust = true } = {}) {
   return `listen: "127.0.0.1:{{PORT}}"
 workers: 1
 http_client: builtin
+limits: { max_stream_buffer_bytes: 65536 }
 providers:
   up:
     kind: openai_compatible
@@ -152,12 +170,10 @@ const assertBuiltin = (up) => {
 
 const content = (r) => JSON.parse(r.text).choices[0].message.content;
 
-let up, gw;
-
 const fresh = async (opts) => {
   await gw?.stop();
   await up?.stop();
-  up = await startUpstream();
+  await startUpstream();
   gw = await startGateway({ config: config(up.port, opts) });
 };
 
@@ -264,5 +280,29 @@ test('builtin TLS: the next connection to a host resumes its TLS session', async
   }
   assert.equal(up.conns, 3);
   assert.equal(up.resumed, 2, `${up.resumed} of the 2 later connections resumed`);
+  assertBuiltin(up);
+});
+
+test('builtin TLS: a client that stops reading pauses the upstream, then the stream completes', async () => {
+  await fresh();
+  const body = JSON.stringify({ model: 'big', stream: true, messages: [{ role: 'user', content: 'x' }] });
+  const sock = net.connect({ port: gw.port, host: '127.0.0.1' });
+  await new Promise((r) => sock.once('connect', r));
+  sock.pause(); // read nothing
+  sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  const pauses = async () => Number(/^bascule_stream_pauses_total\{route="big"\} (\d+)/m
+    .exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0);
+  await waitFor(async () => (await pauses()) >= 1, { timeoutMs: 20000, what: 'the upstream transfer paused' });
+  await waitFor(() => up.bigBlocked, { timeoutMs: 20000, what: 'the upstream held back by TCP' });
+  assert.equal(up.bigDone, undefined, 'the upstream could not finish while the client did not read');
+  let received = 0;
+  let tail = '';
+  sock.on('data', (d) => { received += d.length; tail = (tail + d.toString('latin1')).slice(-64); });
+  sock.resume();
+  await new Promise((r) => sock.once('close', r));
+  assert.ok(received > 25_000_000, `received ${received} bytes`);
+  assert.match(tail, /data: \[DONE\]/);
+  assert.equal(up.bigDone, true);
   assertBuiltin(up);
 });
