@@ -201,7 +201,7 @@ enum bsc_err tls_conn_start(struct tls_conn *tc, const struct tls_trust *tr, con
     bsc_buf_init(&tc->out, TLS_OUT_MAX);
     tc->in = NULL;
     tc->in_len = 0;
-    tc->shook = tc->peer_closed = false;
+    tc->shook = tc->peer_closed = tc->broken = false;
     if (!(tc->ssl = SSL_new(tr->ctx)))
         return BSC_ENOMEM;
     if (!(bio = BIO_new(bio_method))) {
@@ -225,8 +225,9 @@ void tls_conn_cleanup(struct tls_conn *tc)
 {
     if (tc->ssl) {
         /* Freed without a shutdown, a session is marked not resumable, and the host's
-         * newest one is this connection's: an established connection closes quietly. */
-        if (tc->shook)
+         * newest one is this connection's: an established connection closes quietly,
+         * unless it failed (OpenSSL's caution then stands). */
+        if (tc->shook && !tc->broken)
             SSL_set_shutdown(tc->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
         SSL_set_app_data(tc->ssl, NULL);
         SSL_free(tc->ssl);
@@ -300,6 +301,7 @@ ssize_t tls_read(struct tls_conn *tc, char *buf, size_t cap, char *err, size_t e
         tc->peer_closed = true;
         return TLS_READ_CLOSED;
     }
+    tc->broken = true;
     error_text(err, errlen, "TLS", "broken record");
     return TLS_READ_ERROR;
 }

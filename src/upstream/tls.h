@@ -45,6 +45,7 @@ struct tls_conn {
     void *ud;
     bool shook;       /* the handshake completed */
     bool peer_closed; /* the peer sent close_notify */
+    bool broken;      /* a fatal error (alert, broken record): its session is not kept */
 };
 
 /* Starts a client session on <tc> to <host> (a name: SNI and name verification; an IP
