@@ -13,7 +13,7 @@
 #   WERROR=1             warnings are errors (always on in the test build)
 
 CC      ?= cc
-PKGS    := libuv libcurl json-c yaml-0.1 sqlite3 hiredis libcrypto
+PKGS    := libuv libcurl json-c yaml-0.1 sqlite3 hiredis libssl libcrypto
 CSTD    := -std=c11 -D_GNU_SOURCE
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wvla -Wformat=2 -Wno-format-nonliteral \
            -Wno-missing-field-initializers

@@ -111,14 +111,18 @@ export function chatBenchYaml({ port, upstreamPort, workers, maxConnections = 20
   });
 }
 
-/** bascule with the bench route on an https:// provider trusting the CA file <ca>. */
-export function tlsBenchYaml({ port, upstreamPort, workers, maxConnections = 20000, ca }) {
-  const yaml = basculeYaml({
+/**
+ * bascule with the bench route on an https:// provider trusting the CA file <ca>; <client>,
+ * when given, is its http_client (default: the default, builtin, or BENCH_HTTP_CLIENT).
+ */
+export function tlsBenchYaml({ port, upstreamPort, workers, maxConnections = 20000, ca, client }) {
+  let yaml = basculeYaml({
     port, workers, maxConnections,
     providers: [{ id: 'bench-upstream', baseUrl: `https://127.0.0.1:${upstreamPort}/v1` }],
     targets: [{ id: 'bench-model@bench-upstream', provider: 'bench-upstream', model: 'gpt-4o-mini' }],
     routes: [{ id: 'bench-chat', target: 'bench-model@bench-upstream' }],
   });
+  if (client) yaml = `http_client: ${client}\n${yaml.replace(/^http_client: .*\n/m, '')}`;
   return yaml.replace('    kind: openai_compatible\n', `    kind: openai_compatible\n    tls: { ca_file: "${ca}" }\n`);
 }
 

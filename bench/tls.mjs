@@ -151,10 +151,19 @@ export async function tlsPart(results, h) {
           maxConnections: h.maxGatewayConnections(), ca: cert.cert,
         }), (url) => h.chatOk(url)),
       },
+      // The same binary with http_client: curl (libcurl: HTTP/2 when offered); BENCH_TLS_CURL=0 skips it.
+      {
+        key: 'curl', target: 'bascule', label: `bascule http_client: curl (${C.workers} workers)`,
+        start: async () => h.startBascule(`bascule-tls-curl-${mode.key}`, tlsBenchYaml({
+          port: await freePort(), upstreamPort: up.port, workers: C.workers,
+          maxConnections: h.maxGatewayConnections(), ca: cert.cert, client: 'curl',
+        }), (url) => h.chatOk(url)),
+      },
     ];
     const live = [];
     for (const c of cols) {
-      if (!C.targets.has(c.key)) continue;
+      if (!C.targets.has(c.target ?? c.key)) continue;
+      if (c.key === 'curl' && process.env.BENCH_TLS_CURL === '0') continue;
       const t = await c.start();
       if (t.skip) {
         results.skipped.push({ part: `tls ${mode.key}`, target: c.key, reason: t.skip });
@@ -193,6 +202,8 @@ export async function tlsPart(results, h) {
       columns: out,
       bascule_over_nginx_rps: div(out.bascule?.rps, out.nginx?.rps),
       bascule_over_nginx_cpu_per_req: div(out.bascule?.cpu_us_per_req, out.nginx?.cpu_us_per_req),
+      curl_over_nginx_rps: div(out.curl?.rps, out.nginx?.rps),
+      curl_over_nginx_cpu_per_req: div(out.curl?.cpu_us_per_req, out.nginx?.cpu_us_per_req),
     };
   }
 }
@@ -204,10 +215,11 @@ export function tlsSection(r) {
   const out = ['', `TLS upstream (closed loop, ${modes[0].client_connections} client connections)`];
   out.push('  upstream                 column    req/s      p50 ms  p99 ms  CPU us/req  upstream conns  ratio req/s  ratio CPU');
   for (const m of modes) {
-    for (const k of ['nginx', 'bascule']) {
+    for (const k of ['nginx', 'bascule', 'curl']) {
       const c = m.columns[k];
       if (!c) continue;
-      const ratio = k === 'bascule' ? [m.bascule_over_nginx_rps, m.bascule_over_nginx_cpu_per_req] : [1, 1];
+      const ratio = k === 'bascule' ? [m.bascule_over_nginx_rps, m.bascule_over_nginx_cpu_per_req]
+        : k === 'curl' ? [m.curl_over_nginx_rps, m.curl_over_nginx_cpu_per_req] : [1, 1];
       out.push(`  ${m.label.padEnd(24)} ${k.padEnd(8)} ${String(c.rps).padStart(9)} ${String(c.latency_ms.p50).padStart(8)} ` +
         `${String(c.latency_ms.p99).padStart(7)} ${String(c.cpu_us_per_req).padStart(11)} ${String(c.upstream_connections_peak).padStart(15)} ` +
         `${String(ratio[0] ?? '-').padStart(12)} ${String(ratio[1] ?? '-').padStart(10)}`);

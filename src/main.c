@@ -323,7 +323,8 @@ static int worker_init(struct worker *w, struct gateway *gw, unsigned idx, const
     /* No caps: curl's default cache size (4x the transfers it has seen) adapts, and a cap
      * on connections would queue transfers in curl's pending state, invisible to us. */
     struct up_limits ul = {.max_cached_connections = 4096,
-                           .builtin_http = cfg->http_client == CFG_HTTP_CLIENT_BUILTIN};
+                           .builtin_http = cfg->http_client == CFG_HTTP_CLIENT_BUILTIN,
+                           .builtin_https = cfg->http_client == CFG_HTTP_CLIENT_BUILTIN};
     char errbuf[256];
     int fd;
 

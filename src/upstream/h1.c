@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* h1.c -- one builtin HTTP/1.1 transfer on one connection: the request head and body go
  * out in one uv_write (two iovecs, the body not copied), the response is read into the
- * loop's shared read buffer and fed to the h1_wire reader. A reused connection that dies
+ * loop's shared read buffer and fed to the h1_wire reader (on https://, h1_tls.c encrypts
+ * the request and decrypts the response in between). A reused connection that dies
  * before any response byte is replayed once on a new one, as libcurl does; a transfer
  * asking for a fresh connection never is. Failures found inside an up_* call are
  * finished later from the loop (h1_later), so no callback runs inside one. */
@@ -90,10 +91,9 @@ static void replay(struct up_transfer *t)
     h1_dispatch(t);
 }
 
-/* The connection broke (or ended) while <t> was on it. */
-static void conn_broke(struct h1_conn *c, struct up_transfer *t, ssize_t err)
+void h1_conn_broke(struct h1_conn *c, struct up_transfer *t, bool eof, const char *detail)
 {
-    if (err == UV_EOF && h1_resp_eof(&c->resp) == H1_DONE) {
+    if (eof && h1_resp_eof(&c->resp) == H1_DONE) {
         c->spent = true;
         if (c->resp.hold) {
             read_stop(c); /* held bytes still to hand over: up_resume finishes */
@@ -106,11 +106,10 @@ static void conn_broke(struct h1_conn *c, struct up_transfer *t, ssize_t err)
         replay(t);
         return;
     }
-    h1_finish(t, UP_RESET, err == UV_EOF ? "connection closed by upstream before the "
-                                           "response ended" : uv_strerror((int)err));
+    h1_finish(t, UP_RESET, detail);
 }
 
-static void after_feed(struct h1_conn *c, struct up_transfer *t, enum h1_state st, bool rest)
+void h1_after_feed(struct h1_conn *c, struct up_transfer *t, enum h1_state st, bool rest)
 {
     if (t->cancelled) {
         h1_finish(t, UP_RESET, "cancelled");
@@ -155,6 +154,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     size_t used = 0;
     enum h1_state st;
 
+    if (c->tls.ssl) {
+        h1_tls_on_read(c, nread, buf);
+        return;
+    }
     if (!t) {
         h1_idle_read(c, nread);
         return;
@@ -162,11 +165,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0)
         return;
     if (nread < 0) {
-        conn_broke(c, t, nread);
+        h1_conn_broke(c, t, nread == UV_EOF, nread == UV_EOF
+                      ? "connection closed by upstream before the response ended"
+                      : uv_strerror((int)nread));
         return;
     }
     st = h1_resp_feed(&c->resp, buf->base, (size_t)nread, &used);
-    after_feed(c, t, st, used < (size_t)nread);
+    h1_after_feed(c, t, st, used < (size_t)nread);
 }
 
 void h1_read_start(struct h1_conn *c)
@@ -177,16 +182,25 @@ void h1_read_start(struct h1_conn *c)
 
 /* ---- writing -------------------------------------------------------------------------- */
 
-static void on_written(uv_write_t *req, int status)
+void h1_on_written(uv_write_t *req, int status)
 {
     struct h1_conn *c = req->data;
     struct up_transfer *t = c->t;
 
     c->writing = false;
-    if (!t || c->closing)
+    if (c->closing)
+        return;
+    if (status == 0 && c->tls.ssl) {
+        h1_tls_out_sent(&c->wout);
+        status = h1_tls_flush(c); /* what the session wrote meanwhile */
+        if (status == 0 && c->writing)
+            return;
+    }
+    if (!t)
         return;
     if (status == 0) {
-        t->request_sent = true;
+        if (c->connected) /* else it was the handshake's */
+            t->request_sent = true;
         return;
     }
     if (may_replay(c, t)) {
@@ -224,7 +238,13 @@ static void send_request(struct h1_conn *c, struct up_transfer *t)
     };
     unsigned n = t->h1.body_len ? 2 : 1;
     uv_buf_t *rest = bufs;
-    int rc = uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
+    int rc;
+
+    if (c->tls.ssl) {
+        h1_tls_send_request(c, t);
+        return;
+    }
+    rc = uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
 
     if (rc > 0)
         rest = bufs_skip(bufs, &n, (size_t)rc);
@@ -235,7 +255,7 @@ static void send_request(struct h1_conn *c, struct up_transfer *t)
         return;
     }
     c->wreq.data = c;
-    rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, rest, n, on_written);
+    rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, rest, n, h1_on_written);
     if (rc != 0) {
         h1_later(t, UP_RESET, uv_strerror(rc));
         return;
@@ -261,8 +281,24 @@ static void on_connected(uv_connect_t *req, int status)
             h1_conn_close(c);
         return;
     }
-    c->connected = true;
     uv_tcp_nodelay(&c->tcp, 1);
+    if (c->host->trust) {
+        if (!h1_tls_begin(c)) {
+            if (t)
+                h1_finish(t, UP_TLS, "cannot start a TLS session");
+            else
+                h1_conn_close(c);
+        }
+        return; /* h1_tls.c calls h1_conn_ready once the handshake is done */
+    }
+    c->connected = true;
+    h1_conn_ready(c);
+}
+
+void h1_conn_ready(struct h1_conn *c)
+{
+    struct up_transfer *t = c->t;
+
     if (!t) {
         h1_conn_idle(c); /* its transfer went away while it connected */
         return;
@@ -306,6 +342,8 @@ static void conn_handle_closed(uv_handle_t *h)
     if (--c->open)
         return;
     h1_resp_cleanup(&c->resp);
+    tls_conn_cleanup(&c->tls);
+    bsc_buf_cleanup(&c->wout);
     free(c);
     h1_pool_unref(p);
 }
@@ -318,6 +356,8 @@ struct h1_conn *h1_conn_new(struct h1_host *h)
         return NULL;
     c->host = h;
     h1_resp_setup(&c->resp, take_head, take_body);
+    bsc_buf_init(&c->tls.out, 0);
+    bsc_buf_init(&c->wout, 0);
     if (uv_tcp_init(h->pool->loop, &c->tcp) != 0) {
         h1_resp_cleanup(&c->resp);
         free(c);
@@ -390,9 +430,12 @@ void h1_finish(struct up_transfer *t, enum up_result res, const char *detail)
 
 /* ---- the client's table (up__h1_ops) --------------------------------------------------------------------- */
 
+/* The request head and the host. For https://, a trust that cannot be loaded leaves
+ * <t> without a host and the reason in t->errbuf: the transfer fails with UP_TLS. */
 static enum bsc_err prepare(struct up_transfer *t, const struct up_request *req,
                             struct h1_url *u)
 {
+    struct tls_trust *trust = NULL;
     enum bsc_err err;
 
     if (req->n_headers > UP_REQUEST_MAX_HEADERS)
@@ -404,7 +447,10 @@ static enum bsc_err prepare(struct up_transfer *t, const struct up_request *req,
                           req->body_len);
     if (err)
         return err;
-    if (!(t->h1.host = h1_host_get(t->m->h1, u->host, u->port)))
+    if (u->tls && !(trust = h1_trust_get(t->m->h1, req->ca_file, t->errbuf,
+                                         sizeof(t->errbuf))))
+        return BSC_OK;
+    if (!(t->h1.host = h1_host_get(t->m->h1, u->host, u->port, trust)))
         return BSC_ENOMEM;
     t->h1.body = req->body ? req->body : "";
     t->h1.body_len = req->body ? req->body_len : 0;
@@ -435,6 +481,10 @@ static enum bsc_err h1_start(struct up_transfer *t, const struct up_request *req
     if ((err = prepare(t, req, &u)) != BSC_OK) {
         bsc_buf_cleanup(&t->h1.req);
         return err;
+    }
+    if (!t->h1.host) {
+        h1_later(t, UP_TLS, t->errbuf);
+        return BSC_OK;
     }
     h1_dispatch(t);
     return BSC_OK;

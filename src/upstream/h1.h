@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* h1.h -- the builtin HTTP/1.1 client for http:// upstreams, shared by h1.c (one transfer
- * on a connection) and h1_pool.c (connections per host:port, name resolution, limits,
- * waiting transfers, idle connections). Only the upstream module includes it. */
+/* h1.h -- the builtin HTTP/1.1 client for http:// and https:// upstreams, shared by h1.c
+ * (one transfer on a connection), h1_tls.c (the TLS layer of an https:// connection) and
+ * h1_pool.c (connections per host:port and trust, name resolution, limits, waiting
+ * transfers, idle connections). Only the upstream module includes it. */
 #ifndef BSC_UPSTREAM_H1_H
 #define BSC_UPSTREAM_H1_H
 
@@ -12,6 +13,7 @@
 
 #include "core/buf.h"
 #include "upstream/h1_wire.h"
+#include "upstream/tls.h"
 #include "upstream/upstream.h"
 
 #define H1_READ_BUFFER     (64u * 1024u)
@@ -19,16 +21,20 @@
 #define H1_IDLE_MS         60000u  /* an idle connection is closed after this */
 #define H1_SWEEP_MS        5000u   /* how often idle connections are looked at */
 #define H1_CONNECT_DEFAULT 300000u /* libcurl's default connect timeout */
+#define H1_PLAIN_BUFFER    (16u * 1024u) /* one TLS record's plaintext at most */
 
 struct h1_pool;
 struct h1_conn;
 
-/* One upstream host:port of a pool: its address, idle connections, waiting transfers. */
+/* One upstream host:port (and trust, for https) of a pool: its address, idle connections,
+ * waiting transfers, and the TLS session to offer on its next connection. */
 struct h1_host {
     struct h1_host *next;
     struct h1_pool *pool;
     char *name; /* owned: the host as in the URL (no brackets) */
     uint16_t port;
+    struct tls_trust *trust; /* borrowed from the pool: https, else NULL */
+    SSL_SESSION *session;    /* held: the last session the host gave, or NULL */
     struct sockaddr_storage addr; /* once resolved */
     uv_getaddrinfo_t gai;
     bool resolved, resolving;
@@ -46,8 +52,11 @@ struct h1_conn {
     struct h1_conn *prev, *next; /* in the host's idle list */
     struct up_transfer *t;       /* the transfer on it; NULL when idle */
     struct h1_resp resp;
+    struct tls_conn tls; /* https: the session (tls.ssl != NULL) */
+    struct bsc_buf wout; /* https: ciphertext a uv_write is sending */
     uint64_t idle_since;
     unsigned open; /* handles whose close callback is pending */
+    /* connected: the TCP connection is up and, for https, its handshake done */
     bool connected, reused, writing, reading, idle, closing;
     bool spent; /* must not carry another request (bytes after the response, EOF) */
 };
@@ -56,6 +65,7 @@ struct h1_pool {
     uv_loop_t *loop;
     struct up_limits lim;
     struct h1_host *hosts;
+    struct tls_trust *trusts; /* owned: one per CA file used (NULL: the system's) */
     uv_timer_t sweep; /* closes idle connections past H1_IDLE_MS */
     uv_timer_t later; /* runs the transfers to be finished outside any up_* call */
     struct up_transfer *later_head;
@@ -63,6 +73,10 @@ struct h1_pool {
     unsigned open; /* handles and requests a closing pool waits for */
     bool closing;
     char rbuf[H1_READ_BUFFER]; /* every read of the loop lands here, one at a time */
+    char pbuf[H1_PLAIN_BUFFER]; /* and what TLS decrypts from it */
+    /* A request head and body put together to be sealed as one record. Not pbuf: a
+     * transfer may start (and send) from a callback of the reader while it parses pbuf. */
+    char seal[H1_PLAIN_BUFFER];
 };
 
 /* The builtin client's part of a transfer. */
@@ -90,8 +104,10 @@ enum bsc_err h1_pool_new(uv_loop_t *loop, const struct up_limits *lim, struct h1
 void h1_pool_free(struct h1_pool *p);
 /* One handle or request of <p> has finished closing. */
 void h1_pool_unref(struct h1_pool *p);
-/* The entry for <name>:<port>, made on first use. NULL when out of memory. */
-struct h1_host *h1_host_get(struct h1_pool *p, struct bsc_str name, uint16_t port);
+/* The entry for <name>:<port> over <trust> (NULL: http), made on first use. NULL when out
+ * of memory. */
+struct h1_host *h1_host_get(struct h1_pool *p, struct bsc_str name, uint16_t port,
+                            struct tls_trust *trust);
 /* Gives <t> a connection (idle, new, or a place in the queue); never calls back. */
 void h1_dispatch(struct up_transfer *t);
 /* Takes <t> out of its host's queue and the pool's "later" list, wherever it is. */
@@ -117,5 +133,34 @@ void h1_conn_handles_close(struct h1_conn *c);
 void h1_finish(struct up_transfer *t, enum up_result res, const char *detail);
 /* Reads on an idle connection: any byte or EOF closes it. */
 void h1_idle_read(struct h1_conn *c, ssize_t nread);
+/* <c> is connected (and for https, its handshake done): its transfer's request goes out,
+ * or, when the transfer went away meanwhile, it goes idle. */
+void h1_conn_ready(struct h1_conn *c);
+/* What a feed of the response left (<rest>: bytes past its end came): finish, hold, go on. */
+void h1_after_feed(struct h1_conn *c, struct up_transfer *t, enum h1_state st, bool rest);
+/* The connection ended (<eof>: cleanly, which completes a close-delimited body) or broke
+ * while <t> was on it: done, replayed once, or UP_RESET with <detail>. */
+void h1_conn_broke(struct h1_conn *c, struct up_transfer *t, bool eof, const char *detail);
+/* uv_write's callback for every write of a connection. */
+void h1_on_written(uv_write_t *req, int status);
+
+/* h1_tls.c: the TLS layer of an https:// connection */
+/* The pool's trust for <ca_file> (NULL: the system's), made on first use; NULL with the
+ * reason in <err> when it cannot be. */
+struct tls_trust *h1_trust_get(struct h1_pool *p, const char *ca_file, char *err, size_t errlen);
+/* The TCP connection of <c> is up: starts the handshake. False when it cannot start. */
+bool h1_tls_begin(struct h1_conn *c);
+/* A read of <c>'s socket (any state). */
+void h1_tls_on_read(struct h1_conn *c, ssize_t nread, const uv_buf_t *buf);
+/* Encrypts <t>'s request and sends it. */
+void h1_tls_send_request(struct h1_conn *c, struct up_transfer *t);
+/* A buffer of ciphertext went out: a small one is kept for the next request, a large one
+ * given back. */
+void h1_tls_out_sent(struct bsc_buf *b);
+/* Sends the ciphertext the session produced. 0, or a libuv error. */
+int h1_tls_flush(struct h1_conn *c);
+/* Whether idle <c> cannot carry a request: the peer closed, or sent what nobody asked for;
+ * TLS records that carry no data (session tickets) are taken here. */
+bool h1_tls_stale(struct h1_conn *c);
 
 #endif

@@ -193,14 +193,15 @@ void h1_conn_idle(struct h1_conn *c)
 
 /* ---- hosts and addresses ---------------------------------------------------------------- */
 
-struct h1_host *h1_host_get(struct h1_pool *p, struct bsc_str name, uint16_t port)
+struct h1_host *h1_host_get(struct h1_pool *p, struct bsc_str name, uint16_t port,
+                            struct tls_trust *trust)
 {
     struct h1_host *h;
     struct sockaddr_in *v4;
     struct sockaddr_in6 *v6;
 
     for (h = p->hosts; h; h = h->next) {
-        if (h->port == port && bsc_str_eq(bsc_str_cstr(h->name), name))
+        if (h->port == port && h->trust == trust && bsc_str_eq(bsc_str_cstr(h->name), name))
             return h;
     }
     if (!(h = calloc(1, sizeof(*h))) || !(h->name = bsc_str_dup(name))) {
@@ -209,6 +210,7 @@ struct h1_host *h1_host_get(struct h1_pool *p, struct bsc_str name, uint16_t por
     }
     h->pool = p;
     h->port = port;
+    h->trust = trust;
     h->gai.data = h;
     v4 = (struct sockaddr_in *)&h->addr;
     v6 = (struct sockaddr_in6 *)&h->addr;
@@ -304,7 +306,7 @@ static struct h1_conn *take_idle(struct h1_host *h)
     while (h->idle) {
         struct h1_conn *c = h->idle;
 
-        if (!stale(c)) {
+        if (!(c->tls.ssl ? h1_tls_stale(c) : stale(c))) {
             idle_remove(c);
             return c;
         }
@@ -397,13 +399,19 @@ enum bsc_err h1_pool_new(uv_loop_t *loop, const struct up_limits *lim, struct h1
 void h1_pool_unref(struct h1_pool *p)
 {
     struct h1_host *h, *next;
+    struct tls_trust *tr, *tr_next;
 
     if (--p->open || !p->closing)
         return;
     for (h = p->hosts; h; h = next) {
         next = h->next;
+        SSL_SESSION_free(h->session);
         free(h->name);
         free(h);
+    }
+    for (tr = p->trusts; tr; tr = tr_next) {
+        tr_next = tr->next;
+        tls_trust_free(tr);
     }
     free(p);
 }

@@ -23,6 +23,11 @@ bool h1_url_is_http(const char *url)
     return url && strncasecmp(url, "http://", 7) == 0;
 }
 
+bool h1_url_is_https(const char *url)
+{
+    return url && strncasecmp(url, "https://", 8) == 0;
+}
+
 static bool parse_port(const char *p, size_t len, uint16_t *out)
 {
     unsigned v = 0;
@@ -44,14 +49,15 @@ enum bsc_err h1_url_split(const char *url, struct h1_url *out)
 {
     const char *a, *end, *colon = NULL;
 
-    if (!h1_url_is_http(url))
+    out->tls = h1_url_is_https(url);
+    if (!out->tls && !h1_url_is_http(url))
         return BSC_EINVAL;
-    a = url + 7;
+    a = url + (out->tls ? 8 : 7);
     end = a + strcspn(a, "/?#");
     if (end == a || strchr(url, ' ') || memchr(a, '@', (size_t)(end - a)))
         return BSC_EINVAL;
     out->authority = bsc_str_make(a, (size_t)(end - a));
-    out->port = 80;
+    out->port = out->tls ? 443 : 80;
     if (*a == '[') {
         const char *rb = memchr(a, ']', (size_t)(end - a));
         if (!rb || rb == a + 1)

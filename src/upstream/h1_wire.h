@@ -19,17 +19,19 @@
 #include "core/err.h"
 #include "core/str.h"
 
-/* The parts of an http:// URL a request needs; borrowed from the URL text. */
+/* The parts of an http:// or https:// URL a request needs; borrowed from the URL text. */
 struct h1_url {
+    bool tls;                 /* https:// */
     struct bsc_str host;      /* without brackets for IPv6 literals */
     struct bsc_str authority; /* host[:port] as written: the Host header */
-    uint16_t port;            /* 80 when absent */
+    uint16_t port;            /* 80 (443 for https) when absent */
     struct bsc_str target;    /* path and query; "/" when absent */
 };
 
-/* Whether <url> is http:// (any case), the builtin client's scheme. */
+/* Whether <url> is http:// (https://), any case: the builtin client's schemes. */
 bool h1_url_is_http(const char *url);
-/* Splits <url>. BSC_EINVAL when it is not a well-formed http:// URL. */
+bool h1_url_is_https(const char *url);
+/* Splits <url>. BSC_EINVAL when it is not a well-formed http:// or https:// URL. */
 enum bsc_err h1_url_split(const char *url, struct h1_url *out);
 
 /* Writes the request head for <method> to <u> into <out>: the caller's "Name: value"

@@ -57,6 +57,7 @@ struct up_multi {
     bool closing;
     bool env_proxy; /* a proxy variable is set: curl reads the environment per transfer */
     bool builtin;   /* http:// transfers use the builtin client (up_limits.builtin_http) */
+    bool builtin_https; /* https:// ones too (up_limits.builtin_https) */
     struct h1_pool *h1; /* owned: the builtin client's connections */
     struct up_gate gates[UP_GATE_MAX];
     size_t n_gates;
@@ -68,8 +69,8 @@ struct up_transfer;
 /* The client a transfer runs on, chosen once by up_start (up__client_for) and called
  * through by transfer.c, which has no other knowledge of the client kind (as curl's
  * connection filters or Redis's ConnectionType). Two implementations: up__curl_ops
- * (easy.c: libcurl, for https:// and everything else) and up__h1_ops (h1.c: the builtin
- * HTTP/1.1 client, for http://). What every client shares -- the callbacks, the response
+ * (easy.c: libcurl, for HTTP/2 and everything else) and up__h1_ops (h1.c: the builtin
+ * HTTP/1.1 client, for http:// and, with its own TLS, https://). What every client shares -- the callbacks, the response
  * head and status, request_sent, the paused/cancelled/in_callback flags, the multi's list
  * of running transfers -- lives in struct up_transfer and is read by transfer.c directly,
  * so up_header, up_take_head, up_status and up_request_sent need no entry here. */
@@ -95,8 +96,9 @@ extern const struct up_client_ops up__curl_ops; /* easy.c */
 extern const struct up_client_ops up__h1_ops;   /* h1.c */
 
 /* The client for a transfer to <url> on <m>: the builtin one for http:// when the multi
- * has its pool (up_limits.builtin_http) and no proxy is set in the environment (a proxy is
- * libcurl's to honour: the builtin client speaks direct), else libcurl. */
+ * has its pool (up_limits.builtin_http), and for https:// too with up_limits.builtin_https,
+ * when no proxy is set in the environment (a proxy is libcurl's to honour: the builtin
+ * client speaks direct), else libcurl. */
 const struct up_client_ops *up__client_for(const struct up_multi *m, const char *url);
 
 struct up_transfer {

@@ -265,6 +265,7 @@ enum bsc_err up_multi_new(uv_loop_t *loop, const struct up_limits *limits,
         return BSC_ENOMEM;
     m->loop = loop;
     m->env_proxy = env_has_proxy();
+    m->builtin_https = limits && limits->builtin_https;
     m->curlm = curl_multi_init();
     if (m->curlm && limits && limits->builtin_http && h1_pool_new(loop, limits, &m->h1)) {
         curl_multi_cleanup(m->curlm);

@@ -23,7 +23,8 @@ const char *up_result_name(enum up_result r)
 
 const struct up_client_ops *up__client_for(const struct up_multi *m, const char *url)
 {
-    if (m->h1 && !m->env_proxy && h1_url_is_http(url))
+    if (m->h1 && !m->env_proxy &&
+        (h1_url_is_http(url) || (m->builtin_https && h1_url_is_https(url))))
         return &up__h1_ops;
     return &up__curl_ops;
 }

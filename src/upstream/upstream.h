@@ -74,7 +74,8 @@ struct up_limits {
     uint32_t max_host_connections; /* per upstream host; 0 = unlimited */
     uint32_t max_total_connections;
     uint32_t max_cached_connections;
-    bool builtin_http; /* http:// URLs go through the builtin HTTP/1.1 client, not libcurl */
+    bool builtin_http;  /* http:// URLs go through the builtin HTTP/1.1 client, not libcurl */
+    bool builtin_https; /* and https:// ones too (with builtin_http): its own TLS, HTTP/1.1 */
 };
 
 /* Creates the multi for <loop>. Returns BSC_OK and *<out>, or BSC_ENOMEM. */

@@ -1,19 +1,21 @@
 // SPDX-License-Identifier: MIT
-// https:// upstreams (libcurl): a provider's `tls: { ca_file }` is the CA it trusts, and a
-// burst of requests to an origin that has no connection yet waits for the first handshake
-// instead of opening one connection each: on HTTP/2 they all multiplex on that one, on
-// HTTP/1.1 they never hold more connections than requests in flight; a first connection
-// that fails hands the wait on to the next request in line. The upstream is a
+// https:// upstreams, with both clients (http_client: curl, libcurl; builtin, bascule's own
+// TLS and HTTP/1.1): a provider's `tls: { ca_file }` is the CA it trusts, and a burst of
+// requests to an origin that has no connection yet never holds more connections than
+// requests in flight. With libcurl the burst waits for the first handshake instead of
+// opening one connection each: on HTTP/2 they all multiplex on that one, and a first
+// connection that fails hands the wait on to the next request in line; the builtin client
+// speaks HTTP/1.1 even to an upstream that offers HTTP/2. The upstream is a
 // Node TLS server inside the test, with a self-signed certificate made by openssl, that
 // counts its TLS connections and holds every answer until the whole burst has arrived.
 import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import https from 'node:https';
 import http2 from 'node:http2';
 import { spawnSync } from 'node:child_process';
+import { makeTestCert } from '../lib/test_cert.mjs';
 import { startGateway, waitFor, bins } from '../lib/harness.mjs';
 
 const BURST = 8;
@@ -24,21 +26,14 @@ const completion = JSON.stringify({
   usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
 });
 
-let dir, cert, key;
+let made, dir, cert, key;
 
 before(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bascule-tls-'));
-  cert = path.join(dir, 'ca.pem');
-  key = path.join(dir, 'key.pem');
-  const r = spawnSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-    '-subj', '/CN=bascule test', '-addext', 'subjectAltName=IP:127.0.0.1',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-keyout', key, '-out', cert,
-  ], { encoding: 'utf8', timeout: 20000 });
-  assert.equal(r.status, 0, `openssl: ${r.stderr}`);
+  made = makeTestCert('bascule-tls-');
+  ({ dir, cert, key } = made);
 });
 
-after(() => fs.rmSync(dir, { recursive: true, force: true }));
+after(() => made.remove());
 
 // A TLS upstream: h2 offers HTTP/2 (and HTTP/1.1), otherwise HTTP/1.1 only. Answers are
 // held until <hold> requests wait (or released by release()), then all go out.
@@ -84,9 +79,10 @@ function startUpstream({ h2, hold = 1, dropFirst = false }) {
   }));
 }
 
-function config(port, tls, envelope = '') {
+function config(port, tls, envelope = '', client = 'curl') {
   return `listen: "127.0.0.1:{{PORT}}"
 workers: 1
+http_client: ${client}
 providers:
   up:
     kind: openai_compatible
@@ -111,9 +107,10 @@ async function chat(gw) {
   return { status: res.status, body: await res.json() };
 }
 
-test('tls.ca_file: the provider trusts the CA it names, and only with it', async () => {
+for (const client of ['curl', 'builtin'])
+test(`${client}: tls.ca_file: the provider trusts the CA it names, and only with it`, async () => {
   const up = await startUpstream({ h2: false });
-  let gw = await startGateway({ config: config(up.port, `    tls: { ca_file: "${cert}" }`) });
+  let gw = await startGateway({ config: config(up.port, `    tls: { ca_file: "${cert}" }`, '', client) });
   try {
     const ok = await chat(gw);
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
@@ -121,7 +118,7 @@ test('tls.ca_file: the provider trusts the CA it names, and only with it', async
     await gw.stop();
     // Without it the self-signed certificate is not trusted: no request reaches the upstream.
     const before = up.requests;
-    gw = await startGateway({ config: config(up.port, '') });
+    gw = await startGateway({ config: config(up.port, '', '', client) });
     const bad = await chat(gw);
     assert.notEqual(bad.status, 200);
     assert.equal(up.requests, before);
@@ -139,11 +136,13 @@ test('tls.ca_file that cannot be read is a config error', () => {
   assert.match(r.stdout + r.stderr, /tls\.ca_file .*cannot be read/);
 });
 
+for (const client of ['curl', 'builtin'])
 for (const h2 of [true, false]) {
   const mode = h2 ? 'HTTP/2' : 'HTTP/1.1';
-  test(`${mode}: a burst to a cold https origin holds ${h2 ? 'one connection' : 'no more connections than requests'}`, async () => {
+  const one = h2 && client === 'curl'; // libcurl multiplexes; the builtin client speaks 1.1
+  test(`${client}: ${mode}: a burst to a cold https origin holds ${one ? 'one connection' : 'no more connections than requests'}`, async () => {
     const up = await startUpstream({ h2, hold: BURST });
-    const gw = await startGateway({ config: config(up.port, `    tls: { ca_file: "${cert}" }`) });
+    const gw = await startGateway({ config: config(up.port, `    tls: { ca_file: "${cert}" }`, '', client) });
     try {
       const all = Promise.all(Array.from({ length: BURST }, () => chat(gw)));
       // Every request of the burst reaches the upstream while the others are held there.
@@ -152,7 +151,7 @@ for (const h2 of [true, false]) {
       const answers = await all;
       for (const a of answers) assert.equal(a.status, 200, JSON.stringify(a.body));
       assert.equal(up.requests, BURST);
-      if (h2) {
+      if (one) {
         assert.deepEqual([...up.protocols], ['2.0']);
         assert.equal(up.conns, 1, `${up.conns} TLS connections for ${BURST} multiplexable requests`);
       } else {
@@ -166,11 +165,11 @@ for (const h2 of [true, false]) {
   });
 }
 
-test('a first connection that fails hands the wait on: the queued requests still go out', async () => {
+test('curl: a first connection that fails hands the wait on: the queued requests still go out', async () => {
   const up = await startUpstream({ h2: true, dropFirst: true });
   // One attempt per request: no retry of the probe's request comes to open the way.
   const gw = await startGateway({
-    config: config(up.port, `    tls: { ca_file: "${cert}" }`, ', envelope: { max_attempts: 1 }'),
+    config: config(up.port, `    tls: { ca_file: "${cert}" }`, ', envelope: { max_attempts: 1 }', 'curl'),
   });
   try {
     const answers = await Promise.all(Array.from({ length: BURST }, () => chat(gw).catch((e) => ({ status: e.name }))));

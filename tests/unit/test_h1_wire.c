@@ -100,7 +100,13 @@ static void test_url_split(void **state)
     assert_true(bsc_str_eq(u.authority, BSC_STR("[::1]:9")));
     assert_int_equal(h1_url_split("http://h/a#frag", &u), BSC_OK);
     assert_true(bsc_str_eq(u.target, BSC_STR("/a")));
-    assert_int_equal(h1_url_split("https://h/", &u), BSC_EINVAL);
+    assert_int_equal(h1_url_split("https://h/", &u), BSC_OK);
+    assert_true(u.tls);
+    assert_int_equal(u.port, 443);
+    assert_int_equal(h1_url_split("HTTPS://[::1]:8443/v1", &u), BSC_OK);
+    assert_true(u.tls && u.port == 8443 && bsc_str_eq(u.host, BSC_STR("::1")));
+    assert_int_equal(h1_url_split("ftp://h/", &u), BSC_EINVAL);
+    assert_int_equal(h1_url_split("https:/h/", &u), BSC_EINVAL);
     assert_int_equal(h1_url_split("http://h:0/", &u), BSC_EINVAL);
     assert_int_equal(h1_url_split("http://h:65536/", &u), BSC_EINVAL);
     assert_int_equal(h1_url_split("http://h:x/", &u), BSC_EINVAL);
@@ -109,6 +115,8 @@ static void test_url_split(void **state)
     assert_int_equal(h1_url_split("http://[::1/", &u), BSC_EINVAL);
     assert_true(h1_url_is_http("Http://x"));
     assert_false(h1_url_is_http("https://x"));
+    assert_true(h1_url_is_https("hTTps://x"));
+    assert_false(h1_url_is_https("http://x"));
 }
 
 static void test_request_head(void **state)

@@ -169,6 +169,14 @@ static void test_choice(void **state)
     builtin_m->env_proxy = true;
     assert_ptr_equal(up__client_for(builtin_m, "http://127.0.0.1:9/v1/x"), &up__curl_ops);
     builtin_m->env_proxy = false;
+    /* https:// too with builtin_https (http_client: builtin), unless a proxy is set. */
+    builtin_m->builtin_https = true;
+    assert_ptr_equal(up__client_for(builtin_m, "https://127.0.0.1:9/v1/x"), &up__h1_ops);
+    assert_ptr_equal(up__client_for(builtin_m, "HTTPS://api.example.com/v1/x"), &up__h1_ops);
+    builtin_m->env_proxy = true;
+    assert_ptr_equal(up__client_for(builtin_m, "https://127.0.0.1:9/v1/x"), &up__curl_ops);
+    builtin_m->env_proxy = false;
+    builtin_m->builtin_https = false;
     assert_string_equal(up__h1_ops.name, "builtin");
     assert_string_equal(up__curl_ops.name, "curl");
 }

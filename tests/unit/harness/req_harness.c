@@ -404,7 +404,8 @@ static void worker_start(struct rh *h, const struct cfg *cfg)
         .max_pending_output = 1u << 20,
     };
     struct up_limits ul = {.max_cached_connections = 64,
-                           .builtin_http = cfg->http_client == CFG_HTTP_CLIENT_BUILTIN};
+                           .builtin_http = cfg->http_client == CFG_HTTP_CLIENT_BUILTIN,
+                           .builtin_https = cfg->http_client == CFG_HTTP_CLIENT_BUILTIN};
     char err[256] = "";
     int fd = -1;
 
