@@ -7,10 +7,11 @@
 #include <string.h>
 
 #include "config/admin_keys.h"
-#include "config/config.h"
+#include "config/clients.h"
 #include "config/diag.h"
 #include "config/internal.h"
 #include "config/schema.h"
+#include "config/types.h"
 #include "core/str.h"
 
 static const char *const role_names[] = {"none", "read", "admin"};

@@ -7,10 +7,10 @@
 #include <stdio.h>
 
 #include "config/checks.h"
-#include "config/config.h"
 #include "config/diag.h"
 #include "config/internal.h"
 #include "config/schema.h"
+#include "config/types.h"
 #include "contract/checks.h"
 
 static void patterns(struct cfg__v *v, const struct cfg__entry *e, struct chk_set *s,

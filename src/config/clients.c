@@ -10,10 +10,11 @@
 
 #include "config/bursts.h"
 #include "config/clients.h"
-#include "config/config.h"
 #include "config/diag.h"
 #include "config/internal.h"
+#include "config/lookup.h"
 #include "config/schema.h"
+#include "config/types.h"
 #include "core/clock.h"
 #include "core/sha256.h"
 #include "core/str.h"

@@ -10,10 +10,11 @@
 #include <string.h>
 
 #include "config/cloud.h"
-#include "config/config.h"
 #include "config/diag.h"
 #include "config/internal.h"
+#include "config/kinds.h"
 #include "config/schema.h"
+#include "config/types.h"
 #include "core/str.h"
 
 #define CRED_FILE_MAX (64 * 1024)

@@ -6,8 +6,8 @@
 
 #include <stdbool.h>
 
-#include "config/config.h"
 #include "config/internal.h"
+#include "config/types.h"
 #include "core/str.h"
 
 bool cfg__is_cloud_kind(enum cfg_provider_kind k);

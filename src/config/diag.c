@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
 #include "config/diag.h"
 #include "config/internal.h"
+#include "config/types.h"
 #include "core/buf.h"
 #include "core/compat.h"
 

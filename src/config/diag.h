@@ -8,9 +8,8 @@
 #include <stddef.h>
 
 #include "config/internal.h"
+#include "config/types.h"
 #include "core/compat.h"
-
-struct cfg_diags;
 
 /* Cannot fail. */
 void cfg__sink_init(struct cfg__sink *s, struct cfg_diags *out, const char *file);
@@ -24,5 +23,9 @@ void cfg__sink_finish(struct cfg__sink *s);
 /* Returns the candidate closest to <word> by edit distance when it is close enough to be a
  * likely typo, else NULL. The result is one of <cands>. */
 const char *cfg__closest(const char *word, const char *const *cands, size_t n);
+
+/* Formats each diagnostic as "file:line:column: error: message" on its own line to <f>. */
+void cfg_diags_print(const struct cfg_diags *diags, void *file /* FILE * */);
+void cfg_diags_cleanup(struct cfg_diags *diags);
 
 #endif

@@ -11,7 +11,10 @@
 
 #include <json-c/json.h>
 
-#include "config/config.h"
+#include "config/clients.h"
+#include "config/keyring.h"
+#include "config/lookup.h"
+#include "config/types.h"
 #include "core/json_parse.h"
 #include "core/str.h"
 

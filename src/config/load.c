@@ -12,11 +12,12 @@
 
 #include <yaml.h>
 
-#include "config/config.h"
 #include "config/diag.h"
 #include "config/env.h"
 #include "config/internal.h"
 #include "config/load.h"
+#include "config/snapshot.h"
+#include "config/types.h"
 #include "config/validate.h"
 #include "core/buf.h"
 #include "core/compat.h"

@@ -10,12 +10,13 @@
 #include <string.h>
 
 #include "config/cloud.h"
-#include "config/config.h"
 #include "config/diag.h"
 #include "config/internal.h"
+#include "config/kinds.h"
 #include "config/resolve.h"
 #include "config/route_select.h"
 #include "config/schema.h"
+#include "config/types.h"
 #include "config/validate.h"
 #include "core/compat.h"
 

@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
 #include "config/diag.h"
 #include "config/internal.h"
 #include "config/route_select.h"
 #include "config/schema.h"
+#include "config/types.h"
 #include "contract/regex.h"
 #include "core/compat.h"
 

@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
 #include "config/diag.h"
 #include "config/internal.h"
 #include "config/schema.h"
 #include "config/secrets.h"
+#include "config/types.h"
 #include "core/compat.h"
 #include "core/str.h"
 

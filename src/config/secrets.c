@@ -7,8 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "config/config.h"
 #include "config/secrets.h"
+#include "config/types.h"
 #include "core/redact.h"
 #include "core/str.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* snapshot.c -- the life of a loaded snapshot: refcount (C11 atomics), free, lookups by
- * id, and the process-wide current pointer that a reload swaps. The current pointer is one
+/* snapshot.c -- the life of a loaded snapshot: refcount (C11 atomics), free, and the
+ * process-wide current pointer that a reload swaps. The current pointer is one
  * of the three commented globals (docs/design.md §13.6); a mutex makes get-and-ref atomic against a
  * concurrent swap-and-unref, at one uncontended lock per request. See
  * docs/internals/config.md. */
@@ -11,10 +11,10 @@
 
 #include "config/admin_keys.h"
 #include "config/clients.h"
-#include "config/config.h"
 #include "config/route_select.h"
 #include "config/snapshot.h"
 #include "config/telemetry.h"
+#include "config/types.h"
 #include "core/compat.h"
 #include "core/redact.h"
 #include "core/str.h"
@@ -138,37 +138,6 @@ void cfg_unref(struct cfg *cfg)
     BSC_BUG_ON(before <= 0);
     if (before == 1)
         cfg__free(cfg);
-}
-
-/* ---- lookups -------------------------------------------------------------------------- */
-
-static bool id_is(const char *id, struct bsc_str want)
-{
-    return id && strlen(id) == want.len && memcmp(id, want.p, want.len) == 0;
-}
-
-const struct cfg_route *cfg_route_find(const struct cfg *cfg, struct bsc_str id)
-{
-    for (size_t i = 0; cfg && i < cfg->n_routes; i++)
-        if (id_is(cfg->routes[i].id, id))
-            return &cfg->routes[i];
-    return NULL;
-}
-
-const struct cfg_target *cfg_target_find(const struct cfg *cfg, struct bsc_str id)
-{
-    for (size_t i = 0; cfg && i < cfg->n_targets; i++)
-        if (id_is(cfg->targets[i].id, id))
-            return &cfg->targets[i];
-    return NULL;
-}
-
-const struct cfg_provider *cfg_provider_find(const struct cfg *cfg, struct bsc_str id)
-{
-    for (size_t i = 0; cfg && i < cfg->n_providers; i++)
-        if (id_is(cfg->providers[i].id, id))
-            return &cfg->providers[i];
-    return NULL;
 }
 
 /* ---- the current snapshot ------------------------------------------------------------- */

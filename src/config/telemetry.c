@@ -6,11 +6,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "config/config.h"
 #include "config/diag.h"
 #include "config/internal.h"
 #include "config/schema.h"
 #include "config/telemetry.h"
+#include "config/types.h"
 
 #define MAX_TEL_HEADERS 32
 

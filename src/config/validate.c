@@ -16,15 +16,16 @@
 #include "config/bursts.h"
 #include "config/checks.h"
 #include "config/clients.h"
-#include "config/config.h"
 #include "config/diag.h"
 #include "config/internal.h"
+#include "config/kinds.h"
 #include "config/resolve.h"
 #include "config/route_select.h"
 #include "config/schema.h"
 #include "config/secrets.h"
 #include "config/snapshot.h"
 #include "config/telemetry.h"
+#include "config/types.h"
 #include "config/validate.h"
 #include "core/compat.h"
 #include "core/log.h"
@@ -63,10 +64,6 @@
 
 /* ---- names, in enum order ------------------------------------------------------------- */
 
-static const char *const kind_names[] = {"openai", "anthropic", "gemini",
-                                         "dashscope", "azure", "openai_compatible",
-                                         "bedrock", "vertex"};
-_Static_assert(BSC_ARRAY_LEN(kind_names) == CFG_PROV_COUNT, "kind_names");
 static const char *const profile_names[] = {
 #define X(NAME, name) name,
     CFG_PROFILES(X)
@@ -109,11 +106,6 @@ _Static_assert(1u << (BSC_ARRAY_LEN(dim_names) - 1) == CFG_BRK_KEY, "dim names")
 static const char *const level_names[] = {"err", "warn", "info", "debug"};
 _Static_assert(BSC_ARRAY_LEN(level_names) == BSC_LOG_COUNT, "level_names");
 static const char *const format_names[] = {"json", "text"};
-
-const char *cfg_provider_kind_name(enum cfg_provider_kind kind)
-{
-    return (unsigned)kind < CFG_PROV_COUNT ? kind_names[kind] : "?";
-}
 
 const char *cfg_balance_name(enum cfg_balance b)
 {
@@ -671,7 +663,7 @@ static const struct cfg__field tls_fields[] = {
 };
 
 static const struct cfg__field provider_fields[] = {
-    {FENUM(struct cfg_provider, "kind", kind, kind_names), .required = true},
+    {FENUM(struct cfg_provider, "kind", kind, cfg__kind_names), .required = true},
     {FFN("base_url", base_url_fn)}, /* required but for bedrock and vertex (resolve.c) */
     {FFN("keys", keys_fn)},
     {FSTR(struct cfg_provider, "region", region)},

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "config/internal.h"
+#include "config/types.h"
 #include "core/err.h"
 
 /* Builds a snapshot from <doc>. Returns BSC_OK with *<out> set (one ref) when no error was
@@ -23,5 +24,8 @@ void cfg__breaker_check(struct cfg__v *v, const struct cfg__node *map, void *bas
 /* Capability names, bit i = names[i] (validate.c). */
 extern const char *const cfg__cap_names[];
 extern const size_t cfg__n_cap_names;
+
+/* The name of <b> as written in YAML; "?" for a value out of range. */
+const char *cfg_balance_name(enum cfg_balance b);
 
 #endif
