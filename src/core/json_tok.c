@@ -29,7 +29,9 @@ enum {
 /* JSON whitespace: space, tab, line feed, carriage return. */
 static const bool ws_byte[256] = {[' '] = true, ['\t'] = true, ['\n'] = true, ['\r'] = true};
 
-/* Indentation comes in runs of spaces: after a whitespace byte, eight spaces at a time. */
+/* Indentation comes in runs of spaces: after a whitespace byte, the spaces that follow are
+ * counted eight bytes at a time (on a little-endian machine the first byte that is not a
+ * space is the lowest nonzero byte of the word XOR eight spaces). */
 static inline void skip_ws(struct bsc_json_tok *t)
 {
     const uint64_t spaces = 0x2020202020202020ull;
@@ -39,8 +41,20 @@ static inline void skip_ws(struct bsc_json_tok *t)
 
     while (i < n && ws_byte[p[i]]) {
         i++;
-        while (n - i >= 8 && (memcpy(&w, p + i, 8), w == spaces))
+        while (n - i >= 8) {
+            memcpy(&w, p + i, 8);
+            w ^= spaces;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            if (w) {
+                i += (size_t)__builtin_ctzll(w) / 8;
+                break;
+            }
+#else
+            if (w)
+                break;
+#endif
             i += 8;
+        }
     }
     t->i = i;
 }
@@ -143,16 +157,20 @@ static const char *escape(struct bsc_json_tok *t)
 /* The string at t->i (its opening quote); NULL when valid, else the error at t->i. */
 static const char *string(struct bsc_json_tok *t, bool *escaped)
 {
+    const unsigned char *p = t->p;
+    size_t n = t->n;
+
     t->i++;
-    while (t->i < t->n) {
+    while (t->i < n) {
+        size_t i = plain_run(p, t->i, n); /* the common run */
         unsigned char c;
 
-        t->i = plain_run(t->p, t->i, t->n); /* the common run */
-        if (t->i >= t->n)
+        t->i = i;
+        if (i >= n)
             break;
-        c = t->p[t->i];
+        c = p[i];
         if (c == '"') {
-            t->i++;
+            t->i = i + 1;
             return NULL;
         }
         if (c < 0x20)

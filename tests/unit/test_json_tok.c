@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -333,10 +334,55 @@ static void test_unescape_bound(void **state)
     bsc_buf_cleanup(&out);
 }
 
+/* Indentation of every length, mixed with tabs and line breaks, before a name, a value and
+ * the end: each token starts where its first byte is (whitespace is skipped in words of
+ * eight, so lengths around and past eight are the ones that matter). */
+static void test_whitespace_runs(void **state)
+{
+    static const char *const tails[] = {"", "\t", "\n ", "\r\n\t  "};
+
+    (void)state;
+    for (size_t k = 0; k <= 20; k++) {
+        for (size_t tail = 0; tail < sizeof(tails) / sizeof(tails[0]); tail++) {
+            char doc[128], pad[64];
+            struct bsc_json_tok t;
+            struct bsc_jtok tok;
+            size_t name_at, value_at, close_at;
+            int len;
+
+            memset(pad, ' ', k);
+            pad[k] = '\0';
+            len = snprintf(doc, sizeof(doc), "{\n%s%s\"a\":%s%s1%s%s}%s%s", pad, tails[tail], pad,
+                           tails[tail], pad, tails[tail], pad, tails[tail]);
+            assert_true(len > 0 && (size_t)len < sizeof(doc));
+            name_at = 2 + k + strlen(tails[tail]);
+            value_at = name_at + 4 + k + strlen(tails[tail]);
+            close_at = value_at + 1 + k + strlen(tails[tail]);
+            bsc_json_tok_init(&t, bsc_str_make(doc, (size_t)len), 8);
+            assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_OBJ_OPEN);
+            assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_NAME);
+            assert_int_equal(tok.off, name_at);
+            assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_COLON);
+            assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_NUMBER);
+            assert_int_equal(tok.off, value_at);
+            assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_OBJ_CLOSE);
+            assert_int_equal(tok.off, close_at);
+            assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_END);
+            /* and a stray byte after the run is found exactly where it is */
+            doc[len] = 'x';
+            bsc_json_tok_init(&t, bsc_str_make(doc, (size_t)len + 1), 8);
+            while (bsc_json_tok_next(&t, &tok) != BSC_JTOK_ERROR)
+                assert_int_not_equal(tok.kind, BSC_JTOK_END);
+            assert_int_equal(t.err_off, (size_t)len);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_token_kind),
+        cmocka_unit_test(test_whitespace_runs),
         cmocka_unit_test(test_scalar_documents),
         cmocka_unit_test(test_valid_numbers),
         cmocka_unit_test(test_malformed),
