@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz-libs: -lsqlite3 -lhiredis */
+/* fuzz-libs: -lsqlite3 -lhiredis -lssl -lcrypto */
 /* fuzz_anthropic_inbound.c -- libFuzzer target for the Anthropic-compatible surface
  * (api/anthropic.h): the /v1/messages request parser and translator, and the down_ops
  * that turn the router's OpenAI answers back into Anthropic's. No fuzz-sources line:

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz-libs: -lsqlite3 -lhiredis */
+/* fuzz-libs: -lsqlite3 -lhiredis -lssl -lcrypto */
 /* fuzz_embeddings.c -- libFuzzer target for the /v1/embeddings reader (api__embeddings_read:
  * the duplicate rule over the raw bytes, then json-c for the input's shape) and the OpenAI
  * adapter's splice of the target's model into those bytes. No fuzz-sources line: embeddings.c

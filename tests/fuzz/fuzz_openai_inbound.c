@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz-libs: -lsqlite3 -lhiredis */
+/* fuzz-libs: -lsqlite3 -lhiredis -lssl -lcrypto */
 /* fuzz_openai_inbound.c -- libFuzzer target for the OpenAI fast path, inbound: the reader of
  * /v1/chat/completions (api__chat_read: validation, the duplicate rule, the members the
  * gateway reads) and then the OpenAI adapter's build, which splices the target's model into

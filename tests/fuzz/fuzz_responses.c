@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz-libs: -lsqlite3 -lhiredis */
+/* fuzz-libs: -lsqlite3 -lhiredis -lssl -lcrypto */
 /* fuzz_responses.c -- libFuzzer target for the Responses API surface (api/responses.h):
  * the request translator and the down_ops that turn the router's chat answers into a
  * Response and its typed events. No fuzz-sources line: responses.c also holds the HTTP
