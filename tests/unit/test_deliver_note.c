@@ -88,20 +88,26 @@ static void whole_answer_recorded_and_sreq_released(void **state)
     free(r);
 }
 
-static const char *header(const struct srv_header *h, size_t n, const char *name)
+static const struct srv_header *find(const struct srv_header *h, size_t n, const char *name)
 {
     for (size_t i = 0; i < n; i++)
         if (h[i].name.len == strlen(name) && !memcmp(h[i].name.p, name, h[i].name.len))
-            return h[i].value.p;
+            return &h[i];
     return NULL;
+}
+
+static const char *header(const struct srv_header *h, size_t n, const char *name)
+{
+    const struct srv_header *f = find(h, n, name);
+
+    return f ? f->value.p : NULL;
 }
 
 static bool header_is(const struct srv_header *h, size_t n, const char *name, const char *want)
 {
-    for (size_t i = 0; i < n; i++)
-        if (h[i].name.len == strlen(name) && !memcmp(h[i].name.p, name, h[i].name.len))
-            return h[i].value.len == strlen(want) && !memcmp(h[i].value.p, want, h[i].value.len);
-    return false;
+    const struct srv_header *f = find(h, n, name);
+
+    return f && f->value.len == strlen(want) && !memcmp(f->value.p, want, f->value.len);
 }
 
 /* A first-try answer: route, target, one attempt, workflow primary, the overhead; nothing
