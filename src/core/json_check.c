@@ -163,6 +163,15 @@ static bool top_member(struct want *w, struct bsc_jtok *tok, struct bsc_json_err
     return true;
 }
 
+/* Whether the container <tok> opens can be read whole: every container below the top level,
+ * but the arrays whose elements must each be looked at (element_ok). */
+static bool skips(const struct want *w, const struct bsc_jtok *tok, bool element_next)
+{
+    if (tok->kind != BSC_JTOK_OBJ_OPEN && tok->kind != BSC_JTOK_ARR_OPEN)
+        return false;
+    return tok->depth >= 1 && !(element_next && element_must_be_object(w));
+}
+
 static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
                   struct bsc_json_error *err)
 {
@@ -192,6 +201,19 @@ static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
         /* Inside a top-level member's array: an element may begin next. */
         element_next = tok.depth == 1 ? k == BSC_JTOK_ARR_OPEN
                                       : tok.depth == 2 && k == BSC_JTOK_COMMA;
+        if (!skips(w, &tok, element_next))
+            continue;
+        /* Nothing below the top level's members is looked at: the value's rest is read by
+         * the grammar alone and handed over as its closer. */
+        if ((k = bsc_json_tok_skip(&t, &tok)) == BSC_JTOK_ERROR) {
+            e.offset = t.err_off;
+            e.what = t.what;
+            ok = false;
+            break;
+        }
+        if (tok.depth == 1 && !(ok = top_member(w, &tok, &e)))
+            break;
+        element_next = false;
     }
     if (!ok && err) {
         *err = e;

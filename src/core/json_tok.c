@@ -12,6 +12,11 @@
 
 #include "core/utf8.h"
 
+/* The per-token helpers are inlined into both entry points (bsc_json_tok_next and
+ * bsc_json_tok_skip): in the skip loop the token a step fills is a local nobody reads, so
+ * inlined, its stores go away. */
+#define TOK_INLINE static inline __attribute__((always_inline))
+
 /* What may come next. */
 enum {
     ST_TOP = 0,    /* the document's value */
@@ -32,7 +37,7 @@ static const bool ws_byte[256] = {[' '] = true, ['\t'] = true, ['\n'] = true, ['
 /* Indentation comes in runs of spaces: after a whitespace byte, the spaces that follow are
  * counted eight bytes at a time (on a little-endian machine the first byte that is not a
  * space is the lowest nonzero byte of the word XOR eight spaces). */
-static inline void skip_ws(struct bsc_json_tok *t)
+TOK_INLINE void skip_ws(struct bsc_json_tok *t)
 {
     const uint64_t spaces = 0x2020202020202020ull;
     const unsigned char *p = t->p;
@@ -59,7 +64,7 @@ static inline void skip_ws(struct bsc_json_tok *t)
     t->i = i;
 }
 
-static enum bsc_jtok_kind fail(struct bsc_json_tok *t, struct bsc_jtok *tok, const char *what)
+TOK_INLINE enum bsc_jtok_kind fail(struct bsc_json_tok *t, struct bsc_jtok *tok, const char *what)
 {
     tok->end = tok->off;
     tok->raw = BSC_STR_NULL;
@@ -107,7 +112,7 @@ static inline unsigned attention_mask16(const unsigned char *p)
 #endif
 
 /* Index of the first byte at or after <i> that plain_byte[] does not pass. */
-static inline size_t plain_run(const unsigned char *p, size_t i, size_t n)
+TOK_INLINE size_t plain_run(const unsigned char *p, size_t i, size_t n)
 {
     uint64_t w;
 
@@ -136,7 +141,7 @@ static bool is_hex(unsigned char c)
 }
 
 /* The escape after a backslash at t->i; NULL when valid (t->i past it), else the error. */
-static const char *escape(struct bsc_json_tok *t)
+TOK_INLINE const char *escape(struct bsc_json_tok *t)
 {
     unsigned char e = ++t->i < t->n ? t->p[t->i] : 0;
 
@@ -155,7 +160,7 @@ static const char *escape(struct bsc_json_tok *t)
 }
 
 /* The string at t->i (its opening quote); NULL when valid, else the error at t->i. */
-static const char *string(struct bsc_json_tok *t, bool *escaped)
+TOK_INLINE const char *string(struct bsc_json_tok *t, bool *escaped)
 {
     const unsigned char *p = t->p;
     size_t n = t->n;
@@ -196,7 +201,7 @@ static const char *string(struct bsc_json_tok *t, bool *escaped)
 
 /* ---- scalars --------------------------------------------------------------------------------- */
 
-static bool digits(struct bsc_json_tok *t)
+TOK_INLINE bool digits(struct bsc_json_tok *t)
 {
     size_t start = t->i;
 
@@ -207,7 +212,7 @@ static bool digits(struct bsc_json_tok *t)
 
 /* RFC 8259's number at t->i: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? -- a leading
  * zero ends the number, so "01" fails on the byte after it. */
-static bool number(struct bsc_json_tok *t)
+TOK_INLINE bool number(struct bsc_json_tok *t)
 {
     if (t->p[t->i] == '-')
         t->i++;
@@ -230,7 +235,7 @@ static bool number(struct bsc_json_tok *t)
     return true;
 }
 
-static bool literal(struct bsc_json_tok *t, const char *lit, size_t len)
+TOK_INLINE bool literal(struct bsc_json_tok *t, const char *lit, size_t len)
 {
     if (t->n - t->i < len || memcmp(t->p + t->i, lit, len) != 0)
         return false;
@@ -240,18 +245,18 @@ static bool literal(struct bsc_json_tok *t, const char *lit, size_t len)
 
 /* ---- structure ------------------------------------------------------------------------------- */
 
-static bool top_is_object(const struct bsc_json_tok *t)
+TOK_INLINE bool top_is_object(const struct bsc_json_tok *t)
 {
     return (t->stack[(t->depth - 1) / 64] >> ((t->depth - 1) % 64)) & 1;
 }
 
 /* The state after a complete value. */
-static void value_done(struct bsc_json_tok *t)
+TOK_INLINE void value_done(struct bsc_json_tok *t)
 {
     t->state = t->depth ? ST_AFTER : ST_TAIL;
 }
 
-static enum bsc_jtok_kind emit(struct bsc_json_tok *t, struct bsc_jtok *tok,
+TOK_INLINE enum bsc_jtok_kind emit(struct bsc_json_tok *t, struct bsc_jtok *tok,
                                enum bsc_jtok_kind kind)
 {
     tok->kind = kind;
@@ -260,7 +265,7 @@ static enum bsc_jtok_kind emit(struct bsc_json_tok *t, struct bsc_jtok *tok,
     return kind;
 }
 
-static enum bsc_jtok_kind open_container(struct bsc_json_tok *t, struct bsc_jtok *tok, bool obj)
+TOK_INLINE enum bsc_jtok_kind open_container(struct bsc_json_tok *t, struct bsc_jtok *tok, bool obj)
 {
     if (t->depth == t->max_depth)
         return fail(t, tok, "nested too deep");
@@ -274,7 +279,7 @@ static enum bsc_jtok_kind open_container(struct bsc_json_tok *t, struct bsc_jtok
     return emit(t, tok, obj ? BSC_JTOK_OBJ_OPEN : BSC_JTOK_ARR_OPEN);
 }
 
-static enum bsc_jtok_kind close_container(struct bsc_json_tok *t, struct bsc_jtok *tok)
+TOK_INLINE enum bsc_jtok_kind close_container(struct bsc_json_tok *t, struct bsc_jtok *tok)
 {
     bool obj = top_is_object(t);
 
@@ -286,7 +291,7 @@ static enum bsc_jtok_kind close_container(struct bsc_json_tok *t, struct bsc_jto
 }
 
 /* A string at t->i: a value, or a name when <name>. */
-static enum bsc_jtok_kind quoted(struct bsc_json_tok *t, struct bsc_jtok *tok, bool name)
+TOK_INLINE enum bsc_jtok_kind quoted(struct bsc_json_tok *t, struct bsc_jtok *tok, bool name)
 {
     const char *why;
 
@@ -305,7 +310,7 @@ static enum bsc_jtok_kind quoted(struct bsc_json_tok *t, struct bsc_jtok *tok, b
 }
 
 /* A value at t->i (whitespace skipped, t->i < t->n). */
-static enum bsc_jtok_kind value(struct bsc_json_tok *t, struct bsc_jtok *tok)
+TOK_INLINE enum bsc_jtok_kind value(struct bsc_json_tok *t, struct bsc_jtok *tok)
 {
     enum bsc_jtok_kind kind;
 
@@ -340,7 +345,7 @@ static enum bsc_jtok_kind value(struct bsc_json_tok *t, struct bsc_jtok *tok)
 }
 
 /* After a value inside a container: ',' or the closer. */
-static enum bsc_jtok_kind after(struct bsc_json_tok *t, struct bsc_jtok *tok)
+TOK_INLINE enum bsc_jtok_kind after(struct bsc_json_tok *t, struct bsc_jtok *tok)
 {
     bool obj = top_is_object(t);
     unsigned char c = t->p[t->i];
@@ -355,7 +360,7 @@ static enum bsc_jtok_kind after(struct bsc_json_tok *t, struct bsc_jtok *tok)
 }
 
 /* What the end of the document means in the current state. */
-static enum bsc_jtok_kind at_end(struct bsc_json_tok *t, struct bsc_jtok *tok)
+TOK_INLINE enum bsc_jtok_kind at_end(struct bsc_json_tok *t, struct bsc_jtok *tok)
 {
     switch (t->state) {
     case ST_TOP: return fail(t, tok, "empty document");
@@ -382,7 +387,8 @@ void bsc_json_tok_init(struct bsc_json_tok *t, struct bsc_str doc, unsigned max_
     t->err_off = 0;
 }
 
-enum bsc_jtok_kind bsc_json_tok_next(struct bsc_json_tok *t, struct bsc_jtok *tok)
+/* One token: the grammar's single step, shared by both entry points. */
+TOK_INLINE enum bsc_jtok_kind step(struct bsc_json_tok *t, struct bsc_jtok *tok)
 {
     unsigned char c;
 
@@ -423,6 +429,30 @@ enum bsc_jtok_kind bsc_json_tok_next(struct bsc_json_tok *t, struct bsc_jtok *to
         return emit(t, tok, BSC_JTOK_COLON);
     case ST_AFTER: return after(t, tok);
     default: return fail(t, tok, "unexpected data after the JSON value"); /* ST_TAIL */
+    }
+}
+
+enum bsc_jtok_kind bsc_json_tok_next(struct bsc_json_tok *t, struct bsc_jtok *tok)
+{
+    return step(t, tok);
+}
+
+enum bsc_jtok_kind bsc_json_tok_skip(struct bsc_json_tok *t, struct bsc_jtok *tok)
+{
+    unsigned stop;
+    struct bsc_jtok inner;
+
+    if (t->depth == 0 || t->state == ST_END || t->state == ST_ERROR)
+        return step(t, tok);
+    stop = t->depth - 1;
+    for (;;) {
+        enum bsc_jtok_kind k = step(t, &inner);
+
+        if (k == BSC_JTOK_ERROR || k == BSC_JTOK_END ||
+            ((k == BSC_JTOK_OBJ_CLOSE || k == BSC_JTOK_ARR_CLOSE) && t->depth == stop)) {
+            *tok = inner;
+            return k;
+        }
     }
 }
 

@@ -75,6 +75,14 @@ void bsc_json_tok_init(struct bsc_json_tok *t, struct bsc_str doc, unsigned max_
  * call returns the same. Never reads past the document; never allocates. */
 enum bsc_jtok_kind bsc_json_tok_next(struct bsc_json_tok *t, struct bsc_jtok *tok);
 
+/* The rest of the innermost open container -- everything after the opener the last token
+ * was, through its matching closer -- checked by the same grammar but handed to no one: the
+ * closer goes into *<tok> and is returned, as bsc_json_tok_next would have returned it, or
+ * the error at the first offending byte (the same error and offset token-by-token reading
+ * would meet). With no container open it is bsc_json_tok_next. For callers that only need a
+ * value's bounds (the request checks' members below the top level). */
+enum bsc_jtok_kind bsc_json_tok_skip(struct bsc_json_tok *t, struct bsc_jtok *tok);
+
 /* True when <doc> is one valid JSON value nested at most <max_depth> deep. Otherwise false,
  * with *<what> and *<off> (either may be NULL) set as bsc_json_tok_next would. */
 bool bsc_json_tok_valid(struct bsc_str doc, unsigned max_depth, const char **what,

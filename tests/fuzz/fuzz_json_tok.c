@@ -13,6 +13,8 @@
  *     same kinds and raw bytes (the grammar does not depend on whitespace);
  *   - a document valid at depth d is valid at every deeper bound, and refused only for its
  *     depth ("nested too deep") at shallower ones;
+ *   - at every opener, bsc_json_tok_skip ends where reading token by token meets the matching
+ *     closer or the error, with the same token and tokenizer state;
  *   - bsc_json_check agrees with it: same verdict, offset and message;
  *   - every string's decoded view (bsc_json_unescape) is well-formed UTF-8, or is refused for
  *     a lone surrogate at a backslash of the raw bytes. */
@@ -98,6 +100,26 @@ static void check_decoded(const struct bsc_jtok *t)
     bsc_buf_cleanup(&b);
 }
 
+/* At an opener just read by <t>: bsc_json_tok_skip on a copy ends exactly where reading on
+ * token by token (another copy) meets the matching closer or the error -- same token, same
+ * tokenizer state. */
+static void check_skip(const struct bsc_json_tok *t)
+{
+    struct bsc_json_tok a = *t, b = *t;
+    struct bsc_jtok ta, tb;
+    enum bsc_jtok_kind ka = bsc_json_tok_skip(&a, &ta), kb;
+    unsigned stop = t->depth - 1;
+
+    do {
+        kb = bsc_json_tok_next(&b, &tb);
+    } while (kb != BSC_JTOK_ERROR && kb != BSC_JTOK_END &&
+             !((kb == BSC_JTOK_OBJ_CLOSE || kb == BSC_JTOK_ARR_CLOSE) && b.depth == stop));
+    if (ka != kb || ta.off != tb.off || ta.end != tb.end || ta.depth != tb.depth ||
+        a.i != b.i || a.state != b.state || a.depth != b.depth || a.what != b.what ||
+        a.err_off != b.err_off)
+        die("bsc_json_tok_skip differs from reading token by token");
+}
+
 /* Tokenizes <d>; the tokens in <toks> (up to MAX_TOKENS). Returns the final kind. */
 static enum bsc_jtok_kind walk(const uint8_t *d, size_t n, unsigned depth, struct bsc_jtok *toks,
                                size_t *n_toks, struct bsc_json_tok *t)
@@ -118,9 +140,11 @@ static enum bsc_jtok_kind walk(const uint8_t *d, size_t n, unsigned depth, struc
             level--;
         if (tok.depth != level)
             die("depth does not follow the containers");
-        if (tok.kind == BSC_JTOK_OBJ_OPEN || tok.kind == BSC_JTOK_ARR_OPEN)
+        if (tok.kind == BSC_JTOK_OBJ_OPEN || tok.kind == BSC_JTOK_ARR_OPEN) {
             if (++level > depth)
                 die("deeper than the bound");
+            check_skip(t);
+        }
         if (tok.kind == BSC_JTOK_NAME || tok.kind == BSC_JTOK_STRING)
             check_decoded(&tok);
         prev_end = tok.end;

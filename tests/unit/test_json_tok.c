@@ -378,6 +378,83 @@ static void test_whitespace_runs(void **state)
     }
 }
 
+/* Reads <doc> token by token on one tokenizer; at every opener, a copy of it skips the
+ * container: the copy must come back with exactly the token (closer or error, every field)
+ * and the state the token-by-token reading reaches at the same point. Then the two must also
+ * agree on what follows. */
+static void expect_skip_matches(struct bsc_str doc, unsigned max_depth)
+{
+    struct bsc_json_tok t;
+    struct bsc_jtok tok;
+    enum bsc_jtok_kind k;
+
+    bsc_json_tok_init(&t, doc, max_depth);
+    do {
+        k = bsc_json_tok_next(&t, &tok);
+        if (k == BSC_JTOK_OBJ_OPEN || k == BSC_JTOK_ARR_OPEN) {
+            struct bsc_json_tok a = t, b = t;
+            struct bsc_jtok ta, tb;
+            enum bsc_jtok_kind ka = bsc_json_tok_skip(&a, &ta), kb;
+            unsigned stop = t.depth - 1;
+
+            do {
+                kb = bsc_json_tok_next(&b, &tb);
+            } while (kb != BSC_JTOK_ERROR && kb != BSC_JTOK_END &&
+                     !((kb == BSC_JTOK_OBJ_CLOSE || kb == BSC_JTOK_ARR_CLOSE) && b.depth == stop));
+            if (ka != kb || ta.off != tb.off || ta.end != tb.end || ta.depth != tb.depth ||
+                a.i != b.i || a.state != b.state || a.depth != b.depth || a.what != b.what ||
+                a.err_off != b.err_off)
+                fail_msg("skip differs on %.*s at %zu: kind %d/%d, end %zu/%zu, off %zu/%zu",
+                         (int)doc.len, doc.p, tok.off, ka, kb, ta.end, tb.end, a.err_off,
+                         b.err_off);
+            assert_int_equal(bsc_json_tok_next(&a, &ta), bsc_json_tok_next(&b, &tb));
+            assert_int_equal(ta.off, tb.off);
+        }
+    } while (k != BSC_JTOK_END && k != BSC_JTOK_ERROR);
+}
+
+static void test_skip_matches_token_reading(void **state)
+{
+    static const char *const docs[] = {
+        "{\"a\":[1,{\"b\":[true,false,null]},\"x\\u00e9\"],\"c\":{}}",
+        " [ [ ] , { } , [ [ 1 ] ] ] ",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"h\u00c3\u00a9llo \\\"q\\\"\"}],\"n\":-1.5e3}",
+        "{\"a\":[1,2,}", "{\"a\":{\"b\" 1}}", "{\"a\":[\"\x01\"]}", "{\"a\":[01]}",
+        "{\"a\":[\"\xc3\"]}", "{\"a\":[[[[[[[[[[1]]]]]]]]]]}", "[{\"a\":1}]x", "{\"a\":[tru]}",
+        "{\"a\":{\"b\":\"\\q\"}}", "[1,[2,[3", "{\"a\":[}]", "{\"a\":{]}",
+    };
+
+    (void)state;
+    for (size_t d = 0; d < sizeof(docs) / sizeof(docs[0]); d++) {
+        size_t len = strlen(docs[d]);
+
+        /* The document and every prefix of it: each truncation is an error somewhere. */
+        for (size_t cut = 0; cut <= len; cut++) {
+            expect_skip_matches(bsc_str_make(docs[d], cut), 8);
+            expect_skip_matches(bsc_str_make(docs[d], cut), 3);
+        }
+    }
+}
+
+static void test_skip_without_open_container_is_next(void **state)
+{
+    struct bsc_json_tok t;
+    struct bsc_jtok tok;
+
+    (void)state;
+    bsc_json_tok_init(&t, S(" 12 "), 4);
+    assert_int_equal(bsc_json_tok_skip(&t, &tok), BSC_JTOK_NUMBER);
+    assert_int_equal(tok.off, 1);
+    assert_int_equal(bsc_json_tok_skip(&t, &tok), BSC_JTOK_END);
+    bsc_json_tok_init(&t, S("{\"a\":[1,2]} "), 4);
+    assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_OBJ_OPEN);
+    assert_int_equal(bsc_json_tok_skip(&t, &tok), BSC_JTOK_OBJ_CLOSE);
+    assert_int_equal(tok.off, 10);
+    assert_int_equal(tok.end, 11);
+    assert_int_equal(tok.depth, 0);
+    assert_int_equal(bsc_json_tok_skip(&t, &tok), BSC_JTOK_END);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -391,6 +468,8 @@ int main(void)
         cmocka_unit_test(test_mixed_deep_stack),
         cmocka_unit_test(test_unescape),
         cmocka_unit_test(test_unescape_bound),
+        cmocka_unit_test(test_skip_matches_token_reading),
+        cmocka_unit_test(test_skip_without_open_container_is_next),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
