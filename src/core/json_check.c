@@ -181,6 +181,7 @@ static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
     bool ok = true, element_next = false;
 
     bsc_json_tok_init(&t, doc, max_depth);
+    bsc_json_tok_quiet(&t); /* the rules need no ':' and no ',' between members */
     w->doc = doc.p;
     for (;;) {
         enum bsc_jtok_kind k = bsc_json_tok_next(&t, &tok);

@@ -383,14 +383,23 @@ void bsc_json_tok_init(struct bsc_json_tok *t, struct bsc_str doc, unsigned max_
     t->depth = 0;
     t->max_depth = max_depth < BSC_JSON_MAX_DEPTH ? max_depth : BSC_JSON_MAX_DEPTH;
     t->state = ST_TOP;
+    t->quiet = false;
     t->what = NULL;
     t->err_off = 0;
 }
 
-/* One token: the grammar's single step, shared by both entry points. */
+void bsc_json_tok_quiet(struct bsc_json_tok *t)
+{
+    t->quiet = true;
+}
+
+/* One token: the grammar's single step, shared by both entry points. In quiet mode a ':'
+ * and a ',' between members are checked and passed over, and the step goes on to the token
+ * after them. */
 TOK_INLINE enum bsc_jtok_kind step(struct bsc_json_tok *t, struct bsc_jtok *tok)
 {
     unsigned char c;
+    enum bsc_jtok_kind k;
 
     tok->escaped = false;
     if (t->state == ST_END || t->state == ST_ERROR) {
@@ -400,35 +409,43 @@ TOK_INLINE enum bsc_jtok_kind step(struct bsc_json_tok *t, struct bsc_jtok *tok)
         tok->depth = t->depth;
         return tok->kind;
     }
-    skip_ws(t);
-    tok->off = t->i;
-    tok->depth = t->depth;
-    if (t->i >= t->n) {
-        tok->end = t->i;
-        tok->raw = BSC_STR_NULL;
-        return at_end(t, tok);
-    }
-    c = t->p[t->i];
-    switch (t->state) {
-    case ST_TOP:
-    case ST_VALUE: return value(t, tok);
-    case ST_ARR_FIRST: return c == ']' ? close_container(t, tok) : value(t, tok);
-    case ST_OBJ_FIRST:
-        if (c == '}')
-            return close_container(t, tok);
-        /* fall through */
-    case ST_NAME:
-        if (c != '"')
-            return fail(t, tok, "expected a member name");
-        return quoted(t, tok, true);
-    case ST_COLON:
-        if (c != ':')
-            return fail(t, tok, "expected ':'");
-        t->i++;
-        t->state = ST_VALUE;
-        return emit(t, tok, BSC_JTOK_COLON);
-    case ST_AFTER: return after(t, tok);
-    default: return fail(t, tok, "unexpected data after the JSON value"); /* ST_TAIL */
+    for (;;) {
+        skip_ws(t);
+        tok->off = t->i;
+        tok->depth = t->depth;
+        if (t->i >= t->n) {
+            tok->end = t->i;
+            tok->raw = BSC_STR_NULL;
+            return at_end(t, tok);
+        }
+        c = t->p[t->i];
+        switch (t->state) {
+        case ST_TOP:
+        case ST_VALUE: return value(t, tok);
+        case ST_ARR_FIRST: return c == ']' ? close_container(t, tok) : value(t, tok);
+        case ST_OBJ_FIRST:
+            if (c == '}')
+                return close_container(t, tok);
+            /* fall through */
+        case ST_NAME:
+            if (c != '"')
+                return fail(t, tok, "expected a member name");
+            return quoted(t, tok, true);
+        case ST_COLON:
+            if (c != ':')
+                return fail(t, tok, "expected ':'");
+            t->i++;
+            t->state = ST_VALUE;
+            if (t->quiet)
+                continue;
+            return emit(t, tok, BSC_JTOK_COLON);
+        case ST_AFTER:
+            k = after(t, tok);
+            if (k == BSC_JTOK_COMMA && t->quiet && t->state == ST_NAME)
+                continue;
+            return k;
+        default: return fail(t, tok, "unexpected data after the JSON value"); /* ST_TAIL */
+        }
     }
 }
 
@@ -440,16 +457,20 @@ enum bsc_jtok_kind bsc_json_tok_next(struct bsc_json_tok *t, struct bsc_jtok *to
 enum bsc_jtok_kind bsc_json_tok_skip(struct bsc_json_tok *t, struct bsc_jtok *tok)
 {
     unsigned stop;
+    bool quiet;
     struct bsc_jtok inner;
 
     if (t->depth == 0 || t->state == ST_END || t->state == ST_ERROR)
         return step(t, tok);
     stop = t->depth - 1;
+    quiet = t->quiet;
+    t->quiet = true; /* nobody sees the separators here either */
     for (;;) {
         enum bsc_jtok_kind k = step(t, &inner);
 
         if (k == BSC_JTOK_ERROR || k == BSC_JTOK_END ||
             ((k == BSC_JTOK_OBJ_CLOSE || k == BSC_JTOK_ARR_CLOSE) && t->depth == stop)) {
+            t->quiet = quiet;
             *tok = inner;
             return k;
         }

@@ -61,6 +61,7 @@ struct bsc_json_tok {
     unsigned depth, max_depth;
     size_t i; /* not next to <n>: a paired load of the two would wait on the last store of i */
     uint8_t state;
+    bool quiet; /* bsc_json_tok_quiet */
     uint64_t stack[BSC_JSON_MAX_DEPTH / 64]; /* bit set: an object, clear: an array */
     const char *what; /* static description of the error */
     size_t err_off;   /* byte offset of the first offending byte (the length at the end) */
@@ -70,6 +71,12 @@ struct bsc_json_tok {
  * <max_depth> containers may be open at once (clamped to BSC_JSON_MAX_DEPTH; 0 allows
  * scalars only). Cannot fail. */
 void bsc_json_tok_init(struct bsc_json_tok *t, struct bsc_str doc, unsigned max_depth);
+
+/* Quiet mode, for readers that react to names and values only: ':' and the ',' between an
+ * object's members are still checked where they stand but not handed out (the next token is
+ * the one after them); the ',' between array elements still is. Errors and their offsets
+ * are those of the token-by-token reading. */
+void bsc_json_tok_quiet(struct bsc_json_tok *t);
 
 /* The next token into *<tok>, returned as well. After BSC_JTOK_END or BSC_JTOK_ERROR every
  * call returns the same. Never reads past the document; never allocates. */

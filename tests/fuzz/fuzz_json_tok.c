@@ -15,6 +15,8 @@
  *     depth ("nested too deep") at shallower ones;
  *   - at every opener, bsc_json_tok_skip ends where reading token by token meets the matching
  *     closer or the error, with the same token and tokenizer state;
+ *   - quiet reading (bsc_json_tok_quiet) hands out the same tokens but ':' and the ','
+ *     between members, and ends the same way;
  *   - bsc_json_check agrees with it: same verdict, offset and message;
  *   - every string's decoded view (bsc_json_unescape) is well-formed UTF-8, or is refused for
  *     a lone surrogate at a backslash of the raw bytes. */
@@ -120,6 +122,33 @@ static void check_skip(const struct bsc_json_tok *t)
         die("bsc_json_tok_skip differs from reading token by token");
 }
 
+/* Quiet reading hands out the plain reading's tokens but ':' and the ',' inside objects,
+ * field for field, and ends the same way. */
+static void check_quiet(const uint8_t *d, size_t n, unsigned depth)
+{
+    static bool in_object[BSC_JSON_MAX_DEPTH + 1];
+    struct bsc_json_tok plain, quiet;
+    struct bsc_jtok tp, tq;
+    enum bsc_jtok_kind kp, kq;
+
+    bsc_json_tok_init(&plain, bsc_str_make((const char *)d, n), depth);
+    bsc_json_tok_init(&quiet, bsc_str_make((const char *)d, n), depth);
+    bsc_json_tok_quiet(&quiet);
+    do {
+        do {
+            kp = bsc_json_tok_next(&plain, &tp);
+            if (kp == BSC_JTOK_OBJ_OPEN || kp == BSC_JTOK_ARR_OPEN)
+                in_object[tp.depth + 1] = kp == BSC_JTOK_OBJ_OPEN;
+        } while (kp == BSC_JTOK_COLON || (kp == BSC_JTOK_COMMA && in_object[tp.depth]));
+        kq = bsc_json_tok_next(&quiet, &tq);
+        if (kp != kq || tp.off != tq.off || tp.end != tq.end || tp.depth != tq.depth ||
+            tp.raw.p != tq.raw.p || tp.raw.len != tq.raw.len || tp.escaped != tq.escaped)
+            die("quiet reading differs from the plain one");
+    } while (kp != BSC_JTOK_END && kp != BSC_JTOK_ERROR);
+    if (plain.what != quiet.what || plain.err_off != quiet.err_off)
+        die("quiet reading ends elsewhere");
+}
+
 /* Tokenizes <d>; the tokens in <toks> (up to MAX_TOKENS). Returns the final kind. */
 static enum bsc_jtok_kind walk(const uint8_t *d, size_t n, unsigned depth, struct bsc_jtok *toks,
                                size_t *n_toks, struct bsc_json_tok *t)
@@ -204,6 +233,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
     bool ok;
 
     k = walk(d, n, DEPTH, toks, &n_toks, &t);
+    check_quiet(d, n, DEPTH);
     ok = bsc_json_check(bsc_str_make((const char *)d, n), DEPTH, &e);
     if (ok != (k == BSC_JTOK_END))
         die("bsc_json_check disagrees");

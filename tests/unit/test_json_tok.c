@@ -436,6 +436,61 @@ static void test_skip_matches_token_reading(void **state)
     }
 }
 
+/* Quiet reading of <doc> hands out the plain reading's tokens but its ':' and the ',' inside
+ * objects, each with the same fields, and ends the same way (error message and offset). */
+static void expect_quiet_matches(struct bsc_str doc, unsigned max_depth)
+{
+    struct bsc_json_tok plain, quiet;
+    struct bsc_jtok tp, tq;
+    bool in_object[BSC_JSON_MAX_DEPTH + 1] = {false};
+    enum bsc_jtok_kind kp, kq;
+
+    bsc_json_tok_init(&plain, doc, max_depth);
+    bsc_json_tok_init(&quiet, doc, max_depth);
+    bsc_json_tok_quiet(&quiet);
+    do {
+        do {
+            kp = bsc_json_tok_next(&plain, &tp);
+            if (kp == BSC_JTOK_OBJ_OPEN || kp == BSC_JTOK_ARR_OPEN)
+                in_object[tp.depth + 1] = kp == BSC_JTOK_OBJ_OPEN;
+        } while (kp == BSC_JTOK_COLON || (kp == BSC_JTOK_COMMA && in_object[tp.depth]));
+        kq = bsc_json_tok_next(&quiet, &tq);
+        if (kp != kq || tp.off != tq.off || tp.end != tq.end || tp.depth != tq.depth ||
+            tp.raw.len != tq.raw.len || tp.escaped != tq.escaped)
+            fail_msg("quiet differs on %.*s at %zu: kind %d/%d", (int)doc.len, doc.p, tp.off, kp,
+                     kq);
+    } while (kp != BSC_JTOK_END && kp != BSC_JTOK_ERROR);
+    assert_ptr_equal(plain.what, quiet.what);
+    assert_int_equal(plain.err_off, quiet.err_off);
+}
+
+static void test_quiet_drops_only_member_separators(void **state)
+{
+    static const char *const docs[] = {
+        "{\"a\":[1,{\"b\":[true,false,null]},\"x\\u00e9\"],\"c\":{}}",
+        " { \"a\" : 1 , \"b\" : [ 2 , 3 ] } ", "[1,2,[3,{\"k\":4}]]",
+        "{\"a\":1,}", "{\"a\" 1}", "{\"a\":,}", "{,}", "[1,]", "{\"a\":1 \"b\":2}",
+        "{\"a\":1,\"b\"", "{\"a\":", "{\"a\":[1 2]}", "{\"a\":1}}",
+    };
+    struct bsc_json_tok t;
+    struct bsc_jtok tok;
+    enum bsc_jtok_kind want[] = {BSC_JTOK_OBJ_OPEN, BSC_JTOK_NAME, BSC_JTOK_NUMBER,
+                                 BSC_JTOK_NAME, BSC_JTOK_ARR_OPEN, BSC_JTOK_NUMBER,
+                                 BSC_JTOK_COMMA, BSC_JTOK_NUMBER, BSC_JTOK_ARR_CLOSE,
+                                 BSC_JTOK_OBJ_CLOSE, BSC_JTOK_END};
+
+    (void)state;
+    bsc_json_tok_init(&t, S("{\"a\": 1, \"b\": [2, 3]}"), 4);
+    bsc_json_tok_quiet(&t);
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        assert_int_equal(bsc_json_tok_next(&t, &tok), want[i]);
+    for (size_t d = 0; d < sizeof(docs) / sizeof(docs[0]); d++)
+        for (size_t cut = 0; cut <= strlen(docs[d]); cut++) {
+            expect_quiet_matches(bsc_str_make(docs[d], cut), 8);
+            expect_quiet_matches(bsc_str_make(docs[d], cut), 1);
+        }
+}
+
 static void test_skip_without_open_container_is_next(void **state)
 {
     struct bsc_json_tok t;
@@ -470,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_unescape_bound),
         cmocka_unit_test(test_skip_matches_token_reading),
         cmocka_unit_test(test_skip_without_open_container_is_next),
+        cmocka_unit_test(test_quiet_drops_only_member_separators),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
