@@ -5,10 +5,16 @@
 // with its marker and then, on an idle connection the gateway has polled, (a) sends a
 // complete response nobody asked for, or (b) closes the connection, at once or while the
 // next request is on its way. The next request always gets its own answer, the gateway
-// closes the connection the bytes or the EOF came on, and no attempt fails.
-import { test, after } from '../lib/bounded_test.mjs';
+// closes the connection the bytes or the EOF came on, and no attempt fails. Each test runs
+// on http:// and on https:// (a Node TLS upstream: there the response is a data record and
+// the end a close_notify, and the session tickets the server sends after the handshake
+// must not cost the connection).
+import { test, before, after } from '../lib/bounded_test.mjs';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
+import tls from 'node:tls';
+import { makeTestCert } from '../lib/test_cert.mjs';
 import { startGateway, waitFor } from '../lib/harness.mjs';
 
 const completion = (marker) =>
@@ -23,17 +29,23 @@ const completion = (marker) =>
 const cl = (text) =>
   `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`;
 
-// Each connection: its socket, whether the gateway ended it (its FIN came), whether it is gone.
-function startUpstream() {
+let made;
+before(() => { made = makeTestCert('bascule-idle-reuse-'); });
+after(() => made.remove());
+
+// Each connection: its socket (TLS: the TLS one), whether the gateway ended it (its FIN came;
+// TLS: its TCP connection closed, as bascule closes without close_notify), whether it is gone.
+function startUpstream(scheme) {
   const up = { conns: [], sockets: new Set(), requests: 0, unanswered: 0, byMarker: new Map() };
-  const server = net.createServer({ allowHalfOpen: true }, (s) => {
+  const serve = (s, raw) => {
     const conn = { s, requests: 0, gatewayEnded: false, closed: false };
     let buf = Buffer.alloc(0);
     up.conns.push(conn);
-    up.sockets.add(s);
-    s.on('end', () => { conn.gatewayEnded = true; s.end(); });
-    s.on('close', () => { conn.closed = true; up.sockets.delete(s); });
+    up.sockets.add(raw);
+    if (scheme === 'http') s.on('end', () => { conn.gatewayEnded = true; s.end(); });
+    raw.on('close', () => { conn.gatewayEnded = conn.closed = true; up.sockets.delete(raw); });
     s.on('error', () => {});
+    raw.on('error', () => {});
     s.on('data', (d) => {
       buf = Buffer.concat([buf, d]);
       for (;;) {
@@ -51,7 +63,16 @@ function startUpstream() {
         else up.unanswered++; // it came after our FIN: the gateway replays it
       }
     });
-  });
+  };
+  let server;
+  if (scheme === 'http') {
+    server = net.createServer({ allowHalfOpen: true }, (s) => serve(s, s));
+  } else {
+    const raws = new Map(); // remote port -> the TCP socket under the TLS one
+    server = tls.createServer({ cert: fs.readFileSync(made.cert), key: fs.readFileSync(made.key) });
+    server.on('connection', (raw) => { raws.set(raw.remotePort, raw); raw.on('error', () => {}); });
+    server.on('secureConnection', (s) => serve(s, raws.get(s.remotePort)));
+  }
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => {
     up.port = server.address().port;
     up.stop = () => new Promise((r) => { for (const s of up.sockets) s.destroy(); server.close(r); });
@@ -59,11 +80,16 @@ function startUpstream() {
   }));
 }
 
-const config = (port) => `listen: "127.0.0.1:{{PORT}}"
+const config = (scheme, port) => `listen: "127.0.0.1:{{PORT}}"
 workers: 1
 http_client: builtin
 providers:
-  up: { kind: openai_compatible, base_url: "http://127.0.0.1:${port}/v1", keys: ["k"], health: { probe: none } }
+  up:
+    kind: openai_compatible
+    base_url: "${scheme}://127.0.0.1:${port}/v1"
+    keys: ["k"]
+    health: { probe: none }
+${scheme === 'https' ? `    tls: { ca_file: "${made.cert}" }` : ''}
 breaker: { consecutive_failures: 1000000, min_requests: 1000000 }
 targets:
   m@up: { provider: up, model: m }
@@ -98,12 +124,6 @@ const gatewayCloses = (conn) =>
     .catch(() => {});
 
 let up, gw;
-const fresh = async () => {
-  await gw?.stop();
-  await up?.stop();
-  up = await startUpstream();
-  gw = await startGateway({ config: config(up.port) });
-};
 after(async () => {
   await gw?.stop();
   await up?.stop();
@@ -111,54 +131,66 @@ after(async () => {
 
 const failedAttempts = () => gw.accessLog().filter((l) => l.type === 'attempt' && l.outcome !== 'ok');
 
-test('a response sent on an idle connection after the gateway polled it closes it, never answers the next request', async () => {
-  await fresh();
-  const ghosts = [];
-  for (let i = 0; i < 3; i++) {
-    const a = await ask(gw);
-    ownAnswer(a, ghosts);
-    const conn = connOf(a), carried = conn.requests;
-    const ghost = `ghost-${i}-${a.marker}`;
-    ghosts.push(ghost);
-    conn.s.write(cl(completion(ghost))); // a complete response nobody asked for
-    await gatewayCloses(conn);
-    const b = await ask(gw);
-    ownAnswer(b, ghosts);
-    assert.ok(conn.gatewayEnded, 'the gateway closed the connection the response came on');
-    assert.equal(conn.requests, carried, 'no request went out on it after the unsolicited response');
-    assert.notEqual(connOf(b), conn);
-  }
-  assert.deepEqual(failedAttempts(), []);
-});
+for (const scheme of ['http', 'https']) {
+  const fresh = async () => {
+    await gw?.stop();
+    await up?.stop();
+    up = await startUpstream(scheme);
+    gw = await startGateway({ config: config(scheme, up.port) });
+  };
 
-test('an idle connection the upstream closes is closed by the gateway; the next request gets a new one', async () => {
-  await fresh();
-  for (let i = 0; i < 3; i++) {
-    const a = await ask(gw);
-    ownAnswer(a);
-    const conn = connOf(a), carried = conn.requests;
-    conn.s.end(); // FIN on the idle connection
-    await gatewayCloses(conn);
-    assert.ok(conn.gatewayEnded, 'the gateway closed the connection the upstream ended');
-    const b = await ask(gw);
-    ownAnswer(b);
-    assert.equal(conn.requests, carried, 'no request went out on it after its FIN');
-    assert.notEqual(connOf(b), conn);
-  }
-  assert.deepEqual(failedAttempts(), []);
-});
+  test(`${scheme}: a response on an idle connection after a poll closes it, never answers the next request`,
+    async () => {
+    await fresh();
+    const ghosts = [];
+    for (let i = 0; i < 3; i++) {
+      const a = await ask(gw);
+      ownAnswer(a, ghosts);
+      const conn = connOf(a), carried = conn.requests;
+      const ghost = `ghost-${i}-${a.marker}`;
+      ghosts.push(ghost);
+      conn.s.write(cl(completion(ghost))); // a complete response nobody asked for
+      await gatewayCloses(conn);
+      const b = await ask(gw);
+      ownAnswer(b, ghosts);
+      assert.ok(conn.gatewayEnded, 'the gateway closed the connection the response came on');
+      assert.equal(conn.requests, carried, 'no request went out on it after the unsolicited response');
+      assert.notEqual(connOf(b), conn);
+    }
+    assert.deepEqual(failedAttempts(), []);
+  });
 
-test('an upstream closing its idle connection while the next request is on its way: every request still succeeds', async () => {
-  await fresh();
-  // Whichever the gateway sees first, the FIN (a new connection) or its own request going
-  // out (EOF before any answer byte on a reused connection: replayed once, silently).
-  let last = null;
-  for (let i = 0; i < 20; i++) {
-    const conn = last && connOf(last);
-    if (conn && !conn.closed) conn.s.end();
-    last = await ask(gw);
-    ownAnswer(last);
-  }
-  assert.deepEqual(failedAttempts(), []);
-  assert.equal(up.requests, 20 + up.unanswered);
-});
+  test(`${scheme}: an idle connection the upstream ends is closed by the gateway; the next request gets a new one`,
+    async () => {
+    await fresh();
+    for (let i = 0; i < 3; i++) {
+      const a = await ask(gw);
+      ownAnswer(a);
+      const conn = connOf(a), carried = conn.requests;
+      conn.s.end(); // FIN on the idle connection
+      await gatewayCloses(conn);
+      assert.ok(conn.gatewayEnded, 'the gateway closed the connection the upstream ended');
+      const b = await ask(gw);
+      ownAnswer(b);
+      assert.equal(conn.requests, carried, 'no request went out on it after its FIN');
+      assert.notEqual(connOf(b), conn);
+    }
+    assert.deepEqual(failedAttempts(), []);
+  });
+
+  test(`${scheme}: an upstream ending its idle connection as the next request comes: every request succeeds`,
+    async () => {
+    await fresh();
+    // Whichever the gateway sees first, the FIN (a new connection) or its own request going
+    // out (EOF before any answer byte on a reused connection: replayed once, silently).
+    let last = null;
+    for (let i = 0; i < 20; i++) {
+      const conn = last && connOf(last);
+      if (conn && !conn.closed) conn.s.end();
+      last = await ask(gw);
+      ownAnswer(last);
+    }
+    assert.deepEqual(failedAttempts(), []);
+    assert.equal(up.requests, 20 + up.unanswered);
+  });
+}
