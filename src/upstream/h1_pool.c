@@ -3,8 +3,9 @@
  * addresses are used as they are, names resolve once through uv_getaddrinfo (IPv4 first)
  * and stay cached; a transfer takes an idle connection, else a new one within
  * max_host_connections / max_total_connections, else waits in its host's queue. Idle
- * connections keep reading (a byte or EOF closes them) and are closed after H1_IDLE_MS
- * or past max_cached_connections. */
+ * connections keep reading (a byte or EOF closes them), are reused without a system call
+ * once that reading has had a whole poll (take_idle), and are closed after H1_IDLE_MS or
+ * past max_cached_connections. docs/internals/upstream.md ("Reuse without a system call"). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,10 +288,10 @@ static bool room_for_new(const struct h1_pool *p, const struct h1_host *h)
            (!p->lim.max_total_connections || p->n_conns < p->lim.max_total_connections);
 }
 
-/* Whether idle <c> holds a byte or an EOF that its read callback has not seen yet: it went
- * idle in this loop pass or the last one (a waiting transfer takes it at once, or the byte
- * came since the last poll). Either way the byte answers no request of ours (see
- * h1_idle_read). One system call, which the steady state does without (take_idle). */
+/* Whether idle <c>, not settled, holds a byte or an EOF that its read callback has not seen
+ * yet (it went idle in this loop pass, or after the last poll began). Either way the byte
+ * answers no request of ours (see h1_idle_read). One system call, which the steady state
+ * does without (take_idle). */
 static bool stale(struct h1_conn *c)
 {
     uv_os_fd_t fd;
