@@ -55,6 +55,7 @@ struct h1_conn {
     struct tls_conn tls; /* https: the session (tls.ssl != NULL) */
     struct bsc_buf wout; /* https: ciphertext a uv_write is sending */
     uint64_t idle_since;
+    uint64_t idle_pass; /* the pool's <passes> when it went idle */
     unsigned open; /* handles whose close callback is pending */
     /* connected: the TCP connection is up and, for https, its handshake done */
     bool connected, reused, writing, reading, idle, closing;
@@ -68,6 +69,12 @@ struct h1_pool {
     struct tls_trust *trusts; /* owned: one per CA file used (NULL: the system's) */
     uv_timer_t sweep; /* closes idle connections past H1_IDLE_MS */
     uv_timer_t later; /* runs the transfers to be finished outside any up_* call */
+    /* Counts the loop's passes: its callback runs after each poll phase has dispatched its
+     * I/O callbacks (unreferenced: it never keeps the loop alive). See h1_idle_settled. */
+    uv_check_t pass;
+    uint64_t passes;
+    uv_idle_t settle; /* active while transfers wait for this pass's check (take_idle) */
+    bool settling, in_check;
     struct up_transfer *later_head;
     unsigned n_conns, n_idle;
     unsigned open; /* handles and requests a closing pool waits for */
@@ -119,6 +126,16 @@ void h1_conn_idle(struct h1_conn *c);
 void h1_conn_close(struct h1_conn *c);
 /* A connection slot may have come free: start what waits. */
 void h1_kick(struct h1_pool *p);
+/* Whether an idle connection that went idle at pass <idle_pass> has had a whole poll phase
+ * (epoll_wait and the dispatch of what it returned) begin and end since, now that the pool
+ * is at pass <now>: its armed read watcher then saw any byte or EOF that came before that
+ * poll, so it need not be checked with a system call before reuse. */
+static inline bool h1_idle_settled(uint64_t idle_pass, uint64_t now)
+{
+    /* The pass it went idle in may have polled already (it went idle from an I/O
+     * callback): that pass's end does not count, the next pass's does. */
+    return now - idle_pass >= 2;
+}
 
 /* h1.c: the up_* calls on a builtin transfer are its up__h1_ops (internal.h) */
 /* Puts <t> on <c> (new or idle) and starts it. */
@@ -162,5 +179,8 @@ int h1_tls_flush(struct h1_conn *c);
 /* Whether idle <c> cannot carry a request: the peer closed, or sent what nobody asked for;
  * TLS records that carry no data (session tickets) are taken here. */
 bool h1_tls_stale(struct h1_conn *c);
+/* Whether the session of idle <c> holds bytes its read watcher left (part of a record, or a
+ * close_notify): then h1_tls_stale must look. No system call. */
+bool h1_tls_held(const struct h1_conn *c);
 
 #endif

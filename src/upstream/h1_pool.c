@@ -3,8 +3,9 @@
  * addresses are used as they are, names resolve once through uv_getaddrinfo (IPv4 first)
  * and stay cached; a transfer takes an idle connection, else a new one within
  * max_host_connections / max_total_connections, else waits in its host's queue. Idle
- * connections keep reading (a byte or EOF closes them) and are closed after H1_IDLE_MS
- * or past max_cached_connections. */
+ * connections keep reading (a byte or EOF closes them), are reused without a system call
+ * once that reading has had a whole poll (take_idle), and are closed after H1_IDLE_MS or
+ * past max_cached_connections. docs/internals/upstream.md ("Reuse without a system call"). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,7 @@ void h1_conn_idle(struct h1_conn *c)
     c->idle = true;
     c->reused = true; /* from now on, a transfer on it is on a reused connection */
     c->idle_since = uv_now(p->loop);
+    c->idle_pass = p->passes;
     c->prev = NULL;
     c->next = h->idle;
     if (h->idle)
@@ -286,9 +288,10 @@ static bool room_for_new(const struct h1_pool *p, const struct h1_host *h)
            (!p->lim.max_total_connections || p->n_conns < p->lim.max_total_connections);
 }
 
-/* Whether idle <c> holds a byte or an EOF that its read callback has not seen yet: it went
- * idle in this loop pass (a waiting transfer takes it at once) or the byte came since the
- * last poll. Either way the byte answers no request of ours (see h1_idle_read). */
+/* Whether idle <c>, not settled, holds a byte or an EOF that its read callback has not seen
+ * yet (it went idle in this loop pass, or after the last poll began). Either way the byte
+ * answers no request of ours (see h1_idle_read). One system call, which the steady state
+ * does without (take_idle). */
 static bool stale(struct h1_conn *c)
 {
     uv_os_fd_t fd;
@@ -299,10 +302,33 @@ static bool stale(struct h1_conn *c)
     return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
 }
 
-/* An idle connection of <h> fit to carry a request, or NULL; stale ones are closed. Bounded
- * by the idle list, which only shrinks here. */
-static struct h1_conn *take_idle(struct h1_host *h)
+/* An idle connection of <h> fit to carry a request, or NULL; stale ones are closed. The most
+ * recent settled one (h1_idle_settled: its read watcher has had a whole poll to see a byte
+ * or an EOF) is taken as it is, but for what TLS may hold. Else, when one went idle in the
+ * last pass, NULL with <soon> set: this pass's check settles it (settle_later); in the
+ * check itself, or with none from the last pass, the most recent one is checked with a
+ * system call. The walk passes over the connections that went idle in the last two passes
+ * alone; both loops are bounded by the idle list, which the second one only shrinks. */
+static struct h1_conn *take_idle(struct h1_host *h, bool *soon)
 {
+    struct h1_pool *p = h->pool;
+    uint64_t now = p->passes;
+    bool last = false; /* one went idle in the last pass */
+
+    for (struct h1_conn *c = h->idle; c; c = c->next) {
+        if (!h1_idle_settled(c->idle_pass, now)) {
+            last = last || now - c->idle_pass == 1;
+            continue;
+        }
+        if (c->tls.ssl && h1_tls_held(c))
+            break; /* part of a record waits inside OpenSSL: the full check below */
+        idle_remove(c);
+        return c;
+    }
+    if (last && !p->in_check) {
+        *soon = true;
+        return NULL;
+    }
     while (h->idle) {
         struct h1_conn *c = h->idle;
 
@@ -315,17 +341,38 @@ static struct h1_conn *take_idle(struct h1_host *h)
     return NULL;
 }
 
-/* A connection for <t> now, or NULL (it waits). A transfer that must not reuse one may
- * close an idle connection to make room for its own. */
-static struct h1_conn *take_conn(struct up_transfer *t)
+/* An active idle handle keeps the poll phase from blocking; it has nothing to do. */
+static void no_op_idle(uv_idle_t *idle)
+{
+    (void)idle;
+}
+
+/* A transfer waits for this pass's check, which takes the connection it settles: the poll
+ * must not block before (a transfer may wait from the timers phase). */
+static void settle_later(struct h1_pool *p)
+{
+    if (p->settling)
+        return;
+    p->settling = true;
+    uv_idle_start(&p->settle, no_op_idle);
+}
+
+/* A connection for <t> now, or NULL (it waits; with <soon> set, for this pass's check). A
+ * transfer that must not reuse one may close an idle connection to make room for its own. */
+static struct h1_conn *take_conn(struct up_transfer *t, bool *soon)
 {
     struct h1_host *h = t->h1.host;
     struct h1_pool *p = h->pool;
     bool reuse = !t->h1.fresh && !t->h1.replayed;
     struct h1_conn *c;
 
-    if (reuse && (c = take_idle(h)))
+    *soon = false;
+    if (reuse && (c = take_idle(h, soon)))
         return c;
+    if (*soon) {
+        settle_later(p);
+        return NULL;
+    }
     if (!room_for_new(p, h) && p->n_idle)
         h1_conn_close(h->idle ? h->idle : oldest_idle(p));
     if (!room_for_new(p, h))
@@ -337,6 +384,7 @@ void h1_dispatch(struct up_transfer *t)
 {
     struct h1_host *h = t->h1.host;
     struct h1_conn *c;
+    bool soon;
 
     if (!h->resolved) {
         wait_push(h, t);
@@ -348,12 +396,12 @@ void h1_dispatch(struct up_transfer *t)
         return;
     }
     h1_unqueue(t);
-    c = take_conn(t);
+    c = take_conn(t, &soon);
     if (c) {
         h1_attach(c, t);
         return;
     }
-    if (room_for_new(h->pool, h))
+    if (!soon && room_for_new(h->pool, h))
         h1_later(t, UP_CONNECT, "cannot open a socket");
     else
         wait_push(h, t);
@@ -368,8 +416,9 @@ void h1_kick(struct h1_pool *p)
         while (h->resolved && h->wait_head) {
             struct up_transfer *t = h->wait_head;
             struct h1_conn *c;
+            bool soon;
 
-            if (!(c = take_conn(t)))
+            if (!(c = take_conn(t, &soon)))
                 break;
             h1_unqueue(t);
             h1_attach(c, t);
@@ -378,6 +427,23 @@ void h1_kick(struct h1_pool *p)
 }
 
 /* ---- the pool --------------------------------------------------------------------------- */
+
+/* The check phase: the poll phase of this pass has dispatched its I/O callbacks, so the
+ * connections that went idle in the last pass are settled; the transfers waiting for them
+ * take them now. */
+static void on_pass(uv_check_t *check)
+{
+    struct h1_pool *p = check->data;
+
+    p->passes++;
+    if (!p->settling)
+        return;
+    p->settling = false;
+    uv_idle_stop(&p->settle);
+    p->in_check = true; /* no waiting for a later check: checked with a system call */
+    h1_kick(p);
+    p->in_check = false;
+}
 
 enum bsc_err h1_pool_new(uv_loop_t *loop, const struct up_limits *lim, struct h1_pool **out)
 {
@@ -390,8 +456,12 @@ enum bsc_err h1_pool_new(uv_loop_t *loop, const struct up_limits *lim, struct h1
         p->lim = *lim;
     uv_timer_init(loop, &p->sweep);
     uv_timer_init(loop, &p->later);
-    p->sweep.data = p->later.data = p;
-    p->open = 2; /* the timers; each connection and name lookup adds one while it lives */
+    uv_check_init(loop, &p->pass);
+    uv_idle_init(loop, &p->settle);
+    p->sweep.data = p->later.data = p->pass.data = p->settle.data = p;
+    uv_check_start(&p->pass, on_pass);
+    uv_unref((uv_handle_t *)&p->pass);
+    p->open = 4; /* the handles; each connection and name lookup adds one while it lives */
     *out = p;
     return BSC_OK;
 }
@@ -435,4 +505,6 @@ void h1_pool_free(struct h1_pool *p)
     }
     uv_close((uv_handle_t *)&p->sweep, pool_handle_closed);
     uv_close((uv_handle_t *)&p->later, pool_handle_closed);
+    uv_close((uv_handle_t *)&p->pass, pool_handle_closed);
+    uv_close((uv_handle_t *)&p->settle, pool_handle_closed);
 }

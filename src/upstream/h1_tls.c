@@ -267,6 +267,15 @@ void h1_tls_on_read(struct h1_conn *c, ssize_t nread, const uv_buf_t *buf)
     response_records(c, c->t);
 }
 
+/* No system call: after its read watcher had a whole poll (h1_idle_settled), every record
+ * that came was taken there (a ticket) or closed the connection (data, close_notify, an
+ * alert), so an idle session holds nothing decrypted; what it may still hold is the start of
+ * a record whose rest had not come, which h1_tls_stale reads on. */
+bool h1_tls_held(const struct h1_conn *c)
+{
+    return c->tls.peer_closed || SSL_has_pending(c->tls.ssl) == 1;
+}
+
 /* Runs from dispatch, maybe inside a reader's callback while the loop's read buffer is being
  * parsed: the bytes land on the stack. A record cut by its end stays inside OpenSSL and is
  * completed by the next read. */

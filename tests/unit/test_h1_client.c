@@ -3,8 +3,11 @@
  * up_* API against a libuv server on the same loop: no callback from inside up_start, the
  * whole-transfer timeout and the connect timeout (a listener whose accept queue is full),
  * refused connects, pause and resume (nothing delivered while paused; on_done never from
- * inside up_resume), cancel from inside on_head closing the connection, and freeing the
- * multi with transfers and idle connections left. */
+ * inside up_resume), cancel from inside on_head closing the connection, freeing the multi
+ * with transfers and idle connections left, and reuse without a system call: a connection
+ * the server closed after the last poll is taken as it is and the request replayed once; a
+ * transfer that finds only a connection idle since the last pass waits for the pass's check
+ * (without blocking in the poll) and takes it there. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -22,7 +25,7 @@
 
 #define BIG_BODY (256 * 1024)
 
-enum mode { SILENT, BIG };
+enum mode { SILENT, BIG, EACH }; /* EACH: a short answer to every read */
 
 static uv_loop_t loop;
 static struct up_multi *m;
@@ -30,6 +33,8 @@ static uv_tcp_t server;
 static int port;
 static enum mode mode;
 static int server_eofs; /* connections the client closed */
+static int accepts;
+static struct sconn *last_sconn; /* the connection accepted last */
 static char *big_response;
 static size_t big_len;
 
@@ -44,7 +49,7 @@ struct rec {
     int heads, done, status;
     enum up_result res;
     size_t body;
-    bool pause_first, paused_now, in_resume, cancel_in_head, sent;
+    bool pause_first, paused_now, in_resume, cancel_in_head, sent, replayed;
     int data_calls;
 };
 
@@ -64,13 +69,21 @@ static void s_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 
 static void s_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 {
+    static char each[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
     struct sconn *c = s->data;
     uv_buf_t out;
 
     (void)b;
     if (n < 0) {
         server_eofs++;
+        if (c == last_sconn)
+            last_sconn = NULL;
         uv_close((uv_handle_t *)&c->tcp, sconn_closed);
+        return;
+    }
+    if (n > 0 && mode == EACH) {
+        out = uv_buf_init(each, sizeof(each) - 1);
+        assert_int_equal(uv_try_write(s, &out, 1), (int)out.len);
         return;
     }
     if (n == 0 || mode == SILENT || c->answered)
@@ -88,6 +101,8 @@ static void on_conn(uv_stream_t *srv, int status)
     uv_tcp_init(&loop, &c->tcp);
     c->tcp.data = c;
     assert_int_equal(uv_accept(srv, (uv_stream_t *)&c->tcp), 0);
+    accepts++;
+    last_sconn = c;
     uv_read_start((uv_stream_t *)&c->tcp, s_alloc, s_read);
 }
 
@@ -105,7 +120,8 @@ static int setup(void **state)
     uv_listen((uv_stream_t *)&server, 16, on_conn);
     uv_tcp_getsockname(&server, (struct sockaddr *)&a, &len);
     port = ntohs(a.sin_port);
-    server_eofs = 0;
+    server_eofs = accepts = 0;
+    last_sconn = NULL;
     big_len = (size_t)snprintf(NULL, 0, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", BIG_BODY);
     big_response = malloc(big_len + BIG_BODY);
     snprintf(big_response, big_len + 1, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", BIG_BODY);
@@ -164,6 +180,7 @@ static void on_done(void *ud, struct up_transfer *t, enum up_result res, const c
     (void)detail;
     assert_false(r->in_resume);
     r->sent = up_request_sent(t);
+    r->replayed = t->h1.replayed;
     r->done++;
     r->res = res;
 }
@@ -300,6 +317,76 @@ static void test_free_with_work_left(void **state)
     /* teardown frees the multi with this transfer running and a connection idle */
 }
 
+/* Runs passes until the connection left idle has been through a whole poll. */
+static void settle(void)
+{
+    for (int i = 0; i < 3; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    assert_int_equal(m->h1->n_idle, 1);
+}
+
+/* The server closes the idle connection and, before the loop polls again, a transfer takes
+ * it: settled, it is not checked, so the request goes out on a closed connection, which
+ * fails before any answer byte and is replayed once on a new one. */
+static void test_closed_after_last_poll_replays(void **state)
+{
+    struct rec a = {0}, b = {0};
+
+    (void)state;
+    mode = EACH;
+    start(&a, port, 0, 0);
+    run_until_done(&a);
+    assert_int_equal(a.res, UP_OK);
+    settle();
+    assert_non_null(last_sconn);
+    uv_close((uv_handle_t *)&last_sconn->tcp, sconn_closed); /* the FIN goes out now */
+    last_sconn = NULL;
+    start(&b, port, 0, 0);
+    assert_true(b.t->h1.conn != NULL); /* the idle connection, taken at once */
+    run_until_done(&b);
+    assert_int_equal(b.res, UP_OK);
+    assert_int_equal(b.status, 200);
+    assert_true(b.replayed);
+    assert_int_equal(accepts, 2);
+}
+
+static void on_guard(uv_timer_t *t)
+{
+    (void)t;
+}
+
+/* A transfer started between passes finds the connection that went idle in the last one:
+ * it waits for this pass's check, the poll does not block meanwhile (a guard timer would
+ * end it after 2 s), and the check hands it the connection, not checked: one connection. */
+static void test_waits_for_check(void **state)
+{
+    struct rec a = {0}, b = {0};
+    static uv_timer_t guard; /* a failed assertion leaves it to the teardown */
+    uint64_t t0;
+
+    (void)state;
+    mode = EACH;
+    start(&a, port, 0, 0);
+    run_until_done(&a); /* ends with the pass it went idle in */
+    start(&b, port, 0, 0);
+    assert_null(b.t->h1.conn);
+    assert_true(b.t->h1.waiting);
+    uv_timer_init(&loop, &guard);
+    uv_timer_start(&guard, on_guard, 2000, 0);
+    uv_update_time(&loop);
+    t0 = uv_now(&loop);
+    uv_run(&loop, UV_RUN_ONCE);
+    uv_update_time(&loop);
+    assert_true(uv_now(&loop) - t0 < 1000);
+    assert_non_null(b.t->h1.conn);
+    assert_true(b.t->request_sent);
+    uv_close((uv_handle_t *)&guard, NULL);
+    run_until_done(&b);
+    assert_int_equal(b.res, UP_OK);
+    assert_false(b.replayed);
+    assert_int_equal(accepts, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -309,6 +396,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pause_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_in_head_closes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_free_with_work_left, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_closed_after_last_poll_replays, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_waits_for_check, setup, teardown),
     };
 
     return cmocka_run_group_tests_name("h1_client", tests, NULL, NULL);
