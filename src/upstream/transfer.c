@@ -71,23 +71,26 @@ void up_resume(struct up_transfer *t)
     t->ops->resume(t);
 }
 
+/* A line is <name> when its first colon ends <name>'s bytes (case aside): as <name> holds no
+ * ':' and no line break, that is the line's byte at <name>'s length being ':' and the bytes
+ * before it matching. So a line is looked at where that byte is, not searched for its colon:
+ * one memchr per line to the next, the name compared only on lines with a colon there. */
 struct bsc_str up_head_find(struct bsc_str head, struct bsc_str name)
 {
     const char *p = head.p, *end = p ? p + head.len : NULL;
 
     while (p && p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        const char *colon;
-        size_t line_len = eol ? (size_t)(eol - p) : (size_t)(end - p);
+        if ((size_t)(end - p) > name.len && p[name.len] == ':' &&
+            bsc_str_ieq(bsc_str_make(p, name.len), name)) {
+            const char *v = p + name.len + 1, *eol = memchr(v, '\n', (size_t)(end - v));
+            struct bsc_str val = bsc_str_make(v, (size_t)((eol ? eol : end) - v));
 
-        colon = memchr(p, ':', line_len);
-        if (colon && bsc_str_ieq(bsc_str_make(p, (size_t)(colon - p)), name)) {
-            struct bsc_str v = bsc_str_make(colon + 1, line_len - (size_t)(colon + 1 - p));
-            if (v.len && v.p[v.len - 1] == '\r')
-                v.len--;
-            return bsc_str_trim(v);
+            if (val.len && val.p[val.len - 1] == '\r')
+                val.len--;
+            return bsc_str_trim(val);
         }
-        p = eol ? eol + 1 : end;
+        p = memchr(p, '\n', (size_t)(end - p));
+        p = p ? p + 1 : NULL;
     }
     return BSC_STR_NULL;
 }

@@ -108,7 +108,8 @@ struct bsc_str up_header(const struct up_transfer *t, struct bsc_str name);
  * up_header() on <t> finds nothing afterwards. Never fails, allocates nothing. */
 void up_take_head(struct up_transfer *t, struct bsc_buf *dst);
 /* The value of the header <name> (first match, case-insensitive, trimmed) among the raw
- * header lines <head>, borrowed from <head>; empty when absent. Pure. */
+ * header lines <head>, borrowed from <head>; empty when absent. <name> is a header name:
+ * no ':', no line break, no NUL. Pure. */
 struct bsc_str up_head_find(struct bsc_str head, struct bsc_str name);
 int up_status(const struct up_transfer *t);
 /* Whether any request body byte was sent (used to judge replay safety). */
