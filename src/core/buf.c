@@ -9,6 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "core/compat.h"
 
 void bsc_buf_init(struct bsc_buf *b, size_t max)
@@ -132,10 +136,101 @@ static size_t put_json_escape(char *out, unsigned char c)
     return 6;
 }
 
+/* Eight bytes at a time (SWAR): the high bit of each byte of <x> that json_escaped[] holds,
+ * exact up to the lowest one (a borrow runs only upward from a byte that is flagged itself):
+ * (v - 0x01..) & ~v flags a zero byte of v, (x - 0x20..) & ~x a byte below 0x20. */
+static inline uint64_t escaped_bits8(uint64_t x)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+
+    return (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & high;
+}
+
+#ifdef __SSE2__
+/* Sixteen bytes at a time: a bit for each byte that json_escaped[] holds (below 0x20 as
+ * an unsigned byte: its minimum with 0x1f is itself). */
+static inline unsigned escaped_mask16(__m128i x)
+{
+    __m128i m = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+                             _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1f)), x));
+    return (unsigned)_mm_movemask_epi8(m);
+}
+#endif
+
+/* Writes the last 4 to 7 bytes <p>..<end> (none of them escaped) as two 4-byte copies that
+ * overlap, or returns NULL when one of them is escaped. */
+static inline char *put_clean_tail4(char *out, const unsigned char *p, const unsigned char *end)
+{
+    size_t n = (size_t)(end - p);
+    uint32_t lo, hi;
+
+    memcpy(&lo, p, 4);
+    memcpy(&hi, end - 4, 4);
+    if (escaped_bits8(lo | (uint64_t)hi << 32))
+        return NULL;
+    memcpy(out, &lo, 4);
+    memcpy(out + n - 4, &hi, 4);
+    return out + n;
+}
+
+/* Writes <p>..<end> escaped at <out> and returns the end of what it wrote. A block of 16
+ * (SSE2) or 8 (SWAR) bytes is stored whole before its first escaped byte is known, then
+ * <out> moves past the clean part only: the caller's room (at least the escaped length of
+ * what is left, plus the closing quote) always holds a whole block while one is left to
+ * read. A clean tail of 4 to 7 bytes is two overlapping copies, a shorter one byte-wise. */
+static char *put_json_escaped(char *out, const unsigned char *p, const unsigned char *end)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t w, bits;
+    char *done;
+
+#ifdef __SSE2__
+    while (end - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+        unsigned mask = escaped_mask16(x);
+
+        _mm_storeu_si128((__m128i *)(void *)out, x);
+        if (!mask) {
+            p += 16;
+            out += 16;
+            continue;
+        }
+        p += __builtin_ctz(mask);
+        out += __builtin_ctz(mask);
+        out += put_json_escape(out, *p++);
+    }
+#endif
+    while (end - p >= 8) {
+        memcpy(&w, p, 8);
+        memcpy(out, &w, 8);
+        if (!(bits = escaped_bits8(w))) {
+            p += 8;
+            out += 8;
+            continue;
+        }
+        p += __builtin_ctzll(bits) / 8;
+        out += __builtin_ctzll(bits) / 8;
+        out += put_json_escape(out, *p++);
+    }
+    if (end - p >= 4 && (done = put_clean_tail4(out, p, end)) != NULL)
+        return done;
+#endif
+    while (p < end) {
+        unsigned char c = *p++;
+
+        if (!json_escaped[c])
+            *out++ = (char)c;
+        else
+            out += put_json_escape(out, c);
+    }
+    return out;
+}
+
 /* Room for the escaped string is made first (the worst case when that fits, else the
- * exact size), so the copy loop writes unchecked, one pass, a byte at a time: the strings
- * written this way (log fields, names) are short, where a scan-then-memcpy pays its call
- * for a few bytes. */
+ * exact size), so the copy writes unchecked, in one pass. */
 enum bsc_err bsc_buf_append_json_str(struct bsc_buf *b, struct bsc_str s)
 {
     const unsigned char *p = (const unsigned char *)s.p, *end = s.len ? p + s.len : p;
@@ -153,14 +248,7 @@ enum bsc_err bsc_buf_append_json_str(struct bsc_buf *b, struct bsc_str s)
     }
     out = b->p + b->len;
     *out++ = '"';
-    while (p < end) {
-        unsigned char c = *p++;
-
-        if (!json_escaped[c])
-            *out++ = (char)c;
-        else
-            out += put_json_escape(out, c);
-    }
+    out = put_json_escaped(out, p, end);
     *out++ = '"';
     b->len = (size_t)(out - b->p);
     b->p[b->len] = '\0';

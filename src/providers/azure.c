@@ -161,6 +161,7 @@ static void az_classify(const struct prov_err_input *in, struct fail_info *out)
     struct prov_err_input az = *in;
 
     az.header = az_header;
+    az.headers = NULL; /* az_header is the one to ask, over <in> */
     az.header_ctx = in;
     prov_openai_classify_profile(&az, &az_profile, out);
     if (out->kind != FAIL_NONE && out->kind != FAIL_CONTENT_POLICY &&

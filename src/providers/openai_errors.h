@@ -27,6 +27,10 @@ struct prov_err_input {
      * adapter asks for the headers its provider sends (Retry-After, retry-after-ms, Azure's
      * x-ms-retry-after-ms), so the caller needs to know none of them. NULL: no headers. */
     struct bsc_str (*header)(const void *ctx, const char *name);
+    /* Optional: header() for each of <names>[0..<n>) into <values>, in one pass over the
+     * head. NULL: header() is asked once per name. A wrapper that puts its own header() and
+     * header_ctx in a copy of the input sets this NULL (it reads the same header_ctx). */
+    void (*headers)(const void *ctx, const char *const *names, size_t n, struct bsc_str *values);
     const void *header_ctx;
     uint64_t now_wall_ms;    /* wall clock, for an HTTP-date Retry-After */
     struct bsc_str base_url; /* the provider's base_url: picks the dialect profile */
@@ -38,6 +42,18 @@ struct prov_err_input {
 static inline struct bsc_str prov_err_header(const struct prov_err_input *in, const char *name)
 {
     return in && in->header ? in->header(in->header_ctx, name) : BSC_STR_NULL;
+}
+
+/* prov_err_header for each of <names>[0..<n>) into <values>: in one pass when <in> can. */
+static inline void prov_err_headers(const struct prov_err_input *in, const char *const *names,
+                                    size_t n, struct bsc_str *values)
+{
+    if (in && in->header && in->headers) {
+        in->headers(in->header_ctx, names, n, values);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        values[i] = prov_err_header(in, names[i]);
 }
 
 /* The wait the standard headers of <in> ask for: retry-after-ms, else Retry-After, read by

@@ -158,15 +158,14 @@ int64_t rl_parse_rfc3339_ms(struct bsc_str s)
     return at >= 0 ? at : -1; /* before 1970 by its offset: no reset we could wait for */
 }
 
-/* The header <name> of <in> as a count; -1 when absent or not a number. */
-static int64_t header_count(const struct prov_err_input *in, const char *name)
+/* A header's value <v> as a count; -1 when absent or not a number. */
+static int64_t header_count(struct bsc_str v)
 {
-    unsigned long long v;
+    unsigned long long n;
 
-    if (!bsc_str_to_u64(bsc_str_trim(in->header(in->header_ctx, name)), &v) ||
-        v > (unsigned long long)INT64_MAX)
+    if (!bsc_str_to_u64(bsc_str_trim(v), &n) || n > (unsigned long long)INT64_MAX)
         return -1;
-    return (int64_t)v;
+    return (int64_t)n;
 }
 
 static void rl_clear(struct rl_headers *out)
@@ -177,21 +176,26 @@ static void rl_clear(struct rl_headers *out)
 
 void rl_read_openai(const struct prov_err_input *in, struct rl_headers *out)
 {
+    static const char *const names[] = {
+        "x-ratelimit-remaining-requests", "x-ratelimit-remaining-tokens",
+        "x-ratelimit-reset-requests", "x-ratelimit-reset-tokens",
+    };
+    struct bsc_str v[BSC_ARRAY_LEN(names)];
+
     rl_clear(out);
     if (!in->header)
         return;
-    out->remaining_requests = header_count(in, "x-ratelimit-remaining-requests");
-    out->remaining_tokens = header_count(in, "x-ratelimit-remaining-tokens");
-    out->reset_requests_ms = rl_parse_duration_ms(
-        in->header(in->header_ctx, "x-ratelimit-reset-requests"));
-    out->reset_tokens_ms = rl_parse_duration_ms(
-        in->header(in->header_ctx, "x-ratelimit-reset-tokens"));
+    prov_err_headers(in, names, BSC_ARRAY_LEN(names), v);
+    out->remaining_requests = header_count(v[0]);
+    out->remaining_tokens = header_count(v[1]);
+    out->reset_requests_ms = rl_parse_duration_ms(v[2]);
+    out->reset_tokens_ms = rl_parse_duration_ms(v[3]);
 }
 
-/* The wait until the RFC 3339 time in header <name> of <in>: 0 when past, -1 when none. */
-static int64_t header_reset(const struct prov_err_input *in, const char *name)
+/* The wait until the RFC 3339 time <v>: 0 when past, -1 when none. */
+static int64_t header_reset(const struct prov_err_input *in, struct bsc_str v)
 {
-    int64_t at = rl_parse_rfc3339_ms(in->header(in->header_ctx, name));
+    int64_t at = rl_parse_rfc3339_ms(v);
 
     if (at < 0)
         return -1;
@@ -200,13 +204,20 @@ static int64_t header_reset(const struct prov_err_input *in, const char *name)
 
 void rl_read_anthropic(const struct prov_err_input *in, struct rl_headers *out)
 {
+    static const char *const names[] = {
+        "anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-tokens-remaining",
+        "anthropic-ratelimit-requests-reset", "anthropic-ratelimit-tokens-reset",
+    };
+    struct bsc_str v[BSC_ARRAY_LEN(names)];
+
     rl_clear(out);
     if (!in->header)
         return;
-    out->remaining_requests = header_count(in, "anthropic-ratelimit-requests-remaining");
-    out->remaining_tokens = header_count(in, "anthropic-ratelimit-tokens-remaining");
-    out->reset_requests_ms = header_reset(in, "anthropic-ratelimit-requests-reset");
-    out->reset_tokens_ms = header_reset(in, "anthropic-ratelimit-tokens-reset");
+    prov_err_headers(in, names, BSC_ARRAY_LEN(names), v);
+    out->remaining_requests = header_count(v[0]);
+    out->remaining_tokens = header_count(v[1]);
+    out->reset_requests_ms = header_reset(in, v[2]);
+    out->reset_tokens_ms = header_reset(in, v[3]);
 }
 
 /* The rest one window asks for: its reset when nothing is left, else 0. */

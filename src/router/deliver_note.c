@@ -2,14 +2,15 @@
 /* deliver_note.c -- the client side's records of an answer's end (deliver_note.h). */
 #include "router/deliver_note.h"
 
-#include <stdio.h>
-
 #include "core/clock.h"
 #include "core/str.h"
 #include "policy/attempt.h"
 #include "router/overhead.h"
 #include "router/internal.h"
 #include "router/req_wake.h"
+
+_Static_assert(sizeof(((struct downstream *)0)->overhead_ms) >= REQ_OVERHEAD_MS_TEXT_MAX,
+               "x-bascule-overhead-ms's text fits");
 
 void deliver_set_termination(struct request *r, const char *code)
 {
@@ -63,8 +64,7 @@ size_t deliver_route_headers(struct request *r, struct srv_header *h,
     r->d.overhead_us = req_overhead_us(r->ident.start_us, &r->att, r->lim.queued_ms,
                                      bsc_now_us());
     r->d.overhead_known = true;
-    snprintf(r->d.overhead_ms, sizeof(r->d.overhead_ms), "%.3f",
-             (double)r->d.overhead_us / 1e3);
+    req_overhead_ms_text(r->d.overhead_ms, r->d.overhead_us);
     h[n++] = (struct srv_header){BSC_STR("x-bascule-overhead-ms"),
                                  bsc_str_cstr(r->d.overhead_ms)};
     return n + reqcache_header(&r->c, h + n);

@@ -73,7 +73,8 @@ struct downstream {
     uint64_t ttfb_us;
     uint64_t overhead_us;       /* the gateway's own time when the head went out ... */
     bool overhead_known;        /* ... once it did (else measured at the end) */
-    char overhead_ms[24];       /* ... as x-bascule-overhead-ms says it */
+    char overhead_ms[24];       /* ... as x-bascule-overhead-ms says it
+                                   (REQ_OVERHEAD_MS_TEXT_MAX) */
     struct bsc_buf out;         /* owned: client bytes to write downstream */
     struct bsc_buf answer;      /* owned: a complete answer mapped to the client's dialect,
                                    held while its idempotency record is stored */

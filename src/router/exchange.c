@@ -491,11 +491,27 @@ static struct bsc_str head_header(const void *ctx, const char *name)
     return up_head_find(bsc_buf_str(ctx), bsc_str_cstr(name));
 }
 
+/* The same, several names in one pass (prov_err_input.headers). */
+static void head_headers(const void *ctx, const char *const *names, size_t n,
+                         struct bsc_str *values)
+{
+    struct bsc_str want[8];
+
+    for (size_t at = 0; at < n; at += BSC_ARRAY_LEN(want)) {
+        size_t k = n - at < BSC_ARRAY_LEN(want) ? n - at : BSC_ARRAY_LEN(want);
+
+        for (size_t i = 0; i < k; i++)
+            want[i] = bsc_str_cstr(names[at + i]);
+        up_head_find_each(bsc_buf_str(ctx), want, k, values + at);
+    }
+}
+
 void xchg_rate_limits(struct request *r, struct rl_headers *out)
 {
     struct prov_err_input in = {
         .status = r->x.up_status,
         .header = r->x.up_head.len ? head_header : NULL,
+        .headers = head_headers,
         .header_ctx = &r->x.up_head,
         .now_wall_ms = bsc_wall_ms(),
     };
@@ -557,6 +573,7 @@ static void classify_answer(struct request *r)
         .body = bsc_buf_str(&r->x.resp),
         .content_type = bsc_str_cstr(r->x.up_ctype),
         .header = head_header,
+        .headers = head_headers,
         .header_ctx = &r->x.up_head,
         .now_wall_ms = bsc_wall_ms(),
         .base_url = bsc_str_cstr(r->cur.target->provider->base_url),

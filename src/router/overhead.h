@@ -12,4 +12,9 @@ struct req_attempts;
 uint64_t req_overhead_us(uint64_t start_us, const struct req_attempts *att, uint64_t queued_ms,
                          uint64_t now_us);
 
+/* x-bascule-overhead-ms's text: <us> in milliseconds with three decimals, the text
+ * snprintf("%.3f", us / 1e3) gives, written without printf on the usual values. */
+#define REQ_OVERHEAD_MS_TEXT_MAX 24
+void req_overhead_ms_text(char out[REQ_OVERHEAD_MS_TEXT_MAX], uint64_t us);
+
 #endif

@@ -264,4 +264,10 @@ void srv__group_leave(struct srv *srv);
 /* resp.c */
 size_t srv__pending(const struct srv_conn *c);
 
+#ifdef BSC_UNIT_TEST
+/* File-local in release builds (BSC_TESTABLE): why the handler's response header <h> is
+ * dropped (a bad name, CR/LF/NUL in the value, a header the server sets), NULL to keep it. */
+const char *srv__header_bad(const struct srv_header *h);
+#endif
+
 #endif

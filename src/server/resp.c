@@ -26,15 +26,39 @@ size_t srv__pending(const struct srv_conn *c)
 
 /* ---- small writers: each is a no-op once *<err> is set ---------------------------------- */
 
-static void put(struct bsc_buf *b, enum bsc_err *err, const char *p, size_t n)
+/* Inline, so a literal's copy is a move of known size rather than a memcpy call. */
+static inline void put(struct bsc_buf *b, enum bsc_err *err, const char *p, size_t n)
 {
     if (!*err)
         *err = bsc_buf_append(b, p, n);
 }
 
-static void put_s(struct bsc_buf *b, enum bsc_err *err, struct bsc_str s)
+static inline void put_s(struct bsc_buf *b, enum bsc_err *err, struct bsc_str s)
 {
     put(b, err, s.p, s.len);
+}
+
+/* "<name>: <value>\r\n", made room for once. */
+static void put_header_line(struct bsc_buf *b, enum bsc_err *err, struct bsc_str name,
+                            struct bsc_str value)
+{
+    size_t n = name.len + value.len + 4;
+    char *o;
+
+    if (*err || (*err = bsc_buf_reserve(b, n)) != BSC_OK)
+        return;
+    o = b->p + b->len;
+    memcpy(o, name.p, name.len);
+    o += name.len;
+    *o++ = ':';
+    *o++ = ' ';
+    if (value.len)
+        memcpy(o, value.p, value.len);
+    o += value.len;
+    *o++ = '\r';
+    *o = '\n';
+    b->len += n;
+    b->p[b->len] = '\0';
 }
 
 #define PUT_LIT(b, err, lit) put((b), (err), (lit), sizeof(lit) - 1)
@@ -72,28 +96,70 @@ static struct bsc_str date_line(struct srv *srv)
     return bsc_str_make(srv->date, srv->date_len);
 }
 
+/* Eight bytes at a time (SWAR), true when one of them is flagged: (v - 0x01..) & ~v holds a
+ * zero byte of v, (x - k..) & ~x a byte below k, (x + 0x01..) | x a byte at or above 0x7f
+ * (a carry or borrow leaves only a byte that is flagged itself, so "any" is exact). */
+#define SWAR_ONES 0x0101010101010101ull
+#define SWAR_HIGH 0x8080808080808080ull
+
+static inline uint64_t zero_bytes(uint64_t v)
+{
+    return (v - SWAR_ONES) & ~v;
+}
+
+/* Not a token byte for a name here: a control, space, DEL, not ASCII, or ':'. */
+static inline uint64_t bad_name_bytes(uint64_t x)
+{
+    return (((x - SWAR_ONES * 0x21) & ~x) | (x + SWAR_ONES) | x | zero_bytes(x ^ (SWAR_ONES * ':'))) &
+           SWAR_HIGH;
+}
+
+/* CR, LF or NUL, which would end or cut the header line. */
+static inline uint64_t bad_value_bytes(uint64_t x)
+{
+    return (zero_bytes(x) | zero_bytes(x ^ (SWAR_ONES * '\r')) | zero_bytes(x ^ (SWAR_ONES * '\n'))) &
+           SWAR_HIGH;
+}
+
+/* Whether <flagged> finds a byte of <p>[0..<n>), eight at a time: the last word overlaps the
+ * one before it (a yes or no needs no position); under eight bytes, one word of them
+ * shifted in over bytes <pad>, which <flagged> passes. */
+static inline bool any_byte(const char *p, size_t n, uint64_t (*flagged)(uint64_t), char pad)
+{
+    uint64_t w;
+
+    if (n < 8) {
+        w = SWAR_ONES * (unsigned char)pad;
+        for (size_t i = 0; i < n; i++)
+            w = w << 8 | (unsigned char)p[i];
+        return flagged(w) != 0;
+    }
+    for (size_t i = 0; i + 8 < n; i += 8) {
+        memcpy(&w, p + i, 8);
+        if (flagged(w))
+            return true;
+    }
+    memcpy(&w, p + n - 8, 8);
+    return flagged(w) != 0;
+}
+
 /* A header from the handler that would break the framing or the message is dropped.
  * Returns NULL when <h> is fine, else why it is not. */
-static const char *header_bad(const struct srv_header *h)
+BSC_TESTABLE const char *srv__header_bad(const struct srv_header *h)
 {
-    static const char *const ours[] = {"content-length", "transfer-encoding", "connection"};
+#define OURS(lit) {lit, sizeof(lit) - 1}
+    static const struct bsc_str ours[] = {OURS("content-length"), OURS("transfer-encoding"),
+                                          OURS("connection")};
+#undef OURS
 
     if (!h->name.len)
         return "empty name";
-    for (size_t i = 0; i < h->name.len; i++) {
-        unsigned char ch = (unsigned char)h->name.p[i];
-
-        if (ch <= 0x20 || ch >= 0x7f || ch == ':')
-            return "invalid name";
-    }
-    for (size_t i = 0; i < h->value.len; i++) {
-        char ch = h->value.p[i];
-
-        if (ch == '\r' || ch == '\n' || ch == '\0')
-            return "CR, LF or NUL in the value";
-    }
+    if (any_byte(h->name.p, h->name.len, bad_name_bytes, 'a'))
+        return "invalid name";
+    if (any_byte(h->value.p, h->value.len, bad_value_bytes, ' '))
+        return "CR, LF or NUL in the value";
     for (size_t i = 0; i < BSC_ARRAY_LEN(ours); i++)
-        if (bsc_str_ieq(h->name, bsc_str_cstr(ours[i])))
+        if (bsc_str_ieq(h->name, ours[i]))
             return "set by the server";
     return NULL;
 }
@@ -142,17 +208,14 @@ static bool put_handler_headers(struct srv_req *req, enum bsc_err *err,
     bool has_id = false;
 
     for (size_t i = 0; i < n; i++) {
-        const char *bad = header_bad(&h[i]);
+        const char *bad = srv__header_bad(&h[i]);
 
         if (bad) { /* the name is not logged: it may hold CR/LF */
             LOG_WARN("srv: %s: dropped response header %zu: %s", req->id, i, bad);
             continue;
         }
         has_id = has_id || bsc_str_ieq(h[i].name, BSC_STR("x-request-id"));
-        put_s(b, err, h[i].name);
-        PUT_LIT(b, err, ": ");
-        put_s(b, err, h[i].value);
-        PUT_LIT(b, err, "\r\n");
+        put_header_line(b, err, h[i].name, h[i].value);
     }
     return has_id;
 }

@@ -71,27 +71,6 @@ void up_resume(struct up_transfer *t)
     t->ops->resume(t);
 }
 
-struct bsc_str up_head_find(struct bsc_str head, struct bsc_str name)
-{
-    const char *p = head.p, *end = p ? p + head.len : NULL;
-
-    while (p && p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        const char *colon;
-        size_t line_len = eol ? (size_t)(eol - p) : (size_t)(end - p);
-
-        colon = memchr(p, ':', line_len);
-        if (colon && bsc_str_ieq(bsc_str_make(p, (size_t)(colon - p)), name)) {
-            struct bsc_str v = bsc_str_make(colon + 1, line_len - (size_t)(colon + 1 - p));
-            if (v.len && v.p[v.len - 1] == '\r')
-                v.len--;
-            return bsc_str_trim(v);
-        }
-        p = eol ? eol + 1 : end;
-    }
-    return BSC_STR_NULL;
-}
-
 struct bsc_str up_header(const struct up_transfer *t, struct bsc_str name)
 {
     return up_head_find(bsc_buf_str(&t->head), name);

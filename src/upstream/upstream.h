@@ -108,8 +108,12 @@ struct bsc_str up_header(const struct up_transfer *t, struct bsc_str name);
  * up_header() on <t> finds nothing afterwards. Never fails, allocates nothing. */
 void up_take_head(struct up_transfer *t, struct bsc_buf *dst);
 /* The value of the header <name> (first match, case-insensitive, trimmed) among the raw
- * header lines <head>, borrowed from <head>; empty when absent. Pure. */
+ * header lines <head>, borrowed from <head>; empty when absent. <name> is a header name:
+ * no ':', no line break, no NUL. Pure. */
 struct bsc_str up_head_find(struct bsc_str head, struct bsc_str name);
+/* up_head_find for each of <names>[0..<n>) into <values>, in one pass over <head>. */
+void up_head_find_each(struct bsc_str head, const struct bsc_str *names, size_t n,
+                       struct bsc_str *values);
 int up_status(const struct up_transfer *t);
 /* Whether any request body byte was sent (used to judge replay safety). */
 bool up_request_sent(const struct up_transfer *t);

@@ -68,4 +68,18 @@ static inline struct bsc_str test_head_header(const void *ctx, const char *name)
     return up_head_find(bsc_str_cstr(ctx), bsc_str_cstr(name));
 }
 
+/* The same for several names in one pass (prov_err_input.headers), as the router does; at
+ * most 8 names. */
+static inline void test_head_headers(const void *ctx, const char *const *names, size_t n,
+                                     struct bsc_str *values)
+{
+    struct bsc_str want[8];
+
+    if (n > 8)
+        n = 8;
+    for (size_t i = 0; i < n; i++)
+        want[i] = bsc_str_cstr(names[i]);
+    up_head_find_each(bsc_str_cstr(ctx), want, n, values);
+}
+
 #endif

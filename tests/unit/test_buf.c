@@ -2,7 +2,9 @@
 /* test_buf.c -- the bounded buffer (core/buf.c): appends on the inline fast path and
  * through growth, the hard maximum (an append that does not fit changes nothing), the
  * integer and milli formatters, and the JSON string escaper against a byte-by-byte
- * reference for every byte value, also when only the exact escaped size fits. */
+ * reference for every byte value, also when only the exact escaped size fits; the escaper
+ * reads 16 or 8 bytes at a time, so every length to 40 and every position of an escaped
+ * byte in it are compared too, with plain and non-ASCII bytes around it, and random text. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -207,6 +209,85 @@ static void test_json_str_null_span(void **state)
     bsc_buf_cleanup(&b);
 }
 
+/* <in> escaped into a buffer with room for the worst case, and into one whose maximum is
+ * the exact escaped size (the block copies must stay inside it: ASan watches the end), both
+ * after a prefix; each must be what the reference writes. */
+static void expect_escaped_as_reference(const unsigned char *in, size_t n)
+{
+    char want[6 * 64 + 3];
+    size_t wlen = ref_escape(in, n, want);
+    struct bsc_buf b;
+
+    assert_true(n <= 64);
+    for (int exact = 0; exact < 2; exact++) {
+        bsc_buf_init(&b, exact ? 2 + wlen : 1 << 12);
+        assert_int_equal(BSC_BUF_APPEND_LIT(&b, "x:"), BSC_OK);
+        assert_int_equal(bsc_buf_append_json_str(&b, bsc_str_make((const char *)in, n)), BSC_OK);
+        if (b.len != 2 + wlen || memcmp(b.p + 2, want, wlen) != 0 || b.p[b.len] != '\0')
+            fail_msg("length %zu, exact room %d: got %s, want %s", n, exact, b.p + 2, want);
+        bsc_buf_cleanup(&b);
+    }
+}
+
+/* Every length 0..40 (each 16- and 8-byte block and tail case), every position of one byte
+ * from each side of every escaping boundary, among plain ASCII and among non-ASCII bytes
+ * (a borrow across bytes must not flag a clean byte); and the same lengths clean. */
+static void test_json_str_every_length_and_position(void **state)
+{
+    static const unsigned char probes[] = {0x00, 0x01, 0x09, 0x0a, 0x0d, 0x1f, 0x20, 0x21,
+                                           '"',  0x23, 0x5b, '\\', 0x5d, 0x7f, 0x80, 0x9f,
+                                           0xa0, 0xa2, 0xc3, 0xdc, 0xe0, 0xff};
+    static const unsigned char grounds[] = {'a', 0xff, 0xa0, 0x80, 0x21, 0x7f};
+    unsigned char in[64];
+
+    (void)state;
+    for (size_t g = 0; g < sizeof(grounds); g++)
+        for (size_t n = 0; n <= 40; n++) {
+            memset(in, grounds[g], n);
+            expect_escaped_as_reference(in, n);
+            for (size_t i = 0; i < n; i++)
+                for (size_t k = 0; k < sizeof(probes); k++) {
+                    memset(in, grounds[g], n);
+                    in[i] = probes[k];
+                    expect_escaped_as_reference(in, n);
+                }
+        }
+}
+
+/* Random text of random length to 64: mostly plain, with escaped and non-ASCII bytes. */
+static void test_json_str_random(void **state)
+{
+    static const unsigned char pool[] = "abcXYZ09 -_./:{}\"\\\n\r\t\x01\x1f\x7f\x80\xc3\xa9\xe6\x97\xa5\xff";
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    unsigned char in[64];
+
+    (void)state;
+    for (int round = 0; round < 200000; round++) {
+        size_t n;
+
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        n = (size_t)(x % 65);
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            in[i] = (x >> 32) % 8 == 0 ? (unsigned char)(x >> 40) : pool[(x >> 40) % (sizeof(pool) - 1)];
+        }
+        expect_escaped_as_reference(in, n);
+    }
+}
+
+/* UTF-8 text goes through as it is: only controls, the quote and the backslash change. */
+static void test_json_str_utf8_kept(void **state)
+{
+    static const char text[] = "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80 \"q\" ok";
+    struct bsc_buf b;
+
+    (void)state;
+    bsc_buf_init(&b, 256);
+    assert_int_equal(bsc_buf_append_json_str(&b, bsc_str_make(text, sizeof(text) - 1)), BSC_OK);
+    assert_string_equal(b.p, "\"caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80 \\\"q\\\" ok\"");
+    bsc_buf_cleanup(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -218,6 +299,9 @@ int main(void)
         cmocka_unit_test(test_fixed),
         cmocka_unit_test(test_json_str_every_byte),
         cmocka_unit_test(test_json_str_exact_fit),
+        cmocka_unit_test(test_json_str_every_length_and_position),
+        cmocka_unit_test(test_json_str_random),
+        cmocka_unit_test(test_json_str_utf8_kept),
     };
 
     return cmocka_run_group_tests_name("buf", tests, NULL, NULL);

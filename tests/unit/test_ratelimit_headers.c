@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_ratelimit_headers.c -- the rate-limit header parsers: Go-style durations, RFC 3339
- * times, both header families through the adapters' accessor, and when a key must rest. */
+ * times, both header families through the adapters' accessor, and when a key must rest; the
+ * four headers read in one pass over a raw head are what one lookup each reads. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "header_lines.h"
 #include "providers/provider.h"
 #include "providers/ratelimit_headers.h"
 
@@ -125,6 +127,58 @@ static void test_anthropic_headers(void **state)
     assert_int_equal(rl.remaining_tokens, -1);
 }
 
+static void expect_rl(const struct rl_headers *got, const struct rl_headers *want)
+{
+    assert_int_equal(got->remaining_requests, want->remaining_requests);
+    assert_int_equal(got->remaining_tokens, want->remaining_tokens);
+    assert_int_equal(got->reset_requests_ms, want->reset_requests_ms);
+    assert_int_equal(got->reset_tokens_ms, want->reset_tokens_ms);
+}
+
+/* Raw heads as an upstream sends them (the first of a duplicate counts, names in any case,
+ * a space before the colon or at the line's start is another name): both families read in
+ * one pass (prov_err_input.headers) equal one lookup per name. */
+static void test_one_pass_reads_as_each_name(void **state)
+{
+    static const char *const heads[] = {
+        "HTTP/1.1 429 Too Many Requests\r\nX-RateLimit-Remaining-Requests: 0\r\n"
+        "x-ratelimit-remaining-requests: 7\r\nx-ratelimit-reset-requests: 3s\r\n"
+        "x-ratelimit-remaining-tokens : 5\r\n x-ratelimit-reset-tokens: 9s\r\n"
+        "x-ratelimit-reset-tokens:\t6m0s \r\nx-ratelimit-remaining-tokens: 149\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nanthropic-ratelimit-requests-remaining: 12\r\n"
+        "Anthropic-Ratelimit-Requests-Reset: 2026-12-02T00:40:03Z\r\n"
+        "anthropic-ratelimit-tokens-remaining:0\r\nanthropic-ratelimit-tokens-remaining: 9\r\n"
+        "anthropic-ratelimit-tokens-reset: 2026-12-02T00:40:05.5Z\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nx-ratelimit-remaining-requests\r\n: 4\r\n",
+        "",
+    };
+    static const enum cfg_provider_kind kinds[] = {CFG_PROV_OPENAI, CFG_PROV_ANTHROPIC,
+                                                   CFG_PROV_AZURE};
+    struct rl_headers each, once;
+
+    (void)state;
+    for (size_t h = 0; h < BSC_ARRAY_LEN(heads); h++)
+        for (size_t k = 0; k < BSC_ARRAY_LEN(kinds); k++) {
+            struct prov_err_input in = {.status = 200,
+                                        .header = test_head_header,
+                                        .header_ctx = heads[h],
+                                        .now_wall_ms = 1796172003000ULL - 500};
+
+            prov_ratelimit(prov_ops_for(kinds[k]), &in, &each);
+            in.headers = test_head_headers;
+            prov_ratelimit(prov_ops_for(kinds[k]), &in, &once);
+            expect_rl(&once, &each);
+        }
+    {
+        struct prov_err_input in = {.status = 429, .header = test_head_header,
+                                    .headers = test_head_headers, .header_ctx = heads[0]};
+        struct rl_headers want = {0, 149, 3000, 360000};
+
+        prov_ratelimit(prov_ops_for(CFG_PROV_OPENAI), &in, &once);
+        expect_rl(&once, &want);
+    }
+}
+
 static void test_exhausted(void **state)
 {
     struct rl_headers rl = {-1, -1, -1, -1};
@@ -154,6 +208,7 @@ int main(void)
         cmocka_unit_test(test_durations),      cmocka_unit_test(test_rfc3339),
         cmocka_unit_test(test_openai_headers), cmocka_unit_test(test_anthropic_headers),
         cmocka_unit_test(test_exhausted),
+        cmocka_unit_test(test_one_pass_reads_as_each_name),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
