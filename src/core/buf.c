@@ -276,15 +276,19 @@ enum bsc_err bsc_buf_append_i64(struct bsc_buf *b, long long v)
 enum bsc_err bsc_buf_append_fixed(struct bsc_buf *b, unsigned long long units, unsigned decimals)
 {
     char frac[1 + BSC_BUF_FIXED_MAX_DECIMALS];
-    unsigned long long scale = 1;
+    unsigned long long whole = units;
     enum bsc_err err;
 
     if (decimals > BSC_BUF_FIXED_MAX_DECIMALS)
         return BSC_EINVAL;
     frac[0] = '.';
-    for (unsigned i = decimals; i >= 1; i--, scale *= 10)
-        frac[i] = (char)('0' + units / scale % 10);
-    if ((err = bsc_buf_append_u64(b, units / scale)) != BSC_OK || !decimals)
+    /* The decimals from the right, each a division by the constant 10 (a multiply and a
+     * shift, not a DIV: see bsc_num_text); what is left is the whole part. */
+    for (unsigned i = decimals; i >= 1; i--) {
+        frac[i] = (char)('0' + whole % 10);
+        whole /= 10;
+    }
+    if ((err = bsc_buf_append_u64(b, whole)) != BSC_OK || !decimals)
         return err;
     return bsc_buf_append(b, frac, 1 + decimals);
 }

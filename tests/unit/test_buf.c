@@ -102,8 +102,10 @@ static void test_numbers(void **state)
 /* bsc_num_text gives printf's digits in bases 10, 16 and 8, up to UINT64_MAX. */
 static void test_num_text(void **state)
 {
-    static const unsigned long long vals[] = {0, 1, 9, 10, 15, 16, 255, 999, 1000, 4096,
-                                              123456789, UINT32_MAX, UINT64_MAX - 1, UINT64_MAX};
+    static const unsigned long long vals[] = {0, 1, 9, 10, 15, 16, 99, 100, 255, 999, 1000,
+                                              4096, 123456789, 9999999999999999999ull,
+                                              10000000000000000000ull, UINT32_MAX, UINT64_MAX - 1,
+                                              UINT64_MAX};
     static const struct { unsigned base; const char *fmt; } bases[] = {
         {10, "%llu"}, {16, "%llx"}, {8, "%llo"}};
     char tmp[BSC_NUM_TEXT_MAX], want[32];
@@ -134,6 +136,26 @@ static void test_fixed(void **state)
         assert_int_equal(bsc_buf_append_fixed(&b, units[i], 8), BSC_OK);
         snprintf(want, sizeof(want), "%.8f", (double)units[i] / 1e8);
         assert_string_equal(b.p, want);
+    }
+    /* Every number of decimals against the whole and remainder printed as integers, over
+     * values from 0 to UINT64_MAX (each decimal place and the whole part reach 0 and 9). */
+    for (unsigned d = 0; d <= BSC_BUF_FIXED_MAX_DECIMALS; d++) {
+        unsigned long long scale = 1, v = 0;
+
+        for (unsigned k = 0; k < d; k++)
+            scale *= 10;
+        for (unsigned k = 0; k < 2000; k++) {
+            v = k < 1000 ? k * 999999937ull : v * 6364136223846793005ull + 1442695040888963407ull;
+            if (k == 1999)
+                v = UINT64_MAX;
+            bsc_buf_reset(&b);
+            assert_int_equal(bsc_buf_append_fixed(&b, v, d), BSC_OK);
+            if (d)
+                snprintf(want, sizeof(want), "%llu.%0*llu", v / scale, (int)d, v % scale);
+            else
+                snprintf(want, sizeof(want), "%llu", v);
+            assert_string_equal(b.p, want);
+        }
     }
     bsc_buf_reset(&b);
     assert_int_equal(bsc_buf_append_fixed(&b, 42, 0), BSC_OK);
