@@ -161,6 +161,69 @@ static void test_reused_id(void **state)
     verdicts_free(vs);
 }
 
+/* A model of the table: the last <cap> requests in finish order, each claimable once. */
+struct model_rec {
+    char id[8], scope[4], target[16];
+    bool claimed;
+};
+
+/* Against the model, with a table small enough that every index run wraps, collides and is
+ * shortened by evictions: each claim finds exactly the newest live request of its id and
+ * scope (its target names it), refuses a second claim, and finds nothing once evicted. */
+static void test_index_matches_model(void **state)
+{
+    enum { CAP = 8, OPS = 40000 };
+    struct model_rec ring[CAP];
+    size_t head = 0, count = 0;
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    struct verdicts *vs = verdicts_new(CAP, 1u << 30);
+
+    (void)state;
+    memset(ring, 0, sizeof(ring));
+    for (unsigned op = 0; op < OPS; op++) {
+        char id[8], scope[4];
+        unsigned r;
+
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        r = (unsigned)(x >> 32);
+        snprintf(id, sizeof(id), "r%u", r % 11);
+        snprintf(scope, sizeof(scope), "s%u", (r >> 8) % 2);
+        if ((r >> 16) % 3) {
+            struct model_rec *m = &ring[head];
+            struct vd_request q = rq(id, scope, 100);
+
+            snprintf(m->id, sizeof(m->id), "%s", id);
+            snprintf(m->scope, sizeof(m->scope), "%s", scope);
+            snprintf(m->target, sizeof(m->target), "t%u", op);
+            m->claimed = false;
+            q.target = m->target;
+            assert_int_equal(verdicts_finished(vs, &q), BSC_OK);
+            head = (head + 1) % CAP;
+            count += count < CAP;
+        } else {
+            struct model_rec *want = NULL;
+            struct vd_claim c;
+            enum bsc_err err = verdicts_claim(vs, id, scope, 100, &c);
+
+            for (size_t back = 1; back <= count && !want; back++) {
+                struct model_rec *m = &ring[(head + CAP - back) % CAP];
+                if (strcmp(m->id, id) == 0 && strcmp(m->scope, scope) == 0)
+                    want = m;
+            }
+            if (!want) {
+                assert_int_equal(err, BSC_ENOTFOUND);
+            } else if (want->claimed) {
+                assert_int_equal(err, BSC_EEXIST);
+            } else {
+                assert_int_equal(err, BSC_OK);
+                assert_string_equal(c.target, want->target);
+                want->claimed = true;
+            }
+        }
+    }
+    verdicts_free(vs);
+}
+
 static void test_bad_input(void **state)
 {
     struct verdicts *vs = verdicts_new(4, 1000);
@@ -443,7 +506,7 @@ int main(void)
         cmocka_unit_test(test_tally_cap),    cmocka_unit_test(test_own_and_shared),
         cmocka_unit_test(test_scope_slots),  cmocka_unit_test(test_reused_id_other_scope),
         cmocka_unit_test(test_target_bound), cmocka_unit_test(test_concurrent),
-        cmocka_unit_test(test_long_records),
+        cmocka_unit_test(test_long_records), cmocka_unit_test(test_index_matches_model),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
