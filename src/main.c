@@ -272,10 +272,17 @@ static void on_log_flush(uv_timer_t *h)
     bsc_log_batch_flush();
 }
 
+/* A worker's millisecond clocks are its loop's (bsc_clock_follow). */
+static uint64_t loop_now(void *loop)
+{
+    return uv_now(loop);
+}
+
 static void worker_main(void *arg)
 {
     struct worker *w = arg;
 
+    bsc_clock_follow(loop_now, &w->loop);
     bsc_log_batch_begin();
     uv_timer_init(&w->loop, &w->log_flush);
     uv_timer_start(&w->log_flush, on_log_flush, LOG_FLUSH_MS, LOG_FLUSH_MS);
