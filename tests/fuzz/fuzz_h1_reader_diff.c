@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz-sources: src/upstream/h1_wire.c src/upstream/line_rules.c tests/unit/harness/h1_resp_ref.c */
+/* fuzz-sources: src/upstream/h1_wire.c src/upstream/h1_read.c src/upstream/line_rules.c tests/unit/harness/h1_resp_ref.c */
 /* fuzz_h1_reader_diff.c -- differential libFuzzer target for the builtin HTTP/1.1 client's
  * response reader: the same bytes, cut into the same pieces, go to upstream/h1_wire.c
  * (h1_resp_*) and to the reference reader, the reader as it was around the http-parser
@@ -17,9 +17,29 @@
  * follow (0: one feed), each size byte giving a piece of 1..256 bytes, the sizes used in
  * turn; the rest is what the upstream sends.
  *
- * Deliberate differences: none while h1_wire.c is the reference's code. A stricter reader
- * lists here each case it refuses that the reference accepts, and the target recognises
- * each exactly before it lets outcomes differ.
+ * Where the two may differ, and how each case is recognised:
+ *   - both fail the answer (refused, too large, or cut short by the close): each notices a
+ *     fault at its own byte (the reference at the byte, or at the next one for an empty
+ *     Content-Length; a new line is read once its bytes arrive), so the kind of failure and
+ *     the feed may differ; the heads and body handed over must still agree (one the start
+ *     of the other), and a head both refuse in the same feed names the same rule when the
+ *     reference names one of ours;
+ *   - the reference's own trailer fields went into its head buffer after the head was
+ *     handed over, where they could pass the bound (H1_TOO_LARGE after its head, with
+ *     H1_REF_Q_TRAILER_IN_HEAD): what was handed over must agree;
+ *   - the new reader refuses, with the h1_resp_why text named, what http-parser took; each
+ *     only with the reference's record of the same case in h1_ref.quirks:
+ *       "malformed status line"                 H1_REF_Q_STATUS: not "HTTP/d.d ddd" with
+ *                                               ddd >= 100, then nothing or SP and any text
+ *       "whitespace in a header name"           H1_REF_Q_NAME_SPACE (head or trailers)
+ *       "invalid character in a header value"   H1_REF_Q_VALUE_CTL: a CTL or DEL first in
+ *                                               a value (http-parser checked the others)
+ *       "obsolete line folding in the trailers" H1_REF_Q_TRAILER_FOLD
+ *       "chunk data not followed by CRLF"       H1_REF_Q_DATA_CRLF (http-parser skipped
+ *                                               any two bytes there)
+ *       "invalid chunk size"                    H1_REF_Q_CHUNK_HIGH: a byte >= 0x80 in a
+ *                                               chunk size (http-parser read it as 0)
+ *     and then what was handed over must be the start of what the reference handed over.
  * Built and run by scripts/fuzz; replayed by `make test-fuzz-replay`. */
 #include <stdbool.h>
 #include <stddef.h>
