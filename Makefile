@@ -156,8 +156,10 @@ FUZZ_REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz-replay/%)
 
 $(BUILD)/fuzz-replay/%: tests/fuzz/%.c $(BUILD)/obj/tests/fuzz/replay_main.o $(BUILD)/libbascule.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/obj/tests/fuzz/replay_main.o $(BUILD)/libbascule.a \
-	  $(LDFLAGS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(filter %.o,$^) $(BUILD)/libbascule.a $(LDFLAGS_ALL)
+
+# The differential reader target also links the reference reader (http-parser based).
+$(BUILD)/fuzz-replay/fuzz_h1_reader_diff: $(BUILD)/obj/tests/unit/harness/h1_resp_ref.o
 
 fuzz-replay-bins: $(FUZZ_REPLAY_BIN)
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* h1_wire.h -- the pure parts of the builtin HTTP/1.1 client: splitting an http:// URL,
- * writing a request head, and reading a response with the http-parser library (1xx heads
+ * writing a request head (h1_wire.c), and reading a response (h1_read.c: 1xx heads
  * skipped up to a bound, Content-Length, chunked and close-delimited bodies, a bounded
  * head) under strict wire rules: CRLF line endings, no obs-fold, Transfer-Encoding only
  * "chunked", no 101, no body on 204/304/HEAD. Body bytes parsed while the consumer holds
@@ -12,8 +12,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <http_parser.h>
 
 #include "core/buf.h"
 #include "core/err.h"
@@ -57,9 +55,9 @@ enum h1_state {
 };
 
 struct h1_resp {
-    http_parser p;
     struct bsc_buf *head; /* borrowed: the final head's raw lines go here */
     struct bsc_buf held;  /* owned: body bytes parsed while held */
+    struct bsc_buf line;  /* owned: a head or trailer line cut by a read, so far */
     /* The final head is in <head>: H1_STOP ends the response. */
     enum h1_take (*on_head)(void *ud, int status);
     enum h1_take (*on_body)(void *ud, const char *p, size_t len);
@@ -71,16 +69,28 @@ struct h1_resp {
     bool done;      /* the message is complete */
     bool stop;
     bool too_large;
-    unsigned char last; /* the last head piece: H1__NONE, _STATUS, _FIELD, _VALUE */
-    bool line_open; /* the status line was started */
     bool no_body;   /* the request was HEAD: the answer has no body whatever it says */
-    const char *why; /* static text: the wire rule the response broke, else NULL */
+    const char *why; /* static text: the rule the response broke, else NULL */
     unsigned interim; /* 1xx heads seen */
-    /* Line discipline of the framing bytes (heads, chunk lines), checked before the
-     * parser sees a head and around each body piece: see h1_wire.c. */
-    unsigned char ld_phase;
+    /* The reader's own state (h1_read.c). */
+    unsigned char phase;        /* RD_*: where in the message */
+    unsigned char ld_phase;     /* line discipline of a head: LD_* */
     bool ld_cr, ld_bol;
-    const char *scan_at; /* in the piece being fed: framing bytes before it are checked */
+    unsigned char ck;           /* a chunk-size line: CK_*, or bytes of a chunk's CRLF */
+    unsigned char major, minor; /* the head's HTTP version */
+    bool status_seen;           /* the current head's status line was read */
+    bool colon;                 /* the current field line's colon was seen */
+    bool put_ok;                /* every line of the head went into <head> */
+    bool te_ok;                 /* the Transfer-Encoding line said "chunked" */
+    bool to_eof;                /* the body runs to the close */
+    unsigned hflags;            /* HF_*: the framing fields of the head (and trailers) */
+    unsigned te_lines;
+    int code;        /* the current head's status code */
+    size_t lpos;     /* bytes of the current line checked */
+    size_t name_len; /* its field name's length, once the colon came */
+    size_t section;  /* raw bytes of the current head, chunk line or trailers */
+    uint64_t length; /* Content-Length */
+    uint64_t left;   /* body or chunk bytes to go; a chunk size being read */
 };
 
 /* Sets <r> up with its hooks, once. */
@@ -99,8 +109,7 @@ enum h1_state h1_resp_eof(struct h1_resp *r);
 enum h1_take h1_resp_drain(struct h1_resp *r);
 /* Whether the connection may carry another request after this complete response. */
 bool h1_resp_keep_alive(const struct h1_resp *r);
-/* Why the response is H1_BAD: the wire rule it broke, else http-parser's description.
- * Static text. */
+/* Why the response is H1_BAD: the rule it broke. Static text. */
 const char *h1_resp_why(const struct h1_resp *r);
 
 #endif

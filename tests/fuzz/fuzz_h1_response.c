@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz-sources: src/upstream/h1_wire.c src/upstream/line_rules.c */
+/* fuzz-sources: src/upstream/h1_wire.c src/upstream/h1_read.c src/upstream/line_rules.c */
 /* fuzz_h1_response.c -- libFuzzer target for the builtin HTTP/1.1 client's response reader
- * (upstream/h1_wire.c). The input is what an upstream sends on a connection. Beyond "no
+ * (upstream/h1_read.c). The input is what an upstream sends on a connection. Beyond "no
  * crash, no leak, no UB" it aborts when an invariant breaks:
  *   - one feed, byte-by-byte feeds and 7-byte feeds give the same transcript (final state,
  *     status, head, body, bytes taken), with EOF after the input;

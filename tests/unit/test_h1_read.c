@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/* test_h1_read.c -- the response reader's own paths (upstream/h1_read.c): a head cut at
+ * every byte (and at every pair of bytes) reads as in one piece; the head's copy in the
+ * form up_head_find reads (whitespace after the colon made one SP, a status line without
+ * reason gets its SP); CR/LF rules in heads, chunk lines, after chunk data and in trailers,
+ * a CR cut from its LF by a read; Content-Length (one line, digits then SPs, http-parser's
+ * bound) and Transfer-Encoding with it; chunk sizes up to the bound and one digit past it;
+ * keep-alive as http-parser decided it (HTTP/1.0 keep-alive, Proxy-Connection, a trailer);
+ * and the refusals that are stricter than http-parser was (docs/internals/upstream.md). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "upstream/h1_wire.h"
+
+struct rec {
+    struct bsc_buf head; /* the reader's head buffer */
+    struct bsc_buf seen; /* its bytes when on_head ran */
+    struct bsc_buf body;
+    int heads, status;
+};
+
+static enum h1_take rec_head(void *ud, int status)
+{
+    struct rec *r = ud;
+
+    r->heads++;
+    r->status = status;
+    bsc_buf_reset(&r->seen);
+    assert_int_equal(bsc_buf_append(&r->seen, r->head.p, r->head.len), BSC_OK);
+    return H1_GO;
+}
+
+static enum h1_take rec_body(void *ud, const char *p, size_t len)
+{
+    struct rec *r = ud;
+
+    assert_int_equal(bsc_buf_append(&r->body, p, len), BSC_OK);
+    return H1_GO;
+}
+
+/* What a reading came to. */
+struct out {
+    enum h1_state st;
+    int heads, status;
+    size_t used;
+    bool keep_alive;
+    char why[80];
+    char head[512];
+    char body[256];
+};
+
+/* Feeds <len> bytes of <text> cut at <cut1> and <cut2> (each may be 0 or len), then EOF
+ * when the answer still wants bytes. */
+static struct out read_cut(const char *text, size_t len, size_t cut1, size_t cut2)
+{
+    struct h1_resp resp;
+    struct rec r;
+    struct out o;
+    size_t cuts[3] = {cut1, cut2, len}, off = 0;
+
+    memset(&r, 0, sizeof(r));
+    memset(&o, 0, sizeof(o));
+    bsc_buf_init(&r.head, 64 * 1024);
+    bsc_buf_init(&r.seen, 64 * 1024);
+    bsc_buf_init(&r.body, 1 << 20);
+    h1_resp_setup(&resp, rec_head, rec_body);
+    h1_resp_start(&resp, &r.head, &r, false);
+    o.st = H1_MORE;
+    for (size_t i = 0; i < 3 && o.st == H1_MORE; i++) {
+        size_t used = 0;
+
+        if (cuts[i] <= off)
+            continue;
+        o.st = h1_resp_feed(&resp, text + off, cuts[i] - off, &used);
+        o.used += used;
+        off = cuts[i];
+    }
+    if (o.st == H1_MORE)
+        o.st = h1_resp_eof(&resp);
+    o.heads = r.heads;
+    o.status = r.status;
+    o.keep_alive = h1_resp_keep_alive(&resp);
+    snprintf(o.why, sizeof(o.why), "%s", o.st == H1_BAD ? h1_resp_why(&resp) : "");
+    snprintf(o.head, sizeof(o.head), "%.*s", (int)r.seen.len, r.seen.len ? r.seen.p : "");
+    snprintf(o.body, sizeof(o.body), "%.*s", (int)r.body.len, r.body.len ? r.body.p : "");
+    h1_resp_cleanup(&resp);
+    bsc_buf_cleanup(&r.head);
+    bsc_buf_cleanup(&r.seen);
+    bsc_buf_cleanup(&r.body);
+    return o;
+}
+
+static struct out read_one(const char *text)
+{
+    return read_cut(text, strlen(text), 0, 0);
+}
+
+/* Bytes used count only for a complete answer: a refused one ends the connection. */
+static void same_out(const struct out *a, const struct out *b, size_t c1, size_t c2)
+{
+    if (a->st != b->st || a->heads != b->heads || a->status != b->status ||
+        (a->st == H1_DONE && a->used != b->used) || a->keep_alive != b->keep_alive ||
+        strcmp(a->head, b->head) || strcmp(a->body, b->body) || strcmp(a->why, b->why))
+        fail_msg("cut at %zu and %zu: st %d/%d used %zu/%zu head [%s] [%s] why [%s] [%s]", c1,
+                 c2, a->st, b->st, a->used, b->used, a->head, b->head, a->why, b->why);
+}
+
+/* Every cut, and every pair of cuts, reads as one piece: heads, trailers, chunk lines. */
+static void test_cut_anywhere(void **state)
+{
+    static const char *const texts[] = {
+        "\r\nHTTP/1.1 100 Continue\r\nX-I:1\r\n\r\nHTTP/1.1 200 OK\r\nX-A:v\r\n"
+        "x-b: \t w \r\nContent-Length: 3 \r\n\r\nabc",
+        "HTTP/1.1 201\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        "3;e=1\r\nabc\r\n1 \r\nd\r\n0\r\nX-T: v\r\n\r\n",
+        "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
+        "HTTP/1.1 200 OK\r\nX-A: a\rb\r\n\r\n",                       /* CR inside */
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX: a\r\rb\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok",
+    };
+
+    (void)state;
+    for (size_t t = 0; t < BSC_ARRAY_LEN(texts); t++) {
+        size_t len = strlen(texts[t]);
+        struct out whole = read_one(texts[t]);
+
+        for (size_t c1 = 1; c1 < len; c1++)
+            for (size_t c2 = c1; c2 < len; c2++) {
+                struct out o = read_cut(texts[t], len, c1, c2);
+
+                same_out(&whole, &o, c1, c2);
+            }
+    }
+}
+
+/* The head's copy: "Name: value" lines, a status line without reason gets its SP. */
+static void test_head_copy(void **state)
+{
+    struct out o;
+
+    (void)state;
+    o = read_one("HTTP/1.1 200\r\nX-A:v\r\nX-B: \t w \r\nX-C:\r\nX-D: d\r\n"
+                 "Content-Length: 0\r\n\r\n");
+    assert_int_equal(o.st, H1_DONE);
+    assert_string_equal(o.head, "HTTP/1.1 200 \r\nX-A: v\r\nX-B: w \r\nX-C: \r\nX-D: d\r\n"
+                                "Content-Length: 0\r\n\r\n");
+    /* An interim head is not the head handed over. */
+    o = read_one("HTTP/1.1 103 Early\r\nLink: x\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n");
+    assert_int_equal(o.status, 204);
+    assert_string_equal(o.head, "HTTP/1.1 204 No Content\r\n\r\n");
+}
+
+static void expect_bad(const char *text, const char *why)
+{
+    struct out o = read_one(text);
+
+    if (o.st != H1_BAD || !strstr(o.why, why))
+        fail_msg("%s: state %d, why [%s], wanted [%s]", text, o.st, o.why, why);
+}
+
+/* CR and LF: CRLF ends every line of a head, chunk line and trailer; the two bytes after a
+ * chunk's data are CRLF. */
+static void test_cr_lf_rules(void **state)
+{
+    (void)state;
+    expect_bad("HTTP/1.1 200 OK\r\nX-A: a\rb\r\n\r\n", "CR not followed by LF");
+    expect_bad("HTTP/1.1 200 OK\r\nX-A: a\n\r\n", "bare LF");
+    expect_bad("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\rok\r\n0\r\n\r\n",
+               "CR not followed by LF");
+    expect_bad("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\n0\r\n\r\n",
+               "bare LF");
+    expect_bad("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\rX0\r\n\r\n",
+               "CR not followed by LF");
+    expect_bad("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nokXY0\r\n\r\n",
+               "chunk data not followed by CRLF");
+    expect_bad("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n"
+               "X: a\n\r\n", "bare LF");
+    expect_bad("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n"
+               "X: a\r\n b\r\n\r\n", "obsolete line folding in the trailers");
+    expect_bad("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\r",
+               "CR not followed by LF");
+}
+
+/* Content-Length: one line per message, digits then only SPs, http-parser's bound. */
+static void test_content_length(void **state)
+{
+    struct out o;
+
+    (void)state;
+    expect_bad("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok",
+               "more than one Content-Length");
+    expect_bad("HTTP/1.1 200 OK\r\nContent-Length: 2\r\ncontent-length: 3\r\n\r\nok",
+               "more than one Content-Length");
+    expect_bad("HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok", "invalid Content-Length");
+    expect_bad("HTTP/1.1 200 OK\r\nContent-Length: 2 2\r\n\r\nok", "invalid Content-Length");
+    expect_bad("HTTP/1.1 200 OK\r\nContent-Length: 2\t\r\n\r\nok", "invalid Content-Length");
+    expect_bad("HTTP/1.1 200 OK\r\nContent-Length:\r\n\r\nok", "invalid Content-Length");
+    expect_bad("HTTP/1.1 200 OK\r\nContent-Length: 1844674407370955161X\r\n\r\n",
+               "invalid Content-Length");
+    expect_bad("HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551610\r\n\r\n",
+               "invalid Content-Length");
+    expect_bad("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n"
+               "2\r\nok\r\n0\r\n\r\n", "both Transfer-Encoding and Content-Length");
+    /* A name that starts with Transfer-Encoding counts as one, as http-parser read it. */
+    expect_bad("HTTP/1.1 200 OK\r\nTransfer-Encodings: x\r\nContent-Length: 2\r\n\r\nok",
+               "both Transfer-Encoding and Content-Length");
+    o = read_one("HTTP/1.1 200 OK\r\nContent-Length: 2  \r\n\r\nokHTTP");
+    assert_int_equal(o.st, H1_DONE);
+    assert_int_equal(o.used, strlen("HTTP/1.1 200 OK\r\nContent-Length: 2  \r\n\r\nok"));
+    o = read_one("HTTP/1.1 200 OK\r\nContent-Length: 1844674407370955160\r\n\r\nok");
+    assert_int_equal(o.st, H1_MORE); /* accepted, cut short */
+}
+
+/* Chunk sizes: hex up to http-parser's bound, one digit more is refused. */
+static void test_chunk_size_bound(void **state)
+{
+    struct out o;
+
+    (void)state;
+    o = read_one("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "fffffffffffffff\r\nabc");
+    assert_int_equal(o.st, H1_MORE);
+    assert_string_equal(o.body, "abc");
+    expect_bad("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\nab",
+               "chunk size too large");
+    expect_bad("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+               "00000000000000000000000000000000fffffffffffffffff\r\nab", "chunk size too large");
+    expect_bad("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n;2\r\nab",
+               "invalid chunk size");
+    expect_bad("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\xff\r\nab",
+               "invalid chunk size");
+    o = read_one("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2 ;a=\"b\"\r\nok\r\n"
+                 "0\r\n\r\n");
+    assert_int_equal(o.st, H1_DONE);
+    assert_string_equal(o.body, "ok");
+}
+
+/* Keep-alive, as http-parser decided it. */
+static void test_keep_alive(void **state)
+{
+    static const struct {
+        const char *text;
+        bool keep;
+    } rows[] = {
+        {"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", true},
+        {"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", false},
+        {"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n", true},
+        {"HTTP/1.1 200 OK\r\nConnection: x, close \r\nContent-Length: 0\r\n\r\n", false},
+        {"HTTP/1.1 200 OK\r\nProxy-Connection: close\r\nContent-Length: 0\r\n\r\n", false},
+        {"HTTP/1.1 200 OK\r\nConnection: closed\r\nContent-Length: 0\r\n\r\n", true},
+        {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nConnection: close\r\n"
+         "\r\n", false},
+        {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nTransfer-Encoding:\r\n"
+         "\r\n", false},
+        {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: v\r\n\r\n", true},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(rows); i++) {
+        struct out o = read_one(rows[i].text);
+
+        assert_int_equal(o.st, H1_DONE);
+        if (o.keep_alive != rows[i].keep)
+            fail_msg("row %zu: keep-alive %d", i, o.keep_alive);
+    }
+}
+
+/* What http-parser let through and the reader refuses. */
+static void test_stricter(void **state)
+{
+    (void)state;
+    expect_bad("HXYZ/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", "malformed status line");
+    expect_bad("HTTP/1.1  200 OK\r\nContent-Length: 0\r\n\r\n", "malformed status line");
+    expect_bad("HTTP/1.1 20 OK\r\n\r\nHTTP/1.1 200 OK\r\n\r\n", "malformed status line");
+    expect_bad("HTTP/1.1 099 OK\r\n\r\nHTTP/1.1 200 OK\r\n\r\n", "malformed status line");
+    expect_bad("HTTP/1.1 0200 OK\r\n\r\n", "malformed status line");
+    expect_bad("HTTP/1.1 200 OK\r\nX Y: v\r\nContent-Length: 0\r\n\r\n",
+               "whitespace in a header name");
+    expect_bad("HTTP/1.1 200 OK\r\nContent-Length : 0\r\n\r\n", "whitespace in a header name");
+    expect_bad("HTTP/1.1 200 OK\r\nX: \x01v\r\nContent-Length: 0\r\n\r\n",
+               "invalid character in a header value");
+    expect_bad("HTTP/1.1 200 OK\r\nX-A\r\nContent-Length: 0\r\n\r\n",
+               "header line without a colon");
+    expect_bad("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n"
+               "X Y: v\r\n\r\n", "whitespace in a header name");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cut_anywhere),     cmocka_unit_test(test_head_copy),
+        cmocka_unit_test(test_cr_lf_rules),      cmocka_unit_test(test_content_length),
+        cmocka_unit_test(test_chunk_size_bound), cmocka_unit_test(test_keep_alive),
+        cmocka_unit_test(test_stricter),
+    };
+
+    return cmocka_run_group_tests_name("h1_read", tests, NULL, NULL);
+}
