@@ -37,13 +37,33 @@ static uint64_t now_ms(const struct srv_conn *c)
 
 static void on_timer(uv_timer_t *t);
 
-/* A zero timeout means "none" (the limit is off). */
+/* The connection's one timer is lazy, as nginx keeps its timers: <due_ms> is the deadline
+ * that counts (0: none) and the armed timer may be due earlier, in which case it re-arms
+ * for the rest when it fires (on_timer). A request moves the deadline four times (the head
+ * timeout, none while it is handled, the send stall, the keep-alive idle timeout); only a
+ * deadline earlier than the armed one touches the loop's timer heap, so a request costs one
+ * heap operation instead of a removal and an insertion at each step. A zero timeout means
+ * "none" (the limit is off). */
 static void timer_arm(struct srv_conn *c, uint64_t ms)
 {
-    if (ms == 0)
-        uv_timer_stop(&c->timer);
-    else
-        uv_timer_start(&c->timer, on_timer, ms, 0);
+    uint64_t due;
+
+    if (ms == 0) {
+        c->due_ms = 0;
+        return;
+    }
+    due = now_ms(c) + ms;
+    c->due_ms = due;
+    if (uv_is_active((const uv_handle_t *)&c->timer) && c->armed_ms <= due)
+        return;
+    c->armed_ms = due;
+    uv_timer_start(&c->timer, on_timer, ms, 0);
+}
+
+/* No deadline: the armed timer, if any, fires and finds none. */
+static void timer_stop(struct srv_conn *c)
+{
+    c->due_ms = 0;
 }
 
 static size_t in_len(const struct srv_conn *c)
@@ -381,7 +401,7 @@ static void dispatch(struct srv_conn *c)
 
     c->req.dispatched = true;
     c->req.principal[0] = '\0'; /* each request authenticates on its own */
-    uv_timer_stop(&c->timer);
+    timer_stop(c);
     update_reading(c);
     srv->handler(&c->req, srv->ud);
 }
@@ -588,7 +608,7 @@ void srv__conn_error(struct srv_conn *c, int status, const char *code, const cha
     if (!c->req.id[0])
         bsc_req_id(c->req.id);
     c->req.close_after = true;
-    uv_timer_stop(&c->timer);
+    timer_stop(c);
     srv_resp_error(&c->req, status, NULL, code, message);
     if (c->srv->refused)
         c->srv->refused(&c->req, status, c->srv->ud);
@@ -873,7 +893,17 @@ static void body_timeout(struct srv_conn *c)
 static void on_timer(uv_timer_t *t)
 {
     struct srv_conn *c = t->data;
+    uint64_t now = now_ms(c);
     bool expired;
+
+    if (!c->due_ms)
+        return; /* the deadline was dropped after the timer was armed */
+    if (now < c->due_ms) { /* armed for an earlier deadline, since moved later */
+        c->armed_ms = c->due_ms;
+        uv_timer_start(&c->timer, on_timer, c->due_ms - now, 0);
+        return;
+    }
+    c->due_ms = 0;
 
     switch (c->state) {
     case SRV__CONN_ST_IDLE:

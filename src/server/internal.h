@@ -163,7 +163,9 @@ struct srv_conn {
     struct srv_conn *work_prev, *work_next; /* srv->work, when <work> != 0 */
     struct srv_conn *shed_prev, *shed_next; /* srv->shed[<shed>], oldest first */
     uv_tcp_t tcp;
-    uv_timer_t timer;
+    uv_timer_t timer;            /* lazy: see timer_arm in conn.c */
+    uint64_t due_ms;             /* the deadline that counts (loop ms), 0: none */
+    uint64_t armed_ms;           /* when <timer> is due while it is active */
     uv_write_t wreq;
     uv_shutdown_t sreq;
     enum srv__conn_state state;
