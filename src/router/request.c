@@ -250,17 +250,22 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
         .started_ms = a ? a->start_us / 1000 : 0,
     };
     struct brk_change change;
+    uint64_t now_us;
 
     if (!r->cur.open)
         return;
     r->cur.open = false;
     note_rate_limits(r);
+    now_us = bsc_now_us();
     if (outcome == BRK_SUCCESS) {
-        rep.latency_ms = (double)(bsc_now_us() - a->start_us) / 1e3;
+        rep.latency_ms = (double)(now_us - a->start_us) / 1e3;
         if (r->input.stream && r->d.ttfb_us)
             rep.ttft_ms = (double)(r->ident.start_us + r->d.ttfb_us - a->start_us) / 1e3;
     }
-    hstate_record(r->gw->hs, r->cur.target, bsc_now_ms(), &rep, &change);
+    /* The exact clock, as the attempt's start is read: the shared health state compares the
+     * two across workers (the adaptive controller's "started before the last cut"), and a
+     * worker's loop-pass milliseconds may lag its start by up to a pass. */
+    hstate_record(r->gw->hs, r->cur.target, now_us / 1000, &rep, &change);
     adapt_limits(r);
     r->cur.circuit = change.to; /* for the attempt's log line */
     if (a)

@@ -262,7 +262,8 @@ static void account(struct shadow *s)
     unsigned shard = s->w->idx;
     const char *rid = s->route->id, *tid = s->target->id;
 
-    hstate_record(s->w->gw->hs, s->target, bsc_now_ms(), &rep, NULL);
+    /* The exact clock, as report_attempt passes it (the health state is shared). */
+    hstate_record(s->w->gw->hs, s->target, bsc_now_us() / 1000, &rep, NULL);
     hstate_inflight(s->w->gw->hs, s->target, -1);
     metrics_inc3(shadow_metrics(s), shard, METRIC_SHADOW_REQUESTS, rid, tid, s->outcome, 1);
     if (s->mine.answered)
