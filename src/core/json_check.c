@@ -172,6 +172,14 @@ static bool skips(const struct want *w, const struct bsc_jtok *tok, bool element
     return tok->depth >= 1 && !(element_next && element_must_be_object(w));
 }
 
+/* The tokenizer's error as the check's; false. */
+static bool grammar_error(const struct bsc_json_tok *t, struct bsc_json_error *e)
+{
+    e->offset = t->err_off;
+    e->what = t->what;
+    return false;
+}
+
 static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
                   struct bsc_json_error *err)
 {
@@ -192,9 +200,7 @@ static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
         if (k == BSC_JTOK_END)
             break;
         if (k == BSC_JTOK_ERROR) {
-            e.offset = t.err_off;
-            e.what = t.what;
-            ok = false;
+            ok = grammar_error(&t, &e);
             break;
         }
         if (tok.depth == 1 && !(ok = top_member(w, &tok, &e)))
@@ -207,9 +213,7 @@ static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
         /* Nothing below the top level's members is looked at: the value's rest is read by
          * the grammar alone and handed over as its closer. */
         if ((k = bsc_json_tok_skip(&t, &tok)) == BSC_JTOK_ERROR) {
-            e.offset = t.err_off;
-            e.what = t.what;
-            ok = false;
+            ok = grammar_error(&t, &e);
             break;
         }
         if (tok.depth == 1 && !(ok = top_member(w, &tok, &e)))
