@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz-sources: src/upstream/tls.c src/upstream/h1_wire.c src/upstream/line_rules.c */
+/* fuzz-sources: src/upstream/tls.c src/upstream/h1_wire.c src/upstream/h1_read.c src/upstream/line_rules.c */
 /* fuzz-libs: -lssl -lcrypto */
 /* fuzz_tls_response.c -- libFuzzer target for the builtin client's TLS glue (upstream/tls.c)
- * feeding the HTTP/1.1 response reader (upstream/h1_wire.c), all in memory: a client
+ * feeding the HTTP/1.1 response reader (upstream/h1_read.c), all in memory: a client
  * session of ours completes a real handshake with an OpenSSL server (a certificate made at
  * start, trusted through a CA file, verified for 127.0.0.1), sends a request, and then the
  * input is what the server sends. The first byte picks the mode and the piece size:
