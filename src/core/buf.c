@@ -136,15 +136,10 @@ static size_t put_json_escape(char *out, unsigned char c)
     return 6;
 }
 
-/* Eight bytes at a time (SWAR): the high bit of each byte of <x> that json_escaped[] holds,
- * exact up to the lowest one (a borrow runs only upward from a byte that is flagged itself):
- * (v - 0x01..) & ~v flags a zero byte of v, (x - 0x20..) & ~x a byte below 0x20. */
+/* Eight bytes at a time (SWAR): see bsc_json_escaped_bits8 (buf.h). */
 static inline uint64_t escaped_bits8(uint64_t x)
 {
-    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
-    uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
-
-    return (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & high;
+    return bsc_json_escaped_bits8(x);
 }
 
 #ifdef __SSE2__

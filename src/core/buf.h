@@ -6,6 +6,7 @@
 #define BSC_CORE_BUF_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "core/compat.h"
@@ -67,6 +68,18 @@ static inline enum bsc_err bsc_buf_append_char(struct bsc_buf *b, char c)
 enum bsc_err bsc_buf_appendf(struct bsc_buf *b, const char *fmt, ...) BSC_PRINTF(2, 3);
 /* Appends <s> as a JSON string literal, quotes included, escaping as RFC 8259 asks. */
 enum bsc_err bsc_buf_append_json_str(struct bsc_buf *b, struct bsc_str s);
+
+/* The high bit of each byte of the eight in <x> (as loaded from memory, little-endian) that
+ * a JSON string must escape -- a control, the quote, the backslash -- exact up to the lowest
+ * one (a borrow runs only upward from a byte that is flagged itself); 0 when none is.
+ * (v - 0x01..) & ~v flags a zero byte of v, (x - 0x20..) & ~x a byte below 0x20. */
+static inline uint64_t bsc_json_escaped_bits8(uint64_t x)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+
+    return (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & high;
+}
 
 /* Decimal integers without printf (hot-path log lines). */
 enum bsc_err bsc_buf_append_u64(struct bsc_buf *b, unsigned long long v);

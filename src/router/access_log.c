@@ -3,8 +3,11 @@
 #include "router/access_log.h"
 
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "core/buf.h"
+#include "core/compat.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "router/req_state.h"
@@ -12,56 +15,281 @@
 /* Each line is built in this thread's scratch buffer: no allocation per line once warm. */
 static _Thread_local struct bsc_buf scratch = {NULL, 0, 0, 16384};
 
-/* Keys are literals: ",\"name\":" is spelled out at compile time and copied whole. */
-#define KEY(name) ",\"" name "\":"
-#define PUT_KEY(b, name) BSC_BUF_APPEND_LIT(b, KEY(name))
-#define PUT_STR(b, name, val) put_str(b, KEY(name), sizeof(KEY(name)) - 1, val)
-#define PUT_U64(b, name, v) (PUT_KEY(b, name), bsc_buf_append_u64(b, v))
-#define PUT_I64(b, name, v) (PUT_KEY(b, name), bsc_buf_append_i64(b, v))
-#define PUT_MS(b, name, us) (PUT_KEY(b, name), bsc_buf_append_milli(b, us))
+/* A line under construction: a cursor into the scratch buffer's storage. Room is checked
+ * once per field (a key and its value together), not once per append, and numbers are
+ * written at the cursor: with two lines a proxied request this was 8,000 instructions of
+ * appends, length checks and copies through a digits buffer (docs/internals/request-cost.md).
+ * A field that cannot get room (the buffer's maximum, or memory) is left out whole. */
+struct line {
+    struct bsc_buf *b;
+    char *o;   /* where the next byte goes; NULL when the buffer has no storage */
+    char *end; /* the end of the storage (the terminator's byte is past it) */
+};
 
-static void put_str(struct bsc_buf *b, const char *key, size_t key_len, const char *val)
+/* The slow path of room(): hands the cursor back to the buffer, grows it and takes the
+ * cursor again. */
+static bool room_grow(struct line *l, size_t n)
 {
-    bsc_buf_append(b, key, key_len);
-    if (val)
-        bsc_buf_append_json_str(b, bsc_str_cstr(val));
-    else
-        BSC_BUF_APPEND_LIT(b, "null");
+    struct bsc_buf *b = l->b;
+
+    if (l->o)
+        b->len = (size_t)(l->o - b->p);
+    if (bsc_buf_reserve(b, n) != BSC_OK)
+        return false;
+    l->o = b->p + b->len;
+    l->end = b->p + b->cap;
+    return true;
 }
 
-/* ",\"cost_usd\":N" with exactly eight decimals, as "%.8f" prints it, without printf. */
-static void put_usd(struct bsc_buf *b, double usd)
+/* Whether <n> bytes fit at the cursor, growing the buffer when they do not yet. */
+static inline bool room(struct line *l, size_t n)
 {
-    if (!(usd >= 0.0) || usd >= 1e10) { /* NaN, negative or absurd: printf knows best */
-        bsc_buf_appendf(b, KEY("cost_usd") "%.8f", usd);
+    return (l->o && (size_t)(l->end - l->o) >= n) || room_grow(l, n);
+}
+
+/* The field writers are inlined into each call (FIELD) so that a key, a literal of known
+ * length, is copied by a few moves rather than a memcpy call. */
+#define FIELD static inline __attribute__((always_inline))
+
+/* Copies <n> bytes whose room was made. */
+FIELD void put_raw(struct line *l, const char *p, size_t n)
+{
+    memcpy(l->o, p, n);
+    l->o += n;
+}
+
+/* The most bytes a decimal uint64_t takes (18446744073709551615). */
+#define U64_DIGITS 20
+
+/* "00" .. "99": two digits a division by the constant 100 (a multiply and a shift). */
+static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324"
+                                  "25262728293031323334353637383940414243444546474849"
+                                  "50515253545556575859606162636465666768697071727374"
+                                  "75767778798081828384858687888990919293949596979899";
+
+/* Writes <v> in decimal at the cursor (room for U64_DIGITS made), as "%llu" would. The
+ * digits are made from the right in <tmp>, then copied as one block of U64_DIGITS bytes
+ * (a few moves, no length-dependent copy); <tmp>'s upper half is zeroed so that every byte
+ * copied is defined. Only the digits count: the cursor moves past them alone. */
+static void put_digits(struct line *l, uint64_t v)
+{
+    char tmp[2 * U64_DIGITS];
+    char *p = tmp + U64_DIGITS;
+
+    memset(tmp + U64_DIGITS, 0, U64_DIGITS);
+    while (v >= 100) {
+        p -= 2;
+        memcpy(p, digit_pairs + 2 * (v % 100), 2);
+        v /= 100;
+    }
+    if (v >= 10) {
+        p -= 2;
+        memcpy(p, digit_pairs + 2 * v, 2);
+    } else {
+        *--p = (char)('0' + v);
+    }
+    memcpy(l->o, p, U64_DIGITS);
+    l->o += tmp + U64_DIGITS - p;
+}
+
+/* <units> / 10^<decimals> with exactly <decimals> (3 or 8) decimals at the cursor. */
+static void put_fixed_digits(struct line *l, uint64_t units, unsigned decimals)
+{
+    char frac[8];
+
+    for (unsigned i = decimals; i >= 2; i -= 2) {
+        memcpy(frac + i - 2, digit_pairs + 2 * (units % 100), 2);
+        units /= 100;
+    }
+    if (decimals & 1) { /* the loop left frac[0] */
+        frac[0] = (char)('0' + units % 10);
+        units /= 10;
+    }
+    put_digits(l, units);
+    *l->o++ = '.';
+    memcpy(l->o, frac, 8); /* room for U64_DIGITS + 4 or more was made */
+    l->o += decimals;
+}
+
+/* Keys are literals: ",\"name\":" is spelled out at compile time and copied whole. */
+#define KEY(name) ",\"" name "\":"
+#define LIT_LEN(lit) (sizeof(lit) - 1)
+
+/* A literal: BSC_BUF_APPEND_LIT's counterpart at the cursor. */
+#define PUT_LIT(l, lit) put_lit(l, "" lit, LIT_LEN(lit))
+FIELD void put_lit(struct line *l, const char *lit, size_t n)
+{
+    if (room(l, n))
+        put_raw(l, lit, n);
+}
+
+/* put_str() for a value whose worst case (every byte escaped to six) does not fit below the
+ * buffer's maximum: the buffer's own append makes room for the exact escaped size. */
+static void put_str_exact(struct line *l, const char *key, size_t key_len, const char *val,
+                          size_t n)
+{
+    struct bsc_buf *b = l->b;
+    size_t mark;
+
+    if (l->o)
+        b->len = (size_t)(l->o - b->p);
+    mark = b->len;
+    if (bsc_buf_append(b, key, key_len) != BSC_OK ||
+        bsc_buf_append_json_str(b, bsc_str_make(val, n)) != BSC_OK) {
+        b->len = mark; /* the field is left out whole */
+        if (b->p)
+            b->p[mark] = '\0';
+    }
+    l->o = b->p ? b->p + b->len : NULL;
+    l->end = b->p ? b->p + b->cap : NULL;
+}
+
+/* "<val>" (room for 6 * n + 2 made). Ids and names are short and need no escaping: that is
+ * checked and copied eight bytes at a time (the last word overlapping the one before, a
+ * short value in two overlapping halves) without a call; a value that needs escaping goes
+ * through the buffer's escaper. */
+static void put_quoted(struct line *l, const char *val, size_t n)
+{
+    char *o = l->o;
+    uint64_t w, hi;
+    uint32_t a, b;
+
+    *o++ = '"';
+    if (n >= 8) {
+        for (size_t i = 0; i + 8 < n; i += 8) {
+            memcpy(&w, val + i, 8);
+            if (bsc_json_escaped_bits8(w))
+                goto escape;
+            memcpy(o + i, &w, 8);
+        }
+        memcpy(&w, val + n - 8, 8);
+        if (bsc_json_escaped_bits8(w))
+            goto escape;
+        memcpy(o + n - 8, &w, 8);
+    } else if (n >= 4) {
+        memcpy(&a, val, 4);
+        memcpy(&b, val + n - 4, 4);
+        if (bsc_json_escaped_bits8(a | (uint64_t)b << 32))
+            goto escape;
+        memcpy(o, &a, 4);
+        memcpy(o + n - 4, &b, 4);
+    } else {
+        hi = 0x2020202020202020ull; /* spaces pass the check */
+        for (size_t i = 0; i < n; i++)
+            hi = hi << 8 | (unsigned char)val[i];
+        if (bsc_json_escaped_bits8(hi))
+            goto escape;
+        for (size_t i = 0; i < n; i++)
+            o[i] = val[i];
+    }
+    o[n] = '"';
+    l->o = o + n + 1;
+    return;
+escape:
+    l->b->len = (size_t)(l->o - l->b->p);
+    bsc_buf_append_json_str(l->b, bsc_str_make(val, n)); /* cannot fail: room is made */
+    l->o = l->b->p + l->b->len;
+}
+
+/* <key> then <val> as a JSON string (null when NULL). */
+FIELD void put_str(struct line *l, const char *key, size_t key_len, const char *val)
+{
+    size_t n;
+
+    if (!val) {
+        if (room(l, key_len + 4)) {
+            put_raw(l, key, key_len);
+            put_raw(l, "null", 4);
+        }
         return;
     }
-    PUT_KEY(b, "cost_usd");
-    bsc_buf_append_fixed(b, (unsigned long long)(usd * 1e8 + 0.5), 8);
+    n = strlen(val);
+    if (BSC_UNLIKELY(n > (SIZE_MAX - 2 - key_len) / 6 || !room(l, key_len + 6 * n + 2))) {
+        put_str_exact(l, key, key_len, val, n);
+        return;
+    }
+    put_raw(l, key, key_len);
+    put_quoted(l, val, n);
+}
+#define PUT_STR(l, name, val) put_str(l, KEY(name), LIT_LEN(KEY(name)), val)
+
+FIELD void put_u64(struct line *l, const char *key, size_t key_len, uint64_t v)
+{
+    if (!room(l, key_len + U64_DIGITS))
+        return;
+    put_raw(l, key, key_len);
+    put_digits(l, v);
+}
+#define PUT_U64(l, name, v) put_u64(l, KEY(name), LIT_LEN(KEY(name)), v)
+
+FIELD void put_i64(struct line *l, const char *key, size_t key_len, int64_t v)
+{
+    if (!room(l, key_len + 1 + U64_DIGITS))
+        return;
+    put_raw(l, key, key_len);
+    if (v < 0)
+        *l->o++ = '-';
+    put_digits(l, v < 0 ? 0ull - (uint64_t)v : (uint64_t)v);
+}
+#define PUT_I64(l, name, v) put_i64(l, KEY(name), LIT_LEN(KEY(name)), v)
+
+/* <key> then microseconds as milliseconds with three decimals (1234 -> 1.234). */
+FIELD void put_ms(struct line *l, const char *key, size_t key_len, uint64_t us)
+{
+    if (!room(l, key_len + U64_DIGITS + 9))
+        return;
+    put_raw(l, key, key_len);
+    put_fixed_digits(l, us, 3);
+}
+#define PUT_MS(l, name, us) put_ms(l, KEY(name), LIT_LEN(KEY(name)), us)
+
+/* ",\"cost_usd\":N" with exactly eight decimals, as "%.8f" prints it, without printf. */
+static void put_usd(struct line *l, double usd)
+{
+    char text[512];
+    int n;
+
+    if (!(usd >= 0.0) || usd >= 1e10) { /* NaN, negative or absurd: printf knows best */
+        n = snprintf(text, sizeof(text), KEY("cost_usd") "%.8f", usd);
+        if (n > 0 && (size_t)n < sizeof(text) && room(l, (size_t)n))
+            put_raw(l, text, (size_t)n);
+        return;
+    }
+    if (!room(l, LIT_LEN(KEY("cost_usd")) + U64_DIGITS + 9))
+        return;
+    put_raw(l, KEY("cost_usd"), LIT_LEN(KEY("cost_usd")));
+    put_fixed_digits(l, (uint64_t)(usd * 1e8 + 0.5), 8);
 }
 
 /* Starts a line in this thread's scratch buffer: {"type":<type>,"ts_ms":..,"request_id":..
  * (<open> is the literal up to the type, made by LINE_BEGIN). */
-#define LINE_BEGIN(type, request_id) \
-    line_begin("{\"type\":\"" type "\"", sizeof("{\"type\":\"" type "\"") - 1, request_id)
+#define LINE_BEGIN(l, type, request_id) \
+    line_begin(l, "{\"type\":\"" type "\"", LIT_LEN("{\"type\":\"" type "\""), request_id)
 
-static struct bsc_buf *line_begin(const char *open, size_t open_len, const char *request_id)
+static void line_begin(struct line *l, const char *open, size_t open_len, const char *request_id)
 {
     struct bsc_buf *b = &scratch;
 
     bsc_buf_reset(b);
-    bsc_buf_append(b, open, open_len);
-    PUT_U64(b, "ts_ms", bsc_wall_ms());
-    PUT_STR(b, "request_id", request_id);
-    return b;
+    *l = (struct line){.b = b, .o = b->p, .end = b->p ? b->p + b->cap : NULL};
+    if (!room(l, 1024)) /* most lines fit: one check a field passes from here on */
+        room(l, open_len);
+    put_lit(l, open, open_len);
+    PUT_U64(l, "ts_ms", bsc_wall_ms());
+    PUT_STR(l, "request_id", request_id);
 }
 
 /* Closes the line and hands it to the log (nothing when the buffer could not grow). */
-static void line_end(struct bsc_buf *b)
+static void line_end(struct line *l)
 {
-    bsc_buf_append_char(b, '}');
-    if (b->p)
-        bsc_log_line(b->p, b->len);
+    struct bsc_buf *b = l->b;
+
+    PUT_LIT(l, "}");
+    if (!l->o)
+        return;
+    b->len = (size_t)(l->o - b->p);
+    b->p[b->len] = '\0';
+    bsc_log_line(b->p, b->len);
 }
 
 static uint64_t span_us(const struct attempt *a)
@@ -69,134 +297,136 @@ static uint64_t span_us(const struct attempt *a)
     return a->end_us > a->start_us ? a->end_us - a->start_us : 0;
 }
 
-static void put_attempts(struct bsc_buf *b, const struct attempt *a, size_t n)
+static void put_attempts(struct line *l, const struct attempt *a, size_t n)
 {
-    BSC_BUF_APPEND_LIT(b, ",\"attempt_log\":[");
+    PUT_LIT(l, ",\"attempt_log\":[");
     for (size_t i = 0; i < n; i++) {
-        bsc_buf_append_cstr(b, i ? ",{\"target\":" : "{\"target\":");
-        bsc_buf_append_json_str(b, bsc_str_cstr(a[i].target ? a[i].target->id : "-"));
-        PUT_STR(b, "workflow", attempt_workflow_name(a[i].workflow));
-        PUT_STR(b, "outcome", attempt_outcome_name(a[i].outcome));
-        PUT_I64(b, "status", a[i].status);
-        PUT_STR(b, "kind", a[i].kind);
-        PUT_MS(b, "ms", span_us(&a[i]));
-        bsc_buf_append_char(b, '}');
+        if (i)
+            put_str(l, ",{\"target\":", LIT_LEN(",{\"target\":"), a[i].target ? a[i].target->id : "-");
+        else
+            put_str(l, "{\"target\":", LIT_LEN("{\"target\":"), a[i].target ? a[i].target->id : "-");
+        PUT_STR(l, "workflow", attempt_workflow_name(a[i].workflow));
+        PUT_STR(l, "outcome", attempt_outcome_name(a[i].outcome));
+        PUT_I64(l, "status", a[i].status);
+        PUT_STR(l, "kind", a[i].kind);
+        PUT_MS(l, "ms", span_us(&a[i]));
+        PUT_LIT(l, "}");
     }
-    bsc_buf_append_char(b, ']');
+    PUT_LIT(l, "]");
 }
 
 /* ",\"states\":{\"pick\":0.0,\"attempt\":12.3,...}": milliseconds in each state the request
  * entered, DONE left out (the line is written in it). */
-static void put_states(struct bsc_buf *b, const struct req_times *t)
+static void put_states(struct line *l, const struct req_times *t)
 {
     bool first = true;
 
-    PUT_KEY(b, "states");
-    bsc_buf_append_char(b, '{');
+    PUT_LIT(l, KEY("states") "{");
     for (unsigned s = 0; s < REQ_ST_COUNT; s++) {
         if (s == REQ_ST_DONE || !(t->visited & (1u << s)))
             continue;
-        if (!first)
-            bsc_buf_append_char(b, ',');
+        /* The state's name is the key: "," then the name as a JSON string, then ":". */
+        put_str(l, ",", first ? 0 : 1, req_state_name(s));
         first = false;
-        bsc_buf_append_json_str(b, bsc_str_cstr(req_state_name(s)));
-        bsc_buf_append_char(b, ':');
-        bsc_buf_append_milli(b, t->spent_us[s]);
+        put_ms(l, ":", 1, t->spent_us[s]);
     }
-    bsc_buf_append_char(b, '}');
+    PUT_LIT(l, "}");
 }
 
 /* ,"continued":{"target":...,"how":...,"bytes":N} */
-static void put_continued(struct bsc_buf *b, const char *target, const char *how,
+static void put_continued(struct line *l, const char *target, const char *how,
                           uint64_t bytes)
 {
-    PUT_KEY(b, "continued");
-    bsc_buf_append_char(b, '{');
-    put_str(b, "\"target\":", sizeof("\"target\":") - 1, target);
-    PUT_STR(b, "how", how);
-    PUT_U64(b, "bytes", bytes);
-    bsc_buf_append_char(b, '}');
+    put_str(l, KEY("continued") "{\"target\":", LIT_LEN(KEY("continued") "{\"target\":"), target);
+    PUT_STR(l, "how", how);
+    PUT_U64(l, "bytes", bytes);
+    PUT_LIT(l, "}");
 }
 
 void access_log_write(const struct access_entry *e)
 {
-    struct bsc_buf *b = LINE_BEGIN("access", e->request_id);
+    struct line line, *l = &line;
 
-    PUT_STR(b, "method", e->method ? e->method : "POST");
-    PUT_STR(b, "path", e->path ? e->path : "/v1/chat/completions");
-    PUT_STR(b, "route", e->route);
+    LINE_BEGIN(l, "access", e->request_id);
+    PUT_STR(l, "method", e->method ? e->method : "POST");
+    PUT_STR(l, "path", e->path ? e->path : "/v1/chat/completions");
+    PUT_STR(l, "route", e->route);
     if (e->client)
-        PUT_STR(b, "client", e->client);
+        PUT_STR(l, "client", e->client);
     if (e->selected_by)
-        PUT_STR(b, "selected_by", e->selected_by);
-    PUT_STR(b, "target", e->target);
-    PUT_I64(b, "status", e->status);
-    bsc_buf_append_cstr(b, e->stream ? ",\"stream\":true" : ",\"stream\":false");
-    PUT_U64(b, "bytes_in", e->bytes_in);
-    PUT_U64(b, "bytes_out", e->bytes_out);
-    PUT_MS(b, "duration_ms", e->duration_us);
-    PUT_MS(b, "ttfb_ms", e->ttfb_us);
-    PUT_U64(b, "attempts", e->n_attempts);
-    PUT_STR(b, "termination", e->termination);
+        PUT_STR(l, "selected_by", e->selected_by);
+    PUT_STR(l, "target", e->target);
+    PUT_I64(l, "status", e->status);
+    if (e->stream)
+        PUT_LIT(l, ",\"stream\":true");
+    else
+        PUT_LIT(l, ",\"stream\":false");
+    PUT_U64(l, "bytes_in", e->bytes_in);
+    PUT_U64(l, "bytes_out", e->bytes_out);
+    PUT_MS(l, "duration_ms", e->duration_us);
+    PUT_MS(l, "ttfb_ms", e->ttfb_us);
+    PUT_U64(l, "attempts", e->n_attempts);
+    PUT_STR(l, "termination", e->termination);
     if (e->detail)
-        PUT_STR(b, "detail", e->detail);
+        PUT_STR(l, "detail", e->detail);
     if (e->limited_by)
-        PUT_STR(b, "limited_by", e->limited_by);
+        PUT_STR(l, "limited_by", e->limited_by);
     if (e->cache)
-        PUT_STR(b, "cache", e->cache);
+        PUT_STR(l, "cache", e->cache);
     if (e->queued_ms > 0 || (e->queued_ms == 0 && e->limited_by))
-        PUT_I64(b, "queued_ms", e->queued_ms);
+        PUT_I64(l, "queued_ms", e->queued_ms);
     if (e->continued_target)
-        put_continued(b, e->continued_target, e->continued_how, e->continued_bytes);
+        put_continued(l, e->continued_target, e->continued_how, e->continued_bytes);
     if (e->input_tokens >= 0 || e->output_tokens >= 0) {
-        PUT_I64(b, "input_tokens", e->input_tokens);
-        PUT_I64(b, "output_tokens", e->output_tokens);
+        PUT_I64(l, "input_tokens", e->input_tokens);
+        PUT_I64(l, "output_tokens", e->output_tokens);
         if (e->cached_tokens > 0)
-            PUT_I64(b, "cached_input_tokens", e->cached_tokens);
+            PUT_I64(l, "cached_input_tokens", e->cached_tokens);
         if (e->cache_write_tokens > 0)
-            PUT_I64(b, "cache_write_tokens", e->cache_write_tokens);
+            PUT_I64(l, "cache_write_tokens", e->cache_write_tokens);
         if (e->reasoning_tokens > 0)
-            PUT_I64(b, "reasoning_tokens", e->reasoning_tokens);
-        put_usd(b, e->cost_usd);
+            PUT_I64(l, "reasoning_tokens", e->reasoning_tokens);
+        put_usd(l, e->cost_usd);
         if (e->cost_estimated)
-            BSC_BUF_APPEND_LIT(b, ",\"cost_estimated\":true");
+            PUT_LIT(l, ",\"cost_estimated\":true");
     }
     if (e->n_attempts)
-        put_attempts(b, e->attempts, e->n_attempts);
+        put_attempts(l, e->attempts, e->n_attempts);
     if (e->states)
-        put_states(b, e->states);
-    line_end(b);
+        put_states(l, e->states);
+    line_end(l);
 }
 
-void access_log_write_attempt(const struct access_attempt_line *l)
+void access_log_write_attempt(const struct access_attempt_line *al)
 {
-    struct bsc_buf *b = LINE_BEGIN("attempt", l->request_id);
-    const struct attempt *a = l->a;
+    struct line line, *l = &line;
+    const struct attempt *a = al->a;
 
-    PUT_STR(b, "route", l->route);
-    PUT_U64(b, "attempt", l->number);
-    PUT_STR(b, "target", a->target ? a->target->id : NULL);
-    PUT_STR(b, "workflow", attempt_workflow_name(a->workflow));
-    PUT_STR(b, "outcome", attempt_outcome_name(a->outcome));
-    PUT_STR(b, "kind", a->kind);
-    PUT_I64(b, "status", a->status);
-    PUT_MS(b, "ms", span_us(a));
-    PUT_U64(b, "delay_before_ms", a->delay_ms);
-    PUT_STR(b, "circuit", l->circuit);
-    PUT_U64(b, "time_left_ms", l->time_left_ms);
-    PUT_STR(b, "next", l->next);
-    PUT_STR(b, "why", l->why);
-    PUT_U64(b, "next_delay_ms", l->next_delay_ms);
-    PUT_STR(b, "delay_why", l->delay_why);
+    LINE_BEGIN(l, "attempt", al->request_id);
+    PUT_STR(l, "route", al->route);
+    PUT_U64(l, "attempt", al->number);
+    PUT_STR(l, "target", a->target ? a->target->id : NULL);
+    PUT_STR(l, "workflow", attempt_workflow_name(a->workflow));
+    PUT_STR(l, "outcome", attempt_outcome_name(a->outcome));
+    PUT_STR(l, "kind", a->kind);
+    PUT_I64(l, "status", a->status);
+    PUT_MS(l, "ms", span_us(a));
+    PUT_U64(l, "delay_before_ms", a->delay_ms);
+    PUT_STR(l, "circuit", al->circuit);
+    PUT_U64(l, "time_left_ms", al->time_left_ms);
+    PUT_STR(l, "next", al->next);
+    PUT_STR(l, "why", al->why);
+    PUT_U64(l, "next_delay_ms", al->next_delay_ms);
+    PUT_STR(l, "delay_why", al->delay_why);
     if (a->ranking[0])
-        PUT_STR(b, "ranking", a->ranking);
+        PUT_STR(l, "ranking", a->ranking);
     if (a->continued_how)
-        put_continued(b, a->target ? a->target->id : NULL, a->continued_how, a->continued_bytes);
-    if (l->limited_by)
-        PUT_STR(b, "limited_by", l->limited_by);
-    if (l->queued_ms >= 0)
-        PUT_I64(b, "queued_ms", l->queued_ms);
-    line_end(b);
+        put_continued(l, a->target ? a->target->id : NULL, a->continued_how, a->continued_bytes);
+    if (al->limited_by)
+        PUT_STR(l, "limited_by", al->limited_by);
+    if (al->queued_ms >= 0)
+        PUT_I64(l, "queued_ms", al->queued_ms);
+    line_end(l);
 }
 
 void access_log_thread_cleanup(void)

@@ -81,6 +81,19 @@ static const char *attempt_line(const struct access_attempt_line *l)
     return capture_end(saved, h);
 }
 
+/* assert_string_equal, with the first difference shown (cmocka cuts long strings). */
+static void assert_line(const char *got, const char *want)
+{
+    size_t i = 0;
+
+    while (got[i] && got[i] == want[i])
+        i++;
+    if (got[i] != want[i])
+        print_error("lines differ at byte %zu: got \"%.60s\", want \"%.60s\"\n", i, got + i,
+                    want + i);
+    assert_string_equal(got, want);
+}
+
 /* ---- fixtures ---------------------------------------------------------------------------- */
 
 static struct cfg_target target_a = {.id = (char *)"gpt-4.1@openai-us"};
@@ -238,7 +251,7 @@ static void access_cost_edges(void **state)
                  "\"termination\":\"ok\",\"queued_ms\":250,\"input_tokens\":0,"
                  "\"output_tokens\":7,\"cost_usd\":%s}",
                  costs[i].text ? costs[i].text : num);
-        assert_string_equal(access_line(&e), want);
+        assert_line(access_line(&e), want);
     }
 }
 
@@ -262,7 +275,40 @@ static void access_long_id(void **state)
              "\"target\":null,\"status\":200,\"stream\":false,\"bytes_in\":0,"
              "\"bytes_out\":0,\"duration_ms\":0.000,\"ttfb_ms\":0.000,\"attempts\":0,"
              "\"termination\":null}");
-    assert_string_equal(access_line(&e), want);
+    assert_line(access_line(&e), want);
+}
+
+/* A line longer than the room made at its start: the buffer grows in the middle of it
+ * (from nothing: the thread's buffer is freed first) and no byte is lost or doubled. */
+static void access_grows_mid_line(void **state)
+{
+    static char detail[3001], want[8192];
+    struct access_entry e = {.request_id = "g", .status = 200, .input_tokens = -1,
+                             .output_tokens = -1};
+    size_t n;
+
+    (void)state;
+    for (size_t i = 0; i < 3000; i++)
+        detail[i] = i % 100 == 99 ? '\n' : (char)('a' + (char)(i % 26));
+    detail[3000] = '\0';
+    e.detail = detail;
+    e.route = detail + 2000;
+    n = (size_t)snprintf(want, sizeof(want), "%s",
+                         "{\"type\":\"access\",\"ts_ms\":T,\"request_id\":\"g\",\"method\":\"POST\","
+                         "\"path\":\"/v1/chat/completions\",\"route\":\"");
+    for (size_t i = 2000; i < 3000; i++)
+        n += (size_t)snprintf(want + n, sizeof(want) - n, "%s",
+                              detail[i] == '\n' ? "\\n" : (char[2]){detail[i], 0});
+    n += (size_t)snprintf(want + n, sizeof(want) - n, "%s",
+                          "\",\"target\":null,\"status\":200,\"stream\":false,\"bytes_in\":0,"
+                          "\"bytes_out\":0,\"duration_ms\":0.000,\"ttfb_ms\":0.000,"
+                          "\"attempts\":0,\"termination\":null,\"detail\":\"");
+    for (size_t i = 0; i < 3000; i++)
+        n += (size_t)snprintf(want + n, sizeof(want) - n, "%s",
+                              detail[i] == '\n' ? "\\n" : (char[2]){detail[i], 0});
+    snprintf(want + n, sizeof(want) - n, "%s", "\"}");
+    access_log_thread_cleanup();
+    assert_line(access_line(&e), want);
 }
 
 /* ---- the attempt line ------------------------------------------------------------------- */
@@ -335,6 +381,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(access_every_field),  cmocka_unit_test(access_least),
         cmocka_unit_test(access_cost_edges),   cmocka_unit_test(access_long_id),
+        cmocka_unit_test(access_grows_mid_line),
         cmocka_unit_test(attempt_every_field), cmocka_unit_test(attempt_least),
     };
 
