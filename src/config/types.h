@@ -496,6 +496,11 @@ struct cfg_admin_key {
 
 struct cfg {
     atomic_int refs; /* see cfg_ref/cfg_unref */
+    /* Set once when the snapshot is built: a number no other snapshot of this process has
+     * (never 0). It names the snapshot's strings, which never change while it lives: the
+     * metrics registry's scoped updates (metrics/metrics.h) trust a label pointer seen
+     * before under the same serial without reading its bytes again. */
+    uint64_t serial;
     char *file; /* owned; the path it was loaded from */
     char *listen_host; /* owned; "127.0.0.1" or "::1" */
     uint16_t listen_port;

@@ -6,6 +6,7 @@
  * is one table row. See docs/internals/config.md. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1348,6 +1349,9 @@ static void cache_store_check(struct cfg__v *v, const struct cfg__node *root)
         error_at(v, st->value, "cache", "store", "redis needs store.kind: redis");
 }
 
+/* The serials handed out so far (struct cfg's serial). */
+static atomic_uint_fast64_t cfg_serials;
+
 enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct cfg **out)
 {
     struct cfg *cfg = calloc(1, sizeof(*cfg));
@@ -1358,6 +1362,7 @@ enum bsc_err cfg__build(struct cfg__sink *s, const struct cfg__doc *doc, struct 
     *out = NULL;
     if (!cfg)
         return BSC_ENOMEM;
+    cfg->serial = atomic_fetch_add(&cfg_serials, 1) + 1;
     if (!defaults(cfg, s->file)) {
         cfg__free(cfg);
         return BSC_ENOMEM;

@@ -102,11 +102,14 @@ struct series {
  * or does I/O under it. A lock-free scheme would still need a lock, or RCU, to insert into
  * the hash table. The alignment keeps two workers' shards off the same cache line. */
 /* The front of a shard's table: the series last updated through each combination of
- * label pointers (a direct-mapped cache). A hit is confirmed on the labels' bytes, so an
- * address reused by another string after a reload is a miss, never a wrong series. */
+ * label pointers (a direct-mapped cache). An unscoped hit is confirmed on the labels'
+ * bytes, so an address reused by another string after a reload is a miss, never a wrong
+ * series; a scoped one (metrics_inc_scoped) on the pointers and the scope they were seen
+ * under, which no other storage ever has. */
 #define FRONT_SLOTS 256
 struct front {
     const char *label[METRICS_MAX_LABELS];
+    uint64_t scope; /* 0: the labels' bytes were not vouched for */
     struct series *series;
 };
 
@@ -347,38 +350,53 @@ static struct shard *shard_at(struct metrics *m, unsigned shard)
     return &m->shards[shard < m->n_shards ? shard : m->n_shards];
 }
 
+/* One multiply over the sum of the pointers, each weighted apart so that swapped labels
+ * land apart; the top bits pick the slot. A collision only costs a lookup. */
 static struct front *front_slot(struct shard *sh, enum metric_id id,
                                  const char *const l[METRICS_MAX_LABELS])
 {
-    uint64_t h = mix(0, (uint64_t)id);
+    uint64_t h = (uint64_t)id + (uint64_t)(uintptr_t)l[0] + 3 * (uint64_t)(uintptr_t)l[1] +
+                 5 * (uint64_t)(uintptr_t)l[2] + 7 * (uint64_t)(uintptr_t)l[3];
 
-    for (unsigned i = 0; i < METRICS_MAX_LABELS; i++)
-        h = mix(h, (uint64_t)(uintptr_t)l[i]);
-    return &sh->front[h & (FRONT_SLOTS - 1)];
+    return &sh->front[(h * 0x9e3779b97f4a7c15ull) >> (64 - 8)];
 }
 
-/* The series of the front slot, when it is this family's and its labels are these. */
-static struct series *front_hit(const struct front *f, enum metric_id id,
-                                const char *const l[METRICS_MAX_LABELS])
+_Static_assert(FRONT_SLOTS == 1u << 8, "front_slot takes the top 8 bits");
+
+static bool same_pointers(const struct front *f, const char *const l[METRICS_MAX_LABELS])
+{
+    return f->label[0] == l[0] && f->label[1] == l[1] && f->label[2] == l[2] &&
+           f->label[3] == l[3];
+}
+
+/* The series of the front slot, when it is this family's and its labels are these: for a
+ * scope the slot saw them under, the same pointers are enough; otherwise their bytes are
+ * compared too (and a scoped caller's scope is then recorded). */
+static struct series *front_hit(struct front *f, enum metric_id id,
+                                const char *const l[METRICS_MAX_LABELS], uint64_t scope)
 {
     struct series *s = f->series;
 
-    if (!s || s->id != id)
+    if (!s || s->id != id || !same_pointers(f, l))
         return NULL;
+    if (scope && f->scope == scope)
+        return s;
     for (unsigned i = 0; i < families[id].n_labels; i++) {
         const char *p = l[i] ? l[i] : "";
-        if (f->label[i] != l[i] || memcmp(s->label[i], p, s->len[i]) != 0 || p[s->len[i]])
+        if (memcmp(s->label[i], p, s->len[i]) != 0 || p[s->len[i]])
             return NULL;
     }
+    f->scope = scope;
     return s;
 }
 
 /* Applies <op> to the series of <id> and <l> in <shard>. A series is created only while the
  * shard holds fewer than <cap> series; below METRICS_MAX_SERIES that is the caller's own
- * bound (metrics_touch_within), and a series it leaves out is not a drop. */
+ * bound (metrics_touch_within), and a series it leaves out is not a drop. <scope>: see
+ * metrics_inc_scoped(). */
 static void update_within(struct metrics *m, unsigned shard, enum metric_id id,
                           const char *const l[METRICS_MAX_LABELS], enum op op, double v,
-                          size_t cap)
+                          size_t cap, uint64_t scope)
 {
     struct shard *sh;
     struct series *s = NULL;
@@ -396,10 +414,11 @@ static void update_within(struct metrics *m, unsigned shard, enum metric_id id,
     }
     shard_lock(sh);
     f = front_slot(sh, id, l);
-    if (!(s = front_hit(f, id, l))) {
+    if (!(s = front_hit(f, id, l, scope))) {
         key_make(&k, id, l);
         if ((s = lookup(sh, &k, cap))) {
             memcpy(f->label, l, sizeof(f->label));
+            f->scope = scope;
             f->series = s;
         }
     }
@@ -413,7 +432,7 @@ static void update_within(struct metrics *m, unsigned shard, enum metric_id id,
 static void update(struct metrics *m, unsigned shard, enum metric_id id,
                    const char *const l[METRICS_MAX_LABELS], enum op op, double v)
 {
-    update_within(m, shard, id, l, op, v, METRICS_MAX_SERIES);
+    update_within(m, shard, id, l, op, v, METRICS_MAX_SERIES, 0);
 }
 
 void metrics_inc(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
@@ -486,7 +505,23 @@ void metrics_touch_within(struct metrics *m, unsigned shard, size_t max_series,
 {
     const char *l[METRICS_MAX_LABELS] = {l1, l2, l3, l4};
 
-    update_within(m, shard, id, l, OP_TOUCH, 0, max_series);
+    update_within(m, shard, id, l, OP_TOUCH, 0, max_series, 0);
+}
+
+void metrics_inc_scoped(struct metrics *m, unsigned shard, uint64_t scope, enum metric_id id,
+                        const char *l1, const char *l2, const char *l3, double v)
+{
+    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3};
+
+    update_within(m, shard, id, l, OP_INC, v, METRICS_MAX_SERIES, scope);
+}
+
+void metrics_observe_scoped(struct metrics *m, unsigned shard, uint64_t scope,
+                            enum metric_id id, const char *l1, double value)
+{
+    const char *l[METRICS_MAX_LABELS] = {l1};
+
+    update_within(m, shard, id, l, OP_OBSERVE, value, METRICS_MAX_SERIES, scope);
 }
 
 /* ---- lifetime --------------------------------------------------------------------------- */

@@ -238,6 +238,20 @@ void metrics_gauge_add(struct metrics *m, unsigned shard, enum metric_id id, con
 void metrics_observe(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                      const char *l2, double value);
 
+/* Scoped updates: the same as metrics_inc() (a counter's increment, a gauge's addition:
+ * three labels) and metrics_observe(), for a caller that vouches for its label values.
+ * Each must be a string literal (static storage) or live in an immutable object named by
+ * <scope>: a nonzero value that never names other storage in this process (a config
+ * snapshot's serial, struct cfg) and whose object the caller keeps alive for the call. A
+ * series found before through the same label pointers under the same scope is then the
+ * same series, so a repeated update is confirmed on the pointers alone, without reading the
+ * labels' bytes (a pointer alone is not enough: after a reload another string may live at
+ * a freed one's address, but never under the same scope). Scope 0 is the unscoped update. */
+void metrics_inc_scoped(struct metrics *m, unsigned shard, uint64_t scope, enum metric_id id,
+                        const char *l1, const char *l2, const char *l3, double v);
+void metrics_observe_scoped(struct metrics *m, unsigned shard, uint64_t scope,
+                            enum metric_id id, const char *l1, double value);
+
 /* Makes the series of <id> with these labels exist (at 0, or with no observation) without
  * changing it: a family shows the series the config knows before their first event. Any
  * type. */

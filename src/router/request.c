@@ -122,6 +122,21 @@ void req__run(struct request *r)
 
 #define M(r) req__metrics(r)
 
+/* The request's metric updates, scoped by its config snapshot (metrics_inc_scoped): every
+ * label passed here is a literal or a string of r->cfg (a route, target, provider or
+ * client id), which the request holds, so a repeated update is confirmed on the label
+ * pointers alone. A label from anywhere else must go through metrics_inc(). */
+static void count(const struct request *r, enum metric_id id, const char *l1, const char *l2,
+                  const char *l3, double v)
+{
+    metrics_inc_scoped(M(r), r->w->idx, r->cfg ? r->cfg->serial : 0, id, l1, l2, l3, v);
+}
+
+static void observe(const struct request *r, enum metric_id id, const char *l1, double v)
+{
+    metrics_observe_scoped(M(r), r->w->idx, r->cfg ? r->cfg->serial : 0, id, l1, v);
+}
+
 
 /* ---- timers ---- */
 
@@ -198,8 +213,7 @@ static void note_breaker_change(struct request *r, const struct brk_change *c)
         return;
     LOG_WARN("circuit of %s: %s -> %s", r->cur.target->id, brk_state_name(c->from),
              brk_state_name(c->to));
-    metrics_inc(M(r), r->w->idx, METRIC_BREAKER_TRANSITIONS, r->cur.target->id,
-                brk_state_name(c->to), 1);
+    count(r, METRIC_BREAKER_TRANSITIONS, r->cur.target->id, brk_state_name(c->to), NULL, 1);
 
 }
 
@@ -222,8 +236,8 @@ static void note_rate_limits(struct request *r)
     if (rest <= 0)
         return;
     hstate_tkey_cooldown(r->gw->hs, r->cur.target, r->cur.key_idx, KEY_RATE_LIMITED, rest, bsc_now_ms());
-    metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->cur.target->provider->id,
-                keys_reason_name(KEY_RATE_LIMITED), 1);
+    count(r, METRIC_KEY_COOLDOWNS, r->cur.target->provider->id,
+          keys_reason_name(KEY_RATE_LIMITED), NULL, 1);
 }
 
 /* What the attempt tells the target's AIMD controller: a provider 429 shrinks, a success
@@ -272,14 +286,13 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
         a->circuit = brk_state_name(change.to); /* and its span */
     hstate_inflight(r->gw->hs, r->cur.target, -1);
     reqlim_attempt_done(r);
-    metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->cur.target->id, NULL, -1);
-    metrics_inc(M(r), r->w->idx, METRIC_ATTEMPTS, r->cur.target->id, kind ? kind : "ok", 1);
+    count(r, METRIC_UPSTREAM_INFLIGHT, r->cur.target->id, NULL, NULL, -1); /* a gauge */
+    count(r, METRIC_ATTEMPTS, r->cur.target->id, kind ? kind : "ok", NULL, 1);
     if (a)
-        metrics_observe(M(r), r->w->idx, METRIC_ATTEMPT_DURATION, r->cur.target->id, NULL,
-                        (double)(bsc_now_us() - a->start_us) / 1e6);
+        observe(r, METRIC_ATTEMPT_DURATION, r->cur.target->id,
+                (double)(bsc_now_us() - a->start_us) / 1e6);
     if (rep.ttft_ms >= 0)
-        metrics_observe(M(r), r->w->idx, METRIC_ATTEMPT_TTFT, r->cur.target->id, NULL,
-                        rep.ttft_ms / 1e3);
+        observe(r, METRIC_ATTEMPT_TTFT, r->cur.target->id, rep.ttft_ms / 1e3);
     note_breaker_change(r, &change);
 }
 
@@ -329,8 +342,8 @@ static void attempt_failed(struct request *r)
         int reason = key_reason_of(r->x.fail.kind);
         hstate_tkey_cooldown(r->gw->hs, r->cur.target, r->cur.key_idx, reason, r->x.fail.retry_after_ms,
                              bsc_now_ms());
-        metrics_inc(M(r), r->w->idx, METRIC_KEY_COOLDOWNS, r->cur.target->provider->id,
-                    keys_reason_name((enum key_reason)reason), 1);
+        count(r, METRIC_KEY_COOLDOWNS, r->cur.target->provider->id,
+              keys_reason_name((enum key_reason)reason), NULL, 1);
     }
     report_attempt(r, breaker_outcome(&r->x.fail), fail_kind_name(r->x.fail.kind),
                    pol->flags_misconfigured);
@@ -436,7 +449,7 @@ static void begin_attempt(struct request *r)
     req__next_delay_taken(r);
     r->cur.open = true;
     hstate_inflight(r->gw->hs, r->cur.target, +1);
-    metrics_gauge_add(M(r), r->w->idx, METRIC_UPSTREAM_INFLIGHT, r->cur.target->id, NULL, 1);
+    count(r, METRIC_UPSTREAM_INFLIGHT, r->cur.target->id, NULL, NULL, 1); /* a gauge */
     req__goto(r, REQ_ST_ATTEMPT);
     if (r->cur.key_idx == -1) {
         limited_locally(r, full, soonest, now);
@@ -654,8 +667,8 @@ static void st_attempt(struct request *r)
     if (r->cur.key_idx != -1 && r->x.fail.kind != FAIL_CONTRACT_FAILURE)
         xchg_classify(r);
     transport_ok = r->x.fail.kind == FAIL_NONE;
-    metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "transport",
-                 r->x.fail.kind == FAIL_NONE ? "ok" : "failed", 1);
+    count(r, METRIC_OUTCOMES, r->route->id, "transport",
+          r->x.fail.kind == FAIL_NONE ? "ok" : "failed", 1);
     if (r->x.fail.kind == FAIL_NONE && contract_active(r)) {
         struct fail_info broke;
         bool ok = r->x.mode == BODY_SSE
@@ -665,10 +678,9 @@ static void st_attempt(struct request *r)
         if (!ok)
             xchg_note_contract_failure(r, &broke);
         if (r->x.mode != BODY_SSE || r->buffering) {
-            metrics_inc3(M(r), r->w->idx, METRIC_OUTCOMES, r->route->id, "contract",
-                         ok ? "ok" : "failed", 1);
-            metrics_inc3(M(r), r->w->idx, METRIC_TARGET_OUTCOMES, r->cur.target->id, "contract",
-                         ok ? "ok" : "failed", 1);
+            count(r, METRIC_OUTCOMES, r->route->id, "contract", ok ? "ok" : "failed", 1);
+            count(r, METRIC_TARGET_OUTCOMES, r->cur.target->id, "contract", ok ? "ok" : "failed",
+                  1);
         }
     }
     count_feedback(r, transport_ok);
@@ -977,28 +989,26 @@ static void finish_trace(const struct request *r)
 /* The request's metrics: tokens, cost, outcome, duration and time to first token. */
 static void count_request(struct request *r, uint64_t duration_us)
 {
-    unsigned shard = r->w->idx;
     struct cost_tokens tokens[COST_TOKEN_TYPES];
     struct prov_usage u = resume_usage(r);
     size_t n = cost_token_counts(&u, tokens);
 
     for (size_t i = 0; i < n; i++)
-        metrics_inc(M(r), shard, METRIC_TOKENS, r->route->id, tokens[i].type, tokens[i].n);
+        count(r, METRIC_TOKENS, r->route->id, tokens[i].type, NULL, (double)tokens[i].n);
     if (r->c.embed_cost_usd > 0) /* the semantic cache's embedding, under its own target */
-        metrics_inc3(M(r), shard, METRIC_COST, r->ident.client ? r->ident.client->id : METRICS_CLIENT_OPEN,
-                     r->route->id, r->route->cache.embed_target->id, r->c.embed_cost_usd);
+        count(r, METRIC_COST, r->ident.client ? r->ident.client->id : METRICS_CLIENT_OPEN,
+              r->route->id, r->route->cache.embed_target->id, r->c.embed_cost_usd);
     if (r->cost.usd - r->c.embed_cost_usd > 0)
-        metrics_inc3(M(r), shard, METRIC_COST, r->ident.client ? r->ident.client->id : METRICS_CLIENT_OPEN,
-                     r->route->id, r->cur.target ? r->cur.target->id : METRICS_TARGET_NONE,
-                     r->cost.usd - r->c.embed_cost_usd);
-    metrics_inc(M(r), shard, METRIC_REQUESTS, r->route->id, outcome_label(r), 1);
+        count(r, METRIC_COST, r->ident.client ? r->ident.client->id : METRICS_CLIENT_OPEN,
+              r->route->id, r->cur.target ? r->cur.target->id : METRICS_TARGET_NONE,
+              r->cost.usd - r->c.embed_cost_usd);
+    count(r, METRIC_REQUESTS, r->route->id, outcome_label(r), NULL, 1);
     /* Task outcomes are counted when the client's verdict comes (api/feedback.c). */
-    metrics_observe(M(r), shard, METRIC_REQUEST_DURATION, r->route->id, NULL,
-                    (double)duration_us / 1e6);
+    observe(r, METRIC_REQUEST_DURATION, r->route->id, (double)duration_us / 1e6);
     if (r->d.ttfb_us && r->d.status == 200)
-        metrics_observe(M(r), shard, METRIC_TTFT, r->route->id, NULL, (double)r->d.ttfb_us / 1e6);
-    metrics_observe(M(r), shard, METRIC_OVERHEAD, r->route->id, NULL,
-                    (double)(r->d.overhead_known ? r->d.overhead_us : overhead_now(r)) / 1e6);
+        observe(r, METRIC_TTFT, r->route->id, (double)r->d.ttfb_us / 1e6);
+    observe(r, METRIC_OVERHEAD, r->route->id,
+            (double)(r->d.overhead_known ? r->d.overhead_us : overhead_now(r)) / 1e6);
 }
 
 static void st_done(struct request *r)
