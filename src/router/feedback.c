@@ -57,13 +57,14 @@ void feedback_attempt(const struct feedback_attempt *fa)
 {
     const char *wf = attempt_workflow_name(fa->wf);
 
-    metrics_inc3(fa->m, fa->shard, METRIC_WORKFLOW_OUTCOMES, wf, "transport",
-                 ok_word(fa->transport_ok), 1);
-    metrics_inc3(fa->m, fa->shard, METRIC_TARGET_OUTCOMES, fa->target, "transport",
-                 ok_word(fa->transport_ok), 1);
+    /* <wf> and the words are static, <target> a string of the snapshot it names */
+    metrics_inc_scoped(fa->m, fa->shard, fa->labels_scope, METRIC_WORKFLOW_OUTCOMES, wf,
+                       "transport", ok_word(fa->transport_ok), 1);
+    metrics_inc_scoped(fa->m, fa->shard, fa->labels_scope, METRIC_TARGET_OUTCOMES, fa->target,
+                       "transport", ok_word(fa->transport_ok), 1);
     if (fa->contract_counted)
-        metrics_inc3(fa->m, fa->shard, METRIC_WORKFLOW_OUTCOMES, wf, "contract",
-                     ok_word(fa->usable), 1);
+        metrics_inc_scoped(fa->m, fa->shard, fa->labels_scope, METRIC_WORKFLOW_OUTCOMES, wf,
+                           "contract", ok_word(fa->usable), 1);
     if (!fa->vd)
         return;
     verdicts_attempt(fa->vd, fa->target, fa->usable);

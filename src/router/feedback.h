@@ -41,6 +41,8 @@ struct feedback_attempt {
     const char *id;        /* the request's id */
     const char *route;     /* its route's id */
     const char *target;    /* the attempt's target's id */
+    uint64_t labels_scope; /* the serial of the snapshot <target> belongs to (0: unknown),
+                            * for metrics_inc_scoped */
     const char *scope;     /* the caller's scope (req_client_scope) */
     enum attempt_workflow wf;
     bool transport_ok;     /* a complete answer came back, before the contract check */

@@ -21,10 +21,13 @@
 #include "router/req_error.h"
 #include "router/req_wake.h"
 
+/* Both labels are static names (lim_limit_name, literals): scoped by the request's
+ * snapshot like its other updates (metrics_inc_scoped), they are found on their pointers. */
 static void count(struct request *r, const char *limit, const char *outcome)
 {
     if (limit)
-        metrics_inc(r->gw->metrics, r->w->idx, METRIC_LIMIT_DECISIONS, limit, outcome, 1);
+        metrics_inc_scoped(r->gw->metrics, r->w->idx, r->cfg ? r->cfg->serial : 0,
+                           METRIC_LIMIT_DECISIONS, limit, outcome, NULL, 1);
 }
 
 /* One "allowed" per limit the set enforced. */

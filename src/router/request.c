@@ -627,6 +627,7 @@ static void count_feedback(const struct request *r, bool transport_ok)
         .id = r->ident.id,
         .route = r->route->id,
         .target = r->cur.target->id,
+        .labels_scope = r->cfg ? r->cfg->serial : 0,
         .scope = r->ident.client_scope,
         .wf = r->att.recs[r->att.n - 1].workflow,
         .transport_ok = transport_ok,

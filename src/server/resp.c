@@ -45,7 +45,10 @@ static void put_header_line(struct bsc_buf *b, enum bsc_err *err, struct bsc_str
     size_t n = name.len + value.len + 4;
     char *o;
 
-    if (*err || (*err = bsc_buf_reserve(b, n)) != BSC_OK)
+    if (*err)
+        return;
+    /* Room left is the common case: a compare, not a call. */
+    if ((!b->p || b->cap - b->len < n) && (*err = bsc_buf_reserve(b, n)) != BSC_OK)
         return;
     o = b->p + b->len;
     memcpy(o, name.p, name.len);
@@ -190,10 +193,11 @@ static void choose_framing(struct srv_req *req, int status, int64_t clen)
 static void put_status_line(struct bsc_buf *b, enum bsc_err *err, int status)
 {
     const char *reason = http_status_str((enum http_status)status);
+    /* The status has three digits (resp_head checks 200..999): written as they are. */
+    char line[13] = {'H', 'T', 'T', 'P', '/', '1', '.', '1', ' ', (char)('0' + status / 100),
+                     (char)('0' + status / 10 % 10), (char)('0' + status % 10), ' '};
 
-    PUT_LIT(b, err, "HTTP/1.1 ");
-    put_num(b, err, (uint64_t)status, 10);
-    PUT_LIT(b, err, " ");
+    put(b, err, line, sizeof(line));
     if (strcmp(reason, "<unknown>") != 0)
         put_s(b, err, bsc_str_cstr(reason));
     PUT_LIT(b, err, "\r\n");

@@ -754,6 +754,12 @@ static void roundtrip(struct fx *fx, const char *req, struct resp *r)
     cl_close(cl);
 }
 
+/* Whether the response's bytes begin with <prefix> (the status line, byte for byte). */
+static bool raw_starts(const struct resp *r, const char *prefix)
+{
+    return r->raw && r->raw_len >= strlen(prefix) && memcmp(r->raw, prefix, strlen(prefix)) == 0;
+}
+
 static void check_error_json(const struct resp *r, int status, const char *type, const char *code)
 {
     json_object *root, *err, *v;
@@ -1515,6 +1521,7 @@ static void test_error_json_and_ids(void **state)
     fx_start(fx);
     roundtrip(fx, "GET /error HTTP/1.1\r\nX-Request-Id: client-id-1\r\n\r\n", &r);
     check_error_json(&r, 429, "invalid_request_error", "rate_limit_exceeded");
+    assert_true(raw_starts(&r, "HTTP/1.1 429 Too Many Requests\r\n"));
     assert_string_equal(hdr(&r, "x-request-id"), "client-id-1");
     assert_string_equal(hdr(&r, "connection"), "keep-alive"); /* a handler error keeps it */
     root = json_tokener_parse(r.body);
@@ -1526,6 +1533,7 @@ static void test_error_json_and_ids(void **state)
     /* No code: JSON null, and a 5xx is a server_error. */
     roundtrip(fx, "GET /error-null HTTP/1.1\r\n\r\n", &r);
     assert_int_equal(r.status, 502);
+    assert_true(raw_starts(&r, "HTTP/1.1 502 Bad Gateway\r\n"));
     root = json_tokener_parse(r.body);
     assert_non_null(root);
     assert_true(json_object_object_get_ex(root, "error", &err));
@@ -1551,6 +1559,8 @@ static void test_error_json_and_ids(void **state)
     resp_free(&r);
     /* The handler's own x-request-id wins; unsafe headers are dropped. */
     roundtrip(fx, "GET /headers HTTP/1.1\r\n\r\n", &r);
+    assert_true(raw_starts(&r, "HTTP/1.1 200 OK\r\n"));
+    assert_non_null(strstr(r.raw, "\r\nX-Request-Id: mine\r\nX-Good: yes\r\n"));
     assert_int_equal(hdr_count(&r, "x-request-id"), 1);
     assert_string_equal(hdr(&r, "x-request-id"), "mine");
     assert_string_equal(hdr(&r, "connection"), "keep-alive");
