@@ -128,14 +128,22 @@ struct metrics {
     unsigned n_shards;
 };
 
-static void shard_lock(struct shard *sh)
+/* The lock's wait, kept out of line: the taking below is one exchange, inlined. */
+static __attribute__((noinline)) void shard_lock_wait(struct shard *sh)
 {
     unsigned spins = 0;
 
-    while (atomic_exchange_explicit(&sh->busy, true, memory_order_acquire))
+    do
         while (atomic_load_explicit(&sh->busy, memory_order_relaxed))
             if (++spins % 128 == 0)
                 sched_yield();
+    while (atomic_exchange_explicit(&sh->busy, true, memory_order_acquire));
+}
+
+static inline void shard_lock(struct shard *sh)
+{
+    if (atomic_exchange_explicit(&sh->busy, true, memory_order_acquire))
+        shard_lock_wait(sh);
 }
 
 static void shard_unlock(struct shard *sh)
@@ -300,31 +308,37 @@ static struct series *lookup(struct shard *sh, const struct key *k, size_t cap)
     return s;
 }
 
-/* Whether <op> with <v> is a valid update of family <f>. */
+/* The ops each type takes, a bit per op: the check of every update is a load and a test. */
+static const unsigned char ops_of_type[METRIC_TYPE_COUNT] = {
+    [METRIC_COUNTER] = 1u << OP_INC | 1u << OP_TOUCH,
+    [METRIC_GAUGE] = 1u << OP_INC | 1u << OP_ADD | 1u << OP_SET | 1u << OP_TOUCH,
+    [METRIC_HISTOGRAM] = 1u << OP_OBSERVE | 1u << OP_TOUCH,
+};
+
+/* Whether <op> with <v> is a valid update of family <f>: a finite value, an op of its
+ * type, and no negative step of a counter. */
 static bool update_ok(const struct metrics_family *f, enum op op, double v)
 {
-    if (!isfinite(v))
-        return false;
-    switch (op) {
-    case OP_INC:
-        return f->type == METRIC_GAUGE || (f->type == METRIC_COUNTER && v >= 0);
-    case OP_ADD:
-    case OP_SET:
-        return f->type == METRIC_GAUGE;
-    case OP_OBSERVE:
-        return f->type == METRIC_HISTOGRAM;
-    case OP_TOUCH:
-        return true;
-    }
-    return false;
+    return isfinite(v) && (ops_of_type[f->type] >> op & 1) &&
+           !(v < 0 && op == OP_INC && f->type == METRIC_COUNTER);
 }
 
-static void apply(struct series *s, enum op op, double v)
+/* Counts <v> in the first bucket whose bound is >= <v> (the +Inf one past the bounds). */
+static void observe(struct series *s, double v)
 {
     const struct metrics_family *f = &families[s->id];
     const double *bounds = bucket_sets[f->buckets].bounds;
     size_t n = bucket_sets[f->buckets].n, i = 0;
 
+    while (i < n && v > bounds[i])
+        i++;
+    s->buckets[i]++; /* i == n is the +Inf bucket */
+    s->count++;
+    s->value += v;
+}
+
+static void apply(struct series *s, enum op op, double v)
+{
     switch (op) {
     case OP_INC:
     case OP_ADD:
@@ -336,11 +350,7 @@ static void apply(struct series *s, enum op op, double v)
     case OP_TOUCH:
         break;
     case OP_OBSERVE:
-        while (i < n && v > bounds[i])
-            i++;
-        s->buckets[i]++; /* i == n is the +Inf bucket */
-        s->count++;
-        s->value += v;
+        observe(s, v);
         break;
     }
 }
