@@ -315,6 +315,17 @@ static void put_attempts(struct line *l, const struct attempt *a, size_t n)
     PUT_LIT(l, "]");
 }
 
+/* Each state's key in "states", made from REQ_STATES as req_state_name()'s names are (C
+ * identifiers: nothing to escape), with the comma that goes before all but the first. */
+static const struct {
+    const char *text; /* ",\"pick\":" */
+    size_t len;
+} state_keys[REQ_ST_COUNT] = {
+#define X(NAME, name, doc, to) [REQ_ST_##NAME] = {",\"" #name "\":", LIT_LEN(",\"" #name "\":")},
+    REQ_STATES(X)
+#undef X
+};
+
 /* ",\"states\":{\"pick\":0.0,\"attempt\":12.3,...}": milliseconds in each state the request
  * entered, DONE left out (the line is written in it). */
 static void put_states(struct line *l, const struct req_times *t)
@@ -325,10 +336,8 @@ static void put_states(struct line *l, const struct req_times *t)
     for (unsigned s = 0; s < REQ_ST_COUNT; s++) {
         if (s == REQ_ST_DONE || !(t->visited & (1u << s)))
             continue;
-        /* The state's name is the key: "," then the name as a JSON string, then ":". */
-        put_str(l, ",", first ? 0 : 1, req_state_name(s));
+        put_ms(l, state_keys[s].text + first, state_keys[s].len - first, t->spent_us[s]);
         first = false;
-        put_ms(l, ":", 1, t->spent_us[s]);
     }
     PUT_LIT(l, "}");
 }

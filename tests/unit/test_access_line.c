@@ -311,6 +311,35 @@ static void access_grows_mid_line(void **state)
     assert_line(access_line(&e), want);
 }
 
+/* Every state but DONE visited: each key is req_state_name()'s, in the states' order. */
+static void access_every_state(void **state)
+{
+    struct req_times t;
+    struct access_entry e = {.request_id = "s", .status = 200, .input_tokens = -1,
+                             .output_tokens = -1, .states = &t};
+    char want[2048];
+    size_t n;
+
+    (void)state;
+    memset(&t, 0, sizeof(t));
+    for (unsigned s = 0; s < REQ_ST_COUNT; s++) {
+        t.visited |= 1u << s;
+        t.spent_us[s] = 1000u * s + s;
+    }
+    n = (size_t)snprintf(want, sizeof(want), "%s",
+                         "{\"type\":\"access\",\"ts_ms\":T,\"request_id\":\"s\",\"method\":\"POST\","
+                         "\"path\":\"/v1/chat/completions\",\"route\":null,\"target\":null,"
+                         "\"status\":200,\"stream\":false,\"bytes_in\":0,\"bytes_out\":0,"
+                         "\"duration_ms\":0.000,\"ttfb_ms\":0.000,\"attempts\":0,"
+                         "\"termination\":null,\"states\":{");
+    for (unsigned s = 0; s < REQ_ST_COUNT; s++)
+        if (s != REQ_ST_DONE)
+            n += (size_t)snprintf(want + n, sizeof(want) - n, "%s\"%s\":%u.%03u", s ? "," : "",
+                                  req_state_name((enum req_state)s), s, s);
+    snprintf(want + n, sizeof(want) - n, "%s", "}}");
+    assert_line(access_line(&e), want);
+}
+
 /* ---- the attempt line ------------------------------------------------------------------- */
 
 static void attempt_every_field(void **state)
@@ -382,6 +411,7 @@ int main(void)
         cmocka_unit_test(access_every_field),  cmocka_unit_test(access_least),
         cmocka_unit_test(access_cost_edges),   cmocka_unit_test(access_long_id),
         cmocka_unit_test(access_grows_mid_line),
+        cmocka_unit_test(access_every_state),
         cmocka_unit_test(attempt_every_field), cmocka_unit_test(attempt_least),
     };
 
