@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* access_log.c -- the access-log line, built in a stack-bounded buffer. */
+/* access_log.c -- the access and attempt lines, each built at one cursor in the thread's
+ * buffer. */
 #include "router/access_log.h"
 
 #include <stdint.h>
@@ -95,7 +96,7 @@ static void put_digits(struct line *l, uint64_t v)
 /* <units> / 10^<decimals> with exactly <decimals> (3 or 8) decimals at the cursor. */
 static void put_fixed_digits(struct line *l, uint64_t units, unsigned decimals)
 {
-    char frac[8];
+    char frac[8] = {0}; /* copied whole below: every byte defined */
 
     for (unsigned i = decimals; i >= 2; i -= 2) {
         memcpy(frac + i - 2, digit_pairs + 2 * (units % 100), 2);
@@ -107,7 +108,7 @@ static void put_fixed_digits(struct line *l, uint64_t units, unsigned decimals)
     }
     put_digits(l, units);
     *l->o++ = '.';
-    memcpy(l->o, frac, 8); /* room for U64_DIGITS + 4 or more was made */
+    memcpy(l->o, frac, 8); /* put_ms and put_usd make room for U64_DIGITS + 9 */
     l->o += decimals;
 }
 
