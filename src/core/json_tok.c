@@ -31,17 +31,23 @@ enum {
     ST_ERROR
 };
 
+/* The messages both readers (the token step and the container skipper) give: one object
+ * each, so a caller may compare <what> by pointer. */
+static const char E_NAME[] = "expected a member name", E_COLON[] = "expected ':'",
+                  E_OPEN[] = "unterminated container", E_DEEP[] = "nested too deep",
+                  E_LITERAL[] = "invalid literal", E_CHAR[] = "unexpected character",
+                  E_NUMBER[] = "invalid number", E_AFTER_OBJ[] = "expected ',' or '}'",
+                  E_AFTER_ARR[] = "expected ',' or ']'";
+
 /* JSON whitespace: space, tab, line feed, carriage return. */
 static const bool ws_byte[256] = {[' '] = true, ['\t'] = true, ['\n'] = true, ['\r'] = true};
 
 /* Indentation comes in runs of spaces: after a whitespace byte, the spaces that follow are
  * counted eight bytes at a time (on a little-endian machine the first byte that is not a
  * space is the lowest nonzero byte of the word XOR eight spaces). */
-TOK_INLINE void skip_ws(struct bsc_json_tok *t)
+TOK_INLINE size_t ws_run(const unsigned char *p, size_t i, size_t n)
 {
     const uint64_t spaces = 0x2020202020202020ull;
-    const unsigned char *p = t->p;
-    size_t i = t->i, n = t->n;
     uint64_t w;
 
     while (i < n && ws_byte[p[i]]) {
@@ -61,7 +67,12 @@ TOK_INLINE void skip_ws(struct bsc_json_tok *t)
             i += 8;
         }
     }
-    t->i = i;
+    return i;
+}
+
+TOK_INLINE void skip_ws(struct bsc_json_tok *t)
+{
+    t->i = ws_run(t->p, t->i, t->n);
 }
 
 TOK_INLINE enum bsc_jtok_kind fail(struct bsc_json_tok *t, struct bsc_jtok *tok, const char *what)
@@ -140,107 +151,153 @@ static bool is_hex(unsigned char c)
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-/* The escape after a backslash at t->i; NULL when valid (t->i past it), else the error. */
-TOK_INLINE const char *escape(struct bsc_json_tok *t)
+/* The escape after the backslash at p[*pi]; NULL when valid (*pi past it), else the error
+ * with *pi at the offending byte (which may be <n>, or <n> + 1 for a backslash at the end:
+ * the caller's error offset clamps to <n>). */
+TOK_INLINE const char *escape(const unsigned char *p, size_t n, size_t *pi)
 {
-    unsigned char e = ++t->i < t->n ? t->p[t->i] : 0;
+    size_t i = *pi;
+    unsigned char e = ++i < n ? p[i] : 0;
 
-    t->i++;
+    i++;
     if (e == 'u') {
-        for (int k = 0; k < 4; k++, t->i++)
-            if (t->i >= t->n || !is_hex(t->p[t->i]))
+        for (int k = 0; k < 4; k++, i++)
+            if (i >= n || !is_hex(p[i])) {
+                *pi = i;
                 return "invalid \\u escape";
+            }
+        *pi = i;
         return NULL;
     }
     if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' ||
-        e == 't')
+        e == 't') {
+        *pi = i;
         return NULL;
-    t->i--;
+    }
+    *pi = i - 1;
     return "invalid escape";
 }
 
-/* The string at t->i (its opening quote); NULL when valid, else the error at t->i. */
-TOK_INLINE const char *string(struct bsc_json_tok *t, bool *escaped)
+/* The string whose opening quote is p[*pi]; NULL when valid (*pi past its closing quote),
+ * else the error with *pi at the first offending byte. *<escaped> is set once a valid
+ * escape was passed. Written for an index in a register: both the token step and the
+ * container skipper call it. */
+TOK_INLINE const char *scan_string(const unsigned char *p, size_t n, size_t *pi, bool *escaped)
 {
-    const unsigned char *p = t->p;
-    size_t n = t->n;
+    size_t i = *pi + 1;
 
-    t->i++;
-    while (t->i < n) {
-        size_t i = plain_run(p, t->i, n); /* the common run */
+    for (;;) {
         unsigned char c;
+        size_t len;
+        const char *why;
 
-        t->i = i;
+        i = plain_run(p, i, n); /* the common run */
         if (i >= n)
             break;
         c = p[i];
         if (c == '"') {
-            t->i = i + 1;
+            *pi = i + 1;
             return NULL;
         }
-        if (c < 0x20)
-            return "control character in a string";
         if (c == '\\') {
-            const char *why = escape(t);
-            if (why)
+            if ((why = escape(p, n, &i))) {
+                *pi = i;
                 return why;
+            }
             *escaped = true;
             continue;
         }
-        if (c >= 0x80) {
-            size_t len = bsc_utf8_seq_len(t->p + t->i, t->n - t->i);
-            if (!len)
-                return "invalid UTF-8";
-            t->i += len;
-            continue;
+        if (c < 0x20) {
+            *pi = i;
+            return "control character in a string";
         }
-        t->i++;
+        /* c >= 0x80: plain_run stops on nothing else */
+        if (!(len = bsc_utf8_seq_len(p + i, n - i))) {
+            *pi = i;
+            return "invalid UTF-8";
+        }
+        i += len;
     }
+    *pi = i;
     return "unterminated string";
+}
+
+TOK_INLINE const char *string(struct bsc_json_tok *t, bool *escaped)
+{
+    return scan_string(t->p, t->n, &t->i, escaped);
 }
 
 /* ---- scalars --------------------------------------------------------------------------------- */
 
-TOK_INLINE bool digits(struct bsc_json_tok *t)
+TOK_INLINE bool digits(const unsigned char *p, size_t n, size_t *pi)
 {
-    size_t start = t->i;
+    size_t i = *pi, start = i;
 
-    while (t->i < t->n && t->p[t->i] >= '0' && t->p[t->i] <= '9')
-        t->i++;
-    return t->i > start;
+    while (i < n && p[i] >= '0' && p[i] <= '9')
+        i++;
+    *pi = i;
+    return i > start;
 }
 
-/* RFC 8259's number at t->i: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? -- a leading
- * zero ends the number, so "01" fails on the byte after it. */
-TOK_INLINE bool number(struct bsc_json_tok *t)
+/* RFC 8259's number at p[*pi]: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? -- a leading
+ * zero ends the number, so "01" fails on the byte after it. *pi ends past it, or where it
+ * stopped when false. */
+TOK_INLINE bool scan_number(const unsigned char *p, size_t n, size_t *pi)
 {
-    if (t->p[t->i] == '-')
-        t->i++;
-    if (t->i < t->n && t->p[t->i] == '0')
-        t->i++;
-    else if (!digits(t))
+    size_t i = *pi;
+    bool ok = true;
+
+    if (p[i] == '-')
+        i++;
+    if (i < n && p[i] == '0')
+        i++;
+    else if (!digits(p, n, &i))
+        ok = false;
+    if (ok && i < n && p[i] == '.') {
+        i++;
+        ok = digits(p, n, &i);
+    }
+    if (ok && i < n && (p[i] == 'e' || p[i] == 'E')) {
+        i++;
+        if (i < n && (p[i] == '+' || p[i] == '-'))
+            i++;
+        ok = digits(p, n, &i);
+    }
+    *pi = i;
+    return ok;
+}
+
+/* The literal <lit> (<len> bytes) at p[*pi]: true with *pi past it; false, *pi unmoved. */
+TOK_INLINE bool scan_literal(const unsigned char *p, size_t n, size_t *pi, const char *lit,
+                             size_t len)
+{
+    if (n - *pi < len || memcmp(p + *pi, lit, len) != 0)
         return false;
-    if (t->i < t->n && t->p[t->i] == '.') {
-        t->i++;
-        if (!digits(t))
-            return false;
-    }
-    if (t->i < t->n && (t->p[t->i] == 'e' || t->p[t->i] == 'E')) {
-        t->i++;
-        if (t->i < t->n && (t->p[t->i] == '+' || t->p[t->i] == '-'))
-            t->i++;
-        if (!digits(t))
-            return false;
-    }
+    *pi += len;
     return true;
 }
 
-TOK_INLINE bool literal(struct bsc_json_tok *t, const char *lit, size_t len)
+/* The scalar at p[*pi] (not a string): a literal or a number. NULL with *<kind> set and *pi
+ * past it, or the error with *pi where it was found. */
+TOK_INLINE const char *scan_scalar(const unsigned char *p, size_t n, size_t *pi,
+                                   enum bsc_jtok_kind *kind)
 {
-    if (t->n - t->i < len || memcmp(t->p + t->i, lit, len) != 0)
-        return false;
-    t->i += len;
-    return true;
+    switch (p[*pi]) {
+    case 't':
+        *kind = BSC_JTOK_TRUE;
+        return scan_literal(p, n, pi, "true", 4) ? NULL : E_LITERAL;
+    case 'f':
+        *kind = BSC_JTOK_FALSE;
+        return scan_literal(p, n, pi, "false", 5) ? NULL : E_LITERAL;
+    case 'n':
+        *kind = BSC_JTOK_NULL;
+        return scan_literal(p, n, pi, "null", 4) ? NULL : E_LITERAL;
+    default:
+        *kind = BSC_JTOK_NUMBER;
+        if (p[*pi] != '-' && (p[*pi] < '0' || p[*pi] > '9'))
+            return E_CHAR;
+        return scan_number(p, n, pi) ? NULL : E_NUMBER;
+    }
 }
 
 /* ---- structure ------------------------------------------------------------------------------- */
@@ -268,7 +325,7 @@ TOK_INLINE enum bsc_jtok_kind emit(struct bsc_json_tok *t, struct bsc_jtok *tok,
 TOK_INLINE enum bsc_jtok_kind open_container(struct bsc_json_tok *t, struct bsc_jtok *tok, bool obj)
 {
     if (t->depth == t->max_depth)
-        return fail(t, tok, "nested too deep");
+        return fail(t, tok, E_DEEP);
     if (obj)
         t->stack[t->depth / 64] |= 1ull << (t->depth % 64);
     else
@@ -313,32 +370,15 @@ TOK_INLINE enum bsc_jtok_kind quoted(struct bsc_json_tok *t, struct bsc_jtok *to
 TOK_INLINE enum bsc_jtok_kind value(struct bsc_json_tok *t, struct bsc_jtok *tok)
 {
     enum bsc_jtok_kind kind;
+    const char *why;
 
     switch (t->p[t->i]) {
     case '{': return open_container(t, tok, true);
     case '[': return open_container(t, tok, false);
     case '"': return quoted(t, tok, false);
-    case 't':
-        if (!literal(t, "true", 4))
-            return fail(t, tok, "invalid literal");
-        kind = BSC_JTOK_TRUE;
-        break;
-    case 'f':
-        if (!literal(t, "false", 5))
-            return fail(t, tok, "invalid literal");
-        kind = BSC_JTOK_FALSE;
-        break;
-    case 'n':
-        if (!literal(t, "null", 4))
-            return fail(t, tok, "invalid literal");
-        kind = BSC_JTOK_NULL;
-        break;
     default:
-        if (t->p[t->i] != '-' && (t->p[t->i] < '0' || t->p[t->i] > '9'))
-            return fail(t, tok, "unexpected character");
-        if (!number(t))
-            return fail(t, tok, "invalid number");
-        kind = BSC_JTOK_NUMBER;
+        if ((why = scan_scalar(t->p, t->n, &t->i, &kind)))
+            return fail(t, tok, why);
     }
     value_done(t);
     return emit(t, tok, kind);
@@ -353,7 +393,7 @@ TOK_INLINE enum bsc_jtok_kind after(struct bsc_json_tok *t, struct bsc_jtok *tok
     if (c == (obj ? '}' : ']'))
         return close_container(t, tok);
     if (c != ',')
-        return fail(t, tok, obj ? "expected ',' or '}'" : "expected ',' or ']'");
+        return fail(t, tok, obj ? E_AFTER_OBJ : E_AFTER_ARR);
     t->i++;
     t->state = obj ? ST_NAME : ST_VALUE;
     return emit(t, tok, BSC_JTOK_COMMA);
@@ -365,13 +405,13 @@ TOK_INLINE enum bsc_jtok_kind at_end(struct bsc_json_tok *t, struct bsc_jtok *to
     switch (t->state) {
     case ST_TOP: return fail(t, tok, "empty document");
     case ST_OBJ_FIRST:
-    case ST_NAME: return fail(t, tok, "expected a member name");
-    case ST_COLON: return fail(t, tok, "expected ':'");
+    case ST_NAME: return fail(t, tok, E_NAME);
+    case ST_COLON: return fail(t, tok, E_COLON);
     case ST_TAIL:
         t->state = ST_END;
         tok->kind = BSC_JTOK_END;
         return BSC_JTOK_END;
-    default: return fail(t, tok, "unterminated container");
+    default: return fail(t, tok, E_OPEN);
     }
 }
 
@@ -429,11 +469,11 @@ TOK_INLINE enum bsc_jtok_kind step(struct bsc_json_tok *t, struct bsc_jtok *tok)
             /* fall through */
         case ST_NAME:
             if (c != '"')
-                return fail(t, tok, "expected a member name");
+                return fail(t, tok, E_NAME);
             return quoted(t, tok, true);
         case ST_COLON:
             if (c != ':')
-                return fail(t, tok, "expected ':'");
+                return fail(t, tok, E_COLON);
             t->i++;
             t->state = ST_VALUE;
             if (t->quiet)
@@ -454,27 +494,158 @@ enum bsc_jtok_kind bsc_json_tok_next(struct bsc_json_tok *t, struct bsc_jtok *to
     return step(t, tok);
 }
 
+/* Opens a container at depth <d> in <stack>: its bit says object (set) or array. */
+TOK_INLINE void push(uint64_t *stack, unsigned d, bool obj)
+{
+    if (obj)
+        stack[d / 64] |= 1ull << (d % 64);
+    else
+        stack[d / 64] &= ~(1ull << (d % 64));
+}
+
+TOK_INLINE bool is_object(const uint64_t *stack, unsigned depth)
+{
+    return (stack[(depth - 1) / 64] >> ((depth - 1) % 64)) & 1;
+}
+
+/* The container skipper: the grammar of step() again, as one loop whose states are labels,
+ * with the index and depth in registers and no token stored -- what a skip costs is the
+ * bytes, not a dispatch and a token per value. It must accept and refuse exactly what
+ * step() does, with the same message, offsets and final state: the unit test and
+ * fuzz_json_tok compare the two from every position inside a container. The string,
+ * number and literal rules are step()'s own helpers; what is written twice is only where
+ * a name, ':' , ',' or a closer may stand, and the end-of-document message of each state
+ * (at_end). */
 enum bsc_jtok_kind bsc_json_tok_skip(struct bsc_json_tok *t, struct bsc_jtok *tok)
 {
-    unsigned stop;
-    bool quiet;
-    struct bsc_jtok inner;
+    const unsigned char *p = t->p;
+    size_t n = t->n, i = t->i, start = t->i;
+    unsigned depth = t->depth, stop;
+    enum bsc_jtok_kind kind;
+    const char *why;
+    bool escaped = false, esc; /* <escaped>: the failing token's, as step() has it */
+    bool obj;                  /* the innermost open container is an object */
 
-    if (t->depth == 0 || t->state == ST_END || t->state == ST_ERROR)
+    if (depth == 0 || t->state == ST_END || t->state == ST_ERROR)
         return step(t, tok);
-    stop = t->depth - 1;
-    quiet = t->quiet;
-    t->quiet = true; /* nobody sees the separators here either */
-    for (;;) {
-        enum bsc_jtok_kind k = step(t, &inner);
+    stop = depth - 1;
+    obj = is_object(t->stack, depth);
+    switch (t->state) {
+    case ST_VALUE: goto value;
+    case ST_ARR_FIRST: goto arr_first;
+    case ST_OBJ_FIRST: goto obj_first;
+    case ST_NAME: goto name;
+    case ST_COLON: goto colon;
+    default: goto after; /* ST_AFTER */
+    }
 
-        if (k == BSC_JTOK_ERROR || k == BSC_JTOK_END ||
-            ((k == BSC_JTOK_OBJ_CLOSE || k == BSC_JTOK_ARR_CLOSE) && t->depth == stop)) {
-            t->quiet = quiet;
-            *tok = inner;
-            return k;
+obj_first: /* after '{': a name or '}' */
+    start = i = ws_run(p, i, n);
+    if (i < n && p[i] == '}')
+        goto close;
+    goto name_here;
+name: /* after ',' in an object */
+    start = i = ws_run(p, i, n);
+name_here:
+    if (i >= n || p[i] != '"') {
+        why = E_NAME;
+        goto fail;
+    }
+    esc = false;
+    if ((why = scan_string(p, n, &i, &esc)))
+        goto fail_string;
+colon: /* the ':' mostly follows its name at once: looked for before any whitespace */
+    if (i >= n || p[i] != ':') {
+        start = i = ws_run(p, i, n);
+        if (i >= n || p[i] != ':') {
+            why = E_COLON;
+            goto fail;
         }
     }
+    i++;
+value: /* after ':' or after ',' in an array */
+    start = i = ws_run(p, i, n);
+value_here:
+    if (i >= n) {
+        why = E_OPEN;
+        goto fail;
+    }
+    switch (p[i]) {
+    case '{':
+    case '[':
+        if (depth == t->max_depth) {
+            why = E_DEEP;
+            goto fail;
+        }
+        obj = p[i] == '{';
+        push(t->stack, depth++, obj);
+        i++;
+        if (obj)
+            goto obj_first;
+        goto arr_first;
+    case '"':
+        esc = false;
+        if ((why = scan_string(p, n, &i, &esc)))
+            goto fail_string;
+        break;
+    default:
+        if ((why = scan_scalar(p, n, &i, &kind)))
+            goto fail;
+    }
+after: /* after a value: ',' or the closer (a ',' mostly at once) */
+    if (i >= n || p[i] != ',') {
+        start = i = ws_run(p, i, n);
+        if (i >= n) {
+            why = E_OPEN;
+            goto fail;
+        }
+        if (p[i] == (obj ? '}' : ']'))
+            goto close;
+        if (p[i] != ',') {
+            why = obj ? E_AFTER_OBJ : E_AFTER_ARR;
+            goto fail;
+        }
+    }
+    i++;
+    if (obj)
+        goto name;
+    goto value;
+arr_first: /* after '[': a value or ']' */
+    start = i = ws_run(p, i, n);
+    if (i < n && p[i] == ']')
+        goto close;
+    goto value_here;
+close: /* p[i] closes the innermost container, an object when <obj> */
+    depth--;
+    i++;
+    if (depth != stop) {
+        obj = is_object(t->stack, depth);
+        goto after;
+    }
+    t->i = i;
+    t->depth = depth;
+    t->state = depth ? ST_AFTER : ST_TAIL;
+    tok->kind = obj ? BSC_JTOK_OBJ_CLOSE : BSC_JTOK_ARR_CLOSE;
+    tok->off = start;
+    tok->end = i;
+    tok->raw = bsc_str_make((const char *)p + start, 1);
+    tok->escaped = false;
+    tok->depth = depth;
+    return tok->kind;
+fail_string:
+    escaped = esc;
+fail: /* as fail() would leave the token and the tokenizer */
+    t->i = i;
+    t->depth = depth;
+    t->state = ST_ERROR;
+    t->what = why;
+    t->err_off = i < n ? i : n;
+    tok->kind = BSC_JTOK_ERROR;
+    tok->off = tok->end = start;
+    tok->raw = BSC_STR_NULL;
+    tok->escaped = escaped;
+    tok->depth = depth;
+    return BSC_JTOK_ERROR;
 }
 
 bool bsc_json_tok_valid(struct bsc_str doc, unsigned max_depth, const char **what,
