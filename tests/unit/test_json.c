@@ -574,6 +574,40 @@ static void test_member_absent(void **state)
     expect_member(BSC_STR("{\"\":1}"), "", "1");
 }
 
+/* String values and names of every length around the scanner's sixteen-byte steps, with
+ * backslash runs of every parity before quotes and at their ends: each member's span is
+ * exactly the value as written, and an escaped name is compared decoded. */
+static void test_member_string_spans(void **state)
+{
+    static const char *const bodies[] = {
+        "", "\\\\", "\\\"", "\\\\\\\"", "\\\\\\\\", "a\\\"b\\\\", "\\u0022\\\"",
+        "}]\\\",{[", "\\/\\b\\f\\n\\r\\t",
+    };
+
+    (void)state;
+    for (size_t b = 0; b < BSC_ARRAY_LEN(bodies); b++) {
+        for (size_t pad = 0; pad < 40; pad++) {
+            char doc[256], want[128], name[64];
+            struct bsc_json_error err;
+            struct bsc_str d;
+            int len, wlen;
+
+            wlen = snprintf(want, sizeof(want), "\"%.*s%s\"", (int)pad,
+                            "0123456789abcdef0123456789abcdef01234567", bodies[b]);
+            len = snprintf(doc, sizeof(doc),
+                           "{\"p%.*s\":%s,\"k\\u0065y\":%s , \"last\" :\"%s\"}", (int)pad,
+                           "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", want, want, bodies[b]);
+            assert_true(len > 0 && (size_t)len < sizeof(doc) && wlen > 0);
+            d = bsc_str_make(doc, (size_t)len);
+            assert_true(check(d, 8, &err));
+            expect_member(d, "key", want);
+            snprintf(name, sizeof(name), "p%.*s", (int)pad, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+            expect_member(d, name, want);
+            expect_no_member(d, "k", 0);
+        }
+    }
+}
+
 static void test_member_repeated(void **state)
 {
     struct bsc_str doc = BSC_STR("{\"a\":1,\"b\":[\"a\"],\"a\":{\"a\":3}}");
@@ -1282,6 +1316,7 @@ int main(void)
         cmocka_unit_test(test_check_stack_kinds),
         cmocka_unit_test(test_member_found),
         cmocka_unit_test(test_member_absent),
+        cmocka_unit_test(test_member_string_spans),
         cmocka_unit_test(test_member_repeated),
         cmocka_unit_test(test_member_not_object),
         cmocka_unit_test(test_member_decoded_keys_and_whitespace),
