@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* json_tok.c -- the tokenizer: a state (what may come next) and an explicit stack of the open
- * containers (a bit each: object or array), so depth costs 1 bit, not a C stack frame. The
- * error wording is the request check's (json_check.h), which tests and clients see. */
+/* json_tok.c -- the tokenizer: a state (what may come next, a label of walk()) and an
+ * explicit stack of the open containers (a bit each: object or array), so depth costs 1 bit,
+ * not a C stack frame. The error wording is the request check's (json_check.h), which tests
+ * and clients see. */
 #include "core/json_tok.h"
 
 #include <string.h>
@@ -12,12 +13,11 @@
 
 #include "core/utf8.h"
 
-/* The per-token helpers are inlined into both entry points (bsc_json_tok_next and
- * bsc_json_tok_skip): in the skip loop the token a step fills is a local nobody reads, so
- * inlined, its stores go away. */
+/* The grammar's helpers are inlined into walk(), and walk() into both entry points
+ * (bsc_json_tok_next and bsc_json_tok_skip), each with its mode a constant. */
 #define TOK_INLINE static inline __attribute__((always_inline))
 
-/* What may come next. */
+/* What may come next: where walk() resumes. */
 enum {
     ST_TOP = 0,    /* the document's value */
     ST_VALUE,      /* a value: after ':' or after ',' in an array */
@@ -31,13 +31,13 @@ enum {
     ST_ERROR
 };
 
-/* The messages both readers (the token step and the container skipper) give: one object
- * each, so a caller may compare <what> by pointer. */
+/* The error messages: one object each, so that a caller may compare <what> by pointer. */
 static const char E_NAME[] = "expected a member name", E_COLON[] = "expected ':'",
                   E_OPEN[] = "unterminated container", E_DEEP[] = "nested too deep",
                   E_LITERAL[] = "invalid literal", E_CHAR[] = "unexpected character",
                   E_NUMBER[] = "invalid number", E_AFTER_OBJ[] = "expected ',' or '}'",
-                  E_AFTER_ARR[] = "expected ',' or ']'";
+                  E_AFTER_ARR[] = "expected ',' or ']'", E_EMPTY[] = "empty document",
+                  E_TAIL[] = "unexpected data after the JSON value";
 
 /* JSON whitespace: space, tab, line feed, carriage return. */
 static const bool ws_byte[256] = {[' '] = true, ['\t'] = true, ['\n'] = true, ['\r'] = true};
@@ -68,22 +68,6 @@ TOK_INLINE size_t ws_run(const unsigned char *p, size_t i, size_t n)
         }
     }
     return i;
-}
-
-TOK_INLINE void skip_ws(struct bsc_json_tok *t)
-{
-    t->i = ws_run(t->p, t->i, t->n);
-}
-
-TOK_INLINE enum bsc_jtok_kind fail(struct bsc_json_tok *t, struct bsc_jtok *tok, const char *what)
-{
-    tok->end = tok->off;
-    tok->raw = BSC_STR_NULL;
-    t->state = ST_ERROR;
-    t->what = what;
-    t->err_off = t->i < t->n ? t->i : t->n;
-    tok->kind = BSC_JTOK_ERROR;
-    return BSC_JTOK_ERROR;
 }
 
 /* ---- strings --------------------------------------------------------------------------------- */
@@ -222,11 +206,6 @@ TOK_INLINE const char *scan_string(const unsigned char *p, size_t n, size_t *pi,
     return "unterminated string";
 }
 
-TOK_INLINE const char *string(struct bsc_json_tok *t, bool *escaped)
-{
-    return scan_string(t->p, t->n, &t->i, escaped);
-}
-
 /* ---- scalars --------------------------------------------------------------------------------- */
 
 TOK_INLINE bool digits(const unsigned char *p, size_t n, size_t *pi)
@@ -302,117 +281,19 @@ TOK_INLINE const char *scan_scalar(const unsigned char *p, size_t n, size_t *pi,
 
 /* ---- structure ------------------------------------------------------------------------------- */
 
-TOK_INLINE bool top_is_object(const struct bsc_json_tok *t)
+/* Opens a container at depth <d> in <stack>: its bit says object (set) or array. */
+TOK_INLINE void push(uint64_t *stack, unsigned d, bool obj)
 {
-    return (t->stack[(t->depth - 1) / 64] >> ((t->depth - 1) % 64)) & 1;
-}
-
-/* The state after a complete value. */
-TOK_INLINE void value_done(struct bsc_json_tok *t)
-{
-    t->state = t->depth ? ST_AFTER : ST_TAIL;
-}
-
-TOK_INLINE enum bsc_jtok_kind emit(struct bsc_json_tok *t, struct bsc_jtok *tok,
-                               enum bsc_jtok_kind kind)
-{
-    tok->kind = kind;
-    tok->end = t->i;
-    tok->raw = bsc_str_make((const char *)t->p + tok->off, t->i - tok->off);
-    return kind;
-}
-
-TOK_INLINE enum bsc_jtok_kind open_container(struct bsc_json_tok *t, struct bsc_jtok *tok, bool obj)
-{
-    if (t->depth == t->max_depth)
-        return fail(t, tok, E_DEEP);
     if (obj)
-        t->stack[t->depth / 64] |= 1ull << (t->depth % 64);
+        stack[d / 64] |= 1ull << (d % 64);
     else
-        t->stack[t->depth / 64] &= ~(1ull << (t->depth % 64));
-    t->depth++;
-    t->i++;
-    t->state = obj ? ST_OBJ_FIRST : ST_ARR_FIRST;
-    return emit(t, tok, obj ? BSC_JTOK_OBJ_OPEN : BSC_JTOK_ARR_OPEN);
+        stack[d / 64] &= ~(1ull << (d % 64));
 }
 
-TOK_INLINE enum bsc_jtok_kind close_container(struct bsc_json_tok *t, struct bsc_jtok *tok)
+/* Whether the innermost of <depth> (>= 1) open containers is an object. */
+TOK_INLINE bool is_object(const uint64_t *stack, unsigned depth)
 {
-    bool obj = top_is_object(t);
-
-    t->depth--;
-    tok->depth = t->depth;
-    t->i++;
-    value_done(t);
-    return emit(t, tok, obj ? BSC_JTOK_OBJ_CLOSE : BSC_JTOK_ARR_CLOSE);
-}
-
-/* A string at t->i: a value, or a name when <name>. */
-TOK_INLINE enum bsc_jtok_kind quoted(struct bsc_json_tok *t, struct bsc_jtok *tok, bool name)
-{
-    const char *why;
-
-    tok->escaped = false;
-    why = string(t, &tok->escaped);
-    if (why)
-        return fail(t, tok, why);
-    if (name)
-        t->state = ST_COLON;
-    else
-        value_done(t);
-    tok->kind = name ? BSC_JTOK_NAME : BSC_JTOK_STRING;
-    tok->end = t->i;
-    tok->raw = bsc_str_make((const char *)t->p + tok->off + 1, t->i - tok->off - 2);
-    return tok->kind;
-}
-
-/* A value at t->i (whitespace skipped, t->i < t->n). */
-TOK_INLINE enum bsc_jtok_kind value(struct bsc_json_tok *t, struct bsc_jtok *tok)
-{
-    enum bsc_jtok_kind kind;
-    const char *why;
-
-    switch (t->p[t->i]) {
-    case '{': return open_container(t, tok, true);
-    case '[': return open_container(t, tok, false);
-    case '"': return quoted(t, tok, false);
-    default:
-        if ((why = scan_scalar(t->p, t->n, &t->i, &kind)))
-            return fail(t, tok, why);
-    }
-    value_done(t);
-    return emit(t, tok, kind);
-}
-
-/* After a value inside a container: ',' or the closer. */
-TOK_INLINE enum bsc_jtok_kind after(struct bsc_json_tok *t, struct bsc_jtok *tok)
-{
-    bool obj = top_is_object(t);
-    unsigned char c = t->p[t->i];
-
-    if (c == (obj ? '}' : ']'))
-        return close_container(t, tok);
-    if (c != ',')
-        return fail(t, tok, obj ? E_AFTER_OBJ : E_AFTER_ARR);
-    t->i++;
-    t->state = obj ? ST_NAME : ST_VALUE;
-    return emit(t, tok, BSC_JTOK_COMMA);
-}
-
-/* What the end of the document means in the current state. */
-TOK_INLINE enum bsc_jtok_kind at_end(struct bsc_json_tok *t, struct bsc_jtok *tok)
-{
-    switch (t->state) {
-    case ST_TOP: return fail(t, tok, "empty document");
-    case ST_OBJ_FIRST:
-    case ST_NAME: return fail(t, tok, E_NAME);
-    case ST_COLON: return fail(t, tok, E_COLON);
-    case ST_TAIL:
-        t->state = ST_END;
-        tok->kind = BSC_JTOK_END;
-        return BSC_JTOK_END;
-    default: return fail(t, tok, E_OPEN);
-    }
+    return (stack[(depth - 1) / 64] >> ((depth - 1) % 64)) & 1;
 }
 
 void bsc_json_tok_init(struct bsc_json_tok *t, struct bsc_str doc, unsigned max_depth)
@@ -433,110 +314,67 @@ void bsc_json_tok_quiet(struct bsc_json_tok *t)
     t->quiet = true;
 }
 
-/* One token: the grammar's single step, shared by both entry points. In quiet mode a ':'
- * and a ',' between members are checked and passed over, and the step goes on to the token
- * after them. */
-TOK_INLINE enum bsc_jtok_kind step(struct bsc_json_tok *t, struct bsc_jtok *tok)
+/* Hands out the token <kind> of the bytes [<start>, <i>) at <depth> and leaves the
+ * tokenizer at <i> in <state> with <open> containers open. */
+TOK_INLINE enum bsc_jtok_kind give(struct bsc_json_tok *t, struct bsc_jtok *tok,
+                                   enum bsc_jtok_kind kind, size_t start, size_t i,
+                                   unsigned depth, unsigned open, uint8_t state)
 {
-    unsigned char c;
-    enum bsc_jtok_kind k;
-
+    t->i = i;
+    t->depth = open;
+    t->state = state;
+    tok->kind = kind;
+    tok->off = start;
+    tok->end = i;
+    tok->raw = bsc_str_make((const char *)t->p + start, i - start);
     tok->escaped = false;
-    if (t->state == ST_END || t->state == ST_ERROR) {
-        tok->kind = t->state == ST_END ? BSC_JTOK_END : BSC_JTOK_ERROR;
-        tok->off = tok->end = t->state == ST_END ? t->n : t->err_off;
-        tok->raw = BSC_STR_NULL;
-        tok->depth = t->depth;
-        return tok->kind;
-    }
-    for (;;) {
-        skip_ws(t);
-        tok->off = t->i;
-        tok->depth = t->depth;
-        if (t->i >= t->n) {
-            tok->end = t->i;
-            tok->raw = BSC_STR_NULL;
-            return at_end(t, tok);
-        }
-        c = t->p[t->i];
-        switch (t->state) {
-        case ST_TOP:
-        case ST_VALUE: return value(t, tok);
-        case ST_ARR_FIRST: return c == ']' ? close_container(t, tok) : value(t, tok);
-        case ST_OBJ_FIRST:
-            if (c == '}')
-                return close_container(t, tok);
-            /* fall through */
-        case ST_NAME:
-            if (c != '"')
-                return fail(t, tok, E_NAME);
-            return quoted(t, tok, true);
-        case ST_COLON:
-            if (c != ':')
-                return fail(t, tok, E_COLON);
-            t->i++;
-            t->state = ST_VALUE;
-            if (t->quiet)
-                continue;
-            return emit(t, tok, BSC_JTOK_COLON);
-        case ST_AFTER:
-            k = after(t, tok);
-            if (k == BSC_JTOK_COMMA && t->quiet && t->state == ST_NAME)
-                continue;
-            return k;
-        default: return fail(t, tok, "unexpected data after the JSON value"); /* ST_TAIL */
-        }
-    }
+    tok->depth = depth;
+    return kind;
 }
 
-enum bsc_jtok_kind bsc_json_tok_next(struct bsc_json_tok *t, struct bsc_jtok *tok)
+/* give() for a string [<start>, <i>), quotes included: <raw> is what is between them. */
+TOK_INLINE enum bsc_jtok_kind give_string(struct bsc_json_tok *t, struct bsc_jtok *tok,
+                                          enum bsc_jtok_kind kind, size_t start, size_t i,
+                                          unsigned depth, uint8_t state, bool escaped)
 {
-    return step(t, tok);
+    give(t, tok, kind, start, i, depth, depth, state);
+    tok->raw = bsc_str_make((const char *)t->p + start + 1, i - start - 2);
+    tok->escaped = escaped;
+    return kind;
 }
 
-/* Opens a container at depth <d> in <stack>: its bit says object (set) or array. */
-TOK_INLINE void push(uint64_t *stack, unsigned d, bool obj)
-{
-    if (obj)
-        stack[d / 64] |= 1ull << (d % 64);
-    else
-        stack[d / 64] &= ~(1ull << (d % 64));
-}
-
-TOK_INLINE bool is_object(const uint64_t *stack, unsigned depth)
-{
-    return (stack[(depth - 1) / 64] >> ((depth - 1) % 64)) & 1;
-}
-
-/* The container skipper: the grammar of step() again, as one loop whose states are labels,
- * with the index and depth in registers and no token stored -- what a skip costs is the
- * bytes, not a dispatch and a token per value. It must accept and refuse exactly what
- * step() does, with the same message, offsets and final state: the unit test and
- * fuzz_json_tok compare the two from every position inside a container. The string,
- * number and literal rules are step()'s own helpers; what is written twice is only where
- * a name, ':' , ',' or a closer may stand, and the end-of-document message of each state
- * (at_end). */
-enum bsc_jtok_kind bsc_json_tok_skip(struct bsc_json_tok *t, struct bsc_jtok *tok)
+/* The grammar, written once: what may come next is a label of this loop, and the index,
+ * depth and innermost container's kind stay in registers from one token to the next.
+ * Inlined into both entry points with <skip> constant:
+ *  - token by token (bsc_json_tok_next): each token is handed out where it ends, and the
+ *    state saved is the label to come back to (in quiet mode the ':' and the ',' between
+ *    an object's members are checked and passed);
+ *  - skip (bsc_json_tok_skip): nothing is handed out until the closer that brings the
+ *    depth back below where the skip began, or the error.
+ * At the end of the document each label has its own message (the state's), and an error
+ * leaves the token and the tokenizer the same in both modes: the unit test and
+ * fuzz_json_tok compare a skip with reading token by token from every state. */
+TOK_INLINE enum bsc_jtok_kind walk(struct bsc_json_tok *t, struct bsc_jtok *tok, bool skip)
 {
     const unsigned char *p = t->p;
     size_t n = t->n, i = t->i, start = t->i;
-    unsigned depth = t->depth, stop;
+    unsigned depth = t->depth, stop = depth - 1; /* <stop>: where a skip ends */
     enum bsc_jtok_kind kind;
     const char *why;
-    bool escaped = false, esc; /* <escaped>: the failing token's, as step() has it */
-    bool obj;                  /* the innermost open container is an object */
+    bool escaped = false, esc;        /* <escaped>: the failing token's, as a string has it */
+    bool quiet = skip || t->quiet;    /* the ':' and ',' between members handed out? */
+    bool obj = depth && is_object(t->stack, depth); /* the innermost container's kind */
 
-    if (depth == 0 || t->state == ST_END || t->state == ST_ERROR)
-        return step(t, tok);
-    stop = depth - 1;
-    obj = is_object(t->stack, depth);
     switch (t->state) {
+    case ST_TOP:
     case ST_VALUE: goto value;
     case ST_ARR_FIRST: goto arr_first;
     case ST_OBJ_FIRST: goto obj_first;
     case ST_NAME: goto name;
     case ST_COLON: goto colon;
-    default: goto after; /* ST_AFTER */
+    case ST_AFTER: goto after;
+    case ST_TAIL: goto tail;
+    default: goto stuck; /* ST_END, ST_ERROR */
     }
 
 obj_first: /* after '{': a name or '}' */
@@ -554,7 +392,10 @@ name_here:
     esc = false;
     if ((why = scan_string(p, n, &i, &esc)))
         goto fail_string;
+    if (!skip)
+        return give_string(t, tok, BSC_JTOK_NAME, start, i, depth, ST_COLON, esc);
 colon: /* the ':' mostly follows its name at once: looked for before any whitespace */
+    start = i;
     if (i >= n || p[i] != ':') {
         start = i = ws_run(p, i, n);
         if (i >= n || p[i] != ':') {
@@ -563,11 +404,13 @@ colon: /* the ':' mostly follows its name at once: looked for before any whitesp
         }
     }
     i++;
-value: /* after ':' or after ',' in an array */
+    if (!quiet)
+        return give(t, tok, BSC_JTOK_COLON, start, i, depth, depth, ST_VALUE);
+value: /* the document's value, after ':', or after ',' in an array */
     start = i = ws_run(p, i, n);
 value_here:
     if (i >= n) {
-        why = E_OPEN;
+        why = depth ? E_OPEN : E_EMPTY;
         goto fail;
     }
     switch (p[i]) {
@@ -580,6 +423,9 @@ value_here:
         obj = p[i] == '{';
         push(t->stack, depth++, obj);
         i++;
+        if (!skip)
+            return give(t, tok, obj ? BSC_JTOK_OBJ_OPEN : BSC_JTOK_ARR_OPEN, start, i,
+                        depth - 1, depth, obj ? ST_OBJ_FIRST : ST_ARR_FIRST);
         if (obj)
             goto obj_first;
         goto arr_first;
@@ -587,12 +433,18 @@ value_here:
         esc = false;
         if ((why = scan_string(p, n, &i, &esc)))
             goto fail_string;
+        if (!skip)
+            return give_string(t, tok, BSC_JTOK_STRING, start, i, depth,
+                               depth ? ST_AFTER : ST_TAIL, esc);
         break;
     default:
         if ((why = scan_scalar(p, n, &i, &kind)))
             goto fail;
+        if (!skip)
+            return give(t, tok, kind, start, i, depth, depth, depth ? ST_AFTER : ST_TAIL);
     }
-after: /* after a value: ',' or the closer (a ',' mostly at once) */
+after: /* after a value in a container: ',' (mostly at once) or the closer */
+    start = i;
     if (i >= n || p[i] != ',') {
         start = i = ws_run(p, i, n);
         if (i >= n) {
@@ -607,8 +459,13 @@ after: /* after a value: ',' or the closer (a ',' mostly at once) */
         }
     }
     i++;
-    if (obj)
+    if (obj) {
+        if (!quiet)
+            return give(t, tok, BSC_JTOK_COMMA, start, i, depth, depth, ST_NAME);
         goto name;
+    }
+    if (!skip) /* the element rule of the request checks looks at what follows it */
+        return give(t, tok, BSC_JTOK_COMMA, start, i, depth, depth, ST_VALUE);
     goto value;
 arr_first: /* after '[': a value or ']' */
     start = i = ws_run(p, i, n);
@@ -618,23 +475,30 @@ arr_first: /* after '[': a value or ']' */
 close: /* p[i] closes the innermost container, an object when <obj> */
     depth--;
     i++;
-    if (depth != stop) {
-        obj = is_object(t->stack, depth);
-        goto after;
+    if (!skip || depth == stop)
+        return give(t, tok, obj ? BSC_JTOK_OBJ_CLOSE : BSC_JTOK_ARR_CLOSE, start, i, depth,
+                    depth, depth ? ST_AFTER : ST_TAIL);
+    obj = is_object(t->stack, depth);
+    goto after;
+tail: /* after the document's value: only whitespace */
+    start = i = ws_run(p, i, n);
+    if (i < n) {
+        why = E_TAIL;
+        goto fail;
     }
-    t->i = i;
-    t->depth = depth;
-    t->state = depth ? ST_AFTER : ST_TAIL;
-    tok->kind = obj ? BSC_JTOK_OBJ_CLOSE : BSC_JTOK_ARR_CLOSE;
-    tok->off = start;
-    tok->end = i;
-    tok->raw = bsc_str_make((const char *)p + start, 1);
+    give(t, tok, BSC_JTOK_END, i, i, depth, depth, ST_END);
+    tok->raw = BSC_STR_NULL;
+    return BSC_JTOK_END;
+stuck: /* END and ERROR are sticky */
+    tok->kind = t->state == ST_END ? BSC_JTOK_END : BSC_JTOK_ERROR;
+    tok->off = tok->end = t->state == ST_END ? t->n : t->err_off;
+    tok->raw = BSC_STR_NULL;
     tok->escaped = false;
-    tok->depth = depth;
+    tok->depth = t->depth;
     return tok->kind;
 fail_string:
     escaped = esc;
-fail: /* as fail() would leave the token and the tokenizer */
+fail:
     t->i = i;
     t->depth = depth;
     t->state = ST_ERROR;
@@ -646,6 +510,18 @@ fail: /* as fail() would leave the token and the tokenizer */
     tok->escaped = escaped;
     tok->depth = depth;
     return BSC_JTOK_ERROR;
+}
+
+enum bsc_jtok_kind bsc_json_tok_next(struct bsc_json_tok *t, struct bsc_jtok *tok)
+{
+    return walk(t, tok, false);
+}
+
+enum bsc_jtok_kind bsc_json_tok_skip(struct bsc_json_tok *t, struct bsc_jtok *tok)
+{
+    if (t->depth == 0 || t->state == ST_END || t->state == ST_ERROR)
+        return walk(t, tok, false);
+    return walk(t, tok, true);
 }
 
 bool bsc_json_tok_valid(struct bsc_str doc, unsigned max_depth, const char **what,
