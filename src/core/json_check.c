@@ -92,8 +92,9 @@ static bool track_name(struct want *w, struct bsc_json_error *err, struct bsc_jt
 }
 
 /* A top-level name: tracked when every name is, then matched against the wanted keys.
- * Returns false when the scan must stop. */
-static bool want_key(struct want *w, struct bsc_json_error *err, struct bsc_jtok *tok)
+ * Returns false when the scan must stop. Kept out of line: inlined, its frame (the name
+ * rules and the key loop) made every token of the top level pay for saving registers. */
+static __attribute__((noinline)) bool want_key(struct want *w, struct bsc_json_error *err, struct bsc_jtok *tok)
 {
     struct bsc_json_name_info info = {0, 0, false};
     struct bsc_str key = tok->raw;
@@ -150,7 +151,7 @@ static bool element_ok(struct want *w, const struct bsc_json_tok *t, struct bsc_
 }
 
 /* One token of the top-level container's direct contents (depth 1): names, value bounds. */
-static bool top_member(struct want *w, struct bsc_jtok *tok, struct bsc_json_error *err)
+static inline bool top_member(struct want *w, struct bsc_jtok *tok, struct bsc_json_error *err)
 {
     if (tok->kind == BSC_JTOK_NAME)
         return want_key(w, err, tok);
