@@ -134,19 +134,15 @@ static bool is_value_end(enum bsc_jtok_kind k)
     return k == BSC_JTOK_OBJ_CLOSE || k == BSC_JTOK_ARR_CLOSE || k >= BSC_JTOK_STRING;
 }
 
-/* The element rule, checked where an element of keys[w->cur]'s array may begin (after its
- * '[' or a ','): whatever stands there -- a token or the first byte of a malformed one --
- * must be '{'. The end of the document is the grammar's error, not this one. */
-static bool element_ok(struct want *w, const struct bsc_json_tok *t, struct bsc_jtok *tok,
-                       struct bsc_json_error *err)
+/* The element rule broken (bsc_json_tok_skip_objects stopped at <tok>, an element of
+ * keys[w->cur]'s array that is not an object); false. */
+static bool element_error(struct want *w, const struct bsc_json_tok *t,
+                          const struct bsc_jtok *tok, struct bsc_json_error *err)
 {
-    if (tok->kind == BSC_JTOK_ARR_CLOSE || tok->off >= t->n ||
-        (unsigned char)w->doc[tok->off] == '{')
-        return true;
     w->verdict = BSC_JSONV_ELEMENT;
     w->name = w->cur_name;
     err->offset = tok->off;
-    err->what = "an array element that must be an object";
+    err->what = t->what;
     return false;
 }
 
@@ -164,15 +160,6 @@ static inline bool top_member(struct want *w, struct bsc_jtok *tok, struct bsc_j
     return true;
 }
 
-/* Whether the container <tok> opens can be read whole: every container below the top level,
- * but the arrays whose elements must each be looked at (element_ok). */
-static bool skips(const struct want *w, const struct bsc_jtok *tok, bool element_next)
-{
-    if (tok->kind != BSC_JTOK_OBJ_OPEN && tok->kind != BSC_JTOK_ARR_OPEN)
-        return false;
-    return tok->depth >= 1 && !(element_next && element_must_be_object(w));
-}
-
 /* The tokenizer's error as the check's; false. */
 static bool grammar_error(const struct bsc_json_tok *t, struct bsc_json_error *e)
 {
@@ -187,17 +174,15 @@ static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
     struct bsc_json_error e = {0, NULL, BSC_STR_NULL};
     struct bsc_json_tok t;
     struct bsc_jtok tok;
-    bool ok = true, element_next = false;
+    bool ok = true;
 
     bsc_json_tok_init(&t, doc, max_depth);
     bsc_json_tok_quiet(&t); /* the rules need no ':' and no ',' between members */
     w->doc = doc.p;
     for (;;) {
         enum bsc_jtok_kind k = bsc_json_tok_next(&t, &tok);
+        bool element = false;
 
-        if (element_next && element_must_be_object(w) && !(ok = element_ok(w, &t, &tok, &e)))
-            break;
-        element_next = false;
         if (k == BSC_JTOK_END)
             break;
         if (k == BSC_JTOK_ERROR) {
@@ -206,20 +191,19 @@ static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
         }
         if (tok.depth == 1 && !(ok = top_member(w, &tok, &e)))
             break;
-        /* Inside a top-level member's array: an element may begin next. */
-        element_next = tok.depth == 1 ? k == BSC_JTOK_ARR_OPEN
-                                      : tok.depth == 2 && k == BSC_JTOK_COMMA;
-        if (!skips(w, &tok, element_next))
+        if ((k != BSC_JTOK_OBJ_OPEN && k != BSC_JTOK_ARR_OPEN) || tok.depth == 0)
             continue;
-        /* Nothing below the top level's members is looked at: the value's rest is read by
-         * the grammar alone and handed over as its closer. */
-        if ((k = bsc_json_tok_skip(&t, &tok)) == BSC_JTOK_ERROR) {
-            ok = grammar_error(&t, &e);
+        /* Nothing below the top level's members is looked at but the first byte of each
+         * element of an array that must hold objects: the value's rest is read by the
+         * grammar alone and handed over as its closer. */
+        k = element_must_be_object(w) ? bsc_json_tok_skip_objects(&t, &tok, &element)
+                                      : bsc_json_tok_skip(&t, &tok);
+        if (k == BSC_JTOK_ERROR) {
+            ok = element ? element_error(w, &t, &tok, &e) : grammar_error(&t, &e);
             break;
         }
-        if (tok.depth == 1 && !(ok = top_member(w, &tok, &e)))
+        if (!(ok = top_member(w, &tok, &e)))
             break;
-        element_next = false;
     }
     if (!ok && err) {
         *err = e;

@@ -37,7 +37,8 @@ static const char E_NAME[] = "expected a member name", E_COLON[] = "expected ':'
                   E_LITERAL[] = "invalid literal", E_CHAR[] = "unexpected character",
                   E_NUMBER[] = "invalid number", E_AFTER_OBJ[] = "expected ',' or '}'",
                   E_AFTER_ARR[] = "expected ',' or ']'", E_EMPTY[] = "empty document",
-                  E_TAIL[] = "unexpected data after the JSON value";
+                  E_TAIL[] = "unexpected data after the JSON value",
+                  E_ELEMENT[] = "an array element that must be an object";
 
 /* JSON whitespace: space, tab, line feed, carriage return. */
 static const bool ws_byte[256] = {[' '] = true, ['\t'] = true, ['\n'] = true, ['\r'] = true};
@@ -314,6 +315,13 @@ void bsc_json_tok_quiet(struct bsc_json_tok *t)
     t->quiet = true;
 }
 
+/* What walk() does (a constant at each of its call sites). */
+enum walk_mode {
+    WALK_TOKENS = 0, /* hand out each token */
+    WALK_SKIP,       /* hand out only the closer of the innermost open container */
+    WALK_OBJECTS,    /* WALK_SKIP of an array whose elements must each be an object */
+};
+
 /* Hands out the token <kind> of the bytes [<start>, <i>) at <depth> and leaves the
  * tokenizer at <i> in <state> with <open> containers open. */
 TOK_INLINE enum bsc_jtok_kind give(struct bsc_json_tok *t, struct bsc_jtok *tok,
@@ -350,12 +358,16 @@ TOK_INLINE enum bsc_jtok_kind give_string(struct bsc_json_tok *t, struct bsc_jto
  *    state saved is the label to come back to (in quiet mode the ':' and the ',' between
  *    an object's members are checked and passed);
  *  - skip (bsc_json_tok_skip): nothing is handed out until the closer that brings the
- *    depth back below where the skip began, or the error.
+ *    depth back below where the skip began, or the error; with WALK_OBJECTS
+ *    (bsc_json_tok_skip_objects) an element of the skipped array that begins with anything
+ *    but '{' is an error too, looked at before the grammar looks at the element.
  * At the end of the document each label has its own message (the state's), and an error
  * leaves the token and the tokenizer the same in both modes: the unit test and
  * fuzz_json_tok compare a skip with reading token by token from every state. */
-TOK_INLINE enum bsc_jtok_kind walk(struct bsc_json_tok *t, struct bsc_jtok *tok, bool skip)
+TOK_INLINE enum bsc_jtok_kind walk(struct bsc_json_tok *t, struct bsc_jtok *tok,
+                                   enum walk_mode mode)
 {
+    const bool skip = mode != WALK_TOKENS;
     const unsigned char *p = t->p;
     size_t n = t->n, i = t->i, start = t->i;
     unsigned depth = t->depth, stop = depth - 1; /* <stop>: where a skip ends */
@@ -413,6 +425,10 @@ value_here:
         why = depth ? E_OPEN : E_EMPTY;
         goto fail;
     }
+    if (mode == WALK_OBJECTS && depth == stop + 1 && p[i] != '{') {
+        why = E_ELEMENT; /* an element of the skipped array (no other value is at this depth) */
+        goto fail;
+    }
     switch (p[i]) {
     case '{':
     case '[':
@@ -464,7 +480,7 @@ after: /* after a value in a container: ',' (mostly at once) or the closer */
             return give(t, tok, BSC_JTOK_COMMA, start, i, depth, depth, ST_NAME);
         goto name;
     }
-    if (!skip) /* the element rule of the request checks looks at what follows it */
+    if (!skip) /* an array's ',' is handed out even in quiet mode */
         return give(t, tok, BSC_JTOK_COMMA, start, i, depth, depth, ST_VALUE);
     goto value;
 arr_first: /* after '[': a value or ']' */
@@ -514,14 +530,27 @@ fail:
 
 enum bsc_jtok_kind bsc_json_tok_next(struct bsc_json_tok *t, struct bsc_jtok *tok)
 {
-    return walk(t, tok, false);
+    return walk(t, tok, WALK_TOKENS);
 }
 
 enum bsc_jtok_kind bsc_json_tok_skip(struct bsc_json_tok *t, struct bsc_jtok *tok)
 {
     if (t->depth == 0 || t->state == ST_END || t->state == ST_ERROR)
-        return walk(t, tok, false);
-    return walk(t, tok, true);
+        return walk(t, tok, WALK_TOKENS);
+    return walk(t, tok, WALK_SKIP);
+}
+
+enum bsc_jtok_kind bsc_json_tok_skip_objects(struct bsc_json_tok *t, struct bsc_jtok *tok,
+                                             bool *element)
+{
+    enum bsc_jtok_kind k;
+
+    *element = false;
+    if (t->state != ST_ARR_FIRST)
+        return bsc_json_tok_skip(t, tok);
+    k = walk(t, tok, WALK_OBJECTS);
+    *element = k == BSC_JTOK_ERROR && t->what == E_ELEMENT;
+    return k;
 }
 
 bool bsc_json_tok_valid(struct bsc_str doc, unsigned max_depth, const char **what,

@@ -16,6 +16,8 @@
  *   - after every token inside a container (so from every state a skip may start in), plain
  *     and quiet, bsc_json_tok_skip ends where reading token by token meets the matching
  *     closer or the error, with the same token (every field) and tokenizer state;
+ *   - at every '[', bsc_json_tok_skip_objects stops where reading token by token with the
+ *     element rule beside it (each element's first byte is '{') stops, the same way;
  *   - quiet reading (bsc_json_tok_quiet) hands out the same tokens but ':' and the ','
  *     between members, and ends the same way;
  *   - bsc_json_check agrees with it: same verdict, offset and message;
@@ -124,6 +126,36 @@ static void check_skip(const struct bsc_json_tok *t)
         die("bsc_json_tok_skip differs from reading token by token");
 }
 
+/* At a '[' just read by <t>: bsc_json_tok_skip_objects against reading on token by token
+ * with the element rule beside it (each element's first byte must be '{'; the end of the
+ * document is the grammar's): the same stop, offset and message. */
+static void check_skip_objects(const uint8_t *d, size_t n, const struct bsc_json_tok *t)
+{
+    struct bsc_json_tok a = *t, b = *t;
+    struct bsc_jtok ta, tb;
+    bool element, element_next = true;
+    enum bsc_jtok_kind ka = bsc_json_tok_skip_objects(&a, &ta, &element), kb;
+    unsigned stop = t->depth - 1;
+
+    for (;;) {
+        kb = bsc_json_tok_next(&b, &tb);
+        if (element_next && kb != BSC_JTOK_ARR_CLOSE && tb.off < n && d[tb.off] != '{') {
+            if (ka != BSC_JTOK_ERROR || !element || ta.off != tb.off || a.err_off != tb.off ||
+                strcmp(a.what, "an array element that must be an object") != 0)
+                die("bsc_json_tok_skip_objects misses an element that is not an object");
+            return;
+        }
+        element_next = kb == BSC_JTOK_COMMA && b.depth == stop + 1;
+        if (kb == BSC_JTOK_ERROR || kb == BSC_JTOK_END ||
+            ((kb == BSC_JTOK_OBJ_CLOSE || kb == BSC_JTOK_ARR_CLOSE) && b.depth == stop))
+            break;
+    }
+    if (element || ka != kb || ta.off != tb.off || ta.end != tb.end || ta.depth != tb.depth ||
+        a.i != b.i || a.state != b.state || a.depth != b.depth || a.what != b.what ||
+        a.err_off != b.err_off)
+        die("bsc_json_tok_skip_objects differs from reading token by token");
+}
+
 /* Quiet reading hands out the plain reading's tokens but ':' and the ',' inside objects,
  * field for field, and ends the same way. */
 static void check_quiet(const uint8_t *d, size_t n, unsigned depth)
@@ -180,6 +212,8 @@ static enum bsc_jtok_kind walk(const uint8_t *d, size_t n, unsigned depth, struc
         }
         if (skips && t->depth > 0)
             check_skip(t);
+        if (skips && tok.kind == BSC_JTOK_ARR_OPEN)
+            check_skip_objects(d, n, t);
         if (tok.kind == BSC_JTOK_NAME || tok.kind == BSC_JTOK_STRING)
             check_decoded(&tok);
         prev_end = tok.end;

@@ -477,6 +477,79 @@ static void test_skip_deep_stack(void **state)
     }
 }
 
+/* At the '[' just read by <t>: bsc_json_tok_skip_objects on a copy against reading on token
+ * by token with the element rule beside it (each element's first byte, where its token
+ * begins, must be '{'; the end of the document is the grammar's): the same stop, offset and
+ * message, and *element only for the element rule. */
+static void expect_skip_objects_at(struct bsc_str doc, const struct bsc_json_tok *t)
+{
+    struct bsc_json_tok a = *t, b = *t;
+    struct bsc_jtok ta, tb;
+    bool element, element_next = true, want_element = false;
+    enum bsc_jtok_kind ka = bsc_json_tok_skip_objects(&a, &ta, &element), kb;
+    unsigned stop = t->depth - 1;
+
+    for (;;) {
+        kb = bsc_json_tok_next(&b, &tb);
+        if (element_next && kb != BSC_JTOK_ARR_CLOSE && tb.off < doc.len && doc.p[tb.off] != '{') {
+            want_element = true;
+            break;
+        }
+        element_next = kb == BSC_JTOK_COMMA && b.depth == stop + 1;
+        if (kb == BSC_JTOK_ERROR || kb == BSC_JTOK_END ||
+            ((kb == BSC_JTOK_OBJ_CLOSE || kb == BSC_JTOK_ARR_CLOSE) && b.depth == stop))
+            break;
+    }
+    if (want_element) {
+        if (ka != BSC_JTOK_ERROR || !element || ta.off != tb.off || a.err_off != tb.off ||
+            strcmp(a.what, "an array element that must be an object") != 0)
+            fail_msg("skip_objects misses the element at %zu of %.*s", tb.off, (int)doc.len,
+                     doc.p);
+        return;
+    }
+    if (element || ka != kb || ta.off != tb.off || ta.end != tb.end || ta.depth != tb.depth ||
+        a.i != b.i || a.state != b.state || a.depth != b.depth || a.what != b.what ||
+        a.err_off != b.err_off)
+        fail_msg("skip_objects differs on %.*s from %zu: kind %d/%d", (int)doc.len, doc.p, t->i,
+                 ka, kb);
+}
+
+static void test_skip_objects(void **state)
+{
+    static const char *const docs[] = {
+        "{\"m\":[{\"a\":[1,2]},{},{\"b\":{\"c\":[{}]}}],\"n\":[]}",
+        "[ { } , \n {\"x\":\"]\"} ]", "[1]", "[{}, 1]", "[{},[]]", "[{}, \"s\"]", "[[{}]]",
+        "[{},]", "[,{}]", "[{} {}]", "[{}", "[ ", "[{\"a\":1},\n  nul]", "[{\"a\" 1}]",
+        "{\"m\":[{\"k\":[1,x]}, 2]}", "[{\"a\":[[[[1]]]]}]", "[\t]", "[{}]x",
+    };
+    struct bsc_json_tok t;
+    struct bsc_jtok tok;
+    bool element;
+
+    (void)state;
+    for (size_t d = 0; d < sizeof(docs) / sizeof(docs[0]); d++) {
+        for (size_t cut = 0; cut <= strlen(docs[d]); cut++) {
+            for (unsigned max_depth = 2; max_depth <= 8; max_depth += 6) {
+                struct bsc_str doc = bsc_str_make(docs[d], cut);
+                enum bsc_jtok_kind k;
+
+                bsc_json_tok_init(&t, doc, max_depth);
+                bsc_json_tok_quiet(&t);
+                do {
+                    k = bsc_json_tok_next(&t, &tok);
+                    if (k == BSC_JTOK_ARR_OPEN)
+                        expect_skip_objects_at(doc, &t);
+                } while (k != BSC_JTOK_END && k != BSC_JTOK_ERROR);
+            }
+        }
+    }
+    /* Not right after a '[': the plain skip, never the element rule. */
+    bsc_json_tok_init(&t, S("{\"a\":1,\"b\":[1]}"), 4);
+    assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_OBJ_OPEN);
+    assert_int_equal(bsc_json_tok_skip_objects(&t, &tok, &element), BSC_JTOK_OBJ_CLOSE);
+    assert_false(element);
+}
+
 /* Quiet reading of <doc> hands out the plain reading's tokens but its ':' and the ',' inside
  * objects, each with the same fields, and ends the same way (error message and offset). */
 static void expect_quiet_matches(struct bsc_str doc, unsigned max_depth)
@@ -566,6 +639,7 @@ int main(void)
         cmocka_unit_test(test_unescape_bound),
         cmocka_unit_test(test_skip_matches_token_reading),
         cmocka_unit_test(test_skip_deep_stack),
+        cmocka_unit_test(test_skip_objects),
         cmocka_unit_test(test_skip_without_open_container_is_next),
         cmocka_unit_test(test_quiet_drops_only_member_separators),
     };
