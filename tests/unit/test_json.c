@@ -608,6 +608,33 @@ static void test_member_string_spans(void **state)
     }
 }
 
+/* Scalars ended by each byte that may end them (whitespace of each kind, ',', '}'), and
+ * containers whose strings hold brackets and quotes: each span exactly the value. */
+static void test_member_value_ends(void **state)
+{
+    static const char *const values[] = {"-12.5e+3", "0", "true", "false", "null",
+                                         "{\"a\":[1,{\"b\":\"]}\\\"{[\"}],\"c\":{}}",
+                                         "[[],{},\"[\",\"}\"]"};
+    static const char *const ends[] = {"", " ", "\t", "\n", "\r\n "};
+
+    (void)state;
+    for (size_t v = 0; v < BSC_ARRAY_LEN(values); v++) {
+        for (size_t e = 0; e < BSC_ARRAY_LEN(ends); e++) {
+            char doc[160];
+            struct bsc_json_error err;
+            struct bsc_str d;
+            int len = snprintf(doc, sizeof(doc), "{\"x\":%s%s,\"y\" :%s%s}", values[v],
+                               ends[e], values[v], ends[e]);
+
+            assert_true(len > 0 && (size_t)len < sizeof(doc));
+            d = bsc_str_make(doc, (size_t)len);
+            assert_true(check(d, 8, &err));
+            expect_member(d, "x", values[v]);
+            expect_member(d, "y", values[v]);
+        }
+    }
+}
+
 static void test_member_repeated(void **state)
 {
     struct bsc_str doc = BSC_STR("{\"a\":1,\"b\":[\"a\"],\"a\":{\"a\":3}}");
@@ -1317,6 +1344,7 @@ int main(void)
         cmocka_unit_test(test_member_found),
         cmocka_unit_test(test_member_absent),
         cmocka_unit_test(test_member_string_spans),
+        cmocka_unit_test(test_member_value_ends),
         cmocka_unit_test(test_member_repeated),
         cmocka_unit_test(test_member_not_object),
         cmocka_unit_test(test_member_decoded_keys_and_whitespace),
