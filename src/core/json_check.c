@@ -21,6 +21,7 @@ struct seen {
 struct want {
     const struct bsc_str *keys;
     size_t n;
+    uint64_t lens; /* bit min(length, 63) of each key: most names match no key's length */
     struct bsc_str *vals;
     int cur;       /* the wanted key whose value is being read, or -1 */
     size_t start;  /* where that value began */
@@ -91,6 +92,20 @@ static bool track_name(struct want *w, struct bsc_json_error *err, struct bsc_jt
     return true;
 }
 
+static unsigned length_bit(size_t len)
+{
+    return len < 63 ? (unsigned)len : 63;
+}
+
+/* Sets up the wanted keys of <w>: no value found yet, and the lengths they have. */
+static void want_init(struct want *w)
+{
+    for (size_t k = 0; k < w->n; k++) {
+        w->vals[k] = BSC_STR_NULL;
+        w->lens |= 1ull << length_bit(w->keys[k].len);
+    }
+}
+
 /* A top-level name: tracked when every name is, then matched against the wanted keys.
  * Returns false when the scan must stop. Kept out of line: inlined, its frame (the name
  * rules and the key loop) made every token of the top level pay for saving registers. */
@@ -106,10 +121,12 @@ static __attribute__((noinline)) bool want_key(struct want *w, struct bsc_json_e
     } else if (w->n) {
         info.escaped = tok->escaped;
     }
-    for (size_t k = 0; k < w->n; k++)
-        if (!info.escaped ? bsc_str_eq(key, w->keys[k])
-                          : bsc_json_name_eq(key, w->keys[k]) == 1)
-            w->cur = (int)k;
+    /* A name without escapes is its bytes: no key of its length, no key to compare. */
+    if (info.escaped || (w->lens >> length_bit(key.len) & 1))
+        for (size_t k = 0; k < w->n; k++)
+            if (!info.escaped ? bsc_str_eq(key, w->keys[k])
+                              : bsc_json_name_eq(key, w->keys[k]) == 1)
+                w->cur = (int)k;
     w->cur_name = key;
     return true;
 }
@@ -225,8 +242,7 @@ int bsc_json_check_members(struct bsc_str doc, unsigned max_depth, const struct 
     struct want w = {.keys = keys, .n = n_keys, .vals = vals, .cur = -1,
                      .verdict = BSC_JSONV_SYNTAX};
 
-    for (size_t k = 0; k < n_keys; k++)
-        vals[k] = BSC_STR_NULL;
+    want_init(&w);
     if (!check(doc, max_depth, &w, err))
         return -1;
     return w.repeated ? 0 : 1;
@@ -242,7 +258,6 @@ enum bsc_json_verdict bsc_json_check_request(struct bsc_str doc, unsigned max_de
                      .objects = n_keys < 32 ? objects & ((1u << n_keys) - 1) : objects,
                      .verdict = BSC_JSONV_SYNTAX};
 
-    for (size_t k = 0; k < n_keys; k++)
-        vals[k] = BSC_STR_NULL;
+    want_init(&w);
     return check(doc, max_depth, &w, err) ? BSC_JSONV_OK : w.verdict;
 }

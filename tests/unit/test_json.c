@@ -675,6 +675,38 @@ static void test_member_decoded_keys_and_whitespace(void **state)
     expect_no_member(doc, "c\\\\", 0);
 }
 
+/* The checks' wanted keys by length: names as long as a key but other, keys and names past
+ * 63 bytes (one length bit for all of them), the empty key, an escaped name that decodes to
+ * a key of another raw length. */
+static void test_check_members_key_lengths(void **state)
+{
+    static const char long_key[] = "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk";
+    const struct bsc_str keys[] = {BSC_STR("a"), BSC_STR(long_key), BSC_STR("bb"), BSC_STR("")};
+    struct bsc_str vals[BSC_ARRAY_LEN(keys)];
+    char doc[512];
+    int len;
+
+    (void)state;
+    len = snprintf(doc, sizeof(doc),
+                   "{\"b\":1,\"%.64s\":2,\"%s\":3,\"b\\u0062\":4,\"\":5,\"c\":6}",
+                   long_key, long_key);
+    assert_true(len > 0 && (size_t)len < sizeof(doc));
+    assert_int_equal(bsc_json_check_members(bsc_str_make(doc, (size_t)len), 8, keys,
+                                            BSC_ARRAY_LEN(keys), vals, NULL),
+                     1);
+    assert_null(vals[0].p);
+    assert_true(bsc_str_eq(vals[1], BSC_STR("3")));
+    assert_true(bsc_str_eq(vals[2], BSC_STR("4")));
+    assert_true(bsc_str_eq(vals[3], BSC_STR("5")));
+    assert_int_equal(bsc_json_check_request(bsc_str_make(doc, (size_t)len), 8, keys,
+                                            BSC_ARRAY_LEN(keys), 0, vals, NULL),
+                     BSC_JSONV_OK);
+    assert_null(vals[0].p);
+    assert_true(bsc_str_eq(vals[1], BSC_STR("3")));
+    assert_true(bsc_str_eq(vals[2], BSC_STR("4")));
+    assert_true(bsc_str_eq(vals[3], BSC_STR("5")));
+}
+
 static void test_members_one_pass(void **state)
 {
     struct bsc_str doc = BSC_STR(CHAT);
@@ -1349,6 +1381,7 @@ int main(void)
         cmocka_unit_test(test_member_not_object),
         cmocka_unit_test(test_member_decoded_keys_and_whitespace),
         cmocka_unit_test(test_members_one_pass),
+        cmocka_unit_test(test_check_members_key_lengths),
         cmocka_unit_test(test_member_entry),
         cmocka_unit_test(test_array_mixed),
         cmocka_unit_test(test_array_empty_and_not_array),
