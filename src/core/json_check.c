@@ -109,7 +109,8 @@ static void want_init(struct want *w)
 /* A top-level name: tracked when every name is, then matched against the wanted keys.
  * Returns false when the scan must stop. Kept out of line: inlined, its frame (the name
  * rules and the key loop) made every token of the top level pay for saving registers. */
-static __attribute__((noinline)) bool want_key(struct want *w, struct bsc_json_error *err, struct bsc_jtok *tok)
+static __attribute__((noinline)) bool want_key(struct want *w, struct bsc_json_error *err,
+                                               struct bsc_jtok *tok)
 {
     struct bsc_json_name_info info = {0, 0, false};
     struct bsc_str key = tok->raw;

@@ -601,7 +601,8 @@ static void test_member_string_spans(void **state)
             d = bsc_str_make(doc, (size_t)len);
             assert_true(check(d, 8, &err));
             expect_member(d, "key", want);
-            snprintf(name, sizeof(name), "p%.*s", (int)pad, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+            snprintf(name, sizeof(name), "p%.*s", (int)pad,
+                     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
             expect_member(d, name, want);
             expect_no_member(d, "k", 0);
         }
@@ -680,7 +681,8 @@ static void test_member_decoded_keys_and_whitespace(void **state)
  * a key of another raw length. */
 static void test_check_members_key_lengths(void **state)
 {
-    static const char long_key[] = "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk";
+    static const char long_key[] = "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"
+                                   "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk";
     const struct bsc_str keys[] = {BSC_STR("a"), BSC_STR(long_key), BSC_STR("bb"), BSC_STR("")};
     struct bsc_str vals[BSC_ARRAY_LEN(keys)];
     char doc[512];

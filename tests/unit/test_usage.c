@@ -59,7 +59,8 @@ static void test_openai_usage(void **state)
     /* One detail repeated (parsers disagree on which wins): that one is unknown, the other
      * detail of the same object is still read. */
     assert_usage(oai("{\"prompt_tokens\":30,\"completion_tokens\":1,\"prompt_tokens_details\":"
-                     "{\"cached_tokens\":1,\"cache_creation_input_tokens\":20,\"cached_tokens\":2}}",
+                     "{\"cached_tokens\":1,\"cache_creation_input_tokens\":20,"
+                     "\"cached_tokens\":2}}",
                      false),
                  30, 1, -1, 20, -1, -1);
     assert_usage(oai("{\"prompt_tokens\":30,\"completion_tokens\":1,\"prompt_tokens_details\":"
