@@ -21,6 +21,7 @@ struct seen {
 struct want {
     const struct bsc_str *keys;
     size_t n;
+    uint64_t lens; /* bit min(length, 63) of each key: most names match no key's length */
     struct bsc_str *vals;
     int cur;       /* the wanted key whose value is being read, or -1 */
     size_t start;  /* where that value began */
@@ -91,9 +92,25 @@ static bool track_name(struct want *w, struct bsc_json_error *err, struct bsc_jt
     return true;
 }
 
+static unsigned length_bit(size_t len)
+{
+    return len < 63 ? (unsigned)len : 63;
+}
+
+/* Sets up the wanted keys of <w>: no value found yet, and the lengths they have. */
+static void want_init(struct want *w)
+{
+    for (size_t k = 0; k < w->n; k++) {
+        w->vals[k] = BSC_STR_NULL;
+        w->lens |= 1ull << length_bit(w->keys[k].len);
+    }
+}
+
 /* A top-level name: tracked when every name is, then matched against the wanted keys.
- * Returns false when the scan must stop. */
-static bool want_key(struct want *w, struct bsc_json_error *err, struct bsc_jtok *tok)
+ * Returns false when the scan must stop. Kept out of line: inlined, its frame (the name
+ * rules and the key loop) made every token of the top level pay for saving registers. */
+static __attribute__((noinline)) bool want_key(struct want *w, struct bsc_json_error *err,
+                                               struct bsc_jtok *tok)
 {
     struct bsc_json_name_info info = {0, 0, false};
     struct bsc_str key = tok->raw;
@@ -105,10 +122,12 @@ static bool want_key(struct want *w, struct bsc_json_error *err, struct bsc_jtok
     } else if (w->n) {
         info.escaped = tok->escaped;
     }
-    for (size_t k = 0; k < w->n; k++)
-        if (!info.escaped ? bsc_str_eq(key, w->keys[k])
-                          : bsc_json_name_eq(key, w->keys[k]) == 1)
-            w->cur = (int)k;
+    /* A name without escapes is its bytes: no key of its length, no key to compare. */
+    if (info.escaped || (w->lens >> length_bit(key.len) & 1))
+        for (size_t k = 0; k < w->n; k++)
+            if (!info.escaped ? bsc_str_eq(key, w->keys[k])
+                              : bsc_json_name_eq(key, w->keys[k]) == 1)
+                w->cur = (int)k;
     w->cur_name = key;
     return true;
 }
@@ -133,24 +152,20 @@ static bool is_value_end(enum bsc_jtok_kind k)
     return k == BSC_JTOK_OBJ_CLOSE || k == BSC_JTOK_ARR_CLOSE || k >= BSC_JTOK_STRING;
 }
 
-/* The element rule, checked where an element of keys[w->cur]'s array may begin (after its
- * '[' or a ','): whatever stands there -- a token or the first byte of a malformed one --
- * must be '{'. The end of the document is the grammar's error, not this one. */
-static bool element_ok(struct want *w, const struct bsc_json_tok *t, struct bsc_jtok *tok,
-                       struct bsc_json_error *err)
+/* The element rule broken (bsc_json_tok_skip_objects stopped at <tok>, an element of
+ * keys[w->cur]'s array that is not an object); false. */
+static bool element_error(struct want *w, const struct bsc_json_tok *t,
+                          const struct bsc_jtok *tok, struct bsc_json_error *err)
 {
-    if (tok->kind == BSC_JTOK_ARR_CLOSE || tok->off >= t->n ||
-        (unsigned char)w->doc[tok->off] == '{')
-        return true;
     w->verdict = BSC_JSONV_ELEMENT;
     w->name = w->cur_name;
     err->offset = tok->off;
-    err->what = "an array element that must be an object";
+    err->what = t->what;
     return false;
 }
 
 /* One token of the top-level container's direct contents (depth 1): names, value bounds. */
-static bool top_member(struct want *w, struct bsc_jtok *tok, struct bsc_json_error *err)
+static inline bool top_member(struct want *w, struct bsc_jtok *tok, struct bsc_json_error *err)
 {
     if (tok->kind == BSC_JTOK_NAME)
         return want_key(w, err, tok);
@@ -161,15 +176,6 @@ static bool top_member(struct want *w, struct bsc_jtok *tok, struct bsc_json_err
     if (is_value_end(tok->kind))
         want_value_end(w, tok->end);
     return true;
-}
-
-/* Whether the container <tok> opens can be read whole: every container below the top level,
- * but the arrays whose elements must each be looked at (element_ok). */
-static bool skips(const struct want *w, const struct bsc_jtok *tok, bool element_next)
-{
-    if (tok->kind != BSC_JTOK_OBJ_OPEN && tok->kind != BSC_JTOK_ARR_OPEN)
-        return false;
-    return tok->depth >= 1 && !(element_next && element_must_be_object(w));
 }
 
 /* The tokenizer's error as the check's; false. */
@@ -186,17 +192,15 @@ static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
     struct bsc_json_error e = {0, NULL, BSC_STR_NULL};
     struct bsc_json_tok t;
     struct bsc_jtok tok;
-    bool ok = true, element_next = false;
+    bool ok = true;
 
     bsc_json_tok_init(&t, doc, max_depth);
     bsc_json_tok_quiet(&t); /* the rules need no ':' and no ',' between members */
     w->doc = doc.p;
     for (;;) {
         enum bsc_jtok_kind k = bsc_json_tok_next(&t, &tok);
+        bool element = false;
 
-        if (element_next && element_must_be_object(w) && !(ok = element_ok(w, &t, &tok, &e)))
-            break;
-        element_next = false;
         if (k == BSC_JTOK_END)
             break;
         if (k == BSC_JTOK_ERROR) {
@@ -205,20 +209,19 @@ static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
         }
         if (tok.depth == 1 && !(ok = top_member(w, &tok, &e)))
             break;
-        /* Inside a top-level member's array: an element may begin next. */
-        element_next = tok.depth == 1 ? k == BSC_JTOK_ARR_OPEN
-                                      : tok.depth == 2 && k == BSC_JTOK_COMMA;
-        if (!skips(w, &tok, element_next))
+        if ((k != BSC_JTOK_OBJ_OPEN && k != BSC_JTOK_ARR_OPEN) || tok.depth == 0)
             continue;
-        /* Nothing below the top level's members is looked at: the value's rest is read by
-         * the grammar alone and handed over as its closer. */
-        if ((k = bsc_json_tok_skip(&t, &tok)) == BSC_JTOK_ERROR) {
-            ok = grammar_error(&t, &e);
+        /* Nothing below the top level's members is looked at but the first byte of each
+         * element of an array that must hold objects: the value's rest is read by the
+         * grammar alone and handed over as its closer. */
+        k = element_must_be_object(w) ? bsc_json_tok_skip_objects(&t, &tok, &element)
+                                      : bsc_json_tok_skip(&t, &tok);
+        if (k == BSC_JTOK_ERROR) {
+            ok = element ? element_error(w, &t, &tok, &e) : grammar_error(&t, &e);
             break;
         }
-        if (tok.depth == 1 && !(ok = top_member(w, &tok, &e)))
+        if (!(ok = top_member(w, &tok, &e)))
             break;
-        element_next = false;
     }
     if (!ok && err) {
         *err = e;
@@ -240,8 +243,7 @@ int bsc_json_check_members(struct bsc_str doc, unsigned max_depth, const struct 
     struct want w = {.keys = keys, .n = n_keys, .vals = vals, .cur = -1,
                      .verdict = BSC_JSONV_SYNTAX};
 
-    for (size_t k = 0; k < n_keys; k++)
-        vals[k] = BSC_STR_NULL;
+    want_init(&w);
     if (!check(doc, max_depth, &w, err))
         return -1;
     return w.repeated ? 0 : 1;
@@ -257,7 +259,6 @@ enum bsc_json_verdict bsc_json_check_request(struct bsc_str doc, unsigned max_de
                      .objects = n_keys < 32 ? objects & ((1u << n_keys) - 1) : objects,
                      .verdict = BSC_JSONV_SYNTAX};
 
-    for (size_t k = 0; k < n_keys; k++)
-        vals[k] = BSC_STR_NULL;
+    want_init(&w);
     return check(doc, max_depth, &w, err) ? BSC_JSONV_OK : w.verdict;
 }

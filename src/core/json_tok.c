@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* json_tok.c -- the tokenizer: a state (what may come next) and an explicit stack of the open
- * containers (a bit each: object or array), so depth costs 1 bit, not a C stack frame. The
- * error wording is the request check's (json_check.h), which tests and clients see. */
+/* json_tok.c -- the tokenizer: a state (what may come next, a label of walk()) and an
+ * explicit stack of the open containers (a bit each: object or array), so depth costs 1 bit,
+ * not a C stack frame. The error wording is the request check's (json_check.h), which tests
+ * and clients see. */
 #include "core/json_tok.h"
 
 #include <string.h>
@@ -12,12 +13,11 @@
 
 #include "core/utf8.h"
 
-/* The per-token helpers are inlined into both entry points (bsc_json_tok_next and
- * bsc_json_tok_skip): in the skip loop the token a step fills is a local nobody reads, so
- * inlined, its stores go away. */
+/* The grammar's helpers are inlined into walk(), and walk() into both entry points
+ * (bsc_json_tok_next and bsc_json_tok_skip), each with its mode a constant. */
 #define TOK_INLINE static inline __attribute__((always_inline))
 
-/* What may come next. */
+/* What may come next: where walk() resumes. */
 enum {
     ST_TOP = 0,    /* the document's value */
     ST_VALUE,      /* a value: after ':' or after ',' in an array */
@@ -31,17 +31,24 @@ enum {
     ST_ERROR
 };
 
+/* The error messages: one object each, so that a caller may compare <what> by pointer. */
+static const char E_NAME[] = "expected a member name", E_COLON[] = "expected ':'",
+                  E_OPEN[] = "unterminated container", E_DEEP[] = "nested too deep",
+                  E_LITERAL[] = "invalid literal", E_CHAR[] = "unexpected character",
+                  E_NUMBER[] = "invalid number", E_AFTER_OBJ[] = "expected ',' or '}'",
+                  E_AFTER_ARR[] = "expected ',' or ']'", E_EMPTY[] = "empty document",
+                  E_TAIL[] = "unexpected data after the JSON value",
+                  E_ELEMENT[] = "an array element that must be an object";
+
 /* JSON whitespace: space, tab, line feed, carriage return. */
 static const bool ws_byte[256] = {[' '] = true, ['\t'] = true, ['\n'] = true, ['\r'] = true};
 
 /* Indentation comes in runs of spaces: after a whitespace byte, the spaces that follow are
  * counted eight bytes at a time (on a little-endian machine the first byte that is not a
  * space is the lowest nonzero byte of the word XOR eight spaces). */
-TOK_INLINE void skip_ws(struct bsc_json_tok *t)
+TOK_INLINE size_t ws_run(const unsigned char *p, size_t i, size_t n)
 {
     const uint64_t spaces = 0x2020202020202020ull;
-    const unsigned char *p = t->p;
-    size_t i = t->i, n = t->n;
     uint64_t w;
 
     while (i < n && ws_byte[p[i]]) {
@@ -61,18 +68,7 @@ TOK_INLINE void skip_ws(struct bsc_json_tok *t)
             i += 8;
         }
     }
-    t->i = i;
-}
-
-TOK_INLINE enum bsc_jtok_kind fail(struct bsc_json_tok *t, struct bsc_jtok *tok, const char *what)
-{
-    tok->end = tok->off;
-    tok->raw = BSC_STR_NULL;
-    t->state = ST_ERROR;
-    t->what = what;
-    t->err_off = t->i < t->n ? t->i : t->n;
-    tok->kind = BSC_JTOK_ERROR;
-    return BSC_JTOK_ERROR;
+    return i;
 }
 
 /* ---- strings --------------------------------------------------------------------------------- */
@@ -140,239 +136,165 @@ static bool is_hex(unsigned char c)
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-/* The escape after a backslash at t->i; NULL when valid (t->i past it), else the error. */
-TOK_INLINE const char *escape(struct bsc_json_tok *t)
+/* The escape after the backslash at p[*pi]; NULL when valid (*pi past it), else the error
+ * with *pi at the offending byte (which may be <n>, or <n> + 1 for a backslash at the end:
+ * the caller's error offset clamps to <n>). */
+TOK_INLINE const char *escape(const unsigned char *p, size_t n, size_t *pi)
 {
-    unsigned char e = ++t->i < t->n ? t->p[t->i] : 0;
+    size_t i = *pi;
+    unsigned char e = ++i < n ? p[i] : 0;
 
-    t->i++;
+    i++;
     if (e == 'u') {
-        for (int k = 0; k < 4; k++, t->i++)
-            if (t->i >= t->n || !is_hex(t->p[t->i]))
+        for (int k = 0; k < 4; k++, i++)
+            if (i >= n || !is_hex(p[i])) {
+                *pi = i;
                 return "invalid \\u escape";
+            }
+        *pi = i;
         return NULL;
     }
     if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' ||
-        e == 't')
+        e == 't') {
+        *pi = i;
         return NULL;
-    t->i--;
+    }
+    *pi = i - 1;
     return "invalid escape";
 }
 
-/* The string at t->i (its opening quote); NULL when valid, else the error at t->i. */
-TOK_INLINE const char *string(struct bsc_json_tok *t, bool *escaped)
+/* The string whose opening quote is p[*pi]; NULL when valid (*pi past its closing quote),
+ * else the error with *pi at the first offending byte. *<escaped> is set once a valid
+ * escape was passed. Written for an index in a register: both the token step and the
+ * container skipper call it. */
+TOK_INLINE const char *scan_string(const unsigned char *p, size_t n, size_t *pi, bool *escaped)
 {
-    const unsigned char *p = t->p;
-    size_t n = t->n;
+    size_t i = *pi + 1;
 
-    t->i++;
-    while (t->i < n) {
-        size_t i = plain_run(p, t->i, n); /* the common run */
+    for (;;) {
         unsigned char c;
+        size_t len;
+        const char *why;
 
-        t->i = i;
+        i = plain_run(p, i, n); /* the common run */
         if (i >= n)
             break;
         c = p[i];
         if (c == '"') {
-            t->i = i + 1;
+            *pi = i + 1;
             return NULL;
         }
-        if (c < 0x20)
-            return "control character in a string";
         if (c == '\\') {
-            const char *why = escape(t);
-            if (why)
+            if ((why = escape(p, n, &i))) {
+                *pi = i;
                 return why;
+            }
             *escaped = true;
             continue;
         }
-        if (c >= 0x80) {
-            size_t len = bsc_utf8_seq_len(t->p + t->i, t->n - t->i);
-            if (!len)
-                return "invalid UTF-8";
-            t->i += len;
-            continue;
+        if (c < 0x20) {
+            *pi = i;
+            return "control character in a string";
         }
-        t->i++;
+        /* c >= 0x80: plain_run stops on nothing else */
+        if (!(len = bsc_utf8_seq_len(p + i, n - i))) {
+            *pi = i;
+            return "invalid UTF-8";
+        }
+        i += len;
     }
+    *pi = i;
     return "unterminated string";
 }
 
 /* ---- scalars --------------------------------------------------------------------------------- */
 
-TOK_INLINE bool digits(struct bsc_json_tok *t)
+TOK_INLINE bool digits(const unsigned char *p, size_t n, size_t *pi)
 {
-    size_t start = t->i;
+    size_t i = *pi, start = i;
 
-    while (t->i < t->n && t->p[t->i] >= '0' && t->p[t->i] <= '9')
-        t->i++;
-    return t->i > start;
+    while (i < n && p[i] >= '0' && p[i] <= '9')
+        i++;
+    *pi = i;
+    return i > start;
 }
 
-/* RFC 8259's number at t->i: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? -- a leading
- * zero ends the number, so "01" fails on the byte after it. */
-TOK_INLINE bool number(struct bsc_json_tok *t)
+/* RFC 8259's number at p[*pi]: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? -- a leading
+ * zero ends the number, so "01" fails on the byte after it. *pi ends past it, or where it
+ * stopped when false. */
+TOK_INLINE bool scan_number(const unsigned char *p, size_t n, size_t *pi)
 {
-    if (t->p[t->i] == '-')
-        t->i++;
-    if (t->i < t->n && t->p[t->i] == '0')
-        t->i++;
-    else if (!digits(t))
+    size_t i = *pi;
+    bool ok = true;
+
+    if (p[i] == '-')
+        i++;
+    if (i < n && p[i] == '0')
+        i++;
+    else if (!digits(p, n, &i))
+        ok = false;
+    if (ok && i < n && p[i] == '.') {
+        i++;
+        ok = digits(p, n, &i);
+    }
+    if (ok && i < n && (p[i] == 'e' || p[i] == 'E')) {
+        i++;
+        if (i < n && (p[i] == '+' || p[i] == '-'))
+            i++;
+        ok = digits(p, n, &i);
+    }
+    *pi = i;
+    return ok;
+}
+
+/* The literal <lit> (<len> bytes) at p[*pi]: true with *pi past it; false, *pi unmoved. */
+TOK_INLINE bool scan_literal(const unsigned char *p, size_t n, size_t *pi, const char *lit,
+                             size_t len)
+{
+    if (n - *pi < len || memcmp(p + *pi, lit, len) != 0)
         return false;
-    if (t->i < t->n && t->p[t->i] == '.') {
-        t->i++;
-        if (!digits(t))
-            return false;
-    }
-    if (t->i < t->n && (t->p[t->i] == 'e' || t->p[t->i] == 'E')) {
-        t->i++;
-        if (t->i < t->n && (t->p[t->i] == '+' || t->p[t->i] == '-'))
-            t->i++;
-        if (!digits(t))
-            return false;
-    }
+    *pi += len;
     return true;
 }
 
-TOK_INLINE bool literal(struct bsc_json_tok *t, const char *lit, size_t len)
+/* The scalar at p[*pi] (not a string): a literal or a number. NULL with *<kind> set and *pi
+ * past it, or the error with *pi where it was found. */
+TOK_INLINE const char *scan_scalar(const unsigned char *p, size_t n, size_t *pi,
+                                   enum bsc_jtok_kind *kind)
 {
-    if (t->n - t->i < len || memcmp(t->p + t->i, lit, len) != 0)
-        return false;
-    t->i += len;
-    return true;
+    switch (p[*pi]) {
+    case 't':
+        *kind = BSC_JTOK_TRUE;
+        return scan_literal(p, n, pi, "true", 4) ? NULL : E_LITERAL;
+    case 'f':
+        *kind = BSC_JTOK_FALSE;
+        return scan_literal(p, n, pi, "false", 5) ? NULL : E_LITERAL;
+    case 'n':
+        *kind = BSC_JTOK_NULL;
+        return scan_literal(p, n, pi, "null", 4) ? NULL : E_LITERAL;
+    default:
+        *kind = BSC_JTOK_NUMBER;
+        if (p[*pi] != '-' && (p[*pi] < '0' || p[*pi] > '9'))
+            return E_CHAR;
+        return scan_number(p, n, pi) ? NULL : E_NUMBER;
+    }
 }
 
 /* ---- structure ------------------------------------------------------------------------------- */
 
-TOK_INLINE bool top_is_object(const struct bsc_json_tok *t)
+/* Opens a container at depth <d> in <stack>: its bit says object (set) or array. */
+TOK_INLINE void push(uint64_t *stack, unsigned d, bool obj)
 {
-    return (t->stack[(t->depth - 1) / 64] >> ((t->depth - 1) % 64)) & 1;
-}
-
-/* The state after a complete value. */
-TOK_INLINE void value_done(struct bsc_json_tok *t)
-{
-    t->state = t->depth ? ST_AFTER : ST_TAIL;
-}
-
-TOK_INLINE enum bsc_jtok_kind emit(struct bsc_json_tok *t, struct bsc_jtok *tok,
-                               enum bsc_jtok_kind kind)
-{
-    tok->kind = kind;
-    tok->end = t->i;
-    tok->raw = bsc_str_make((const char *)t->p + tok->off, t->i - tok->off);
-    return kind;
-}
-
-TOK_INLINE enum bsc_jtok_kind open_container(struct bsc_json_tok *t, struct bsc_jtok *tok, bool obj)
-{
-    if (t->depth == t->max_depth)
-        return fail(t, tok, "nested too deep");
     if (obj)
-        t->stack[t->depth / 64] |= 1ull << (t->depth % 64);
+        stack[d / 64] |= 1ull << (d % 64);
     else
-        t->stack[t->depth / 64] &= ~(1ull << (t->depth % 64));
-    t->depth++;
-    t->i++;
-    t->state = obj ? ST_OBJ_FIRST : ST_ARR_FIRST;
-    return emit(t, tok, obj ? BSC_JTOK_OBJ_OPEN : BSC_JTOK_ARR_OPEN);
+        stack[d / 64] &= ~(1ull << (d % 64));
 }
 
-TOK_INLINE enum bsc_jtok_kind close_container(struct bsc_json_tok *t, struct bsc_jtok *tok)
+/* Whether the innermost of <depth> (>= 1) open containers is an object. */
+TOK_INLINE bool is_object(const uint64_t *stack, unsigned depth)
 {
-    bool obj = top_is_object(t);
-
-    t->depth--;
-    tok->depth = t->depth;
-    t->i++;
-    value_done(t);
-    return emit(t, tok, obj ? BSC_JTOK_OBJ_CLOSE : BSC_JTOK_ARR_CLOSE);
-}
-
-/* A string at t->i: a value, or a name when <name>. */
-TOK_INLINE enum bsc_jtok_kind quoted(struct bsc_json_tok *t, struct bsc_jtok *tok, bool name)
-{
-    const char *why;
-
-    tok->escaped = false;
-    why = string(t, &tok->escaped);
-    if (why)
-        return fail(t, tok, why);
-    if (name)
-        t->state = ST_COLON;
-    else
-        value_done(t);
-    tok->kind = name ? BSC_JTOK_NAME : BSC_JTOK_STRING;
-    tok->end = t->i;
-    tok->raw = bsc_str_make((const char *)t->p + tok->off + 1, t->i - tok->off - 2);
-    return tok->kind;
-}
-
-/* A value at t->i (whitespace skipped, t->i < t->n). */
-TOK_INLINE enum bsc_jtok_kind value(struct bsc_json_tok *t, struct bsc_jtok *tok)
-{
-    enum bsc_jtok_kind kind;
-
-    switch (t->p[t->i]) {
-    case '{': return open_container(t, tok, true);
-    case '[': return open_container(t, tok, false);
-    case '"': return quoted(t, tok, false);
-    case 't':
-        if (!literal(t, "true", 4))
-            return fail(t, tok, "invalid literal");
-        kind = BSC_JTOK_TRUE;
-        break;
-    case 'f':
-        if (!literal(t, "false", 5))
-            return fail(t, tok, "invalid literal");
-        kind = BSC_JTOK_FALSE;
-        break;
-    case 'n':
-        if (!literal(t, "null", 4))
-            return fail(t, tok, "invalid literal");
-        kind = BSC_JTOK_NULL;
-        break;
-    default:
-        if (t->p[t->i] != '-' && (t->p[t->i] < '0' || t->p[t->i] > '9'))
-            return fail(t, tok, "unexpected character");
-        if (!number(t))
-            return fail(t, tok, "invalid number");
-        kind = BSC_JTOK_NUMBER;
-    }
-    value_done(t);
-    return emit(t, tok, kind);
-}
-
-/* After a value inside a container: ',' or the closer. */
-TOK_INLINE enum bsc_jtok_kind after(struct bsc_json_tok *t, struct bsc_jtok *tok)
-{
-    bool obj = top_is_object(t);
-    unsigned char c = t->p[t->i];
-
-    if (c == (obj ? '}' : ']'))
-        return close_container(t, tok);
-    if (c != ',')
-        return fail(t, tok, obj ? "expected ',' or '}'" : "expected ',' or ']'");
-    t->i++;
-    t->state = obj ? ST_NAME : ST_VALUE;
-    return emit(t, tok, BSC_JTOK_COMMA);
-}
-
-/* What the end of the document means in the current state. */
-TOK_INLINE enum bsc_jtok_kind at_end(struct bsc_json_tok *t, struct bsc_jtok *tok)
-{
-    switch (t->state) {
-    case ST_TOP: return fail(t, tok, "empty document");
-    case ST_OBJ_FIRST:
-    case ST_NAME: return fail(t, tok, "expected a member name");
-    case ST_COLON: return fail(t, tok, "expected ':'");
-    case ST_TAIL:
-        t->state = ST_END;
-        tok->kind = BSC_JTOK_END;
-        return BSC_JTOK_END;
-    default: return fail(t, tok, "unterminated container");
-    }
+    return (stack[(depth - 1) / 64] >> ((depth - 1) % 64)) & 1;
 }
 
 void bsc_json_tok_init(struct bsc_json_tok *t, struct bsc_str doc, unsigned max_depth)
@@ -393,88 +315,242 @@ void bsc_json_tok_quiet(struct bsc_json_tok *t)
     t->quiet = true;
 }
 
-/* One token: the grammar's single step, shared by both entry points. In quiet mode a ':'
- * and a ',' between members are checked and passed over, and the step goes on to the token
- * after them. */
-TOK_INLINE enum bsc_jtok_kind step(struct bsc_json_tok *t, struct bsc_jtok *tok)
-{
-    unsigned char c;
-    enum bsc_jtok_kind k;
+/* What walk() does (a constant at each of its call sites). */
+enum walk_mode {
+    WALK_TOKENS = 0, /* hand out each token */
+    WALK_SKIP,       /* hand out only the closer of the innermost open container */
+    WALK_OBJECTS,    /* WALK_SKIP of an array whose elements must each be an object */
+};
 
+/* Hands out the token <kind> of the bytes [<start>, <i>) at <depth> and leaves the
+ * tokenizer at <i> in <state> with <open> containers open. */
+TOK_INLINE enum bsc_jtok_kind give(struct bsc_json_tok *t, struct bsc_jtok *tok,
+                                   enum bsc_jtok_kind kind, size_t start, size_t i,
+                                   unsigned depth, unsigned open, uint8_t state)
+{
+    t->i = i;
+    t->depth = open;
+    t->state = state;
+    tok->kind = kind;
+    tok->off = start;
+    tok->end = i;
+    tok->raw = bsc_str_make((const char *)t->p + start, i - start);
     tok->escaped = false;
-    if (t->state == ST_END || t->state == ST_ERROR) {
-        tok->kind = t->state == ST_END ? BSC_JTOK_END : BSC_JTOK_ERROR;
-        tok->off = tok->end = t->state == ST_END ? t->n : t->err_off;
-        tok->raw = BSC_STR_NULL;
-        tok->depth = t->depth;
-        return tok->kind;
+    tok->depth = depth;
+    return kind;
+}
+
+/* give() for a string [<start>, <i>), quotes included: <raw> is what is between them. */
+TOK_INLINE enum bsc_jtok_kind give_string(struct bsc_json_tok *t, struct bsc_jtok *tok,
+                                          enum bsc_jtok_kind kind, size_t start, size_t i,
+                                          unsigned depth, uint8_t state, bool escaped)
+{
+    give(t, tok, kind, start, i, depth, depth, state);
+    tok->raw = bsc_str_make((const char *)t->p + start + 1, i - start - 2);
+    tok->escaped = escaped;
+    return kind;
+}
+
+/* The grammar, written once: what may come next is a label of this loop, and the index,
+ * depth and innermost container's kind stay in registers from one token to the next.
+ * Inlined into both entry points with <skip> constant:
+ *  - token by token (bsc_json_tok_next): each token is handed out where it ends, and the
+ *    state saved is the label to come back to (in quiet mode the ':' and the ',' between
+ *    an object's members are checked and passed);
+ *  - skip (bsc_json_tok_skip): nothing is handed out until the closer that brings the
+ *    depth back below where the skip began, or the error; with WALK_OBJECTS
+ *    (bsc_json_tok_skip_objects) an element of the skipped array that begins with anything
+ *    but '{' is an error too, looked at before the grammar looks at the element.
+ * At the end of the document each label has its own message (the state's), and an error
+ * leaves the token and the tokenizer the same in both modes: the unit test and
+ * fuzz_json_tok compare a skip with reading token by token from every state. */
+TOK_INLINE enum bsc_jtok_kind walk(struct bsc_json_tok *t, struct bsc_jtok *tok,
+                                   enum walk_mode mode)
+{
+    const bool skip = mode != WALK_TOKENS;
+    const unsigned char *p = t->p;
+    size_t n = t->n, i = t->i, start = t->i;
+    unsigned depth = t->depth, stop = depth - 1; /* <stop>: where a skip ends */
+    enum bsc_jtok_kind kind;
+    const char *why;
+    bool escaped = false, esc;        /* <escaped>: the failing token's, as a string has it */
+    bool quiet = skip || t->quiet;    /* the ':' and ',' between members handed out? */
+    bool obj = depth && is_object(t->stack, depth); /* the innermost container's kind */
+
+    switch (t->state) {
+    case ST_TOP:
+    case ST_VALUE: goto value;
+    case ST_ARR_FIRST: goto arr_first;
+    case ST_OBJ_FIRST: goto obj_first;
+    case ST_NAME: goto name;
+    case ST_COLON: goto colon;
+    case ST_AFTER: goto after;
+    case ST_TAIL: goto tail;
+    default: goto stuck; /* ST_END, ST_ERROR */
     }
-    for (;;) {
-        skip_ws(t);
-        tok->off = t->i;
-        tok->depth = t->depth;
-        if (t->i >= t->n) {
-            tok->end = t->i;
-            tok->raw = BSC_STR_NULL;
-            return at_end(t, tok);
-        }
-        c = t->p[t->i];
-        switch (t->state) {
-        case ST_TOP:
-        case ST_VALUE: return value(t, tok);
-        case ST_ARR_FIRST: return c == ']' ? close_container(t, tok) : value(t, tok);
-        case ST_OBJ_FIRST:
-            if (c == '}')
-                return close_container(t, tok);
-            /* fall through */
-        case ST_NAME:
-            if (c != '"')
-                return fail(t, tok, "expected a member name");
-            return quoted(t, tok, true);
-        case ST_COLON:
-            if (c != ':')
-                return fail(t, tok, "expected ':'");
-            t->i++;
-            t->state = ST_VALUE;
-            if (t->quiet)
-                continue;
-            return emit(t, tok, BSC_JTOK_COLON);
-        case ST_AFTER:
-            k = after(t, tok);
-            if (k == BSC_JTOK_COMMA && t->quiet && t->state == ST_NAME)
-                continue;
-            return k;
-        default: return fail(t, tok, "unexpected data after the JSON value"); /* ST_TAIL */
+
+obj_first: /* after '{': a name or '}' */
+    start = i = ws_run(p, i, n);
+    if (i < n && p[i] == '}')
+        goto close;
+    goto name_here;
+name: /* after ',' in an object */
+    start = i = ws_run(p, i, n);
+name_here:
+    if (i >= n || p[i] != '"') {
+        why = E_NAME;
+        goto fail;
+    }
+    esc = false;
+    if ((why = scan_string(p, n, &i, &esc)))
+        goto fail_string;
+    if (!skip)
+        return give_string(t, tok, BSC_JTOK_NAME, start, i, depth, ST_COLON, esc);
+colon: /* the ':' mostly follows its name at once: looked for before any whitespace */
+    start = i;
+    if (i >= n || p[i] != ':') {
+        start = i = ws_run(p, i, n);
+        if (i >= n || p[i] != ':') {
+            why = E_COLON;
+            goto fail;
         }
     }
+    i++;
+    if (!quiet)
+        return give(t, tok, BSC_JTOK_COLON, start, i, depth, depth, ST_VALUE);
+value: /* the document's value, after ':', or after ',' in an array */
+    start = i = ws_run(p, i, n);
+value_here:
+    if (i >= n) {
+        why = depth ? E_OPEN : E_EMPTY;
+        goto fail;
+    }
+    if (mode == WALK_OBJECTS && depth == stop + 1 && p[i] != '{') {
+        why = E_ELEMENT; /* an element of the skipped array (no other value is at this depth) */
+        goto fail;
+    }
+    switch (p[i]) {
+    case '{':
+    case '[':
+        if (depth == t->max_depth) {
+            why = E_DEEP;
+            goto fail;
+        }
+        obj = p[i] == '{';
+        push(t->stack, depth++, obj);
+        i++;
+        if (!skip)
+            return give(t, tok, obj ? BSC_JTOK_OBJ_OPEN : BSC_JTOK_ARR_OPEN, start, i,
+                        depth - 1, depth, obj ? ST_OBJ_FIRST : ST_ARR_FIRST);
+        if (obj)
+            goto obj_first;
+        goto arr_first;
+    case '"':
+        esc = false;
+        if ((why = scan_string(p, n, &i, &esc)))
+            goto fail_string;
+        if (!skip)
+            return give_string(t, tok, BSC_JTOK_STRING, start, i, depth,
+                               depth ? ST_AFTER : ST_TAIL, esc);
+        break;
+    default:
+        if ((why = scan_scalar(p, n, &i, &kind)))
+            goto fail;
+        if (!skip)
+            return give(t, tok, kind, start, i, depth, depth, depth ? ST_AFTER : ST_TAIL);
+    }
+after: /* after a value in a container: ',' (mostly at once) or the closer */
+    start = i;
+    if (i >= n || p[i] != ',') {
+        start = i = ws_run(p, i, n);
+        if (i >= n) {
+            why = E_OPEN;
+            goto fail;
+        }
+        if (p[i] == (obj ? '}' : ']'))
+            goto close;
+        if (p[i] != ',') {
+            why = obj ? E_AFTER_OBJ : E_AFTER_ARR;
+            goto fail;
+        }
+    }
+    i++;
+    if (obj) {
+        if (!quiet)
+            return give(t, tok, BSC_JTOK_COMMA, start, i, depth, depth, ST_NAME);
+        goto name;
+    }
+    if (!skip) /* an array's ',' is handed out even in quiet mode */
+        return give(t, tok, BSC_JTOK_COMMA, start, i, depth, depth, ST_VALUE);
+    goto value;
+arr_first: /* after '[': a value or ']' */
+    start = i = ws_run(p, i, n);
+    if (i < n && p[i] == ']')
+        goto close;
+    goto value_here;
+close: /* p[i] closes the innermost container, an object when <obj> */
+    depth--;
+    i++;
+    if (!skip || depth == stop)
+        return give(t, tok, obj ? BSC_JTOK_OBJ_CLOSE : BSC_JTOK_ARR_CLOSE, start, i, depth,
+                    depth, depth ? ST_AFTER : ST_TAIL);
+    obj = is_object(t->stack, depth);
+    goto after;
+tail: /* after the document's value: only whitespace */
+    start = i = ws_run(p, i, n);
+    if (i < n) {
+        why = E_TAIL;
+        goto fail;
+    }
+    give(t, tok, BSC_JTOK_END, i, i, depth, depth, ST_END);
+    tok->raw = BSC_STR_NULL;
+    return BSC_JTOK_END;
+stuck: /* END and ERROR are sticky */
+    tok->kind = t->state == ST_END ? BSC_JTOK_END : BSC_JTOK_ERROR;
+    tok->off = tok->end = t->state == ST_END ? t->n : t->err_off;
+    tok->raw = BSC_STR_NULL;
+    tok->escaped = false;
+    tok->depth = t->depth;
+    return tok->kind;
+fail_string:
+    escaped = esc;
+fail:
+    t->i = i;
+    t->depth = depth;
+    t->state = ST_ERROR;
+    t->what = why;
+    t->err_off = i < n ? i : n;
+    tok->kind = BSC_JTOK_ERROR;
+    tok->off = tok->end = start;
+    tok->raw = BSC_STR_NULL;
+    tok->escaped = escaped;
+    tok->depth = depth;
+    return BSC_JTOK_ERROR;
 }
 
 enum bsc_jtok_kind bsc_json_tok_next(struct bsc_json_tok *t, struct bsc_jtok *tok)
 {
-    return step(t, tok);
+    return walk(t, tok, WALK_TOKENS);
 }
 
 enum bsc_jtok_kind bsc_json_tok_skip(struct bsc_json_tok *t, struct bsc_jtok *tok)
 {
-    unsigned stop;
-    bool quiet;
-    struct bsc_jtok inner;
-
     if (t->depth == 0 || t->state == ST_END || t->state == ST_ERROR)
-        return step(t, tok);
-    stop = t->depth - 1;
-    quiet = t->quiet;
-    t->quiet = true; /* nobody sees the separators here either */
-    for (;;) {
-        enum bsc_jtok_kind k = step(t, &inner);
+        return walk(t, tok, WALK_TOKENS);
+    return walk(t, tok, WALK_SKIP);
+}
 
-        if (k == BSC_JTOK_ERROR || k == BSC_JTOK_END ||
-            ((k == BSC_JTOK_OBJ_CLOSE || k == BSC_JTOK_ARR_CLOSE) && t->depth == stop)) {
-            t->quiet = quiet;
-            *tok = inner;
-            return k;
-        }
-    }
+enum bsc_jtok_kind bsc_json_tok_skip_objects(struct bsc_json_tok *t, struct bsc_jtok *tok,
+                                             bool *element)
+{
+    enum bsc_jtok_kind k;
+
+    *element = false;
+    if (t->state != ST_ARR_FIRST)
+        return bsc_json_tok_skip(t, tok);
+    k = walk(t, tok, WALK_OBJECTS);
+    *element = k == BSC_JTOK_ERROR && t->what == E_ELEMENT;
+    return k;
 }
 
 bool bsc_json_tok_valid(struct bsc_str doc, unsigned max_depth, const char **what,

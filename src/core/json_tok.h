@@ -90,6 +90,16 @@ enum bsc_jtok_kind bsc_json_tok_next(struct bsc_json_tok *t, struct bsc_jtok *to
  * value's bounds (the request checks' members below the top level). */
 enum bsc_jtok_kind bsc_json_tok_skip(struct bsc_json_tok *t, struct bsc_jtok *tok);
 
+/* bsc_json_tok_skip for the array the last token opened (the tokenizer is right after its
+ * '['; otherwise plain bsc_json_tok_skip), whose elements must each be an object: it also
+ * stops where an element begins with anything but '{', looked at before the grammar looks
+ * at the element (the end of the document is the grammar's error), with BSC_JTOK_ERROR,
+ * <what> "an array element that must be an object", <err_off> and the token's <off> that
+ * byte, and *<element> true. *<element> is false for any other return. For the request
+ * checks' element rule ("messages" holds objects). */
+enum bsc_jtok_kind bsc_json_tok_skip_objects(struct bsc_json_tok *t, struct bsc_jtok *tok,
+                                             bool *element);
+
 /* True when <doc> is one valid JSON value nested at most <max_depth> deep. Otherwise false,
  * with *<what> and *<off> (either may be NULL) set as bsc_json_tok_next would. */
 bool bsc_json_tok_valid(struct bsc_str doc, unsigned max_depth, const char **what,

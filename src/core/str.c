@@ -3,6 +3,7 @@
 #include "core/str.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "core/compat.h"
@@ -65,27 +66,46 @@ static inline unsigned candidates16(const char *h, size_t i, size_t m, __m128i f
                                                      _mm_cmpeq_epi8(b, last)));
 }
 
-/* Only the candidates are compared whole. Sixteen positions a step; the last step overlaps
+/* The first candidate of <mask> (bit k: position i + k) holding the whole needle, or NULL. */
+static inline const char *first_match(const char *h, size_t i, uint32_t mask, const char *nd,
+                                      size_t m)
+{
+    while (mask) {
+        size_t j = i + (size_t)__builtin_ctz(mask);
+        if (memcmp(h + j + 1, nd + 1, m - 2) == 0)
+            return h + j;
+        mask &= mask - 1;
+    }
+    return NULL;
+}
+
+/* Only the candidates are compared whole. Thirty-two positions a step (two sixteens, one
+ * mask: half the loop's overhead per byte), then sixteen; each width's last step overlaps
  * the one before so that it ends exactly at the last position (its earlier positions held
- * no match, so the first match found is still the first). A text shorter than one step
- * goes to the scalar loop of the caller (*<done> false). */
+ * no match, so the first match found is still the first). A text shorter than one step of
+ * sixteen goes to the scalar loop of the caller (*<done> false). */
 static const char *find16(const char *h, size_t n, const char *nd, size_t m, bool *done)
 {
     const __m128i first = _mm_set1_epi8(nd[0]), last = _mm_set1_epi8(nd[m - 1]);
     size_t i = 0, end = n - m + 1; /* positions 0 .. end - 1 */
+    const char *r;
 
     *done = end >= 16;
     if (!*done)
         return NULL;
-    for (;;) {
-        unsigned mask = candidates16(h, i, m, first, last);
+    while (end >= 32) { /* left only by a return */
+        uint32_t mask = candidates16(h, i, m, first, last) |
+                        (uint32_t)candidates16(h, i + 16, m, first, last) << 16;
 
-        while (mask) {
-            size_t j = i + (size_t)__builtin_ctz(mask);
-            if (memcmp(h + j + 1, nd + 1, m - 2) == 0)
-                return h + j;
-            mask &= mask - 1;
-        }
+        if (mask && (r = first_match(h, i, mask, nd, m)))
+            return r;
+        if (i + 32 == end)
+            return NULL;
+        i = end - i - 32 >= 32 ? i + 32 : end - 32;
+    }
+    for (;;) {
+        if ((r = first_match(h, i, candidates16(h, i, m, first, last), nd, m)))
+            return r;
         if (i + 16 == end)
             return NULL;
         i = end - i - 16 >= 16 ? i + 16 : end - 16;

@@ -156,16 +156,30 @@ static void oa_classify(const struct prov_err_input *in, struct fail_info *out)
     prov_openai_classify_profile(in, prov_openai_profile_of(in), out);
 }
 
-/* A non-negative integer member <key> of the object span <obj>, or -1. */
-static int64_t span_count(struct bsc_str obj, struct bsc_str key)
+/* A count read from the upstream: the non-negative integer span <v>, or -1. */
+static int64_t count_of(struct bsc_str v)
 {
-    struct bsc_str v;
     unsigned long long n;
 
-    if (!obj.p || bsc_json_kind_of(obj) != BSC_JSON_OBJECT || bsc_json_member(obj, key, &v) != 1 ||
-        !bsc_json_u64(v, &n) || n > INT64_MAX)
+    if (!v.p || !bsc_json_u64(v, &n) || n > INT64_MAX)
         return -1;
     return (int64_t)n;
+}
+
+/* The counts <keys> (<n> of them, at most 2) of the object span <obj> into <out>, each -1
+ * when absent, not a count, repeated, or <obj> not an object. One pass over <obj>; when it
+ * refuses (a key repeated), each key is asked alone, so that one repeated key does not
+ * hide the other. */
+static void span_counts(struct bsc_str obj, const struct bsc_str *keys, size_t n, int64_t *out)
+{
+    struct bsc_str v[2] = {BSC_STR_NULL, BSC_STR_NULL};
+
+    if (obj.p && bsc_json_kind_of(obj) == BSC_JSON_OBJECT && bsc_json_members(obj, keys, n, v) < 0)
+        for (size_t k = 0; k < n; k++)
+            if (bsc_json_member(obj, keys[k], &v[k]) != 1)
+                v[k] = BSC_STR_NULL;
+    for (size_t k = 0; k < n; k++)
+        out[k] = count_of(v[k]);
 }
 
 /* <a> + <b> for counts >= 0 from the upstream, saturated instead of overflowing. */
@@ -184,10 +198,13 @@ void prov__openai_usage_read(struct bsc_str usage, bool responses,
     static const struct bsc_str rkeys[] = {BSC_STR("input_tokens"), BSC_STR("output_tokens"),
                                            BSC_STR("input_tokens_details"),
                                            BSC_STR("output_tokens_details")};
+    static const struct bsc_str details[] = {BSC_STR("cached_tokens"),
+                                             BSC_STR("cache_creation_input_tokens"),
+                                             BSC_STR("reasoning_tokens")};
     struct bsc_str v[6] = {BSC_STR_NULL, BSC_STR_NULL, BSC_STR_NULL,
                            BSC_STR_NULL, BSC_STR_NULL, BSC_STR_NULL};
     unsigned long long n;
-    int64_t hit, miss;
+    int64_t hit, miss, counts[2];
 
     *u = PROV_USAGE_UNKNOWN;
     if (bsc_json_kind_of(usage) != BSC_JSON_OBJECT ||
@@ -197,10 +214,12 @@ void prov__openai_usage_read(struct bsc_str usage, bool responses,
         u->input_tokens = (int64_t)n;
     if (bsc_json_u64(v[1], &n) && n <= INT64_MAX)
         u->output_tokens = (int64_t)n;
-    u->cached_tokens = span_count(v[2], BSC_STR("cached_tokens"));
     /* DashScope's explicit context cache reports its writes beside the reads. */
-    u->cache_write_tokens = span_count(v[2], BSC_STR("cache_creation_input_tokens"));
-    u->reasoning_tokens = span_count(v[3], BSC_STR("reasoning_tokens"));
+    span_counts(v[2], details, 2, counts);
+    u->cached_tokens = counts[0];
+    u->cache_write_tokens = counts[1];
+    span_counts(v[3], &details[2], 1, counts);
+    u->reasoning_tokens = counts[0];
     /* DeepSeek: prompt_tokens = prompt_cache_hit_tokens + prompt_cache_miss_tokens. */
     hit = v[4].p && bsc_json_u64(v[4], &n) && n <= INT64_MAX ? (int64_t)n : -1;
     miss = v[5].p && bsc_json_u64(v[5], &n) && n <= INT64_MAX ? (int64_t)n : -1;

@@ -13,8 +13,11 @@
  *     same kinds and raw bytes (the grammar does not depend on whitespace);
  *   - a document valid at depth d is valid at every deeper bound, and refused only for its
  *     depth ("nested too deep") at shallower ones;
- *   - at every opener, bsc_json_tok_skip ends where reading token by token meets the matching
- *     closer or the error, with the same token and tokenizer state;
+ *   - after every token inside a container (so from every state a skip may start in), plain
+ *     and quiet, bsc_json_tok_skip ends where reading token by token meets the matching
+ *     closer or the error, with the same token (every field) and tokenizer state;
+ *   - at every '[', bsc_json_tok_skip_objects stops where reading token by token with the
+ *     element rule beside it (each element's first byte is '{') stops, the same way;
  *   - quiet reading (bsc_json_tok_quiet) hands out the same tokens but ':' and the ','
  *     between members, and ends the same way;
  *   - bsc_json_check agrees with it: same verdict, offset and message;
@@ -102,9 +105,9 @@ static void check_decoded(const struct bsc_jtok *t)
     bsc_buf_cleanup(&b);
 }
 
-/* At an opener just read by <t>: bsc_json_tok_skip on a copy ends exactly where reading on
- * token by token (another copy) meets the matching closer or the error -- same token, same
- * tokenizer state. */
+/* After a token inside a container read by <t>: bsc_json_tok_skip on a copy ends exactly
+ * where reading on token by token (another copy) meets the matching closer or the error --
+ * same token, every field, same tokenizer state. */
 static void check_skip(const struct bsc_json_tok *t)
 {
     struct bsc_json_tok a = *t, b = *t;
@@ -117,9 +120,40 @@ static void check_skip(const struct bsc_json_tok *t)
     } while (kb != BSC_JTOK_ERROR && kb != BSC_JTOK_END &&
              !((kb == BSC_JTOK_OBJ_CLOSE || kb == BSC_JTOK_ARR_CLOSE) && b.depth == stop));
     if (ka != kb || ta.off != tb.off || ta.end != tb.end || ta.depth != tb.depth ||
+        ta.raw.p != tb.raw.p || ta.raw.len != tb.raw.len || ta.escaped != tb.escaped ||
+        a.i != b.i || a.state != b.state || a.depth != b.depth || a.what != b.what ||
+        a.err_off != b.err_off || a.quiet != b.quiet)
+        die("bsc_json_tok_skip differs from reading token by token");
+}
+
+/* At a '[' just read by <t>: bsc_json_tok_skip_objects against reading on token by token
+ * with the element rule beside it (each element's first byte must be '{'; the end of the
+ * document is the grammar's): the same stop, offset and message. */
+static void check_skip_objects(const uint8_t *d, size_t n, const struct bsc_json_tok *t)
+{
+    struct bsc_json_tok a = *t, b = *t;
+    struct bsc_jtok ta, tb;
+    bool element, element_next = true;
+    enum bsc_jtok_kind ka = bsc_json_tok_skip_objects(&a, &ta, &element), kb;
+    unsigned stop = t->depth - 1;
+
+    for (;;) {
+        kb = bsc_json_tok_next(&b, &tb);
+        if (element_next && kb != BSC_JTOK_ARR_CLOSE && tb.off < n && d[tb.off] != '{') {
+            if (ka != BSC_JTOK_ERROR || !element || ta.off != tb.off || a.err_off != tb.off ||
+                strcmp(a.what, "an array element that must be an object") != 0)
+                die("bsc_json_tok_skip_objects misses an element that is not an object");
+            return;
+        }
+        element_next = kb == BSC_JTOK_COMMA && b.depth == stop + 1;
+        if (kb == BSC_JTOK_ERROR || kb == BSC_JTOK_END ||
+            ((kb == BSC_JTOK_OBJ_CLOSE || kb == BSC_JTOK_ARR_CLOSE) && b.depth == stop))
+            break;
+    }
+    if (element || ka != kb || ta.off != tb.off || ta.end != tb.end || ta.depth != tb.depth ||
         a.i != b.i || a.state != b.state || a.depth != b.depth || a.what != b.what ||
         a.err_off != b.err_off)
-        die("bsc_json_tok_skip differs from reading token by token");
+        die("bsc_json_tok_skip_objects differs from reading token by token");
 }
 
 /* Quiet reading hands out the plain reading's tokens but ':' and the ',' inside objects,
@@ -141,6 +175,8 @@ static void check_quiet(const uint8_t *d, size_t n, unsigned depth)
                 in_object[tp.depth + 1] = kp == BSC_JTOK_OBJ_OPEN;
         } while (kp == BSC_JTOK_COLON || (kp == BSC_JTOK_COMMA && in_object[tp.depth]));
         kq = bsc_json_tok_next(&quiet, &tq);
+        if (kq != BSC_JTOK_END && kq != BSC_JTOK_ERROR && quiet.depth > 0)
+            check_skip(&quiet);
         if (kp != kq || tp.off != tq.off || tp.end != tq.end || tp.depth != tq.depth ||
             tp.raw.p != tq.raw.p || tp.raw.len != tq.raw.len || tp.escaped != tq.escaped)
             die("quiet reading differs from the plain one");
@@ -149,9 +185,10 @@ static void check_quiet(const uint8_t *d, size_t n, unsigned depth)
         die("quiet reading ends elsewhere");
 }
 
-/* Tokenizes <d>; the tokens in <toks> (up to MAX_TOKENS). Returns the final kind. */
+/* Tokenizes <d>; the tokens in <toks> (up to MAX_TOKENS). With <skips>, a skip is compared
+ * after every token inside a container (check_skip). Returns the final kind. */
 static enum bsc_jtok_kind walk(const uint8_t *d, size_t n, unsigned depth, struct bsc_jtok *toks,
-                               size_t *n_toks, struct bsc_json_tok *t)
+                               size_t *n_toks, struct bsc_json_tok *t, bool skips)
 {
     size_t prev_end = 0;
     unsigned level = 0;
@@ -172,8 +209,11 @@ static enum bsc_jtok_kind walk(const uint8_t *d, size_t n, unsigned depth, struc
         if (tok.kind == BSC_JTOK_OBJ_OPEN || tok.kind == BSC_JTOK_ARR_OPEN) {
             if (++level > depth)
                 die("deeper than the bound");
-            check_skip(t);
         }
+        if (skips && t->depth > 0)
+            check_skip(t);
+        if (skips && tok.kind == BSC_JTOK_ARR_OPEN)
+            check_skip_objects(d, n, t);
         if (tok.kind == BSC_JTOK_NAME || tok.kind == BSC_JTOK_STRING)
             check_decoded(&tok);
         prev_end = tok.end;
@@ -211,7 +251,7 @@ static void check_compact(const uint8_t *d, const struct bsc_jtok *toks, size_t 
             bsc_buf_cleanup(&b);
             return;
         }
-    if (walk((const uint8_t *)(b.p ? b.p : ""), b.len, DEPTH, again, &n_again, &t) !=
+    if (walk((const uint8_t *)(b.p ? b.p : ""), b.len, DEPTH, again, &n_again, &t, false) !=
         BSC_JTOK_END)
         die("the compact form of a valid document is refused");
     if (n_again != n_toks)
@@ -232,7 +272,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
     size_t n_toks, n_other;
     bool ok;
 
-    k = walk(d, n, DEPTH, toks, &n_toks, &t);
+    k = walk(d, n, DEPTH, toks, &n_toks, &t, true);
     check_quiet(d, n, DEPTH);
     ok = bsc_json_check(bsc_str_make((const char *)d, n), DEPTH, &e);
     if (ok != (k == BSC_JTOK_END))
@@ -242,9 +282,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
     if (k == BSC_JTOK_END) {
         if (n_toks < MAX_TOKENS)
             check_compact(d, toks, n_toks);
-        if (walk(d, n, DEPTH + 1, other, &n_other, &t2) != BSC_JTOK_END)
+        if (walk(d, n, DEPTH + 1, other, &n_other, &t2, false) != BSC_JTOK_END)
             die("valid at one depth, refused at a deeper one");
-    } else if (walk(d, n, BSC_JSON_MAX_DEPTH, other, &n_other, &t2) == BSC_JTOK_END &&
+    } else if (walk(d, n, BSC_JSON_MAX_DEPTH, other, &n_other, &t2, true) == BSC_JTOK_END &&
                strcmp(t.what, "nested too deep") != 0) {
         die("refused at one depth for something else than its depth, valid deeper");
     }

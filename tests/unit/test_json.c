@@ -574,6 +574,68 @@ static void test_member_absent(void **state)
     expect_member(BSC_STR("{\"\":1}"), "", "1");
 }
 
+/* String values and names of every length around the scanner's sixteen-byte steps, with
+ * backslash runs of every parity before quotes and at their ends: each member's span is
+ * exactly the value as written, and an escaped name is compared decoded. */
+static void test_member_string_spans(void **state)
+{
+    static const char *const bodies[] = {
+        "", "\\\\", "\\\"", "\\\\\\\"", "\\\\\\\\", "a\\\"b\\\\", "\\u0022\\\"",
+        "}]\\\",{[", "\\/\\b\\f\\n\\r\\t",
+    };
+
+    (void)state;
+    for (size_t b = 0; b < BSC_ARRAY_LEN(bodies); b++) {
+        for (size_t pad = 0; pad < 40; pad++) {
+            char doc[256], want[128], name[64];
+            struct bsc_json_error err;
+            struct bsc_str d;
+            int len, wlen;
+
+            wlen = snprintf(want, sizeof(want), "\"%.*s%s\"", (int)pad,
+                            "0123456789abcdef0123456789abcdef01234567", bodies[b]);
+            len = snprintf(doc, sizeof(doc),
+                           "{\"p%.*s\":%s,\"k\\u0065y\":%s , \"last\" :\"%s\"}", (int)pad,
+                           "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", want, want, bodies[b]);
+            assert_true(len > 0 && (size_t)len < sizeof(doc) && wlen > 0);
+            d = bsc_str_make(doc, (size_t)len);
+            assert_true(check(d, 8, &err));
+            expect_member(d, "key", want);
+            snprintf(name, sizeof(name), "p%.*s", (int)pad,
+                     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+            expect_member(d, name, want);
+            expect_no_member(d, "k", 0);
+        }
+    }
+}
+
+/* Scalars ended by each byte that may end them (whitespace of each kind, ',', '}'), and
+ * containers whose strings hold brackets and quotes: each span exactly the value. */
+static void test_member_value_ends(void **state)
+{
+    static const char *const values[] = {"-12.5e+3", "0", "true", "false", "null",
+                                         "{\"a\":[1,{\"b\":\"]}\\\"{[\"}],\"c\":{}}",
+                                         "[[],{},\"[\",\"}\"]"};
+    static const char *const ends[] = {"", " ", "\t", "\n", "\r\n "};
+
+    (void)state;
+    for (size_t v = 0; v < BSC_ARRAY_LEN(values); v++) {
+        for (size_t e = 0; e < BSC_ARRAY_LEN(ends); e++) {
+            char doc[160];
+            struct bsc_json_error err;
+            struct bsc_str d;
+            int len = snprintf(doc, sizeof(doc), "{\"x\":%s%s,\"y\" :%s%s}", values[v],
+                               ends[e], values[v], ends[e]);
+
+            assert_true(len > 0 && (size_t)len < sizeof(doc));
+            d = bsc_str_make(doc, (size_t)len);
+            assert_true(check(d, 8, &err));
+            expect_member(d, "x", values[v]);
+            expect_member(d, "y", values[v]);
+        }
+    }
+}
+
 static void test_member_repeated(void **state)
 {
     struct bsc_str doc = BSC_STR("{\"a\":1,\"b\":[\"a\"],\"a\":{\"a\":3}}");
@@ -612,6 +674,39 @@ static void test_member_decoded_keys_and_whitespace(void **state)
     expect_no_member(doc, "\\u0061", 0);
     expect_no_member(doc, "a\\\"b", 0);
     expect_no_member(doc, "c\\\\", 0);
+}
+
+/* The checks' wanted keys by length: names as long as a key but other, keys and names past
+ * 63 bytes (one length bit for all of them), the empty key, an escaped name that decodes to
+ * a key of another raw length. */
+static void test_check_members_key_lengths(void **state)
+{
+    static const char long_key[] = "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"
+                                   "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk";
+    const struct bsc_str keys[] = {BSC_STR("a"), BSC_STR(long_key), BSC_STR("bb"), BSC_STR("")};
+    struct bsc_str vals[BSC_ARRAY_LEN(keys)];
+    char doc[512];
+    int len;
+
+    (void)state;
+    len = snprintf(doc, sizeof(doc),
+                   "{\"b\":1,\"%.64s\":2,\"%s\":3,\"b\\u0062\":4,\"\":5,\"c\":6}",
+                   long_key, long_key);
+    assert_true(len > 0 && (size_t)len < sizeof(doc));
+    assert_int_equal(bsc_json_check_members(bsc_str_make(doc, (size_t)len), 8, keys,
+                                            BSC_ARRAY_LEN(keys), vals, NULL),
+                     1);
+    assert_null(vals[0].p);
+    assert_true(bsc_str_eq(vals[1], BSC_STR("3")));
+    assert_true(bsc_str_eq(vals[2], BSC_STR("4")));
+    assert_true(bsc_str_eq(vals[3], BSC_STR("5")));
+    assert_int_equal(bsc_json_check_request(bsc_str_make(doc, (size_t)len), 8, keys,
+                                            BSC_ARRAY_LEN(keys), 0, vals, NULL),
+                     BSC_JSONV_OK);
+    assert_null(vals[0].p);
+    assert_true(bsc_str_eq(vals[1], BSC_STR("3")));
+    assert_true(bsc_str_eq(vals[2], BSC_STR("4")));
+    assert_true(bsc_str_eq(vals[3], BSC_STR("5")));
 }
 
 static void test_members_one_pass(void **state)
@@ -1282,10 +1377,13 @@ int main(void)
         cmocka_unit_test(test_check_stack_kinds),
         cmocka_unit_test(test_member_found),
         cmocka_unit_test(test_member_absent),
+        cmocka_unit_test(test_member_string_spans),
+        cmocka_unit_test(test_member_value_ends),
         cmocka_unit_test(test_member_repeated),
         cmocka_unit_test(test_member_not_object),
         cmocka_unit_test(test_member_decoded_keys_and_whitespace),
         cmocka_unit_test(test_members_one_pass),
+        cmocka_unit_test(test_check_members_key_lengths),
         cmocka_unit_test(test_member_entry),
         cmocka_unit_test(test_array_mixed),
         cmocka_unit_test(test_array_empty_and_not_array),

@@ -378,38 +378,46 @@ static void test_whitespace_runs(void **state)
     }
 }
 
-/* Reads <doc> token by token on one tokenizer; at every opener, a copy of it skips the
- * container: the copy must come back with exactly the token (closer or error, every field)
- * and the state the token-by-token reading reaches at the same point. Then the two must also
- * agree on what follows. */
-static void expect_skip_matches(struct bsc_str doc, unsigned max_depth)
+/* A copy of <t> skips the rest of its innermost container; another reads on token by token
+ * to the matching closer or the error: the two must come back with the same token (every
+ * field) and the same tokenizer state, then agree on what follows. */
+static void expect_skip_matches_at(struct bsc_str doc, const struct bsc_json_tok *t)
+{
+    struct bsc_json_tok a = *t, b = *t;
+    struct bsc_jtok ta, tb;
+    enum bsc_jtok_kind ka = bsc_json_tok_skip(&a, &ta), kb;
+    unsigned stop = t->depth - 1;
+
+    do {
+        kb = bsc_json_tok_next(&b, &tb);
+    } while (kb != BSC_JTOK_ERROR && kb != BSC_JTOK_END &&
+             !((kb == BSC_JTOK_OBJ_CLOSE || kb == BSC_JTOK_ARR_CLOSE) && b.depth == stop));
+    if (ka != kb || ta.off != tb.off || ta.end != tb.end || ta.depth != tb.depth ||
+        ta.raw.p != tb.raw.p || ta.raw.len != tb.raw.len || ta.escaped != tb.escaped ||
+        a.i != b.i || a.state != b.state || a.depth != b.depth || a.what != b.what ||
+        a.err_off != b.err_off || a.quiet != b.quiet)
+        fail_msg("skip differs on %.*s from %zu: kind %d/%d, end %zu/%zu, err_off %zu/%zu",
+                 (int)doc.len, doc.p, t->i, ka, kb, ta.end, tb.end, a.err_off, b.err_off);
+    assert_int_equal(bsc_json_tok_next(&a, &ta), bsc_json_tok_next(&b, &tb));
+    assert_int_equal(ta.off, tb.off);
+}
+
+/* Reads <doc> token by token (quietly when <quiet>); after every token inside a container
+ * -- an opener, a name, a ':', a value, a ',' -- a skip from there must match the reading
+ * on (expect_skip_matches_at): every state a skip may start in is met. */
+static void expect_skip_matches(struct bsc_str doc, unsigned max_depth, bool quiet)
 {
     struct bsc_json_tok t;
     struct bsc_jtok tok;
     enum bsc_jtok_kind k;
 
     bsc_json_tok_init(&t, doc, max_depth);
+    if (quiet)
+        bsc_json_tok_quiet(&t);
     do {
         k = bsc_json_tok_next(&t, &tok);
-        if (k == BSC_JTOK_OBJ_OPEN || k == BSC_JTOK_ARR_OPEN) {
-            struct bsc_json_tok a = t, b = t;
-            struct bsc_jtok ta, tb;
-            enum bsc_jtok_kind ka = bsc_json_tok_skip(&a, &ta), kb;
-            unsigned stop = t.depth - 1;
-
-            do {
-                kb = bsc_json_tok_next(&b, &tb);
-            } while (kb != BSC_JTOK_ERROR && kb != BSC_JTOK_END &&
-                     !((kb == BSC_JTOK_OBJ_CLOSE || kb == BSC_JTOK_ARR_CLOSE) && b.depth == stop));
-            if (ka != kb || ta.off != tb.off || ta.end != tb.end || ta.depth != tb.depth ||
-                a.i != b.i || a.state != b.state || a.depth != b.depth || a.what != b.what ||
-                a.err_off != b.err_off)
-                fail_msg("skip differs on %.*s at %zu: kind %d/%d, end %zu/%zu, off %zu/%zu",
-                         (int)doc.len, doc.p, tok.off, ka, kb, ta.end, tb.end, a.err_off,
-                         b.err_off);
-            assert_int_equal(bsc_json_tok_next(&a, &ta), bsc_json_tok_next(&b, &tb));
-            assert_int_equal(ta.off, tb.off);
-        }
+        if (k != BSC_JTOK_END && k != BSC_JTOK_ERROR && t.depth > 0)
+            expect_skip_matches_at(doc, &t);
     } while (k != BSC_JTOK_END && k != BSC_JTOK_ERROR);
 }
 
@@ -422,6 +430,12 @@ static void test_skip_matches_token_reading(void **state)
         "{\"a\":[1,2,}", "{\"a\":{\"b\" 1}}", "{\"a\":[\"\x01\"]}", "{\"a\":[01]}",
         "{\"a\":[\"\xc3\"]}", "{\"a\":[[[[[[[[[[1]]]]]]]]]]}", "[{\"a\":1}]x", "{\"a\":[tru]}",
         "{\"a\":{\"b\":\"\\q\"}}", "[1,[2,[3", "{\"a\":[}]", "{\"a\":{]}",
+        /* escapes before an error inside the same string, in a name and in a value */
+        "{\"a\":{\"b\\n\\u00\":1}}", "[[\"\\t\\x\"]]", "[{\"k\\\"\":\"v\\/\x80\"}]",
+        /* whitespace runs around every token, numbers of every shape */
+        "{ \"a\" :\n\t[ -0.5e+7 ,\r\n 12E-3 , 0 ,{ }\n        ,[ ] ] , \"b\" : { \"c\" : null } }",
+        "[1.,2]", "[-]", "[1e]", "[1,-01]", "{\"a\":1 \"b\":2}", "{\"a\":1,}", "[1 2]", "{\"a\" 1}",
+        "{\"a\":[1]]", "[{\"a\":1}}", "{\"a\"::1}", "[nul]", "[\"\\u12G4\"]", "{1:2}",
     };
 
     (void)state;
@@ -430,10 +444,110 @@ static void test_skip_matches_token_reading(void **state)
 
         /* The document and every prefix of it: each truncation is an error somewhere. */
         for (size_t cut = 0; cut <= len; cut++) {
-            expect_skip_matches(bsc_str_make(docs[d], cut), 8);
-            expect_skip_matches(bsc_str_make(docs[d], cut), 3);
+            expect_skip_matches(bsc_str_make(docs[d], cut), 8, false);
+            expect_skip_matches(bsc_str_make(docs[d], cut), 8, true);
+            expect_skip_matches(bsc_str_make(docs[d], cut), 3, true);
         }
     }
+}
+
+/* A skip through a nesting that crosses the stack's 64-bit words both ways, and the bound
+ * met inside a skip: the same closer, error and offset as token-by-token reading. */
+static void test_skip_deep_stack(void **state)
+{
+    char doc[200 * 5 + 200 + 8];
+    size_t len = 0;
+
+    (void)state;
+    for (int k = 0; k < 200; k++) {
+        if (k % 3) {
+            doc[len++] = '[';
+        } else {
+            memcpy(doc + len, "{\"k\":", 5);
+            len += 5;
+        }
+    }
+    doc[len++] = '1';
+    for (int k = 199; k >= 0; k--)
+        doc[len++] = k % 3 ? ']' : '}';
+    for (size_t cut = len; cut >= len - 200; cut -= 25) {
+        expect_skip_matches(bsc_str_make(doc, cut), BSC_JSON_MAX_DEPTH, true);
+        expect_skip_matches(bsc_str_make(doc, cut), 130, true);
+        expect_skip_matches(bsc_str_make(doc, cut), 64, false);
+    }
+}
+
+/* At the '[' just read by <t>: bsc_json_tok_skip_objects on a copy against reading on token
+ * by token with the element rule beside it (each element's first byte, where its token
+ * begins, must be '{'; the end of the document is the grammar's): the same stop, offset and
+ * message, and *element only for the element rule. */
+static void expect_skip_objects_at(struct bsc_str doc, const struct bsc_json_tok *t)
+{
+    struct bsc_json_tok a = *t, b = *t;
+    struct bsc_jtok ta, tb;
+    bool element, element_next = true, want_element = false;
+    enum bsc_jtok_kind ka = bsc_json_tok_skip_objects(&a, &ta, &element), kb;
+    unsigned stop = t->depth - 1;
+
+    for (;;) {
+        kb = bsc_json_tok_next(&b, &tb);
+        if (element_next && kb != BSC_JTOK_ARR_CLOSE && tb.off < doc.len && doc.p[tb.off] != '{') {
+            want_element = true;
+            break;
+        }
+        element_next = kb == BSC_JTOK_COMMA && b.depth == stop + 1;
+        if (kb == BSC_JTOK_ERROR || kb == BSC_JTOK_END ||
+            ((kb == BSC_JTOK_OBJ_CLOSE || kb == BSC_JTOK_ARR_CLOSE) && b.depth == stop))
+            break;
+    }
+    if (want_element) {
+        if (ka != BSC_JTOK_ERROR || !element || ta.off != tb.off || a.err_off != tb.off ||
+            strcmp(a.what, "an array element that must be an object") != 0)
+            fail_msg("skip_objects misses the element at %zu of %.*s", tb.off, (int)doc.len,
+                     doc.p);
+        return;
+    }
+    if (element || ka != kb || ta.off != tb.off || ta.end != tb.end || ta.depth != tb.depth ||
+        a.i != b.i || a.state != b.state || a.depth != b.depth || a.what != b.what ||
+        a.err_off != b.err_off)
+        fail_msg("skip_objects differs on %.*s from %zu: kind %d/%d", (int)doc.len, doc.p, t->i,
+                 ka, kb);
+}
+
+static void test_skip_objects(void **state)
+{
+    static const char *const docs[] = {
+        "{\"m\":[{\"a\":[1,2]},{},{\"b\":{\"c\":[{}]}}],\"n\":[]}",
+        "[ { } , \n {\"x\":\"]\"} ]", "[1]", "[{}, 1]", "[{},[]]", "[{}, \"s\"]", "[[{}]]",
+        "[{},]", "[,{}]", "[{} {}]", "[{}", "[ ", "[{\"a\":1},\n  nul]", "[{\"a\" 1}]",
+        "{\"m\":[{\"k\":[1,x]}, 2]}", "[{\"a\":[[[[1]]]]}]", "[\t]", "[{}]x",
+    };
+    struct bsc_json_tok t;
+    struct bsc_jtok tok;
+    bool element;
+
+    (void)state;
+    for (size_t d = 0; d < sizeof(docs) / sizeof(docs[0]); d++) {
+        for (size_t cut = 0; cut <= strlen(docs[d]); cut++) {
+            for (unsigned max_depth = 2; max_depth <= 8; max_depth += 6) {
+                struct bsc_str doc = bsc_str_make(docs[d], cut);
+                enum bsc_jtok_kind k;
+
+                bsc_json_tok_init(&t, doc, max_depth);
+                bsc_json_tok_quiet(&t);
+                do {
+                    k = bsc_json_tok_next(&t, &tok);
+                    if (k == BSC_JTOK_ARR_OPEN)
+                        expect_skip_objects_at(doc, &t);
+                } while (k != BSC_JTOK_END && k != BSC_JTOK_ERROR);
+            }
+        }
+    }
+    /* Not right after a '[': the plain skip, never the element rule. */
+    bsc_json_tok_init(&t, S("{\"a\":1,\"b\":[1]}"), 4);
+    assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_OBJ_OPEN);
+    assert_int_equal(bsc_json_tok_skip_objects(&t, &tok, &element), BSC_JTOK_OBJ_CLOSE);
+    assert_false(element);
 }
 
 /* Quiet reading of <doc> hands out the plain reading's tokens but its ':' and the ',' inside
@@ -524,6 +638,8 @@ int main(void)
         cmocka_unit_test(test_unescape),
         cmocka_unit_test(test_unescape_bound),
         cmocka_unit_test(test_skip_matches_token_reading),
+        cmocka_unit_test(test_skip_deep_stack),
+        cmocka_unit_test(test_skip_objects),
         cmocka_unit_test(test_skip_without_open_container_is_next),
         cmocka_unit_test(test_quiet_drops_only_member_separators),
     };

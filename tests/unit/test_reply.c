@@ -237,6 +237,36 @@ static void test_str_find(void **state)
     assert_null(bsc_str_find(BSC_STR("ab"), BSC_STR("abc")));
 }
 
+/* A text of a few hundred bytes, where the search takes thirty-two positions a step and
+ * ends on overlapping steps of both widths: needles cut at every offset, and near misses
+ * (a needle's first and last byte right, the middle wrong) every few bytes, against memmem
+ * on every suffix. */
+static void test_str_find_long(void **state)
+{
+    char text[300];
+    const size_t n = sizeof(text);
+
+    (void)state;
+    for (size_t i = 0; i < n; i++)
+        text[i] = "\"ab\"cab\"\"xa\"yb"[(i * 7 + i / 13) % 12];
+    memcpy(text + 250, "\"error\"", 7);
+    memcpy(text + 180, "\"errxr\"", 7);
+    for (size_t off = 0; off < n; off += 3) {
+        for (size_t m = 2; off + m <= n && m <= 12; m++) {
+            struct bsc_str nd = bsc_str_make(text + off, m);
+            for (size_t cut = 0; cut + m <= n; cut += 5)
+                assert_ptr_equal(bsc_str_find(bsc_str_make(text + cut, n - cut), nd),
+                                 memmem(text + cut, n - cut, nd.p, m));
+        }
+    }
+    for (size_t cut = 0; cut < n; cut++) {
+        assert_ptr_equal(bsc_str_find(bsc_str_make(text + cut, n - cut), BSC_STR("\"error\"")),
+                         cut <= 250 ? text + 250 : NULL);
+        assert_ptr_equal(bsc_str_find(bsc_str_make(text, n - cut), BSC_STR("\"error\"")),
+                         n - cut >= 257 ? text + 250 : NULL);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -244,6 +274,7 @@ int main(void)
         cmocka_unit_test(test_body_agrees),     cmocka_unit_test(test_params_from_body),
         cmocka_unit_test(test_params_from_json), cmocka_unit_test(test_may_hold),
         cmocka_unit_test(test_str_find),
+        cmocka_unit_test(test_str_find_long),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -56,6 +56,18 @@ static void test_openai_usage(void **state)
                  3000, 10, 0, 2048, -1, -1);
     /* No details: the parts are unknown. */
     assert_usage(oai("{\"prompt_tokens\":7,\"completion_tokens\":3}", false), 7, 3, -1, -1, -1, -1);
+    /* One detail repeated (parsers disagree on which wins): that one is unknown, the other
+     * detail of the same object is still read. */
+    assert_usage(oai("{\"prompt_tokens\":30,\"completion_tokens\":1,\"prompt_tokens_details\":"
+                     "{\"cached_tokens\":1,\"cache_creation_input_tokens\":20,"
+                     "\"cached_tokens\":2}}",
+                     false),
+                 30, 1, -1, 20, -1, -1);
+    assert_usage(oai("{\"prompt_tokens\":30,\"completion_tokens\":1,\"prompt_tokens_details\":"
+                     "{\"cache_creation_input_tokens\":5,\"cached_tokens\":4,"
+                     "\"cache_creation_input_tokens\":6}}",
+                     false),
+                 30, 1, 4, -1, -1, -1);
     /* Responses API names. */
     assert_usage(oai("{\"input_tokens\":500,\"output_tokens\":40,\"input_tokens_details\":"
                      "{\"cached_tokens\":128},\"output_tokens_details\":{\"reasoning_tokens\":16}}",
