@@ -426,6 +426,8 @@ static int take_name(struct srv__h1 *h, const char *at, size_t n)
     }
     if (keep(h, at, n))
         return -1;
+    if (memchr(at, ' ', n)) /* the only name byte that is not a tchar */
+        h->name_space = true;
     h->hdrs[h->n_hdrs - 1].name_len += (uint32_t)n;
     return 0;
 }
@@ -868,6 +870,7 @@ static void reset_message(struct srv__h1 *h, uint32_t max_head, uint64_t max_bod
     h->flags = 0;
     h->trailers = false;
     h->in_field = false;
+    h->name_space = false;
     h->raw = 0;
     h->content_length = 0;
     h->tname_len = 0;

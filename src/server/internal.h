@@ -70,6 +70,7 @@ struct srv__h1 {
     uint16_t flags;            /* framing facts (Content-Length seen, chunked, close, ...) */
     bool trailers;             /* reading the trailer section of a chunked body */
     bool in_field;             /* a field name was started and is not yet a header slot */
+    bool name_space;           /* a head field's name has a space (refused with the head) */
     uint32_t raw;              /* raw bytes of the current head/chunk line section */
     uint64_t content_length;   /* Content-Length; then the body or chunk bytes still due */
     char tok[12];              /* the method as read so far */
