@@ -158,8 +158,10 @@ $(BUILD)/fuzz-replay/%: tests/fuzz/%.c $(BUILD)/obj/tests/fuzz/replay_main.o $(B
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(filter %.o,$^) $(BUILD)/libbascule.a $(LDFLAGS_ALL)
 
-# The differential reader target also links the reference reader (http-parser based).
+# The differential response-reader target also links the reference reader (http-parser based).
 $(BUILD)/fuzz-replay/fuzz_h1_reader_diff: $(BUILD)/obj/tests/unit/harness/h1_resp_ref.o
+# ... and so does the request reader's (tests/unit/harness/h1_req_ref.c).
+$(BUILD)/fuzz-replay/fuzz_h1_request_diff: $(BUILD)/obj/tests/unit/harness/h1_req_ref.o
 
 fuzz-replay-bins: $(FUZZ_REPLAY_BIN)
 

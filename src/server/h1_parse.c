@@ -1,49 +1,185 @@
 /* SPDX-License-Identifier: MIT */
-/* h1_parse.c -- a thin, pure wrapper over http-parser for one request at a time. It copies
- * the URL and header fields once into a bounded head buffer, de-chunks the body into a
- * bounded body buffer, counts head bytes itself (http_parser_set_max_header_size is
- * process-wide) and classifies failures into enum srv__h1_err. It does no I/O and reads no
- * clock, so it is fuzzed on its own (tests/fuzz/fuzz_http_request.c). Trailers are
- * counted against the head limit and dropped. RFC 9112 strictness that http-parser lacks
- * (CRLF line endings, no obs-fold, one Host, HTTP/1.0 or 1.1 only) is checked here.
+/* h1_parse.c -- the server's HTTP/1.1 request reader: one request at a time, fed in pieces
+ * of any size, stopping right after the message (the rest is the next one). It copies the
+ * URL and header fields once into a bounded head buffer, de-chunks the body into a bounded
+ * body buffer, counts head bytes canonically against the head limit and classifies failures
+ * into enum srv__h1_err; h1_head.c judges the head once it is complete. Runs of URL and
+ * field-value bytes are scanned 16 at a time (SSE2); the states between them are a few
+ * bytes each. It replaced a wrapper over http-parser 2.9 and keeps its every decision --
+ * what is accepted, the error class, where a message ends -- as if each byte had been fed
+ * alone (tests/unit/harness/h1_req_ref.c is that wrapper, tests/fuzz/fuzz_h1_request_diff.c
+ * compares the two), with one deliberate difference: the version must be spelled "HTTP/".
+ * RFC 9112 line discipline: lines end in CRLF, no obs-fold in the head. No I/O, no clock.
  * See docs/internals/server.md. */
-#include <http_parser.h>
 #include <string.h>
+#include <strings.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "core/buf.h"
 #include "core/compat.h"
 #include "core/str.h"
 #include "server/internal.h"
 
-enum { CB_NONE = 0, CB_FIELD, CB_VALUE };
-
-/* Head bytes not reported by callbacks, for canonical formatting: the request line's two
- * spaces, "HTTP/1.1" and CRLF; ": " and CRLF per field; the empty line. */
+/* Head bytes not stored, for canonical formatting: the request line's two spaces,
+ * "HTTP/1.1" and CRLF; ": " and CRLF per field. */
 #define LINE_EXTRA  12u
 #define FIELD_EXTRA 4u
-#define END_EXTRA   2u
+/* Raw bytes a head (or a chunk-size line, or the trailers) may take whatever they hold:
+ * http-parser's own cap, kept as a backstop for whitespace the canonical count skips. */
+#define RAW_MAX (80u * 1024)
 
-static struct srv__h1 *h1_of(http_parser *hp)
+enum rd_state {
+    RD_START = 0, /* before the request line: empty lines (CRLF) are skipped */
+    RD_START_LF,  /* a CR there: LF must follow */
+    RD_METHOD,
+    RD_URL_SP,  /* spaces before the target */
+    RD_URL,     /* the target; url_state says where in its grammar */
+    RD_VER_SP,  /* spaces before "HTTP/" */
+    RD_VER_LIT, /* "HTTP/" matched up to <index> */
+    RD_VER_MAJOR,
+    RD_VER_DOT,
+    RD_VER_MINOR,
+    RD_VER_END,     /* CR after the version */
+    RD_LINE_LF,     /* LF after the request line's CR */
+    RD_FIELD_START, /* a field line, or the empty line */
+    RD_FIELD,       /* a field name */
+    RD_VALUE_WS,    /* whitespace before a value */
+    RD_EMPTY_CR,    /* a CR before any value byte: LF must follow */
+    RD_EMPTY_LF,    /* an empty value's line ended: the next byte says fold or next field */
+    RD_VALUE,
+    RD_VALUE_LF,    /* CR after a value: LF must follow */
+    RD_VALUE_END,   /* a value's line ended: the next byte says fold or next field */
+    RD_HEAD_CR,     /* the empty line's CR: the next byte ends the head (or the trailers) */
+    RD_CHUNK_START, /* the first hex digit of a chunk size */
+    RD_CHUNK_SIZE,
+    RD_CHUNK_EXT, /* a chunk extension, up to CR */
+    RD_CHUNK_LF,  /* the chunk-size line's CR: the next byte ends it */
+    RD_CHUNK_BAD, /* a lone CR after chunk data: whatever follows is refused */
+    /* body states: their bytes are not head bytes */
+    RD_CHUNK_DATA,
+    RD_DATA_CR, /* the first byte after a chunk's data */
+    RD_DATA_LF, /* the second; <index> 1 if the first was CR */
+    RD_BODY,    /* Content-Length bytes */
+    RD_DONE
+};
+
+/* The request target's grammar, as far as the reader checks it (http-parser's): a scheme
+ * and "//" then an authority, or '/' or '*' then path, query and fragment bytes. */
+enum url_state {
+    U_START = 0,
+    U_SCHEMA,
+    U_SCHEMA_SLASH,
+    U_SCHEMA_SLASH2,
+    U_SERVER_START,
+    U_SERVER,
+    U_SERVER_AT,
+    U_REST, /* path, query or fragment: they take the same bytes */
+    U_DEAD
+};
+
+/* In http-parser's order, so the numbers are its enum http_method's. */
+static const char *const methods[] = {
+    "DELETE",     "GET",      "HEAD",       "POST",     "PUT",    "CONNECT",   "OPTIONS",
+    "TRACE",      "COPY",     "LOCK",       "MKCOL",    "MOVE",   "PROPFIND",  "PROPPATCH",
+    "SEARCH",     "UNLOCK",   "BIND",       "REBIND",   "UNBIND", "ACL",       "REPORT",
+    "MKACTIVITY", "CHECKOUT", "MERGE",      "M-SEARCH", "NOTIFY", "SUBSCRIBE", "UNSUBSCRIBE",
+    "PATCH",      "PURGE",    "MKCALENDAR", "LINK",     "UNLINK", "SOURCE",
+};
+
+/* A field-name byte: a tchar, or a space (kept as http-parser did: a head's name with one
+ * is refused whole by h1_head.c, a trailer's is dropped anyway). */
+static bool is_name_byte(unsigned char c)
 {
-    return hp->data;
+    return c == ' ' || srv__h1_tokens[c] != 0;
 }
 
-/* Records the first failure; returns non-zero so http-parser stops. */
-static int fail(struct srv__h1 *h, enum srv__h1_err err, const char *why)
+/* The end of a run of field-name bytes. */
+static const char *name_run_end(const char *p, const char *end)
 {
-    if (!h->err) {
-        h->err = err;
-        h->why = why;
+    while (p < end && (srv__h1_tokens[(unsigned char)*p] || *p == ' '))
+        p++;
+    return p;
+}
+
+static bool is_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* A chunk-size digit's value, or -1. A byte >= 0x80 counts as 0: http-parser's table
+ * left that half zero, and the reader keeps what it accepted (see the server page). */
+static int unhex(unsigned char c)
+{
+    if (c >= 0x80)
+        return 0;
+    if (is_digit(c))
+        return c - '0';
+    c |= 0x20;
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static bool is_userinfo(unsigned char c)
+{
+    if (is_digit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z'))
+        return true;
+    return c && strchr("-_.!~*'()%;:&=+$,", c) != NULL;
+}
+
+/* ---- scanning runs ----------------------------------------------------------------------- */
+
+/* The first byte of [p, end) below <lim> or DEL (0x7f), else end. */
+static const char *find_ctl(const char *p, const char *end, unsigned char lim)
+{
+#ifdef __SSE2__
+    const __m128i top = _mm_set1_epi8((char)(lim - 1));
+    const __m128i del = _mm_set1_epi8(0x7f);
+
+    while (end - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        __m128i low = _mm_cmpeq_epi8(_mm_max_epu8(v, top), top);
+        int m = _mm_movemask_epi8(_mm_or_si128(low, _mm_cmpeq_epi8(v, del)));
+
+        if (m)
+            return p + __builtin_ctz((unsigned)m);
+        p += 16;
     }
-    return -1;
+#endif
+    while (p < end && (unsigned char)*p >= lim && *p != 0x7f)
+        p++;
+    return p;
 }
 
-static int count_head(struct srv__h1 *h, size_t n)
+/* The end of a run of field-value bytes (anything but CTLs other than HT, and DEL). */
+static const char *value_run_end(const char *p, const char *end)
 {
-    if (n > h->max_head || h->head_bytes > h->max_head - n)
-        return fail(h, SRV__H1_E_HEAD_TOO_LARGE, "request line and headers are too large");
-    h->head_bytes += (uint32_t)n;
-    return 0;
+    for (;;) {
+        p = find_ctl(p, end, 0x20);
+        if (p == end || *p != '\t')
+            return p;
+        p++;
+    }
+}
+
+/* The end of a run of path, query or fragment bytes: anything above SP but DEL, and HT and
+ * FF (http-parser, not strict, took them). */
+static const char *url_run_end(const char *p, const char *end)
+{
+    for (;;) {
+        p = find_ctl(p, end, 0x21);
+        if (p == end || (*p != '\t' && *p != '\f'))
+            return p;
+        p++;
+    }
+}
+
+/* ---- failures and counting --------------------------------------------------------------- */
+
+static const char *bad(struct srv__h1 *h, const char *why)
+{
+    srv__h1_fail(h, SRV__H1_E_BAD_REQUEST, why);
+    return NULL;
 }
 
 static int keep(struct srv__h1 *h, const char *at, size_t len)
@@ -51,36 +187,212 @@ static int keep(struct srv__h1 *h, const char *at, size_t len)
     enum bsc_err err = bsc_buf_append(&h->head, at, len);
 
     if (err == BSC_ENOMEM)
-        return fail(h, SRV__H1_E_NOMEM, "out of memory");
+        return srv__h1_fail(h, SRV__H1_E_NOMEM, "out of memory");
     if (err)
-        return fail(h, SRV__H1_E_HEAD_TOO_LARGE, "request line and headers are too large");
+        return srv__h1_fail(h, SRV__H1_E_HEAD_TOO_LARGE, "request line and headers are too large");
     return 0;
 }
 
-static int on_url(http_parser *hp, const char *at, size_t len)
+/* ---- the request line -------------------------------------------------------------------- */
+
+static int method_find(const char *tok, size_t n)
 {
-    struct srv__h1 *h = h1_of(hp);
+    if (n == 4 && memcmp(tok, "POST", 4) == 0)
+        return 3;
+    if (n == 3 && memcmp(tok, "GET", 3) == 0)
+        return 1;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(methods); i++)
+        if (strlen(methods[i]) == n && memcmp(methods[i], tok, n) == 0)
+            return (int)i;
+    return -1;
+}
 
-    if (h->head_bytes == 0 && count_head(h, strlen(http_method_str(hp->method)) + LINE_EXTRA))
+static bool method_prefix(const char *tok, size_t n)
+{
+    for (size_t i = 0; i < BSC_ARRAY_LEN(methods); i++)
+        if (strlen(methods[i]) >= n && memcmp(methods[i], tok, n) == 0)
+            return true;
+    return false;
+}
+
+static const char *read_method(struct srv__h1 *h, const char *p, const char *lim)
+{
+    for (; p < lim; p++) {
+        int m;
+
+        if (*p != ' ') {
+            if (h->tok_len == sizeof(h->tok))
+                return bad(h, "invalid HTTP method");
+            h->tok[h->tok_len++] = *p;
+            continue;
+        }
+        m = method_find(h->tok, h->tok_len);
+        if (m < 0)
+            return bad(h, "invalid HTTP method");
+        h->method = (uint8_t)m;
+        h->url_state = m == SRV__H1_METHOD_CONNECT ? U_SERVER_START : U_START;
+        h->state = RD_URL_SP;
+        return p + 1;
+    }
+    if (!method_prefix(h->tok, h->tok_len))
+        return bad(h, "invalid HTTP method");
+    return p;
+}
+
+/* One byte of the target's grammar before its path (http-parser's parse_url_char). */
+static enum url_state url_step(enum url_state s, unsigned char c)
+{
+    switch (s) {
+    case U_START:
+        if (c == '/' || c == '*')
+            return U_REST;
+        return ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') ? U_SCHEMA : U_DEAD;
+    case U_SCHEMA:
+        if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')
+            return U_SCHEMA;
+        return c == ':' ? U_SCHEMA_SLASH : U_DEAD;
+    case U_SCHEMA_SLASH:
+        return c == '/' ? U_SCHEMA_SLASH2 : U_DEAD;
+    case U_SCHEMA_SLASH2:
+        return c == '/' ? U_SERVER_START : U_DEAD;
+    case U_SERVER_AT:
+        if (c == '@')
+            return U_DEAD;
+        /* fall through */
+    case U_SERVER_START:
+    case U_SERVER:
+        if (c == '/' || c == '?')
+            return U_REST;
+        if (c == '@')
+            return U_SERVER_AT;
+        return (is_userinfo(c) || c == '[' || c == ']') ? U_SERVER : U_DEAD;
+    default:
+        return U_DEAD;
+    }
+}
+
+/* The target may end here (SP, or CR/LF for a version-less HTTP/0.9 line). */
+static bool url_may_end(enum url_state s)
+{
+    return s == U_SERVER || s == U_SERVER_AT || s == U_REST;
+}
+
+static int take_url(struct srv__h1 *h, const char *at, size_t n)
+{
+    if (h->head_bytes == 0 && srv__h1_count(h, strlen(methods[h->method]) + LINE_EXTRA))
         return -1;
-    if (count_head(h, len) || keep(h, at, len))
+    if (srv__h1_count(h, n) || keep(h, at, n))
         return -1;
-    h->url_len += (uint32_t)len;
+    h->url_len += (uint32_t)n;
     return 0;
 }
+
+static const char *read_url(struct srv__h1 *h, const char *p, const char *lim)
+{
+    const char *s = p;
+    enum url_state st = (enum url_state)h->url_state;
+    unsigned char c;
+
+    for (; p < lim && st != U_REST; p++) {
+        enum url_state next;
+
+        c = (unsigned char)*p;
+        if (c == ' ' || c == '\r' || c == '\n')
+            break;
+        next = url_step(st, c);
+        if (next == U_DEAD)
+            break;
+        st = next;
+    }
+    if (st == U_REST)
+        p = url_run_end(p, lim);
+    h->url_state = (uint8_t)st;
+    if (p > s && take_url(h, s, (size_t)(p - s)))
+        return NULL;
+    if (p == lim)
+        return p;
+    c = (unsigned char)*p;
+    if (!url_may_end(st) || (c != ' ' && c != '\r' && c != '\n'))
+        return bad(h, "invalid URL");
+    if (c == ' ') {
+        h->state = RD_VER_SP;
+        return p + 1;
+    }
+    h->http_major = 0; /* no version: HTTP/0.9, refused once the head is complete */
+    h->http_minor = 9;
+    if (c == '\n')
+        return bad(h, "line ends in a bare LF (CRLF required)");
+    h->state = RD_LINE_LF;
+    return p + 1;
+}
+
+/* One byte of " HTTP/d.d" CR. */
+static const char *read_version(struct srv__h1 *h, const char *p, const char *lim)
+{
+    unsigned char c = (unsigned char)*p;
+
+    switch (h->state) {
+    case RD_VER_SP:
+        if (c == 'H' && lim - p >= 10 && memcmp(p, "HTTP/1.", 7) == 0 &&
+            is_digit((unsigned char)p[7]) && p[8] == '\r' &&
+            p[9] == '\n') { /* the usual "HTTP/1.1" CRLF at once */
+            h->http_major = 1;
+            h->http_minor = (uint8_t)(p[7] - '0');
+            h->state = RD_FIELD_START;
+            return p + 10;
+        }
+        if (c == ' ')
+            return p + 1;
+        if (c != 'H')
+            return bad(h, "invalid HTTP version");
+        h->index = 1;
+        h->state = RD_VER_LIT;
+        return p + 1;
+    case RD_VER_LIT:
+        if (c != (unsigned char)"HTTP/"[h->index])
+            return bad(h, "invalid HTTP version");
+        if (++h->index == 5)
+            h->state = RD_VER_MAJOR;
+        return p + 1;
+    case RD_VER_MAJOR:
+    case RD_VER_MINOR:
+        if (!is_digit(c))
+            return bad(h, "invalid HTTP version");
+        if (h->state == RD_VER_MAJOR)
+            h->http_major = (uint8_t)(c - '0');
+        else
+            h->http_minor = (uint8_t)(c - '0');
+        h->state = h->state == RD_VER_MAJOR ? RD_VER_DOT : RD_VER_END;
+        return p + 1;
+    case RD_VER_DOT:
+        if (c != '.')
+            return bad(h, "invalid HTTP version");
+        h->state = RD_VER_MINOR;
+        return p + 1;
+    default: /* RD_VER_END */
+        if (c == '\n')
+            return bad(h, "line ends in a bare LF (CRLF required)");
+        if (c != '\r')
+            return bad(h, "invalid HTTP version");
+        h->state = RD_LINE_LF;
+        return p + 1;
+    }
+}
+
+/* ---- field lines ------------------------------------------------------------------------- */
 
 static int add_field(struct srv__h1 *h)
 {
     struct srv__h1_hdr *hdr;
 
     if (h->n_hdrs == SRV__H1_MAX_HEADERS)
-        return fail(h, SRV__H1_E_HEAD_TOO_LARGE, "too many header fields");
+        return srv__h1_fail(h, SRV__H1_E_HEAD_TOO_LARGE, "too many header fields");
     if (h->n_hdrs == h->hdrs_cap) {
         uint32_t cap = h->hdrs_cap ? h->hdrs_cap * 2 : 16;
         struct srv__h1_hdr *p = realloc(h->hdrs, cap * sizeof(*p));
 
         if (!p)
-            return fail(h, SRV__H1_E_NOMEM, "out of memory");
+            return srv__h1_fail(h, SRV__H1_E_NOMEM, "out of memory");
         h->hdrs = p;
         h->hdrs_cap = cap;
     }
@@ -92,331 +404,444 @@ static int add_field(struct srv__h1 *h)
     return 0;
 }
 
-static int on_header_field(http_parser *hp, const char *at, size_t len)
+/* Name bytes: counted; a head's are kept in a new header slot, a trailer's first bytes only
+ * until its name is classified (at the colon). */
+static int take_name(struct srv__h1 *h, const char *at, size_t n)
 {
-    struct srv__h1 *h = h1_of(hp);
-    bool first = h->last_cb != CB_FIELD;
-
-    h->last_cb = CB_FIELD;
-    if (first && count_head(h, FIELD_EXTRA))
+    if (srv__h1_count(h, n))
         return -1;
-    if (count_head(h, len))
-        return -1;
-    if (h->head_done) /* a trailer: counted, not kept */
+    if (h->trailers) {
+        for (size_t i = 0; i < n; i++, h->tname_len++) {
+            if (h->tname_len < sizeof(h->tname))
+                h->tname[h->tname_len] = at[i];
+            if (at[i] != ' ')
+                h->tname_end = h->tname_len + 1;
+        }
         return 0;
-    if (first && add_field(h))
+    }
+    if (!h->in_field) {
+        if (add_field(h))
+            return -1;
+        h->in_field = true;
+    }
+    if (keep(h, at, n))
         return -1;
-    if (keep(h, at, len))
-        return -1;
-    h->hdrs[h->n_hdrs - 1].name_len += (uint32_t)len;
+    if (memchr(at, ' ', n)) /* the only name byte that is not a tchar */
+        h->name_space = true;
+    h->hdrs[h->n_hdrs - 1].name_len += (uint32_t)n;
     return 0;
 }
 
-static int on_header_value(http_parser *hp, const char *at, size_t len)
+static int take_value(struct srv__h1 *h, const char *at, size_t n)
 {
-    struct srv__h1 *h = h1_of(hp);
-    struct srv__h1_hdr *hdr;
-
-    if (count_head(h, len))
+    if (srv__h1_count(h, n))
         return -1;
-    if (h->head_done) {
-        h->last_cb = CB_VALUE;
+    if (h->trailers || n == 0)
         return 0;
-    }
-    hdr = &h->hdrs[h->n_hdrs - 1];
-    if (h->last_cb != CB_VALUE) {
+    if (keep(h, at, n))
+        return -1;
+    h->hdrs[h->n_hdrs - 1].value_len += (uint32_t)n;
+    return 0;
+}
+
+static const char *read_name(struct srv__h1 *h, const char *p, const char *lim)
+{
+    const char *s = p;
+    struct srv__h1_hdr *hdr;
+    size_t n;
+
+    /* a fold is refused at its first byte, once that is counted */
+    p = h->index ? p + 1 : name_run_end(p, lim);
+    if (p > s && take_name(h, s, (size_t)(p - s)))
+        return NULL;
+    if (h->index) /* the first line of the head began with SP: obs-fold */
+        return bad(h, "obsolete line folding in the header");
+    if (p == lim)
+        return p;
+    if (*p != ':')
+        return bad(h, "invalid character in header");
+    if (h->trailers) {
+        srv__h1_classify_name(h, h->tname, h->tname_len, h->tname_end);
+    } else {
+        hdr = &h->hdrs[h->n_hdrs - 1];
+        n = hdr->name_len;
+        while (n && h->head.p[hdr->name_off + n - 1] == ' ')
+            n--;
+        srv__h1_classify_name(h, h->head.p + hdr->name_off, hdr->name_len, n);
         hdr->value_off = (uint32_t)h->head.len;
         hdr->value_len = 0;
     }
-    h->last_cb = CB_VALUE;
-    if (keep(h, at, len))
-        return -1;
-    hdr->value_len += (uint32_t)len;
-    return 0;
+    h->state = RD_VALUE_WS;
+    return p + 1;
 }
 
-/* http-parser strips leading whitespace from values but not trailing. */
-static void trim_values(struct srv__h1 *h)
+static bool value_byte(unsigned char c)
 {
-    for (uint32_t i = 0; i < h->n_hdrs; i++) {
-        struct srv__h1_hdr *hdr = &h->hdrs[i];
+    return c == '\t' || (c > 31 && c != 127);
+}
 
-        while (hdr->value_len) {
-            char ch = h->head.p[hdr->value_off + hdr->value_len - 1];
+/* Value bytes from <p>; <first>: *p was already looked at by srv__h1_value_first(). */
+static const char *read_value(struct srv__h1 *h, const char *p, const char *lim, bool first)
+{
+    const char *s = p, *why = NULL;
 
-            if (ch != ' ' && ch != '\t')
-                break;
-            hdr->value_len--;
+    if (first)
+        p++;
+    while (p < lim) {
+        unsigned char c;
+
+        if (h->field == SRV__FM_GENERAL) {
+            p = value_run_end(p, lim);
+            break;
         }
+        c = (unsigned char)*p;
+        if (c == '\r' || c == '\n' || !value_byte(c))
+            break;
+        if ((why = srv__h1_value_step(h, c)) != NULL)
+            break;
+        p++;
     }
-}
-
-static struct bsc_str url_field(struct bsc_str url, const struct http_parser_url *u, int f)
-{
-    return bsc_str_make(url.p + u->field_data[f].off, u->field_data[f].len);
-}
-
-/* An absolute-form target names the host it is for (RFC 9112 §3.2.2: it, not Host, is the
- * target's authority), so the server keeps that "host[:port]" for the handler's Host
- * policy to judge. Only http and https, and no userinfo (RFC 9110 §4.2.4 forbids it). */
-static int take_authority(struct srv__h1 *h, struct bsc_str url, const struct http_parser_url *u)
-{
-    struct bsc_str scheme;
-    size_t from, to;
-
-    if (!(u->field_set & (1u << UF_SCHEMA)) || !(u->field_set & (1u << UF_HOST)))
-        return fail(h, SRV__H1_E_BAD_REQUEST, "invalid request target");
-    scheme = url_field(url, u, UF_SCHEMA);
-    if (!bsc_str_ieq(scheme, BSC_STR("http")) && !bsc_str_ieq(scheme, BSC_STR("https")))
-        return fail(h, SRV__H1_E_BAD_REQUEST, "request target scheme is not http or https");
-    from = (size_t)(scheme.p - url.p) + scheme.len + 3; /* past "://", which parse_url checked */
-    for (to = from; to < url.len && !strchr("/?#", url.p[to]); to++)
-        ;
-    /* parse_url reports no userinfo when it is empty ("http://@h/"): look for the '@' */
-    if ((u->field_set & (1u << UF_USERINFO)) || memchr(url.p + from, '@', to - from))
-        return fail(h, SRV__H1_E_BAD_REQUEST, "request target with userinfo");
-    h->authority = bsc_str_make(url.p + from, to - from);
-    return 0;
-}
-
-/* Origin-form ("/p?q"), asterisk-form ("*") or absolute-form ("http://h/p?q"). */
-static int split_url(struct srv__h1 *h)
-{
-    struct bsc_str url = bsc_str_make(h->head.p, h->url_len);
-    struct http_parser_url u;
-    size_t end = url.len;
-    const char *q, *frag;
-
-    if (url.len && url.p[0] != '/' && !(url.len == 1 && url.p[0] == '*')) {
-        if (url.len > UINT16_MAX) /* http_parser_url offsets are 16-bit */
-            return fail(h, SRV__H1_E_BAD_REQUEST, "request target is too long");
-        http_parser_url_init(&u);
-        if (http_parser_parse_url(url.p, url.len, 0, &u))
-            return fail(h, SRV__H1_E_BAD_REQUEST, "invalid request target");
-        if (take_authority(h, url, &u))
-            return -1;
-        h->path = BSC_STR("/");
-        if (u.field_set & (1u << UF_PATH))
-            h->path = bsc_str_make(url.p + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
-        h->query = BSC_STR("");
-        if (u.field_set & (1u << UF_QUERY))
-            h->query = bsc_str_make(url.p + u.field_data[UF_QUERY].off,
-                                    u.field_data[UF_QUERY].len);
-        return 0;
+    if (take_value(h, s, (size_t)(p - s)))
+        return NULL;
+    if (why)
+        return bad(h, why);
+    if (p == lim)
+        return p;
+    if (*p == '\n')
+        return bad(h, "line ends in a bare LF (CRLF required)");
+    if (*p != '\r')
+        return bad(h, "invalid character in header");
+    if (lim - p >= 2 && p[1] == '\n') {
+        h->state = RD_VALUE_END;
+        return p + 2;
     }
-    frag = url.len ? memchr(url.p, '#', url.len) : NULL;
-    if (frag)
-        end = (size_t)(frag - url.p);
-    q = end ? memchr(url.p, '?', end) : NULL;
-    if (q) {
-        h->path = bsc_str_make(url.p, (size_t)(q - url.p));
-        h->query = bsc_str_make(q + 1, end - (size_t)(q - url.p) - 1);
+    h->state = RD_VALUE_LF;
+    return p + 1;
+}
+
+/* ---- the end of the head ----------------------------------------------------------------- */
+
+static void complete(struct srv__h1 *h)
+{
+    h->complete = true;
+    h->keep_alive = srv__h1_keep_alive(h);
+    h->state = RD_DONE;
+}
+
+/* The head is complete and accepted: where its body is (http-parser's order). */
+static int body_start(struct srv__h1 *h)
+{
+    bool has_body = (h->flags & SRV__H1_F_CHUNKED) ||
+                    ((h->flags & SRV__H1_F_CONTENT_LENGTH) && h->content_length > 0);
+    bool upgrade = ((h->flags & SRV__H1_F_UPGRADE) && (h->flags & SRV__H1_F_CONN_UPGRADE)) ||
+                   h->method == SRV__H1_METHOD_CONNECT;
+
+    if (upgrade && !has_body) {
+        complete(h);
+    } else if (h->flags & SRV__H1_F_CHUNKED) {
+        h->state = RD_CHUNK_START;
+    } else if (h->flags & SRV__H1_F_TE) {
+        return srv__h1_fail(h, SRV__H1_E_BAD_REQUEST, "request has invalid transfer-encoding");
+    } else if (h->content_length > 0 && (h->flags & SRV__H1_F_CONTENT_LENGTH)) {
+        h->state = RD_BODY;
     } else {
-        h->path = bsc_str_make(url.p, end);
-        h->query = bsc_str_make(url.p + end, 0);
+        complete(h);
     }
     return 0;
 }
 
-/* RFC 9110 tchar. http-parser, when not strict, lets a space into a field name, which
- * would make "Transfer-Encoding :" a smuggling vector; RFC 9112 §5.1 says reject. */
-static bool is_tchar(unsigned char ch)
+/* <c> is the byte after the empty line's CR (or a bare LF there): it ends the head or the
+ * trailers whatever it is, then the line discipline judges it. */
+static int head_end(struct srv__h1 *h, unsigned char c, bool bare_lf)
 {
-    if ((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'))
-        return true;
-    return ch && strchr("!#$%&'*+-.^_`|~", ch) != NULL;
-}
-
-static int check_names(struct srv__h1 *h)
-{
-    for (uint32_t i = 0; i < h->n_hdrs; i++) {
-        const struct srv__h1_hdr *hdr = &h->hdrs[i];
-
-        if (!hdr->name_len)
-            return fail(h, SRV__H1_E_BAD_REQUEST, "empty header name");
-        for (uint32_t k = 0; k < hdr->name_len; k++)
-            if (!is_tchar((unsigned char)h->head.p[hdr->name_off + k]))
-                return fail(h, SRV__H1_E_BAD_REQUEST, "invalid character in a header name");
+    if (h->trailers) {
+        complete(h);
+    } else {
+        if ((h->flags & SRV__H1_F_TE) && (h->flags & SRV__H1_F_CONTENT_LENGTH))
+            return srv__h1_fail(h, SRV__H1_E_BAD_REQUEST, "unexpected content-length header");
+        if (srv__h1_head_complete(h) || body_start(h))
+            return -1;
     }
+    if (bare_lf)
+        return srv__h1_fail(h, SRV__H1_E_BAD_REQUEST, "line ends in a bare LF (CRLF required)");
+    if (c != '\n')
+        return srv__h1_fail(h, SRV__H1_E_BAD_REQUEST, "CR not followed by LF");
     return 0;
 }
 
-/* Only "chunked" is implemented; anything else (gzip, a list, ...) gets 501. */
-static int check_framing(struct srv__h1 *h)
+/* <c> is the byte after a chunk-size line's CR. */
+static int chunk_line_end(struct srv__h1 *h, unsigned char c)
 {
-    http_parser *hp = &h->hp;
-    size_t n_te = 0;
-
-    for (uint32_t i = 0; i < h->n_hdrs; i++) {
-        struct srv_header f = srv__h1_header_at(h, i);
-
-        if (!bsc_str_ieq(f.name, BSC_STR("transfer-encoding")))
-            continue;
-        if (++n_te > 1)
-            return fail(h, SRV__H1_E_BAD_REQUEST, "repeated Transfer-Encoding");
-        if (!bsc_str_ieq(f.value, BSC_STR("chunked")))
-            return fail(h, SRV__H1_E_NOT_IMPLEMENTED, "unsupported Transfer-Encoding");
+    if (h->content_length == 0) {
+        h->trailers = true;
+        h->state = RD_FIELD_START;
+    } else {
+        h->state = RD_CHUNK_DATA;
     }
-    if ((hp->flags & F_CONTENTLENGTH) && hp->content_length > h->max_body)
-        return fail(h, SRV__H1_E_BODY_TOO_LARGE, "request body is too large");
+    if (h->content_length > h->max_body - h->body.len) /* refused before its bytes arrive */
+        return srv__h1_fail(h, SRV__H1_E_BODY_TOO_LARGE, "request body is too large");
+    if (c != '\n')
+        return srv__h1_fail(h, SRV__H1_E_BAD_REQUEST, "CR not followed by LF");
     return 0;
 }
 
-/* Only HTTP/1.0 and HTTP/1.1 are spoken here; http-parser takes any one-digit version
- * ("HTTP/2.0" from a client that got its protocol wrong, or a probe). HTTP/1.1 needs
- * exactly one Host (RFC 9112 §3.2); two are refused in any version, since a front proxy
- * and this server might pick different ones. */
-static int check_version_host(struct srv__h1 *h)
+static const char *chunk_size(struct srv__h1 *h, const char *p)
 {
-    http_parser *hp = &h->hp;
-    size_t n_host = 0;
+    unsigned char c = (unsigned char)*p;
+    int v = unhex(c);
 
-    if (hp->http_major != 1 || hp->http_minor > 1)
-        return fail(h, SRV__H1_E_BAD_REQUEST, "unsupported HTTP version");
-    for (uint32_t i = 0; i < h->n_hdrs; i++)
-        if (bsc_str_ieq(srv__h1_header_at(h, i).name, BSC_STR("host")))
-            n_host++;
-    if (n_host > 1)
-        return fail(h, SRV__H1_E_BAD_REQUEST, "more than one Host header");
-    if (n_host == 0 && hp->http_minor == 1)
-        return fail(h, SRV__H1_E_BAD_REQUEST, "an HTTP/1.1 request needs a Host header");
-    return 0;
+    if (h->state == RD_CHUNK_START) {
+        if (v < 0)
+            return bad(h, "invalid character in chunk size header");
+        h->content_length = (uint64_t)v;
+        h->state = RD_CHUNK_SIZE;
+        return p + 1;
+    }
+    if (c == '\r') {
+        h->state = RD_CHUNK_LF;
+    } else if (v >= 0) {
+        if ((UINT64_MAX - 16) / 16 < h->content_length)
+            return bad(h, "invalid character in content-length header");
+        h->content_length = h->content_length * 16 + (uint64_t)v;
+    } else if (c == ';' || c == ' ') {
+        h->state = RD_CHUNK_EXT;
+    } else {
+        return bad(h, "invalid character in chunk size header");
+    }
+    return p + 1;
 }
 
-static int on_headers_complete(http_parser *hp)
+static const char *chunk_ext(struct srv__h1 *h, const char *p, const char *lim)
 {
-    struct srv__h1 *h = h1_of(hp);
-    struct bsc_str expect;
-
-    h->head_done = true;
-    h->last_cb = CB_NONE;
-    if (count_head(h, END_EXTRA))
-        return -1;
-    if (hp->method == HTTP_CONNECT)
-        return fail(h, SRV__H1_E_NOT_IMPLEMENTED, "CONNECT is not supported");
-    if (check_names(h) || check_version_host(h))
-        return -1;
-    trim_values(h);
-    if (split_url(h))
-        return -1;
-    h->http10 = hp->http_major < 1 || (hp->http_major == 1 && hp->http_minor == 0);
-    h->keep_alive = http_should_keep_alive(hp) != 0;
-    expect = srv__h1_header(h, BSC_STR("expect"));
-    h->expect_continue = !h->http10 && bsc_str_ieq(expect, BSC_STR("100-continue"));
-    return check_framing(h) ? -1 : 0;
-}
-
-/* ---- line discipline (RFC 9112 §2.2, §5.2) ----------------------------------------------
- * http-parser (not built strict) ends a line at a bare LF, skips a CR followed by anything,
- * folds a header line that starts with SP/HT into the previous one, and ignores everything
- * up to the CR of a chunk size line, bare LF included. Each can make a front proxy and this
- * server disagree on where a message ends. So every byte http-parser consumed that is not
- * body data is checked here after each feed: lines end in CRLF, and no head line after the
- * request line starts with whitespace. Body data is skipped (on_body marks where it was),
- * so the check never looks at bytes of the next pipelined message. Empty lines before the
- * request line are allowed (RFC 9112 §2.2). */
-enum { LD_START = 0, LD_HEAD, LD_BODY };
-
-static void end_line(struct srv__h1 *h)
-{
-    if (h->ld_phase == LD_START && !h->ld_bol)
-        h->ld_phase = LD_HEAD; /* the request line */
-    else if (h->ld_phase == LD_HEAD && h->ld_bol)
-        h->ld_phase = LD_BODY; /* the empty line that ends the head */
-    h->ld_bol = true;
-}
-
-/* The first CR or LF in [<q>, <to>), or NULL: inside a line nothing else matters. */
-static const char *line_break(const char *q, const char *to)
-{
-    const char *cr = memchr(q, '\r', (size_t)(to - q));
-    const char *lf = memchr(q, '\n', (size_t)((cr ? cr : to) - q));
-
-    return lf ? lf : cr;
-}
-
-/* Checks the framing bytes [<from>, <to>). Returns 0, or -1 after fail(). */
-static int scan_lines(struct srv__h1 *h, const char *from, const char *to)
-{
-    for (const char *q = from; q < to; q++) {
-        char ch;
-
-        if (!h->ld_cr && !h->ld_bol && !(q = line_break(q, to)))
-            break; /* the rest is inside a line */
-        ch = *q;
-
-        if (h->ld_cr) {
-            if (ch != '\n')
-                return fail(h, SRV__H1_E_BAD_REQUEST, "CR not followed by LF");
-            h->ld_cr = false;
-            end_line(h);
-        } else if (ch == '\r') {
-            h->ld_cr = true;
-        } else if (ch == '\n') {
-            return fail(h, SRV__H1_E_BAD_REQUEST, "line ends in a bare LF (CRLF required)");
-        } else if (h->ld_bol && h->ld_phase == LD_HEAD && (ch == ' ' || ch == '\t')) {
-            return fail(h, SRV__H1_E_BAD_REQUEST, "obsolete line folding in the header");
-        } else {
-            h->ld_bol = false;
+    for (; p < lim; p++) {
+        if (*p == '\n')
+            return bad(h, "line ends in a bare LF (CRLF required)");
+        if (*p == '\r') {
+            h->state = RD_CHUNK_LF;
+            return p + 1;
         }
     }
-    return 0;
+    return p;
 }
 
-static int on_body(http_parser *hp, const char *at, size_t len)
-{
-    struct srv__h1 *h = h1_of(hp);
-    enum bsc_err err;
+/* ---- the head states --------------------------------------------------------------------- */
 
-    if (scan_lines(h, h->scan_at, at))
-        return -1;
-    if (h->ld_cr)
-        return fail(h, SRV__H1_E_BAD_REQUEST, "CR not followed by LF");
-    h->scan_at = at + len;
-    h->ld_bol = false;
-    err = bsc_buf_append(&h->body, at, len);
+/* A field line, or the empty line, begins with <c>. */
+static const char *field_start(struct srv__h1 *h, const char *p, bool *reset)
+{
+    unsigned char c = (unsigned char)*p;
+
+    if (c == '\r') {
+        h->state = RD_HEAD_CR;
+        return p + 1;
+    }
+    if (c == '\n') {
+        *reset = true;
+        return head_end(h, c, true) ? NULL : p + 1;
+    }
+    if (!is_name_byte(c))
+        return bad(h, "invalid character in header");
+    if (srv__h1_count(h, FIELD_EXTRA))
+        return NULL;
+    h->in_field = false;
+    h->tname_len = 0;
+    h->tname_end = 0;
+    h->field = SRV__FM_GENERAL;
+    /* a head's first field line starting with SP: http-parser took it as a name byte; the
+     * line discipline refuses it as obs-fold once it is counted */
+    h->index = c == ' ' && !h->trailers;
+    h->state = RD_FIELD;
+    return p;
+}
+
+/* After a value's line (<empty>: no value byte), <c> says fold or next field. */
+static const char *line_next(struct srv__h1 *h, const char *p, const char *lim, bool empty)
+{
+    unsigned char c = (unsigned char)*p;
+
+    if (c == ' ' || c == '\t') {
+        if (empty) {
+            if (!h->trailers)
+                return bad(h, "obsolete line folding in the header");
+            h->state = RD_VALUE_WS;
+            return p + 1;
+        }
+        if (h->field == SRV__FM_CL_NUM)
+            h->field = SRV__FM_CL_WS;
+        if (!h->trailers)
+            return take_value(h, p, 1) ? NULL : bad(h, "obsolete line folding in the header");
+        srv__h1_value_first(h, c);
+        h->state = RD_VALUE;
+        return read_value(h, p, lim, true);
+    }
+    if (empty && h->field == SRV__FM_CL)
+        return bad(h, "invalid character in content-length header");
+    srv__h1_finish_field(h);
+    h->state = RD_FIELD_START;
+    return p;
+}
+
+/* One step of the head (or chunk-line, or trailer) states from <p>, within <lim>. */
+static const char *head_step(struct srv__h1 *h, const char *p, const char *lim, bool *reset)
+{
+    unsigned char c = (unsigned char)*p;
+    const char *why;
+
+    switch (h->state) {
+    case RD_START:
+        if (c == '\r') {
+            h->state = RD_START_LF;
+            return p + 1;
+        }
+        if (c == '\n')
+            return bad(h, "line ends in a bare LF (CRLF required)");
+        h->state = RD_METHOD;
+        h->tok_len = 0;
+        return p;
+    case RD_START_LF:
+        if (c != '\n')
+            return bad(h, "CR not followed by LF");
+        h->state = RD_START;
+        return p + 1;
+    case RD_METHOD:
+        return read_method(h, p, lim);
+    case RD_URL_SP:
+        if (c == ' ')
+            return p + 1;
+        h->state = RD_URL;
+        return read_url(h, p, lim);
+    case RD_URL:
+        return read_url(h, p, lim);
+    case RD_VER_SP:
+    case RD_VER_LIT:
+    case RD_VER_MAJOR:
+    case RD_VER_DOT:
+    case RD_VER_MINOR:
+    case RD_VER_END:
+        return read_version(h, p, lim);
+    case RD_LINE_LF:
+        if (c != '\n')
+            return bad(h, "LF character expected");
+        h->state = RD_FIELD_START;
+        return p + 1;
+    case RD_FIELD_START:
+        return field_start(h, p, reset);
+    case RD_FIELD:
+        return read_name(h, p, lim);
+    case RD_VALUE_WS:
+        if (c == ' ' || c == '\t')
+            return p + 1;
+        if (c == '\r') {
+            h->state = RD_EMPTY_CR;
+            return p + 1;
+        }
+        if (c == '\n')
+            return bad(h, "line ends in a bare LF (CRLF required)");
+        if ((why = srv__h1_value_first(h, c)) != NULL)
+            return bad(h, why);
+        h->state = RD_VALUE;
+        return read_value(h, p, lim, true);
+    case RD_VALUE:
+        return read_value(h, p, lim, false);
+    case RD_EMPTY_CR:
+    case RD_VALUE_LF:
+        if (c != '\n')
+            return bad(h, "CR not followed by LF");
+        h->state = h->state == RD_EMPTY_CR ? RD_EMPTY_LF : RD_VALUE_END;
+        return p + 1;
+    case RD_EMPTY_LF:
+    case RD_VALUE_END:
+        return line_next(h, p, lim, h->state == RD_EMPTY_LF);
+    case RD_HEAD_CR:
+        *reset = true;
+        return head_end(h, c, false) ? NULL : p + 1;
+    case RD_CHUNK_START:
+    case RD_CHUNK_SIZE:
+        return chunk_size(h, p);
+    case RD_CHUNK_EXT:
+        return chunk_ext(h, p, lim);
+    case RD_CHUNK_LF:
+        *reset = true;
+        return chunk_line_end(h, c) ? NULL : p + 1;
+    default: /* RD_CHUNK_BAD */
+        return bad(h, "CR not followed by LF");
+    }
+}
+
+/* ---- the body ---------------------------------------------------------------------------- */
+
+static int take_body(struct srv__h1 *h, const char *at, size_t n)
+{
+    enum bsc_err err = bsc_buf_append(&h->body, at, n);
 
     if (err == BSC_ENOMEM)
-        return fail(h, SRV__H1_E_NOMEM, "out of memory");
+        return srv__h1_fail(h, SRV__H1_E_NOMEM, "out of memory");
     if (err)
-        return fail(h, SRV__H1_E_BODY_TOO_LARGE, "request body is too large");
+        return srv__h1_fail(h, SRV__H1_E_BODY_TOO_LARGE, "request body is too large");
     return 0;
 }
 
-/* A chunk that cannot fit is refused before its bytes arrive. */
-static int on_chunk_header(http_parser *hp)
+static const char *body_step(struct srv__h1 *h, const char *p, const char *end)
 {
-    struct srv__h1 *h = h1_of(hp);
+    unsigned char c = (unsigned char)*p;
+    size_t n;
 
-    if (hp->content_length > h->max_body - h->body.len)
-        return fail(h, SRV__H1_E_BODY_TOO_LARGE, "request body is too large");
-    return 0;
+    switch (h->state) {
+    case RD_BODY:
+    case RD_CHUNK_DATA:
+        n = (size_t)(end - p) < h->content_length ? (size_t)(end - p) : (size_t)h->content_length;
+        if (take_body(h, p, n))
+            return NULL;
+        h->content_length -= n;
+        if (h->content_length == 0) {
+            if (h->state == RD_BODY)
+                complete(h);
+            else
+                h->state = RD_DATA_CR;
+        }
+        return p + n;
+    case RD_DATA_CR:
+        /* http-parser skipped the two bytes after chunk data; the line discipline lets
+         * through CRLF, or two bytes that are neither */
+        if (c == '\n')
+            return bad(h, "line ends in a bare LF (CRLF required)");
+        h->index = c == '\r';
+        h->state = RD_DATA_LF;
+        return p + 1;
+    default: /* RD_DATA_LF */
+        if (h->index ? c != '\n' : c == '\n')
+            return bad(h, h->index ? "CR not followed by LF"
+                                   : "line ends in a bare LF (CRLF required)");
+        h->state = !h->index && c == '\r' ? RD_CHUNK_BAD : RD_CHUNK_START;
+        h->raw = 0;
+        return p + 1;
+    }
 }
 
-static int on_message_complete(http_parser *hp)
+/* Head-state bytes from <p>: within what is left of RAW_MAX for this section. */
+static const char *head_bytes(struct srv__h1 *h, const char *p, const char *end)
 {
-    struct srv__h1 *h = h1_of(hp);
+    size_t room = RAW_MAX - h->raw;
+    const char *lim = (size_t)(end - p) > room ? p + room : end;
+    const char *from = p;
+    bool reset = false;
 
-    h->complete = true;
-    h->keep_alive = http_should_keep_alive(hp) != 0;
-    http_parser_pause(hp, 1); /* stop right after this message: the rest is the next one */
-    return 0;
+    if (p == lim) {
+        srv__h1_fail(h, SRV__H1_E_HEAD_TOO_LARGE, "too many header bytes seen; overflow detected");
+        return NULL;
+    }
+    while (p && p < lim && !reset && h->state < RD_CHUNK_DATA)
+        p = head_step(h, p, lim, &reset);
+    if (!p)
+        return NULL;
+    h->raw = reset ? 0 : h->raw + (uint32_t)(p - from);
+    return p;
 }
 
-static const http_parser_settings h1_settings = {
-    .on_url = on_url,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
-    .on_headers_complete = on_headers_complete,
-    .on_body = on_body,
-    .on_message_complete = on_message_complete,
-    .on_chunk_header = on_chunk_header,
-};
+/* ---- the interface ----------------------------------------------------------------------- */
 
 static void reset_message(struct srv__h1 *h, uint32_t max_head, uint64_t max_body)
 {
-    http_parser_init(&h->hp, HTTP_REQUEST);
-    h->hp.data = h;
     h->head.max = max_head;
     h->body.max = max_body > SIZE_MAX ? SIZE_MAX : (size_t)max_body;
     h->max_head = max_head;
@@ -429,16 +854,27 @@ static void reset_message(struct srv__h1 *h, uint32_t max_head, uint64_t max_bod
     h->head_bytes = 0;
     h->err = SRV__H1_OK;
     h->why = NULL;
-    h->last_cb = CB_NONE;
     h->head_done = false;
     h->complete = false;
     h->keep_alive = false;
     h->expect_continue = false;
     h->http10 = false;
-    h->scan_at = NULL;
-    h->ld_phase = LD_START;
-    h->ld_cr = false;
-    h->ld_bol = true;
+    h->state = RD_START;
+    h->method = 0;
+    h->url_state = U_START;
+    h->field = SRV__FM_GENERAL;
+    h->index = 0;
+    h->tok_len = 0;
+    h->http_major = 0;
+    h->http_minor = 0;
+    h->flags = 0;
+    h->trailers = false;
+    h->in_field = false;
+    h->name_space = false;
+    h->raw = 0;
+    h->content_length = 0;
+    h->tname_len = 0;
+    h->tname_end = 0;
 }
 
 void srv__h1_init(struct srv__h1 *h, uint32_t max_head, uint64_t max_body)
@@ -474,44 +910,21 @@ void srv__h1_next(struct srv__h1 *h, uint32_t max_head, uint64_t max_body)
     reset_message(h, max_head, max_body);
 }
 
-static enum srv__h1_err classify(enum http_errno e)
-{
-    switch (e) {
-    case HPE_HEADER_OVERFLOW:
-        return SRV__H1_E_HEAD_TOO_LARGE;
-    default:
-        return SRV__H1_E_BAD_REQUEST;
-    }
-}
-
 int srv__h1_feed(struct srv__h1 *h, const char *p, size_t len, size_t *consumed)
 {
-    enum http_errno e;
-    size_t n;
+    const char *at = p, *end = p + len;
 
     *consumed = 0;
     if (h->err)
         return -1;
     if (h->complete)
         return 1;
-    if (len == 0) /* http-parser reads a zero-length call as EOF */
-        return 0;
-    h->scan_at = p;
-    n = http_parser_execute(&h->hp, &h1_settings, p, len);
-    *consumed = n;
-    if (!h->err && scan_lines(h, h->scan_at, p + n))
+    while (at && at < end && !h->complete)
+        at = h->state < RD_CHUNK_DATA ? head_bytes(h, at, end) : body_step(h, at, end);
+    if (!at)
         return -1;
-    h->scan_at = NULL; /* <p> is borrowed for this call only */
-    if (h->complete && !h->err)
-        return 1;
-    e = HTTP_PARSER_ERRNO(&h->hp);
-    if (h->err || e != HPE_OK) {
-        fail(h, classify(e), http_errno_description(e));
-        return -1;
-    }
-    if (n != len) /* http-parser stops early only on error or pause */
-        return fail(h, SRV__H1_E_BAD_REQUEST, "request could not be parsed");
-    return 0;
+    *consumed = (size_t)(at - p);
+    return h->complete ? 1 : 0;
 }
 
 struct srv_header srv__h1_header_at(const struct srv__h1 *h, size_t i)
@@ -537,12 +950,17 @@ struct bsc_str srv__h1_header(const struct srv__h1 *h, struct bsc_str name)
     return BSC_STR_NULL;
 }
 
+struct bsc_str srv__h1_method_name(unsigned m)
+{
+    return m < BSC_ARRAY_LEN(methods) ? bsc_str_cstr(methods[m]) : BSC_STR("<unknown>");
+}
+
 struct bsc_str srv__h1_method(const struct srv__h1 *h)
 {
-    return bsc_str_cstr(http_method_str((enum http_method)h->hp.method));
+    return srv__h1_method_name(h->method);
 }
 
 bool srv__h1_is_head(const struct srv__h1 *h)
 {
-    return h->hp.method == HTTP_HEAD;
+    return h->method == SRV__H1_METHOD_HEAD;
 }

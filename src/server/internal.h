@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* internal.h -- types and helpers shared by the files of src/server/ only (and by their
- * unit tests and fuzz target). h1_parse.c is the pure http-parser wrapper; conn.c the
- * per-connection state machine; resp.c response framing and the JSON errors; req.c the
- * request accessors; listener.c the socket, accept, drain and the deferred-work pass.
- * Never included from outside src/server/. See docs/internals/server.md. */
+ * unit tests and fuzz targets). h1_parse.c reads one request (h1_fields.c the framing
+ * fields, h1_head.c the complete head); conn.c the per-connection state machine; resp.c
+ * response framing and the JSON errors; req.c the request accessors; listener.c the
+ * socket, accept, drain and the deferred-work pass. Never included from outside src/server/.
+ * See docs/internals/server.md. */
 #ifndef BSC_SERVER_INTERNAL_H
 #define BSC_SERVER_INTERNAL_H
 
@@ -11,7 +12,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <http_parser.h>
 #include <uv.h>
 
 #include "core/buf.h"
@@ -40,7 +40,6 @@ struct srv__h1_hdr {
 };
 
 struct srv__h1 {
-    http_parser hp;            /* hp.data points back here */
     struct bsc_buf head;       /* owned: the URL, then each name and value; max = head limit */
     struct srv__h1_hdr *hdrs;  /* owned; <hdrs_cap> slots, <n_hdrs> used */
     uint32_t n_hdrs, hdrs_cap;
@@ -54,18 +53,30 @@ struct srv__h1 {
     uint32_t head_bytes;       /* request line + headers (+ trailers) seen, canonical size */
     enum srv__h1_err err;      /* first failure, sticky until srv__h1_next() */
     const char *why;           /* static text that goes with <err> */
-    uint8_t last_cb;           /* which header callback ran last (field, value, none) */
     bool head_done;            /* headers complete: path, flags and headers are final */
-    bool complete;             /* the message ended; the parser is paused on it */
-    bool keep_alive;           /* http_should_keep_alive() for this message */
+    bool complete;             /* the message ended; the reader stopped right after it */
+    bool keep_alive;           /* the connection may carry another request after this one */
     bool expect_continue;      /* Expect: 100-continue on an HTTP/1.1 request */
     bool http10;               /* HTTP/1.0 (or 0.9): no chunked responses */
-    /* Line discipline of the framing bytes (head, chunk lines, trailers), checked beside
-     * http-parser, which accepts bare LF and obs-fold: see scan_lines() in h1_parse.c. */
-    const char *scan_at;       /* next unchecked byte of the buffer being fed */
-    uint8_t ld_phase;          /* before the request line, in the head, after it */
-    bool ld_cr;                /* the last framing byte was a CR: an LF must follow */
-    bool ld_bol;               /* no byte of the current line yet (a CR does not count) */
+    /* The reader (h1_parse.c): where it is in the message, and what the head said so far. */
+    uint8_t state;             /* enum in h1_parse.c */
+    uint8_t method;            /* index into the method table; valid once the line is read */
+    uint8_t url_state;         /* where the request target's grammar is */
+    uint8_t field;             /* what the current field name/value matches (framing fields) */
+    uint8_t index;             /* keyword bytes matched; in a name: it began with SP (obs-fold);
+                                * after chunk data: its first byte was CR */
+    uint8_t tok_len;           /* bytes of the method in <tok> */
+    uint8_t http_major, http_minor;
+    uint16_t flags;            /* framing facts (Content-Length seen, chunked, close, ...) */
+    bool trailers;             /* reading the trailer section of a chunked body */
+    bool in_field;             /* a field name was started and is not yet a header slot */
+    bool name_space;           /* a head field's name has a space (refused with the head) */
+    uint32_t raw;              /* raw bytes of the current head/chunk line section */
+    uint64_t content_length;   /* Content-Length; then the body or chunk bytes still due */
+    char tok[12];              /* the method as read so far */
+    char tname[17];            /* a trailer name's first bytes, to classify it */
+    uint32_t tname_len;        /* its length so far */
+    uint32_t tname_end;        /* one past its last byte that is not a space */
 };
 
 /* Cannot fail; allocates nothing until bytes arrive. */
@@ -85,6 +96,65 @@ struct srv_header srv__h1_header_at(const struct srv__h1 *h, size_t i);
 struct bsc_str srv__h1_header(const struct srv__h1 *h, struct bsc_str name);
 struct bsc_str srv__h1_method(const struct srv__h1 *h);
 bool srv__h1_is_head(const struct srv__h1 *h);
+
+/* h1_head.c: the head as a whole, judged once it is complete (no I/O). */
+enum {
+    SRV__H1_F_CONTENT_LENGTH = 1u << 0, /* a Content-Length field was read */
+    SRV__H1_F_CHUNKED = 1u << 1,        /* a Transfer-Encoding ended in "chunked" */
+    SRV__H1_F_TE = 1u << 2,             /* a Transfer-Encoding field was named */
+    SRV__H1_F_KEEP_ALIVE = 1u << 3,     /* Connection: keep-alive */
+    SRV__H1_F_CLOSE = 1u << 4,          /* Connection: close */
+    SRV__H1_F_CONN_UPGRADE = 1u << 5,   /* Connection: upgrade */
+    SRV__H1_F_UPGRADE = 1u << 6,        /* an Upgrade field */
+};
+#define SRV__H1_METHOD_CONNECT 5u
+#define SRV__H1_METHOD_HEAD    2u
+/* Records the first failure (sticky); returns -1. */
+int srv__h1_fail(struct srv__h1 *h, enum srv__h1_err err, const char *why);
+/* Counts <n> canonical head bytes against the limit: 0, or -1 after srv__h1_fail(). */
+int srv__h1_count(struct srv__h1 *h, size_t n);
+/* The head's last byte arrived: checks it as a whole (names, version, Host, target,
+ * framing), sets path/query/authority and the flags. 0, or -1 after srv__h1_fail(). */
+int srv__h1_head_complete(struct srv__h1 *h);
+/* Whether the connection may carry another request (from the version and Connection). */
+bool srv__h1_keep_alive(const struct srv__h1 *h);
+/* The name of method number <m> of the reader's table. */
+struct bsc_str srv__h1_method_name(unsigned m);
+
+/* h1_fields.c: the fields that frame the message or the connection. */
+/* What a field is, by its name, then where its value's matcher is. */
+enum srv__h1_field {
+    SRV__FM_GENERAL = 0,
+    SRV__FM_CONNECTION, /* Connection or Proxy-Connection */
+    SRV__FM_CL,
+    SRV__FM_TE,
+    SRV__FM_UPGRADE,
+    SRV__FM_CL_NUM,
+    SRV__FM_CL_WS,
+    SRV__FM_TE_TOKEN_START,
+    SRV__FM_TE_M_CHUNKED,
+    SRV__FM_TE_TOKEN,
+    SRV__FM_TE_CHUNKED,
+    SRV__FM_CONN_TOKEN_START,
+    SRV__FM_CONN_TOKEN,
+    SRV__FM_M_KEEP,
+    SRV__FM_M_CLOSE,
+    SRV__FM_M_UPG,
+    SRV__FM_IS_KEEP,
+    SRV__FM_IS_CLOSE,
+    SRV__FM_IS_UPG
+};
+/* tchar (RFC 9110), lowercased; 0 for anything else. */
+extern const char srv__h1_tokens[256];
+/* Classifies the field named [<n>, <n> + min(<len>, stored)) whose last non-space byte ends
+ * at <end>; notes a Transfer-Encoding field. */
+void srv__h1_classify_name(struct srv__h1 *h, const char *n, size_t len, size_t end);
+/* The first byte of a value (or of a folded trailer line); NULL, or why it is refused. */
+const char *srv__h1_value_first(struct srv__h1 *h, unsigned char ch);
+/* A later value byte (a valid one, not CR/LF); NULL, or why it is refused. */
+const char *srv__h1_value_step(struct srv__h1 *h, unsigned char ch);
+/* A field line ended unfolded: what its value said (close, keep-alive, chunked, ...). */
+void srv__h1_finish_field(struct srv__h1 *h);
 
 /* ---- the connection state machine (conn.c) ----------------------------------------------- */
 

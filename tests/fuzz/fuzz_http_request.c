@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_http_request.c -- libFuzzer target for the HTTP/1 request parser wrapper
- * (src/server/h1_parse.c). Input byte 0 picks the limits, byte 1 a piece size; the rest
+/* fuzz_http_request.c -- libFuzzer target for the HTTP/1 request reader
+ * (src/server/h1_parse.c, h1_head.c). Input byte 0 picks the limits, byte 1 a piece size; the rest
  * is a stream of pipelined requests. It is parsed three times -- in one piece, byte by
  * byte, and in pieces of that size -- and the runs must agree on every message and on
  * whether the stream fails; each message must respect the limits and point only inside
  * its buffers. Seeds: tests/fuzz/corpus/http_request/ (the first two bytes as above).
  * Build: clang -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address -Isrc
- *        tests/fuzz/fuzz_http_request.c src/server/h1_parse.c src/core/(*).c -lhttp_parser */
-/* fuzz-sources: src/server/h1_parse.c */
+ *        tests/fuzz/fuzz_http_request.c src/server/h1_parse.c src/server/h1_head.c src/server/h1_fields.c
+ *        src/core/(*).c -lhttp_parser */
+/* fuzz-sources: src/server/h1_parse.c src/server/h1_head.c src/server/h1_fields.c */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -75,9 +76,10 @@ static void check(const struct srv__h1 *h)
 
 static uint64_t digest(uint64_t d, const struct srv__h1 *h)
 {
-    uint8_t flags[4] = {h->keep_alive, h->expect_continue, h->http10, (uint8_t)h->hp.method};
+    uint8_t flags[3] = {h->keep_alive, h->expect_continue, h->http10};
 
     d = mix(d, flags, sizeof(flags));
+    d = mix_str(d, srv__h1_method(h));
     d = mix_str(d, h->path);
     d = mix_str(d, h->query);
     d = mix_str(d, h->authority);

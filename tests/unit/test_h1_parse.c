@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_h1_parse.c -- the pure HTTP/1 request parser wrapper (src/server/h1_parse.c), no
+/* test_h1_parse.c -- the pure HTTP/1 request reader (src/server/h1_parse.c), no
  * sockets: message boundaries, split input, URL forms, header storage and lookup, the head
  * and body limits at limit-1/limit/limit+1, framing refusals, keep-alive and Expect. */
 #include <stdarg.h>
