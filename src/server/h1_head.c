@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/ascii.h"
 #include "core/str.h"
 #include "server/internal.h"
 
@@ -167,7 +168,7 @@ static int check_version_host(struct srv__h1 *h)
     for (uint32_t i = 0; i < h->n_hdrs; i++) {
         const struct srv__h1_hdr *hdr = &h->hdrs[i];
 
-        if (hdr->name_len == 4 && strncasecmp(h->head.p + hdr->name_off, "host", 4) == 0)
+        if (hdr->name_len == 4 && bsc_ascii_ieq(h->head.p + hdr->name_off, "host", 4))
             n_host++;
     }
     if (n_host > 1)

@@ -12,11 +12,11 @@
  * RFC 9112 line discipline: lines end in CRLF, no obs-fold in the head. No I/O, no clock.
  * See docs/internals/server.md. */
 #include <string.h>
-#include <strings.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
 
+#include "core/ascii.h"
 #include "core/buf.h"
 #include "core/compat.h"
 #include "core/str.h"
@@ -944,7 +944,7 @@ struct bsc_str srv__h1_header(const struct srv__h1 *h, struct bsc_str name)
         const struct srv__h1_hdr *hdr = &h->hdrs[i];
 
         if (hdr->name_len == name.len &&
-            strncasecmp(h->head.p + hdr->name_off, name.p, name.len) == 0)
+            bsc_ascii_ieq(h->head.p + hdr->name_off, name.p, name.len))
             return bsc_str_make(h->head.p + hdr->value_off, hdr->value_len);
     }
     return BSC_STR_NULL;

@@ -3,19 +3,19 @@
  * request head. The response reader is h1_read.c. */
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
+#include "core/ascii.h"
 #include "upstream/h1_wire.h"
 
 
 bool h1_url_is_http(const char *url)
 {
-    return url && strncasecmp(url, "http://", 7) == 0;
+    return url && bsc_ascii_ieq(url, "http://", 7);
 }
 
 bool h1_url_is_https(const char *url)
 {
-    return url && strncasecmp(url, "https://", 8) == 0;
+    return url && bsc_ascii_ieq(url, "https://", 8);
 }
 
 static bool parse_port(const char *p, size_t len, uint16_t *out)
@@ -96,7 +96,7 @@ static unsigned named_defaults(const char *const *headers, size_t n, size_t *tot
         *total += len + 2;
         for (size_t d = 0; d < sizeof(defaults) / sizeof(defaults[0]); d++)
             if (len > defaults[d].len && h[defaults[d].len] == ':' &&
-                strncasecmp(h, defaults[d].name, defaults[d].len) == 0)
+                bsc_ascii_ieq(h, defaults[d].name, defaults[d].len))
                 named |= defaults[d].bit;
     }
     return named;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "core/ascii.h"
 #include "core/str.h"
 #include "upstream/upstream.h"
 
@@ -18,7 +19,7 @@
 static inline bool line_is(const char *p, const char *end, struct bsc_str name)
 {
     return (size_t)(end - p) > name.len && p[name.len] == ':' &&
-           bsc_str_ieq(bsc_str_make(p, name.len), name);
+           bsc_ascii_ieq(p, name.p, name.len);
 }
 
 /* The value that starts at <v> and ends with its line, trimmed, without the CR. */
