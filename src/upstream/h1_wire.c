@@ -107,13 +107,17 @@ static enum bsc_err caller_lines(struct bsc_buf *out, const char *const *headers
     enum bsc_err err = BSC_OK;
 
     for (size_t i = 0; i < n && !err; i++) {
-        const char *h = headers[i], *colon = strchr(h, ':');
+        const char *h = headers[i], *v;
+        size_t len = strlen(h); /* then memchr: no libc call builds a byte set per line */
+        const char *colon = memchr(h, ':', len);
 
-        if (!colon || colon == h || strpbrk(h, "\r\n"))
+        if (!colon || colon == h || memchr(h, '\r', len) || memchr(h, '\n', len))
             return BSC_EINVAL;
-        if (colon[1 + strspn(colon + 1, " \t")] == '\0')
+        for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
+            ;
+        if (*v == '\0')
             continue; /* "Name:" drops a default header, as with libcurl */
-        err = bsc_buf_append_cstr(out, h);
+        err = bsc_buf_append(out, h, len);
         if (!err)
             err = bsc_buf_append(out, "\r\n", 2);
     }

@@ -142,6 +142,23 @@ static void test_request_head(void **state)
                              "Accept-Encoding: identity\r\n\r\n");
     bsc_buf_reset(&b);
     assert_int_equal(h1_request_head(&b, "POST", &u, bad, 1, 0), BSC_EINVAL);
+    /* A CR or LF anywhere, no colon or an empty name: refused; "Name:" with only SP/HT
+     * after it drops the line, any other value keeps it whole. */
+    {
+        const char *const refused[] = {"X-B: a\rb", "X-B: a\n", "\rX-B: a", "X-B a", ":v",
+                                       "X-B: ok\r"};
+        const char *const kept[] = {"X-D: \t ", "X-E:x", "X-F:\t y ", "X-G:"};
+
+        for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+            bsc_buf_reset(&b);
+            assert_int_equal(h1_request_head(&b, "POST", &u, refused + i, 1, 0), BSC_EINVAL);
+        }
+        bsc_buf_reset(&b);
+        assert_int_equal(h1_request_head(&b, "GET", &u, kept, 4, 0), BSC_OK);
+        assert_string_equal(b.p, "GET /v1/x HTTP/1.1\r\nX-E:x\r\nX-F:\t y \r\n"
+                                 "Host: 127.0.0.1:8000\r\nAccept: */*\r\n"
+                                 "Accept-Encoding: identity\r\n\r\n");
+    }
     /* A default is named by its whole name in any case, never by a longer one. */
     bsc_buf_reset(&b);
     assert_int_equal(h1_request_head(&b, "POST", &u, near, 4, 5), BSC_OK);
