@@ -17,11 +17,19 @@ struct seen {
     bool escaped;
 };
 
+#define BY_LEN_MAX 64 /* wanted keys indexed by length (struct want) */
+
 /* The top-level members the caller wants, recorded while validating. */
 struct want {
     const struct bsc_str *keys;
     size_t n;
     uint64_t lens; /* bit min(length, 63) of each key: most names match no key's length */
+    /* The keys by length when there are at most BY_LEN_MAX of them: by_len[b] is 1 + the
+     * first key whose length bit (length_bit) is b, or 0; next[k] the same for the key after
+     * keys[k] with that bit. A name without escapes is compared only with keys of its
+     * length bit, in key order. */
+    uint8_t by_len[64];
+    uint8_t next[BY_LEN_MAX];
     struct bsc_str *vals;
     int cur;       /* the wanted key whose value is being read, or -1 */
     size_t start;  /* where that value began */
@@ -100,10 +108,34 @@ static unsigned length_bit(size_t len)
 /* Sets up the wanted keys of <w>: no value found yet, and the lengths they have. */
 static void want_init(struct want *w)
 {
-    for (size_t k = 0; k < w->n; k++) {
+    memset(w->by_len, 0, sizeof(w->by_len));
+    for (size_t k = w->n; k-- > 0;) {
+        unsigned b = length_bit(w->keys[k].len);
+
         w->vals[k] = BSC_STR_NULL;
-        w->lens |= 1ull << length_bit(w->keys[k].len);
+        w->lens |= 1ull << b;
+        if (w->n <= BY_LEN_MAX) {
+            w->next[k] = w->by_len[b];
+            w->by_len[b] = (uint8_t)(k + 1);
+        }
     }
+}
+
+/* The last wanted key the raw name <key> (no escapes) is, or -1. */
+static int plain_key(const struct want *w, struct bsc_str key)
+{
+    int cur = -1;
+
+    if (w->n > BY_LEN_MAX) {
+        for (size_t k = 0; k < w->n; k++)
+            if (bsc_str_eq(key, w->keys[k]))
+                cur = (int)k;
+        return cur;
+    }
+    for (unsigned j = w->by_len[length_bit(key.len)]; j; j = w->next[j - 1])
+        if (bsc_str_eq(key, w->keys[j - 1]))
+            cur = (int)(j - 1);
+    return cur;
 }
 
 /* A top-level name: tracked when every name is, then matched against the wanted keys.
@@ -123,11 +155,13 @@ static __attribute__((noinline)) bool want_key(struct want *w, struct bsc_json_e
         info.escaped = tok->escaped;
     }
     /* A name without escapes is its bytes: no key of its length, no key to compare. */
-    if (info.escaped || (w->lens >> length_bit(key.len) & 1))
+    if (info.escaped) {
         for (size_t k = 0; k < w->n; k++)
-            if (!info.escaped ? bsc_str_eq(key, w->keys[k])
-                              : bsc_json_name_eq(key, w->keys[k]) == 1)
+            if (bsc_json_name_eq(key, w->keys[k]) == 1)
                 w->cur = (int)k;
+    } else if (w->lens >> length_bit(key.len) & 1) {
+        w->cur = plain_key(w, key);
+    }
     w->cur_name = key;
     return true;
 }

@@ -113,6 +113,41 @@ static const char *find16(const char *h, size_t n, const char *nd, size_t m, boo
 }
 #endif
 
+/* bsc_str_find for a needle of at least two bytes that fits in <h>. */
+static const char *find_at_least_2(const char *h, size_t n, const char *nd, size_t m)
+{
+#ifdef __SSE2__
+    {
+        bool done;
+        const char *r = find16(h, n, nd, m, &done);
+        if (done)
+            return r;
+    }
+#endif
+    for (size_t j = 0; j + m <= n; j++)
+        if (h[j] == nd[0] && h[j + m - 1] == nd[m - 1] && memcmp(h + j + 1, nd + 1, m - 2) == 0)
+            return h + j;
+    return NULL;
+}
+
+/* A needle in quotes ("\"error\"", "\"tool_calls\""): its first and last byte pass the
+ * candidate filter at every pair of quotes that far apart, and JSON is full of quotes. The
+ * text between the quotes is looked for instead, in the text past its first byte, and each
+ * hit kept when a quote stands on either side of it. */
+static const char *find_quoted(const char *h, size_t n, const char *nd, size_t m)
+{
+    const char *end = h + n - 1, *p = h + 1, *r;
+
+    while ((size_t)(end - p) >= m - 2) {
+        if (!(r = find_at_least_2(p, (size_t)(end - p), nd + 1, m - 2)))
+            return NULL;
+        if (r[-1] == '"' && r[m - 2] == '"')
+            return r - 1;
+        p = r + 1;
+    }
+    return NULL;
+}
+
 const char *bsc_str_find(struct bsc_str hay, struct bsc_str needle)
 {
     size_t m = needle.len;
@@ -122,18 +157,9 @@ const char *bsc_str_find(struct bsc_str hay, struct bsc_str needle)
         return NULL;
     if (m == 1)
         return memchr(h, nd[0], hay.len);
-#ifdef __SSE2__
-    {
-        bool done;
-        const char *r = find16(h, hay.len, nd, m, &done);
-        if (done)
-            return r;
-    }
-#endif
-    for (size_t j = 0; j + m <= hay.len; j++)
-        if (h[j] == nd[0] && h[j + m - 1] == nd[m - 1] && memcmp(h + j + 1, nd + 1, m - 2) == 0)
-            return h + j;
-    return NULL;
+    if (m >= 4 && nd[0] == '"' && nd[m - 1] == '"')
+        return find_quoted(h, hay.len, nd, m);
+    return find_at_least_2(h, hay.len, nd, m);
 }
 
 char *bsc_num_text(char tmp[BSC_NUM_TEXT_MAX], unsigned long long v, unsigned base)

@@ -709,6 +709,59 @@ static void test_check_members_key_lengths(void **state)
     assert_true(bsc_str_eq(vals[3], BSC_STR("5")));
 }
 
+/* Wanted keys that share a length (compared in key order, the last listed of equal keys
+ * taking the value), lengths 63 and past it (one length bit), and more keys than the index
+ * by length holds (65: every key compared). Each key's value is found whatever its place
+ * among the keys of its length. */
+static void test_check_members_same_length_keys(void **state)
+{
+    static const char l63[] = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+    const struct bsc_str keys[] = {BSC_STR("ab"), BSC_STR("cd"),  BSC_STR("ef"),
+                                   BSC_STR("cd"), BSC_STR("xyz"), bsc_str_make(l63, 63),
+                                   BSC_STR("gh"), bsc_str_make(l63, 62)};
+    const char *doc = "{\"gh\":1,\"xyz\":2,\"cd\":3,\"ef\":4,\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\":5,\"ab\":6,\"xxxxxxxxxxxxxxxxxxxx"
+                      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\":7}";
+    const char *want[] = {"6", NULL, "4", "3", "2", "5", "1", "7"};
+    struct bsc_str vals[BSC_ARRAY_LEN(keys)], many[65], many_vals[65];
+    char names[65][4], big[65 * 12 + 2];
+    size_t used = 0;
+
+    (void)state;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 0)
+            assert_int_equal(bsc_json_check_members(bsc_str_cstr(doc), 8, keys,
+                                                    BSC_ARRAY_LEN(keys), vals, NULL), 1);
+        else
+            assert_int_equal(bsc_json_check_request(bsc_str_cstr(doc), 8, keys,
+                                                    BSC_ARRAY_LEN(keys), 0, vals, NULL),
+                             BSC_JSONV_OK);
+        for (size_t k = 0; k < BSC_ARRAY_LEN(keys); k++) {
+            if (!want[k])
+                assert_null(vals[k].p);
+            else
+                assert_true(bsc_str_eq(vals[k], bsc_str_cstr(want[k])));
+        }
+    }
+    big[used++] = '{';
+    for (int k = 0; k < 65; k++) {
+        snprintf(names[k], sizeof(names[k]), "k%02d", k);
+        many[k] = bsc_str_make(names[k], 3);
+        used += (size_t)snprintf(big + used, sizeof(big) - used, "%s\"k%02d\":%d",
+                                 k ? "," : "", 64 - k, 64 - k);
+    }
+    big[used++] = '}';
+    assert_int_equal(bsc_json_check_request(bsc_str_make(big, used), 8, many, 65, 0, many_vals,
+                                            NULL),
+                     BSC_JSONV_OK);
+    for (int k = 0; k < 65; k++) {
+        char num[12];
+
+        snprintf(num, sizeof(num), "%d", k);
+        assert_true(bsc_str_eq(many_vals[k], bsc_str_cstr(num)));
+    }
+}
+
 static void test_members_one_pass(void **state)
 {
     struct bsc_str doc = BSC_STR(CHAT);
@@ -1384,6 +1437,7 @@ int main(void)
         cmocka_unit_test(test_member_decoded_keys_and_whitespace),
         cmocka_unit_test(test_members_one_pass),
         cmocka_unit_test(test_check_members_key_lengths),
+        cmocka_unit_test(test_check_members_same_length_keys),
         cmocka_unit_test(test_member_entry),
         cmocka_unit_test(test_array_mixed),
         cmocka_unit_test(test_array_empty_and_not_array),

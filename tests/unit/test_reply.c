@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "core/compat.h"
 #include "core/json_name.h"
 #include "policy/params.h"
 #include "router/reply.h"
@@ -267,6 +268,35 @@ static void test_str_find_long(void **state)
     }
 }
 
+/* A needle in quotes is looked for by the text between its quotes: hits of that text
+ * without a quote on one side or the other (or at the hay's very edges, where there is no
+ * room for the quote) are passed over, the first whole match is found, in texts short and
+ * long enough for the sixteen- and thirty-two-wide steps. */
+static void test_str_find_quoted(void **state)
+{
+    static const char *const hays[] = {
+        "error\" x \"error\"",
+        "\"errorx \"error\" \"error\"",
+        "xerror\" \"errorr\" \"err\" \"error\"",
+        "0123456789abcdef0123456789abcdef \"error \"xerror\" \"error\" tail",
+        "error\"0123456789abcdef0123456789abcdef\"error",
+        "\"error",
+        "error\"",
+        "\"ab\"",
+        "\"a\"\"ab\"\"abc\"\"ab\"",
+    };
+    static const char *const needles[] = {"\"error\"", "\"ab\"", "\"abc\"", "\"a\""};
+
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(hays); i++)
+        for (size_t k = 0; k < BSC_ARRAY_LEN(needles); k++)
+            for (size_t cut = 0; cut < strlen(hays[i]); cut++) {
+                const char *h = hays[i] + cut;
+                assert_ptr_equal(bsc_str_find(bsc_str_cstr(h), bsc_str_cstr(needles[k])),
+                                 memmem(h, strlen(h), needles[k], strlen(needles[k])));
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_params_from_json), cmocka_unit_test(test_may_hold),
         cmocka_unit_test(test_str_find),
         cmocka_unit_test(test_str_find_long),
+        cmocka_unit_test(test_str_find_quoted),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
