@@ -37,6 +37,14 @@ void bsc_buf_reset(struct bsc_buf *b)
         b->p[0] = '\0';
 }
 
+void bsc_buf_reuse(struct bsc_buf *b, size_t max)
+{
+    if (b->cap > max)
+        bsc_buf_cleanup(b);
+    b->max = max;
+    bsc_buf_reset(b);
+}
+
 /* Makes room for <extra> more bytes plus the terminator. */
 static enum bsc_err reserve(struct bsc_buf *b, size_t extra)
 {

@@ -5,6 +5,7 @@
 #ifndef BSC_CORE_BUF_H
 #define BSC_CORE_BUF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -26,6 +27,9 @@ void bsc_buf_init(struct bsc_buf *b, size_t max);
 void bsc_buf_cleanup(struct bsc_buf *b);
 /* Keeps the storage, drops the contents. */
 void bsc_buf_reset(struct bsc_buf *b);
+/* bsc_buf_reset with a new maximum: the storage is kept when it is at most <max> bytes,
+ * freed otherwise. <b> must be initialized or zeroed. */
+void bsc_buf_reuse(struct bsc_buf *b, size_t max);
 
 /* Makes room for <extra> more bytes without appending (one allocation instead of a
  * doubling series when the final size is known). BSC_ELIMIT past <max>. */
