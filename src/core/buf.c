@@ -232,6 +232,14 @@ static char *put_json_escaped(char *out, const unsigned char *p, const unsigned 
     return out;
 }
 
+bool bsc_json_plain(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (json_escaped[(unsigned char)p[i]])
+            return false;
+    return true;
+}
+
 /* Room for the escaped string is made first (the worst case when that fits, else the
  * exact size), so the copy writes unchecked, in one pass. */
 enum bsc_err bsc_buf_append_json_str(struct bsc_buf *b, struct bsc_str s)

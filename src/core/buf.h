@@ -85,6 +85,10 @@ static inline uint64_t bsc_json_escaped_bits8(uint64_t x)
     return (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & high;
 }
 
+/* True when none of the <n> bytes at <p> is one a JSON string escapes: the bytes are the
+ * string's text as they are. */
+bool bsc_json_plain(const char *p, size_t n);
+
 /* Decimal integers without printf (hot-path log lines). */
 enum bsc_err bsc_buf_append_u64(struct bsc_buf *b, unsigned long long v);
 enum bsc_err bsc_buf_append_i64(struct bsc_buf *b, long long v);

@@ -334,6 +334,27 @@ static void test_reuse(void **state)
     bsc_buf_cleanup(&b);
 }
 
+/* bsc_json_plain: false for each byte a JSON string escapes, wherever it is. */
+static void test_json_plain(void **state)
+{
+    char text[] = "gpt-4.1@openai-us/\xc3\xa9 ~";
+
+    (void)state;
+    assert_true(bsc_json_plain(text, strlen(text)));
+    assert_true(bsc_json_plain("", 0));
+    for (unsigned c = 0; c < 256; c++) {
+        bool escaped = c < 0x20 || c == '"' || c == '\\';
+
+        for (size_t at = 0; at < strlen(text); at += 7) {
+            char copy[sizeof(text)];
+
+            memcpy(copy, text, sizeof(text));
+            copy[at] = (char)c;
+            assert_int_equal(bsc_json_plain(copy, strlen(text)), !escaped);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +370,7 @@ int main(void)
         cmocka_unit_test(test_json_str_random),
         cmocka_unit_test(test_json_str_utf8_kept),
         cmocka_unit_test(test_reuse),
+        cmocka_unit_test(test_json_plain),
     };
 
     return cmocka_run_group_tests_name("buf", tests, NULL, NULL);
