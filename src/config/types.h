@@ -191,6 +191,10 @@ struct cfg_price {
 
 struct cfg_target {
     char *id; /* owned; the map key, e.g. "gpt-4.1@openai-us" */
+    /* Set with <id> at load: its length, and whether it holds no byte a JSON string escapes
+     * (the log lines copy it as it is). id_len 0: not set, the lines measure <id>. */
+    size_t id_len;
+    bool id_plain;
     struct hs_target *hs; /* set by hstate_sync: its health object (health/hstate.h) */
     struct lim_set *lim;  /* set by lim_reg_sync: its limits (limits/limits.h), or NULL */
     struct cfg_provider *provider; /* borrowed from the same snapshot */

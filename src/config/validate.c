@@ -28,6 +28,7 @@
 #include "config/telemetry.h"
 #include "config/types.h"
 #include "config/validate.h"
+#include "core/buf.h"
 #include "core/compat.h"
 #include "core/log.h"
 #include "core/redact.h"
@@ -1010,6 +1011,10 @@ static void targets_fn(struct cfg__v *v, const struct cfg__field *f, const struc
         target_defaults(t);
         check_id(v, key, "target");
         t->id = dup_or_oom(v, key->text);
+        if (t->id) {
+            t->id_len = strlen(t->id);
+            t->id_plain = bsc_json_plain(t->id, t->id_len);
+        }
         v->tsrc[i] = (struct cfg__target_src){
             .line = key->line,
             .column = key->column,

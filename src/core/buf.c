@@ -37,6 +37,14 @@ void bsc_buf_reset(struct bsc_buf *b)
         b->p[0] = '\0';
 }
 
+void bsc_buf_reuse(struct bsc_buf *b, size_t max)
+{
+    if (b->cap > max)
+        bsc_buf_cleanup(b);
+    b->max = max;
+    bsc_buf_reset(b);
+}
+
 /* Makes room for <extra> more bytes plus the terminator. */
 static enum bsc_err reserve(struct bsc_buf *b, size_t extra)
 {
@@ -222,6 +230,14 @@ static char *put_json_escaped(char *out, const unsigned char *p, const unsigned 
             out += put_json_escape(out, c);
     }
     return out;
+}
+
+bool bsc_json_plain(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (json_escaped[(unsigned char)p[i]])
+            return false;
+    return true;
 }
 
 /* Room for the escaped string is made first (the worst case when that fits, else the

@@ -5,6 +5,7 @@
 #ifndef BSC_CORE_BUF_H
 #define BSC_CORE_BUF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -26,6 +27,9 @@ void bsc_buf_init(struct bsc_buf *b, size_t max);
 void bsc_buf_cleanup(struct bsc_buf *b);
 /* Keeps the storage, drops the contents. */
 void bsc_buf_reset(struct bsc_buf *b);
+/* bsc_buf_reset with a new maximum: the storage is kept when it is at most <max> bytes,
+ * freed otherwise. <b> must be initialized or zeroed. */
+void bsc_buf_reuse(struct bsc_buf *b, size_t max);
 
 /* Makes room for <extra> more bytes without appending (one allocation instead of a
  * doubling series when the final size is known). BSC_ELIMIT past <max>. */
@@ -80,6 +84,10 @@ static inline uint64_t bsc_json_escaped_bits8(uint64_t x)
 
     return (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & high;
 }
+
+/* True when none of the <n> bytes at <p> is one a JSON string escapes: the bytes are the
+ * string's text as they are. */
+bool bsc_json_plain(const char *p, size_t n);
 
 /* Decimal integers without printf (hot-path log lines). */
 enum bsc_err bsc_buf_append_u64(struct bsc_buf *b, unsigned long long v);

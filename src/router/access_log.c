@@ -214,6 +214,21 @@ FIELD void put_str(struct line *l, const char *key, size_t key_len, const char *
 }
 #define PUT_STR(l, name, val) put_str(l, KEY(name), LIT_LEN(KEY(name)), val)
 
+/* <key> then a target's id: copied as it is when the config found nothing in it to
+ * escape (cfg_target.id_plain), else as put_str writes it. */
+FIELD void put_target(struct line *l, const char *key, size_t key_len,
+                      const struct cfg_target *t)
+{
+    if (t && t->id_plain && t->id_len && room(l, key_len + t->id_len + 2)) {
+        put_raw(l, key, key_len);
+        *l->o++ = '"';
+        put_raw(l, t->id, t->id_len);
+        *l->o++ = '"';
+        return;
+    }
+    put_str(l, key, key_len, t ? t->id : NULL);
+}
+
 FIELD void put_u64(struct line *l, const char *key, size_t key_len, uint64_t v)
 {
     if (!room(l, key_len + U64_DIGITS))
@@ -302,10 +317,10 @@ static void put_attempts(struct line *l, const struct attempt *a, size_t n)
 {
     PUT_LIT(l, ",\"attempt_log\":[");
     for (size_t i = 0; i < n; i++) {
-        if (i)
-            put_str(l, ",{\"target\":", LIT_LEN(",{\"target\":"), a[i].target ? a[i].target->id : "-");
+        if (!a[i].target)
+            put_str(l, ",{\"target\":" + !i, LIT_LEN(",{\"target\":") - !i, "-");
         else
-            put_str(l, "{\"target\":", LIT_LEN("{\"target\":"), a[i].target ? a[i].target->id : "-");
+            put_target(l, ",{\"target\":" + !i, LIT_LEN(",{\"target\":") - !i, a[i].target);
         PUT_STR(l, "workflow", attempt_workflow_name(a[i].workflow));
         PUT_STR(l, "outcome", attempt_outcome_name(a[i].outcome));
         PUT_I64(l, "status", a[i].status);
@@ -415,7 +430,7 @@ void access_log_write_attempt(const struct access_attempt_line *al)
     LINE_BEGIN(l, "attempt", al->request_id);
     PUT_STR(l, "route", al->route);
     PUT_U64(l, "attempt", al->number);
-    PUT_STR(l, "target", a->target ? a->target->id : NULL);
+    put_target(l, KEY("target"), LIT_LEN(KEY("target")), a->target);
     PUT_STR(l, "workflow", attempt_workflow_name(a->workflow));
     PUT_STR(l, "outcome", attempt_outcome_name(a->outcome));
     PUT_STR(l, "kind", a->kind);

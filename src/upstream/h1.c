@@ -13,13 +13,6 @@
 
 static void conn_arm(struct h1_conn *c);
 
-static void free_transfer(struct up_transfer *t)
-{
-    bsc_buf_cleanup(&t->head);
-    bsc_buf_cleanup(&t->h1.req);
-    free(t);
-}
-
 /* ---- hooks the response reader calls --------------------------------------------------- */
 
 static enum h1_take take_head(void *ud, int status)
@@ -31,7 +24,7 @@ static enum h1_take take_head(void *ud, int status)
     t->request_sent = true;
     /* No replay once a head came: a held stream need not keep its request head. */
     if (!t->h1.conn->writing)
-        bsc_buf_cleanup(&t->h1.req);
+        up__req_head_put(t->m, &t->h1.req);
     t->in_callback = true;
     t->cb.on_head(t->ud, t, status);
     t->in_callback = false;
@@ -424,7 +417,7 @@ void h1_finish(struct up_transfer *t, enum up_result res, const char *detail)
         t->in_callback = true;
         t->cb.on_done(t->ud, t, res, res == UP_OK ? "" : detail);
     }
-    free_transfer(t);
+    up__transfer_release(t);
     h1_kick(p);
 }
 
@@ -442,7 +435,7 @@ static enum bsc_err prepare(struct up_transfer *t, const struct up_request *req,
         return BSC_ELIMIT;
     if ((err = h1_url_split(req->url, u)) != BSC_OK)
         return err;
-    bsc_buf_init(&t->h1.req, H1_REQ_HEAD_MAX);
+    bsc_buf_reuse(&t->h1.req, H1_REQ_HEAD_MAX); /* a kept transfer's storage (up_start) */
     err = h1_request_head(&t->h1.req, req->method, u, req->headers, req->n_headers,
                           req->body_len);
     if (err)

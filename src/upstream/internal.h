@@ -14,6 +14,11 @@
 
 #define UP_MAX_HEAD_BYTES (64u * 1024u)
 #define UP_EASY_CACHE     64
+/* Finished builtin transfers kept on the multi for the next ones (no malloc/free a
+ * request), and as many request heads' storage, each at most UP_SPARE_REQ_KEEP bytes, put
+ * back as soon as the response head came (a held stream keeps none): memory-bounds.md. */
+#define UP_SPARE_TRANSFERS 16
+#define UP_SPARE_REQ_KEEP  4096
 #define UP_MAX_HEADERS    (UP_REQUEST_MAX_HEADERS + 2) /* the caller's lines and ours */
 #define UP_URL_CACHE      32 /* parsed URLs kept per multi */
 #define UP_GATE_MAX       32 /* https origins whose first connection is gated (gate.c) */
@@ -62,6 +67,9 @@ struct up_multi {
     struct up_gate gates[UP_GATE_MAX];
     size_t n_gates;
     bool gates_ready; /* a probe connected: hand its origin's waiting transfers to curl */
+    struct up_transfer *spare[UP_SPARE_TRANSFERS]; /* owned: finished builtin transfers */
+    struct bsc_buf spare_req[UP_SPARE_TRANSFERS];  /* owned: request heads' storage */
+    size_t n_spare, n_spare_req;
 };
 
 struct up_transfer;
@@ -145,6 +153,17 @@ void up__watch_close(CURL *easy, struct up_multi *m);
 /* Puts <t> on / takes it off its multi's list of running transfers (up_multi_active). */
 void up__transfer_link(struct up_transfer *t);
 void up__transfer_unlink(struct up_transfer *t);
+/* Frees a finished builtin transfer (its response head; its request head as
+ * up__req_head_put), or keeps it on its multi for the next up_start: at most
+ * UP_SPARE_TRANSFERS, none while the multi closes; a kept one is poisoned for
+ * AddressSanitizer until reused (transfer.c). */
+void up__transfer_release(struct up_transfer *t);
+/* Empties <req> (a builtin transfer's request head): its storage kept on <m> for the next
+ * request head when at most UP_SPARE_REQ_KEEP bytes and a place is free (poisoned until
+ * reused), else freed. */
+void up__req_head_put(struct up_multi *m, struct bsc_buf *req);
+/* Frees the kept transfers and request heads (up_multi_free). */
+void up__spares_free(struct up_multi *m);
 /* Hands <easy> back: kept for the next transfer when <clean> (it ended normally), else
  * cleaned up, so that no state of an aborted or paused transfer is ever reused. */
 void up__release_easy(struct up_multi *m, CURL *easy, bool clean);

@@ -313,6 +313,7 @@ void up_multi_free(struct up_multi *m)
     m->closing = true;
     while (m->transfers)
         up_cancel(m->transfers);
+    up__spares_free(m);
     h1_pool_free(m->h1); /* its connections close through the loop, then it is freed */
     for (size_t i = 0; i < m->n_easy_cache; i++)
         curl_easy_cleanup(m->easy_cache[i]);

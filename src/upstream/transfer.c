@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/asan.h"
 #include "upstream/internal.h"
 
 static const char *const result_names[UP_RESULT_COUNT] = {
@@ -29,17 +30,82 @@ const struct up_client_ops *up__client_for(const struct up_multi *m, const char 
     return &up__curl_ops;
 }
 
+void up__req_head_put(struct up_multi *m, struct bsc_buf *req)
+{
+    if (!req->p || req->cap > UP_SPARE_REQ_KEEP || m->closing ||
+        m->n_spare_req == UP_SPARE_TRANSFERS) {
+        bsc_buf_cleanup(req);
+        return;
+    }
+    BSC_ASAN_POISON(req->p, req->cap + 1);
+    m->spare_req[m->n_spare_req++] = *req;
+    bsc_buf_init(req, req->max);
+}
+
+/* A kept request head's storage, unpoisoned, or an empty buffer. */
+static struct bsc_buf req_head_take(struct up_multi *m)
+{
+    struct bsc_buf req = {0};
+
+    if (m->n_spare_req) {
+        req = m->spare_req[--m->n_spare_req];
+        BSC_ASAN_UNPOISON(req.p, req.cap + 1);
+    }
+    return req;
+}
+
+/* A builtin transfer's object is of one size (h1_size): the newest kept one, unpoisoned. */
+static struct up_transfer *spare_take(struct up_multi *m)
+{
+    struct up_transfer *t;
+
+    if (!m->n_spare)
+        return NULL;
+    t = m->spare[--m->n_spare];
+    BSC_ASAN_UNPOISON(t, offsetof(struct up_transfer, header_nodes));
+    return t;
+}
+
+void up__transfer_release(struct up_transfer *t)
+{
+    struct up_multi *m = t->m;
+
+    bsc_buf_cleanup(&t->head);
+    up__req_head_put(m, &t->h1.req);
+    if (m->closing || m->n_spare == UP_SPARE_TRANSFERS) {
+        free(t);
+        return;
+    }
+    BSC_ASAN_POISON(t, offsetof(struct up_transfer, header_nodes));
+    m->spare[m->n_spare++] = t;
+}
+
+void up__spares_free(struct up_multi *m)
+{
+    struct up_transfer *t;
+
+    while ((t = spare_take(m)) != NULL)
+        free(t);
+    while (m->n_spare_req) {
+        struct bsc_buf req = req_head_take(m);
+
+        bsc_buf_cleanup(&req);
+    }
+}
+
 enum bsc_err up_start(struct up_multi *m, const struct up_request *req,
                       const struct up_callbacks *cb, void *ud, struct up_transfer **out)
 {
     const struct up_client_ops *ops = up__client_for(m, req->url);
-    struct up_transfer *t = malloc(ops->size(req));
+    struct up_transfer *t = ops == &up__h1_ops ? spare_take(m) : NULL;
     enum bsc_err err;
 
-    if (!t)
+    if (!t && !(t = malloc(ops->size(req))))
         return BSC_ENOMEM;
     /* Zeroed but for the curl header nodes, which are set when used (easy.c). */
     memset(t, 0, offsetof(struct up_transfer, header_nodes));
+    if (ops == &up__h1_ops)
+        t->h1.req = req_head_take(m); /* h1_start resets it, its storage kept */
     t->ops = ops;
     t->m = m;
     t->cb = *cb;

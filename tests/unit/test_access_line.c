@@ -96,8 +96,13 @@ static void assert_line(const char *got, const char *want)
 
 /* ---- fixtures ---------------------------------------------------------------------------- */
 
-static struct cfg_target target_a = {.id = (char *)"gpt-4.1@openai-us"};
-static struct cfg_target target_odd = {.id = (char *)"we\"ird\\t\x01\n\xc3\xa9"};
+/* As the config leaves them (cfg_target.id_len, id_plain): target_a copied as it is,
+ * target_odd escaped; target_unset as made outside the config, measured when written. */
+static struct cfg_target target_a = {.id = (char *)"gpt-4.1@openai-us", .id_len = 17,
+                                     .id_plain = true};
+static struct cfg_target target_odd = {.id = (char *)"we\"ird\\t\x01\n\xc3\xa9", .id_len = 12,
+                                       .id_plain = false};
+static struct cfg_target target_unset = {.id = (char *)"gpt-4.1@openai-us"};
 
 static void attempts_fill(struct attempt a[3])
 {
@@ -405,6 +410,38 @@ static void attempt_least(void **state)
         "\"delay_why\":null,\"continued\":{\"target\":null,\"how\":\"prefill\",\"bytes\":0}}");
 }
 
+/* A target's id on the attempt line: copied as it is when the config found it plain,
+ * escaped when not (an id may hold '"' and '\\'), measured when the config did not set it;
+ * the same bytes each way. */
+static const char *attempt_target(struct cfg_target *t)
+{
+    static char text[256];
+    struct attempt a = {.target = t, .workflow = ATTEMPT_WF_PRIMARY, .outcome = ATTEMPT_OK,
+                        .status = 200};
+    struct access_attempt_line l = {.request_id = "x", .route = "r", .number = 1, .a = &a,
+                                    .next = "deliver", .queued_ms = -1};
+    const char *line = attempt_line(&l), *from = strstr(line, ",\"target\":"),
+               *to = strstr(line, ",\"workflow\":");
+
+    assert_non_null(from);
+    assert_non_null(to);
+    snprintf(text, sizeof(text), "%.*s", (int)(to - from), from);
+    return text;
+}
+
+static void attempt_target_ids(void **state)
+{
+    static struct cfg_target quote = {.id = (char *)"a\"b\\c", .id_len = 5};
+    static struct cfg_target tight = {.id = (char *)"abcdefgh", .id_len = 8, .id_plain = true};
+
+    (void)state;
+    assert_string_equal(attempt_target(&target_a), ",\"target\":\"gpt-4.1@openai-us\"");
+    assert_string_equal(attempt_target(&target_unset), ",\"target\":\"gpt-4.1@openai-us\"");
+    assert_string_equal(attempt_target(&quote), ",\"target\":\"a\\\"b\\\\c\"");
+    assert_string_equal(attempt_target(&tight), ",\"target\":\"abcdefgh\"");
+    assert_string_equal(attempt_target(NULL), ",\"target\":null");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -413,6 +450,7 @@ int main(void)
         cmocka_unit_test(access_grows_mid_line),
         cmocka_unit_test(access_every_state),
         cmocka_unit_test(attempt_every_field), cmocka_unit_test(attempt_least),
+        cmocka_unit_test(attempt_target_ids),
     };
 
     access_log_thread_cleanup();

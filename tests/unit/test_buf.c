@@ -310,6 +310,51 @@ static void test_json_str_utf8_kept(void **state)
     bsc_buf_cleanup(&b);
 }
 
+/* bsc_buf_reuse: the storage kept (contents dropped) when it fits the new maximum, freed
+ * when it does not. */
+static void test_reuse(void **state)
+{
+    struct bsc_buf b;
+    char *p;
+
+    (void)state;
+    bsc_buf_init(&b, 1024);
+    assert_int_equal(bsc_buf_reserve(&b, 200), BSC_OK);
+    assert_int_equal(BSC_BUF_APPEND_LIT(&b, "abc"), BSC_OK);
+    p = b.p;
+    bsc_buf_reuse(&b, 4096);
+    assert_ptr_equal(b.p, p);
+    assert_int_equal(b.len, 0);
+    assert_string_equal(b.p, "");
+    assert_int_equal(b.max, 4096);
+    bsc_buf_reuse(&b, 100); /* cap 256 > 100 */
+    assert_null(b.p);
+    assert_int_equal(b.cap, 0);
+    assert_int_equal(b.max, 100);
+    bsc_buf_cleanup(&b);
+}
+
+/* bsc_json_plain: false for each byte a JSON string escapes, wherever it is. */
+static void test_json_plain(void **state)
+{
+    char text[] = "gpt-4.1@openai-us/\xc3\xa9 ~";
+
+    (void)state;
+    assert_true(bsc_json_plain(text, strlen(text)));
+    assert_true(bsc_json_plain("", 0));
+    for (unsigned c = 0; c < 256; c++) {
+        bool escaped = c < 0x20 || c == '"' || c == '\\';
+
+        for (size_t at = 0; at < strlen(text); at += 7) {
+            char copy[sizeof(text)];
+
+            memcpy(copy, text, sizeof(text));
+            copy[at] = (char)c;
+            assert_int_equal(bsc_json_plain(copy, strlen(text)), !escaped);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -324,6 +369,8 @@ int main(void)
         cmocka_unit_test(test_json_str_every_length_and_position),
         cmocka_unit_test(test_json_str_random),
         cmocka_unit_test(test_json_str_utf8_kept),
+        cmocka_unit_test(test_reuse),
+        cmocka_unit_test(test_json_plain),
     };
 
     return cmocka_run_group_tests_name("buf", tests, NULL, NULL);

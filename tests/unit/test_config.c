@@ -1998,6 +1998,32 @@ static void test_cors_and_allowed_hosts(void **state)
     }
 }
 
+/* A target's id is measured and checked for JSON escaping once, at load (the log lines
+ * copy a plain one as it is): an id may hold '"' and '\\'. */
+static void test_target_id_prechecked(void **state)
+{
+    struct cfg_diags d = {0};
+    struct cfg *cfg = load_ok("providers:\n"
+                              "  p: {kind: openai, base_url: \"https://api.openai.com/v1\", keys: [k]}\n"
+                              "targets:\n"
+                              "  gpt-4.1@p: {provider: p, model: m}\n"
+                              "  'q\"x\\y': {provider: p, model: m}\n"
+                              "routes:\n"
+                              "  r: {primary: [gpt-4.1@p]}\n",
+                              &d);
+
+    (void)state;
+    assert_int_equal(cfg->n_targets, 2);
+    for (size_t i = 0; i < cfg->n_targets; i++) {
+        const struct cfg_target *t = &cfg->targets[i];
+
+        assert_int_equal(t->id_len, strlen(t->id));
+        assert_int_equal(t->id_plain, strcmp(t->id, "gpt-4.1@p") == 0);
+    }
+    cfg_unref(cfg);
+    cfg_diags_cleanup(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2042,6 +2068,7 @@ int main(void)
         cmocka_unit_test(test_clients_errors),
         cmocka_unit_test(test_operator_key_is_client_key),
         cmocka_unit_test(test_store_redis),
+        cmocka_unit_test(test_target_id_prechecked),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,7 +7,10 @@
  * with transfers and idle connections left, and reuse without a system call: a connection
  * the server closed after the last poll is taken as it is and the request replayed once; a
  * transfer that finds only a connection idle since the last pass waits for the pass's check
- * (without blocking in the poll) and takes it there. */
+ * (without blocking in the poll) and takes it there. A finished transfer's object and its
+ * request head's storage are kept on the multi for the next transfer, poisoned for
+ * AddressSanitizer while kept, at most UP_SPARE_TRANSFERS of them, and a request head past
+ * UP_SPARE_REQ_KEEP is freed instead. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -21,7 +24,14 @@
 
 #include <cmocka.h>
 
+#include "core/asan.h"
 #include "upstream/internal.h"
+
+#ifdef BSC_ASAN
+#define POISONED(p) __asan_address_is_poisoned(p)
+#else
+#define POISONED(p) true
+#endif
 
 #define BIG_BODY (256 * 1024)
 
@@ -199,6 +209,17 @@ static void start(struct rec *r, int to_port, uint32_t connect_ms, uint32_t tota
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/x", to_port);
     assert_int_equal(up_start(m, &req, &cbs, r, &r->t), BSC_OK);
     assert_int_equal(r->done, 0); /* never from inside up_start */
+}
+
+static void start_with(struct rec *r, const char *header)
+{
+    char url[64];
+    const char *hs[] = {header};
+    struct up_request req = {.url = url, .method = "POST", .headers = hs, .n_headers = 1,
+                             .body = "{}", .body_len = 2};
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/x", port);
+    assert_int_equal(up_start(m, &req, &cbs, r, &r->t), BSC_OK);
 }
 
 static void run_until_done(struct rec *r)
@@ -387,6 +408,69 @@ static void test_waits_for_check(void **state)
     assert_int_equal(accepts, 1);
 }
 
+/* The next transfer is the last one's object with its request head's storage: no malloc. */
+static void test_finished_transfer_kept(void **state)
+{
+    struct rec a = {0}, b = {0};
+    struct up_transfer *kept;
+    char *kept_req;
+
+    (void)state;
+    mode = EACH;
+    start(&a, port, 0, 0);
+    run_until_done(&a);
+    assert_int_equal(m->n_spare, 1);
+    assert_int_equal(m->n_spare_req, 1);
+    kept = m->spare[0];
+    kept_req = m->spare_req[0].p;
+    assert_true(POISONED(kept)); /* a use after release is still reported */
+    assert_true(POISONED(kept_req));
+    start(&b, port, 0, 0);
+    assert_ptr_equal(b.t, kept);
+    assert_ptr_equal(b.t->h1.req.p, kept_req);
+    assert_int_equal(m->n_spare, 0);
+    run_until_done(&b);
+    assert_int_equal(b.res, UP_OK);
+    assert_int_equal(b.status, 200);
+    assert_int_equal(m->n_spare, 1);
+}
+
+/* More transfers finishing than the multi keeps: the rest are freed (LeakSanitizer would
+ * report one kept past the bound and never freed). */
+static void test_spares_bounded(void **state)
+{
+    struct rec r[UP_SPARE_TRANSFERS + 3] = {{0}};
+
+    (void)state;
+    mode = EACH;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(r); i++)
+        start(&r[i], port, 0, 0);
+    for (size_t i = 0; i < BSC_ARRAY_LEN(r); i++) {
+        run_until_done(&r[i]);
+        assert_int_equal(r[i].res, UP_OK);
+    }
+    assert_int_equal(m->n_spare, UP_SPARE_TRANSFERS);
+    assert_true(m->n_spare_req <= UP_SPARE_TRANSFERS);
+}
+
+/* A request head that grew past UP_SPARE_REQ_KEEP is freed when its answer's head came. */
+static void test_big_request_head_not_kept(void **state)
+{
+    static char big[UP_SPARE_REQ_KEEP + 100];
+    struct rec a = {0};
+
+    (void)state;
+    mode = EACH;
+    memset(big, 'x', sizeof(big) - 1);
+    memcpy(big, "X-Big: ", 7);
+    start_with(&a, big);
+    assert_true(a.t->h1.req.cap > UP_SPARE_REQ_KEEP);
+    run_until_done(&a);
+    assert_int_equal(a.res, UP_OK);
+    assert_int_equal(m->n_spare, 1);
+    assert_int_equal(m->n_spare_req, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -398,6 +482,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_free_with_work_left, setup, teardown),
         cmocka_unit_test_setup_teardown(test_closed_after_last_poll_replays, setup, teardown),
         cmocka_unit_test_setup_teardown(test_waits_for_check, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_finished_transfer_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spares_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_big_request_head_not_kept, setup, teardown),
     };
 
     return cmocka_run_group_tests_name("h1_client", tests, NULL, NULL);
