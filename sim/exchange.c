@@ -126,9 +126,17 @@ static void on_timer(uv_timer_t *t)
         x->fire(x);
 }
 
+/* Fires <fire> at least <ms> after now. The loop's clock is whole milliseconds, read when the
+ * loop last polled: a timer counted from it can fire early by the callbacks run since and by
+ * the part of a millisecond the clock dropped, so the clock is read again and one more
+ * millisecond given. A scripted delay is then never shorter than the script says. */
 static void arm(struct xchg *x, uint32_t ms, void (*fire)(struct xchg *))
 {
     x->fire = fire;
+    if (ms) {
+        uv_update_time(x->timer.loop);
+        ms = ms < UINT32_MAX ? ms + 1 : ms;
+    }
     uv_timer_start(&x->timer, on_timer, ms, 0);
 }
 

@@ -100,9 +100,12 @@ test('keys, spend against budget, create, rotate, revoke and the audit trail in 
   await until(`(${rowText(id)}).includes('console-made')`, 'the new row');
   await browser.screenshot(path.join(process.env.BASCULE_SCREENSHOT_DIR ?? dir, 'console.png'));
 
-  // Rotate: a new secret; the old one keeps its grace period.
-  await page(`document.querySelector('button[data-act="rotate"][data-id="${id}"]').click();true`);
+  // Rotate: a new secret; the old one keeps its grace period. The rotation redraws the list
+  // after it shows the secret: wait for that redraw, or a click below lands on a button the
+  // redraw then replaces (Revoke's first click would be lost).
+  await page(`document.body.dataset.ready='';document.querySelector('button[data-act="rotate"][data-id="${id}"]').click();true`);
   const rotated = await until(`(t=>{const m=/bsk_[0-9a-f]{48}/.exec(t);return m&&m[0]!==${JSON.stringify(secret)}&&m[0]})(document.getElementById('secret').textContent)`, 'the rotated secret');
+  await until(`document.body.dataset.ready==='keys'`, 'the list redrawn after the rotation');
   assert.equal(await status(rotated), 200);
 
   // Revoke takes two clicks; then the key is refused.
