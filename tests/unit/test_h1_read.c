@@ -292,13 +292,61 @@ static void test_stricter(void **state)
                "X Y: v\r\n\r\n", "whitespace in a header name");
 }
 
+/* A long field value at every position of its sixteen-byte steps and its tail: a CTL or DEL
+ * is refused wherever it stands, HT and obs-text are value bytes, and a lone CR or a bare LF
+ * is found wherever it stands. */
+static void test_long_value_bytes(void **state)
+{
+    static const unsigned char bad[] = {0x00, 0x01, 0x08, 0x0b, 0x1f, 0x7f};
+    static const unsigned char good[] = {'\t', ' ', 0x7e, 0x80, 0xff};
+    enum { VLEN = 40 };
+#define HEAD_START "HTTP/1.1 200 OK\r\nX-Long: "
+#define HEAD_END "\r\nContent-Length: 0\r\n\r\n"
+
+    (void)state;
+    for (size_t at = 0; at < VLEN; at++) {
+        char text[160], value[VLEN + 1];
+        struct out o;
+
+        for (size_t i = 0; i < sizeof(bad) + sizeof(good) + 2; i++) {
+            memset(value, 'v', VLEN);
+            value[VLEN] = '\0';
+            if (i < sizeof(bad))
+                value[at] = (char)bad[i];
+            else if (i < sizeof(bad) + sizeof(good))
+                value[at] = (char)good[i - sizeof(bad)];
+            else
+                value[at] = i == sizeof(bad) + sizeof(good) ? '\n' : '\r';
+            /* the value is copied byte by byte: a NUL in it is not a string's end */
+            memcpy(text, HEAD_START, sizeof(HEAD_START) - 1);
+            memcpy(text + sizeof(HEAD_START) - 1, value, VLEN);
+            memcpy(text + sizeof(HEAD_START) - 1 + VLEN, HEAD_END, sizeof(HEAD_END) - 1);
+            o = read_cut(text, sizeof(HEAD_START) - 1 + VLEN + sizeof(HEAD_END) - 1, 0, 0);
+            if (i < sizeof(bad)) {
+                if (o.st != H1_BAD || strstr(o.why, "invalid character in a header value") == NULL)
+                    fail_msg("byte 0x%02x at %zu: st %d why [%s]", bad[i], at, o.st, o.why);
+            } else if (i < sizeof(bad) + sizeof(good)) {
+                if (o.st != H1_DONE || o.status != 200)
+                    fail_msg("byte 0x%02x at %zu refused: [%s]", good[i - sizeof(bad)], at, o.why);
+            } else {
+                const char *why = value[at] == '\n' ? "bare LF" : "CR not followed by LF";
+
+                if (o.st != H1_BAD || strstr(o.why, why) == NULL)
+                    fail_msg("%s at %zu: st %d why [%s]", why, at, o.st, o.why);
+            }
+        }
+    }
+#undef HEAD_START
+#undef HEAD_END
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cut_anywhere),     cmocka_unit_test(test_head_copy),
         cmocka_unit_test(test_cr_lf_rules),      cmocka_unit_test(test_content_length),
         cmocka_unit_test(test_chunk_size_bound), cmocka_unit_test(test_keep_alive),
-        cmocka_unit_test(test_stricter),
+        cmocka_unit_test(test_stricter),         cmocka_unit_test(test_long_value_bytes),
     };
 
     return cmocka_run_group_tests_name("h1_read", tests, NULL, NULL);
