@@ -148,8 +148,7 @@ struct verdicts *verdicts_new_sharded(size_t max_requests, uint64_t max_age_ms, 
     struct verdicts *vs;
     size_t per;
 
-    if (max_requests == 0 || max_requests >= UINT32_MAX / 2 || shards == 0 ||
-        shards > max_requests)
+    if (max_requests == 0 || max_requests >= UINT32_MAX / 2 || shards == 0 || shards > max_requests)
         return NULL;
     per = (max_requests + shards - 1) / shards;
     vs = calloc(1, sizeof(*vs));

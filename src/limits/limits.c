@@ -242,8 +242,8 @@ struct lim_verdict lim_acquire(struct lim_set *s, uint64_t tokens, uint64_t now_
     return v;
 }
 
-struct lim_verdict lim_fair_acquire(struct lim_set *s, const void *who, bool turn,
-                                    uint64_t tokens, uint64_t now_ms, enum lim_kind *behind)
+struct lim_verdict lim_fair_acquire(struct lim_set *s, const void *who, bool turn, uint64_t tokens,
+                                    uint64_t now_ms, enum lim_kind *behind)
 {
     struct lim__asks asks = {0};
     struct lim_verdict v;

@@ -183,8 +183,8 @@ enum lim_kind lim_fair_turn(struct lim_set *s, const void *who);
  * hold of the lock: the same answers as the two calls one after the other. *<behind> is
  * the limit the request next in turn waits for, and the verdict lim_peek's (nothing taken);
  * or LIM_NONE and lim_acquire's verdict. */
-struct lim_verdict lim_fair_acquire(struct lim_set *s, const void *who, bool turn,
-                                    uint64_t tokens, uint64_t now_ms, enum lim_kind *behind);
+struct lim_verdict lim_fair_acquire(struct lim_set *s, const void *who, bool turn, uint64_t tokens,
+                                    uint64_t now_ms, enum lim_kind *behind);
 /* lim_fair_turn's answer, the caller holding the set's lock (limits_fair.c). */
 enum lim_kind lim__fair_turn_locked(struct lim_set *s, const void *who);
 void lim_fair_free(struct lim_set *s);

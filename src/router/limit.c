@@ -280,8 +280,8 @@ static const char *take_one(struct request *r, const struct cfg_target *t, uint6
     struct lim_verdict *sv = prov ? pv : v;
     enum lim_kind behind;
 
-    *sv = lim_fair_acquire(s, r, !r->lim.fair_on || r->lim.fair_on == s, r->input.est_tokens,
-                           now, &behind);
+    *sv = lim_fair_acquire(s, r, !r->lim.fair_on || r->lim.fair_on == s, r->input.est_tokens, now,
+                           &behind);
     if (behind != LIM_NONE) {
         *wait_ms = sv->kind != LIM_NONE && sv->wait_ms > 0 ? sv->wait_ms : -1;
         return lim_limit_name(subj, behind);

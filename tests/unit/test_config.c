@@ -1547,7 +1547,7 @@ static void test_current_cached(void **state)
     assert_int_equal(atomic_load(&a->refs), 2); /* a reload never frees a held snapshot */
     pthread_barrier_wait(&step);
     assert_int_equal(pthread_join(th, NULL), 0);
-    assert_ptr_equal(r.second, b); /* the swap was seen */
+    assert_ptr_equal(r.second, b);              /* the swap was seen */
     assert_int_equal(atomic_load(&a->refs), 1); /* the reader dropped its old cache... */
     assert_int_equal(atomic_load(&b->refs), 1); /* ...and its new one when it exited */
     cfg_unref(spy);

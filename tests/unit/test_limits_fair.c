@@ -102,8 +102,7 @@ static void verdicts_equal(struct lim_verdict a, struct lim_verdict b, int step)
 {
     if (a.kind != b.kind || a.wait_ms != b.wait_ms || a.enforced != b.enforced)
         fail_msg("step %d: combined %d/%lld/%u, steps %d/%lld/%u", step, (int)a.kind,
-                 (long long)a.wait_ms, a.enforced, (int)b.kind, (long long)b.wait_ms,
-                 b.enforced);
+                 (long long)a.wait_ms, a.enforced, (int)b.kind, (long long)b.wait_ms, b.enforced);
 }
 
 /* On twin sets driven alike through a pseudo-random mix of queue entries, leaves, takes,

@@ -619,8 +619,7 @@ static void *shard_worker(void *p)
 
 static void test_shard_concurrent(void **state)
 {
-    struct verdicts *vs = verdicts_new_sharded(CONC_THREADS * CONC_PER_THREAD, 1000,
-                                               CONC_THREADS);
+    struct verdicts *vs = verdicts_new_sharded(CONC_THREADS * CONC_PER_THREAD, 1000, CONC_THREADS);
     struct conc_arg args[CONC_THREADS];
     pthread_t th[CONC_THREADS];
     struct vd_claim c;
@@ -649,17 +648,28 @@ static void test_shard_concurrent(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_claim_once),   cmocka_unit_test(test_scope),
-        cmocka_unit_test(test_expiry),       cmocka_unit_test(test_count_bound),
-        cmocka_unit_test(test_reused_id),    cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_windows),      cmocka_unit_test(test_tally_ages),
-        cmocka_unit_test(test_tally_cap),    cmocka_unit_test(test_own_and_shared),
-        cmocka_unit_test(test_scope_slots),  cmocka_unit_test(test_reused_id_other_scope),
-        cmocka_unit_test(test_target_bound), cmocka_unit_test(test_concurrent),
-        cmocka_unit_test(test_long_records), cmocka_unit_test(test_index_matches_model),
-        cmocka_unit_test(test_shard_claim_elsewhere), cmocka_unit_test(test_shard_newest_wins),
-        cmocka_unit_test(test_shard_expiry), cmocka_unit_test(test_shard_scope),
-        cmocka_unit_test(test_shard_bound), cmocka_unit_test(test_shard_concurrent),
+        cmocka_unit_test(test_claim_once),
+        cmocka_unit_test(test_scope),
+        cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_count_bound),
+        cmocka_unit_test(test_reused_id),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_windows),
+        cmocka_unit_test(test_tally_ages),
+        cmocka_unit_test(test_tally_cap),
+        cmocka_unit_test(test_own_and_shared),
+        cmocka_unit_test(test_scope_slots),
+        cmocka_unit_test(test_reused_id_other_scope),
+        cmocka_unit_test(test_target_bound),
+        cmocka_unit_test(test_concurrent),
+        cmocka_unit_test(test_long_records),
+        cmocka_unit_test(test_index_matches_model),
+        cmocka_unit_test(test_shard_claim_elsewhere),
+        cmocka_unit_test(test_shard_newest_wins),
+        cmocka_unit_test(test_shard_expiry),
+        cmocka_unit_test(test_shard_scope),
+        cmocka_unit_test(test_shard_bound),
+        cmocka_unit_test(test_shard_concurrent),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
