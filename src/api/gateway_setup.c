@@ -71,7 +71,7 @@ enum bsc_err gateway_open(struct gateway *gw, struct cfg *cfg)
     gw->n_workers = worker_count(cfg);
     gw->metrics = metrics_new(gw->n_workers);
     gw->conns = srv_group_new(gw->n_workers);
-    gw->verdicts = verdicts_new(VERDICTS_MAX_REQUESTS, VERDICTS_MAX_AGE_MS);
+    gw->verdicts = verdicts_new_sharded(VERDICTS_MAX_REQUESTS, VERDICTS_MAX_AGE_MS, gw->n_workers);
     gw->spend = spend_book_new();
     gw->keyring = keyring_new();
     gw->history = status_history_new();

@@ -2,10 +2,13 @@
 /* snapshot.c -- the life of a loaded snapshot: refcount (C11 atomics), free, and the
  * process-wide current pointer that a reload swaps. The current pointer is one
  * of the three commented globals (docs/design.md §13.6); a mutex makes get-and-ref atomic against a
- * concurrent swap-and-unref, at one uncontended lock per request. See
+ * concurrent swap-and-unref, taken only when a thread first gets the snapshot after a swap:
+ * each thread keeps a ref on the one it last got, checked by a generation counter. See
  * docs/internals/config.md. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,19 +146,75 @@ void cfg_unref(struct cfg *cfg)
 /* ---- the current snapshot ------------------------------------------------------------- */
 
 /* Global by design (docs/design.md §13.6): the snapshot new requests start from. The lock covers
- * only the pointer read plus the ref increment, and the pointer write; the old snapshot
- * is unreffed outside it. */
+ * the pointer read plus the ref increment, and the pointer write with the generation bump;
+ * the old snapshot is unreffed outside it. */
 static pthread_mutex_t current_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cfg *current;
+static atomic_uint_fast64_t current_gen = 1; /* bumped by every swap, under the lock */
+
+/* Each thread's ref on the snapshot that was current at generation <cached_gen> (0: none),
+ * so a get while no reload happened takes no lock: one read of the generation, which
+ * stays in every core's cache, and the ref increment. The ref is dropped when the thread
+ * next finds a new generation, swaps itself, or exits (the key's destructor). */
+static _Thread_local struct cfg *cached;
+static _Thread_local uint_fast64_t cached_gen;
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static bool cache_key_ok;
+
+static void cache_drop_at_exit(void *cfg)
+{
+    cfg_unref(cfg);
+}
+
+static void cache_key_make(void)
+{
+    cache_key_ok = pthread_key_create(&cache_key, cache_drop_at_exit) == 0;
+}
+
+/* Drops the calling thread's cached ref. */
+static void cache_forget(void)
+{
+    struct cfg *old = cached;
+
+    if (!cached_gen)
+        return;
+    cached = NULL;
+    cached_gen = 0;
+    if (old)
+        pthread_setspecific(cache_key, NULL);
+    cfg_unref(old);
+}
+
+/* The slow path: a ref on the current snapshot under the lock, and one more cached for the
+ * thread when it can be dropped at the thread's exit. */
+static struct cfg *current_refresh(void)
+{
+    uint_fast64_t gen;
+    struct cfg *c;
+    bool keep;
+
+    pthread_once(&cache_once, cache_key_make);
+    cache_forget();
+    pthread_mutex_lock(&current_lock);
+    c = cfg_ref(current);
+    gen = atomic_load_explicit(&current_gen, memory_order_relaxed);
+    pthread_mutex_unlock(&current_lock);
+    keep = cache_key_ok && (!c || pthread_setspecific(cache_key, c) == 0);
+    if (keep) {
+        cached = cfg_ref(c); /* c is alive: the caller's ref */
+        cached_gen = gen;
+    }
+    return c;
+}
 
 struct cfg *cfg_current_get(void)
 {
-    struct cfg *c;
-
-    pthread_mutex_lock(&current_lock);
-    c = cfg_ref(current);
-    pthread_mutex_unlock(&current_lock);
-    return c;
+    /* Acquire pairs with the swap's release: a thread that sees its cached generation saw
+     * no swap after it, so its snapshot is still the current one. */
+    if (cached_gen && cached_gen == atomic_load_explicit(&current_gen, memory_order_acquire))
+        return cfg_ref(cached);
+    return current_refresh();
 }
 
 void cfg_current_swap(struct cfg *next)
@@ -165,6 +224,8 @@ void cfg_current_swap(struct cfg *next)
     pthread_mutex_lock(&current_lock);
     old = current;
     current = next;
+    atomic_fetch_add_explicit(&current_gen, 1, memory_order_release);
     pthread_mutex_unlock(&current_lock);
     cfg_unref(old);
+    cache_forget(); /* the swapping thread's own (at exit, the last refs but the workers') */
 }

@@ -61,14 +61,24 @@ struct vidx {
     uint32_t slot1;
 };
 
-struct verdicts {
-    pthread_mutex_t mu;
+/* One shard of the recent-request table: a ring in finish order, its records and its index.
+ * Each worker finishes requests into its own shard, so the ring's head, index and mutex
+ * stay in that worker's cache instead of moving between cores on every request; a claim
+ * (rare) searches every shard. Aligned so two shards never share a cache line. */
+struct vring {
+    _Alignas(64) pthread_mutex_t mu;
     struct vrec **ring;
     uint32_t *ring_hash; /* each ring slot's request hash (valid while ring[i] is set) */
     struct vidx *index;  /* open addressing, linear probing, at most half full */
     char *slab; /* cap x VREC_SLOT: ring slot i's record, when it fits */
     size_t cap, head, count, mask; /* mask: of the index */
     uint64_t max_age_ms;
+};
+
+struct verdicts {
+    pthread_mutex_t mu; /* the target windows and tallies */
+    struct vring *rings;
+    size_t n_rings;
     struct vtarget *targets; /* VT_SLOTS */
     size_t n_targets;
 };
@@ -93,63 +103,100 @@ static uint32_t hash_req(const char *id, const char *scope)
     return (uint32_t)(h ^ (h >> 32));
 }
 
-struct verdicts *verdicts_new(size_t max_requests, uint64_t max_age_ms)
+static void ring_cleanup(struct vring *vr)
 {
-    struct verdicts *vs;
+    for (size_t i = 0; vr->ring && i < vr->cap; i++)
+        if (vr->ring[i] && vr->ring[i]->heap)
+            free(vr->ring[i]);
+    free(vr->slab);
+    free(vr->ring);
+    free(vr->ring_hash);
+    free(vr->index);
+    pthread_mutex_destroy(&vr->mu);
+}
+
+/* A shard of <cap> requests (cap >= 1); false when out of memory (cleaned up). */
+static bool ring_init(struct vring *vr, size_t cap, uint64_t max_age_ms)
+{
     size_t nb = 16;
 
-    if (max_requests == 0 || max_requests >= UINT32_MAX / 2)
-        return NULL;
-    while (nb < 2 * max_requests)
+    while (nb < 2 * cap)
         nb <<= 1;
+    vr->ring = calloc(cap, sizeof(*vr->ring));
+    vr->ring_hash = calloc(cap, sizeof(*vr->ring_hash));
+    vr->index = calloc(nb, sizeof(*vr->index));
+    vr->slab = malloc(cap * VREC_SLOT); /* pages are touched as the ring fills */
+    if (pthread_mutex_init(&vr->mu, NULL)) {
+        free(vr->slab);
+        free(vr->ring);
+        free(vr->ring_hash);
+        free(vr->index);
+        return false;
+    }
+    vr->cap = cap;
+    vr->mask = nb - 1;
+    vr->max_age_ms = max_age_ms;
+    if (!vr->ring || !vr->ring_hash || !vr->index || !vr->slab) {
+        ring_cleanup(vr);
+        return false;
+    }
+    return true;
+}
+
+struct verdicts *verdicts_new_sharded(size_t max_requests, uint64_t max_age_ms, size_t shards)
+{
+    struct verdicts *vs;
+    size_t per;
+
+    if (max_requests == 0 || max_requests >= UINT32_MAX / 2 || shards == 0 || shards > max_requests)
+        return NULL;
+    per = (max_requests + shards - 1) / shards;
     vs = calloc(1, sizeof(*vs));
     if (!vs)
         return NULL;
-    vs->ring = calloc(max_requests, sizeof(*vs->ring));
-    vs->ring_hash = calloc(max_requests, sizeof(*vs->ring_hash));
-    vs->index = calloc(nb, sizeof(*vs->index));
     vs->targets = calloc(VT_SLOTS, sizeof(*vs->targets));
-    vs->slab = malloc(max_requests * VREC_SLOT); /* pages are touched as the ring fills */
-    if (!vs->ring || !vs->ring_hash || !vs->index || !vs->targets || !vs->slab ||
-        pthread_mutex_init(&vs->mu, NULL)) {
-        free(vs->slab);
-        free(vs->ring);
-        free(vs->ring_hash);
-        free(vs->index);
+    vs->rings = aligned_alloc(_Alignof(struct vring), shards * sizeof(*vs->rings));
+    if (!vs->targets || !vs->rings || pthread_mutex_init(&vs->mu, NULL)) {
+        free(vs->rings);
         free(vs->targets);
         free(vs);
         return NULL;
     }
-    vs->cap = max_requests;
-    vs->mask = nb - 1;
-    vs->max_age_ms = max_age_ms;
+    for (; vs->n_rings < shards; vs->n_rings++) {
+        memset(&vs->rings[vs->n_rings], 0, sizeof(vs->rings[0]));
+        if (!ring_init(&vs->rings[vs->n_rings], per, max_age_ms)) {
+            verdicts_free(vs);
+            return NULL;
+        }
+    }
     return vs;
+}
+
+struct verdicts *verdicts_new(size_t max_requests, uint64_t max_age_ms)
+{
+    return verdicts_new_sharded(max_requests, max_age_ms, 1);
 }
 
 void verdicts_free(struct verdicts *vs)
 {
     if (!vs)
         return;
-    for (size_t i = 0; i < vs->cap; i++)
-        if (vs->ring[i] && vs->ring[i]->heap)
-            free(vs->ring[i]);
-    free(vs->slab);
-    free(vs->ring);
-    free(vs->ring_hash);
-    free(vs->index);
+    for (size_t i = 0; i < vs->n_rings; i++)
+        ring_cleanup(&vs->rings[i]);
+    free(vs->rings);
     free(vs->targets);
     pthread_mutex_destroy(&vs->mu);
     free(vs);
 }
 
 /* Drops the entry in ring slot <slot> (locked). */
-static void index_add(struct verdicts *vs, uint32_t hash, size_t slot)
+static void index_add(struct vring *vr, uint32_t hash, size_t slot)
 {
-    size_t i = hash & vs->mask;
+    size_t i = hash & vr->mask;
 
-    while (vs->index[i].slot1)
-        i = (i + 1) & vs->mask;
-    vs->index[i] = (struct vidx){hash, (uint32_t)slot + 1};
+    while (vr->index[i].slot1)
+        i = (i + 1) & vr->mask;
+    vr->index[i] = (struct vidx){hash, (uint32_t)slot + 1};
 }
 
 /* Whether an entry whose home is <home> may move back to the hole at <hole> from <at>: the
@@ -161,54 +208,54 @@ static bool may_fill(size_t home, size_t hole, size_t at)
 
 /* Removes ring slot <slot>'s entry (it is there) and closes the gap by moving back the
  * entries of the run behind it, so every entry stays reachable from its home. */
-static void index_remove(struct verdicts *vs, uint32_t hash, size_t slot)
+static void index_remove(struct vring *vr, uint32_t hash, size_t slot)
 {
-    size_t hole = hash & vs->mask, at;
+    size_t hole = hash & vr->mask, at;
 
-    while (vs->index[hole].slot1 != (uint32_t)slot + 1)
-        hole = (hole + 1) & vs->mask;
-    for (at = (hole + 1) & vs->mask; vs->index[at].slot1; at = (at + 1) & vs->mask)
-        if (may_fill(vs->index[at].hash & vs->mask, hole, at)) {
-            vs->index[hole] = vs->index[at];
+    while (vr->index[hole].slot1 != (uint32_t)slot + 1)
+        hole = (hole + 1) & vr->mask;
+    for (at = (hole + 1) & vr->mask; vr->index[at].slot1; at = (at + 1) & vr->mask)
+        if (may_fill(vr->index[at].hash & vr->mask, hole, at)) {
+            vr->index[hole] = vr->index[at];
             hole = at;
         }
-    vs->index[hole] = (struct vidx){0, 0};
+    vr->index[hole] = (struct vidx){0, 0};
 }
 
-static bool in_slab(const struct verdicts *vs, size_t slot, const struct vrec *e)
+static bool in_slab(const struct vring *vr, size_t slot, const struct vrec *e)
 {
-    return (const char *)e == vs->slab + slot * VREC_SLOT;
+    return (const char *)e == vr->slab + slot * VREC_SLOT;
 }
 
-static void evict(struct verdicts *vs, size_t slot)
+static void evict(struct vring *vr, size_t slot)
 {
-    struct vrec *e = vs->ring[slot];
+    struct vrec *e = vr->ring[slot];
 
     if (!e)
         return;
-    index_remove(vs, vs->ring_hash[slot], slot);
-    if (!in_slab(vs, slot, e))
+    index_remove(vr, vr->ring_hash[slot], slot);
+    if (!in_slab(vr, slot, e))
         free(e);
-    vs->ring[slot] = NULL;
-    vs->count--;
+    vr->ring[slot] = NULL;
+    vr->count--;
 }
 
 /* A finish time ahead of <now_ms> (another worker's clock read) is not expired. */
-static bool expired(const struct verdicts *vs, const struct vrec *e, uint64_t now_ms)
+static bool expired(const struct vring *vr, const struct vrec *e, uint64_t now_ms)
 {
-    return e->finish_ms < now_ms && now_ms - e->finish_ms > vs->max_age_ms;
+    return e->finish_ms < now_ms && now_ms - e->finish_ms > vr->max_age_ms;
 }
 
 /* Evicts the oldest entries while they are past the age bound (locked). */
-static void expire(struct verdicts *vs, uint64_t now_ms)
+static void expire(struct vring *vr, uint64_t now_ms)
 {
-    while (vs->count) {
-        size_t oldest = (vs->head + vs->cap - vs->count) % vs->cap;
-        const struct vrec *e = vs->ring[oldest];
+    while (vr->count) {
+        size_t oldest = (vr->head + vr->cap - vr->count) % vr->cap;
+        const struct vrec *e = vr->ring[oldest];
 
-        if (!e || !expired(vs, e, now_ms))
+        if (!e || !expired(vr, e, now_ms))
             return;
-        evict(vs, oldest);
+        evict(vr, oldest);
     }
 }
 
@@ -218,12 +265,12 @@ static bool str_ok(const char *s, size_t max)
 }
 
 /* The record of <rq> in ring slot <slot> (its slab slot, or the heap when too long). */
-static struct vrec *rec_new(struct verdicts *vs, size_t slot, const struct vd_request *rq)
+static struct vrec *rec_new(struct vring *vr, size_t slot, const struct vd_request *rq)
 {
     size_t li = strlen(rq->id), lr = strlen(rq->route), lt = strlen(rq->target);
     size_t ls = strlen(rq->scope), size = sizeof(struct vrec) + li + lr + lt + ls + 4;
     bool heap = size > VREC_SLOT;
-    struct vrec *e = heap ? malloc(size) : (struct vrec *)(void *)(vs->slab + slot * VREC_SLOT);
+    struct vrec *e = heap ? malloc(size) : (struct vrec *)(void *)(vr->slab + slot * VREC_SLOT);
 
     if (!e)
         return NULL;
@@ -240,6 +287,7 @@ static struct vrec *rec_new(struct verdicts *vs, size_t slot, const struct vd_re
 
 enum bsc_err verdicts_finished(struct verdicts *vs, const struct vd_request *rq)
 {
+    struct vring *vr = &vs->rings[rq->shard % vs->n_rings];
     struct vrec *e;
     uint32_t h;
 
@@ -247,26 +295,26 @@ enum bsc_err verdicts_finished(struct verdicts *vs, const struct vd_request *rq)
         !str_ok(rq->target, VERDICTS_ID_MAX) || !str_ok(rq->scope, VERDICTS_SCOPE_MAX))
         return BSC_EINVAL;
     h = hash_req(rq->id, rq->scope);
-    pthread_mutex_lock(&vs->mu);
-    expire(vs, rq->finish_ms);
-    evict(vs, vs->head); /* the oldest when full: its slot is the new record's */
-    e = rec_new(vs, vs->head, rq);
+    pthread_mutex_lock(&vr->mu);
+    expire(vr, rq->finish_ms);
+    evict(vr, vr->head); /* the oldest when full: its slot is the new record's */
+    e = rec_new(vr, vr->head, rq);
     if (!e) {
-        pthread_mutex_unlock(&vs->mu);
+        pthread_mutex_unlock(&vr->mu);
         return BSC_ENOMEM;
     }
-    index_add(vs, h, vs->head);
-    vs->ring_hash[vs->head] = h;
-    vs->ring[vs->head] = e;
-    vs->head = (vs->head + 1) % vs->cap;
-    vs->count++;
+    index_add(vr, h, vr->head);
+    vr->ring_hash[vr->head] = h;
+    vr->ring[vr->head] = e;
+    vr->head = (vr->head + 1) % vr->cap;
+    vr->count++;
     /* The next request's eviction: the oldest record (read for its age) and its index line,
      * fetched while this request's answer is written rather than waited for then. */
-    if (vs->ring[vs->head]) {
-        __builtin_prefetch(vs->ring[vs->head]);
-        __builtin_prefetch(&vs->index[vs->ring_hash[vs->head] & vs->mask], 1);
+    if (vr->ring[vr->head]) {
+        __builtin_prefetch(vr->ring[vr->head]);
+        __builtin_prefetch(&vr->index[vr->ring_hash[vr->head] & vr->mask], 1);
     }
-    pthread_mutex_unlock(&vs->mu);
+    pthread_mutex_unlock(&vr->mu);
     return BSC_OK;
 }
 
@@ -274,24 +322,39 @@ enum bsc_err verdicts_finished(struct verdicts *vs, const struct vd_request *rq)
  * (a client may choose its X-Request-Id) is neither found nor in the way. The probe run
  * may hold several requests with this id (a client reusing one): the newest is the one
  * fewest ring slots behind the head. */
-static struct vrec *lookup(struct verdicts *vs, const char *id, const char *scope)
+static struct vrec *lookup(struct vring *vr, const char *id, const char *scope)
 {
     uint32_t h = hash_req(id, scope);
     struct vrec *best = NULL;
     size_t best_age = SIZE_MAX;
 
-    for (size_t i = h & vs->mask; vs->index[i].slot1; i = (i + 1) & vs->mask) {
-        size_t slot = vs->index[i].slot1 - 1, age;
-        struct vrec *e = vs->ring[slot];
+    for (size_t i = h & vr->mask; vr->index[i].slot1; i = (i + 1) & vr->mask) {
+        size_t slot = vr->index[i].slot1 - 1, age;
+        struct vrec *e = vr->ring[slot];
 
-        if (vs->index[i].hash != h || strcmp(e->s, id) != 0 ||
+        if (vr->index[i].hash != h || strcmp(e->s, id) != 0 ||
             strcmp(e->s + e->off_scope, scope) != 0)
             continue;
-        age = (vs->head + vs->cap - 1 - slot) % vs->cap;
+        age = (vr->head + vr->cap - 1 - slot) % vr->cap;
         if (age < best_age) {
             best = e;
             best_age = age;
         }
+    }
+    return best;
+}
+
+/* The newest request <id> of <scope> over every shard (all locked): the latest finish time,
+ * the first shard's on a tie; within a shard, lookup()'s newest. */
+static struct vrec *lookup_all(struct verdicts *vs, const char *id, const char *scope)
+{
+    struct vrec *best = NULL;
+
+    for (size_t i = 0; i < vs->n_rings; i++) {
+        struct vrec *e = lookup(&vs->rings[i], id, scope);
+
+        if (e && (!best || e->finish_ms > best->finish_ms))
+            best = e;
     }
     return best;
 }
@@ -304,12 +367,16 @@ enum bsc_err verdicts_claim(struct verdicts *vs, const char *id, const char *sco
 
     if (!id || !scope)
         return BSC_ENOTFOUND;
-    pthread_mutex_lock(&vs->mu);
-    expire(vs, now_ms);
-    e = lookup(vs, id, scope);
+    /* Every shard, in index order (the only place more than one is held): the claim of a
+     * request is decided once even when another worker finishes the same id meanwhile. */
+    for (size_t i = 0; i < vs->n_rings; i++) {
+        pthread_mutex_lock(&vs->rings[i].mu);
+        expire(&vs->rings[i], now_ms);
+    }
+    e = lookup_all(vs, id, scope);
     /* Entries are evicted in insertion order, so one finished out of order (a slower
      * worker's clock) can outlive its age: check it here too. */
-    if (!e || expired(vs, e, now_ms)) {
+    if (!e || expired(&vs->rings[0], e, now_ms)) {
         err = BSC_ENOTFOUND;
     } else if (e->claimed) {
         err = BSC_EEXIST;
@@ -319,7 +386,8 @@ enum bsc_err verdicts_claim(struct verdicts *vs, const char *id, const char *sco
         snprintf(out->target, sizeof(out->target), "%s", e->s + e->off_target);
         out->workflow = e->workflow;
     }
-    pthread_mutex_unlock(&vs->mu);
+    for (size_t i = vs->n_rings; i-- > 0;)
+        pthread_mutex_unlock(&vs->rings[i].mu);
     return err;
 }
 

@@ -3,7 +3,8 @@
  * table of recently finished requests (so POST /v1/feedback can attribute a task verdict to
  * the route, target and workflow that answered) and, per target, bounded windows of recent
  * attempt outcomes and task verdicts (for balance: score and the status page). Thread-safe
- * (one mutex, held for a hash lookup), takes the time from the caller, never calls back.
+ * (a mutex per request shard and one for the targets, each held for a hash lookup), takes
+ * the time from the caller, never calls back.
  * See docs/internals/feedback.md. */
 #ifndef BSC_HEALTH_VERDICTS_H
 #define BSC_HEALTH_VERDICTS_H
@@ -40,6 +41,7 @@ struct vd_request {
     const char *id, *route, *target, *scope;
     int workflow; /* enum attempt_workflow */
     uint64_t finish_ms;
+    unsigned shard; /* the shard it is kept in (modulo their number): the finishing worker's */
 };
 
 /* What a claim returns: copies, valid without the lock. */
@@ -78,15 +80,22 @@ struct vd_verdict {
 /* A table of at most <max_requests> requests, each kept at most <max_age_ms>. NULL when out
  * of memory or when <max_requests> is 0. */
 struct verdicts *verdicts_new(size_t max_requests, uint64_t max_age_ms);
+/* The same table split into <shards> (1 ..= max_requests) shards of max_requests / shards
+ * requests each, rounded up: each worker records into its own, so recording never shares a
+ * lock or a cache line with another worker; a claim searches them all. */
+struct verdicts *verdicts_new_sharded(size_t max_requests, uint64_t max_age_ms, size_t shards);
 void verdicts_free(struct verdicts *vs);
 
-/* Records a finished request; the oldest entry (and any past its age) makes room.
+/* Records a finished request in its shard; the shard's oldest entry (and any past its age)
+ * makes room.
  * BSC_EINVAL for a missing or too long string, BSC_ENOMEM. */
 enum bsc_err verdicts_finished(struct verdicts *vs, const struct vd_request *rq);
 
 /* Takes the one verdict request <id> may get, when <scope> made it: BSC_OK fills <out>;
  * BSC_ENOTFOUND when unknown, older than the age bound, or made by another scope (which
- * must not learn that it exists); BSC_EEXIST when it was already claimed. */
+ * must not learn that it exists); BSC_EEXIST when it was already claimed. Of several
+ * requests with this id, the newest: the latest finish time over the shards, the last
+ * recorded within one. */
 enum bsc_err verdicts_claim(struct verdicts *vs, const char *id, const char *scope,
                             uint64_t now_ms, struct vd_claim *out);
 

@@ -178,17 +178,23 @@ static struct lim_verdict check_local(struct lim_set *s, struct lim_caps c, uint
     return v;
 }
 
+/* lim_peek's verdict, the caller holding the lock. */
+static struct lim_verdict peek_locked(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
+{
+    bool fleet;
+    struct lim_caps c = mode(s, now_ms, &fleet);
+
+    return fleet ? lim__fleet_check(s, c, tokens, now_ms, NULL) : check_local(s, c, tokens, now_ms);
+}
+
 struct lim_verdict lim_peek(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
 {
     struct lim_verdict v;
-    struct lim_caps c;
-    bool fleet;
 
     if (!lim_set_active(s))
         return (struct lim_verdict){LIM_NONE, 0, 0};
     pthread_mutex_lock(&s->mu);
-    c = mode(s, now_ms, &fleet);
-    v = fleet ? lim__fleet_check(s, c, tokens, now_ms, NULL) : check_local(s, c, tokens, now_ms);
+    v = peek_locked(s, tokens, now_ms);
     pthread_mutex_unlock(&s->mu);
     return v;
 }
@@ -200,18 +206,17 @@ static void take_local(struct lim_set *s, struct lim_caps c, uint64_t tokens, ui
         lim_rate_take(&s->tok, c.tpm, c.tpm_burst, tokens, now_ms);
 }
 
-struct lim_verdict lim_acquire(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
+/* lim_acquire's check and take, the caller holding the lock; the fleet asks to send once
+ * it is released go to <asks>. */
+static struct lim_verdict acquire_locked(struct lim_set *s, uint64_t tokens, uint64_t now_ms,
+                                         struct lim__asks *asks)
 {
-    struct lim__asks asks = {0};
     struct lim_verdict v;
     struct lim_caps c;
     bool fleet;
 
-    if (!lim_set_active(s))
-        return (struct lim_verdict){LIM_NONE, 0, 0};
-    pthread_mutex_lock(&s->mu);
     c = mode(s, now_ms, &fleet);
-    v = fleet ? lim__fleet_check(s, c, tokens, now_ms, &asks) : check_local(s, c, tokens, now_ms);
+    v = fleet ? lim__fleet_check(s, c, tokens, now_ms, asks) : check_local(s, c, tokens, now_ms);
     if (v.kind == LIM_NONE) {
         if (fleet)
             lim__fleet_take(s, c, tokens);
@@ -219,6 +224,38 @@ struct lim_verdict lim_acquire(struct lim_set *s, uint64_t tokens, uint64_t now_
             take_local(s, c, tokens, now_ms);
         s->inflight++;
     }
+    return v;
+}
+
+struct lim_verdict lim_acquire(struct lim_set *s, uint64_t tokens, uint64_t now_ms)
+{
+    struct lim__asks asks = {0};
+    struct lim_verdict v;
+
+    if (!lim_set_active(s))
+        return (struct lim_verdict){LIM_NONE, 0, 0};
+    pthread_mutex_lock(&s->mu);
+    v = acquire_locked(s, tokens, now_ms, &asks);
+    pthread_mutex_unlock(&s->mu);
+    if (asks.n)
+        lim__fleet_send(s, &asks, 0);
+    return v;
+}
+
+struct lim_verdict lim_fair_acquire(struct lim_set *s, const void *who, bool turn, uint64_t tokens,
+                                    uint64_t now_ms, enum lim_kind *behind)
+{
+    struct lim__asks asks = {0};
+    struct lim_verdict v;
+
+    *behind = LIM_NONE;
+    if (!lim_set_active(s))
+        return (struct lim_verdict){LIM_NONE, 0, 0};
+    pthread_mutex_lock(&s->mu);
+    if (turn && (*behind = lim__fair_turn_locked(s, who)) != LIM_NONE)
+        v = peek_locked(s, tokens, now_ms);
+    else
+        v = acquire_locked(s, tokens, now_ms, &asks);
     pthread_mutex_unlock(&s->mu);
     if (asks.n)
         lim__fleet_send(s, &asks, 0);

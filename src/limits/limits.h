@@ -179,6 +179,14 @@ uint64_t lim_fair_leave(struct lim_set *s, const void *who, bool served);
 /* LIM_NONE when <who> may take <s>'s room now (no one waits, or it is next); else the limit
  * the request next in turn waits for. */
 enum lim_kind lim_fair_turn(struct lim_set *s, const void *who);
+/* lim_fair_turn (only when <turn>) then, when it is <who>'s turn, lim_acquire, under one
+ * hold of the lock: the same answers as the two calls one after the other. *<behind> is
+ * the limit the request next in turn waits for, and the verdict lim_peek's (nothing taken);
+ * or LIM_NONE and lim_acquire's verdict. */
+struct lim_verdict lim_fair_acquire(struct lim_set *s, const void *who, bool turn, uint64_t tokens,
+                                    uint64_t now_ms, enum lim_kind *behind);
+/* lim_fair_turn's answer, the caller holding the set's lock (limits_fair.c). */
+enum lim_kind lim__fair_turn_locked(struct lim_set *s, const void *who);
 void lim_fair_free(struct lim_set *s);
 
 /* A copy of a set's counters. */

@@ -85,16 +85,21 @@ static const struct lim_ticket *head(const struct lim_fair *f)
     return h;
 }
 
+enum lim_kind lim__fair_turn_locked(struct lim_set *s, const void *who)
+{
+    const struct lim_ticket *h = head(&s->fair);
+
+    return !h || h->who == who ? LIM_NONE : h->kind;
+}
+
 enum lim_kind lim_fair_turn(struct lim_set *s, const void *who)
 {
-    const struct lim_ticket *h;
     enum lim_kind k;
 
     if (!lim_set_active(s))
         return LIM_NONE;
     pthread_mutex_lock(&s->mu);
-    h = head(&s->fair);
-    k = !h || h->who == who ? LIM_NONE : h->kind;
+    k = lim__fair_turn_locked(s, who);
     pthread_mutex_unlock(&s->mu);
     return k;
 }

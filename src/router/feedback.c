@@ -47,6 +47,7 @@ static void remember(const struct feedback_attempt *fa)
         .scope = fa->scope,
         .workflow = (int)fa->wf,
         .finish_ms = bsc_now_ms(),
+        .shard = fa->shard,
     };
 
     if (verdicts_finished(fa->vd, &rq) != BSC_OK)

@@ -240,30 +240,73 @@ static void fair_enter(struct request *r, const struct cfg_target *t, const char
     }
 }
 
+/* Both sets of <t> limit: the turn in each, then the target's take, then the provider's
+ * (undoing the target's when the provider refuses). */
+static const char *take_both(struct request *r, const struct cfg_target *t, uint64_t now,
+                             int64_t *wait_ms, struct lim_verdict *v, struct lim_verdict *pv)
+{
+    struct lim_set *ts = t->lim, *ps = t->provider->lim;
+    const char *later = fair_turn(r, t, now, wait_ms);
+
+    if (later)
+        return later;
+    *v = lim_acquire(ts, r->input.est_tokens, now);
+    if (v->kind != LIM_NONE) {
+        *wait_ms = v->wait_ms;
+        if (v->wait_ms == LIM_WAIT_FLEET)
+            r->lim.fleet_wait = t;
+        return lim_limit_name(LIM_SUBJ_TARGET, v->kind);
+    }
+    *pv = lim_acquire(ps, r->input.est_tokens, now);
+    if (pv->kind != LIM_NONE) {
+        wake(r, lim_undo(ts, r->input.est_tokens, now));
+        *wait_ms = pv->wait_ms;
+        if (pv->wait_ms == LIM_WAIT_FLEET)
+            r->lim.fleet_wait = t;
+        return lim_limit_name(LIM_SUBJ_PROVIDER, pv->kind);
+    }
+    return NULL;
+}
+
+/* At most one set of <t> limits (the usual case): the same steps as take_both, whose calls
+ * on the set that does not limit take and answer nothing, with the turn and the take in
+ * one hold of the limiting set's lock instead of two. */
+static const char *take_one(struct request *r, const struct cfg_target *t, uint64_t now,
+                            int64_t *wait_ms, struct lim_verdict *v, struct lim_verdict *pv)
+{
+    bool prov = lim_set_active(t->provider->lim);
+    struct lim_set *s = prov ? t->provider->lim : t->lim;
+    enum lim_subject subj = prov ? LIM_SUBJ_PROVIDER : LIM_SUBJ_TARGET;
+    struct lim_verdict *sv = prov ? pv : v;
+    enum lim_kind behind;
+
+    *sv = lim_fair_acquire(s, r, !r->lim.fair_on || r->lim.fair_on == s, r->input.est_tokens, now,
+                           &behind);
+    if (behind != LIM_NONE) {
+        *wait_ms = sv->kind != LIM_NONE && sv->wait_ms > 0 ? sv->wait_ms : -1;
+        return lim_limit_name(subj, behind);
+    }
+    if (sv->kind == LIM_NONE)
+        return NULL;
+    if (prov) /* as take_both: the target's (empty) take is undone */
+        wake(r, lim_undo(t->lim, r->input.est_tokens, now));
+    *wait_ms = sv->wait_ms;
+    if (sv->wait_ms == LIM_WAIT_FLEET)
+        r->lim.fleet_wait = t;
+    return lim_limit_name(subj, sv->kind);
+}
+
 const char *reqlim_take(struct request *r, const struct cfg_target *t, int64_t *wait_ms)
 {
     struct lim_set *ts = t->lim, *ps = t->provider->lim;
     uint64_t now = bsc_now_ms();
-    const char *later = fair_turn(r, t, now, wait_ms);
-    struct lim_verdict v, pv;
+    struct lim_verdict v = {LIM_NONE, 0, 0}, pv = {LIM_NONE, 0, 0};
+    const char *later = lim_set_active(ts) && lim_set_active(ps)
+                            ? take_both(r, t, now, wait_ms, &v, &pv)
+                            : take_one(r, t, now, wait_ms, &v, &pv);
 
     if (later)
         return later;
-    v = lim_acquire(ts, r->input.est_tokens, now);
-    if (v.kind != LIM_NONE) {
-        *wait_ms = v.wait_ms;
-        if (v.wait_ms == LIM_WAIT_FLEET)
-            r->lim.fleet_wait = t;
-        return lim_limit_name(LIM_SUBJ_TARGET, v.kind);
-    }
-    pv = lim_acquire(ps, r->input.est_tokens, now);
-    if (pv.kind != LIM_NONE) {
-        wake(r, lim_undo(ts, r->input.est_tokens, now));
-        *wait_ms = pv.wait_ms;
-        if (pv.wait_ms == LIM_WAIT_FLEET)
-            r->lim.fleet_wait = t;
-        return lim_limit_name(LIM_SUBJ_PROVIDER, pv.kind);
-    }
     fair_leave(r, r->lim.fair_on == ts || r->lim.fair_on == ps);
     r->lim.held = t;
     r->lim.held_t = v.enforced != 0;

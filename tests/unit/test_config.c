@@ -1484,8 +1484,8 @@ static void test_current_swap(void **state)
     cfg_current_swap(a); /* takes a's ref */
     held = cfg_current_get();
     assert_ptr_equal(held, a);
-    assert_int_equal(atomic_load(&a->refs), 2);
-    cfg_current_swap(b); /* drops the current's ref on a; <held> keeps it alive */
+    assert_int_equal(atomic_load(&a->refs), 3); /* the current's, this thread's cache's, held */
+    cfg_current_swap(b); /* drops the current's ref on a and this thread's; <held> keeps it */
     assert_int_equal(atomic_load(&held->refs), 1);
     assert_string_equal(held->routes[0].id, "r");
     cfg_unref(held);
@@ -1504,6 +1504,55 @@ static void test_current_swap(void **state)
     }
     cfg_current_swap(NULL);
     assert_null(cfg_current_get());
+}
+
+/* A thread's cached snapshot: it is the current one until a swap, the first get after the
+ * swap returns the new one and drops the old ref, and the thread's exit drops its ref. */
+struct cached_reader {
+    pthread_barrier_t *step;
+    struct cfg *first, *second; /* what each get returned (compared only, not dereferenced) */
+};
+
+static void *cached_reader_main(void *arg)
+{
+    struct cached_reader *r = arg;
+    struct cfg *c = cfg_current_get();
+
+    r->first = c;
+    cfg_unref(c);
+    pthread_barrier_wait(r->step); /* the main thread counts refs, swaps */
+    pthread_barrier_wait(r->step);
+    c = cfg_current_get();
+    r->second = c;
+    cfg_unref(c);
+    return NULL;
+}
+
+static void test_current_cached(void **state)
+{
+    pthread_barrier_t step;
+    struct cached_reader r = {.step = &step};
+    struct cfg *a = load_base(), *b = load_base(), *spy;
+    pthread_t th;
+
+    (void)state;
+    assert_int_equal(pthread_barrier_init(&step, NULL, 2), 0);
+    cfg_current_swap(a);
+    spy = cfg_ref(a);
+    assert_int_equal(pthread_create(&th, NULL, cached_reader_main, &r), 0);
+    pthread_barrier_wait(&step);
+    assert_ptr_equal(r.first, a);
+    assert_int_equal(atomic_load(&a->refs), 3); /* the current's, spy, the reader's cache */
+    cfg_current_swap(b);
+    assert_int_equal(atomic_load(&a->refs), 2); /* a reload never frees a held snapshot */
+    pthread_barrier_wait(&step);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_ptr_equal(r.second, b);              /* the swap was seen */
+    assert_int_equal(atomic_load(&a->refs), 1); /* the reader dropped its old cache... */
+    assert_int_equal(atomic_load(&b->refs), 1); /* ...and its new one when it exited */
+    cfg_unref(spy);
+    cfg_current_swap(NULL);
+    pthread_barrier_destroy(&step);
 }
 
 /* ---- files ---------------------------------------------------------------------------- */
@@ -2055,6 +2104,7 @@ int main(void)
         cmocka_unit_test(test_depth_and_diag_bounds),
         cmocka_unit_test(test_refcount_and_lookups),
         cmocka_unit_test(test_current_swap),
+        cmocka_unit_test(test_current_cached),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_production_example),
         cmocka_unit_test(test_cache_price_defaults),

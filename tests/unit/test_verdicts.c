@@ -496,17 +496,180 @@ static void test_concurrent(void **state)
     verdicts_free(vs);
 }
 
+/* ---- shards: one per worker, a claim searches them all ---- */
+
+static void put_on(struct verdicts *vs, unsigned shard, const char *id, const char *route,
+                   const char *scope, uint64_t at)
+{
+    struct vd_request r = rq(id, scope, at);
+
+    r.route = route;
+    r.shard = shard;
+    assert_int_equal(verdicts_finished(vs, &r), BSC_OK);
+}
+
+/* A request finished on one worker's shard is claimed from any; once only. */
+static void test_shard_claim_elsewhere(void **state)
+{
+    struct verdicts *vs = verdicts_new_sharded(8, 1000, 2);
+    struct vd_claim c;
+
+    (void)state;
+    put_on(vs, 1, "req_1", "chat", "s", 100);
+    put_on(vs, 2, "req_2", "chat", "s", 100); /* shard numbers wrap: 2 is shard 0 */
+    assert_int_equal(verdicts_claim(vs, "req_1", "s", 150, &c), BSC_OK);
+    assert_string_equal(c.route, "chat");
+    assert_int_equal(verdicts_claim(vs, "req_1", "s", 150, &c), BSC_EEXIST);
+    assert_int_equal(verdicts_claim(vs, "req_2", "s", 150, &c), BSC_OK);
+    assert_int_equal(verdicts_claim(vs, "req_3", "s", 150, &c), BSC_ENOTFOUND);
+    verdicts_free(vs);
+}
+
+/* One id finished on two shards: the later finish is the one claimed, whichever shard holds
+ * it, and the claim closes the id (the older one is not claimed after it). */
+static void test_shard_newest_wins(void **state)
+{
+    struct verdicts *vs = verdicts_new_sharded(8, 1000, 2);
+    struct vd_claim c;
+
+    (void)state;
+    put_on(vs, 1, "dup", "newer", "s", 200);
+    put_on(vs, 0, "dup", "older", "s", 100);
+    put_on(vs, 0, "dup2", "older", "s", 100);
+    put_on(vs, 1, "dup2", "newer", "s", 200);
+    assert_int_equal(verdicts_claim(vs, "dup", "s", 250, &c), BSC_OK);
+    assert_string_equal(c.route, "newer");
+    assert_int_equal(verdicts_claim(vs, "dup", "s", 250, &c), BSC_EEXIST);
+    assert_int_equal(verdicts_claim(vs, "dup2", "s", 250, &c), BSC_OK);
+    assert_string_equal(c.route, "newer");
+    verdicts_free(vs);
+}
+
+/* The age bound holds on every shard, however idle: a record past it is gone at the claim,
+ * one finished ahead of the reader's clock is not. */
+static void test_shard_expiry(void **state)
+{
+    struct verdicts *vs = verdicts_new_sharded(8, 1000, 3);
+    struct vd_claim c;
+
+    (void)state;
+    put_on(vs, 2, "old", "chat", "s", 100);
+    put_on(vs, 1, "edge", "chat", "s", 100);
+    put_on(vs, 0, "fresh", "chat", "s", 900);
+    assert_int_equal(verdicts_claim(vs, "edge", "s", 1100, &c), BSC_OK); /* exactly the age */
+    assert_int_equal(verdicts_claim(vs, "old", "s", 1101, &c), BSC_ENOTFOUND);
+    assert_int_equal(verdicts_claim(vs, "fresh", "s", 1101, &c), BSC_OK);
+    put_on(vs, 2, "ahead", "chat", "s", 5000);
+    assert_int_equal(verdicts_claim(vs, "ahead", "s", 4000, &c), BSC_OK);
+    verdicts_free(vs);
+}
+
+/* Another scope's request is found on no shard, and does not hide the owner's. */
+static void test_shard_scope(void **state)
+{
+    struct verdicts *vs = verdicts_new_sharded(8, 1000, 2);
+    struct vd_claim c;
+
+    (void)state;
+    put_on(vs, 1, "req_1", "mine", "auth:aaaa", 100);
+    put_on(vs, 0, "req_1", "theirs", "auth:bbbb", 200);
+    assert_int_equal(verdicts_claim(vs, "req_1", "anonymous", 210, &c), BSC_ENOTFOUND);
+    assert_int_equal(verdicts_claim(vs, "req_1", "auth:aaaa", 210, &c), BSC_OK);
+    assert_string_equal(c.route, "mine");
+    assert_int_equal(verdicts_claim(vs, "req_1", "auth:bbbb", 210, &c), BSC_OK);
+    assert_string_equal(c.route, "theirs");
+    verdicts_free(vs);
+}
+
+/* Each shard keeps max_requests / shards (rounded up): filling one evicts its own oldest,
+ * never another shard's; the count is fixed at creation and 0 or more than the requests
+ * is refused. */
+static void test_shard_bound(void **state)
+{
+    struct verdicts *vs = verdicts_new_sharded(5, 1000, 2); /* 3 a shard */
+    struct vd_claim c;
+
+    (void)state;
+    assert_null(verdicts_new_sharded(4, 1000, 0));
+    assert_null(verdicts_new_sharded(4, 1000, 5));
+    put_on(vs, 0, "keep", "chat", "s", 100);
+    put_on(vs, 1, "a", "chat", "s", 100);
+    put_on(vs, 1, "b", "chat", "s", 100);
+    put_on(vs, 1, "c", "chat", "s", 100);
+    put_on(vs, 1, "d", "chat", "s", 100); /* evicts a */
+    assert_int_equal(verdicts_claim(vs, "a", "s", 100, &c), BSC_ENOTFOUND);
+    assert_int_equal(verdicts_claim(vs, "b", "s", 100, &c), BSC_OK);
+    assert_int_equal(verdicts_claim(vs, "keep", "s", 100, &c), BSC_OK);
+    verdicts_free(vs);
+}
+
+/* Workers each on their own shard while claims search all of them (under TSan too): every
+ * claim succeeds exactly once, wherever the request was recorded. */
+static void *shard_worker(void *p)
+{
+    struct conc_arg *a = p;
+    char id[32];
+
+    for (int i = 0; i < CONC_PER_THREAD; i++) {
+        snprintf(id, sizeof(id), "w%d-%d", a->idx, i);
+        put_on(a->vs, (unsigned)a->idx, id, "chat", "s", 100);
+    }
+    return NULL;
+}
+
+static void test_shard_concurrent(void **state)
+{
+    struct verdicts *vs = verdicts_new_sharded(CONC_THREADS * CONC_PER_THREAD, 1000, CONC_THREADS);
+    struct conc_arg args[CONC_THREADS];
+    pthread_t th[CONC_THREADS];
+    struct vd_claim c;
+    char id[32];
+    int claimed = 0;
+
+    (void)state;
+    for (int i = 0; i < CONC_THREADS; i++) {
+        args[i] = (struct conc_arg){.vs = vs, .idx = i};
+        assert_int_equal(pthread_create(&th[i], NULL, shard_worker, &args[i]), 0);
+    }
+    for (int i = 0; i < CONC_PER_THREAD; i++) { /* claims racing the recording: some miss */
+        snprintf(id, sizeof(id), "w%d-%d", i % CONC_THREADS, i);
+        claimed += verdicts_claim(vs, id, "s", 100, &c) == BSC_OK;
+    }
+    for (int i = 0; i < CONC_THREADS; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < CONC_PER_THREAD; i++) {
+        snprintf(id, sizeof(id), "w%d-%d", i % CONC_THREADS, i);
+        claimed += verdicts_claim(vs, id, "s", 100, &c) == BSC_OK;
+    }
+    assert_int_equal(claimed, CONC_PER_THREAD);
+    verdicts_free(vs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_claim_once),   cmocka_unit_test(test_scope),
-        cmocka_unit_test(test_expiry),       cmocka_unit_test(test_count_bound),
-        cmocka_unit_test(test_reused_id),    cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_windows),      cmocka_unit_test(test_tally_ages),
-        cmocka_unit_test(test_tally_cap),    cmocka_unit_test(test_own_and_shared),
-        cmocka_unit_test(test_scope_slots),  cmocka_unit_test(test_reused_id_other_scope),
-        cmocka_unit_test(test_target_bound), cmocka_unit_test(test_concurrent),
-        cmocka_unit_test(test_long_records), cmocka_unit_test(test_index_matches_model),
+        cmocka_unit_test(test_claim_once),
+        cmocka_unit_test(test_scope),
+        cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_count_bound),
+        cmocka_unit_test(test_reused_id),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_windows),
+        cmocka_unit_test(test_tally_ages),
+        cmocka_unit_test(test_tally_cap),
+        cmocka_unit_test(test_own_and_shared),
+        cmocka_unit_test(test_scope_slots),
+        cmocka_unit_test(test_reused_id_other_scope),
+        cmocka_unit_test(test_target_bound),
+        cmocka_unit_test(test_concurrent),
+        cmocka_unit_test(test_long_records),
+        cmocka_unit_test(test_index_matches_model),
+        cmocka_unit_test(test_shard_claim_elsewhere),
+        cmocka_unit_test(test_shard_newest_wins),
+        cmocka_unit_test(test_shard_expiry),
+        cmocka_unit_test(test_shard_scope),
+        cmocka_unit_test(test_shard_bound),
+        cmocka_unit_test(test_shard_concurrent),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
