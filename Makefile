@@ -176,6 +176,8 @@ $(BUILD)/fuzz-replay/%: tests/fuzz/%.c $(BUILD)/obj/tests/fuzz/replay_main.o $(B
 $(BUILD)/fuzz-replay/fuzz_h1_reader_diff: $(BUILD)/obj/tests/unit/harness/h1_resp_ref.o
 # ... and so does the request reader's (tests/unit/harness/h1_req_ref.c).
 $(BUILD)/fuzz-replay/fuzz_h1_request_diff: $(BUILD)/obj/tests/unit/harness/h1_req_ref.o
+# ... and the request checks' (the token-by-token checks, tests/unit/harness/json_check_ref.c).
+$(BUILD)/fuzz-replay/fuzz_json_check_diff: $(BUILD)/obj/tests/unit/harness/json_check_ref.o
 
 fuzz-replay-bins: $(FUZZ_REPLAY_BIN)
 

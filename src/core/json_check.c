@@ -46,10 +46,11 @@ struct want {
 };
 
 /* Inside the top-level member keys[w->cur]: true when that member is an array whose
- * elements the caller wants to be objects. */
+ * elements the caller wants to be objects (<objects> has a bit for the first 32 keys only:
+ * a shift by 32 or more is undefined, not 0). */
 static inline bool element_must_be_object(const struct want *w)
 {
-    return w->cur >= 0 && (w->objects >> w->cur & 1) && w->in_array;
+    return w->cur >= 0 && w->cur < 32 && (w->objects >> w->cur & 1) && w->in_array;
 }
 
 /* Stops the scan at the top-level name <key> with <verdict>; the offset is its quote. */
@@ -198,18 +199,17 @@ static bool element_error(struct want *w, const struct bsc_json_tok *t,
     return false;
 }
 
-/* One token of the top-level container's direct contents (depth 1): names, value bounds. */
-static inline bool top_member(struct want *w, struct bsc_jtok *tok, struct bsc_json_error *err)
+/* One token of the top-level container's direct contents (depth 1): value bounds (names
+ * come aside, from bsc_json_tok_member; only the top level's: deeper containers are
+ * skipped whole). */
+static inline void top_member(struct want *w, struct bsc_jtok *tok)
 {
-    if (tok->kind == BSC_JTOK_NAME)
-        return want_key(w, err, tok);
     if (is_value_start(tok->kind)) {
         w->start = tok->off;
         w->in_array = tok->kind == BSC_JTOK_ARR_OPEN;
     }
     if (is_value_end(tok->kind))
         want_value_end(w, tok->end);
-    return true;
 }
 
 /* The tokenizer's error as the check's; false. */
@@ -225,24 +225,27 @@ static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
 {
     struct bsc_json_error e = {0, NULL, BSC_STR_NULL};
     struct bsc_json_tok t;
-    struct bsc_jtok tok;
+    struct bsc_jtok tok, name;
     bool ok = true;
 
     bsc_json_tok_init(&t, doc, max_depth);
-    bsc_json_tok_quiet(&t); /* the rules need no ':' and no ',' between members */
     w->doc = doc.p;
     for (;;) {
-        enum bsc_jtok_kind k = bsc_json_tok_next(&t, &tok);
+        /* A member a call: its name, looked at before anything after it (a duplicate name
+         * is refused as such even when its ':' or value is broken), then its value. */
+        enum bsc_jtok_kind k = bsc_json_tok_member(&t, &tok, &name);
         bool element = false;
 
+        if (name.kind == BSC_JTOK_NAME && !(ok = want_key(w, &e, &name)))
+            break;
         if (k == BSC_JTOK_END)
             break;
         if (k == BSC_JTOK_ERROR) {
             ok = grammar_error(&t, &e);
             break;
         }
-        if (tok.depth == 1 && !(ok = top_member(w, &tok, &e)))
-            break;
+        if (tok.depth == 1)
+            top_member(w, &tok);
         if ((k != BSC_JTOK_OBJ_OPEN && k != BSC_JTOK_ARR_OPEN) || tok.depth == 0)
             continue;
         /* Nothing below the top level's members is looked at but the first byte of each
@@ -254,8 +257,7 @@ static bool check(struct bsc_str doc, unsigned max_depth, struct want *w,
             ok = element ? element_error(w, &t, &tok, &e) : grammar_error(&t, &e);
             break;
         }
-        if (!(ok = top_member(w, &tok, &e)))
-            break;
+        top_member(w, &tok);
     }
     if (!ok && err) {
         *err = e;

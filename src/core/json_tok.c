@@ -320,6 +320,7 @@ enum walk_mode {
     WALK_TOKENS = 0, /* hand out each token */
     WALK_SKIP,       /* hand out only the closer of the innermost open container */
     WALK_OBJECTS,    /* WALK_SKIP of an array whose elements must each be an object */
+    WALK_MEMBER,     /* WALK_TOKENS, quiet, a member's name kept aside with its value */
 };
 
 /* Hands out the token <kind> of the bytes [<start>, <i>) at <depth> and leaves the
@@ -353,10 +354,12 @@ TOK_INLINE enum bsc_jtok_kind give_string(struct bsc_json_tok *t, struct bsc_jto
 
 /* The grammar, written once: what may come next is a label of this loop, and the index,
  * depth and innermost container's kind stay in registers from one token to the next.
- * Inlined into both entry points with <skip> constant:
+ * Inlined into each entry point with its <mode> a constant:
  *  - token by token (bsc_json_tok_next): each token is handed out where it ends, and the
  *    state saved is the label to come back to (in quiet mode the ':' and the ',' between
  *    an object's members are checked and passed);
+ *  - member (bsc_json_tok_member): token by token in quiet mode, but a name is kept aside
+ *    in *<name> and the walk goes on through its ':' to the value, handed out instead;
  *  - skip (bsc_json_tok_skip): nothing is handed out until the closer that brings the
  *    depth back below where the skip began, or the error; with WALK_OBJECTS
  *    (bsc_json_tok_skip_objects) an element of the skipped array that begins with anything
@@ -365,16 +368,16 @@ TOK_INLINE enum bsc_jtok_kind give_string(struct bsc_json_tok *t, struct bsc_jto
  * leaves the token and the tokenizer the same in both modes: the unit test and
  * fuzz_json_tok compare a skip with reading token by token from every state. */
 TOK_INLINE enum bsc_jtok_kind walk(struct bsc_json_tok *t, struct bsc_jtok *tok,
-                                   enum walk_mode mode)
+                                   enum walk_mode mode, struct bsc_jtok *name)
 {
-    const bool skip = mode != WALK_TOKENS;
+    const bool skip = mode == WALK_SKIP || mode == WALK_OBJECTS;
     const unsigned char *p = t->p;
     size_t n = t->n, i = t->i, start = t->i;
     unsigned depth = t->depth, stop = depth - 1; /* <stop>: where a skip ends */
     enum bsc_jtok_kind kind;
     const char *why;
     bool escaped = false, esc;        /* <escaped>: the failing token's, as a string has it */
-    bool quiet = skip || t->quiet;    /* the ':' and ',' between members handed out? */
+    bool quiet = skip || mode == WALK_MEMBER || t->quiet; /* ':' and ',' between members? */
     bool obj = depth && is_object(t->stack, depth); /* the innermost container's kind */
 
     switch (t->state) {
@@ -404,8 +407,16 @@ name_here:
     esc = false;
     if ((why = scan_string(p, n, &i, &esc)))
         goto fail_string;
-    if (!skip)
+    if (mode == WALK_TOKENS)
         return give_string(t, tok, BSC_JTOK_NAME, start, i, depth, ST_COLON, esc);
+    if (mode == WALK_MEMBER) { /* kept aside; the token handed out is the value's */
+        name->kind = BSC_JTOK_NAME;
+        name->off = start;
+        name->end = i;
+        name->raw = bsc_str_make((const char *)p + start + 1, i - start - 2);
+        name->escaped = esc;
+        name->depth = depth;
+    }
 colon: /* the ':' mostly follows its name at once: looked for before any whitespace */
     start = i;
     if (i >= n || p[i] != ':') {
@@ -530,14 +541,21 @@ fail:
 
 enum bsc_jtok_kind bsc_json_tok_next(struct bsc_json_tok *t, struct bsc_jtok *tok)
 {
-    return walk(t, tok, WALK_TOKENS);
+    return walk(t, tok, WALK_TOKENS, NULL);
+}
+
+enum bsc_jtok_kind bsc_json_tok_member(struct bsc_json_tok *t, struct bsc_jtok *tok,
+                                       struct bsc_jtok *name)
+{
+    name->kind = BSC_JTOK_END;
+    return walk(t, tok, WALK_MEMBER, name);
 }
 
 enum bsc_jtok_kind bsc_json_tok_skip(struct bsc_json_tok *t, struct bsc_jtok *tok)
 {
     if (t->depth == 0 || t->state == ST_END || t->state == ST_ERROR)
-        return walk(t, tok, WALK_TOKENS);
-    return walk(t, tok, WALK_SKIP);
+        return walk(t, tok, WALK_TOKENS, NULL);
+    return walk(t, tok, WALK_SKIP, NULL);
 }
 
 enum bsc_jtok_kind bsc_json_tok_skip_objects(struct bsc_json_tok *t, struct bsc_jtok *tok,
@@ -548,7 +566,7 @@ enum bsc_jtok_kind bsc_json_tok_skip_objects(struct bsc_json_tok *t, struct bsc_
     *element = false;
     if (t->state != ST_ARR_FIRST)
         return bsc_json_tok_skip(t, tok);
-    k = walk(t, tok, WALK_OBJECTS);
+    k = walk(t, tok, WALK_OBJECTS, NULL);
     *element = k == BSC_JTOK_ERROR && t->what == E_ELEMENT;
     return k;
 }

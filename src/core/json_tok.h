@@ -82,6 +82,16 @@ void bsc_json_tok_quiet(struct bsc_json_tok *t);
  * call returns the same. Never reads past the document; never allocates. */
 enum bsc_jtok_kind bsc_json_tok_next(struct bsc_json_tok *t, struct bsc_jtok *tok);
 
+/* bsc_json_tok_next in quiet mode that does not hand out a member's name alone: the name
+ * goes into *<name> (kind BSC_JTOK_NAME, fields as bsc_json_tok_next gives them) and the
+ * token returned is what follows its ':' -- the member's value, or the error met after the
+ * name (its ':' or its value), the name then still in *<name>. name->kind is BSC_JTOK_END
+ * when no name was read (an array's element, a closer, an error in or before the name).
+ * Tokens, errors and offsets are otherwise those of bsc_json_tok_next. For the request
+ * checks' walk over the top-level members: one call a member. */
+enum bsc_jtok_kind bsc_json_tok_member(struct bsc_json_tok *t, struct bsc_jtok *tok,
+                                       struct bsc_jtok *name);
+
 /* The rest of the innermost open container -- everything after the opener the last token
  * was, through its matching closer -- checked by the same grammar but handed to no one: the
  * closer goes into *<tok> and is returned, as bsc_json_tok_next would have returned it, or

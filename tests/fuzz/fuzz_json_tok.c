@@ -20,6 +20,10 @@
  *     element rule beside it (each element's first byte is '{') stops, the same way;
  *   - quiet reading (bsc_json_tok_quiet) hands out the same tokens but ':' and the ','
  *     between members, and ends the same way;
+ *   - member reading (bsc_json_tok_member) hands out quiet reading's tokens but each name,
+ *     which comes aside with the token after it (field for field, the error included), and
+ *     leaves the tokenizer as quiet reading does after that token; a skip from each of its
+ *     stops is compared as above;
  *   - bsc_json_check agrees with it: same verdict, offset and message;
  *   - every string's decoded view (bsc_json_unescape) is well-formed UTF-8, or is refused for
  *     a lone surrogate at a backslash of the raw bytes. */
@@ -185,6 +189,45 @@ static void check_quiet(const uint8_t *d, size_t n, unsigned depth)
         die("quiet reading ends elsewhere");
 }
 
+static bool same_token(const struct bsc_jtok *a, const struct bsc_jtok *b)
+{
+    return a->kind == b->kind && a->off == b->off && a->end == b->end && a->depth == b->depth &&
+           a->raw.p == b->raw.p && a->raw.len == b->raw.len && a->escaped == b->escaped;
+}
+
+/* Member reading against quiet reading: a NAME of the quiet stream comes aside (in *name)
+ * with the token after it; every other token as it is; the tokenizers the same after each. */
+static void check_member(const uint8_t *d, size_t n, unsigned depth)
+{
+    struct bsc_json_tok quiet, member;
+    struct bsc_jtok tq, tm, name, qname;
+    enum bsc_jtok_kind kq, km;
+    bool named;
+
+    bsc_json_tok_init(&quiet, bsc_str_make((const char *)d, n), depth);
+    bsc_json_tok_quiet(&quiet);
+    bsc_json_tok_init(&member, bsc_str_make((const char *)d, n), depth);
+    do {
+        kq = bsc_json_tok_next(&quiet, &tq);
+        named = kq == BSC_JTOK_NAME;
+        if (named) {
+            qname = tq;
+            kq = bsc_json_tok_next(&quiet, &tq);
+        }
+        km = bsc_json_tok_member(&member, &tm, &name);
+        if (named != (name.kind == BSC_JTOK_NAME) || (named && !same_token(&qname, &name)))
+            die("member reading hands out another name");
+        if (km != kq || !same_token(&tq, &tm))
+            die("member reading differs from the quiet one");
+        if (member.i != quiet.i || member.state != quiet.state ||
+            member.depth != quiet.depth || member.what != quiet.what ||
+            member.err_off != quiet.err_off)
+            die("member reading leaves the tokenizer elsewhere");
+        if (km != BSC_JTOK_END && km != BSC_JTOK_ERROR && member.depth > 0)
+            check_skip(&member);
+    } while (kq != BSC_JTOK_END && kq != BSC_JTOK_ERROR);
+}
+
 /* Tokenizes <d>; the tokens in <toks> (up to MAX_TOKENS). With <skips>, a skip is compared
  * after every token inside a container (check_skip). Returns the final kind. */
 static enum bsc_jtok_kind walk(const uint8_t *d, size_t n, unsigned depth, struct bsc_jtok *toks,
@@ -274,6 +317,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 
     k = walk(d, n, DEPTH, toks, &n_toks, &t, true);
     check_quiet(d, n, DEPTH);
+    check_member(d, n, DEPTH);
     ok = bsc_json_check(bsc_str_make((const char *)d, n), DEPTH, &e);
     if (ok != (k == BSC_JTOK_END))
         die("bsc_json_check disagrees");

@@ -605,6 +605,82 @@ static void test_quiet_drops_only_member_separators(void **state)
         }
 }
 
+/* bsc_json_tok_member on <doc> against quiet reading: each NAME comes aside with the token
+ * after it, field for field, the error included; the tokenizers agree after each call. */
+static void expect_member_matches(struct bsc_str doc, unsigned depth)
+{
+    struct bsc_json_tok q, m;
+    struct bsc_jtok tq, tm, name, qname;
+    enum bsc_jtok_kind kq, km;
+
+    bsc_json_tok_init(&q, doc, depth);
+    bsc_json_tok_quiet(&q);
+    bsc_json_tok_init(&m, doc, depth);
+    do {
+        bool named = (kq = bsc_json_tok_next(&q, &tq)) == BSC_JTOK_NAME;
+
+        if (named) {
+            qname = tq;
+            kq = bsc_json_tok_next(&q, &tq);
+        }
+        km = bsc_json_tok_member(&m, &tm, &name);
+        assert_int_equal(km, kq);
+        assert_int_equal(name.kind == BSC_JTOK_NAME, named);
+        if (named) {
+            assert_int_equal(name.off, qname.off);
+            assert_int_equal(name.end, qname.end);
+            assert_ptr_equal(name.raw.p, qname.raw.p);
+            assert_int_equal(name.raw.len, qname.raw.len);
+            assert_int_equal(name.escaped, qname.escaped);
+            assert_int_equal(name.depth, qname.depth);
+        }
+        assert_int_equal(tm.off, tq.off);
+        assert_int_equal(tm.end, tq.end);
+        assert_int_equal(tm.depth, tq.depth);
+        assert_int_equal(tm.raw.len, tq.raw.len);
+        assert_int_equal(m.i, q.i);
+        assert_int_equal(m.state, q.state);
+        assert_int_equal(m.depth, q.depth);
+        assert_ptr_equal(m.what, q.what);
+        assert_int_equal(m.err_off, q.err_off);
+    } while (kq != BSC_JTOK_END && kq != BSC_JTOK_ERROR);
+}
+
+static void test_member_reads_name_and_value(void **state)
+{
+    static const char *const docs[] = {
+        "{\"a\":[1,{\"b\":[true,false,null]},\"x\\u00e9\"],\"c\":{}}",
+        " { \"a\" : 1 , \"b\" : [ 2 , 3 ] } ", "[1,2,[3,{\"k\":4}]]",
+        "{\"a\":1,}", "{\"a\" 1}", "{\"a\":,}", "{,}", "[1,]", "{\"a\":1 \"b\":2}",
+        "{\"a\":1,\"b\"", "{\"a\":", "{\"a\":[1 2]}", "{\"a\":1}}", "{\"\\u0061\":tru}",
+        "{\"a\":{\"b\":{\"c\":1}}}",
+    };
+    struct bsc_json_tok t;
+    struct bsc_jtok tok, name;
+
+    (void)state;
+    bsc_json_tok_init(&t, S("{\"ab\" : \"x\", \"c\":[1]}"), 4);
+    assert_int_equal(bsc_json_tok_member(&t, &tok, &name), BSC_JTOK_OBJ_OPEN);
+    assert_int_equal(name.kind, BSC_JTOK_END);
+    assert_int_equal(bsc_json_tok_member(&t, &tok, &name), BSC_JTOK_STRING);
+    assert_int_equal(name.kind, BSC_JTOK_NAME);
+    assert_int_equal(name.off, 1);
+    assert_int_equal(name.end, 5);
+    assert_int_equal(tok.off, 8);
+    assert_int_equal(bsc_json_tok_member(&t, &tok, &name), BSC_JTOK_ARR_OPEN);
+    assert_int_equal(name.off, 13);
+    bsc_json_tok_init(&t, S("{\"a\" 1}"), 4);
+    assert_int_equal(bsc_json_tok_member(&t, &tok, &name), BSC_JTOK_OBJ_OPEN);
+    assert_int_equal(bsc_json_tok_member(&t, &tok, &name), BSC_JTOK_ERROR);
+    assert_int_equal(name.kind, BSC_JTOK_NAME); /* the name read before the error stays */
+    assert_string_equal(t.what, "expected ':'");
+    for (size_t d = 0; d < sizeof(docs) / sizeof(docs[0]); d++)
+        for (size_t cut = 0; cut <= strlen(docs[d]); cut++) {
+            expect_member_matches(bsc_str_make(docs[d], cut), 8);
+            expect_member_matches(bsc_str_make(docs[d], cut), 1);
+        }
+}
+
 static void test_skip_without_open_container_is_next(void **state)
 {
     struct bsc_json_tok t;
@@ -642,6 +718,7 @@ int main(void)
         cmocka_unit_test(test_skip_objects),
         cmocka_unit_test(test_skip_without_open_container_is_next),
         cmocka_unit_test(test_quiet_drops_only_member_separators),
+        cmocka_unit_test(test_member_reads_name_and_value),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
