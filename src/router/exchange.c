@@ -634,8 +634,7 @@ void xchg_init(struct xchg *x)
 static void kept_bufs(struct xchg *x, struct bsc_buf *out[XCHG_KEPT_BUFS])
 {
     struct bsc_buf *all[] = {
-        &x->http.url, &x->http.headers, &x->http.body, &x->resp,
-        &x->answer,   &x->conv,         &x->up_head,
+        &x->http.url, &x->http.headers, &x->http.body, &x->resp, &x->answer, &x->conv, &x->up_head,
     };
 
     _Static_assert(BSC_ARRAY_LEN(all) == XCHG_KEPT_BUFS, "struct xchg_store's size");

@@ -33,8 +33,7 @@
 static void bufs_of(struct xchg *x, struct bsc_buf *out[XCHG_KEPT_BUFS])
 {
     struct bsc_buf *all[XCHG_KEPT_BUFS] = {
-        &x->http.url, &x->http.headers, &x->http.body, &x->resp,
-        &x->answer,   &x->conv,         &x->up_head,
+        &x->http.url, &x->http.headers, &x->http.body, &x->resp, &x->answer, &x->conv, &x->up_head,
     };
 
     memcpy(out, all, sizeof(all));
