@@ -13,6 +13,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "core/asan.h"
 #include "core/compat.h"
 
 void bsc_buf_init(struct bsc_buf *b, size_t max)
@@ -42,6 +43,22 @@ void bsc_buf_reuse(struct bsc_buf *b, size_t max)
     if (b->cap > max)
         bsc_buf_cleanup(b);
     b->max = max;
+    bsc_buf_reset(b);
+}
+
+void bsc_buf_park(struct bsc_buf *b, size_t keep)
+{
+    if (b->cap > keep)
+        bsc_buf_cleanup(b);
+    b->len = 0; /* the terminator is written by bsc_buf_unpark: parking twice is harmless */
+    if (b->p)
+        BSC_ASAN_POISON(b->p, b->cap + 1);
+}
+
+void bsc_buf_unpark(struct bsc_buf *b)
+{
+    if (b->p)
+        BSC_ASAN_UNPOISON(b->p, b->cap + 1);
     bsc_buf_reset(b);
 }
 

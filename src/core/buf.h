@@ -30,6 +30,12 @@ void bsc_buf_reset(struct bsc_buf *b);
 /* bsc_buf_reset with a new maximum: the storage is kept when it is at most <max> bytes,
  * freed otherwise. <b> must be initialized or zeroed. */
 void bsc_buf_reuse(struct bsc_buf *b, size_t max);
+/* Drops the contents of a buffer set aside for a later owner (a pooled object): the storage
+ * is kept when it is at most <keep> bytes, freed otherwise, so one large use does not pin
+ * memory. Under AddressSanitizer the kept storage is unaddressable until bsc_buf_unpark. */
+void bsc_buf_park(struct bsc_buf *b, size_t keep);
+/* A parked buffer usable again: empty, its storage (if any) kept. */
+void bsc_buf_unpark(struct bsc_buf *b);
 
 /* Makes room for <extra> more bytes without appending (one allocation instead of a
  * doubling series when the final size is known). BSC_ELIMIT past <max>. */

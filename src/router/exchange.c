@@ -459,16 +459,15 @@ void xchg_reset(struct request *r)
         deliver_down_reset(r);
         resume_restart(r); /* nothing of the last attempt reached the client */
     }
-    if (!r->x.http.url.max) {
-        bsc_buf_init(&r->x.http.url, HTTP_URL_MAX);
-        bsc_buf_init(&r->x.http.headers, HTTP_HEADERS_MAX);
-        bsc_buf_init(&r->x.http.body, r->cfg->limits.max_body_bytes * 2 + 65536);
-        bsc_buf_reserve(&r->x.http.url, 256); /* one allocation each for the usual sizes */
+    /* The bounds set each time: a pooled request's kept buffers carry the last request's,
+     * and a reload may have changed limits.max_body_bytes since. */
+    bsc_buf_reuse(&r->x.http.url, HTTP_URL_MAX);
+    bsc_buf_reuse(&r->x.http.headers, HTTP_HEADERS_MAX);
+    bsc_buf_reuse(&r->x.http.body, r->cfg->limits.max_body_bytes * 2 + 65536);
+    if (!r->x.http.url.p) /* one allocation each for the usual sizes */
+        bsc_buf_reserve(&r->x.http.url, 256);
+    if (!r->x.http.headers.p)
         bsc_buf_reserve(&r->x.http.headers, 512);
-    }
-    bsc_buf_reset(&r->x.http.url);
-    bsc_buf_reset(&r->x.http.headers);
-    bsc_buf_reset(&r->x.http.body);
 }
 
 /* ---- classification ---- */
@@ -624,10 +623,62 @@ void xchg_classify(struct request *r)
 
 void xchg_init(struct xchg *x)
 {
-    bsc_buf_init(&x->resp, REQ_MAX_RESPONSE_BYTES);
-    bsc_buf_init(&x->answer, REQ_MAX_RESPONSE_BYTES);
-    bsc_buf_init(&x->conv, 8u << 20);
+    /* bsc_buf_reuse keeps a given store's storage (at most XCHG_KEEP_BYTES, under the bounds) */
+    bsc_buf_reuse(&x->resp, REQ_MAX_RESPONSE_BYTES);
+    bsc_buf_reuse(&x->answer, REQ_MAX_RESPONSE_BYTES);
+    bsc_buf_reuse(&x->conv, 8u << 20);
     x->usage = PROV_USAGE_UNKNOWN;
+}
+
+/* The buffers an exchange keeps across pooled requests, in one order (struct xchg_store). */
+static void kept_bufs(struct xchg *x, struct bsc_buf *out[XCHG_KEPT_BUFS])
+{
+    struct bsc_buf *all[] = {
+        &x->http.url, &x->http.headers, &x->http.body, &x->resp, &x->answer, &x->conv, &x->up_head,
+    };
+
+    _Static_assert(BSC_ARRAY_LEN(all) == XCHG_KEPT_BUFS, "struct xchg_store's size");
+    memcpy(out, all, sizeof(all));
+}
+
+void xchg_park(struct xchg *x)
+{
+    struct bsc_buf *b[XCHG_KEPT_BUFS];
+
+    kept_bufs(x, b);
+    for (size_t i = 0; i < XCHG_KEPT_BUFS; i++)
+        bsc_buf_park(b[i], XCHG_KEEP_BYTES);
+}
+
+void xchg_store_take(struct xchg *x, struct xchg_store *out)
+{
+    struct bsc_buf *b[XCHG_KEPT_BUFS];
+
+    kept_bufs(x, b);
+    for (size_t i = 0; i < XCHG_KEPT_BUFS; i++)
+        out->b[i] = *b[i];
+}
+
+void xchg_store_give(struct xchg *x, const struct xchg_store *in)
+{
+    struct bsc_buf *b[XCHG_KEPT_BUFS];
+
+    kept_bufs(x, b);
+    for (size_t i = 0; i < XCHG_KEPT_BUFS; i++) {
+        *b[i] = in->b[i];
+        bsc_buf_unpark(b[i]);
+    }
+}
+
+void xchg_store_free(struct xchg *x)
+{
+    struct bsc_buf *b[XCHG_KEPT_BUFS];
+
+    kept_bufs(x, b);
+    for (size_t i = 0; i < XCHG_KEPT_BUFS; i++) {
+        bsc_buf_unpark(b[i]);
+        bsc_buf_cleanup(b[i]);
+    }
 }
 
 void xchg_cancel(struct xchg *x)
@@ -648,13 +699,7 @@ void xchg_cleanup(struct request *r)
         r->x.ops->stream_cleanup(r->x.prov_st);
     r->x.prov_st_live = false;
     BSC_FREE(r->x.prov_st);
-    bsc_buf_cleanup(&r->x.http.url);
-    bsc_buf_cleanup(&r->x.http.headers);
-    bsc_buf_cleanup(&r->x.http.body);
-    bsc_buf_cleanup(&r->x.up_head);
-    bsc_buf_cleanup(&r->x.resp);
-    bsc_buf_cleanup(&r->x.answer);
-    bsc_buf_cleanup(&r->x.conv);
+    xchg_park(&r->x);
 }
 
 /* ---- what other parts of the machine saw, recorded here ---- */

@@ -16,7 +16,8 @@
 struct request;
 struct rl_headers;
 
-/* Allocates nothing: sets the buffers' bounds and the usage to unknown. */
+/* Allocates nothing: sets the buffers' bounds (their kept storage stays) and the usage to
+ * unknown. <x> is zeroed or was given a store (xchg_store_give). */
 void xchg_init(struct xchg *x);
 /* Builds the request through the adapter and starts the transfer. BSC_EINVAL: the adapter
  * cannot express the request for this target (r->x.fail is a contract failure). */
@@ -31,8 +32,18 @@ void xchg_classify(struct request *r);
 void xchg_rate_limits(struct request *r, struct rl_headers *out);
 /* Stops the transfer, if one is running (its callbacks will not run again). */
 void xchg_cancel(struct xchg *x);
-/* Frees everything the exchange owns. */
+/* Ends the exchange: the transfer stopped, the stream state freed, the buffers parked
+ * (xchg_park). The storage they keep is freed by xchg_store_free. */
 void xchg_cleanup(struct request *r);
+/* The buffers emptied; each keeps its storage when it is at most XCHG_KEEP_BYTES, poisoned
+ * under AddressSanitizer until xchg_store_give. */
+void xchg_park(struct xchg *x);
+/* The parked buffers of <x> copied to <out> (the request around <x> is about to be zeroed). */
+void xchg_store_take(struct xchg *x, struct xchg_store *out);
+/* <in>'s buffers put back into a zeroed <x>: empty, their storage usable again. */
+void xchg_store_give(struct xchg *x, const struct xchg_store *in);
+/* Frees the storage the buffers of <x> keep (parked or not); <x>'s buffers are empty. */
+void xchg_store_free(struct xchg *x);
 
 /* ---- what other parts of the machine saw, recorded here (exchange.c writes r->x) ---- */
 

@@ -15,10 +15,18 @@
 
 struct cfg_target;
 struct request;
+struct worker;
 
 /* The machine: the other files reach run, arm_timer, release and release_sreq through
  * r->m.wake (req_wake.h), never by these names. */
-/* Gives back a request's memory: to the worker's pool, or to the allocator. */
+#ifdef BSC_UNIT_TEST
+/* File-local in release builds (BSC_TESTABLE): a zeroed request from <w>'s pool (its
+ * exchange's parked buffers' storage kept, empty) or from the allocator; NULL when out of
+ * memory. */
+struct request *req__alloc(struct worker *w);
+#endif
+/* Gives back a request's memory: to the worker's pool (its exchange's parked buffers with
+ * it), or to the allocator. */
 void req__release(struct request *r);
 void req__goto(struct request *r, enum req_state next);
 void req__run(struct request *r);

@@ -852,16 +852,21 @@ static const struct req_wake machine_wake = {
     .release_sreq = req__release_sreq,
 };
 
-/* A zeroed request, from the worker's pool when it has one. */
-static struct request *req_alloc(struct worker *w)
+/* A zeroed request, from the worker's pool when it has one. A pooled one keeps only its
+ * exchange's parked buffers' storage (xchg_park), empty: nothing of the request before it. */
+BSC_TESTABLE struct request *req__alloc(struct worker *w)
 {
     struct request *r;
 
     if (!w->n_req_pool) {
         r = calloc(1, sizeof(struct request));
     } else {
+        struct xchg_store kept;
+
         r = w->req_pool[--w->n_req_pool];
+        xchg_store_take(&r->x, &kept);
         memset(r, 0, sizeof(*r));
+        xchg_store_give(&r->x, &kept);
     }
     if (r) {
         r->m.wake = &machine_wake;
@@ -882,13 +887,18 @@ void req__release(struct request *r)
         w->req_pool[w->n_req_pool++] = r;
         return;
     }
+    xchg_store_free(&r->x);
     free(r);
 }
 
 void req_pool_drain(struct worker *w)
 {
-    while (w->n_req_pool)
-        free(w->req_pool[--w->n_req_pool]);
+    while (w->n_req_pool) {
+        struct request *r = w->req_pool[--w->n_req_pool];
+
+        xchg_store_free(&r->x);
+        free(r);
+    }
 }
 
 static void request_free(uv_handle_t *h)
@@ -1140,12 +1150,14 @@ static void start_refused(struct srv_req *sreq, struct request *r, struct chat_i
     if (in->down && in->down->arg_free)
         in->down->arg_free(in->down_arg);
     cfg_unref(in->cfg);
-    free(r); /* never handed out: r->w is not set */
+    if (r) /* never handed out: r->w is not set */
+        xchg_store_free(&r->x);
+    free(r);
 }
 
 void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
 {
-    struct request *r = req_alloc(w);
+    struct request *r = req__alloc(w);
     struct envelope_hdrs eh = {
         .deadline_ms = srv_req_header(sreq, BSC_STR("x-bascule-deadline-ms")),
         .max_attempts = srv_req_header(sreq, BSC_STR("x-bascule-max-attempts")),

@@ -26,6 +26,18 @@ enum body_mode { BODY_NONE = 0, BODY_BUFFER, BODY_SSE };
 #define REQ_MAX_RESPONSE_BYTES (64u << 20)
 #define REQ_MAX_SSE_EVENT      (4u << 20)
 
+/* The most storage each of an exchange's buffers keeps, parked, for the next request on a
+ * pooled request object (xchg_park); a buffer grown past it is freed when the request ends,
+ * so one large request does not pin memory. docs/internals/memory-bounds.md. */
+#define XCHG_KEEP_BYTES (16u << 10)
+#define XCHG_KEPT_BUFS  7
+
+/* An exchange's parked buffers, carried across the zeroing of a pooled request (request.c):
+ * their storage and bounds only, never their contents. */
+struct xchg_store {
+    struct bsc_buf b[XCHG_KEPT_BUFS];
+};
+
 struct xchg {
     const struct prov_ops *ops;      /* the target's adapter */
     void *prov_st;                   /* owned: ops->stream_size bytes, for streams */

@@ -470,7 +470,8 @@ static enum bsc_err h1_start(struct up_transfer *t, const struct up_request *req
     struct h1_url u;
     enum bsc_err err;
 
-    (void)bsc_buf_reserve(&t->head, 256); /* a short head in one allocation; a held stream keeps it */
+    if (!t->head.p) /* a kept transfer has its last head's storage (up_start) */
+        (void)bsc_buf_reserve(&t->head, 256); /* a short head in one allocation */
     if ((err = prepare(t, req, &u)) != BSC_OK) {
         bsc_buf_cleanup(&t->h1.req);
         return err;

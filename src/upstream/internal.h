@@ -15,10 +15,12 @@
 #define UP_MAX_HEAD_BYTES (64u * 1024u)
 #define UP_EASY_CACHE     64
 /* Finished builtin transfers kept on the multi for the next ones (no malloc/free a
- * request), and as many request heads' storage, each at most UP_SPARE_REQ_KEEP bytes, put
- * back as soon as the response head came (a held stream keeps none): memory-bounds.md. */
+ * request), each with its response head's storage when at most UP_SPARE_HEAD_KEEP bytes, and
+ * as many request heads' storage, each at most UP_SPARE_REQ_KEEP bytes, put back as soon as
+ * the response head came (a held stream keeps none): memory-bounds.md. */
 #define UP_SPARE_TRANSFERS 16
 #define UP_SPARE_REQ_KEEP  4096
+#define UP_SPARE_HEAD_KEEP 4096
 #define UP_MAX_HEADERS    (UP_REQUEST_MAX_HEADERS + 2) /* the caller's lines and ours */
 #define UP_URL_CACHE      32 /* parsed URLs kept per multi */
 #define UP_GATE_MAX       32 /* https origins whose first connection is gated (gate.c) */
@@ -155,7 +157,8 @@ void up__transfer_link(struct up_transfer *t);
 void up__transfer_unlink(struct up_transfer *t);
 /* Frees a finished builtin transfer (its response head; its request head as
  * up__req_head_put), or keeps it on its multi for the next up_start: at most
- * UP_SPARE_TRANSFERS, none while the multi closes; a kept one is poisoned for
+ * UP_SPARE_TRANSFERS, none while the multi closes, with its response head's storage when at
+ * most UP_SPARE_HEAD_KEEP bytes; a kept one and that storage are poisoned for
  * AddressSanitizer until reused (transfer.c). */
 void up__transfer_release(struct up_transfer *t);
 /* Empties <req> (a builtin transfer's request head): its storage kept on <m> for the next

@@ -70,12 +70,13 @@ void up__transfer_release(struct up_transfer *t)
 {
     struct up_multi *m = t->m;
 
-    bsc_buf_cleanup(&t->head);
     up__req_head_put(m, &t->h1.req);
     if (m->closing || m->n_spare == UP_SPARE_TRANSFERS) {
+        bsc_buf_cleanup(&t->head);
         free(t);
         return;
     }
+    bsc_buf_park(&t->head, UP_SPARE_HEAD_KEEP); /* a response head's storage stays with it */
     BSC_ASAN_POISON(t, offsetof(struct up_transfer, header_nodes));
     m->spare[m->n_spare++] = t;
 }
@@ -84,8 +85,11 @@ void up__spares_free(struct up_multi *m)
 {
     struct up_transfer *t;
 
-    while ((t = spare_take(m)) != NULL)
+    while ((t = spare_take(m)) != NULL) {
+        bsc_buf_unpark(&t->head);
+        bsc_buf_cleanup(&t->head);
         free(t);
+    }
     while (m->n_spare_req) {
         struct bsc_buf req = req_head_take(m);
 
@@ -98,19 +102,24 @@ enum bsc_err up_start(struct up_multi *m, const struct up_request *req,
 {
     const struct up_client_ops *ops = up__client_for(m, req->url);
     struct up_transfer *t = ops == &up__h1_ops ? spare_take(m) : NULL;
+    struct bsc_buf head = {0}; /* a kept transfer's response head storage, parked */
     enum bsc_err err;
 
-    if (!t && !(t = malloc(ops->size(req))))
+    if (t)
+        head = t->head;
+    else if (!(t = malloc(ops->size(req))))
         return BSC_ENOMEM;
     /* Zeroed but for the curl header nodes, which are set when used (easy.c). */
     memset(t, 0, offsetof(struct up_transfer, header_nodes));
+    t->head = head;
+    bsc_buf_unpark(&t->head);
+    bsc_buf_reuse(&t->head, UP_MAX_HEAD_BYTES);
     if (ops == &up__h1_ops)
         t->h1.req = req_head_take(m); /* h1_start resets it, its storage kept */
     t->ops = ops;
     t->m = m;
     t->cb = *cb;
     t->ud = ud;
-    bsc_buf_init(&t->head, UP_MAX_HEAD_BYTES);
     up__transfer_link(t);
     if ((err = ops->start(t, req)) != BSC_OK) {
         up__transfer_unlink(t);

@@ -334,6 +334,41 @@ static void test_reuse(void **state)
     bsc_buf_cleanup(&b);
 }
 
+/* bsc_buf_park / bsc_buf_unpark: a buffer at most <keep> bytes keeps its storage, empty, and
+ * the next use appends into the same storage without growing; a bigger one is freed. */
+static void test_park(void **state)
+{
+    struct bsc_buf b;
+    char *p;
+    size_t cap;
+
+    (void)state;
+    bsc_buf_init(&b, 1u << 20);
+    assert_int_equal(bsc_buf_reserve(&b, 200), BSC_OK);
+    assert_int_equal(BSC_BUF_APPEND_LIT(&b, "the first tenant's text"), BSC_OK);
+    p = b.p;
+    cap = b.cap;
+    bsc_buf_park(&b, 4096);
+    bsc_buf_park(&b, 4096); /* twice: harmless */
+    assert_int_equal(b.len, 0);
+    bsc_buf_unpark(&b);
+    assert_ptr_equal(b.p, p);
+    assert_int_equal(b.cap, cap);
+    assert_string_equal(b.p, "");
+    assert_int_equal(BSC_BUF_APPEND_LIT(&b, "second"), BSC_OK);
+    assert_ptr_equal(b.p, p); /* no growth: the same storage */
+    assert_int_equal(b.cap, cap);
+    assert_string_equal(b.p, "second");
+    assert_int_equal(bsc_buf_reserve(&b, 5000), BSC_OK); /* cap past the bound below */
+    bsc_buf_park(&b, 4096);
+    assert_null(b.p);
+    assert_int_equal(b.cap, 0);
+    assert_int_equal(b.len, 0);
+    bsc_buf_unpark(&b);
+    assert_null(b.p);
+    bsc_buf_cleanup(&b);
+}
+
 /* bsc_json_plain: false for each byte a JSON string escapes, wherever it is. */
 static void test_json_plain(void **state)
 {
@@ -370,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_json_str_random),
         cmocka_unit_test(test_json_str_utf8_kept),
         cmocka_unit_test(test_reuse),
+        cmocka_unit_test(test_park),
         cmocka_unit_test(test_json_plain),
     };
 

@@ -408,16 +408,19 @@ static void test_waits_for_check(void **state)
     assert_int_equal(accepts, 1);
 }
 
-/* The next transfer is the last one's object with its request head's storage: no malloc. */
+/* The next transfer is the last one's object with its request and response heads' storage:
+ * no malloc. */
 static void test_finished_transfer_kept(void **state)
 {
     struct rec a = {0}, b = {0};
     struct up_transfer *kept;
-    char *kept_req;
+    char *kept_req, *kept_head;
 
     (void)state;
     mode = EACH;
     start(&a, port, 0, 0);
+    kept_head = a.t->head.p;
+    assert_non_null(kept_head);
     run_until_done(&a);
     assert_int_equal(m->n_spare, 1);
     assert_int_equal(m->n_spare_req, 1);
@@ -428,6 +431,9 @@ static void test_finished_transfer_kept(void **state)
     start(&b, port, 0, 0);
     assert_ptr_equal(b.t, kept);
     assert_ptr_equal(b.t->h1.req.p, kept_req);
+    assert_ptr_equal(b.t->head.p, kept_head); /* its response head's storage too, empty */
+    assert_int_equal(b.t->head.len, 0);
+    assert_int_equal(b.t->head.max, UP_MAX_HEAD_BYTES);
     assert_int_equal(m->n_spare, 0);
     run_until_done(&b);
     assert_int_equal(b.res, UP_OK);
