@@ -320,7 +320,7 @@ static void build_in(struct request *r, struct decide_in *in)
     in->n_attempts = r->att.n;
     in->tier = r->cur.tier;
     in->now_ms = now;
-    in->now_us = bsc_now_us();
+    in->now_us = req__now_us(r);
     in->time_left_ms = req__time_left(r);
     in->est_tokens = r->input.est_tokens;
     in->est_out_tokens = r->input.est_out_tokens;

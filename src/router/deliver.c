@@ -180,7 +180,7 @@ void deliver_commit(struct request *r)
         srv_resp_head(r->sreq, 200, h, n, -1);
     r->d.committed = true;
     r->d.status = 200;
-    r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
+    r->d.ttfb_us = req__now_us_fresh(r) - r->ident.start_us;
 }
 
 /* Splits the adapter's frames ("data: <json>\n\n") and feeds them to the client dialect. */
@@ -393,7 +393,7 @@ void deliver_stream_complete(struct request *r)
     srv_resp_head(r->sreq, 200, h, n, -1);
     r->d.committed = true;
     r->d.status = 200;
-    r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
+    r->d.ttfb_us = req__now_us_fresh(r) - r->ident.start_us;
     deliver_end(r, "ok");
 }
 
@@ -448,7 +448,7 @@ void deliver_answer(struct request *r)
     reqcache_store(r);    /* before the client can read the answer and ask again */
     srv_resp_send(r->sreq, r->d.status, "application/json", h, n, body.p, body.len);
     r->d.bytes_out += body.len;
-    r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
+    r->d.ttfb_us = req__now_us_fresh(r) - r->ident.start_us;
     req_wake_release_sreq(r);
 }
 

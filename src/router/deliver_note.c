@@ -33,7 +33,7 @@ void deliver_whole_sent(struct request *r, size_t bytes, bool timed)
 {
     r->d.bytes_out = bytes;
     if (timed)
-        r->d.ttfb_us = bsc_now_us() - r->ident.start_us;
+        r->d.ttfb_us = req__now_us_fresh(r) - r->ident.start_us;
     req_wake_release_sreq(r);
 }
 
@@ -62,7 +62,7 @@ size_t deliver_route_headers(struct request *r, struct srv_header *h,
         h[n++] = (struct srv_header){BSC_STR("x-bascule-limited-by"),
                                      bsc_str_cstr(r->err.limited_by)};
     r->d.overhead_us = req_overhead_us(r->ident.start_us, &r->att, r->lim.queued_ms,
-                                     bsc_now_us());
+                                     req__now_us_fresh(r)); /* the run's work counts */
     r->d.overhead_known = true;
     req_overhead_ms_text(r->d.overhead_ms, r->d.overhead_us);
     h[n++] = (struct srv_header){BSC_STR("x-bascule-overhead-ms"),

@@ -55,6 +55,8 @@ struct req_machine {
     unsigned admit_at;      /* the next admission check to run (admit.c) */
     bool client_gone;       /* on_client_abort: req__run ends the request */
     bool finished;          /* st_done ran */
+    bool running;           /* inside a run of the machine (req__run): step_us serves */
+    uint64_t step_us;       /* the run's clock, read on first use (0: not yet; req__now_us) */
     const struct req_wake *wake; /* request.c's entry points, for the others (req_wake.h) */
 };
 
@@ -128,6 +130,31 @@ extern req__goto_hook_fn *req__goto_hook;
 static inline uint64_t req__time_left(const struct request *r)
 {
     return envelope_remaining_ms(&r->env, bsc_now_ms());
+}
+
+/* The request's microsecond clock. Inside one run of its machine (req__run) the clock is
+ * read once, on first use, and that reading serves every state move and attempt mark of
+ * the run: a run waits for nothing (its I/O does not block; whatever must wait returns to
+ * the loop, and the event that ends the wait starts a new run with a new reading). Outside
+ * a run, the clock itself. Never a per-loop-pass time: a pass runs many requests. */
+static inline uint64_t req__now_us(struct request *r)
+{
+    if (!r->m.running)
+        return bsc_now_us();
+    if (!r->m.step_us)
+        r->m.step_us = bsc_now_us();
+    return r->m.step_us;
+}
+
+/* A fresh reading, for a figure that must count the run's work so far (the overhead
+ * header, the time to first byte); the run's later moves take it, so they never go back. */
+static inline uint64_t req__now_us_fresh(struct request *r)
+{
+    uint64_t now = bsc_now_us();
+
+    if (r->m.running)
+        r->m.step_us = now;
+    return now;
 }
 
 static inline struct attempt *req__cur_attempt(struct request *r)

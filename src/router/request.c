@@ -82,7 +82,7 @@ void req__goto(struct request *r, enum req_state next)
     if (req__goto_hook)
         req__goto_hook(r->ident.id, r->m.state, next);
 #endif
-    req_times_move(&r->m.times, r->m.state, next, bsc_now_us());
+    req_times_move(&r->m.times, r->m.state, next, req__now_us(r));
     r->m.state = next;
 }
 
@@ -98,13 +98,15 @@ static void req_abort(struct request *r)
         /* The provider bills what it was asked and generated, whether or not the client
          * stayed: the prompt and the output so far, estimated where no usage came. */
         account_usage(r, false);
-        attempt_end(a, bsc_now_us(), ATTEMPT_CANCELLED, "cancelled");
+        attempt_end(a, req__now_us(r), ATTEMPT_CANCELLED, "cancelled");
     }
     deliver_client_gone(r);
     req__goto(r, REQ_ST_DONE);
 }
 
-void req__run(struct request *r)
+/* Runs the steps until one waits or the request is done. <outer>: this run owns the run's
+ * clock (req__now_us) and ends it; a run nested in another keeps the outer one's. */
+static void run_steps(struct request *r, bool outer)
 {
     while (r->m.state != REQ_ST_DONE) {
         enum req_state prev = r->m.state;
@@ -114,10 +116,26 @@ void req__run(struct request *r)
             break;
         }
         req_steps[prev](r);
-        if (r->m.state == prev)
-            return; /* waiting for an event */
+        if (r->m.state == prev) { /* waiting for an event */
+            if (outer)
+                r->m.running = false;
+            return;
+        }
     }
+    if (outer) /* before st_done, which may free r; its log line reads the clock afresh */
+        r->m.running = false;
     st_done(r);
+}
+
+void req__run(struct request *r)
+{
+    bool outer = !r->m.running;
+
+    if (outer) {
+        r->m.running = true;
+        r->m.step_us = 0;
+    }
+    run_steps(r, outer);
 }
 
 #define M(r) req__metrics(r)
@@ -270,15 +288,16 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
         return;
     r->cur.open = false;
     note_rate_limits(r);
-    now_us = bsc_now_us();
+    now_us = req__now_us(r); /* the run's: its attempt_end, just before, read the same */
     if (outcome == BRK_SUCCESS) {
         rep.latency_ms = (double)(now_us - a->start_us) / 1e3;
         if (r->input.stream && r->d.ttfb_us)
             rep.ttft_ms = (double)(r->ident.start_us + r->d.ttfb_us - a->start_us) / 1e3;
     }
-    /* The exact clock, as the attempt's start is read: the shared health state compares the
-     * two across workers (the adaptive controller's "started before the last cut"), and a
-     * worker's loop-pass milliseconds may lag its start by up to a pass. */
+    /* The exact clock (this run's reading), as the attempt's start is read: the shared
+     * health state compares the two across workers (the adaptive controller's "started
+     * before the last cut"), and a worker's loop-pass milliseconds may lag its start by up
+     * to a pass. */
     hstate_record(r->gw->hs, r->cur.target, now_us / 1000, &rep, &change);
     adapt_limits(r);
     r->cur.circuit = change.to; /* for the attempt's log line */
@@ -290,7 +309,7 @@ static void report_attempt(struct request *r, enum brk_outcome outcome, const ch
     count(r, METRIC_ATTEMPTS, r->cur.target->id, kind ? kind : "ok", NULL, 1);
     if (a)
         observe(r, METRIC_ATTEMPT_DURATION, r->cur.target->id,
-                (double)(bsc_now_us() - a->start_us) / 1e6);
+                (double)(now_us - a->start_us) / 1e6);
     if (rep.ttft_ms >= 0)
         observe(r, METRIC_ATTEMPT_TTFT, r->cur.target->id, rep.ttft_ms / 1e3);
     note_breaker_change(r, &change);
@@ -336,7 +355,7 @@ static void attempt_failed(struct request *r)
     struct attempt *a = req__cur_attempt(r);
     const struct fail_policy *pol = fail_policy(r->x.fail.kind);
 
-    attempt_end(a, bsc_now_us(), ATTEMPT_FAILED, fail_kind_name(r->x.fail.kind));
+    attempt_end(a, req__now_us(r), ATTEMPT_FAILED, fail_kind_name(r->x.fail.kind));
     a->status = r->x.fail.status;
     if (pol->cools_key && r->cur.key_idx >= 0) {
         int reason = key_reason_of(r->x.fail.kind);
@@ -442,7 +461,7 @@ static void begin_attempt(struct request *r)
                       : hstate_tkey_next(r->gw->hs, r->cur.target,
                                          r->next.wf == ATTEMPT_WF_RETRY ? now + 10 : now, &soonest);
     r->att.n++;
-    attempt_begin(a, r->cur.target, r->next.wf, bsc_now_us());
+    attempt_begin(a, r->cur.target, r->next.wf, req__now_us(r));
     feedback_take_ranking(&r->balance, a->ranking, sizeof(a->ranking));
     a->delay_ms = r->next.delay_ms;
     a->delay_why = r->next.delay_why;
@@ -686,7 +705,7 @@ static void st_attempt(struct request *r)
     }
     count_feedback(r, transport_ok);
     if (r->x.fail.kind == FAIL_NONE) {
-        attempt_end(req__cur_attempt(r), bsc_now_us(), ATTEMPT_OK, NULL);
+        attempt_end(req__cur_attempt(r), req__now_us(r), ATTEMPT_OK, NULL);
         req__cur_attempt(r)->status = r->x.up_status;
         report_attempt(r, BRK_SUCCESS, NULL, false);
         account_delivered(r);
@@ -712,7 +731,7 @@ static void st_attempt(struct request *r)
  * the upstream's fault, so its circuit hears of a success. One error event, then close. */
 static void relay_cut(struct request *r, struct attempt *a)
 {
-    attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, r->d.limit_cut);
+    attempt_end(a, req__now_us(r), ATTEMPT_PARTIAL, r->d.limit_cut);
     a->status = 200;
     report_attempt(r, BRK_SUCCESS, NULL, false);
     account_usage(r, false);
@@ -730,7 +749,7 @@ static void relay_continue(struct request *r, struct attempt *a)
 {
     const char *why = break_why(r);
 
-    attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, "partial_output");
+    attempt_end(a, req__now_us(r), ATTEMPT_PARTIAL, "partial_output");
     a->status = 200;
     account_failed(r);
     resume_add_usage(r);
@@ -767,7 +786,7 @@ static void st_relay(struct request *r)
     if (r->x.saw_done && !r->x.stream_failed) {
         if (stream_end_held(r))
             return; /* the store's callback runs the machine again */
-        attempt_end(a, bsc_now_us(), ATTEMPT_OK, NULL);
+        attempt_end(a, req__now_us(r), ATTEMPT_OK, NULL);
         a->status = 200;
         report_attempt(r, BRK_SUCCESS, NULL, false);
         account_delivered(r);
@@ -791,7 +810,7 @@ static void st_relay(struct request *r)
         return;
     }
     xchg_note_partial_output(r);
-    attempt_end(a, bsc_now_us(), ATTEMPT_PARTIAL, "partial_output");
+    attempt_end(a, req__now_us(r), ATTEMPT_PARTIAL, "partial_output");
     a->status = 200;
     account_failed(r); /* cut after tokens were generated: billed */
     resume_count(r, "failed");
@@ -1204,9 +1223,11 @@ void req_chat_start(struct worker *w, struct srv_req *sreq, struct chat_in *in)
     r->timer.data = r;
     guard_init(r);
     r->m.state = REQ_ST_ADMIT;
-    req_times_start(&r->m.times, r->m.state, bsc_now_us());
+    r->m.running = true; /* its first run: the reading that starts its times serves it */
+    r->m.step_us = 0;
+    req_times_start(&r->m.times, r->m.state, req__now_us(r));
     w->inflight++;
     srv_req_on_abort(sreq, on_client_abort, r);
     srv_req_on_stop(sreq, on_server_stop, r);
-    req__run(r);
+    run_steps(r, true);
 }

@@ -20,6 +20,7 @@ targets:
   stp: { provider: sim, model: stp }
   stra: { provider: sim, model: stra }
   stab: { provider: sim, model: stab }
+  stdl: { provider: sim, model: stdl }
 routes:
   plain:
     primary: [stp]
@@ -27,6 +28,8 @@ routes:
     primary: [stra]
   abort:
     primary: [stab]
+  slow:
+    primary: [stdl]
 `;
 }
 
@@ -72,6 +75,24 @@ test('a plain answer: the access line has the time spent in each state it entere
   const line = await accessLine('st-plain');
   assert.equal(line.termination, 'ok');
   assertStates(line, ['admit', 'pick', 'attempt', 'reply']);
+});
+
+// A run of the machine reads the clock once for all its moves (req__now_us); the run that
+// follows a wait reads it again. Were a reading kept across the upstream's wait, the wait
+// would vanish from the attempt's state, its span and the states' sum.
+test('an upstream wait is in the attempt: its state, its span, the ttfb, and the states add up', async () => {
+  await sim.setModel('stdl', { script: [{ action: 'delay', delay_ms: 300 }] });
+  const res = await chat('slow', 'st-slow');
+  assert.equal(res.status, 200);
+  await res.json();
+  const line = await accessLine('st-slow');
+  assertStates(line, ['admit', 'pick', 'attempt', 'reply']);
+  assert.ok(line.states.attempt >= 250, `the wait is in ATTEMPT (${line.states.attempt} ms)`);
+  assert.ok(line.attempt_log[0].ms >= 250, `and in the attempt's span (${line.attempt_log[0].ms} ms)`);
+  assert.ok(line.ttfb_ms >= 250, `and before the first byte (${line.ttfb_ms} ms)`);
+  const sum = Object.values(line.states).reduce((a, b) => a + b, 0);
+  assert.ok(sum >= line.duration_ms - 150,
+    `the states (${sum} ms) account for the duration (${line.duration_ms} ms)`);
 });
 
 test('a stream goes through RELAY after the first frame', async () => {
