@@ -178,6 +178,8 @@ $(BUILD)/fuzz-replay/fuzz_h1_reader_diff: $(BUILD)/obj/tests/unit/harness/h1_res
 $(BUILD)/fuzz-replay/fuzz_h1_request_diff: $(BUILD)/obj/tests/unit/harness/h1_req_ref.o
 # ... and the request checks' (the token-by-token checks, tests/unit/harness/json_check_ref.c).
 $(BUILD)/fuzz-replay/fuzz_json_check_diff: $(BUILD)/obj/tests/unit/harness/json_check_ref.o
+# ... and the usage read's (bsc_json_members on each object, tests/unit/harness/openai_usage_ref.c).
+$(BUILD)/fuzz-replay/fuzz_usage_diff: $(BUILD)/obj/tests/unit/harness/openai_usage_ref.o
 
 fuzz-replay-bins: $(FUZZ_REPLAY_BIN)
 

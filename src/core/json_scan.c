@@ -251,6 +251,73 @@ static int scan_members(struct bsc_str doc, const struct bsc_str *keys, size_t n
     }
 }
 
+int bsc_json_object_name(struct bsc_str obj, struct bsc_json_iter *it, struct bsc_str *name,
+                         bool *escaped)
+{
+    const char *p = obj.p;
+    size_t n = obj.len, i = it->pos, kend;
+
+    if (it->done)
+        return 0;
+    if (!it->open) {
+        i = skip_ws(p, 0, n);
+        if (i >= n || p[i] != '{')
+            return -1;
+        it->open = true;
+        i = skip_ws(p, i + 1, n);
+        if (i < n && p[i] == '}') {
+            it->done = true;
+            it->pos = i + 1;
+            return 0;
+        }
+    }
+    if (i >= n || p[i] != '"')
+        return -1;
+    *escaped = false;
+    kend = skip_string(p, i, n, escaped);
+    if (kend >= n)
+        return -1;
+    *name = bsc_str_make(p + i + 1, kend - 1 - (i + 1));
+    i = skip_ws(p, kend, n);
+    if (i >= n || p[i] != ':')
+        return -1;
+    it->pos = skip_ws(p, i + 1, n);
+    return 1;
+}
+
+int bsc_json_object_after(struct bsc_str obj, struct bsc_json_iter *it, size_t end)
+{
+    size_t i = skip_ws(obj.p, end, obj.len);
+
+    if (i < obj.len && obj.p[i] == '}') {
+        it->done = true;
+        it->pos = i + 1;
+        return 1;
+    }
+    if (i >= obj.len || obj.p[i] != ',')
+        return -1;
+    it->pos = skip_ws(obj.p, i + 1, obj.len);
+    return 1;
+}
+
+int bsc_json_object_value(struct bsc_str obj, struct bsc_json_iter *it, struct bsc_str *value)
+{
+    size_t vstart = it->pos, vend = skip_value(obj.p, vstart, obj.len);
+
+    if (vend > obj.len || vend == vstart)
+        return -1;
+    *value = bsc_str_make(obj.p + vstart, vend - vstart);
+    return bsc_json_object_after(obj, it, vend);
+}
+
+int bsc_json_object_next(struct bsc_str obj, struct bsc_json_iter *it, struct bsc_str *name,
+                         bool *escaped, struct bsc_str *value)
+{
+    int r = bsc_json_object_name(obj, it, name, escaped);
+
+    return r == 1 ? bsc_json_object_value(obj, it, value) : r;
+}
+
 int bsc_json_members(struct bsc_str doc, const struct bsc_str *keys, size_t n_keys,
                      struct bsc_str *vals)
 {

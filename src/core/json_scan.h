@@ -34,6 +34,27 @@ int bsc_json_members(struct bsc_str doc, const struct bsc_str *keys, size_t n_ke
  * member and keep every other byte. 1 found once, 0 absent, -1 repeated or not an object. */
 int bsc_json_member_entry(struct bsc_str doc, struct bsc_str key, struct bsc_str *entry);
 
+/* Iterates the members of the object span <obj> with the reading of bsc_json_members (the
+ * same skips, the same refusals), for readers that want a few members of a small object in
+ * one pass. Start with *<it> zeroed. bsc_json_object_name returns 1 with *<name> (the raw
+ * name between its quotes) and *<escaped> (it holds a backslash) and it->pos at the first
+ * byte of the member's value, 0 after the last member (it->pos then just past the '}'), -1
+ * when <obj> is not an object or is cut or malformed where the scan looks. Then either
+ * bsc_json_object_value skips the value (*<value> its span) and the ',' after it, or the
+ * caller reads the value itself and bsc_json_object_after(<end>, the index just past it)
+ * passes the ','; each returns 1, or -1 as above. bsc_json_object_next is the two. */
+struct bsc_json_iter {
+    size_t pos;
+    bool open; /* the '{' was read */
+    bool done; /* the '}' was read */
+};
+int bsc_json_object_name(struct bsc_str obj, struct bsc_json_iter *it, struct bsc_str *name,
+                         bool *escaped);
+int bsc_json_object_value(struct bsc_str obj, struct bsc_json_iter *it, struct bsc_str *value);
+int bsc_json_object_after(struct bsc_str obj, struct bsc_json_iter *it, size_t end);
+int bsc_json_object_next(struct bsc_str obj, struct bsc_json_iter *it, struct bsc_str *name,
+                         bool *escaped, struct bsc_str *value);
+
 /* Iterates the elements of the array span <arr>: start with *<pos> = 0; each call sets
  * *<elem> and returns true, false after the last. <arr> must be valid JSON. */
 bool bsc_json_array_next(struct bsc_str arr, size_t *pos, struct bsc_str *elem);

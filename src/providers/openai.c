@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/json_check.h"
+#include "core/json_name.h"
 #include "core/json_scan.h"
 #include "providers/provider.h"
 #include "stream/sse_parse.h"
@@ -166,6 +167,95 @@ static int64_t count_of(struct bsc_str v)
     return (int64_t)n;
 }
 
+/* The <len> bytes at <a> and <b> are the same: eight at a time, the last eight overlapping
+ * (the usage keys are 12 to 27 bytes; no call for so few). */
+static inline bool same_bytes(const char *a, const char *b, size_t len)
+{
+    uint64_t x, y;
+
+    if (len < 8)
+        return memcmp(a, b, len) == 0;
+    for (size_t i = 0; i + 8 < len; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y)
+            return false;
+    }
+    memcpy(&x, a + len - 8, 8);
+    memcpy(&y, b + len - 8, 8);
+    return x == y;
+}
+
+/* The index in <keys> (<n>) of the raw member name <name>, -1 for none, -2 for a name parsers
+ * read differently (bsc_json_members refuses the object for it). A name without escapes is
+ * its bytes: a length compare rejects most keys. Inlined: a call each member cost more than
+ * the compares. */
+static inline __attribute__((always_inline)) int usage_key(struct bsc_str name, bool escaped,
+                                                           const struct bsc_str *keys, size_t n)
+{
+    int found = -1;
+
+    if (!escaped) {
+        for (size_t k = 0; k < n; k++)
+            if (name.len == keys[k].len && same_bytes(name.p, keys[k].p, name.len))
+                return (int)k;
+        return -1;
+    }
+    for (size_t k = 0; k < n; k++) {
+        int eq = bsc_json_name_eq(name, keys[k]);
+
+        if (eq < 0)
+            return -2;
+        if (eq)
+            found = (int)k;
+    }
+    return found;
+}
+
+/* A value span that is a string or a container, or a scalar holding none of the bytes a
+ * container's skip looks at ('"', '{', '['): every valid number and literal. */
+static bool value_plain(struct bsc_str v)
+{
+    if (v.p[0] == '"' || v.p[0] == '{' || v.p[0] == '[')
+        return true;
+    for (size_t i = 1; i < v.len; i++)
+        if (v.p[i] == '"' || v.p[i] == '{' || v.p[i] == '[')
+            return false;
+    return true;
+}
+
+/* bsc_json_members for the usage objects (keys of distinct lengths, a handful of members):
+ * one walk, each name looked up by length. 1, or -1 when a wanted key is repeated, a name
+ * is ambiguous or <obj> is not an object. With <end>, also *<end>, the index just past the
+ * object's '}' -- and -1 as well when a member's value is a scalar holding '"', '{' or '['
+ * (json_scan.c's skip of the whole object counts those, where the walk steps over them, so
+ * the two could end apart; they never do otherwise). */
+static int usage_members(struct bsc_str obj, const struct bsc_str *keys, size_t n,
+                         struct bsc_str *vals, size_t *end)
+{
+    struct bsc_json_iter it = {0, false, false};
+    struct bsc_str name, value;
+    bool escaped;
+    int r, k;
+
+    for (size_t j = 0; j < n; j++)
+        vals[j] = BSC_STR_NULL;
+    while ((r = bsc_json_object_next(obj, &it, &name, &escaped, &value)) == 1) {
+        k = usage_key(name, escaped, keys, n);
+        if (k == -2 || (k >= 0 && vals[k].p))
+            return -1;
+        if (k >= 0)
+            vals[k] = value;
+        if (end && !value_plain(value))
+            return -1;
+    }
+    if (r < 0)
+        return -1;
+    if (end)
+        *end = it.pos;
+    return 1;
+}
+
 /* The counts <keys> (<n> of them, at most 2) of the object span <obj> into <out>, each -1
  * when absent, not a count, repeated, or <obj> not an object. One pass over <obj>; when it
  * refuses (a key repeated), each key is asked alone, so that one repeated key does not
@@ -174,12 +264,36 @@ static void span_counts(struct bsc_str obj, const struct bsc_str *keys, size_t n
 {
     struct bsc_str v[2] = {BSC_STR_NULL, BSC_STR_NULL};
 
-    if (obj.p && bsc_json_kind_of(obj) == BSC_JSON_OBJECT && bsc_json_members(obj, keys, n, v) < 0)
+    if (obj.p && bsc_json_kind_of(obj) == BSC_JSON_OBJECT &&
+        usage_members(obj, keys, n, v, NULL) < 0)
         for (size_t k = 0; k < n; k++)
             if (bsc_json_member(obj, keys[k], &v[k]) != 1)
                 v[k] = BSC_STR_NULL;
     for (size_t k = 0; k < n; k++)
         out[k] = count_of(v[k]);
+}
+
+/* The details object (keys <keys>, <n> of them) whose value starts at it->pos in the usage
+ * object <usage>: its counts into <out> as span_counts reads them, the walk moved past it
+ * and the ',' after it. Read where it stands, in the usage's walk; when that walk might not
+ * be the old reading's (the object refused, or a scalar the skip would count), the value is
+ * skipped and read apart. 1, or -1 when the usage object is malformed there. */
+static int details_at(struct bsc_str usage, struct bsc_json_iter *it, const struct bsc_str *keys,
+                      size_t n, int64_t *out)
+{
+    struct bsc_str rest = bsc_str_make(usage.p + it->pos, usage.len - it->pos), span;
+    struct bsc_str v[2] = {BSC_STR_NULL, BSC_STR_NULL};
+    size_t end;
+
+    if (rest.len && rest.p[0] == '{' && usage_members(rest, keys, n, v, &end) == 1) {
+        for (size_t k = 0; k < n; k++)
+            out[k] = count_of(v[k]);
+        return bsc_json_object_after(usage, it, it->pos + end);
+    }
+    if (bsc_json_object_value(usage, it, &span) < 0)
+        return -1;
+    span_counts(span, keys, n, out);
+    return 1;
 }
 
 /* <a> + <b> for counts >= 0 from the upstream, saturated instead of overflowing. */
@@ -188,8 +302,24 @@ static int64_t add_count(int64_t a, int64_t b)
     return a > INT64_MAX - b ? INT64_MAX : a + b;
 }
 
-void prov__openai_usage_read(struct bsc_str usage, bool responses,
-                             struct prov_usage *u)
+/* The keys of a usage object: the counts read at KEY_IN, KEY_OUT (and DeepSeek's cache hits
+ * and misses, Chat Completions only), the details objects at KEY_IN_DETAILS and
+ * KEY_OUT_DETAILS. */
+enum { KEY_IN, KEY_OUT, KEY_IN_DETAILS, KEY_OUT_DETAILS, KEY_HIT, KEY_MISS };
+
+/* What one walk of the usage object found: the spans of its counts, each details object's
+ * counts (-1 when absent or not read). */
+struct usage_walk {
+    struct bsc_str v[6];
+    bool seen[6];
+    int64_t in_details[2]; /* cached_tokens, cache_creation_input_tokens */
+    int64_t out_details;   /* reasoning_tokens */
+};
+
+/* Walks the usage object <usage> once, its details objects read where they stand: 1, or -1
+ * when bsc_json_members would refuse it (not an object, cut or malformed, a wanted key
+ * repeated, an ambiguous name). */
+static int usage_walk(struct bsc_str usage, bool responses, struct usage_walk *w)
 {
     static const struct bsc_str keys[] = {
         BSC_STR("prompt_tokens"),          BSC_STR("completion_tokens"),
@@ -201,28 +331,50 @@ void prov__openai_usage_read(struct bsc_str usage, bool responses,
     static const struct bsc_str details[] = {BSC_STR("cached_tokens"),
                                              BSC_STR("cache_creation_input_tokens"),
                                              BSC_STR("reasoning_tokens")};
-    struct bsc_str v[6] = {BSC_STR_NULL, BSC_STR_NULL, BSC_STR_NULL,
-                           BSC_STR_NULL, BSC_STR_NULL, BSC_STR_NULL};
-    unsigned long long n;
-    int64_t hit, miss, counts[2];
+    struct bsc_json_iter it = {0, false, false};
+    struct bsc_str name, other;
+    bool escaped;
+    int r, k;
+
+    while ((r = bsc_json_object_name(usage, &it, &name, &escaped)) == 1) {
+        k = usage_key(name, escaped, responses ? rkeys : keys, responses ? 4 : 6);
+        if (k == -2 || (k >= 0 && w->seen[k]))
+            return -1;
+        if (k >= 0)
+            w->seen[k] = true;
+        if (k == KEY_IN_DETAILS)
+            r = details_at(usage, &it, details, 2, w->in_details);
+        else if (k == KEY_OUT_DETAILS)
+            r = details_at(usage, &it, &details[2], 1, &w->out_details);
+        else
+            r = bsc_json_object_value(usage, &it, k >= 0 ? &w->v[k] : &other);
+        if (r < 0)
+            return -1;
+    }
+    return r;
+}
+
+void prov__openai_usage_read(struct bsc_str usage, bool responses,
+                             struct prov_usage *u)
+{
+    struct usage_walk w = {.v = {BSC_STR_NULL, BSC_STR_NULL, BSC_STR_NULL, BSC_STR_NULL,
+                                 BSC_STR_NULL, BSC_STR_NULL},
+                           .in_details = {-1, -1},
+                           .out_details = -1};
+    int64_t hit, miss;
 
     *u = PROV_USAGE_UNKNOWN;
-    if (bsc_json_kind_of(usage) != BSC_JSON_OBJECT ||
-        bsc_json_members(usage, responses ? rkeys : keys, responses ? 4 : 6, v) < 0)
+    if (bsc_json_kind_of(usage) != BSC_JSON_OBJECT || usage_walk(usage, responses, &w) < 0)
         return;
-    if (bsc_json_u64(v[0], &n) && n <= INT64_MAX)
-        u->input_tokens = (int64_t)n;
-    if (bsc_json_u64(v[1], &n) && n <= INT64_MAX)
-        u->output_tokens = (int64_t)n;
+    u->input_tokens = count_of(w.v[KEY_IN]);
+    u->output_tokens = count_of(w.v[KEY_OUT]);
     /* DashScope's explicit context cache reports its writes beside the reads. */
-    span_counts(v[2], details, 2, counts);
-    u->cached_tokens = counts[0];
-    u->cache_write_tokens = counts[1];
-    span_counts(v[3], &details[2], 1, counts);
-    u->reasoning_tokens = counts[0];
+    u->cached_tokens = w.in_details[0];
+    u->cache_write_tokens = w.in_details[1];
+    u->reasoning_tokens = w.out_details;
     /* DeepSeek: prompt_tokens = prompt_cache_hit_tokens + prompt_cache_miss_tokens. */
-    hit = v[4].p && bsc_json_u64(v[4], &n) && n <= INT64_MAX ? (int64_t)n : -1;
-    miss = v[5].p && bsc_json_u64(v[5], &n) && n <= INT64_MAX ? (int64_t)n : -1;
+    hit = count_of(w.v[KEY_HIT]);
+    miss = count_of(w.v[KEY_MISS]);
     if (u->cached_tokens < 0 && hit >= 0)
         u->cached_tokens = hit;
     if (u->input_tokens < 0 && hit >= 0 && miss >= 0)

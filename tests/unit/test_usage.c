@@ -19,6 +19,7 @@
 #include "providers/anthropic.h"
 #include "providers/provider.h"
 #include "policy/cost.h"
+#include "harness/openai_usage_ref.h"
 
 static struct prov_usage oai(const char *json, bool responses)
 {
@@ -97,6 +98,76 @@ static void test_deepseek_usage(void **state)
                      "\"prompt_tokens_details\":{\"cached_tokens\":6}}",
                      false),
                  10, 1, 6, -1, -1, -1);
+}
+
+/* The usage read against the reader it replaced (harness/openai_usage_ref.c: every object
+ * read with bsc_json_members), on the edge cases the figures hang on: repeated keys at each
+ * level, escaped names (a lone surrogate or NUL escape included), objects that are not,
+ * counts that are not unsigned integers or do not fit, broken and cut objects. */
+static void test_usage_matches_reference(void **state)
+{
+    static const char *const cases[] = {
+        "{\"prompt_tokens\":312,\"completion_tokens\":44,\"total_tokens\":356,"
+        "\"prompt_tokens_details\":{\"cached_tokens\":0},"
+        "\"completion_tokens_details\":{\"reasoning_tokens\":0}}",
+        "{ \"prompt_tokens\" : 1 , \"completion_tokens\" :\n2 }",
+        "{\"prompt_tokens\":1,\"prompt_tokens\":2}",
+        "{\"prompt_tokens\":1,\"prompt\\u005ftokens\":2}",
+        "{\"\\u0070rompt_tokens\":7,\"completion_tokens\":1}",
+        "{\"prompt_tokens\":7,\"a\\ud800\":1}",
+        "{\"prompt_tokens\":7,\"a\\u0000\":1}",
+        "{\"prompt_tokens\":7,\"x\\\"y\":1,\"completion_tokens\":2}",
+        "{\"prompt_tokens_details\":{\"cached_tokens\":1},\"prompt_tokens_details\":{}}",
+        "{\"prompt_tokens_details\":{\"cached_tokens\":1,\"cached_tokens\":2,"
+        "\"cache_creation_input_tokens\":3}}",
+        "{\"prompt_tokens_details\":{\"cached\\u005ftokens\":5,\"reasoning_tokens\":1,"
+        "\"reasoning_tokens\":2}}",
+        "{\"completion_tokens_details\":{\"reasoning_tokens\":1,\"cached_tokens\":1,"
+        "\"cached_tokens\":2}}",
+        "{\"prompt_tokens_details\":{\"cached_tokens\":1,\"x\\ud800\":0}}",
+        "{\"prompt_tokens_details\":[1],\"completion_tokens_details\":\"x\"}",
+        "{\"prompt_tokens_details\": {\"cached_tokens\":4} }",
+        "{\"prompt_tokens_details\":{\"cached_tokens\":4 x}}",
+        "{\"prompt_tokens_details\":{\"cached_tokens\":a{,\"cached_tokens\":2}}",
+        /* A scalar holding a brace: the skip of the details object counts it, its walk does
+         * not; the usage is then refused as before (the details not read in place). */
+        "{\"prompt_tokens_details\":{\"cached_tokens\":a{,\"x\":2},\"completion_tokens\":1}",
+        "{\"completion_tokens_details\":{\"reasoning_tokens\":1,\"x\":b[},\"prompt_tokens\":1}",
+        "{\"completion_tokens_details\":{\"reasoning_tokens\":1,\"x\":c\"},\"prompt_tokens\":1}",
+        "{\"prompt_tokens\":18446744073709551615,\"completion_tokens\":9223372036854775807}",
+        "{\"prompt_tokens\":9223372036854775808,\"completion_tokens\":18446744073709551616}",
+        "{\"prompt_tokens\":-1,\"completion_tokens\":1e3,\"prompt_cache_hit_tokens\":1.0}",
+        "{\"prompt_tokens\":\"5\",\"completion_tokens\":true,\"prompt_cache_hit_tokens\":null}",
+        "{\"prompt_cache_hit_tokens\":9223372036854775807,"
+        "\"prompt_cache_miss_tokens\":9223372036854775807}",
+        "{\"prompt_cache_hit_tokens\":3,\"prompt_cache_miss_tokens\":4,"
+        "\"prompt_cache_miss_tokens\":5}",
+        "{\"input_tokens\":500,\"output_tokens\":40,\"input_tokens_details\":"
+        "{\"cached_tokens\":128,\"cache_creation_input_tokens\":2},"
+        "\"output_tokens_details\":{\"reasoning_tokens\":16}}",
+        "{\"input_tokens\":1,\"input_tokens\":2,\"prompt_tokens\":3}",
+        "{}", "{", "{\"prompt_tokens\":1", "{\"prompt_tokens\":1,}", "{\"prompt_tokens\":}",
+        "{\"prompt_tokens\" 1}", "{prompt_tokens:1}", " {\"prompt_tokens\":1}", "null", "[]", "",
+        "{\"prompt_tokens\":1} trailing", "{\"prompt_tokens\":1,\"completion_tokens\":2,",
+        "{\"completion_tokens_details\":{\"reasoning_tokens\":3}",
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (int responses = 0; responses < 2; responses++) {
+            struct prov_usage a, b;
+            struct bsc_str span = bsc_str_cstr(cases[i]);
+
+            /* Every cut of the case too: the readers are bounded by the span. */
+            for (size_t len = 0; len <= span.len; len++) {
+                prov__openai_usage_read(bsc_str_make(span.p, len), responses, &a);
+                openai_usage_ref_read(bsc_str_make(span.p, len), responses, &b);
+                if (memcmp(&a, &b, sizeof(a)) != 0)
+                    fail_msg("case %zu (%s), %zu bytes, responses %d", i, cases[i], len,
+                             responses);
+            }
+        }
+    }
 }
 
 static struct prov_usage anth(const char *const *objs, size_t n)
@@ -258,6 +329,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_openai_usage),
         cmocka_unit_test(test_deepseek_usage),
+        cmocka_unit_test(test_usage_matches_reference),
         cmocka_unit_test(test_anthropic_usage),
         cmocka_unit_test(test_gemini_usage),
         cmocka_unit_test(test_cost),
