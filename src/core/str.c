@@ -54,57 +54,112 @@ char *bsc_str_dup(struct bsc_str s)
 }
 
 #ifdef __SSE2__
-/* Candidate bits of the sixteen positions from h + i: the byte there is the needle's first
- * and the byte m - 1 further is its last. */
-static inline unsigned candidates16(const char *h, size_t i, size_t m, __m128i first,
-                                    __m128i last)
-{
-    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(h + i));
-    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(h + i + m - 1));
+/* How common a byte is in chat text and JSON (higher: more common; 0: rare), roughly by
+ * English letter frequency with JSON's punctuation. Only the order matters: the search
+ * filters candidates on the needle's two rarest bytes, so that a needle like "image_url"
+ * is looked for by its '_' and 'g' rather than by an 'i' and an 'l' that prose is full of. */
+static const uint8_t byte_commonness[256] = {
+    [' '] = 255, ['e'] = 250, ['t'] = 240, ['a'] = 235, ['o'] = 230, ['i'] = 225,
+    ['n'] = 225, ['s'] = 220, ['r'] = 220, ['"'] = 215, ['h'] = 200, ['l'] = 200,
+    ['d'] = 190, ['c'] = 180, ['u'] = 170, ['m'] = 165, ['f'] = 150, ['p'] = 150,
+    [','] = 150, ['g'] = 140, ['w'] = 140, ['y'] = 140, ['.'] = 140, [':'] = 140,
+    ['b'] = 120, ['\n'] = 120, ['0' ... '9'] = 100, ['{'] = 100, ['}'] = 100, ['v'] = 100,
+    ['k'] = 90, ['A' ... 'Z'] = 70, ['-'] = 80, ['\''] = 60, ['x'] = 50, ['_'] = 40,
+    ['j'] = 30, ['q'] = 25, ['z'] = 25,
+};
 
-    return (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first),
-                                                     _mm_cmpeq_epi8(b, last)));
+/* The two offsets in the needle <nd> (<m> >= 2 bytes) whose bytes are its rarest, in
+ * increasing order: the candidate filter of find16. */
+static void rare_pair(const char *nd, size_t m, size_t *a, size_t *b)
+{
+    size_t r1 = 0, r2 = 1;
+
+    if (byte_commonness[(unsigned char)nd[r2]] < byte_commonness[(unsigned char)nd[r1]]) {
+        r1 = 1;
+        r2 = 0;
+    }
+    for (size_t k = 2; k < m; k++) {
+        unsigned c = byte_commonness[(unsigned char)nd[k]];
+        if (c < byte_commonness[(unsigned char)nd[r1]]) {
+            r2 = r1;
+            r1 = k;
+        } else if (c < byte_commonness[(unsigned char)nd[r2]]) {
+            r2 = k;
+        }
+    }
+    *a = r1 < r2 ? r1 : r2;
+    *b = r1 < r2 ? r2 : r1;
+}
+
+/* Candidate bits of sixteen positions: <u> and <v> point at the bytes that stand where the
+ * filter bytes <x> and <y> stand in the needle, for the first of the sixteen. */
+static inline unsigned candidates16(const char *u, const char *v, __m128i x, __m128i y)
+{
+    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)u);
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)v);
+
+    return (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, x),
+                                                     _mm_cmpeq_epi8(b, y)));
+}
+
+/* Whether the <m> bytes at <a> and <b> are the same: a loop, not a memcmp call, so that
+ * the search loop around it keeps its vectors in registers (a call clobbers them all). */
+static inline bool same(const char *a, const char *b, size_t m)
+{
+    size_t k = 0;
+
+    while (k < m && a[k] == b[k])
+        k++;
+    return k == m;
 }
 
 /* The first candidate of <mask> (bit k: position i + k) holding the whole needle, or NULL. */
-static inline const char *first_match(const char *h, size_t i, uint32_t mask, const char *nd,
+static inline const char *first_match(const char *h, size_t i, uint64_t mask, const char *nd,
                                       size_t m)
 {
     while (mask) {
-        size_t j = i + (size_t)__builtin_ctz(mask);
-        if (memcmp(h + j + 1, nd + 1, m - 2) == 0)
+        size_t j = i + (size_t)__builtin_ctzll(mask);
+        if (same(h + j, nd, m))
             return h + j;
         mask &= mask - 1;
     }
     return NULL;
 }
 
-/* Only the candidates are compared whole. Thirty-two positions a step (two sixteens, one
- * mask: half the loop's overhead per byte), then sixteen; each width's last step overlaps
- * the one before so that it ends exactly at the last position (its earlier positions held
- * no match, so the first match found is still the first). A text shorter than one step of
- * sixteen goes to the scalar loop of the caller (*<done> false). */
+/* Only the candidates are compared whole. Sixty-four positions a step (four sixteens, one
+ * mask: a quarter of the loop's overhead per byte), then sixteen; each width's last step
+ * overlaps the one before so that it ends exactly at the last position (its earlier
+ * positions held no match, so the first match found is still the first). A text shorter
+ * than one step of sixteen goes to the scalar loop of the caller (*<done> false). The loads
+ * stay inside the text: a position's filter bytes are at most m - 1 past it. */
 static const char *find16(const char *h, size_t n, const char *nd, size_t m, bool *done)
 {
-    const __m128i first = _mm_set1_epi8(nd[0]), last = _mm_set1_epi8(nd[m - 1]);
-    size_t i = 0, end = n - m + 1; /* positions 0 .. end - 1 */
-    const char *r;
+    size_t i = 0, end = n - m + 1, fa, fb; /* positions 0 .. end - 1 */
+    const char *ha, *hb, *r;
+    __m128i x, y;
 
     *done = end >= 16;
     if (!*done)
         return NULL;
-    while (end >= 32) { /* left only by a return */
-        uint32_t mask = candidates16(h, i, m, first, last) |
-                        (uint32_t)candidates16(h, i + 16, m, first, last) << 16;
+    rare_pair(nd, m, &fa, &fb);
+    x = _mm_set1_epi8(nd[fa]);
+    y = _mm_set1_epi8(nd[fb]);
+    ha = h + fa;
+    hb = h + fb;
+    while (end >= 64) { /* left only by a return */
+        uint64_t mask = (uint64_t)candidates16(ha + i, hb + i, x, y) |
+                        (uint64_t)candidates16(ha + i + 16, hb + i + 16, x, y) << 16 |
+                        (uint64_t)candidates16(ha + i + 32, hb + i + 32, x, y) << 32 |
+                        (uint64_t)candidates16(ha + i + 48, hb + i + 48, x, y) << 48;
 
         if (mask && (r = first_match(h, i, mask, nd, m)))
             return r;
-        if (i + 32 == end)
+        if (i + 64 == end)
             return NULL;
-        i = end - i - 32 >= 32 ? i + 32 : end - 32;
+        i = end - i - 64 >= 64 ? i + 64 : end - 64;
     }
     for (;;) {
-        if ((r = first_match(h, i, candidates16(h, i, m, first, last), nd, m)))
+        if ((r = first_match(h, i, candidates16(ha + i, hb + i, x, y), nd, m)))
             return r;
         if (i + 16 == end)
             return NULL;
@@ -130,24 +185,6 @@ static const char *find_at_least_2(const char *h, size_t n, const char *nd, size
     return NULL;
 }
 
-/* A needle in quotes ("\"error\"", "\"tool_calls\""): its first and last byte pass the
- * candidate filter at every pair of quotes that far apart, and JSON is full of quotes. The
- * text between the quotes is looked for instead, in the text past its first byte, and each
- * hit kept when a quote stands on either side of it. */
-static const char *find_quoted(const char *h, size_t n, const char *nd, size_t m)
-{
-    const char *end = h + n - 1, *p = h + 1, *r;
-
-    while ((size_t)(end - p) >= m - 2) {
-        if (!(r = find_at_least_2(p, (size_t)(end - p), nd + 1, m - 2)))
-            return NULL;
-        if (r[-1] == '"' && r[m - 2] == '"')
-            return r - 1;
-        p = r + 1;
-    }
-    return NULL;
-}
-
 const char *bsc_str_find(struct bsc_str hay, struct bsc_str needle)
 {
     size_t m = needle.len;
@@ -157,8 +194,6 @@ const char *bsc_str_find(struct bsc_str hay, struct bsc_str needle)
         return NULL;
     if (m == 1)
         return memchr(h, nd[0], hay.len);
-    if (m >= 4 && nd[0] == '"' && nd[m - 1] == '"')
-        return find_quoted(h, hay.len, nd, m);
     return find_at_least_2(h, hay.len, nd, m);
 }
 

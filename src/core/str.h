@@ -96,8 +96,9 @@ bool bsc_str_to_u64(struct bsc_str s, unsigned long long *out);
 char *bsc_str_dup(struct bsc_str s);
 
 /* Where <needle> first occurs in <hay>, or NULL (also for an empty needle, unlike memmem):
- * sixteen candidate positions at a time where SSE2 is there, since glibc's
- * memmem walks a short needle through a chat body at a few instructions a byte. */
+ * sixteen candidate positions at a time where SSE2 is there, filtered on the needle's two
+ * rarest bytes in chat text, since glibc's memmem walks a short needle through a chat body
+ * at a few instructions a byte. */
 const char *bsc_str_find(struct bsc_str hay, struct bsc_str needle);
 
 #endif

@@ -3,8 +3,8 @@
 /* fuzz_str_find.c -- libFuzzer target for bsc_str_find, the substring search behind the
  * request's image gate and the answer's "error" and "tool_calls" gates. The first byte of
  * the input is the needle's length (its low 5 bits), the needle follows, the rest is the
- * text; also the needle put in quotes when the input's second byte is odd, so the search
- * by the text between the quotes is taken too. Aborts when the answer is not memmem's (the
+ * text; also the needle put in quotes when the input's second byte is odd, as the answer's
+ * gates look for quoted names. Aborts when the answer is not memmem's (the
  * first match; NULL for an empty needle). Built and run by scripts/fuzz. */
 #include <stdint.h>
 #include <stdio.h>

@@ -238,7 +238,7 @@ static void test_str_find(void **state)
     assert_null(bsc_str_find(BSC_STR("ab"), BSC_STR("abc")));
 }
 
-/* A text of a few hundred bytes, where the search takes thirty-two positions a step and
+/* A text of a few hundred bytes, where the search takes sixty-four positions a step and
  * ends on overlapping steps of both widths: needles cut at every offset, and near misses
  * (a needle's first and last byte right, the middle wrong) every few bytes, against memmem
  * on every suffix. */
@@ -268,10 +268,40 @@ static void test_str_find_long(void **state)
     }
 }
 
-/* A needle in quotes is looked for by the text between its quotes: hits of that text
- * without a quote on one side or the other (or at the hay's very edges, where there is no
- * room for the quote) are passed over, the first whole match is found, in texts short and
- * long enough for the sixteen- and thirty-two-wide steps. */
+/* The candidate filter uses the needle's two rarest bytes: texts full of them where the
+ * rest of the needle differs by one byte (each byte of the needle changed in turn, at every
+ * position, in texts long enough for both step widths), then the needle itself at every
+ * position: the same answer as memmem. */
+static void test_str_find_rare_pair(void **state)
+{
+    static const char *const needles[] = {"image_url", "\"tool_calls\"", "\"error\"", "_g",
+                                          "zq", "a_b_c"};
+    char text[100], nd[16];
+
+    (void)state;
+    for (size_t k = 0; k < sizeof(needles) / sizeof(needles[0]); k++) {
+        size_t m = strlen(needles[k]);
+
+        for (size_t at = 0; at + m <= sizeof(text); at++) {
+            for (size_t change = 0; change <= m; change++) {
+                memset(text, '_', sizeof(text));
+                memcpy(nd, needles[k], m);
+                if (change < m)
+                    nd[change] = nd[change] == 'x' ? 'y' : 'x';
+                memcpy(text + at, nd, m);
+                for (size_t len = m; len <= sizeof(text); len += 13)
+                    assert_ptr_equal(bsc_str_find(bsc_str_make(text, len),
+                                                  bsc_str_make(needles[k], m)),
+                                     memmem(text, len, needles[k], m));
+            }
+        }
+    }
+}
+
+/* A needle in quotes, in JSON full of quotes: hits of the text between its quotes without
+ * a quote on one side or the other (or at the hay's very edges, where there is no room for
+ * the quote) are passed over, the first whole match is found, in texts short and long
+ * enough for the sixteen- and thirty-two-wide steps. */
 static void test_str_find_quoted(void **state)
 {
     static const char *const hays[] = {
@@ -305,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_params_from_json), cmocka_unit_test(test_may_hold),
         cmocka_unit_test(test_str_find),
         cmocka_unit_test(test_str_find_long),
+        cmocka_unit_test(test_str_find_rare_pair),
         cmocka_unit_test(test_str_find_quoted),
     };
 
