@@ -161,8 +161,7 @@ static inline unsigned attention_mask16(const unsigned char *p)
  * a time, then byte by byte. Out of line under SSE2: a string rarely ends within sixteen
  * bytes of the document's end, and inlined, its constants were set up for every string. */
 #ifdef __SSE2__
-static __attribute__((noinline, cold)) size_t plain_tail(const unsigned char *p, size_t i,
-                                                           size_t n)
+static __attribute__((noinline, cold)) size_t plain_tail(const unsigned char *p, size_t i, size_t n)
 #else
 TOK_INLINE size_t plain_tail(const unsigned char *p, size_t i, size_t n)
 #endif

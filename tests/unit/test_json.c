@@ -1196,8 +1196,7 @@ static void test_name_scan_and_decode(void **state)
         if (!len)
             continue;
         /* and the name with its first byte escaped hashes the same */
-        snprintf(esc, sizeof(esc), "\\u%04x%.*s", (unsigned char)plain[0], (int)len - 1,
-                 plain + 1);
+        snprintf(esc, sizeof(esc), "\\u%04x%.*s", (unsigned char)plain[0], (int)len - 1, plain + 1);
         assert_true(bsc_json_name_scan(bsc_str_cstr(esc), &b));
         assert_true(b.escaped);
         assert_int_equal(b.hash, a.hash);

@@ -485,8 +485,7 @@ static void test_whitespace_run_boundaries(void **state)
                         doc[n++] = (char)ws_fill[(k * 5 + pad + s) % sizeof(ws_fill)];
                     if (at < len) {
                         doc[run + at] = (char)ws_stop[s];
-                        expect_valid_or(doc, n, "unexpected data after the JSON value",
-                                        run + at);
+                        expect_valid_or(doc, n, "unexpected data after the JSON value", run + at);
                     } else {
                         expect_valid_or(doc, n, NULL, 0);
                     }
