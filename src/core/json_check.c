@@ -80,9 +80,16 @@ static bool track_name(struct want *w, struct bsc_json_error *err, struct bsc_jt
                             "a top-level member name longer than 256 bytes");
     if (w->n_seen == BSC_JSON_MAX_MEMBERS)
         return stop_at_name(w, err, tok, BSC_JSONV_REFUSED, "more than 256 top-level members");
-    if (!bsc_json_name_scan(key, info))
+    /* The tokenizer saw every backslash: a name without one is its bytes, hashed as
+     * bsc_json_name_scan would without its look for one. */
+    if (!tok->escaped) {
+        info->hash = bsc_json_name_hash_plain(key);
+        info->len = key.len;
+        info->escaped = false;
+    } else if (!bsc_json_name_scan(key, info)) {
         return stop_at_name(w, err, tok, BSC_JSONV_REFUSED,
                             "a top-level member name with a lone surrogate or NUL escape");
+    }
     slot = (info->hash ^ (info->hash >> 16)) & 255;
     maybe = (w->filter[slot / 64] >> (slot % 64)) & 1;
     w->filter[slot / 64] |= 1ull << (slot % 64);

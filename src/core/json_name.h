@@ -26,6 +26,18 @@ struct bsc_json_name_info {
  * lone surrogate escape or an escaped NUL. Bounded by <raw>. */
 bool bsc_json_name_scan(struct bsc_str raw, struct bsc_json_name_info *info);
 
+/* The hash bsc_json_name_scan gives a name without escapes, for a caller that knows <raw>
+ * holds no backslash (a tokenizer's name with its <escaped> false): FNV-1a of its bytes,
+ * without the look for a backslash. */
+static inline uint32_t bsc_json_name_hash_plain(struct bsc_str raw)
+{
+    uint32_t h = 2166136261u;
+
+    for (size_t i = 0; i < raw.len; i++)
+        h = (h ^ (unsigned char)raw.p[i]) * 16777619u;
+    return h;
+}
+
 /* 1 when the raw name <raw>, decoded, is the bytes <plain>; 0 when not; -1 when <raw> is
  * ambiguous (see bsc_json_name_scan). */
 int bsc_json_name_eq(struct bsc_str raw, struct bsc_str plain);

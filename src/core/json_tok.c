@@ -43,15 +43,62 @@ static const char E_NAME[] = "expected a member name", E_COLON[] = "expected ':'
 /* JSON whitespace: space, tab, line feed, carriage return. */
 static const bool ws_byte[256] = {[' '] = true, ['\t'] = true, ['\n'] = true, ['\r'] = true};
 
-/* Indentation comes in runs of spaces: after a whitespace byte, the spaces that follow are
- * counted eight bytes at a time (on a little-endian machine the first byte that is not a
- * space is the lowest nonzero byte of the word XOR eight spaces). */
+#ifdef __SSE2__
+/* Sixteen bytes at a time: the bit of each byte that is a space or a line feed (an indented
+ * body's whitespace; a tab or CR is passed one at a time). */
+static inline unsigned space_lf_mask16(const unsigned char *p)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')),
+                                                    _mm_cmpeq_epi8(x, _mm_set1_epi8('\n'))));
+}
+#endif
+
+/* Index of the first byte at or after <i> that is not whitespace. Most calls meet a byte
+ * above ' ' at once (a compact document, a value after ':'), or one space before it (": "),
+ * both answered before any table or vector. An indented body's runs ("\n" and the
+ * indentation) are read sixteen bytes at a time (SSE2; elsewhere a whitespace byte and the
+ * spaces after it, eight at a time); within sixteen bytes of the end, byte by byte. */
 TOK_INLINE size_t ws_run(const unsigned char *p, size_t i, size_t n)
 {
-    const uint64_t spaces = 0x2020202020202020ull;
-    uint64_t w;
+    if (i < n && p[i] > ' ')
+        return i;
+    if (n - i >= 2 && p[i] == ' ' && p[i + 1] > ' ')
+        return i + 1;
+#ifdef __SSE2__
+    if (n - i >= 17 && p[i] == '\n') { /* a line break and up to 15 spaces of indentation */
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + i + 1));
+        unsigned other = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')));
 
+        other ^= 0xffffu;
+        if (other) {
+            size_t j = i + 1 + (size_t)__builtin_ctz(other);
+
+            if (p[j] > ' ')
+                return j;
+        }
+    }
+    while (n - i >= 16) {
+        unsigned other = space_lf_mask16(p + i) ^ 0xffffu;
+
+        if (!other) {
+            i += 16;
+            continue;
+        }
+        i += (size_t)__builtin_ctz(other);
+        if (!ws_byte[p[i]])
+            return i;
+        i++; /* a tab or CR */
+    }
+#else
+    /* Without SSE2, the spaces after a whitespace byte are counted eight at a time (on a
+     * little-endian machine the first byte that is not a space is the lowest nonzero byte
+     * of the word XOR eight spaces). */
     while (i < n && ws_byte[p[i]]) {
+        const uint64_t spaces = 0x2020202020202020ull;
+        uint64_t w;
+
         i++;
         while (n - i >= 8) {
             memcpy(&w, p + i, 8);
@@ -68,6 +115,9 @@ TOK_INLINE size_t ws_run(const unsigned char *p, size_t i, size_t n)
             i += 8;
         }
     }
+#endif
+    while (i < n && ws_byte[p[i]])
+        i++;
     return i;
 }
 
@@ -107,19 +157,17 @@ static inline unsigned attention_mask16(const unsigned char *p)
 }
 #endif
 
-/* Index of the first byte at or after <i> that plain_byte[] does not pass. */
-TOK_INLINE size_t plain_run(const unsigned char *p, size_t i, size_t n)
+/* plain_run's last bytes, fewer than sixteen (SSE2) or the whole run (elsewhere): eight at
+ * a time, then byte by byte. Out of line under SSE2: a string rarely ends within sixteen
+ * bytes of the document's end, and inlined, its constants were set up for every string. */
+#ifdef __SSE2__
+static __attribute__((noinline, cold)) size_t plain_tail(const unsigned char *p, size_t i, size_t n)
+#else
+TOK_INLINE size_t plain_tail(const unsigned char *p, size_t i, size_t n)
+#endif
 {
     uint64_t w;
 
-#ifdef __SSE2__
-    while (n - i >= 16) {
-        unsigned mask = attention_mask16(p + i);
-        if (mask)
-            return i + (size_t)__builtin_ctz(mask);
-        i += 16;
-    }
-#endif
     while (n - i >= 8) {
         memcpy(&w, p + i, 8);
         if (needs_attention8(w))
@@ -129,6 +177,20 @@ TOK_INLINE size_t plain_run(const unsigned char *p, size_t i, size_t n)
     while (i < n && plain_byte[p[i]])
         i++;
     return i;
+}
+
+/* Index of the first byte at or after <i> that plain_byte[] does not pass. */
+TOK_INLINE size_t plain_run(const unsigned char *p, size_t i, size_t n)
+{
+#ifdef __SSE2__
+    while (n - i >= 16) {
+        unsigned mask = attention_mask16(p + i);
+        if (mask)
+            return i + (size_t)__builtin_ctz(mask);
+        i += 16;
+    }
+#endif
+    return plain_tail(p, i, n);
 }
 
 static bool is_hex(unsigned char c)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -1183,6 +1184,24 @@ static void test_name_scan_and_decode(void **state)
     assert_true(b.escaped);
     assert_int_equal(b.len, 10);
     assert_int_equal(a.hash, b.hash); /* the hash is of the decoded name */
+    /* a name without escapes: bsc_json_name_hash_plain is the scan's hash, at every length */
+    for (size_t len = 0; len <= 40; len++) {
+        char plain[48], esc[64];
+
+        for (size_t k = 0; k < len; k++)
+            plain[k] = (char)('a' + (k * 7 + len) % 26);
+        assert_true(bsc_json_name_scan(bsc_str_make(plain, len), &a));
+        assert_false(a.escaped);
+        assert_int_equal(bsc_json_name_hash_plain(bsc_str_make(plain, len)), a.hash);
+        if (!len)
+            continue;
+        /* and the name with its first byte escaped hashes the same */
+        snprintf(esc, sizeof(esc), "\\u%04x%.*s", (unsigned char)plain[0], (int)len - 1, plain + 1);
+        assert_true(bsc_json_name_scan(bsc_str_cstr(esc), &b));
+        assert_true(b.escaped);
+        assert_int_equal(b.hash, a.hash);
+        assert_int_equal(b.len, len);
+    }
     assert_false(bsc_json_name_scan(BSC_STR("\\ud800"), &b));
     assert_false(bsc_json_name_scan(BSC_STR("\\u0000"), &b));
     /* decode, cut at a character boundary, NUL-terminated */
@@ -1238,6 +1257,9 @@ static void test_check_request_duplicates(void **state)
     expect_duplicate("{\"max_tokens\":5,\"\\u006dax_tokens\":100000}", "\\u006dax_tokens", 16,
                      "max_tokens");
     expect_duplicate("{\"stream\":false,\"\\u0073tream\":true}", "\\u0073tream", 16, "stream");
+    /* the escaped form first: the plain name after it (hashed without a look for a
+     * backslash, bsc_json_name_hash_plain) still meets it */
+    expect_duplicate("{\"\\u0073tream\":true,\"stream\":false}", "stream", 20, "stream");
     expect_duplicate("{\"\\u0074ools\":[],\"tools\":[]}", "tools", 17, "tools");
     /* literal, and any member at all, wanted or not */
     expect_duplicate("{\"model\":1,\"model\":2}", "model", 11, "model");

@@ -381,6 +381,213 @@ static void test_whitespace_runs(void **state)
 /* A copy of <t> skips the rest of its innermost container; another reads on token by token
  * to the matching closer or the error: the two must come back with the same token (every
  * field) and the same tokenizer state, then agree on what follows. */
+/* <len> bytes of <text> in a heap block of exactly that size, so that the sanitizer sees a
+ * read past the document's end (the sixteen-byte steps must stop short of it). */
+static char *exact_copy(const char *text, size_t len)
+{
+    char *doc = malloc(len ? len : 1);
+
+    assert_non_null(doc);
+    memcpy(doc, text, len);
+    return doc;
+}
+
+/* The bytes a whitespace run is built from, and bytes that end one: the run's sixteen-byte
+ * step (space and LF at once, a tab or CR one at a time) must stop exactly where a byte that
+ * is not whitespace stands, a control byte included. */
+static const unsigned char ws_fill[] = {' ', '\n', '\t', '\r'};
+static const unsigned char ws_stop[] = {'x', 0x0b, 0x00, 0x1f, 0x80, 0xff};
+
+/* Reads <doc> token by token and by skipping the array it opens, and checks both end at
+ * the same error, *<what> at <off>, or (<what> NULL) that the number token is at <off>. */
+static void expect_run_end(const char *text, size_t len, const char *what, size_t off)
+{
+    char *doc = exact_copy(text, len);
+    struct bsc_json_tok t;
+    struct bsc_jtok tok;
+    enum bsc_jtok_kind k;
+
+    bsc_json_tok_init(&t, bsc_str_make(doc, len), 8);
+    while ((k = bsc_json_tok_next(&t, &tok)) != BSC_JTOK_ERROR && k != BSC_JTOK_NUMBER)
+        assert_int_not_equal(k, BSC_JTOK_END);
+    if (!what) {
+        assert_int_equal(k, BSC_JTOK_NUMBER);
+        assert_int_equal(tok.off, off);
+        assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_ARR_CLOSE);
+        assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_END);
+    } else {
+        assert_int_equal(k, BSC_JTOK_ERROR);
+        assert_string_equal(t.what, what);
+        assert_int_equal(t.err_off, off);
+    }
+    bsc_json_tok_init(&t, bsc_str_make(doc, len), 8);
+    assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_ARR_OPEN);
+    k = bsc_json_tok_skip(&t, &tok);
+    assert_int_equal(k, what ? BSC_JTOK_ERROR : BSC_JTOK_ARR_CLOSE);
+    if (what) {
+        assert_string_equal(t.what, what);
+        assert_int_equal(t.err_off, off);
+    }
+    free(doc);
+}
+
+/* <doc> is valid (<what> NULL), or invalid with *<what> at <off>. */
+static void expect_valid_or(const char *text, size_t len, const char *what, size_t off)
+{
+    char *doc = exact_copy(text, len);
+    const char *why = NULL;
+    size_t at = 0;
+    bool ok = bsc_json_tok_valid(bsc_str_make(doc, len), BSC_JSON_MAX_DEPTH, &why, &at);
+
+    assert_int_equal(ok, what == NULL);
+    if (what) {
+        assert_string_equal(why, what);
+        assert_int_equal(at, off);
+    }
+    free(doc);
+}
+
+/* Whitespace runs of 0 to 40 bytes, mixed of all four kinds, after a string that moves the
+ * run against the sixteen-byte steps, with a byte that is not whitespace at every position
+ * of it: the value (or the error) is found where that byte stands, in the run between two
+ * values (read token by token and skipped) and in the one that ends the document. */
+static void test_whitespace_run_boundaries(void **state)
+{
+    (void)state;
+    for (size_t pad = 0; pad < 17; pad++)
+        for (size_t len = 0; len <= 40; len++)
+            for (size_t at = 0; at <= len; at++)
+                for (size_t s = 0; s < sizeof(ws_stop); s++) {
+                    char doc[128];
+                    size_t n = 0, run;
+
+                    doc[n++] = '[';
+                    doc[n++] = '"';
+                    memset(doc + n, 'a', pad);
+                    n += pad;
+                    doc[n++] = '"';
+                    doc[n++] = ',';
+                    run = n;
+                    for (size_t k = 0; k < len; k++)
+                        doc[n++] = (char)ws_fill[(k * 7 + pad + s) % sizeof(ws_fill)];
+                    if (at < len) /* the stop byte inside the run, the value after it */
+                        doc[run + at] = (char)ws_stop[s];
+                    doc[n++] = '1';
+                    doc[n++] = ']';
+                    if (at < len)
+                        expect_run_end(doc, n, "unexpected character", run + at);
+                    else
+                        expect_run_end(doc, n, NULL, n - 2);
+                    /* the same run at the end of the document: [ "a..." ] run */
+                    doc[run - 1] = ']';
+                    n = run;
+                    for (size_t k = 0; k < len; k++)
+                        doc[n++] = (char)ws_fill[(k * 5 + pad + s) % sizeof(ws_fill)];
+                    if (at < len) {
+                        doc[run + at] = (char)ws_stop[s];
+                        expect_valid_or(doc, n, "unexpected data after the JSON value", run + at);
+                    } else {
+                        expect_valid_or(doc, n, NULL, 0);
+                    }
+                }
+}
+
+/* A string of 0 to 40 plain bytes that ends 0 to 20 bytes before the document does, with a
+ * byte that needs attention at every position: an escape passes, a control byte, a broken
+ * UTF-8 sequence or the document's end is the error where it stands, read token by token
+ * and skipped alike. */
+static void test_string_run_boundaries(void **state)
+{
+    static const struct {
+        const char *bytes;
+        const char *what; /* NULL: the string is valid */
+        size_t err_at;    /* from the special byte */
+    } special[] = {
+        {"\\n", NULL, 0},
+        {"\\u00e9", NULL, 0},
+        {"\xc3\xa9", NULL, 0},
+        {"\x01", "control character in a string", 0},
+        {"\x1f", "control character in a string", 0},
+        {"\x80", "invalid UTF-8", 0},
+        {"\xc3(", "invalid UTF-8", 0},
+        {"\\x", "invalid escape", 1},
+    };
+
+    (void)state;
+    for (size_t len = 0; len <= 40; len++)
+        for (size_t tail = 0; tail <= 20; tail++)
+            for (size_t at = 0; at <= len; at++)
+                for (size_t s = 0; s < sizeof(special) / sizeof(special[0]); s++) {
+                    char doc[128];
+                    size_t n = 0, open, sp = strlen(special[s].bytes);
+
+                    doc[n++] = '[';
+                    open = n;
+                    doc[n++] = '"';
+                    memset(doc + n, 'b', at);
+                    n += at;
+                    memcpy(doc + n, special[s].bytes, sp);
+                    n += sp;
+                    memset(doc + n, 'c', len - at);
+                    n += len - at;
+                    doc[n++] = '"';
+                    doc[n++] = ',';
+                    doc[n++] = '1';
+                    memset(doc + n, ' ', tail);
+                    n += tail;
+                    doc[n++] = ']';
+                    if (special[s].what)
+                        expect_run_end(doc, n, special[s].what, open + 1 + at + special[s].err_at);
+                    else
+                        expect_run_end(doc, n, NULL, n - 2 - tail);
+                    /* unterminated: the document ends inside the string */
+                    n = open + 1 + at;
+                    expect_run_end(doc, n, "unterminated string", n);
+                }
+}
+
+/* Indented containers nested 1 to 200 deep, skipped from the outermost: the runs before
+ * each opener and closer are read at every indentation, and the closer is the last byte. */
+static void test_whitespace_deep_nesting(void **state)
+{
+    static char doc[200 * 2 * 210];
+
+    (void)state;
+    for (size_t depth = 1; depth <= 200; depth += 7) {
+        size_t n = 0;
+        struct bsc_json_tok t;
+        struct bsc_jtok tok;
+
+        for (size_t d = 0; d < depth; d++) {
+            doc[n++] = d % 2 ? '{' : '[';
+            if (d % 2) {
+                memcpy(doc + n, "\"k\" :", 5);
+                n += 5;
+            }
+            doc[n++] = '\n';
+            memset(doc + n, ' ', d);
+            n += d;
+        }
+        doc[n++] = '0';
+        for (size_t d = depth; d-- > 0;) {
+            doc[n++] = '\n';
+            memset(doc + n, ' ', d);
+            n += d;
+            doc[n++] = d % 2 ? '}' : ']';
+        }
+        bsc_json_tok_init(&t, bsc_str_make(doc, n), BSC_JSON_MAX_DEPTH);
+        assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_ARR_OPEN);
+        assert_int_equal(bsc_json_tok_skip(&t, &tok), BSC_JTOK_ARR_CLOSE);
+        assert_int_equal(tok.off, n - 1);
+        assert_int_equal(bsc_json_tok_next(&t, &tok), BSC_JTOK_END);
+        expect_valid_or(doc, n, NULL, 0);
+        /* a stray byte in the deepest run */
+        doc[n - 2 - 0] = depth > 1 ? '\x0b' : doc[n - 2];
+        if (depth > 1)
+            expect_valid_or(doc, n, "expected ',' or ']'", n - 2);
+    }
+}
+
 static void expect_skip_matches_at(struct bsc_str doc, const struct bsc_json_tok *t)
 {
     struct bsc_json_tok a = *t, b = *t;
@@ -705,6 +912,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_token_kind),
         cmocka_unit_test(test_whitespace_runs),
+        cmocka_unit_test(test_whitespace_run_boundaries),
+        cmocka_unit_test(test_string_run_boundaries),
+        cmocka_unit_test(test_whitespace_deep_nesting),
         cmocka_unit_test(test_scalar_documents),
         cmocka_unit_test(test_valid_numbers),
         cmocka_unit_test(test_malformed),
