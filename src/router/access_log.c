@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "core/buf.h"
 #include "core/compat.h"
 #include "core/clock.h"
@@ -68,48 +72,87 @@ static const char digit_pairs[] = "000102030405060708091011121314151617181920212
                                   "50515253545556575859606162636465666768697071727374"
                                   "75767778798081828384858687888990919293949596979899";
 
-/* Writes <v> in decimal at the cursor (room for U64_DIGITS made), as "%llu" would. The
- * digits are made from the right in <tmp>, then copied as one block of U64_DIGITS bytes
- * (a few moves, no length-dependent copy); <tmp>'s upper half is zeroed so that every byte
- * copied is defined. Only the digits count: the cursor moves past them alone. */
-static void put_digits(struct line *l, uint64_t v)
-{
-    char tmp[2 * U64_DIGITS];
-    char *p = tmp + U64_DIGITS;
+static const uint64_t powers_of_ten[U64_DIGITS] = {
+    1ull,
+    10ull,
+    100ull,
+    1000ull,
+    10000ull,
+    100000ull,
+    1000000ull,
+    10000000ull,
+    100000000ull,
+    1000000000ull,
+    10000000000ull,
+    100000000000ull,
+    1000000000000ull,
+    10000000000000ull,
+    100000000000000ull,
+    1000000000000000ull,
+    10000000000000000ull,
+    100000000000000000ull,
+    1000000000000000000ull,
+    10000000000000000000ull,
+};
 
-    memset(tmp + U64_DIGITS, 0, U64_DIGITS);
-    while (v >= 100) {
-        p -= 2;
-        memcpy(p, digit_pairs + 2 * (v % 100), 2);
-        v /= 100;
-    }
-    if (v >= 10) {
-        p -= 2;
-        memcpy(p, digit_pairs + 2 * v, 2);
-    } else {
-        *--p = (char)('0' + v);
-    }
-    memcpy(l->o, p, U64_DIGITS);
-    l->o += tmp + U64_DIGITS - p;
+/* The number of decimal digits of <v> (1 for 0). bits * 1233 / 4096 is bits * log10(2)
+ * rounded down: the digits of the smallest number of that bit length, one short of <v>'s
+ * when <v> reaches the next power of ten. */
+static inline unsigned decimal_len(uint64_t v)
+{
+    unsigned bits = 64 - (unsigned)__builtin_clzll(v | 1);
+    unsigned t = bits * 1233 >> 12;
+
+    return t + ((v | 1) >= powers_of_ten[t]);
 }
 
-/* <units> / 10^<decimals> with exactly <decimals> (3 or 8) decimals at the cursor. */
-static void put_fixed_digits(struct line *l, uint64_t units, unsigned decimals)
+/* Writes <v> in decimal at <o>, as "%llu" would, and returns the end. Its length is known
+ * first, so the digits go straight to their place, two at a time from the right. */
+static inline char *put_decimal(char *o, uint64_t v)
 {
-    char frac[8] = {0}; /* copied whole below: every byte defined */
+    char *end, *p;
 
+    if (v < 10) { /* the zeros and ones of most lines */
+        *o = (char)('0' + v);
+        return o + 1;
+    }
+    end = p = o + decimal_len(v);
+    while (v >= 100) {
+        uint64_t q = v / 100;
+
+        p -= 2;
+        memcpy(p, digit_pairs + 2 * (v - 100 * q), 2);
+        v = q;
+    }
+    if (v >= 10)
+        memcpy(p - 2, digit_pairs + 2 * v, 2);
+    else
+        p[-1] = (char)('0' + v);
+    return end;
+}
+
+/* Writes <v> in decimal at the cursor (room for U64_DIGITS made). */
+static void put_digits(struct line *l, uint64_t v)
+{
+    l->o = put_decimal(l->o, v);
+}
+
+/* <units> / 10^<decimals> with exactly <decimals> (3 or 8: a constant where it is inlined)
+ * decimals at the cursor; put_ms and put_usd make room for U64_DIGITS + 9. */
+FIELD void put_fixed_digits(struct line *l, uint64_t units, unsigned decimals)
+{
+    uint64_t whole = units / powers_of_ten[decimals];
+    uint64_t frac = units - whole * powers_of_ten[decimals];
+    char *o = put_decimal(l->o, whole);
+
+    *o++ = '.';
     for (unsigned i = decimals; i >= 2; i -= 2) {
-        memcpy(frac + i - 2, digit_pairs + 2 * (units % 100), 2);
-        units /= 100;
+        memcpy(o + i - 2, digit_pairs + 2 * (frac % 100), 2);
+        frac /= 100;
     }
-    if (decimals & 1) { /* the loop left frac[0] */
-        frac[0] = (char)('0' + units % 10);
-        units /= 10;
-    }
-    put_digits(l, units);
-    *l->o++ = '.';
-    memcpy(l->o, frac, 8); /* put_ms and put_usd make room for U64_DIGITS + 9 */
-    l->o += decimals;
+    if (decimals & 1) /* the loop left the first */
+        o[0] = (char)('0' + frac);
+    l->o = o + decimals;
 }
 
 /* Keys are literals: ",\"name\":" is spelled out at compile time and copied whole. */
@@ -145,48 +188,90 @@ static void put_str_exact(struct line *l, const char *key, size_t key_len, const
     l->end = b->p ? b->p + b->cap : NULL;
 }
 
-/* "<val>" (room for 6 * n + 2 made). Ids and names are short and need no escaping: that is
- * checked and copied eight bytes at a time (the last word overlapping the one before, a
- * short value in two overlapping halves) without a call; a value that needs escaping goes
- * through the buffer's escaper. */
-static void put_quoted(struct line *l, const char *val, size_t n)
+#ifdef __SSE2__
+/* A bit for each of the 16 bytes of <x> that a JSON string escapes: a control (below 0x20
+ * as an unsigned byte: its minimum with 0x1f is itself), the quote, the backslash. The
+ * same test as core/buf.c's escaper. */
+static inline unsigned escaped_mask16(__m128i x)
 {
-    char *o = l->o;
-    uint64_t w, hi;
+    __m128i m = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+                             _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1f)), x));
+    return (unsigned)_mm_movemask_epi8(m);
+}
+
+/* Copies the <n> bytes at <val> to <o> when none of them needs escaping and returns the
+ * end; NULL when one does (what was stored at <o> is then to be overwritten). Ids and
+ * names are short and plain: 16 bytes are checked at a time, the last block overlapping
+ * the one before; 8 to 15 bytes as two overlapping halves of one block, 4 to 7 as two
+ * overlapping quarters, 1 to 3 as their first, middle and last byte. Nothing is read or
+ * written outside the <n> bytes. */
+static char *put_plain(char *o, const char *val, size_t n)
+{
+    __m128i x, y;
     uint32_t a, b;
 
-    *o++ = '"';
-    if (n >= 8) {
-        for (size_t i = 0; i + 8 < n; i += 8) {
-            memcpy(&w, val + i, 8);
-            if (bsc_json_escaped_bits8(w))
-                goto escape;
-            memcpy(o + i, &w, 8);
+    if (n >= 16) {
+        for (size_t i = 0; i + 16 < n; i += 16) {
+            x = _mm_loadu_si128((const __m128i *)(const void *)(val + i));
+            if (escaped_mask16(x))
+                return NULL;
+            _mm_storeu_si128((__m128i *)(void *)(o + i), x);
         }
-        memcpy(&w, val + n - 8, 8);
-        if (bsc_json_escaped_bits8(w))
-            goto escape;
-        memcpy(o + n - 8, &w, 8);
+        x = _mm_loadu_si128((const __m128i *)(const void *)(val + n - 16));
+        if (escaped_mask16(x))
+            return NULL;
+        _mm_storeu_si128((__m128i *)(void *)(o + n - 16), x);
+    } else if (n >= 8) {
+        x = _mm_loadl_epi64((const __m128i *)(const void *)val);
+        y = _mm_loadl_epi64((const __m128i *)(const void *)(val + n - 8));
+        if (escaped_mask16(_mm_unpacklo_epi64(x, y)))
+            return NULL;
+        _mm_storel_epi64((__m128i *)(void *)o, x);
+        _mm_storel_epi64((__m128i *)(void *)(o + n - 8), y);
     } else if (n >= 4) {
         memcpy(&a, val, 4);
         memcpy(&b, val + n - 4, 4);
-        if (bsc_json_escaped_bits8(a | (uint64_t)b << 32))
-            goto escape;
+        if (escaped_mask16(_mm_cvtsi64_si128((long long)(a | (uint64_t)b << 32))) & 0xff)
+            return NULL; /* the upper eight lanes are zeros, not bytes of <val> */
         memcpy(o, &a, 4);
         memcpy(o + n - 4, &b, 4);
-    } else {
-        hi = 0x2020202020202020ull; /* spaces pass the check */
-        for (size_t i = 0; i < n; i++)
-            hi = hi << 8 | (unsigned char)val[i];
-        if (bsc_json_escaped_bits8(hi))
-            goto escape;
-        for (size_t i = 0; i < n; i++)
-            o[i] = val[i];
+    } else if (n) {
+        unsigned char first = (unsigned char)val[0], mid = (unsigned char)val[n / 2],
+                      last = (unsigned char)val[n - 1];
+
+        if (escaped_mask16(_mm_cvtsi32_si128((int)(first | mid << 8 | (unsigned)last << 16))) &
+            0x7)
+            return NULL;
+        o[0] = (char)first;
+        o[n / 2] = (char)mid;
+        o[n - 1] = (char)last;
     }
-    o[n] = '"';
-    l->o = o + n + 1;
-    return;
-escape:
+    return o + n;
+}
+#else
+static char *put_plain(char *o, const char *val, size_t n)
+{
+    if (!bsc_json_plain(val, n))
+        return NULL;
+    memcpy(o, val, n);
+    return o + n;
+}
+#endif
+
+/* "<val>" (room for 6 * n + 2 made): copied as it is when nothing in it needs escaping,
+ * else through the buffer's escaper. */
+static void put_quoted(struct line *l, const char *val, size_t n)
+{
+    char *end = put_plain(l->o + 1, val, n);
+
+    if (BSC_LIKELY(end)) {
+        *l->o = '"';
+        *end = '"';
+        l->o = end + 1;
+        return;
+    }
     l->b->len = (size_t)(l->o - l->b->p);
     bsc_buf_append_json_str(l->b, bsc_str_make(val, n)); /* cannot fail: room is made */
     l->o = l->b->p + l->b->len;
