@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "config/config.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "router/access_log.h"
 #include "router/req_state.h"
@@ -486,6 +487,74 @@ static void access_numbers(void **state)
     free(want.p);
 }
 
+/* ---- ts_ms: the wall clock of each line, its digits kept from the line before ---------- */
+
+static uint64_t ts_of(const char *line)
+{
+    const char *ts = strstr(line, "\"ts_ms\":");
+    char *end;
+    unsigned long long v;
+
+    assert_non_null(ts);
+    v = strtoull(ts + strlen("\"ts_ms\":"), &end, 10);
+    assert_true(*end == ',');
+    return v;
+}
+
+/* Each line's ts_ms lies between the clock read before and after it was written, through
+ * lines in the same millisecond (the digits copied) and lines a few milliseconds apart (made
+ * again), and the rest of the line is untouched by either. */
+static void ts_follows_the_clock(void **state)
+{
+    struct access_attempt_line l = {.request_id = "c", .route = "r", .number = 1,
+                                    .next = "stop", .queued_ms = -1};
+    struct attempt a = {.status = 200};
+    uint64_t before[24], after[24];
+    struct capture cap;
+    size_t got_len;
+    char *got, *line;
+
+    (void)state;
+    l.a = &a;
+    capture_begin(&cap);
+    bsc_log_batch_end(); /* each line written at once: read back below, unmasked */
+    for (int i = 0; i < 24; i++) {
+        before[i] = bsc_wall_ms();
+        access_log_write_attempt(&l);
+        after[i] = bsc_wall_ms();
+        if (i % 3 == 2) /* two lines in the same millisecond, then a new one */
+            usleep(1500);
+    }
+    assert_true(dup2(cap.saved, STDOUT_FILENO) >= 0);
+    close(cap.saved);
+    assert_int_equal(fseek(cap.f, 0, SEEK_END), 0);
+    got_len = (size_t)ftell(cap.f);
+    rewind(cap.f);
+    got = calloc(1, got_len + 1);
+    assert_non_null(got);
+    assert_int_equal(fread(got, 1, got_len, cap.f), got_len);
+    fclose(cap.f);
+    line = got;
+    for (int i = 0; i < 24; i++) {
+        char *nl = strchr(line, '\n'), *ts = strstr(line, "\"ts_ms\":"), *rest;
+        uint64_t v = ts_of(line);
+
+        assert_non_null(nl);
+        assert_in_range(v, before[i], after[i]);
+        rest = strchr(ts, ',');
+        assert_true(rest && rest < nl);
+        *nl = '\0';
+        assert_string_equal(rest, ",\"request_id\":\"c\",\"route\":\"r\",\"attempt\":1,"
+                                  "\"target\":null,\"workflow\":\"primary\","
+                                  "\"outcome\":\"running\",\"kind\":null,\"status\":200,"
+                                  "\"ms\":0.000,\"delay_before_ms\":0,\"circuit\":null,"
+                                  "\"time_left_ms\":0,\"next\":\"stop\",\"why\":null,"
+                                  "\"next_delay_ms\":0,\"delay_why\":null}");
+        line = nl + 1;
+    }
+    free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -493,6 +562,7 @@ int main(void)
         cmocka_unit_test(attempt_numbers),
         cmocka_unit_test(access_every_byte),
         cmocka_unit_test(access_numbers),
+        cmocka_unit_test(ts_follows_the_clock),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
