@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* access_log.c -- the access and attempt lines, each built at one cursor in the thread's
- * buffer. */
+ * log batch or its scratch buffer. */
 #include "router/access_log.h"
 
 #include <stdint.h>
@@ -17,26 +17,74 @@
 #include "core/log.h"
 #include "router/req_state.h"
 
-/* Each line is built in this thread's scratch buffer: no allocation per line once warm. */
-static _Thread_local struct bsc_buf scratch = {NULL, 0, 0, 16384};
+/* The most bytes a line takes: a field that would pass it is left out. */
+#define ACCESS_LINE_MAX 16384
 
-/* A line under construction: a cursor into the scratch buffer's storage. Room is checked
- * once per field (a key and its value together), not once per append, and numbers are
- * written at the cursor: with two lines a proxied request this was 8,000 instructions of
- * appends, length checks and copies through a digits buffer (docs/internals/request-cost.md).
- * A field that cannot get room (the buffer's maximum, or memory) is left out whole. */
+/* A line is built in place in this thread's log batch (core/log.h) when it fits there, else
+ * in this thread's scratch buffer and then handed to bsc_log_line: no allocation per line
+ * once warm, and, in the batch, no copy of the line either. */
+static _Thread_local struct bsc_buf scratch = {NULL, 0, 0, ACCESS_LINE_MAX};
+
+/* A line under construction: a cursor into the storage of the batch or the scratch buffer.
+ * Room is checked once per field (a key and its value together), not once per append, and
+ * numbers are written at the cursor: with two lines a proxied request this was 8,000
+ * instructions of appends, length checks and copies through a digits buffer
+ * (docs/internals/request-cost.md). A field that cannot get room (ACCESS_LINE_MAX, or
+ * memory) is left out whole. */
 struct line {
     struct bsc_buf *b;
-    char *o;   /* where the next byte goes; NULL when the buffer has no storage */
-    char *end; /* the end of the storage (the terminator's byte is past it) */
+    char *o;      /* where the next byte goes; NULL when the buffer has no storage */
+    char *end;    /* the end of the storage (the terminator's byte is past it); in the batch,
+                   * of the line's room there */
+    size_t start; /* where the line starts in <b>: the batch's <len>, 0 in scratch */
+    bool in_batch;
+    bool lost;    /* it could not move from the batch to scratch (memory): not written */
 };
+
+/* The line's room in the batch ends at ACCESS_LINE_MAX or where the line and its newline
+ * would no longer fit below the batch's maximum, whichever comes first: bsc_log_line would
+ * write the batch out first past that. */
+static char *batch_room_end(const struct bsc_buf *batch)
+{
+    size_t left = batch->max - 1 - batch->len;
+
+    return batch->p + batch->len + (left < ACCESS_LINE_MAX ? left : ACCESS_LINE_MAX);
+}
+
+/* The batch holds no more of the line (or the line no more bytes: the scratch buffer says
+ * which): the line so far moves to the scratch buffer and goes on there, to be handed to
+ * bsc_log_line at its end as a line built there always is. The batch keeps its <len>: the
+ * line was never part of it. */
+static bool leave_batch(struct line *l)
+{
+    const char *from = l->b->p + l->start;
+    size_t used = (size_t)(l->o - from);
+
+    l->in_batch = false;
+    l->b = &scratch;
+    l->start = 0;
+    bsc_buf_reset(&scratch);
+    if (bsc_buf_append(&scratch, from, used) != BSC_OK) {
+        l->lost = true;
+        l->o = l->end = NULL;
+        return false;
+    }
+    l->o = scratch.p + used;
+    l->end = scratch.p + scratch.cap;
+    return true;
+}
 
 /* The slow path of room(): hands the cursor back to the buffer, grows it and takes the
  * cursor again. */
 static bool room_grow(struct line *l, size_t n)
 {
-    struct bsc_buf *b = l->b;
+    struct bsc_buf *b;
 
+    if (l->in_batch && !leave_batch(l))
+        return false;
+    if (l->lost)
+        return false;
+    b = l->b;
     if (l->o)
         b->len = (size_t)(l->o - b->p);
     if (bsc_buf_reserve(b, n) != BSC_OK)
@@ -174,9 +222,12 @@ FIELD void put_lit(struct line *l, const char *lit, size_t n)
 static void put_str_exact(struct line *l, const char *key, size_t key_len, const char *val,
                           size_t n)
 {
-    struct bsc_buf *b = l->b;
+    struct bsc_buf *b;
     size_t mark;
 
+    if ((l->in_batch && !leave_batch(l)) || l->lost)
+        return;
+    b = l->b;
     if (l->o)
         b->len = (size_t)(l->o - b->p);
     mark = b->len;
@@ -277,6 +328,7 @@ static void put_quoted(struct line *l, const char *val, size_t n)
     l->b->len = (size_t)(l->o - l->b->p);
     bsc_buf_append_json_str(l->b, bsc_str_make(val, n)); /* cannot fail: room is made */
     l->o = l->b->p + l->b->len;
+    l->b->len = l->start; /* the batch's end stays before the line until it is whole */
 }
 
 /* <key> then <val> as a JSON string (null when NULL). */
@@ -398,27 +450,54 @@ static void put_ts(struct line *l, uint64_t now)
     l->o += last_ts.len;
 }
 
+/* Starts the line in place in this thread's batch: when the thread batches, the batch's
+ * storage is whole (allocated to its maximum once) and some room is left in it. */
+static bool begin_in_batch(struct line *l)
+{
+    struct bsc_buf *batch = bsc_log_batch_peek();
+
+    if (!batch || batch->len + 1024 >= batch->max)
+        return false;
+    if ((!batch->p || batch->cap < batch->max) &&
+        bsc_buf_reserve(batch, batch->max - batch->len) != BSC_OK)
+        return false;
+    *l = (struct line){.b = batch, .o = batch->p + batch->len, .end = batch_room_end(batch),
+                       .start = batch->len, .in_batch = true};
+    return true;
+}
+
 static void line_begin(struct line *l, const char *open, size_t open_len, const char *request_id)
 {
     struct bsc_buf *b = &scratch;
 
-    bsc_buf_reset(b);
-    *l = (struct line){.b = b, .o = b->p, .end = b->p ? b->p + b->cap : NULL};
-    if (!room(l, 1024)) /* most lines fit: one check a field passes from here on */
-        room(l, open_len);
+    if (!begin_in_batch(l)) {
+        bsc_buf_reset(b);
+        *l = (struct line){.b = b, .o = b->p, .end = b->p ? b->p + b->cap : NULL};
+        if (!room(l, 1024)) /* most lines fit: one check a field passes from here on */
+            room(l, open_len);
+    }
     put_lit(l, open, open_len);
     put_ts(l, bsc_wall_ms());
     PUT_STR(l, "request_id", request_id);
 }
 
-/* Closes the line and hands it to the log (nothing when the buffer could not grow). */
+/* Closes the line and hands it to the log (nothing when the buffer could not grow). In
+ * the batch, the line is there already: its newline goes after it (its room was kept) and
+ * the batch's end moves past both, as bsc_log_line's append would have moved it. */
 static void line_end(struct line *l)
 {
-    struct bsc_buf *b = l->b;
+    struct bsc_buf *b;
 
     PUT_LIT(l, "}");
+    b = l->b;
     if (!l->o)
         return;
+    if (l->in_batch) {
+        *l->o++ = '\n';
+        b->len = (size_t)(l->o - b->p);
+        b->p[b->len] = '\0';
+        return;
+    }
     b->len = (size_t)(l->o - b->p);
     b->p[b->len] = '\0';
     bsc_log_line(b->p, b->len);

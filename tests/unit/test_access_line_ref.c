@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -555,6 +556,157 @@ static void ts_follows_the_clock(void **state)
     free(got);
 }
 
+/* ---- in the batch: the bytes, and the points where it is written out ------------------- */
+
+#define BATCH_MAX (64u * 1024u) /* core/log.c's LOG_BATCH_MAX */
+
+static size_t written(const struct capture *c)
+{
+    struct stat st;
+
+    fflush(c->f);
+    assert_int_equal(fstat(fileno(c->f), &st), 0);
+    return (size_t)st.st_size;
+}
+
+/* The line <e> makes when written at once (no batch), newline included, in <out>. */
+static size_t line_alone(const struct access_entry *e, char *out, size_t cap)
+{
+    struct capture c;
+    size_t n;
+
+    c.f = tmpfile();
+    assert_non_null(c.f);
+    fflush(stdout);
+    c.saved = dup(STDOUT_FILENO);
+    assert_true(dup2(fileno(c.f), STDOUT_FILENO) >= 0);
+    access_log_write(e);
+    assert_true(dup2(c.saved, STDOUT_FILENO) >= 0);
+    close(c.saved);
+    n = written(&c);
+    assert_true(n > 0 && n < cap);
+    rewind(c.f);
+    assert_int_equal(fread(out, 1, n, c.f), n);
+    out[n] = '\0';
+    fclose(c.f);
+    return n;
+}
+
+/* A line is built in place in the batch when it fits there and handed to bsc_log_line when
+ * it does not: either way the batch must be written out exactly where bsc_log_line writes
+ * it (when the line and its newline would pass the batch's maximum), and the bytes must be
+ * those of the line written alone, the line's bound (16384 bytes, fields past it left out)
+ * included. Fillers put the batch's end at each byte around those points. */
+static void batch_in_place_as_handed_over(void **state)
+{
+    /* {detail, cache} lengths, and how the line ends: 0 with the attempts and the states
+     * (many short fields: it stays in the batch to its end), 1 with tokens and a literal
+     * (the room asked for its last fields is the room they take) */
+    static const size_t sizes[][3] = {{0, 0, 0},     {700, 0, 0},   {5000, 0, 0},
+                                      {1500, 0, 1},  {0, 0, 2},     {9000, 9000, 0},
+                                      {17000, 0, 0}, {40000, 0, 0}};
+    /* kind 2: about 1,100 bytes of fields that ask no more room than they take near the
+     * end, so that the line meets the batch's end in place: strings first, then the
+     * widest numbers, then the literal */
+    static char s160[161], s100[101], s60[61];
+    static char detail[40001], other[9001], alone[20000], filler[BATCH_MAX];
+    static struct cfg_target t = {.id = (char *)"target-1", .id_len = 8, .id_plain = true};
+    struct attempt a[16];
+    struct req_times times;
+    struct capture cap;
+
+    (void)state;
+    memset(filler, 'x', sizeof(filler));
+    memset(s160, 'i', 160);
+    memset(s100, 'p', 100);
+    memset(s60, 'c', 60);
+    memset(a, 0, sizeof(a));
+    for (size_t i = 0; i < 16; i++) {
+        a[i].target = &t;
+        a[i].workflow = ATTEMPT_WF_RETRY;
+        a[i].outcome = ATTEMPT_FAILED;
+        a[i].kind = "upstream_5xx";
+        a[i].status = 503;
+        a[i].end_us = 1000 * i + 7;
+    }
+    memset(&times, 0, sizeof(times));
+    times.visited = (1u << REQ_ST_COUNT) - 1;
+    for (size_t di = 0; di < sizeof(sizes) / sizeof(sizes[0]); di++) {
+        struct access_entry e = {.request_id = "b", .route = "r\"q", .status = 200,
+                                 .input_tokens = -1, .output_tokens = -1, .queued_ms = -1};
+        size_t len;
+
+        for (size_t i = 0; i < sizes[di][0]; i++)
+            detail[i] = i % 97 == 3 ? '"' : (char)('a' + i % 26);
+        detail[sizes[di][0]] = '\0';
+        memset(other, 'c', sizes[di][1]);
+        other[sizes[di][1]] = '\0';
+        e.detail = sizes[di][0] ? detail : NULL;
+        e.cache = sizes[di][1] ? other : NULL;
+        if (sizes[di][2] == 2) {
+            e.request_id = s160;
+            e.method = e.path = e.route = s100;
+            e.client = s60;
+            e.termination = "ok";
+            e.bytes_in = e.bytes_out = e.duration_us = e.ttfb_us = UINT64_MAX;
+            e.input_tokens = e.output_tokens = e.cached_tokens = INT64_MAX;
+            e.cache_write_tokens = e.reasoning_tokens = INT64_MAX;
+            e.cost_usd = 0.5;
+            e.cost_estimated = true;
+        } else if (sizes[di][2] == 1) {
+            e.input_tokens = 5;
+            e.output_tokens = 6;
+            e.cost_usd = 0.5;
+            e.cost_estimated = true;
+        } else if (sizes[di][0] < 9000) {
+            e.attempts = a;
+            e.n_attempts = 16;
+            e.states = &times;
+        }
+        len = line_alone(&e, alone, sizeof(alone));
+        assert_true(len <= 16384 + 1);
+
+        size_t fills[] = {0, 1, BATCH_MAX - 1026, BATCH_MAX - 1025, BATCH_MAX - 1024,
+                          BATCH_MAX - 1023, BATCH_MAX - len - 3, BATCH_MAX - len - 2,
+                          BATCH_MAX - len - 1, BATCH_MAX - len, BATCH_MAX - len + 1,
+                          BATCH_MAX - 2};
+
+        for (size_t fi = 0; fi < sizeof(fills) / sizeof(fills[0]); fi++) {
+            size_t f = fills[fi], total, early, want_early;
+            bool over = f + 1 + len > BATCH_MAX;
+            char *got;
+
+            capture_begin(&cap);
+            bsc_log_line(filler, f);
+            access_log_write(&e);
+            early = written(&cap);
+            want_early = over ? f + 1 : 0;
+            if (early != want_early)
+                print_error("line %zu, filler %zu: %zu bytes written before the flush, "
+                            "want %zu\n", di, f, early, want_early);
+            assert_int_equal(early, want_early);
+            bsc_log_batch_end();
+            total = written(&cap);
+            assert_int_equal(total, f + 1 + len);
+            got = malloc(total + 1);
+            assert_non_null(got);
+            rewind(cap.f);
+            assert_int_equal(fread(got, 1, total, cap.f), total);
+            got[total] = '\0';
+            assert_true(dup2(cap.saved, STDOUT_FILENO) >= 0);
+            close(cap.saved);
+            fclose(cap.f);
+            assert_memory_equal(got, filler, f);
+            assert_int_equal(got[f], '\n');
+            /* ts_ms may differ by a millisecond: compared up to it and from its end */
+            assert_memory_equal(got + f + 1, alone, strlen("{\"type\":\"access\",\"ts_ms\":"));
+            assert_string_equal(strstr(alone, ",\"request_id\""),
+                                strstr(got + f + 1, ",\"request_id\""));
+            free(got);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -563,6 +715,7 @@ int main(void)
         cmocka_unit_test(access_every_byte),
         cmocka_unit_test(access_numbers),
         cmocka_unit_test(ts_follows_the_clock),
+        cmocka_unit_test(batch_in_place_as_handed_over),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
