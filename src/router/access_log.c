@@ -39,7 +39,7 @@ struct line {
                    * of the line's room there */
     size_t start; /* where the line starts in <b>: the batch's <len>, 0 in scratch */
     bool in_batch;
-    bool lost;    /* it could not move from the batch to scratch (memory): not written */
+    bool lost; /* it could not move from the batch to scratch (memory): not written */
 };
 
 /* The line's room in the batch ends at ACCESS_LINE_MAX or where the line and its newline
@@ -295,8 +295,7 @@ static char *put_plain(char *o, const char *val, size_t n)
         unsigned char first = (unsigned char)val[0], mid = (unsigned char)val[n / 2],
                       last = (unsigned char)val[n - 1];
 
-        if (escaped_mask16(_mm_cvtsi32_si128((int)(first | mid << 8 | (unsigned)last << 16))) &
-            0x7)
+        if (escaped_mask16(_mm_cvtsi32_si128((int)(first | mid << 8 | (unsigned)last << 16))) & 0x7)
             return NULL;
         o[0] = (char)first;
         o[n / 2] = (char)mid;
@@ -462,8 +461,11 @@ static bool begin_in_batch(struct line *l)
     if ((!batch->p || batch->cap < batch->max) &&
         bsc_buf_reserve(batch, batch->max - batch->len) != BSC_OK)
         return false;
-    *l = (struct line){.b = batch, .o = batch->p + batch->len, .end = batch_room_end(batch),
-                       .start = batch->len, .in_batch = true};
+    *l = (struct line){.b = batch,
+                       .o = batch->p + batch->len,
+                       .end = batch_room_end(batch),
+                       .start = batch->len,
+                       .in_batch = true};
     return true;
 }
 

@@ -70,11 +70,21 @@ static void ref_str(struct text *t, const char *key, const char *s)
     text_add(t, "\"", 1);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         switch (*p) {
-        case '"': text_add(t, "\\\"", 2); break;
-        case '\\': text_add(t, "\\\\", 2); break;
-        case '\n': text_add(t, "\\n", 2); break;
-        case '\r': text_add(t, "\\r", 2); break;
-        case '\t': text_add(t, "\\t", 2); break;
+        case '"':
+            text_add(t, "\\\"", 2);
+            break;
+        case '\\':
+            text_add(t, "\\\\", 2);
+            break;
+        case '\n':
+            text_add(t, "\\n", 2);
+            break;
+        case '\r':
+            text_add(t, "\\r", 2);
+            break;
+        case '\t':
+            text_add(t, "\\t", 2);
+            break;
         default:
             if (*p < 0x20)
                 text_addf(t, "\\u%04x", *p);
@@ -173,8 +183,8 @@ static void assert_same_lines(const char *got, const struct text *want)
         i++;
     }
     if (got[i] != want->p[i]) {
-        print_error("line %zu differs at byte %zu:\n got  %.300s\n want %.300s\n", line,
-                    i - from, got + from, want->p + from);
+        print_error("line %zu differs at byte %zu:\n got  %.300s\n want %.300s\n", line, i - from,
+                    got + from, want->p + from);
         fail();
     }
 }
@@ -183,8 +193,8 @@ static void assert_same_lines(const char *got, const struct text *want)
 
 static const char *const workflow_names[] = {"primary", "retry", "equivalent_failover",
                                              "cross_model_fallback"};
-static const char *const outcome_names[] = {"running", "ok", "committed", "failed", "partial",
-                                            "cancelled"};
+static const char *const outcome_names[] = {"running", "ok",      "committed",
+                                            "failed",  "partial", "cancelled"};
 
 /* Writes <l> and adds the line it must be to <want>. */
 static void attempt_both(const struct access_attempt_line *l, struct text *want)
@@ -192,7 +202,8 @@ static void attempt_both(const struct access_attempt_line *l, struct text *want)
     const struct attempt *a = l->a;
 
     access_log_write_attempt(l);
-    text_add(want, "{\"type\":\"attempt\",\"ts_ms\":T", strlen("{\"type\":\"attempt\",\"ts_ms\":T"));
+    text_add(want, "{\"type\":\"attempt\",\"ts_ms\":T",
+             strlen("{\"type\":\"attempt\",\"ts_ms\":T"));
     ref_str(want, "request_id", l->request_id);
     ref_str(want, "route", l->route);
     ref_u64(want, "attempt", l->number);
@@ -231,8 +242,8 @@ static void special_at(char *s, size_t len, size_t pos, unsigned char c, bool ut
     s[len] = '\0';
 }
 
-static const size_t lengths[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 15, 16, 17,
-                                 20, 23, 24, 25, 31, 32, 33, 40};
+static const size_t lengths[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  11, 12,
+                                 15, 16, 17, 20, 23, 24, 25, 31, 32, 33, 40};
 
 /* Each byte 1..255 at each position of each length, in every string field of the attempt
  * line at once (the target's id too, copied or escaped as the config found it). */
@@ -408,7 +419,8 @@ static void access_both(const struct access_entry *e, struct text *want)
             ref_i64(want, "cache_write_tokens", e->cache_write_tokens);
         if (e->reasoning_tokens > 0)
             ref_i64(want, "reasoning_tokens", e->reasoning_tokens);
-        text_addf(want, ",\"cost_usd\":%.8f", e->cost_usd); /* values printf and the fast path agree on */
+        text_addf(want, ",\"cost_usd\":%.8f",
+                  e->cost_usd); /* values printf and the fast path agree on */
     }
     text_add(want, "}\n", 2);
 }
@@ -433,10 +445,21 @@ static void access_every_byte(void **state)
                 special_at(s, len, at[k], (unsigned char)c, k & 1);
                 special_at(other, len, len - 1 - at[k], (unsigned char)c, !(k & 1));
                 struct access_entry e = {
-                    .request_id = s, .method = other, .path = s, .route = other,
-                    .client = s, .selected_by = other, .target = s, .status = 200,
-                    .termination = other, .detail = s, .limited_by = other, .cache = s,
-                    .input_tokens = -1, .output_tokens = -1, .queued_ms = (int64_t)k - 1,
+                    .request_id = s,
+                    .method = other,
+                    .path = s,
+                    .route = other,
+                    .client = s,
+                    .selected_by = other,
+                    .target = s,
+                    .status = 200,
+                    .termination = other,
+                    .detail = s,
+                    .limited_by = other,
+                    .cache = s,
+                    .input_tokens = -1,
+                    .output_tokens = -1,
+                    .queued_ms = (int64_t)k - 1,
                 };
                 access_both(&e, &want);
             }
@@ -464,13 +487,23 @@ static void access_numbers(void **state)
     for (size_t i = 0; i < n; i++) {
         uint64_t x = v[i], y = v[n - 1 - i];
         struct access_entry e = {
-            .request_id = "n", .status = (int)(uint32_t)y, .stream = i & 1,
-            .bytes_in = x, .bytes_out = y, .duration_us = x, .ttfb_us = y,
-            .n_attempts = 0, .termination = "ok", .limited_by = i & 4 ? "l" : NULL,
+            .request_id = "n",
+            .status = (int)(uint32_t)y,
+            .stream = i & 1,
+            .bytes_in = x,
+            .bytes_out = y,
+            .duration_us = x,
+            .ttfb_us = y,
+            .n_attempts = 0,
+            .termination = "ok",
+            .limited_by = i & 4 ? "l" : NULL,
             .queued_ms = (int64_t)(i & 2 ? x : y),
-            .input_tokens = (int64_t)x, .output_tokens = (int64_t)y,
-            .cached_tokens = (int64_t)(x ^ y), .cache_write_tokens = (int64_t)(x >> 1),
-            .reasoning_tokens = (int64_t)(y >> 3), .cost_usd = costs[i % 5],
+            .input_tokens = (int64_t)x,
+            .output_tokens = (int64_t)y,
+            .cached_tokens = (int64_t)(x ^ y),
+            .cache_write_tokens = (int64_t)(x >> 1),
+            .reasoning_tokens = (int64_t)(y >> 3),
+            .cost_usd = costs[i % 5],
         };
 
         if (e.input_tokens < 0 && e.output_tokens < 0)
@@ -507,8 +540,8 @@ static uint64_t ts_of(const char *line)
  * again), and the rest of the line is untouched by either. */
 static void ts_follows_the_clock(void **state)
 {
-    struct access_attempt_line l = {.request_id = "c", .route = "r", .number = 1,
-                                    .next = "stop", .queued_ms = -1};
+    struct access_attempt_line l = {
+        .request_id = "c", .route = "r", .number = 1, .next = "stop", .queued_ms = -1};
     struct attempt a = {.status = 200};
     uint64_t before[24], after[24];
     struct capture cap;
@@ -602,9 +635,8 @@ static void batch_in_place_as_handed_over(void **state)
     /* {detail, cache} lengths, and how the line ends: 0 with the attempts and the states
      * (many short fields: it stays in the batch to its end), 1 with tokens and a literal
      * (the room asked for its last fields is the room they take) */
-    static const size_t sizes[][3] = {{0, 0, 0},     {700, 0, 0},   {5000, 0, 0},
-                                      {1500, 0, 1},  {0, 0, 2},     {9000, 9000, 0},
-                                      {17000, 0, 0}, {40000, 0, 0}};
+    static const size_t sizes[][3] = {{0, 0, 0}, {700, 0, 0},     {5000, 0, 0},  {1500, 0, 1},
+                                      {0, 0, 2}, {9000, 9000, 0}, {17000, 0, 0}, {40000, 0, 0}};
     /* kind 2: about 1,100 bytes of fields that ask no more room than they take near the
      * end, so that the line meets the batch's end in place: strings first, then the
      * widest numbers, then the literal */
@@ -632,8 +664,12 @@ static void batch_in_place_as_handed_over(void **state)
     memset(&times, 0, sizeof(times));
     times.visited = (1u << REQ_ST_COUNT) - 1;
     for (size_t di = 0; di < sizeof(sizes) / sizeof(sizes[0]); di++) {
-        struct access_entry e = {.request_id = "b", .route = "r\"q", .status = 200,
-                                 .input_tokens = -1, .output_tokens = -1, .queued_ms = -1};
+        struct access_entry e = {.request_id = "b",
+                                 .route = "r\"q",
+                                 .status = 200,
+                                 .input_tokens = -1,
+                                 .output_tokens = -1,
+                                 .queued_ms = -1};
         size_t len;
 
         for (size_t i = 0; i < sizes[di][0]; i++)
@@ -666,9 +702,17 @@ static void batch_in_place_as_handed_over(void **state)
         len = line_alone(&e, alone, sizeof(alone));
         assert_true(len <= 16384 + 1);
 
-        size_t fills[] = {0, 1, BATCH_MAX - 1026, BATCH_MAX - 1025, BATCH_MAX - 1024,
-                          BATCH_MAX - 1023, BATCH_MAX - len - 3, BATCH_MAX - len - 2,
-                          BATCH_MAX - len - 1, BATCH_MAX - len, BATCH_MAX - len + 1,
+        size_t fills[] = {0,
+                          1,
+                          BATCH_MAX - 1026,
+                          BATCH_MAX - 1025,
+                          BATCH_MAX - 1024,
+                          BATCH_MAX - 1023,
+                          BATCH_MAX - len - 3,
+                          BATCH_MAX - len - 2,
+                          BATCH_MAX - len - 1,
+                          BATCH_MAX - len,
+                          BATCH_MAX - len + 1,
                           BATCH_MAX - 2};
 
         for (size_t fi = 0; fi < sizeof(fills) / sizeof(fills[0]); fi++) {
@@ -683,7 +727,8 @@ static void batch_in_place_as_handed_over(void **state)
             want_early = over ? f + 1 : 0;
             if (early != want_early)
                 print_error("line %zu, filler %zu: %zu bytes written before the flush, "
-                            "want %zu\n", di, f, early, want_early);
+                            "want %zu\n",
+                            di, f, early, want_early);
             assert_int_equal(early, want_early);
             bsc_log_batch_end();
             total = written(&cap);
