@@ -101,6 +101,11 @@ void bsc_log_batch_end(void)
     BSC_FREE(log_batch);
 }
 
+struct bsc_buf *bsc_log_batch_peek(void)
+{
+    return log_batch;
+}
+
 void bsc_log_line(const char *line, size_t len)
 {
     char small[4096];

@@ -12,6 +12,8 @@
 
 #include "core/compat.h"
 
+struct bsc_buf; /* core/buf.h */
+
 enum bsc_log_level { BSC_LOG_ERR = 0, BSC_LOG_WARN, BSC_LOG_INFO, BSC_LOG_DEBUG, BSC_LOG_COUNT };
 
 /* The log sink's settings: one of the three commented globals (docs/design.md §13.6).
@@ -36,6 +38,12 @@ void bsc_log_batch_begin(void);
 void bsc_log_batch_flush(void);
 /* Flushes and stops batching on this thread. */
 void bsc_log_batch_end(void);
+/* This thread's batch, or NULL when it does not batch: for a writer that builds its line in
+ * place, past <len>, instead of handing a copy to bsc_log_line. Such a writer keeps what
+ * bsc_log_line would do: it appends the line and its newline only when they fit below
+ * <max> (else it hands the line to bsc_log_line, which writes the batch out first), and
+ * <len> is the batch's end again when it returns. Valid until bsc_log_batch_end. */
+struct bsc_buf *bsc_log_batch_peek(void);
 
 #define bsc_log(lvl, ...)                                                                  \
     do {                                                                                   \
