@@ -118,7 +118,7 @@ struct front {
 };
 
 struct shard {
-    _Alignas(64) atomic_bool busy; /* the lock: shard_lock / shard_unlock */
+    _Alignas(64) atomic_bool busy;              /* the lock: shard_lock / shard_unlock */
     struct front front[FRONT_SETS][FRONT_WAYS]; /* way 0: the more recently filled */
     struct series **slots; /* owned, and so is every series in it; open addressing */
     size_t cap;            /* slots: a power of two, or 0 before the first series */

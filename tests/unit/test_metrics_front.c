@@ -134,7 +134,7 @@ static void stale_way_refilled_in_place(void **state)
     metrics_inc(m, 0, METRIC_UPSTREAM_INFLIGHT, l[0], NULL, 10);
     assert_int_equal(metrics__lookups(m, 0), 3);
     metrics_inc_scoped(m, 0, 3, METRIC_UPSTREAM_INFLIGHT, l[1], NULL, NULL, 1); /* still a hit */
-    metrics_inc(m, 0, METRIC_UPSTREAM_INFLIGHT, l[0], NULL, 10);               /* a hit */
+    metrics_inc(m, 0, METRIC_UPSTREAM_INFLIGHT, l[0], NULL, 10);                /* a hit */
     assert_int_equal(metrics__lookups(m, 0), 3);
     /* a new scope with the old address: its bytes are compared, never the old series */
     metrics_inc_scoped(m, 0, 5, METRIC_UPSTREAM_INFLIGHT, l[0], NULL, NULL, 100);
