@@ -372,34 +372,39 @@ static inline struct shard *shard_at(struct metrics *m, unsigned shard)
     return &m->shards[shard < m->n_shards ? shard : m->n_shards];
 }
 
+/* An update's label pointers, passed by value: on the hit path they stay in registers
+ * (an array whose address went to the out-of-line miss was reloaded after the lock's
+ * atomic exchange); only the miss and the byte compare see them in memory. */
+struct labels {
+    const char *p[METRICS_MAX_LABELS];
+};
+
 /* One multiply over the sum of the pointers, each weighted apart so that swapped labels
  * land apart; the top bits pick the set. A collision only costs a lookup. */
-BSC_TESTABLE unsigned metrics__front_set(enum metric_id id,
-                                         const char *const l[METRICS_MAX_LABELS])
+static inline unsigned front_set_of(enum metric_id id, struct labels l)
 {
-    uint64_t h = (uint64_t)id + (uint64_t)(uintptr_t)l[0] + 3 * (uint64_t)(uintptr_t)l[1] +
-                 5 * (uint64_t)(uintptr_t)l[2] + 7 * (uint64_t)(uintptr_t)l[3];
+    uint64_t h = (uint64_t)id + (uint64_t)(uintptr_t)l.p[0] + 3 * (uint64_t)(uintptr_t)l.p[1] +
+                 5 * (uint64_t)(uintptr_t)l.p[2] + 7 * (uint64_t)(uintptr_t)l.p[3];
 
     return (unsigned)((h * 0x9e3779b97f4a7c15ull) >> (64 - 7));
 }
 
-_Static_assert(FRONT_SETS == 1u << 7, "metrics__front_set takes the top 7 bits");
+_Static_assert(FRONT_SETS == 1u << 7, "front_set_of takes the top 7 bits");
 
 /* Whether way <f> was filled for <id> and these label pointers: the series it names is
  * theirs if its scope or its bytes say so (front_confirms). */
-static inline bool front_names(const struct front *f, enum metric_id id,
-                               const char *const l[METRICS_MAX_LABELS])
+static inline bool front_names(const struct front *f, enum metric_id id, struct labels l)
 {
-    return f->series && f->series->id == id && f->label[0] == l[0] && f->label[1] == l[1] &&
-           f->label[2] == l[2] && f->label[3] == l[3];
+    return f->series && f->series->id == id && f->label[0] == l.p[0] &&
+           f->label[1] == l.p[1] && f->label[2] == l.p[2] && f->label[3] == l.p[3];
 }
 
 /* Whether the labels' bytes are those of <s>, a series of family <id>. */
 static __attribute__((noinline)) bool same_bytes(const struct series *s, enum metric_id id,
-                                                 const char *const l[METRICS_MAX_LABELS])
+                                                 struct labels l)
 {
     for (unsigned i = 0; i < families[id].n_labels; i++) {
-        const char *p = l[i] ? l[i] : "";
+        const char *p = l.p[i] ? l.p[i] : "";
         if (memcmp(s->label[i], p, s->len[i]) != 0 || p[s->len[i]])
             return false;
     }
@@ -409,8 +414,8 @@ static __attribute__((noinline)) bool same_bytes(const struct series *s, enum me
 /* Whether the series of way <f>, which names these pointers, is theirs: for a scope the
  * way saw them under, the same pointers are enough; otherwise their bytes are compared
  * too (and a scoped caller's scope is then recorded). */
-static inline bool front_confirms(struct front *f, enum metric_id id,
-                                  const char *const l[METRICS_MAX_LABELS], uint64_t scope)
+static inline bool front_confirms(struct front *f, enum metric_id id, struct labels l,
+                                  uint64_t scope)
 {
     if (scope && f->scope == scope)
         return true;
@@ -423,8 +428,7 @@ static inline bool front_confirms(struct front *f, enum metric_id id,
 /* The series the front holds for <id> and <l>, or NULL. A set never holds two ways that
  * name the same pointers (front_way_to_fill), so the first that names them decides. */
 static inline __attribute__((always_inline)) struct series *
-front_hit(struct front *set, enum metric_id id, const char *const l[METRICS_MAX_LABELS],
-          uint64_t scope)
+front_hit(struct front *set, enum metric_id id, struct labels l, uint64_t scope)
 {
     for (unsigned w = 0; w < FRONT_WAYS; w++)
         if (front_names(&set[w], id, l))
@@ -435,7 +439,7 @@ front_hit(struct front *set, enum metric_id id, const char *const l[METRICS_MAX_
 /* The way to fill for <id> and <l>: the one that names these pointers already (its series
  * was not theirs any more), else way 0, its old entry moved to way 1 (dropping way 1's). */
 static struct front *front_way_to_fill(struct front *set, enum metric_id id,
-                                       const char *const l[METRICS_MAX_LABELS])
+                                       struct labels l)
 {
     if (front_names(&set[1], id, l))
         return &set[1];
@@ -448,19 +452,19 @@ static struct front *front_way_to_fill(struct front *set, enum metric_id id,
  * the table (within <cap>, see lookup()) and fills a way of <set> with it. NULL when the
  * series cannot be had. The caller holds the shard's lock. */
 static __attribute__((noinline)) struct series *
-front_miss(struct shard *sh, struct front *set, enum metric_id id,
-           const char *const l[METRICS_MAX_LABELS], size_t cap, uint64_t scope)
+front_miss(struct shard *sh, struct front *set, enum metric_id id, struct labels l,
+           size_t cap, uint64_t scope)
 {
     struct series *s;
     struct front *f;
     struct key k;
 
     sh->lookups++;
-    key_make(&k, id, l);
+    key_make(&k, id, l.p);
     s = lookup(sh, &k, cap);
     if (s) {
         f = front_way_to_fill(set, id, l);
-        memcpy(f->label, l, sizeof(f->label));
+        memcpy(f->label, l.p, sizeof(f->label));
         f->scope = scope;
         f->series = s;
     }
@@ -481,9 +485,8 @@ static __attribute__((noinline)) void drop(struct shard *sh)
  * metrics_inc_scoped(). Inlined into each entry point, so that <op> and <cap> are
  * constants there and the front's hit is the whole of the path a request takes. */
 static inline __attribute__((always_inline)) void
-update_within(struct metrics *m, unsigned shard, enum metric_id id,
-              const char *const l[METRICS_MAX_LABELS], enum op op, double v, size_t cap,
-              uint64_t scope)
+update_within(struct metrics *m, unsigned shard, enum metric_id id, struct labels l, enum op op,
+              double v, size_t cap, uint64_t scope)
 {
     struct shard *sh;
     struct front *set;
@@ -497,7 +500,7 @@ update_within(struct metrics *m, unsigned shard, enum metric_id id,
         return;
     }
     shard_lock(sh);
-    set = sh->front[metrics__front_set(id, l)];
+    set = sh->front[front_set_of(id, l)];
     s = front_hit(set, id, l, scope);
     if (!s)
         s = front_miss(sh, set, id, l, cap, scope);
@@ -509,13 +512,18 @@ update_within(struct metrics *m, unsigned shard, enum metric_id id,
 }
 
 static inline __attribute__((always_inline)) void
-update(struct metrics *m, unsigned shard, enum metric_id id,
-       const char *const l[METRICS_MAX_LABELS], enum op op, double v)
+update(struct metrics *m, unsigned shard, enum metric_id id, struct labels l, enum op op,
+       double v)
 {
     update_within(m, shard, id, l, op, v, METRICS_MAX_SERIES, 0);
 }
 
 #ifdef BSC_UNIT_TEST
+unsigned metrics__front_set(enum metric_id id, const char *const l[METRICS_MAX_LABELS])
+{
+    return front_set_of(id, (struct labels){{l[0], l[1], l[2], l[3]}});
+}
+
 uint64_t metrics__lookups(struct metrics *m, unsigned shard)
 {
     struct shard *sh = shard_at(m, shard);
@@ -531,7 +539,7 @@ uint64_t metrics__lookups(struct metrics *m, unsigned shard)
 void metrics_inc(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                  const char *l2, double v)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, NULL};
+    struct labels l = {{l1, l2, NULL}};
 
     update(m, shard, id, l, OP_INC, v);
 }
@@ -539,7 +547,7 @@ void metrics_inc(struct metrics *m, unsigned shard, enum metric_id id, const cha
 void metrics_inc3(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                   const char *l2, const char *l3, double v)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3};
+    struct labels l = {{l1, l2, l3}};
 
     update(m, shard, id, l, OP_INC, v);
 }
@@ -547,7 +555,7 @@ void metrics_inc3(struct metrics *m, unsigned shard, enum metric_id id, const ch
 void metrics_inc4(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                   const char *l2, const char *l3, const char *l4, double v)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3, l4};
+    struct labels l = {{l1, l2, l3, l4}};
 
     update(m, shard, id, l, OP_INC, v);
 }
@@ -555,7 +563,7 @@ void metrics_inc4(struct metrics *m, unsigned shard, enum metric_id id, const ch
 void metrics_gauge_set(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                        const char *l2, double v)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, NULL};
+    struct labels l = {{l1, l2, NULL}};
 
     update(m, shard, id, l, OP_SET, v);
 }
@@ -563,7 +571,7 @@ void metrics_gauge_set(struct metrics *m, unsigned shard, enum metric_id id, con
 void metrics_gauge_add(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                        const char *l2, double v)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, NULL};
+    struct labels l = {{l1, l2, NULL}};
 
     update(m, shard, id, l, OP_ADD, v);
 }
@@ -571,7 +579,7 @@ void metrics_gauge_add(struct metrics *m, unsigned shard, enum metric_id id, con
 void metrics_observe(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                      const char *l2, double value)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, NULL};
+    struct labels l = {{l1, l2, NULL}};
 
     update(m, shard, id, l, OP_OBSERVE, value);
 }
@@ -579,7 +587,7 @@ void metrics_observe(struct metrics *m, unsigned shard, enum metric_id id, const
 void metrics_touch(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                    const char *l2, const char *l3)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3};
+    struct labels l = {{l1, l2, l3}};
 
     update(m, shard, id, l, OP_TOUCH, 0);
 }
@@ -587,7 +595,7 @@ void metrics_touch(struct metrics *m, unsigned shard, enum metric_id id, const c
 void metrics_touch4(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                     const char *l2, const char *l3, const char *l4)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3, l4};
+    struct labels l = {{l1, l2, l3, l4}};
 
     update(m, shard, id, l, OP_TOUCH, 0);
 }
@@ -596,7 +604,7 @@ void metrics_touch_within(struct metrics *m, unsigned shard, size_t max_series,
                           enum metric_id id, const char *l1, const char *l2, const char *l3,
                           const char *l4)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3, l4};
+    struct labels l = {{l1, l2, l3, l4}};
 
     update_within(m, shard, id, l, OP_TOUCH, 0, max_series, 0);
 }
@@ -604,7 +612,7 @@ void metrics_touch_within(struct metrics *m, unsigned shard, size_t max_series,
 void metrics_inc_scoped(struct metrics *m, unsigned shard, uint64_t scope, enum metric_id id,
                         const char *l1, const char *l2, const char *l3, double v)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3};
+    struct labels l = {{l1, l2, l3}};
 
     update_within(m, shard, id, l, OP_INC, v, METRICS_MAX_SERIES, scope);
 }
@@ -612,7 +620,7 @@ void metrics_inc_scoped(struct metrics *m, unsigned shard, uint64_t scope, enum 
 void metrics_observe_scoped(struct metrics *m, unsigned shard, uint64_t scope,
                             enum metric_id id, const char *l1, double value)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1};
+    struct labels l = {{l1}};
 
     update_within(m, shard, id, l, OP_OBSERVE, value, METRICS_MAX_SERIES, scope);
 }
