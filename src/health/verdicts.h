@@ -3,8 +3,8 @@
  * table of recently finished requests (so POST /v1/feedback can attribute a task verdict to
  * the route, target and workflow that answered) and, per target, bounded windows of recent
  * attempt outcomes and task verdicts (for balance: score and the status page). Thread-safe
- * (a mutex per request shard and one for the targets, each held for a hash lookup), takes
- * the time from the caller, never calls back.
+ * (a spin lock per request shard and a mutex for the targets, each held for a hash
+ * lookup), takes the time from the caller, never calls back.
  * See docs/internals/feedback.md. */
 #ifndef BSC_HEALTH_VERDICTS_H
 #define BSC_HEALTH_VERDICTS_H

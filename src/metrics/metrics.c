@@ -102,11 +102,15 @@ struct series {
  * or does I/O under it. A lock-free scheme would still need a lock, or RCU, to insert into
  * the hash table. The alignment keeps two workers' shards off the same cache line. */
 /* The front of a shard's table: the series last updated through each combination of
- * label pointers (a direct-mapped cache). An unscoped hit is confirmed on the labels'
- * bytes, so an address reused by another string after a reload is a miss, never a wrong
- * series; a scoped one (metrics_inc_scoped) on the pointers and the scope they were seen
- * under, which no other storage ever has. */
-#define FRONT_SLOTS 256
+ * label pointers, in sets of two ways (the set picked by the pointers and the family). An
+ * unscoped hit is confirmed on the labels' bytes, so an address reused by another string
+ * after a reload is a miss, never a wrong series; a scoped one (metrics_inc_scoped) on the
+ * pointers and the scope they were seen under, which no other storage ever has. Two ways:
+ * with one, two of a request's sixteen series sharing a slot (a one-in-three chance at
+ * 256 slots, and so it was in the bench) evicted each other on every request, two full
+ * lookups a request; now it takes three in one set. */
+#define FRONT_SETS 128
+#define FRONT_WAYS 2
 struct front {
     const char *label[METRICS_MAX_LABELS];
     uint64_t scope; /* 0: the labels' bytes were not vouched for */
@@ -114,13 +118,14 @@ struct front {
 };
 
 struct shard {
-    _Alignas(64) atomic_bool busy; /* the lock: shard_lock / shard_unlock */
-    struct front front[FRONT_SLOTS];
+    _Alignas(64) atomic_bool busy;              /* the lock: shard_lock / shard_unlock */
+    struct front front[FRONT_SETS][FRONT_WAYS]; /* way 0: the more recently filled */
     struct series **slots; /* owned, and so is every series in it; open addressing */
     size_t cap;            /* slots: a power of two, or 0 before the first series */
     size_t n;              /* series held, at most METRICS_MAX_SERIES */
     size_t n_hist;         /* of which histograms */
     uint64_t dropped;      /* updates not recorded */
+    uint64_t lookups;      /* updates the front did not serve (metrics__lookups) */
 };
 
 struct metrics {
@@ -308,19 +313,26 @@ static struct series *lookup(struct shard *sh, const struct key *k, size_t cap)
     return s;
 }
 
-/* The ops each type takes, a bit per op: the check of every update is a load and a test. */
-static const unsigned char ops_of_type[METRIC_TYPE_COUNT] = {
-    [METRIC_COUNTER] = 1u << OP_INC | 1u << OP_TOUCH,
-    [METRIC_GAUGE] = 1u << OP_INC | 1u << OP_ADD | 1u << OP_SET | 1u << OP_TOUCH,
-    [METRIC_HISTOGRAM] = 1u << OP_OBSERVE | 1u << OP_TOUCH,
+/* The ops a family takes, a bit per op, and NEG_INC when its OP_INC may step down (a
+ * gauge's; a counter only goes up): one table indexed by family, so the check of an update
+ * is one load and a few tests. */
+#define NEG_INC       (OP_TOUCH + 1)
+#define OPS_COUNTER   (1u << OP_INC | 1u << OP_TOUCH)
+#define OPS_GAUGE     (1u << OP_INC | 1u << OP_ADD | 1u << OP_SET | 1u << OP_TOUCH | 1u << NEG_INC)
+#define OPS_HISTOGRAM (1u << OP_OBSERVE | 1u << OP_TOUCH)
+static const unsigned char ops_of_family[METRIC_COUNT] = {
+#define X(ID, TYPE, BUCKETS, NAME, LABELS, HELP) [METRIC_##ID] = OPS_##TYPE,
+    METRICS_FAMILIES(X)
+#undef X
 };
 
-/* Whether <op> with <v> is a valid update of family <f>: a finite value, an op of its
- * type, and no negative step of a counter. */
-static bool update_ok(const struct metrics_family *f, enum op op, double v)
+/* Whether <op> with <v> is a valid update of family <id> (in range): a finite value, an op
+ * of its type, and no negative step of a counter. */
+static inline bool update_ok(enum metric_id id, enum op op, double v)
 {
-    return isfinite(v) && (ops_of_type[f->type] >> op & 1) &&
-           !(v < 0 && op == OP_INC && f->type == METRIC_COUNTER);
+    unsigned ops = ops_of_family[id];
+
+    return isfinite(v) && (ops >> op & 1) && !(op == OP_INC && v < 0 && !(ops >> NEG_INC & 1));
 }
 
 /* Counts <v> in the first bucket whose bound is >= <v> (the +Inf one past the bounds). */
@@ -337,7 +349,7 @@ static void observe(struct series *s, double v)
     s->value += v;
 }
 
-static void apply(struct series *s, enum op op, double v)
+static inline void apply(struct series *s, enum op op, double v)
 {
     switch (op) {
     case OP_INC:
@@ -355,83 +367,143 @@ static void apply(struct series *s, enum op op, double v)
     }
 }
 
-static struct shard *shard_at(struct metrics *m, unsigned shard)
+static inline struct shard *shard_at(struct metrics *m, unsigned shard)
 {
     return &m->shards[shard < m->n_shards ? shard : m->n_shards];
 }
 
+/* An update's label pointers, passed by value: on the hit path they stay in registers
+ * (an array whose address went to the out-of-line miss was reloaded after the lock's
+ * atomic exchange); only the miss and the byte compare see them in memory. */
+struct labels {
+    const char *p[METRICS_MAX_LABELS];
+};
+
 /* One multiply over the sum of the pointers, each weighted apart so that swapped labels
- * land apart; the top bits pick the slot. A collision only costs a lookup. */
-static struct front *front_slot(struct shard *sh, enum metric_id id,
-                                 const char *const l[METRICS_MAX_LABELS])
+ * land apart; the top bits pick the set. A collision only costs a lookup. */
+static inline unsigned front_set_of(enum metric_id id, struct labels l)
 {
-    uint64_t h = (uint64_t)id + (uint64_t)(uintptr_t)l[0] + 3 * (uint64_t)(uintptr_t)l[1] +
-                 5 * (uint64_t)(uintptr_t)l[2] + 7 * (uint64_t)(uintptr_t)l[3];
+    uint64_t h = (uint64_t)id + (uint64_t)(uintptr_t)l.p[0] + 3 * (uint64_t)(uintptr_t)l.p[1] +
+                 5 * (uint64_t)(uintptr_t)l.p[2] + 7 * (uint64_t)(uintptr_t)l.p[3];
 
-    return &sh->front[(h * 0x9e3779b97f4a7c15ull) >> (64 - 8)];
+    return (unsigned)((h * 0x9e3779b97f4a7c15ull) >> (64 - 7));
 }
 
-_Static_assert(FRONT_SLOTS == 1u << 8, "front_slot takes the top 8 bits");
+_Static_assert(FRONT_SETS == 1u << 7, "front_set_of takes the top 7 bits");
 
-static bool same_pointers(const struct front *f, const char *const l[METRICS_MAX_LABELS])
+/* Whether way <f> was filled for <id> and these label pointers: the series it names is
+ * theirs if its scope or its bytes say so (front_confirms). */
+static inline bool front_names(const struct front *f, enum metric_id id, struct labels l)
 {
-    return f->label[0] == l[0] && f->label[1] == l[1] && f->label[2] == l[2] &&
-           f->label[3] == l[3];
+    return f->series && f->series->id == id && f->label[0] == l.p[0] &&
+           f->label[1] == l.p[1] && f->label[2] == l.p[2] && f->label[3] == l.p[3];
 }
 
-/* The series of the front slot, when it is this family's and its labels are these: for a
- * scope the slot saw them under, the same pointers are enough; otherwise their bytes are
- * compared too (and a scoped caller's scope is then recorded). */
-static struct series *front_hit(struct front *f, enum metric_id id,
-                                const char *const l[METRICS_MAX_LABELS], uint64_t scope)
+/* Whether the labels' bytes are those of <s>, a series of family <id>. */
+static __attribute__((noinline)) bool same_bytes(const struct series *s, enum metric_id id,
+                                                 struct labels l)
 {
-    struct series *s = f->series;
-
-    if (!s || s->id != id || !same_pointers(f, l))
-        return NULL;
-    if (scope && f->scope == scope)
-        return s;
     for (unsigned i = 0; i < families[id].n_labels; i++) {
-        const char *p = l[i] ? l[i] : "";
+        const char *p = l.p[i] ? l.p[i] : "";
         if (memcmp(s->label[i], p, s->len[i]) != 0 || p[s->len[i]])
-            return NULL;
+            return false;
     }
+    return true;
+}
+
+/* Whether the series of way <f>, which names these pointers, is theirs: for a scope the
+ * way saw them under, the same pointers are enough; otherwise their bytes are compared
+ * too (and a scoped caller's scope is then recorded). */
+static inline bool front_confirms(struct front *f, enum metric_id id, struct labels l,
+                                  uint64_t scope)
+{
+    if (scope && f->scope == scope)
+        return true;
+    if (!same_bytes(f->series, id, l))
+        return false;
     f->scope = scope;
+    return true;
+}
+
+/* The series the front holds for <id> and <l>, or NULL. A set never holds two ways that
+ * name the same pointers (front_way_to_fill), so the first that names them decides. */
+static inline __attribute__((always_inline)) struct series *
+front_hit(struct front *set, enum metric_id id, struct labels l, uint64_t scope)
+{
+    for (unsigned w = 0; w < FRONT_WAYS; w++)
+        if (front_names(&set[w], id, l))
+            return front_confirms(&set[w], id, l, scope) ? set[w].series : NULL;
+    return NULL;
+}
+
+/* The way to fill for <id> and <l>: the one that names these pointers already (its series
+ * was not theirs any more), else way 0, its old entry moved to way 1 (dropping way 1's). */
+static struct front *front_way_to_fill(struct front *set, enum metric_id id,
+                                       struct labels l)
+{
+    if (front_names(&set[1], id, l))
+        return &set[1];
+    if (!front_names(&set[0], id, l))
+        set[1] = set[0];
+    return &set[0];
+}
+
+/* The front's miss, out of line: hashes the labels' bytes, finds or creates the series in
+ * the table (within <cap>, see lookup()) and fills a way of <set> with it. NULL when the
+ * series cannot be had. The caller holds the shard's lock. */
+static __attribute__((noinline)) struct series *
+front_miss(struct shard *sh, struct front *set, enum metric_id id, struct labels l,
+           size_t cap, uint64_t scope)
+{
+    struct series *s;
+    struct front *f;
+    struct key k;
+
+    sh->lookups++;
+    key_make(&k, id, l.p);
+    s = lookup(sh, &k, cap);
+    if (s) {
+        f = front_way_to_fill(set, id, l);
+        memcpy(f->label, l.p, sizeof(f->label));
+        f->scope = scope;
+        f->series = s;
+    }
     return s;
+}
+
+/* An update that cannot be recorded (see update_ok), counted: out of line. */
+static __attribute__((noinline)) void drop(struct shard *sh)
+{
+    shard_lock(sh);
+    sh->dropped++;
+    shard_unlock(sh);
 }
 
 /* Applies <op> to the series of <id> and <l> in <shard>. A series is created only while the
  * shard holds fewer than <cap> series; below METRICS_MAX_SERIES that is the caller's own
  * bound (metrics_touch_within), and a series it leaves out is not a drop. <scope>: see
- * metrics_inc_scoped(). */
-static void update_within(struct metrics *m, unsigned shard, enum metric_id id,
-                          const char *const l[METRICS_MAX_LABELS], enum op op, double v,
-                          size_t cap, uint64_t scope)
+ * metrics_inc_scoped(). Inlined into each entry point, so that <op> and <cap> are
+ * constants there and the front's hit is the whole of the path a request takes. */
+static inline __attribute__((always_inline)) void
+update_within(struct metrics *m, unsigned shard, enum metric_id id, struct labels l, enum op op,
+              double v, size_t cap, uint64_t scope)
 {
     struct shard *sh;
-    struct series *s = NULL;
-    struct front *f;
-    struct key k;
+    struct front *set;
+    struct series *s;
 
     if (!m)
         return;
     sh = shard_at(m, shard);
-    if ((unsigned)id >= METRIC_COUNT || !update_ok(&families[id], op, v)) {
-        shard_lock(sh);
-        sh->dropped++;
-        shard_unlock(sh);
+    if ((unsigned)id >= METRIC_COUNT || !update_ok(id, op, v)) {
+        drop(sh);
         return;
     }
     shard_lock(sh);
-    f = front_slot(sh, id, l);
-    if (!(s = front_hit(f, id, l, scope))) {
-        key_make(&k, id, l);
-        if ((s = lookup(sh, &k, cap))) {
-            memcpy(f->label, l, sizeof(f->label));
-            f->scope = scope;
-            f->series = s;
-        }
-    }
+    set = sh->front[front_set_of(id, l)];
+    s = front_hit(set, id, l, scope);
+    if (!s)
+        s = front_miss(sh, set, id, l, cap, scope);
     if (s)
         apply(s, op, v);
     else if (cap >= METRICS_MAX_SERIES || sh->n < cap)
@@ -439,16 +511,35 @@ static void update_within(struct metrics *m, unsigned shard, enum metric_id id,
     shard_unlock(sh);
 }
 
-static void update(struct metrics *m, unsigned shard, enum metric_id id,
-                   const char *const l[METRICS_MAX_LABELS], enum op op, double v)
+static inline __attribute__((always_inline)) void
+update(struct metrics *m, unsigned shard, enum metric_id id, struct labels l, enum op op,
+       double v)
 {
     update_within(m, shard, id, l, op, v, METRICS_MAX_SERIES, 0);
 }
 
+#ifdef BSC_UNIT_TEST
+unsigned metrics__front_set(enum metric_id id, const char *const l[METRICS_MAX_LABELS])
+{
+    return front_set_of(id, (struct labels){{l[0], l[1], l[2], l[3]}});
+}
+
+uint64_t metrics__lookups(struct metrics *m, unsigned shard)
+{
+    struct shard *sh = shard_at(m, shard);
+    uint64_t n;
+
+    shard_lock(sh);
+    n = sh->lookups;
+    shard_unlock(sh);
+    return n;
+}
+#endif
+
 void metrics_inc(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                  const char *l2, double v)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, NULL};
+    struct labels l = {{l1, l2, NULL}};
 
     update(m, shard, id, l, OP_INC, v);
 }
@@ -456,7 +547,7 @@ void metrics_inc(struct metrics *m, unsigned shard, enum metric_id id, const cha
 void metrics_inc3(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                   const char *l2, const char *l3, double v)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3};
+    struct labels l = {{l1, l2, l3}};
 
     update(m, shard, id, l, OP_INC, v);
 }
@@ -464,7 +555,7 @@ void metrics_inc3(struct metrics *m, unsigned shard, enum metric_id id, const ch
 void metrics_inc4(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                   const char *l2, const char *l3, const char *l4, double v)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3, l4};
+    struct labels l = {{l1, l2, l3, l4}};
 
     update(m, shard, id, l, OP_INC, v);
 }
@@ -472,7 +563,7 @@ void metrics_inc4(struct metrics *m, unsigned shard, enum metric_id id, const ch
 void metrics_gauge_set(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                        const char *l2, double v)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, NULL};
+    struct labels l = {{l1, l2, NULL}};
 
     update(m, shard, id, l, OP_SET, v);
 }
@@ -480,7 +571,7 @@ void metrics_gauge_set(struct metrics *m, unsigned shard, enum metric_id id, con
 void metrics_gauge_add(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                        const char *l2, double v)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, NULL};
+    struct labels l = {{l1, l2, NULL}};
 
     update(m, shard, id, l, OP_ADD, v);
 }
@@ -488,7 +579,7 @@ void metrics_gauge_add(struct metrics *m, unsigned shard, enum metric_id id, con
 void metrics_observe(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                      const char *l2, double value)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, NULL};
+    struct labels l = {{l1, l2, NULL}};
 
     update(m, shard, id, l, OP_OBSERVE, value);
 }
@@ -496,7 +587,7 @@ void metrics_observe(struct metrics *m, unsigned shard, enum metric_id id, const
 void metrics_touch(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                    const char *l2, const char *l3)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3};
+    struct labels l = {{l1, l2, l3}};
 
     update(m, shard, id, l, OP_TOUCH, 0);
 }
@@ -504,7 +595,7 @@ void metrics_touch(struct metrics *m, unsigned shard, enum metric_id id, const c
 void metrics_touch4(struct metrics *m, unsigned shard, enum metric_id id, const char *l1,
                     const char *l2, const char *l3, const char *l4)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3, l4};
+    struct labels l = {{l1, l2, l3, l4}};
 
     update(m, shard, id, l, OP_TOUCH, 0);
 }
@@ -513,7 +604,7 @@ void metrics_touch_within(struct metrics *m, unsigned shard, size_t max_series,
                           enum metric_id id, const char *l1, const char *l2, const char *l3,
                           const char *l4)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3, l4};
+    struct labels l = {{l1, l2, l3, l4}};
 
     update_within(m, shard, id, l, OP_TOUCH, 0, max_series, 0);
 }
@@ -521,7 +612,7 @@ void metrics_touch_within(struct metrics *m, unsigned shard, size_t max_series,
 void metrics_inc_scoped(struct metrics *m, unsigned shard, uint64_t scope, enum metric_id id,
                         const char *l1, const char *l2, const char *l3, double v)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1, l2, l3};
+    struct labels l = {{l1, l2, l3}};
 
     update_within(m, shard, id, l, OP_INC, v, METRICS_MAX_SERIES, scope);
 }
@@ -529,7 +620,7 @@ void metrics_inc_scoped(struct metrics *m, unsigned shard, uint64_t scope, enum 
 void metrics_observe_scoped(struct metrics *m, unsigned shard, uint64_t scope,
                             enum metric_id id, const char *l1, double value)
 {
-    const char *l[METRICS_MAX_LABELS] = {l1};
+    struct labels l = {{l1}};
 
     update_within(m, shard, id, l, OP_OBSERVE, value, METRICS_MAX_SERIES, scope);
 }

@@ -323,4 +323,13 @@ void metrics_snapshot_cleanup(struct metrics_snapshot *snap);
  * reached, with <out> unchanged. Thread-safe; never calls back. Implemented in prom.c. */
 enum bsc_err metrics_render(struct metrics *m, struct bsc_buf *out);
 
+#ifdef BSC_UNIT_TEST
+/* Unit tests only: the set of a shard's front cache that the updates of <id> through label
+ * pointers <l> use (0 .. 127). */
+unsigned metrics__front_set(enum metric_id id, const char *const l[METRICS_MAX_LABELS]);
+/* Unit tests only: how many updates of shard <shard> the front cache did not serve (each
+ * hashed its labels' bytes and searched the table). */
+uint64_t metrics__lookups(struct metrics *m, unsigned shard);
+#endif
+
 #endif

@@ -262,6 +262,125 @@ static void rates(struct verdicts *vs, const char *target, const char *scope, ui
     verdicts_rates(vs, target, scope, at, &POLICY, r);
 }
 
+/* Ids, scopes and targets of every length across the hash's 8-byte steps, each a prefix of
+ * the next (so only the length tells them apart): each is found as itself and only so,
+ * and an id and scope split at another byte are another request. */
+static void test_lengths_at_word_edges(void **state)
+{
+    struct verdicts *vs = verdicts_new(128, 1000);
+    char a[41], t[41], target_of[41][8];
+    struct vd_request r;
+    struct vd_claim c;
+
+    (void)state;
+    memset(a, 'a', sizeof(a));
+    memset(t, 't', sizeof(t));
+    for (size_t n = 1; n <= 40; n++) {
+        char id[41], scope[41];
+
+        memcpy(id, a, n);
+        id[n] = '\0';
+        memcpy(scope, a, n);
+        scope[n] = '\0';
+        snprintf(target_of[n], sizeof(target_of[n]), "t%zu", n);
+        r = rq(id, scope, 100);
+        r.target = target_of[n];
+        assert_int_equal(verdicts_finished(vs, &r), BSC_OK);
+        t[n] = '\0'; /* target "t..t", n bytes: n outcomes, every other one ok */
+        for (size_t k = 0; k < n; k++)
+            verdicts_attempt(vs, t, k % 2 == 0);
+        t[n] = 't';
+    }
+    for (size_t n = 1; n <= 40; n++) {
+        char id[41], scope[42];
+        struct vd_rates rr;
+
+        memcpy(id, a, n);
+        id[n] = '\0';
+        memcpy(scope, a, n + 1);
+        scope[n + 1] = '\0'; /* one byte more: another scope */
+        assert_int_equal(verdicts_claim(vs, id, scope, 110, &c), BSC_ENOTFOUND);
+        scope[n] = '\0';
+        assert_int_equal(verdicts_claim(vs, id, scope, 110, &c), BSC_OK);
+        assert_string_equal(c.target, target_of[n]);
+        t[n] = '\0';
+        rates(vs, t, NULL, 110, &rr);
+        t[n] = 't';
+        assert_int_equal(rr.attempts, n);
+        assert_int_equal(rr.attempts_ok, (n + 1) / 2);
+    }
+    /* id "ab" of scope "c" is not id "a" of scope "bc" */
+    put(vs, "ab", "c", 100);
+    assert_int_equal(verdicts_claim(vs, "a", "bc", 110, &c), BSC_ENOTFOUND);
+    assert_int_equal(verdicts_claim(vs, "ab", "c", 110, &c), BSC_OK);
+    verdicts_free(vs);
+}
+
+/* A scope of VERDICTS_SCOPE_MAX bytes is kept, one byte more is not; a target id of
+ * VERDICTS_ID_MAX bytes gets a window, one byte more does not. */
+static void test_length_bounds(void **state)
+{
+    struct verdicts *vs = verdicts_new(8, 1000);
+    char scope[VERDICTS_SCOPE_MAX + 2], target[VERDICTS_ID_MAX + 2];
+    struct vd_rates rr;
+    struct vd_claim c;
+
+    (void)state;
+    memset(scope, 's', sizeof(scope) - 1);
+    scope[VERDICTS_SCOPE_MAX + 1] = '\0';
+    assert_int_equal(verdicts_finished(vs, &(struct vd_request){.id = "x", .route = "r",
+                                                                .target = "t",
+                                                                .scope = scope}),
+                     BSC_EINVAL);
+    scope[VERDICTS_SCOPE_MAX] = '\0';
+    put(vs, "x", scope, 100);
+    assert_int_equal(verdicts_claim(vs, "x", scope, 110, &c), BSC_OK);
+    memset(target, 'g', sizeof(target) - 1);
+    target[VERDICTS_ID_MAX + 1] = '\0';
+    verdicts_attempt(vs, target, true);
+    rates(vs, target, NULL, 110, &rr);
+    assert_int_equal(rr.attempts, 0);
+    target[VERDICTS_ID_MAX] = '\0';
+    verdicts_attempt(vs, target, true);
+    verdicts_attempt(vs, target, false);
+    rates(vs, target, NULL, 110, &rr);
+    assert_int_equal(rr.attempts, 2);
+    assert_int_equal(rr.attempts_ok, 1);
+    verdicts_free(vs);
+}
+
+/* A full target table (half its slots, long probe runs) of ids in pairs where one is the
+ * other plus a byte: each keeps a window of its own. */
+static void test_target_prefixes(void **state)
+{
+    struct verdicts *vs = verdicts_new(8, 1000);
+
+    (void)state;
+    for (unsigned i = 0; i < VERDICTS_MAX_TARGETS / 2; i++) {
+        char id[16];
+
+        snprintf(id, sizeof(id), "g%u", i);
+        verdicts_attempt(vs, id, true);
+        snprintf(id, sizeof(id), "g%u_", i);
+        verdicts_attempt(vs, id, false);
+        verdicts_attempt(vs, id, false);
+    }
+    for (unsigned i = 0; i < VERDICTS_MAX_TARGETS / 2; i++) {
+        struct vd_rates rr;
+        char id[16];
+
+        snprintf(id, sizeof(id), "g%u", i);
+        rates(vs, id, NULL, 0, &rr);
+        assert_int_equal(rr.attempts, 1);
+        assert_int_equal(rr.attempts_ok, 1);
+        snprintf(id, sizeof(id), "g%u_", i);
+        rates(vs, id, NULL, 0, &rr);
+        assert_int_equal(rr.attempts, 2);
+        assert_int_equal(rr.attempts_ok, 0);
+    }
+    verdicts_free(vs);
+}
+
 /* Another scope reusing a request's id (a client may choose its X-Request-Id) neither
  * claims nor hides it: each scope finds its own request under the id. */
 static void test_reused_id_other_scope(void **state)
@@ -670,6 +789,9 @@ int main(void)
         cmocka_unit_test(test_shard_scope),
         cmocka_unit_test(test_shard_bound),
         cmocka_unit_test(test_shard_concurrent),
+        cmocka_unit_test(test_lengths_at_word_edges),
+        cmocka_unit_test(test_length_bounds),
+        cmocka_unit_test(test_target_prefixes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
