@@ -14,6 +14,8 @@
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
+
+#include "core/tchar16.h"
 #endif
 
 #include "core/ascii.h"
@@ -95,9 +97,19 @@ static bool is_name_byte(unsigned char c)
     return c == ' ' || srv__h1_tokens[c] != 0;
 }
 
-/* The end of a run of field-name bytes. */
+/* The end of a run of field-name bytes; sixteen bytes a step while there are that many. */
 static const char *name_run_end(const char *p, const char *end)
 {
+#ifdef __SSE2__
+    for (; end - p >= 16; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        unsigned sp = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')));
+        unsigned m = bsc_tchar16_misses(p) & ~sp;
+
+        if (m)
+            return p + __builtin_ctz(m);
+    }
+#endif
     while (p < end && (srv__h1_tokens[(unsigned char)*p] || *p == ' '))
         p++;
     return p;
@@ -444,6 +456,23 @@ static int take_value(struct srv__h1 *h, const char *at, size_t n)
     return 0;
 }
 
+/* The bits of a name of <len> bytes that starts with <first> in the head's name filter. */
+static uint64_t len_bit(size_t len)
+{
+    return (uint64_t)1 << (len & 63);
+}
+
+static uint64_t first_bit(char first)
+{
+    return (uint64_t)1 << (bsc_ascii_lower((unsigned char)first) & 63);
+}
+
+static void name_filter_add(struct srv__h1 *h, char first, size_t len)
+{
+    h->name_lens |= len_bit(len);
+    h->name_firsts |= first_bit(first);
+}
+
 static const char *read_name(struct srv__h1 *h, const char *p, const char *lim)
 {
     const char *s = p;
@@ -468,6 +497,7 @@ static const char *read_name(struct srv__h1 *h, const char *p, const char *lim)
         while (n && h->head.p[hdr->name_off + n - 1] == ' ')
             n--;
         srv__h1_classify_name(h, h->head.p + hdr->name_off, hdr->name_len, n);
+        name_filter_add(h, h->head.p[hdr->name_off], hdr->name_len);
         hdr->value_off = (uint32_t)h->head.len;
         hdr->value_len = 0;
     }
@@ -875,6 +905,8 @@ static void reset_message(struct srv__h1 *h, uint32_t max_head, uint64_t max_bod
     h->content_length = 0;
     h->tname_len = 0;
     h->tname_end = 0;
+    h->name_lens = 0;
+    h->name_firsts = 0;
 }
 
 void srv__h1_init(struct srv__h1 *h, uint32_t max_head, uint64_t max_body)
@@ -938,8 +970,13 @@ struct srv_header srv__h1_header_at(const struct srv__h1 *h, size_t i)
                                bsc_str_make(h->head.p + hdr->value_off, hdr->value_len)};
 }
 
+/* Once the head is done every field's name went past its colon, so is in the filter:
+ * a name that misses it is looked for no further (most lookups are of absent fields). */
 struct bsc_str srv__h1_header(const struct srv__h1 *h, struct bsc_str name)
 {
+    if (h->head_done && name.len &&
+        (!(h->name_lens & len_bit(name.len)) || !(h->name_firsts & first_bit(name.p[0]))))
+        return BSC_STR_NULL;
     for (uint32_t i = 0; i < h->n_hdrs; i++) {
         const struct srv__h1_hdr *hdr = &h->hdrs[i];
 

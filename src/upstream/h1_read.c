@@ -13,6 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/ascii.h"
+#include "core/tchar16.h"
 #include "upstream/h1_wire.h"
 
 #define H1_HELD_MAX (4u * 1024u * 1024u) /* held bytes come from reads made before a hold */
@@ -175,27 +177,60 @@ static bool status_byte(size_t pos, unsigned char c)
     return c >= '0' && c <= '9';
 }
 
-/* The first byte of [<p>, <end>) that is not a field-value byte (BC_VALUE: a CTL other than
- * HT, or DEL), else <end>; sixteen bytes a step. */
-static const unsigned char *value_run_end(const unsigned char *p, const unsigned char *end)
+/* One bit a byte of the sixteen at <p>: set where the byte is not a field-value byte
+ * (BC_VALUE: a CTL other than HT, or DEL). */
+static unsigned value_misses(const unsigned char *p)
 {
     const __m128i below_sp = _mm_set1_epi8(0x1f), ht = _mm_set1_epi8('\t');
     const __m128i del = _mm_set1_epi8(0x7f);
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, below_sp), below_sp); /* v <= 0x1f */
+    __m128i bad =
+        _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, ht), ctl), _mm_cmpeq_epi8(v, del));
 
-    for (; end - p >= 16; p += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-        __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, below_sp), below_sp); /* v <= 0x1f */
-        __m128i bad = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, ht), ctl),
-                                   _mm_cmpeq_epi8(v, del));
-        int m = _mm_movemask_epi8(bad);
+    return (unsigned)_mm_movemask_epi8(bad);
+}
 
-        if (m)
-            return p + __builtin_ctz((unsigned)m);
+/* The first byte of [<p>, <end>) that is not a field-value byte, else <end>; sixteen bytes
+ * a step. The bytes from <lo> up to <p> may be read too: when there are sixteen of them
+ * to <end>, the last step is the sixteen that end at <end>, with the bits of those before
+ * <p> shifted out, rather than a byte at a time. */
+static const unsigned char *value_run_end(const unsigned char *lo, const unsigned char *p,
+                                          const unsigned char *end)
+{
+    unsigned m;
+
+    for (; end - p >= 16; p += 16)
+        if ((m = value_misses(p)) != 0)
+            return p + __builtin_ctz(m);
+    if (p < end && end - lo >= 16) {
+        m = value_misses(end - 16) >> (16 - (end - p));
+        return m ? p + __builtin_ctz(m) : end;
     }
     for (; p < end; p++)
         if (!(byte_class[*p] & BC_VALUE))
             return p;
     return end;
+}
+
+/* The length of the run of token bytes (BC_TOKEN) that starts [<b>, <b> + <n>); sixteen
+ * bytes a step, the last step the sixteen that end the bytes when there are that many. */
+static size_t token_run(const unsigned char *b, size_t n)
+{
+    const char *c = (const char *)b;
+    size_t i = 0;
+    unsigned m;
+
+    for (; n - i >= 16; i += 16)
+        if ((m = bsc_tchar16_misses(c + i)) != 0)
+            return i + (size_t)__builtin_ctz(m);
+    if (n >= 16) {
+        m = bsc_tchar16_misses(c + n - 16) >> (16 - (n - i));
+        return m ? i + (size_t)__builtin_ctz(m) : n;
+    }
+    for (; i < n && (byte_class[b[i]] & BC_TOKEN); i++)
+        ;
+    return i;
 }
 
 /* Checks the field-line bytes [<b>, <b> + <n>) (no CR/LF among them) that follow the
@@ -205,8 +240,7 @@ static bool field_bytes(struct h1_resp *r, const unsigned char *b, size_t n, boo
     size_t i = 0;
 
     if (!r->colon) {
-        for (; i < n && (byte_class[b[i]] & BC_TOKEN); i++)
-            ;
+        i = token_run(b, n);
         if (i == n) {
             r->lpos += n;
             return true;
@@ -226,10 +260,24 @@ static bool field_bytes(struct h1_resp *r, const unsigned char *b, size_t n, boo
         r->name_len = r->lpos + i;
         i++;
     }
-    if (value_run_end(b + i, b + n) != b + n)
+    if (value_run_end(b, b + i, b + n) != b + n)
         return refuse(r, "invalid character in a header value"), false;
     r->lpos += n;
     return true;
+}
+
+static bool is_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* Whether a whole status line's first <n> (>= 12) bytes at <u> keep the form status_byte
+ * checks a byte at a time: the usual case, at once. */
+static bool status_form(const unsigned char *u, size_t n)
+{
+    return memcmp(u, "HTTP/", 5) == 0 && is_digit(u[5]) && u[6] == '.' && is_digit(u[7]) &&
+           u[8] == ' ' && u[9] >= '1' && u[9] <= '9' && is_digit(u[10]) && is_digit(u[11]) &&
+           (n == 12 || u[12] == ' ');
 }
 
 /* Checks a line's next bytes [<b>, <b> + <n>), without its CR/LF. */
@@ -240,6 +288,10 @@ static bool line_bytes(struct h1_resp *r, const char *b, size_t n)
     if (r->phase == RD_HEAD && !r->status_seen) {
         size_t form = r->lpos < 13 ? 13 - r->lpos : 0; /* the reason phrase is not checked */
 
+        if (r->lpos == 0 && n >= 12 && status_form(u, n)) {
+            r->lpos = n;
+            return true;
+        }
         for (size_t i = 0; i < n && i < form; i++)
             if (!status_byte(r->lpos + i, u[i]))
                 return refuse(r, "malformed status line"), false;
@@ -298,6 +350,16 @@ static void connection(struct h1_resp *r, const char *v, size_t n)
     enum { C_START, C_TOKEN, C_MATCH, C_HIT, C_GENERAL } st = C_START;
     size_t idx = 0, w = 0;
 
+    /* the usual values, read as the loop would: the word alone (CR cannot be in <v>, so
+     * the loop's "byte | 0x20" matches what the case-blind compare matches) */
+    if (n == 10 && bsc_ascii_ieq(v, "keep-alive", 10)) {
+        r->hflags |= HF_KEEP_ALIVE;
+        return;
+    }
+    if (n == 5 && bsc_ascii_ieq(v, "close", 5)) {
+        r->hflags |= HF_CLOSE;
+        return;
+    }
     for (size_t i = 0; i < n && st != C_GENERAL; i++) {
         unsigned char ch = (unsigned char)v[i], c = ch | 0x20;
 
