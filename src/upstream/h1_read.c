@@ -11,9 +11,7 @@
  * reader"). */
 #include <emmintrin.h>
 #include <string.h>
-#include <strings.h>
 
-#include "core/ascii.h"
 #include "core/tchar16.h"
 #include "upstream/h1_wire.h"
 
@@ -313,7 +311,7 @@ static void line_reset(struct h1_resp *r)
 
 static bool name_is(const char *p, size_t len, const char *name, size_t name_len)
 {
-    return len == name_len && strncasecmp(p, name, len) == 0;
+    return len == name_len && bsc_tchar_ieq(p, name, len); /* <p>: token bytes */
 }
 
 /* Content-Length (http-parser's reading): digits, then only SPs; one line per message. */
@@ -350,13 +348,12 @@ static void connection(struct h1_resp *r, const char *v, size_t n)
     enum { C_START, C_TOKEN, C_MATCH, C_HIT, C_GENERAL } st = C_START;
     size_t idx = 0, w = 0;
 
-    /* the usual values, read as the loop would: the word alone (CR cannot be in <v>, so
-     * the loop's "byte | 0x20" matches what the case-blind compare matches) */
-    if (n == 10 && bsc_ascii_ieq(v, "keep-alive", 10)) {
+    /* the usual values, the word alone, matched as the loop matches ("byte | 0x20") */
+    if (n == 10 && bsc_tchar_ieq(v, "keep-alive", 10)) {
         r->hflags |= HF_KEEP_ALIVE;
         return;
     }
-    if (n == 5 && bsc_ascii_ieq(v, "close", 5)) {
+    if (n == 5 && bsc_tchar_ieq(v, "close", 5)) {
         r->hflags |= HF_CLOSE;
         return;
     }
@@ -469,7 +466,7 @@ static void field_line(struct h1_resp *r, const char *p, size_t n)
         break;
     case 't':
         /* http-parser marks a message as transfer-coded once a name starts so */
-        if (name_len >= 17 && strncasecmp(p, "transfer-encoding", 17) == 0) {
+        if (name_len >= 17 && bsc_tchar_ieq(p, "transfer-encoding", 17)) {
             r->hflags = (r->hflags | HF_TE) & ~(unsigned)HF_CHUNKED; /* the last line says */
             if (name_len == 17)
                 transfer_encoding(r, v, n - k);
