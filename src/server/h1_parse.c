@@ -711,6 +711,42 @@ static const char *line_next(struct srv__h1 *h, const char *p, const char *lim, 
     return p;
 }
 
+/* Field lines from a line's start (RD_FIELD_START), the usual way through them taken here
+ * back to back rather than one state a turn of head_bytes' loop: the name, the whitespace,
+ * the value, its line end, the next line. Every step is the one head_step would take, in
+ * the same order; whatever else comes (the empty line, an empty value, a fold, a read's
+ * end) is left to head_step in the state reached. */
+static const char *field_lines(struct srv__h1 *h, const char *p, const char *lim, bool *reset)
+{
+    const char *why;
+    unsigned char c;
+
+    for (;;) {
+        p = field_start(h, p, reset);
+        if (!p || h->state != RD_FIELD)
+            return p;
+        p = read_name(h, p, lim);
+        if (!p || h->state != RD_VALUE_WS)
+            return p;
+        while (p < lim && (*p == ' ' || *p == '\t')) /* RD_VALUE_WS takes them one a turn */
+            p++;
+        if (p == lim || *p == '\r' || *p == '\n')
+            return p;
+        if ((why = srv__h1_value_first(h, (unsigned char)*p)) != NULL)
+            return bad(h, why);
+        h->state = RD_VALUE;
+        p = read_value(h, p, lim, true);
+        if (!p || p == lim || h->state != RD_VALUE_END)
+            return p;
+        c = (unsigned char)*p;
+        if (c == ' ' || c == '\t') /* a fold: line_next's other way */
+            return p;
+        p = line_next(h, p, lim, false);
+        if (!p || p == lim || h->state != RD_FIELD_START)
+            return p;
+    }
+}
+
 /* One step of the head (or chunk-line, or trailer) states from <p>, within <lim>. */
 static const char *head_step(struct srv__h1 *h, const char *p, const char *lim, bool *reset)
 {
@@ -755,7 +791,7 @@ static const char *head_step(struct srv__h1 *h, const char *p, const char *lim, 
         h->state = RD_FIELD_START;
         return p + 1;
     case RD_FIELD_START:
-        return field_start(h, p, reset);
+        return field_lines(h, p, lim, reset);
     case RD_FIELD:
         return read_name(h, p, lim);
     case RD_VALUE_WS:
