@@ -126,6 +126,13 @@ static const char *line_break(const char *q, const char *to)
     return NULL;
 }
 
+/* Whether <c> may start a head line after the status line and keep the discipline: not
+ * SP/HT (obs-fold), nor CR or LF. */
+static bool starts_line(char c)
+{
+    return c != ' ' && c != '\t' && c != '\r' && c != '\n';
+}
+
 /* Checks the head bytes [<from>, <to>). Returns where the check stopped: <to>, or just past
  * the empty line that ends a head; NULL when a rule is broken (r->why says which). */
 static const char *scan_lines(struct h1_resp *r, const char *from, const char *to)
@@ -135,6 +142,13 @@ static const char *scan_lines(struct h1_resp *r, const char *from, const char *t
 
         if (!r->ld_cr && !r->ld_bol && !(q = line_break(q, to)))
             break; /* the rest is inside a line */
+        if (!r->ld_cr && !r->ld_bol && r->ld_phase == LD_HEAD && to - q >= 3 && q[0] == '\r' &&
+            q[1] == '\n' && starts_line(q[2])) {
+            /* a head line's usual end: CRLF, then the next field line's first byte. Taken
+             * one at a time below they would leave the state as it is (inside a line). */
+            q += 2;
+            continue;
+        }
         ch = *q;
         if (r->ld_cr) {
             if (ch != '\n')

@@ -532,6 +532,50 @@ static void test_connection_words(void **state)
     }
 }
 
+/* What follows a field line's CRLF, its line ending at every place of the sixteen-byte
+ * steps (values 1 to 40 bytes long) and the read cut at every byte: the next field line,
+ * the empty line, a fold (SP or HT), a bare LF, a CR without its LF. */
+static void test_line_ends(void **state)
+{
+    static const struct {
+        const char *tail, *why; /* why: NULL when the answer is read whole */
+    } rows[] = {
+        {"Y: 1\r\n\r\n", NULL},
+        {"\r\n", NULL},
+        {" Y: 1\r\n\r\n", "obsolete line folding in the head"},
+        {"\tY: 1\r\n\r\n", "obsolete line folding in the head"},
+        {"\n\r\n", "line ends in a bare LF (CRLF required)"},
+        {"\rY: 1\r\n\r\n", "CR not followed by LF"},
+    };
+    static const char start[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX: ";
+
+    (void)state;
+    for (size_t len = 1; len <= 40; len++) {
+        for (size_t i = 0; i < BSC_ARRAY_LEN(rows); i++) {
+            char text[160];
+            size_t n = sizeof(start) - 1;
+            struct out o;
+
+            memcpy(text, start, n);
+            memset(text + n, 'v', len);
+            n += len;
+            memcpy(text + n, "\r\n", 2);
+            n += 2;
+            memcpy(text + n, rows[i].tail, strlen(rows[i].tail));
+            n += strlen(rows[i].tail);
+            o = read_cut(text, n, 0, 0);
+            if (rows[i].why ? (o.st != H1_BAD || strcmp(o.why, rows[i].why) != 0)
+                            : (o.st != H1_DONE || o.status != 200))
+                fail_msg("value of %zu, row %zu: st %d why [%s]", len, i, o.st, o.why);
+            for (size_t cut = 1; cut < n; cut++) {
+                struct out oc = read_cut(text, n, cut, cut);
+
+                same_out(&o, &oc, cut, cut);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -541,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_stricter),         cmocka_unit_test(test_long_value_bytes),
         cmocka_unit_test(test_name_bytes),       cmocka_unit_test(test_value_lengths),
         cmocka_unit_test(test_status_line_bytes), cmocka_unit_test(test_connection_words),
+        cmocka_unit_test(test_line_ends),
     };
 
     return cmocka_run_group_tests_name("h1_read", tests, NULL, NULL);
