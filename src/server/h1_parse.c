@@ -97,8 +97,9 @@ static bool is_name_byte(unsigned char c)
     return c == ' ' || srv__h1_tokens[c] != 0;
 }
 
-/* The end of a run of field-name bytes; sixteen bytes a step while there are that many. */
-static const char *name_run_end(const char *p, const char *end)
+/* The end of a run of field-name bytes; sixteen bytes a step while there are that many.
+ * *<space> is set when the run holds a SP (the only name byte that is not a tchar). */
+static const char *name_run_end(const char *p, const char *end, bool *space)
 {
 #ifdef __SSE2__
     for (; end - p >= 16; p += 16) {
@@ -106,12 +107,18 @@ static const char *name_run_end(const char *p, const char *end)
         unsigned sp = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')));
         unsigned m = bsc_tchar16_misses(p) & ~sp;
 
-        if (m)
+        if (m) {
+            if (sp & ((1u << __builtin_ctz(m)) - 1))
+                *space = true;
             return p + __builtin_ctz(m);
+        }
+        if (sp)
+            *space = true;
     }
 #endif
-    while (p < end && (srv__h1_tokens[(unsigned char)*p] || *p == ' '))
-        p++;
+    for (; p < end && (srv__h1_tokens[(unsigned char)*p] || *p == ' '); p++)
+        if (*p == ' ')
+            *space = true;
     return p;
 }
 
@@ -417,8 +424,8 @@ static int add_field(struct srv__h1 *h)
 }
 
 /* Name bytes: counted; a head's are kept in a new header slot, a trailer's first bytes only
- * until its name is classified (at the colon). */
-static int take_name(struct srv__h1 *h, const char *at, size_t n)
+ * until its name is classified (at the colon). <space>: a SP is among them. */
+static int take_name(struct srv__h1 *h, const char *at, size_t n, bool space)
 {
     if (srv__h1_count(h, n))
         return -1;
@@ -438,7 +445,7 @@ static int take_name(struct srv__h1 *h, const char *at, size_t n)
     }
     if (keep(h, at, n))
         return -1;
-    if (memchr(at, ' ', n)) /* the only name byte that is not a tchar */
+    if (space)
         h->name_space = true;
     h->hdrs[h->n_hdrs - 1].name_len += (uint32_t)n;
     return 0;
@@ -477,11 +484,17 @@ static const char *read_name(struct srv__h1 *h, const char *p, const char *lim)
 {
     const char *s = p;
     struct srv__h1_hdr *hdr;
+    bool space = false;
     size_t n;
 
-    /* a fold is refused at its first byte, once that is counted */
-    p = h->index ? p + 1 : name_run_end(p, lim);
-    if (p > s && take_name(h, s, (size_t)(p - s)))
+    /* a fold is refused at its first byte (a SP), once that is counted */
+    if (h->index) {
+        p++;
+        space = true;
+    } else {
+        p = name_run_end(p, lim, &space);
+    }
+    if (p > s && take_name(h, s, (size_t)(p - s), space))
         return NULL;
     if (h->index) /* the first line of the head began with SP: obs-fold */
         return bad(h, "obsolete line folding in the header");
