@@ -186,10 +186,16 @@ void rl_read_openai(const struct prov_err_input *in, struct rl_headers *out)
     if (!in->header)
         return;
     prov_err_headers(in, names, BSC_ARRAY_LEN(names), v);
-    out->remaining_requests = header_count(v[0]);
-    out->remaining_tokens = header_count(v[1]);
-    out->reset_requests_ms = rl_parse_duration_ms(v[2]);
-    out->reset_tokens_ms = rl_parse_duration_ms(v[3]);
+    /* an absent header reads as -1 (rl_clear's), which its parser would say too: most
+     * answers carry none of the four */
+    if (v[0].p)
+        out->remaining_requests = header_count(v[0]);
+    if (v[1].p)
+        out->remaining_tokens = header_count(v[1]);
+    if (v[2].p)
+        out->reset_requests_ms = rl_parse_duration_ms(v[2]);
+    if (v[3].p)
+        out->reset_tokens_ms = rl_parse_duration_ms(v[3]);
 }
 
 /* The wait until the RFC 3339 time <v>: 0 when past, -1 when none. */

@@ -8,7 +8,7 @@
  * spaces after them. Pure. See docs/internals/server.md. */
 #include <string.h>
 
-#include "core/ascii.h"
+#include "core/tchar16.h"
 #include "server/internal.h"
 
 static bool is_digit(unsigned char c)
@@ -43,20 +43,20 @@ static bool is_token(unsigned char c)
  * coding any more. */
 void srv__h1_classify_name(struct srv__h1 *h, const char *n, size_t len, size_t end)
 {
-    if (len >= 17 && bsc_ascii_ieq(n, "transfer-encoding", 17)) {
+    if (len >= 17 && bsc_tchar_ieq(n, "transfer-encoding", 17)) {
         h->flags |= SRV__H1_F_TE;
         h->flags &= (uint16_t)~SRV__H1_F_CHUNKED;
     }
     h->field = SRV__FM_GENERAL;
-    if (end == 14 && bsc_ascii_ieq(n, "content-length", 14))
+    if (end == 14 && bsc_tchar_ieq(n, "content-length", 14))
         h->field = SRV__FM_CL;
-    else if (end == 10 && bsc_ascii_ieq(n, "connection", 10))
+    else if (end == 10 && bsc_tchar_ieq(n, "connection", 10))
         h->field = SRV__FM_CONNECTION;
-    else if (end == 16 && bsc_ascii_ieq(n, "proxy-connection", 16))
+    else if (end == 16 && bsc_tchar_ieq(n, "proxy-connection", 16))
         h->field = SRV__FM_CONNECTION;
-    else if (end == 17 && bsc_ascii_ieq(n, "transfer-encoding", 17))
+    else if (end == 17 && bsc_tchar_ieq(n, "transfer-encoding", 17))
         h->field = SRV__FM_TE;
-    else if (end == 7 && bsc_ascii_ieq(n, "upgrade", 7))
+    else if (end == 7 && bsc_tchar_ieq(n, "upgrade", 7))
         h->field = SRV__FM_UPGRADE;
 }
 

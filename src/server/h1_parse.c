@@ -14,6 +14,8 @@
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
+
+#include "core/tchar16.h"
 #endif
 
 #include "core/ascii.h"
@@ -95,11 +97,28 @@ static bool is_name_byte(unsigned char c)
     return c == ' ' || srv__h1_tokens[c] != 0;
 }
 
-/* The end of a run of field-name bytes. */
-static const char *name_run_end(const char *p, const char *end)
+/* The end of a run of field-name bytes; sixteen bytes a step while there are that many.
+ * *<space> is set when the run holds a SP (the only name byte that is not a tchar). */
+static const char *name_run_end(const char *p, const char *end, bool *space)
 {
-    while (p < end && (srv__h1_tokens[(unsigned char)*p] || *p == ' '))
-        p++;
+#ifdef __SSE2__
+    for (; end - p >= 16; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        unsigned sp = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')));
+        unsigned m = bsc_tchar16_misses(p) & ~sp;
+
+        if (m) {
+            if (sp & ((1u << __builtin_ctz(m)) - 1))
+                *space = true;
+            return p + __builtin_ctz(m);
+        }
+        if (sp)
+            *space = true;
+    }
+#endif
+    for (; p < end && (srv__h1_tokens[(unsigned char)*p] || *p == ' '); p++)
+        if (*p == ' ')
+            *space = true;
     return p;
 }
 
@@ -405,8 +424,8 @@ static int add_field(struct srv__h1 *h)
 }
 
 /* Name bytes: counted; a head's are kept in a new header slot, a trailer's first bytes only
- * until its name is classified (at the colon). */
-static int take_name(struct srv__h1 *h, const char *at, size_t n)
+ * until its name is classified (at the colon). <space>: a SP is among them. */
+static int take_name(struct srv__h1 *h, const char *at, size_t n, bool space)
 {
     if (srv__h1_count(h, n))
         return -1;
@@ -426,7 +445,7 @@ static int take_name(struct srv__h1 *h, const char *at, size_t n)
     }
     if (keep(h, at, n))
         return -1;
-    if (memchr(at, ' ', n)) /* the only name byte that is not a tchar */
+    if (space)
         h->name_space = true;
     h->hdrs[h->n_hdrs - 1].name_len += (uint32_t)n;
     return 0;
@@ -444,15 +463,38 @@ static int take_value(struct srv__h1 *h, const char *at, size_t n)
     return 0;
 }
 
+/* The bits of a name of <len> bytes that starts with <first> in the head's name filter. */
+static uint64_t len_bit(size_t len)
+{
+    return (uint64_t)1 << (len & 63);
+}
+
+static uint64_t first_bit(char first)
+{
+    return (uint64_t)1 << (bsc_ascii_lower((unsigned char)first) & 63);
+}
+
+static void name_filter_add(struct srv__h1 *h, char first, size_t len)
+{
+    h->name_lens |= len_bit(len);
+    h->name_firsts |= first_bit(first);
+}
+
 static const char *read_name(struct srv__h1 *h, const char *p, const char *lim)
 {
     const char *s = p;
     struct srv__h1_hdr *hdr;
+    bool space = false;
     size_t n;
 
-    /* a fold is refused at its first byte, once that is counted */
-    p = h->index ? p + 1 : name_run_end(p, lim);
-    if (p > s && take_name(h, s, (size_t)(p - s)))
+    /* a fold is refused at its first byte (a SP), once that is counted */
+    if (h->index) {
+        p++;
+        space = true;
+    } else {
+        p = name_run_end(p, lim, &space);
+    }
+    if (p > s && take_name(h, s, (size_t)(p - s), space))
         return NULL;
     if (h->index) /* the first line of the head began with SP: obs-fold */
         return bad(h, "obsolete line folding in the header");
@@ -468,6 +510,7 @@ static const char *read_name(struct srv__h1 *h, const char *p, const char *lim)
         while (n && h->head.p[hdr->name_off + n - 1] == ' ')
             n--;
         srv__h1_classify_name(h, h->head.p + hdr->name_off, hdr->name_len, n);
+        name_filter_add(h, h->head.p[hdr->name_off], hdr->name_len);
         hdr->value_off = (uint32_t)h->head.len;
         hdr->value_len = 0;
     }
@@ -681,6 +724,42 @@ static const char *line_next(struct srv__h1 *h, const char *p, const char *lim, 
     return p;
 }
 
+/* Field lines from a line's start (RD_FIELD_START), the usual way through them taken here
+ * back to back rather than one state a turn of head_bytes' loop: the name, the whitespace,
+ * the value, its line end, the next line. Every step is the one head_step would take, in
+ * the same order; whatever else comes (the empty line, an empty value, a fold, a read's
+ * end) is left to head_step in the state reached. */
+static const char *field_lines(struct srv__h1 *h, const char *p, const char *lim, bool *reset)
+{
+    const char *why;
+    unsigned char c;
+
+    for (;;) {
+        p = field_start(h, p, reset);
+        if (!p || h->state != RD_FIELD)
+            return p;
+        p = read_name(h, p, lim);
+        if (!p || h->state != RD_VALUE_WS)
+            return p;
+        while (p < lim && (*p == ' ' || *p == '\t')) /* RD_VALUE_WS takes them one a turn */
+            p++;
+        if (p == lim || *p == '\r' || *p == '\n')
+            return p;
+        if ((why = srv__h1_value_first(h, (unsigned char)*p)) != NULL)
+            return bad(h, why);
+        h->state = RD_VALUE;
+        p = read_value(h, p, lim, true);
+        if (!p || p == lim || h->state != RD_VALUE_END)
+            return p;
+        c = (unsigned char)*p;
+        if (c == ' ' || c == '\t') /* a fold: line_next's other way */
+            return p;
+        p = line_next(h, p, lim, false);
+        if (!p || p == lim || h->state != RD_FIELD_START)
+            return p;
+    }
+}
+
 /* One step of the head (or chunk-line, or trailer) states from <p>, within <lim>. */
 static const char *head_step(struct srv__h1 *h, const char *p, const char *lim, bool *reset)
 {
@@ -725,7 +804,7 @@ static const char *head_step(struct srv__h1 *h, const char *p, const char *lim, 
         h->state = RD_FIELD_START;
         return p + 1;
     case RD_FIELD_START:
-        return field_start(h, p, reset);
+        return field_lines(h, p, lim, reset);
     case RD_FIELD:
         return read_name(h, p, lim);
     case RD_VALUE_WS:
@@ -875,6 +954,8 @@ static void reset_message(struct srv__h1 *h, uint32_t max_head, uint64_t max_bod
     h->content_length = 0;
     h->tname_len = 0;
     h->tname_end = 0;
+    h->name_lens = 0;
+    h->name_firsts = 0;
 }
 
 void srv__h1_init(struct srv__h1 *h, uint32_t max_head, uint64_t max_body)
@@ -938,8 +1019,13 @@ struct srv_header srv__h1_header_at(const struct srv__h1 *h, size_t i)
                                bsc_str_make(h->head.p + hdr->value_off, hdr->value_len)};
 }
 
+/* Once the head is done every field's name went past its colon, so is in the filter:
+ * a name that misses it is looked for no further (most lookups are of absent fields). */
 struct bsc_str srv__h1_header(const struct srv__h1 *h, struct bsc_str name)
 {
+    if (h->head_done && name.len &&
+        (!(h->name_lens & len_bit(name.len)) || !(h->name_firsts & first_bit(name.p[0]))))
+        return BSC_STR_NULL;
     for (uint32_t i = 0; i < h->n_hdrs; i++) {
         const struct srv__h1_hdr *hdr = &h->hdrs[i];
 

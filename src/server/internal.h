@@ -77,6 +77,10 @@ struct srv__h1 {
     char tname[17];            /* a trailer name's first bytes, to classify it */
     uint32_t tname_len;        /* its length so far */
     uint32_t tname_end;        /* one past its last byte that is not a space */
+    /* A filter over the head's field names, set at each name's colon: bit (length & 63) of
+     * <name_lens>, bit (lowercased first byte & 63) of <name_firsts>. A lookup whose name
+     * misses either bit is no field's (srv__h1_header); false hits only cost the search. */
+    uint64_t name_lens, name_firsts;
 };
 
 /* Cannot fail; allocates nothing until bytes arrive. */

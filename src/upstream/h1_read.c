@@ -11,8 +11,8 @@
  * reader"). */
 #include <emmintrin.h>
 #include <string.h>
-#include <strings.h>
 
+#include "core/tchar16.h"
 #include "upstream/h1_wire.h"
 
 #define H1_HELD_MAX (4u * 1024u * 1024u) /* held bytes come from reads made before a hold */
@@ -126,6 +126,13 @@ static const char *line_break(const char *q, const char *to)
     return NULL;
 }
 
+/* Whether <c> may start a head line after the status line and keep the discipline: not
+ * SP/HT (obs-fold), nor CR or LF. */
+static bool starts_line(char c)
+{
+    return c != ' ' && c != '\t' && c != '\r' && c != '\n';
+}
+
 /* Checks the head bytes [<from>, <to>). Returns where the check stopped: <to>, or just past
  * the empty line that ends a head; NULL when a rule is broken (r->why says which). */
 static const char *scan_lines(struct h1_resp *r, const char *from, const char *to)
@@ -135,6 +142,13 @@ static const char *scan_lines(struct h1_resp *r, const char *from, const char *t
 
         if (!r->ld_cr && !r->ld_bol && !(q = line_break(q, to)))
             break; /* the rest is inside a line */
+        if (!r->ld_cr && !r->ld_bol && r->ld_phase == LD_HEAD && to - q >= 3 && q[0] == '\r' &&
+            q[1] == '\n' && starts_line(q[2])) {
+            /* a head line's usual end: CRLF, then the next field line's first byte. Taken
+             * one at a time below they would leave the state as it is (inside a line). */
+            q += 2;
+            continue;
+        }
         ch = *q;
         if (r->ld_cr) {
             if (ch != '\n')
@@ -175,27 +189,60 @@ static bool status_byte(size_t pos, unsigned char c)
     return c >= '0' && c <= '9';
 }
 
-/* The first byte of [<p>, <end>) that is not a field-value byte (BC_VALUE: a CTL other than
- * HT, or DEL), else <end>; sixteen bytes a step. */
-static const unsigned char *value_run_end(const unsigned char *p, const unsigned char *end)
+/* One bit a byte of the sixteen at <p>: set where the byte is not a field-value byte
+ * (BC_VALUE: a CTL other than HT, or DEL). */
+static unsigned value_misses(const unsigned char *p)
 {
     const __m128i below_sp = _mm_set1_epi8(0x1f), ht = _mm_set1_epi8('\t');
     const __m128i del = _mm_set1_epi8(0x7f);
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, below_sp), below_sp); /* v <= 0x1f */
+    __m128i bad =
+        _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, ht), ctl), _mm_cmpeq_epi8(v, del));
 
-    for (; end - p >= 16; p += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-        __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, below_sp), below_sp); /* v <= 0x1f */
-        __m128i bad = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, ht), ctl),
-                                   _mm_cmpeq_epi8(v, del));
-        int m = _mm_movemask_epi8(bad);
+    return (unsigned)_mm_movemask_epi8(bad);
+}
 
-        if (m)
-            return p + __builtin_ctz((unsigned)m);
+/* The first byte of [<p>, <end>) that is not a field-value byte, else <end>; sixteen bytes
+ * a step. The bytes from <lo> up to <p> may be read too: when there are sixteen of them
+ * to <end>, the last step is the sixteen that end at <end>, with the bits of those before
+ * <p> shifted out, rather than a byte at a time. */
+static const unsigned char *value_run_end(const unsigned char *lo, const unsigned char *p,
+                                          const unsigned char *end)
+{
+    unsigned m;
+
+    for (; end - p >= 16; p += 16)
+        if ((m = value_misses(p)) != 0)
+            return p + __builtin_ctz(m);
+    if (p < end && end - lo >= 16) {
+        m = value_misses(end - 16) >> (16 - (end - p));
+        return m ? p + __builtin_ctz(m) : end;
     }
     for (; p < end; p++)
         if (!(byte_class[*p] & BC_VALUE))
             return p;
     return end;
+}
+
+/* The length of the run of token bytes (BC_TOKEN) that starts [<b>, <b> + <n>); sixteen
+ * bytes a step, the last step the sixteen that end the bytes when there are that many. */
+static size_t token_run(const unsigned char *b, size_t n)
+{
+    const char *c = (const char *)b;
+    size_t i = 0;
+    unsigned m;
+
+    for (; n - i >= 16; i += 16)
+        if ((m = bsc_tchar16_misses(c + i)) != 0)
+            return i + (size_t)__builtin_ctz(m);
+    if (n >= 16) {
+        m = bsc_tchar16_misses(c + n - 16) >> (16 - (n - i));
+        return m ? i + (size_t)__builtin_ctz(m) : n;
+    }
+    for (; i < n && (byte_class[b[i]] & BC_TOKEN); i++)
+        ;
+    return i;
 }
 
 /* Checks the field-line bytes [<b>, <b> + <n>) (no CR/LF among them) that follow the
@@ -205,8 +252,7 @@ static bool field_bytes(struct h1_resp *r, const unsigned char *b, size_t n, boo
     size_t i = 0;
 
     if (!r->colon) {
-        for (; i < n && (byte_class[b[i]] & BC_TOKEN); i++)
-            ;
+        i = token_run(b, n);
         if (i == n) {
             r->lpos += n;
             return true;
@@ -226,10 +272,24 @@ static bool field_bytes(struct h1_resp *r, const unsigned char *b, size_t n, boo
         r->name_len = r->lpos + i;
         i++;
     }
-    if (value_run_end(b + i, b + n) != b + n)
+    if (value_run_end(b, b + i, b + n) != b + n)
         return refuse(r, "invalid character in a header value"), false;
     r->lpos += n;
     return true;
+}
+
+static bool is_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* Whether a whole status line's first <n> (>= 12) bytes at <u> keep the form status_byte
+ * checks a byte at a time: the usual case, at once. */
+static bool status_form(const unsigned char *u, size_t n)
+{
+    return memcmp(u, "HTTP/", 5) == 0 && is_digit(u[5]) && u[6] == '.' && is_digit(u[7]) &&
+           u[8] == ' ' && u[9] >= '1' && u[9] <= '9' && is_digit(u[10]) && is_digit(u[11]) &&
+           (n == 12 || u[12] == ' ');
 }
 
 /* Checks a line's next bytes [<b>, <b> + <n>), without its CR/LF. */
@@ -240,6 +300,10 @@ static bool line_bytes(struct h1_resp *r, const char *b, size_t n)
     if (r->phase == RD_HEAD && !r->status_seen) {
         size_t form = r->lpos < 13 ? 13 - r->lpos : 0; /* the reason phrase is not checked */
 
+        if (r->lpos == 0 && n >= 12 && status_form(u, n)) {
+            r->lpos = n;
+            return true;
+        }
         for (size_t i = 0; i < n && i < form; i++)
             if (!status_byte(r->lpos + i, u[i]))
                 return refuse(r, "malformed status line"), false;
@@ -261,7 +325,7 @@ static void line_reset(struct h1_resp *r)
 
 static bool name_is(const char *p, size_t len, const char *name, size_t name_len)
 {
-    return len == name_len && strncasecmp(p, name, len) == 0;
+    return len == name_len && bsc_tchar_ieq(p, name, len); /* <p>: token bytes */
 }
 
 /* Content-Length (http-parser's reading): digits, then only SPs; one line per message. */
@@ -298,6 +362,15 @@ static void connection(struct h1_resp *r, const char *v, size_t n)
     enum { C_START, C_TOKEN, C_MATCH, C_HIT, C_GENERAL } st = C_START;
     size_t idx = 0, w = 0;
 
+    /* the usual values, the word alone, matched as the loop matches ("byte | 0x20") */
+    if (n == 10 && bsc_tchar_ieq(v, "keep-alive", 10)) {
+        r->hflags |= HF_KEEP_ALIVE;
+        return;
+    }
+    if (n == 5 && bsc_tchar_ieq(v, "close", 5)) {
+        r->hflags |= HF_CLOSE;
+        return;
+    }
     for (size_t i = 0; i < n && st != C_GENERAL; i++) {
         unsigned char ch = (unsigned char)v[i], c = ch | 0x20;
 
@@ -407,7 +480,7 @@ static void field_line(struct h1_resp *r, const char *p, size_t n)
         break;
     case 't':
         /* http-parser marks a message as transfer-coded once a name starts so */
-        if (name_len >= 17 && strncasecmp(p, "transfer-encoding", 17) == 0) {
+        if (name_len >= 17 && bsc_tchar_ieq(p, "transfer-encoding", 17)) {
             r->hflags = (r->hflags | HF_TE) & ~(unsigned)HF_CHUNKED; /* the last line says */
             if (name_len == 17)
                 transfer_encoding(r, v, n - k);

@@ -23,15 +23,25 @@ static inline bool line_is(const char *p, const char *end, struct bsc_str name)
            bsc_ascii_ieq(p, name.p, name.len);
 }
 
-/* The value that starts at <v> and ends with its line, trimmed, without the CR. */
+static inline bool is_ws(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* The value that starts at <v> and ends with its line, without the CR, trimmed of SP and HT
+ * as bsc_str_trim() trims (here inline: it runs for each header found). */
 static struct bsc_str line_value(const char *v, const char *end)
 {
     const char *eol = memchr(v, '\n', (size_t)(end - v));
-    struct bsc_str val = bsc_str_make(v, (size_t)((eol ? eol : end) - v));
+    const char *to = eol ? eol : end;
 
-    if (val.len && val.p[val.len - 1] == '\r')
-        val.len--;
-    return bsc_str_trim(val);
+    if (to > v && to[-1] == '\r')
+        to--;
+    while (v < to && is_ws(*v))
+        v++;
+    while (to > v && is_ws(to[-1]))
+        to--;
+    return bsc_str_make(v, (size_t)(to - v));
 }
 
 /* The start of the line after the one at <p>, NULL after the last. */

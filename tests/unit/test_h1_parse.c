@@ -477,6 +477,122 @@ static void test_strict_framing_pipelined(void **state)
     assert_int_equal(fx->h.err, SRV__H1_E_BAD_REQUEST);
 }
 
+/* A tchar as RFC 9110 lists them (the reference the sixteen-byte name scan is held to). */
+static bool ref_tchar(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') ||
+           (c && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+/* What a request whose field name has <c> at <at> must come to, from the rules. */
+static const char *name_byte_why(unsigned char c, size_t at)
+{
+    if (ref_tchar(c))
+        return NULL;
+    if (c == ':')
+        return at == 0 ? "invalid character in header" : NULL;
+    if (at == 0 && (c == ' ' || c == '\t')) /* after the Host line: a fold */
+        return "obsolete line folding in the header";
+    if (c == ' ')
+        return "invalid character in a header name";
+    return "invalid character in header";
+}
+
+/* Feeds <n> bytes of <s> cut at <cut> (0: whole); the feed result. */
+static int feed_cut(struct fx *fx, const char *s, size_t n, size_t cut)
+{
+    size_t used = 0;
+    int rc = 0;
+
+    if (cut) {
+        rc = srv__h1_feed(&fx->h, s, cut, &used);
+        if (rc != 0)
+            return rc;
+        assert_int_equal(used, cut);
+    }
+    return srv__h1_feed(&fx->h, s + cut, n - cut, &used);
+}
+
+/* Every byte (but CR and LF) at every position of field names 1 to 40 bytes long: every
+ * place of the sixteen-byte steps and of the byte-at-a-time tail; a few cut by a read at
+ * every position. A name taken is found by srv__h1_header under its own bytes. */
+static void test_name_bytes(void **state)
+{
+    struct fx *fx = *state;
+    static const char start[] = "GET / HTTP/1.1\r\nHost: h\r\n", end[] = ": v\r\n\r\n";
+
+    for (size_t len = 1; len <= 40; len++) {
+        for (size_t at = 0; at < len; at++) {
+            for (unsigned c = 0; c < 256; c++) {
+                char text[128];
+                size_t n = sizeof(start) - 1;
+                const char *why = name_byte_why((unsigned char)c, at);
+                bool cuts = c == 'x' || c == ':' || c == ' ' || c == 0x80 || c == '{';
+
+                if (c == '\r' || c == '\n')
+                    continue;
+                memcpy(text, start, n);
+                memset(text + n, 'n', len);
+                text[n + at] = (char)c;
+                n += len;
+                memcpy(text + n, end, sizeof(end) - 1);
+                n += sizeof(end) - 1;
+                for (size_t cut = 0; cut < (cuts ? n : 1); cut++) {
+                    int rc;
+
+                    reset(fx, 4096, 1024);
+                    rc = feed_cut(fx, text, n, cut);
+                    if (why ? (rc != -1 || strcmp(fx->h.why, why) != 0) : rc != 1)
+                        fail_msg("name of %zu, 0x%02x at %zu, cut %zu: rc %d why [%s]", len, c,
+                                 at, cut, rc, fx->h.why ? fx->h.why : "");
+                    if (!why && c != ':')
+                        assert_str(srv__h1_header(&fx->h, bsc_str_make(text + sizeof(start) - 1,
+                                                                       len)),
+                                   "v");
+                }
+            }
+        }
+    }
+}
+
+/* The name filter in front of srv__h1_header: names that share a length or a first byte
+ * (or both, modulo 64) with a present one are looked for and not found; present names are
+ * found in any case; before the head is done every field read so far is found. */
+static void test_header_lookup_filter(void **state)
+{
+    struct fx *fx = *state;
+    char long_a[66], long_bang[66];
+    char head[256];
+    size_t used;
+
+    memset(long_a, 'a', 65);
+    long_a[65] = '\0';
+    memcpy(long_bang, long_a, sizeof(long_bang));
+    long_bang[0] = '!';
+    snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: h\r\nA: 1\r\nX-Req: 2\r\n%s: 3\r\n\r\n",
+             long_a);
+    assert_int_equal(feed_all(fx, head, &used), 1);
+    assert_str(srv__h1_header(&fx->h, BSC_STR("host")), "h");
+    assert_str(srv__h1_header(&fx->h, BSC_STR("HOST")), "h");
+    assert_str(srv__h1_header(&fx->h, BSC_STR("a")), "1");
+    assert_str(srv__h1_header(&fx->h, BSC_STR("x-req")), "2");
+    assert_str(srv__h1_header(&fx->h, BSC_STR("X-REQ")), "2");
+    assert_str(srv__h1_header(&fx->h, bsc_str_cstr(long_a)), "3");
+    assert_null(srv__h1_header(&fx->h, BSC_STR("hose")).p);   /* length and first byte */
+    assert_null(srv__h1_header(&fx->h, BSC_STR("x-rex")).p);  /* ditto */
+    assert_null(srv__h1_header(&fx->h, BSC_STR("!")).p);      /* 'a' & 63 == '!' & 63 */
+    assert_null(srv__h1_header(&fx->h, bsc_str_cstr(long_bang)).p);
+    assert_null(srv__h1_header(&fx->h, BSC_STR("b")).p);      /* length only */
+    assert_null(srv__h1_header(&fx->h, BSC_STR("hostx")).p);  /* first byte only */
+    assert_null(srv__h1_header(&fx->h, BSC_STR("")).p);
+
+    reset(fx, 4096, 1024);
+    assert_int_equal(feed_all(fx, "GET / HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nX-B", &used), 0);
+    assert_str(srv__h1_header(&fx->h, BSC_STR("x-a")), "1");
+    assert_str(srv__h1_header(&fx->h, BSC_STR("x-b")), "");   /* its slot, not yet valued */
+    assert_null(srv__h1_header(&fx->h, BSC_STR("x-c")).p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -495,6 +611,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_strict_framing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_strict_framing_accepts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_strict_framing_pipelined, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_name_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_header_lookup_filter, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

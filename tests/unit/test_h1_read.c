@@ -340,6 +340,242 @@ static void test_long_value_bytes(void **state)
 #undef HEAD_END
 }
 
+/* A tchar as RFC 9110 lists them (the reference the sixteen-byte name scan is held to). */
+static bool ref_tchar(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') ||
+           (c && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+/* What a head whose field name has <c> at <at> must come to: the reader's verdict from the
+ * rules, whatever step of the name scan the byte falls in. */
+static const char *name_byte_why(unsigned char c, size_t at)
+{
+    if (ref_tchar(c))
+        return NULL;
+    if (c == ':')
+        return at == 0 ? "invalid character in a header name" : NULL;
+    if (c == ' ' || c == '\t')
+        return at == 0 ? "obsolete line folding in the head" : "whitespace in a header name";
+    return "invalid character in a header name";
+}
+
+/* Every byte (but CR and LF) at every position of field names 1 to 40 bytes long, so at
+ * every place of the sixteen-byte steps and of the short lines read a byte at a time; and
+ * a few of them cut from the line by a read at every position. */
+static void test_name_bytes(void **state)
+{
+    static const char start[] = "HTTP/1.1 200 OK\r\n", end[] = ": v\r\nContent-Length: 0\r\n\r\n";
+
+    (void)state;
+    for (size_t len = 1; len <= 40; len++) {
+        for (size_t at = 0; at < len; at++) {
+            for (unsigned c = 0; c < 256; c++) {
+                char text[128];
+                size_t n = 0;
+                const char *why = name_byte_why((unsigned char)c, at);
+                struct out o;
+
+                if (c == '\r' || c == '\n')
+                    continue;
+                memcpy(text, start, sizeof(start) - 1);
+                n = sizeof(start) - 1;
+                memset(text + n, 'n', len);
+                text[n + at] = (char)c;
+                n += len;
+                memcpy(text + n, end, sizeof(end) - 1);
+                n += sizeof(end) - 1;
+                o = read_cut(text, n, 0, 0);
+                if (why ? (o.st != H1_BAD || strcmp(o.why, why) != 0)
+                        : (o.st != H1_DONE || o.status != 200))
+                    fail_msg("name of %zu, 0x%02x at %zu: st %d why [%s], wanted [%s]", len, c,
+                             at, o.st, o.why, why ? why : "");
+                if (c == 'x' || c == ':' || c == ' ' || c == 0x80 || c == '{') {
+                    for (size_t cut = 1; cut < n; cut++) {
+                        struct out oc = read_cut(text, n, cut, cut);
+
+                        same_out(&o, &oc, cut, cut);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Values 1 to 40 bytes long after a one-byte name (lines shorter than sixteen bytes read a
+ * byte at a time, longer ones in steps whose last ends with the line), a CTL or DEL refused
+ * at every position, HT and obs-text taken. */
+static void test_value_lengths(void **state)
+{
+    static const unsigned char bytes[] = {0x00, 0x01, 0x08, 0x0b, 0x1f, 0x7f,
+                                          '\t', ' ',  0x7e, 0x80, 0xff, ':'};
+    static const char start[] = "HTTP/1.1 200 OK\r\nX: ", end[] = "\r\nContent-Length: 0\r\n\r\n";
+
+    (void)state;
+    for (size_t len = 1; len <= 40; len++) {
+        for (size_t at = 0; at < len; at++) {
+            for (size_t b = 0; b < sizeof(bytes); b++) {
+                char text[128];
+                size_t n = sizeof(start) - 1;
+                bool bad = bytes[b] < 0x20 ? bytes[b] != '\t' : bytes[b] == 0x7f;
+                struct out o;
+
+                memcpy(text, start, n);
+                memset(text + n, 'v', len);
+                text[n + at] = (char)bytes[b];
+                n += len;
+                memcpy(text + n, end, sizeof(end) - 1);
+                n += sizeof(end) - 1;
+                o = read_cut(text, n, 0, 0);
+                if (bad ? (o.st != H1_BAD ||
+                           strcmp(o.why, "invalid character in a header value") != 0)
+                        : o.st != H1_DONE)
+                    fail_msg("value of %zu, 0x%02x at %zu: st %d why [%s]", len, bytes[b], at,
+                             o.st, o.why);
+                for (size_t cut = sizeof(start) - 3; bytes[b] == 0x01 && cut < n - 20; cut++) {
+                    struct out oc = read_cut(text, n, cut, cut);
+
+                    same_out(&o, &oc, cut, cut);
+                }
+            }
+        }
+    }
+}
+
+/* The status line's form, byte by byte as the reference says it. */
+static bool ref_status_ok(const unsigned char *u, size_t n)
+{
+    for (size_t i = 0; i < n && i < 13; i++) {
+        unsigned char c = u[i];
+        bool ok = i < 5    ? c == (unsigned char)"HTTP/"[i]
+                  : i == 6 ? c == '.'
+                  : i == 8 || i == 12 ? c == ' '
+                  : i == 9 ? c >= '1' && c <= '9'
+                           : c >= '0' && c <= '9';
+
+        if (!ok)
+            return false;
+    }
+    return n >= 12;
+}
+
+/* Every byte (but CR and LF) at each of the first fourteen positions of status lines of 12
+ * to 17 bytes, whole and cut by a read. */
+static void test_status_line_bytes(void **state)
+{
+    static const char good[] = "HTTP/1.1 200 OKAY";
+    static const char end[] = "\r\nContent-Length: 0\r\n\r\n";
+
+    (void)state;
+    for (size_t len = 12; len <= 17; len++) {
+        for (size_t at = 0; at < 14 && at < len; at++) {
+            for (unsigned c = 0; c < 256; c++) {
+                char text[64];
+                size_t n = len;
+                bool ok;
+                struct out o;
+
+                if (c == '\r' || c == '\n')
+                    continue;
+                memcpy(text, good, len);
+                text[at] = (char)c;
+                ok = ref_status_ok((const unsigned char *)text, len);
+                memcpy(text + n, end, sizeof(end) - 1);
+                n += sizeof(end) - 1;
+                o = read_cut(text, n, 0, 0);
+                if (ok ? o.st == H1_BAD /* "HTTP/1.1 100": an interim head, then EOF */
+                       : (o.st != H1_BAD || strcmp(o.why, "malformed status line") != 0))
+                    fail_msg("status line of %zu, 0x%02x at %zu: st %d why [%s]", len, c, at,
+                             o.st, o.why);
+                if (c == '2' || c == 'x')
+                    for (size_t cut = 1; cut < len + 2; cut++) {
+                        struct out oc = read_cut(text, n, cut, cut);
+
+                        same_out(&o, &oc, cut, cut);
+                    }
+            }
+        }
+    }
+}
+
+/* Connection values near the usual "keep-alive" and "close", as http-parser read them. */
+static void test_connection_words(void **state)
+{
+    static const struct {
+        const char *version, *value;
+        bool keep;
+    } rows[] = {
+        {"1.0", "keep-alive", true},   {"1.0", "KEEP-ALIVE", true},
+        {"1.0", "Keep-Alive ", true},  {"1.0", "keep-aliv", false},
+        {"1.0", "keep-alivex", false}, {"1.0", "keep_alive", false},
+        {"1.0", "xeep-alive", false},  {"1.0", "close, keep-alive", true},
+        {"1.0", "keep-alive,", true},  {"1.1", "close", false},
+        {"1.1", "CLOSE", false},       {"1.1", "cLoSe", false},
+        {"1.1", "close ", false},      {"1.1", "clos", true},
+        {"1.1", "closed", true},       {"1.1", "close\t", true},
+        {"1.1", "keep-alive", true},   {"1.1", "upgrade, close", false},
+        {"1.1", "clo\x80", true},      {"1.0", "keep-alive\t", false},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < BSC_ARRAY_LEN(rows); i++) {
+        char text[160];
+        struct out o;
+
+        snprintf(text, sizeof(text), "HTTP/%s 200 OK\r\nConnection: %s\r\nContent-Length: 0\r\n\r\n",
+                 rows[i].version, rows[i].value);
+        o = read_one(text);
+        assert_int_equal(o.st, H1_DONE);
+        if (o.keep_alive != rows[i].keep)
+            fail_msg("HTTP/%s Connection [%s]: keep-alive %d", rows[i].version, rows[i].value,
+                     o.keep_alive);
+    }
+}
+
+/* What follows a field line's CRLF, its line ending at every place of the sixteen-byte
+ * steps (values 1 to 40 bytes long) and the read cut at every byte: the next field line,
+ * the empty line, a fold (SP or HT), a bare LF, a CR without its LF. */
+static void test_line_ends(void **state)
+{
+    static const struct {
+        const char *tail, *why; /* why: NULL when the answer is read whole */
+    } rows[] = {
+        {"Y: 1\r\n\r\n", NULL},
+        {"\r\n", NULL},
+        {" Y: 1\r\n\r\n", "obsolete line folding in the head"},
+        {"\tY: 1\r\n\r\n", "obsolete line folding in the head"},
+        {"\n\r\n", "line ends in a bare LF (CRLF required)"},
+        {"\rY: 1\r\n\r\n", "CR not followed by LF"},
+    };
+    static const char start[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX: ";
+
+    (void)state;
+    for (size_t len = 1; len <= 40; len++) {
+        for (size_t i = 0; i < BSC_ARRAY_LEN(rows); i++) {
+            char text[160];
+            size_t n = sizeof(start) - 1;
+            struct out o;
+
+            memcpy(text, start, n);
+            memset(text + n, 'v', len);
+            n += len;
+            memcpy(text + n, "\r\n", 2);
+            n += 2;
+            memcpy(text + n, rows[i].tail, strlen(rows[i].tail));
+            n += strlen(rows[i].tail);
+            o = read_cut(text, n, 0, 0);
+            if (rows[i].why ? (o.st != H1_BAD || strcmp(o.why, rows[i].why) != 0)
+                            : (o.st != H1_DONE || o.status != 200))
+                fail_msg("value of %zu, row %zu: st %d why [%s]", len, i, o.st, o.why);
+            for (size_t cut = 1; cut < n; cut++) {
+                struct out oc = read_cut(text, n, cut, cut);
+
+                same_out(&o, &oc, cut, cut);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -347,6 +583,9 @@ int main(void)
         cmocka_unit_test(test_cr_lf_rules),      cmocka_unit_test(test_content_length),
         cmocka_unit_test(test_chunk_size_bound), cmocka_unit_test(test_keep_alive),
         cmocka_unit_test(test_stricter),         cmocka_unit_test(test_long_value_bytes),
+        cmocka_unit_test(test_name_bytes),       cmocka_unit_test(test_value_lengths),
+        cmocka_unit_test(test_status_line_bytes), cmocka_unit_test(test_connection_words),
+        cmocka_unit_test(test_line_ends),
     };
 
     return cmocka_run_group_tests_name("h1_read", tests, NULL, NULL);
