@@ -16,12 +16,11 @@
  * and capped per scope (docs/internals/feedback.md). */
 #include <math.h>
 #include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/spin.h"
 #include "health/verdicts.h"
 
 struct vrec {
@@ -63,44 +62,15 @@ struct vidx {
     uint32_t slot1;
 };
 
-/* A ring's lock: a flag taken with one atomic exchange and given back with one release
- * store. Its worker takes it on every request, where it is uncontended (only a claim, rare,
- * takes every ring's), and a pthread mutex's lock and unlock were about 60 instructions of
- * that request's bookkeeping. A waiter spins briefly, then yields: no holder sleeps or does
- * I/O under it. The targets' lock, which every worker takes, stays a mutex. The same
- * reasoning as the metrics shards' lock (docs/internals/metrics.md). */
-struct ring_lock {
-    atomic_bool busy;
-};
-
-static __attribute__((noinline)) void ring_lock_wait(struct ring_lock *l)
-{
-    unsigned spins = 0;
-
-    do
-        while (atomic_load_explicit(&l->busy, memory_order_relaxed))
-            if (++spins % 128 == 0)
-                sched_yield();
-    while (atomic_exchange_explicit(&l->busy, true, memory_order_acquire));
-}
-
-static inline void ring_lock(struct ring_lock *l)
-{
-    if (atomic_exchange_explicit(&l->busy, true, memory_order_acquire))
-        ring_lock_wait(l);
-}
-
-static inline void ring_unlock(struct ring_lock *l)
-{
-    atomic_store_explicit(&l->busy, false, memory_order_release);
-}
-
+/* A ring's lock: its worker takes it on every request, uncontended (only a claim, rare,
+ * takes every ring's): a spin lock (core/spin.h). The targets' lock, which every worker
+ * takes, stays a mutex. */
 /* One shard of the recent-request table: a ring in finish order, its records and its index.
  * Each worker finishes requests into its own shard, so the ring's head, index and lock
  * stay in that worker's cache instead of moving between cores on every request; a claim
  * (rare) searches every shard. Aligned so two shards never share a cache line. */
 struct vring {
-    _Alignas(64) struct ring_lock mu;
+    _Alignas(64) struct bsc_spin mu;
     struct vrec **ring;
     uint32_t *ring_hash; /* each ring slot's request hash (valid while ring[i] is set) */
     struct vidx *index;  /* open addressing, linear probing, at most half full */
@@ -177,7 +147,7 @@ static bool ring_init(struct vring *vr, size_t cap, uint64_t max_age_ms)
     vr->ring_hash = calloc(cap, sizeof(*vr->ring_hash));
     vr->index = calloc(nb, sizeof(*vr->index));
     vr->slab = malloc(cap * VREC_SLOT); /* pages are touched as the ring fills */
-    atomic_init(&vr->mu.busy, false);
+    bsc_spin_init(&vr->mu);
     vr->cap = cap;
     vr->mask = nb - 1;
     vr->max_age_ms = max_age_ms;
@@ -359,12 +329,12 @@ enum bsc_err verdicts_finished(struct verdicts *vs, const struct vd_request *rq)
     if (!n.id || !n.route || !n.target || !n.scope)
         return BSC_EINVAL;
     h = hash_req(rq->id, n.id, rq->scope, n.scope);
-    ring_lock(&vr->mu);
+    bsc_spin_lock(&vr->mu);
     expire(vr, rq->finish_ms);
     evict(vr, vr->head); /* the oldest when full: its slot is the new record's */
     e = rec_new(vr, vr->head, rq, &n);
     if (!e) {
-        ring_unlock(&vr->mu);
+        bsc_spin_unlock(&vr->mu);
         return BSC_ENOMEM;
     }
     index_add(vr, h, vr->head);
@@ -378,7 +348,7 @@ enum bsc_err verdicts_finished(struct verdicts *vs, const struct vd_request *rq)
         __builtin_prefetch(vr->ring[vr->head]);
         __builtin_prefetch(&vr->index[vr->ring_hash[vr->head] & vr->mask], 1);
     }
-    ring_unlock(&vr->mu);
+    bsc_spin_unlock(&vr->mu);
     return BSC_OK;
 }
 
@@ -434,7 +404,7 @@ enum bsc_err verdicts_claim(struct verdicts *vs, const char *id, const char *sco
     /* Every shard, in index order (the only place more than one is held): the claim of a
      * request is decided once even when another worker finishes the same id meanwhile. */
     for (size_t i = 0; i < vs->n_rings; i++) {
-        ring_lock(&vs->rings[i].mu);
+        bsc_spin_lock(&vs->rings[i].mu);
         expire(&vs->rings[i], now_ms);
     }
     e = lookup_all(vs, id, scope);
@@ -451,7 +421,7 @@ enum bsc_err verdicts_claim(struct verdicts *vs, const char *id, const char *sco
         out->workflow = e->workflow;
     }
     for (size_t i = vs->n_rings; i-- > 0;)
-        ring_unlock(&vs->rings[i].mu);
+        bsc_spin_unlock(&vs->rings[i].mu);
     return err;
 }
 

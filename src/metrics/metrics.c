@@ -5,13 +5,12 @@
 #include "metrics/metrics.h"
 
 #include <math.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/compat.h"
+#include "core/spin.h"
 
 /* ---- the family table ------------------------------------------------------------------- */
 
@@ -118,7 +117,7 @@ struct front {
 };
 
 struct shard {
-    _Alignas(64) atomic_bool busy;              /* the lock: shard_lock / shard_unlock */
+    _Alignas(64) struct bsc_spin lock;         /* core/spin.h: uncontended but in a scrape */
     struct front front[FRONT_SETS][FRONT_WAYS]; /* way 0: the more recently filled */
     struct series **slots; /* owned, and so is every series in it; open addressing */
     size_t cap;            /* slots: a power of two, or 0 before the first series */
@@ -133,27 +132,14 @@ struct metrics {
     unsigned n_shards;
 };
 
-/* The lock's wait, kept out of line: the taking below is one exchange, inlined. */
-static __attribute__((noinline)) void shard_lock_wait(struct shard *sh)
-{
-    unsigned spins = 0;
-
-    do
-        while (atomic_load_explicit(&sh->busy, memory_order_relaxed))
-            if (++spins % 128 == 0)
-                sched_yield();
-    while (atomic_exchange_explicit(&sh->busy, true, memory_order_acquire));
-}
-
 static inline void shard_lock(struct shard *sh)
 {
-    if (atomic_exchange_explicit(&sh->busy, true, memory_order_acquire))
-        shard_lock_wait(sh);
+    bsc_spin_lock(&sh->lock);
 }
 
-static void shard_unlock(struct shard *sh)
+static inline void shard_unlock(struct shard *sh)
 {
-    atomic_store_explicit(&sh->busy, false, memory_order_release);
+    bsc_spin_unlock(&sh->lock);
 }
 
 /* The lookup key of an update: label values borrowed from the caller. */
@@ -649,7 +635,7 @@ struct metrics *metrics_new(unsigned n_shards)
     }
     memset(m->shards, 0, count * sizeof(struct shard));
     for (size_t i = 0; i < count; i++)
-        atomic_init(&m->shards[i].busy, false);
+        bsc_spin_init(&m->shards[i].lock);
     m->n_shards = n_shards;
     return m;
 }
