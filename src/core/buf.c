@@ -167,19 +167,6 @@ static inline uint64_t escaped_bits8(uint64_t x)
     return bsc_json_escaped_bits8(x);
 }
 
-#ifdef __SSE2__
-/* Sixteen bytes at a time: a bit for each byte that json_escaped[] holds (below 0x20 as
- * an unsigned byte: its minimum with 0x1f is itself). */
-static inline unsigned escaped_mask16(__m128i x)
-{
-    __m128i m = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
-                             _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
-
-    m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1f)), x));
-    return (unsigned)_mm_movemask_epi8(m);
-}
-#endif
-
 /* Writes the last 4 to 7 bytes <p>..<end> (none of them escaped) as two 4-byte copies that
  * overlap, or returns NULL when one of them is escaped. */
 static inline char *put_clean_tail4(char *out, const unsigned char *p, const unsigned char *end)
@@ -210,7 +197,7 @@ static char *put_json_escaped(char *out, const unsigned char *p, const unsigned 
 #ifdef __SSE2__
     while (end - p >= 16) {
         __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
-        unsigned mask = escaped_mask16(x);
+        unsigned mask = bsc_json_escaped_mask16(x);
 
         _mm_storeu_si128((__m128i *)(void *)out, x);
         if (!mask) {

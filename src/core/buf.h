@@ -10,6 +10,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "core/compat.h"
 #include "core/err.h"
 #include "core/str.h"
@@ -90,6 +94,19 @@ static inline uint64_t bsc_json_escaped_bits8(uint64_t x)
 
     return (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & high;
 }
+
+#ifdef __SSE2__
+/* The same test sixteen bytes at a time: a bit for each byte of <x> that a JSON string
+ * escapes (below 0x20 as an unsigned byte: its minimum with 0x1f is itself). */
+static inline unsigned bsc_json_escaped_mask16(__m128i x)
+{
+    __m128i m = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+                             _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1f)), x));
+    return (unsigned)_mm_movemask_epi8(m);
+}
+#endif
 
 /* True when none of the <n> bytes at <p> is one a JSON string escapes: the bytes are the
  * string's text as they are. */

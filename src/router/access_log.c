@@ -243,18 +243,6 @@ static void put_str_exact(struct line *l, const char *key, size_t key_len, const
 }
 
 #ifdef ACCESS_LOG_SSE2
-/* A bit for each of the 16 bytes of <x> that a JSON string escapes: a control (below 0x20
- * as an unsigned byte: its minimum with 0x1f is itself), the quote, the backslash. The
- * same test as core/buf.c's escaper. */
-static inline unsigned escaped_mask16(__m128i x)
-{
-    __m128i m = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
-                             _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
-
-    m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1f)), x));
-    return (unsigned)_mm_movemask_epi8(m);
-}
-
 /* Copies the <n> bytes at <val> to <o> when none of them needs escaping and returns the
  * end; NULL when one does (what was stored at <o> is then to be overwritten). Ids and
  * names are short and plain: 16 bytes are checked at a time, the last block overlapping
@@ -269,25 +257,25 @@ static char *put_plain(char *o, const char *val, size_t n)
     if (n >= 16) {
         for (size_t i = 0; i + 16 < n; i += 16) {
             x = _mm_loadu_si128((const __m128i *)(const void *)(val + i));
-            if (escaped_mask16(x))
+            if (bsc_json_escaped_mask16(x))
                 return NULL;
             _mm_storeu_si128((__m128i *)(void *)(o + i), x);
         }
         x = _mm_loadu_si128((const __m128i *)(const void *)(val + n - 16));
-        if (escaped_mask16(x))
+        if (bsc_json_escaped_mask16(x))
             return NULL;
         _mm_storeu_si128((__m128i *)(void *)(o + n - 16), x);
     } else if (n >= 8) {
         x = _mm_loadl_epi64((const __m128i *)(const void *)val);
         y = _mm_loadl_epi64((const __m128i *)(const void *)(val + n - 8));
-        if (escaped_mask16(_mm_unpacklo_epi64(x, y)))
+        if (bsc_json_escaped_mask16(_mm_unpacklo_epi64(x, y)))
             return NULL;
         _mm_storel_epi64((__m128i *)(void *)o, x);
         _mm_storel_epi64((__m128i *)(void *)(o + n - 8), y);
     } else if (n >= 4) {
         memcpy(&a, val, 4);
         memcpy(&b, val + n - 4, 4);
-        if (escaped_mask16(_mm_cvtsi64_si128((long long)(a | (uint64_t)b << 32))) & 0xff)
+        if (bsc_json_escaped_mask16(_mm_cvtsi64_si128((long long)(a | (uint64_t)b << 32))) & 0xff)
             return NULL; /* the upper eight lanes are zeros, not bytes of <val> */
         memcpy(o, &a, 4);
         memcpy(o + n - 4, &b, 4);
@@ -295,7 +283,8 @@ static char *put_plain(char *o, const char *val, size_t n)
         unsigned char first = (unsigned char)val[0], mid = (unsigned char)val[n / 2],
                       last = (unsigned char)val[n - 1];
 
-        if (escaped_mask16(_mm_cvtsi32_si128((int)(first | mid << 8 | (unsigned)last << 16))) & 0x7)
+        x = _mm_cvtsi32_si128((int)(first | mid << 8 | (unsigned)last << 16));
+        if (bsc_json_escaped_mask16(x) & 0x7)
             return NULL;
         o[0] = (char)first;
         o[n / 2] = (char)mid;
