@@ -124,19 +124,31 @@ static inline uint64_t bad_value_bytes(uint64_t x)
            SWAR_HIGH;
 }
 
+/* The <n> bytes at <p>, 0 < n < 8, as one word without a loop (a route's id, "1", a number
+ * of milliseconds: the values here are mostly that short): from four bytes, the first four
+ * and the last four, overlapping; under four, the first, middle and last bytes over bytes
+ * <pad>, which the checks pass. Every byte is in the word, some twice. */
+static inline uint64_t short_word(const char *p, size_t n, char pad)
+{
+    uint32_t lo, hi;
+
+    if (n >= 4) {
+        memcpy(&lo, p, 4);
+        memcpy(&hi, p + n - 4, 4);
+        return (uint64_t)hi << 32 | lo;
+    }
+    return (SWAR_ONES * (unsigned char)pad) << 24 | (uint64_t)(unsigned char)p[n - 1] << 16 |
+           (uint64_t)(unsigned char)p[n / 2] << 8 | (unsigned char)p[0];
+}
+
 /* Whether <flagged> finds a byte of <p>[0..<n>), eight at a time: the last word overlaps the
- * one before it (a yes or no needs no position); under eight bytes, one word of them
- * shifted in over bytes <pad>, which <flagged> passes. */
+ * one before it (a yes or no needs no position); under eight bytes, short_word. */
 static inline bool any_byte(const char *p, size_t n, uint64_t (*flagged)(uint64_t), char pad)
 {
     uint64_t w;
 
-    if (n < 8) {
-        w = SWAR_ONES * (unsigned char)pad;
-        for (size_t i = 0; i < n; i++)
-            w = w << 8 | (unsigned char)p[i];
-        return flagged(w) != 0;
-    }
+    if (n < 8)
+        return n && flagged(short_word(p, n, pad)) != 0;
     for (size_t i = 0; i + 8 < n; i += 8) {
         memcpy(&w, p + i, 8);
         if (flagged(w))

@@ -2,13 +2,16 @@
 /* test_resp_header_bad.c -- which of a handler's response headers the server drops
  * (server/resp.c srv__header_bad), against a byte-by-byte reference: every byte value at
  * every position of names and values 1..24 bytes long (the check reads eight bytes at a
- * time, the last word overlapping), the server's own names in any case, random headers. */
+ * time, the last word overlapping; under eight, one word of overlapping or picked bytes),
+ * also in heap blocks of exactly their size, the server's own names in any case, random
+ * headers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -104,12 +107,41 @@ static void test_random_headers(void **state)
     }
 }
 
+/* Every byte value at every position of names and values 1..24 bytes long, each in a heap
+ * block of exactly its size: the words under eight bytes (four and four overlapping, or the
+ * first, middle and last byte) read nothing past it, which ASan would report. */
+static void test_exact_blocks(void **state)
+{
+    (void)state;
+    for (size_t n = 1; n <= 24; n++) {
+        char *text = malloc(n);
+
+        assert_non_null(text);
+        for (size_t i = 0; i < n; i++)
+            for (unsigned c = 0; c < 256; c++) {
+                memset(text, 'x', n);
+                text[i] = (char)c;
+                expect_as_reference(bsc_str_make(text, n), BSC_STR("v"));
+                expect_as_reference(BSC_STR("x-h"), bsc_str_make(text, n));
+            }
+        /* two flagged bytes: the first and the last, the middle alone */
+        memset(text, 'x', n);
+        text[0] = text[n - 1] = '\r';
+        expect_as_reference(BSC_STR("x-h"), bsc_str_make(text, n));
+        memset(text, 'x', n);
+        text[n / 2] = ':';
+        expect_as_reference(bsc_str_make(text, n), BSC_STR("v"));
+        free(text);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_byte_everywhere),
         cmocka_unit_test(test_server_names),
         cmocka_unit_test(test_random_headers),
+        cmocka_unit_test(test_exact_blocks),
     };
 
     return cmocka_run_group_tests_name("resp_header_bad", tests, NULL, NULL);
