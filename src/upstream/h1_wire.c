@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* h1_wire.c -- the builtin HTTP/1.1 client's pure parts that write: the URL split and the
  * request head. The response reader is h1_read.c. */
+#include <emmintrin.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/ascii.h"
+#include "core/compat.h"
+#include "core/str.h"
 #include "upstream/h1_wire.h"
 
 
@@ -72,9 +75,15 @@ enum bsc_err h1_url_split(const char *url, struct h1_url *out)
 
 enum { NAMED_HOST = 1, NAMED_ACCEPT = 2, NAMED_ENCODING = 4, NAMED_LENGTH = 8 };
 
+/* The caller's lines whose lengths are kept from the first pass for the second; a line past
+ * them (more than an up_request carries) is measured again. */
+#define LENS_KEPT 64
+
 /* Which of the default headers the caller's lines name (given or dropped), in one pass that
- * also sums the lines' length (<total>, with their CRLFs) for a single reservation. */
-static unsigned named_defaults(const char *const *headers, size_t n, size_t *total)
+ * also sums the lines' length (<total>, with their CRLFs) for a single reservation and keeps
+ * the first LENS_KEPT lengths in <lens>. */
+static unsigned named_defaults(const char *const *headers, size_t n, size_t *total,
+                               size_t lens[LENS_KEPT])
 {
     static const struct {
         const char *name;
@@ -93,6 +102,8 @@ static unsigned named_defaults(const char *const *headers, size_t n, size_t *tot
         const char *h = headers[i];
         size_t len = strlen(h);
 
+        if (i < LENS_KEPT)
+            lens[i] = len;
         *total += len + 2;
         for (size_t d = 0; d < sizeof(defaults) / sizeof(defaults[0]); d++)
             if (len > defaults[d].len && h[defaults[d].len] == ':' &&
@@ -102,76 +113,110 @@ static unsigned named_defaults(const char *const *headers, size_t n, size_t *tot
     return named;
 }
 
-static enum bsc_err caller_lines(struct bsc_buf *out, const char *const *headers, size_t n)
+/* Whether one of the <len> bytes at <p> is CR or LF: sixteen at a time from sixteen bytes on
+ * (the last block overlapping the one before: a yes or no needs no position), one at a time
+ * below (a line is rarely that short). Reads only <p>[0..<len>). Two memchr calls cost more
+ * than the lines they looked at. */
+BSC_TESTABLE bool h1__has_cr_lf(const char *p, size_t len)
 {
-    enum bsc_err err = BSC_OK;
+    const __m128i cr = _mm_set1_epi8('\r'), lf = _mm_set1_epi8('\n');
+    __m128i v;
 
-    for (size_t i = 0; i < n && !err; i++) {
+    if (len < 16) {
+        for (size_t i = 0; i < len; i++)
+            if (p[i] == '\r' || p[i] == '\n')
+                return true;
+        return false;
+    }
+    for (size_t i = 0; i + 16 < len; i += 16) {
+        v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        if (_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, lf))))
+            return true;
+    }
+    v = _mm_loadu_si128((const __m128i *)(const void *)(p + len - 16));
+    return _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, lf))) != 0;
+}
+
+/* <n> bytes at the cursor <o>, into room reserved before; the cursor after them. */
+static inline char *put_bytes(char *o, const void *p, size_t n)
+{
+    if (n)
+        memcpy(o, p, n);
+    return o + n;
+}
+
+#define PUT_LIT(o, lit) put_bytes((o), "" lit, sizeof(lit) - 1)
+
+/* The caller's lines with their CRLFs at <*o>. BSC_EINVAL at the first line with a CR or LF
+ * or without a name and colon: <*o> is then after the lines before it. */
+static enum bsc_err caller_lines(char **o, const char *const *headers, size_t n,
+                                 const size_t lens[LENS_KEPT])
+{
+    for (size_t i = 0; i < n; i++) {
         const char *h = headers[i], *v;
-        size_t len = strlen(h); /* then memchr: no libc call builds a byte set per line */
+        size_t len = i < LENS_KEPT ? lens[i] : strlen(h);
         const char *colon = memchr(h, ':', len);
 
-        if (!colon || colon == h || memchr(h, '\r', len) || memchr(h, '\n', len))
+        if (!colon || colon == h || h1__has_cr_lf(h, len))
             return BSC_EINVAL;
         for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
             ;
         if (*v == '\0')
             continue; /* "Name:" drops a default header, as with libcurl */
-        err = bsc_buf_append(out, h, len);
-        if (!err)
-            err = bsc_buf_append(out, "\r\n", 2);
+        *o = put_bytes(*o, h, len);
+        *o = PUT_LIT(*o, "\r\n");
     }
-    return err;
+    return BSC_OK;
 }
 
-/* "<name><value>\r\n" */
-static enum bsc_err put_line(struct bsc_buf *out, const char *name, const char *v, size_t len)
+/* The head ends at <o>: its length and terminator, as the appends left them. */
+static void head_end(struct bsc_buf *out, const char *o)
 {
-    enum bsc_err err = bsc_buf_append_cstr(out, name);
-
-    if (!err)
-        err = bsc_buf_append(out, v, len);
-    return err ? err : bsc_buf_append(out, "\r\n", 2);
-}
-
-static enum bsc_err put_length(struct bsc_buf *out, size_t body_len)
-{
-    enum bsc_err err = bsc_buf_append_cstr(out, "Content-Length: ");
-
-    if (!err)
-        err = bsc_buf_append_u64(out, (unsigned long long)body_len);
-    return err ? err : bsc_buf_append(out, "\r\n", 2);
+    out->len = (size_t)(o - out->p);
+    out->p[out->len] = '\0';
 }
 
 enum bsc_err h1_request_head(struct bsc_buf *out, const char *method, const struct h1_url *u,
                              const char *const *headers, size_t n_headers, size_t body_len)
 {
-    size_t lines;
-    unsigned named = named_defaults(headers, n_headers, &lines);
-    /* the request line, the caller's lines, the defaults with their longest values, the end */
-    enum bsc_err err = bsc_buf_reserve(out, strlen(method) + 1 + u->target.len + 11 + lines +
-                                                8 + u->authority.len + 13 + 27 + 40 + 2);
+    size_t lines, lens[LENS_KEPT], method_len = strlen(method);
+    unsigned named = named_defaults(headers, n_headers, &lines, lens);
+    /* the request line, the caller's lines, the defaults with their longest values, the end:
+     * every piece below is written into this room without a check of its own */
+    enum bsc_err err = bsc_buf_reserve(out, method_len + 1 + u->target.len + 11 + lines + 8 +
+                                                u->authority.len + 13 + 27 + 40 + 2);
+    char *o;
 
-    if (!err)
-        err = bsc_buf_append_cstr(out, method);
-    if (!err)
-        err = bsc_buf_append_char(out, ' ');
-    if (!err)
-        err = bsc_buf_append(out, u->target.p, u->target.len);
-    if (!err)
-        err = bsc_buf_append(out, " HTTP/1.1\r\n", 11);
+    if (err)
+        return err;
+    o = out->p + out->len;
+    o = put_bytes(o, method, method_len);
+    *o++ = ' ';
+    o = put_bytes(o, u->target.p, u->target.len);
+    o = PUT_LIT(o, " HTTP/1.1\r\n");
+    err = caller_lines(&o, headers, n_headers, lens);
+    if (err) {
+        head_end(out, o); /* the lines before the refused one stay, as appended */
+        return err;
+    }
+    if (!(named & NAMED_HOST)) {
+        o = PUT_LIT(o, "Host: ");
+        o = put_bytes(o, u->authority.p, u->authority.len);
+        o = PUT_LIT(o, "\r\n");
+    }
+    if (!(named & NAMED_ACCEPT))
+        o = PUT_LIT(o, "Accept: */*\r\n");
+    if (!(named & NAMED_ENCODING))
+        o = PUT_LIT(o, "Accept-Encoding: identity\r\n");
+    if (strcmp(method, "GET") != 0 && !(named & NAMED_LENGTH)) {
+        char tmp[BSC_NUM_TEXT_MAX];
+        const char *digits = bsc_num_text(tmp, (unsigned long long)body_len, 10);
 
-    if (!err)
-        err = caller_lines(out, headers, n_headers);
-    if (!err && !(named & NAMED_HOST))
-        err = put_line(out, "Host: ", u->authority.p, u->authority.len);
-    if (!err && !(named & NAMED_ACCEPT))
-        err = bsc_buf_append_cstr(out, "Accept: */*\r\n");
-    if (!err && !(named & NAMED_ENCODING))
-        err = bsc_buf_append_cstr(out, "Accept-Encoding: identity\r\n");
-    if (!err && strcmp(method, "GET") != 0 && !(named & NAMED_LENGTH))
-        err = put_length(out, body_len);
-    if (!err)
-        err = bsc_buf_append(out, "\r\n", 2);
-    return err;
+        o = PUT_LIT(o, "Content-Length: ");
+        o = put_bytes(o, digits, (size_t)(tmp + BSC_NUM_TEXT_MAX - digits));
+        o = PUT_LIT(o, "\r\n");
+    }
+    o = PUT_LIT(o, "\r\n");
+    head_end(out, o);
+    return BSC_OK;
 }

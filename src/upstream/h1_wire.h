@@ -38,6 +38,10 @@ enum bsc_err h1_url_split(const char *url, struct h1_url *out);
  * BSC_EINVAL for a line with CR/LF or without a colon; BSC_ENOMEM. */
 enum bsc_err h1_request_head(struct bsc_buf *out, const char *method, const struct h1_url *u,
                              const char *const *headers, size_t n_headers, size_t body_len);
+#ifdef BSC_UNIT_TEST
+/* Whether one of the <len> bytes at <p> is CR or LF (h1_wire.c, sixteen at a time). */
+bool h1__has_cr_lf(const char *p, size_t len);
+#endif
 
 /* Interim (1xx) heads a response may send before its final one; one more is H1_BAD. */
 #define H1_INTERIM_MAX 8
