@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* test_resp_header_bad.c -- which of a handler's response headers the server drops
  * (server/resp.c srv__header_bad), against a byte-by-byte reference: every byte value at
- * every position of names and values 1..24 bytes long (the check reads eight bytes at a
- * time, the last word overlapping; under eight, one word of overlapping or picked bytes),
- * also in heap blocks of exactly their size, the server's own names in any case, random
- * headers. */
+ * every position of names and values 1..48 bytes long (the check reads sixteen bytes at a
+ * time, the last block overlapping; up to sixteen, two overlapping words; under eight, one
+ * word of overlapping or picked bytes), also in heap blocks of exactly their size, the
+ * server's own names in any case, random headers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -54,10 +54,10 @@ static void expect_as_reference(struct bsc_str name, struct bsc_str value)
                  got ? got : "kept", want ? want : "kept");
 }
 
-/* Every byte value at every position of a name, then of a value, each 1..24 bytes long. */
+/* Every byte value at every position of a name, then of a value, each 1..48 bytes long. */
 static void test_every_byte_everywhere(void **state)
 {
-    char text[24];
+    char text[48];
 
     (void)state;
     for (size_t n = 1; n <= sizeof(text); n++)
@@ -85,18 +85,18 @@ static void test_server_names(void **state)
         expect_as_reference(bsc_str_cstr(names[k]), BSC_STR("1"));
 }
 
-/* Random names and values up to 40 bytes, mostly of allowed bytes. */
+/* Random names and values up to 70 bytes, mostly of allowed bytes. */
 static void test_random_headers(void **state)
 {
     uint64_t x = 0x9e3779b97f4a7c15ull;
-    char name[40], value[40];
+    char name[70], value[70];
 
     (void)state;
     for (int round = 0; round < 200000; round++) {
         size_t nl, vl;
 
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        nl = (size_t)(x % 41), vl = (size_t)((x >> 8) % 41);
+        nl = (size_t)(x % 71), vl = (size_t)((x >> 8) % 71);
         for (size_t i = 0; i < nl + vl; i++) {
             char *c = i < nl ? &name[i] : &value[i - nl];
 
@@ -107,13 +107,13 @@ static void test_random_headers(void **state)
     }
 }
 
-/* Every byte value at every position of names and values 1..24 bytes long, each in a heap
- * block of exactly its size: the words under eight bytes (four and four overlapping, or the
- * first, middle and last byte) read nothing past it, which ASan would report. */
+/* Every byte value at every position of names and values 1..48 bytes long, each in a heap
+ * block of exactly its size: the loads (sixteen bytes, two overlapping words, four and four
+ * bytes, or the first, middle and last byte) read nothing past it, which ASan would report. */
 static void test_exact_blocks(void **state)
 {
     (void)state;
-    for (size_t n = 1; n <= 24; n++) {
+    for (size_t n = 1; n <= 48; n++) {
         char *text = malloc(n);
 
         assert_non_null(text);
