@@ -82,9 +82,14 @@ static void scrub_fail(const struct request *r, struct fail_info *f)
 {
     const struct bsc_redact *rd = r->cfg ? r->cfg->secrets : NULL;
 
-    bsc_redact_cstr(rd, f->message, sizeof(f->message));
-    bsc_redact_cstr(rd, f->code, sizeof(f->code));
-    bsc_redact_cstr(rd, f->type, sizeof(f->type));
+    /* An empty text has nothing to mask (bsc_redact_cstr would leave it as it is): an answer
+     * that did not fail has all three empty, and skips three calls. */
+    if (f->message[0])
+        bsc_redact_cstr(rd, f->message, sizeof(f->message));
+    if (f->code[0])
+        bsc_redact_cstr(rd, f->code, sizeof(f->code));
+    if (f->type[0])
+        bsc_redact_cstr(rd, f->type, sizeof(f->type));
 }
 
 /* ---- the stream ---- */
@@ -583,7 +588,9 @@ static void classify_answer(struct request *r)
     scrub_fail(r, &r->x.fail);
     if (r->x.fail.kind != FAIL_NONE)
         return;
-    if (!r->input.stream && strncasecmp(r->x.up_ctype, "text/event-stream", 17) == 0 &&
+    /* the first byte first: an answer's type is mostly application/json, no call */
+    if (!r->input.stream && (r->x.up_ctype[0] | 0x20) == 't' &&
+        strncasecmp(r->x.up_ctype, "text/event-stream", 17) == 0 &&
         sse_looks_like_stream(bsc_buf_str(&r->x.resp))) {
         answered_other_shape(r, "with a stream to a request for a single answer");
         return;
