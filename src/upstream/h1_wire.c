@@ -11,14 +11,29 @@
 #include "upstream/h1_wire.h"
 
 
+/* Whether <url> starts with <scheme> (lowercase letters, then "://"), its letters in any
+ * case: bsc_ascii_ieq for a pattern known to hold only lowercase letters and "://", where
+ * a byte | 0x20 is the letter only for its two cases. Stops at the first byte that differs,
+ * so never reads past a NUL. Twice a request (the client's choice, the split). */
+static inline bool has_scheme(const char *url, const char *scheme, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)url[i], want = (unsigned char)scheme[i];
+
+        if ((want >= 'a' ? c | 0x20 : c) != want)
+            return false;
+    }
+    return true;
+}
+
 bool h1_url_is_http(const char *url)
 {
-    return url && bsc_ascii_ieq(url, "http://", 7);
+    return url && has_scheme(url, "http://", 7);
 }
 
 bool h1_url_is_https(const char *url)
 {
-    return url && bsc_ascii_ieq(url, "https://", 8);
+    return url && has_scheme(url, "https://", 8);
 }
 
 static bool parse_port(const char *p, size_t len, uint16_t *out)

@@ -5,7 +5,8 @@
  * here as the reference: the same return, the same bytes and length in the buffer (the
  * lines before a refused one included). Every byte value at every position of lines 0..48
  * bytes long, each in a heap block of exactly its size, so a read past it is an ASan
- * error; random header sets with defaults named, dropped and bad lines. */
+ * error; random header sets with defaults named, dropped and bad lines; the scheme test
+ * (h1_url_is_http, h1_url_is_https) against strncasecmp. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 
@@ -246,12 +248,40 @@ static void test_random_heads(void **state)
     }
 }
 
+/* h1_url_is_http(s) against strncasecmp: every byte value at every position of the scheme,
+ * and every cut of it, in heap blocks of exactly the string's size (a read past the NUL is
+ * an ASan error). */
+static void test_scheme_every_byte(void **state)
+{
+    static const char *const urls[] = {"http://h/", "https://h/"};
+
+    (void)state;
+    for (size_t k = 0; k < 2; k++)
+        for (size_t len = 0; len <= strlen(urls[k]); len++)
+            for (size_t i = 0; i < (len ? len : 1); i++)
+                for (unsigned c = 0; c < 256; c++) {
+                    char *u = malloc(len + 1);
+
+                    assert_non_null(u);
+                    memcpy(u, urls[k], len);
+                    u[len] = '\0';
+                    if (len)
+                        u[i] = (char)c; /* a NUL cuts the string there */
+                    assert_int_equal(h1_url_is_http(u), strncasecmp(u, "http://", 7) == 0);
+                    assert_int_equal(h1_url_is_https(u), strncasecmp(u, "https://", 8) == 0);
+                    free(u);
+                }
+    assert_false(h1_url_is_http(NULL));
+    assert_false(h1_url_is_https(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cr_lf_every_byte),
         cmocka_unit_test(test_line_every_byte),
         cmocka_unit_test(test_random_heads),
+        cmocka_unit_test(test_scheme_every_byte),
     };
 
     return cmocka_run_group_tests_name("h1_wire_head", tests, NULL, NULL);
