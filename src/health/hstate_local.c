@@ -39,6 +39,9 @@ struct hs_target {
     atomic_bool admin_disabled, misconfigured;
     atomic_int model_slot; /* its model's slot in its provider's key pool; -1: none */
     struct adaptive adapt; /* under <lock> */
+    /* Set (under <lock>, never cleared) when <adapt> first cuts: until then its effective
+     * limits are the config's caps, which l_adaptive hands out without the lock. */
+    atomic_bool adapt_cut;
 };
 
 struct hs_provider {
@@ -141,6 +144,7 @@ static struct hs_target *tgt_new(const char *id)
     pthread_mutex_init(&ts->lock, NULL);
     tstats_init(&ts->ts);
     adaptive_init(&ts->adapt);
+    atomic_init(&ts->adapt_cut, false);
     atomic_init(&ts->model_slot, -1);
     return ts;
 }
@@ -311,22 +315,36 @@ static void adapt_report(struct hs_target *ts, const struct cfg_target *t, uint6
     if (!t->adaptive || rep->adapt == ADAPT_NONE)
         return;
     adapt_caps(t, &conc, &rpm);
-    if (rep->adapt == ADAPT_LIMITED)
-        adaptive_on_limited(&ts->adapt, conc, atomic_load(&ts->inflight), rep->started_ms, now_ms);
-    else
+    if (rep->adapt == ADAPT_LIMITED) {
+        if (adaptive_on_limited(&ts->adapt, conc, atomic_load(&ts->inflight), rep->started_ms,
+                                now_ms))
+            atomic_store_explicit(&ts->adapt_cut, true, memory_order_release);
+    } else {
         adaptive_on_success(&ts->adapt, conc);
+    }
 }
 
-/* <t>'s effective limits; under ts->lock. Zero when adaptive is off. */
-static void adapt_eff(struct hs_target *ts, const struct cfg_target *t, struct adaptive_eff *eff)
+/* adapt_eff() of a target whose controller is off or never cut: the config's caps (what
+ * adaptive_effective() gives while its limit is 0), from the config alone. */
+static void adapt_caps_eff(const struct cfg_target *t, struct adaptive_eff *eff)
 {
     uint32_t conc, rpm;
 
     adapt_caps(t, &conc, &rpm);
-    if (t->adaptive)
-        adaptive_effective(&ts->adapt, conc, rpm, eff);
-    else
-        *eff = (struct adaptive_eff){.concurrency = conc, .rpm = rpm, .factor = 1.0};
+    *eff = (struct adaptive_eff){.concurrency = conc, .rpm = rpm, .factor = 1.0};
+}
+
+/* <t>'s effective limits; under ts->lock. The caps alone when adaptive is off. */
+static void adapt_eff(struct hs_target *ts, const struct cfg_target *t, struct adaptive_eff *eff)
+{
+    uint32_t conc, rpm;
+
+    if (!t->adaptive) {
+        adapt_caps_eff(t, eff);
+        return;
+    }
+    adapt_caps(t, &conc, &rpm);
+    adaptive_effective(&ts->adapt, conc, rpm, eff);
 }
 
 static void l_record(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms,
@@ -467,9 +485,16 @@ static void l_adaptive(struct hstate *hs, const struct cfg_target *t, struct ada
     *inflight = 0;
     if (!ts)
         return;
-    pthread_mutex_lock(&ts->lock);
-    adapt_eff(ts, t, eff);
-    pthread_mutex_unlock(&ts->lock);
+    /* Adaptive off, or its controller never cut: the config's caps, nothing of the state
+     * read, so no lock (asked on every request). A cut made meanwhile by another worker is
+     * seen by the next request, as if this one had taken the lock first. */
+    if (t->adaptive && atomic_load_explicit(&ts->adapt_cut, memory_order_acquire)) {
+        pthread_mutex_lock(&ts->lock);
+        adapt_eff(ts, t, eff);
+        pthread_mutex_unlock(&ts->lock);
+    } else {
+        adapt_caps_eff(t, eff);
+    }
     *inflight = atomic_load(&ts->inflight);
 }
 
