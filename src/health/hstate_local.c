@@ -48,6 +48,10 @@ struct hs_provider {
     char *id; /* owned */
     pthread_mutex_t lock;
     struct keypool keys;
+    /* The pool's key count while none of its keys has been cooled since the pool was
+     * (re)started, when every key is usable for every model; else 0. Written under <lock>;
+     * l_keys answers from it without the lock. */
+    atomic_uint calm_keys;
     char *models[KEYS_MODELS_MAX]; /* owned: the model of each key-pool model slot */
     int n_models;
 };
@@ -196,8 +200,11 @@ static enum bsc_err sync_provider(struct hs_local *hl, struct cfg_provider *p)
 
     if (ps) {
         pthread_mutex_lock(&ps->lock);
-        if (keys_count(&ps->keys) != (p->n_keys > KEYS_MAX ? KEYS_MAX : p->n_keys))
+        if (keys_count(&ps->keys) != (p->n_keys > KEYS_MAX ? KEYS_MAX : p->n_keys)) {
             keys_init(&ps->keys, p->n_keys); /* the key list changed: start afresh */
+            atomic_store_explicit(&ps->calm_keys, (unsigned)keys_count(&ps->keys),
+                                  memory_order_release);
+        }
         pthread_mutex_unlock(&ps->lock);
         p->hs = ps;
         return BSC_OK;
@@ -211,6 +218,7 @@ static enum bsc_err sync_provider(struct hs_local *hl, struct cfg_provider *p)
     }
     pthread_mutex_init(&ps->lock, NULL);
     keys_init(&ps->keys, p->n_keys);
+    atomic_init(&ps->calm_keys, (unsigned)keys_count(&ps->keys));
     hl->provs[hl->n_provs++] = ps;
     p->hs = ps;
     return BSC_OK;
@@ -537,6 +545,7 @@ static void l_key_cooldown(struct hstate *hs, const struct cfg_provider *p,
     if (idx < 0 || !ps)
         return;
     pthread_mutex_lock(&ps->lock);
+    atomic_store_explicit(&ps->calm_keys, 0, memory_order_release); /* before the cooldown */
     /* A refusal of the last usable key is looked at once (keys_verify_due_ms): until then
      * every request fails, and one 401 must not cost the provider key_reverify_ms. */
     if (keys_cooldown_model(&ps->keys, idx, slot_of(t), until, (enum key_reason)reason) == BSC_OK &&
@@ -570,6 +579,7 @@ static void l_key_verify_done(struct hstate *hs, const struct cfg_provider *p, i
     if (!ps)
         return;
     pthread_mutex_lock(&ps->lock);
+    atomic_store_explicit(&ps->calm_keys, 0, memory_order_release); /* it may cool the key */
     keys_verify_done(&ps->keys, idx, verdict, now_ms, p->health.key_reverify_ms);
     pthread_mutex_unlock(&ps->lock);
 }
@@ -579,11 +589,20 @@ static void l_keys(struct hstate *hs, const struct cfg_provider *p, const struct
 {
     struct hs_provider *ps = p->hs;
     int model = slot_of(t);
+    unsigned calm;
 
     (void)hs;
     *out = (struct hstate_keys){.available = 1, .ready_at = now_ms, .hint_at = now_ms};
     if (p->n_keys == 0 || !ps)
         return;
+    /* No key ever cooled: all of them usable, none cooling, whatever the model and the time;
+     * no lock (asked for every candidate of every request). A cooldown made meanwhile by
+     * another worker is seen by the next request, as if this one had taken the lock first. */
+    calm = atomic_load_explicit(&ps->calm_keys, memory_order_acquire);
+    if (calm) {
+        out->available = calm;
+        return;
+    }
     pthread_mutex_lock(&ps->lock);
     out->available = keys_available_model(&ps->keys, model, now_ms);
     out->reasons = keys_cooling_reasons(&ps->keys, model, now_ms);
@@ -665,6 +684,7 @@ void hstate__key_cool(struct hstate *hs, const char *provider_id, const char *mo
         return;
     slot = model ? model_slot(ps, model) : -1; /* a model this instance has not seen is added */
     pthread_mutex_lock(&ps->lock);
+    atomic_store_explicit(&ps->calm_keys, 0, memory_order_release);
     keys_cooldown_model(&ps->keys, idx, slot, until_ms, (enum key_reason)reason);
     pthread_mutex_unlock(&ps->lock);
 }

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "health/hstate.h"
+#include "health/hstate_mirror.h"
 
 #define NOW 1000000u
 
@@ -391,6 +392,102 @@ static void test_adaptive_threads(void **state)
     hstate_free(hs);
 }
 
+static struct hstate_keys keys_of(struct hstate *hs, const struct cfg_target *t, uint64_t now)
+{
+    struct hstate_keys k;
+
+    hs->ops->keys(hs, t->provider, t, now, &k);
+    return k;
+}
+
+/* A pool none of whose keys ever cooled answers without its lock: every key usable, none
+ * cooling, now for both times; a cooldown (for one model, key-wide, through the mirror)
+ * ends that until a reload changes the key list, and the answers are then the pool's. */
+static void test_keys_calm_pool(void **state)
+{
+    struct hstate *hs = hstate_new();
+    struct snap s;
+    struct hstate_keys k;
+
+    (void)state;
+    snap_init(&s);
+    hstate_sync(hs, &s.cfg, NOW);
+    for (uint64_t at = NOW; at < NOW + 3; at++) {
+        k = keys_of(hs, &s.t[0], at);
+        assert_int_equal(k.available, 2);
+        assert_int_equal(k.reasons, 0);
+        assert_true(k.ready_at == at && k.hint_at == at);
+    }
+    /* a rate limit of key 0 for m1 (target a): a sees one key, b (m2) both */
+    hstate_tkey_cooldown(hs, &s.t[0], 0, KEY_RATE_LIMITED, 5000, NOW);
+    k = keys_of(hs, &s.t[0], NOW);
+    assert_int_equal(k.available, 1);
+    assert_int_equal(k.reasons, 1u << KEY_RATE_LIMITED);
+    k = keys_of(hs, &s.t[1], NOW);
+    assert_int_equal(k.available, 2);
+    assert_int_equal(k.reasons, 0);
+    k = keys_of(hs, &s.t[0], NOW + 6000); /* over: both again, from the pool */
+    assert_int_equal(k.available, 2);
+    /* both keys refused for quota: none left, and when they are back */
+    hstate_tkey_cooldown(hs, &s.t[0], 0, KEY_QUOTA, 1000, NOW + 6000);
+    hstate_tkey_cooldown(hs, &s.t[0], 1, KEY_QUOTA, 1000, NOW + 6000);
+    k = keys_of(hs, &s.t[1], NOW + 6000);
+    assert_int_equal(k.available, 0);
+    assert_int_equal(k.reasons, 1u << KEY_QUOTA);
+    assert_true(k.ready_at > NOW + 6000);
+    /* the same key list on a reload keeps the pool; another one starts it calm */
+    hstate_sync(hs, &s.cfg, NOW + 6000);
+    assert_int_equal(keys_of(hs, &s.t[1], NOW + 6000).available, 0);
+    s.p.n_keys = 3;
+    hstate_sync(hs, &s.cfg, NOW + 6000);
+    k = keys_of(hs, &s.t[1], NOW + 6000);
+    assert_int_equal(k.available, 3);
+    assert_int_equal(k.reasons, 0);
+    /* a cooldown learnt from another instance (the mirror) */
+    hstate__key_cool(hs, "p", "m2", 2, KEY_RATE_LIMITED, NOW + 9000);
+    k = keys_of(hs, &s.t[1], NOW + 6000);
+    assert_int_equal(k.available, 2);
+    assert_int_equal(k.reasons, 1u << KEY_RATE_LIMITED);
+    assert_int_equal(keys_of(hs, &s.t[0], NOW + 6000).available, 3);
+    hstate_free(hs);
+}
+
+/* Workers asking for the keys while one of them cools them (run under -fsanitize=thread):
+ * the answers stay within the pool. */
+static void *ask_keys(void *arg)
+{
+    struct worker_arg *w = arg;
+
+    for (int i = 0; i < ROUNDS; i++) {
+        struct hstate_keys k = keys_of(w->hs, &w->s->t[i & 1], NOW + (uint64_t)i);
+
+        assert_true(k.available <= 2);
+        if (i == ROUNDS / 2)
+            hstate_tkey_cooldown(w->hs, &w->s->t[0], i & 1, KEY_RATE_LIMITED, 100,
+                                 NOW + (uint64_t)i);
+    }
+    return NULL;
+}
+
+static void test_keys_threads(void **state)
+{
+    struct hstate *hs = hstate_new();
+    struct snap s;
+    pthread_t th[THREADS];
+    struct worker_arg arg;
+
+    (void)state;
+    snap_init(&s);
+    hstate_sync(hs, &s.cfg, NOW);
+    arg = (struct worker_arg){hs, &s};
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, ask_keys, &arg), 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(keys_of(hs, &s.t[0], NOW).available, 1); /* the cooldown stayed */
+    hstate_free(hs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -403,6 +500,8 @@ int main(void)
         cmocka_unit_test(test_adaptive_signals),
         cmocka_unit_test(test_adaptive_off_is_the_config),
         cmocka_unit_test(test_adaptive_threads),
+        cmocka_unit_test(test_keys_calm_pool),
+        cmocka_unit_test(test_keys_threads),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
