@@ -39,12 +39,19 @@ struct hs_target {
     atomic_bool admin_disabled, misconfigured;
     atomic_int model_slot; /* its model's slot in its provider's key pool; -1: none */
     struct adaptive adapt; /* under <lock> */
+    /* Set (under <lock>, never cleared) when <adapt> first cuts: until then its effective
+     * limits are the config's caps, which l_adaptive hands out without the lock. */
+    atomic_bool adapt_cut;
 };
 
 struct hs_provider {
     char *id; /* owned */
     pthread_mutex_t lock;
     struct keypool keys;
+    /* The pool's key count while none of its keys has been cooled since the pool was
+     * (re)started, when every key is usable for every model; else 0. Written under <lock>;
+     * l_keys answers from it without the lock. */
+    atomic_uint calm_keys;
     char *models[KEYS_MODELS_MAX]; /* owned: the model of each key-pool model slot */
     int n_models;
 };
@@ -141,6 +148,7 @@ static struct hs_target *tgt_new(const char *id)
     pthread_mutex_init(&ts->lock, NULL);
     tstats_init(&ts->ts);
     adaptive_init(&ts->adapt);
+    atomic_init(&ts->adapt_cut, false);
     atomic_init(&ts->model_slot, -1);
     return ts;
 }
@@ -192,8 +200,11 @@ static enum bsc_err sync_provider(struct hs_local *hl, struct cfg_provider *p)
 
     if (ps) {
         pthread_mutex_lock(&ps->lock);
-        if (keys_count(&ps->keys) != (p->n_keys > KEYS_MAX ? KEYS_MAX : p->n_keys))
+        if (keys_count(&ps->keys) != (p->n_keys > KEYS_MAX ? KEYS_MAX : p->n_keys)) {
             keys_init(&ps->keys, p->n_keys); /* the key list changed: start afresh */
+            atomic_store_explicit(&ps->calm_keys, (unsigned)keys_count(&ps->keys),
+                                  memory_order_release);
+        }
         pthread_mutex_unlock(&ps->lock);
         p->hs = ps;
         return BSC_OK;
@@ -207,6 +218,7 @@ static enum bsc_err sync_provider(struct hs_local *hl, struct cfg_provider *p)
     }
     pthread_mutex_init(&ps->lock, NULL);
     keys_init(&ps->keys, p->n_keys);
+    atomic_init(&ps->calm_keys, (unsigned)keys_count(&ps->keys));
     hl->provs[hl->n_provs++] = ps;
     p->hs = ps;
     return BSC_OK;
@@ -311,22 +323,36 @@ static void adapt_report(struct hs_target *ts, const struct cfg_target *t, uint6
     if (!t->adaptive || rep->adapt == ADAPT_NONE)
         return;
     adapt_caps(t, &conc, &rpm);
-    if (rep->adapt == ADAPT_LIMITED)
-        adaptive_on_limited(&ts->adapt, conc, atomic_load(&ts->inflight), rep->started_ms, now_ms);
-    else
+    if (rep->adapt == ADAPT_LIMITED) {
+        if (adaptive_on_limited(&ts->adapt, conc, atomic_load(&ts->inflight), rep->started_ms,
+                                now_ms))
+            atomic_store_explicit(&ts->adapt_cut, true, memory_order_release);
+    } else {
         adaptive_on_success(&ts->adapt, conc);
+    }
 }
 
-/* <t>'s effective limits; under ts->lock. Zero when adaptive is off. */
-static void adapt_eff(struct hs_target *ts, const struct cfg_target *t, struct adaptive_eff *eff)
+/* adapt_eff() of a target whose controller is off or never cut: the config's caps (what
+ * adaptive_effective() gives while its limit is 0), from the config alone. */
+static void adapt_caps_eff(const struct cfg_target *t, struct adaptive_eff *eff)
 {
     uint32_t conc, rpm;
 
     adapt_caps(t, &conc, &rpm);
-    if (t->adaptive)
-        adaptive_effective(&ts->adapt, conc, rpm, eff);
-    else
-        *eff = (struct adaptive_eff){.concurrency = conc, .rpm = rpm, .factor = 1.0};
+    *eff = (struct adaptive_eff){.concurrency = conc, .rpm = rpm, .factor = 1.0};
+}
+
+/* <t>'s effective limits; under ts->lock. The caps alone when adaptive is off. */
+static void adapt_eff(struct hs_target *ts, const struct cfg_target *t, struct adaptive_eff *eff)
+{
+    uint32_t conc, rpm;
+
+    if (!t->adaptive) {
+        adapt_caps_eff(t, eff);
+        return;
+    }
+    adapt_caps(t, &conc, &rpm);
+    adaptive_effective(&ts->adapt, conc, rpm, eff);
 }
 
 static void l_record(struct hstate *hs, const struct cfg_target *t, uint64_t now_ms,
@@ -467,9 +493,16 @@ static void l_adaptive(struct hstate *hs, const struct cfg_target *t, struct ada
     *inflight = 0;
     if (!ts)
         return;
-    pthread_mutex_lock(&ts->lock);
-    adapt_eff(ts, t, eff);
-    pthread_mutex_unlock(&ts->lock);
+    /* Adaptive off, or its controller never cut: the config's caps, nothing of the state
+     * read, so no lock (asked on every request). A cut made meanwhile by another worker is
+     * seen by the next request, as if this one had taken the lock first. */
+    if (t->adaptive && atomic_load_explicit(&ts->adapt_cut, memory_order_acquire)) {
+        pthread_mutex_lock(&ts->lock);
+        adapt_eff(ts, t, eff);
+        pthread_mutex_unlock(&ts->lock);
+    } else {
+        adapt_caps_eff(t, eff);
+    }
     *inflight = atomic_load(&ts->inflight);
 }
 
@@ -512,6 +545,7 @@ static void l_key_cooldown(struct hstate *hs, const struct cfg_provider *p,
     if (idx < 0 || !ps)
         return;
     pthread_mutex_lock(&ps->lock);
+    atomic_store_explicit(&ps->calm_keys, 0, memory_order_release); /* before the cooldown */
     /* A refusal of the last usable key is looked at once (keys_verify_due_ms): until then
      * every request fails, and one 401 must not cost the provider key_reverify_ms. */
     if (keys_cooldown_model(&ps->keys, idx, slot_of(t), until, (enum key_reason)reason) == BSC_OK &&
@@ -545,6 +579,7 @@ static void l_key_verify_done(struct hstate *hs, const struct cfg_provider *p, i
     if (!ps)
         return;
     pthread_mutex_lock(&ps->lock);
+    atomic_store_explicit(&ps->calm_keys, 0, memory_order_release); /* it may cool the key */
     keys_verify_done(&ps->keys, idx, verdict, now_ms, p->health.key_reverify_ms);
     pthread_mutex_unlock(&ps->lock);
 }
@@ -554,11 +589,20 @@ static void l_keys(struct hstate *hs, const struct cfg_provider *p, const struct
 {
     struct hs_provider *ps = p->hs;
     int model = slot_of(t);
+    unsigned calm;
 
     (void)hs;
     *out = (struct hstate_keys){.available = 1, .ready_at = now_ms, .hint_at = now_ms};
     if (p->n_keys == 0 || !ps)
         return;
+    /* No key ever cooled: all of them usable, none cooling, whatever the model and the time;
+     * no lock (asked for every candidate of every request). A cooldown made meanwhile by
+     * another worker is seen by the next request, as if this one had taken the lock first. */
+    calm = atomic_load_explicit(&ps->calm_keys, memory_order_acquire);
+    if (calm) {
+        out->available = calm;
+        return;
+    }
     pthread_mutex_lock(&ps->lock);
     out->available = keys_available_model(&ps->keys, model, now_ms);
     out->reasons = keys_cooling_reasons(&ps->keys, model, now_ms);
@@ -640,6 +684,7 @@ void hstate__key_cool(struct hstate *hs, const char *provider_id, const char *mo
         return;
     slot = model ? model_slot(ps, model) : -1; /* a model this instance has not seen is added */
     pthread_mutex_lock(&ps->lock);
+    atomic_store_explicit(&ps->calm_keys, 0, memory_order_release);
     keys_cooldown_model(&ps->keys, idx, slot, until_ms, (enum key_reason)reason);
     pthread_mutex_unlock(&ps->lock);
 }

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "health/hstate.h"
+#include "health/hstate_mirror.h"
 
 #define NOW 1000000u
 
@@ -263,6 +264,230 @@ static void test_adaptive_signals(void **state)
     hstate_free(hs);
 }
 
+/* Adaptive off, or on but never cut, the effective limits are the config's caps (per key,
+ * as the limiter counts them), read without the target's lock: the same as the view's
+ * (read under it); the first cut shows at once; a target switched off and on again by a
+ * reload shows its caps, then its learnt limit. */
+static void test_adaptive_off_is_the_config(void **state)
+{
+    struct hstate *hs = hstate_new();
+    struct snap s;
+    struct attempt_report limited = {.outcome = BRK_NEUTRAL, .latency_ms = -1, .ttft_ms = -1,
+                                     .error = "rate_limited", .adapt = ADAPT_LIMITED,
+                                     .started_ms = NOW};
+    struct adaptive_eff eff;
+    struct target_view v;
+    uint32_t inflight;
+
+    (void)state;
+    snap_init(&s);
+    s.t[1].max_concurrency = 10;
+    s.t[1].rpm = 120;
+    hstate_sync(hs, &s.cfg, NOW);
+    hstate_inflight(hs, &s.t[1], +1);
+    for (int i = 0; i < 3; i++) {
+        hstate_record(hs, &s.t[1], NOW + 10 + (uint64_t)i, &limited, NULL);
+        hstate_adaptive(hs, &s.t[1], &eff, &inflight);
+        assert_int_equal(eff.concurrency, cfg_per_key(10, 2));
+        assert_int_equal(eff.rpm, cfg_per_key(120, 2));
+        assert_true(eff.factor == 1.0);
+        assert_int_equal(inflight, 1);
+        hstate_view(hs, &s.t[1], NOW + 10, &v);
+        assert_int_equal(v.eff.concurrency, eff.concurrency);
+        assert_int_equal(v.eff.rpm, eff.rpm);
+        assert_true(v.eff.factor == eff.factor);
+    }
+    /* a, adaptive with caps and only successes so far: its caps, as the view says */
+    s.t[0].adaptive = true;
+    s.t[0].max_concurrency = 12;
+    s.t[0].rpm = 60;
+    hstate_sync(hs, &s.cfg, NOW);
+    for (int i = 0; i < 3; i++) {
+        hstate_record(hs, &s.t[0], NOW + 10, &ok, NULL);
+        hstate_adaptive(hs, &s.t[0], &eff, &inflight);
+        assert_int_equal(eff.concurrency, cfg_per_key(12, 2));
+        assert_int_equal(eff.rpm, cfg_per_key(60, 2));
+        assert_true(eff.factor == 1.0);
+        hstate_view(hs, &s.t[0], NOW + 10, &v);
+        assert_int_equal(v.eff.concurrency, eff.concurrency);
+        assert_int_equal(v.eff.rpm, eff.rpm);
+        assert_true(v.eff.factor == eff.factor);
+    }
+    /* the first cut shows at once: below the caps, its rate by the same factor */
+    hstate_record(hs, &s.t[0], NOW + 20, &limited, NULL);
+    hstate_adaptive(hs, &s.t[0], &eff, &inflight);
+    hstate_view(hs, &s.t[0], NOW + 20, &v);
+    assert_true(eff.concurrency < cfg_per_key(12, 2));
+    assert_int_equal(eff.concurrency, v.eff.concurrency);
+    assert_true(eff.rpm < cfg_per_key(60, 2));
+    assert_int_equal(eff.rpm, v.eff.rpm);
+    assert_true(eff.factor == v.eff.factor && eff.factor < 1.0);
+    /* a learns a limit without caps, is switched off (its caps: none), then on (the limit it
+     * learnt) */
+    s.t[0].max_concurrency = 0;
+    s.t[0].rpm = 0;
+    hstate_free(hs);
+    hs = hstate_new();
+    hstate_sync(hs, &s.cfg, NOW);
+    for (int i = 0; i < 6; i++)
+        hstate_inflight(hs, &s.t[0], +1);
+    hstate_adaptive(hs, &s.t[0], &eff, &inflight);
+    assert_int_equal(eff.concurrency, 0); /* nothing learnt yet */
+    hstate_record(hs, &s.t[0], NOW + 10, &limited, NULL);
+    hstate_adaptive(hs, &s.t[0], &eff, &inflight);
+    assert_int_equal(eff.concurrency, 3);
+    s.t[0].adaptive = false;
+    hstate_adaptive(hs, &s.t[0], &eff, &inflight);
+    assert_int_equal(eff.concurrency, 0);
+    assert_int_equal(eff.rpm, 0);
+    assert_true(eff.factor == 1.0);
+    assert_int_equal(inflight, 6);
+    s.t[0].adaptive = true;
+    hstate_adaptive(hs, &s.t[0], &eff, &inflight);
+    assert_int_equal(eff.concurrency, 3);
+    hstate_free(hs);
+}
+
+/* Workers asking for the effective limits of an adaptive and a plain target while others
+ * report on both (run under -fsanitize=thread too). */
+static void *ask_limits(void *arg)
+{
+    struct worker_arg *w = arg;
+    struct attempt_report limited = {.outcome = BRK_NEUTRAL, .latency_ms = -1, .ttft_ms = -1,
+                                     .error = "rate_limited", .adapt = ADAPT_LIMITED,
+                                     .started_ms = NOW};
+    struct adaptive_eff eff;
+    uint32_t inflight;
+
+    for (int i = 0; i < ROUNDS; i++) {
+        const struct cfg_target *t = &w->s->t[i & 1];
+
+        hstate_inflight(w->hs, t, +1);
+        hstate_adaptive(w->hs, t, &eff, &inflight);
+        if (t == &w->s->t[1])
+            assert_int_equal(eff.concurrency, cfg_per_key(10, 2));
+        hstate_record(w->hs, t, NOW + (uint64_t)i, i % 7 ? &ok : &limited, NULL);
+        hstate_inflight(w->hs, t, -1);
+    }
+    return NULL;
+}
+
+static void test_adaptive_threads(void **state)
+{
+    struct hstate *hs = hstate_new();
+    struct snap s;
+    pthread_t th[THREADS];
+    struct worker_arg arg;
+
+    (void)state;
+    snap_init(&s);
+    s.t[0].adaptive = true;
+    s.t[1].max_concurrency = 10;
+    hstate_sync(hs, &s.cfg, NOW);
+    arg = (struct worker_arg){hs, &s};
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, ask_limits, &arg), 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    hstate_free(hs);
+}
+
+static struct hstate_keys keys_of(struct hstate *hs, const struct cfg_target *t, uint64_t now)
+{
+    struct hstate_keys k;
+
+    hs->ops->keys(hs, t->provider, t, now, &k);
+    return k;
+}
+
+/* A pool none of whose keys ever cooled answers without its lock: every key usable, none
+ * cooling, now for both times; a cooldown (for one model, key-wide, through the mirror)
+ * ends that until a reload changes the key list, and the answers are then the pool's. */
+static void test_keys_calm_pool(void **state)
+{
+    struct hstate *hs = hstate_new();
+    struct snap s;
+    struct hstate_keys k;
+
+    (void)state;
+    snap_init(&s);
+    hstate_sync(hs, &s.cfg, NOW);
+    for (uint64_t at = NOW; at < NOW + 3; at++) {
+        k = keys_of(hs, &s.t[0], at);
+        assert_int_equal(k.available, 2);
+        assert_int_equal(k.reasons, 0);
+        assert_true(k.ready_at == at && k.hint_at == at);
+    }
+    /* a rate limit of key 0 for m1 (target a): a sees one key, b (m2) both */
+    hstate_tkey_cooldown(hs, &s.t[0], 0, KEY_RATE_LIMITED, 5000, NOW);
+    k = keys_of(hs, &s.t[0], NOW);
+    assert_int_equal(k.available, 1);
+    assert_int_equal(k.reasons, 1u << KEY_RATE_LIMITED);
+    k = keys_of(hs, &s.t[1], NOW);
+    assert_int_equal(k.available, 2);
+    assert_int_equal(k.reasons, 0);
+    k = keys_of(hs, &s.t[0], NOW + 6000); /* over: both again, from the pool */
+    assert_int_equal(k.available, 2);
+    /* both keys refused for quota: none left, and when they are back */
+    hstate_tkey_cooldown(hs, &s.t[0], 0, KEY_QUOTA, 1000, NOW + 6000);
+    hstate_tkey_cooldown(hs, &s.t[0], 1, KEY_QUOTA, 1000, NOW + 6000);
+    k = keys_of(hs, &s.t[1], NOW + 6000);
+    assert_int_equal(k.available, 0);
+    assert_int_equal(k.reasons, 1u << KEY_QUOTA);
+    assert_true(k.ready_at > NOW + 6000);
+    /* the same key list on a reload keeps the pool; another one starts it calm */
+    hstate_sync(hs, &s.cfg, NOW + 6000);
+    assert_int_equal(keys_of(hs, &s.t[1], NOW + 6000).available, 0);
+    s.p.n_keys = 3;
+    hstate_sync(hs, &s.cfg, NOW + 6000);
+    k = keys_of(hs, &s.t[1], NOW + 6000);
+    assert_int_equal(k.available, 3);
+    assert_int_equal(k.reasons, 0);
+    /* a cooldown learnt from another instance (the mirror) */
+    hstate__key_cool(hs, "p", "m2", 2, KEY_RATE_LIMITED, NOW + 9000);
+    k = keys_of(hs, &s.t[1], NOW + 6000);
+    assert_int_equal(k.available, 2);
+    assert_int_equal(k.reasons, 1u << KEY_RATE_LIMITED);
+    assert_int_equal(keys_of(hs, &s.t[0], NOW + 6000).available, 3);
+    hstate_free(hs);
+}
+
+/* Workers asking for the keys while one of them cools them (run under -fsanitize=thread):
+ * the answers stay within the pool. */
+static void *ask_keys(void *arg)
+{
+    struct worker_arg *w = arg;
+
+    for (int i = 0; i < ROUNDS; i++) {
+        struct hstate_keys k = keys_of(w->hs, &w->s->t[i & 1], NOW + (uint64_t)i);
+
+        assert_true(k.available <= 2);
+        if (i == ROUNDS / 2)
+            hstate_tkey_cooldown(w->hs, &w->s->t[0], i & 1, KEY_RATE_LIMITED, 100,
+                                 NOW + (uint64_t)i);
+    }
+    return NULL;
+}
+
+static void test_keys_threads(void **state)
+{
+    struct hstate *hs = hstate_new();
+    struct snap s;
+    pthread_t th[THREADS];
+    struct worker_arg arg;
+
+    (void)state;
+    snap_init(&s);
+    hstate_sync(hs, &s.cfg, NOW);
+    arg = (struct worker_arg){hs, &s};
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, ask_keys, &arg), 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(keys_of(hs, &s.t[0], NOW).available, 1); /* the cooldown stayed */
+    hstate_free(hs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -273,6 +498,10 @@ int main(void)
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_key_rate_limit_per_model),
         cmocka_unit_test(test_adaptive_signals),
+        cmocka_unit_test(test_adaptive_off_is_the_config),
+        cmocka_unit_test(test_adaptive_threads),
+        cmocka_unit_test(test_keys_calm_pool),
+        cmocka_unit_test(test_keys_threads),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
