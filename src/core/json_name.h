@@ -31,10 +31,19 @@ bool bsc_json_name_scan(struct bsc_str raw, struct bsc_json_name_info *info);
  * without the look for a backslash. */
 static inline uint32_t bsc_json_name_hash_plain(struct bsc_str raw)
 {
+    const unsigned char *b = (const unsigned char *)raw.p;
     uint32_t h = 2166136261u;
+    size_t i = 0;
 
-    for (size_t i = 0; i < raw.len; i++)
-        h = (h ^ (unsigned char)raw.p[i]) * 16777619u;
+    /* Four bytes a step: the same hash with a quarter of the loop's compares. */
+    for (; raw.len - i >= 4; i += 4) {
+        h = (h ^ b[i]) * 16777619u;
+        h = (h ^ b[i + 1]) * 16777619u;
+        h = (h ^ b[i + 2]) * 16777619u;
+        h = (h ^ b[i + 3]) * 16777619u;
+    }
+    for (; i < raw.len; i++)
+        h = (h ^ b[i]) * 16777619u;
     return h;
 }
 

@@ -55,6 +55,19 @@ static inline unsigned space_lf_mask16(const unsigned char *p)
 }
 #endif
 
+#ifdef __SSE2__
+/* After the line break p[i] (with at least sixteen bytes after it): the index of the first
+ * of them that is not a space, or the line break itself when all sixteen are spaces. */
+static inline size_t indent_end(const unsigned char *p, size_t i)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + i + 1));
+    unsigned other = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')));
+
+    other ^= 0xffffu;
+    return other ? i + 1 + (size_t)__builtin_ctz(other) : i;
+}
+#endif
+
 /* Index of the first byte at or after <i> that is not whitespace. Most calls meet a byte
  * above ' ' at once (a compact document, a value after ':'), or one space before it (": "),
  * both answered before any table or vector. An indented body's runs ("\n" and the
@@ -68,16 +81,10 @@ TOK_INLINE size_t ws_run(const unsigned char *p, size_t i, size_t n)
         return i + 1;
 #ifdef __SSE2__
     if (n - i >= 17 && p[i] == '\n') { /* a line break and up to 15 spaces of indentation */
-        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + i + 1));
-        unsigned other = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')));
+        size_t j = indent_end(p, i);
 
-        other ^= 0xffffu;
-        if (other) {
-            size_t j = i + 1 + (size_t)__builtin_ctz(other);
-
-            if (p[j] > ' ')
-                return j;
-        }
+        if (p[j] > ' ')
+            return j;
     }
     while (n - i >= 16) {
         unsigned other = space_lf_mask16(p + i) ^ 0xffffu;
@@ -121,6 +128,24 @@ TOK_INLINE size_t ws_run(const unsigned char *p, size_t i, size_t n)
     return i;
 }
 
+/* ws_run where the whitespace is mostly a line break and indentation (after '{', '[' or
+ * ',', and before a closer, in a pretty-printed body): that shape is tried before the ": "
+ * one, and the answer is ws_run's. */
+TOK_INLINE size_t ws_line(const unsigned char *p, size_t i, size_t n)
+{
+    if (i < n && p[i] > ' ')
+        return i;
+#ifdef __SSE2__
+    if (n - i >= 17 && p[i] == '\n') {
+        size_t j = indent_end(p, i);
+
+        if (p[j] > ' ')
+            return j;
+    }
+#endif
+    return ws_run(p, i, n);
+}
+
 /* ---- strings --------------------------------------------------------------------------------- */
 
 /* Bytes that need no attention inside a string: printable ASCII but '"' and '\\'.
@@ -144,16 +169,23 @@ static inline bool needs_attention8(uint64_t x)
 }
 
 #ifdef __SSE2__
-/* Sixteen bytes at a time: the bit of each byte that is '"', '\\', below 0x20, or at or
- * above 0x80 (negative as a signed byte, so the signed compare with 0x20 catches both). */
+/* Sixteen bytes at a time: 0xff for each byte that is '"', '\\', below 0x20, or at or
+ * above 0x80 (negative as a signed byte, so one signed compare catches both). */
+static inline __m128i attention16(const unsigned char *p)
+{
+    /* x ^ 2 turns '"' (0x22) into 0x20 and moves no other byte below 0x21 (a byte below
+     * 0x20 stays below it, one at or above 0x80 stays negative): one signed compare takes
+     * the quote, the control bytes and the non-ASCII bytes at once. */
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i low = _mm_cmplt_epi8(_mm_xor_si128(x, _mm_set1_epi8(2)), _mm_set1_epi8(0x21));
+
+    return _mm_or_si128(low, _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+}
+
+/* attention16 as a bit a byte. */
 static inline unsigned attention_mask16(const unsigned char *p)
 {
-    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
-    __m128i m = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
-                             _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
-
-    m = _mm_or_si128(m, _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
-    return (unsigned)_mm_movemask_epi8(m);
+    return (unsigned)_mm_movemask_epi8(attention16(p));
 }
 #endif
 
@@ -183,11 +215,26 @@ TOK_INLINE size_t plain_tail(const unsigned char *p, size_t i, size_t n)
 TOK_INLINE size_t plain_run(const unsigned char *p, size_t i, size_t n)
 {
 #ifdef __SSE2__
-    while (n - i >= 16) {
+    if (n - i >= 16) {
         unsigned mask = attention_mask16(p + i);
-        if (mask)
+
+        if (mask) /* most strings (names, short values) end in their first sixteen bytes */
             return i + (size_t)__builtin_ctz(mask);
         i += 16;
+        /* A long run: thirty-two bytes a step, one mask for both halves. */
+        while (n - i >= 32) {
+            __m128i m = _mm_or_si128(attention16(p + i), attention16(p + i + 16));
+
+            if (_mm_movemask_epi8(m))
+                break;
+            i += 32;
+        }
+        while (n - i >= 16) {
+            mask = attention_mask16(p + i);
+            if (mask)
+                return i + (size_t)__builtin_ctz(mask);
+            i += 16;
+        }
     }
 #endif
     return plain_tail(p, i, n);
@@ -455,12 +502,12 @@ TOK_INLINE enum bsc_jtok_kind walk(struct bsc_json_tok *t, struct bsc_jtok *tok,
     }
 
 obj_first: /* after '{': a name or '}' */
-    start = i = ws_run(p, i, n);
+    start = i = ws_line(p, i, n);
     if (i < n && p[i] == '}')
         goto close;
     goto name_here;
 name: /* after ',' in an object */
-    start = i = ws_run(p, i, n);
+    start = i = ws_line(p, i, n);
 name_here:
     if (i >= n || p[i] != '"') {
         why = E_NAME;
@@ -535,7 +582,7 @@ value_here:
 after: /* after a value in a container: ',' (mostly at once) or the closer */
     start = i;
     if (i >= n || p[i] != ',') {
-        start = i = ws_run(p, i, n);
+        start = i = ws_line(p, i, n);
         if (i >= n) {
             why = E_OPEN;
             goto fail;
@@ -555,9 +602,10 @@ after: /* after a value in a container: ',' (mostly at once) or the closer */
     }
     if (!skip) /* an array's ',' is handed out even in quiet mode */
         return give(t, tok, BSC_JTOK_COMMA, start, i, depth, depth, ST_VALUE);
-    goto value;
+    start = i = ws_line(p, i, n); /* the next element, mostly on its own line */
+    goto value_here;
 arr_first: /* after '[': a value or ']' */
-    start = i = ws_run(p, i, n);
+    start = i = ws_line(p, i, n);
     if (i < n && p[i] == ']')
         goto close;
     goto value_here;

@@ -140,12 +140,56 @@ static void test_bench_documents_match_reference(void **state)
     }
 }
 
+/* A wanted key of every length from 0 to 40 against a top-level name of the same length
+ * that is the key, or the key with one byte changed at each position: the value is found
+ * only for the key itself (the name compare's overlapping loads; the name in an exact-size
+ * copy, so a load past it is an ASan error). */
+static void test_key_compare_every_length(void **state)
+{
+    (void)state;
+    for (size_t len = 0; len <= 40; len++) {
+        char key[48], doc[128];
+
+        for (size_t k = 0; k < len; k++)
+            key[k] = (char)('a' + (k * 5 + len) % 26);
+        for (size_t at = 0; at <= len; at++) { /* at == len: the name unchanged */
+            struct bsc_str want = bsc_str_make(key, len), val = BSC_STR_NULL;
+            size_t n = 0;
+            char *copy;
+
+            doc[n++] = '{';
+            doc[n++] = '"';
+            memcpy(doc + n, key, len);
+            if (at < len)
+                doc[n + at] = doc[n + at] == 'z' ? 'y' : 'z';
+            n += len;
+            memcpy(doc + n, "\":7}", 4);
+            n += 4;
+            copy = malloc(n);
+            assert_non_null(copy);
+            memcpy(copy, doc, n);
+            assert_int_equal(bsc_json_check_members(bsc_str_make(copy, n), 8, &want, 1, &val,
+                                                    NULL),
+                             1);
+            if (at == len) {
+                assert_non_null(val.p);
+                assert_int_equal(val.len, 1);
+                assert_int_equal(val.p[0], '7');
+            } else {
+                assert_null(val.p);
+            }
+            free(copy);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_name_rule_before_what_follows),
         cmocka_unit_test(test_shapes_match_reference),
         cmocka_unit_test(test_bench_documents_match_reference),
+        cmocka_unit_test(test_key_compare_every_length),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

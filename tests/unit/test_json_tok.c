@@ -546,6 +546,121 @@ static void test_string_run_boundaries(void **state)
                 }
 }
 
+/* Strings of 0 to 100 plain bytes (past the run's first sixteen-byte step, into its
+ * thirty-two-byte one), ending 0 to 40 bytes before the document does, with a quote, a
+ * backslash escape, a control byte or a non-ASCII byte at every position: each is met
+ * where it stands, read token by token and skipped alike (exact-size copies). */
+static void test_long_string_run_boundaries(void **state)
+{
+    static const struct {
+        const char *bytes;
+        const char *what;
+    } special[] = {
+        {"\\\"", NULL},
+        {"\xc3\xa9", NULL},
+        {"\x1f", "control character in a string"},
+        {"\xff", "invalid UTF-8"},
+    };
+
+    (void)state;
+    for (size_t len = 0; len <= 100; len++)
+        for (size_t tail = 0; tail <= 40; tail += 3)
+            for (size_t at = 0; at <= len; at++)
+                for (size_t s = 0; s < sizeof(special) / sizeof(special[0]); s++) {
+                    char doc[192];
+                    size_t n = 0, open, sp = strlen(special[s].bytes);
+
+                    doc[n++] = '[';
+                    open = n;
+                    doc[n++] = '"';
+                    memset(doc + n, 'b', at);
+                    n += at;
+                    memcpy(doc + n, special[s].bytes, sp);
+                    n += sp;
+                    memset(doc + n, 'c', len - at);
+                    n += len - at;
+                    doc[n++] = '"';
+                    doc[n++] = ',';
+                    doc[n++] = '1';
+                    memset(doc + n, ' ', tail);
+                    n += tail;
+                    doc[n++] = ']';
+                    if (special[s].what)
+                        expect_run_end(doc, n, special[s].what, open + 1 + at);
+                    else
+                        expect_run_end(doc, n, NULL, n - 2 - tail);
+                    /* the plain string closed where the special byte stood */
+                    n = open + 1 + at;
+                    doc[n++] = '"';
+                    doc[n++] = ',';
+                    doc[n++] = '1';
+                    memset(doc + n, ' ', tail);
+                    n += tail;
+                    doc[n++] = ']';
+                    expect_run_end(doc, n, NULL, n - 2 - tail);
+                }
+}
+
+static void expect_skip_matches(struct bsc_str doc, unsigned max_depth, bool quiet);
+
+/* A pretty-printed body: a line break and 0 to 40 spaces of indentation before every name,
+ * element and closer (the line-break shape the walk tries first), with the document ending
+ * 0 to 20 bytes after it. Each byte of each run changed to another whitespace byte keeps
+ * it valid; changed to 'x' it is the error there; and a skip from every state matches
+ * reading token by token. */
+static void test_indentation_runs(void **state)
+{
+    static const char *const parts[] = {"{", "\"a\":1,", "\"b\":[", "2,", "{}", "]", "}"};
+    static const char fill[] = {' ', '\t', '\r', '\n'};
+
+    (void)state;
+    for (size_t k = 0; k <= 40; k++)
+        for (size_t tail = 0; tail <= 20; tail += 5) {
+            char doc[512];
+            bool ws[512] = {false};
+            size_t n = 0;
+
+            for (size_t p = 0; p < sizeof(parts) / sizeof(parts[0]); p++) {
+                if (p) {
+                    ws[n] = true;
+                    doc[n++] = '\n';
+                    for (size_t j = 0; j < k; j++) {
+                        ws[n] = true;
+                        doc[n++] = ' ';
+                    }
+                }
+                memcpy(doc + n, parts[p], strlen(parts[p]));
+                n += strlen(parts[p]);
+            }
+            memset(doc + n, ' ', tail);
+            n += tail;
+            expect_valid_or(doc, n, NULL, 0);
+            expect_skip_matches(bsc_str_make(doc, n), 8, false);
+            for (size_t at = 0; at < n; at++) {
+                char keep = doc[at];
+
+                if (!ws[at])
+                    continue;
+                for (size_t f = 0; f < sizeof(fill); f++) {
+                    doc[at] = fill[f];
+                    expect_valid_or(doc, n, NULL, 0);
+                }
+                doc[at] = 'x';
+                {
+                    char *copy = exact_copy(doc, n);
+                    const char *why = NULL;
+                    size_t off = 0;
+
+                    assert_false(bsc_json_tok_valid(bsc_str_make(copy, n), 8, &why, &off));
+                    assert_int_equal(off, at);
+                    expect_skip_matches(bsc_str_make(copy, n), 8, false);
+                    free(copy);
+                }
+                doc[at] = keep;
+            }
+        }
+}
+
 /* Indented containers nested 1 to 200 deep, skipped from the outermost: the runs before
  * each opener and closer are read at every indentation, and the closer is the last byte. */
 static void test_whitespace_deep_nesting(void **state)
@@ -914,6 +1029,8 @@ int main(void)
         cmocka_unit_test(test_whitespace_runs),
         cmocka_unit_test(test_whitespace_run_boundaries),
         cmocka_unit_test(test_string_run_boundaries),
+        cmocka_unit_test(test_long_string_run_boundaries),
+        cmocka_unit_test(test_indentation_runs),
         cmocka_unit_test(test_whitespace_deep_nesting),
         cmocka_unit_test(test_scalar_documents),
         cmocka_unit_test(test_valid_numbers),
