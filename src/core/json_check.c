@@ -129,29 +129,28 @@ static void want_init(struct want *w)
     }
 }
 
+/* Whether the <w> (4 or 8) first and the <w> last of the <len> (w <= len <= 2w) bytes at <a>
+ * and <b> are the same, as two overlapping loads from each, all inside the two strings. */
+static inline bool same_ends(const char *a, const char *b, size_t len, size_t w)
+{
+    uint64_t a0 = 0, b0 = 0, a1 = 0, b1 = 0;
+
+    memcpy(&a0, a, w);
+    memcpy(&b0, b, w);
+    memcpy(&a1, a + len - w, w);
+    memcpy(&b1, b + len - w, w);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
 /* Whether the <len> bytes at <a> and <b> are the same: a name and a wanted key of its
- * length (most are 4 to 16 bytes long), with two overlapping loads from each, all inside
- * the two strings, instead of a call to memcmp; longer ones by memcmp. */
+ * length (most are 4 to 16 bytes long) by same_ends instead of a call to memcmp; longer
+ * ones by memcmp. */
 static inline bool same_bytes(const char *a, const char *b, size_t len)
 {
-    if (len >= 8 && len <= 16) {
-        uint64_t a0, b0, a1, b1;
-
-        memcpy(&a0, a, 8);
-        memcpy(&b0, b, 8);
-        memcpy(&a1, a + len - 8, 8);
-        memcpy(&b1, b + len - 8, 8);
-        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-    }
-    if (len >= 4 && len < 8) {
-        uint32_t a0, b0, a1, b1;
-
-        memcpy(&a0, a, 4);
-        memcpy(&b0, b, 4);
-        memcpy(&a1, a + len - 4, 4);
-        memcpy(&b1, b + len - 4, 4);
-        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-    }
+    if (len >= 8 && len <= 16)
+        return same_ends(a, b, len, 8);
+    if (len >= 4 && len < 8)
+        return same_ends(a, b, len, 4);
     if (len > 16)
         return memcmp(a, b, len) == 0;
     for (size_t k = 0; k < len; k++)

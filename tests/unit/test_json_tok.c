@@ -492,6 +492,37 @@ static void test_whitespace_run_boundaries(void **state)
                 }
 }
 
+/* The document's end after a string's last byte at doc[n - 1]: its quote, ",1", <tail>
+ * spaces and the array's ']'; the document's length. */
+static size_t doc_close(char *doc, size_t n, size_t tail)
+{
+    doc[n++] = '"';
+    doc[n++] = ',';
+    doc[n++] = '1';
+    memset(doc + n, ' ', tail);
+    n += tail;
+    doc[n++] = ']';
+    return n;
+}
+
+/* ["<before> 'b's, the <sp> bytes <special>, <after> 'c's",1<tail spaces>] in <doc>, the
+ * string's quote at doc[1]; the document's length. */
+static size_t string_doc(char *doc, size_t before, const char *special, size_t sp,
+                         size_t after, size_t tail)
+{
+    size_t n = 0;
+
+    doc[n++] = '[';
+    doc[n++] = '"';
+    memset(doc + n, 'b', before);
+    n += before;
+    memcpy(doc + n, special, sp);
+    n += sp;
+    memset(doc + n, 'c', after);
+    n += after;
+    return doc_close(doc, n, tail);
+}
+
 /* A string of 0 to 40 plain bytes that ends 0 to 20 bytes before the document does, with a
  * byte that needs attention at every position: an escape passes, a control byte, a broken
  * UTF-8 sequence or the document's end is the error where it stands, read token by token
@@ -519,23 +550,9 @@ static void test_string_run_boundaries(void **state)
             for (size_t at = 0; at <= len; at++)
                 for (size_t s = 0; s < sizeof(special) / sizeof(special[0]); s++) {
                     char doc[128];
-                    size_t n = 0, open, sp = strlen(special[s].bytes);
+                    const size_t open = 1, sp = strlen(special[s].bytes); /* open: its quote */
+                    size_t n = string_doc(doc, at, special[s].bytes, sp, len - at, tail);
 
-                    doc[n++] = '[';
-                    open = n;
-                    doc[n++] = '"';
-                    memset(doc + n, 'b', at);
-                    n += at;
-                    memcpy(doc + n, special[s].bytes, sp);
-                    n += sp;
-                    memset(doc + n, 'c', len - at);
-                    n += len - at;
-                    doc[n++] = '"';
-                    doc[n++] = ',';
-                    doc[n++] = '1';
-                    memset(doc + n, ' ', tail);
-                    n += tail;
-                    doc[n++] = ']';
                     if (special[s].what)
                         expect_run_end(doc, n, special[s].what, open + 1 + at + special[s].err_at);
                     else
@@ -568,35 +585,15 @@ static void test_long_string_run_boundaries(void **state)
             for (size_t at = 0; at <= len; at++)
                 for (size_t s = 0; s < sizeof(special) / sizeof(special[0]); s++) {
                     char doc[192];
-                    size_t n = 0, open, sp = strlen(special[s].bytes);
+                    const size_t open = 1, sp = strlen(special[s].bytes); /* open: its quote */
+                    size_t n = string_doc(doc, at, special[s].bytes, sp, len - at, tail);
 
-                    doc[n++] = '[';
-                    open = n;
-                    doc[n++] = '"';
-                    memset(doc + n, 'b', at);
-                    n += at;
-                    memcpy(doc + n, special[s].bytes, sp);
-                    n += sp;
-                    memset(doc + n, 'c', len - at);
-                    n += len - at;
-                    doc[n++] = '"';
-                    doc[n++] = ',';
-                    doc[n++] = '1';
-                    memset(doc + n, ' ', tail);
-                    n += tail;
-                    doc[n++] = ']';
                     if (special[s].what)
                         expect_run_end(doc, n, special[s].what, open + 1 + at);
                     else
                         expect_run_end(doc, n, NULL, n - 2 - tail);
                     /* the plain string closed where the special byte stood */
-                    n = open + 1 + at;
-                    doc[n++] = '"';
-                    doc[n++] = ',';
-                    doc[n++] = '1';
-                    memset(doc + n, ' ', tail);
-                    n += tail;
-                    doc[n++] = ']';
+                    n = doc_close(doc, open + 1 + at, tail);
                     expect_run_end(doc, n, NULL, n - 2 - tail);
                 }
 }

@@ -54,6 +54,19 @@ static void expect_as_reference(struct bsc_str name, struct bsc_str value)
                  got ? got : "kept", want ? want : "kept");
 }
 
+/* Every byte value at every position of the <n> bytes at <text> (overwritten), as a name
+ * and then as a value. */
+static void every_byte_at_every_position(char *text, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (unsigned c = 0; c < 256; c++) {
+            memset(text, 'x', n);
+            text[i] = (char)c;
+            expect_as_reference(bsc_str_make(text, n), BSC_STR("v"));
+            expect_as_reference(BSC_STR("x-h"), bsc_str_make(text, n));
+        }
+}
+
 /* Every byte value at every position of a name, then of a value, each 1..48 bytes long. */
 static void test_every_byte_everywhere(void **state)
 {
@@ -61,13 +74,7 @@ static void test_every_byte_everywhere(void **state)
 
     (void)state;
     for (size_t n = 1; n <= sizeof(text); n++)
-        for (size_t i = 0; i < n; i++)
-            for (unsigned c = 0; c < 256; c++) {
-                memset(text, 'x', n);
-                text[i] = (char)c;
-                expect_as_reference(bsc_str_make(text, n), BSC_STR("v"));
-                expect_as_reference(BSC_STR("x-h"), bsc_str_make(text, n));
-            }
+        every_byte_at_every_position(text, n);
     expect_as_reference(BSC_STR_NULL, BSC_STR("v"));
     expect_as_reference(BSC_STR("x-h"), BSC_STR_NULL);
 }
@@ -117,13 +124,7 @@ static void test_exact_blocks(void **state)
         char *text = malloc(n);
 
         assert_non_null(text);
-        for (size_t i = 0; i < n; i++)
-            for (unsigned c = 0; c < 256; c++) {
-                memset(text, 'x', n);
-                text[i] = (char)c;
-                expect_as_reference(bsc_str_make(text, n), BSC_STR("v"));
-                expect_as_reference(BSC_STR("x-h"), bsc_str_make(text, n));
-            }
+        every_byte_at_every_position(text, n);
         /* two flagged bytes: the first and the last, the middle alone */
         memset(text, 'x', n);
         text[0] = text[n - 1] = '\r';
